@@ -1,0 +1,139 @@
+"""A file opened once for sniffing and header reads: bounded reads, counted bytes, no data reads.
+
+Loaders never open files themselves; they ask the probe for byte ranges, so the bytes read can be
+counted (the header-only promise is tested with `Probe.bytes_read`) and every range is checked
+against the file size before anything is allocated.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from inspector.errors import InputError, TruncatedFileError, fmt_offset
+
+if TYPE_CHECKING:
+    from loaders._zip import ZipMember
+
+HEAD_BYTES = 4096
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+MAX_HDF5_USERBLOCK = 1 << 30  # the signature may sit at 0, 512, 1024, 2048, ... up to here
+
+
+class Probe:
+    """A regular file, opened read-only.
+
+    Attributes:
+        path: the path as given.
+        size: file size in bytes.
+        head: the first `HEAD_BYTES` bytes (fewer for a short file).
+        bytes_read: how many bytes were read so far through this probe.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError as exc:
+            raise InputError(self.path, "no such file") from exc
+        except OSError as exc:
+            raise InputError(self.path, exc.strerror or "cannot stat") from exc
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError(self.path, "is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(self.path, "not a regular file (FIFO, device or socket): not opened")
+        try:
+            # O_NONBLOCK guards against a FIFO swapped in after the stat check.
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except OSError as exc:
+            raise InputError(self.path, exc.strerror or "cannot open") from exc
+        self._fd = fd
+        self.size = os.fstat(fd).st_size
+        self.bytes_read = 0
+        self.head = self._pread(0, min(HEAD_BYTES, self.size))
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _pread(self, offset: int, n: int) -> bytes:
+        chunks = []
+        while n > 0:
+            chunk = os.pread(self._fd, n, offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+            n -= len(chunk)
+        data = b"".join(chunks)
+        self.bytes_read += len(data)
+        return data
+
+    def read_at(self, offset: int, n: int, *, fmt: str = "file", what: str = "data") -> bytes:
+        """Exactly `n` bytes at `offset`.
+
+        Raises:
+            TruncatedFileError: the range ends past the end of the file (nothing is read then).
+        """
+        if offset < 0 or n < 0 or offset + n > self.size:
+            raise TruncatedFileError(
+                self.path,
+                fmt,
+                f"{what} ends at byte {offset + n:,} but the file has {self.size:,} bytes",
+                offset,
+            )
+        if offset + n <= len(self.head):
+            return self.head[offset : offset + n]
+        data = self._pread(offset, n)
+        if len(data) != n:
+            raise TruncatedFileError(self.path, fmt, f"short read of {what}", offset)
+        return data
+
+    def tail(self, n: int) -> bytes:
+        """The last `min(n, size)` bytes."""
+        n = min(n, self.size)
+        return self.read_at(self.size - n, n)
+
+    # -- cached structure ----------------------------------------------------------------------
+
+    @cached_property
+    def zip_members(self) -> tuple[ZipMember, ...] | None:
+        """The zip central directory, or None when the file is not a readable zip."""
+        from loaders._zip import read_central_directory
+
+        if not self.head.startswith(b"PK\x03\x04"):
+            return None
+        try:
+            return read_central_directory(self, fmt="zip")
+        except Exception:  # sniffing must not raise; load() re-reads and reports the error
+            return None
+
+    @cached_property
+    def hdf5_offset(self) -> int | None:
+        """Where the HDF5 signature sits (0, 512, 1024, ...), or None."""
+        pos = 0
+        while pos + 8 <= min(self.size, MAX_HDF5_USERBLOCK):
+            if self.read_at(pos, 8) == HDF5_SIGNATURE:
+                return pos
+            pos = 512 if pos == 0 else pos * 2
+        return None
+
+    def describe(self, offset: int) -> str:
+        return fmt_offset(offset)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> Probe:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass

@@ -1,0 +1,171 @@
+"""Frozen records that flow between the stages: loader -> roles -> expectation -> reconciliation -> render.
+
+A loader returns one `Checkpoint`: its tensors (metadata only, never data) and the byte regions that
+tile the file(s). Everything after the loader works on these records alone, so every stage can be
+tested with hand-built records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from math import prod
+from types import MappingProxyType
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+class TensorKind(StrEnum):
+    """Which part of a checkpoint a tensor belongs to."""
+
+    PARAMETER = "parameter"  # counted by the framework's own parameter count
+    BUFFER = "buffer"  # running statistics, registered buffers, step counters of a module
+    OPTIMIZER = "optimizer"  # optimizer slots and state
+    OTHER = "other"  # any other training state (RNG state, scheduler, scaler...)
+
+
+class RegionKind(StrEnum):
+    """Where a byte of the file goes. Tensor bytes are split further by `TensorKind` when reported."""
+
+    TENSOR_DATA = "tensor_data"  # bytes inside some tensor's span
+    UNREFERENCED = "unreferenced"  # stored bytes no tensor uses (the rest of a base storage of a view)
+    DUPLICATE = "duplicate"  # the same tensor stored a second time
+    HEADER = "header"  # container structure: zip records, npy/record headers, HDF5 object headers
+    METADATA = "metadata"  # data.pkl, JSON headers, names blocks, configs
+    PADDING = "padding"  # alignment padding
+    COMPRESSED = "compressed"  # a deflated member: its compressed bytes (logical size in the label)
+    UNACCOUNTED = "unaccounted"  # HDF5 only: global heaps, free space (as h5stat reports)
+    UNKNOWN = "unknown"  # bytes no rule explains: a bug or trailing garbage
+
+
+@dataclass(frozen=True, slots=True)
+class TensorInfo:
+    """One tensor as stored. `offset` is absolute in file `file` (an index into `Checkpoint.files`).
+
+    Attributes:
+        name: exactly as stored (for nested containers, the path joined with '.' or '/').
+        shape: logical shape.
+        dtype: canonical dtype name (see `inspector.dtypes`).
+        nbytes: bytes of the tensor's own elements (logical; 0 for meta tensors).
+        offset: absolute first data byte, or None when not addressable (compressed, chunked, meta).
+        storage: key of the stored buffer this tensor lives in (torch storages; None elsewhere).
+        alias_of: name of an earlier tensor this one is the same tensor as (tied weights): counted once.
+        kind: parameter, buffer, optimizer or other.
+        trainable: False for frozen parameters and non-trainable statistics (Keras, MXNet aux).
+        section: the part of a training checkpoint it came from ('model', 'optimizer', 'ema'...).
+        layer: the layer name the file itself states (Keras); roles infer it otherwise.
+        param: the variable's meaning where the file states it (Keras 'kernel', 'moving_mean'...).
+        file: index into `Checkpoint.files` for multi-file checkpoints.
+        notes: free-form remarks from the loader (stride-0 expand, view of a larger storage...).
+        span: bytes the tensor spans from `offset` when that differs from nbytes (strided views,
+            stride-0 expands); None means nbytes.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+    offset: int | None
+    storage: str | None = None
+    alias_of: str | None = None
+    kind: TensorKind = TensorKind.PARAMETER
+    trainable: bool = True
+    section: str = ""
+    layer: str | None = None
+    param: str | None = None
+    file: int = 0
+    notes: tuple[str, ...] = ()
+    span: int | None = None
+
+    @property
+    def n_elements(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def span_bytes(self) -> int:
+        """Bytes from `offset` to the tensor's last element (differs from nbytes for strided views)."""
+        return self.nbytes if self.span is None else self.span
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """A byte range `[start, start + length)` of file `file` and what it holds."""
+
+    kind: RegionKind
+    start: int
+    length: int
+    label: str = ""
+    file: int = 0
+    logical: int | None = None  # COMPRESSED: bytes the data would take uncompressed
+
+    @property
+    def end(self) -> int:
+        return self.start + self.length
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+SEVERITY_ORDER = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """Something the reader noticed: a mismatch, a tie, a skipped check. Data, never an exception."""
+
+    code: str
+    severity: Severity
+    message: str
+    subjects: tuple[str, ...] = ()
+    expected: int | None = None
+    observed: int | None = None
+
+
+def _frozen_map(m: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(m or {}))
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """Everything a loader learned from a file's headers.
+
+    Attributes:
+        path: the path given by the user.
+        format: loader format name ('safetensors', 'pytorch-zip'...).
+        framework: the producing framework ('numpy', 'pytorch', 'keras', 'mxnet', 'safetensors').
+        files: (path, size) of every file read; `files[0]` is `path` (shards follow).
+        tensors: every tensor found, in file order.
+        regions: byte regions tiling each file exactly.
+        attributes: small string facts worth showing (versions, metadata keys, sections).
+        config: parsed model configuration where the file has one (Keras model_config...).
+        findings: what the loader noticed (unsafe globals, duplicates, validation problems).
+    """
+
+    path: str
+    format: str
+    framework: str
+    files: tuple[tuple[str, int], ...]
+    tensors: tuple[TensorInfo, ...]
+    regions: tuple[Region, ...]
+    attributes: Mapping[str, str] = field(default_factory=_frozen_map)
+    config: Mapping[str, Any] | None = None
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def file_size(self) -> int:
+        return sum(size for _, size in self.files)
+
+    def unique(self, kind: TensorKind | None = None) -> tuple[TensorInfo, ...]:
+        """Tensors that are not aliases of another, optionally of one kind."""
+        return tuple(
+            t for t in self.tensors if t.alias_of is None and (kind is None or t.kind == kind)
+        )
+
+    @property
+    def n_parameters(self) -> int:
+        return sum(t.n_elements for t in self.unique(TensorKind.PARAMETER))

@@ -1,0 +1,13 @@
+"""Built-in loaders, one module per format. `BUILTIN_LOADERS` is the only thing exported here."""
+
+from __future__ import annotations
+
+from loaders.npy import NpyLoader, NpzLoader
+from loaders.safetensors import SafetensorsIndexLoader, SafetensorsLoader
+
+BUILTIN_LOADERS = (
+    SafetensorsLoader,
+    SafetensorsIndexLoader,
+    NpyLoader,
+    NpzLoader,
+)

@@ -1,0 +1,220 @@
+"""Zip container structure, read from the central directory and the local headers only.
+
+Layout (APPNOTE; FORMATS.md section 2). All integers little-endian.
+
+    local header  30 + name_len + extra_len   'PK\\3\\4'; name len at +26, extra len at +28
+    payload       compressed size             method 0 stored, 8 deflated
+    descriptor    (flag bit 3) 12/20 bytes, 16/24 with 'PK\\7\\8'
+    central dir   46 + name + extra + comment per member
+    zip64 EOCD    'PK\\6\\6' 56 bytes, locator 'PK\\6\\7' 20 bytes
+    EOCD          'PK\\5\\6' 22 + comment
+
+The data offset of a member comes from the LOCAL header (torch pads there, not in the central
+directory). Every size and offset is checked against the file size before use; the payload is never
+read, except the first bytes of a deflated member when a loader asks `inflate_head`.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+
+from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
+from inspector.probe import Probe
+from inspector.records import Region, RegionKind
+
+EOCD_SIG = b"PK\x05\x06"
+ZIP64_EOCD_SIG = b"PK\x06\x06"
+ZIP64_LOCATOR_SIG = b"PK\x06\x07"
+CD_SIG = b"PK\x01\x02"
+LOCAL_SIG = b"PK\x03\x04"
+DESCRIPTOR_SIG = b"PK\x07\x08"
+MAX_COMMENT = 0xFFFF
+MAX_MEMBERS = 1_000_000
+MAX_CD_BYTES = 256 << 20
+STORED, DEFLATED = 0, 8
+COMPRESSION_NAMES = {0: "stored", 8: "deflated", 12: "bzip2", 14: "lzma", 93: "zstd"}
+PADDING_TAG = 0x4246  # 'FB': the extra field torch pads local headers with for 64-byte alignment
+
+
+@dataclass(frozen=True, slots=True)
+class ZipMember:
+    name: str
+    header_offset: int
+    data_offset: int  # absolute first payload byte, from the local header
+    compress_size: int
+    file_size: int
+    method: int
+    local_header_len: int  # 30 + name + extra
+    padding_len: int  # bytes of the local extra that are alignment padding
+    descriptor_len: int  # data descriptor after the payload (flag bit 3)
+
+    @property
+    def data_end(self) -> int:
+        return self.data_offset + self.compress_size
+
+
+def _zip64_extra(extra: bytes, need: list[str], values: dict[str, int]) -> None:
+    pos = 0
+    while pos + 4 <= len(extra):
+        tag, size = struct.unpack_from("<HH", extra, pos)
+        if tag == 0x0001:
+            body = extra[pos + 4 : pos + 4 + size]
+            for i, key in enumerate(need):
+                if 8 * i + 8 <= len(body):
+                    values[key] = struct.unpack_from("<Q", body, 8 * i)[0]
+            return
+        pos += 4 + size
+
+
+def _extra_fields(extra: bytes) -> dict[int, int]:
+    """Tag -> total bytes (4 + body) of each field of an extra block."""
+    pos, fields = 0, {}
+    while pos + 4 <= len(extra):
+        tag, size = struct.unpack_from("<HH", extra, pos)
+        fields[tag] = fields.get(tag, 0) + 4 + size
+        pos += 4 + size
+    return fields
+
+
+def _fail(probe: Probe, fmt: str, reason: str, offset: int | None = None) -> FormatError:
+    return FormatError(probe.path, fmt, reason, offset)
+
+
+def _find_eocd(probe: Probe, fmt: str) -> tuple[int, bytes]:
+    tail = probe.tail(22 + MAX_COMMENT)
+    base = probe.size - len(tail)
+    pos = tail.rfind(EOCD_SIG)
+    while pos >= 0:
+        if pos + 22 <= len(tail):
+            comment_len = struct.unpack_from("<H", tail, pos + 20)[0]
+            if pos + 22 + comment_len == len(tail):
+                return base + pos, tail[pos : pos + 22]
+        pos = tail.rfind(EOCD_SIG, 0, pos)
+    raise _fail(probe, fmt, "no zip end-of-central-directory record (truncated or not a zip)")
+
+
+def read_central_directory(probe: Probe, fmt: str) -> tuple[ZipMember, ...]:
+    """Every member with its local data offset; checked against the file size.
+
+    Raises:
+        FormatError: the directory is missing, inconsistent or points past the end of the file.
+    """
+    members, _ = read_zip(probe, fmt)
+    return members
+
+
+def read_zip(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Region, ...]]:
+    """Members plus the regions of the zip structure (local headers, descriptors, directory, end records).
+
+    Member payloads are not given regions here: the loader knows what they hold.
+    """
+    eocd_at, eocd = _find_eocd(probe, fmt)
+    _, disk, _, _, n_total, cd_size, cd_offset, comment_len = struct.unpack("<4sHHHHIIH", eocd)
+    regions = [Region(RegionKind.HEADER, eocd_at, 22 + comment_len, "zip end of central directory")]
+    if disk != 0:
+        raise FormatError(probe.path, fmt, "multi-disk (split) zip archives are not supported")
+    end_of_cd = eocd_at
+    if 0xFFFF in (n_total,) or 0xFFFFFFFF in (cd_size, cd_offset):
+        loc_at = eocd_at - 20
+        locator = probe.read_at(loc_at, 20, fmt=fmt, what="zip64 locator")
+        if locator[:4] != ZIP64_LOCATOR_SIG:
+            raise _fail(probe, fmt, "zip64 values without a zip64 locator", loc_at)
+        rec_at = struct.unpack_from("<Q", locator, 8)[0]
+        if rec_at + 56 > loc_at:
+            raise _fail(probe, fmt, "zip64 end record points past the locator", loc_at)
+        rec = probe.read_at(rec_at, 56, fmt=fmt, what="zip64 end record")
+        if rec[:4] != ZIP64_EOCD_SIG:
+            raise _fail(probe, fmt, "bad zip64 end record signature", rec_at)
+        rec_size = struct.unpack_from("<Q", rec, 4)[0]
+        if rec_at + 12 + rec_size != loc_at:
+            raise _fail(probe, fmt, "zip64 end record size does not reach the locator", rec_at)
+        n_total, cd_size, cd_offset = struct.unpack_from("<QQQ", rec, 32)
+        regions.append(Region(RegionKind.HEADER, loc_at, 20, "zip64 end locator"))
+        regions.append(Region(RegionKind.HEADER, rec_at, loc_at - rec_at, "zip64 end of central directory"))
+        end_of_cd = rec_at
+    if n_total > MAX_MEMBERS:
+        raise LimitExceededError(probe.path, fmt, f"{n_total:,} zip members (cap {MAX_MEMBERS:,})")
+    if cd_size > MAX_CD_BYTES:
+        raise LimitExceededError(probe.path, fmt, f"central directory of {cd_size:,} bytes (cap {MAX_CD_BYTES:,})")
+    if cd_offset + cd_size != end_of_cd:
+        raise _fail(probe, fmt, f"central directory at {cd_offset:,}+{cd_size:,} does not end at its end record")
+    regions.append(Region(RegionKind.HEADER, cd_offset, cd_size, "zip central directory"))
+    cd = probe.read_at(cd_offset, cd_size, fmt=fmt, what="central directory")
+    members: list[ZipMember] = []
+    pos = 0
+    for _ in range(n_total):
+        if cd[pos : pos + 4] != CD_SIG:
+            raise _fail(probe, fmt, "bad central directory entry", cd_offset + pos)
+        (flags, method, csize, usize, name_len, extra_len, comment_len,
+         header_offset) = struct.unpack_from("<8xHH8xIIHHH8xI", cd, pos)  # fmt: skip
+        name_raw = cd[pos + 46 : pos + 46 + name_len]
+        extra = cd[pos + 46 + name_len : pos + 46 + name_len + extra_len]
+        pos += 46 + name_len + extra_len + comment_len
+        if pos > len(cd):
+            raise _fail(probe, fmt, "central directory entry runs past the directory", cd_offset)
+        name = name_raw.decode("utf-8" if flags & 0x800 else "cp437")
+        values = {"usize": usize, "csize": csize, "offset": header_offset}
+        need = [k for k, v in (("usize", usize), ("csize", csize), ("offset", header_offset)) if v == 0xFFFFFFFF]
+        if need:
+            _zip64_extra(extra, need, values)
+        members.append(_local(probe, fmt, name, flags, method, values, regions))
+    if pos != len(cd):
+        raise _fail(probe, fmt, "central directory size does not match its entries", cd_offset)
+    return tuple(members), tuple(regions)
+
+
+def _local(
+    probe: Probe, fmt: str, name: str, flags: int, method: int, values: dict[str, int], regions: list[Region]
+) -> ZipMember:
+    at = values["offset"]
+    head = probe.read_at(at, 30, fmt=fmt, what=f"local header of {name!r}")
+    if head[:4] != LOCAL_SIG:
+        raise _fail(probe, fmt, f"member {name!r}: bad local header signature", at)
+    name_len, extra_len = struct.unpack_from("<HH", head, 26)
+    extra = probe.read_at(at + 30 + name_len, extra_len, fmt=fmt, what=f"local header of {name!r}")
+    data_offset = at + 30 + name_len + extra_len
+    csize, usize = values["csize"], values["usize"]
+    if data_offset + csize > probe.size:
+        raise TruncatedFileError(
+            probe.path, fmt, f"member {name!r} data ends at byte {data_offset + csize:,} "
+            f"but the file has {probe.size:,} bytes", data_offset)  # fmt: skip
+    fields = _extra_fields(extra)
+    padding = fields.get(PADDING_TAG, 0)
+    descriptor = 0
+    if flags & 0x8:
+        sig = probe.read_at(data_offset + csize, 4, fmt=fmt, what=f"data descriptor of {name!r}")
+        zip64 = 0x0001 in fields or csize >= 0xFFFFFFFF
+        descriptor = (4 if sig == DESCRIPTOR_SIG else 0) + (20 if zip64 else 12)
+    header_len = 30 + name_len + extra_len
+    regions.append(Region(RegionKind.HEADER, at, header_len - padding, f"zip local header {name!r}"))
+    if padding:
+        regions.append(Region(RegionKind.PADDING, at + header_len - padding, padding, f"alignment padding {name!r}"))
+    if descriptor:
+        regions.append(Region(RegionKind.HEADER, data_offset + csize, descriptor, f"zip data descriptor {name!r}"))
+    return ZipMember(name, at, data_offset, csize, usize, method, header_len, padding, descriptor)
+
+
+def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str) -> bytes:
+    """Up to `n` uncompressed bytes from the start of a member, inflating only what is needed."""
+    if member.method == STORED:
+        return probe.read_at(member.data_offset, min(n, member.compress_size), fmt=fmt)
+    if member.method != DEFLATED:
+        method = COMPRESSION_NAMES.get(member.method, str(member.method))
+        raise FormatError(probe.path, fmt, f"member {member.name!r} uses unsupported compression {method}")
+    out = bytearray()
+    inflater = zlib.decompressobj(-15)
+    pos, end = member.data_offset, member.data_end
+    try:
+        while len(out) < n and pos < end:
+            chunk = probe.read_at(pos, min(16384, end - pos), fmt=fmt)
+            pos += len(chunk)
+            out += inflater.decompress(chunk, n - len(out))
+            while len(out) < n and inflater.unconsumed_tail:
+                out += inflater.decompress(inflater.unconsumed_tail, n - len(out))
+            if inflater.eof:
+                break
+    except zlib.error as exc:
+        raise FormatError(probe.path, fmt, f"member {member.name!r}: corrupt deflate stream: {exc}") from exc
+    return bytes(out[:n])

@@ -1,0 +1,109 @@
+"""What every loader shares: the protocol, claim strengths, the parse-error boundary, region helpers."""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from enum import IntEnum
+from typing import ClassVar, Protocol
+
+from inspector.errors import FormatError, InspectorError
+from inspector.probe import Probe
+from inspector.records import Checkpoint, Region, RegionKind
+
+MAX_TENSORS = 1_000_000
+MAX_DIMS = 64
+
+
+class Claim(IntEnum):
+    """How sure a loader is that a file is its format. `detect()` keeps the strongest."""
+
+    CONTAINER = 1  # the container matches (a zip, an HDF5 file) but not the inner layout
+    STRUCTURE = 2  # the inner structure matches (zip member names, HDF5 group names)
+    EXACT = 3  # a format-specific magic number matches
+
+
+class Loader(Protocol):
+    name: ClassVar[str]
+    extensions: ClassVar[tuple[str, ...]]
+
+    def claim(self, probe: Probe) -> Claim | None: ...
+
+    def load(self, probe: Probe) -> Checkpoint: ...
+
+
+@contextmanager
+def parsing(probe: Probe, fmt: str) -> Iterator[None]:
+    """Turn low-level parse failures into `FormatError` naming the file and format."""
+    try:
+        yield
+    except InspectorError:
+        raise
+    except (struct.error, EOFError, UnicodeDecodeError, json.JSONDecodeError, IndexError, KeyError,
+            TypeError, ValueError, OverflowError, RecursionError, MemoryError) as exc:  # fmt: skip
+        reason = f"malformed: {type(exc).__name__}: {exc}"[:300]
+        raise FormatError(probe.path, fmt, reason) from exc
+
+
+def check_shape(probe: Probe, fmt: str, name: str, shape: Iterable[object]) -> tuple[int, ...]:
+    """A shape read from a file: a bounded number of non-negative ints."""
+    dims = tuple(shape)
+    if len(dims) > MAX_DIMS:
+        from inspector.errors import LimitExceededError
+
+        raise LimitExceededError(probe.path, fmt, f"tensor {name!r} has {len(dims)} dimensions (cap {MAX_DIMS})")
+    for d in dims:
+        if not isinstance(d, int) or isinstance(d, bool) or d < 0:
+            raise FormatError(probe.path, fmt, f"tensor {name!r} has an invalid dimension {d!r}")
+    return dims  # type: ignore[return-value]
+
+
+def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Region, ...]:
+    """Sort regions of one file, clip nothing, and fill every gap with an UNKNOWN region.
+
+    Overlapping regions are a loader bug or a hostile file; the later one is cut to start where the
+    earlier ends (the overlap is then visible as a shorter region, never double-counted).
+    """
+    out: list[Region] = []
+    pos = 0
+    for r in sorted((r for r in regions if r.length > 0), key=lambda r: (r.start, -r.length)):
+        start, length = r.start, r.length
+        if start < pos:  # overlap: keep only the part past what is already covered
+            length -= pos - start
+            start = pos
+            if length <= 0:
+                continue
+        if start > pos:
+            out.append(Region(RegionKind.UNKNOWN, pos, start - pos, "bytes no structure explains", file))
+        end = min(start + length, file_size)
+        if end > start:
+            out.append(Region(r.kind, start, end - start, r.label, file, r.logical))
+        pos = max(pos, end)
+    if pos < file_size:
+        out.append(Region(RegionKind.UNKNOWN, pos, file_size - pos, "trailing bytes no structure explains", file))
+    return tuple(out)
+
+
+def check_invariants(ckpt: Checkpoint) -> None:
+    """Assert the loader contract (used by tests on every loader).
+
+    Regions of each file are sorted, do not overlap and cover it exactly; every addressable tensor lies
+    inside a TENSOR_DATA (or DUPLICATE) region of its file.
+    """
+    for index, (path, size) in enumerate(ckpt.files):
+        regions = [r for r in ckpt.regions if r.file == index]
+        pos = 0
+        for r in regions:
+            assert r.start == pos, f"{path}: region {r} starts at {r.start}, expected {pos}"
+            assert r.length > 0, f"{path}: empty region {r}"
+            pos = r.end
+        assert pos == size, f"{path}: regions end at {pos}, file has {size} bytes"
+    data = [r for r in ckpt.regions if r.kind in (RegionKind.TENSOR_DATA, RegionKind.DUPLICATE)]
+    for t in ckpt.tensors:
+        if t.offset is None or t.span_bytes == 0:
+            continue
+        assert any(
+            r.file == t.file and r.start <= t.offset and t.offset + t.span_bytes <= r.end for r in data
+        ), f"tensor {t.name!r} at {t.offset}+{t.nbytes} is not inside a tensor-data region"

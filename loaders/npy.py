@@ -1,0 +1,212 @@
+"""NumPy ``.npy`` and ``.npz`` (FORMATS.md section 5), headers only.
+
+``.npy``::
+
+    6 bytes  \\x93NUMPY
+    u8, u8   version 1.0 | 2.0 | 3.0
+    u16 LE (1.0) or u32 LE (2.0, 3.0)   header length H
+    H bytes  Python literal {'descr': ..., 'fortran_order': bool, 'shape': (...), } padded with spaces
+             and a newline to a multiple of 64 (16 before numpy 1.14); latin-1, or UTF-8 in 3.0
+    data     raw C- or Fortran-order bytes, or a pickle when the dtype holds objects
+
+``.npz`` is a zip whose members are all ``*.npy`` (``savez`` stores, ``savez_compressed`` deflates).
+For a stored member the npy header is parsed in place; for a deflated one just enough is inflated
+to read the header. Verified: magic, version, the literal's keys and types, that data fits the
+member. Object arrays are reported (their pickle is never loaded). Tensor data is never read.
+"""
+
+from __future__ import annotations
+
+import ast
+import struct
+from typing import Any, ClassVar
+
+from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
+from inspector.probe import Probe
+from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo
+from loaders import _zip
+from loaders.base import MAX_TENSORS, Claim, check_shape, tile
+
+NPY_FORMAT = "npy"
+NPZ_FORMAT = "npz"
+MAGIC = b"\x93NUMPY"
+LENGTH_FIELDS = {1: "<H", 2: "<I", 3: "<I"}  # major version -> header length field
+MAX_HEADER_BYTES = 64 << 20
+OBJECT = "OBJECT"
+# numpy type characters with no canonical dtype -> name template by itemsize
+OPAQUE_KINDS = {"S": "BYTES[{n}]", "U": "UNICODE[{n}]", "V": "VOID[{n}]", "M": "DATETIME64", "m": "TIMEDELTA64"}
+
+
+class NpyHeader:
+    """A parsed npy header: where the data starts (relative), and the array's description."""
+
+    __slots__ = ("header_len", "prefix_len", "literal_len", "shape", "dtype", "itemsize", "notes", "version")
+
+    def __init__(self, version: tuple[int, int], prefix_len: int, hlen: int, literal_text: str,
+                 shape: tuple[int, ...], dtype: str, itemsize: int | None, notes: tuple[str, ...]) -> None:  # fmt: skip
+        self.version = version
+        self.prefix_len = prefix_len
+        self.header_len = prefix_len + hlen
+        self.literal_len = len(literal_text.rstrip(" \n").encode("utf-8"))
+        self.shape = shape
+        self.dtype = dtype
+        self.itemsize = itemsize
+        self.notes = notes
+
+
+def _dtype_of(descr: Any) -> tuple[str, int | None, tuple[str, ...]]:
+    """(canonical name, itemsize or None for objects, notes) of an npy ``descr``."""
+    from inspector.dtypes import DTYPES, NUMPY_DTYPES
+
+    if isinstance(descr, str) and len(descr) >= 2:
+        order, code = descr[0], descr[1:]
+        notes = ("big-endian",) if order == ">" else ()
+        if code in NUMPY_DTYPES:
+            name = NUMPY_DTYPES[code]
+            return name, DTYPES[name].bits // 8, notes
+        if code == "O":
+            return OBJECT, None, ("holds pickled Python objects",)
+    import numpy as np  # only for structured and string dtypes
+
+    dt = np.lib.format.descr_to_dtype(descr)
+    if dt.hasobject:
+        return OBJECT, None, ("holds pickled Python objects",)
+    if dt.fields:
+        return f"STRUCT[{dt.itemsize}]", dt.itemsize, (f"structured: {len(dt.fields)} fields",)
+    template = OPAQUE_KINDS.get(dt.kind, "VOID[{n}]")
+    return template.format(n=dt.itemsize), dt.itemsize, ()
+
+
+def parse_npy_header(buf: bytes, probe: Probe, fmt: str, where: str) -> NpyHeader | int:
+    """Parse an npy header from the start of `buf`; return the bytes needed if `buf` is too short."""
+    if len(buf) < 10:
+        return 12
+    if buf[:6] != MAGIC:
+        raise FormatError(probe.path, fmt, f"{where}: not an npy header (magic {buf[:6]!r})")
+    major, minor = buf[6], buf[7]
+    if major not in LENGTH_FIELDS or minor != 0:
+        raise UnsupportedVariantError(probe.path, fmt, f"{where}: npy version {major}.{minor}")
+    field = LENGTH_FIELDS[major]
+    prefix = 8 + struct.calcsize(field)
+    if len(buf) < prefix:
+        return prefix
+    (hlen,) = struct.unpack_from(field, buf, 8)
+    if hlen > MAX_HEADER_BYTES:
+        raise LimitExceededError(probe.path, fmt, f"{where}: npy header of {hlen:,} bytes (cap {MAX_HEADER_BYTES:,})")
+    if len(buf) < prefix + hlen:
+        return prefix + hlen
+    text = buf[prefix : prefix + hlen].decode("utf-8" if major == 3 else "latin-1")
+    literal = ast.literal_eval(text)
+    if not isinstance(literal, dict) or set(literal) != {"descr", "fortran_order", "shape"}:
+        raise FormatError(probe.path, fmt, f"{where}: npy header is not a dict of descr, fortran_order, shape")
+    if not isinstance(literal["shape"], tuple) or not isinstance(literal["fortran_order"], bool):
+        raise FormatError(probe.path, fmt, f"{where}: npy header has a bad shape or fortran_order")
+    shape = check_shape(probe, fmt, where, literal["shape"])
+    dtype, itemsize, notes = _dtype_of(literal["descr"])
+    if literal["fortran_order"]:
+        notes += ("Fortran order",)
+    return NpyHeader((major, minor), prefix, hlen, text, shape, dtype, itemsize, notes)
+
+
+def _header_regions(h: NpyHeader, start: int, label: str) -> list[Region]:
+    return [
+        Region(RegionKind.HEADER, start, h.prefix_len, f"npy magic and header length {label}"),
+        Region(RegionKind.METADATA, start + h.prefix_len, h.literal_len, f"npy header dict {label}"),
+        Region(RegionKind.PADDING, start + h.prefix_len + h.literal_len,
+               h.header_len - h.prefix_len - h.literal_len, f"npy header padding {label}"),  # fmt: skip
+    ]
+
+
+def _tensor(probe: Probe, fmt: str, name: str, h: NpyHeader, data_offset: int | None,
+            payload: int) -> tuple[TensorInfo, list[Finding]]:  # fmt: skip
+    """The tensor of an npy payload of `payload` bytes; objects and size mismatches become findings."""
+    findings = []
+    if h.itemsize is None:
+        findings.append(Finding("UNSAFE_CONTENT", Severity.ERROR,
+                                f"array {name!r} is an object array: its {payload:,} bytes are a pickle, not loaded",
+                                subjects=(name,)))  # fmt: skip
+        nbytes = payload
+    else:
+        nbytes = 1
+        for d in h.shape:
+            nbytes *= d
+        nbytes *= h.itemsize
+        if nbytes > payload:
+            raise FormatError(probe.path, fmt, f"array {name!r} needs {nbytes:,} bytes, the file holds {payload:,}")
+        if nbytes < payload:
+            findings.append(Finding("TRAILING_BYTES", Severity.WARNING,
+                                    f"{payload - nbytes:,} bytes after array {name!r}", subjects=(name,)))  # fmt: skip
+    return TensorInfo(name, h.shape, h.dtype, nbytes, data_offset, notes=h.notes), findings
+
+
+class NpyLoader:
+    """A single ``.npy`` array."""
+
+    name: ClassVar[str] = NPY_FORMAT
+    extensions: ClassVar[tuple[str, ...]] = (".npy",)
+
+    def claim(self, probe: Probe) -> Claim | None:
+        return Claim.EXACT if probe.head.startswith(MAGIC) else None
+
+    def load(self, probe: Probe) -> Checkpoint:
+        need = 12
+        while True:
+            h = parse_npy_header(probe.read_at(0, need, fmt=NPY_FORMAT, what="npy header"), probe, NPY_FORMAT, "header")
+            if isinstance(h, NpyHeader):
+                break
+            need = h
+        name = "array"
+        t, findings = _tensor(probe, NPY_FORMAT, name, h, h.header_len, probe.size - h.header_len)
+        regions = _header_regions(h, 0, "")
+        regions.append(Region(RegionKind.TENSOR_DATA, h.header_len, t.nbytes, name))
+        attributes = {"npy.version": f"{h.version[0]}.{h.version[1]}"}
+        return Checkpoint(probe.path, NPY_FORMAT, "numpy", ((probe.path, probe.size),), (t,),
+                          tile(regions, probe.size), attributes, findings=tuple(findings))  # fmt: skip
+
+
+class NpzLoader:
+    """A zip archive whose members are all ``.npy`` arrays."""
+
+    name: ClassVar[str] = NPZ_FORMAT
+    extensions: ClassVar[tuple[str, ...]] = (".npz",)
+
+    def claim(self, probe: Probe) -> Claim | None:
+        members = probe.zip_members
+        if not members or not all(m.name.endswith(".npy") for m in members):
+            return None
+        return Claim.STRUCTURE
+
+    def load(self, probe: Probe) -> Checkpoint:
+        members, zip_regions = _zip.read_zip(probe, NPZ_FORMAT)
+        if len(members) > MAX_TENSORS:
+            raise LimitExceededError(probe.path, NPZ_FORMAT, f"{len(members):,} members (cap {MAX_TENSORS:,})")
+        tensors: list[TensorInfo] = []
+        regions = list(zip_regions)
+        findings: list[Finding] = []
+        deflated = 0
+        for m in members:
+            name = m.name[: -len(".npy")]
+            need = 12
+            while True:
+                buf = _zip.inflate_head(probe, m, need, NPZ_FORMAT)
+                h = parse_npy_header(buf, probe, NPZ_FORMAT, f"member {m.name!r}")
+                if isinstance(h, NpyHeader):
+                    break
+                if len(buf) < need:
+                    raise FormatError(probe.path, NPZ_FORMAT, f"member {m.name!r} ends inside its npy header")
+                need = h
+            payload = m.file_size - h.header_len
+            if m.method == _zip.STORED:
+                t, f = _tensor(probe, NPZ_FORMAT, name, h, m.data_offset + h.header_len, payload)
+                regions += _header_regions(h, m.data_offset, repr(m.name))
+                regions.append(Region(RegionKind.TENSOR_DATA, m.data_offset + h.header_len, payload, name))
+            else:
+                deflated += 1
+                t, f = _tensor(probe, NPZ_FORMAT, name, h, None, payload)
+                regions.append(Region(RegionKind.COMPRESSED, m.data_offset, m.compress_size,
+                                      f"deflated member {m.name!r}", logical=m.file_size))  # fmt: skip
+            tensors.append(t)
+            findings += f
+        attributes = {"zip.members": str(len(members)), "zip.deflated_members": str(deflated)}
+        return Checkpoint(probe.path, NPZ_FORMAT, "numpy", ((probe.path, probe.size),), tuple(tensors),
+                          tile(regions, probe.size), attributes, findings=tuple(findings))  # fmt: skip

@@ -1,0 +1,32 @@
+"""Shared test fixtures: where the real files live."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_models"
+# Real files written by the real libraries, kept in the steering repo's shared/ folder beside the clone.
+FIXTURES = ROOT.parent / "shared" / "fixtures"
+
+
+def fixture_path(relative: str) -> Path:
+    """A file under ../shared/fixtures; the test is skipped when shared/ is not beside the clone."""
+    path = FIXTURES / relative
+    if not path.exists():
+        pytest.skip(f"shared fixture {relative} not available")
+    return path
+
+
+@pytest.fixture
+def fixtures() -> Path:
+    if not FIXTURES.is_dir():
+        pytest.skip("../shared/fixtures not available")
+    return FIXTURES
+
+
+@pytest.fixture
+def samples() -> Path:
+    return SAMPLES
