@@ -169,3 +169,46 @@ class Checkpoint:
     @property
     def n_parameters(self) -> int:
         return sum(t.n_elements for t in self.unique(TensorKind.PARAMETER))
+
+
+@dataclass(frozen=True, slots=True)
+class RoleMatch:
+    """What one tensor is: its layer, its role in that layer, and the rule that said so.
+
+    `role` is a `inspector.roles.Role` value, or "unmatched" when no rule explains the tensor.
+    """
+
+    name: str
+    layer: str
+    role: str
+    param: str | None
+    rule_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class LayerCheck:
+    """One layer of an expectation: what the formula says against what the file holds."""
+
+    layer: str
+    kind: str
+    expected: int
+    found: int
+    status: str  # "ok", "mismatch", "missing", "unexpected", "tied"
+    explanation: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """An architecture (inferred, read from the file's config, or stated with --expect) and its check."""
+
+    source: str  # "inferred", "config" or "stated"
+    architecture: str
+    hyperparameters: Mapping[str, Any]
+    total: int  # the analytic count
+    found: int  # the checkpoint's parameter count
+    layers: tuple[LayerCheck, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def matches(self) -> bool:
+        return self.total == self.found and all(layer.status in ("ok", "tied") for layer in self.layers)
