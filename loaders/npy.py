@@ -203,8 +203,9 @@ class NpzLoader:
             else:
                 deflated += 1
                 t, f = _tensor(probe, NPZ_FORMAT, name, h, None, payload)
+                # logical = what the array data would take stored; the member's npy header is deflated with it
                 regions.append(Region(RegionKind.COMPRESSED, m.data_offset, m.compress_size,
-                                      f"deflated member {m.name!r}", logical=m.file_size))  # fmt: skip
+                                      f"deflated member {m.name!r} (npy header inside)", logical=t.nbytes))  # fmt: skip
             tensors.append(t)
             findings += f
         attributes = {"zip.members": str(len(members)), "zip.deflated_members": str(deflated)}

@@ -1,0 +1,139 @@
+"""The command line: the only module that parses argv, prints and chooses exit codes.
+
+    inspector PATH... [--tensors] [--regions] [--json] [--expect SPEC] [--fail-on LEVEL] [--debug]
+    inspector DIR...  [--json | --csv] [--jobs N]          folder audit, one row per model
+    inspector formula | budget | compare ...               analytic counts (see inspector/cli_design.py)
+
+Exit status: 0 read fine; 1 findings at or above --fail-on; 2 unreadable file or bad usage;
+3 unsafe content refused (nothing of it was run). With several files the worst status wins.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from inspector.errors import InspectorError
+from inspector.records import SEVERITY_ORDER, Severity
+
+EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE, EXIT_UNSAFE = 0, 1, 2, 3
+EXIT_RANK = {EXIT_OK: 0, EXIT_FINDINGS: 1, EXIT_UNREADABLE: 2, EXIT_UNSAFE: 3}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # usage errors: one line, exit 2
+        raise _UsageError(f"{self.prog}: {message}")
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="inspector", description="What is really in a model weights file, read from its headers.",
+                epilog="Also: inspector formula SPEC | inspector budget ARCH ... | inspector compare SPEC ...")  # fmt: skip
+    p.add_argument("paths", nargs="+", metavar="PATH", help="checkpoint files (or folders to audit)")
+    p.add_argument("--tensors", action="store_true", help="list every tensor")
+    p.add_argument("--regions", action="store_true", help="list every byte region with its offsets")
+    p.add_argument("--json", action="store_true", help="JSON: one object per file, an array for several")
+    p.add_argument("--csv", action="store_true", help="folder audit as CSV")
+    p.add_argument("--expect", metavar="SPEC", help="check against this architecture (inspector formula syntax)")
+    p.add_argument("--fail-on", choices=[s.value for s in Severity], help="exit 1 when a finding is this severe")
+    p.add_argument("--jobs", type=int, default=None, help="parallel workers for a folder audit")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    return p
+
+
+def _design_commands() -> dict[str, object]:
+    from inspector.cli_design import COMMANDS
+
+    return dict(COMMANDS)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] in ("formula", "budget", "compare"):
+        command = _design_commands()[args_list[0]]
+        return int(command(args_list[1:]))  # type: ignore[operator]
+    try:
+        args = _parser().parse_args(args_list)
+    except _UsageError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_UNREADABLE
+    folders = [p for p in args.paths if os.path.isdir(p)]
+    if folders:
+        return _audit(args)
+    return _inspect_files(args)
+
+
+def _inspect_files(args: argparse.Namespace) -> int:
+    from inspector.render import render_json, render_text, report_dict
+    from inspector.report import inspect
+
+    status = EXIT_OK
+    dicts = []
+    texts = []
+    for path in args.paths:
+        try:
+            report = inspect(path, args.expect)
+        except Exception as exc:  # one bad file never stops the others, and never prints a traceback
+            if args.debug:
+                traceback.print_exc()
+            message = str(exc) if isinstance(exc, InspectorError) else f"{path}: internal error: {type(exc).__name__}: {exc}"
+            print(f"inspector: {message}", file=sys.stderr)
+            status = _worse(status, EXIT_UNREADABLE)
+            if args.json:
+                dicts.append({"path": path, "error": message, "error_type": type(exc).__name__})
+            continue
+        if report.unsafe:
+            for f in report.findings:
+                if f.code == "UNSAFE_CONTENT":
+                    print(f"inspector: {path}: unsafe content, not run: {f.message}", file=sys.stderr)
+            status = _worse(status, EXIT_UNSAFE)
+        if args.fail_on and any(SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[Severity(args.fail_on)]
+                                for f in report.findings):  # fmt: skip
+            status = _worse(status, EXIT_FINDINGS)
+        if args.json:
+            dicts.append(report_dict(report))
+        else:
+            texts.append(render_text(report, tensors=args.tensors, regions=args.regions))
+    if args.json and dicts:
+        print(render_json(dicts, many=len(args.paths) > 1))
+    elif texts:
+        print("\n\n".join(texts))
+    return status
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from inspector.audit import audit
+    from inspector.render_audit import rows_to_csv, rows_to_json, rows_to_text
+
+    progress = None
+    if sys.stderr.isatty() and not (args.json or args.csv):
+
+        def progress(done: int, total: int) -> None:
+            width = 30
+            filled = width * done // max(total, 1)
+            print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end="", file=sys.stderr, flush=True)
+
+    rows = audit(args.paths, jobs=args.jobs, on_progress=progress)
+    if progress is not None:
+        print(file=sys.stderr)
+    if args.json:
+        print(rows_to_json(rows))
+    elif args.csv:
+        print(rows_to_csv(rows), end="")
+    else:
+        print(rows_to_text(rows))
+    return EXIT_UNREADABLE if any(r.error for r in rows) else EXIT_OK
+
+
+def _worse(a: int, b: int) -> int:
+    return a if EXIT_RANK[a] >= EXIT_RANK[b] else b
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,219 @@
+"""Where the bytes go, and what the file size alone would suggest (issue 7). Pure: records in, records out.
+
+Three comparisons:
+1. every byte of every file is attributed to a bucket (tensor data split by tensor kind, headers,
+   metadata, padding, compression, unreferenced and duplicate storage, HDF5's unaccounted residue);
+2. the count the file size implies (bytes x 8 / bits, at the file's own dtype and at float32);
+3. a walk from the file size to the real parameter count in labelled steps, each with its bytes.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from inspector import dtypes
+from inspector.records import Checkpoint, Finding, RegionKind, Severity, TensorInfo, TensorKind
+
+MB = 1_000_000
+MIB = 1 << 20
+
+# Buckets in report order: bucket name -> what it means (shown in the text report).
+BUCKETS: dict[str, str] = {
+    "parameters": "parameter tensors",
+    "buffers": "buffers and running statistics",
+    "optimizer": "optimizer state",
+    "other_tensors": "other training state tensors",
+    "tensor_data": "tensor data no listed tensor claims",
+    "unreferenced": "stored but unreferenced (rest of a base storage saved for a view)",
+    "duplicate": "duplicate copies of a tensor",
+    "compressed": "compressed tensor members",
+    "header": "container headers",
+    "metadata": "metadata (pickles, JSON, names, configs)",
+    "padding": "alignment padding",
+    "unaccounted": "HDF5 residue (global heaps, free space)",
+    "unknown": "unexplained bytes",
+}
+KIND_BUCKET = {
+    TensorKind.PARAMETER: "parameters",
+    TensorKind.BUFFER: "buffers",
+    TensorKind.OPTIMIZER: "optimizer",
+    TensorKind.OTHER: "other_tensors",
+}
+REGION_BUCKET = {kind: kind.value for kind in RegionKind if kind is not RegionKind.TENSOR_DATA}
+KIND_PRIORITY = (TensorKind.PARAMETER, TensorKind.BUFFER, TensorKind.OPTIMIZER, TensorKind.OTHER)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One labelled step of the walk from file size to parameter bytes."""
+
+    label: str
+    nbytes: int  # bytes removed (positive) or added back (negative, e.g. compression savings)
+
+
+@dataclass(frozen=True, slots=True)
+class Accounting:
+    """Every byte attributed, and the size-implied counts."""
+
+    file_bytes: int
+    by_kind: dict[str, int]
+    unexplained: int
+    parameter_bytes: int  # logical bytes of unique parameter tensors
+    parameter_count: int
+    dtype: str | None  # the dominant parameter dtype by bytes
+    implied_at_dtype: int | None  # file_bytes x 8 / bits of that dtype
+    implied_at_f32: int
+    steps: tuple[Step, ...]
+    compression_saved: int  # logical minus compressed bytes of compressed members
+    notes: tuple[str, ...]
+
+
+def _region_kinds(ckpt: Checkpoint) -> dict[int, dict[int, TensorKind]]:
+    """For each TENSOR_DATA region (by index), the kind of the tensors lying in it."""
+    by_file: dict[int, list[tuple[int, int, TensorKind]]] = {}
+    for t in ckpt.tensors:
+        if t.offset is not None:
+            by_file.setdefault(t.file, []).append((t.offset, t.offset + max(t.span_bytes, 1), t.kind))
+    for spans in by_file.values():
+        spans.sort()
+    out: dict[int, dict[int, TensorKind]] = {}
+    for i, r in enumerate(ckpt.regions):
+        if r.kind is not RegionKind.TENSOR_DATA:
+            continue
+        spans = by_file.get(r.file, [])
+        j = bisect.bisect_left(spans, (r.start, -1, TensorKind.PARAMETER))
+        # a tensor may start before the region (a view into a storage): step back over those
+        while j > 0 and spans[j - 1][1] > r.start:
+            j -= 1
+        kinds: set[TensorKind] = set()
+        while j < len(spans) and spans[j][0] < r.end:
+            if spans[j][1] > r.start:
+                kinds.add(spans[j][2])
+            j += 1
+        if kinds:
+            out.setdefault(r.file, {})[i] = next(k for k in KIND_PRIORITY if k in kinds)
+    return out
+
+
+def bucket_bytes(ckpt: Checkpoint) -> dict[str, int]:
+    """Bytes per bucket over all files; the values sum to the file size(s)."""
+    kinds = _region_kinds(ckpt)
+    totals: Counter[str] = Counter()
+    for i, r in enumerate(ckpt.regions):
+        if r.kind is RegionKind.TENSOR_DATA:
+            kind = kinds.get(r.file, {}).get(i)
+            totals[KIND_BUCKET[kind] if kind is not None else "tensor_data"] += r.length
+        else:
+            totals[REGION_BUCKET[r.kind]] += r.length
+    return {name: totals[name] for name in BUCKETS if totals[name]}
+
+
+def _dominant_dtype(tensors: Iterable[TensorInfo]) -> str | None:
+    weights: Counter[str] = Counter()
+    for t in tensors:
+        weights[t.dtype] += t.nbytes
+    return weights.most_common(1)[0][0] if weights else None
+
+
+def account(ckpt: Checkpoint) -> Accounting:
+    """Attribute every byte and walk from the file size to the parameter count."""
+    by_kind = bucket_bytes(ckpt)
+    params = ckpt.unique(TensorKind.PARAMETER)
+    parameter_bytes = sum(t.nbytes for t in params)
+    dtype = _dominant_dtype(params)
+    dt = dtypes.lookup(dtype) if dtype else None
+    size = ckpt.file_size
+    implied_dtype = size * 8 * dt.block // dt.bits if dt else None
+    compressed = [r for r in ckpt.regions if r.kind is RegionKind.COMPRESSED]
+    saved = sum((r.logical or r.length) - r.length for r in compressed)
+    steps = _walk(ckpt, by_kind, saved, parameter_bytes)
+    notes = _notes(ckpt, by_kind, params, dtype)
+    unexplained = by_kind.get("unknown", 0) + by_kind.get("unaccounted", 0)
+    return Accounting(size, by_kind, unexplained, parameter_bytes, ckpt.n_parameters, dtype, implied_dtype,
+                      size // 4, tuple(steps), saved, tuple(notes))  # fmt: skip
+
+
+STEP_LABELS = (
+    ("header", "container headers"),
+    ("metadata", "metadata"),
+    ("padding", "alignment padding"),
+    ("optimizer", "optimizer state"),
+    ("buffers", "buffers and running statistics"),
+    ("other_tensors", "other training state"),
+    ("unreferenced", "unreferenced storage (views of larger tensors)"),
+    ("duplicate", "duplicate copies"),
+    ("tensor_data", "tensor data of no listed tensor"),
+    ("unaccounted", "HDF5 residue"),
+    ("unknown", "unexplained bytes"),
+)
+
+
+def _walk(ckpt: Checkpoint, by_kind: dict[str, int], saved: int, parameter_bytes: int) -> list[Step]:
+    steps = [Step(label, by_kind[key]) for key, label in STEP_LABELS if by_kind.get(key)]
+    if saved:
+        steps.append(Step("compression (data stored deflated; logical size added back)", -saved))
+    # Compressed members hold tensors of every kind; their logical parameter bytes come from the tensors.
+    stored = by_kind.get("parameters", 0) + by_kind.get("compressed", 0) + saved
+    residue = stored - parameter_bytes
+    if residue:
+        steps.append(Step("parameter bytes stored beyond the unique parameters (aliases, non-parameter data in "
+                          "compressed members, views)", residue))  # fmt: skip
+    return steps
+
+
+def _notes(ckpt: Checkpoint, by_kind: dict[str, int], params: tuple[TensorInfo, ...], dtype: str | None) -> list[str]:
+    notes = []
+    kinds = Counter(t.dtype for t in params)
+    if len(kinds) > 1:
+        notes.append("parameters use several dtypes: " + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()))
+    dt = dtypes.lookup(dtype) if dtype else None
+    if dt and dt.bits != 32:
+        notes.append(f"parameters are {dtype} ({dt.bits} bits): a float32 reading of the size is off by x{32 / dt.bits:g}")
+    opt = by_kind.get("optimizer", 0)
+    if opt and by_kind.get("parameters"):
+        notes.append(f"optimizer state is {opt / by_kind['parameters']:.2f}x the parameter bytes "
+                     f"(Adam keeps 2 slots per parameter)")  # fmt: skip
+    aliases = [t for t in ckpt.tensors if t.alias_of is not None]
+    if aliases:
+        notes.append(f"{len(aliases)} tied names share storage with another tensor and are counted once")
+    return notes
+
+
+def findings(ckpt: Checkpoint, acc: Accounting) -> list[Finding]:
+    """What the accounting noticed."""
+    out = []
+    if acc.by_kind.get("unknown"):
+        out.append(Finding("UNEXPLAINED_BYTES", Severity.WARNING,
+                           f"{acc.by_kind['unknown']:,} bytes belong to no structure the loader knows",
+                           observed=acc.by_kind["unknown"]))  # fmt: skip
+    if acc.compression_saved:
+        out.append(Finding("SIZE_CHECK_SKIPPED", Severity.INFO,
+                           f"compressed members: the file is {acc.compression_saved:,} bytes smaller than its data, "
+                           "so the size cannot imply a count"))  # fmt: skip
+    for t in ckpt.tensors:
+        if t.alias_of is not None:
+            out.append(Finding("SHARED_STORAGE", Severity.INFO, f"{t.name!r} is the same tensor as {t.alias_of!r}: "
+                               "stored once, counted once", subjects=(t.name, t.alias_of)))  # fmt: skip
+    return out
+
+
+def human(n: int) -> str:
+    """Bytes in both decimal and binary units, so a size is never read in the wrong one."""
+    if n < 1000:
+        return f"{n:,} B"
+    return f"{n:,} B = {n / MB:,.2f} MB = {n / MIB:,.2f} MiB"
+
+
+def unit_trap(acc: Accounting) -> str | None:
+    """What misreading the size in MiB as MB does to the implied count (seed 003's mistake)."""
+    if acc.file_bytes < MIB or not acc.parameter_count:
+        return None
+    mib = acc.file_bytes / MIB
+    misread = int(mib * MB) // 4
+    short = 1 - misread / acc.parameter_count
+    return (f"the file is {mib:,.2f} MiB; read as {mib:,.2f} MB it would imply {misread:,} float32 parameters, "
+            f"{short:.1%} fewer than the {acc.parameter_count:,} the file holds: 1 MiB = 1,048,576 bytes")  # fmt: skip
+

@@ -1,0 +1,203 @@
+"""Reports to text and JSON strings. Pure functions; every name read from a file is escaped for the terminal."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from inspector.reconcile import BUCKETS, human, unit_trap
+from inspector.records import Checkpoint, Region, TensorInfo, TensorKind
+from inspector.report import Report
+
+_CONTROL = {c: f"\\x{c:02x}" for c in list(range(0x20)) + [0x7F]} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
+_C1 = {c: f"\\u{c:04x}" for c in range(0x80, 0xA0)}
+_ESCAPES = {**_CONTROL, **_C1, 0x5C: "\\\\"}
+
+
+def safe(text: str) -> str:
+    """A name with control characters (terminal escapes, newlines) made visible and harmless."""
+    return text.translate(_ESCAPES)
+
+
+def _table(rows: list[list[Any]], headers: list[str], align: tuple[str, ...] | None = None) -> str:
+    from tabulate import tabulate  # imported when text is rendered, not at package import
+
+    return tabulate(rows, headers=headers, tablefmt="simple", intfmt=",", colalign=align, disable_numparse=True)
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+# -- JSON --------------------------------------------------------------------------------------
+
+
+def _tensor_json(t: TensorInfo, layer: str, role: str) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": t.name, "shape": list(t.shape), "dtype": t.dtype, "elements": t.n_elements,
+        "nbytes": t.nbytes, "offset": t.offset, "kind": t.kind.value, "layer": layer, "role": role,
+        "trainable": t.trainable,
+    }  # fmt: skip
+    extras = {"alias_of": t.alias_of, "storage": t.storage, "section": t.section or None, "param": t.param,
+              "file": t.file or None, "span": t.span}  # fmt: skip
+    out.update({k: v for k, v in extras.items() if v is not None})
+    if t.notes:
+        out["notes"] = list(t.notes)
+    return out
+
+
+def _region_json(r: Region) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": r.kind.value, "start": r.start, "length": r.length, "label": r.label}
+    if r.file:
+        out["file"] = r.file
+    if r.logical is not None:
+        out["logical"] = r.logical
+    return out
+
+
+def _counts(ckpt: Checkpoint) -> dict[str, Any]:
+    params = ckpt.unique(TensorKind.PARAMETER)
+    trainable = sum(t.n_elements for t in params if t.trainable)
+    buffers = ckpt.unique(TensorKind.BUFFER)
+    opt = ckpt.unique(TensorKind.OPTIMIZER)
+    return {
+        "parameters": {"total": ckpt.n_parameters, "trainable": trainable, "non_trainable": ckpt.n_parameters - trainable},
+        "buffers": {"tensors": len(buffers), "elements": sum(t.n_elements for t in buffers)},
+        "optimizer": {"present": bool(opt), "tensors": len(opt), "elements": sum(t.n_elements for t in opt),
+                      "bytes": sum(t.nbytes for t in opt)},
+        "other": {"tensors": len(ckpt.unique(TensorKind.OTHER)),
+                  "elements": sum(t.n_elements for t in ckpt.unique(TensorKind.OTHER))},
+    }  # fmt: skip
+
+
+def report_dict(report: Report) -> dict[str, Any]:
+    """The stable JSON object of one report (schema in README)."""
+    ckpt, acc, exp = report.checkpoint, report.accounting, report.expectation
+    roles = {id(t): r for t, r in zip(ckpt.tensors, report.roles, strict=False)}
+    out: dict[str, Any] = {
+        "schema_version": report.schema_version,
+        "path": ckpt.path,
+        "format": ckpt.format,
+        "framework": ckpt.framework,
+        "file_bytes": ckpt.file_size,
+        "files": [{"path": p, "bytes": s} for p, s in ckpt.files],
+        **_counts(ckpt),
+        "tensors": [
+            _tensor_json(t, roles[id(t)].layer if id(t) in roles else "", roles[id(t)].role if id(t) in roles else "")
+            for t in ckpt.tensors
+        ],
+        "bytes": {
+            "regions": [_region_json(r) for r in ckpt.regions],
+            "by_kind": acc.by_kind,
+            "unexplained": acc.unexplained,
+            "size_implied": {
+                "dtype": acc.dtype, "parameters_at_dtype": acc.implied_at_dtype, "parameters_at_f32": acc.implied_at_f32,
+                "parameters": acc.parameter_count, "parameter_bytes": acc.parameter_bytes,
+                "compression_saved": acc.compression_saved,
+                "steps": [{"label": s.label, "bytes": s.nbytes} for s in acc.steps],
+                "notes": list(acc.notes),
+            },
+        },
+        "expected": None,
+        "attributes": dict(ckpt.attributes),
+        "findings": [{"code": f.code, "severity": f.severity.value, "message": f.message} for f in report.findings],
+    }  # fmt: skip
+    if exp is not None:
+        out["expected"] = {
+            "source": exp.source,
+            "architecture": {"name": exp.architecture, **dict(exp.hyperparameters)},
+            "total": exp.total, "found": exp.found, "matches": exp.matches,
+            "layers": [{"layer": c.layer, "kind": c.kind, "expected": c.expected, "found": c.found,
+                        "status": c.status, "explanation": c.explanation} for c in exp.layers],
+            "notes": list(exp.notes),
+        }  # fmt: skip
+    return out
+
+
+def render_json(reports: list[dict[str, Any]], many: bool) -> str:
+    return json.dumps(reports if many else reports[0], indent=2, default=str)
+
+
+# -- text --------------------------------------------------------------------------------------
+
+
+def _layer_rows(report: Report) -> list[list[Any]]:
+    groups: dict[str, list[TensorInfo]] = {}
+    for t, r in zip(report.checkpoint.tensors, report.roles, strict=False):
+        groups.setdefault(r.layer or t.layer or t.name.rpartition(".")[0] or t.name, []).append(t)
+    rows = []
+    for layer, tensors in groups.items():
+        unique = [t for t in tensors if t.alias_of is None]
+        kinds = sorted({t.kind.value for t in tensors})
+        dts = Counter(t.dtype for t in tensors)
+        rows.append([safe(layer), "/".join(kinds), len(tensors), _n(sum(t.n_elements for t in unique)),
+                     _n(sum(t.nbytes for t in unique)), "/".join(d for d, _ in dts.most_common())])  # fmt: skip
+    return rows
+
+
+def _tensor_rows(report: Report) -> list[list[Any]]:
+    rows = []
+    for t, r in zip(report.checkpoint.tensors, report.roles, strict=False):
+        shape = "x".join(map(str, t.shape)) or "scalar"
+        note = f"= {safe(t.alias_of)}" if t.alias_of else "; ".join(safe(n) for n in t.notes)
+        rows.append([safe(t.name), shape, t.dtype, _n(t.n_elements), _n(t.nbytes),
+                     "-" if t.offset is None else _n(t.offset), t.kind.value, safe(r.layer), r.role, note])  # fmt: skip
+    return rows
+
+
+def render_text(report: Report, *, tensors: bool = False, regions: bool = False) -> str:
+    """The human report of one file."""
+    ckpt, acc, exp = report.checkpoint, report.accounting, report.expectation
+    counts = _counts(ckpt)
+    p = counts["parameters"]
+    lines = [
+        f"{safe(ckpt.path)}",
+        f"  format     {ckpt.format} ({ckpt.framework}), {len(ckpt.files)} file(s), {human(ckpt.file_size)}",
+        f"  parameters {_n(p['total'])}  (trainable {_n(p['trainable'])}, non-trainable {_n(p['non_trainable'])})",
+    ]
+    if counts["buffers"]["tensors"]:
+        lines.append(f"  buffers    {_n(counts['buffers']['elements'])} elements in {counts['buffers']['tensors']} tensors")
+    if counts["optimizer"]["present"]:
+        o = counts["optimizer"]
+        lines.append(f"  optimizer  {_n(o['elements'])} elements in {o['tensors']} tensors ({human(o['bytes'])})")
+    if counts["other"]["tensors"]:
+        lines.append(f"  other      {_n(counts['other']['elements'])} elements in {counts['other']['tensors']} tensors")
+    for key, value in ckpt.attributes.items():
+        lines.append(f"  {safe(key)}: {safe(value)[:120]}")
+    lines += ["", _table(_layer_rows(report), ["layer", "kind", "tensors", "elements", "bytes", "dtype"],
+                         ("left", "left", "right", "right", "right", "left"))]  # fmt: skip
+    if tensors:
+        lines += ["", _table(_tensor_rows(report), ["tensor", "shape", "dtype", "elements", "bytes", "offset", "kind",
+                                                    "layer", "role", "note"])]  # fmt: skip
+    if exp is not None:
+        verdict = "matches" if exp.matches else "differs"
+        hyper = ", ".join(f"{k}={v}" for k, v in exp.hyperparameters.items())
+        lines += ["", f"Architecture ({exp.source}): {exp.architecture}({hyper})",
+                  f"  formula {_n(exp.total)}, file {_n(exp.found)}: {verdict}"]  # fmt: skip
+        rows = [[safe(c.layer), c.kind, _n(c.expected), _n(c.found), c.status, c.explanation] for c in exp.layers]
+        lines.append(_table(rows, ["layer", "kind", "expected", "found", "status", "explanation"]))
+        lines += [f"  note: {n}" for n in exp.notes]
+    lines += ["", "Where the bytes go"]
+    total = ckpt.file_size or 1
+    rows = [[BUCKETS[k], _n(v), f"{100 * v / total:.1f}%"] for k, v in acc.by_kind.items()]
+    rows.append(["total", _n(ckpt.file_size), "100.0%"])
+    lines.append(_table(rows, ["bucket", "bytes", "share"], ("left", "right", "right")))
+    lines += ["", "Size-implied count"]
+    if acc.implied_at_dtype is not None and acc.dtype != "F32":
+        lines.append(f"  file size / {acc.dtype} itemsize = {_n(acc.implied_at_dtype)} elements")
+    lines.append(f"  file size / 4 (float32)        = {_n(acc.implied_at_f32)} elements")
+    lines.append(f"  parameters in the file         = {_n(acc.parameter_count)}")
+    lines.append(f"  from {_n(ckpt.file_size)} file bytes:")
+    lines += [f"    {'-' if s.nbytes >= 0 else '+'} {_n(abs(s.nbytes)):>14}  {s.label}" for s in acc.steps]
+    lines.append(f"    = {_n(acc.parameter_bytes):>14}  unique parameter bytes -> {_n(acc.parameter_count)} parameters")
+    lines += [f"  note: {n}" for n in acc.notes]
+    trap = unit_trap(acc)
+    if trap:
+        lines.append(f"  units: {trap}")
+    if regions:
+        lines += ["", _table([[r.file, _n(r.start), _n(r.length), r.kind.value, safe(r.label)] for r in ckpt.regions],
+                             ["file", "start", "length", "kind", "label"])]  # fmt: skip
+    if report.findings:
+        lines += ["", "Findings"] + [f"  [{f.severity.value}] {f.code}: {safe(f.message)}" for f in report.findings]
+    return "\n".join(lines)

@@ -1,0 +1,73 @@
+"""The whole analysis of one file: load, roles, expectation, byte accounting, findings -> `Report`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from inspector.reconcile import Accounting, account
+from inspector.reconcile import findings as accounting_findings
+from inspector.records import SCHEMA_VERSION, Checkpoint, Expectation, Finding, RoleMatch, Severity
+from inspector.registry import load
+
+UNSAFE = "UNSAFE_CONTENT"
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    checkpoint: Checkpoint
+    roles: tuple[RoleMatch, ...]
+    expectation: Expectation | None
+    accounting: Accounting
+    findings: tuple[Finding, ...]
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def unsafe(self) -> bool:
+        return any(f.code == UNSAFE for f in self.findings)
+
+
+def analyse(ckpt: Checkpoint, expect: str | None = None) -> Report:
+    """Roles, expectation, accounting and findings for a loaded checkpoint.
+
+    Args:
+        ckpt: what a loader returned.
+        expect: an architecture spec (`inspector formula` syntax) to check against instead of inferring.
+
+    Raises:
+        SpecError: `expect` is not a valid spec.
+    """
+    from inspector.architectures import parse_spec
+    from inspector.infer import expect as expectation_of
+    from inspector.roles import match_roles
+
+    roles = match_roles(ckpt)
+    stated = parse_spec(expect) if expect else None
+    expectation = expectation_of(ckpt, roles, stated)
+    acc = account(ckpt)
+    found = list(ckpt.findings) + accounting_findings(ckpt, acc)
+    unmatched = [r.name for r in roles if r.role == "unmatched"]
+    if unmatched:
+        shown = ", ".join(repr(n) for n in unmatched[:5]) + (", ..." if len(unmatched) > 5 else "")
+        found.append(Finding("UNMATCHED_NAME", Severity.INFO,
+                             f"{len(unmatched)} tensors match no role rule: {shown}", subjects=tuple(unmatched)))  # fmt: skip
+    if expectation is not None and not expectation.matches:
+        found.append(Finding("COUNT_MISMATCH", Severity.WARNING,
+                             f"{expectation.architecture} ({expectation.source}) expects {expectation.total:,} "
+                             f"parameters, the file holds {expectation.found:,}",
+                             expected=expectation.total, observed=expectation.found))  # fmt: skip
+    return Report(ckpt, roles, expectation, acc, tuple(found))
+
+
+def inspect(path: str | os.PathLike[str], expect: str | None = None) -> Report:
+    """Load a file's headers and analyse them.
+
+    Raises:
+        InspectorError: the file cannot be read (see `inspector.errors`).
+    """
+    return analyse(load(path), expect)
+
+
+def inspect_many(paths: Sequence[str], expect: str | None = None) -> list[Report]:
+    return [inspect(p, expect) for p in paths]
