@@ -83,6 +83,9 @@ def _fail(probe: Probe, fmt: str, reason: str, offset: int | None = None) -> For
 
 
 def _find_eocd(probe: Probe, fmt: str) -> tuple[int, bytes]:
+    last = probe.tail(22)
+    if last[:4] == EOCD_SIG and last[20:22] == b"\0\0":  # the usual case: no archive comment
+        return probe.size - 22, last
     tail = probe.tail(22 + MAX_COMMENT)
     base = probe.size - len(tail)
     pos = tail.rfind(EOCD_SIG)
@@ -208,7 +211,7 @@ def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str) -> bytes:
     pos, end = member.data_offset, member.data_end
     try:
         while len(out) < n and pos < end:
-            chunk = probe.read_at(pos, min(16384, end - pos), fmt=fmt)
+            chunk = probe.read_at(pos, min(max(1024, n), 16384, end - pos), fmt=fmt)
             pos += len(chunk)
             out += inflater.decompress(chunk, n - len(out))
             while len(out) < n and inflater.unconsumed_tail:

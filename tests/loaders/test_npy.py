@@ -1,0 +1,95 @@
+"""NumPy .npy and .npz: real files from numpy, compared with numpy's own reading of them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inspector import load
+from inspector.errors import FormatError
+from inspector.probe import Probe
+from inspector.records import RegionKind
+from loaders.base import check_invariants
+from tests.conftest import SAMPLES, fixture_path
+
+NPY = ["big_endian.npy", "c_order.npy", "f_order.npy", "scalar.npy", "v2_structured.npy", "v3_utf8.npy"]
+
+
+@pytest.mark.parametrize("name", NPY)
+def test_npy_matches_numpy(name: str) -> None:
+    path = fixture_path(f"numpy/{name}")
+    ref = np.load(path, mmap_mode="r", max_header_size=1 << 20)
+    ckpt = load(path)
+    check_invariants(ckpt)
+    (t,) = ckpt.tensors
+    assert t.shape == ref.shape
+    assert t.nbytes == ref.nbytes
+    assert t.offset == ref.offset  # numpy's own data offset (memmap)
+    assert ckpt.file_size == t.offset + t.nbytes
+
+
+def test_npy_versions_and_notes() -> None:
+    assert load(fixture_path("numpy/v2_structured.npy")).attributes["npy.version"] == "2.0"
+    assert load(fixture_path("numpy/v3_utf8.npy")).attributes["npy.version"] == "3.0"
+    assert "big-endian" in load(fixture_path("numpy/big_endian.npy")).tensors[0].notes
+    assert "Fortran order" in load(fixture_path("numpy/f_order.npy")).tensors[0].notes
+    assert load(fixture_path("numpy/big_endian.npy")).tensors[0].dtype == "I32"
+
+
+def test_object_array_reported_not_unpickled() -> None:
+    ckpt = load(fixture_path("numpy/object.npy"))
+    assert ckpt.tensors[0].dtype == "OBJECT"
+    assert [f.code for f in ckpt.findings] == ["UNSAFE_CONTENT"]
+    assert ckpt.tensors[0].nbytes == 159  # the pickled payload: file minus the 128-byte header
+
+
+@pytest.mark.parametrize("name", ["stored.npz", "deflated.npz", "positional.npz"])
+def test_npz_matches_numpy(name: str) -> None:
+    path = fixture_path(f"numpy/{name}")
+    ckpt = load(path)
+    check_invariants(ckpt)
+    with np.load(path) as z:
+        assert {t.name: (t.shape, t.nbytes) for t in ckpt.tensors} == {k: (z[k].shape, z[k].nbytes) for k in z.files}
+    assert not any(r.kind is RegionKind.UNKNOWN for r in ckpt.regions)
+
+
+def test_npz_stored_offsets_and_deflated_compression() -> None:
+    stored = load(fixture_path("numpy/stored.npz"))
+    # FORMATS.md 5.2: the array lies at local header 30 + 9 ("zeros.npy") + 20 (zip64 extra) + 128 npy header
+    assert [t.offset for t in stored.tensors] == [187, 262517, 524848]
+    deflated = load(fixture_path("numpy/deflated.npz"))
+    assert all(t.offset is None for t in deflated.tensors)
+    compressed = [r for r in deflated.regions if r.kind is RegionKind.COMPRESSED]
+    assert [r.length for r in compressed] == [355, 242852, 85]  # member compressed sizes (zip_accounting.txt)
+
+
+@pytest.mark.parametrize("name", ["cnn_stored.npz", "cnn_compressed.npz"])
+def test_samples_match_manifest(name: str) -> None:
+    manifest = json.loads((SAMPLES / "basic" / "manifest.json").read_text())[name]
+    ckpt = load(SAMPLES / "basic" / name)
+    expected = {k: [shape, {"float32": "F32"}[dt]] for k, (shape, dt) in manifest["tensors"].items()}
+    assert {t.name: [list(t.shape), t.dtype] for t in ckpt.tensors} == expected
+    assert ckpt.n_parameters == manifest["n_parameters"]
+
+
+def test_deflated_member_inflates_only_its_header(tmp_path: Path) -> None:
+    path = tmp_path / "big.npz"
+    rng = np.random.default_rng(0)
+    np.savez_compressed(path, a=rng.standard_normal((1000, 1000)).astype("float32"))
+    with Probe(path) as probe:
+        from loaders.npy import NpzLoader
+
+        ckpt = NpzLoader().load(probe)
+        assert probe.bytes_read < 64 * 1024 < probe.size
+    assert ckpt.tensors[0].shape == (1000, 1000)
+
+
+def test_npy_bad_literal(tmp_path: Path) -> None:
+    path = tmp_path / "bad.npy"
+    header = b"{'descr': '<f4', 'shape': 'oops', 'fortran_order': False}".ljust(118) + b"\n"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header)
+    with pytest.raises(FormatError, match="bad shape"):
+        load(path)
