@@ -1,0 +1,77 @@
+"""Byte accounting and the size reconciliation: hand-built records, real files, and seed 003's case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from inspector import load
+from inspector.reconcile import account, bucket_bytes, findings, unit_trap
+from inspector.records import Checkpoint, Region, RegionKind, TensorInfo, TensorKind
+from loaders.base import check_invariants, tile
+from tests.conftest import SAMPLES
+
+
+def _ckpt(tensors: list[TensorInfo], regions: list[Region], size: int) -> Checkpoint:
+    return Checkpoint("x", "test", "test", (("x", size),), tuple(tensors), tile(regions, size))
+
+
+def test_tensor_bytes_split_by_kind_and_buckets_sum_to_size() -> None:
+    w = TensorInfo("w", (4, 4), "F32", 64, 16)
+    m = TensorInfo("opt.w.exp_avg", (4, 4), "F32", 64, 80, kind=TensorKind.OPTIMIZER)
+    b = TensorInfo("bn.running_mean", (4,), "F32", 16, 144, kind=TensorKind.BUFFER)
+    regions = [Region(RegionKind.HEADER, 0, 16), Region(RegionKind.TENSOR_DATA, 16, 64, "w"),
+               Region(RegionKind.TENSOR_DATA, 80, 64, "m"), Region(RegionKind.TENSOR_DATA, 144, 16, "b")]  # fmt: skip
+    ckpt = _ckpt([w, m, b], regions, 170)
+    by = bucket_bytes(ckpt)
+    assert by == {"parameters": 64, "buffers": 16, "optimizer": 64, "header": 16, "unknown": 10}
+    assert sum(by.values()) == 170
+    acc = account(ckpt)
+    assert acc.unexplained == 10
+    assert sum(s.nbytes for s in acc.steps) == 170 - acc.parameter_bytes
+    assert any("optimizer state is 1.00x" in n for n in acc.notes)
+    assert "UNEXPLAINED_BYTES" in {f.code for f in findings(ckpt, acc)}
+
+
+def test_tied_alias_counted_once_and_reported() -> None:
+    emb = TensorInfo("emb.weight", (10, 4), "F32", 160, 0, storage="0")
+    out = TensorInfo("out.weight", (10, 4), "F32", 160, 0, storage="0", alias_of="emb.weight")
+    ckpt = _ckpt([emb, out], [Region(RegionKind.TENSOR_DATA, 0, 160, "0")], 160)
+    acc = account(ckpt)
+    assert acc.parameter_count == 40 and acc.parameter_bytes == 160
+    assert [f.code for f in findings(ckpt, acc)] == ["SHARED_STORAGE"]
+
+
+def test_half_precision_note_and_implied_counts() -> None:
+    t = TensorInfo("w", (1000,), "F16", 2000, 0)
+    acc = account(_ckpt([t], [Region(RegionKind.TENSOR_DATA, 0, 2000, "w")], 2000))
+    assert acc.implied_at_dtype == 1000 and acc.implied_at_f32 == 500
+    assert any("F16 (16 bits)" in n for n in acc.notes)
+
+
+def test_compressed_members_skip_the_size_check() -> None:
+    ckpt = load(SAMPLES / "basic" / "cnn_compressed.npz")
+    check_invariants(ckpt)
+    acc = account(ckpt)
+    assert acc.compression_saved == sum(t.nbytes for t in ckpt.tensors) - acc.by_kind["compressed"]
+    assert "SIZE_CHECK_SKIPPED" in {f.code for f in findings(ckpt, acc)}
+    assert sum(s.nbytes for s in acc.steps) == ckpt.file_size - acc.parameter_bytes
+
+
+# Seed 003: three columns of conv(32, 3x3) -> conv(32, 3x3) -> dense(256) on 50x100 images, then dense(11),
+# saved positionally (arr_0, arr_1, ...) in the Theano layout the notebook describes.
+SEED_003_COLUMN = [(32, 1, 3, 3), (32,), (32, 32, 3, 3), (32,), (11 * 11 * 32, 256), (256,)]
+SEED_003_SHAPES = SEED_003_COLUMN * 3 + [(256 * 3, 11), (11,)]
+
+
+def test_seed_003_size_is_mib_not_missing_parameters(tmp_path: Path) -> None:
+    path = tmp_path / "alpha.npz"
+    np.savez(path, *[np.zeros(s, dtype="float32") for s in SEED_003_SHAPES])
+    ckpt = load(path)
+    acc = account(ckpt)
+    assert acc.parameter_count == 3_011_627  # the seed's own analytic count: nothing is missing
+    assert acc.parameter_bytes == 12_046_508
+    assert acc.unexplained == 0
+    trap = unit_trap(acc)
+    assert trap is not None and "11.49 MiB" in trap and "1 MiB = 1,048,576 bytes" in trap
