@@ -41,7 +41,7 @@ def parsing(probe: Probe, fmt: str) -> Iterator[None]:
         yield
     except InspectorError:
         raise
-    except (struct.error, EOFError, UnicodeDecodeError, json.JSONDecodeError, IndexError, KeyError,
+    except (struct.error, EOFError, UnicodeDecodeError, json.JSONDecodeError, IndexError, KeyError, SyntaxError,
             TypeError, ValueError, OverflowError, RecursionError, MemoryError) as exc:  # fmt: skip
         reason = f"malformed: {type(exc).__name__}: {exc}"[:300]
         raise FormatError(probe.path, fmt, reason) from exc

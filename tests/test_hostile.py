@@ -1,0 +1,165 @@
+"""Hostile and broken input: every failure is an InspectorError, nothing runs, time and memory stay bounded."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from inspector import load
+from inspector.cli import main
+from inspector.errors import InspectorError, InputError, LimitExceededError, UnknownFormatError
+from tests.hostile import flip, seed_files, truncate
+
+SEEDS = seed_files()
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _load_or_error(path: Path) -> None:
+    """A mutated file either loads (and its regions tile it) or raises an InspectorError: nothing else."""
+    try:
+        ckpt = load(path)
+    except InspectorError:
+        return
+    assert sum(r.length for r in ckpt.regions) == ckpt.file_size
+
+
+@pytest.mark.parametrize("seed", SEEDS, ids=lambda p: p.name)
+@SETTINGS
+@given(at=st.integers(min_value=0))
+def test_truncation_anywhere(tmp_path_factory: pytest.TempPathFactory, seed: Path, at: int) -> None:
+    path = tmp_path_factory.mktemp("t") / seed.name
+    path.write_bytes(truncate(seed.read_bytes(), at))
+    _load_or_error(path)
+
+
+@pytest.mark.parametrize("seed", SEEDS, ids=lambda p: p.name)
+@SETTINGS
+@given(positions=st.lists(st.integers(min_value=0), min_size=1, max_size=8),
+       values=st.lists(st.integers(min_value=0, max_value=255), min_size=8, max_size=8))  # fmt: skip
+def test_byte_flips(tmp_path_factory: pytest.TempPathFactory, seed: Path, positions: list[int], values: list[int]) -> None:
+    data = seed.read_bytes()
+    # bias half the flips into the first 512 bytes, where the headers are
+    positions = [p % 512 if i % 2 == 0 else p for i, p in enumerate(positions)]
+    path = tmp_path_factory.mktemp("f") / seed.name
+    path.write_bytes(flip(data, positions, values))
+    _load_or_error(path)
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(b"")
+    with pytest.raises(UnknownFormatError, match="an empty file"):
+        load(path)
+
+
+@pytest.mark.parametrize("ext", [".pt", ".safetensors", ".h5", ".npz", ".params", ".bin"])
+def test_random_bytes_with_a_checkpoint_extension(tmp_path: Path, ext: str) -> None:
+    path = tmp_path / f"model{ext}"
+    path.write_bytes(os.urandom(4096))
+    with pytest.raises(InspectorError):
+        load(path)
+
+
+def test_directory_missing_and_fifo(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="is a directory"):
+        load(tmp_path)
+    with pytest.raises(InputError, match="no such file"):
+        load(tmp_path / "nope.pt")
+    fifo = tmp_path / "pipe.pt"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="not a regular file"):
+        load(fifo)  # must not block
+
+
+def test_device_is_refused() -> None:
+    with pytest.raises(InputError, match="not a regular file"):
+        load("/dev/zero")
+
+
+def test_safetensors_header_length_2_pow_60(tmp_path: Path) -> None:
+    path = tmp_path / "x.safetensors"
+    path.write_bytes(struct.pack("<Q", 1 << 60) + b'{"a": {"dtype": "F32"}}')
+    with pytest.raises(LimitExceededError):
+        load(path)
+
+
+def test_deeply_nested_json(tmp_path: Path) -> None:
+    body = b'{"a": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    path = tmp_path / "x.safetensors"
+    path.write_bytes(struct.pack("<Q", len(body)) + body)
+    with pytest.raises(InspectorError):
+        load(path)
+
+
+def test_overflowing_dimensions(tmp_path: Path) -> None:
+    header = json.dumps({"a": {"dtype": "F32", "shape": [2**62, 2**62, 2**62], "data_offsets": [0, 4]}}).encode()
+    path = tmp_path / "x.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 4)
+    with pytest.raises(InspectorError):
+        load(path)
+
+
+def test_negative_dimension_in_npy(tmp_path: Path) -> None:
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (-3,), }".ljust(117) + b"\n"
+    path = tmp_path / "x.npy"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header)
+    with pytest.raises(InspectorError, match="invalid dimension"):
+        load(path)
+
+
+def test_zip_bomb_member_reads_only_its_header(tmp_path: Path) -> None:
+    """A deflated member of 1 GiB of zeros (about 1 MB compressed): only its npy header is inflated."""
+    path = tmp_path / "bomb.npz"
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (268435456,), }".ljust(117) + b"\n"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf, zf.open("a.npy", "w", force_zip64=True) as fh:
+        fh.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header)
+        chunk = b"\0" * (1 << 24)
+        for _ in range(64):
+            fh.write(chunk)
+    ckpt = load(path)
+    assert ckpt.tensors[0].shape == (268435456,)
+
+
+def test_zip64_lie_in_end_record(tmp_path: Path) -> None:
+    path = tmp_path / "lie.npz"
+    import numpy as np
+
+    np.savez(path, a=np.zeros(3, dtype="float32"))
+    data = bytearray(path.read_bytes())
+    eocd = data.rfind(b"PK\x05\x06")
+    data[eocd + 16 : eocd + 20] = b"\xff\xff\xff\xff"  # central directory offset says "see zip64", no zip64 record
+    path.write_bytes(bytes(data))
+    with pytest.raises(InspectorError):
+        load(path)
+
+
+def test_control_characters_in_names_are_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from safetensors.numpy import save_file
+    import numpy as np
+
+    path = tmp_path / "evil.safetensors"
+    save_file({"evil\x1b[2J\x1b]0;pwned\x07name": np.zeros(2, dtype="float32")}, path)
+    assert main([str(path), "--tensors"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "evil\\x1b[2J" in out
+
+
+def test_cli_one_line_error_and_worst_status(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(struct.pack("<Q", 1000) + b'{"a": 1}')
+    good = Path(__file__).resolve().parent.parent / "sample_models" / "basic" / "cnn_stored.npz"
+    proc = subprocess.run([sys.executable, "-m", "inspector", str(bad), str(good)], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and str(bad) in proc.stderr and "Traceback" not in proc.stderr
+    assert "cnn_stored.npz" in proc.stdout  # the good file is still reported
