@@ -15,6 +15,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from inspector.errors import InspectorError
 from inspector.records import SEVERITY_ORDER, Severity
@@ -24,7 +25,7 @@ EXIT_RANK = {EXIT_OK: 0, EXIT_FINDINGS: 1, EXIT_UNREADABLE: 2, EXIT_UNSAFE: 3}
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # usage errors: one line, exit 2
+    def error(self, message: str) -> NoReturn:  # usage errors: one line, exit 2
         raise _UsageError(f"{self.prog}: {message}")
 
 
@@ -33,8 +34,11 @@ class _UsageError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="inspector", description="What is really in a model weights file, read from its headers.",
-                epilog="Also: inspector formula SPEC | inspector budget ARCH ... | inspector compare SPEC ...")  # fmt: skip
+    p = _Parser(
+        prog="inspector",
+        description="What is really in a model weights file, read from its headers.",
+        epilog="Also: inspector formula SPEC | inspector budget ARCH ... | inspector compare SPEC ...",
+    )
     p.add_argument("paths", nargs="+", metavar="PATH", help="checkpoint files (or folders to audit)")
     p.add_argument("--tensors", action="store_true", help="list every tensor")
     p.add_argument("--regions", action="store_true", help="list every byte region with its offsets")
@@ -82,7 +86,9 @@ def _inspect_files(args: argparse.Namespace) -> int:
         except Exception as exc:  # one bad file never stops the others, and never prints a traceback
             if args.debug:
                 traceback.print_exc()
-            message = str(exc) if isinstance(exc, InspectorError) else f"{path}: internal error: {type(exc).__name__}: {exc}"
+            message = (
+                str(exc) if isinstance(exc, InspectorError) else f"{path}: internal error: {type(exc).__name__}: {exc}"
+            )
             print(f"inspector: {message}", file=sys.stderr)
             status = _worse(status, EXIT_UNREADABLE)
             if args.json:
@@ -93,8 +99,9 @@ def _inspect_files(args: argparse.Namespace) -> int:
                 if f.code == "UNSAFE_CONTENT":
                     print(f"inspector: {path}: unsafe content, not run: {f.message}", file=sys.stderr)
             status = _worse(status, EXIT_UNSAFE)
-        if args.fail_on and any(SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[Severity(args.fail_on)]
-                                for f in report.findings):  # fmt: skip
+        if args.fail_on and any(
+            SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[Severity(args.fail_on)] for f in report.findings
+        ):
             status = _worse(status, EXIT_FINDINGS)
         if args.json:
             dicts.append(report_dict(report))

@@ -71,11 +71,21 @@ DTYPES: dict[str, DType] = dict(
 
 # numpy dtype.str without the byte-order character (kind + itemsize) -> canonical name.
 NUMPY_DTYPES: dict[str, str] = {
-    "f8": "F64", "f4": "F32", "f2": "F16",
-    "i8": "I64", "i4": "I32", "i2": "I16", "i1": "I8",
-    "u8": "U64", "u4": "U32", "u2": "U16", "u1": "U8",
-    "b1": "BOOL", "c8": "C64", "c16": "C128",
-}  # fmt: skip
+    "f8": "F64",
+    "f4": "F32",
+    "f2": "F16",
+    "i8": "I64",
+    "i4": "I32",
+    "i2": "I16",
+    "i1": "I8",
+    "u8": "U64",
+    "u4": "U32",
+    "u2": "U16",
+    "u1": "U8",
+    "b1": "BOOL",
+    "c8": "C64",
+    "c16": "C128",
+}
 
 
 def lookup(name: str) -> DType | None:

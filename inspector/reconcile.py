@@ -132,8 +132,19 @@ def account(ckpt: Checkpoint) -> Accounting:
     steps = _walk(ckpt, by_kind, saved, parameter_bytes)
     notes = _notes(ckpt, by_kind, params, dtype)
     unexplained = by_kind.get("unknown", 0) + by_kind.get("unaccounted", 0)
-    return Accounting(size, by_kind, unexplained, parameter_bytes, ckpt.n_parameters, dtype, implied_dtype,
-                      size // 4, tuple(steps), saved, tuple(notes))  # fmt: skip
+    return Accounting(
+        size,
+        by_kind,
+        unexplained,
+        parameter_bytes,
+        ckpt.n_parameters,
+        dtype,
+        implied_dtype,
+        size // 4,
+        tuple(steps),
+        saved,
+        tuple(notes),
+    )
 
 
 STEP_LABELS = (
@@ -159,8 +170,13 @@ def _walk(ckpt: Checkpoint, by_kind: dict[str, int], saved: int, parameter_bytes
     stored = by_kind.get("parameters", 0) + by_kind.get("compressed", 0) + saved
     residue = stored - parameter_bytes
     if residue:
-        steps.append(Step("parameter bytes stored beyond the unique parameters (aliases, non-parameter data in "
-                          "compressed members, views)", residue))  # fmt: skip
+        steps.append(
+            Step(
+                "parameter bytes stored beyond the unique parameters (aliases, non-parameter data in "
+                "compressed members, views)",
+                residue,
+            )
+        )
     return steps
 
 
@@ -171,11 +187,15 @@ def _notes(ckpt: Checkpoint, by_kind: dict[str, int], params: tuple[TensorInfo, 
         notes.append("parameters use several dtypes: " + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()))
     dt = dtypes.lookup(dtype) if dtype else None
     if dt and dt.bits != 32:
-        notes.append(f"parameters are {dtype} ({dt.bits} bits): a float32 reading of the size is off by x{32 / dt.bits:g}")
+        notes.append(
+            f"parameters are {dtype} ({dt.bits} bits): a float32 reading of the size is off by x{32 / dt.bits:g}"
+        )
     opt = by_kind.get("optimizer", 0)
     if opt and by_kind.get("parameters"):
-        notes.append(f"optimizer state is {opt / by_kind['parameters']:.2f}x the parameter bytes "
-                     f"(Adam keeps 2 slots per parameter)")  # fmt: skip
+        notes.append(
+            f"optimizer state is {opt / by_kind['parameters']:.2f}x the parameter bytes "
+            f"(Adam keeps 2 slots per parameter)"
+        )
     aliases = [t for t in ckpt.tensors if t.alias_of is not None]
     if aliases:
         notes.append(f"{len(aliases)} tied names share storage with another tensor and are counted once")
@@ -186,17 +206,33 @@ def findings(ckpt: Checkpoint, acc: Accounting) -> list[Finding]:
     """What the accounting noticed."""
     out = []
     if acc.by_kind.get("unknown"):
-        out.append(Finding("UNEXPLAINED_BYTES", Severity.WARNING,
-                           f"{acc.by_kind['unknown']:,} bytes belong to no structure the loader knows",
-                           observed=acc.by_kind["unknown"]))  # fmt: skip
+        out.append(
+            Finding(
+                "UNEXPLAINED_BYTES",
+                Severity.WARNING,
+                f"{acc.by_kind['unknown']:,} bytes belong to no structure the loader knows",
+                observed=acc.by_kind["unknown"],
+            )
+        )
     if acc.compression_saved:
-        out.append(Finding("SIZE_CHECK_SKIPPED", Severity.INFO,
-                           f"compressed members: the file is {acc.compression_saved:,} bytes smaller than its data, "
-                           "so the size cannot imply a count"))  # fmt: skip
+        out.append(
+            Finding(
+                "SIZE_CHECK_SKIPPED",
+                Severity.INFO,
+                f"compressed members: the file is {acc.compression_saved:,} bytes smaller than its data, "
+                "so the size cannot imply a count",
+            )
+        )
     for t in ckpt.tensors:
         if t.alias_of is not None:
-            out.append(Finding("SHARED_STORAGE", Severity.INFO, f"{t.name!r} is the same tensor as {t.alias_of!r}: "
-                               "stored once, counted once", subjects=(t.name, t.alias_of)))  # fmt: skip
+            out.append(
+                Finding(
+                    "SHARED_STORAGE",
+                    Severity.INFO,
+                    f"{t.name!r} is the same tensor as {t.alias_of!r}: stored once, counted once",
+                    subjects=(t.name, t.alias_of),
+                )
+            )
     return out
 
 
@@ -214,6 +250,7 @@ def unit_trap(acc: Accounting) -> str | None:
     mib = acc.file_bytes / MIB
     misread = int(mib * MB) // 4
     short = 1 - misread / acc.parameter_count
-    return (f"the file is {mib:,.2f} MiB; read as {mib:,.2f} MB it would imply {misread:,} float32 parameters, "
-            f"{short:.1%} fewer than the {acc.parameter_count:,} the file holds: 1 MiB = 1,048,576 bytes")  # fmt: skip
-
+    return (
+        f"the file is {mib:,.2f} MiB; read as {mib:,.2f} MB it would imply {misread:,} float32 parameters, "
+        f"{short:.1%} fewer than the {acc.parameter_count:,} the file holds: 1 MiB = 1,048,576 bytes"
+    )

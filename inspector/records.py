@@ -162,9 +162,7 @@ class Checkpoint:
 
     def unique(self, kind: TensorKind | None = None) -> tuple[TensorInfo, ...]:
         """Tensors that are not aliases of another, optionally of one kind."""
-        return tuple(
-            t for t in self.tensors if t.alias_of is None and (kind is None or t.kind == kind)
-        )
+        return tuple(t for t in self.tensors if t.alias_of is None and (kind is None or t.kind == kind))
 
     @property
     def n_parameters(self) -> int:

@@ -21,9 +21,9 @@ def safe(text: str) -> str:
 
 
 def _table(rows: list[list[Any]], headers: list[str], align: tuple[str, ...] | None = None) -> str:
-    from tabulate import tabulate  # imported when text is rendered, not at package import
+    from tabulate import tabulate  # type: ignore[import-untyped]  # imported when text is rendered
 
-    return tabulate(rows, headers=headers, tablefmt="simple", intfmt=",", colalign=align, disable_numparse=True)
+    return str(tabulate(rows, headers=headers, tablefmt="simple", intfmt=",", colalign=align, disable_numparse=True))
 
 
 def _n(value: int) -> str:
@@ -35,12 +35,25 @@ def _n(value: int) -> str:
 
 def _tensor_json(t: TensorInfo, layer: str, role: str) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "name": t.name, "shape": list(t.shape), "dtype": t.dtype, "elements": t.n_elements,
-        "nbytes": t.nbytes, "offset": t.offset, "kind": t.kind.value, "layer": layer, "role": role,
+        "name": t.name,
+        "shape": list(t.shape),
+        "dtype": t.dtype,
+        "elements": t.n_elements,
+        "nbytes": t.nbytes,
+        "offset": t.offset,
+        "kind": t.kind.value,
+        "layer": layer,
+        "role": role,
         "trainable": t.trainable,
-    }  # fmt: skip
-    extras = {"alias_of": t.alias_of, "storage": t.storage, "section": t.section or None, "param": t.param,
-              "file": t.file or None, "span": t.span}  # fmt: skip
+    }
+    extras = {
+        "alias_of": t.alias_of,
+        "storage": t.storage,
+        "section": t.section or None,
+        "param": t.param,
+        "file": t.file or None,
+        "span": t.span,
+    }
     out.update({k: v for k, v in extras.items() if v is not None})
     if t.notes:
         out["notes"] = list(t.notes)
@@ -62,13 +75,23 @@ def _counts(ckpt: Checkpoint) -> dict[str, Any]:
     buffers = ckpt.unique(TensorKind.BUFFER)
     opt = ckpt.unique(TensorKind.OPTIMIZER)
     return {
-        "parameters": {"total": ckpt.n_parameters, "trainable": trainable, "non_trainable": ckpt.n_parameters - trainable},
+        "parameters": {
+            "total": ckpt.n_parameters,
+            "trainable": trainable,
+            "non_trainable": ckpt.n_parameters - trainable,
+        },
         "buffers": {"tensors": len(buffers), "elements": sum(t.n_elements for t in buffers)},
-        "optimizer": {"present": bool(opt), "tensors": len(opt), "elements": sum(t.n_elements for t in opt),
-                      "bytes": sum(t.nbytes for t in opt)},
-        "other": {"tensors": len(ckpt.unique(TensorKind.OTHER)),
-                  "elements": sum(t.n_elements for t in ckpt.unique(TensorKind.OTHER))},
-    }  # fmt: skip
+        "optimizer": {
+            "present": bool(opt),
+            "tensors": len(opt),
+            "elements": sum(t.n_elements for t in opt),
+            "bytes": sum(t.nbytes for t in opt),
+        },
+        "other": {
+            "tensors": len(ckpt.unique(TensorKind.OTHER)),
+            "elements": sum(t.n_elements for t in ckpt.unique(TensorKind.OTHER)),
+        },
+    }
 
 
 def report_dict(report: Report) -> dict[str, Any]:
@@ -92,8 +115,11 @@ def report_dict(report: Report) -> dict[str, Any]:
             "by_kind": acc.by_kind,
             "unexplained": acc.unexplained,
             "size_implied": {
-                "dtype": acc.dtype, "parameters_at_dtype": acc.implied_at_dtype, "parameters_at_f32": acc.implied_at_f32,
-                "parameters": acc.parameter_count, "parameter_bytes": acc.parameter_bytes,
+                "dtype": acc.dtype,
+                "parameters_at_dtype": acc.implied_at_dtype,
+                "parameters_at_f32": acc.implied_at_f32,
+                "parameters": acc.parameter_count,
+                "parameter_bytes": acc.parameter_bytes,
                 "compression_saved": acc.compression_saved,
                 "steps": [{"label": s.label, "bytes": s.nbytes} for s in acc.steps],
                 "notes": list(acc.notes),
@@ -102,16 +128,27 @@ def report_dict(report: Report) -> dict[str, Any]:
         "expected": None,
         "attributes": dict(ckpt.attributes),
         "findings": [{"code": f.code, "severity": f.severity.value, "message": f.message} for f in report.findings],
-    }  # fmt: skip
+    }
     if exp is not None:
         out["expected"] = {
             "source": exp.source,
             "architecture": {"name": exp.architecture, **dict(exp.hyperparameters)},
-            "total": exp.total, "found": exp.found, "matches": exp.matches,
-            "layers": [{"layer": c.layer, "kind": c.kind, "expected": c.expected, "found": c.found,
-                        "status": c.status, "explanation": c.explanation} for c in exp.layers],
+            "total": exp.total,
+            "found": exp.found,
+            "matches": exp.matches,
+            "layers": [
+                {
+                    "layer": c.layer,
+                    "kind": c.kind,
+                    "expected": c.expected,
+                    "found": c.found,
+                    "status": c.status,
+                    "explanation": c.explanation,
+                }
+                for c in exp.layers
+            ],
             "notes": list(exp.notes),
-        }  # fmt: skip
+        }
     return out
 
 
@@ -131,8 +168,16 @@ def _layer_rows(report: Report) -> list[list[Any]]:
         unique = [t for t in tensors if t.alias_of is None]
         kinds = sorted({t.kind.value for t in tensors})
         dts = Counter(t.dtype for t in tensors)
-        rows.append([safe(layer), "/".join(kinds), len(tensors), _n(sum(t.n_elements for t in unique)),
-                     _n(sum(t.nbytes for t in unique)), "/".join(d for d, _ in dts.most_common())])  # fmt: skip
+        rows.append(
+            [
+                safe(layer),
+                "/".join(kinds),
+                len(tensors),
+                _n(sum(t.n_elements for t in unique)),
+                _n(sum(t.nbytes for t in unique)),
+                "/".join(d for d, _ in dts.most_common()),
+            ]
+        )
     return rows
 
 
@@ -141,8 +186,20 @@ def _tensor_rows(report: Report) -> list[list[Any]]:
     for t, r in zip(report.checkpoint.tensors, report.roles, strict=False):
         shape = "x".join(map(str, t.shape)) or "scalar"
         note = f"= {safe(t.alias_of)}" if t.alias_of else "; ".join(safe(n) for n in t.notes)
-        rows.append([safe(t.name), shape, t.dtype, _n(t.n_elements), _n(t.nbytes),
-                     "-" if t.offset is None else _n(t.offset), t.kind.value, safe(r.layer), r.role, note])  # fmt: skip
+        rows.append(
+            [
+                safe(t.name),
+                shape,
+                t.dtype,
+                _n(t.n_elements),
+                _n(t.nbytes),
+                "-" if t.offset is None else _n(t.offset),
+                t.kind.value,
+                safe(r.layer),
+                r.role,
+                note,
+            ]
+        )
     return rows
 
 
@@ -157,7 +214,9 @@ def render_text(report: Report, *, tensors: bool = False, regions: bool = False)
         f"  parameters {_n(p['total'])}  (trainable {_n(p['trainable'])}, non-trainable {_n(p['non_trainable'])})",
     ]
     if counts["buffers"]["tensors"]:
-        lines.append(f"  buffers    {_n(counts['buffers']['elements'])} elements in {counts['buffers']['tensors']} tensors")
+        lines.append(
+            f"  buffers    {_n(counts['buffers']['elements'])} elements in {counts['buffers']['tensors']} tensors"
+        )
     if counts["optimizer"]["present"]:
         o = counts["optimizer"]
         lines.append(f"  optimizer  {_n(o['elements'])} elements in {o['tensors']} tensors ({human(o['bytes'])})")
@@ -165,16 +224,30 @@ def render_text(report: Report, *, tensors: bool = False, regions: bool = False)
         lines.append(f"  other      {_n(counts['other']['elements'])} elements in {counts['other']['tensors']} tensors")
     for key, value in ckpt.attributes.items():
         lines.append(f"  {safe(key)}: {safe(value)[:120]}")
-    lines += ["", _table(_layer_rows(report), ["layer", "kind", "tensors", "elements", "bytes", "dtype"],
-                         ("left", "left", "right", "right", "right", "left"))]  # fmt: skip
+    lines += [
+        "",
+        _table(
+            _layer_rows(report),
+            ["layer", "kind", "tensors", "elements", "bytes", "dtype"],
+            ("left", "left", "right", "right", "right", "left"),
+        ),
+    ]
     if tensors:
-        lines += ["", _table(_tensor_rows(report), ["tensor", "shape", "dtype", "elements", "bytes", "offset", "kind",
-                                                    "layer", "role", "note"])]  # fmt: skip
+        lines += [
+            "",
+            _table(
+                _tensor_rows(report),
+                ["tensor", "shape", "dtype", "elements", "bytes", "offset", "kind", "layer", "role", "note"],
+            ),
+        ]
     if exp is not None:
         verdict = "matches" if exp.matches else "differs"
         hyper = ", ".join(f"{k}={v}" for k, v in exp.hyperparameters.items())
-        lines += ["", f"Architecture ({exp.source}): {exp.architecture}({hyper})",
-                  f"  formula {_n(exp.total)}, file {_n(exp.found)}: {verdict}"]  # fmt: skip
+        lines += [
+            "",
+            f"Architecture ({exp.source}): {exp.architecture}({hyper})",
+            f"  formula {_n(exp.total)}, file {_n(exp.found)}: {verdict}",
+        ]
         rows = [[safe(c.layer), c.kind, _n(c.expected), _n(c.found), c.status, c.explanation] for c in exp.layers]
         lines.append(_table(rows, ["layer", "kind", "expected", "found", "status", "explanation"]))
         lines += [f"  note: {n}" for n in exp.notes]
@@ -196,8 +269,13 @@ def render_text(report: Report, *, tensors: bool = False, regions: bool = False)
     if trap:
         lines.append(f"  units: {trap}")
     if regions:
-        lines += ["", _table([[r.file, _n(r.start), _n(r.length), r.kind.value, safe(r.label)] for r in ckpt.regions],
-                             ["file", "start", "length", "kind", "label"])]  # fmt: skip
+        lines += [
+            "",
+            _table(
+                [[r.file, _n(r.start), _n(r.length), r.kind.value, safe(r.label)] for r in ckpt.regions],
+                ["file", "start", "length", "kind", "label"],
+            ),
+        ]
     if report.findings:
         lines += ["", "Findings"] + [f"  [{f.severity.value}] {f.code}: {safe(f.message)}" for f in report.findings]
     return "\n".join(lines)

@@ -50,13 +50,25 @@ def analyse(ckpt: Checkpoint, expect: str | None = None) -> Report:
     unmatched = [r.name for r in roles if r.role == "unmatched"]
     if unmatched:
         shown = ", ".join(repr(n) for n in unmatched[:5]) + (", ..." if len(unmatched) > 5 else "")
-        found.append(Finding("UNMATCHED_NAME", Severity.INFO,
-                             f"{len(unmatched)} tensors match no role rule: {shown}", subjects=tuple(unmatched)))  # fmt: skip
+        found.append(
+            Finding(
+                "UNMATCHED_NAME",
+                Severity.INFO,
+                f"{len(unmatched)} tensors match no role rule: {shown}",
+                subjects=tuple(unmatched),
+            )
+        )
     if expectation is not None and not expectation.matches:
-        found.append(Finding("COUNT_MISMATCH", Severity.WARNING,
-                             f"{expectation.architecture} ({expectation.source}) expects {expectation.total:,} "
-                             f"parameters, the file holds {expectation.found:,}",
-                             expected=expectation.total, observed=expectation.found))  # fmt: skip
+        found.append(
+            Finding(
+                "COUNT_MISMATCH",
+                Severity.WARNING,
+                f"{expectation.architecture} ({expectation.source}) expects {expectation.total:,} "
+                f"parameters, the file holds {expectation.found:,}",
+                expected=expectation.total,
+                observed=expectation.found,
+            )
+        )
     return Report(ckpt, roles, expectation, acc, tuple(found))
 
 

@@ -70,7 +70,8 @@ def _zip64_extra(extra: bytes, need: list[str], values: dict[str, int]) -> None:
 
 def _extra_fields(extra: bytes) -> dict[int, int]:
     """Tag -> total bytes (4 + body) of each field of an extra block."""
-    pos, fields = 0, {}
+    pos = 0
+    fields: dict[int, int] = {}
     while pos + 4 <= len(extra):
         tag, size = struct.unpack_from("<HH", extra, pos)
         fields[tag] = fields.get(tag, 0) + 4 + size
@@ -150,8 +151,9 @@ def read_zip(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Regio
     for _ in range(n_total):
         if cd[pos : pos + 4] != CD_SIG:
             raise _fail(probe, fmt, "bad central directory entry", cd_offset + pos)
-        (flags, method, csize, usize, name_len, extra_len, comment_len,
-         header_offset) = struct.unpack_from("<8xHH8xIIHHH8xI", cd, pos)  # fmt: skip
+        (flags, method, csize, usize, name_len, extra_len, comment_len, header_offset) = struct.unpack_from(
+            "<8xHH8xIIHHH8xI", cd, pos
+        )
         name_raw = cd[pos + 46 : pos + 46 + name_len]
         extra = cd[pos + 46 + name_len : pos + 46 + name_len + extra_len]
         pos += 46 + name_len + extra_len + comment_len
@@ -181,8 +183,11 @@ def _local(
     csize, usize = values["csize"], values["usize"]
     if data_offset + csize > probe.size:
         raise TruncatedFileError(
-            probe.path, fmt, f"member {name!r} data ends at byte {data_offset + csize:,} "
-            f"but the file has {probe.size:,} bytes", data_offset)  # fmt: skip
+            probe.path,
+            fmt,
+            f"member {name!r} data ends at byte {data_offset + csize:,} but the file has {probe.size:,} bytes",
+            data_offset,
+        )
     fields = _extra_fields(extra)
     padding = fields.get(PADDING_TAG, 0)
     descriptor = 0

@@ -41,8 +41,20 @@ def parsing(probe: Probe, fmt: str) -> Iterator[None]:
         yield
     except InspectorError:
         raise
-    except (struct.error, EOFError, UnicodeDecodeError, json.JSONDecodeError, IndexError, KeyError, SyntaxError,
-            TypeError, ValueError, OverflowError, RecursionError, MemoryError) as exc:  # fmt: skip
+    except (
+        struct.error,
+        EOFError,
+        UnicodeDecodeError,
+        json.JSONDecodeError,
+        IndexError,
+        KeyError,
+        SyntaxError,
+        TypeError,
+        ValueError,
+        OverflowError,
+        RecursionError,
+        MemoryError,
+    ) as exc:
         reason = f"malformed: {type(exc).__name__}: {exc}"[:300]
         raise FormatError(probe.path, fmt, reason) from exc
 
@@ -104,6 +116,6 @@ def check_invariants(ckpt: Checkpoint) -> None:
     for t in ckpt.tensors:
         if t.offset is None or t.span_bytes == 0:
             continue
-        assert any(
-            r.file == t.file and r.start <= t.offset and t.offset + t.span_bytes <= r.end for r in data
-        ), f"tensor {t.name!r} at {t.offset}+{t.nbytes} is not inside a tensor-data region"
+        assert any(r.file == t.file and r.start <= t.offset and t.offset + t.span_bytes <= r.end for r in data), (
+            f"tensor {t.name!r} at {t.offset}+{t.nbytes} is not inside a tensor-data region"
+        )

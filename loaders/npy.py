@@ -42,8 +42,17 @@ class NpyHeader:
 
     __slots__ = ("header_len", "prefix_len", "literal_len", "shape", "dtype", "itemsize", "notes", "version")
 
-    def __init__(self, version: tuple[int, int], prefix_len: int, hlen: int, literal_text: str,
-                 shape: tuple[int, ...], dtype: str, itemsize: int | None, notes: tuple[str, ...]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        version: tuple[int, int],
+        prefix_len: int,
+        hlen: int,
+        literal_text: str,
+        shape: tuple[int, ...],
+        dtype: str,
+        itemsize: int | None,
+        notes: tuple[str, ...],
+    ) -> None:
         self.version = version
         self.prefix_len = prefix_len
         self.header_len = prefix_len + hlen
@@ -90,7 +99,7 @@ def parse_npy_header(buf: bytes, probe: Probe, fmt: str, where: str) -> NpyHeade
     prefix = 8 + struct.calcsize(field)
     if len(buf) < prefix:
         return prefix
-    (hlen,) = struct.unpack_from(field, buf, 8)
+    hlen: int = struct.unpack_from(field, buf, 8)[0]
     if hlen > MAX_HEADER_BYTES:
         raise LimitExceededError(probe.path, fmt, f"{where}: npy header of {hlen:,} bytes (cap {MAX_HEADER_BYTES:,})")
     if len(buf) < prefix + hlen:
@@ -112,19 +121,29 @@ def _header_regions(h: NpyHeader, start: int, label: str) -> list[Region]:
     return [
         Region(RegionKind.HEADER, start, h.prefix_len, f"npy magic and header length {label}"),
         Region(RegionKind.METADATA, start + h.prefix_len, h.literal_len, f"npy header dict {label}"),
-        Region(RegionKind.PADDING, start + h.prefix_len + h.literal_len,
-               h.header_len - h.prefix_len - h.literal_len, f"npy header padding {label}"),  # fmt: skip
+        Region(
+            RegionKind.PADDING,
+            start + h.prefix_len + h.literal_len,
+            h.header_len - h.prefix_len - h.literal_len,
+            f"npy header padding {label}",
+        ),
     ]
 
 
-def _tensor(probe: Probe, fmt: str, name: str, h: NpyHeader, data_offset: int | None,
-            payload: int) -> tuple[TensorInfo, list[Finding]]:  # fmt: skip
+def _tensor(
+    probe: Probe, fmt: str, name: str, h: NpyHeader, data_offset: int | None, payload: int
+) -> tuple[TensorInfo, list[Finding]]:
     """The tensor of an npy payload of `payload` bytes; objects and size mismatches become findings."""
     findings = []
     if h.itemsize is None:
-        findings.append(Finding("UNSAFE_CONTENT", Severity.ERROR,
-                                f"array {name!r} is an object array: its {payload:,} bytes are a pickle, not loaded",
-                                subjects=(name,)))  # fmt: skip
+        findings.append(
+            Finding(
+                "UNSAFE_CONTENT",
+                Severity.ERROR,
+                f"array {name!r} is an object array: its {payload:,} bytes are a pickle, not loaded",
+                subjects=(name,),
+            )
+        )
         nbytes = payload
     else:
         nbytes = 1
@@ -134,8 +153,14 @@ def _tensor(probe: Probe, fmt: str, name: str, h: NpyHeader, data_offset: int | 
         if nbytes > payload:
             raise FormatError(probe.path, fmt, f"array {name!r} needs {nbytes:,} bytes, the file holds {payload:,}")
         if nbytes < payload:
-            findings.append(Finding("TRAILING_BYTES", Severity.WARNING,
-                                    f"{payload - nbytes:,} bytes after array {name!r}", subjects=(name,)))  # fmt: skip
+            findings.append(
+                Finding(
+                    "TRAILING_BYTES",
+                    Severity.WARNING,
+                    f"{payload - nbytes:,} bytes after array {name!r}",
+                    subjects=(name,),
+                )
+            )
     return TensorInfo(name, h.shape, h.dtype, nbytes, data_offset, notes=h.notes), findings
 
 
@@ -160,8 +185,16 @@ class NpyLoader:
         regions = _header_regions(h, 0, "")
         regions.append(Region(RegionKind.TENSOR_DATA, h.header_len, t.nbytes, name))
         attributes = {"npy.version": f"{h.version[0]}.{h.version[1]}"}
-        return Checkpoint(probe.path, NPY_FORMAT, "numpy", ((probe.path, probe.size),), (t,),
-                          tile(regions, probe.size), attributes, findings=tuple(findings))  # fmt: skip
+        return Checkpoint(
+            probe.path,
+            NPY_FORMAT,
+            "numpy",
+            ((probe.path, probe.size),),
+            (t,),
+            tile(regions, probe.size),
+            attributes,
+            findings=tuple(findings),
+        )
 
 
 class NpzLoader:
@@ -204,10 +237,25 @@ class NpzLoader:
                 deflated += 1
                 t, f = _tensor(probe, NPZ_FORMAT, name, h, None, payload)
                 # logical = what the array data would take stored; the member's npy header is deflated with it
-                regions.append(Region(RegionKind.COMPRESSED, m.data_offset, m.compress_size,
-                                      f"deflated member {m.name!r} (npy header inside)", logical=t.nbytes))  # fmt: skip
+                regions.append(
+                    Region(
+                        RegionKind.COMPRESSED,
+                        m.data_offset,
+                        m.compress_size,
+                        f"deflated member {m.name!r} (npy header inside)",
+                        logical=t.nbytes,
+                    )
+                )
             tensors.append(t)
             findings += f
         attributes = {"zip.members": str(len(members)), "zip.deflated_members": str(deflated)}
-        return Checkpoint(probe.path, NPZ_FORMAT, "numpy", ((probe.path, probe.size),), tuple(tensors),
-                          tile(regions, probe.size), attributes, findings=tuple(findings))  # fmt: skip
+        return Checkpoint(
+            probe.path,
+            NPZ_FORMAT,
+            "numpy",
+            ((probe.path, probe.size),),
+            tuple(tensors),
+            tile(regions, probe.size),
+            attributes,
+            findings=tuple(findings),
+        )

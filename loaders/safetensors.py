@@ -86,8 +86,11 @@ def _parse_file(probe: Probe, file: int) -> tuple[list[TensorInfo], list[Region]
             raise FormatError(probe.path, FORMAT, f"tensor {name!r} has invalid data_offsets {[begin, end]!r}")
         if base + end > probe.size:
             raise TruncatedFileError(
-                probe.path, FORMAT,
-                f"tensor {name!r} data ends at byte {base + end:,} but the file has {probe.size:,} bytes", base + begin)  # fmt: skip
+                probe.path,
+                FORMAT,
+                f"tensor {name!r} data ends at byte {base + end:,} but the file has {probe.size:,} bytes",
+                base + begin,
+            )
         t = TensorInfo(name, shape, str(dtype), end - begin, base + begin, file=file)
         expected = dtypes.nbytes_for(t.dtype, t.n_elements)
         if expected != end - begin:
@@ -121,7 +124,9 @@ def _validate_buffer(probe: Probe, base: int, spans: Sequence[tuple[int, int, st
         if start > pos:
             findings.append(_finding("GAP", f"{start - pos:,} bytes before tensor {name!r} belong to no tensor"))
         elif start < pos:
-            findings.append(_finding("OVERLAP", f"tensor {name!r} overlaps the previous tensor by {pos - start:,} bytes"))
+            findings.append(
+                _finding("OVERLAP", f"tensor {name!r} overlaps the previous tensor by {pos - start:,} bytes")
+            )
         pos = max(pos, end)
     if pos < probe.size:
         findings.append(_finding("TRAILING_BYTES", f"{probe.size - pos:,} bytes after the last tensor"))
@@ -136,8 +141,16 @@ def _aliases(metadata: dict[str, str], tensors: list[TensorInfo]) -> list[Tensor
         kept = by_name.get(target)
         if kept is not None and alias not in by_name:
             out.append(
-                TensorInfo(alias, kept.shape, kept.dtype, kept.nbytes, kept.offset, alias_of=target, file=kept.file,
-                           notes=(f"tied: stored once as {target!r} (save_model metadata)",))  # fmt: skip
+                TensorInfo(
+                    alias,
+                    kept.shape,
+                    kept.dtype,
+                    kept.nbytes,
+                    kept.offset,
+                    alias_of=target,
+                    file=kept.file,
+                    notes=(f"tied: stored once as {target!r} (save_model metadata)",),
+                )
             )
     return out
 
@@ -163,9 +176,12 @@ def _checkpoint(path: str, fmt: str, probes: Sequence[Probe], index: Probe | Non
         files.append((probe.path, probe.size))
     tensors += _aliases(metadata, tensors)
     attributes = {f"metadata.{k}": v for k, v in metadata.items()}
-    framework = {"pt": "pytorch", "tf": "tensorflow", "flax": "flax", "np": "numpy"}.get(metadata.get("format", ""), "safetensors")
-    return Checkpoint(path, fmt, framework, tuple(files), tuple(tensors), tuple(regions), attributes,
-                      findings=tuple(findings))  # fmt: skip
+    framework = {"pt": "pytorch", "tf": "tensorflow", "flax": "flax", "np": "numpy"}.get(
+        metadata.get("format", ""), "safetensors"
+    )
+    return Checkpoint(
+        path, fmt, framework, tuple(files), tuple(tensors), tuple(regions), attributes, findings=tuple(findings)
+    )
 
 
 class SafetensorsLoader:
@@ -230,8 +246,9 @@ def _load_index(probe: Probe) -> Checkpoint:
     stored = {t.name for t in ckpt.tensors}
     missing = sorted(set(weight_map) - stored)
     if missing:
-        findings.append(_finding("MISSING_TENSOR", f"{len(missing)} tensors named in the index are in no shard: "
-                                 f"{missing[:5]!r}"))  # fmt: skip
+        findings.append(
+            _finding("MISSING_TENSOR", f"{len(missing)} tensors named in the index are in no shard: {missing[:5]!r}")
+        )
     total = index.get("metadata", {}).get("total_size") if isinstance(index.get("metadata"), dict) else None
     attributes = dict(ckpt.attributes)
     attributes["shards"] = str(len(shards))
@@ -239,11 +256,25 @@ def _load_index(probe: Probe) -> Checkpoint:
         attributes["index.total_size"] = str(total)
         payload = sum(t.nbytes for t in ckpt.tensors if t.alias_of is None)
         if total != payload:
-            findings.append(Finding("INDEX_TOTAL_SIZE", Severity.WARNING,
-                                    f"index says total_size {total:,} bytes, the shards hold {payload:,} bytes of tensors",
-                                    expected=total, observed=payload))  # fmt: skip
-    return Checkpoint(ckpt.path, ckpt.format, ckpt.framework, ckpt.files, ckpt.tensors, ckpt.regions,
-                      attributes, findings=tuple(findings))  # fmt: skip
+            findings.append(
+                Finding(
+                    "INDEX_TOTAL_SIZE",
+                    Severity.WARNING,
+                    f"index says total_size {total:,} bytes, the shards hold {payload:,} bytes of tensors",
+                    expected=total,
+                    observed=payload,
+                )
+            )
+    return Checkpoint(
+        ckpt.path,
+        ckpt.format,
+        ckpt.framework,
+        ckpt.files,
+        ckpt.tensors,
+        ckpt.regions,
+        attributes,
+        findings=tuple(findings),
+    )
 
 
 class SafetensorsIndexLoader:

@@ -12,7 +12,6 @@ is a finding: the input is saved to --out and counted. Prints one summary line p
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import resource
 import signal
@@ -115,9 +114,11 @@ def main() -> int:
                 last = time.monotonic()
                 print(f"{last - start:6.0f}s {cases:,} cases, {crashes} crashes", flush=True)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"{cases:,} cases in {time.monotonic() - start:.0f} s over {len(seeds)} seed files: {reports:,} reports, "
-          f"{errors:,} clean errors, {crashes} crashes/hangs; slowest case {slowest[0]:.2f} s ({slowest[1]}); "
-          f"peak RSS {peak:.0f} MiB")  # fmt: skip
+    print(
+        f"{cases:,} cases in {time.monotonic() - start:.0f} s over {len(seeds)} seed files: {reports:,} reports, "
+        f"{errors:,} clean errors, {crashes} crashes/hangs; slowest case {slowest[0]:.2f} s ({slowest[1]}); "
+        f"peak RSS {peak:.0f} MiB"
+    )
     return 1 if crashes else 0
 
 

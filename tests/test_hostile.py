@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from inspector import load
 from inspector.cli import main
-from inspector.errors import InspectorError, InputError, LimitExceededError, UnknownFormatError
+from inspector.errors import InputError, InspectorError, LimitExceededError, UnknownFormatError
 from tests.hostile import flip, seed_files, truncate
 
 SEEDS = seed_files()
@@ -43,9 +43,13 @@ def test_truncation_anywhere(tmp_path_factory: pytest.TempPathFactory, seed: Pat
 
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda p: p.name)
 @SETTINGS
-@given(positions=st.lists(st.integers(min_value=0), min_size=1, max_size=8),
-       values=st.lists(st.integers(min_value=0, max_value=255), min_size=8, max_size=8))  # fmt: skip
-def test_byte_flips(tmp_path_factory: pytest.TempPathFactory, seed: Path, positions: list[int], values: list[int]) -> None:
+@given(
+    positions=st.lists(st.integers(min_value=0), min_size=1, max_size=8),
+    values=st.lists(st.integers(min_value=0, max_value=255), min_size=8, max_size=8),
+)
+def test_byte_flips(
+    tmp_path_factory: pytest.TempPathFactory, seed: Path, positions: list[int], values: list[int]
+) -> None:
     data = seed.read_bytes()
     # bias half the flips into the first 512 bytes, where the headers are
     positions = [p % 512 if i % 2 == 0 else p for i, p in enumerate(positions)]
@@ -143,8 +147,8 @@ def test_zip64_lie_in_end_record(tmp_path: Path) -> None:
 
 
 def test_control_characters_in_names_are_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from safetensors.numpy import save_file
     import numpy as np
+    from safetensors.numpy import save_file
 
     path = tmp_path / "evil.safetensors"
     save_file({"evil\x1b[2J\x1b]0;pwned\x07name": np.zeros(2, dtype="float32")}, path)
@@ -158,8 +162,9 @@ def test_cli_one_line_error_and_worst_status(tmp_path: Path) -> None:
     bad = tmp_path / "bad.safetensors"
     bad.write_bytes(struct.pack("<Q", 1000) + b'{"a": 1}')
     good = Path(__file__).resolve().parent.parent / "sample_models" / "basic" / "cnn_stored.npz"
-    proc = subprocess.run([sys.executable, "-m", "inspector", str(bad), str(good)], capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "inspector", str(bad), str(good)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and str(bad) in proc.stderr and "Traceback" not in proc.stderr
     assert "cnn_stored.npz" in proc.stdout  # the good file is still reported

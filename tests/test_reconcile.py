@@ -21,8 +21,12 @@ def test_tensor_bytes_split_by_kind_and_buckets_sum_to_size() -> None:
     w = TensorInfo("w", (4, 4), "F32", 64, 16)
     m = TensorInfo("opt.w.exp_avg", (4, 4), "F32", 64, 80, kind=TensorKind.OPTIMIZER)
     b = TensorInfo("bn.running_mean", (4,), "F32", 16, 144, kind=TensorKind.BUFFER)
-    regions = [Region(RegionKind.HEADER, 0, 16), Region(RegionKind.TENSOR_DATA, 16, 64, "w"),
-               Region(RegionKind.TENSOR_DATA, 80, 64, "m"), Region(RegionKind.TENSOR_DATA, 144, 16, "b")]  # fmt: skip
+    regions = [
+        Region(RegionKind.HEADER, 0, 16),
+        Region(RegionKind.TENSOR_DATA, 16, 64, "w"),
+        Region(RegionKind.TENSOR_DATA, 80, 64, "m"),
+        Region(RegionKind.TENSOR_DATA, 144, 16, "b"),
+    ]
     ckpt = _ckpt([w, m, b], regions, 170)
     by = bucket_bytes(ckpt)
     assert by == {"parameters": 64, "buffers": 16, "optimizer": 64, "header": 16, "unknown": 10}

@@ -63,10 +63,13 @@ def test_detection_ignores_the_extension(tmp_path: Path) -> None:
 
 
 def test_import_pulls_in_no_optional_dependency() -> None:
-    code = ("import sys, inspector; inspector.load('sample_models/basic/cnn_stored.npz'); "
-            "print(sorted(m for m in ('torch', 'h5py', 'tensorflow', 'mxnet', 'tabulate', 'keras') if m in sys.modules))")  # fmt: skip
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=SAMPLES.parent).stdout.strip()  # fmt: skip
+    code = (
+        "import sys, inspector; inspector.load('sample_models/basic/cnn_stored.npz'); "
+        "print(sorted(m for m in ('torch', 'h5py', 'tensorflow', 'mxnet', 'tabulate', 'keras') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=SAMPLES.parent
+    ).stdout.strip()
     assert out == "[]"
 
 

@@ -21,11 +21,15 @@ HERE = Path(__file__).resolve().parent
 # A small CNN for 20x20 single-channel images in PyTorch's layout: conv(1->8, 3x3), conv(8->16, 3x3),
 # two 2x2 poolings -> 16 x 3 x 3, dense 144 -> 32, dense 32 -> 10.
 CNN_SHAPES = {
-    "conv1.weight": (8, 1, 3, 3), "conv1.bias": (8,),
-    "conv2.weight": (16, 8, 3, 3), "conv2.bias": (16,),
-    "fc1.weight": (32, 144), "fc1.bias": (32,),
-    "fc2.weight": (10, 32), "fc2.bias": (10,),
-}  # fmt: skip
+    "conv1.weight": (8, 1, 3, 3),
+    "conv1.bias": (8,),
+    "conv2.weight": (16, 8, 3, 3),
+    "conv2.bias": (16,),
+    "fc1.weight": (32, 144),
+    "fc1.bias": (32,),
+    "fc2.weight": (10, 32),
+    "fc2.bias": (10,),
+}
 # A two-layer MLP in half precision with an int64 step counter.
 MLP_SHAPES = {"hidden.weight": (64, 32), "hidden.bias": (64,), "out.weight": (4, 64), "out.bias": (4,)}
 

@@ -55,8 +55,13 @@ def test_tied_alias_from_save_model_metadata() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "code"), [("hole.safetensors", "GAP"), ("trailing.safetensors", "TRAILING_BYTES"),
-                       ("meta_int.safetensors", "INVALID_METADATA")])  # fmt: skip
+    ("name", "code"),
+    [
+        ("hole.safetensors", "GAP"),
+        ("trailing.safetensors", "TRAILING_BYTES"),
+        ("meta_int.safetensors", "INVALID_METADATA"),
+    ],
+)
 def test_rejected_by_reference_reader_gives_findings(name: str, code: str) -> None:
     ckpt = load(fixture_path(f"safetensors/validation_cases/{name}"))
     assert code in {f.code for f in ckpt.findings}
@@ -79,8 +84,10 @@ def test_sample_matches_manifest() -> None:
 def _write_sharded(folder: Path) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(1)
     tensors = {f"layer.{i}.weight": rng.standard_normal((8, 4)).astype("float32") for i in range(5)}
-    shards = {"model-00001-of-00002.safetensors": ["layer.0.weight", "layer.1.weight", "layer.2.weight"],
-              "model-00002-of-00002.safetensors": ["layer.3.weight", "layer.4.weight"]}  # fmt: skip
+    shards = {
+        "model-00001-of-00002.safetensors": ["layer.0.weight", "layer.1.weight", "layer.2.weight"],
+        "model-00002-of-00002.safetensors": ["layer.3.weight", "layer.4.weight"],
+    }
     weight_map = {}
     for shard, names in shards.items():
         safetensors_numpy.save_file({n: tensors[n] for n in names}, folder / shard, metadata={"format": "pt"})
