@@ -1,0 +1,509 @@
+"""Whole architectures as compositions of layer formulas, named with `key=value` words or as Keras layer lists.
+
+Layer names follow the names the producing framework gives the same layers (Sockeye's parameter
+prefixes, Keras's default layer names, PyTorch module paths shortened by the role table), so a file's
+layers can be compared with an architecture's layer by layer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspector.errors import SpecError
+from inspector.formulas import (
+    GRU,
+    LSTM,
+    BatchNorm,
+    Conv,
+    Convention,
+    Dense,
+    Embedding,
+    InitialState,
+    LayerNorm,
+    LayerSpec,
+    SimpleRNN,
+    TransformerBlock,
+    breakdown,
+)
+
+
+@dataclass(frozen=True)
+class Architecture:
+    name: str
+    hyperparameters: Mapping[str, Any]
+    layers: tuple[LayerSpec, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Word:
+    name: str
+    default: Any
+    help: str
+    parse: Callable[[str], Any] = int
+
+
+@dataclass(frozen=True)
+class ArchitectureDef:
+    name: str
+    description: str
+    words: tuple[Word, ...]
+    builder: Callable[..., Architecture] = field(repr=False)
+
+
+def _pair(text: str) -> tuple[int, int]:
+    """'512:256' -> (512, 256); '512' -> (512, 512)."""
+    parts = text.split(":")
+    if len(parts) == 1:
+        return int(parts[0]), int(parts[0])
+    if len(parts) == 2:
+        return int(parts[0]), int(parts[1])
+    raise ValueError(f"expected N or N:M, got {text!r}")
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected true or false, got {text!r}")
+
+
+# -- Sockeye RNN encoder-decoder (seed 002) -----------------------------------------------------------
+
+
+def sockeye_rnn(
+    source_vocab: int,
+    target_vocab: int,
+    embed: tuple[int, int],
+    hidden: int,
+    layers: tuple[int, int],
+    cell: str,
+) -> Architecture:
+    """Sockeye 1.x RNN model with a bidirectional first encoder layer, input feeding and enc2decinit.
+
+    The first encoder layer is bidirectional with hidden/2 units per direction reading the source
+    embedding; the remaining encoder layers are unidirectional. Decoder layer 0 reads the target
+    embedding concatenated with the previous attentional hidden state (input feeding: te + h); the
+    `hidden` layer maps [decoder state; context] (2h) to h; `enc2decinit` maps the encoder's final
+    state to each decoder state (h and c per layer for LSTM, h for GRU). MXNet cells keep an
+    i2h and an h2h bias.
+    """
+    cls = {"lstm": LSTM, "gru": GRU}.get(cell)
+    if cls is None:
+        raise SpecError(f"cell must be lstm or gru, got {cell!r}")
+    se, te = embed
+    sn, tn = layers
+    if hidden % 2:
+        raise SpecError("hidden must be even: the bidirectional encoder layer splits it in two")
+    mx = Convention.MXNET
+    specs: list[LayerSpec] = [Embedding(source_vocab, se, name="source_embed")]
+    for direction in ("forward", "reverse"):
+        specs.append(cls(se, hidden // 2, mx, name=f"encoder_birnn_{direction}_l0"))
+    specs += [cls(hidden, hidden, mx, name=f"encoder_rnn_l{i}") for i in range(sn - 1)]
+    specs.append(Embedding(target_vocab, te, name="target_embed"))
+    specs += [cls(te + hidden if i == 0 else hidden, hidden, mx, name=f"decoder_rnn_l{i}") for i in range(tn)]
+    states = 2 * tn if cell == "lstm" else tn
+    specs += [Dense(hidden, hidden, name=f"decoder_rnn_enc2decinit_{i}") for i in range(states)]
+    specs.append(Dense(2 * hidden, hidden, name="decoder_rnn_hidden"))
+    specs.append(Dense(hidden, target_vocab, name="target_output"))
+    hyper = {"source_vocab": source_vocab, "target_vocab": target_vocab, "embed": f"{se}:{te}", "hidden": hidden,
+             "layers": f"{sn}:{tn}", "cell": cell}  # fmt: skip
+    notes = (
+        f"decoder_rnn_l0_i2h_weight is ({cls(1, 1).gates * hidden}, {te + hidden}): target embedding {te} + "
+        f"input feeding {hidden}",
+        f"encoder_birnn_*_i2h_weight is ({cls(1, 1).gates * hidden // 2}, {se}): each direction has hidden/2 units "
+        f"and reads the source embedding",
+    )
+    return Architecture("sockeye-rnn", hyper, tuple(specs), notes)
+
+
+# -- rau language models (seed 004) -------------------------------------------------------------------
+
+
+def _rau_rnn(cls: type[LayerSpec], vocab: int, hidden: int, layers: int, extra_input: int = 0) -> list[LayerSpec]:
+    # rau: embedding shared with the output layer (no output bias), a learned initial hidden state per
+    # layer, and torch RNN layers with a single bias vector (use_extra_bias=False drops bias_hh).
+    specs: list[LayerSpec] = [Embedding(vocab, hidden, name="embedding"), InitialState(layers, hidden, name="initial_state")]
+    for i in range(layers):
+        inputs = hidden + (extra_input if i == 0 else 0)
+        specs.append(cls(inputs, hidden, Convention.TORCH, biases=1, name=f"rnn.l{i}"))  # type: ignore[call-arg]
+    return specs
+
+
+RAU_RNN_NOTES = (
+    "the output layer shares the embedding matrix and has no bias: it adds no parameters",
+    "each RNN layer keeps one bias vector (bias_ih; use_extra_bias=False drops bias_hh), not zero",
+)
+
+
+def rau_lstm_lm(vocab: int, hidden: int, layers: int) -> Architecture:
+    """rau get_lstm_language_model(learned_initial_state=True): embedding (tied output), initial state, LSTM."""
+    return Architecture("rau-lstm-lm", {"vocab": vocab, "hidden": hidden, "layers": layers},
+                        tuple(_rau_rnn(LSTM, vocab, hidden, layers)), RAU_RNN_NOTES)  # fmt: skip
+
+
+def rau_rnn_lm(vocab: int, hidden: int, layers: int) -> Architecture:
+    """rau get_simple_rnn_language_model: as the LSTM LM with a simple RNN."""
+    return Architecture("rau-rnn-lm", {"vocab": vocab, "hidden": hidden, "layers": layers},
+                        tuple(_rau_rnn(SimpleRNN, vocab, hidden, layers)), RAU_RNN_NOTES)  # fmt: skip
+
+
+def rau_stack_rnn(vocab: int, hidden: int, layers: int, stack_size: int, controller: str) -> Architecture:
+    """rau stack RNN with a superposition stack: the controller's first layer also reads the stack.
+
+    Besides the controller, the stack adds an action layer (hidden -> 3, push/pop/no-op, with bias) and a
+    push-value layer (hidden -> stack_size, with bias); the stack reading (stack_size) is concatenated to
+    the controller's first-layer input.
+    """
+    cls = {"lstm": LSTM, "rnn": SimpleRNN}.get(controller)
+    if cls is None:
+        raise SpecError(f"controller must be lstm or rnn, got {controller!r}")
+    specs = _rau_rnn(cls, vocab, hidden, layers, extra_input=stack_size)
+    specs += [Dense(hidden, 3, name="stack.actions"), Dense(hidden, stack_size, name="stack.push_value")]
+    notes = RAU_RNN_NOTES + (
+        f"the stack reading ({stack_size}) is part of the controller's first-layer input: "
+        f"{cls(1, 1).gates * hidden} x {stack_size} more input weights",  # type: ignore[call-arg]
+    )
+    hyper = {"vocab": vocab, "hidden": hidden, "layers": layers, "stack_size": stack_size, "controller": controller}
+    return Architecture("rau-stack-rnn", hyper, tuple(specs), notes)
+
+
+def _rau_transformer_layers(d: int, ff: int, count: int, start: int) -> list[LayerSpec]:
+    return [TransformerBlock(d, ff, name=f"layers.{start + i}") for i in range(count)]
+
+
+def rau_transformer_lm(vocab: int, d_model: int, layers: int, heads: int, feedforward: int) -> Architecture:
+    """rau get_unidirectional_transformer_encoder(tie_embeddings=True): pre-norm layers plus a final LayerNorm.
+
+    Attention uses PyTorch's MultiheadAttention, whose in_proj and out_proj have biases.
+    """
+    specs: list[LayerSpec] = [Embedding(vocab, d_model, name="embedding")]
+    specs += _rau_transformer_layers(d_model, feedforward, layers, 0)
+    specs.append(LayerNorm(d_model, name="norm"))
+    hyper = {"vocab": vocab, "d_model": d_model, "layers": layers, "heads": heads, "feedforward": feedforward}
+    notes = ("the output layer is tied to the input embedding: stored once",
+             "attention projections have biases (4 x d_model per layer)")  # fmt: skip
+    return Architecture("rau-transformer-lm", hyper, tuple(specs), notes)
+
+
+# rau's own layer-string grammar (rau/models/stack_nn/transformer/parse.py). Its regex is
+# '^(\d+)|superposition-(\d+)|...$': the '^' binds to the first alternative only, so a part such as
+# '16-1' is read as 16 standard layers.
+RAU_LAYER_RE = re.compile(r"^(\d+)|superposition-(\d+)$")
+
+
+def parse_rau_stack_layers(spec: str) -> list[tuple[str, int]]:
+    """[('transformer', n) | ('superposition', stack_size)] exactly as rau parses a layer string."""
+    out = []
+    for part in spec.split("."):
+        m = RAU_LAYER_RE.match(part)
+        if m is None:
+            raise SpecError(f"invalid rau stack transformer layer string part {part!r}")
+        out.append(("transformer", int(m.group(1))) if m.group(1) else ("superposition", int(m.group(2))))
+    return out
+
+
+def rau_stack_transformer(
+    vocab: int, d_model: int, heads: int, feedforward: int, layers: int, stack_layers: int, stack_size: int, spec: str
+) -> Architecture:
+    """rau stack transformer with superposition stack attention layers (tied embeddings, final LayerNorm).
+
+    A superposition stack-attention layer replaces self-attention by an action projection (d -> 3), a
+    push projection (d -> stack_size) and a read projection (stack_size -> d), all without bias, and keeps
+    the feed-forward network and two LayerNorms. Give either `layers`/`stack_layers`/`stack_size`
+    (standard layers first) or rau's own layer string as `spec`, e.g. spec=2.superposition-16.1.
+    """
+    groups = parse_rau_stack_layers(spec) if spec else [("transformer", layers)] + [("superposition", stack_size)] * stack_layers
+    specs: list[LayerSpec] = [Embedding(vocab, d_model, name="embedding")]
+    index = 0
+    for kind, arg in groups:
+        if kind == "transformer":
+            specs += _rau_transformer_layers(d_model, feedforward, arg, index)
+            index += arg
+        else:
+            specs += [Dense(d_model, 3, bias=False, name=f"layers.{index}.actions"),
+                      Dense(d_model, arg, bias=False, name=f"layers.{index}.push"),
+                      Dense(arg, d_model, bias=False, name=f"layers.{index}.read")]  # fmt: skip
+            specs += [Dense(d_model, feedforward, name=f"layers.{index}.feedforward_up"),
+                      Dense(feedforward, d_model, name=f"layers.{index}.feedforward_down"),
+                      LayerNorm(d_model, name=f"layers.{index}.norm1"), LayerNorm(d_model, name=f"layers.{index}.norm2")]  # fmt: skip
+            index += 1
+    specs.append(LayerNorm(d_model, name="norm"))
+    n_std = sum(a for k, a in groups if k == "transformer")
+    n_stack = sum(1 for k, _ in groups if k == "superposition")
+    hyper: dict[str, Any] = {"vocab": vocab, "d_model": d_model, "heads": heads, "feedforward": feedforward,
+                             "layers": n_std, "stack_layers": n_stack}  # fmt: skip
+    if spec:
+        hyper["spec"] = spec
+    else:
+        hyper["stack_size"] = stack_size
+    notes = [f"{n_std} standard layers and {n_stack} superposition stack-attention layers"]
+    if spec and any(k == "transformer" for k, _ in groups) and "-" in spec.split(".")[0]:
+        notes.append(f"rau reads the part {spec.split('.')[0]!r} as {groups[0][1]} standard layers (its regex matches "
+                     "the leading digits only); a trailing integer part is more standard layers, not a stack-layer count")  # fmt: skip
+    return Architecture("rau-stack-transformer", hyper, tuple(specs), tuple(notes))
+
+
+# -- seed 003: three-column CNN -------------------------------------------------------------------------
+
+
+def column_cnn(height: int, width: int, depth: int, columns: int, convs: int, filters: int, kernel: int, pool: int,
+               dense: int, classes: int) -> Architecture:  # fmt: skip
+    """`columns` identical columns of `convs` x (conv kernel x kernel 'valid' + pool x pool max-pooling) and a
+    dense layer, concatenated into a final dense layer of `classes` (seed 003's 'alpha' model)."""
+    specs: list[LayerSpec] = []
+    index = 0
+    for _ in range(columns):
+        h, w, c = height, width, depth
+        for _ in range(convs):
+            specs.append(Conv(c, filters, (kernel, kernel), name=f"layer{index}"))
+            index += 1
+            h, w, c = (h - kernel + 1) // pool, (w - kernel + 1) // pool, filters
+            if h <= 0 or w <= 0:
+                raise SpecError("the image is too small for that many convolutions")
+        specs.append(Dense(h * w * c, dense, name=f"layer{index}"))
+        index += 1
+    specs.append(Dense(columns * dense, classes, name=f"layer{index}"))
+    hyper = {"height": height, "width": width, "depth": depth, "columns": columns, "convs": convs, "filters": filters,
+             "kernel": kernel, "pool": pool, "dense": dense, "classes": classes}  # fmt: skip
+    flat = (h, w, c)
+    notes = (f"each column flattens {flat[0]}x{flat[1]}x{flat[2]} = {flat[0] * flat[1] * flat[2]:,} features into its dense layer",)
+    return Architecture("column-cnn", hyper, tuple(specs), notes)
+
+
+# -- Hugging Face transformers ----------------------------------------------------------------------------
+
+
+def gpt2(vocab: int, positions: int, d_model: int, layers: int, feedforward: int) -> Architecture:
+    """GPT-2: token and position embeddings, pre-norm blocks (fused qkv Conv1D with biases), final LayerNorm;
+    the LM head is tied to the token embedding."""
+    specs: list[LayerSpec] = [Embedding(vocab, d_model, name="wte"), Embedding(positions, d_model, name="wpe")]
+    specs += [TransformerBlock(d_model, feedforward or 4 * d_model, name=f"h.{i}") for i in range(layers)]
+    specs.append(LayerNorm(d_model, name="ln_f"))
+    hyper = {"vocab": vocab, "positions": positions, "d_model": d_model, "layers": layers,
+             "feedforward": feedforward or 4 * d_model}  # fmt: skip
+    return Architecture("gpt2", hyper, tuple(specs), ("lm_head is tied to wte: stored once",))
+
+
+def bert(vocab: int, positions: int, token_types: int, d_model: int, layers: int, feedforward: int,
+         pooler: bool) -> Architecture:  # fmt: skip
+    """BERT: word, position and token-type embeddings with a LayerNorm, post-norm blocks, optional pooler."""
+    specs: list[LayerSpec] = [Embedding(vocab, d_model, name="embeddings.word_embeddings"),
+                              Embedding(positions, d_model, name="embeddings.position_embeddings"),
+                              Embedding(token_types, d_model, name="embeddings.token_type_embeddings"),
+                              LayerNorm(d_model, name="embeddings.LayerNorm")]  # fmt: skip
+    specs += [TransformerBlock(d_model, feedforward or 4 * d_model, name=f"encoder.layer.{i}") for i in range(layers)]
+    if pooler:
+        specs.append(Dense(d_model, d_model, name="pooler.dense"))
+    hyper = {"vocab": vocab, "positions": positions, "token_types": token_types, "d_model": d_model, "layers": layers,
+             "feedforward": feedforward or 4 * d_model, "pooler": pooler}  # fmt: skip
+    return Architecture("bert", hyper, tuple(specs))
+
+
+# -- seed 000: Keras LSTM language model ----------------------------------------------------------------------
+
+
+def keras_lstm_lm(vocab: int, embed: int, units: int) -> Architecture:
+    """Seed 000's model: Embedding -> LSTM (sequences) -> Dense(embed) -> Dense(vocab), Keras conventions."""
+    return Architecture("keras-lstm-lm", {"vocab": vocab, "embed": embed, "units": units}, (
+        Embedding(vocab, embed, name="embedding"), LSTM(embed, units, name="lstm"),
+        Dense(units, embed, name="dense"), Dense(embed, vocab, name="dense_1")))  # fmt: skip
+
+
+# -- Keras layer lists ------------------------------------------------------------------------------------------
+
+LAYER_TOKEN = re.compile(r"\s*([A-Za-z][A-Za-z0-9]*)\s*(?:\(([^()]*)\))?\s*")
+
+
+def _args(text: str | None) -> tuple[list[str], dict[str, str]]:
+    positional, keywords = [], {}
+    for item in filter(None, (a.strip() for a in (text or "").split(","))):
+        key, eq, value = item.partition("=")
+        if eq:
+            keywords[key.strip()] = value.strip()
+        else:
+            positional.append(item)
+    return positional, keywords
+
+
+class _KerasBuilder:
+    """Shape propagation through a Keras layer list (batch dimension left out)."""
+
+    def __init__(self) -> None:
+        self.shape: tuple[int | None, ...] = (None,)
+        self.specs: list[LayerSpec] = []
+        self.counts: dict[str, int] = {}
+
+    def name(self, base: str) -> str:
+        n = self.counts.get(base, 0)
+        self.counts[base] = n + 1
+        return base if n == 0 else f"{base}_{n}"
+
+    def last(self) -> int:
+        if not self.shape or self.shape[-1] is None:
+            raise SpecError("the input size is unknown here: start the list with Input(...)")
+        return self.shape[-1]
+
+    def add(self, kind: str, pos: list[str], kw: dict[str, str]) -> None:
+        ints = [int(p) for p in pos if p.lstrip("-").isdigit()]
+        if kind == "Input":
+            self.shape = tuple(ints) or (None,)
+        elif kind == "Embedding":
+            self.specs.append(Embedding(ints[0], ints[1], name=self.name("embedding")))
+            self.shape = (*self.shape, ints[1])
+        elif kind == "Flatten":
+            if any(d is None for d in self.shape):
+                raise SpecError("Flatten needs a known input shape: give Input(...)")
+            size = 1
+            for d in self.shape:
+                size *= d  # type: ignore[operator]
+            self.shape = (size,)
+        elif kind == "Dense":
+            bias = _bool(kw.get("bias", kw.get("use_bias", "true")))
+            self.specs.append(Dense(self.last(), ints[0], bias, name=self.name("dense")))
+            self.shape = (*self.shape[:-1], ints[0])
+        elif kind in ("SimpleRNN", "LSTM", "GRU"):
+            cls = {"SimpleRNN": SimpleRNN, "LSTM": LSTM, "GRU": GRU}[kind]
+            extra = {"reset_after": _bool(kw["reset_after"])} if "reset_after" in kw else {}
+            base = {"SimpleRNN": "simple_rnn", "LSTM": "lstm", "GRU": "gru"}[kind]
+            self.specs.append(cls(self.last(), ints[0], Convention.KERAS, name=self.name(base), **extra))
+            seq = _bool(kw.get("return_sequences", "false"))
+            self.shape = (*self.shape[:-1], ints[0]) if seq else (ints[0],)
+        elif kind in ("Conv1D", "Conv2D"):
+            dims = 1 if kind == "Conv1D" else 2
+            k = ints[1] if len(ints) > 1 else 3
+            self.specs.append(Conv(self.last(), ints[0], (k,) * dims, name=self.name(kind.lower()[:-2] + "d")))
+            spatial = [None if d is None else d - k + 1 for d in self.shape[:-1]]
+            self.shape = (*spatial, ints[0])
+        elif kind in ("MaxPooling1D", "MaxPooling2D", "AveragePooling2D"):
+            p = ints[0] if ints else 2
+            self.shape = (*(None if d is None else d // p for d in self.shape[:-1]), self.shape[-1])
+        elif kind == "BatchNormalization":
+            self.specs.append(BatchNorm(self.last(), name=self.name("batch_normalization")))
+        elif kind == "LayerNormalization":
+            self.specs.append(LayerNorm(self.last(), name=self.name("layer_normalization")))
+        elif kind not in ("Dropout", "Activation", "ReLU"):
+            raise SpecError(f"unknown Keras layer {kind!r}")
+
+
+def keras_layers(text: str) -> Architecture:
+    """A Keras Sequential model from a layer list such as 'Input(100) Embedding(10000,100) Flatten Dense(32)'."""
+    builder = _KerasBuilder()
+    pos = 0
+    while pos < len(text):
+        m = LAYER_TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            raise SpecError(f"cannot read the layer list at {text[pos:pos + 20]!r}")
+        try:
+            builder.add(m.group(1), *_args(m.group(2)))
+        except (IndexError, ValueError) as exc:
+            raise SpecError(f"bad arguments for {m.group(0).strip()!r}: {exc}") from exc
+        pos = m.end()
+    return Architecture("keras-sequential", {"layers": text.strip()}, tuple(builder.specs))
+
+
+# -- the table -----------------------------------------------------------------------------------------------
+
+ARCHITECTURES: Mapping[str, ArchitectureDef] = {
+    d.name: d
+    for d in (
+        ArchitectureDef("sockeye-rnn", "Sockeye RNN encoder-decoder (seed 002)", (
+            Word("source_vocab", 49410, "source vocabulary"), Word("target_vocab", 42767, "target vocabulary"),
+            Word("embed", (512, 512), "source:target embedding sizes", _pair),
+            Word("hidden", 512, "RNN hidden units"), Word("layers", (2, 2), "encoder:decoder layers", _pair),
+            Word("cell", "lstm", "lstm or gru", str)), sockeye_rnn),
+        ArchitectureDef("rau-lstm-lm", "rau LSTM language model (seed 004)", (
+            Word("vocab", 64, "vocabulary"), Word("hidden", 32, "hidden units"), Word("layers", 3, "layers")),
+            rau_lstm_lm),
+        ArchitectureDef("rau-rnn-lm", "rau simple RNN language model (seed 004)", (
+            Word("vocab", 64, "vocabulary"), Word("hidden", 32, "hidden units"), Word("layers", 3, "layers")),
+            rau_rnn_lm),
+        ArchitectureDef("rau-transformer-lm", "rau transformer language model, tied embeddings (seed 004)", (
+            Word("vocab", 64, "vocabulary"), Word("d_model", 32, "model width"), Word("layers", 3, "layers"),
+            Word("heads", 4, "attention heads (no effect on the count)"),
+            Word("feedforward", 128, "feed-forward size")), rau_transformer_lm),
+        ArchitectureDef("rau-stack-rnn", "rau stack RNN with a superposition stack (seed 004)", (
+            Word("vocab", 64, "vocabulary"), Word("hidden", 32, "hidden units"), Word("layers", 3, "layers"),
+            Word("stack_size", 20, "stack embedding size"), Word("controller", "lstm", "lstm or rnn", str)),
+            rau_stack_rnn),
+        ArchitectureDef("rau-stack-transformer", "rau stack transformer with superposition layers (seed 004)", (
+            Word("vocab", 64, "vocabulary"), Word("d_model", 16, "model width"), Word("heads", 4, "attention heads"),
+            Word("feedforward", 64, "feed-forward size"), Word("layers", 1, "standard layers"),
+            Word("stack_layers", 1, "superposition stack-attention layers"),
+            Word("stack_size", 16, "stack embedding size"),
+            Word("spec", "", "rau's layer string instead of layers/stack_layers/stack_size", str)),
+            rau_stack_transformer),
+        ArchitectureDef("column-cnn", "multi-column CNN, one dense layer per column, then a joint dense (seed 003)", (
+            Word("height", 50, "image height"), Word("width", 50, "image width"), Word("depth", 1, "channels"),
+            Word("columns", 3, "columns (views)"), Word("convs", 2, "conv+pool blocks per column"),
+            Word("filters", 32, "filters per conv"), Word("kernel", 3, "conv kernel size"),
+            Word("pool", 2, "max-pooling size"), Word("dense", 256, "dense units per column"),
+            Word("classes", 11, "output classes")), column_cnn),
+        ArchitectureDef("keras-lstm-lm", "Keras Embedding-LSTM-Dense-Dense language model (seed 000)", (
+            Word("vocab", 10004, "vocabulary"), Word("embed", 100, "embedding size"),
+            Word("units", 256, "LSTM units")), keras_lstm_lm),
+        ArchitectureDef("gpt2", "Hugging Face GPT-2", (
+            Word("vocab", 50257, "vocabulary"), Word("positions", 1024, "positions"), Word("d_model", 768, "width"),
+            Word("layers", 12, "layers"), Word("feedforward", 0, "feed-forward size (0: 4 x d_model)")), gpt2),
+        ArchitectureDef("bert", "Hugging Face BERT encoder", (
+            Word("vocab", 30522, "vocabulary"), Word("positions", 512, "positions"),
+            Word("token_types", 2, "token types"), Word("d_model", 768, "width"), Word("layers", 12, "layers"),
+            Word("feedforward", 0, "feed-forward size (0: 4 x d_model)"),
+            Word("pooler", True, "with the pooler layer", _bool)), bert),
+    )
+}  # fmt: skip
+
+
+def build(name: str, **words: Any) -> Architecture:
+    """A named architecture from its words (defaults for the rest).
+
+    Raises:
+        SpecError: unknown architecture or word, or a bad value.
+    """
+    definition = ARCHITECTURES.get(name)
+    if definition is None:
+        raise SpecError(f"unknown architecture {name!r}; known: {', '.join(ARCHITECTURES)}")
+    known = {w.name: w for w in definition.words}
+    unknown = set(words) - set(known)
+    if unknown:
+        raise SpecError(f"{name}: unknown words {sorted(unknown)}; it takes {', '.join(known)}")
+    values = {}
+    for word in definition.words:
+        value = words.get(word.name, word.default)
+        if isinstance(value, str) and word.parse is not str:
+            try:
+                value = word.parse(value)
+            except ValueError as exc:
+                raise SpecError(f"{name}: bad value for {word.name}: {exc}") from exc
+        values[word.name] = value
+    return definition.builder(**values)
+
+
+def parse_spec(text: str) -> Architecture:
+    """'NAME key=value ...' for a named architecture, or a Keras layer list.
+
+    Raises:
+        SpecError: the text is neither.
+    """
+    parts = text.split()
+    if not parts:
+        raise SpecError("empty architecture spec")
+    if parts[0] in ARCHITECTURES:
+        words = {}
+        for part in parts[1:]:
+            key, eq, value = part.partition("=")
+            if not eq:
+                raise SpecError(f"expected key=value, got {part!r}")
+            words[key] = value
+        return build(parts[0], **words)
+    return keras_layers(text)
+
+
+def count(arch: Architecture) -> tuple[int, list[tuple[str, str, dict[str, int]]]]:
+    """The analytic total and the per-layer breakdown (layer name, kind, parameter counts)."""
+    rows = [(spec.name, spec.kind, breakdown(spec)) for spec in arch.layers]  # type: ignore[attr-defined]
+    return sum(sum(b.values()) for _, _, b in rows), rows

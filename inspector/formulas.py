@@ -1,0 +1,247 @@
+"""Analytic parameter counts, one pure function per layer kind, listed in the `FORMULAS` table.
+
+Conventions are parameters, not branches: `Convention.KERAS` keeps one bias vector per recurrent
+layer (a GRU with ``reset_after`` keeps two), PyTorch and MXNet keep two (input-to-hidden and
+hidden-to-hidden). Formulas know nothing about files or names; architectures compose them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from enum import StrEnum
+from math import prod
+
+from inspector.errors import SpecError
+
+
+class Convention(StrEnum):
+    KERAS = "keras"
+    TORCH = "torch"
+    MXNET = "mxnet"
+
+
+# Recurrent cells: gates per unit.
+GATES = {"SimpleRNN": 1, "LSTM": 4, "GRU": 3}
+# Bias vectors of g x units per recurrent layer, by convention (GRU reset_after handled by its own field).
+RNN_BIASES = {Convention.KERAS: 1, Convention.TORCH: 2, Convention.MXNET: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class LayerSpec:
+    """A layer whose parameter count a formula gives. Subclasses hold positive int sizes."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type in ("int", "int | None") and value is not None:
+                if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                    raise SpecError(f"{type(self).__name__}.{f.name} must be a positive integer, got {value!r}")
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class Dense(LayerSpec):
+    inputs: int
+    units: int
+    bias: bool = True
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Embedding(LayerSpec):
+    vocab: int
+    dim: int
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Conv(LayerSpec):
+    in_channels: int
+    filters: int
+    kernel: tuple[int, ...] = (3, 3)
+    bias: bool = True
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Recurrent(LayerSpec):
+    """SimpleRNN, LSTM or GRU. `biases` overrides the convention's number of bias vectors."""
+
+    inputs: int
+    units: int
+    convention: Convention = Convention.KERAS
+    bias: bool = True
+    biases: int | None = None
+    name: str = ""
+
+    @property
+    def gates(self) -> int:
+        return GATES[self.kind]
+
+    @property
+    def bias_vectors(self) -> int:
+        if not self.bias:
+            return 0
+        return self.biases if self.biases is not None else RNN_BIASES[self.convention]
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleRNN(Recurrent):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class LSTM(Recurrent):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class GRU(Recurrent):
+    reset_after: bool = True
+
+    @property
+    def bias_vectors(self) -> int:
+        if self.biases is None and self.bias and self.convention is Convention.KERAS:
+            return 2 if self.reset_after else 1
+        return Recurrent.bias_vectors.fget(self)  # type: ignore[attr-defined, no-any-return]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchNorm(LayerSpec):
+    features: int
+    convention: Convention = Convention.KERAS
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LayerNorm(LayerSpec):
+    features: int
+    bias: bool = True
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Attention(LayerSpec):
+    """Multi-head attention: query, key, value and output projections of d_model (heads do not change the count)."""
+
+    d_model: int
+    bias: bool = True
+    kdim: int | None = None
+    vdim: int | None = None
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TransformerBlock(LayerSpec):
+    """Attention, a two-layer feed-forward network and `norms` LayerNorms, with biases throughout."""
+
+    d_model: int
+    feedforward: int
+    bias: bool = True
+    norms: int = 2
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class InitialState(LayerSpec):
+    """A learned initial hidden state: one vector of `units` per layer (rau's learned_initial_state)."""
+
+    layers: int
+    units: int
+    name: str = ""
+
+
+Breakdown = dict[str, int]
+
+
+def dense(s: Dense) -> Breakdown:
+    """kernel = inputs x units; bias = units."""
+    return {"kernel": s.inputs * s.units, "bias": s.units if s.bias else 0}
+
+
+def embedding(s: Embedding) -> Breakdown:
+    """embeddings = vocab x dim."""
+    return {"embeddings": s.vocab * s.dim}
+
+
+def conv(s: Conv) -> Breakdown:
+    """kernel = prod(kernel) x in_channels x filters; bias = filters."""
+    return {"kernel": prod(s.kernel) * s.in_channels * s.filters, "bias": s.filters if s.bias else 0}
+
+
+def recurrent(s: Recurrent) -> Breakdown:
+    """kernel = g.u x inputs; recurrent_kernel = g.u x u; bias = b x g.u (g gates, b bias vectors by convention)."""
+    gu = s.gates * s.units
+    return {"kernel": gu * s.inputs, "recurrent_kernel": gu * s.units, "bias": s.bias_vectors * gu}
+
+
+def batch_norm(s: BatchNorm) -> Breakdown:
+    """gamma, beta = features; Keras also counts moving_mean, moving_variance (non-trainable); PyTorch keeps them as buffers."""
+    out = {"gamma": s.features, "beta": s.features}
+    if s.convention in (Convention.KERAS, Convention.MXNET):
+        out |= {"moving_mean": s.features, "moving_variance": s.features}
+    return out
+
+
+def layer_norm(s: LayerNorm) -> Breakdown:
+    """gamma = features; beta = features when there is a bias."""
+    return {"gamma": s.features, "beta": s.features if s.bias else 0}
+
+
+def attention(s: Attention) -> Breakdown:
+    """query = key = value = output = d x d (key/value d x kdim/vdim); bias d each."""
+    d, kd, vd = s.d_model, s.kdim or s.d_model, s.vdim or s.d_model
+    b = d if s.bias else 0
+    return {"query": d * d + b, "key": d * kd + b, "value": d * vd + b, "output": d * d + b}
+
+
+def transformer_block(s: TransformerBlock) -> Breakdown:
+    """attention 4d^2 + 4d; feed-forward d.ff + ff + ff.d + d; norms 2d each."""
+    d, ff, b = s.d_model, s.feedforward, s.bias
+    att = sum(attention(Attention(d, bias=b)).values())
+    return {
+        "attention": att,
+        "feedforward_up": d * ff + (ff if b else 0),
+        "feedforward_down": ff * d + (d if b else 0),
+        "norms": s.norms * 2 * d,
+    }
+
+
+def initial_state(s: InitialState) -> Breakdown:
+    """initial_state = layers x units."""
+    return {"initial_state": s.layers * s.units}
+
+
+FORMULAS: Mapping[type[LayerSpec], Callable[[LayerSpec], Breakdown]] = {
+    Dense: dense,  # type: ignore[dict-item]
+    Embedding: embedding,  # type: ignore[dict-item]
+    Conv: conv,  # type: ignore[dict-item]
+    SimpleRNN: recurrent,  # type: ignore[dict-item]
+    LSTM: recurrent,  # type: ignore[dict-item]
+    GRU: recurrent,  # type: ignore[dict-item]
+    BatchNorm: batch_norm,  # type: ignore[dict-item]
+    LayerNorm: layer_norm,  # type: ignore[dict-item]
+    Attention: attention,  # type: ignore[dict-item]
+    TransformerBlock: transformer_block,  # type: ignore[dict-item]
+    InitialState: initial_state,  # type: ignore[dict-item]
+}
+
+
+def breakdown(spec: LayerSpec) -> Breakdown:
+    """Per-parameter counts of one layer (entries of 0 dropped).
+
+    Raises:
+        SpecError: no formula for that kind of layer.
+    """
+    formula = FORMULAS.get(type(spec))
+    if formula is None:
+        raise SpecError(f"no formula for layer kind {type(spec).__name__!r}")
+    return {k: v for k, v in formula(spec).items() if v}
+
+
+def total(spec: LayerSpec) -> int:
+    return sum(breakdown(spec).values())
