@@ -400,6 +400,8 @@ def keras_layers(text: str) -> Architecture:
             raise SpecError(f"cannot read the layer list at {text[pos:pos + 20]!r}")
         try:
             builder.add(m.group(1), *_args(m.group(2)))
+        except SpecError:
+            raise
         except (IndexError, ValueError) as exc:
             raise SpecError(f"bad arguments for {m.group(0).strip()!r}: {exc}") from exc
         pos = m.end()

@@ -1,0 +1,87 @@
+"""Layer formulas: golden values checked against the frameworks, conventions, and properties."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from inspector.errors import SpecError
+from inspector.formulas import (
+    GRU,
+    LSTM,
+    Attention,
+    BatchNorm,
+    Conv,
+    Convention,
+    Dense,
+    Embedding,
+    LayerNorm,
+    SimpleRNN,
+    TransformerBlock,
+    breakdown,
+    total,
+)
+
+GOLDEN = [
+    (Dense(784, 128), 100_480),
+    (Conv(3, 32, (3, 3)), 896),
+    (Embedding(10000, 64), 640_000),
+    (SimpleRNN(32, 64), 6_208),
+    (LSTM(32, 64), 24_832),
+    (LSTM(32, 64, Convention.TORCH), 25_088),
+    (GRU(32, 64), 18_816),
+    (GRU(32, 64, reset_after=False), 18_624),
+    (TransformerBlock(512, 2048), 3_152_384),
+]
+
+
+@pytest.mark.parametrize(("spec", "expected"), GOLDEN, ids=lambda x: getattr(x, "kind", str(x)))
+def test_golden_values(spec: object, expected: int) -> None:
+    assert total(spec) == expected  # type: ignore[arg-type]
+
+
+def test_batchnorm_conventions() -> None:
+    assert breakdown(BatchNorm(64)) == {"gamma": 64, "beta": 64, "moving_mean": 64, "moving_variance": 64}
+    assert breakdown(BatchNorm(64, Convention.TORCH)) == {"gamma": 64, "beta": 64}  # running stats are buffers
+
+
+def test_attention_and_norm() -> None:
+    assert total(Attention(64)) == 4 * 64 * 64 + 4 * 64
+    assert total(Attention(64, bias=False)) == 4 * 64 * 64
+    assert total(LayerNorm(10, bias=False)) == 10
+
+
+@pytest.mark.parametrize("bad", [0, -3, True, 2.5])
+def test_sizes_must_be_positive_ints(bad: object) -> None:
+    with pytest.raises(SpecError):
+        Dense(bad, 3)  # type: ignore[arg-type]
+
+
+@given(st.integers(1, 512), st.integers(1, 512))
+def test_recurrent_cells_scale_with_gates(inputs: int, units: int) -> None:
+    simple = total(SimpleRNN(inputs, units, Convention.TORCH))
+    assert total(LSTM(inputs, units, Convention.TORCH)) == 4 * simple
+    assert total(GRU(inputs, units, Convention.TORCH)) == 3 * simple
+
+
+@given(st.integers(1, 300), st.integers(1, 300), st.integers(1, 300))
+def test_dense_is_linear_in_units(inputs: int, a: int, b: int) -> None:
+    assert total(Dense(inputs, a + b)) == total(Dense(inputs, a)) + total(Dense(inputs, b))
+
+
+@pytest.mark.reference
+def test_keras_agrees_with_the_golden_values() -> None:
+    keras = pytest.importorskip("keras")
+    layers = keras.layers
+    cases = [
+        (layers.Dense(128), (784,), Dense(784, 128)),
+        (layers.SimpleRNN(64), (5, 32), SimpleRNN(32, 64)),
+        (layers.LSTM(64), (5, 32), LSTM(32, 64)),
+        (layers.GRU(64), (5, 32), GRU(32, 64)),
+        (layers.GRU(64, reset_after=False), (5, 32), GRU(32, 64, reset_after=False)),
+        (layers.BatchNormalization(), (64,), BatchNorm(64)),
+    ]
+    for layer, shape, spec in cases:
+        layer.build((None, *shape))
+        assert layer.count_params() == total(spec)

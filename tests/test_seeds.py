@@ -1,0 +1,122 @@
+"""Every count printed in the five seed notebooks comes out of `inspector formula` exactly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from inspector.cli import main
+
+CASES = [
+    # seed 000, cells 28 and 32: Keras model.summary() of the small and large LSTM language models
+    ("keras-lstm-lm vocab=10004 embed=100 units=256", 2_402_072, [1_000_400, 365_568, 25_700, 1_010_404]),
+    ("keras-lstm-lm vocab=10004 embed=300 units=512", 7_831_328, [3_001_200, 1_665_024, 153_900, 3_011_204]),
+    # seed 001, cells 3, 4 and 6: Embedding + Flatten/SimpleRNN/LSTM + Dense classifiers
+    ("Input(100) Embedding(10000,100) Flatten Dense(32) Dense(1)", 1_320_065, [1_000_000, 320_032, 33]),
+    ("Embedding(10000,100) SimpleRNN(32) Dense(1)", 1_004_289, [1_000_000, 4_256, 33]),
+    ("Embedding(10000,100) LSTM(32) Dense(1)", 1_017_057, [1_000_000, 17_024, 33]),
+    # seed 002, section 2: the Sockeye LSTM model's 79,638,799 parameters
+    ("sockeye-rnn source_vocab=49410 target_vocab=42767 embed=512:512 hidden=512 layers=2:2 cell=lstm", 79_638_799,
+     None),
+    # seed 003, cells 5 to 9: the three-column CNN (320 and 9,568 are partial sums of the first column)
+    ("column-cnn height=50 width=50 depth=1 columns=3 convs=2 filters=32 kernel=3 pool=2 dense=256 classes=11",
+     3_011_627, [320, 9_248, 991_488] * 3 + [8_459]),
+    # seed 004, "Empirical Parameter Counts" (rau, vocab 64, 3 layers)
+    ("rau-lstm-lm vocab=64 hidden=32 layers=3", 27_104, None),
+    ("rau-lstm-lm vocab=64 hidden=64 layers=3", 103_360, None),
+    ("rau-lstm-lm vocab=64 hidden=128 layers=3", 403_328, None),
+    ("rau-transformer-lm vocab=64 d_model=32 layers=3 heads=4 feedforward=128", 40_224, None),
+    ("rau-transformer-lm vocab=64 d_model=48 layers=3 heads=4 feedforward=192", 87_984, None),
+    ("rau-transformer-lm vocab=64 d_model=56 layers=3 heads=4 feedforward=224", 118_776, None),
+    ("rau-transformer-lm vocab=64 d_model=64 layers=3 heads=4 feedforward=256", 154_176, None),
+    ("rau-transformer-lm vocab=64 d_model=128 layers=3 heads=4 feedforward=512", 603_264, None),
+    ("rau-stack-rnn vocab=64 hidden=32 layers=3 stack_size=20", 30_423, None),
+    ("rau-stack-rnn vocab=64 hidden=32 layers=3 stack_size=32", 32_355, None),
+    ("rau-stack-rnn vocab=64 hidden=32 layers=3 stack_size=64", 37_507, None),
+    ("rau-stack-rnn vocab=64 hidden=64 layers=3 stack_size=20", 109_975, None),
+    ("rau-stack-rnn vocab=64 hidden=64 layers=3 stack_size=32", 113_827, None),
+    ("rau-stack-rnn vocab=64 hidden=64 layers=3 stack_size=64", 124_099, None),
+    # the seed built these with the layer string f"{d_model}-{num_layers}.superposition-{stack_size}.{num_stack_layers}"
+    ("rau-stack-transformer vocab=64 d_model=16 heads=4 feedforward=64 spec=16-1.superposition-16.1", 59_568, None),
+    ("rau-stack-transformer vocab=64 d_model=20 heads=4 feedforward=80 spec=20-1.superposition-8.1", 111_340, None),
+    ("rau-stack-transformer vocab=64 d_model=20 heads=4 feedforward=80 spec=20-1.superposition-16.1", 111_660, None),
+    ("rau-stack-transformer vocab=64 d_model=24 heads=4 feedforward=96 spec=24-1.superposition-16.1", 187_848, None),
+]
+
+
+def _formula(spec: str, capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]
+    assert main(["formula", spec, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(("spec", "expected", "layers"), CASES, ids=[c[0][:60] for c in CASES])
+def test_seed_counts(spec: str, expected: int, layers: list[int] | None, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _formula(spec, capsys)
+    assert doc["total"] == expected
+    if layers is not None:
+        assert [row["total"] for row in doc["layers"] if row["total"]] == layers
+
+
+def test_seed_000_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+    specs = ["keras-lstm-lm vocab=10004 embed=100 units=256", "keras-lstm-lm vocab=10004 embed=300 units=512"]
+    assert main(["compare", *specs, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[1]["ratio_to_first"] == 3.2602386606229956  # seed 000, cell 33
+
+
+def test_seed_002_section_4_shapes(capsys: pytest.CaptureFixture[str]) -> None:
+    """The seed's open 's2=?' cases: decoder l0 i2h reads te + h (input feeding); birnn i2h reads the embedding."""
+    doc = _formula("sockeye-rnn source_vocab=100 target_vocab=90 embed=32:24 hidden=16 layers=3:2 cell=gru", capsys)
+    rows = {r["layer"]: r for r in doc["layers"]}
+    assert rows["decoder_rnn_l0"]["params"]["kernel"] == 3 * 16 * (24 + 16)
+    assert rows["encoder_birnn_forward_l0"]["params"]["kernel"] == 3 * 8 * 32
+    assert rows["encoder_birnn_forward_l0"]["params"]["recurrent_kernel"] == 3 * 8 * 8
+    assert [n for n in rows if "enc2decinit" in n] == ["decoder_rnn_enc2decinit_0", "decoder_rnn_enc2decinit_1"]
+    assert [n for n in rows if n.startswith("encoder_rnn")] == ["encoder_rnn_l0", "encoder_rnn_l1"]
+    assert rows["decoder_rnn_hidden"]["params"] == {"kernel": 2 * 16 * 16, "bias": 16}
+
+
+def test_seed_004_differences_are_explained(capsys: pytest.CaptureFixture[str]) -> None:
+    lstm = _formula("rau-lstm-lm vocab=64 hidden=32 layers=3", capsys)["seed_formula"]
+    assert lstm["total"] == 28_832  # the seed's calculate_lstm_params
+    assert any("ties the output layer" in m for m in lstm["missed"])
+    transformer = _formula("rau-transformer-lm vocab=64 d_model=32 layers=3 feedforward=128", capsys)["seed_formula"]
+    assert transformer["total"] == 39_840  # the seed's calculate_transformer_params
+    assert any("in_proj_bias" in m for m in transformer["missed"])
+    stack = _formula("rau-stack-transformer d_model=16 feedforward=64 spec=16-1.superposition-16.1", capsys)
+    assert any("16 standard layers" in n for n in stack["notes"])
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize(("hidden", "layers"), [(32, 3), (64, 2)])
+def test_rau_models_agree(hidden: int, layers: int, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    lm = pytest.importorskip("rau.models.rnn.language_model")
+    tf = pytest.importorskip("rau.models.transformer.unidirectional_encoder")
+    for getter, name in ((lm.get_lstm_language_model, "rau-lstm-lm"), (lm.get_simple_rnn_language_model, "rau-rnn-lm")):
+        model = getter(input_vocabulary_size=50, output_vocabulary_size=50, hidden_units=hidden, layers=layers,
+                       dropout=0.0, learned_initial_state=True, use_padding=False)  # fmt: skip
+        real = sum(p.numel() for p in model.parameters())
+        assert _formula(f"{name} vocab=50 hidden={hidden} layers={layers}", capsys)["total"] == real
+    model = tf.get_unidirectional_transformer_encoder(
+        input_vocabulary_size=50, output_vocabulary_size=50, tie_embeddings=True, num_layers=layers, d_model=hidden,
+        num_heads=4, feedforward_size=3 * hidden, dropout=0.0, use_padding=False)  # fmt: skip
+    real = sum(p.numel() for p in model.parameters())
+    spec = f"rau-transformer-lm vocab=50 d_model={hidden} layers={layers} feedforward={3 * hidden}"
+    assert _formula(spec, capsys)["total"] == real
+
+
+def test_budget_brackets_the_budget(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["budget", "rau-lstm-lm", "vocab=64", "layers=3", "--params", "100000", "--vary", "hidden", "--json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["under"][0]["hidden"] == 62 and doc["under"][0]["total"] <= 100_000
+    assert doc["over"][0]["hidden"] == 63 and doc["over"][0]["total"] > 100_000
+
+
+def test_spec_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["formula", "rau-lstm-lm", "hidden=0"]) == 2
+    assert main(["formula", "Dense(3)"]) == 2
+    err = capsys.readouterr().err
+    assert "positive integer" in err and "Input(...)" in err
