@@ -248,9 +248,10 @@ def unit_trap(acc: Accounting) -> str | None:
     if acc.file_bytes < MIB or not acc.parameter_count:
         return None
     mib = acc.file_bytes / MIB
-    misread = int(mib * MB) // 4
+    dt = dtypes.lookup(acc.dtype or "F32") or dtypes.DTYPES["F32"]
+    misread = int(mib * MB) * 8 * dt.block // dt.bits
     short = 1 - misread / acc.parameter_count
     return (
-        f"the file is {mib:,.2f} MiB; read as {mib:,.2f} MB it would imply {misread:,} float32 parameters, "
+        f"the file is {mib:,.2f} MiB; read as {mib:,.2f} MB it would imply {misread:,} {dt.name} parameters, "
         f"{short:.1%} fewer than the {acc.parameter_count:,} the file holds: 1 MiB = 1,048,576 bytes"
     )

@@ -1,0 +1,298 @@
+"""The architecture a file's tensors imply, and its layer-by-layer check against the formulas.
+
+Detectors are tried in order (`DETECTORS`); each looks for the rule ids of one family (Sockeye, rau,
+GPT-2, BERT) and reads the hyperparameters off the shapes, then builds the named architecture with
+`architectures.build`. Files of no known family get a layer list inferred from roles and shapes; a
+layer list that forms identical columns of conv blocks and a dense layer is recognised as a column CNN,
+with the input size its first dense layer implies.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from inspector.architectures import Architecture, build
+from inspector.errors import SpecError
+from inspector.formulas import GRU, LSTM, Conv, Convention, Dense, Embedding, LayerNorm, LayerSpec, SimpleRNN, breakdown
+from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
+
+GATE_CELLS: dict[int, type[LayerSpec]] = {1: SimpleRNN, 3: GRU, 4: LSTM}
+FRAMEWORK_CONVENTIONS = {"keras": Convention.KERAS, "mxnet": Convention.MXNET}
+
+
+@dataclass(frozen=True)
+class Layer:
+    """The parameter tensors of one file layer, with their roles."""
+
+    name: str
+    items: tuple[tuple[TensorInfo, RoleMatch], ...]
+
+    def find(self, rule_prefix: str = "", role: str = "", param: str = "") -> TensorInfo | None:
+        for t, r in self.items:
+            if r.rule_id.startswith(rule_prefix) and (not role or r.role == role) and (not param or r.param == param):
+                return t
+        return None
+
+    @property
+    def roles(self) -> set[str]:
+        return {r.role for _, r in self.items}
+
+
+def _layers(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, Layer]:
+    groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
+    for t, r in zip(ckpt.tensors, roles, strict=True):
+        if t.kind is TensorKind.PARAMETER:
+            groups.setdefault(r.layer, []).append((t, r))
+    return {name: Layer(name, tuple(items)) for name, items in groups.items()}
+
+
+def _rule(layers: dict[str, Layer], prefix: str) -> list[Layer]:
+    return [layer for layer in layers.values() if any(r.rule_id.startswith(prefix) for _, r in layer.items)]
+
+
+# -- family detectors ------------------------------------------------------------------------------------------
+
+
+def _sockeye(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
+    src, tgt, dec0 = layers.get("source_embed"), layers.get("target_embed"), layers.get("decoder_rnn_l0")
+    if not (src and tgt and dec0):
+        return None
+    h2h = dec0.find("sockeye.h2h")
+    if h2h is None or len(h2h.shape) != 2:
+        return None
+    hidden = h2h.shape[1]
+    cell = {4: "lstm", 3: "gru"}.get(h2h.shape[0] // hidden)
+    s, t = src.items[0][0].shape, tgt.items[0][0].shape
+    sn = 1 + sum(1 for n in layers if n.startswith("encoder_rnn_l"))
+    tn = sum(1 for n in layers if n.startswith("decoder_rnn_l"))
+    return build("sockeye-rnn", source_vocab=s[0], target_vocab=t[0], embed=(s[1], t[1]), hidden=hidden,
+                 layers=(sn, tn), cell=cell or "lstm")  # fmt: skip
+
+
+def _rau_rnn(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
+    emb, rnn0 = layers.get("embedding"), layers.get("rnn.l0")
+    if not (emb and rnn0 and emb.find("rau.") and rnn0.find("rau.rnn_input")):
+        return None
+    vocab, hidden = emb.items[0][0].shape
+    gates = rnn0.find("rau.rnn_input").shape[0] // hidden  # type: ignore[union-attr]
+    name = {4: "rau-lstm-lm", 1: "rau-rnn-lm"}.get(gates)
+    n = sum(1 for k in layers if k.startswith("rnn.l"))
+    return build(name, vocab=vocab, hidden=hidden, layers=n) if name else None
+
+
+def _rau_transformer(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
+    blocks = _rule(layers, "rau.attn_qkv")
+    emb = layers.get("embedding")
+    if not blocks or emb is None:
+        return None
+    d = blocks[0].find("rau.attn_qkv", param="weight").shape[1]  # type: ignore[union-attr]
+    up = blocks[0].find("rau.ffn_up", param="weight")
+    ff = up.shape[0] if up is not None else 4 * d
+    return build("rau-transformer-lm", vocab=emb.items[0][0].shape[0], d_model=d, layers=len(blocks), feedforward=ff)
+
+
+def _gpt2(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
+    wte, wpe = layers.get("wte"), layers.get("wpe")
+    blocks = _rule(layers, "hf.gpt2.attn_qkv")
+    if not (wte and wpe and blocks):
+        return None
+    vocab, d = wte.items[0][0].shape
+    up = blocks[0].find("hf.gpt2.ffn_up", param="weight")
+    return build("gpt2", vocab=vocab, positions=wpe.items[0][0].shape[0], d_model=d, layers=len(blocks),
+                 feedforward=up.shape[1] if up is not None else 4 * d)  # fmt: skip
+
+
+def _bert(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
+    word = layers.get("embeddings.word_embeddings")
+    pos = layers.get("embeddings.position_embeddings")
+    types = layers.get("embeddings.token_type_embeddings")
+    blocks = _rule(layers, "hf.bert.attn_q")
+    if not (word and pos and types and blocks):
+        return None
+    vocab, d = word.items[0][0].shape
+    up = blocks[0].find("hf.bert.ffn_up", param="weight")
+    return build("bert", vocab=vocab, positions=pos.items[0][0].shape[0], token_types=types.items[0][0].shape[0],
+                 d_model=d, layers=len(blocks), feedforward=up.shape[0] if up is not None else 4 * d,
+                 pooler="pooler.dense" in layers)  # fmt: skip
+
+
+# -- generic layer lists ----------------------------------------------------------------------------------------
+
+
+def _kernel_layout(t: TensorInfo, r: RoleMatch, framework: str) -> str:
+    """'out_first' (PyTorch, MXNet, Theano) or 'out_last' (Keras, TensorFlow) for a kernel."""
+    if r.rule_id.startswith("shape."):
+        return "out_last" if r.rule_id.endswith("out_last") or r.rule_id == "shape.dense_in_out" else "out_first"
+    return "out_last" if framework == "keras" else "out_first"
+
+
+def _generic_spec(layer: Layer, framework: str) -> LayerSpec | None:
+    roles = layer.roles
+    convention = FRAMEWORK_CONVENTIONS.get(framework, Convention.TORCH)
+    if "rnn_recurrent_kernel" in roles:
+        rec = next(t for t, r in layer.items if r.role == "rnn_recurrent_kernel")
+        inp = next((t for t, r in layer.items if r.role == "rnn_input_kernel"), None)
+        if inp is None or len(rec.shape) != 2:
+            return None
+        if convention is Convention.KERAS:  # kernel (in, g.u), recurrent (u, g.u)
+            units, gates, inputs = rec.shape[0], rec.shape[1] // rec.shape[0], inp.shape[0]
+        else:  # weight_ih (g.u, in), weight_hh (g.u, u)
+            units, gates, inputs = rec.shape[1], rec.shape[0] // rec.shape[1], inp.shape[1]
+        cls = GATE_CELLS.get(gates)
+        return cls(inputs, units, convention, name=layer.name) if cls else None  # type: ignore[call-arg]
+    for t, r in layer.items:
+        if r.role == "embedding" and len(t.shape) == 2:
+            return Embedding(t.shape[0], t.shape[1], name=layer.name)
+        if r.role == "norm" and len(t.shape) == 1:
+            return LayerNorm(t.shape[0], bias=len(layer.items) > 1, name=layer.name)
+        if r.role in ("conv", "dense", "output_head") and r.param in ("kernel", "weight") and len(t.shape) >= 2:
+            shape = t.shape
+            if _kernel_layout(t, r, framework) == "out_last":
+                *k, cin, cout = shape if len(shape) > 2 else (shape[0], shape[1])
+            else:
+                cout, cin, *k = shape
+            if len(shape) == 2:
+                return Dense(cin, cout, name=layer.name)
+            return Conv(cin, cout, tuple(k), name=layer.name)
+    return None
+
+
+def _column_cnn(specs: list[LayerSpec]) -> Architecture | None:
+    """Identical columns of [Conv x convs, Dense] then one Dense: seed 003's model, with its input size."""
+    kinds = [type(s) for s in specs]
+    if len(specs) < 4 or kinds[-1] is not Dense or kinds[0] is not Conv:
+        return None
+    convs = kinds.index(Dense)
+    column = specs[: convs + 1]
+    columns, rest = divmod(len(specs) - 1, convs + 1)
+    if rest or columns < 1 or any(specs[i] != _renamed(column[i % (convs + 1)], specs[i]) for i in range(len(specs) - 1)):
+        return None
+    first, dense = column[0], column[-1]
+    assert isinstance(first, Conv) and isinstance(dense, Dense)
+    filters, kernel = column[convs - 1].filters, first.kernel[0]  # type: ignore[attr-defined]
+    side = math.isqrt(dense.inputs // filters)
+    if side * side * filters != dense.inputs:
+        return None
+    for _ in range(convs):  # undo 'valid' conv + 2x2 pooling: the smallest input that gives `side`
+        side = side * 2 + kernel - 1
+    try:
+        arch = build("column-cnn", height=side, width=side, depth=first.in_channels, columns=columns, convs=convs,
+                     filters=filters, kernel=kernel, pool=2, dense=dense.units, classes=specs[-1].units)  # type: ignore[attr-defined]
+    except SpecError:
+        return None
+    same = all(_renamed(a, s) == s for a, s in zip(arch.layers, specs, strict=True))
+    return arch if same and len(arch.layers) == len(specs) else None
+
+
+def _renamed(spec: LayerSpec, like: LayerSpec) -> LayerSpec:
+    from dataclasses import replace
+
+    return replace(spec, name=like.name)  # type: ignore[call-arg]
+
+
+def _generic(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
+    specs = []
+    for layer in layers.values():
+        spec = _generic_spec(layer, ckpt.framework)
+        if spec is not None:
+            specs.append(spec)
+    if not specs:
+        return None
+    column = _column_cnn(specs)
+    if column is not None:
+        renamed = tuple(_renamed(s, f) for s, f in zip(column.layers, specs, strict=True))
+        return Architecture(column.name, column.hyperparameters, renamed, column.notes)
+    summary = {"layers": len(specs), "kinds": " ".join(s.kind for s in specs)}
+    return Architecture("sequential", summary, tuple(specs))
+
+
+DETECTORS: tuple[Callable[[dict[str, Layer], Checkpoint], Architecture | None], ...] = (
+    _sockeye, _rau_rnn, _rau_transformer, _gpt2, _bert, _generic,
+)  # fmt: skip
+
+
+# -- comparison ---------------------------------------------------------------------------------------------------
+
+
+def _found(layer: Layer | None) -> int:
+    if layer is None:
+        return 0
+    return sum(t.n_elements for t, _ in layer.items if t.alias_of is None)
+
+
+def _explain(spec: LayerSpec, expected: dict[str, int], layer: Layer) -> str:
+    found = _found(layer)
+    diff = sum(expected.values()) - found
+    has_bias = any(r.param == "bias" or "bias" in t.name.rsplit(".", 1)[-1] for t, r in layer.items)
+    if "bias" in expected and not has_bias and diff == expected["bias"]:
+        return f"{spec.kind} layer has no bias: {expected['bias']:,} expected by the formula, none in the file"
+    if isinstance(spec, (SimpleRNN, LSTM, GRU)) and "bias" in expected and has_bias:
+        gu = spec.gates * spec.units
+        stored = expected["bias"] - diff
+        if stored > 0 and stored % gu == 0:
+            return (f"{spec.kind} stores {stored // gu} bias vector(s) of {gu:,}, the {spec.convention.value} "
+                    f"convention has {expected['bias'] // gu}")  # fmt: skip
+    return f"{sum(expected.values()):,} expected by the formula, {found:,} in the file ({-diff:+,})"
+
+
+def compare(ckpt: Checkpoint, roles: Sequence[RoleMatch], arch: Architecture, source: str) -> Expectation:
+    """Layer by layer: the architecture's formula against the file's parameter tensors."""
+    layers = _layers(ckpt, roles)
+    checks: list[LayerCheck] = []
+    seen: set[str] = set()
+    total = 0
+    for spec in arch.layers:
+        name = spec.name  # type: ignore[attr-defined]
+        expected = breakdown(spec)
+        total += sum(expected.values())
+        layer = layers.get(name)
+        seen.add(name)
+        if layer is None:
+            checks.append(LayerCheck(name, spec.kind, sum(expected.values()), 0, "missing",
+                                     f"{spec.kind} expected by the formula is not in the file"))  # fmt: skip
+            continue
+        found = _found(layer)
+        if found == sum(expected.values()):
+            checks.append(LayerCheck(name, spec.kind, found, found, "ok"))
+        else:
+            checks.append(LayerCheck(name, spec.kind, sum(expected.values()), found, "mismatch",
+                                     _explain(spec, expected, layer)))  # fmt: skip
+    for name, layer in layers.items():
+        if name in seen:
+            continue
+        aliases = [t for t, _ in layer.items if t.alias_of is not None]
+        if aliases and len(aliases) == len(layer.items):
+            targets = ", ".join(sorted({repr(t.alias_of) for t in aliases}))
+            checks.append(LayerCheck(name, "tied", 0, 0, "tied", f"tied to {targets}: stored once, counted once"))
+        else:
+            found = _found(layer)
+            checks.append(LayerCheck(name, "-", 0, found, "unexpected",
+                                     f"{found:,} parameters in the file that the formula does not have"))  # fmt: skip
+    return Expectation(source, arch.name, dict(arch.hyperparameters), total, ckpt.n_parameters, tuple(checks),
+                       tuple(arch.notes))  # fmt: skip
+
+
+def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
+    layers = _layers(ckpt, roles)
+    for detector in DETECTORS:
+        try:
+            arch = detector(layers, ckpt)
+        except (SpecError, ValueError, ZeroDivisionError, IndexError, StopIteration):
+            arch = None  # shapes that do not fit this family: try the next
+        if arch is not None:
+            return arch
+    return None
+
+
+def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch], stated: Architecture | None = None) -> Expectation | None:
+    """The stated architecture's check, else the one the file implies; None when nothing can be inferred."""
+    if stated is not None:
+        return compare(ckpt, roles, stated, "stated")
+    arch = infer_architecture(ckpt, roles)
+    return compare(ckpt, roles, arch, "inferred") if arch is not None else None
+
+
+__all__ = ["compare", "expect", "infer_architecture"]

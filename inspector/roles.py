@@ -1,0 +1,286 @@
+"""What each tensor is: a table of name patterns, then shape-and-order rules for names that say nothing.
+
+`ROLE_RULES` is one flat table. Each rule has a stable id, the role it assigns, an anchored regular
+expression over the tensor name with named groups (`layer`: the layer the tensor belongs to, `param`:
+its parameter name, `i`: a layer index), an optional layer template (`{i}` and other groups filled in),
+and the exporter it was taken from. The first rule that matches wins (declaration order), so the
+specific rules come before the generic ones. Tensors no rule explains get the role "unmatched".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
+
+
+class Role(StrEnum):
+    EMBEDDING = "embedding"
+    POSITION_EMBEDDING = "position_embedding"
+    DENSE = "dense"
+    CONV = "conv"
+    RNN_INPUT = "rnn_input_kernel"
+    RNN_RECURRENT = "rnn_recurrent_kernel"
+    RNN_BIAS = "rnn_bias"
+    INITIAL_STATE = "initial_state"
+    ATTN_Q = "attention_query"
+    ATTN_K = "attention_key"
+    ATTN_V = "attention_value"
+    ATTN_O = "attention_output"
+    ATTN_QKV = "attention_qkv"
+    FFN_UP = "feedforward_up"
+    FFN_DOWN = "feedforward_down"
+    FFN_GATE = "feedforward_gate"
+    NORM = "norm"
+    NORM_STAT = "norm_statistic"
+    HEAD = "output_head"
+    STACK_ACTION = "stack_action"
+    STACK_PUSH = "stack_push"
+    STACK_READ = "stack_read"
+    OPTIMIZER_SLOT = "optimizer_slot"
+    BUFFER = "buffer"
+    UNMATCHED = "unmatched"
+
+
+@dataclass(frozen=True, slots=True)
+class RoleRule:
+    rule_id: str
+    role: Role
+    pattern: str  # anchored (fullmatch); named groups: layer, param, i
+    families: tuple[str, ...]
+    layer: str | None = None  # layer template; None: the `layer` group, or the name without its last part
+    param: str | None = None  # fixed parameter name when the pattern has no `param` group
+
+
+P = r"(?:.*[./])?"  # any module prefix ('first.first.second.', 'model/', 'bert.')
+WB = r"(?P<param>weight|bias)"
+KV = r"(?P<param>kernel|bias|embeddings|gamma|beta|moving_mean|moving_variance|recurrent_kernel)(?::0)?"
+
+ROLE_RULES: tuple[RoleRule, ...] = (
+    # rau (seed 004): rau.models.rnn.language_model / transformer.unidirectional_encoder module paths
+    RoleRule("rau.embedding", Role.EMBEDDING, P + r"func\.(?:embedding_layer\.)?embeddings", ("torch",), "embedding", "embeddings"),
+    RoleRule("rau.initial_state", Role.INITIAL_STATE, P + r"initial_hidden_state_inputs", ("torch",), "initial_state", "initial_state"),
+    RoleRule("rau.rnn_input", Role.RNN_INPUT, P + r"rnn\.weight_ih_l(?P<i>\d+)", ("torch",), "rnn.l{i}", "kernel"),
+    RoleRule("rau.rnn_recurrent", Role.RNN_RECURRENT, P + r"rnn\.weight_hh_l(?P<i>\d+)", ("torch",), "rnn.l{i}", "recurrent_kernel"),
+    RoleRule("rau.rnn_bias", Role.RNN_BIAS, P + r"rnn\.bias_[ih]h_l(?P<i>\d+)", ("torch",), "rnn.l{i}", "bias"),
+    RoleRule("rau.attn_qkv", Role.ATTN_QKV, P + r"layers\.layers\.(?P<i>\d+)\.self_attn\.in_proj_(?P<param>weight|bias)", ("torch",), "layers.{i}"),
+    RoleRule("rau.attn_o", Role.ATTN_O, P + r"layers\.layers\.(?P<i>\d+)\.self_attn\.out_proj\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("rau.ffn_up", Role.FFN_UP, P + r"layers\.layers\.(?P<i>\d+)\.linear1\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("rau.ffn_down", Role.FFN_DOWN, P + r"layers\.layers\.(?P<i>\d+)\.linear2\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("rau.norm", Role.NORM, P + r"layers\.layers\.(?P<i>\d+)\.norm\d\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("rau.final_norm", Role.NORM, P + r"layers\.norm\." + WB, ("torch",), "norm"),
+    # Hugging Face GPT-2 (transformers GPT2LMHeadModel / GPT2Model)
+    RoleRule("hf.gpt2.wte", Role.EMBEDDING, r"(?:transformer\.)?wte\.weight", ("torch",), "wte", "weight"),
+    RoleRule("hf.gpt2.wpe", Role.POSITION_EMBEDDING, r"(?:transformer\.)?wpe\.weight", ("torch",), "wpe", "weight"),
+    RoleRule("hf.gpt2.attn_qkv", Role.ATTN_QKV, r"(?:transformer\.)?h\.(?P<i>\d+)\.attn\.c_attn\." + WB, ("torch",), "h.{i}"),
+    RoleRule("hf.gpt2.attn_o", Role.ATTN_O, r"(?:transformer\.)?h\.(?P<i>\d+)\.attn\.c_proj\." + WB, ("torch",), "h.{i}"),
+    RoleRule("hf.gpt2.ffn_up", Role.FFN_UP, r"(?:transformer\.)?h\.(?P<i>\d+)\.mlp\.c_fc\." + WB, ("torch",), "h.{i}"),
+    RoleRule("hf.gpt2.ffn_down", Role.FFN_DOWN, r"(?:transformer\.)?h\.(?P<i>\d+)\.mlp\.c_proj\." + WB, ("torch",), "h.{i}"),
+    RoleRule("hf.gpt2.norm", Role.NORM, r"(?:transformer\.)?h\.(?P<i>\d+)\.ln_\d\." + WB, ("torch",), "h.{i}"),
+    RoleRule("hf.gpt2.attn_buffer", Role.BUFFER, r"(?:transformer\.)?h\.(?P<i>\d+)\.attn\.(?P<param>bias|masked_bias)", ("torch",), "h.{i}"),
+    RoleRule("hf.gpt2.ln_f", Role.NORM, r"(?:transformer\.)?ln_f\." + WB, ("torch",), "ln_f"),
+    RoleRule("hf.lm_head", Role.HEAD, r"lm_head\." + WB, ("torch",), "lm_head"),
+    # Hugging Face BERT (transformers BertModel / BertFor*)
+    RoleRule("hf.bert.word", Role.EMBEDDING, r"(?:bert\.)?embeddings\.word_embeddings\.weight", ("torch",), "embeddings.word_embeddings", "weight"),
+    RoleRule("hf.bert.position", Role.POSITION_EMBEDDING, r"(?:bert\.)?embeddings\.(?:position|token_type)_embeddings\.weight", ("torch",), None, "weight"),
+    RoleRule("hf.bert.position_ids", Role.BUFFER, r"(?:bert\.)?embeddings\.(?:position_ids|token_type_ids)", ("torch",), "embeddings", "ids"),
+    RoleRule("hf.bert.embed_norm", Role.NORM, r"(?:bert\.)?embeddings\.LayerNorm\." + WB, ("torch",), "embeddings.LayerNorm"),
+    RoleRule("hf.bert.attn_q", Role.ATTN_Q, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.attention\.self\.query\." + WB, ("torch",), "encoder.layer.{i}"),
+    RoleRule("hf.bert.attn_k", Role.ATTN_K, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.attention\.self\.key\." + WB, ("torch",), "encoder.layer.{i}"),
+    RoleRule("hf.bert.attn_v", Role.ATTN_V, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.attention\.self\.value\." + WB, ("torch",), "encoder.layer.{i}"),
+    RoleRule("hf.bert.attn_o", Role.ATTN_O, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.attention\.output\.dense\." + WB, ("torch",), "encoder.layer.{i}"),
+    RoleRule("hf.bert.norm", Role.NORM, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.(?:attention\.)?output\.LayerNorm\." + WB, ("torch",), "encoder.layer.{i}"),
+    RoleRule("hf.bert.ffn_up", Role.FFN_UP, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.intermediate\.dense\." + WB, ("torch",), "encoder.layer.{i}"),
+    RoleRule("hf.bert.ffn_down", Role.FFN_DOWN, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.output\.dense\." + WB, ("torch",), "encoder.layer.{i}"),
+    RoleRule("hf.bert.pooler", Role.DENSE, r"(?:bert\.)?pooler\.dense\." + WB, ("torch",), "pooler.dense"),
+    # Hugging Face llama-style decoders
+    RoleRule("hf.llama.embed", Role.EMBEDDING, r"(?:model\.)?embed_tokens\.weight", ("torch",), "embed_tokens", "weight"),
+    RoleRule("hf.llama.attn", Role.ATTN_Q, r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.q_proj\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("hf.llama.attn_k", Role.ATTN_K, r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.k_proj\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("hf.llama.attn_v", Role.ATTN_V, r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.v_proj\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("hf.llama.attn_o", Role.ATTN_O, r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.o_proj\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("hf.llama.gate", Role.FFN_GATE, r"(?:model\.)?layers\.(?P<i>\d+)\.mlp\.gate_proj\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("hf.llama.up", Role.FFN_UP, r"(?:model\.)?layers\.(?P<i>\d+)\.mlp\.up_proj\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("hf.llama.down", Role.FFN_DOWN, r"(?:model\.)?layers\.(?P<i>\d+)\.mlp\.down_proj\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("hf.llama.norm", Role.NORM, r"(?:model\.)?(?:layers\.(?P<i>\d+)\.)?\w*norm\.weight", ("torch",), None, "weight"),
+    # Sockeye 1.x (MXNet; seed 002), with or without the arg: prefix of exported checkpoints
+    RoleRule("sockeye.embed", Role.EMBEDDING, r"(?:arg:)?(?P<layer>(?:source|target)_embed)_weight", ("mxnet",), None, "weight"),
+    RoleRule("sockeye.output", Role.HEAD, r"(?:arg:)?(?P<layer>target_output)_(?P<param>weight|bias)", ("mxnet",)),
+    RoleRule("sockeye.i2h", Role.RNN_INPUT, r"(?:arg:)?(?P<layer>.+_l\d+)_i2h_weight", ("mxnet",), None, "kernel"),
+    RoleRule("sockeye.h2h", Role.RNN_RECURRENT, r"(?:arg:)?(?P<layer>.+_l\d+)_h2h_weight", ("mxnet",), None, "recurrent_kernel"),
+    RoleRule("sockeye.rnn_bias", Role.RNN_BIAS, r"(?:arg:)?(?P<layer>.+_l\d+)_[ih]2h_bias", ("mxnet",), None, "bias"),
+    RoleRule("sockeye.enc2decinit", Role.DENSE, r"(?:arg:)?(?P<layer>decoder_rnn_enc2decinit_\d+)_(?P<param>weight|bias)", ("mxnet",)),
+    RoleRule("sockeye.hidden", Role.DENSE, r"(?:arg:)?(?P<layer>decoder_rnn_hidden)_(?P<param>weight|bias)", ("mxnet",)),
+    # MXNet Gluon / Module names: dense0_weight, conv0_bias, batchnorm0_moving_mean (arg:/aux: prefixes)
+    RoleRule("mxnet.stat", Role.NORM_STAT, r"(?:aux:)?(?P<layer>.*?)[._](?P<param>running_mean|running_var|moving_mean|moving_var)", ("mxnet",)),
+    RoleRule("mxnet.norm", Role.NORM, r"(?:arg:)?(?P<layer>.*(?:batchnorm|layernorm|norm)\d*)[._](?P<param>gamma|beta)", ("mxnet",)),
+    RoleRule("mxnet.embed", Role.EMBEDDING, r"(?:arg:)?(?P<layer>.*embed\w*?\d*)[._](?P<param>weight)", ("mxnet",)),
+    RoleRule("mxnet.conv", Role.CONV, r"(?:arg:)?(?P<layer>.*conv\w*?\d*)[._](?P<param>weight|bias)", ("mxnet",)),
+    RoleRule("mxnet.dense", Role.DENSE, r"(?:arg:)?(?P<layer>.*(?:dense|fc|fullyconnected|linear)\d*)[._](?P<param>weight|bias)", ("mxnet",)),
+    # Keras 2 h5 ('model_weights/dense_1/dense_1/kernel:0', 'dense_1/kernel:0') and Keras 3 variable paths
+    RoleRule("keras.rnn_input", Role.RNN_INPUT, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?:cell/)?(?P<param>kernel)(?::0)?", ("keras",)),
+    RoleRule("keras.var", Role.DENSE, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*" + KV, ("keras",)),
+    # Generic PyTorch module paths
+    RoleRule("torch.stat", Role.NORM_STAT, r"(?P<layer>.+)\.(?P<param>running_mean|running_var|num_batches_tracked)", ("torch",)),
+    RoleRule("torch.rnn_input", Role.RNN_INPUT, r"(?P<layer>.+)\.weight_ih_l(?P<i>\d+)(?:_reverse)?", ("torch",), "{layer}.l{i}", "kernel"),
+    RoleRule("torch.rnn_recurrent", Role.RNN_RECURRENT, r"(?P<layer>.+)\.weight_hh_l(?P<i>\d+)(?:_reverse)?", ("torch",), "{layer}.l{i}", "recurrent_kernel"),
+    RoleRule("torch.rnn_bias", Role.RNN_BIAS, r"(?P<layer>.+)\.bias_[ih]h_l(?P<i>\d+)(?:_reverse)?", ("torch",), "{layer}.l{i}", "bias"),
+    RoleRule("torch.embedding", Role.EMBEDDING, r"(?P<layer>.*(?:embed|emb|embedding|embeddings|encoder|tok)\w*)\.weight", ("torch",), None, "weight"),
+    RoleRule("torch.norm", Role.NORM, r"(?P<layer>.*(?:norm|bn|ln)\w*)\." + WB, ("torch",)),
+    RoleRule("torch.head", Role.HEAD, r"(?P<layer>(?:.*\.)?(?:decoder|head|classifier|output|out|fc_out|lm_head))\." + WB, ("torch",)),
+    RoleRule("torch.conv", Role.CONV, r"(?P<layer>.*conv\w*)\." + WB, ("torch",)),
+    RoleRule("torch.dense", Role.DENSE, r"(?P<layer>.+)\." + WB, ("torch",)),
+)
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """Compiled rules; `match(name)` returns the first rule that matches and its groups."""
+
+    rules: tuple[RoleRule, ...]
+    compiled: tuple[re.Pattern[str], ...]
+
+    def match(self, name: str) -> tuple[RoleRule, dict[str, str]] | None:
+        for rule, regex in zip(self.rules, self.compiled, strict=True):
+            m = regex.fullmatch(name)
+            if m:
+                return rule, {k: v for k, v in m.groupdict().items() if v is not None}
+        return None
+
+
+def compile_rules(rules: Sequence[RoleRule]) -> Matcher:
+    return Matcher(tuple(rules), tuple(re.compile(r.pattern) for r in rules))
+
+
+MATCHER = compile_rules(ROLE_RULES)
+FAMILY = {"pytorch": "torch", "keras": "keras", "mxnet": "mxnet"}
+
+
+def _by_rule(t: TensorInfo, matcher: Matcher) -> RoleMatch | None:
+    found = matcher.match(t.name)
+    if found is None:
+        return None
+    rule, groups = found
+    layer = rule.layer.format(**groups) if rule.layer else groups.get("layer") or t.name.rpartition(".")[0] or t.name
+    return RoleMatch(t.name, layer, rule.role.value, rule.param or groups.get("param"), rule.rule_id)
+
+
+# Keras variables carry their layer and meaning from the loader (t.layer, t.param): role by meaning.
+KERAS_PARAM_ROLES = {
+    "embeddings": Role.EMBEDDING,
+    "recurrent_kernel": Role.RNN_RECURRENT,
+    "gamma": Role.NORM,
+    "beta": Role.NORM,
+    "moving_mean": Role.NORM_STAT,
+    "moving_variance": Role.NORM_STAT,
+}
+
+
+def _keras(t: TensorInfo, recurrent_layers: set[str]) -> RoleMatch | None:
+    if t.layer is None or t.param is None:
+        return None
+    param = t.param.removesuffix(":0")
+    role = KERAS_PARAM_ROLES.get(param)
+    if role is None and param in ("kernel", "bias"):
+        if t.layer in recurrent_layers:
+            role = Role.RNN_INPUT if param == "kernel" else Role.RNN_BIAS
+        else:
+            role = Role.CONV if len(t.shape) >= 3 or (param == "bias" and _is_conv_bias(t)) else Role.DENSE
+    if role is None:
+        return None
+    return RoleMatch(t.name, t.layer, role.value, param, f"keras.{param}")
+
+
+def _is_conv_bias(t: TensorInfo) -> bool:
+    return "conv" in (t.layer or "").lower()
+
+
+# -- shape and order: names that say nothing (arr_0, arr_1, ... as np.savez(*arrays) writes them) --------
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeRule:
+    """A kernel of `ndim` dimensions followed by a 1-d bias of its dimension `bias_axis`."""
+
+    rule_id: str
+    role: Role
+    ndim: int
+    bias_axis: int
+    note: str
+
+
+SHAPE_RULES: tuple[ShapeRule, ...] = (
+    ShapeRule("shape.conv_out_first", Role.CONV, 4, 0, "4-d kernel (out, in, kh, kw) then a bias of out: Theano/PyTorch conv"),
+    ShapeRule("shape.conv_out_last", Role.CONV, 4, 3, "4-d kernel (kh, kw, in, out) then a bias of out: TensorFlow conv"),
+    ShapeRule("shape.conv1d_out_first", Role.CONV, 3, 0, "3-d kernel (out, in, k) then a bias of out: PyTorch conv1d"),
+    ShapeRule("shape.conv1d_out_last", Role.CONV, 3, 2, "3-d kernel (k, in, out) then a bias of out: TensorFlow conv1d"),
+    ShapeRule("shape.dense_in_out", Role.DENSE, 2, 1, "2-d kernel (in, out) then a bias of out: Keras/Theano dense"),
+    ShapeRule("shape.dense_out_in", Role.DENSE, 2, 0, "2-d weight (out, in) then a bias of out: PyTorch linear"),
+)
+
+
+def _by_shape(tensors: Sequence[TensorInfo]) -> dict[str, RoleMatch]:
+    """Kernel-and-bias pairs in file order, named layer0, layer1, ..."""
+    out: dict[str, RoleMatch] = {}
+    index = 0
+    i = 0
+    while i < len(tensors):
+        kernel = tensors[i]
+        bias = tensors[i + 1] if i + 1 < len(tensors) else None
+        for rule in SHAPE_RULES:
+            if (len(kernel.shape) == rule.ndim and bias is not None and len(bias.shape) == 1
+                    and bias.shape[0] == kernel.shape[rule.bias_axis]):  # fmt: skip
+                layer = f"layer{index}"
+                out[kernel.name] = RoleMatch(kernel.name, layer, rule.role.value, "kernel", rule.rule_id)
+                out[bias.name] = RoleMatch(bias.name, layer, rule.role.value, "bias", rule.rule_id)
+                index += 1
+                i += 2
+                break
+        else:
+            i += 1
+    return out
+
+
+KIND_ROLES = {TensorKind.OPTIMIZER: Role.OPTIMIZER_SLOT, TensorKind.BUFFER: Role.BUFFER}
+
+
+def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch, ...]:
+    """One `RoleMatch` per tensor, in the checkpoint's order."""
+    if matcher is MATCHER:
+        matcher = FAMILY_MATCHERS[FAMILY.get(ckpt.framework, "")]
+    recurrent_layers = {t.layer for t in ckpt.tensors if t.layer and (t.param or "").startswith("recurrent_kernel")}
+    model = [t for t in ckpt.tensors if t.kind is TensorKind.PARAMETER]
+    results: dict[str, RoleMatch] = {}
+    for t in ckpt.tensors:
+        if t.kind in KIND_ROLES and t.kind is not TensorKind.BUFFER:
+            results[t.name] = RoleMatch(t.name, t.section or t.kind.value, KIND_ROLES[t.kind].value, t.param, "kind")
+            continue
+        found = _keras(t, recurrent_layers) or _by_rule(t, matcher)
+        if found is None and t.kind is TensorKind.BUFFER:
+            found = RoleMatch(t.name, t.name.rpartition(".")[0], Role.BUFFER.value, t.param, "kind")
+        if found is not None:
+            results[t.name] = found
+    unnamed = [t for t in model if t.name not in results]
+    if unnamed:
+        results.update(_by_shape(unnamed))
+    return tuple(
+        results.get(t.name) or RoleMatch(t.name, t.name.rpartition(".")[0] or t.name, Role.UNMATCHED.value, None, "")
+        for t in ckpt.tensors
+    )
+
+
+def _ordered(families: Sequence[str]) -> Matcher:
+    return compile_rules([r for family in families for r in ROLE_RULES if r.families[0] == family])
+
+
+# Per producing framework, the rules to try; for files that do not say (npz, plain safetensors) PyTorch's
+# names first, then MXNet's, then Keras's.
+FAMILY_MATCHERS = {
+    "torch": _ordered(["torch"]),
+    "mxnet": _ordered(["mxnet"]),
+    "keras": _ordered(["keras"]),
+    "": _ordered(["torch", "mxnet", "keras"]),
+}
