@@ -57,7 +57,6 @@ class RoleRule:
 
 P = r"(?:.*[./])?"  # any module prefix ('first.first.second.', 'model/', 'bert.')
 WB = r"(?P<param>weight|bias)"
-KV = r"(?P<param>kernel|bias|embeddings|gamma|beta|moving_mean|moving_variance|recurrent_kernel)(?::0)?"
 
 ROLE_RULES: tuple[RoleRule, ...] = (
     # rau (seed 004): rau.models.rnn.language_model / transformer.unidirectional_encoder module paths
@@ -121,8 +120,13 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("mxnet.conv", Role.CONV, r"(?:arg:)?(?P<layer>.*conv\w*?\d*)[._](?P<param>weight|bias)", ("mxnet",)),
     RoleRule("mxnet.dense", Role.DENSE, r"(?:arg:)?(?P<layer>.*(?:dense|fc|fullyconnected|linear)\d*)[._](?P<param>weight|bias)", ("mxnet",)),
     # Keras 2 h5 ('model_weights/dense_1/dense_1/kernel:0', 'dense_1/kernel:0') and Keras 3 variable paths
-    RoleRule("keras.rnn_input", Role.RNN_INPUT, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?:cell/)?(?P<param>kernel)(?::0)?", ("keras",)),
-    RoleRule("keras.var", Role.DENSE, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*" + KV, ("keras",)),
+    RoleRule("keras.cell_kernel", Role.RNN_INPUT, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*\w*cell/(?P<param>kernel)(?::0)?", ("keras",)),
+    RoleRule("keras.cell_bias", Role.RNN_BIAS, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*\w*cell/(?P<param>bias)(?::0)?", ("keras",)),
+    RoleRule("keras.embeddings", Role.EMBEDDING, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>embeddings)(?::0)?", ("keras",)),
+    RoleRule("keras.recurrent", Role.RNN_RECURRENT, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>recurrent_kernel)(?::0)?", ("keras",)),
+    RoleRule("keras.norm", Role.NORM, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>gamma|beta)(?::0)?", ("keras",)),
+    RoleRule("keras.stat", Role.NORM_STAT, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>moving_mean|moving_variance)(?::0)?", ("keras",)),
+    RoleRule("keras.var", Role.DENSE, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>kernel|bias)(?::0)?", ("keras",)),
     # Generic PyTorch module paths
     RoleRule("torch.stat", Role.NORM_STAT, r"(?P<layer>.+)\.(?P<param>running_mean|running_var|num_batches_tracked)", ("torch",)),
     RoleRule("torch.rnn_input", Role.RNN_INPUT, r"(?P<layer>.+)\.weight_ih_l(?P<i>\d+)(?:_reverse)?", ("torch",), "{layer}.l{i}", "kernel"),
@@ -244,6 +248,17 @@ def _by_shape(tensors: Sequence[TensorInfo]) -> dict[str, RoleMatch]:
     return out
 
 
+RNN_PARAM_ROLES = {"kernel": Role.RNN_INPUT, "bias": Role.RNN_BIAS}
+
+
+def _recurrent_layers(results: dict[str, RoleMatch]) -> None:
+    """In a layer that has a recurrent kernel, the plain kernel and bias are the RNN's input kernel and bias."""
+    recurrent = {r.layer for r in results.values() if r.role == Role.RNN_RECURRENT}
+    for name, r in results.items():
+        if r.layer in recurrent and r.role == Role.DENSE and r.param in RNN_PARAM_ROLES:
+            results[name] = RoleMatch(r.name, r.layer, RNN_PARAM_ROLES[r.param].value, r.param, r.rule_id + "+rnn")
+
+
 KIND_ROLES = {TensorKind.OPTIMIZER: Role.OPTIMIZER_SLOT, TensorKind.BUFFER: Role.BUFFER}
 
 
@@ -266,6 +281,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
     unnamed = [t for t in model if t.name not in results]
     if unnamed:
         results.update(_by_shape(unnamed))
+    _recurrent_layers(results)
     return tuple(
         results.get(t.name) or RoleMatch(t.name, t.name.rpartition(".")[0] or t.name, Role.UNMATCHED.value, None, "")
         for t in ckpt.tensors
