@@ -1,0 +1,125 @@
+"""Architecture inference and the per-layer check, on files written by the real libraries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inspector import load
+from inspector.architectures import parse_spec
+from inspector.infer import expect
+from inspector.records import Checkpoint, TensorInfo
+from inspector.report import inspect
+from inspector.roles import match_roles
+from tests.conftest import SAMPLES
+
+HF = SAMPLES / "hf_rau"
+MANIFEST = json.loads((HF / "manifest.json").read_text())
+
+FILES = [
+    ("gpt2-tiny/model.safetensors", "gpt2-tiny", "gpt2", {"vocab": 256, "positions": 64, "d_model": 32, "layers": 2}),
+    ("bert-tiny/model.safetensors", "bert-tiny", "bert", {"vocab": 256, "d_model": 32, "layers": 2, "feedforward": 64}),
+    ("bert-tiny-sharded/model.safetensors.index.json", "bert-tiny-sharded", "bert", {"layers": 2, "pooler": True}),
+    ("bert-tiny-sharded/model-00002-of-00004.safetensors", "bert-tiny-sharded", "bert", {"layers": 2}),
+    ("rau-lstm-lm.safetensors", "rau-lstm-lm.safetensors", "rau-lstm-lm", {"vocab": 64, "hidden": 32, "layers": 3}),
+    ("rau-transformer-lm.safetensors", "rau-transformer-lm.safetensors", "rau-transformer-lm",
+     {"vocab": 64, "d_model": 32, "layers": 2, "feedforward": 64}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("path", "key", "arch", "hyper"), FILES, ids=[f[0] for f in FILES])
+def test_inferred_architecture_matches_the_library_count(path: str, key: str, arch: str, hyper: dict) -> None:  # type: ignore[type-arg]
+    report = inspect(HF / path)
+    entry = MANIFEST[key]
+    assert report.checkpoint.n_parameters == entry["n_parameters"]  # torch's unique parameters()
+    exp = report.expectation
+    assert exp is not None and exp.source == "inferred" and exp.architecture == arch
+    assert {k: exp.hyperparameters[k] for k in hyper} == hyper
+    assert exp.total == entry["n_parameters"] and exp.matches
+    assert all(r.role != "unmatched" for r in report.roles)
+
+
+def test_tied_embedding_is_counted_once() -> None:
+    report = inspect(HF / "rau-lstm-lm.safetensors")
+    tied = [t for t in report.checkpoint.tensors if t.alias_of]
+    assert [t.name for t in tied] == ["second.func.embeddings"]
+    assert "SHARED_STORAGE" in {f.code for f in report.findings}
+
+
+def test_seed_003_column_cnn_from_positional_names(tmp_path: Path) -> None:
+    column = [(32, 1, 3, 3), (32,), (32, 32, 3, 3), (32,), (3872, 256), (256,)]
+    np.savez(tmp_path / "alpha.npz", *[np.zeros(s, dtype="float16") for s in column * 3 + [(768, 11), (11,)]])
+    report = inspect(tmp_path / "alpha.npz")
+    exp = report.expectation
+    assert exp is not None and exp.architecture == "column-cnn" and exp.matches
+    assert exp.total == 3_011_627
+    # the first dense layer's 3,872 inputs imply 11 x 11 x 32 after two conv+pool blocks: a 50 x 50 input
+    assert (exp.hyperparameters["height"], exp.hyperparameters["width"]) == (50, 50)
+    assert {r.role for r in report.roles} == {"conv", "dense"}
+
+
+def _ckpt(shapes: dict[str, tuple[int, ...]], framework: str = "mxnet") -> Checkpoint:
+    tensors = tuple(TensorInfo(n, s, "F32", 4 * int(np.prod(s)), None) for n, s in shapes.items())
+    return Checkpoint("x", "test", framework, (("x", 0),), tensors, ())
+
+
+def _sockeye_shapes(h: int, e: int, sv: int, tv: int, gates: int) -> dict[str, tuple[int, ...]]:
+    """The parameter shapes seed 002 lists for a 2:2-layer model (with `gates` per cell)."""
+    g = gates
+    shapes = {"source_embed_weight": (sv, e), "target_embed_weight": (tv, e), "target_output_bias": (tv,),
+              "target_output_weight": (tv, h), "decoder_rnn_hidden_bias": (h,), "decoder_rnn_hidden_weight": (h, 2 * h)}  # fmt: skip
+    for i in range(4 if g == 4 else 2):
+        shapes |= {f"decoder_rnn_enc2decinit_{i}_bias": (h,), f"decoder_rnn_enc2decinit_{i}_weight": (h, h)}
+    for i, inputs in ((0, e + h), (1, h)):
+        shapes |= {f"decoder_rnn_l{i}_h2h_bias": (g * h,), f"decoder_rnn_l{i}_h2h_weight": (g * h, h),
+                   f"decoder_rnn_l{i}_i2h_bias": (g * h,), f"decoder_rnn_l{i}_i2h_weight": (g * h, inputs)}  # fmt: skip
+    for d in ("forward", "reverse"):
+        shapes |= {f"encoder_birnn_{d}_l0_h2h_bias": (g * h // 2,), f"encoder_birnn_{d}_l0_h2h_weight": (g * h // 2, h // 2),
+                   f"encoder_birnn_{d}_l0_i2h_bias": (g * h // 2,), f"encoder_birnn_{d}_l0_i2h_weight": (g * h // 2, e)}  # fmt: skip
+    shapes |= {"encoder_rnn_l0_h2h_bias": (g * h,), "encoder_rnn_l0_h2h_weight": (g * h, h),
+               "encoder_rnn_l0_i2h_bias": (g * h,), "encoder_rnn_l0_i2h_weight": (g * h, h)}  # fmt: skip
+    return shapes
+
+
+def test_seed_002_sockeye_lstm_parameter_list() -> None:
+    ckpt = _ckpt(_sockeye_shapes(512, 512, 49410, 42767, 4))
+    assert ckpt.n_parameters == 79_638_799  # seed 002, section 2
+    exp = expect(ckpt, match_roles(ckpt))
+    assert exp is not None and exp.architecture == "sockeye-rnn" and exp.matches
+    assert exp.hyperparameters["cell"] == "lstm" and exp.hyperparameters["layers"] == "2:2"
+
+
+def test_sockeye_gru_cell_from_the_gate_multiple() -> None:
+    ckpt = _ckpt(_sockeye_shapes(64, 32, 500, 400, 3))
+    exp = expect(ckpt, match_roles(ckpt))
+    assert exp is not None and exp.hyperparameters["cell"] == "gru" and exp.matches
+
+
+def test_stated_architecture_explains_a_missing_bias() -> None:
+    ckpt = _ckpt({"dense/kernel:0": (100, 64), "dense_1/kernel:0": (64, 1), "dense_1/bias:0": (1,)}, "keras")
+    exp = expect(ckpt, match_roles(ckpt), parse_spec("Input(100) Dense(64) Dense(1)"))
+    assert exp is not None and exp.source == "stated" and not exp.matches
+    dense = exp.layers[0]
+    assert dense.status == "mismatch" and dense.expected == 6464 and dense.found == 6400
+    assert dense.explanation == "Dense layer has no bias: 64 expected by the formula, none in the file"
+
+
+def test_expect_option_on_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    from inspector.cli import main
+
+    path = str(HF / "rau-lstm-lm.safetensors")
+    assert main([path, "--json", "--expect", "rau-lstm-lm vocab=64 hidden=32 layers=2"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["expected"]["source"] == "stated" and doc["expected"]["matches"] is False
+    assert [row["status"] for row in doc["expected"]["layers"] if row["layer"] == "rnn.l2"] == ["unexpected"]
+    assert "COUNT_MISMATCH" in {f["code"] for f in doc["findings"]}
+
+
+def test_safetensors_loader_agrees_with_the_manifest_state_dict() -> None:
+    ckpt = load(HF / "gpt2-tiny" / "model.safetensors")
+    stored = {t.name: list(t.shape) for t in ckpt.tensors if t.alias_of is None}
+    expected = {k: v for k, v in MANIFEST["gpt2-tiny"]["state_dict"].items() if k != "lm_head.weight"}
+    assert stored == expected  # save_pretrained drops the tied lm_head.weight
