@@ -160,24 +160,17 @@ def render_json(reports: list[dict[str, Any]], many: bool) -> str:
 
 
 def _layer_rows(report: Report) -> list[list[Any]]:
-    groups: dict[str, list[TensorInfo]] = {}
+    groups: dict[str, list[tuple[TensorInfo, str]]] = {}
     for t, r in zip(report.checkpoint.tensors, report.roles, strict=False):
-        groups.setdefault(r.layer or t.layer or t.name.rpartition(".")[0] or t.name, []).append(t)
+        groups.setdefault(r.layer or t.layer or t.name, []).append((t, r.role))
     rows = []
-    for layer, tensors in groups.items():
-        unique = [t for t in tensors if t.alias_of is None]
-        kinds = sorted({t.kind.value for t in tensors})
-        dts = Counter(t.dtype for t in tensors)
-        rows.append(
-            [
-                safe(layer),
-                "/".join(kinds),
-                len(tensors),
-                _n(sum(t.n_elements for t in unique)),
-                _n(sum(t.nbytes for t in unique)),
-                "/".join(d for d, _ in dts.most_common()),
-            ]
-        )
+    for layer, items in groups.items():
+        unique = [t for t, _ in items if t.alias_of is None]
+        kinds = sorted({t.kind.value for t, _ in items})
+        roles = sorted({role for _, role in items})
+        dts = Counter(t.dtype for t, _ in items)
+        rows.append([safe(layer), "/".join(kinds), ", ".join(roles), len(items), _n(sum(t.n_elements for t in unique)),
+                     _n(sum(t.nbytes for t in unique)), "/".join(d for d, _ in dts.most_common())])  # fmt: skip
     return rows
 
 
@@ -228,8 +221,8 @@ def render_text(report: Report, *, tensors: bool = False, regions: bool = False)
         "",
         _table(
             _layer_rows(report),
-            ["layer", "kind", "tensors", "elements", "bytes", "dtype"],
-            ("left", "left", "right", "right", "right", "left"),
+            ["layer", "kind", "roles", "tensors", "elements", "bytes", "dtype"],
+            ("left", "left", "left", "right", "right", "right", "left"),
         ),
     ]
     if tensors:
