@@ -110,8 +110,14 @@ def sockeye_rnn(
     specs += [Dense(hidden, hidden, name=f"decoder_rnn_enc2decinit_{i}") for i in range(states)]
     specs.append(Dense(2 * hidden, hidden, name="decoder_rnn_hidden"))
     specs.append(Dense(hidden, target_vocab, name="target_output"))
-    hyper = {"source_vocab": source_vocab, "target_vocab": target_vocab, "embed": f"{se}:{te}", "hidden": hidden,
-             "layers": f"{sn}:{tn}", "cell": cell}  # fmt: skip
+    hyper = {
+        "source_vocab": source_vocab,
+        "target_vocab": target_vocab,
+        "embed": f"{se}:{te}",
+        "hidden": hidden,
+        "layers": f"{sn}:{tn}",
+        "cell": cell,
+    }
     notes = (
         f"decoder_rnn_l0_i2h_weight is ({cls(1, 1).gates * hidden}, {te + hidden}): target embedding {te} + "
         f"input feeding {hidden}",
@@ -127,7 +133,10 @@ def sockeye_rnn(
 def _rau_rnn(cls: type[LayerSpec], vocab: int, hidden: int, layers: int, extra_input: int = 0) -> list[LayerSpec]:
     # rau: embedding shared with the output layer (no output bias), a learned initial hidden state per
     # layer, and torch RNN layers with a single bias vector (use_extra_bias=False drops bias_hh).
-    specs: list[LayerSpec] = [Embedding(vocab, hidden, name="embedding"), InitialState(layers, hidden, name="initial_state")]
+    specs: list[LayerSpec] = [
+        Embedding(vocab, hidden, name="embedding"),
+        InitialState(layers, hidden, name="initial_state"),
+    ]
     for i in range(layers):
         inputs = hidden + (extra_input if i == 0 else 0)
         specs.append(cls(inputs, hidden, Convention.TORCH, biases=1, name=f"rnn.l{i}"))  # type: ignore[call-arg]
@@ -142,14 +151,22 @@ RAU_RNN_NOTES = (
 
 def rau_lstm_lm(vocab: int, hidden: int, layers: int) -> Architecture:
     """rau get_lstm_language_model(learned_initial_state=True): embedding (tied output), initial state, LSTM."""
-    return Architecture("rau-lstm-lm", {"vocab": vocab, "hidden": hidden, "layers": layers},
-                        tuple(_rau_rnn(LSTM, vocab, hidden, layers)), RAU_RNN_NOTES)  # fmt: skip
+    return Architecture(
+        "rau-lstm-lm",
+        {"vocab": vocab, "hidden": hidden, "layers": layers},
+        tuple(_rau_rnn(LSTM, vocab, hidden, layers)),
+        RAU_RNN_NOTES,
+    )
 
 
 def rau_rnn_lm(vocab: int, hidden: int, layers: int) -> Architecture:
     """rau get_simple_rnn_language_model: as the LSTM LM with a simple RNN."""
-    return Architecture("rau-rnn-lm", {"vocab": vocab, "hidden": hidden, "layers": layers},
-                        tuple(_rau_rnn(SimpleRNN, vocab, hidden, layers)), RAU_RNN_NOTES)  # fmt: skip
+    return Architecture(
+        "rau-rnn-lm",
+        {"vocab": vocab, "hidden": hidden, "layers": layers},
+        tuple(_rau_rnn(SimpleRNN, vocab, hidden, layers)),
+        RAU_RNN_NOTES,
+    )
 
 
 def rau_stack_rnn(vocab: int, hidden: int, layers: int, stack_size: int, controller: str) -> Architecture:
@@ -185,8 +202,10 @@ def rau_transformer_lm(vocab: int, d_model: int, layers: int, heads: int, feedfo
     specs += _rau_transformer_layers(d_model, feedforward, layers, 0)
     specs.append(LayerNorm(d_model, name="norm"))
     hyper = {"vocab": vocab, "d_model": d_model, "layers": layers, "heads": heads, "feedforward": feedforward}
-    notes = ("the output layer is tied to the input embedding: stored once",
-             "attention projections have biases (4 x d_model per layer)")  # fmt: skip
+    notes = (
+        "the output layer is tied to the input embedding: stored once",
+        "attention projections have biases (4 x d_model per layer)",
+    )
     return Architecture("rau-transformer-lm", hyper, tuple(specs), notes)
 
 
@@ -217,7 +236,11 @@ def rau_stack_transformer(
     the feed-forward network and two LayerNorms. Give either `layers`/`stack_layers`/`stack_size`
     (standard layers first) or rau's own layer string as `spec`, e.g. spec=2.superposition-16.1.
     """
-    groups = parse_rau_stack_layers(spec) if spec else [("transformer", layers)] + [("superposition", stack_size)] * stack_layers
+    groups = (
+        parse_rau_stack_layers(spec)
+        if spec
+        else [("transformer", layers)] + [("superposition", stack_size)] * stack_layers
+    )
     specs: list[LayerSpec] = [Embedding(vocab, d_model, name="embedding")]
     index = 0
     for kind, arg in groups:
@@ -225,34 +248,57 @@ def rau_stack_transformer(
             specs += _rau_transformer_layers(d_model, feedforward, arg, index)
             index += arg
         else:
-            specs += [Dense(d_model, 3, bias=False, name=f"layers.{index}.actions"),
-                      Dense(d_model, arg, bias=False, name=f"layers.{index}.push"),
-                      Dense(arg, d_model, bias=False, name=f"layers.{index}.read")]  # fmt: skip
-            specs += [Dense(d_model, feedforward, name=f"layers.{index}.feedforward_up"),
-                      Dense(feedforward, d_model, name=f"layers.{index}.feedforward_down"),
-                      LayerNorm(d_model, name=f"layers.{index}.norm1"), LayerNorm(d_model, name=f"layers.{index}.norm2")]  # fmt: skip
+            specs += [
+                Dense(d_model, 3, bias=False, name=f"layers.{index}.actions"),
+                Dense(d_model, arg, bias=False, name=f"layers.{index}.push"),
+                Dense(arg, d_model, bias=False, name=f"layers.{index}.read"),
+            ]
+            specs += [
+                Dense(d_model, feedforward, name=f"layers.{index}.feedforward_up"),
+                Dense(feedforward, d_model, name=f"layers.{index}.feedforward_down"),
+                LayerNorm(d_model, name=f"layers.{index}.norm1"),
+                LayerNorm(d_model, name=f"layers.{index}.norm2"),
+            ]
             index += 1
     specs.append(LayerNorm(d_model, name="norm"))
     n_std = sum(a for k, a in groups if k == "transformer")
     n_stack = sum(1 for k, _ in groups if k == "superposition")
-    hyper: dict[str, Any] = {"vocab": vocab, "d_model": d_model, "heads": heads, "feedforward": feedforward,
-                             "layers": n_std, "stack_layers": n_stack}  # fmt: skip
+    hyper: dict[str, Any] = {
+        "vocab": vocab,
+        "d_model": d_model,
+        "heads": heads,
+        "feedforward": feedforward,
+        "layers": n_std,
+        "stack_layers": n_stack,
+    }
     if spec:
         hyper["spec"] = spec
     else:
         hyper["stack_size"] = stack_size
     notes = [f"{n_std} standard layers and {n_stack} superposition stack-attention layers"]
     if spec and any(k == "transformer" for k, _ in groups) and "-" in spec.split(".")[0]:
-        notes.append(f"rau reads the part {spec.split('.')[0]!r} as {groups[0][1]} standard layers (its regex matches "
-                     "the leading digits only); a trailing integer part is more standard layers, not a stack-layer count")  # fmt: skip
+        notes.append(
+            f"rau reads the part {spec.split('.')[0]!r} as {groups[0][1]} standard layers (its regex matches "
+            "the leading digits only); a trailing integer part is more standard layers, not a stack-layer count"
+        )
     return Architecture("rau-stack-transformer", hyper, tuple(specs), tuple(notes))
 
 
 # -- seed 003: three-column CNN -------------------------------------------------------------------------
 
 
-def column_cnn(height: int, width: int, depth: int, columns: int, convs: int, filters: int, kernel: int, pool: int,
-               dense: int, classes: int) -> Architecture:  # fmt: skip
+def column_cnn(
+    height: int,
+    width: int,
+    depth: int,
+    columns: int,
+    convs: int,
+    filters: int,
+    kernel: int,
+    pool: int,
+    dense: int,
+    classes: int,
+) -> Architecture:
     """`columns` identical columns of `convs` x (conv kernel x kernel 'valid' + pool x pool max-pooling) and a
     dense layer, concatenated into a final dense layer of `classes` (seed 003's 'alpha' model)."""
     specs: list[LayerSpec] = []
@@ -268,10 +314,23 @@ def column_cnn(height: int, width: int, depth: int, columns: int, convs: int, fi
         specs.append(Dense(h * w * c, dense, name=f"layer{index}"))
         index += 1
     specs.append(Dense(columns * dense, classes, name=f"layer{index}"))
-    hyper = {"height": height, "width": width, "depth": depth, "columns": columns, "convs": convs, "filters": filters,
-             "kernel": kernel, "pool": pool, "dense": dense, "classes": classes}  # fmt: skip
+    hyper = {
+        "height": height,
+        "width": width,
+        "depth": depth,
+        "columns": columns,
+        "convs": convs,
+        "filters": filters,
+        "kernel": kernel,
+        "pool": pool,
+        "dense": dense,
+        "classes": classes,
+    }
     flat = (h, w, c)
-    notes = (f"each column flattens {flat[0]}x{flat[1]}x{flat[2]} = {flat[0] * flat[1] * flat[2]:,} features into its dense layer",)
+    notes = (
+        f"each column flattens {flat[0]}x{flat[1]}x{flat[2]} = {flat[0] * flat[1] * flat[2]:,} features "
+        "into its dense layer",
+    )
     return Architecture("column-cnn", hyper, tuple(specs), notes)
 
 
@@ -284,23 +343,38 @@ def gpt2(vocab: int, positions: int, d_model: int, layers: int, feedforward: int
     specs: list[LayerSpec] = [Embedding(vocab, d_model, name="wte"), Embedding(positions, d_model, name="wpe")]
     specs += [TransformerBlock(d_model, feedforward or 4 * d_model, name=f"h.{i}") for i in range(layers)]
     specs.append(LayerNorm(d_model, name="ln_f"))
-    hyper = {"vocab": vocab, "positions": positions, "d_model": d_model, "layers": layers,
-             "feedforward": feedforward or 4 * d_model}  # fmt: skip
+    hyper = {
+        "vocab": vocab,
+        "positions": positions,
+        "d_model": d_model,
+        "layers": layers,
+        "feedforward": feedforward or 4 * d_model,
+    }
     return Architecture("gpt2", hyper, tuple(specs), ("lm_head is tied to wte: stored once",))
 
 
-def bert(vocab: int, positions: int, token_types: int, d_model: int, layers: int, feedforward: int,
-         pooler: bool) -> Architecture:  # fmt: skip
+def bert(
+    vocab: int, positions: int, token_types: int, d_model: int, layers: int, feedforward: int, pooler: bool
+) -> Architecture:
     """BERT: word, position and token-type embeddings with a LayerNorm, post-norm blocks, optional pooler."""
-    specs: list[LayerSpec] = [Embedding(vocab, d_model, name="embeddings.word_embeddings"),
-                              Embedding(positions, d_model, name="embeddings.position_embeddings"),
-                              Embedding(token_types, d_model, name="embeddings.token_type_embeddings"),
-                              LayerNorm(d_model, name="embeddings.LayerNorm")]  # fmt: skip
+    specs: list[LayerSpec] = [
+        Embedding(vocab, d_model, name="embeddings.word_embeddings"),
+        Embedding(positions, d_model, name="embeddings.position_embeddings"),
+        Embedding(token_types, d_model, name="embeddings.token_type_embeddings"),
+        LayerNorm(d_model, name="embeddings.LayerNorm"),
+    ]
     specs += [TransformerBlock(d_model, feedforward or 4 * d_model, name=f"encoder.layer.{i}") for i in range(layers)]
     if pooler:
         specs.append(Dense(d_model, d_model, name="pooler.dense"))
-    hyper = {"vocab": vocab, "positions": positions, "token_types": token_types, "d_model": d_model, "layers": layers,
-             "feedforward": feedforward or 4 * d_model, "pooler": pooler}  # fmt: skip
+    hyper = {
+        "vocab": vocab,
+        "positions": positions,
+        "token_types": token_types,
+        "d_model": d_model,
+        "layers": layers,
+        "feedforward": feedforward or 4 * d_model,
+        "pooler": pooler,
+    }
     return Architecture("bert", hyper, tuple(specs))
 
 
@@ -309,9 +383,16 @@ def bert(vocab: int, positions: int, token_types: int, d_model: int, layers: int
 
 def keras_lstm_lm(vocab: int, embed: int, units: int) -> Architecture:
     """Seed 000's model: Embedding -> LSTM (sequences) -> Dense(embed) -> Dense(vocab), Keras conventions."""
-    return Architecture("keras-lstm-lm", {"vocab": vocab, "embed": embed, "units": units}, (
-        Embedding(vocab, embed, name="embedding"), LSTM(embed, units, name="lstm"),
-        Dense(units, embed, name="dense"), Dense(embed, vocab, name="dense_1")))  # fmt: skip
+    return Architecture(
+        "keras-lstm-lm",
+        {"vocab": vocab, "embed": embed, "units": units},
+        (
+            Embedding(vocab, embed, name="embedding"),
+            LSTM(embed, units, name="lstm"),
+            Dense(units, embed, name="dense"),
+            Dense(embed, vocab, name="dense_1"),
+        ),
+    )
 
 
 # -- Keras layer lists ------------------------------------------------------------------------------------------
@@ -397,7 +478,7 @@ def keras_layers(text: str) -> Architecture:
     while pos < len(text):
         m = LAYER_TOKEN.match(text, pos)
         if m is None or m.end() == pos:
-            raise SpecError(f"cannot read the layer list at {text[pos:pos + 20]!r}")
+            raise SpecError(f"cannot read the layer list at {text[pos : pos + 20]!r}")
         try:
             builder.add(m.group(1), *_args(m.group(2)))
         except SpecError:
@@ -413,51 +494,125 @@ def keras_layers(text: str) -> Architecture:
 ARCHITECTURES: Mapping[str, ArchitectureDef] = {
     d.name: d
     for d in (
-        ArchitectureDef("sockeye-rnn", "Sockeye RNN encoder-decoder (seed 002)", (
-            Word("source_vocab", 49410, "source vocabulary"), Word("target_vocab", 42767, "target vocabulary"),
-            Word("embed", (512, 512), "source:target embedding sizes", _pair),
-            Word("hidden", 512, "RNN hidden units"), Word("layers", (2, 2), "encoder:decoder layers", _pair),
-            Word("cell", "lstm", "lstm or gru", str)), sockeye_rnn),
-        ArchitectureDef("rau-lstm-lm", "rau LSTM language model (seed 004)", (
-            Word("vocab", 64, "vocabulary"), Word("hidden", 32, "hidden units"), Word("layers", 3, "layers")),
-            rau_lstm_lm),
-        ArchitectureDef("rau-rnn-lm", "rau simple RNN language model (seed 004)", (
-            Word("vocab", 64, "vocabulary"), Word("hidden", 32, "hidden units"), Word("layers", 3, "layers")),
-            rau_rnn_lm),
-        ArchitectureDef("rau-transformer-lm", "rau transformer language model, tied embeddings (seed 004)", (
-            Word("vocab", 64, "vocabulary"), Word("d_model", 32, "model width"), Word("layers", 3, "layers"),
-            Word("heads", 4, "attention heads (no effect on the count)"),
-            Word("feedforward", 128, "feed-forward size")), rau_transformer_lm),
-        ArchitectureDef("rau-stack-rnn", "rau stack RNN with a superposition stack (seed 004)", (
-            Word("vocab", 64, "vocabulary"), Word("hidden", 32, "hidden units"), Word("layers", 3, "layers"),
-            Word("stack_size", 20, "stack embedding size"), Word("controller", "lstm", "lstm or rnn", str)),
-            rau_stack_rnn),
-        ArchitectureDef("rau-stack-transformer", "rau stack transformer with superposition layers (seed 004)", (
-            Word("vocab", 64, "vocabulary"), Word("d_model", 16, "model width"), Word("heads", 4, "attention heads"),
-            Word("feedforward", 64, "feed-forward size"), Word("layers", 1, "standard layers"),
-            Word("stack_layers", 1, "superposition stack-attention layers"),
-            Word("stack_size", 16, "stack embedding size"),
-            Word("spec", "", "rau's layer string instead of layers/stack_layers/stack_size", str)),
-            rau_stack_transformer),
-        ArchitectureDef("column-cnn", "multi-column CNN, one dense layer per column, then a joint dense (seed 003)", (
-            Word("height", 50, "image height"), Word("width", 50, "image width"), Word("depth", 1, "channels"),
-            Word("columns", 3, "columns (views)"), Word("convs", 2, "conv+pool blocks per column"),
-            Word("filters", 32, "filters per conv"), Word("kernel", 3, "conv kernel size"),
-            Word("pool", 2, "max-pooling size"), Word("dense", 256, "dense units per column"),
-            Word("classes", 11, "output classes")), column_cnn),
-        ArchitectureDef("keras-lstm-lm", "Keras Embedding-LSTM-Dense-Dense language model (seed 000)", (
-            Word("vocab", 10004, "vocabulary"), Word("embed", 100, "embedding size"),
-            Word("units", 256, "LSTM units")), keras_lstm_lm),
-        ArchitectureDef("gpt2", "Hugging Face GPT-2", (
-            Word("vocab", 50257, "vocabulary"), Word("positions", 1024, "positions"), Word("d_model", 768, "width"),
-            Word("layers", 12, "layers"), Word("feedforward", 0, "feed-forward size (0: 4 x d_model)")), gpt2),
-        ArchitectureDef("bert", "Hugging Face BERT encoder", (
-            Word("vocab", 30522, "vocabulary"), Word("positions", 512, "positions"),
-            Word("token_types", 2, "token types"), Word("d_model", 768, "width"), Word("layers", 12, "layers"),
-            Word("feedforward", 0, "feed-forward size (0: 4 x d_model)"),
-            Word("pooler", True, "with the pooler layer", _bool)), bert),
+        ArchitectureDef(
+            "sockeye-rnn",
+            "Sockeye RNN encoder-decoder (seed 002)",
+            (
+                Word("source_vocab", 49410, "source vocabulary"),
+                Word("target_vocab", 42767, "target vocabulary"),
+                Word("embed", (512, 512), "source:target embedding sizes", _pair),
+                Word("hidden", 512, "RNN hidden units"),
+                Word("layers", (2, 2), "encoder:decoder layers", _pair),
+                Word("cell", "lstm", "lstm or gru", str),
+            ),
+            sockeye_rnn,
+        ),
+        ArchitectureDef(
+            "rau-lstm-lm",
+            "rau LSTM language model (seed 004)",
+            (Word("vocab", 64, "vocabulary"), Word("hidden", 32, "hidden units"), Word("layers", 3, "layers")),
+            rau_lstm_lm,
+        ),
+        ArchitectureDef(
+            "rau-rnn-lm",
+            "rau simple RNN language model (seed 004)",
+            (Word("vocab", 64, "vocabulary"), Word("hidden", 32, "hidden units"), Word("layers", 3, "layers")),
+            rau_rnn_lm,
+        ),
+        ArchitectureDef(
+            "rau-transformer-lm",
+            "rau transformer language model, tied embeddings (seed 004)",
+            (
+                Word("vocab", 64, "vocabulary"),
+                Word("d_model", 32, "model width"),
+                Word("layers", 3, "layers"),
+                Word("heads", 4, "attention heads (no effect on the count)"),
+                Word("feedforward", 128, "feed-forward size"),
+            ),
+            rau_transformer_lm,
+        ),
+        ArchitectureDef(
+            "rau-stack-rnn",
+            "rau stack RNN with a superposition stack (seed 004)",
+            (
+                Word("vocab", 64, "vocabulary"),
+                Word("hidden", 32, "hidden units"),
+                Word("layers", 3, "layers"),
+                Word("stack_size", 20, "stack embedding size"),
+                Word("controller", "lstm", "lstm or rnn", str),
+            ),
+            rau_stack_rnn,
+        ),
+        ArchitectureDef(
+            "rau-stack-transformer",
+            "rau stack transformer with superposition layers (seed 004)",
+            (
+                Word("vocab", 64, "vocabulary"),
+                Word("d_model", 16, "model width"),
+                Word("heads", 4, "attention heads"),
+                Word("feedforward", 64, "feed-forward size"),
+                Word("layers", 1, "standard layers"),
+                Word("stack_layers", 1, "superposition stack-attention layers"),
+                Word("stack_size", 16, "stack embedding size"),
+                Word("spec", "", "rau's layer string instead of layers/stack_layers/stack_size", str),
+            ),
+            rau_stack_transformer,
+        ),
+        ArchitectureDef(
+            "column-cnn",
+            "multi-column CNN, one dense layer per column, then a joint dense (seed 003)",
+            (
+                Word("height", 50, "image height"),
+                Word("width", 50, "image width"),
+                Word("depth", 1, "channels"),
+                Word("columns", 3, "columns (views)"),
+                Word("convs", 2, "conv+pool blocks per column"),
+                Word("filters", 32, "filters per conv"),
+                Word("kernel", 3, "conv kernel size"),
+                Word("pool", 2, "max-pooling size"),
+                Word("dense", 256, "dense units per column"),
+                Word("classes", 11, "output classes"),
+            ),
+            column_cnn,
+        ),
+        ArchitectureDef(
+            "keras-lstm-lm",
+            "Keras Embedding-LSTM-Dense-Dense language model (seed 000)",
+            (
+                Word("vocab", 10004, "vocabulary"),
+                Word("embed", 100, "embedding size"),
+                Word("units", 256, "LSTM units"),
+            ),
+            keras_lstm_lm,
+        ),
+        ArchitectureDef(
+            "gpt2",
+            "Hugging Face GPT-2",
+            (
+                Word("vocab", 50257, "vocabulary"),
+                Word("positions", 1024, "positions"),
+                Word("d_model", 768, "width"),
+                Word("layers", 12, "layers"),
+                Word("feedforward", 0, "feed-forward size (0: 4 x d_model)"),
+            ),
+            gpt2,
+        ),
+        ArchitectureDef(
+            "bert",
+            "Hugging Face BERT encoder",
+            (
+                Word("vocab", 30522, "vocabulary"),
+                Word("positions", 512, "positions"),
+                Word("token_types", 2, "token types"),
+                Word("d_model", 768, "width"),
+                Word("layers", 12, "layers"),
+                Word("feedforward", 0, "feed-forward size (0: 4 x d_model)"),
+                Word("pooler", True, "with the pooler layer", _bool),
+            ),
+            bert,
+        ),
     )
-}  # fmt: skip
+}
 
 
 def build(name: str, **words: Any) -> Architecture:

@@ -42,8 +42,10 @@ def formula_dict(arch: Architecture) -> dict[str, Any]:
 def _formula_text(doc: dict[str, Any]) -> str:
     a = doc["architecture"]
     hyper = " ".join(f"{k}={v}" for k, v in a["hyperparameters"].items())
-    rows = [[r["layer"], r["kind"], ", ".join(f"{k} {v:,}" for k, v in r["params"].items()), f"{r['total']:,}"]
-            for r in doc["layers"]]  # fmt: skip
+    rows = [
+        [r["layer"], r["kind"], ", ".join(f"{k} {v:,}" for k, v in r["params"].items()), f"{r['total']:,}"]
+        for r in doc["layers"]
+    ]
     lines = [f"{a['name']} {hyper}", _table(rows, ["layer", "kind", "parameters", "total"]), f"total {doc['total']:,}"]
     lines += [f"note: {n}" for n in doc["notes"]]
     if "seed_formula" in doc:
@@ -58,7 +60,7 @@ def _list_text() -> str:
     for d in ARCHITECTURES.values():
         lines.append(f"{d.name}: {d.description}")
         lines += [f"    {w.name}={_show(w.default)}  {w.help}" for w in d.words]
-    lines.append("or a Keras layer list, e.g. \"Input(100) Embedding(10000,100) Flatten Dense(32) Dense(1)\"")
+    lines.append('or a Keras layer list, e.g. "Input(100) Embedding(10000,100) Flatten Dense(32) Dense(1)"')
     return "\n".join(lines)
 
 
@@ -123,11 +125,26 @@ def _budget(argv: Sequence[str]) -> str:
     low, high, step = (bounds + [1])[:3] if len(bounds) >= 2 else (1, bounds[0], 1)
     under, over = search(args.arch, args.params, args.vary, _words(args.words), low, high, step, scale, args.keep)
     if args.json:
-        return json.dumps({side: [{args.vary: c.value, "total": c.total, "difference": c.total - args.params,
-                                   "hyperparameters": dict(c.architecture.hyperparameters)} for c in cands]
-                           for side, cands in (("under", under), ("over", over))}, indent=2)  # fmt: skip
-    rows = [[side, c.value, f"{c.total:,}", f"{c.total - args.params:+,}"]
-            for side, cands in (("under", under), ("over", over)) for c in cands]  # fmt: skip
+        return json.dumps(
+            {
+                side: [
+                    {
+                        args.vary: c.value,
+                        "total": c.total,
+                        "difference": c.total - args.params,
+                        "hyperparameters": dict(c.architecture.hyperparameters),
+                    }
+                    for c in cands
+                ]
+                for side, cands in (("under", under), ("over", over))
+            },
+            indent=2,
+        )
+    rows = [
+        [side, c.value, f"{c.total:,}", f"{c.total - args.params:+,}"]
+        for side, cands in (("under", under), ("over", over))
+        for c in cands
+    ]
     return f"{args.arch}: budget {args.params:,}\n" + _table(rows, ["side", args.vary, "parameters", "difference"])
 
 
@@ -138,9 +155,12 @@ def _compare(argv: Sequence[str]) -> str:
     args = p.parse_args(argv)
     rows = compare(args.specs)
     if args.json:
-        return json.dumps([{"spec": s, "architecture": a.name, "total": t, "ratio_to_first": r} for s, a, t, r in rows],
-                          indent=2)  # fmt: skip
-    return _table([[s, a.name, f"{t:,}", repr(r)] for s, a, t, r in rows], ["spec", "architecture", "parameters", "x first"])
+        return json.dumps(
+            [{"spec": s, "architecture": a.name, "total": t, "ratio_to_first": r} for s, a, t, r in rows], indent=2
+        )
+    return _table(
+        [[s, a.name, f"{t:,}", repr(r)] for s, a, t, r in rows], ["spec", "architecture", "parameters", "x first"]
+    )
 
 
 COMMANDS: Mapping[str, Callable[[Sequence[str]], int]] = {

@@ -180,7 +180,10 @@ def recurrent(s: Recurrent) -> Breakdown:
 
 
 def batch_norm(s: BatchNorm) -> Breakdown:
-    """gamma, beta = features; Keras also counts moving_mean, moving_variance (non-trainable); PyTorch keeps them as buffers."""
+    """gamma, beta = features; Keras and MXNet also count moving_mean, moving_variance (non-trainable).
+
+    PyTorch keeps the running statistics as buffers, outside its parameter count.
+    """
     out = {"gamma": s.features, "beta": s.features}
     if s.convention in (Convention.KERAS, Convention.MXNET):
         out |= {"moving_mean": s.features, "moving_variance": s.features}

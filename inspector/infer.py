@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from inspector.architectures import Architecture, build
 from inspector.errors import SpecError
@@ -68,8 +67,15 @@ def _sockeye(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
     s, t = src.items[0][0].shape, tgt.items[0][0].shape
     sn = 1 + sum(1 for n in layers if n.startswith("encoder_rnn_l"))
     tn = sum(1 for n in layers if n.startswith("decoder_rnn_l"))
-    return build("sockeye-rnn", source_vocab=s[0], target_vocab=t[0], embed=(s[1], t[1]), hidden=hidden,
-                 layers=(sn, tn), cell=cell or "lstm")  # fmt: skip
+    return build(
+        "sockeye-rnn",
+        source_vocab=s[0],
+        target_vocab=t[0],
+        embed=(s[1], t[1]),
+        hidden=hidden,
+        layers=(sn, tn),
+        cell=cell or "lstm",
+    )
 
 
 def _rau_rnn(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
@@ -101,8 +107,14 @@ def _gpt2(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
         return None
     vocab, d = wte.items[0][0].shape
     up = blocks[0].find("hf.gpt2.ffn_up", param="weight")
-    return build("gpt2", vocab=vocab, positions=wpe.items[0][0].shape[0], d_model=d, layers=len(blocks),
-                 feedforward=up.shape[1] if up is not None else 4 * d)  # fmt: skip
+    return build(
+        "gpt2",
+        vocab=vocab,
+        positions=wpe.items[0][0].shape[0],
+        d_model=d,
+        layers=len(blocks),
+        feedforward=up.shape[1] if up is not None else 4 * d,
+    )
 
 
 def _bert(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
@@ -114,9 +126,16 @@ def _bert(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
         return None
     vocab, d = word.items[0][0].shape
     up = blocks[0].find("hf.bert.ffn_up", param="weight")
-    return build("bert", vocab=vocab, positions=pos.items[0][0].shape[0], token_types=types.items[0][0].shape[0],
-                 d_model=d, layers=len(blocks), feedforward=up.shape[0] if up is not None else 4 * d,
-                 pooler="pooler.dense" in layers)  # fmt: skip
+    return build(
+        "bert",
+        vocab=vocab,
+        positions=pos.items[0][0].shape[0],
+        token_types=types.items[0][0].shape[0],
+        d_model=d,
+        layers=len(blocks),
+        feedforward=up.shape[0] if up is not None else 4 * d,
+        pooler="pooler.dense" in layers,
+    )
 
 
 # -- generic layer lists ----------------------------------------------------------------------------------------
@@ -168,7 +187,11 @@ def _column_cnn(specs: list[LayerSpec]) -> Architecture | None:
     convs = kinds.index(Dense)
     column = specs[: convs + 1]
     columns, rest = divmod(len(specs) - 1, convs + 1)
-    if rest or columns < 1 or any(specs[i] != _renamed(column[i % (convs + 1)], specs[i]) for i in range(len(specs) - 1)):
+    if (
+        rest
+        or columns < 1
+        or any(specs[i] != _renamed(column[i % (convs + 1)], specs[i]) for i in range(len(specs) - 1))
+    ):
         return None
     first, dense = column[0], column[-1]
     assert isinstance(first, Conv) and isinstance(dense, Dense)
@@ -179,8 +202,19 @@ def _column_cnn(specs: list[LayerSpec]) -> Architecture | None:
     for _ in range(convs):  # undo 'valid' conv + 2x2 pooling: the smallest input that gives `side`
         side = side * 2 + kernel - 1
     try:
-        arch = build("column-cnn", height=side, width=side, depth=first.in_channels, columns=columns, convs=convs,
-                     filters=filters, kernel=kernel, pool=2, dense=dense.units, classes=specs[-1].units)  # type: ignore[attr-defined]
+        arch = build(
+            "column-cnn",
+            height=side,
+            width=side,
+            depth=first.in_channels,
+            columns=columns,
+            convs=convs,
+            filters=filters,
+            kernel=kernel,
+            pool=2,
+            dense=dense.units,
+            classes=specs[-1].units,
+        )  # type: ignore[attr-defined]
     except SpecError:
         return None
     same = all(_renamed(a, s) == s for a, s in zip(arch.layers, specs, strict=True))
@@ -210,8 +244,13 @@ def _generic(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
 
 
 DETECTORS: tuple[Callable[[dict[str, Layer], Checkpoint], Architecture | None], ...] = (
-    _sockeye, _rau_rnn, _rau_transformer, _gpt2, _bert, _generic,
-)  # fmt: skip
+    _sockeye,
+    _rau_rnn,
+    _rau_transformer,
+    _gpt2,
+    _bert,
+    _generic,
+)
 
 
 # -- comparison ---------------------------------------------------------------------------------------------------
@@ -233,8 +272,10 @@ def _explain(spec: LayerSpec, expected: dict[str, int], layer: Layer) -> str:
         gu = spec.gates * spec.units
         stored = expected["bias"] - diff
         if stored > 0 and stored % gu == 0:
-            return (f"{spec.kind} stores {stored // gu} bias vector(s) of {gu:,}, the {spec.convention.value} "
-                    f"convention has {expected['bias'] // gu}")  # fmt: skip
+            return (
+                f"{spec.kind} stores {stored // gu} bias vector(s) of {gu:,}, the {spec.convention.value} "
+                f"convention has {expected['bias'] // gu}"
+            )
     return f"{sum(expected.values()):,} expected by the formula, {found:,} in the file ({-diff:+,})"
 
 
@@ -251,15 +292,40 @@ def compare(ckpt: Checkpoint, roles: Sequence[RoleMatch], arch: Architecture, so
         layer = layers.get(name)
         seen.add(name)
         if layer is None:
-            checks.append(LayerCheck(name, spec.kind, sum(expected.values()), 0, "missing",
-                                     f"{spec.kind} expected by the formula is not in the file"))  # fmt: skip
+            checks.append(
+                LayerCheck(
+                    name,
+                    spec.kind,
+                    sum(expected.values()),
+                    0,
+                    "missing",
+                    f"{spec.kind} expected by the formula is not in the file",
+                )
+            )
             continue
         found = _found(layer)
+        tied = [t for t, _ in layer.items if t.alias_of is not None]
+        tied_elements = sum(t.n_elements for t in tied)
         if found == sum(expected.values()):
             checks.append(LayerCheck(name, spec.kind, found, found, "ok"))
+        elif tied and found + tied_elements == sum(expected.values()):
+            total -= tied_elements  # the tie is part of the architecture: its formula counts the shared matrix once
+            targets = ", ".join(sorted({repr(t.alias_of) for t in tied}))
+            checks.append(
+                LayerCheck(
+                    name,
+                    spec.kind,
+                    found,
+                    found,
+                    "tied",
+                    f"{', '.join(repr(t.name) for t in tied)} tied to {targets}: "
+                    f"{tied_elements:,} stored once, counted once",
+                )
+            )
         else:
-            checks.append(LayerCheck(name, spec.kind, sum(expected.values()), found, "mismatch",
-                                     _explain(spec, expected, layer)))  # fmt: skip
+            checks.append(
+                LayerCheck(name, spec.kind, sum(expected.values()), found, "mismatch", _explain(spec, expected, layer))
+            )
     for name, layer in layers.items():
         if name in seen:
             continue
@@ -269,10 +335,19 @@ def compare(ckpt: Checkpoint, roles: Sequence[RoleMatch], arch: Architecture, so
             checks.append(LayerCheck(name, "tied", 0, 0, "tied", f"tied to {targets}: stored once, counted once"))
         else:
             found = _found(layer)
-            checks.append(LayerCheck(name, "-", 0, found, "unexpected",
-                                     f"{found:,} parameters in the file that the formula does not have"))  # fmt: skip
-    return Expectation(source, arch.name, dict(arch.hyperparameters), total, ckpt.n_parameters, tuple(checks),
-                       tuple(arch.notes))  # fmt: skip
+            checks.append(
+                LayerCheck(
+                    name,
+                    "-",
+                    0,
+                    found,
+                    "unexpected",
+                    f"{found:,} parameters in the file that the formula does not have",
+                )
+            )
+    return Expectation(
+        source, arch.name, dict(arch.hyperparameters), total, ckpt.n_parameters, tuple(checks), tuple(arch.notes)
+    )
 
 
 def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:

@@ -169,8 +169,17 @@ def _layer_rows(report: Report) -> list[list[Any]]:
         kinds = sorted({t.kind.value for t, _ in items})
         roles = sorted({role for _, role in items})
         dts = Counter(t.dtype for t, _ in items)
-        rows.append([safe(layer), "/".join(kinds), ", ".join(roles), len(items), _n(sum(t.n_elements for t in unique)),
-                     _n(sum(t.nbytes for t in unique)), "/".join(d for d, _ in dts.most_common())])  # fmt: skip
+        rows.append(
+            [
+                safe(layer),
+                "/".join(kinds),
+                ", ".join(roles),
+                len(items),
+                _n(sum(t.n_elements for t in unique)),
+                _n(sum(t.nbytes for t in unique)),
+                "/".join(d for d, _ in dts.most_common()),
+            ]
+        )
     return rows
 
 

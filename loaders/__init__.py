@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from loaders.npy import NpyLoader, NpzLoader
 from loaders.safetensors import SafetensorsIndexLoader, SafetensorsLoader
+from loaders.torch_legacy import TorchLegacyLoader
+from loaders.torch_zip import TorchZipLoader
 
 BUILTIN_LOADERS = (
     SafetensorsLoader,
     SafetensorsIndexLoader,
     NpyLoader,
     NpzLoader,
+    TorchZipLoader,
+    TorchLegacyLoader,
 )

@@ -120,11 +120,12 @@ def read_zip(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Regio
     if disk != 0:
         raise FormatError(probe.path, fmt, "multi-disk (split) zip archives are not supported")
     end_of_cd = eocd_at
-    if 0xFFFF in (n_total,) or 0xFFFFFFFF in (cd_size, cd_offset):
-        loc_at = eocd_at - 20
-        locator = probe.read_at(loc_at, 20, fmt=fmt, what="zip64 locator")
-        if locator[:4] != ZIP64_LOCATOR_SIG:
-            raise _fail(probe, fmt, "zip64 values without a zip64 locator", loc_at)
+    needs_zip64 = n_total == 0xFFFF or 0xFFFFFFFF in (cd_size, cd_offset)
+    loc_at = eocd_at - 20
+    locator = probe.read_at(loc_at, 20, fmt=fmt, what="zip64 locator") if loc_at >= 0 else b""
+    if locator[:4] != ZIP64_LOCATOR_SIG and needs_zip64:
+        raise _fail(probe, fmt, "zip64 values without a zip64 locator", max(loc_at, 0))
+    if locator[:4] == ZIP64_LOCATOR_SIG:  # writers such as torch's miniz add zip64 end records even when not needed
         rec_at = struct.unpack_from("<Q", locator, 8)[0]
         if rec_at + 56 > loc_at:
             raise _fail(probe, fmt, "zip64 end record points past the locator", loc_at)

@@ -25,9 +25,13 @@ FILES = [
     ("bert-tiny-sharded/model.safetensors.index.json", "bert-tiny-sharded", "bert", {"layers": 2, "pooler": True}),
     ("bert-tiny-sharded/model-00002-of-00004.safetensors", "bert-tiny-sharded", "bert", {"layers": 2}),
     ("rau-lstm-lm.safetensors", "rau-lstm-lm.safetensors", "rau-lstm-lm", {"vocab": 64, "hidden": 32, "layers": 3}),
-    ("rau-transformer-lm.safetensors", "rau-transformer-lm.safetensors", "rau-transformer-lm",
-     {"vocab": 64, "d_model": 32, "layers": 2, "feedforward": 64}),
-]  # fmt: skip
+    (
+        "rau-transformer-lm.safetensors",
+        "rau-transformer-lm.safetensors",
+        "rau-transformer-lm",
+        {"vocab": 64, "d_model": 32, "layers": 2, "feedforward": 64},
+    ),
+]
 
 
 @pytest.mark.parametrize(("path", "key", "arch", "hyper"), FILES, ids=[f[0] for f in FILES])
@@ -69,18 +73,36 @@ def _ckpt(shapes: dict[str, tuple[int, ...]], framework: str = "mxnet") -> Check
 def _sockeye_shapes(h: int, e: int, sv: int, tv: int, gates: int) -> dict[str, tuple[int, ...]]:
     """The parameter shapes seed 002 lists for a 2:2-layer model (with `gates` per cell)."""
     g = gates
-    shapes = {"source_embed_weight": (sv, e), "target_embed_weight": (tv, e), "target_output_bias": (tv,),
-              "target_output_weight": (tv, h), "decoder_rnn_hidden_bias": (h,), "decoder_rnn_hidden_weight": (h, 2 * h)}  # fmt: skip
+    shapes = {
+        "source_embed_weight": (sv, e),
+        "target_embed_weight": (tv, e),
+        "target_output_bias": (tv,),
+        "target_output_weight": (tv, h),
+        "decoder_rnn_hidden_bias": (h,),
+        "decoder_rnn_hidden_weight": (h, 2 * h),
+    }
     for i in range(4 if g == 4 else 2):
         shapes |= {f"decoder_rnn_enc2decinit_{i}_bias": (h,), f"decoder_rnn_enc2decinit_{i}_weight": (h, h)}
     for i, inputs in ((0, e + h), (1, h)):
-        shapes |= {f"decoder_rnn_l{i}_h2h_bias": (g * h,), f"decoder_rnn_l{i}_h2h_weight": (g * h, h),
-                   f"decoder_rnn_l{i}_i2h_bias": (g * h,), f"decoder_rnn_l{i}_i2h_weight": (g * h, inputs)}  # fmt: skip
+        shapes |= {
+            f"decoder_rnn_l{i}_h2h_bias": (g * h,),
+            f"decoder_rnn_l{i}_h2h_weight": (g * h, h),
+            f"decoder_rnn_l{i}_i2h_bias": (g * h,),
+            f"decoder_rnn_l{i}_i2h_weight": (g * h, inputs),
+        }
     for d in ("forward", "reverse"):
-        shapes |= {f"encoder_birnn_{d}_l0_h2h_bias": (g * h // 2,), f"encoder_birnn_{d}_l0_h2h_weight": (g * h // 2, h // 2),
-                   f"encoder_birnn_{d}_l0_i2h_bias": (g * h // 2,), f"encoder_birnn_{d}_l0_i2h_weight": (g * h // 2, e)}  # fmt: skip
-    shapes |= {"encoder_rnn_l0_h2h_bias": (g * h,), "encoder_rnn_l0_h2h_weight": (g * h, h),
-               "encoder_rnn_l0_i2h_bias": (g * h,), "encoder_rnn_l0_i2h_weight": (g * h, h)}  # fmt: skip
+        shapes |= {
+            f"encoder_birnn_{d}_l0_h2h_bias": (g * h // 2,),
+            f"encoder_birnn_{d}_l0_h2h_weight": (g * h // 2, h // 2),
+            f"encoder_birnn_{d}_l0_i2h_bias": (g * h // 2,),
+            f"encoder_birnn_{d}_l0_i2h_weight": (g * h // 2, e),
+        }
+    shapes |= {
+        "encoder_rnn_l0_h2h_bias": (g * h,),
+        "encoder_rnn_l0_h2h_weight": (g * h, h),
+        "encoder_rnn_l0_i2h_bias": (g * h,),
+        "encoder_rnn_l0_i2h_weight": (g * h, h),
+    }
     return shapes
 
 

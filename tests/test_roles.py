@@ -38,7 +38,9 @@ def test_unmatched_names_are_reported_not_guessed() -> None:
 
 def test_keras_rnn_layers_get_rnn_roles_from_their_recurrent_kernel() -> None:
     names = ["lstm_1/kernel:0", "lstm_1/recurrent_kernel:0", "lstm_1/bias:0", "dense_1/kernel:0"]
-    ckpt = Checkpoint("x", "keras-h5", "keras", (("x", 0),), tuple(TensorInfo(n, (4, 4), "F32", 64, 0) for n in names), ())
+    ckpt = Checkpoint(
+        "x", "keras-h5", "keras", (("x", 0),), tuple(TensorInfo(n, (4, 4), "F32", 64, 0) for n in names), ()
+    )
     assert [r.role for r in match_roles(ckpt)] == ["rnn_input_kernel", "rnn_recurrent_kernel", "rnn_bias", "dense"]
 
 
@@ -48,7 +50,9 @@ def test_positional_arrays_by_shape_and_order(tmp_path: Path) -> None:
     np.savez(tmp_path / "p.npz", *[np.zeros(s, dtype="float32") for s in shapes])
     roles = match_roles(load(tmp_path / "p.npz"))
     assert [(r.role, r.layer, r.param) for r in roles] == [
-        ("conv", "layer0", "kernel"), ("conv", "layer0", "bias"),
-        ("dense", "layer1", "kernel"), ("dense", "layer1", "bias"),
+        ("conv", "layer0", "kernel"),
+        ("conv", "layer0", "bias"),
+        ("dense", "layer1", "kernel"),
+        ("dense", "layer1", "bias"),
         ("unmatched", "arr_4", None),
-    ]  # fmt: skip
+    ]

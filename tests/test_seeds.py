@@ -17,11 +17,17 @@ CASES = [
     ("Embedding(10000,100) SimpleRNN(32) Dense(1)", 1_004_289, [1_000_000, 4_256, 33]),
     ("Embedding(10000,100) LSTM(32) Dense(1)", 1_017_057, [1_000_000, 17_024, 33]),
     # seed 002, section 2: the Sockeye LSTM model's 79,638,799 parameters
-    ("sockeye-rnn source_vocab=49410 target_vocab=42767 embed=512:512 hidden=512 layers=2:2 cell=lstm", 79_638_799,
-     None),
+    (
+        "sockeye-rnn source_vocab=49410 target_vocab=42767 embed=512:512 hidden=512 layers=2:2 cell=lstm",
+        79_638_799,
+        None,
+    ),
     # seed 003, cells 5 to 9: the three-column CNN (320 and 9,568 are partial sums of the first column)
-    ("column-cnn height=50 width=50 depth=1 columns=3 convs=2 filters=32 kernel=3 pool=2 dense=256 classes=11",
-     3_011_627, [320, 9_248, 991_488] * 3 + [8_459]),
+    (
+        "column-cnn height=50 width=50 depth=1 columns=3 convs=2 filters=32 kernel=3 pool=2 dense=256 classes=11",
+        3_011_627,
+        [320, 9_248, 991_488] * 3 + [8_459],
+    ),
     # seed 004, "Empirical Parameter Counts" (rau, vocab 64, 3 layers)
     ("rau-lstm-lm vocab=64 hidden=32 layers=3", 27_104, None),
     ("rau-lstm-lm vocab=64 hidden=64 layers=3", 103_360, None),
@@ -95,13 +101,28 @@ def test_rau_models_agree(hidden: int, layers: int, capsys: pytest.CaptureFixtur
     lm = pytest.importorskip("rau.models.rnn.language_model")
     tf = pytest.importorskip("rau.models.transformer.unidirectional_encoder")
     for getter, name in ((lm.get_lstm_language_model, "rau-lstm-lm"), (lm.get_simple_rnn_language_model, "rau-rnn-lm")):
-        model = getter(input_vocabulary_size=50, output_vocabulary_size=50, hidden_units=hidden, layers=layers,
-                       dropout=0.0, learned_initial_state=True, use_padding=False)  # fmt: skip
+        model = getter(
+            input_vocabulary_size=50,
+            output_vocabulary_size=50,
+            hidden_units=hidden,
+            layers=layers,
+            dropout=0.0,
+            learned_initial_state=True,
+            use_padding=False,
+        )
         real = sum(p.numel() for p in model.parameters())
         assert _formula(f"{name} vocab=50 hidden={hidden} layers={layers}", capsys)["total"] == real
     model = tf.get_unidirectional_transformer_encoder(
-        input_vocabulary_size=50, output_vocabulary_size=50, tie_embeddings=True, num_layers=layers, d_model=hidden,
-        num_heads=4, feedforward_size=3 * hidden, dropout=0.0, use_padding=False)  # fmt: skip
+        input_vocabulary_size=50,
+        output_vocabulary_size=50,
+        tie_embeddings=True,
+        num_layers=layers,
+        d_model=hidden,
+        num_heads=4,
+        feedforward_size=3 * hidden,
+        dropout=0.0,
+        use_padding=False,
+    )
     real = sum(p.numel() for p in model.parameters())
     spec = f"rau-transformer-lm vocab=50 d_model={hidden} layers={layers} feedforward={3 * hidden}"
     assert _formula(spec, capsys)["total"] == real

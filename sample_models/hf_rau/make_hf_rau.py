@@ -32,17 +32,31 @@ def state(model: torch.nn.Module) -> dict[str, list[int]]:
 
 def hf_models(manifest: dict) -> None:
     torch.manual_seed(0)
-    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(
-        vocab_size=256, n_positions=64, n_embd=32, n_layer=2, n_head=4))  # fmt: skip
-    bert = transformers.BertModel(transformers.BertConfig(
-        vocab_size=256, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-        max_position_embeddings=64))  # fmt: skip
-    for name, model, shard in (("gpt2-tiny", gpt2, None), ("bert-tiny", bert, None), ("bert-tiny-sharded", bert, "40KB")):
+    gpt2 = transformers.GPT2LMHeadModel(
+        transformers.GPT2Config(vocab_size=256, n_positions=64, n_embd=32, n_layer=2, n_head=4)
+    )
+    bert = transformers.BertModel(
+        transformers.BertConfig(
+            vocab_size=256,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=64,
+        )
+    )
+    for name, model, shard in (
+        ("gpt2-tiny", gpt2, None),
+        ("bert-tiny", bert, None),
+        ("bert-tiny-sharded", bert, "40KB"),
+    ):
         folder = HERE / name
         shutil.rmtree(folder, ignore_errors=True)
         kwargs = {"max_shard_size": shard} if shard else {}
         model.save_pretrained(folder, **kwargs)
-        files = sorted(p.name for p in folder.iterdir() if p.suffix in (".safetensors", ".json") and p.name != "config.json")
+        files = sorted(
+            p.name for p in folder.iterdir() if p.suffix in (".safetensors", ".json") and p.name != "config.json"
+        )
         manifest[name] = {
             "made_by": f"transformers {transformers.__version__} save_pretrained, torch {torch.__version__}",
             "files": files,
@@ -57,14 +71,33 @@ def rau_models(manifest: dict) -> None:
 
     torch.manual_seed(0)
     models = {
-        "rau-lstm-lm.safetensors": (get_lstm_language_model(
-            input_vocabulary_size=64, output_vocabulary_size=64, hidden_units=32, layers=3, dropout=0.0,
-            learned_initial_state=True, use_padding=False), "rau-lstm-lm vocab=64 hidden=32 layers=3"),
-        "rau-transformer-lm.safetensors": (get_unidirectional_transformer_encoder(
-            input_vocabulary_size=64, output_vocabulary_size=64, tie_embeddings=True, num_layers=2, d_model=32,
-            num_heads=4, feedforward_size=64, dropout=0.0, use_padding=False),
-            "rau-transformer-lm vocab=64 d_model=32 layers=2 heads=4 feedforward=64"),
-    }  # fmt: skip
+        "rau-lstm-lm.safetensors": (
+            get_lstm_language_model(
+                input_vocabulary_size=64,
+                output_vocabulary_size=64,
+                hidden_units=32,
+                layers=3,
+                dropout=0.0,
+                learned_initial_state=True,
+                use_padding=False,
+            ),
+            "rau-lstm-lm vocab=64 hidden=32 layers=3",
+        ),
+        "rau-transformer-lm.safetensors": (
+            get_unidirectional_transformer_encoder(
+                input_vocabulary_size=64,
+                output_vocabulary_size=64,
+                tie_embeddings=True,
+                num_layers=2,
+                d_model=32,
+                num_heads=4,
+                feedforward_size=64,
+                dropout=0.0,
+                use_padding=False,
+            ),
+            "rau-transformer-lm vocab=64 d_model=32 layers=2 heads=4 feedforward=64",
+        ),
+    }
     for name, (model, spec) in models.items():
         save_model(model, str(HERE / name))  # drops the tied duplicates, records the aliases in metadata
         manifest[name] = {

@@ -1,0 +1,260 @@
+"""What the PyTorch loaders share: persistent ids, walking the unpickled object, sections, kinds, regions.
+
+The object `torch.save` pickled is walked for tensors: dict keys, list indices and the state of
+placeholder objects (a pickled `nn.Module` keeps `_parameters`, `_buffers` and `_modules` dicts) give
+each tensor its dotted name, as `state_dict()` would. Top-level keys of a training checkpoint label
+sections (`SECTIONS`): the model's tensors are parameters, optimizer state is optimizer state, EMA
+copies, schedulers, scalers and RNG state are other training state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from math import prod
+from typing import Any
+
+from inspector.records import Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
+from loaders._pickle import Call, PickleError, StorageRef, StorageType, TensorRef, itemsize
+
+MAX_DEPTH = 200
+MAX_WALK = 5_000_000
+ROOT_NAME = "tensor"  # the name of a tensor saved on its own (torch.save(t, f))
+
+# Top-level keys of training checkpoints -> (section, kind of the tensors under them).
+SECTIONS: Mapping[str, tuple[str, TensorKind]] = {
+    **{
+        k: ("model", TensorKind.PARAMETER)
+        for k in (
+            "model",
+            "state_dict",
+            "model_state_dict",
+            "model_state",
+            "net",
+            "network",
+            "module",
+            "weights",
+            "params",
+            "model_state_dicts",
+        )
+    },
+    **{
+        k: ("ema", TensorKind.OTHER) for k in ("ema", "model_ema", "ema_state_dict", "ema_model", "shadow", "swa_model")
+    },
+    **{
+        k: ("optimizer", TensorKind.OPTIMIZER)
+        for k in ("optimizer", "optimizer_state_dict", "optim", "opt", "optimizer_state", "optimizers")
+    },
+    **{k: ("scheduler", TensorKind.OTHER) for k in ("scheduler", "lr_scheduler", "scheduler_state_dict")},
+    **{k: ("scaler", TensorKind.OTHER) for k in ("scaler", "grad_scaler", "amp", "scaler_state_dict")},
+    **{k: ("rng", TensorKind.OTHER) for k in ("rng_state", "rng", "cuda_rng_state", "torch_rng_state", "rng_states")},
+}
+# Registered buffers recognisable by their last name part (BatchNorm, HF position ids, rotary caches).
+BUFFER_NAMES = {
+    "running_mean",
+    "running_var",
+    "num_batches_tracked",
+    "position_ids",
+    "token_type_ids",
+    "inv_freq",
+    "masked_bias",
+}
+MODULE_DICTS = {"_parameters": TensorKind.PARAMETER, "_buffers": TensorKind.BUFFER, "_modules": None}
+
+
+def persistent_loader(storages: dict[str, StorageRef]) -> Any:
+    """The persistent_load for torch pickles: ('storage', type, key, location, numel[, view]) -> StorageRef."""
+
+    def load(pid: Any) -> Any:
+        if not isinstance(pid, tuple) or not pid:
+            raise PickleError(f"unexpected persistent id {type(pid).__name__}")
+        if pid[0] == "module":
+            return None  # legacy whole-module source records: nothing to read
+        if pid[0] != "storage" or len(pid) < 5:
+            raise PickleError(f"unexpected persistent id {pid[0]!r}")
+        stype, key, location, numel = pid[1], str(pid[2]), str(pid[3]), pid[4]
+        if not isinstance(stype, StorageType) or not isinstance(numel, int) or numel < 0:
+            raise PickleError(f"storage {key!r}: unknown storage type or size")
+        view = pid[5] if len(pid) > 5 and isinstance(pid[5], tuple) else None
+        ref = storages.get(key)
+        if ref is None:
+            ref = StorageRef(key, stype.dtype, itemsize(stype.dtype), location, numel)
+            storages[key] = ref
+        if view is not None and len(view) == 3:  # legacy view: (view key, element offset, size) of the root
+            return StorageRef(
+                str(view[0]), ref.dtype, ref.itemsize, location, int(view[2]), (key, int(view[1]), int(view[2]))
+            )
+        return ref
+
+    return load
+
+
+@dataclass(frozen=True)
+class Found:
+    path: str
+    tensor: TensorRef
+    kind_hint: TensorKind | None  # from a module's _parameters/_buffers dict
+
+
+def walk(value: Any) -> Iterator[Found]:
+    """Every tensor in the object with its dotted path (dicts, lists, placeholder objects' state)."""
+    seen: set[int] = set()
+    budget = [MAX_WALK]
+    stack: list[tuple[Any, str, TensorKind | None, int]] = [(value, "", None, 0)]
+    while stack:
+        obj, path, hint, depth = stack.pop()
+        budget[0] -= 1
+        if budget[0] < 0 or depth > MAX_DEPTH:
+            raise PickleError("object graph too large or too deep")
+        if isinstance(obj, TensorRef):
+            yield Found(
+                path or ROOT_NAME,
+                obj,
+                hint if hint is not None else (TensorKind.PARAMETER if obj.is_parameter else None),
+            )
+            continue
+        if isinstance(obj, (dict, list, tuple, Call)) and id(obj) in seen:
+            continue
+        if isinstance(obj, (dict, list, tuple, Call)):
+            seen.add(id(obj))
+        children: list[tuple[Any, str, TensorKind | None]] = []
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                key = str(k)
+                if key in MODULE_DICTS:  # nn.Module internals: names as state_dict() gives them
+                    children.append((v, path, MODULE_DICTS[key] or hint))
+                else:
+                    children.append((v, f"{path}.{key}" if path else key, hint))
+        elif isinstance(obj, (list, tuple)):
+            children = [(v, f"{path}.{i}" if path else str(i), hint) for i, v in enumerate(obj)]
+        elif isinstance(obj, Call):
+            if isinstance(obj.state, (dict, list, tuple, Call, TensorRef)):
+                children.append((obj.state, path, hint))
+            children += [(a, path, hint) for a in obj.args if isinstance(a, (dict, list, tuple, Call, TensorRef))]
+            children += [(a, path, hint) for a in obj.items]
+        stack.extend((v, p, h, depth + 1) for v, p, h in reversed(children))
+
+
+def _section(value: Any) -> dict[str, tuple[str, TensorKind]]:
+    """Section of each top-level key, when the object is a training checkpoint."""
+    if not isinstance(value, dict) or not any(str(k) in SECTIONS for k in value):
+        return {}
+    return {str(k): SECTIONS.get(str(k), (str(k), TensorKind.OTHER)) for k in value}
+
+
+def _span(t: TensorRef) -> int:
+    """Elements from the first to one past the last element the tensor touches."""
+    if any(d == 0 for d in t.shape):
+        return 0
+    return 1 + sum((d - 1) * s for d, s in zip(t.shape, t.stride, strict=False))
+
+
+def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[TensorInfo], list[Finding]]:
+    """TensorInfos with kinds, sections, aliases and absolute offsets (`data_offsets`: storage key -> offset)."""
+    sections = _section(value)
+    tensors: list[TensorInfo] = []
+    findings: list[Finding] = []
+    first: dict[tuple[Any, ...], str] = {}
+    for found in walk(value):
+        t = found.tensor
+        top = found.path.split(".", 1)[0]
+        section, kind = sections.get(top, ("", TensorKind.PARAMETER))
+        if found.kind_hint is TensorKind.BUFFER or (
+            kind is TensorKind.PARAMETER and found.path.rsplit(".", 1)[-1] in BUFFER_NAMES
+        ):
+            kind = TensorKind.BUFFER
+        size = itemsize(t.dtype)
+        n = prod(t.shape)
+        notes: list[str] = []
+        offset = span = None
+        if t.storage is None:
+            notes.append("meta tensor: no data stored")
+        else:
+            root = t.storage.view[0] if t.storage.view else t.storage.key
+            base = t.storage.view[1] * t.storage.itemsize if t.storage.view else 0
+            if root not in data_offsets:
+                raise PickleError(f"tensor {found.path!r} refers to storage {root!r}, which the file does not hold")
+            offset = data_offsets[root] + base + t.offset * size
+            span_bytes = _span(t) * size
+            stored = t.storage.nbytes
+            if t.offset * size + span_bytes > stored + base and n:
+                raise PickleError(f"tensor {found.path!r} reaches past the end of its storage {root!r}")
+            if span_bytes != n * size:
+                span = span_bytes
+            if 0 in t.stride and n > 1:
+                notes.append(f"stride-0 expand: {span_bytes:,} bytes stored for {n * size:,} logical")
+            elif stored > n * size:
+                notes.append(f"view of storage {root!r}: {stored:,} bytes stored for {n * size:,}")
+        alias_key = (
+            t.storage.view[0] if t.storage and t.storage.view else t.storage.key if t.storage else id(t),
+            offset,
+            t.shape,
+            t.stride,
+            t.dtype,
+        )
+        alias_of = first.get(alias_key)
+        if alias_of is None:
+            first[alias_key] = found.path
+        tensors.append(
+            TensorInfo(
+                found.path,
+                t.shape,
+                t.dtype,
+                n * size,
+                offset,
+                storage=t.storage.key if t.storage else None,
+                alias_of=alias_of,
+                kind=kind,
+                section=section,
+                notes=tuple(notes),
+                span=span,
+            )
+        )
+    return tensors, findings
+
+
+def storage_regions(key: str, start: int, length: int, tensors: list[TensorInfo], file: int = 0) -> list[Region]:
+    """TENSOR_DATA where tensors of the storage reach, UNREFERENCED for the rest of it."""
+    spans = sorted((t.offset, t.offset + t.span_bytes) for t in tensors if t.offset is not None and t.storage == key)
+    regions: list[Region] = []
+    pos = start
+    for s, e in spans:
+        s, e = max(s, start), min(e, start + length)
+        if e <= pos:
+            continue
+        if s > pos:
+            regions.append(
+                Region(RegionKind.UNREFERENCED, pos, s - pos, f"storage {key!r}: no tensor uses these bytes", file)
+            )
+            pos = s
+        regions.append(Region(RegionKind.TENSOR_DATA, pos, e - pos, f"storage {key!r}", file))
+        pos = e
+    if pos < start + length:
+        regions.append(
+            Region(
+                RegionKind.UNREFERENCED, pos, start + length - pos, f"storage {key!r}: no tensor uses these bytes", file
+            )
+        )
+    return regions
+
+
+def unsafe_finding(unsafe: set[str]) -> list[Finding]:
+    if not unsafe:
+        return []
+    names = ", ".join(sorted(unsafe))
+    return [Finding("UNSAFE_CONTENT", Severity.ERROR, f"the pickle would call {names}: not run", tuple(sorted(unsafe)))]
+
+
+def globals_finding(names: set[str]) -> list[Finding]:
+    """Globals outside PyTorch's own weights-only allow-list (torch.load(weights_only=True) would refuse them)."""
+    odd = sorted(n for n in names if not n.startswith(("torch.", "collections.OrderedDict", "_codecs.", "builtins.")))
+    if not odd:
+        return []
+    return [
+        Finding(
+            "PICKLE_GLOBALS",
+            Severity.INFO,
+            f"the pickle names {', '.join(odd)}: kept as inert placeholders",
+            tuple(odd),
+        )
+    ]

@@ -1,0 +1,251 @@
+"""PyTorch's legacy (pre-zip) format and its oldest tar format, read without torch (FORMATS.md 3.5, 3.6).
+
+Legacy (``_use_new_zipfile_serialization=False``)::
+
+    pickle(magic 0x1950A86A20F9469CFC6C)  pickle(protocol 1001)  pickle(sys_info)
+    pickle(obj)                 tensors are persistent ids ('storage', type, key, location, numel, view)
+    pickle(list of keys)        the storage keys in the order their data follows
+    per key: i64 numel, then numel x itemsize bytes
+
+Tar (torch 0.1.x): members ``sys_info``, ``pickle`` (the object; tensors are persistent ids holding a
+tensor key), ``storages`` (count; per storage pickle((key, location, type)), i64 numel, bytes; a
+views pickle) and ``tensors`` (count; per tensor pickle((key, storage key, type)), i32 ndim, 4 pad
+bytes, sizes, strides, i64 offset), each behind a 512-byte header, padded to 512.
+
+The pickles are interpreted by our restricted reader; the storages are walked by seeking over them.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, ClassVar
+
+from inspector.errors import FormatError, LimitExceededError
+from inspector.probe import Probe
+from inspector.records import Checkpoint, Finding, Region, RegionKind
+from loaders import _pickle, _torch
+from loaders.base import MAX_TENSORS, Claim, tile
+
+FORMAT = "pytorch-legacy"
+MAGIC = bytes.fromhex("80028a0a6cfc9c46f9206aa850192e")  # pickle of the magic number 0x1950A86A20F9469CFC6C
+TAR_MAGIC_AT, TAR_MAGIC = 257, b"ustar"
+TAR_MEMBERS = ("sys_info", "pickle", "storages", "tensors")
+BLOCK = 512
+
+
+def _fail(probe: Probe, reason: str, offset: int | None = None) -> FormatError:
+    return FormatError(probe.path, FORMAT, reason, offset)
+
+
+def _pickle_at(
+    probe: Probe, start: int, end: int, storages: dict[str, _pickle.StorageRef], persistent: Any = None
+) -> _pickle.Result:
+    reader = _pickle.Reader(fetch=lambda off, n: probe.read_at(off, n, fmt=FORMAT, what="pickle"), start=start, end=end)
+    try:
+        return _pickle.load(reader, persistent or _torch.persistent_loader(storages))
+    except _pickle.PickleError as exc:
+        raise _fail(probe, f"pickle at byte {start:,}: {exc}", start) from exc
+
+
+class TorchLegacyLoader:
+    """The legacy magic-number format and the tar format."""
+
+    name: ClassVar[str] = FORMAT
+    extensions: ClassVar[tuple[str, ...]] = (".pt", ".pth", ".bin", ".tar")
+
+    def claim(self, probe: Probe) -> Claim | None:
+        if probe.head.startswith(MAGIC):
+            return Claim.EXACT
+        if probe.head[TAR_MAGIC_AT : TAR_MAGIC_AT + 5] == TAR_MAGIC and probe.head[:8] == b"sys_info":
+            return Claim.EXACT
+        return None
+
+    def load(self, probe: Probe) -> Checkpoint:
+        if probe.head.startswith(MAGIC):
+            return _load_legacy(probe)
+        return _load_tar(probe)
+
+
+def _load_legacy(probe: Probe) -> Checkpoint:
+    storages: dict[str, _pickle.StorageRef] = {}
+    regions: list[Region] = []
+    pos = 0
+    results = []
+    for label in ("magic number", "protocol version", "sys_info", "object", "storage keys"):
+        result = _pickle_at(probe, pos, probe.size, storages)
+        kind = RegionKind.HEADER if label in ("magic number", "protocol version") else RegionKind.METADATA
+        regions.append(Region(kind, pos, result.end - pos, f"{label} pickle"))
+        results.append(result)
+        pos = result.end
+    keys = results[4].value
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise _fail(probe, "the storage key list is not a list of strings")
+    offsets: dict[str, int] = {}
+    for key in keys:
+        ref = storages.get(key)
+        if ref is None:
+            raise _fail(probe, f"storage {key!r} is listed but no tensor names its type", pos)
+        (numel,) = struct.unpack("<q", probe.read_at(pos, 8, fmt=FORMAT, what=f"size of storage {key!r}"))
+        if numel != ref.numel:
+            raise _fail(probe, f"storage {key!r} holds {numel:,} elements, the pickle says {ref.numel:,}", pos)
+        regions.append(Region(RegionKind.HEADER, pos, 8, f"element count of storage {key!r}"))
+        offsets[key] = pos + 8
+        pos += 8 + ref.nbytes
+        if pos > probe.size:
+            raise _fail(probe, f"storage {key!r} data ends at byte {pos:,} but the file has {probe.size:,} bytes")
+    tensors, findings = _tensors(probe, results[3].value, offsets)
+    for key in keys:
+        regions += _torch.storage_regions(key, offsets[key], storages[key].nbytes, tensors)
+    findings += _torch.unsafe_finding(results[3].unsafe) + _torch.globals_finding(results[3].globals)
+    sys_info = results[2].value if isinstance(results[2].value, dict) else {}
+    attributes = {
+        "torch.container": "legacy",
+        "torch.storages": str(len(keys)),
+        "torch.little_endian": str(sys_info.get("little_endian", "?")),
+    }
+    return Checkpoint(
+        probe.path,
+        FORMAT,
+        "pytorch",
+        ((probe.path, probe.size),),
+        tuple(tensors),
+        tile(regions, probe.size),
+        attributes,
+        findings=tuple(findings),
+    )
+
+
+def _tensors(probe: Probe, value: Any, offsets: dict[str, int]) -> tuple[list[Any], list[Finding]]:
+    try:
+        return _torch.build_tensors(value, offsets)
+    except _pickle.PickleError as exc:
+        raise _fail(probe, str(exc)) from exc
+
+
+# -- tar ------------------------------------------------------------------------------------------------------
+
+
+def _tar_members(probe: Probe) -> tuple[dict[str, tuple[int, int]], list[Region]]:
+    """name -> (data offset, size) of each member; regions for headers and block padding."""
+    members: dict[str, tuple[int, int]] = {}
+    regions: list[Region] = []
+    pos = 0
+    while pos + BLOCK <= probe.size and len(members) < 64:
+        header = probe.read_at(pos, BLOCK, fmt=FORMAT, what="tar header")
+        if header == b"\0" * BLOCK:
+            break
+        name = header[:100].split(b"\0", 1)[0].decode("utf-8", "replace")
+        size = int(header[124:136].split(b"\0", 1)[0].strip() or b"0", 8)
+        kind = chr(header[156]) if header[156] else "0"
+        regions.append(Region(RegionKind.HEADER, pos, BLOCK, f"tar header {name!r}"))
+        data = pos + BLOCK
+        padded = -(-size // BLOCK) * BLOCK
+        if data + padded > probe.size:
+            raise _fail(probe, f"tar member {name!r} ends past the end of the file", pos)
+        if padded > size:
+            regions.append(Region(RegionKind.PADDING, data + size, padded - size, f"tar block padding {name!r}"))
+        if kind in ("0", "\0"):
+            members[name] = (data, size)
+        else:  # PAX extended headers and the like: metadata
+            regions.append(Region(RegionKind.METADATA, data, size, f"tar {kind!r} record"))
+        pos = data + padded
+    if pos < probe.size:
+        regions.append(Region(RegionKind.PADDING, pos, probe.size - pos, "tar end blocks and record padding"))
+    missing = [m for m in TAR_MEMBERS if m not in members]
+    if missing:
+        raise _fail(probe, f"tar archive lacks the members {missing}")
+    return members, regions
+
+
+def _load_tar(probe: Probe) -> Checkpoint:
+    members, regions = _tar_members(probe)
+    for name in ("sys_info",):
+        start, size = members[name]
+        regions.append(Region(RegionKind.METADATA, start, size, f"tar member {name!r}"))
+    # storages: count; per storage pickle((key, location, type)), i64 numel, data; then a views pickle
+    start, size = members["storages"]
+    end = start + size
+    storages: dict[str, _pickle.StorageRef] = {}
+    offsets: dict[str, int] = {}
+    count = _pickle_at(probe, start, end, storages)
+    regions.append(Region(RegionKind.METADATA, start, count.end - start, "storage count pickle"))
+    pos = count.end
+    if not isinstance(count.value, int) or not 0 <= count.value <= MAX_TENSORS:
+        raise _fail(probe, "bad storage count", start)
+    for _ in range(count.value):
+        rec = _pickle_at(probe, pos, end, storages)
+        key, location, stype = rec.value if isinstance(rec.value, tuple) and len(rec.value) == 3 else (None, None, None)
+        if not isinstance(stype, _pickle.StorageType):
+            raise _fail(probe, "bad storage record", pos)
+        (numel,) = struct.unpack("<q", probe.read_at(rec.end, 8, fmt=FORMAT))
+        ref = _pickle.StorageRef(str(key), stype.dtype, _pickle.itemsize(stype.dtype), str(location), numel)
+        if numel < 0 or rec.end + 8 + ref.nbytes > end:
+            raise _fail(probe, f"storage {key!r} runs past its tar member", rec.end)
+        storages[ref.key] = ref
+        regions.append(Region(RegionKind.METADATA, pos, rec.end - pos, f"storage {key!r} record"))
+        regions.append(Region(RegionKind.HEADER, rec.end, 8, f"element count of storage {key!r}"))
+        offsets[ref.key] = rec.end + 8
+        pos = rec.end + 8 + ref.nbytes
+    views = _pickle_at(probe, pos, end, storages)
+    regions.append(Region(RegionKind.METADATA, pos, views.end - pos, "storage views pickle"))
+    tensor_refs, tensor_regions = _tar_tensors(probe, members["tensors"], storages)
+    regions += tensor_regions
+    start, size = members["pickle"]
+    obj = _pickle_at(probe, start, start + size, {}, lambda pid: _tensor_key(pid, tensor_refs))
+    regions.append(Region(RegionKind.METADATA, start, size, "object pickle"))
+    tensors, findings = _tensors(probe, obj.value, offsets)
+    for key, ref in storages.items():
+        regions += _torch.storage_regions(key, offsets[key], ref.nbytes, tensors)
+    findings += _torch.unsafe_finding(obj.unsafe) + _torch.globals_finding(obj.globals)
+    attributes = {"torch.container": "tar", "torch.storages": str(len(storages))}
+    return Checkpoint(
+        probe.path,
+        FORMAT,
+        "pytorch",
+        ((probe.path, probe.size),),
+        tuple(tensors),
+        tile(regions, probe.size),
+        attributes,
+        findings=tuple(findings),
+    )
+
+
+def _tar_tensors(
+    probe: Probe, member: tuple[int, int], storages: dict[str, _pickle.StorageRef]
+) -> tuple[dict[str, _pickle.TensorRef], list[Region]]:
+    start, size = member
+    end = start + size
+    regions: list[Region] = []
+    count = _pickle_at(probe, start, end, {})
+    if not isinstance(count.value, int) or not 0 <= count.value <= MAX_TENSORS:
+        raise LimitExceededError(probe.path, FORMAT, "bad tensor count")
+    regions.append(Region(RegionKind.METADATA, start, count.end - start, "tensor count pickle"))
+    pos = count.end
+    out: dict[str, _pickle.TensorRef] = {}
+    for _ in range(count.value):
+        rec = _pickle_at(probe, pos, end, {})
+        if not isinstance(rec.value, tuple) or len(rec.value) != 3:
+            raise _fail(probe, "bad tensor record", pos)
+        key, storage_key, _ttype = rec.value
+        (ndim,) = struct.unpack("<i", probe.read_at(rec.end, 4, fmt=FORMAT))
+        if not 0 <= ndim <= 64:
+            raise LimitExceededError(probe.path, FORMAT, f"tensor {key!r} has {ndim} dimensions", rec.end)
+        body = probe.read_at(rec.end + 8, 16 * ndim + 8, fmt=FORMAT)
+        dims = struct.unpack(f"<{2 * ndim + 1}q", body)
+        storage = storages.get(str(storage_key))
+        if storage is None:
+            raise _fail(probe, f"tensor {key!r} names unknown storage {storage_key!r}", pos)
+        out[str(key)] = _pickle.TensorRef(storage, dims[-1], tuple(dims[:ndim]), tuple(dims[ndim:-1]), storage.dtype)
+        regions.append(Region(RegionKind.METADATA, pos, rec.end + 8 + 16 * ndim + 8 - pos, f"tensor {key!r} record"))
+        pos = rec.end + 8 + 16 * ndim + 8
+    if pos < end:
+        regions.append(Region(RegionKind.METADATA, pos, end - pos, "tensors member tail"))
+    return out, regions
+
+
+def _tensor_key(pid: Any, tensors: dict[str, _pickle.TensorRef]) -> _pickle.TensorRef:
+    """The tar object pickle names each tensor by its key, as a persistent id."""
+    ref = tensors.get(str(pid))
+    if ref is None:
+        raise _pickle.PickleError(f"the object names tensor {pid!r}, which the tensors member lacks")
+    return ref

@@ -1,0 +1,232 @@
+"""PyTorch zip, legacy and tar files read without torch; cross-checked against torch.load when installed."""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import struct
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from inspector import load
+from inspector.cli import main
+from inspector.records import RegionKind, TensorKind
+from inspector.report import inspect
+from loaders.base import check_invariants
+from tests.conftest import FIXTURES, SAMPLES, fixture_path
+
+TORCH_FIXTURES = sorted(p.name for p in (FIXTURES / "torch").glob("*.pt")) if (FIXTURES / "torch").is_dir() else []
+TORCH_SAMPLES = SAMPLES / "torch"
+MANIFEST = json.loads((TORCH_SAMPLES / "manifest.json").read_text())
+DTYPE_NAMES = {
+    "F32": "float32",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "I64": "int64",
+    "I8": "int8",
+    "U16": "uint16",
+    "F8_E4M3": "float8_e4m3fn",
+    "F64": "float64",
+}
+
+
+@pytest.mark.parametrize("name", TORCH_FIXTURES)
+def test_every_fixture_reads_and_tiles(name: str) -> None:
+    ckpt = load(fixture_path(f"torch/{name}"))
+    check_invariants(ckpt)
+    assert not [r for r in ckpt.regions if r.kind is RegionKind.UNKNOWN]
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_samples_match_what_torch_reported(name: str) -> None:
+    entry = MANIFEST[name]
+    ckpt = load(TORCH_SAMPLES / name)
+    check_invariants(ckpt)
+    assert {t.name: [list(t.shape), DTYPE_NAMES[t.dtype]] for t in ckpt.tensors} == entry["tensors"]
+    assert ckpt.n_parameters == entry["n_parameters"]  # torch's unique parameters(): tied weights once
+    assert sum(t.n_elements for t in ckpt.unique(TensorKind.BUFFER)) == entry["n_buffer_elements"]
+    assert sum(t.n_elements for t in ckpt.unique(TensorKind.OPTIMIZER)) == entry.get("n_optimizer_elements", 0)
+
+
+def test_checkpoint_sections_and_optimizer_state() -> None:
+    ckpt = load(fixture_path("torch/checkpoint_with_optim.pt"))
+    sections = {t.name: (t.section, t.kind) for t in ckpt.tensors}
+    assert sections["model.emb.weight"] == ("model", TensorKind.PARAMETER)
+    assert sections["model.bn.running_mean"] == ("model", TensorKind.BUFFER)
+    assert sections["optimizer.state.0.exp_avg_sq"] == ("optimizer", TensorKind.OPTIMIZER)
+    assert ckpt.unique(TensorKind.OPTIMIZER)[0].name == "optimizer.state.0.step"
+    # tool-output/torch_zip_inspect.txt: storage 0 at 2368, storage 8 at 3520
+    offsets = {t.name: t.offset for t in ckpt.tensors}
+    assert offsets["model.emb.weight"] == 2368 and offsets["optimizer.state.0.exp_avg"] == 3520
+    assert [t.alias_of for t in ckpt.tensors if t.name == "model.out.weight"] == ["model.emb.weight"]
+
+
+def test_views_expands_and_meta_tensors() -> None:
+    only = load(fixture_path("torch/slice_only.pt"))
+    unreferenced = sum(r.length for r in only.regions if r.kind is RegionKind.UNREFERENCED)
+    assert unreferenced == 400 - 16  # the whole base storage is saved for a 4-element slice
+    assert only.tensors[0].offset == 704 + 10 * 4
+    expanded = load(fixture_path("torch/expanded_stride0.pt")).tensors[0]
+    assert expanded.nbytes == 16_000 and expanded.span_bytes == 4 and "stride-0" in expanded.notes[0]
+    meta = load(fixture_path("torch/meta_tensor.pt")).tensors[0]
+    assert meta.offset is None and meta.shape == (1000, 1000)
+    dtypes = {t.name: t.dtype for t in load(fixture_path("torch/dtypes.pt")).tensors}
+    assert dtypes == {
+        "bf16": "BF16",
+        "f16": "F16",
+        "i8": "I8",
+        "fp8": "F8_E4M3",
+        "u16": "U16",
+        "scalar": "I64",
+        "param": "F32",
+    }
+
+
+def test_legacy_and_tar_formats() -> None:
+    legacy = load(fixture_path("torch/legacy.pt"))
+    assert legacy.format == "pytorch-legacy" and legacy.attributes["torch.container"] == "legacy"
+    # tool-output/torch_legacy.txt: storages at 452 (400 bytes, a view at element 10) and 860
+    assert {t.name: t.offset for t in legacy.tensors} == {"a": 860, "a_view": 452 + 40}
+    tar = load(fixture_path("torch/crafted_tar_format.pt"))
+    assert tar.attributes["torch.container"] == "tar"
+    assert [(t.name, t.shape, t.dtype) for t in tar.tensors] == [("w", (2, 3), "F32")]
+
+
+def test_torchscript_and_whole_module() -> None:
+    scripted = load(fixture_path("torch/scripted.pt"))
+    assert scripted.attributes["torch.kind"] == "torchscript"
+    whole = load(fixture_path("torch/whole_module_and_numpy.pt"))
+    assert [t.name for t in whole.tensors] == ["model.0.weight", "model.0.bias"]
+    assert "UNSAFE_CONTENT" not in {f.code for f in whole.findings}
+
+
+def test_reconciliation_names_optimizer_half_precision_and_views() -> None:
+    adam = inspect(TORCH_SAMPLES / "adam_checkpoint.pt").accounting
+    assert adam.by_kind["optimizer"] == 4 * MANIFEST["adam_checkpoint.pt"]["n_optimizer_elements"]
+    assert any("optimizer state is" in n for n in adam.notes)
+    fp16 = inspect(TORCH_SAMPLES / "lstm_tied_fp16.pt").accounting
+    assert any("F16 (16 bits)" in n for n in fp16.notes)
+    views = inspect(fixture_path("torch/view_and_base.pt"))
+    assert views.accounting.by_kind.get("parameters") == 400  # the slice lies inside 'whole''s storage
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name", [n for n in TORCH_FIXTURES if n not in ("scripted.pt", "crafted_tar_format.pt")])
+def test_fixtures_agree_with_torch_load(name: str) -> None:
+    torch = pytest.importorskip("torch")
+    path = fixture_path(f"torch/{name}")
+    ref = torch.load(path, weights_only=False, map_location="cpu")
+    flat: dict[str, tuple[tuple[int, ...], str]] = {}
+
+    def visit(obj: object, prefix: str) -> None:
+        if isinstance(obj, torch.Tensor):
+            flat[prefix or "tensor"] = (tuple(obj.shape), str(obj.dtype).removeprefix("torch."))
+        elif isinstance(obj, dict):
+            for k, v in obj.items():
+                visit(v, f"{prefix}.{k}" if prefix else str(k))
+        elif isinstance(obj, (list, tuple)):
+            for i, v in enumerate(obj):
+                visit(v, f"{prefix}.{i}" if prefix else str(i))
+        elif isinstance(obj, torch.nn.Module):
+            for k, v in obj.state_dict().items():
+                flat[f"{prefix}.{k}"] = (tuple(v.shape), str(v.dtype).removeprefix("torch."))
+
+    visit(ref, "")
+    ours = {t.name: (t.shape, DTYPE_NAMES[t.dtype]) for t in load(path).tensors}
+    assert ours == flat
+
+
+def test_import_torch_never_happens() -> None:
+    code = (
+        "import sys, inspector.report as r; r.inspect(sys.argv[1]); "
+        "print([m for m in ('torch', 'numpy.core.multiarray_torch') if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(TORCH_SAMPLES / "adam_checkpoint.pt")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert out == "[]"
+
+
+# -- malicious pickles ------------------------------------------------------------------------------------------
+
+
+class _Evil:
+    def __init__(self, target: Path, how: str) -> None:
+        self.target, self.how = target, how
+
+    def __reduce__(self) -> tuple[object, tuple[str, ...]]:
+        import os
+        import subprocess as sp
+
+        funcs = {
+            "os": (os.system, (f"touch {self.target}",)),
+            "eval": (eval, (f"open({str(self.target)!r}, 'w')",)),
+            "popen": (sp.Popen, (["touch", str(self.target)],)),
+        }
+        return funcs[self.how]  # type: ignore[return-value]
+
+
+def _evil_zip(path: Path, payload: bytes) -> None:
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("archive/data.pkl", payload)
+        zf.writestr("archive/version", "3\n")
+
+
+def _evil_legacy(path: Path, payload: bytes) -> None:
+    magic = bytes.fromhex("80028a0a6cfc9c46f9206aa850192e")
+    path.write_bytes(
+        magic + pickle.dumps(1001, protocol=2) + pickle.dumps({}, protocol=2) + payload + pickle.dumps([], protocol=2)
+    )
+
+
+@pytest.mark.parametrize("how", ["os", "eval", "popen"])
+@pytest.mark.parametrize("protocol", [2, 4])  # GLOBAL and STACK_GLOBAL forms
+@pytest.mark.parametrize("container", ["zip", "legacy"])
+def test_malicious_pickles_never_run(
+    tmp_path: Path, how: str, protocol: int, container: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "pwned"
+    payload = pickle.dumps({"w": _Evil(target, how)}, protocol=protocol)
+    assert (b"\x93" in payload) == (protocol == 4)
+    path = tmp_path / "model.pt"
+    (_evil_zip if container == "zip" else _evil_legacy)(path, payload)
+    ckpt = load(path)
+    unsafe = [f for f in ckpt.findings if f.code == "UNSAFE_CONTENT"]
+    assert unsafe and any(n in unsafe[0].message for n in ("posix.system", "builtins.eval", "subprocess.Popen"))
+    assert main([str(path)]) == 3
+    assert "unsafe content" in capsys.readouterr().err
+    assert not target.exists()
+
+
+def test_truncated_storage_is_a_clear_error(tmp_path: Path) -> None:
+    data = (TORCH_SAMPLES / "lstm_tied.pt").read_bytes()
+    path = tmp_path / "cut.pt"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(Exception) as info:
+        load(path)
+    assert type(info.value).__module__ == "inspector.errors"
+
+
+def test_recursive_pickle_structures_are_bounded(tmp_path: Path) -> None:
+    a: list[object] = []
+    a.append(a)
+    buf = io.BytesIO()
+    pickle.dump({"loop": a, "deep": [[[[[[[[1]]]]]]]]}, buf, protocol=2)
+    _evil_zip(tmp_path / "r.pt", buf.getvalue())
+    assert load(tmp_path / "r.pt").tensors == ()
+
+
+def test_huge_declared_lengths_in_pickles(tmp_path: Path) -> None:
+    payload = b"\x80\x02" + b"\x8d" + struct.pack("<Q", 1 << 60) + b"."  # BINUNICODE8 of 2^60 bytes
+    _evil_zip(tmp_path / "h.pt", payload)
+    with pytest.raises(Exception) as info:
+        load(tmp_path / "h.pt")
+    assert type(info.value).__module__ == "inspector.errors"
