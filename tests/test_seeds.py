@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inspector.cli import main
 
@@ -141,3 +143,19 @@ def test_spec_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["formula", "Dense(3)"]) == 2
     err = capsys.readouterr().err
     assert "positive integer" in err and "Input(...)" in err
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(2, 500), st.integers(2, 500), st.integers(1, 64), st.integers(1, 64), st.integers(1, 32),
+       st.integers(1, 4), st.integers(1, 4), st.sampled_from(["lstm", "gru"]))  # fmt: skip
+def test_seed_002_closed_form(sv: int, tv: int, se: int, te: int, half: int, sn: int, tn: int, cell: str) -> None:
+    """README's closed form for section 4 of seed 002 equals the layer-by-layer composition."""
+    from inspector.architectures import build, count
+
+    h, g = 2 * half, {"lstm": 4, "gru": 3}[cell]
+    e = 2 * tn if cell == "lstm" else tn
+    closed = (sv * se + tv * te + tv * h + tv + 2 * (g * (h // 2) * (se + h // 2) + 2 * g * (h // 2))
+              + (sn - 1) * (2 * g * h * h + 2 * g * h) + (g * h * (te + h) + g * h * h + 2 * g * h)
+              + (tn - 1) * (2 * g * h * h + 2 * g * h) + (2 * h * h + h) + e * (h * h + h))  # fmt: skip
+    arch = build("sockeye-rnn", source_vocab=sv, target_vocab=tv, embed=(se, te), hidden=h, layers=(sn, tn), cell=cell)
+    assert count(arch)[0] == closed
