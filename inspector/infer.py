@@ -12,10 +12,23 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from inspector.architectures import Architecture, build
 from inspector.errors import SpecError
-from inspector.formulas import GRU, LSTM, Conv, Convention, Dense, Embedding, LayerNorm, LayerSpec, SimpleRNN, breakdown
+from inspector.formulas import (
+    GRU,
+    LSTM,
+    BatchNorm,
+    Conv,
+    Convention,
+    Dense,
+    Embedding,
+    LayerNorm,
+    LayerSpec,
+    SimpleRNN,
+    breakdown,
+)
 from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
 
 GATE_CELLS: dict[int, type[LayerSpec]] = {1: SimpleRNN, 3: GRU, 4: LSTM}
@@ -166,6 +179,8 @@ def _generic_spec(layer: Layer, framework: str) -> LayerSpec | None:
         if r.role == "embedding" and len(t.shape) == 2:
             return Embedding(t.shape[0], t.shape[1], name=layer.name)
         if r.role == "norm" and len(t.shape) == 1:
+            if "norm_statistic" in roles:  # moving statistics stored as parameters: Keras / MXNet BatchNorm
+                return BatchNorm(t.shape[0], convention, name=layer.name)
             return LayerNorm(t.shape[0], bias=len(layer.items) > 1, name=layer.name)
         if r.role in ("conv", "dense", "output_head") and r.param in ("kernel", "weight") and len(t.shape) >= 2:
             shape = t.shape
@@ -362,12 +377,84 @@ def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architec
     return None
 
 
+def _config_spec(entry: dict[str, Any], layer: Layer | None) -> LayerSpec | None:
+    """A Keras layer's spec from its config, with input sizes from the file's kernel shapes."""
+    cls, cfg, name = entry.get("class_name", ""), entry.get("config", {}), entry.get("name", "")
+    kernel = layer.find(param="kernel") if layer else None
+    bias = bool(cfg.get("use_bias", True))
+    if cls == "Embedding":
+        return Embedding(int(cfg["input_dim"]), int(cfg["output_dim"]), name=name)
+    if cls in ("BatchNormalization", "LayerNormalization"):
+        gamma = layer.find(param="gamma") if layer else None
+        if gamma is None:
+            return None
+        if cls == "BatchNormalization":
+            return BatchNorm(gamma.shape[0], Convention.KERAS, name=name)
+        return LayerNorm(gamma.shape[0], bias=bool(cfg.get("center", True)), name=name)
+    if kernel is None:
+        return None
+    if cls == "Dense":
+        return Dense(kernel.shape[0], int(cfg["units"]), bias, name=name)
+    if cls in ("Conv1D", "Conv2D", "Conv3D"):
+        return Conv(kernel.shape[-2], int(cfg["filters"]), tuple(kernel.shape[:-2]), bias, name=name)
+    if cls in ("SimpleRNN", "LSTM", "GRU"):
+        rnn: type[LayerSpec] = {"SimpleRNN": SimpleRNN, "LSTM": LSTM, "GRU": GRU}[cls]
+        extra = {"reset_after": bool(cfg.get("reset_after", True))} if cls == "GRU" else {}
+        return rnn(kernel.shape[0], int(cfg["units"]), Convention.KERAS, bias, name=name, **extra)  # type: ignore[call-arg]
+    return None
+
+
+def from_config(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
+    """The architecture a Keras file's own model config describes."""
+    if not ckpt.config or not ckpt.config.get("layers"):
+        return None
+    layers = _layers(ckpt, roles)
+    specs = []
+    for entry in ckpt.config["layers"]:
+        try:
+            spec = _config_spec(entry, layers.get(entry.get("name", "")))
+        except (KeyError, TypeError, ValueError, SpecError):
+            spec = None
+        if spec is not None:
+            specs.append(spec)
+    if not specs:
+        return None
+    name = (ckpt.config.get("raw") or {}).get("class_name", "keras-model")
+    return Architecture(
+        f"keras-{str(name).lower()}", {"layers": len(specs), "source": ckpt.config.get("source")}, tuple(specs)
+    )
+
+
 def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch], stated: Architecture | None = None) -> Expectation | None:
-    """The stated architecture's check, else the one the file implies; None when nothing can be inferred."""
+    """The stated architecture's check, else the file's own config, else the one the shapes imply.
+
+    With a config, the inference from shapes is checked against it and a note says where they differ.
+    """
     if stated is not None:
         return compare(ckpt, roles, stated, "stated")
-    arch = infer_architecture(ckpt, roles)
-    return compare(ckpt, roles, arch, "inferred") if arch is not None else None
+    inferred = infer_architecture(ckpt, roles)
+    configured = from_config(ckpt, roles)
+    if configured is not None:
+        result = compare(ckpt, roles, configured, "config")
+        if inferred is not None:
+            other = compare(ckpt, roles, inferred, "inferred")
+            agree = other.total == result.total
+            note = (
+                f"inference from the shapes agrees with the config ({other.total:,})"
+                if agree
+                else f"inference from the shapes gives {other.total:,}, the config {result.total:,}"
+            )
+            result = Expectation(
+                result.source,
+                result.architecture,
+                result.hyperparameters,
+                result.total,
+                result.found,
+                result.layers,
+                (*result.notes, note),
+            )
+        return result
+    return compare(ckpt, roles, inferred, "inferred") if inferred is not None else None
 
 
 __all__ = ["compare", "expect", "infer_architecture"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from loaders.keras_h5 import KerasH5Loader
+from loaders.keras_zip import KerasZipLoader
 from loaders.npy import NpyLoader, NpzLoader
 from loaders.safetensors import SafetensorsIndexLoader, SafetensorsLoader
 from loaders.torch_legacy import TorchLegacyLoader
@@ -14,4 +16,6 @@ BUILTIN_LOADERS = (
     NpzLoader,
     TorchZipLoader,
     TorchLegacyLoader,
+    KerasH5Loader,
+    KerasZipLoader,
 )

@@ -1,0 +1,252 @@
+"""HDF5 through h5py, metadata only: datasets with their storage, and where the file's bytes go.
+
+h5py (imported here, lazily) opens object headers and never reads a dataset's values. Byte accounting
+follows FORMATS.md 6.2: the superblock, every object header (at its address, with its size), each
+dataset's raw storage (contiguous extents and chunks at their offsets) are placed exactly; the group
+B-trees, local heaps, chunk indexes and dense attribute storage are known by size only, so they fill
+the remaining gaps in file order; what is left is HDF5's "unaccounted" space (global heaps for
+variable-length strings, free space, dead space after deletions), the same residue `h5stat -S` reports.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspector.dtypes import NUMPY_DTYPES
+from inspector.errors import FormatError, MissingDependencyError
+from inspector.probe import Probe
+from inspector.records import Region, RegionKind
+
+SUPERBLOCK_BYTES = {0: 96, 1: 100, 2: 48, 3: 48}
+LAYOUT_COMPACT, LAYOUT_CONTIGUOUS, LAYOUT_CHUNKED = 0, 1, 2
+MAX_OBJECTS = 1_000_000
+OPAQUE_DTYPE_ATTR = "dtype"  # Keras 3 stores bfloat16 as 2-byte opaque data with attribute dtype='bfloat16'
+OPAQUE_NAMES = {"bfloat16": "BF16", "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2"}
+
+
+def h5py_module() -> Any:
+    try:
+        import h5py
+    except ImportError as exc:  # pragma: no cover - h5py is a dependency
+        raise MissingDependencyError("h5py", "checkpoint-inspector") from exc
+    return h5py
+
+
+class Window(io.RawIOBase):
+    """A read-only file object over `[start, start + length)` of a probe's file (an HDF5 member of a zip)."""
+
+    def __init__(self, probe: Probe, start: int, length: int) -> None:
+        self.probe, self.start, self.length, self.pos = probe, start, length, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self.pos, 2: self.length}[whence]
+        self.pos = max(0, base + offset)
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def readinto(self, buffer: Any) -> int:
+        n = max(0, min(len(buffer), self.length - self.pos))
+        if n:
+            buffer[:n] = self.probe.read_at(self.start + self.pos, n, fmt="hdf5", what="HDF5 data")
+        self.pos += n
+        return n
+
+
+@dataclass
+class H5Dataset:
+    path: str
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+    offset: int | None  # absolute, contiguous storage only
+    storage_size: int
+    chunks: list[tuple[int, int]] = field(default_factory=list)  # (absolute offset, stored size)
+    filtered: bool = False
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class H5Walk:
+    datasets: list[H5Dataset]
+    regions: list[Region]  # placed exactly
+    sized_only: int  # B-trees, heaps, chunk indexes: bytes known, places not
+    attrs: dict[str, Any]  # root attributes
+    group_attrs: dict[str, dict[str, Any]] = field(default_factory=dict)  # group path ('' = root) -> attributes
+
+
+def dtype_name(ds: Any) -> tuple[str, int]:
+    """Canonical dtype and itemsize of a dataset."""
+    dt = ds.dtype
+    key = f"{dt.kind}{dt.itemsize}"
+    if key in NUMPY_DTYPES:
+        return NUMPY_DTYPES[key], dt.itemsize
+    if dt.kind == "V" and not dt.fields:
+        tag = ds.attrs.get(OPAQUE_DTYPE_ATTR)
+        tag = tag.decode() if isinstance(tag, bytes) else tag
+        if tag in OPAQUE_NAMES:
+            return OPAQUE_NAMES[tag], dt.itemsize
+        return f"VOID[{dt.itemsize}]", dt.itemsize
+    if dt.kind == "O":
+        return "OBJECT", dt.itemsize
+    return {"S": f"BYTES[{dt.itemsize}]", "U": f"UNICODE[{dt.itemsize}]"}.get(
+        dt.kind, f"VOID[{dt.itemsize}]"
+    ), dt.itemsize
+
+
+def small_attrs(obj: Any, limit: int = 1 << 20) -> dict[str, Any]:
+    """Attributes as Python values (bytes decoded); large ones are skipped."""
+    out: dict[str, Any] = {}
+    for key in obj.attrs:
+        try:
+            value = obj.attrs[key]
+        except (OSError, TypeError, ValueError):
+            continue
+        if hasattr(value, "tolist"):
+            value = value.tolist()
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        if isinstance(value, list):
+            value = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in value]
+        if len(str(value)) <= limit:
+            out[key] = value
+    return out
+
+
+def _dataset(h5py: Any, path: str, ds: Any, base: int) -> tuple[H5Dataset, list[Region]]:
+    dtype, size = dtype_name(ds)
+    n = 1
+    for d in ds.shape or ():
+        n *= d
+    dcpl = ds.id.get_create_plist()
+    layout = dcpl.get_layout()
+    stored = ds.id.get_storage_size()
+    filtered = dcpl.get_nfilters() > 0
+    item = H5Dataset(
+        path, tuple(ds.shape or ()), dtype, n * size, None, stored, filtered=filtered, attrs=small_attrs(ds)
+    )
+    regions: list[Region] = []
+    if layout == LAYOUT_CONTIGUOUS:
+        offset = ds.id.get_offset()
+        if offset is not None and stored:
+            item.offset = base + offset
+            regions.append(Region(RegionKind.TENSOR_DATA, base + offset, stored, path))
+    elif layout == LAYOUT_CHUNKED:
+        for i in range(ds.id.get_num_chunks()):
+            info = ds.id.get_chunk_info(i)
+            item.chunks.append((base + info.byte_offset, info.size))
+            kind = RegionKind.COMPRESSED if filtered else RegionKind.TENSOR_DATA
+            regions.append(Region(kind, base + info.byte_offset, info.size, f"{path} chunk {i}"))
+    return item, regions
+
+
+def walk(probe: Probe, fmt: str, start: int = 0, length: int | None = None) -> H5Walk:
+    """Open the HDF5 file (or the window of it inside a zip) and account for it.
+
+    Raises:
+        FormatError: h5py refuses the file.
+    """
+    h5py = h5py_module()
+    length = probe.size - start if length is None else length
+    try:
+        handle = (
+            h5py.File(Window(probe, start, length), "r")
+            if start or length != probe.size
+            else h5py.File(probe.path, "r")
+        )
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise FormatError(probe.path, fmt, f"h5py cannot open it: {exc}") from exc
+    with handle as f:
+        try:
+            return _walk(h5py, f, start, length)
+        except (KeyError, OSError, RuntimeError) as exc:
+            raise FormatError(probe.path, fmt, f"HDF5 structure unreadable: {exc}") from exc
+
+
+def _walk(h5py: Any, f: Any, base: int, length: int) -> H5Walk:
+    version = f.id.get_create_plist().get_version()[0]
+    userblock = f.id.get_create_plist().get_userblock()
+    regions = [
+        Region(RegionKind.HEADER, base + userblock, SUPERBLOCK_BYTES.get(version, 96), f"HDF5 superblock v{version}")
+    ]
+    if userblock:
+        regions.append(Region(RegionKind.METADATA, base, userblock, "HDF5 user block"))
+    datasets: list[H5Dataset] = []
+    seen: set[int] = set()
+    sized = 0
+
+    def visit(name: str, obj: Any) -> None:
+        nonlocal sized
+        info = h5py.h5o.get_info(obj.id)
+        if info.addr in seen or len(seen) > MAX_OBJECTS:
+            return
+        seen.add(info.addr)
+        label = f"object header {('/' + name) if name else '/'}"
+        regions.append(Region(RegionKind.HEADER, base + userblock + info.addr, info.hdr.space.total, label))
+        meta = info.meta_size
+        sized += meta.obj.index_size + meta.obj.heap_size + meta.attr.index_size + meta.attr.heap_size
+        if isinstance(obj, h5py.Dataset):
+            item, data_regions = _dataset(h5py, name, obj, base)
+            datasets.append(item)
+            regions.extend(data_regions)
+        else:
+            groups[name] = small_attrs(obj)
+
+    groups: dict[str, dict[str, Any]] = {}
+    visit("", f)
+    f.visititems(visit)
+    return H5Walk(datasets, regions, sized, groups.get("", {}), groups)
+
+
+def place(walked: H5Walk, start: int, length: int, label: str = "HDF5") -> list[Region]:
+    """The exact regions plus the gaps: sized-only structures first, the rest UNACCOUNTED (as h5stat)."""
+    placed = sorted((r for r in walked.regions if r.length > 0), key=lambda r: (r.start, r.kind is RegionKind.HEADER))
+    # An object header may continue in blocks elsewhere (h5py gives its address and total size only): keep the
+    # part up to the next known region in place and move the rest to the sized-only pool.
+    exact: list[Region] = []
+    budget = walked.sized_only
+    for i, r in enumerate(placed):
+        nxt = placed[i + 1].start if i + 1 < len(placed) else start + length
+        if r.kind is RegionKind.HEADER and r.start + r.length > nxt:
+            budget += r.start + r.length - max(nxt, r.start)
+            r = Region(r.kind, r.start, max(nxt - r.start, 0), r.label, r.file)
+        if r.length:
+            exact.append(r)
+    out: list[Region] = []
+    pos = start
+    for r in [*exact, Region(RegionKind.HEADER, start + length, 0, "end")]:
+        if r.start > pos:
+            gap = r.start - pos
+            take = min(gap, budget)
+            if take:
+                out.append(
+                    Region(
+                        RegionKind.METADATA,
+                        pos,
+                        take,
+                        f"{label} header continuations, B-trees and heaps (sizes from h5py, places inferred)",
+                    )
+                )
+                budget -= take
+            if gap > take:
+                out.append(
+                    Region(
+                        RegionKind.UNACCOUNTED,
+                        pos + take,
+                        gap - take,
+                        f"{label} unaccounted (global heaps, free space)",
+                    )
+                )
+        if r.length and r.start >= pos:
+            out.append(r)
+        pos = max(pos, r.start + r.length)
+    return out

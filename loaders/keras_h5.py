@@ -1,0 +1,230 @@
+"""Keras weight files in HDF5 (FORMATS.md 6.3, 6.4), through h5py, metadata only.
+
+Layouts, decided from the groups and attributes:
+
+    keras-h5            Keras 2 / tf.keras model.save: /model_weights/<layer>/<weight_name> with the
+                        layer_names / weight_names attributes (split into layer_names0, 1... when
+                        large), model_config and training_config on the root, /optimizer_weights/...;
+                        save_weights puts the model_weights contents at the root; Keras 3 still
+                        writes this legacy layout with names without ':0'
+    keras3-weights-h5   Keras 3 save_weights: /layers/<auto_name>/vars/<i> (RNNs under .../cell/vars),
+                        the real layer name in the vars group's 'name' attribute, /optimizer/vars/<i>
+    hdf5                any other HDF5 file: every dataset listed
+
+Counts follow Keras: BatchNormalization's moving statistics and the weights of frozen layers are
+parameters that are not trainable; optimizer variables are optimizer state.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from inspector.probe import Probe
+from inspector.records import Checkpoint, Region, TensorInfo, TensorKind
+from loaders import _hdf5
+from loaders.base import Claim, tile
+
+KERAS2 = "keras-h5"
+KERAS3 = "keras3-weights-h5"
+GENERIC = "hdf5"
+NON_TRAINABLE = {"moving_mean", "moving_variance"}
+# Keras 3 variable order per layer class (snake_case, as the auto names and the classes' build() give it).
+VAR_ORDER: dict[str, tuple[str, ...]] = {
+    "dense": ("kernel", "bias"),
+    "einsum_dense": ("kernel", "bias"),
+    "embedding": ("embeddings",),
+    "conv1d": ("kernel", "bias"),
+    "conv2d": ("kernel", "bias"),
+    "conv3d": ("kernel", "bias"),
+    "conv1d_transpose": ("kernel", "bias"),
+    "conv2d_transpose": ("kernel", "bias"),
+    "depthwise_conv2d": ("kernel", "bias"),
+    "batch_normalization": ("gamma", "beta", "moving_mean", "moving_variance"),
+    "layer_normalization": ("gamma", "beta"),
+    "simple_rnn": ("kernel", "recurrent_kernel", "bias"),
+    "lstm": ("kernel", "recurrent_kernel", "bias"),
+    "gru": ("kernel", "recurrent_kernel", "bias"),
+}
+AUTO_SUFFIX = re.compile(r"_\d+$")
+
+
+def _snake(class_name: str) -> str:
+    s = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", class_name).lower()
+    return {"simple_r_n_n": "simple_rnn", "l_s_t_m": "lstm", "g_r_u": "gru"}.get(s, s)
+
+
+def _joined(attrs: dict[str, Any], key: str) -> list[str]:
+    """layer_names / weight_names, including the split layer_names0, layer_names1... form."""
+    if key in attrs:
+        value = attrs[key]
+        return [str(v) for v in value] if isinstance(value, list) else []
+    out: list[str] = []
+    i = 0
+    while f"{key}{i}" in attrs:
+        value = attrs[f"{key}{i}"]
+        out += [str(v) for v in value] if isinstance(value, list) else []
+        i += 1
+    return out
+
+
+def config_layers(config: Any) -> list[dict[str, Any]]:
+    """[{name, class_name, config, trainable}] from a Keras model config (nested models flattened)."""
+    out: list[dict[str, Any]] = []
+    stack = [config]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            inner = node.get("config")
+            if isinstance(inner, dict) and isinstance(inner.get("layers"), list):
+                stack.extend(reversed(inner["layers"]))
+                continue
+            if "class_name" in node and isinstance(inner, dict):
+                name = inner.get("name") or node.get("name")
+                out.append(
+                    {
+                        "name": name,
+                        "class_name": node["class_name"],
+                        "config": inner,
+                        "trainable": bool(inner.get("trainable", True)),
+                    }
+                )
+    return out
+
+
+def _keras2(walked: _hdf5.H5Walk, attrs: dict[str, Any]) -> tuple[list[TensorInfo], dict[str, Any] | None]:
+    prefix = "model_weights/" if any(d.path.startswith("model_weights/") for d in walked.datasets) else ""
+    config = _parse_json(attrs.get("model_config"))
+    layers = config_layers(config) if config else []
+    frozen = {layer["name"] for layer in layers if not layer["trainable"]}
+    weight_layer: dict[str, str] = {}
+    group_attrs = _group_attrs(walked)
+    for layer in _joined(group_attrs.get(prefix.rstrip("/"), attrs), "layer_names"):
+        for weight in _joined(group_attrs.get(prefix + layer, {}), "weight_names"):
+            weight_layer[f"{prefix}{layer}/{weight}"] = layer
+    tensors = []
+    for d in walked.datasets:
+        if d.path.startswith("optimizer_weights/"):
+            tensors.append(_tensor(d, TensorKind.OPTIMIZER, "optimizer", None, None, False))
+            continue
+        layer = weight_layer.get(d.path) or d.path.removeprefix(prefix).split("/")[0]
+        param = d.path.rsplit("/", 1)[-1].removesuffix(":0")
+        kind = TensorKind.PARAMETER if d.path in weight_layer or d.path.startswith(prefix) else TensorKind.OTHER
+        trainable = layer not in frozen and param not in NON_TRAINABLE
+        tensors.append(_tensor(d, kind, "model", layer, param, trainable))
+    cfg = {"source": "model_config", "layers": layers, "raw": config} if config else None
+    return tensors, cfg
+
+
+def _group_attrs(walked: _hdf5.H5Walk) -> dict[str, dict[str, Any]]:
+    return walked.group_attrs
+
+
+def _parse_json(value: Any) -> Any:
+    if not isinstance(value, str):
+        return None
+    try:
+        return json.loads(value)
+    except ValueError:
+        return None
+
+
+def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[TensorInfo]:
+    by_name = {layer["name"]: layer for layer in layers}
+    group_attrs = _group_attrs(walked)
+    tensors = []
+    for d in walked.datasets:
+        parts = d.path.split("/")
+        if parts[0] == "optimizer":
+            tensors.append(_tensor(d, TensorKind.OPTIMIZER, "optimizer", None, None, False))
+            continue
+        if len(parts) < 2 or parts[-2] != "vars" or not parts[-1].isdigit():
+            tensors.append(_tensor(d, TensorKind.OTHER, "", None, None, False))
+            continue
+        index = int(parts[-1])
+        owner = parts[: parts.index("cell")] if "cell" in parts else parts[:-2]  # RNN weights sit in the cell
+        auto = owner[-1] if owner and owner[0] == "layers" else ""
+        real = group_attrs.get("/".join(owner + ["vars"]), {}).get("name") or auto or "model"
+        layer = by_name.get(real, {})
+        cls = _snake(layer.get("class_name", "")) or AUTO_SUFFIX.sub("", auto)
+        order = VAR_ORDER.get(cls, ())
+        param = order[index] if index < len(order) else f"var{index}"
+        trainable = bool(layer.get("trainable", True)) and param not in NON_TRAINABLE
+        tensors.append(_tensor(d, TensorKind.PARAMETER, "model", real, param, trainable))
+    return tensors
+
+
+def _tensor(
+    d: _hdf5.H5Dataset, kind: TensorKind, section: str, layer: str | None, param: str | None, trainable: bool
+) -> TensorInfo:
+    notes: list[str] = []
+    if d.storage_size == 0 and d.nbytes:
+        notes.append("never written: no storage allocated")
+    if d.filtered:
+        notes.append(f"compressed: {d.storage_size:,} bytes stored")
+    if d.chunks:
+        notes.append(f"chunked: {len(d.chunks)} chunks")
+    return TensorInfo(
+        d.path,
+        d.shape,
+        d.dtype,
+        d.nbytes,
+        d.offset,
+        kind=kind,
+        trainable=trainable,
+        section=section,
+        layer=layer,
+        param=param,
+        notes=tuple(notes),
+    )
+
+
+def read(
+    probe: Probe, fmt: str, start: int = 0, length: int | None = None, layers: Sequence[dict[str, Any]] = ()
+) -> tuple[str, list[TensorInfo], list[Region], dict[str, Any], Any]:
+    """(format, tensors, regions, root attributes, config) of a Keras HDF5 file or window."""
+    length = probe.size - start if length is None else length
+    walked = _hdf5.walk(probe, fmt, start, length)
+    attrs = walked.attrs
+    paths = {d.path for d in walked.datasets}
+    groups = _group_attrs(walked)
+    if "layer_names" in attrs or "layer_names0" in attrs or "model_weights" in groups:
+        fmt_name = KERAS2
+        tensors, config = _keras2(walked, attrs)
+    elif any(p.startswith(("layers/", "vars/", "optimizer/vars/")) for p in paths) or "vars" in groups:
+        fmt_name = KERAS3
+        tensors, config = _keras3(walked, layers), None
+    else:
+        fmt_name = GENERIC
+        tensors, config = [_tensor(d, TensorKind.PARAMETER, "", None, None, True) for d in walked.datasets], None
+    regions = _hdf5.place(walked, start, length)
+    return fmt_name, tensors, regions, attrs, config
+
+
+class KerasH5Loader:
+    """HDF5 files: Keras 2 .h5, Keras 3 .weights.h5, and other HDF5 files (datasets listed)."""
+
+    name: ClassVar[str] = KERAS2
+    extensions: ClassVar[tuple[str, ...]] = (".h5", ".hdf5", ".keras")
+
+    def claim(self, probe: Probe) -> Claim | None:
+        return Claim.EXACT if probe.hdf5_offset is not None else None
+
+    def load(self, probe: Probe) -> Checkpoint:
+        fmt, tensors, regions, attrs, config = read(probe, KERAS2)
+        attributes = {k: str(attrs[k]) for k in ("keras_version", "backend") if k in attrs}
+        if "training_config" in attrs:
+            attributes["training_config"] = "present"
+        framework = "hdf5" if fmt == GENERIC else "keras"
+        return Checkpoint(
+            probe.path,
+            fmt,
+            framework,
+            ((probe.path, probe.size),),
+            tuple(tensors),
+            tile(regions, probe.size),
+            attributes,
+            config,
+        )

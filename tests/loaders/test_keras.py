@@ -1,0 +1,140 @@
+"""Keras HDF5 and .keras files: counts as Keras prints them, trainability, optimizer state, HDF5 accounting."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from inspector import load
+from inspector.records import RegionKind, TensorKind
+from inspector.report import inspect
+from loaders.base import check_invariants
+from tests.conftest import SAMPLES, fixture_path
+
+KERAS = SAMPLES / "keras"
+MANIFEST = {k: v for k, v in json.loads((KERAS / "manifest.json").read_text()).items() if not k.startswith("_")}
+
+
+def _per_layer(ckpt: object) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for t in ckpt.tensors:  # type: ignore[attr-defined]
+        if t.kind is TensorKind.PARAMETER:
+            out[t.layer] = out.get(t.layer, 0) + t.n_elements
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_counts_equal_what_keras_printed(name: str) -> None:
+    entry = MANIFEST[name]
+    report = inspect(KERAS / name)
+    ckpt = report.checkpoint
+    check_invariants(ckpt)
+    assert ckpt.n_parameters == entry["count_params"]
+    assert sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if t.trainable) == entry["trainable"]
+    assert _per_layer(ckpt) == {k: v for k, v in entry["layers"].items() if v}  # model.summary()'s Param #
+    assert sum(t.n_elements for t in ckpt.unique(TensorKind.OPTIMIZER)) == entry.get("optimizer_elements", 0)
+    assert report.expectation is not None and report.expectation.matches
+
+
+def test_formats_by_layout() -> None:
+    assert load(KERAS / "adam_trained.keras").format == "keras3-zip"
+    assert load(KERAS / "adam_trained.weights.h5").format == "keras3-weights-h5"
+    assert load(KERAS / "adam_trained_legacy.h5").format == "keras-h5"
+    assert load(fixture_path("keras/k2_model.h5")).format == "keras-h5"
+
+
+@pytest.mark.parametrize("name", ["k2_model.h5", "k2_weights.h5", "k3_legacy.h5", "k3.weights.h5", "k3_model.keras"])
+def test_tf_keras_and_keras3_fixtures(name: str) -> None:
+    """The fixtures' model: Dense(16) on 8 inputs, BatchNormalization, Dense(4): 276 parameters, 32 not trainable."""
+    ckpt = load(fixture_path(f"keras/{name}"))
+    check_invariants(ckpt)
+    assert ckpt.n_parameters == 8 * 16 + 16 + 4 * 16 + 16 * 4 + 4
+    assert sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if not t.trainable) == 32
+    params = {t.param for t in ckpt.tensors if t.layer == "bn"}
+    assert params == {"gamma", "beta", "moving_mean", "moving_variance"}
+
+
+def test_keras3_rnn_cell_variables_are_kept() -> None:
+    ckpt = load(KERAS / "lstm_classifier.keras")
+    rnn = [(t.name, t.param) for t in ckpt.tensors if t.layer and t.layer.startswith("lstm")]
+    assert [p for _, p in rnn] == ["kernel", "recurrent_kernel", "bias"]
+    assert all("/cell/vars/" in n for n, _ in rnn)
+
+
+def test_bfloat16_opaque_datasets() -> None:
+    ckpt = load(fixture_path("keras/k3_bf16.weights.h5"))
+    assert {t.dtype for t in ckpt.tensors} == {"BF16"}
+    assert sum(t.nbytes for t in ckpt.tensors) == 30
+
+
+def _h5stat_unaccounted() -> dict[str, int]:
+    text = fixture_path("tool-output/hdf5_h5py_vs_h5stat.txt").read_text()
+    return {
+        m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+\.h5) .*?Unaccounted space: (\d+) bytes", text, re.M)
+    }
+
+
+def test_hdf5_unaccounted_equals_h5stat() -> None:
+    expected = _h5stat_unaccounted()
+    assert len(expected) >= 10
+    for name, unaccounted in expected.items():
+        ckpt = load(fixture_path(name))
+        check_invariants(ckpt)
+        ours = sum(r.length for r in ckpt.regions if r.kind is RegionKind.UNACCOUNTED)
+        assert ours == unaccounted, name
+        assert not [r for r in ckpt.regions if r.kind is RegionKind.UNKNOWN]
+
+
+def test_split_layer_names_and_frozen_layers(tmp_path: Path) -> None:
+    """layer_names0/layer_names1 (the form used past 64 KB) are joined; config trainable=False is honoured."""
+    path = tmp_path / "split.h5"
+    config = {
+        "class_name": "Sequential",
+        "config": {
+            "name": "s",
+            "layers": [
+                {"class_name": "Dense", "config": {"name": "a", "units": 2, "trainable": False, "use_bias": True}},
+                {"class_name": "Dense", "config": {"name": "b", "units": 1, "trainable": True, "use_bias": True}},
+            ],
+        },
+    }
+    with h5py.File(path, "w") as f:
+        f.attrs["model_config"] = json.dumps(config)
+        weights = f.create_group("model_weights")
+        weights.attrs["layer_names0"] = np.array([b"a"])
+        weights.attrs["layer_names1"] = np.array([b"b"])
+        for name, shape in (("a", (3, 2)), ("b", (2, 1))):
+            g = weights.create_group(name)
+            g.attrs["weight_names"] = np.array([f"{name}/kernel:0".encode(), f"{name}/bias:0".encode()])
+            g.create_dataset(f"{name}/kernel:0", data=np.zeros(shape, "float32"))
+            g.create_dataset(f"{name}/bias:0", data=np.zeros(shape[1:], "float32"))
+    ckpt = load(path)
+    assert ckpt.format == "keras-h5" and ckpt.n_parameters == 8 + 3
+    assert {t.name: t.trainable for t in ckpt.tensors}["model_weights/a/a/kernel:0"] is False
+    assert [layer["name"] for layer in ckpt.config["layers"]] == ["a", "b"]  # type: ignore[index]
+
+
+def test_hdf5_refused_by_h5py_is_a_clean_error(tmp_path: Path) -> None:
+    data = fixture_path("keras/k2_weights.h5").read_bytes()
+    path = tmp_path / "broken.h5"
+    path.write_bytes(data[:600])
+    with pytest.raises(Exception) as info:
+        load(path)
+    assert type(info.value).__module__ == "inspector.errors"
+
+
+@pytest.mark.reference
+def test_keras_loads_the_same_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERAS_BACKEND", "torch")
+    pytest.importorskip("torch")
+    keras = pytest.importorskip("keras")
+    model = keras.saving.load_model(KERAS / "frozen_embedding.keras")
+    ckpt = load(KERAS / "frozen_embedding.keras")
+    assert model.count_params() == ckpt.n_parameters
+    trainable = sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+    assert trainable == sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if t.trainable)
