@@ -196,6 +196,13 @@ def _notes(ckpt: Checkpoint, by_kind: dict[str, int], params: tuple[TensorInfo, 
             f"optimizer state is {opt / by_kind['parameters']:.2f}x the parameter bytes "
             f"(Adam keeps 2 slots per parameter)"
         )
+    unreferenced = by_kind.get("unreferenced", 0)
+    if unreferenced:
+        notes.append(f"{unreferenced:,} bytes are storage saved only because a view of a larger tensor was saved "
+                     "(torch saves the whole base storage): .clone() before saving drops them")  # fmt: skip
+    duplicate = by_kind.get("duplicate", 0)
+    if duplicate:
+        notes.append(f"{duplicate:,} bytes store a tensor a second time (tied weights saved twice)")
     aliases = [t for t in ckpt.tensors if t.alias_of is not None]
     if aliases:
         notes.append(f"{len(aliases)} tied names share storage with another tensor and are counted once")

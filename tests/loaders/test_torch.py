@@ -230,3 +230,10 @@ def test_huge_declared_lengths_in_pickles(tmp_path: Path) -> None:
     with pytest.raises(Exception) as info:
         load(tmp_path / "h.pt")
     assert type(info.value).__module__ == "inspector.errors"
+
+
+def test_view_overhead_is_named_in_the_reconciliation() -> None:
+    acc = inspect(fixture_path("torch/slice_only.pt")).accounting
+    assert acc.by_kind["unreferenced"] == 384
+    assert any("view of a larger tensor" in n for n in acc.notes)
+    assert any(s.label.startswith("unreferenced storage") and s.nbytes == 384 for s in acc.steps)
