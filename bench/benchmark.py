@@ -30,11 +30,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 N_TENSORS = 130
 GIB = 1 << 30
+# Printed by every measured process at exit: bytes it read through system calls, and its own peak memory
+# (VmHWM; the parent's ru_maxrss would include the memory a forked child inherits before exec).
 PRELUDE = (
     "import atexit, sys\n"
     "def _io():\n"
     "    for line in open('/proc/self/io'):\n"
     "        if line.startswith('rchar'): sys.stderr.write('RCHAR ' + line.split()[1] + '\\n')\n"
+    "    for line in open('/proc/self/status'):\n"
+    "        if line.startswith('VmHWM'): sys.stderr.write('HWM ' + line.split()[1] + '\\n')\n"
     "atexit.register(_io)\n"
 )
 
@@ -127,7 +131,9 @@ def make_files(out: Path, sizes: list[int]) -> list[tuple[str, str, Path]]:
     return files
 
 
-READ_H5 = "import h5py\nwith h5py.File(P) as f: f.visititems(lambda n, o: o[()] if hasattr(o, 'shape') else None)"
+READ_H5 = (
+    "import h5py\nwith h5py.File(P) as f: f.visititems(lambda n, o: (o[()], None)[1] if hasattr(o, 'shape') else None)"
+)
 SAFE_OPEN = (
     "from safetensors import safe_open\nwith safe_open(P, 'np') as f: [f.get_slice(k).get_shape() for k in f.keys()]"
 )
@@ -142,7 +148,7 @@ EXTRAS = {
     "safetensors": ("safe_open (keys, shapes)", SAFE_OPEN),
     "pytorch-zip": ("torch.load(mmap, meta)", "import torch; torch.load(P, mmap=True, map_location='meta')"),
 }  # fmt: skip
-INSPECTOR = "import sys; from inspector.cli import main; main([P, '--json'])"
+INSPECTOR = "import sys; from inspector.cli import main; raise SystemExit(main([P, '--json']))"
 
 
 def measure(code: str, path: Path, repeat: int) -> tuple[float, float, float]:
@@ -153,13 +159,13 @@ def measure(code: str, path: Path, repeat: int) -> tuple[float, float, float]:
         start = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 cwd=ROOT)  # fmt: skip
-        _, status, usage = os.wait4(proc.pid, 0)
+        _, status, _usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         err = proc.stderr.read().decode() if proc.stderr else ""
         if status != 0:
             raise RuntimeError(f"{code!r} on {path} failed: {err[-500:]}")
         best = min(best, wall)
-        peak = max(peak, usage.ru_maxrss / 1024)
+        peak = max(peak, max((int(x.split()[1]) for x in err.splitlines() if x.startswith("HWM ")), default=0) / 1024)
         read = max(read, max((int(x.split()[1]) for x in err.splitlines() if x.startswith("RCHAR")), default=0) / 1e6)
     return best, peak, read
 

@@ -29,7 +29,7 @@ RNN_BIASES = {Convention.KERAS: 1, Convention.TORCH: 2, Convention.MXNET: 2}
 
 @dataclass(frozen=True, slots=True)
 class LayerSpec:
-    """A layer whose parameter count a formula gives. Subclasses hold positive int sizes."""
+    """A layer whose parameter count a formula gives. Subclasses hold positive int sizes and a `name`."""
 
     def __post_init__(self) -> None:
         for f in fields(self):

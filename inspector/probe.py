@@ -52,6 +52,7 @@ class Probe:
         self._fd = fd
         self.size = os.fstat(fd).st_size
         self.bytes_read = 0
+        self.cache: dict[str, object] = {}  # parsed structures shared by claim() and load() (the zip directory)
         self.head = self._pread(0, min(HEAD_BYTES, self.size))
 
     # -- reading -------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ class SeedFormula:
 
 
 def _seed004_lstm(h: Mapping[str, Any]) -> int:
-    v, n, u = h["vocab"], h["layers"], h["hidden"]
+    v, n, u = int(h["vocab"]), int(h["layers"]), int(h["hidden"])
     return v * u + n * u + n * 4 * (2 * u * u) + u * v + v
 
 
@@ -35,7 +35,7 @@ def _seed004_lstm_why(h: Mapping[str, Any]) -> list[str]:
 
 
 def _seed004_transformer(h: Mapping[str, Any]) -> int:
-    v, n, d, ff = h["vocab"], h["layers"], h["d_model"], h["feedforward"]
+    v, n, d, ff = int(h["vocab"]), int(h["layers"]), int(h["d_model"]), int(h["feedforward"])
     return v * d + n * (4 * d * d + d * ff + ff + ff * d + d + 4 * d) + 2 * d
 
 
@@ -49,7 +49,7 @@ def _seed004_transformer_why(h: Mapping[str, Any]) -> list[str]:
 
 def _seed004_stack_rnn(h: Mapping[str, Any]) -> int:
     base = _seed004_lstm(h)
-    u, s = h["hidden"], h["stack_size"]
+    u, s = int(h["hidden"]), int(h["stack_size"])
     return base + u * 3 + 3 + u * s + s
 
 

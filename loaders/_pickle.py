@@ -321,7 +321,7 @@ BUILDERS: dict[str, Callable[..., Any]] = {
     "_codecs.encode": _encode,
     "builtins.set": lambda *a: set(a[0]) if a else set(),
     "builtins.frozenset": lambda *a: frozenset(a[0]) if a else frozenset(),
-    "builtins.bytearray": lambda *a: bytes(a[0]) if a and isinstance(a[0], (bytes, str)) else b"",
+    "builtins.bytearray": lambda *a: a[0].encode("latin1") if a and isinstance(a[0], str) else bytes(a[0]) if a and isinstance(a[0], bytes) else b"",
     "builtins.complex": lambda *a: complex(*(float(x) for x in a[:2])),
     "builtins.slice": lambda *a: ("slice", *a),
     "builtins.tuple": lambda *a: tuple(a[0]) if a else (),
@@ -366,6 +366,10 @@ class Reader:
             self.base = self.pos
 
     def read(self, n: int) -> bytes:
+        start = self.pos - self.base
+        if start + n <= len(self.buf) and self.pos + n <= self.end:  # the common case: already buffered
+            self.pos += n
+            return self.buf[start : start + n]
         self._ensure(n)
         start = self.pos - self.base
         self.pos += n
@@ -479,7 +483,7 @@ class Unpickler:
 
 def _n(fmt: str) -> Callable[[Reader], int]:
     size = struct.calcsize(fmt)
-    return lambda r: struct.unpack(fmt, r.read(size))[0]  # type: ignore[no-any-return]
+    return lambda r: int(struct.unpack(fmt, r.read(size))[0])
 
 
 _U1, _U2, _U4, _I4, _U8 = _n("<B"), _n("<H"), _n("<I"), _n("<i"), _n("<Q")

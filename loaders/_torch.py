@@ -213,9 +213,18 @@ def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[Ten
     return tensors, findings
 
 
+def by_storage(tensors: list[TensorInfo]) -> dict[str, list[TensorInfo]]:
+    """Tensors grouped by the storage they live in (addressable ones only)."""
+    out: dict[str, list[TensorInfo]] = {}
+    for t in tensors:
+        if t.offset is not None and t.storage is not None:
+            out.setdefault(t.storage, []).append(t)
+    return out
+
+
 def storage_regions(key: str, start: int, length: int, tensors: list[TensorInfo], file: int = 0) -> list[Region]:
-    """TENSOR_DATA where tensors of the storage reach, UNREFERENCED for the rest of it."""
-    spans = sorted((t.offset, t.offset + t.span_bytes) for t in tensors if t.offset is not None and t.storage == key)
+    """TENSOR_DATA where `tensors` (those of this storage) reach, UNREFERENCED for the rest of it."""
+    spans = sorted((t.offset, t.offset + t.span_bytes) for t in tensors if t.offset is not None)
     regions: list[Region] = []
     pos = start
     for s, e in spans:

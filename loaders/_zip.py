@@ -112,8 +112,17 @@ def read_central_directory(probe: Probe, fmt: str) -> tuple[ZipMember, ...]:
 def read_zip(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Region, ...]]:
     """Members plus the regions of the zip structure (local headers, descriptors, directory, end records).
 
-    Member payloads are not given regions here: the loader knows what they hold.
+    Member payloads are not given regions here: the loader knows what they hold. The result is cached on
+    the probe, so sniffing and loading read the directory once.
     """
+    cached = probe.cache.get("zip")
+    if cached is None:
+        cached = _read_zip(probe, fmt)
+        probe.cache["zip"] = cached
+    return cached  # type: ignore[return-value]
+
+
+def _read_zip(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Region, ...]]:
     eocd_at, eocd = _find_eocd(probe, fmt)
     _, disk, _, _, n_total, cd_size, cd_offset, comment_len = struct.unpack("<4sHHHHIIH", eocd)
     regions = [Region(RegionKind.HEADER, eocd_at, 22 + comment_len, "zip end of central directory")]

@@ -214,7 +214,7 @@ class KerasH5Loader:
 
     def load(self, probe: Probe) -> Checkpoint:
         fmt, tensors, regions, attrs, config = read(probe, KERAS2)
-        attributes = {k: str(attrs[k]) for k in ("keras_version", "backend") if k in attrs}
+        attributes: dict[str, str] = {k: str(attrs[k]) for k in ("keras_version", "backend") if k in attrs}
         if "training_config" in attrs:
             attributes["training_config"] = "present"
         framework = "hdf5" if fmt == GENERIC else "keras"

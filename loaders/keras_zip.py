@@ -42,7 +42,7 @@ class KerasZipLoader:
         return Claim.STRUCTURE if CONFIG in names and (WEIGHTS in names or "model.weights.npz" in names) else None
 
     def load(self, probe: Probe) -> Checkpoint:
-        members, regions = _zip.read_zip(probe, FORMAT)
+        members, zip_regions = _zip.read_zip(probe, FORMAT)
         by_name = {m.name: m for m in members}
         weights = by_name.get(WEIGHTS)
         if weights is None:
@@ -54,7 +54,7 @@ class KerasZipLoader:
         config = _json(probe, by_name[CONFIG])
         layers = keras_h5.config_layers(config)
         _, tensors, h5_regions, _, _ = keras_h5.read(probe, FORMAT, weights.data_offset, weights.compress_size, layers)
-        regions = list(regions) + h5_regions
+        regions = list(zip_regions) + h5_regions
         for m in members:
             if m is not weights:
                 regions.append(Region(RegionKind.METADATA, m.data_offset, m.compress_size, f"member {m.name!r}"))

@@ -94,8 +94,9 @@ def _load_legacy(probe: Probe) -> Checkpoint:
         if pos > probe.size:
             raise _fail(probe, f"storage {key!r} data ends at byte {pos:,} but the file has {probe.size:,} bytes")
     tensors, findings = _tensors(probe, results[3].value, offsets)
+    grouped = _torch.by_storage(tensors)
     for key in keys:
-        regions += _torch.storage_regions(key, offsets[key], storages[key].nbytes, tensors)
+        regions += _torch.storage_regions(key, offsets[key], storages[key].nbytes, grouped.get(key, []))
     findings += _torch.unsafe_finding(results[3].unsafe) + _torch.globals_finding(results[3].globals)
     sys_info = results[2].value if isinstance(results[2].value, dict) else {}
     attributes = {
@@ -194,8 +195,9 @@ def _load_tar(probe: Probe) -> Checkpoint:
     obj = _pickle_at(probe, start, start + size, {}, lambda pid: _tensor_key(pid, tensor_refs))
     regions.append(Region(RegionKind.METADATA, start, size, "object pickle"))
     tensors, findings = _tensors(probe, obj.value, offsets)
+    grouped = _torch.by_storage(tensors)
     for key, ref in storages.items():
-        regions += _torch.storage_regions(key, offsets[key], ref.nbytes, tensors)
+        regions += _torch.storage_regions(key, offsets[key], ref.nbytes, grouped.get(key, []))
     findings += _torch.unsafe_finding(obj.unsafe) + _torch.globals_finding(obj.globals)
     attributes = {"torch.container": "tar", "torch.storages": str(len(storages))}
     return Checkpoint(

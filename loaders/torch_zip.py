@@ -81,10 +81,13 @@ class TorchZipLoader:
             raise FormatError(probe.path, FORMAT, str(exc)) from exc
         regions = list(zip_regions)
         storage_members = {f"{prefix}data/{key}": key for key in storages}
+        grouped = _torch.by_storage(tensors)
         for m in members:
-            key = storage_members.get(m.name)
-            if key is not None:
-                regions += _torch.storage_regions(key, m.data_offset, m.compress_size, tensors)
+            storage_key = storage_members.get(m.name)
+            if storage_key is not None:
+                regions += _torch.storage_regions(
+                    storage_key, m.data_offset, m.compress_size, grouped.get(storage_key, [])
+                )
             elif m.name.startswith(prefix + "data/"):
                 regions.append(
                     Region(
