@@ -326,6 +326,9 @@ def compare(ckpt: Checkpoint, roles: Sequence[RoleMatch], arch: Architecture, so
         elif tied and found + tied_elements == sum(expected.values()):
             total -= tied_elements  # the tie is part of the architecture: its formula counts the shared matrix once
             targets = ", ".join(sorted({repr(t.alias_of) for t in tied}))
+            offsets = {t.name: t.offset for t in ckpt.tensors}
+            twice = any(offsets.get(t.alias_of or "") != t.offset for t in tied)
+            stored = "stored twice (a duplicate copy)" if twice else "stored once"
             checks.append(
                 LayerCheck(
                     name,
@@ -334,7 +337,7 @@ def compare(ckpt: Checkpoint, roles: Sequence[RoleMatch], arch: Architecture, so
                     found,
                     "tied",
                     f"{', '.join(repr(t.name) for t in tied)} tied to {targets}: "
-                    f"{tied_elements:,} stored once, counted once",
+                    f"{tied_elements:,} {stored}, counted once",
                 )
             )
         else:

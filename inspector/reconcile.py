@@ -203,7 +203,8 @@ def _notes(ckpt: Checkpoint, by_kind: dict[str, int], params: tuple[TensorInfo, 
     duplicate = by_kind.get("duplicate", 0)
     if duplicate:
         notes.append(f"{duplicate:,} bytes store a tensor a second time (tied weights saved twice)")
-    aliases = [t for t in ckpt.tensors if t.alias_of is not None]
+    stored_twice = {r.label for r in ckpt.regions if r.kind is RegionKind.DUPLICATE}
+    aliases = [t for t in ckpt.tensors if t.alias_of is not None and t.name not in stored_twice]
     if aliases:
         notes.append(f"{len(aliases)} tied names share storage with another tensor and are counted once")
     return notes
@@ -230,8 +231,9 @@ def findings(ckpt: Checkpoint, acc: Accounting) -> list[Finding]:
                 "so the size cannot imply a count",
             )
         )
+    duplicates = {r.label for r in ckpt.regions if r.kind is RegionKind.DUPLICATE}
     for t in ckpt.tensors:
-        if t.alias_of is not None:
+        if t.alias_of is not None and t.name not in duplicates:  # stored twice: the loader reports the duplicate
             out.append(
                 Finding(
                     "SHARED_STORAGE",

@@ -115,10 +115,12 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("sockeye.hidden", Role.DENSE, r"(?:arg:)?(?P<layer>decoder_rnn_hidden)_(?P<param>weight|bias)", ("mxnet",)),
     # MXNet Gluon / Module names: dense0_weight, conv0_bias, batchnorm0_moving_mean (arg:/aux: prefixes)
     RoleRule("mxnet.stat", Role.NORM_STAT, r"(?:aux:)?(?P<layer>.*?)[._](?P<param>running_mean|running_var|moving_mean|moving_var)", ("mxnet",)),
-    RoleRule("mxnet.norm", Role.NORM, r"(?:arg:)?(?P<layer>.*(?:batchnorm|layernorm|norm)\d*)[._](?P<param>gamma|beta)", ("mxnet",)),
-    RoleRule("mxnet.embed", Role.EMBEDDING, r"(?:arg:)?(?P<layer>.*embed\w*?\d*)[._](?P<param>weight)", ("mxnet",)),
+    RoleRule("mxnet.norm", Role.NORM, r"(?:arg:)?(?P<layer>.*(?:batchnorm|layernorm|norm|bn)\d*)[._](?P<param>gamma|beta)", ("mxnet",)),
+    RoleRule("mxnet.embed", Role.EMBEDDING, r"(?:arg:)?(?P<layer>.*emb(?:ed)?\w*?\d*)[._](?P<param>weight)", ("mxnet",)),
     RoleRule("mxnet.conv", Role.CONV, r"(?:arg:)?(?P<layer>.*conv\w*?\d*)[._](?P<param>weight|bias)", ("mxnet",)),
     RoleRule("mxnet.dense", Role.DENSE, r"(?:arg:)?(?P<layer>.*(?:dense|fc|fullyconnected|linear)\d*)[._](?P<param>weight|bias)", ("mxnet",)),
+    RoleRule("mxnet.head", Role.HEAD, r"(?:arg:)?(?P<layer>(?:.*[._])?(?:out|output|decoder|head|classifier))[._](?P<param>weight|bias)", ("mxnet",)),
+    RoleRule("mxnet.bias", Role.DENSE, r"(?:arg:)?(?P<layer>.+?)[._](?P<param>weight|bias)", ("mxnet",)),  # Gluon dotted names, any block
     # Keras 2 h5 ('model_weights/dense_1/dense_1/kernel:0', 'dense_1/kernel:0') and Keras 3 variable paths
     RoleRule("keras.cell_kernel", Role.RNN_INPUT, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*\w*cell/(?P<param>kernel)(?::0)?", ("keras",)),
     RoleRule("keras.cell_bias", Role.RNN_BIAS, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*\w*cell/(?P<param>bias)(?::0)?", ("keras",)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from loaders.keras_h5 import KerasH5Loader
 from loaders.keras_zip import KerasZipLoader
+from loaders.mxnet_params import MxnetParamsLoader
 from loaders.npy import NpyLoader, NpzLoader
 from loaders.safetensors import SafetensorsIndexLoader, SafetensorsLoader
 from loaders.torch_legacy import TorchLegacyLoader
@@ -18,4 +19,5 @@ BUILTIN_LOADERS = (
     TorchLegacyLoader,
     KerasH5Loader,
     KerasZipLoader,
+    MxnetParamsLoader,
 )
