@@ -11,7 +11,13 @@ variable-length strings, free space, dead space after deletions), the same resid
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, field
+import json
+import os
+import resource
+import select
+import signal
+import time
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inspector.dtypes import NUMPY_DTYPES
@@ -22,6 +28,8 @@ from inspector.records import Region, RegionKind
 SUPERBLOCK_BYTES = {0: 96, 1: 100, 2: 48, 3: 48}
 LAYOUT_COMPACT, LAYOUT_CONTIGUOUS, LAYOUT_CHUNKED = 0, 1, 2
 MAX_OBJECTS = 1_000_000
+MAX_SECONDS = 10  # for the HDF5 library to read a file's metadata (real files take well under 1 s)
+MAX_CHILD_MEMORY = 8 << 30
 OPAQUE_DTYPE_ATTR = "dtype"  # Keras 3 stores bfloat16 as 2-byte opaque data with attribute dtype='bfloat16'
 OPAQUE_NAMES = {"bfloat16": "BF16", "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2"}
 
@@ -118,8 +126,19 @@ def small_attrs(obj: Any, limit: int = 1 << 20) -> dict[str, Any]:
         if isinstance(value, list):
             value = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in value]
         if len(str(value)) <= limit:
-            out[key] = value
+            out[key] = _plain(value)
     return out
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-safe form of an attribute value (numpy scalars and nested lists included)."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item"):
+        return _plain(value.item())
+    return str(value)
 
 
 def _dataset(h5py: Any, path: str, ds: Any, base: int) -> tuple[H5Dataset, list[Region]]:
@@ -150,11 +169,82 @@ def _dataset(h5py: Any, path: str, ds: Any, base: int) -> tuple[H5Dataset, list[
 
 
 def walk(probe: Probe, fmt: str, start: int = 0, length: int | None = None) -> H5Walk:
-    """Open the HDF5 file (or the window of it inside a zip) and account for it.
+    """Open the HDF5 file (or the window of it inside a zip) and account for it, in a child process.
+
+    The HDF5 C library can loop forever or allocate without bound on a corrupt file (a damaged global
+    heap, seen in fuzzing), and no signal interrupts it inside this process. So the walk runs in a forked
+    child with a memory cap, and the parent waits at most `MAX_SECONDS` for its JSON result.
 
     Raises:
-        FormatError: h5py refuses the file.
+        FormatError: h5py refuses the file, or the library does not finish within the limits.
     """
+    h5py_module()  # a missing h5py is reported here, in this process
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: walk, write the result, exit without running the parent's cleanup
+        os.close(read_fd)
+        code = 0
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (MAX_CHILD_MEMORY, MAX_CHILD_MEMORY))
+            payload = json.dumps(_encode(_walk_here(probe, fmt, start, length)))
+        except FormatError as exc:
+            payload, code = json.dumps({"error": exc.reason}), 3
+        except BaseException as exc:  # noqa: BLE001 - the child reports every failure as data
+            payload, code = json.dumps({"error": f"{type(exc).__name__}: {exc}"[:500]}), 3
+        with os.fdopen(write_fd, "w") as out:
+            out.write(payload)
+        os._exit(code)
+    os.close(write_fd)
+    return _collect(probe, fmt, pid, read_fd)
+
+
+def _collect(probe: Probe, fmt: str, pid: int, read_fd: int) -> H5Walk:
+    deadline = time.monotonic() + MAX_SECONDS
+    chunks: list[bytes] = []
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            ready, _, _ = select.select([read_fd], [], [], max(remaining, 0))
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                raise FormatError(probe.path, fmt, f"the HDF5 library did not finish reading the metadata within "
+                                  f"{MAX_SECONDS} s (corrupt structure?)")  # fmt: skip
+            chunk = os.read(read_fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_fd)
+        os.waitpid(pid, 0)
+    if not chunks:
+        raise FormatError(probe.path, fmt, "the HDF5 library failed on this file (out of memory or crashed)")
+    data = json.loads(b"".join(chunks))
+    if "error" in data:
+        raise FormatError(probe.path, fmt, data["error"])
+    return _decode(data)
+
+
+def _encode(w: H5Walk) -> dict[str, Any]:
+    return {
+        "datasets": [asdict(d) for d in w.datasets],
+        "regions": [[r.kind.value, r.start, r.length, r.label] for r in w.regions],
+        "sized_only": w.sized_only,
+        "attrs": w.attrs,
+        "group_attrs": w.group_attrs,
+    }
+
+
+def _decode(data: dict[str, Any]) -> H5Walk:
+    datasets = []
+    for d in data["datasets"]:
+        d["shape"] = tuple(d["shape"])
+        d["chunks"] = [tuple(c) for c in d["chunks"]]
+        datasets.append(H5Dataset(**d))
+    regions = [Region(RegionKind(k), s, n, label) for k, s, n, label in data["regions"]]
+    return H5Walk(datasets, regions, data["sized_only"], data["attrs"], data["group_attrs"])
+
+
+def _walk_here(probe: Probe, fmt: str, start: int, length: int | None) -> H5Walk:
     h5py = h5py_module()
     length = probe.size - start if length is None else length
     try:

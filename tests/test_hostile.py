@@ -168,3 +168,13 @@ def test_cli_one_line_error_and_worst_status(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and str(bad) in proc.stderr and "Traceback" not in proc.stderr
     assert "cnn_stored.npz" in proc.stdout  # the good file is still reported
+
+
+def test_hdf5_library_hang_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by scripts/fuzz.py: a mutated HDF5 file on which libhdf5 loops forever reading an attribute."""
+    from loaders import _hdf5
+
+    monkeypatch.setattr(_hdf5, "MAX_SECONDS", 2)
+    path = Path(__file__).parent / "data" / "hostile" / "hdf5_huge_attribute.h5"
+    with pytest.raises(InspectorError, match="did not finish"):
+        load(path)
