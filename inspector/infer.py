@@ -68,7 +68,7 @@ def _rule(layers: dict[str, Layer], prefix: str) -> list[Layer]:
 # -- family detectors ------------------------------------------------------------------------------------------
 
 
-def _sockeye(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
+def _sockeye(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
     src, tgt, dec0 = layers.get("source_embed"), layers.get("target_embed"), layers.get("decoder_rnn_l0")
     if not (src and tgt and dec0):
         return None
@@ -91,7 +91,7 @@ def _sockeye(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
     )
 
 
-def _rau_rnn(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
+def _rau_rnn(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
     emb, rnn0 = layers.get("embedding"), layers.get("rnn.l0")
     if not (emb and rnn0 and emb.find("rau.") and rnn0.find("rau.rnn_input")):
         return None
@@ -102,7 +102,7 @@ def _rau_rnn(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
     return build(name, vocab=vocab, hidden=hidden, layers=n) if name else None
 
 
-def _rau_transformer(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
+def _rau_transformer(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
     blocks = _rule(layers, "rau.attn_qkv")
     emb = layers.get("embedding")
     if not blocks or emb is None:
@@ -113,7 +113,7 @@ def _rau_transformer(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture
     return build("rau-transformer-lm", vocab=emb.items[0][0].shape[0], d_model=d, layers=len(blocks), feedforward=ff)
 
 
-def _gpt2(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
+def _gpt2(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
     wte, wpe = layers.get("wte"), layers.get("wpe")
     blocks = _rule(layers, "hf.gpt2.attn_qkv")
     if not (wte and wpe and blocks):
@@ -130,7 +130,7 @@ def _gpt2(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
     )
 
 
-def _bert(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
+def _bert(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
     word = layers.get("embeddings.word_embeddings")
     pos = layers.get("embeddings.position_embeddings")
     types = layers.get("embeddings.token_type_embeddings")
@@ -161,7 +161,8 @@ def _kernel_layout(t: TensorInfo, r: RoleMatch, framework: str) -> str:
     return "out_last" if framework == "keras" else "out_first"
 
 
-def _generic_spec(layer: Layer, framework: str) -> LayerSpec | None:
+def _generic_spec(layer: Layer, framework: str, with_statistics: bool = False) -> LayerSpec | None:
+    """The layer spec a file layer's shapes imply (`with_statistics`: running statistics live beside it)."""
     roles = layer.roles
     convention = FRAMEWORK_CONVENTIONS.get(framework, Convention.TORCH)
     if "rnn_recurrent_kernel" in roles:
@@ -179,7 +180,7 @@ def _generic_spec(layer: Layer, framework: str) -> LayerSpec | None:
         if r.role == "embedding" and len(t.shape) == 2:
             return Embedding(t.shape[0], t.shape[1], name=layer.name)
         if r.role == "norm" and len(t.shape) == 1:
-            if "norm_statistic" in roles:  # moving statistics stored as parameters: Keras / MXNet BatchNorm
+            if with_statistics or "norm_statistic" in roles:  # running statistics beside it: a BatchNorm
                 return BatchNorm(t.shape[0], convention, name=layer.name)
             return LayerNorm(t.shape[0], bias=len(layer.items) > 1, name=layer.name)
         if r.role in ("conv", "dense", "output_head") and r.param in ("kernel", "weight") and len(t.shape) >= 2:
@@ -242,10 +243,11 @@ def _renamed(spec: LayerSpec, like: LayerSpec) -> LayerSpec:
     return replace(spec, name=like.name)  # type: ignore[call-arg]
 
 
-def _generic(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
+def _generic(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
+    statistics = {r.layer for r in roles if r.role == "norm_statistic"}  # PyTorch keeps them as buffers
     specs = []
     for layer in layers.values():
-        spec = _generic_spec(layer, ckpt.framework)
+        spec = _generic_spec(layer, ckpt.framework, layer.name in statistics)
         if spec is not None:
             specs.append(spec)
     if not specs:
@@ -258,7 +260,8 @@ def _generic(layers: dict[str, Layer], ckpt: Checkpoint) -> Architecture | None:
     return Architecture("sequential", summary, tuple(specs))
 
 
-DETECTORS: tuple[Callable[[dict[str, Layer], Checkpoint], Architecture | None], ...] = (
+Detector = Callable[[dict[str, Layer], Checkpoint, Sequence[RoleMatch]], Architecture | None]
+DETECTORS: tuple[Detector, ...] = (
     _sockeye,
     _rau_rnn,
     _rau_transformer,
@@ -372,7 +375,7 @@ def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architec
     layers = _layers(ckpt, roles)
     for detector in DETECTORS:
         try:
-            arch = detector(layers, ckpt)
+            arch = detector(layers, ckpt, roles)
         except (SpecError, ValueError, ZeroDivisionError, IndexError, StopIteration):
             arch = None  # shapes that do not fit this family: try the next
         if arch is not None:

@@ -260,9 +260,9 @@ def render_text(report: Report, *, tensors: bool = False, regions: bool = False)
     lines.append(_table(rows, ["bucket", "bytes", "share"], ("left", "right", "right")))
     lines += ["", "Size-implied count"]
     if acc.implied_at_dtype is not None and acc.dtype != "F32":
-        lines.append(f"  file size / {acc.dtype} itemsize = {_n(acc.implied_at_dtype)} elements")
-    lines.append(f"  file size / 4 (float32)        = {_n(acc.implied_at_f32)} elements")
-    lines.append(f"  parameters in the file         = {_n(acc.parameter_count)}")
+        lines.append(f"  {'file size / ' + acc.dtype + ' itemsize':<30} = {_n(acc.implied_at_dtype)} elements")
+    lines.append(f"  {'file size / 4 (float32)':<30} = {_n(acc.implied_at_f32)} elements")
+    lines.append(f"  {'parameters in the file':<30} = {_n(acc.parameter_count)}")
     lines.append(f"  from {_n(ckpt.file_size)} file bytes:")
     lines += [f"    {'-' if s.nbytes >= 0 else '+'} {_n(abs(s.nbytes)):>14}  {s.label}" for s in acc.steps]
     lines.append(f"    = {_n(acc.parameter_bytes):>14}  unique parameter bytes -> {_n(acc.parameter_count)} parameters")
