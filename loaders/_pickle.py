@@ -321,7 +321,9 @@ BUILDERS: dict[str, Callable[..., Any]] = {
     "_codecs.encode": _encode,
     "builtins.set": lambda *a: set(a[0]) if a else set(),
     "builtins.frozenset": lambda *a: frozenset(a[0]) if a else frozenset(),
-    "builtins.bytearray": lambda *a: a[0].encode("latin1") if a and isinstance(a[0], str) else bytes(a[0]) if a and isinstance(a[0], bytes) else b"",
+    "builtins.bytearray": lambda *a: (
+        a[0].encode("latin1") if a and isinstance(a[0], str) else bytes(a[0]) if a and isinstance(a[0], bytes) else b""
+    ),
     "builtins.complex": lambda *a: complex(*(float(x) for x in a[:2])),
     "builtins.slice": lambda *a: ("slice", *a),
     "builtins.tuple": lambda *a: tuple(a[0]) if a else (),

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from enum import IntEnum
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 from inspector.errors import FormatError, InspectorError
 from inspector.probe import Probe
-from inspector.records import Checkpoint, Region, RegionKind
+from inspector.records import Checkpoint, Finding, Region, RegionKind, TensorInfo
 
 MAX_TENSORS = 1_000_000
 MAX_DIMS = 64
@@ -119,3 +119,18 @@ def check_invariants(ckpt: Checkpoint) -> None:
         assert any(r.file == t.file and r.start <= t.offset and t.offset + t.span_bytes <= r.end for r in data), (
             f"tensor {t.name!r} at {t.offset}+{t.nbytes} is not inside a tensor-data region"
         )
+
+
+def single_file(
+    probe: Probe,
+    fmt: str,
+    framework: str,
+    tensors: Iterable[TensorInfo],
+    regions: Iterable[Region],
+    attributes: Mapping[str, str],
+    findings: Iterable[Finding] = (),
+    config: Mapping[str, Any] | None = None,
+) -> Checkpoint:
+    """The checkpoint of a one-file format: regions tiled over the file, gaps made UNKNOWN."""
+    return Checkpoint(probe.path, fmt, framework, ((probe.path, probe.size),), tuple(tensors),
+                      tile(regions, probe.size), attributes, config, tuple(findings))  # fmt: skip

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Region, TensorInfo, TensorKind
 from loaders import _hdf5
-from loaders.base import Claim, tile
+from loaders.base import Claim, single_file
 
 KERAS2 = "keras-h5"
 KERAS3 = "keras3-weights-h5"
@@ -218,13 +218,4 @@ class KerasH5Loader:
         if "training_config" in attrs:
             attributes["training_config"] = "present"
         framework = "hdf5" if fmt == GENERIC else "keras"
-        return Checkpoint(
-            probe.path,
-            fmt,
-            framework,
-            ((probe.path, probe.size),),
-            tuple(tensors),
-            tile(regions, probe.size),
-            attributes,
-            config,
-        )
+        return single_file(probe, fmt, framework, tensors, regions, attributes, config=config)

@@ -14,7 +14,7 @@ from inspector.errors import FormatError, LimitExceededError, UnsupportedVariant
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Region, RegionKind
 from loaders import _zip, keras_h5
-from loaders.base import Claim, tile
+from loaders.base import Claim, single_file
 
 FORMAT = "keras3-zip"
 CONFIG, METADATA, WEIGHTS = "config.json", "metadata.json", "model.weights.h5"
@@ -64,13 +64,4 @@ class KerasZipLoader:
             if isinstance(meta, dict):
                 attributes.update({f"keras.{k}": str(v) for k, v in meta.items()})
         cfg = {"source": "config.json", "layers": layers, "raw": config}
-        return Checkpoint(
-            probe.path,
-            FORMAT,
-            "keras",
-            ((probe.path, probe.size),),
-            tuple(tensors),
-            tile(regions, probe.size),
-            attributes,
-            cfg,
-        )
+        return single_file(probe, FORMAT, "keras", tensors, regions, attributes, config=cfg)

@@ -32,7 +32,7 @@ from typing import ClassVar
 from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
-from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, tile
+from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, single_file
 
 FORMAT = "mxnet-params"
 LIST_MAGIC = 0x112
@@ -281,13 +281,4 @@ class MxnetParamsLoader:
         attributes = {"mxnet.records": ", ".join(versions) or "-", "mxnet.named": str(named)}
         if any(n.startswith(("arg:", "aux:")) for n in names):
             attributes["mxnet.checkpoint"] = "arg:/aux: (symbolic export or Module checkpoint)"
-        return Checkpoint(
-            probe.path,
-            FORMAT,
-            "mxnet",
-            ((probe.path, probe.size),),
-            tuple(tensors),
-            tile(regions, probe.size),
-            attributes,
-            findings=tuple(findings),
-        )
+        return single_file(probe, FORMAT, "mxnet", tensors, regions, attributes, findings)

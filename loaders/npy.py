@@ -25,7 +25,7 @@ from inspector.errors import FormatError, LimitExceededError, UnsupportedVariant
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo
 from loaders import _zip
-from loaders.base import MAX_TENSORS, Claim, check_shape, tile
+from loaders.base import MAX_TENSORS, Claim, check_shape, single_file
 
 NPY_FORMAT = "npy"
 NPZ_FORMAT = "npz"
@@ -185,16 +185,7 @@ class NpyLoader:
         regions = _header_regions(h, 0, "")
         regions.append(Region(RegionKind.TENSOR_DATA, h.header_len, t.nbytes, name))
         attributes = {"npy.version": f"{h.version[0]}.{h.version[1]}"}
-        return Checkpoint(
-            probe.path,
-            NPY_FORMAT,
-            "numpy",
-            ((probe.path, probe.size),),
-            (t,),
-            tile(regions, probe.size),
-            attributes,
-            findings=tuple(findings),
-        )
+        return single_file(probe, NPY_FORMAT, "numpy", (t,), regions, attributes, findings)
 
 
 class NpzLoader:
@@ -249,13 +240,4 @@ class NpzLoader:
             tensors.append(t)
             findings += f
         attributes = {"zip.members": str(len(members)), "zip.deflated_members": str(deflated)}
-        return Checkpoint(
-            probe.path,
-            NPZ_FORMAT,
-            "numpy",
-            ((probe.path, probe.size),),
-            tuple(tensors),
-            tile(regions, probe.size),
-            attributes,
-            findings=tuple(findings),
-        )
+        return single_file(probe, NPZ_FORMAT, "numpy", tensors, regions, attributes, findings)

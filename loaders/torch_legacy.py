@@ -24,7 +24,7 @@ from inspector.errors import FormatError, LimitExceededError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind
 from loaders import _pickle, _torch
-from loaders.base import MAX_TENSORS, Claim, tile
+from loaders.base import MAX_TENSORS, Claim, single_file
 
 FORMAT = "pytorch-legacy"
 MAGIC = bytes.fromhex("80028a0a6cfc9c46f9206aa850192e")  # pickle of the magic number 0x1950A86A20F9469CFC6C
@@ -104,16 +104,7 @@ def _load_legacy(probe: Probe) -> Checkpoint:
         "torch.storages": str(len(keys)),
         "torch.little_endian": str(sys_info.get("little_endian", "?")),
     }
-    return Checkpoint(
-        probe.path,
-        FORMAT,
-        "pytorch",
-        ((probe.path, probe.size),),
-        tuple(tensors),
-        tile(regions, probe.size),
-        attributes,
-        findings=tuple(findings),
-    )
+    return single_file(probe, FORMAT, "pytorch", tensors, regions, attributes, findings)
 
 
 def _tensors(probe: Probe, value: Any, offsets: dict[str, int]) -> tuple[list[Any], list[Finding]]:
@@ -200,16 +191,7 @@ def _load_tar(probe: Probe) -> Checkpoint:
         regions += _torch.storage_regions(key, offsets[key], ref.nbytes, grouped.get(key, []))
     findings += _torch.unsafe_finding(obj.unsafe) + _torch.globals_finding(obj.globals)
     attributes = {"torch.container": "tar", "torch.storages": str(len(storages))}
-    return Checkpoint(
-        probe.path,
-        FORMAT,
-        "pytorch",
-        ((probe.path, probe.size),),
-        tuple(tensors),
-        tile(regions, probe.size),
-        attributes,
-        findings=tuple(findings),
-    )
+    return single_file(probe, FORMAT, "pytorch", tensors, regions, attributes, findings)
 
 
 def _tar_tensors(

@@ -21,7 +21,7 @@ from inspector.errors import FormatError, LimitExceededError, UnsupportedVariant
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Region, RegionKind
 from loaders import _pickle, _torch, _zip
-from loaders.base import Claim, tile
+from loaders.base import Claim, single_file
 
 FORMAT = "pytorch-zip"
 MAX_PICKLE_BYTES = 1 << 30
@@ -108,13 +108,4 @@ class TorchZipLoader:
                 probe.read_at(version.data_offset, version.compress_size).decode("ascii", "replace").strip()
             )
         findings += _torch.unsafe_finding(result.unsafe) + _torch.globals_finding(result.globals)
-        return Checkpoint(
-            probe.path,
-            FORMAT,
-            "pytorch",
-            ((probe.path, probe.size),),
-            tuple(tensors),
-            tile(regions, probe.size),
-            attributes,
-            findings=tuple(findings),
-        )
+        return single_file(probe, FORMAT, "pytorch", tensors, regions, attributes, findings)
