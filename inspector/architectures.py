@@ -14,6 +14,7 @@ from typing import Any
 
 from inspector.errors import SpecError
 from inspector.formulas import (
+    GATES,
     GRU,
     LSTM,
     BatchNorm,
@@ -119,9 +120,9 @@ def sockeye_rnn(
         "cell": cell,
     }
     notes = (
-        f"decoder_rnn_l0_i2h_weight is ({cls(1, 1).gates * hidden}, {te + hidden}): target embedding {te} + "
+        f"decoder_rnn_l0_i2h_weight is ({GATES[cls.__name__] * hidden}, {te + hidden}): target embedding {te} + "
         f"input feeding {hidden}",
-        f"encoder_birnn_*_i2h_weight is ({cls(1, 1).gates * hidden // 2}, {se}): each direction has hidden/2 units "
+        f"encoder_birnn_*_i2h_weight is ({GATES[cls.__name__] * hidden // 2}, {se}): each direction has hidden/2 units "
         f"and reads the source embedding",
     )
     return Architecture("sockeye-rnn", hyper, tuple(specs), notes)
@@ -183,7 +184,7 @@ def rau_stack_rnn(vocab: int, hidden: int, layers: int, stack_size: int, control
     specs += [Dense(hidden, 3, name="stack.actions"), Dense(hidden, stack_size, name="stack.push_value")]
     notes = RAU_RNN_NOTES + (
         f"the stack reading ({stack_size}) is part of the controller's first-layer input: "
-        f"{cls(1, 1).gates * hidden} x {stack_size} more input weights",  # type: ignore[call-arg]
+        f"{GATES[cls.__name__] * hidden} x {stack_size} more input weights",
     )
     hyper = {"vocab": vocab, "hidden": hidden, "layers": layers, "stack_size": stack_size, "controller": controller}
     return Architecture("rau-stack-rnn", hyper, tuple(specs), notes)

@@ -229,8 +229,8 @@ def _column_cnn(specs: list[LayerSpec]) -> Architecture | None:
             kernel=kernel,
             pool=2,
             dense=dense.units,
-            classes=specs[-1].units,
-        )  # type: ignore[attr-defined]
+            classes=getattr(specs[-1], "units", 0),
+        )
     except SpecError:
         return None
     same = all(_renamed(a, s) == s for a, s in zip(arch.layers, specs, strict=True))
@@ -240,7 +240,7 @@ def _column_cnn(specs: list[LayerSpec]) -> Architecture | None:
 def _renamed(spec: LayerSpec, like: LayerSpec) -> LayerSpec:
     from dataclasses import replace
 
-    return replace(spec, name=like.name)  # type: ignore[call-arg]
+    return replace(spec, name=getattr(like, "name", ""))  # type: ignore[call-arg]
 
 
 def _generic(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:

@@ -259,8 +259,8 @@ def render_text(report: Report, *, tensors: bool = False, regions: bool = False)
     rows.append(["total", _n(ckpt.file_size), "100.0%"])
     lines.append(_table(rows, ["bucket", "bytes", "share"], ("left", "right", "right")))
     lines += ["", "Size-implied count"]
-    if acc.implied_at_dtype is not None and acc.dtype != "F32":
-        lines.append(f"  {'file size / ' + acc.dtype + ' itemsize':<30} = {_n(acc.implied_at_dtype)} elements")
+    if acc.implied_at_dtype is not None and acc.dtype not in (None, "F32"):
+        lines.append(f"  {f'file size / {acc.dtype} itemsize':<30} = {_n(acc.implied_at_dtype)} elements")
     lines.append(f"  {'file size / 4 (float32)':<30} = {_n(acc.implied_at_f32)} elements")
     lines.append(f"  {'parameters in the file':<30} = {_n(acc.parameter_count)}")
     lines.append(f"  from {_n(ckpt.file_size)} file bytes:")
