@@ -12,12 +12,13 @@ InspectorError(Exception)
 │   ├── TruncatedFileError                    a declared range ends past EOF
 │   ├── LimitExceededError                    a header, dimension or count beyond a named cap
 │   └── UnsupportedVariantError               a recognised variant we do not handle
-├── UnsafeContentError(InspectorError)        the file asks to run code (pickle globals, object arrays)
 ├── MissingDependencyError(InspectorError, ImportError)   .extra
 ├── RegistryError(InspectorError, ValueError)
 └── SpecError(InspectorError, ValueError)     a bad architecture spec or unknown formula kind
 ```
-Messages start lower-case, have no final period and quote names with repr.
+Messages start lower-case, have no final period and quote names with repr. Content that would run
+code (pickle globals, object arrays) is not an error: the file is read, and a finding with code
+UNSAFE_CONTENT says what it would have run (the CLI exits with status 3).
 """
 
 from __future__ import annotations
@@ -89,17 +90,6 @@ class LimitExceededError(FormatError):
 
 class UnsupportedVariantError(FormatError):
     """A recognised variant (version, dtype, storage type) that we do not handle."""
-
-
-class UnsafeContentError(InspectorError):
-    """The file contains content that would run code when loaded; it was not run."""
-
-    def __init__(self, path: str, fmt: str, what: Sequence[str]) -> None:
-        self.path = path
-        self.format = fmt
-        self.what = tuple(what)
-        shown = ", ".join(self.what[:8]) + (", ..." if len(self.what) > 8 else "")
-        super().__init__(f"{path}: {fmt}: unsafe content refused, it would call {shown} (nothing was run)")
 
 
 class MissingDependencyError(InspectorError, ImportError):

@@ -12,7 +12,7 @@ import stat
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from inspector.errors import InputError, TruncatedFileError, fmt_offset
+from inspector.errors import InputError, TruncatedFileError
 
 if TYPE_CHECKING:
     from loaders._zip import ZipMember
@@ -119,8 +119,6 @@ class Probe:
             pos = 512 if pos == 0 else pos * 2
         return None
 
-    def describe(self, offset: int) -> str:
-        return fmt_offset(offset)
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from inspector.reconcile import Accounting, account
@@ -79,7 +78,3 @@ def inspect(path: str | os.PathLike[str], expect: str | None = None) -> Report:
         InspectorError: the file cannot be read (see `inspector.errors`).
     """
     return analyse(load(path), expect)
-
-
-def inspect_many(paths: Sequence[str], expect: str | None = None) -> list[Report]:
-    return [inspect(p, expect) for p in paths]
