@@ -237,3 +237,30 @@ def test_view_overhead_is_named_in_the_reconciliation() -> None:
     assert acc.by_kind["unreferenced"] == 384
     assert any("view of a larger tensor" in n for n in acc.notes)
     assert any(s.label.startswith("unreferenced storage") and s.nbytes == 384 for s in acc.steps)
+
+
+@pytest.mark.reference
+def test_training_checkpoint_sections(tmp_path: Path) -> None:
+    """EMA copies, scheduler, scaler and RNG state are labelled and kept out of the parameter count."""
+    import argparse
+
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Linear(4, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model(torch.ones(2, 4)).sum().backward()
+    opt.step()
+    sched = torch.optim.lr_scheduler.StepLR(opt, 1)
+    ema = {k: v.clone() for k, v in model.state_dict().items()}
+    path = tmp_path / "train.pt"
+    torch.save({"model_state_dict": model.state_dict(), "optimizer_state_dict": opt.state_dict(), "ema": ema,
+                "lr_scheduler": sched.state_dict(), "rng_state": torch.get_rng_state(), "epoch": 7,
+                "args": argparse.Namespace(lr=0.1)}, path)  # fmt: skip
+    ckpt = load(path)
+    by_name = {t.name: t for t in ckpt.tensors}
+    assert ckpt.n_parameters == 15  # Linear(4, 3): the model's parameters only
+    assert by_name["ema.weight"].section == "ema" and by_name["ema.weight"].kind is TensorKind.OTHER
+    assert by_name["rng_state"].section == "rng" and by_name["rng_state"].kind is TensorKind.OTHER
+    momentum = [t for t in ckpt.tensors if t.name.endswith("momentum_buffer")]
+    assert len(momentum) == 2 and all(t.kind is TensorKind.OPTIMIZER for t in momentum)
+    codes = {f.code for f in ckpt.findings}
+    assert "UNSAFE_CONTENT" not in codes and "PICKLE_GLOBALS" in codes  # argparse.Namespace: data, kept inert
