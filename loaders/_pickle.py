@@ -394,7 +394,7 @@ class Result:
     end: int  # position after STOP
 
 
-class Unpickler:
+class PickleMachine:
     """Interpret one pickle (up to its STOP) into inert values."""
 
     def __init__(self, reader: Reader, persistent_load: Callable[[Any], Any]) -> None:
@@ -495,13 +495,13 @@ def _text(r: Reader, n: int) -> str:
     return r.read(n).decode("utf-8", "surrogatepass")
 
 
-def _mark(u: Unpickler, r: Reader) -> None:
+def _mark(u: PickleMachine, r: Reader) -> None:
     if len(u.marks) >= MAX_MARKS:
         raise PickleError("too many pickle MARKs")
     u.marks.append(len(u.stack))
 
 
-def _setitems(u: Unpickler, items: list[Any]) -> None:
+def _setitems(u: PickleMachine, items: list[Any]) -> None:
     target = u.top()
     pairs = list(zip(items[::2], items[1::2], strict=False))
     if isinstance(target, dict):
@@ -513,7 +513,7 @@ def _setitems(u: Unpickler, items: list[Any]) -> None:
         raise PickleError(f"SETITEMS on a {type(target).__name__}")
 
 
-def _appends(u: Unpickler, items: list[Any]) -> None:
+def _appends(u: PickleMachine, items: list[Any]) -> None:
     target = u.top()
     if isinstance(target, list):
         target.extend(items)
@@ -525,7 +525,7 @@ def _appends(u: Unpickler, items: list[Any]) -> None:
         raise PickleError(f"APPENDS on a {type(target).__name__}")
 
 
-def _build(u: Unpickler, r: Reader) -> None:
+def _build(u: PickleMachine, r: Reader) -> None:
     state = u.pop()
     target = u.top()
     if isinstance(target, Call):
@@ -535,31 +535,31 @@ def _build(u: Unpickler, r: Reader) -> None:
     # BUILD on tensors (their Python attributes) and other values: state kept nowhere, nothing runs
 
 
-def _reduce(u: Unpickler, r: Reader) -> None:
+def _reduce(u: PickleMachine, r: Reader) -> None:
     args = u.pop()
     func = u.pop()
     u.push(u.call(func, tuple(args) if isinstance(args, (tuple, list)) else (args,)))
 
 
-def _newobj(u: Unpickler, r: Reader) -> None:
+def _newobj(u: PickleMachine, r: Reader) -> None:
     args = u.pop()
     cls = u.pop()
     u.push(u.call(cls, tuple(args) if isinstance(args, (tuple, list)) else (), newobj=True))
 
 
-def _newobj_ex(u: Unpickler, r: Reader) -> None:
+def _newobj_ex(u: PickleMachine, r: Reader) -> None:
     u.pop()  # kwargs
     _newobj(u, r)
 
 
-def _obj(u: Unpickler, r: Reader) -> None:
+def _obj(u: PickleMachine, r: Reader) -> None:
     items = u.pop_mark()
     if not items:
         raise PickleError("OBJ without a class")
     u.push(u.call(items[0], tuple(items[1:]), newobj=True))
 
 
-def _inst(u: Unpickler, r: Reader) -> None:
+def _inst(u: PickleMachine, r: Reader) -> None:
     module = r.readline().decode("utf-8", "replace").strip()
     name = r.readline().decode("utf-8", "replace").strip()
     args = u.pop_mark()
@@ -567,14 +567,14 @@ def _inst(u: Unpickler, r: Reader) -> None:
     u.push(u.call(u.pop(), tuple(args), newobj=True))
 
 
-def _stack_global(u: Unpickler, r: Reader) -> None:
+def _stack_global(u: PickleMachine, r: Reader) -> None:
     name, module = u.pop(), u.pop()
     if not isinstance(module, str) or not isinstance(name, str):
         raise PickleError("STACK_GLOBAL with non-string names")
     u.global_(module, name)
 
 
-def _global(u: Unpickler, r: Reader) -> None:
+def _global(u: PickleMachine, r: Reader) -> None:
     module = r.readline().decode("utf-8", "replace").strip()
     name = r.readline().decode("utf-8", "replace").strip()
     u.global_(module, name)
@@ -584,15 +584,15 @@ def _long(data: bytes) -> int:
     return int.from_bytes(data, "little", signed=True)
 
 
-def _tuple_n(n: int) -> Callable[[Unpickler, Reader], None]:
-    def op(u: Unpickler, r: Reader) -> None:
+def _tuple_n(n: int) -> Callable[[PickleMachine, Reader], None]:
+    def op(u: PickleMachine, r: Reader) -> None:
         items = [u.pop() for _ in range(n)][::-1]
         u.push(tuple(items))
 
     return op
 
 
-def _decimal(u: Unpickler, r: Reader) -> None:
+def _decimal(u: PickleMachine, r: Reader) -> None:
     line = r.readline().strip()
     if line in (b"00", b"01"):
         u.push(line == b"01")
@@ -600,11 +600,11 @@ def _decimal(u: Unpickler, r: Reader) -> None:
         u.push(int(line.rstrip(b"L")))
 
 
-def _string(u: Unpickler, r: Reader) -> None:
+def _string(u: PickleMachine, r: Reader) -> None:
     u.push(r.readline().strip()[1:-1].decode("latin1"))
 
 
-def _add_items(u: Unpickler, r: Reader) -> None:
+def _add_items(u: PickleMachine, r: Reader) -> None:
     items = u.pop_mark()
     target = u.top()
     if not isinstance(target, set):
@@ -612,18 +612,18 @@ def _add_items(u: Unpickler, r: Reader) -> None:
     target.update(items)
 
 
-def _persid(u: Unpickler, r: Reader) -> None:
+def _persid(u: PickleMachine, r: Reader) -> None:
     u.push(u.persistent_load(r.readline().decode("ascii", "replace").strip()))
 
 
-def _ext(u: Unpickler, r: Reader) -> None:
+def _ext(u: PickleMachine, r: Reader) -> None:
     raise PickleError("pickle extension registry codes (EXT1/2/4) are not supported")
 
 
 STOP = b"."
 
 
-OPS: dict[bytes, Callable[[Unpickler, Reader], Any]] = {
+OPS: dict[bytes, Callable[[PickleMachine, Reader], Any]] = {
     b"\x80": lambda u, r: r.read(1),  # PROTO
     b"\x95": lambda u, r: r.read(8),  # FRAME: its length is only a hint
     b"(": _mark,
@@ -696,4 +696,4 @@ OPS: dict[bytes, Callable[[Unpickler, Reader], Any]] = {
 
 def load(reader: Reader, persistent_load: Callable[[Any], Any]) -> Result:
     """Interpret one pickle from `reader` into inert values."""
-    return Unpickler(reader, persistent_load).load()
+    return PickleMachine(reader, persistent_load).load()
