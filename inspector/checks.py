@@ -1,0 +1,133 @@
+"""A file's layers against an architecture's formulas: the per-layer check and its explanations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from inspector.architectures import Architecture
+from inspector.formulas import GRU, LSTM, LayerSpec, SimpleRNN, breakdown
+from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
+
+
+@dataclass(frozen=True)
+class Layer:
+    """The parameter tensors of one file layer, with their roles."""
+
+    name: str
+    items: tuple[tuple[TensorInfo, RoleMatch], ...]
+
+    def find(self, rule_prefix: str = "", role: str = "", param: str = "") -> TensorInfo | None:
+        for t, r in self.items:
+            if r.rule_id.startswith(rule_prefix) and (not role or r.role == role) and (not param or r.param == param):
+                return t
+        return None
+
+    @property
+    def roles(self) -> set[str]:
+        return {r.role for _, r in self.items}
+
+
+def file_layers(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, Layer]:
+    groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
+    for t, r in zip(ckpt.tensors, roles, strict=True):
+        if t.kind is TensorKind.PARAMETER:
+            groups.setdefault(r.layer, []).append((t, r))
+    return {name: Layer(name, tuple(items)) for name, items in groups.items()}
+
+
+def _found(layer: Layer | None) -> int:
+    if layer is None:
+        return 0
+    return sum(t.n_elements for t, _ in layer.items if t.alias_of is None)
+
+
+def _explain(spec: LayerSpec, expected: dict[str, int], layer: Layer) -> str:
+    found = _found(layer)
+    diff = sum(expected.values()) - found
+    has_bias = any(r.param == "bias" or "bias" in t.name.rsplit(".", 1)[-1] for t, r in layer.items)
+    if "bias" in expected and not has_bias and diff == expected["bias"]:
+        return f"{spec.kind} layer has no bias: {expected['bias']:,} expected by the formula, none in the file"
+    if isinstance(spec, (SimpleRNN, LSTM, GRU)) and "bias" in expected and has_bias:
+        gu = spec.gates * spec.units
+        stored = expected["bias"] - diff
+        if stored > 0 and stored % gu == 0:
+            return (
+                f"{spec.kind} stores {stored // gu} bias vector(s) of {gu:,}, the {spec.convention.value} "
+                f"convention has {expected['bias'] // gu}"
+            )
+    return f"{sum(expected.values()):,} expected by the formula, {found:,} in the file ({-diff:+,})"
+
+
+def compare(ckpt: Checkpoint, roles: Sequence[RoleMatch], arch: Architecture, source: str) -> Expectation:
+    """Layer by layer: the architecture's formula against the file's parameter tensors."""
+    layers = file_layers(ckpt, roles)
+    checks: list[LayerCheck] = []
+    seen: set[str] = set()
+    total = 0
+    for spec in arch.layers:
+        name = spec.name  # type: ignore[attr-defined]
+        expected = breakdown(spec)
+        total += sum(expected.values())
+        layer = layers.get(name)
+        seen.add(name)
+        if layer is None:
+            checks.append(
+                LayerCheck(
+                    name,
+                    spec.kind,
+                    sum(expected.values()),
+                    0,
+                    "missing",
+                    f"{spec.kind} expected by the formula is not in the file",
+                )
+            )
+            continue
+        found = _found(layer)
+        tied = [t for t, _ in layer.items if t.alias_of is not None]
+        tied_elements = sum(t.n_elements for t in tied)
+        if found == sum(expected.values()):
+            checks.append(LayerCheck(name, spec.kind, found, found, "ok"))
+        elif tied and found + tied_elements == sum(expected.values()):
+            total -= tied_elements  # the tie is part of the architecture: its formula counts the shared matrix once
+            targets = ", ".join(sorted({repr(t.alias_of) for t in tied}))
+            offsets = {t.name: t.offset for t in ckpt.tensors}
+            twice = any(offsets.get(t.alias_of or "") != t.offset for t in tied)
+            stored = "stored twice (a duplicate copy)" if twice else "stored once"
+            checks.append(
+                LayerCheck(
+                    name,
+                    spec.kind,
+                    found,
+                    found,
+                    "tied",
+                    f"{', '.join(repr(t.name) for t in tied)} tied to {targets}: "
+                    f"{tied_elements:,} {stored}, counted once",
+                )
+            )
+        else:
+            checks.append(
+                LayerCheck(name, spec.kind, sum(expected.values()), found, "mismatch", _explain(spec, expected, layer))
+            )
+    for name, layer in layers.items():
+        if name in seen:
+            continue
+        aliases = [t for t, _ in layer.items if t.alias_of is not None]
+        if aliases and len(aliases) == len(layer.items):
+            targets = ", ".join(sorted({repr(t.alias_of) for t in aliases}))
+            checks.append(LayerCheck(name, "tied", 0, 0, "tied", f"tied to {targets}: stored once, counted once"))
+        else:
+            found = _found(layer)
+            checks.append(
+                LayerCheck(
+                    name,
+                    "-",
+                    0,
+                    found,
+                    "unexpected",
+                    f"{found:,} parameters in the file that the formula does not have",
+                )
+            )
+    return Expectation(
+        source, arch.name, dict(arch.hyperparameters), total, ckpt.n_parameters, tuple(checks), tuple(arch.notes)
+    )
