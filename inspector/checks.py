@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 from inspector.architectures import Architecture
 from inspector.formulas import GRU, LSTM, LayerSpec, SimpleRNN, breakdown
+from inspector.modules import module_name
 from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
 
 
@@ -28,11 +29,14 @@ class Layer:
         return {r.role for _, r in self.items}
 
 
-def file_layers(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, Layer]:
+def file_layers(ckpt: Checkpoint, roles: Sequence[RoleMatch], names: Set[str] | None = None) -> dict[str, Layer]:
+    """Parameter tensors by the layer their role names; with `names` (an architecture's layers), a tensor whose
+    role layer is not one of them is grouped by its module (`inspector.modules.module_name`) instead."""
     groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
     for t, r in zip(ckpt.tensors, roles, strict=True):
         if t.kind is TensorKind.PARAMETER:
-            groups.setdefault(r.layer, []).append((t, r))
+            key = r.layer if names is None or r.layer in names else module_name(t, r, ckpt.framework)
+            groups.setdefault(key, []).append((t, r))
     return {name: Layer(name, tuple(items)) for name, items in groups.items()}
 
 
@@ -61,7 +65,7 @@ def _explain(spec: LayerSpec, expected: dict[str, int], layer: Layer) -> str:
 
 def compare(ckpt: Checkpoint, roles: Sequence[RoleMatch], arch: Architecture, source: str) -> Expectation:
     """Layer by layer: the architecture's formula against the file's parameter tensors."""
-    layers = file_layers(ckpt, roles)
+    layers = file_layers(ckpt, roles, {spec.name for spec in arch.layers})  # type: ignore[attr-defined]
     checks: list[LayerCheck] = []
     seen: set[str] = set()
     total = 0

@@ -60,11 +60,19 @@ class Embedding(LayerSpec):
 
 @dataclass(frozen=True, slots=True)
 class Conv(LayerSpec):
+    """Conv 1d/2d/3d, grouped (depthwise: groups = in_channels) or transposed: the same count either way."""
+
     in_channels: int
     filters: int
     kernel: tuple[int, ...] = (3, 3)
     bias: bool = True
     name: str = ""
+    groups: int = 1
+
+    def __post_init__(self) -> None:
+        LayerSpec.__post_init__(self)
+        if self.in_channels % self.groups or self.filters % self.groups:
+            raise SpecError(f"Conv: groups={self.groups} must divide in_channels and filters")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,9 +120,13 @@ class GRU(Recurrent):
 
 @dataclass(frozen=True, slots=True)
 class BatchNorm(LayerSpec):
+    """Keras and MXNet count the moving statistics (non-trainable); `scale`/`shift` are Keras's scale/center."""
+
     features: int
     convention: Convention = Convention.KERAS
     name: str = ""
+    scale: bool = True
+    shift: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +134,49 @@ class LayerNorm(LayerSpec):
     features: int
     bias: bool = True
     name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Norm(LayerSpec):
+    """Any normalisation with an optional scale and shift of `features`: LayerNorm, RMSNorm (scale only),
+    GroupNorm/InstanceNorm (affine or not), a BatchNorm whose running statistics are buffers (PyTorch)."""
+
+    features: int
+    scale: bool = True
+    shift: bool = True
+    norm: str = "LayerNorm"
+    name: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.norm
+
+
+@dataclass(frozen=True, slots=True)
+class Tensor(LayerSpec):
+    """A bare learned tensor of a given shape: a class token, a learned position table, a layer scale,
+    PReLU slopes, fused expert weights; its count is the product of its shape."""
+
+    shape: tuple[int, ...]
+    label: str = "Tensor"
+    name: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.label
+
+
+@dataclass(frozen=True, slots=True)
+class Block(LayerSpec):
+    """A named group of layers (a transformer block, an encoder stage): the sum of its parts."""
+
+    parts: tuple[tuple[str, LayerSpec], ...]
+    label: str = "Block"
+    name: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.label
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +224,8 @@ def embedding(s: Embedding) -> Breakdown:
 
 
 def conv(s: Conv) -> Breakdown:
-    """kernel = prod(kernel) x in_channels x filters; bias = filters."""
-    return {"kernel": prod(s.kernel) * s.in_channels * s.filters, "bias": s.filters if s.bias else 0}
+    """kernel = prod(kernel) x in_channels / groups x filters; bias = filters."""
+    return {"kernel": prod(s.kernel) * s.in_channels // s.groups * s.filters, "bias": s.filters if s.bias else 0}
 
 
 def recurrent(s: Recurrent) -> Breakdown:
@@ -184,7 +239,7 @@ def batch_norm(s: BatchNorm) -> Breakdown:
 
     PyTorch keeps the running statistics as buffers, outside its parameter count.
     """
-    out = {"gamma": s.features, "beta": s.features}
+    out = {"gamma": s.features if s.scale else 0, "beta": s.features if s.shift else 0}
     if s.convention in (Convention.KERAS, Convention.MXNET):
         out |= {"moving_mean": s.features, "moving_variance": s.features}
     return out
@@ -193,6 +248,21 @@ def batch_norm(s: BatchNorm) -> Breakdown:
 def layer_norm(s: LayerNorm) -> Breakdown:
     """gamma = features; beta = features when there is a bias."""
     return {"gamma": s.features, "beta": s.features if s.bias else 0}
+
+
+def norm(s: Norm) -> Breakdown:
+    """scale = features (if any); shift = features (if any)."""
+    return {"scale": s.features if s.scale else 0, "shift": s.features if s.shift else 0}
+
+
+def tensor(s: Tensor) -> Breakdown:
+    """prod(shape)."""
+    return {s.label.lower(): prod(s.shape)}
+
+
+def block(s: Block) -> Breakdown:
+    """The sum of each part's formula."""
+    return {name: total(part) for name, part in s.parts}
 
 
 def attention(s: Attention) -> Breakdown:
@@ -231,6 +301,9 @@ FORMULAS: Mapping[type[LayerSpec], Callable[[LayerSpec], Breakdown]] = {
     Attention: attention,  # type: ignore[dict-item]
     TransformerBlock: transformer_block,  # type: ignore[dict-item]
     InitialState: initial_state,  # type: ignore[dict-item]
+    Norm: norm,  # type: ignore[dict-item]
+    Tensor: tensor,  # type: ignore[dict-item]
+    Block: block,  # type: ignore[dict-item]
 }
 
 

@@ -1,10 +1,13 @@
 """The architecture a file's tensors imply (or its config states), checked layer by layer in `checks`.
 
-Detectors are tried in order (`DETECTORS`); each looks for the rule ids of one family (Sockeye, rau,
-GPT-2, BERT) and reads the hyperparameters off the shapes, then builds the named architecture with
-`architectures.build`. Files of no known family get a layer list inferred from roles and shapes; a
-layer list that forms identical columns of conv blocks and a dense layer is recognised as a column CNN,
-with the input size its first dense layer implies.
+Transformers families come first (`inspector.families`, checked by `inspector.family_check`: the
+config.json's model_type, else the module names).
+Then the seed detectors are tried in order (`DETECTORS`); each looks for the rule ids of one family
+(Sockeye, rau) and reads the hyperparameters off the shapes, then builds the named architecture with
+`architectures.build`. Files of no known family get one layer per module, as its own tensors imply
+(`inspector.modules`): nothing is assumed, so such an expectation never disagrees with a correct
+file; a layer list that forms identical columns of conv blocks and a dense layer is recognised as a
+column CNN, with the input size its first dense layer implies.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from inspector import family_check
 from inspector.architectures import Architecture, build
 from inspector.checks import Layer, compare, file_layers
 from inspector.errors import SpecError
@@ -29,10 +33,8 @@ from inspector.formulas import (
     LayerSpec,
     SimpleRNN,
 )
-from inspector.records import Checkpoint, Expectation, RoleMatch, TensorInfo
-
-GATE_CELLS: dict[int, type[LayerSpec]] = {1: SimpleRNN, 3: GRU, 4: LSTM}
-FRAMEWORK_CONVENTIONS = {"keras": Convention.KERAS, "mxnet": Convention.MXNET}
+from inspector.modules import file_specs
+from inspector.records import Checkpoint, Expectation, RoleMatch
 
 
 def _rule(layers: dict[str, Layer], prefix: str) -> list[Layer]:
@@ -87,86 +89,7 @@ def _rau_transformer(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence
     return build("rau-transformer-lm", vocab=emb.items[0][0].shape[0], d_model=d, layers=len(blocks), feedforward=ff)
 
 
-def _gpt2(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
-    wte, wpe = layers.get("wte"), layers.get("wpe")
-    blocks = _rule(layers, "hf.gpt2.attn_qkv")
-    if not (wte and wpe and blocks):
-        return None
-    vocab, d = wte.items[0][0].shape
-    up = blocks[0].find("hf.gpt2.ffn_up", param="weight")
-    return build(
-        "gpt2",
-        vocab=vocab,
-        positions=wpe.items[0][0].shape[0],
-        d_model=d,
-        layers=len(blocks),
-        feedforward=up.shape[1] if up is not None else 4 * d,
-    )
-
-
-def _bert(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
-    word = layers.get("embeddings.word_embeddings")
-    pos = layers.get("embeddings.position_embeddings")
-    types = layers.get("embeddings.token_type_embeddings")
-    blocks = _rule(layers, "hf.bert.attn_q")
-    if not (word and pos and types and blocks):
-        return None
-    vocab, d = word.items[0][0].shape
-    up = blocks[0].find("hf.bert.ffn_up", param="weight")
-    return build(
-        "bert",
-        vocab=vocab,
-        positions=pos.items[0][0].shape[0],
-        token_types=types.items[0][0].shape[0],
-        d_model=d,
-        layers=len(blocks),
-        feedforward=up.shape[0] if up is not None else 4 * d,
-        pooler="pooler.dense" in layers,
-    )
-
-
 # -- generic layer lists ----------------------------------------------------------------------------------------
-
-
-def _kernel_layout(t: TensorInfo, r: RoleMatch, framework: str) -> str:
-    """'out_first' (PyTorch, MXNet, Theano) or 'out_last' (Keras, TensorFlow) for a kernel."""
-    if r.rule_id.startswith("shape."):
-        return "out_last" if r.rule_id.endswith("out_last") or r.rule_id == "shape.dense_in_out" else "out_first"
-    return "out_last" if framework == "keras" else "out_first"
-
-
-def _generic_spec(layer: Layer, framework: str, with_statistics: bool = False) -> LayerSpec | None:
-    """The layer spec a file layer's shapes imply (`with_statistics`: running statistics live beside it)."""
-    roles = layer.roles
-    convention = FRAMEWORK_CONVENTIONS.get(framework, Convention.TORCH)
-    if "rnn_recurrent_kernel" in roles:
-        rec = next(t for t, r in layer.items if r.role == "rnn_recurrent_kernel")
-        inp = next((t for t, r in layer.items if r.role == "rnn_input_kernel"), None)
-        if inp is None or len(rec.shape) != 2:
-            return None
-        if convention is Convention.KERAS:  # kernel (in, g.u), recurrent (u, g.u)
-            units, gates, inputs = rec.shape[0], rec.shape[1] // rec.shape[0], inp.shape[0]
-        else:  # weight_ih (g.u, in), weight_hh (g.u, u)
-            units, gates, inputs = rec.shape[1], rec.shape[0] // rec.shape[1], inp.shape[1]
-        cls = GATE_CELLS.get(gates)
-        return cls(inputs, units, convention, name=layer.name) if cls else None  # type: ignore[call-arg]
-    for t, r in layer.items:
-        if r.role == "embedding" and len(t.shape) == 2:
-            return Embedding(t.shape[0], t.shape[1], name=layer.name)
-        if r.role == "norm" and len(t.shape) == 1:
-            if with_statistics or "norm_statistic" in roles:  # running statistics beside it: a BatchNorm
-                return BatchNorm(t.shape[0], convention, name=layer.name)
-            return LayerNorm(t.shape[0], bias=len(layer.items) > 1, name=layer.name)
-        if r.role in ("conv", "dense", "output_head") and r.param in ("kernel", "weight") and len(t.shape) >= 2:
-            shape = t.shape
-            if _kernel_layout(t, r, framework) == "out_last":
-                *k, cin, cout = shape if len(shape) > 2 else (shape[0], shape[1])
-            else:
-                cout, cin, *k = shape
-            if len(shape) == 2:
-                return Dense(cin, cout, name=layer.name)
-            return Conv(cin, cout, tuple(k), name=layer.name)
-    return None
 
 
 def _column_cnn(specs: list[LayerSpec]) -> Architecture | None:
@@ -217,12 +140,8 @@ def _renamed(spec: LayerSpec, like: LayerSpec) -> LayerSpec:
 
 
 def _generic(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
-    statistics = {r.layer for r in roles if r.role == "norm_statistic"}  # PyTorch keeps them as buffers
-    specs = []
-    for layer in layers.values():
-        spec = _generic_spec(layer, ckpt.framework, layer.name in statistics)
-        if spec is not None:
-            specs.append(spec)
+    """Every module as the layer its own tensors imply (nothing assumed), recognised as a column CNN if it is one."""
+    specs = file_specs(ckpt, roles)
     if not specs:
         return None
     column = _column_cnn(specs)
@@ -238,8 +157,6 @@ DETECTORS: tuple[Detector, ...] = (
     _sockeye,
     _rau_rnn,
     _rau_transformer,
-    _gpt2,
-    _bert,
     _generic,
 )
 
@@ -311,6 +228,10 @@ def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch], stated: Architecture | 
     """
     if stated is not None:
         return compare(ckpt, roles, stated, "stated")
+    if not (ckpt.config and ckpt.config.get("layers")):  # a Keras model config is read below
+        family = family_check.expect(ckpt, roles)
+        if family is not None:
+            return family
     inferred = infer_architecture(ckpt, roles)
     configured = from_config(ckpt, roles)
     if configured is not None:

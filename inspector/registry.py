@@ -102,9 +102,10 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
     Raises:
         InspectorError: any subclass, when the file cannot be read; see `inspector.errors`.
     """
+    from inspector.kinds import decide
     from loaders.base import parsing
 
     with Probe(path) as probe:
         loader = detect_probe(probe)
         with parsing(probe, loader.name):
-            return loader.load(probe)
+            return decide(loader.load(probe))

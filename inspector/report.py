@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from inspector.reconcile import Accounting, account
 from inspector.reconcile import findings as accounting_findings
@@ -38,9 +39,14 @@ def analyse(ckpt: Checkpoint, expect: str | None = None) -> Report:
         SpecError: `expect` is not a valid spec.
     """
     from inspector.architectures import parse_spec
+    from inspector.hfconfig import config_beside
     from inspector.infer import expect as expectation_of
     from inspector.roles import match_roles
 
+    if ckpt.config is None:
+        config = config_beside(ckpt.path)
+        if config is not None:
+            ckpt = replace(ckpt, config=MappingProxyType(config))
     roles = match_roles(ckpt)
     stated = parse_spec(expect) if expect else None
     expectation = expectation_of(ckpt, roles, stated)

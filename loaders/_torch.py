@@ -49,16 +49,6 @@ SECTIONS: Mapping[str, tuple[str, TensorKind]] = {
     **{k: ("scaler", TensorKind.OTHER) for k in ("scaler", "grad_scaler", "amp", "scaler_state_dict")},
     **{k: ("rng", TensorKind.OTHER) for k in ("rng_state", "rng", "cuda_rng_state", "torch_rng_state", "rng_states")},
 }
-# Registered buffers recognisable by their last name part (BatchNorm, HF position ids, rotary caches).
-BUFFER_NAMES = {
-    "running_mean",
-    "running_var",
-    "num_batches_tracked",
-    "position_ids",
-    "token_type_ids",
-    "inv_freq",
-    "masked_bias",
-}
 MODULE_DICTS = {"_parameters": TensorKind.PARAMETER, "_buffers": TensorKind.BUFFER, "_modules": None}
 
 
@@ -159,9 +149,7 @@ def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[Ten
         t = found.tensor
         top = found.path.split(".", 1)[0]
         section, kind = sections.get(top, ("", TensorKind.PARAMETER))
-        if found.kind_hint is TensorKind.BUFFER or (
-            kind is TensorKind.PARAMETER and found.path.rsplit(".", 1)[-1] in BUFFER_NAMES
-        ):
+        if found.kind_hint is TensorKind.BUFFER:  # a module's _buffers; names decide in inspector.kinds
             kind = TensorKind.BUFFER
         size = itemsize(t.dtype)
         n = prod(t.shape)

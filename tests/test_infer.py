@@ -20,27 +20,48 @@ HF = SAMPLES / "hf_rau"
 MANIFEST = json.loads((HF / "manifest.json").read_text())
 
 FILES = [
-    ("gpt2-tiny/model.safetensors", "gpt2-tiny", "gpt2", {"vocab": 256, "positions": 64, "d_model": 32, "layers": 2}),
-    ("bert-tiny/model.safetensors", "bert-tiny", "bert", {"vocab": 256, "d_model": 32, "layers": 2, "feedforward": 64}),
-    ("bert-tiny-sharded/model.safetensors.index.json", "bert-tiny-sharded", "bert", {"layers": 2, "pooler": True}),
-    ("bert-tiny-sharded/model-00002-of-00004.safetensors", "bert-tiny-sharded", "bert", {"layers": 2}),
-    ("rau-lstm-lm.safetensors", "rau-lstm-lm.safetensors", "rau-lstm-lm", {"vocab": 64, "hidden": 32, "layers": 3}),
+    (
+        "gpt2-tiny/model.safetensors",
+        "gpt2-tiny",
+        "gpt2",
+        "config",
+        {"vocab": 256, "positions": 64, "d_model": 32, "layers": 2},
+    ),
+    (
+        "bert-tiny/model.safetensors",
+        "bert-tiny",
+        "bert",
+        "config",
+        {"vocab": 256, "d_model": 32, "layers": 2, "feedforward": 64},
+    ),
+    ("bert-tiny-sharded/model.safetensors.index.json", "bert-tiny-sharded", "bert", "config", {"layers": 2}),
+    ("bert-tiny-sharded/model-00002-of-00004.safetensors", "bert-tiny-sharded", "bert", "config", {"layers": 2}),
+    (
+        "rau-lstm-lm.safetensors",
+        "rau-lstm-lm.safetensors",
+        "rau-lstm-lm",
+        "inferred",
+        {"vocab": 64, "hidden": 32, "layers": 3},
+    ),
     (
         "rau-transformer-lm.safetensors",
         "rau-transformer-lm.safetensors",
         "rau-transformer-lm",
+        "inferred",
         {"vocab": 64, "d_model": 32, "layers": 2, "feedforward": 64},
     ),
 ]
 
 
-@pytest.mark.parametrize(("path", "key", "arch", "hyper"), FILES, ids=[f[0] for f in FILES])
-def test_inferred_architecture_matches_the_library_count(path: str, key: str, arch: str, hyper: dict) -> None:  # type: ignore[type-arg]
+@pytest.mark.parametrize(("path", "key", "arch", "source", "hyper"), FILES, ids=[f[0] for f in FILES])
+def test_inferred_architecture_matches_the_library_count(
+    path: str, key: str, arch: str, source: str, hyper: dict
+) -> None:  # type: ignore[type-arg]
     report = inspect(HF / path)
     entry = MANIFEST[key]
     assert report.checkpoint.n_parameters == entry["n_parameters"]  # torch's unique parameters()
     exp = report.expectation
-    assert exp is not None and exp.source == "inferred" and exp.architecture == arch
+    assert exp is not None and exp.source == source and exp.architecture == arch
     assert {k: exp.hyperparameters[k] for k in hyper} == hyper
     assert exp.total == entry["n_parameters"] and exp.matches
     assert all(r.role != "unmatched" for r in report.roles)

@@ -1,0 +1,629 @@
+"""Architecture families as data: module-path templates -> layer kinds sized by hyperparameters.
+
+A `Family` is one table entry: the `model_type`s of its config.json, the prefixes its checkpoints put
+before the model (`model.`, `bert.`...), and its `Part`s. A part is a module path relative to that
+prefix (`layers.{i}.self_attn.q_proj`; `{i}` runs over `layers`, `{j}` over `decoder_layers`,
+`{e}` over `experts`), a layer kind and the hyperparameters that size it. Hyperparameters come from
+the file's config when there is one, else from the shapes named in `reads`, then from the family's
+defaults; `derive` fills the usual relations (head_dim = d_model / heads, q_dim = heads x head_dim...).
+
+Facts are read from the file, never assumed: whether a projection has a bias or a norm a shift, and
+whether an optional part (a q/k norm, Gemma 2's extra norms, a pooler, T5's gated `wi_0`/`wi_1`) is
+there at all. What the formula then states is the size of every module; a module of another size, a
+missing one or one no part names inside the model is a real difference and is reported as such.
+Modules outside the model prefix are task heads (`classifier`, `cls.predictions`...), counted from
+their own shapes.
+
+Adding a family is one `Family(...)` entry in `FAMILIES`; `inspector.family_check` checks a file against one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspector.errors import SpecError
+
+COUNTS = {"i": "layers", "j": "decoder_layers", "k": "vision_layers", "e": "experts"}  # placeholder -> count
+
+
+@dataclass(frozen=True)
+class Part:
+    """One module of a family.
+
+    Attributes:
+        path: module path relative to the family's prefix; a leading '/' puts it outside the prefix (heads).
+        kind: 'linear' (dims: in, out), 'embedding' (rows, dim), 'norm' (features), 'conv' (out, in, *kernel),
+            'tensor' (the shape of a bare learned tensor).
+        dims: hyperparameter names, 'name+N' / 'name*N', or integers.
+        bias: the hyperparameter that says (where the file cannot) whether it has a bias / a norm a shift.
+        when: an optional part: expected where the file has it (or, in a formula, where this hyperparameter is true).
+        tied: the part this one shares its matrix with when the config ties them (an LM head).
+    """
+
+    path: str
+    kind: str
+    dims: tuple[str | int, ...]
+    bias: str | None = None
+    when: str | None = None
+    tied: str | None = None
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    description: str
+    model_types: tuple[str, ...]
+    bases: tuple[str, ...]
+    parts: tuple[Part, ...]
+    reads: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, str] = field(default_factory=dict)  # family-specific config keys (dotted: nested)
+    stacks: tuple[str, ...] = ()  # prefixes expected only when the file has them (a decoder, a second tower)
+    derive: Callable[[dict[str, Any]], None] | None = None
+
+
+# config.json keys, by hyperparameter, across transformers' families (the first present wins)
+CONFIG_KEYS: Mapping[str, tuple[str, ...]] = {
+    "vocab": ("vocab_size",),
+    "d_model": ("hidden_size", "n_embd", "d_model", "dim"),
+    "layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers"),
+    "decoder_layers": ("num_decoder_layers", "decoder_layers"),
+    "heads": ("num_attention_heads", "n_head", "num_heads", "n_heads", "encoder_attention_heads"),
+    "kv_heads": ("num_key_value_heads", "num_kv_heads"),
+    "head_dim": ("head_dim", "d_kv"),
+    "feedforward": ("intermediate_size", "n_inner", "ffn_dim", "d_ff", "hidden_dim", "encoder_ffn_dim"),
+    "positions": ("max_position_embeddings", "n_positions"),
+    "token_types": ("type_vocab_size",),
+    "experts": ("num_local_experts", "num_experts"),
+    "expert_ff": ("moe_intermediate_size",),
+    "shared_ff": ("shared_expert_intermediate_size",),
+    "tied": ("tie_word_embeddings",),
+    "attention_bias": ("attention_bias",),
+    "mlp_bias": ("mlp_bias",),
+    "channels": ("num_channels",),
+    "patch": ("patch_size",),
+    "image_size": ("image_size",),
+}
+
+
+def derive_transformer(h: dict[str, Any]) -> None:
+    """The relations every transformer family shares, for values neither the config nor the shapes gave."""
+    d = h.get("d_model")
+    if h.get("heads") and d and not h.get("head_dim"):
+        if d % h["heads"]:
+            raise SpecError(f"heads={h['heads']} does not divide d_model={d}")
+        h["head_dim"] = d // h["heads"]
+    if h.get("heads") and not h.get("kv_heads"):
+        h["kv_heads"] = h["heads"]
+    if h.get("head_dim") and h.get("heads") and not h.get("q_dim"):
+        h["q_dim"] = h["heads"] * h["head_dim"]
+    if h.get("head_dim") and h.get("kv_heads") and not h.get("kv_dim"):
+        h["kv_dim"] = h["kv_heads"] * h["head_dim"]
+    h.setdefault("q_dim", d)
+    h.setdefault("kv_dim", d)
+    if d and not h.get("feedforward"):
+        h["feedforward"] = 4 * d
+    if h.get("q_dim") and h.get("kv_dim"):
+        h.setdefault("qkv_dim", h["q_dim"] + 2 * h["kv_dim"])
+    if h.get("image_size") and h.get("patch") and not h.get("patches"):
+        h["patches"] = (h["image_size"] // h["patch"]) ** 2
+    h.setdefault("decoder_layers", h.get("layers"))
+
+
+def _linear(path: str, inputs: str, outputs: str, bias: str | None = None, **kw: Any) -> Part:
+    return Part(path, "linear", (inputs, outputs), bias, **kw)
+
+
+def _norm(path: str, features: str = "d_model", shift: str | None = "norm_shift", **kw: Any) -> Part:
+    return Part(path, "norm", (features,), shift, **kw)
+
+
+def _attention(prefix: str, q: str, k: str, v: str, o: str, bias: str = "attention_bias", d: str = "d_model"):  # type: ignore[no-untyped-def]
+    return (
+        _linear(f"{prefix}.{q}", d, "q_dim", bias),
+        _linear(f"{prefix}.{k}", d, "kv_dim", bias),
+        _linear(f"{prefix}.{v}", d, "kv_dim", bias),
+        _linear(f"{prefix}.{o}", "q_dim", d, bias),
+    )
+
+
+LLAMA_LAYER = (
+    *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+    _norm("layers.{i}.self_attn.q_norm", "head_dim", when="qk_norm"),
+    _norm("layers.{i}.self_attn.k_norm", "head_dim", when="qk_norm"),
+    _norm("layers.{i}.input_layernorm"),
+    _norm("layers.{i}.post_attention_layernorm"),
+    _norm("layers.{i}.pre_feedforward_layernorm", when="sandwich_norms"),
+    _norm("layers.{i}.post_feedforward_layernorm", when="sandwich_norms"),
+)
+DECODER_ENDS = (
+    Part("embed_tokens", "embedding", ("vocab", "d_model")),
+    _norm("norm"),
+    _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+)
+LLAMA_READS = {
+    "vocab": ("embed_tokens", 0),
+    "d_model": ("embed_tokens", 1),
+    "q_dim": ("layers.0.self_attn.q_proj", 0),
+    "kv_dim": ("layers.0.self_attn.k_proj", 0),
+    "head_dim": ("layers.0.self_attn.q_norm", 0),
+}
+
+
+def _seq2seq_layer(stack: str, placeholder: str, cross: bool) -> tuple[Part, ...]:
+    layer = f"{stack}.layers.{{{placeholder}}}".lstrip(".")
+    parts = [
+        *_attention(f"{layer}.self_attn", "q_proj", "k_proj", "v_proj", "out_proj", "attention_bias"),
+        _norm(f"{layer}.self_attn_layer_norm"),
+        _linear(f"{layer}.fc1", "d_model", "feedforward", "mlp_bias"),
+        _linear(f"{layer}.fc2", "feedforward", "d_model", "mlp_bias"),
+        _norm(f"{layer}.final_layer_norm"),
+    ]
+    if cross:
+        parts += [
+            *_attention(f"{layer}.encoder_attn", "q_proj", "k_proj", "v_proj", "out_proj", "attention_bias"),
+            _norm(f"{layer}.encoder_attn_layer_norm"),
+        ]
+    return tuple(parts)
+
+
+def _bert_layer(stack: str, q: str, k: str, v: str) -> tuple[Part, ...]:
+    layer = f"{stack}.layer.{{i}}"
+    return (
+        *_attention(f"{layer}.attention", f"self.{q}", f"self.{k}", f"self.{v}", "output.dense"),
+        _norm(f"{layer}.attention.output.LayerNorm"),
+        _linear(f"{layer}.intermediate.dense", "d_model", "feedforward", "mlp_bias"),
+        _linear(f"{layer}.output.dense", "feedforward", "d_model", "mlp_bias"),
+        _norm(f"{layer}.output.LayerNorm"),
+    )
+
+
+def _t5_stack(stack: str, placeholder: str, cross: bool) -> tuple[Part, ...]:
+    block = f"{stack}.block.{{{placeholder}}}"
+    parts = [
+        *_attention(f"{block}.layer.0.SelfAttention", "q", "k", "v", "o"),
+        Part(f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias", "embedding", ("buckets", "heads")),
+        _norm(f"{block}.layer.0.layer_norm"),
+    ]
+    ff = 2 if cross else 1
+    if cross:
+        parts += [
+            *_attention(f"{block}.layer.1.EncDecAttention", "q", "k", "v", "o"),
+            _norm(f"{block}.layer.1.layer_norm"),
+        ]
+    parts += [
+        _linear(f"{block}.layer.{ff}.DenseReluDense.wi", "d_model", "feedforward", "mlp_bias", when="plain_ff"),
+        _linear(f"{block}.layer.{ff}.DenseReluDense.wi_0", "d_model", "feedforward", "mlp_bias", when="gated_ff"),
+        _linear(f"{block}.layer.{ff}.DenseReluDense.wi_1", "d_model", "feedforward", "mlp_bias", when="gated_ff"),
+        _linear(f"{block}.layer.{ff}.DenseReluDense.wo", "feedforward", "d_model", "mlp_bias"),
+        _norm(f"{block}.layer.{ff}.layer_norm"),
+        _norm(f"{stack}.final_layer_norm"),
+    ]
+    return tuple(parts)
+
+
+def _t5_derive(h: dict[str, Any]) -> None:
+    if h.get("heads") and h.get("head_dim"):
+        h.setdefault("q_dim", h["heads"] * h["head_dim"])
+        h.setdefault("kv_dim", h["heads"] * h["head_dim"])
+    derive_transformer(h)
+
+
+def _vit_derive(h: dict[str, Any]) -> None:
+    derive_transformer(h)
+    if h.get("patches") and not h.get("positions"):
+        h["positions"] = h["patches"] + 1
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family(
+        "llama",
+        "Llama-style decoders: Llama, Mistral, Qwen2/Qwen3, Gemma 1-3, OLMo (RMSNorm, gated MLP, GQA from k/v shapes)",
+        ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "olmo", "olmo2", "granite", "cohere"),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *LLAMA_LAYER,
+            _linear("layers.{i}.mlp.gate_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+        ),
+        LLAMA_READS | {"feedforward": ("layers.0.mlp.up_proj", 0)},
+        {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+    ),
+    Family(
+        "phi3",
+        "Phi-3: a Llama-style decoder with fused qkv_proj and gate_up_proj",
+        ("phi3",),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            _linear("layers.{i}.self_attn.qkv_proj", "d_model", "qkv_dim", "attention_bias"),
+            _linear("layers.{i}.self_attn.o_proj", "q_dim", "d_model", "attention_bias"),
+            _norm("layers.{i}.input_layernorm"),
+            _norm("layers.{i}.post_attention_layernorm"),
+            _linear("layers.{i}.mlp.gate_up_proj", "d_model", "feedforward*2", "mlp_bias"),
+            _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+        ),
+        {
+            "vocab": ("embed_tokens", 0),
+            "d_model": ("embed_tokens", 1),
+            "qkv_dim": ("layers.0.self_attn.qkv_proj", 0),
+            "q_dim": ("layers.0.self_attn.o_proj", 1),
+            "feedforward": ("layers.0.mlp.down_proj", 1),
+        },  # fmt: skip
+        {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+    ),
+    Family(
+        "mixtral",
+        "Mixtral: Llama-style attention, a router and `experts` gated experts (w1, w3: d->ff; w2: ff->d) per layer",
+        ("mixtral",),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *LLAMA_LAYER,
+            _linear("layers.{i}.block_sparse_moe.gate", "d_model", "experts"),
+            _linear("layers.{i}.block_sparse_moe.experts.{e}.w1", "d_model", "feedforward"),
+            _linear("layers.{i}.block_sparse_moe.experts.{e}.w2", "feedforward", "d_model"),
+            _linear("layers.{i}.block_sparse_moe.experts.{e}.w3", "d_model", "feedforward"),
+        ),
+        LLAMA_READS
+        | {
+            "feedforward": ("layers.0.block_sparse_moe.experts.0.w1", 0),
+            "experts": ("layers.0.block_sparse_moe.gate", 0),
+        },  # fmt: skip
+        {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
+    ),
+    Family(
+        "qwen2_moe",
+        "Qwen2-MoE / Qwen3-MoE: a router, `experts` gated experts of expert_ff and an optional gated shared expert",
+        ("qwen2_moe", "qwen3_moe"),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *LLAMA_LAYER,
+            _linear("layers.{i}.mlp.gate", "d_model", "experts"),
+            _linear("layers.{i}.mlp.experts.{e}.gate_proj", "d_model", "expert_ff"),
+            _linear("layers.{i}.mlp.experts.{e}.up_proj", "d_model", "expert_ff"),
+            _linear("layers.{i}.mlp.experts.{e}.down_proj", "expert_ff", "d_model"),
+            _linear("layers.{i}.mlp.shared_expert.gate_proj", "d_model", "shared_ff", when="shared_expert"),
+            _linear("layers.{i}.mlp.shared_expert.up_proj", "d_model", "shared_ff", when="shared_expert"),
+            _linear("layers.{i}.mlp.shared_expert.down_proj", "shared_ff", "d_model", when="shared_expert"),
+            _linear("layers.{i}.mlp.shared_expert_gate", "d_model", 1, when="shared_expert"),
+        ),
+        LLAMA_READS
+        | {
+            "expert_ff": ("layers.0.mlp.experts.0.up_proj", 0),
+            "experts": ("layers.0.mlp.gate", 0),
+            "shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0),
+        },  # fmt: skip
+        {"tied": False, "attention_bias": True, "norm_shift": False, "head_bias": False},
+    ),
+    Family(
+        "gpt2",
+        "GPT-2: token and position embeddings, fused qkv (Conv1D, (in, out) weights), pre-norm blocks, tied LM head",
+        ("gpt2",),
+        ("transformer.", ""),
+        (
+            Part("wte", "embedding", ("vocab", "d_model")),
+            Part("wpe", "embedding", ("positions", "d_model")),
+            _norm("h.{i}.ln_1"),
+            _linear("h.{i}.attn.c_attn", "d_model", "qkv_dim", "attention_bias"),
+            _linear("h.{i}.attn.c_proj", "d_model", "d_model", "attention_bias"),
+            _norm("h.{i}.ln_2"),
+            _linear("h.{i}.mlp.c_fc", "d_model", "feedforward", "mlp_bias"),
+            _linear("h.{i}.mlp.c_proj", "feedforward", "d_model", "mlp_bias"),
+            _norm("ln_f"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="wte"),
+        ),
+        {"vocab": ("wte", 0), "d_model": ("wte", 1), "positions": ("wpe", 0), "feedforward": ("h.0.mlp.c_fc", 1)},
+        {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+    ),
+    Family(
+        "gpt_neox",
+        "GPT-NeoX / Pythia: fused query_key_value, parallel attention and MLP, untied embed_out",
+        ("gpt_neox",),
+        ("gpt_neox.", ""),
+        (
+            Part("embed_in", "embedding", ("vocab", "d_model")),
+            _norm("layers.{i}.input_layernorm"),
+            _norm("layers.{i}.post_attention_layernorm"),
+            _linear("layers.{i}.attention.query_key_value", "d_model", "qkv_dim", "attention_bias"),
+            _linear("layers.{i}.attention.dense", "d_model", "d_model", "attention_bias"),
+            _linear("layers.{i}.mlp.dense_h_to_4h", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.dense_4h_to_h", "feedforward", "d_model", "mlp_bias"),
+            _norm("final_layer_norm"),
+            _linear("/embed_out", "d_model", "vocab", "head_bias", tied="embed_in"),
+        ),
+        {"vocab": ("embed_in", 0), "d_model": ("embed_in", 1), "feedforward": ("layers.0.mlp.dense_h_to_4h", 0)},
+        {"tied": False, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+    ),
+    Family(
+        "gptj",
+        "GPT-J: separate bias-free q/k/v/out projections, one LayerNorm per block (parallel), LM head with bias",
+        ("gptj",),
+        ("transformer.", ""),
+        (
+            Part("wte", "embedding", ("vocab", "d_model")),
+            _norm("h.{i}.ln_1"),
+            *_attention("h.{i}.attn", "q_proj", "k_proj", "v_proj", "out_proj"),
+            _linear("h.{i}.mlp.fc_in", "d_model", "feedforward", "mlp_bias"),
+            _linear("h.{i}.mlp.fc_out", "feedforward", "d_model", "mlp_bias"),
+            _norm("ln_f"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="wte"),
+        ),
+        {"vocab": ("wte", 0), "d_model": ("wte", 1), "feedforward": ("h.0.mlp.fc_in", 0)},
+        {"tied": False, "attention_bias": False, "mlp_bias": True, "norm_shift": True, "head_bias": True},
+    ),
+    Family(
+        "falcon",
+        "Falcon: fused query_key_value (multi-query: one k/v head), parallel attention and MLP, tied LM head",
+        ("falcon",),
+        ("transformer.", ""),
+        (
+            Part("word_embeddings", "embedding", ("vocab", "d_model")),
+            _norm("h.{i}.input_layernorm", when="single_norm"),
+            _norm("h.{i}.ln_attn", when="two_norms"),
+            _norm("h.{i}.ln_mlp", when="two_norms"),
+            _norm("h.{i}.post_attention_layernorm", when="sequential"),
+            _linear("h.{i}.self_attention.query_key_value", "d_model", "qkv_dim", "attention_bias"),
+            _linear("h.{i}.self_attention.dense", "d_model", "d_model", "attention_bias"),
+            _linear("h.{i}.mlp.dense_h_to_4h", "d_model", "feedforward", "attention_bias"),
+            _linear("h.{i}.mlp.dense_4h_to_h", "feedforward", "d_model", "attention_bias"),
+            _norm("ln_f"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="word_embeddings"),
+        ),
+        {
+            "vocab": ("word_embeddings", 0),
+            "d_model": ("word_embeddings", 1),
+            "qkv_dim": ("h.0.self_attention.query_key_value", 0),
+            "feedforward": ("h.0.mlp.dense_h_to_4h", 0),
+        },  # fmt: skip
+        {"tied": True, "attention_bias": False, "norm_shift": True, "head_bias": False},
+    ),
+    Family(
+        "opt",
+        "OPT: learned positions (offset 2), pre-norm decoder layers with biases, tied LM head",
+        ("opt",),
+        ("model.decoder.", "decoder."),
+        (
+            Part("embed_tokens", "embedding", ("vocab", "word_embed")),
+            Part("embed_positions", "embedding", ("positions+2", "d_model")),
+            _linear("project_in", "word_embed", "d_model", when="projection"),
+            _linear("project_out", "d_model", "word_embed", when="projection"),
+            _norm("final_layer_norm", when="final_norm"),
+            *_seq2seq_layer("", "i", cross=False),
+            _linear("/lm_head", "word_embed", "vocab", "head_bias", tied="embed_tokens"),
+        ),
+        {
+            "vocab": ("embed_tokens", 0),
+            "word_embed": ("embed_tokens", 1),
+            "d_model": ("layers.0.fc1", 1),
+            "feedforward": ("layers.0.fc1", 0),
+            "positions+2": ("embed_positions", 0),
+        },  # fmt: skip
+        {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+        {"word_embed_proj_dim": "word_embed"},
+    ),
+    Family(
+        "bloom",
+        "BLOOM: ALiBi (no position table), an embedding LayerNorm, fused query_key_value, tied LM head",
+        ("bloom",),
+        ("transformer.", ""),
+        (
+            Part("word_embeddings", "embedding", ("vocab", "d_model")),
+            _norm("word_embeddings_layernorm"),
+            _norm("h.{i}.input_layernorm"),
+            _linear("h.{i}.self_attention.query_key_value", "d_model", "qkv_dim", "attention_bias"),
+            _linear("h.{i}.self_attention.dense", "d_model", "d_model", "attention_bias"),
+            _norm("h.{i}.post_attention_layernorm"),
+            _linear("h.{i}.mlp.dense_h_to_4h", "d_model", "feedforward", "mlp_bias"),
+            _linear("h.{i}.mlp.dense_4h_to_h", "feedforward", "d_model", "mlp_bias"),
+            _norm("ln_f"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="word_embeddings"),
+        ),
+        {
+            "vocab": ("word_embeddings", 0),
+            "d_model": ("word_embeddings", 1),
+            "feedforward": ("h.0.mlp.dense_h_to_4h", 0),
+        },
+        {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+    ),
+    Family(
+        "bert",
+        "BERT / RoBERTa / XLM-R / ELECTRA encoders (any *For* head: heads are counted from their shapes)",
+        ("bert", "roberta", "xlm-roberta", "camembert", "electra", "ernie"),
+        ("bert.", "roberta.", "electra.", "ernie.", ""),
+        (
+            Part("embeddings.word_embeddings", "embedding", ("vocab", "d_model")),
+            Part("embeddings.position_embeddings", "embedding", ("positions", "d_model")),
+            Part("embeddings.token_type_embeddings", "embedding", ("token_types", "d_model"), when="token_type"),
+            _norm("embeddings.LayerNorm"),
+            *_bert_layer("encoder", "query", "key", "value"),
+            _linear("pooler.dense", "d_model", "d_model", "mlp_bias", when="pooler"),
+        ),
+        {
+            "vocab": ("embeddings.word_embeddings", 0),
+            "d_model": ("embeddings.word_embeddings", 1),
+            "positions": ("embeddings.position_embeddings", 0),
+            "token_types": ("embeddings.token_type_embeddings", 0),
+            "feedforward": ("encoder.layer.0.intermediate.dense", 0),
+        },  # fmt: skip
+        {"attention_bias": True, "mlp_bias": True, "norm_shift": True, "token_type": True},
+    ),
+    Family(
+        "deberta-v2",
+        "DeBERTa v2/v3: BERT-style layers with query_proj/key_proj/value_proj and optional relative embeddings",
+        ("deberta-v2", "deberta"),
+        ("deberta.", ""),
+        (
+            Part("embeddings.word_embeddings", "embedding", ("vocab", "d_model")),
+            Part("embeddings.position_embeddings", "embedding", ("positions", "d_model"), when="absolute"),
+            Part("embeddings.token_type_embeddings", "embedding", ("token_types", "d_model"), when="token_type"),
+            _norm("embeddings.LayerNorm"),
+            *_bert_layer("encoder", "query_proj", "key_proj", "value_proj"),
+            Part("encoder.rel_embeddings", "embedding", ("relative", "d_model"), when="relative"),
+            _norm("encoder.LayerNorm", when="relative"),
+        ),
+        {
+            "vocab": ("embeddings.word_embeddings", 0),
+            "d_model": ("embeddings.word_embeddings", 1),
+            "positions": ("embeddings.position_embeddings", 0),
+            "relative": ("encoder.rel_embeddings", 0),
+            "feedforward": ("encoder.layer.0.intermediate.dense", 0),
+        },  # fmt: skip
+        {"attention_bias": True, "mlp_bias": True, "norm_shift": True},
+    ),
+    Family(
+        "distilbert",
+        "DistilBERT: word and position embeddings, q_lin/k_lin/v_lin/out_lin, sa/output LayerNorms",
+        ("distilbert",),
+        ("distilbert.", ""),
+        (
+            Part("embeddings.word_embeddings", "embedding", ("vocab", "d_model")),
+            Part("embeddings.position_embeddings", "embedding", ("positions", "d_model")),
+            _norm("embeddings.LayerNorm"),
+            *_attention("transformer.layer.{i}.attention", "q_lin", "k_lin", "v_lin", "out_lin"),
+            _norm("transformer.layer.{i}.sa_layer_norm"),
+            _linear("transformer.layer.{i}.ffn.lin1", "d_model", "feedforward", "mlp_bias"),
+            _linear("transformer.layer.{i}.ffn.lin2", "feedforward", "d_model", "mlp_bias"),
+            _norm("transformer.layer.{i}.output_layer_norm"),
+        ),
+        {
+            "vocab": ("embeddings.word_embeddings", 0),
+            "d_model": ("embeddings.word_embeddings", 1),
+            "positions": ("embeddings.position_embeddings", 0),
+            "feedforward": ("transformer.layer.0.ffn.lin1", 0),
+        },  # fmt: skip
+        {"attention_bias": True, "mlp_bias": True, "norm_shift": True},
+    ),
+    Family(
+        "t5",
+        "T5 / mT5 / Flan-T5: shared embedding, bias-free attention with a relative position bias in block 0, "
+        "plain or gated feed-forward, RMS LayerNorms",
+        ("t5", "mt5", "umt5"),
+        ("",),
+        (
+            Part("shared", "embedding", ("vocab", "d_model")),
+            *_t5_stack("encoder", "i", cross=False),
+            *_t5_stack("decoder", "j", cross=True),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="shared"),
+        ),
+        {
+            "vocab": ("shared", 0),
+            "d_model": ("shared", 1),
+            "q_dim": ("encoder.block.0.layer.0.SelfAttention.q", 0),
+            "buckets": ("encoder.block.0.layer.0.SelfAttention.relative_attention_bias", 0),
+            "heads": ("encoder.block.0.layer.0.SelfAttention.relative_attention_bias", 1),
+            "feedforward": ("encoder.block.0.layer.1.DenseReluDense.wo", 1),
+        },  # fmt: skip
+        {"tied": True, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+        {"relative_attention_num_buckets": "buckets"},
+        ("decoder.",),
+        _t5_derive,
+    ),
+    Family(
+        "bart",
+        "BART / mBART: shared embedding, learned positions (offset 2), post-norm encoder and decoder layers",
+        ("bart", "mbart"),
+        ("model.", ""),
+        (
+            Part("shared", "embedding", ("vocab", "d_model")),
+            Part("encoder.embed_positions", "embedding", ("positions+2", "d_model")),
+            _norm("encoder.layernorm_embedding"),
+            _norm("encoder.layer_norm", when="final_norms"),
+            *_seq2seq_layer("encoder", "i", cross=False),
+            Part("decoder.embed_positions", "embedding", ("positions+2", "d_model")),
+            _norm("decoder.layernorm_embedding"),
+            _norm("decoder.layer_norm", when="final_norms"),
+            *_seq2seq_layer("decoder", "j", cross=True),
+            Part("/final_logits_bias", "tensor", (1, "vocab"), when="logits_bias"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="shared"),
+        ),
+        {
+            "vocab": ("shared", 0),
+            "d_model": ("shared", 1),
+            "positions+2": ("encoder.embed_positions", 0),
+            "feedforward": ("encoder.layers.0.fc1", 0),
+        },  # fmt: skip
+        {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+        stacks=("decoder.",),
+    ),
+    Family(
+        "whisper",
+        "Whisper: two conv layers over the mel bins, learned positions, pre-norm encoder and decoder, tied proj_out",
+        ("whisper",),
+        ("model.", ""),
+        (
+            Part("encoder.conv1", "conv", ("d_model", "mel_bins", 3), "conv_bias"),
+            Part("encoder.conv2", "conv", ("d_model", "d_model", 3), "conv_bias"),
+            Part("encoder.embed_positions", "embedding", ("source_positions", "d_model")),
+            *_seq2seq_layer("encoder", "i", cross=False),
+            _norm("encoder.layer_norm"),
+            Part("decoder.embed_tokens", "embedding", ("vocab", "d_model")),
+            Part("decoder.embed_positions", "embedding", ("target_positions", "d_model")),
+            *_seq2seq_layer("decoder", "j", cross=True),
+            _norm("decoder.layer_norm"),
+            _linear("/proj_out", "d_model", "vocab", "head_bias", tied="decoder.embed_tokens"),
+        ),
+        {
+            "vocab": ("decoder.embed_tokens", 0),
+            "d_model": ("decoder.embed_tokens", 1),
+            "mel_bins": ("encoder.conv1", 1),
+            "source_positions": ("encoder.embed_positions", 0),
+            "target_positions": ("decoder.embed_positions", 0),
+            "feedforward": ("encoder.layers.0.fc1", 0),
+        },  # fmt: skip
+        {
+            "tied": True,
+            "attention_bias": True,
+            "mlp_bias": True,
+            "norm_shift": True,
+            "head_bias": False,
+            "conv_bias": True,
+        },  # fmt: skip
+        {
+            "num_mel_bins": "mel_bins",
+            "max_source_positions": "source_positions",
+            "max_target_positions": "target_positions",
+        },  # fmt: skip
+        ("decoder.",),
+    ),
+    Family(
+        "vit",
+        "ViT: a patch-embedding conv, class token and learned positions, pre-norm encoder layers, optional pooler",
+        ("vit",),
+        ("vit.", ""),
+        (
+            Part("embeddings.cls_token", "tensor", (1, 1, "d_model")),
+            Part("embeddings.mask_token", "tensor", (1, 1, "d_model"), when="mask_token"),
+            Part("embeddings.position_embeddings", "tensor", (1, "positions", "d_model")),
+            Part(
+                "embeddings.patch_embeddings.projection", "conv", ("d_model", "channels", "patch", "patch"), "conv_bias"
+            ),
+            *_attention(
+                "encoder.layer.{i}.attention", "attention.query", "attention.key", "attention.value", "output.dense"
+            ),  # fmt: skip
+            _norm("encoder.layer.{i}.layernorm_before"),
+            _norm("encoder.layer.{i}.layernorm_after"),
+            _linear("encoder.layer.{i}.intermediate.dense", "d_model", "feedforward", "mlp_bias"),
+            _linear("encoder.layer.{i}.output.dense", "feedforward", "d_model", "mlp_bias"),
+            _norm("layernorm"),
+            _linear("pooler.dense", "d_model", "d_model", "mlp_bias", when="pooler"),
+        ),
+        {
+            "d_model": ("embeddings.cls_token", 2),
+            "positions": ("embeddings.position_embeddings", 1),
+            "channels": ("embeddings.patch_embeddings.projection", 1),
+            "patch": ("embeddings.patch_embeddings.projection", 2),
+            "feedforward": ("encoder.layer.0.intermediate.dense", 0),
+        },  # fmt: skip
+        {"attention_bias": True, "mlp_bias": True, "norm_shift": True, "conv_bias": True, "channels": 3},
+        derive=_vit_derive,
+    ),
+)
+
+FAMILY_BY_NAME: Mapping[str, Family] = {f.name: f for f in FAMILIES}
+FAMILY_BY_MODEL_TYPE: Mapping[str, Family] = {t: f for f in FAMILIES for t in f.model_types}

@@ -1,0 +1,401 @@
+"""A file against a family (`inspector.families`): which family, its hyperparameters, the check row by row.
+
+The family comes from config.json's `model_type`, else from the module names (every mandatory layer part
+present, ranked by how many parts the file has). Hyperparameters come from the config, else from the
+shapes the family `reads`; facts (biases, norm shifts, optional parts, a tied head) from the file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspector.errors import SpecError
+from inspector.families import (
+    CONFIG_KEYS,
+    COUNTS,
+    FAMILIES,
+    FAMILY_BY_MODEL_TYPE,
+    Family,
+    Part,
+    derive_transformer,
+)
+from inspector.formulas import Conv, Dense, Embedding, LayerSpec, Norm, Tensor, total
+from inspector.modules import file_modules, module_spec, statistic_modules
+from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
+
+PLACEHOLDER = re.compile(r"\{([ijke])\}")
+DIM = re.compile(r"(\w+)(?:([+*])(\d+))?")
+
+
+# -- hyperparameters ---------------------------------------------------------------------------------------------
+
+
+def _config_value(config: Mapping[str, Any], key: str) -> Any:
+    value: Any = config
+    for part in key.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def from_config(family: Family, config: Mapping[str, Any]) -> dict[str, Any]:
+    """Hyperparameters a transformers config.json states (None and non-scalar values skipped)."""
+    out: dict[str, Any] = {}
+    for hyper, keys in CONFIG_KEYS.items():
+        for key in keys:
+            value = config.get(key)
+            if isinstance(value, (int, bool)) and not (isinstance(value, bool) and hyper not in ("tied",) and hyper
+                                                       not in ("attention_bias", "mlp_bias")):  # fmt: skip
+                out[hyper] = value
+                break
+    for key, hyper in family.config.items():
+        value = _config_value(config, key)
+        if isinstance(value, (int, bool)):
+            out[hyper] = value
+    if config.get("multi_query") is True and not config.get("new_decoder_architecture"):
+        out["kv_heads"] = 1  # Falcon-7B style multi-query attention: one key/value head
+    return out
+
+
+def _dim(h: Mapping[str, Any], dim: str | int) -> int:
+    if isinstance(dim, int):
+        return dim
+    m = DIM.fullmatch(dim)
+    if m is None or m.group(1) not in h or h[m.group(1)] in (None, True, False):
+        raise SpecError(f"no value for {dim!r}")
+    value = int(h[m.group(1)])
+    if m.group(2) == "+":
+        value += int(m.group(3))
+    elif m.group(2) == "*":
+        value *= int(m.group(3))
+    return value
+
+
+# -- the file side -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FileView:
+    """A file's parameter tensors, addressed by module path relative to a family prefix."""
+
+    base: str
+    modules: dict[str, list[TensorInfo]]  # full module path -> tensors (bare tensors: their own name)
+
+    def full(self, path: str) -> str:
+        """A part path made absolute: the family prefix before it, unless it starts with '/'."""
+        return path[1:] if path.startswith("/") else self.base + path
+
+    def module(self, path: str) -> list[TensorInfo]:
+        return self.modules.get(self.full(path), [])
+
+    def has_any(self, path_template: str) -> bool:
+        """Whether the file has the module for some value of the template's placeholders."""
+        pieces = re.split(r"\{[ijke]\}", self.full(path_template))
+        regex = re.compile(r"\d+".join(re.escape(piece) for piece in pieces))
+        return any(regex.fullmatch(m) for m in self.modules)
+
+    def indices(self, prefix_template: str, placeholder: str) -> set[int]:
+        head, _, _ = self.full(prefix_template).partition("{" + placeholder + "}")
+        found = set()
+        for m in self.modules:
+            if m.startswith(head):
+                index = m[len(head) :].split(".", 1)[0]
+                if index.isdigit():
+                    found.add(int(index))
+        return found
+
+
+def _view(ckpt: Checkpoint, base: str) -> FileView:
+    modules: dict[str, list[TensorInfo]] = {}
+    for t in ckpt.tensors:
+        if t.kind is TensorKind.PARAMETER:
+            modules.setdefault(t.name.rpartition(".")[0] if "." in t.name else t.name, []).append(t)
+    return FileView(base, modules)
+
+
+def _bare_tensors(view: FileView, family: Family) -> None:
+    """Parts that are bare tensors (a class token) are addressed by their own name, not their parent's."""
+    for part in family.parts:
+        if part.kind == "tensor":
+            full = view.full(part.path)
+            parent = full.rpartition(".")[0]
+            for t in list(view.modules.get(parent, [])):
+                if t.name == full:
+                    view.modules[parent].remove(t)
+                    view.modules.setdefault(full, []).append(t)
+            if parent in view.modules and not view.modules[parent]:
+                del view.modules[parent]
+
+
+def _score(view: FileView, family: Family) -> int:
+    return sum(1 for p in family.parts if not p.path.startswith("/") and view.has_any(p.path))
+
+
+def detect(ckpt: Checkpoint) -> list[tuple[Family, FileView, str]]:
+    """The families a file may be, best first: its config's model_type, else every family whose layer
+    parts are all there, ranked by how many of its parts the file has; each with the prefix it uses."""
+    config = ckpt.config or {}
+    model_type = config.get("model_type") if isinstance(config.get("model_type"), str) else None
+    source = "config" if model_type in FAMILY_BY_MODEL_TYPE else "inferred"
+    candidates = [FAMILY_BY_MODEL_TYPE[model_type]] if source == "config" else list(FAMILIES)  # type: ignore[index]
+    ranked: list[tuple[int, Family, FileView]] = []
+    for family in candidates:
+        for base in family.bases:
+            view = _view(ckpt, base)
+            _bare_tensors(view, family)
+            layer_parts = [p for p in family.parts if "{" in p.path and not p.when and not p.path.startswith("/")
+                           and not any(p.path.startswith(s) for s in family.stacks)]  # fmt: skip
+            if source == "inferred" and (not layer_parts or not all(view.has_any(p.path) for p in layer_parts)):
+                continue  # without a config every mandatory layer part must be there
+            score = _score(view, family)
+            if score:
+                ranked.append((score, family, view))
+    ranked.sort(key=lambda x: -x[0])
+    return [(family, view, source) for _, family, view in ranked]
+
+
+def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Defaults, then the file's shapes, then the config; the usual relations fill the rest."""
+    h: dict[str, Any] = dict(family.defaults)
+    if view is not None:
+        for hyper, (path, axis) in family.reads.items():
+            tensors = view.module(path)
+            leaf = ("weight", "kernel")
+            weight = next((t for t in tensors if t.name.rpartition(".")[2] in leaf or t.name == view.full(path)), None)
+            if weight is not None and len(weight.shape) > axis:
+                name, _, offset = hyper.partition("+")  # 'positions+2': the table has 2 rows more
+                h[name] = weight.shape[axis] - int(offset or 0)
+        for placeholder, hyper in COUNTS.items():
+            for part in family.parts:
+                if "{" + placeholder + "}" in part.path:
+                    indices = view.indices(part.path, placeholder)
+                    if indices:
+                        h[hyper] = max(h.get(hyper) or 0, max(indices) + 1)
+        h["from_shapes"] = not config
+    if config:
+        h.update(from_config(family, config))
+        h["from_shapes"] = False
+        if view is not None:
+            for placeholder, hyper in COUNTS.items():
+                stack = [p for p in family.parts if "{" + placeholder + "}" in p.path]
+                if stack and not any(view.has_any(p.path) for p in stack) and placeholder != "e":
+                    h[hyper] = 0  # the stack is not in the file (an encoder-only class): a fact of the file
+    (family.derive or derive_transformer)(h)
+    return h
+
+
+# -- the expectation ---------------------------------------------------------------------------------------------
+
+
+def _expand(path: str, h: Mapping[str, Any]) -> list[str]:
+    paths = [path]
+    for placeholder, hyper in COUNTS.items():
+        token = "{" + placeholder + "}"
+        if any(token in p for p in paths):
+            n = int(h.get(hyper) or 0)
+            paths = [p.replace(token, str(i)) for p in paths for i in range(n)]
+    return paths
+
+
+def block_of(full: str, template: str) -> str:
+    """The row a module is reported in: its path up to the first layer index ('model.layers.3'), or itself."""
+    m = PLACEHOLDER.search(template)
+    if m is None:
+        return full
+    depth = template[: m.start()].count(".") + 1
+    return ".".join(full.split(".")[:depth])
+
+
+def _spec(part: Part, h: Mapping[str, Any], tensors: Sequence[TensorInfo] | None, name: str) -> LayerSpec:
+    """The part's spec at the hyperparameters, with the file's facts (bias, scale, shift) where it has the module."""
+    dims = [_dim(h, d) for d in part.dims]
+    if tensors:
+        leaves = {t.name.rpartition(".")[2] for t in tensors}
+        bias = bool(leaves & {"bias", "beta"})
+        scale = bool(leaves & {"weight", "gamma", "scale"})
+    else:
+        bias = bool(h.get(part.bias)) if part.bias else part.kind == "norm"
+        scale = True
+    if part.kind == "linear":
+        return Dense(dims[0], dims[1], bias, name=name)
+    if part.kind == "embedding":
+        return Embedding(dims[0], dims[1], name=name)
+    if part.kind == "norm":
+        return Norm(dims[0], scale, bias, "LayerNorm" if bias else "RMSNorm", name=name)
+    if part.kind == "conv":
+        return Conv(dims[1], dims[0], tuple(dims[2:]), bias, name=name)
+    return Tensor(tuple(dims), "Tensor", name=name)
+
+
+@dataclass(frozen=True)
+class ExpectedModule:
+    path: str  # full module path in the file
+    row: str  # the report row (block) it belongs to
+    spec: LayerSpec | None  # None: tied to `tied_to`, counted once there
+    tied_to: str | None = None
+
+
+def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None) -> list[ExpectedModule]:
+    """Every module the family has at `h`; with a file, its optional parts and facts come from the file."""
+    out = []
+    base = view.base if view is not None else family.bases[0]
+    for part in family.parts:
+        if (
+            view is not None
+            and any(part.path.startswith(s) for s in family.stacks)
+            and not any(
+                m.startswith(view.full(s)) for s in family.stacks if part.path.startswith(s) for m in view.modules
+            )
+        ):
+            continue
+        if part.when is not None and (not view.has_any(part.path) if view is not None else not h.get(part.when)):
+            continue
+        template = part.path.removeprefix("/")
+        for path in _expand(template, h):
+            full = path if part.path.startswith("/") else base + path
+            tensors = view.modules.get(full) if view is not None else None
+            if part.tied is not None:
+                if view is None:
+                    tied = bool(h.get("tied"))
+                else:  # not stored (absent, or only an alias): tied, unless a config says it is not
+                    stored = any(t.alias_of is None for t in tensors or ())
+                    tied = not stored and (h.get("from_shapes") or h.get("tied") is not False)
+                if tied:
+                    out.append(ExpectedModule(full, full, None, base + part.tied))
+                    continue
+            row = full if part.path.startswith("/") else block_of(full, base + template)
+            out.append(ExpectedModule(full, row, _spec(part, h, tensors, full)))
+    return out
+
+
+HYPER_SHOWN = (
+    *("model_type", "vocab", "d_model", "layers", "decoder_layers", "heads", "kv_heads", "head_dim"),
+    *("q_dim", "kv_dim", "feedforward", "positions", "experts", "expert_ff", "tied"),
+)
+
+
+def _shown(h: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: h[k] for k in HYPER_SHOWN if h.get(k) is not None}
+
+
+def _describe(spec: LayerSpec) -> str:
+    return f"{spec.kind} {total(spec):,}"
+
+
+@dataclass
+class _Row:
+    """One row of the check: a block ('model.layers.3') or a module, and what differs in it."""
+
+    expected: int = 0
+    found: int = 0
+    kinds: set[str] = field(default_factory=set)
+    diffs: list[str] = field(default_factory=list)
+    ties: list[str] = field(default_factory=list)
+    missing: int = 0
+    head: bool = False
+
+    def layer_check(self, name: str) -> LayerCheck:
+        kind = next(iter(self.kinds)) if len(self.kinds) == 1 else "Block"
+        if self.head:
+            return LayerCheck(name, kind, self.expected, self.found, "ok", HEAD_NOTE)
+        if self.diffs:
+            if self.found == 0 and self.missing:
+                status = "missing"
+            else:
+                status = "unexpected" if self.expected == 0 else "mismatch"
+            return LayerCheck(name, kind, self.expected, self.found, status, "; ".join(self.diffs[:4]))
+        if self.ties and self.expected == 0:
+            return LayerCheck(name, "tied", 0, 0, "tied", "; ".join(self.ties))
+        return LayerCheck(name, kind, self.expected, self.found, "ok")
+
+
+HEAD_NOTE = "a task head outside the model: counted from its own shapes"
+
+
+def check(
+    ckpt: Checkpoint, roles: Sequence[RoleMatch], family: Family, view: FileView, source: str, h: Mapping[str, Any]
+) -> Expectation:
+    """Row by row (block or module): the family's formula at `h` against the file's parameter tensors."""
+    rows: dict[str, _Row] = {}
+    expected = expected_modules(family, h, view)
+    for e in expected:
+        row = rows.setdefault(e.row, _Row())
+        tensors = view.modules.get(e.path, [])
+        found = sum(t.n_elements for t in tensors if t.alias_of is None)
+        row.found += found
+        if e.spec is None:
+            row.ties.append(f"{e.path!r} tied to {e.tied_to!r}: stored once, counted once")
+            row.kinds.add("tied")
+            continue
+        want = total(e.spec)
+        row.expected += want
+        row.kinds.add(e.spec.kind if e.row == e.path else "Block")
+        if not tensors:
+            row.missing += 1
+            row.diffs.append(f"{e.path} ({_describe(e.spec)}) is not in the file")
+        elif found != want:
+            shapes = ", ".join(f"{t.name.rpartition('.')[2]} {tuple(t.shape)}" for t in tensors)
+            row.diffs.append(f"{e.path}: the formula gives {_describe(e.spec)}, the file holds {found:,} ({shapes})")
+    known = {e.path for e in expected}
+    statistics = statistic_modules(ckpt, roles, ckpt.framework)
+    modules = file_modules(ckpt, roles)
+    for path, tensors in view.modules.items():
+        if path in known:
+            continue
+        found = sum(t.n_elements for t in tensors if t.alias_of is None)
+        module = modules.get(path)
+        kind = module_spec(module, ckpt.framework, path in statistics).kind if module is not None else "Tensor"
+        if _inside(path, view.base, family):  # in the model, but no part names it: a real difference
+            row = rows.setdefault(_row_for(path, rows), _Row())
+            row.diffs.append(f"{path} ({kind}, {found:,}) is in the file but not in the {family.name} formula")
+        else:
+            row = rows.setdefault(path, _Row(head=True))
+            row.expected += found
+        row.found += found
+        row.kinds.add(kind)
+    checks = tuple(row.layer_check(name) for name, row in rows.items())
+    notes = _notes(family, h, source)
+    return Expectation(
+        source, family.name, _shown(h), sum(c.expected for c in checks), ckpt.n_parameters, checks, notes
+    )
+
+
+def _inside(path: str, base: str, family: Family) -> bool:
+    """Whether a module belongs to the model (under its prefix, or under one of its top-level names)."""
+    if base:
+        return path.startswith(base)
+    tops = {p.path.split(".", 1)[0] for p in family.parts if not p.path.startswith("/")}
+    return path.split(".", 1)[0] in tops
+
+
+def _row_for(path: str, rows: Mapping[str, Any]) -> str:
+    """The longest existing row that contains `path`, else the path itself."""
+    containing = [name for name in rows if path.startswith(name + ".")]
+    return max(containing, key=len) if containing else path
+
+
+def _notes(family: Family, h: Mapping[str, Any], source: str) -> tuple[str, ...]:
+    notes = [f"{family.name}: {family.description}"]
+    notes.append("sizes from config.json" if source == "config" else "sizes read from the tensors' shapes")
+    notes.append("biases, norm shifts and optional modules (q/k norms, pooler, extra norms) as the file holds them")
+    if h.get("kv_dim") and h.get("q_dim") and h["kv_dim"] != h["q_dim"]:
+        notes.append(f"grouped-query attention: k/v projections of {h['kv_dim']} against q of {h['q_dim']}")
+    return tuple(notes)
+
+
+def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Expectation | None:
+    """The family expectation of a file, or None when no family fits."""
+    for family, view, source in detect(ckpt):
+        config = ckpt.config if source == "config" else None
+        try:
+            h = hyperparameters(family, view, config)
+            if config:
+                h["model_type"] = config["model_type"]
+            return check(ckpt, roles, family, view, source, h)
+        except (SpecError, ValueError, ZeroDivisionError):
+            continue  # the file's shapes do not size this family
+    return None

@@ -1,0 +1,83 @@
+"""The one place that decides what each tensor is: parameter, buffer (running statistic), optimizer slot, other.
+
+The container's own word comes first and is never overridden: loaders set the kind where the format
+states it (PyTorch module `_buffers` dicts and checkpoint sections, TorchScript declarations, Keras
+trainability and optimizer groups, MXNet `aux:` states). Where the container is silent (a state dict in
+safetensors, npz or a plain `torch.save`) a tensor the loader left as a parameter is decided here, by
+`KIND_RULES` over its name (the role table names the same tensors `norm_statistic` and `buffer`).
+`inspector.registry.load` applies it to every checkpoint, so counts, the trainable split, byte buckets,
+the roles and the expectation all read one decision.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from inspector.records import Checkpoint, TensorInfo, TensorKind
+
+# Frameworks whose loaders state every tensor's kind (their statistics are parameters they count).
+STATED = ("keras", "mxnet")
+
+
+@dataclass(frozen=True, slots=True)
+class KindRule:
+    rule_id: str
+    kind: TensorKind
+    pattern: str  # fullmatch over the tensor name
+    why: str
+
+
+KIND_RULES: tuple[KindRule, ...] = (
+    KindRule(
+        "torch.running_stat",
+        TensorKind.BUFFER,
+        r"(?:.*[./])?(?:running_mean|running_var|num_batches_tracked)",
+        "BatchNorm running statistic: a registered buffer, outside parameters()",
+    ),  # fmt: skip
+    KindRule("hf.ids", TensorKind.BUFFER, r"(?:.*\.)?(?:position_ids|token_type_ids)", "transformers index buffer"),
+    KindRule(
+        "hf.rotary", TensorKind.BUFFER, r"(?:.*\.)?(?:inv_freq|original_inv_freq|embed_scale)", "rotary / scale buffer"
+    ),  # fmt: skip
+    KindRule(
+        "hf.gpt2.mask", TensorKind.BUFFER, r"(?:.*\.)?h\.\d+\.attn\.(?:bias|masked_bias)", "GPT-2 causal-mask buffer"
+    ),  # fmt: skip
+    KindRule(
+        "hf.final_logits_bias",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?final_logits_bias",
+        "BART/Marian final_logits_bias: a registered buffer",
+    ),  # fmt: skip
+    KindRule("flax.batch_stats", TensorKind.BUFFER, r"(?:.*/)?batch_stats/.+", "flax batch_stats collection"),
+    KindRule(
+        "flax.other", TensorKind.OTHER, r"(?:.*/)?(?:cache|intermediates|losses)/.+", "flax non-params collection"
+    ),
+)
+_COMPILED = tuple((rule, re.compile(rule.pattern)) for rule in KIND_RULES)
+
+
+def kind_rule(name: str) -> KindRule | None:
+    for rule, regex in _COMPILED:
+        if regex.fullmatch(name):
+            return rule
+    return None
+
+
+def _decide(t: TensorInfo, framework: str) -> TensorKind:
+    if t.kind is not TensorKind.PARAMETER or framework in STATED:
+        return t.kind
+    rule = kind_rule(t.name)
+    return rule.kind if rule is not None else t.kind
+
+
+def decide(ckpt: Checkpoint) -> Checkpoint:
+    """The checkpoint with every tensor's kind decided (the same object when nothing changes)."""
+    changed = False
+    tensors = []
+    for t in ckpt.tensors:
+        kind = _decide(t, ckpt.framework)
+        if kind is not t.kind:
+            t = replace(t, kind=kind, trainable=False)
+            changed = True
+        tensors.append(t)
+    return replace(ckpt, tensors=tuple(tensors)) if changed else ckpt

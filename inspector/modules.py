@@ -1,0 +1,176 @@
+"""The file's own layers: parameter tensors grouped into modules, and the layer spec each module's tensors imply.
+
+This is the fact side of the analytic layer. Nothing here assumes a default: a bias, a norm's scale or
+shift, a second RNN bias vector, a conv's groups are counted when the file holds them, and a module
+whose tensors fit no layer kind is a plain `Tensor` of its shape. The spec a module gets therefore
+always counts exactly what the module holds; families (`inspector.families`) are what state what a
+module *should* hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from inspector.formulas import (
+    GRU,
+    LSTM,
+    BatchNorm,
+    Conv,
+    Convention,
+    Dense,
+    Embedding,
+    LayerSpec,
+    Norm,
+    Recurrent,
+    SimpleRNN,
+    Tensor,
+)
+from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
+
+GATE_CELLS: dict[int, type[Recurrent]] = {1: SimpleRNN, 3: GRU, 4: LSTM}
+FRAMEWORK_CONVENTIONS = {"keras": Convention.KERAS, "mxnet": Convention.MXNET}
+# Roles whose rule names the layer itself (RNN layers 'rnn.l0', Keras and MXNet layers, positional arrays):
+# the role's layer is the module. Elsewhere a dotted name's module is the name without its last part.
+LAYER_FROM_ROLE = ("rnn_input_kernel", "rnn_recurrent_kernel", "rnn_bias", "initial_state")
+STATISTICS = ("running_mean", "running_var", "moving_mean", "moving_variance", "moving_var")
+SCALES = ("weight", "gamma", "scale")
+SHIFTS = ("bias", "beta")
+
+
+@dataclass(frozen=True)
+class Module:
+    """The parameter tensors of one file module (aliases included), with their roles."""
+
+    name: str
+    items: tuple[tuple[TensorInfo, RoleMatch], ...]
+
+    def param(self, t: TensorInfo, r: RoleMatch) -> str:
+        """The tensor's parameter name within the module ('weight', 'kernel', 'bias'...)."""
+        if r.param and r.rule_id.startswith(("keras", "mxnet", "sockeye", "shape.")):
+            return r.param.removesuffix(":0")
+        return t.name[len(self.name) + 1 :] if t.name.startswith(self.name + ".") else (r.param or t.name)
+
+    def params(self) -> dict[str, TensorInfo]:
+        return {self.param(t, r): t for t, r in self.items}
+
+    @property
+    def roles(self) -> set[str]:
+        return {r.role for _, r in self.items}
+
+    @property
+    def found(self) -> int:
+        return sum(t.n_elements for t, _ in self.items if t.alias_of is None)
+
+
+def module_name(t: TensorInfo, r: RoleMatch, framework: str) -> str:
+    if t.layer or framework in ("keras", "mxnet") or r.role in LAYER_FROM_ROLE or r.rule_id.startswith("shape."):
+        return t.layer or r.layer
+    if "." in t.name:
+        return t.name.rpartition(".")[0]
+    return r.layer
+
+
+def file_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, Module]:
+    """Parameter tensors grouped by module, in file order."""
+    groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
+    for t, r in zip(ckpt.tensors, roles, strict=True):
+        if t.kind is TensorKind.PARAMETER:
+            groups.setdefault(module_name(t, r, ckpt.framework), []).append((t, r))
+    return {name: Module(name, tuple(items)) for name, items in groups.items()}
+
+
+def _kernel_out_last(t: TensorInfo, r: RoleMatch, framework: str) -> bool:
+    """Keras/TensorFlow kernels are (..., in, out); PyTorch, MXNet and Theano weights are (out, in, ...)."""
+    if r.rule_id.startswith("shape."):
+        return r.rule_id.endswith("out_last") or r.rule_id == "shape.dense_in_out"
+    return framework == "keras"
+
+
+def _recurrent(module: Module, framework: str, statistics: bool) -> LayerSpec | None:
+    rec = next((t for t, r in module.items if r.role == "rnn_recurrent_kernel"), None)
+    inp = next((t for t, r in module.items if r.role == "rnn_input_kernel"), None)
+    if rec is None or inp is None or len(rec.shape) != 2 or len(inp.shape) != 2:
+        return None
+    convention = FRAMEWORK_CONVENTIONS.get(framework, Convention.TORCH)
+    if convention is Convention.KERAS:  # kernel (in, g.u), recurrent (u, g.u), bias (g.u) or (2, g.u)
+        units, inputs = rec.shape[0], inp.shape[0]
+        gates = rec.shape[1] // units
+    else:  # weight_ih (g.u, in), weight_hh (g.u, u), bias_ih, bias_hh
+        units, inputs = rec.shape[1], inp.shape[1]
+        gates = rec.shape[0] // units
+    cls = GATE_CELLS.get(gates)
+    if cls is None:
+        return None
+    bias_elements = sum(t.n_elements for t, r in module.items if r.role == "rnn_bias")
+    vectors, rest = divmod(bias_elements, gates * units)
+    if rest:
+        return None
+    return cls(inputs, units, convention, bias=vectors > 0, biases=vectors or None, name=module.name)  # type: ignore[call-arg]
+
+
+def module_spec(module: Module, framework: str, statistics: bool = False) -> LayerSpec:
+    """The layer spec that counts exactly what `module` holds, of the most specific kind its tensors fit.
+
+    `statistics`: the module has running statistics beside it (buffers, or statistics kept as parameters).
+    """
+    roles = module.roles
+    if "rnn_recurrent_kernel" in roles:
+        spec = _recurrent(module, framework, statistics)
+        if spec is not None:
+            return spec
+    params = module.params()
+    scale = next((params[p] for p in SCALES if p in params), None)
+    shift = next((params[p] for p in SHIFTS if p in params), None)
+    stats = [p for p in params if p in STATISTICS]
+    one_d = [t for t in params.values() if len(t.shape) == 1]
+    name = module.name
+    if (statistics or stats or "norm" in roles) and len(one_d) == len(params) and one_d:
+        features = one_d[0].shape[0]
+        if all(t.shape == (features,) for t in one_d):
+            if stats and framework in ("keras", "mxnet"):  # Keras and MXNet count the statistics
+                convention = FRAMEWORK_CONVENTIONS[framework]
+                return BatchNorm(features, convention, name=name, scale=scale is not None, shift=shift is not None)
+            label = "BatchNorm" if statistics or stats else ("LayerNorm" if shift is not None else "RMSNorm")
+            return Norm(features, scale is not None, shift is not None, label, name=name)
+    weight = params.get("weight", params.get("kernel"))
+    rest = {p: t for p, t in params.items() if t is not weight}
+    bias_ok = not rest or (len(rest) == 1 and shift is not None and len(shift.shape) == 1)
+    if weight is not None and bias_ok:
+        r = next(r for t, r in module.items if t is weight)
+        has_bias = shift is not None
+        if r.role in ("embedding", "position_embedding") and len(weight.shape) == 2 and not has_bias:
+            return Embedding(weight.shape[0], weight.shape[1], name=name)
+        if len(weight.shape) == 2:
+            cin, cout = weight.shape if _kernel_out_last(weight, r, framework) else weight.shape[::-1]
+            if not has_bias or shift.shape == (cout,):  # type: ignore[union-attr]
+                return Dense(cin, cout, has_bias, name=name)
+        if len(weight.shape) >= 3:
+            if _kernel_out_last(weight, r, framework):
+                *kernel, cin, cout = weight.shape
+            else:
+                cout, cin, *kernel = weight.shape
+            if not has_bias or shift.shape in ((cout,), (cin,)):  # type: ignore[union-attr]
+                # from the shape alone a grouped conv reads as in_channels/groups: the count is the same
+                return Conv(cin, cout, tuple(kernel), has_bias, name=name)
+        if len(weight.shape) == 1 and not rest and "prelu" in name.lower():
+            return Tensor(weight.shape, "PReLU", name=name)
+    shapes = [t.shape for t in params.values()]
+    elements = sum(t.n_elements for t, _ in module.items if t.alias_of is None)
+    label = "Tensor" if len(shapes) == 1 else "Tensors"
+    return Tensor(shapes[0] if len(shapes) == 1 else (elements,), label, name=name)
+
+
+def statistic_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch], framework: str) -> set[str]:
+    """Modules with running statistics beside them (as buffers or as non-trainable parameters)."""
+    return {
+        module_name(t, r, framework)
+        for t, r in zip(ckpt.tensors, roles, strict=True)
+        if r.role == "norm_statistic" or t.name.rpartition(".")[2] in STATISTICS
+    }
+
+
+def file_specs(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> list[LayerSpec]:
+    """One spec per file module, in file order: what the shapes say, nothing assumed."""
+    statistics = statistic_modules(ckpt, roles, ckpt.framework)
+    return [module_spec(m, ckpt.framework, m.name in statistics) for m in file_modules(ckpt, roles).values()]
