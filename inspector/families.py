@@ -40,6 +40,7 @@ class Part:
         bias: the hyperparameter that says (where the file cannot) whether it has a bias / a norm a shift.
         when: an optional part: expected where the file has it (or, in a formula, where this hyperparameter is true).
         tied: the part this one shares its matrix with when the config ties them (an LM head).
+        role: the role of its tensors (`inspector.roles.Role` values); empty: `part_role` decides from kind and dims.
     """
 
     path: str
@@ -48,6 +49,34 @@ class Part:
     bias: str | None = None
     when: str | None = None
     tied: str | None = None
+    role: str = ""
+
+
+FEEDFORWARD = ("feedforward", "feedforward*2", "expert_ff", "shared_ff")
+GATES = ("gate_proj", "w1", "wi_0")
+
+
+def part_role(part: Part) -> str:
+    """A part's role: stated, else read off its kind and the hyperparameters that size it."""
+    if part.role:
+        return part.role
+    leaf = part.path.rsplit(".", 1)[-1]
+    if part.kind == "embedding":
+        return "position_embedding" if "position" in part.path else "embedding"
+    if part.kind == "linear":
+        inputs, outputs = part.dims
+        if outputs == "qkv_dim":
+            return "attention_qkv"
+        if outputs == "experts":
+            return "moe_router"
+        if outputs == "vocab":
+            return "output_head"
+        if inputs in FEEDFORWARD:
+            return "feedforward_down"
+        if outputs in FEEDFORWARD:
+            return "feedforward_gate" if leaf in GATES else "feedforward_up"
+        return "dense"
+    return {"norm": "norm", "conv": "conv"}.get(part.kind, "learned_tensor")
 
 
 @dataclass(frozen=True)
@@ -120,12 +149,12 @@ def _norm(path: str, features: str = "d_model", shift: str | None = "norm_shift"
     return Part(path, "norm", (features,), shift, **kw)
 
 
-def _attention(prefix: str, q: str, k: str, v: str, o: str, bias: str = "attention_bias", d: str = "d_model"):  # type: ignore[no-untyped-def]
+def _attention(prefix: str, q: str, k: str, v: str, o: str, bias: str = "attention_bias") -> tuple[Part, ...]:
     return (
-        _linear(f"{prefix}.{q}", d, "q_dim", bias),
-        _linear(f"{prefix}.{k}", d, "kv_dim", bias),
-        _linear(f"{prefix}.{v}", d, "kv_dim", bias),
-        _linear(f"{prefix}.{o}", "q_dim", d, bias),
+        _linear(f"{prefix}.{q}", "d_model", "q_dim", bias, role="attention_query"),
+        _linear(f"{prefix}.{k}", "d_model", "kv_dim", bias, role="attention_key"),
+        _linear(f"{prefix}.{v}", "d_model", "kv_dim", bias, role="attention_value"),
+        _linear(f"{prefix}.{o}", "q_dim", "d_model", bias, role="attention_output"),
     )
 
 
@@ -241,7 +270,7 @@ FAMILIES: tuple[Family, ...] = (
         (
             *DECODER_ENDS,
             _linear("layers.{i}.self_attn.qkv_proj", "d_model", "qkv_dim", "attention_bias"),
-            _linear("layers.{i}.self_attn.o_proj", "q_dim", "d_model", "attention_bias"),
+            _linear("layers.{i}.self_attn.o_proj", "q_dim", "d_model", "attention_bias", role="attention_output"),
             _norm("layers.{i}.input_layernorm"),
             _norm("layers.{i}.post_attention_layernorm"),
             _linear("layers.{i}.mlp.gate_up_proj", "d_model", "feedforward*2", "mlp_bias"),
@@ -311,7 +340,7 @@ FAMILIES: tuple[Family, ...] = (
             Part("wpe", "embedding", ("positions", "d_model")),
             _norm("h.{i}.ln_1"),
             _linear("h.{i}.attn.c_attn", "d_model", "qkv_dim", "attention_bias"),
-            _linear("h.{i}.attn.c_proj", "d_model", "d_model", "attention_bias"),
+            _linear("h.{i}.attn.c_proj", "d_model", "d_model", "attention_bias", role="attention_output"),
             _norm("h.{i}.ln_2"),
             _linear("h.{i}.mlp.c_fc", "d_model", "feedforward", "mlp_bias"),
             _linear("h.{i}.mlp.c_proj", "feedforward", "d_model", "mlp_bias"),
@@ -331,7 +360,7 @@ FAMILIES: tuple[Family, ...] = (
             _norm("layers.{i}.input_layernorm"),
             _norm("layers.{i}.post_attention_layernorm"),
             _linear("layers.{i}.attention.query_key_value", "d_model", "qkv_dim", "attention_bias"),
-            _linear("layers.{i}.attention.dense", "d_model", "d_model", "attention_bias"),
+            _linear("layers.{i}.attention.dense", "d_model", "d_model", "attention_bias", role="attention_output"),
             _linear("layers.{i}.mlp.dense_h_to_4h", "d_model", "feedforward", "mlp_bias"),
             _linear("layers.{i}.mlp.dense_4h_to_h", "feedforward", "d_model", "mlp_bias"),
             _norm("final_layer_norm"),
@@ -369,7 +398,7 @@ FAMILIES: tuple[Family, ...] = (
             _norm("h.{i}.ln_mlp", when="two_norms"),
             _norm("h.{i}.post_attention_layernorm", when="sequential"),
             _linear("h.{i}.self_attention.query_key_value", "d_model", "qkv_dim", "attention_bias"),
-            _linear("h.{i}.self_attention.dense", "d_model", "d_model", "attention_bias"),
+            _linear("h.{i}.self_attention.dense", "d_model", "d_model", "attention_bias", role="attention_output"),
             _linear("h.{i}.mlp.dense_h_to_4h", "d_model", "feedforward", "attention_bias"),
             _linear("h.{i}.mlp.dense_4h_to_h", "feedforward", "d_model", "attention_bias"),
             _norm("ln_f"),
@@ -417,7 +446,7 @@ FAMILIES: tuple[Family, ...] = (
             _norm("word_embeddings_layernorm"),
             _norm("h.{i}.input_layernorm"),
             _linear("h.{i}.self_attention.query_key_value", "d_model", "qkv_dim", "attention_bias"),
-            _linear("h.{i}.self_attention.dense", "d_model", "d_model", "attention_bias"),
+            _linear("h.{i}.self_attention.dense", "d_model", "d_model", "attention_bias", role="attention_output"),
             _norm("h.{i}.post_attention_layernorm"),
             _linear("h.{i}.mlp.dense_h_to_4h", "d_model", "feedforward", "mlp_bias"),
             _linear("h.{i}.mlp.dense_4h_to_h", "feedforward", "d_model", "mlp_bias"),
@@ -599,7 +628,7 @@ FAMILIES: tuple[Family, ...] = (
         (
             Part("embeddings.cls_token", "tensor", (1, 1, "d_model")),
             Part("embeddings.mask_token", "tensor", (1, 1, "d_model"), when="mask_token"),
-            Part("embeddings.position_embeddings", "tensor", (1, "positions", "d_model")),
+            Part("embeddings.position_embeddings", "tensor", (1, "positions", "d_model"), role="position_embedding"),
             Part(
                 "embeddings.patch_embeddings.projection", "conv", ("d_model", "channels", "patch", "patch"), "conv_bias"
             ),

@@ -18,9 +18,11 @@ from inspector.families import (
     COUNTS,
     FAMILIES,
     FAMILY_BY_MODEL_TYPE,
+    FAMILY_BY_NAME,
     Family,
     Part,
     derive_transformer,
+    part_role,
 )
 from inspector.formulas import Conv, Dense, Embedding, LayerSpec, Norm, Tensor, total
 from inspector.modules import file_modules, module_spec, statistic_modules
@@ -77,78 +79,93 @@ def _dim(h: Mapping[str, Any], dim: str | int) -> int:
 
 # -- the file side -----------------------------------------------------------------------------------------------
 
+SEGMENT_INDEX = re.compile(r"(?<![^.])\d+(?=\.|$)")
 
-@dataclass
+
+def _shape_key(path: str) -> str:
+    """A module path with its layer indices as '#': 'model.layers.3.mlp' -> 'model.layers.#.mlp'."""
+    return SEGMENT_INDEX.sub("#", path)
+
+
+@dataclass(frozen=True)
+class FileModules:
+    """A file's parameter tensors, indexed once: by module path (name less its last part) and by name."""
+
+    modules: Mapping[str, tuple[TensorInfo, ...]]
+    tensors: Mapping[str, TensorInfo]
+    keys: frozenset[str]  # _shape_key of every module path and tensor name
+
+    @classmethod
+    def of(cls, ckpt: Checkpoint) -> FileModules:
+        modules: dict[str, list[TensorInfo]] = {}
+        tensors = {}
+        for t in ckpt.tensors:
+            if t.kind is TensorKind.PARAMETER:
+                modules.setdefault(t.name.rpartition(".")[0], []).append(t)
+                tensors[t.name] = t
+        keys = frozenset(_shape_key(p) for p in [*modules, *tensors])
+        return cls({k: tuple(v) for k, v in modules.items()}, tensors, keys)
+
+
+@dataclass(frozen=True)
 class FileView:
-    """A file's parameter tensors, addressed by module path relative to a family prefix."""
+    """The file seen from a family prefix ('model.', 'bert.', '')."""
 
+    file: FileModules
     base: str
-    modules: dict[str, list[TensorInfo]]  # full module path -> tensors (bare tensors: their own name)
 
     def full(self, path: str) -> str:
         """A part path made absolute: the family prefix before it, unless it starts with '/'."""
         return path[1:] if path.startswith("/") else self.base + path
 
-    def module(self, path: str) -> list[TensorInfo]:
-        return self.modules.get(self.full(path), [])
+    def module(self, full: str) -> tuple[TensorInfo, ...]:
+        """The tensors of a module, or the bare tensor of that name (a class token)."""
+        bare = self.file.tensors.get(full)
+        return (bare,) if bare is not None else self.file.modules.get(full, ())
 
     def has_any(self, path_template: str) -> bool:
         """Whether the file has the module for some value of the template's placeholders."""
-        pieces = re.split(r"\{[ijke]\}", self.full(path_template))
-        regex = re.compile(r"\d+".join(re.escape(piece) for piece in pieces))
-        return any(regex.fullmatch(m) for m in self.modules)
+        return _shape_key(PLACEHOLDER.sub("0", self.full(path_template))) in self.file.keys
 
-    def indices(self, prefix_template: str, placeholder: str) -> set[int]:
-        head, _, _ = self.full(prefix_template).partition("{" + placeholder + "}")
-        found = set()
-        for m in self.modules:
+    def has_prefix(self, prefix: str) -> bool:
+        full = self.full(prefix)
+        return any(m.startswith(full) for m in self.file.modules)
+
+    def count(self, path_template: str, placeholder: str) -> int:
+        """1 + the largest index the file has for `placeholder` in the template's prefix (0: none)."""
+        head = PLACEHOLDER.sub("0", self.full(path_template).partition("{" + placeholder + "}")[0])
+        found = -1
+        for m in self.file.modules:
             if m.startswith(head):
                 index = m[len(head) :].split(".", 1)[0]
                 if index.isdigit():
-                    found.add(int(index))
-        return found
-
-
-def _view(ckpt: Checkpoint, base: str) -> FileView:
-    modules: dict[str, list[TensorInfo]] = {}
-    for t in ckpt.tensors:
-        if t.kind is TensorKind.PARAMETER:
-            modules.setdefault(t.name.rpartition(".")[0] if "." in t.name else t.name, []).append(t)
-    return FileView(base, modules)
-
-
-def _bare_tensors(view: FileView, family: Family) -> None:
-    """Parts that are bare tensors (a class token) are addressed by their own name, not their parent's."""
-    for part in family.parts:
-        if part.kind == "tensor":
-            full = view.full(part.path)
-            parent = full.rpartition(".")[0]
-            for t in list(view.modules.get(parent, [])):
-                if t.name == full:
-                    view.modules[parent].remove(t)
-                    view.modules.setdefault(full, []).append(t)
-            if parent in view.modules and not view.modules[parent]:
-                del view.modules[parent]
+                    found = max(found, int(index))
+        return found + 1
 
 
 def _score(view: FileView, family: Family) -> int:
     return sum(1 for p in family.parts if not p.path.startswith("/") and view.has_any(p.path))
 
 
-def detect(ckpt: Checkpoint) -> list[tuple[Family, FileView, str]]:
+def _in_stack(part: Part, family: Family) -> str | None:
+    return next((s for s in family.stacks if part.path.startswith(s)), None)
+
+
+def detect(ckpt: Checkpoint, families: Sequence[Family] = FAMILIES) -> list[tuple[Family, FileView, str]]:
     """The families a file may be, best first: its config's model_type, else every family whose layer
     parts are all there, ranked by how many of its parts the file has; each with the prefix it uses."""
     config = ckpt.config or {}
-    model_type = config.get("model_type") if isinstance(config.get("model_type"), str) else None
+    model_type = config.get("model_type")
     source = "config" if model_type in FAMILY_BY_MODEL_TYPE else "inferred"
-    candidates = [FAMILY_BY_MODEL_TYPE[model_type]] if source == "config" else list(FAMILIES)  # type: ignore[index]
+    candidates = [FAMILY_BY_MODEL_TYPE[model_type]] if source == "config" else list(families)  # type: ignore[index]
+    file = FileModules.of(ckpt)
     ranked: list[tuple[int, Family, FileView]] = []
     for family in candidates:
+        layer_parts = [
+            p for p in family.parts if PLACEHOLDER.search(p.path) and not p.when and not _in_stack(p, family)
+        ]
         for base in family.bases:
-            view = _view(ckpt, base)
-            _bare_tensors(view, family)
-            layer_parts = [p for p in family.parts if "{" in p.path and not p.when and not p.path.startswith("/")
-                           and not any(p.path.startswith(s) for s in family.stacks)]  # fmt: skip
+            view = FileView(file, base)
             if source == "inferred" and (not layer_parts or not all(view.has_any(p.path) for p in layer_parts)):
                 continue  # without a config every mandatory layer part must be there
             score = _score(view, family)
@@ -163,26 +180,26 @@ def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, 
     h: dict[str, Any] = dict(family.defaults)
     if view is not None:
         for hyper, (path, axis) in family.reads.items():
-            tensors = view.module(path)
-            leaf = ("weight", "kernel")
-            weight = next((t for t in tensors if t.name.rpartition(".")[2] in leaf or t.name == view.full(path)), None)
+            full = view.full(path)
+            weight = next(
+                (t for t in view.module(full) if t.name == full or t.name.endswith((".weight", ".kernel"))), None
+            )
             if weight is not None and len(weight.shape) > axis:
                 name, _, offset = hyper.partition("+")  # 'positions+2': the table has 2 rows more
                 h[name] = weight.shape[axis] - int(offset or 0)
         for placeholder, hyper in COUNTS.items():
-            for part in family.parts:
-                if "{" + placeholder + "}" in part.path:
-                    indices = view.indices(part.path, placeholder)
-                    if indices:
-                        h[hyper] = max(h.get(hyper) or 0, max(indices) + 1)
+            templates = [p.path for p in family.parts if "{" + placeholder + "}" in p.path]
+            found = max((view.count(t, placeholder) for t in templates), default=0)
+            if found:
+                h[hyper] = found
         h["from_shapes"] = not config
     if config:
         h.update(from_config(family, config))
         h["from_shapes"] = False
         if view is not None:
             for placeholder, hyper in COUNTS.items():
-                stack = [p for p in family.parts if "{" + placeholder + "}" in p.path]
-                if stack and not any(view.has_any(p.path) for p in stack) and placeholder != "e":
+                stack = [p.path for p in family.parts if "{" + placeholder + "}" in p.path]
+                if stack and placeholder != "e" and not any(view.has_any(p) for p in stack):
                     h[hyper] = 0  # the stack is not in the file (an encoder-only class): a fact of the file
     (family.derive or derive_transformer)(h)
     return h
@@ -236,6 +253,7 @@ class ExpectedModule:
     path: str  # full module path in the file
     row: str  # the report row (block) it belongs to
     spec: LayerSpec | None  # None: tied to `tied_to`, counted once there
+    role: str
     tied_to: str | None = None
 
 
@@ -244,20 +262,16 @@ def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None
     out = []
     base = view.base if view is not None else family.bases[0]
     for part in family.parts:
-        if (
-            view is not None
-            and any(part.path.startswith(s) for s in family.stacks)
-            and not any(
-                m.startswith(view.full(s)) for s in family.stacks if part.path.startswith(s) for m in view.modules
-            )
-        ):
-            continue
+        stack = _in_stack(part, family)
+        if view is not None and stack is not None and not view.has_prefix(stack):
+            continue  # a decoder (second tower) the file does not have at all
         if part.when is not None and (not view.has_any(part.path) if view is not None else not h.get(part.when)):
             continue
         template = part.path.removeprefix("/")
+        role = part_role(part)
         for path in _expand(template, h):
             full = path if part.path.startswith("/") else base + path
-            tensors = view.modules.get(full) if view is not None else None
+            tensors = view.module(full) if view is not None else None
             if part.tied is not None:
                 if view is None:
                     tied = bool(h.get("tied"))
@@ -265,10 +279,10 @@ def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None
                     stored = any(t.alias_of is None for t in tensors or ())
                     tied = not stored and (h.get("from_shapes") or h.get("tied") is not False)
                 if tied:
-                    out.append(ExpectedModule(full, full, None, base + part.tied))
+                    out.append(ExpectedModule(full, full, None, role, base + part.tied))
                     continue
             row = full if part.path.startswith("/") else block_of(full, base + template)
-            out.append(ExpectedModule(full, row, _spec(part, h, tensors, full)))
+            out.append(ExpectedModule(full, row, _spec(part, h, tensors, full), role))
     return out
 
 
@@ -322,9 +336,11 @@ def check(
     """Row by row (block or module): the family's formula at `h` against the file's parameter tensors."""
     rows: dict[str, _Row] = {}
     expected = expected_modules(family, h, view)
+    assigned: set[str] = set()
     for e in expected:
         row = rows.setdefault(e.row, _Row())
-        tensors = view.modules.get(e.path, [])
+        tensors = view.module(e.path)
+        assigned.update(t.name for t in tensors)
         found = sum(t.n_elements for t in tensors if t.alias_of is None)
         row.found += found
         if e.spec is None:
@@ -340,12 +356,13 @@ def check(
         elif found != want:
             shapes = ", ".join(f"{t.name.rpartition('.')[2]} {tuple(t.shape)}" for t in tensors)
             row.diffs.append(f"{e.path}: the formula gives {_describe(e.spec)}, the file holds {found:,} ({shapes})")
-    known = {e.path for e in expected}
     statistics = statistic_modules(ckpt, roles, ckpt.framework)
     modules = file_modules(ckpt, roles)
-    for path, tensors in view.modules.items():
-        if path in known:
-            continue
+    leftovers: dict[str, list[TensorInfo]] = {}
+    for name, t in view.file.tensors.items():
+        if name not in assigned:
+            leftovers.setdefault(name.rpartition(".")[0], []).append(t)
+    for path, tensors in leftovers.items():
         found = sum(t.n_elements for t in tensors if t.alias_of is None)
         module = modules.get(path)
         kind = module_spec(module, ckpt.framework, path in statistics).kind if module is not None else "Tensor"
@@ -385,6 +402,36 @@ def _notes(family: Family, h: Mapping[str, Any], source: str) -> tuple[str, ...]
     if h.get("kv_dim") and h.get("q_dim") and h["kv_dim"] != h["q_dim"]:
         notes.append(f"grouped-query attention: k/v projections of {h['kv_dim']} against q of {h['q_dim']}")
     return tuple(notes)
+
+
+def refine_roles(ckpt: Checkpoint, roles: Sequence[RoleMatch], exp: Expectation | None) -> tuple[RoleMatch, ...]:
+    """Roles as the family table states them (layer = the report row, role = the part's) for the tensors its
+    parts cover; other tensors keep the role table's answer."""
+    family = FAMILY_BY_NAME.get(exp.architecture) if exp is not None else None
+    if family is None:
+        return tuple(roles)
+    for fam, view, source in detect(ckpt, (family,)):
+        if fam is not family:
+            continue
+        try:
+            h = hyperparameters(family, view, ckpt.config if source == "config" else None)
+            expected = expected_modules(family, h, view)
+        except (SpecError, ValueError, ZeroDivisionError):
+            return tuple(roles)
+        by_tensor = {t.name: e for e in expected for t in view.module(e.path)}
+        return tuple(
+            RoleMatch(
+                r.name,
+                by_tensor[r.name].row,
+                by_tensor[r.name].role,
+                r.name.rpartition(".")[2],
+                f"family.{family.name}",
+            )  # fmt: skip
+            if r.name in by_tensor
+            else r
+            for r in roles
+        )
+    return tuple(roles)
 
 
 def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Expectation | None:

@@ -39,6 +39,7 @@ def analyse(ckpt: Checkpoint, expect: str | None = None) -> Report:
         SpecError: `expect` is not a valid spec.
     """
     from inspector.architectures import parse_spec
+    from inspector.family_check import refine_roles
     from inspector.hfconfig import config_beside
     from inspector.infer import expect as expectation_of
     from inspector.roles import match_roles
@@ -50,6 +51,7 @@ def analyse(ckpt: Checkpoint, expect: str | None = None) -> Report:
     roles = match_roles(ckpt)
     stated = parse_spec(expect) if expect else None
     expectation = expectation_of(ckpt, roles, stated)
+    roles = refine_roles(ckpt, roles, expectation)
     acc = account(ckpt)
     found = list(ckpt.findings) + accounting_findings(ckpt, acc)
     unmatched = [r.name for r in roles if r.role == "unmatched"]

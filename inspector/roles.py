@@ -40,6 +40,8 @@ class Role(StrEnum):
     STACK_ACTION = "stack_action"
     STACK_PUSH = "stack_push"
     STACK_READ = "stack_read"
+    MOE_ROUTER = "moe_router"
+    LEARNED_TENSOR = "learned_tensor"
     OPTIMIZER_SLOT = "optimizer_slot"
     BUFFER = "buffer"
     UNMATCHED = "unmatched"

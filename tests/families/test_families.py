@@ -1,0 +1,107 @@
+"""Families against transformers' own files and counts: tiny models of every family, with and without config.json."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from inspector.report import inspect
+from tests.families.zoo import ZOO, build
+
+pytest.importorskip("transformers", reason="transformers builds the tiny models")
+
+FAMILY = {
+    **dict.fromkeys(("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2"), "llama"),
+    **dict.fromkeys(("bert", "bert-cls", "roberta"), "bert"),
+    **dict.fromkeys(("clip", "resnet", "convnext"), "sequential"),  # no family table: one layer per module
+}
+
+
+@pytest.fixture(scope="session")
+def zoo(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    built: dict[str, tuple[Path, int]] = {}
+
+    def get(case: str) -> tuple[Path, int]:
+        if case not in built:
+            folder = tmp_path_factory.mktemp(case)
+            built[case] = (folder, build(case, folder))
+        return built[case]
+
+    return get
+
+
+@pytest.mark.parametrize("case", list(ZOO))
+def test_expectation_with_config_equals_transformers_count(zoo, case: str) -> None:  # type: ignore[no-untyped-def]
+    folder, n = zoo(case)
+    report = inspect(folder / "model.safetensors")
+    exp = report.expectation
+    assert report.checkpoint.n_parameters == n  # the file's count is what num_parameters() prints
+    assert exp is not None and exp.architecture == FAMILY.get(case, case.replace("-cls", ""))
+    if exp.architecture != "sequential":
+        model_type = json.loads((folder / "config.json").read_text())["model_type"]
+        assert exp.source == "config" and exp.hyperparameters["model_type"] == model_type
+    assert exp.total == n and exp.matches, [c for c in exp.layers if c.status not in ("ok", "tied")]
+    assert "COUNT_MISMATCH" not in {f.code for f in report.findings}
+    if exp.architecture != "sequential":  # the family table names every tensor's layer (a row) and role
+        rows = {c.layer for c in exp.layers}
+        params = [(t, r) for t, r in zip(report.checkpoint.tensors, report.roles, strict=True) if t.kind == "parameter"]
+        assert {r.layer for _, r in params} <= rows
+        assert all(r.role not in ("unmatched", "learned_tensor") or "token" in r.name for _, r in params)
+
+
+@pytest.mark.parametrize("case", list(ZOO))
+def test_expectation_without_config_from_names_and_shapes(zoo, case: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    folder, n = zoo(case)
+    shutil.copy(folder / "model.safetensors", tmp_path / "model.safetensors")
+    exp = inspect(tmp_path / "model.safetensors").expectation
+    assert exp is not None and exp.source == "inferred"
+    assert exp.architecture == FAMILY.get(case, case.replace("-cls", ""))
+    assert exp.total == n and exp.matches, [c for c in exp.layers if c.status not in ("ok", "tied")]
+
+
+def _with_config(zoo, case: str, tmp_path: Path, **changes: object) -> Path:  # type: ignore[no-untyped-def]
+    folder, _ = zoo(case)
+    shutil.copy(folder / "model.safetensors", tmp_path / "model.safetensors")
+    config = json.loads((folder / "config.json").read_text()) | changes
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    return tmp_path / "model.safetensors"
+
+
+def test_a_layer_the_config_states_but_the_file_lacks_is_reported(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    report = inspect(_with_config(zoo, "llama", tmp_path, num_hidden_layers=3))
+    exp = report.expectation
+    assert exp is not None and not exp.matches and exp.hyperparameters["layers"] == 3
+    missing = [c for c in exp.layers if c.status == "missing"]
+    assert [c.layer for c in missing] == ["model.layers.2"]
+    assert missing[0].expected == 9_280 and "model.layers.2.self_attn.q_proj (Dense 1,024) is not in the file" in (
+        missing[0].explanation
+    )
+    assert "COUNT_MISMATCH" in {f.code for f in report.findings}
+
+
+def test_a_feed_forward_of_another_size_is_explained(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    exp = inspect(_with_config(zoo, "qwen2", tmp_path, intermediate_size=128)).expectation
+    assert exp is not None and not exp.matches
+    rows = [c for c in exp.layers if c.status == "mismatch"]
+    assert [c.layer for c in rows] == ["model.layers.0", "model.layers.1"]
+    assert "model.layers.0.mlp.gate_proj: the formula gives Dense 4,096, the file holds 2,048 (weight (64, 32))" in (
+        rows[0].explanation
+    )
+
+
+def test_grouped_query_attention_read_from_the_kv_shapes(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    folder, _ = zoo("mistral")
+    shutil.copy(folder / "model.safetensors", tmp_path / "model.safetensors")
+    exp = inspect(tmp_path / "model.safetensors").expectation
+    assert exp is not None and exp.hyperparameters["q_dim"] == 32 and exp.hyperparameters["kv_dim"] == 16
+    assert any("grouped-query attention" in note for note in exp.notes)
+
+
+def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Gemma ties its LM head: the file has no lm_head. A config that says the head is not tied expects one.
+    exp = inspect(_with_config(zoo, "gemma", tmp_path, tie_word_embeddings=False)).expectation
+    assert exp is not None and not exp.matches
+    assert [(c.layer, c.status) for c in exp.layers if c.status != "ok"] == [("lm_head", "missing")]

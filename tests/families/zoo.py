@@ -1,0 +1,239 @@
+"""Tiny transformers models of every family, written by `save_pretrained` from configs (random weights, no download).
+
+`ZOO` maps a case to (auto class, model_type, config words). `build(case, folder)` writes the model and
+returns what transformers itself reports: `num_parameters()` (tied weights once, buffers apart).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+ZOO: dict[str, tuple[str, dict[str, Any]]] = {
+    "llama": (
+        "AutoModelForCausalLM",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+        ),
+    ),
+    "mistral": (
+        "AutoModelForCausalLM",
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+    ),
+    "qwen2": (
+        "AutoModelForCausalLM",
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+    ),
+    "qwen3": (
+        "AutoModelForCausalLM",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+        ),
+    ),
+    "gemma": (
+        "AutoModelForCausalLM",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=1,
+            head_dim=16,
+        ),
+    ),
+    "gemma2": (
+        "AutoModelForCausalLM",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+        ),
+    ),
+    "phi3": (
+        "AutoModelForCausalLM",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            pad_token_id=0,
+        ),
+    ),
+    "mixtral": (
+        "AutoModelForCausalLM",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            num_local_experts=4,
+            num_experts_per_tok=2,
+        ),
+    ),
+    "qwen2_moe": (
+        "AutoModelForCausalLM",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            moe_intermediate_size=16,
+            shared_expert_intermediate_size=48,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            num_experts=4,
+            num_experts_per_tok=2,
+        ),
+    ),
+    "gpt_neox": (
+        "AutoModelForCausalLM",
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4),
+    ),
+    "gptj": ("AutoModelForCausalLM", dict(n_embd=32, n_layer=2, n_head=4, n_positions=64, rotary_dim=4)),
+    "falcon": ("AutoModelForCausalLM", dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4)),
+    "opt": (
+        "AutoModelForCausalLM",
+        dict(
+            hidden_size=32,
+            ffn_dim=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            word_embed_proj_dim=32,
+            max_position_embeddings=64,
+        ),
+    ),
+    "bloom": ("AutoModelForCausalLM", dict(hidden_size=32, n_layer=2, n_head=4)),
+    "gpt2": ("AutoModelForCausalLM", dict(n_embd=32, n_layer=2, n_head=4, n_positions=64)),
+    "bert": (
+        "AutoModelForMaskedLM",
+        dict(
+            hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=64
+        ),
+    ),
+    "bert-cls": (
+        "AutoModelForSequenceClassification",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            max_position_embeddings=64,
+            num_labels=3,
+        ),
+    ),
+    "roberta": (
+        "AutoModelForMaskedLM",
+        dict(
+            hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=66
+        ),
+    ),
+    "distilbert": (
+        "AutoModelForMaskedLM",
+        dict(dim=32, hidden_dim=64, n_layers=2, n_heads=4, max_position_embeddings=64),
+    ),
+    "deberta-v2": (
+        "AutoModel",
+        dict(
+            hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=64
+        ),
+    ),
+    "t5": ("AutoModelForSeq2SeqLM", dict(d_model=32, d_ff=64, d_kv=8, num_layers=2, num_heads=4)),
+    "bart": (
+        "AutoModelForSeq2SeqLM",
+        dict(
+            d_model=32,
+            encoder_ffn_dim=64,
+            decoder_ffn_dim=64,
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=4,
+            decoder_attention_heads=4,
+            max_position_embeddings=64,
+        ),
+    ),
+    "whisper": (
+        "AutoModelForSpeechSeq2Seq",
+        dict(
+            d_model=32,
+            encoder_ffn_dim=64,
+            decoder_ffn_dim=64,
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=4,
+            decoder_attention_heads=4,
+            num_mel_bins=16,
+            max_source_positions=32,
+            max_target_positions=32,
+        ),
+    ),
+    "vit": (
+        "AutoModel",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            image_size=32,
+            patch_size=8,
+        ),
+    ),
+    "clip": (
+        "AutoModel",
+        dict(
+            text_config=dict(
+                hidden_size=32,
+                intermediate_size=64,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                vocab_size=128,
+                max_position_embeddings=32,
+            ),
+            vision_config=dict(
+                hidden_size=32,
+                intermediate_size=64,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                image_size=32,
+                patch_size=8,
+            ),
+            projection_dim=16,
+        ),
+    ),
+    "resnet": ("AutoModel", dict(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic")),
+    "convnext": ("AutoModel", dict(hidden_sizes=[16, 32], depths=[1, 1], num_stages=2)),
+}
+NO_VOCAB = ("resnet", "convnext", "vit", "clip", "whisper")
+
+
+def model_type(case: str) -> str:
+    return case.split("-cls")[0]
+
+
+def build(case: str, folder: Path) -> int:
+    """Write the case's model with save_pretrained into `folder`; its num_parameters()."""
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    auto, words = ZOO[case]
+    words = dict(words)
+    if model_type(case) not in NO_VOCAB:
+        words.setdefault("vocab_size", 128)
+    config = transformers.AutoConfig.for_model(model_type(case), **words)
+    model = getattr(transformers, auto).from_config(config)
+    model.save_pretrained(folder)
+    return int(model.num_parameters())
