@@ -17,7 +17,6 @@ from inspector.formulas import (
     GATES,
     GRU,
     LSTM,
-    BatchNorm,
     Conv,
     Convention,
     Dense,
@@ -398,96 +397,15 @@ def keras_lstm_lm(vocab: int, embed: int, units: int) -> Architecture:
 
 # -- Keras layer lists ------------------------------------------------------------------------------------------
 
-LAYER_TOKEN = re.compile(r"\s*([A-Za-z][A-Za-z0-9]*)\s*(?:\(([^()]*)\))?\s*")
-
-
-def _args(text: str | None) -> tuple[list[str], dict[str, str]]:
-    positional, keywords = [], {}
-    for item in filter(None, (a.strip() for a in (text or "").split(","))):
-        key, eq, value = item.partition("=")
-        if eq:
-            keywords[key.strip()] = value.strip()
-        else:
-            positional.append(item)
-    return positional, keywords
-
-
-class _KerasBuilder:
-    """Shape propagation through a Keras layer list (batch dimension left out)."""
-
-    def __init__(self) -> None:
-        self.shape: tuple[int | None, ...] = (None,)
-        self.specs: list[LayerSpec] = []
-        self.counts: dict[str, int] = {}
-
-    def name(self, base: str) -> str:
-        n = self.counts.get(base, 0)
-        self.counts[base] = n + 1
-        return base if n == 0 else f"{base}_{n}"
-
-    def last(self) -> int:
-        if not self.shape or self.shape[-1] is None:
-            raise SpecError("the input size is unknown here: start the list with Input(...)")
-        return self.shape[-1]
-
-    def add(self, kind: str, pos: list[str], kw: dict[str, str]) -> None:
-        ints = [int(p) for p in pos if p.lstrip("-").isdigit()]
-        if kind == "Input":
-            self.shape = tuple(ints) or (None,)
-        elif kind == "Embedding":
-            self.specs.append(Embedding(ints[0], ints[1], name=self.name("embedding")))
-            self.shape = (*self.shape, ints[1])
-        elif kind == "Flatten":
-            if any(d is None for d in self.shape):
-                raise SpecError("Flatten needs a known input shape: give Input(...)")
-            size = 1
-            for d in self.shape:
-                size *= d  # type: ignore[operator]
-            self.shape = (size,)
-        elif kind == "Dense":
-            bias = _bool(kw.get("bias", kw.get("use_bias", "true")))
-            self.specs.append(Dense(self.last(), ints[0], bias, name=self.name("dense")))
-            self.shape = (*self.shape[:-1], ints[0])
-        elif kind in ("SimpleRNN", "LSTM", "GRU"):
-            cls = {"SimpleRNN": SimpleRNN, "LSTM": LSTM, "GRU": GRU}[kind]
-            extra = {"reset_after": _bool(kw["reset_after"])} if "reset_after" in kw else {}
-            base = {"SimpleRNN": "simple_rnn", "LSTM": "lstm", "GRU": "gru"}[kind]
-            self.specs.append(cls(self.last(), ints[0], Convention.KERAS, name=self.name(base), **extra))
-            seq = _bool(kw.get("return_sequences", "false"))
-            self.shape = (*self.shape[:-1], ints[0]) if seq else (ints[0],)
-        elif kind in ("Conv1D", "Conv2D"):
-            dims = 1 if kind == "Conv1D" else 2
-            k = ints[1] if len(ints) > 1 else 3
-            self.specs.append(Conv(self.last(), ints[0], (k,) * dims, name=self.name(kind.lower()[:-2] + "d")))
-            spatial = [None if d is None else d - k + 1 for d in self.shape[:-1]]
-            self.shape = (*spatial, ints[0])
-        elif kind in ("MaxPooling1D", "MaxPooling2D", "AveragePooling2D"):
-            p = ints[0] if ints else 2
-            self.shape = (*(None if d is None else d // p for d in self.shape[:-1]), self.shape[-1])
-        elif kind == "BatchNormalization":
-            self.specs.append(BatchNorm(self.last(), name=self.name("batch_normalization")))
-        elif kind == "LayerNormalization":
-            self.specs.append(LayerNorm(self.last(), name=self.name("layer_normalization")))
-        elif kind not in ("Dropout", "Activation", "ReLU"):
-            raise SpecError(f"unknown Keras layer {kind!r}")
-
 
 def keras_layers(text: str) -> Architecture:
-    """A Keras Sequential model from a layer list such as 'Input(100) Embedding(10000,100) Flatten Dense(32)'."""
-    builder = _KerasBuilder()
-    pos = 0
-    while pos < len(text):
-        m = LAYER_TOKEN.match(text, pos)
-        if m is None or m.end() == pos:
-            raise SpecError(f"cannot read the layer list at {text[pos : pos + 20]!r}")
-        try:
-            builder.add(m.group(1), *_args(m.group(2)))
-        except SpecError:
-            raise
-        except (IndexError, ValueError) as exc:
-            raise SpecError(f"bad arguments for {m.group(0).strip()!r}: {exc}") from exc
-        pos = m.end()
-    return Architecture("keras-sequential", {"layers": text.strip()}, tuple(builder.specs))
+    """A Keras Sequential model from a layer list such as 'Input(100) Embedding(10000,100) Flatten Dense(32)'.
+
+    Every class and keyword comes from `inspector.keras_layers.KERAS_LAYERS`; an unknown keyword is refused.
+    """
+    from inspector.keras_layers import layer_list
+
+    return Architecture("keras-sequential", {"layers": text.strip()}, tuple(layer_list(text)))
 
 
 # -- the table -----------------------------------------------------------------------------------------------

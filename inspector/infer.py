@@ -15,26 +15,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 from inspector import family_check
 from inspector.architectures import Architecture, build
 from inspector.checks import Layer, compare, file_layers
 from inspector.errors import SpecError
 from inspector.formulas import (
-    GRU,
-    LSTM,
-    BatchNorm,
     Conv,
-    Convention,
     Dense,
-    Embedding,
-    LayerNorm,
     LayerSpec,
-    SimpleRNN,
 )
+from inspector.keras_layers import config_specs
 from inspector.modules import file_specs
-from inspector.records import Checkpoint, Expectation, RoleMatch
+from inspector.records import Checkpoint, Expectation, RoleMatch, TensorKind
 
 
 def _rule(layers: dict[str, Layer], prefix: str) -> list[Layer]:
@@ -173,52 +166,25 @@ def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architec
     return None
 
 
-def _config_spec(entry: dict[str, Any], layer: Layer | None) -> LayerSpec | None:
-    """A Keras layer's spec from its config, with input sizes from the file's kernel shapes."""
-    cls, cfg, name = entry.get("class_name", ""), entry.get("config", {}), entry.get("name", "")
-    kernel = layer.find(param="kernel") if layer else None
-    bias = bool(cfg.get("use_bias", True))
-    if cls == "Embedding":
-        return Embedding(int(cfg["input_dim"]), int(cfg["output_dim"]), name=name)
-    if cls in ("BatchNormalization", "LayerNormalization"):
-        gamma = layer.find(param="gamma") if layer else None
-        if gamma is None:
-            return None
-        if cls == "BatchNormalization":
-            return BatchNorm(gamma.shape[0], Convention.KERAS, name=name)
-        return LayerNorm(gamma.shape[0], bias=bool(cfg.get("center", True)), name=name)
-    if kernel is None:
-        return None
-    if cls == "Dense":
-        return Dense(kernel.shape[0], int(cfg["units"]), bias, name=name)
-    if cls in ("Conv1D", "Conv2D", "Conv3D"):
-        return Conv(kernel.shape[-2], int(cfg["filters"]), tuple(kernel.shape[:-2]), bias, name=name)
-    if cls in ("SimpleRNN", "LSTM", "GRU"):
-        rnn: type[LayerSpec] = {"SimpleRNN": SimpleRNN, "LSTM": LSTM, "GRU": GRU}[cls]
-        extra = {"reset_after": bool(cfg.get("reset_after", True))} if cls == "GRU" else {}
-        return rnn(kernel.shape[0], int(cfg["units"]), Convention.KERAS, bias, name=name, **extra)  # type: ignore[call-arg]
-    return None
-
-
 def from_config(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
-    """The architecture a Keras file's own model config describes."""
+    """The architecture a Keras file's own model config describes (input sizes from the file's variables)."""
     if not ckpt.config or not ckpt.config.get("layers"):
         return None
-    layers = file_layers(ckpt, roles)
-    specs = []
+    variables: dict[str, dict[str, tuple[int, ...]]] = {}
+    for t in ckpt.tensors:
+        if t.kind is TensorKind.PARAMETER and t.layer and t.param:
+            variables.setdefault(t.layer, {})[t.param.removesuffix(":0")] = t.shape
+    specs: list[LayerSpec] = []
     for entry in ckpt.config["layers"]:
         try:
-            spec = _config_spec(entry, layers.get(entry.get("name", "")))
+            specs += config_specs(entry, variables)
         except (KeyError, TypeError, ValueError, SpecError):
-            spec = None
-        if spec is not None:
-            specs.append(spec)
+            continue  # a layer whose config this table cannot read: the check shows it as unexpected
     if not specs:
         return None
     name = (ckpt.config.get("raw") or {}).get("class_name", "keras-model")
-    return Architecture(
-        f"keras-{str(name).lower()}", {"layers": len(specs), "source": ckpt.config.get("source")}, tuple(specs)
-    )
+    hyper = {"layers": len(specs), "source": ckpt.config.get("source")}
+    return Architecture(f"keras-{str(name).lower()}", hyper, tuple(specs))
 
 
 def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch], stated: Architecture | None = None) -> Expectation | None:

@@ -125,13 +125,19 @@ def module_spec(module: Module, framework: str, statistics: bool = False) -> Lay
     stats = [p for p in params if p in STATISTICS]
     one_d = [t for t in params.values() if len(t.shape) == 1]
     name = module.name
-    if (statistics or stats or "norm" in roles) and len(one_d) == len(params) and one_d:
+    affine = set(params) == {"weight", "bias"}  # a 1-d weight and bias of one size: an affine norm (GroupNorm...)
+    if (statistics or stats or "norm" in roles or affine) and len(one_d) == len(params) and one_d:
         features = one_d[0].shape[0]
         if all(t.shape == (features,) for t in one_d):
             if stats and framework in ("keras", "mxnet"):  # Keras and MXNet count the statistics
                 convention = FRAMEWORK_CONVENTIONS[framework]
                 return BatchNorm(features, convention, name=name, scale=scale is not None, shift=shift is not None)
-            label = "BatchNorm" if statistics or stats else ("LayerNorm" if shift is not None else "RMSNorm")
+            if statistics or stats:
+                label = "BatchNorm"
+            elif "norm" in roles:
+                label = "LayerNorm" if shift is not None else "RMSNorm"
+            else:  # an affine GroupNorm/InstanceNorm/LayerNorm whose name does not say which
+                label = "Norm"
             return Norm(features, scale is not None, shift is not None, label, name=name)
     weight = params.get("weight", params.get("kernel"))
     rest = {p: t for p, t in params.items() if t is not weight}
@@ -150,11 +156,14 @@ def module_spec(module: Module, framework: str, statistics: bool = False) -> Lay
                 *kernel, cin, cout = weight.shape
             else:
                 cout, cin, *kernel = weight.shape
-            if not has_bias or shift.shape in ((cout,), (cin,)):  # type: ignore[union-attr]
-                # from the shape alone a grouped conv reads as in_channels/groups: the count is the same
+            # from the shape alone a grouped conv reads as in_channels/groups, and a transposed or depthwise
+            # Keras kernel (k, out, in) / (k, in, multiplier) has its bias on the other axis: the count is the same
+            if not has_bias or shift.shape == (cout,):  # type: ignore[union-attr]
                 return Conv(cin, cout, tuple(kernel), has_bias, name=name)
-        if len(weight.shape) == 1 and not rest and "prelu" in name.lower():
-            return Tensor(weight.shape, "PReLU", name=name)
+            if shift.shape == (cin,):  # type: ignore[union-attr]
+                return Conv(cout, cin, tuple(kernel), has_bias, name=name)
+        if len(weight.shape) == 1 and not rest:  # a learned per-channel scale: PReLU slopes, an RMSNorm weight
+            return Tensor(weight.shape, "PReLU" if "prelu" in name.lower() else "Scale", name=name)
     shapes = [t.shape for t in params.values()]
     elements = sum(t.n_elements for t, _ in module.items if t.alias_of is None)
     label = "Tensor" if len(shapes) == 1 else "Tensors"

@@ -31,29 +31,40 @@ KERAS2 = "keras-h5"
 KERAS3 = "keras3-weights-h5"
 GENERIC = "hdf5"
 NON_TRAINABLE = {"moving_mean", "moving_variance"}
-# Keras 3 variable order per layer class (snake_case, as the auto names and the classes' build() give it).
-VAR_ORDER: dict[str, tuple[str, ...]] = {
-    "dense": ("kernel", "bias"),
-    "einsum_dense": ("kernel", "bias"),
-    "embedding": ("embeddings",),
-    "conv1d": ("kernel", "bias"),
-    "conv2d": ("kernel", "bias"),
-    "conv3d": ("kernel", "bias"),
-    "conv1d_transpose": ("kernel", "bias"),
-    "conv2d_transpose": ("kernel", "bias"),
-    "depthwise_conv2d": ("kernel", "bias"),
-    "batch_normalization": ("gamma", "beta", "moving_mean", "moving_variance"),
-    "layer_normalization": ("gamma", "beta"),
-    "simple_rnn": ("kernel", "recurrent_kernel", "bias"),
-    "lstm": ("kernel", "recurrent_kernel", "bias"),
-    "gru": ("kernel", "recurrent_kernel", "bias"),
+# Keras 3 variables per layer class, in build() order (snake_case class names, as Keras's own auto names):
+# each (variable name, the config flag without which the layer does not create it).
+_BIASED = (("kernel", None), ("bias", "use_bias"))
+_RNN = (("kernel", None), ("recurrent_kernel", None), ("bias", "use_bias"))
+_NORM = (("gamma", "scale"), ("beta", "center"))
+KERAS3_VARS: dict[str, tuple[tuple[str, str | None], ...]] = {
+    **dict.fromkeys(("dense", "einsum_dense"), _BIASED),
+    **dict.fromkeys(
+        ("conv1d", "conv2d", "conv3d", "conv1d_transpose", "conv2d_transpose", "conv3d_transpose"), _BIASED
+    ),
+    **dict.fromkeys(("depthwise_conv1d", "depthwise_conv2d"), _BIASED),
+    **dict.fromkeys(
+        ("separable_conv1d", "separable_conv2d"),
+        (("depthwise_kernel", None), ("pointwise_kernel", None), ("bias", "use_bias")),
+    ),
+    "embedding": (("embeddings", None),),
+    "batch_normalization": (*_NORM, ("moving_mean", None), ("moving_variance", None)),
+    **dict.fromkeys(("layer_normalization", "group_normalization"), _NORM),
+    **dict.fromkeys(("simple_rnn", "lstm", "gru"), _RNN),
+    "p_re_lu": (("alpha", None),),
 }
 AUTO_SUFFIX = re.compile(r"_\d+$")
+BIDIRECTIONAL_SIDES = {"forward_layer": "forward", "backward_layer": "backward"}
 
 
-def _snake(class_name: str) -> str:
-    s = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", class_name).lower()
-    return {"simple_r_n_n": "simple_rnn", "l_s_t_m": "lstm", "g_r_u": "gru"}.get(s, s)
+def snake(class_name: str) -> str:
+    """Keras's own to_snake_case: 'Conv2D' -> 'conv2d', 'PReLU' -> 'p_re_lu', 'SimpleRNN' -> 'simple_rnn'."""
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", re.sub(r"\W+", "", class_name))
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def keras3_vars(cls: str, config: dict[str, Any]) -> list[str]:
+    """The variable names a Keras 3 layer of class `cls` (snake_case) creates with this config."""
+    return [name for name, flag in KERAS3_VARS.get(cls, ()) if flag is None or config.get(flag, True) is not False]
 
 
 def _joined(attrs: dict[str, Any], key: str) -> list[str]:
@@ -146,10 +157,22 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
         index = int(parts[-1])
         owner = parts[: parts.index("cell")] if "cell" in parts else parts[:-2]  # RNN weights sit in the cell
         auto = owner[-1] if owner and owner[0] == "layers" else ""
-        real = group_attrs.get("/".join(owner + ["vars"]), {}).get("name") or auto or "model"
-        layer = by_name.get(real, {})
-        cls = _snake(layer.get("class_name", "")) or AUTO_SUFFIX.sub("", auto)
-        order = VAR_ORDER.get(cls, ())
+        side = BIDIRECTIONAL_SIDES.get(auto)
+        if side is not None:  # layers/bidirectional/forward_layer/cell/vars/N: the wrapped RNN of one direction
+            outer = group_attrs.get("/".join(owner[:-1] + ["vars"]), {}).get("name") or owner[-2]
+            layer = by_name.get(outer, {})
+            wrapped = layer.get("config", {}).get("backward_layer" if side == "backward" else "layer") or layer.get(
+                "config", {}
+            ).get("layer", {})
+            real = f"{outer}/{side}"
+            cls = snake(wrapped.get("class_name", "")) if isinstance(wrapped, dict) else ""
+            inner = wrapped.get("config", {}) if isinstance(wrapped, dict) else {}
+        else:
+            real = group_attrs.get("/".join(owner + ["vars"]), {}).get("name") or auto or "model"
+            layer = by_name.get(real, {})
+            cls = snake(layer.get("class_name", "")) or AUTO_SUFFIX.sub("", auto)
+            inner = layer.get("config", {})
+        order = keras3_vars(cls, inner if isinstance(inner, dict) else {})
         param = order[index] if index < len(order) else f"var{index}"
         trainable = bool(layer.get("trainable", True)) and param not in NON_TRAINABLE
         tensors.append(_tensor(d, TensorKind.PARAMETER, "model", real, param, trainable))

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# Keras 3 in the tests runs on torch (the CPU build CI installs), whatever else the environment has.
+os.environ.setdefault("KERAS_BACKEND", "torch")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_models"

@@ -1,0 +1,409 @@
+"""Keras layers as one table: the config words each class takes, its formula, and its output shape.
+
+Both ways of stating a Keras model go through `KERAS_LAYERS`: a layer list on the command line
+(`"Input(16,16,3) Conv2D(8,3,use_bias=false) BatchNormalization(center=false) Flatten Dense(10)"`, shapes
+propagated) and a file's own model config (input sizes read from the file's kernels). A keyword the
+table does not list for a class is refused, never silently dropped; `use_bias`, `center`, `scale`,
+`kernel_size`, `strides`, `padding`, `dilation_rate`, `groups`, `depth_multiplier` and `reset_after` are
+honoured as Keras honours them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from inspector.errors import SpecError
+from inspector.formulas import (
+    GRU,
+    LSTM,
+    BatchNorm,
+    Block,
+    Conv,
+    Convention,
+    Dense,
+    Embedding,
+    LayerSpec,
+    Norm,
+    SimpleRNN,
+    Tensor,
+)
+
+Shape = tuple[int | None, ...]  # batch dimension left out; None: unknown
+CONV_WORDS = frozenset({"filters", "kernel_size", "strides", "padding", "dilation_rate", "use_bias", "groups"})
+RNN_WORDS = frozenset({"units", "use_bias", "return_sequences", "reset_after"})
+NORM_WORDS = frozenset({"center", "scale", "axis"})
+
+
+@dataclass(frozen=True)
+class KerasLayer:
+    """One Keras class: positional words, accepted keywords, specs from (config, input shape), output shape."""
+
+    positional: tuple[str, ...]
+    keywords: frozenset[str]
+    specs: Callable[[Mapping[str, Any], Shape, str], tuple[LayerSpec, ...]]
+    shape: Callable[[Mapping[str, Any], Shape], Shape]
+    base_name: str = ""  # Keras's auto name ('conv2d'); '' : the class has no parameters
+    dims: int = 0  # spatial dimensions of a conv or pooling layer
+
+
+def _tuple(value: Any, dims: int) -> tuple[int, ...]:
+    if isinstance(value, (list, tuple)):
+        out = tuple(int(v) for v in value)
+    else:
+        out = (int(value),) * dims
+    if len(out) != dims or any(v <= 0 for v in out):
+        raise SpecError(f"expected {dims} positive sizes, got {value!r}")
+    return out
+
+
+def _flag(cfg: Mapping[str, Any], key: str, default: bool = True) -> bool:
+    value = cfg.get(key, default)
+    if isinstance(value, str):
+        if value.lower() in ("true", "1", "yes"):
+            return True
+        if value.lower() in ("false", "0", "no"):
+            return False
+        raise SpecError(f"{key} must be true or false, got {value!r}")
+    return bool(value)
+
+
+def _channels(shape: Shape) -> int:
+    if not shape or shape[-1] is None:
+        raise SpecError("the input size is unknown here: start the list with Input(...)")
+    return shape[-1]
+
+
+def _spatial(cfg: Mapping[str, Any], shape: Shape, dims: int, transposed: bool = False) -> tuple[int | None, ...]:
+    """Output spatial sizes of a conv or pooling layer, as Keras computes them."""
+    kernel = _tuple(cfg.get("kernel_size", cfg.get("pool_size", 2)), dims)
+    strides = _tuple(cfg.get("strides") or (1 if "kernel_size" in cfg else kernel), dims)
+    dilation = _tuple(cfg.get("dilation_rate", 1), dims)
+    padding = str(cfg.get("padding", "valid")).lower()
+    if padding not in ("valid", "same", "causal"):
+        raise SpecError(f"padding must be valid or same, got {padding!r}")
+    sizes = shape[:-1] if len(shape) == dims + 1 else (None,) * dims
+    out: list[int | None] = []
+    for n, k, s, d in zip(sizes, kernel, strides, dilation, strict=True):
+        if n is None:
+            out.append(None)
+            continue
+        span = (k - 1) * d + 1
+        if transposed:
+            out.append(n * s if padding == "same" else (n - 1) * s + span)
+        else:
+            out.append(math.ceil(n / s) if padding in ("same", "causal") else (n - span) // s + 1)
+        if out[-1] is not None and out[-1] <= 0:  # type: ignore[operator]
+            raise SpecError("the input is too small for that kernel")
+    return tuple(out)
+
+
+def _conv(dims: int, transposed: bool = False) -> KerasLayer:
+    def specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
+        groups = int(cfg.get("groups", 1))
+        kernel = _tuple(cfg["kernel_size"], dims)
+        return (Conv(_channels(shape), int(cfg["filters"]), kernel, _flag(cfg, "use_bias"), name=name, groups=groups),)
+
+    def out(cfg: Mapping[str, Any], shape: Shape) -> Shape:
+        return (*_spatial(cfg, shape, dims, transposed), int(cfg["filters"]))
+
+    base = f"conv{dims}d" + ("_transpose" if transposed else "")
+    return KerasLayer(("filters", "kernel_size"), CONV_WORDS, specs, out, base, dims)
+
+
+def _depthwise(dims: int) -> KerasLayer:
+    def specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
+        c, m = _channels(shape), int(cfg.get("depth_multiplier", 1))
+        return (Conv(c, c * m, _tuple(cfg["kernel_size"], dims), _flag(cfg, "use_bias"), name=name, groups=c),)
+
+    def out(cfg: Mapping[str, Any], shape: Shape) -> Shape:
+        return (*_spatial(cfg, shape, dims), _channels(shape) * int(cfg.get("depth_multiplier", 1)))
+
+    words = (CONV_WORDS - {"filters", "groups"}) | {"depth_multiplier"}
+    return KerasLayer(("kernel_size",), words, specs, out, f"depthwise_conv{dims}d", dims)
+
+
+def _separable(dims: int) -> KerasLayer:
+    def specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
+        c, m, f = _channels(shape), int(cfg.get("depth_multiplier", 1)), int(cfg["filters"])
+        parts = (
+            ("depthwise", Conv(c, c * m, _tuple(cfg["kernel_size"], dims), False, groups=c)),
+            ("pointwise", Conv(c * m, f, (1,) * dims, _flag(cfg, "use_bias"))),
+        )
+        return (Block(parts, "SeparableConv", name=name),)
+
+    def out(cfg: Mapping[str, Any], shape: Shape) -> Shape:
+        return (*_spatial(cfg, shape, dims), int(cfg["filters"]))
+
+    words = (CONV_WORDS - {"groups"}) | {"depth_multiplier"}
+    return KerasLayer(("filters", "kernel_size"), words, specs, out, f"separable_conv{dims}d", dims)
+
+
+def _recurrent(cls: type[SimpleRNN] | type[LSTM] | type[GRU]) -> KerasLayer:
+    def specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
+        extra = {"reset_after": _flag(cfg, "reset_after")} if cls is GRU else {}
+        bias = _flag(cfg, "use_bias")
+        return (cls(_channels(shape), int(cfg["units"]), Convention.KERAS, bias, name=name, **extra),)  # type: ignore[arg-type]
+
+    def out(cfg: Mapping[str, Any], shape: Shape) -> Shape:
+        units = int(cfg["units"])
+        return (*shape[:-1], units) if _flag(cfg, "return_sequences", False) else (units,)
+
+    words = RNN_WORDS if cls is GRU else RNN_WORDS - {"reset_after"}
+    base = {SimpleRNN: "simple_rnn", LSTM: "lstm", GRU: "gru"}[cls]
+    return KerasLayer(("units",), words, specs, out, base)
+
+
+def _bidirectional_specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
+    inner = cfg["layer"]
+    if not isinstance(inner, Mapping) or inner.get("class_name") not in ("SimpleRNN", "LSTM", "GRU"):
+        raise SpecError("Bidirectional wraps a SimpleRNN, LSTM or GRU")
+    wrapped = KERAS_LAYERS[inner["class_name"]]
+    out = []
+    for side in ("forward", "backward"):
+        out += wrapped.specs(inner.get("config", {}), shape, f"{name}/{side}")
+    return tuple(out)
+
+
+def _bidirectional_shape(cfg: Mapping[str, Any], shape: Shape) -> Shape:
+    inner = cfg["layer"]
+    one = KERAS_LAYERS[inner["class_name"]].shape(inner.get("config", {}), shape)
+    concat = str(cfg.get("merge_mode", "concat")) == "concat"
+    return (*one[:-1], one[-1] * 2 if concat and one[-1] is not None else one[-1])
+
+
+def _none(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
+    return ()
+
+
+def _same(cfg: Mapping[str, Any], shape: Shape) -> Shape:
+    return shape
+
+
+def _flatten(cfg: Mapping[str, Any], shape: Shape) -> Shape:
+    if any(d is None for d in shape):
+        raise SpecError("Flatten needs a known input shape: give Input(...)")
+    return (math.prod(shape),)  # type: ignore[arg-type]
+
+
+def _pool(dims: int, global_: bool = False) -> KerasLayer:
+    def out(cfg: Mapping[str, Any], shape: Shape) -> Shape:
+        if global_:
+            return (shape[-1],)
+        pool = {"kernel_size": cfg.get("pool_size", 2), "strides": cfg.get("strides") or cfg.get("pool_size", 2)}
+        return (*_spatial(pool | {"padding": cfg.get("padding", "valid")}, shape, dims), shape[-1])
+
+    words = frozenset() if global_ else frozenset({"pool_size", "strides", "padding"})
+    return KerasLayer(() if global_ else ("pool_size",), words, _none, out, "", dims)
+
+
+def _norm_specs(cfg: Mapping[str, Any], shape: Shape, name: str, batch: bool) -> tuple[LayerSpec, ...]:
+    c, scale, center = _channels(shape), _flag(cfg, "scale"), _flag(cfg, "center")
+    if batch:
+        return (BatchNorm(c, Convention.KERAS, name=name, scale=scale, shift=center),)
+    return (Norm(c, scale, center, "LayerNormalization", name=name),)
+
+
+def _prelu_specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
+    shared = cfg.get("shared_axes") or ()
+    sizes = tuple(1 if i + 1 in shared else d for i, d in enumerate(shape))
+    if any(d is None for d in sizes):
+        raise SpecError("PReLU needs a known input shape: give Input(...)")
+    return (Tensor(sizes, "PReLU", name=name),)  # type: ignore[arg-type]
+
+
+KERAS_LAYERS: Mapping[str, KerasLayer] = {
+    "Dense": KerasLayer(
+        ("units",),
+        frozenset({"units", "use_bias"}),
+        lambda cfg, shape, name: (Dense(_channels(shape), int(cfg["units"]), _flag(cfg, "use_bias"), name=name),),
+        lambda cfg, shape: (*shape[:-1], int(cfg["units"])),
+        "dense",
+    ),
+    "Embedding": KerasLayer(
+        ("input_dim", "output_dim"),
+        frozenset({"input_dim", "output_dim"}),
+        lambda cfg, shape, name: (Embedding(int(cfg["input_dim"]), int(cfg["output_dim"]), name=name),),
+        lambda cfg, shape: (*shape, int(cfg["output_dim"])),
+        "embedding",
+    ),
+    **{f"Conv{d}D": _conv(d) for d in (1, 2, 3)},
+    **{f"Conv{d}DTranspose": _conv(d, transposed=True) for d in (1, 2, 3)},
+    **{f"DepthwiseConv{d}D": _depthwise(d) for d in (1, 2)},
+    **{f"SeparableConv{d}D": _separable(d) for d in (1, 2)},
+    "SimpleRNN": _recurrent(SimpleRNN),
+    "LSTM": _recurrent(LSTM),
+    "GRU": _recurrent(GRU),
+    "Bidirectional": KerasLayer(
+        ("layer",), frozenset({"layer", "merge_mode"}), _bidirectional_specs, _bidirectional_shape, "bidirectional"
+    ),
+    "BatchNormalization": KerasLayer(
+        (), NORM_WORDS, lambda c, s, n: _norm_specs(c, s, n, True), _same, "batch_normalization"
+    ),
+    "LayerNormalization": KerasLayer(
+        (), NORM_WORDS, lambda c, s, n: _norm_specs(c, s, n, False), _same, "layer_normalization"
+    ),
+    "PReLU": KerasLayer((), frozenset({"shared_axes"}), _prelu_specs, _same, "p_re_lu"),
+    "Flatten": KerasLayer((), frozenset(), _none, _flatten),
+    **{f"MaxPooling{d}D": _pool(d) for d in (1, 2, 3)},
+    **{f"AveragePooling{d}D": _pool(d) for d in (1, 2, 3)},
+    **{f"GlobalAveragePooling{d}D": _pool(d, True) for d in (1, 2, 3)},
+    **{f"GlobalMaxPooling{d}D": _pool(d, True) for d in (1, 2, 3)},
+    **{name: KerasLayer((), frozenset({"rate"}), _none, _same) for name in ("Dropout", "SpatialDropout1D")},
+    **{name: KerasLayer(("activation",), frozenset({"activation"}), _none, _same) for name in ("Activation",)},
+    **{name: KerasLayer((), frozenset(), _none, _same) for name in ("ReLU", "Softmax", "LeakyReLU")},
+}
+
+
+# -- a file's model config ---------------------------------------------------------------------------------------
+
+# where a layer's input size sits in its first variable (for the config path, which has no shapes of its own)
+INPUT_FROM: Mapping[str, tuple[str, int]] = {
+    "Dense": ("kernel", 0),
+    **{f"Conv{d}D": ("kernel", -2) for d in (1, 2, 3)},
+    **{f"Conv{d}DTranspose": ("kernel", -1) for d in (1, 2, 3)},
+    **{f"DepthwiseConv{d}D": ("kernel", -2) for d in (1, 2)},
+    **{f"SeparableConv{d}D": ("depthwise_kernel", -2) for d in (1, 2)},
+    **dict.fromkeys(("SimpleRNN", "LSTM", "GRU"), ("kernel", 0)),
+    "BatchNormalization": ("moving_mean", 0),
+    "LayerNormalization": ("gamma", 0),
+}
+
+
+def config_specs(entry: Mapping[str, Any], variables: Mapping[str, Mapping[str, tuple[int, ...]]]) -> list[LayerSpec]:
+    """The specs of one layer of a Keras model config; input sizes from the file's variables.
+
+    `variables` maps a file layer name ('conv2d', 'bidirectional/forward') to {param: shape}.
+    """
+    cls, cfg, name = entry.get("class_name", ""), entry.get("config", {}), entry.get("name", "")
+    layer = KERAS_LAYERS.get(cls)
+    if layer is None or not layer.base_name:
+        return []
+    if cls == "Bidirectional":
+        file = variables.get(f"{name}/forward", {})
+        shape: Shape = (file["kernel"][0],) if "kernel" in file else ()
+        return list(layer.specs(cfg, shape, name)) if shape else []
+    file = variables.get(name, {})
+    if cls == "PReLU":
+        return [Tensor(file["alpha"], "PReLU", name=name)] if "alpha" in file else []
+    if cls == "Embedding":
+        return list(layer.specs(cfg, (), name))
+    where = INPUT_FROM.get(cls)
+    if where is None:
+        return []
+    param, axis = where
+    if param not in file and cls == "LayerNormalization":
+        param = "beta"
+    if param not in file:
+        return []
+    inputs = file[param][axis]
+    if cls.startswith("Conv") and not cls.endswith("Transpose"):
+        inputs *= int(cfg.get("groups", 1))
+    return list(layer.specs(cfg, (inputs,), name))
+
+
+# -- a layer list on the command line ----------------------------------------------------------------------------
+
+
+def _parse_value(text: str) -> Any:
+    text = text.strip()
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if text.lstrip("-").isdigit():
+        return int(text)
+    if text.startswith("(") and text.endswith(")"):
+        return tuple(_parse_value(v) for v in text[1:-1].split(",") if v.strip())
+    return text
+
+
+def _split_args(text: str) -> list[str]:
+    """Top-level comma-separated items ('LSTM(5,return_sequences=true),merge_mode=sum' -> 2 items)."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return [item.strip() for item in items if item.strip()]
+
+
+def _read_layer(text: str) -> tuple[str, dict[str, Any]]:
+    """'Conv2D(8,3,use_bias=false)' -> ('Conv2D', {'filters': 8, 'kernel_size': 3, 'use_bias': False})."""
+    cls, _, rest = text.partition("(")
+    cls = cls.strip()
+    if cls == "Input":
+        return cls, {"shape": tuple(int(v) for v in _split_args(rest.rstrip(")")))}
+    layer = KERAS_LAYERS.get(cls)
+    if layer is None:
+        raise SpecError(f"unknown Keras layer {cls!r}")
+    cfg: dict[str, Any] = {}
+    args = _split_args(rest[:-1]) if rest.endswith(")") else ([] if not rest else [rest])
+    positional = iter(layer.positional)
+    for arg in args:
+        key, eq, value = arg.partition("=")
+        if eq and "(" not in key:
+            key = {"bias": "use_bias"}.get(key.strip(), key.strip())
+            if key not in layer.keywords:
+                accepted = ", ".join(sorted(layer.keywords)) or "none"
+                raise SpecError(f"{cls} does not take {key}= (it takes: {accepted})")
+            cfg[key] = _parse_value(value)
+        else:
+            word = next(positional, None)
+            if word is None:
+                raise SpecError(f"too many arguments for {cls}")
+            if word == "layer":
+                inner_cls, inner_cfg = _read_layer(arg)
+                cfg[word] = {"class_name": inner_cls, "config": inner_cfg}
+            else:
+                cfg[word] = _parse_value(arg)
+    return cls, cfg
+
+
+def _layer_texts(text: str) -> list[str]:
+    """'Input(10) Dense(3) Flatten' -> ['Input(10)', 'Dense(3)', 'Flatten'] (parentheses may nest)."""
+    out, depth, current = [], 0, ""
+    for ch in text.strip():
+        if ch.isspace() and depth == 0:
+            if current:
+                out.append(current)
+            current = ""
+            continue
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0:
+            raise SpecError(f"unbalanced parentheses in {text!r}")
+        current += ch
+    if depth:
+        raise SpecError(f"unbalanced parentheses in {text!r}")
+    return [*out, current] if current else out
+
+
+def layer_list(text: str) -> list[LayerSpec]:
+    """The specs of a Keras Sequential model given as a layer list, with Keras's own default layer names."""
+    shape: Shape = (None,)
+    counts: dict[str, int] = {}
+    specs: list[LayerSpec] = []
+    for item in _layer_texts(text):
+        try:
+            cls, cfg = _read_layer(item)
+            if cls == "Input":
+                shape = cfg["shape"] or (None,)
+                continue
+            layer = KERAS_LAYERS[cls]
+            name = ""
+            if layer.base_name:
+                n = counts.get(layer.base_name, 0)
+                counts[layer.base_name] = n + 1
+                name = layer.base_name if n == 0 else f"{layer.base_name}_{n}"
+            specs += layer.specs(cfg, shape, name)
+            shape = layer.shape(cfg, shape)
+        except SpecError:
+            raise
+        except (KeyError, ValueError, TypeError, IndexError) as exc:
+            raise SpecError(f"bad arguments for {item!r}: {exc}") from exc
+    return specs
