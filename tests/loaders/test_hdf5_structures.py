@@ -1,0 +1,86 @@
+"""HDF5 metadata placed from its own bytes: a Keras 3 .weights.h5 with BatchNormalization leaves nothing unexplained."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import h5py
+import pytest
+
+from inspector.records import RegionKind
+from inspector.report import inspect
+from loaders._hdf5_structures import GLOBAL_HEAP_LABEL, ZERO_LABEL
+from loaders.base import check_invariants
+from tests.conftest import SAMPLES
+
+
+def _keras_batchnorm(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERAS_BACKEND", "torch")
+    pytest.importorskip("torch")
+    keras = pytest.importorskip("keras")
+    layers = keras.layers
+    model = keras.Sequential([keras.Input((10,)), layers.Dense(16), layers.BatchNormalization(), layers.Dense(3)])
+    model.save_weights(path)
+
+
+def _h5py_sized(path: Path) -> int:
+    """B-tree, symbol table node and local heap bytes h5py reports for every object (sizes only)."""
+    total = 0
+    with h5py.File(path, "r") as f:
+        objects = [f] + [f[name] for name in _names(f)]
+        for obj in objects:
+            meta = h5py.h5o.get_info(obj.id).meta_size
+            total += meta.obj.index_size + meta.obj.heap_size + meta.attr.index_size + meta.attr.heap_size
+    return total
+
+
+def _names(f: h5py.File) -> list[str]:
+    names: list[str] = []
+    f.visit(names.append)
+    return names
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # keras's torch backend calls np.array(tensor)
+@pytest.mark.parametrize("source", ["generated", "sample"])
+def test_keras3_batchnorm_weights_leave_nothing_unexplained(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    path = tmp_path / "bn.weights.h5"
+    if source == "generated":
+        _keras_batchnorm(path, monkeypatch)
+    else:
+        path = SAMPLES / "keras" / "adam_trained.weights.h5"
+    report = inspect(path)
+    ckpt = report.checkpoint
+    check_invariants(ckpt)
+    assert ckpt.n_parameters == 10 * 16 + 16 + 4 * 16 + 16 * 3 + 3
+    assert report.accounting.unexplained == 0
+    assert not [r for r in ckpt.regions if r.kind in (RegionKind.UNKNOWN, RegionKind.UNACCOUNTED)]
+    data = path.read_bytes()
+    placed = [r for r in ckpt.regions if r.label.startswith("HDF5 ") and r.kind is RegionKind.METADATA]
+    for r in placed:  # each structure found by its signature sits where its signature is
+        signature = {"B-tree": b"TREE", "symbol table": b"SNOD", "local heap header": b"HEAP", "global heap": b"GCOL"}
+        for key, sig in signature.items():
+            if key in r.label:
+                assert data[r.start : r.start + 4] == sig, r
+    # the v1 group structures found by their bytes are exactly the sizes h5py reports for them
+    groups = sum(r.length for r in placed if r.label != GLOBAL_HEAP_LABEL)
+    assert groups == _h5py_sized(path)
+    assert any(r.label == GLOBAL_HEAP_LABEL for r in placed)  # Keras writes variable-length string attributes
+    assert all(not data[r.start : r.end].strip(b"\0") for r in ckpt.regions if r.label == ZERO_LABEL)
+
+
+def test_object_header_continuations_are_placed(tmp_path: Path) -> None:
+    """A group whose attributes overflow its first header chunk: h5py's total = the chunks found in the file."""
+    path = tmp_path / "attrs.h5"
+    with h5py.File(path, "w") as f:
+        g = f.create_group("g")
+        g.create_dataset("x", data=[1.0, 2.0])
+        for i in range(20):
+            g.attrs[f"attribute_{i}"] = i
+    ckpt = inspect(path).checkpoint
+    check_invariants(ckpt)
+    with h5py.File(path, "r") as f:
+        total = h5py.h5o.get_info(f["g"].id).hdr.space.total
+    chunks = [r for r in ckpt.regions if r.label.startswith("object header /g") and "/g/" not in r.label]
+    assert len(chunks) > 1 and sum(r.length for r in chunks) == total
