@@ -41,9 +41,10 @@ KIND_BUCKET = {
     TensorKind.BUFFER: "buffers",
     TensorKind.OPTIMIZER: "optimizer",
     TensorKind.OTHER: "other_tensors",
+    TensorKind.METADATA: "metadata",
 }
 REGION_BUCKET = {kind: kind.value for kind in RegionKind if kind is not RegionKind.TENSOR_DATA}
-KIND_PRIORITY = (TensorKind.PARAMETER, TensorKind.BUFFER, TensorKind.OPTIMIZER, TensorKind.OTHER)
+KIND_PRIORITY = (TensorKind.PARAMETER, TensorKind.BUFFER, TensorKind.OPTIMIZER, TensorKind.OTHER, TensorKind.METADATA)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +63,7 @@ class Accounting:
     by_kind: dict[str, int]
     unexplained: int
     parameter_bytes: int  # logical bytes of unique parameter tensors
-    parameter_count: int
+    parameter_count: int | None  # None when unknown (pickled objects: see `Checkpoint.count_known`)
     dtype: str | None  # the dominant parameter dtype by bytes
     implied_at_dtype: int | None  # file_bytes x 8 / bits of that dtype
     implied_at_f32: int
@@ -137,7 +138,7 @@ def account(ckpt: Checkpoint) -> Accounting:
         by_kind,
         unexplained,
         parameter_bytes,
-        ckpt.n_parameters,
+        ckpt.n_parameters if ckpt.count_known else None,
         dtype,
         implied_dtype,
         size // 4,
