@@ -23,7 +23,6 @@ FILES = [
     ("gpt2-tiny/model.safetensors", "gpt2-tiny", "gpt2", {"vocab": 256, "positions": 64, "d_model": 32, "layers": 2}),
     ("bert-tiny/model.safetensors", "bert-tiny", "bert", {"vocab": 256, "d_model": 32, "layers": 2, "feedforward": 64}),
     ("bert-tiny-sharded/model.safetensors.index.json", "bert-tiny-sharded", "bert", {"layers": 2, "pooler": True}),
-    ("bert-tiny-sharded/model-00002-of-00004.safetensors", "bert-tiny-sharded", "bert", {"layers": 2}),
     ("rau-lstm-lm.safetensors", "rau-lstm-lm.safetensors", "rau-lstm-lm", {"vocab": 64, "hidden": 32, "layers": 3}),
     (
         "rau-transformer-lm.safetensors",
