@@ -33,7 +33,7 @@ BUCKETS: dict[str, str] = {
     "header": "container headers",
     "metadata": "metadata (pickles, JSON, names, configs)",
     "padding": "alignment padding",
-    "unaccounted": "HDF5 residue (global heaps, free space)",
+    "unaccounted": "HDF5 residue (free or dead space no structure explains)",
     "unknown": "unexplained bytes",
 }
 KIND_BUCKET = {

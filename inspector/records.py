@@ -38,7 +38,7 @@ class RegionKind(StrEnum):
     METADATA = "metadata"  # data.pkl, JSON headers, names blocks, configs
     PADDING = "padding"  # alignment padding
     COMPRESSED = "compressed"  # a deflated member: its compressed bytes (logical size in the label)
-    UNACCOUNTED = "unaccounted"  # HDF5 only: global heaps, free space (as h5stat reports)
+    UNACCOUNTED = "unaccounted"  # HDF5 only: free or dead space no structure explains (within h5stat's "unaccounted")
     UNKNOWN = "unknown"  # bytes no rule explains: a bug or trailing garbage
 
 

@@ -2,10 +2,13 @@
 
 h5py (imported here, lazily) opens object headers and never reads a dataset's values. Byte accounting
 follows FORMATS.md 6.2: the superblock, every object header (at its address, with its size), each
-dataset's raw storage (contiguous extents and chunks at their offsets) are placed exactly; the group
-B-trees, local heaps, chunk indexes and dense attribute storage are known by size only, so they fill
-the remaining gaps in file order; what is left is HDF5's "unaccounted" space (global heaps for
-variable-length strings, free space, dead space after deletions), the same residue `h5stat -S` reports.
+dataset's raw storage (contiguous extents and chunks at their offsets) are placed exactly. Then, reading
+metadata bytes only (`loaders._hdf5_structures`), object headers are split into their chunks and the v1
+B-tree nodes, symbol table nodes, local heaps and global heap collections in the gaps are placed from
+their own signatures and sizes. What h5py knows by size only (v2 B-trees, fractal heaps, dense attribute
+storage) fills the remaining gaps in file order; all-zero gaps are unused allocation space (padding);
+what is left is unaccounted (free space, dead space after deletions). Global heaps, zero-filled space and
+the unaccounted rest together are the "unaccounted space" `h5stat -S` reports.
 """
 
 from __future__ import annotations
@@ -401,7 +404,7 @@ def place(walked: H5Walk, start: int, length: int, label: str = "HDF5") -> list[
                         RegionKind.UNACCOUNTED,
                         pos + take,
                         gap - take,
-                        f"{label} unaccounted (global heaps, free space)",
+                        f"{label} unaccounted (free or dead space: no structure found here)",
                     )
                 )
         if r.length and r.start >= pos:

@@ -16,6 +16,7 @@ chunked datasets as sizes only. This module reads metadata bytes (never dataset 
 
 Everything is found inside the gaps between structures already placed (signature, version and size checked,
 and the structure must fit its gap); what this module cannot place stays with the caller's size-only pool.
+Gaps over 1 MiB (dead raw data after deletions) are not read, and at most 16 MiB of gaps in all.
 Gaps left that hold only zero bytes are space the library reserved and never wrote (the rest of the 2 KiB
 block it allocates for small raw data): padding, not unexplained bytes.
 """
@@ -28,7 +29,8 @@ from dataclasses import dataclass
 
 from inspector.records import Region, RegionKind
 
-MAX_SCAN_BYTES = 64 << 20  # gap bytes read looking for signatures
+MAX_GAP_BYTES = 1 << 20  # larger gaps are dead raw data, not metadata: they are not read
+MAX_SCAN_BYTES = 16 << 20  # gap bytes read in all, looking for signatures or zeros
 MAX_CONTINUATIONS = 10_000
 SIGNATURES = (b"TREE", b"SNOD", b"HEAP", b"GCOL")
 CONTINUATION_MESSAGE = 0x0010
@@ -163,9 +165,9 @@ def locate(read: Read, g: Geometry, gaps: Sequence[tuple[int, int]], children: s
     heaps: list[tuple[int, int]] = []
     budget = MAX_SCAN_BYTES
     for start, length in gaps:
-        if length < 8 or budget <= 0:
+        if length < 8 or length > min(MAX_GAP_BYTES, budget):
             continue
-        data = read(start, min(length, budget))
+        data = read(start, length)
         budget -= len(data)
         pos = 0
         while pos + 8 <= len(data):
@@ -202,8 +204,8 @@ def zero_filled(read: Read, gaps: Sequence[tuple[int, int]]) -> list[Region]:
     out = []
     budget = MAX_SCAN_BYTES
     for start, length in gaps:
-        if length > budget:
-            break
+        if length > min(MAX_GAP_BYTES, budget):
+            continue
         budget -= length
         if not read(start, length).strip(b"\0"):
             out.append(Region(RegionKind.PADDING, start, length, ZERO_LABEL))

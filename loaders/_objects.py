@@ -9,6 +9,7 @@ description of the elements (a dict's top-level keys, a list's length, element t
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +42,7 @@ def summarise(read: Callable[[], bytes], size: int) -> ObjectSummary | None:
         return None
     try:
         result = _pickle.load(_pickle.Reader(read()), _no_persistent)
-    except (_pickle.PickleError, ValueError, TypeError, IndexError, RecursionError):
+    except (_pickle.PickleError, ValueError, TypeError, IndexError, KeyError, struct.error, RecursionError):
         return None
     return ObjectSummary(
         tuple(sorted(result.globals)), tuple(sorted(result.unsafe)), _describe(_elements(result.value))
