@@ -23,6 +23,7 @@ block it allocates for small raw data): padding, not unexplained bytes.
 
 from __future__ import annotations
 
+import bisect
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -191,12 +192,29 @@ def locate(read: Read, g: Geometry, gaps: Sequence[tuple[int, int]], children: s
                     )
                 )
             pos = at + size
-    for addr, size in heaps:  # a local heap's data segment: inside a gap and clear of everything found
-        inside = any(s <= addr and addr + size <= s + n for s, n in gaps)
-        if size and inside and not any(r.start < addr + size and addr < r.end for r in found):
-            found.append(Region(RegionKind.METADATA, addr, size, "HDF5 local heap data (link names)"))
-            pooled += size
-    return found, pooled
+    data = _heap_data(heaps, gaps, found)
+    return found + data, pooled + sum(r.length for r in data)
+
+
+def _heap_data(
+    heaps: Sequence[tuple[int, int]], gaps: Sequence[tuple[int, int]], found: Sequence[Region]
+) -> list[Region]:
+    """Local heap data segments that lie inside one gap and clear of every structure found (sorted lookups)."""
+    gap_starts = [start for start, _ in gaps]  # gaps come sorted and disjoint
+    spans = sorted((r.start, r.end) for r in found)
+    span_starts = [start for start, _ in spans]
+    out: list[Region] = []
+    for addr, size in sorted(set(heaps)):
+        g = bisect.bisect_right(gap_starts, addr) - 1
+        if not size or g < 0 or addr + size > gaps[g][0] + gaps[g][1]:
+            continue
+        j = bisect.bisect_left(span_starts, addr + size)  # structures starting before the segment's end
+        if j and spans[j - 1][1] > addr:
+            continue
+        if out and out[-1].end > addr:
+            continue
+        out.append(Region(RegionKind.METADATA, addr, size, "HDF5 local heap data (link names)"))
+    return out
 
 
 def zero_filled(read: Read, gaps: Sequence[tuple[int, int]]) -> list[Region]:
