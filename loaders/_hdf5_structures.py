@@ -192,8 +192,8 @@ def locate(read: Read, g: Geometry, gaps: Sequence[tuple[int, int]], children: s
                     )
                 )
             pos = at + size
-    data = _heap_data(heaps, gaps, found)
-    return found + data, pooled + sum(r.length for r in data)
+    segments = _heap_data(heaps, gaps, found)
+    return found + segments, pooled + sum(r.length for r in segments)
 
 
 def _heap_data(
