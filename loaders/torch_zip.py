@@ -8,9 +8,11 @@ Layout (FORMATS.md section 3.1): a zip whose records all sit under one prefix di
     <prefix>/.format_version, .storage_alignment, byteorder, version, .data/serialization_id
     TorchScript adds constants.pkl, code/**.py and *.debug_pkl (deflated)
 
-Only the central directory, the local headers and data.pkl are read; data.pkl is interpreted by our
-restricted reader (`loaders._pickle`), so nothing the file names is imported or called. Verified:
-every storage a tensor names exists and is large enough, every tensor lies inside its storage.
+Only the central directory, the local headers and data.pkl are read (and, in a TorchScript archive, the
+code/**.py files whose classes declare which attributes are parameters and buffers: `loaders._torchscript`,
+read as text); data.pkl is interpreted by our restricted reader (`loaders._pickle`), so nothing the file
+names is imported or called. Verified: every storage a tensor names exists and is large enough, every
+tensor lies inside its storage.
 """
 
 from __future__ import annotations
