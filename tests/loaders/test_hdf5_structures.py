@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import h5py
+import numpy as np
 import pytest
 
 from inspector.records import RegionKind
@@ -84,3 +88,49 @@ def test_object_header_continuations_are_placed(tmp_path: Path) -> None:
         total = h5py.h5o.get_info(f["g"].id).hdr.space.total
     chunks = [r for r in ckpt.regions if r.label.startswith("object header /g") and "/g/" not in r.label]
     assert len(chunks) > 1 and sum(r.length for r in chunks) == total
+
+
+def _h5stat(path: Path) -> dict[str, int]:
+    h5stat = shutil.which("h5stat")
+    if h5stat is None:
+        pytest.skip("h5stat (Debian hdf5-tools) not installed")
+    text = subprocess.run([h5stat, "-S", str(path)], capture_output=True, text=True, check=True, timeout=60).stdout
+    return {
+        k: int(v) for k, v in re.findall(r"^\s*(File metadata|Raw data|Unaccounted space): (\d+) bytes", text, re.M)
+    }
+
+
+def _write(kind: str, path: Path) -> None:
+    with h5py.File(path, "w", libver="latest" if kind == "dense" else "earliest") as f:
+        for i in range(40 if kind == "groups" else 20):
+            g = f.create_group(f"layer_{i}")
+            g.create_dataset("kernel", data=np.zeros((4, 4), "float32"))
+            g.attrs["names"] = [b"kernel", b"bias"] if kind == "groups" else list(range(12))
+            if kind == "dense":  # past 8 attributes and links: fractal heaps, v2 B-trees, free-space managers
+                for j in range(12):
+                    g.attrs[f"a{j}"] = j
+        f.attrs["note"] = "a variable-length string in the global heap"
+        if kind == "deleted":
+            f.create_dataset("gone", data=np.ones(5000, "float32"))
+    if kind == "deleted":
+        with h5py.File(path, "a") as f:
+            del f["gone"]
+
+
+@pytest.mark.parametrize("kind", ["groups", "dense", "deleted"])
+def test_accounting_equals_live_h5stat(tmp_path: Path, kind: str) -> None:
+    """Our bytes against h5stat -S on files h5py writes: metadata, raw data, and the unaccounted rest."""
+    path = tmp_path / f"{kind}.h5"
+    _write(kind, path)
+    stat = _h5stat(path)
+    ckpt = inspect(path).checkpoint
+    check_invariants(ckpt)
+    named = sum(r.length for r in ckpt.regions if "h5stat: unaccounted" in r.label)
+    unaccounted = sum(r.length for r in ckpt.regions if r.kind is RegionKind.UNACCOUNTED)
+    metadata = sum(
+        r.length
+        for r in ckpt.regions
+        if r.kind in (RegionKind.HEADER, RegionKind.METADATA) and r.label != GLOBAL_HEAP_LABEL
+    )
+    raw = sum(r.length for r in ckpt.regions if r.kind in (RegionKind.TENSOR_DATA, RegionKind.COMPRESSED))
+    assert (metadata, raw, unaccounted + named) == (stat["File metadata"], stat["Raw data"], stat["Unaccounted space"])
