@@ -13,9 +13,17 @@ chunked datasets as sizes only. This module reads metadata bytes (never dataset 
     "HEAP"              local heap: 8 + 2 L + O header; its data segment (address, size) holds link names
     "GCOL"              global heap collection: its size is in its header (variable-length strings); h5stat
                         counts these as "unaccounted space"
+    "BTHD"              v2 B-tree header (22 + O + L bytes); at depth 0 its root is one leaf ("BTLF") of the
+                        node size it states
+    "FRHP"              fractal heap header (146 bytes with 8-byte fields, more with I/O filters); while its
+                        root indirect block has no rows, the root is one direct block ("FHDB") of the
+                        starting block size
+    "FSHD"              free-space manager header (18 + 7 L + O bytes) and its section list ("FSSE") of the
+                        allocated size it states
 
 Everything is found inside the gaps between structures already placed (signature, version and size checked,
-and the structure must fit its gap); what this module cannot place stays with the caller's size-only pool.
+and the structure must fit its gap; a block pointed to must carry its own signature and lie clear of the
+rest); what this module cannot place stays with the caller's size-only pool.
 Gaps over 1 MiB (dead raw data after deletions) are not read, and at most 16 MiB of gaps in all.
 Gaps left that hold only zero bytes are space the library reserved and never wrote (the rest of the 2 KiB
 block it allocates for small raw data): padding, not unexplained bytes.
@@ -33,7 +41,14 @@ from inspector.records import Region, RegionKind
 MAX_GAP_BYTES = 1 << 20  # larger gaps are dead raw data, not metadata: they are not read
 MAX_SCAN_BYTES = 16 << 20  # gap bytes read in all, looking for signatures or zeros
 MAX_CONTINUATIONS = 10_000
-SIGNATURES = (b"TREE", b"SNOD", b"HEAP", b"GCOL")
+SIGNATURES = (b"TREE", b"SNOD", b"HEAP", b"GCOL", b"BTHD", b"FRHP", b"FSHD")
+MIN_STRUCTURE = 32  # bytes a signature needs after it before its fields are read
+HEAP_DATA = "HDF5 local heap data (link names)"
+BLOCK_SIGNATURES = {
+    "HDF5 v2 B-tree leaf node": b"BTLF",
+    "HDF5 fractal heap direct block": b"FHDB",
+    "HDF5 free-space section list": b"FSSE",
+}
 CONTINUATION_MESSAGE = 0x0010
 DEFAULT_K = {"leaf": 4, "internal": 16, "chunk": 32}  # the library's defaults (superblock v2+ does not store them)
 GLOBAL_HEAP_LABEL = "HDF5 global heap collection (variable-length strings; h5stat: unaccounted)"
@@ -138,22 +153,76 @@ def _tree_size(g: Geometry, data: bytes, at: int, room: int, children: set[int])
     return fits[0] if len(set(fits)) == 1 else None
 
 
-def _structure(g: Geometry, data: bytes, at: int, room: int, children: set[int]) -> tuple[int, str, int] | None:
-    """(size, label, sized-pool bytes it accounts for) of the structure whose signature is at `at`, or None."""
-    sig = data[at : at + 4]
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A structure found by its signature: its size, its label, and blocks it points to (address, size, label)."""
+
+    size: int
+    label: str
+    pooled: bool = True  # one of the structures h5py reports by size only
+    points_to: tuple[tuple[int, int, str], ...] = ()
+
+
+def _address(g: Geometry, data: bytes, at: int) -> int | None:
+    raw = data[at : at + g.offset_size]
+    return None if raw == b"\xff" * g.offset_size else g.origin + _uint(data, at, g.offset_size)
+
+
+def _v2_btree(g: Geometry, data: bytes, at: int) -> Hit:
+    """BTHD: version, type, node size (4), record size, depth, split/merge, root (O), records, total (L), checksum."""
+    osz, lsz = g.offset_size, g.length_size
+    node_size, depth = _uint(data, at + 6, 4), _uint(data, at + 12, 2)
+    root = _address(g, data, at + 16)
+    leaf = ((root, node_size, "HDF5 v2 B-tree leaf node"),) if depth == 0 and root is not None else ()
+    return Hit(22 + osz + lsz, "HDF5 v2 B-tree header", points_to=leaf)
+
+
+def _fractal_heap(g: Geometry, data: bytes, at: int) -> Hit:
+    """FRHP: its size from the filter length; a root that is a direct block (no rows yet) is placed too."""
+    osz, lsz = g.offset_size, g.length_size
+    filters = _uint(data, at + 7, 2)
+    width = at + 14 + 10 * lsz + 2 * osz
+    start_block = _uint(data, width + 2, lsz)
+    root_at = width + 2 + 2 * lsz + 4
+    rows = _uint(data, root_at + osz, 2)
+    size = root_at + osz + 2 - at + ((lsz + 4 + filters) if filters else 0) + 4
+    root = _address(g, data, root_at)
+    block = ((root, start_block, "HDF5 fractal heap direct block"),) if rows == 0 and root is not None else ()
+    return Hit(size, "HDF5 fractal heap header", points_to=block)
+
+
+def _free_space(g: Geometry, data: bytes, at: int) -> Hit:
+    """FSHD: fixed size; its serialized section list (FSSE) has the allocated size it states."""
+    osz, lsz = g.offset_size, g.length_size
+    sections = _address(g, data, at + 14 + 5 * lsz)
+    allocated = _uint(data, at + 14 + 6 * lsz + osz, lsz)
+    listed = ((sections, allocated, "HDF5 free-space section list"),) if sections is not None and allocated else ()
+    return Hit(18 + 7 * lsz + osz, "HDF5 free-space manager header", points_to=listed)
+
+
+def _structure(g: Geometry, data: bytes, at: int, room: int, children: set[int]) -> Hit | None:
+    """The structure whose signature is at `at`, if its version is known and it fits in `room` bytes."""
+    sig, version = data[at : at + 4], data[at + 4]
+    hit: Hit | None = None
     if sig == b"TREE":
         size = _tree_size(g, data, at, room, children)
-        return (size, "HDF5 B-tree node (v1)", size) if size else None
-    if sig == b"SNOD" and data[at + 4] == 1:
-        size = 8 + 2 * g.leaf_k * (2 * g.offset_size + 24)
-        return (size, "HDF5 symbol table node", size) if size <= room else None
-    if sig == b"HEAP" and data[at + 4] == 0:
-        size = 8 + 2 * g.length_size + g.offset_size
-        return (size, "HDF5 local heap header", size) if size <= room else None
-    if sig == b"GCOL" and data[at + 4] == 1:
+        hit = Hit(size, "HDF5 B-tree node (v1)") if size else None
+    elif sig == b"SNOD" and version == 1:
+        hit = Hit(8 + 2 * g.leaf_k * (2 * g.offset_size + 24), "HDF5 symbol table node")
+    elif sig == b"HEAP" and version == 0:
+        data_at = at + 8 + 2 * g.length_size
+        segment = (g.origin + _uint(data, data_at, g.offset_size), _uint(data, at + 8, g.length_size), HEAP_DATA)
+        hit = Hit(8 + 2 * g.length_size + g.offset_size, "HDF5 local heap header", points_to=(segment,))
+    elif sig == b"GCOL" and version == 1:
         size = _uint(data, at + 8, g.length_size)
-        return (size, GLOBAL_HEAP_LABEL, 0) if 16 <= size <= room else None
-    return None
+        hit = Hit(size, GLOBAL_HEAP_LABEL, pooled=False) if size >= 16 else None
+    elif sig == b"BTHD" and version == 0:
+        hit = _v2_btree(g, data, at)
+    elif sig == b"FRHP" and version == 0:
+        hit = _fractal_heap(g, data, at)
+    elif sig == b"FSHD" and version == 0:
+        hit = _free_space(g, data, at)
+    return hit if hit is not None and 0 < hit.size <= room else None
 
 
 def locate(read: Read, g: Geometry, gaps: Sequence[tuple[int, int]], children: set[int]) -> tuple[list[Region], int]:
@@ -163,7 +232,7 @@ def locate(read: Read, g: Geometry, gaps: Sequence[tuple[int, int]], children: s
     """
     found: list[Region] = []
     pooled = 0
-    heaps: list[tuple[int, int]] = []
+    pointed: list[tuple[int, int, str]] = []
     budget = MAX_SCAN_BYTES
     for start, length in gaps:
         if length < 8 or length > min(MAX_GAP_BYTES, budget):
@@ -176,44 +245,38 @@ def locate(read: Read, g: Geometry, gaps: Sequence[tuple[int, int]], children: s
             if not hits:
                 break
             at = min(hits)
-            hit = _structure(g, data, at, len(data) - at, children) if at + 32 <= len(data) else None
+            hit = _structure(g, data, at, len(data) - at, children) if at + MIN_STRUCTURE <= len(data) else None
             if hit is None:
                 pos = at + 1
                 continue
-            size, label, pool = hit
-            found.append(Region(RegionKind.METADATA, start + at, size, label))
-            pooled += pool
-            if label == "HDF5 local heap header":
-                at_len = at + 8
-                heaps.append(
-                    (
-                        g.origin + _uint(data, at_len + 2 * g.length_size, g.offset_size),
-                        _uint(data, at_len, g.length_size),
-                    )
-                )
-            pos = at + size
-    segments = _heap_data(heaps, gaps, found)
-    return found + segments, pooled + sum(r.length for r in segments)
+            found.append(Region(RegionKind.METADATA, start + at, hit.size, hit.label))
+            pooled += hit.size if hit.pooled else 0
+            pointed += hit.points_to
+            pos = at + hit.size
+    blocks = _pointed(read, pointed, gaps, found)
+    return found + blocks, pooled + sum(r.length for r in blocks)
 
 
-def _heap_data(
-    heaps: Sequence[tuple[int, int]], gaps: Sequence[tuple[int, int]], found: Sequence[Region]
+def _pointed(
+    read: Read, pointed: Sequence[tuple[int, int, str]], gaps: Sequence[tuple[int, int]], found: Sequence[Region]
 ) -> list[Region]:
-    """Local heap data segments that lie inside one gap and clear of every structure found (sorted lookups)."""
+    """Blocks a structure points to (heap data, B-tree roots, heap blocks, section lists) that lie inside one gap,
+    clear of every structure found, and carry their own signature where they have one (sorted lookups)."""
     gap_starts = [start for start, _ in gaps]  # gaps come sorted and disjoint
     spans = sorted((r.start, r.end) for r in found)
     span_starts = [start for start, _ in spans]
     out: list[Region] = []
-    for addr, size in sorted(set(heaps)):
+    for addr, size, label in sorted(set(pointed)):
         g = bisect.bisect_right(gap_starts, addr) - 1
         if not size or g < 0 or addr + size > gaps[g][0] + gaps[g][1]:
             continue
-        j = bisect.bisect_left(span_starts, addr + size)  # structures starting before the segment's end
-        if j and spans[j - 1][1] > addr:
+        j = bisect.bisect_left(span_starts, addr + size)  # structures starting before the block's end
+        if (j and spans[j - 1][1] > addr) or (out and out[-1].end > addr):
             continue
-        if out and out[-1].end > addr:
+        signature = BLOCK_SIGNATURES.get(label)
+        if signature is not None and read(addr, len(signature)) != signature:
             continue
-        out.append(Region(RegionKind.METADATA, addr, size, "HDF5 local heap data (link names)"))
+        out.append(Region(RegionKind.METADATA, addr, size, label))
     return out
 
 

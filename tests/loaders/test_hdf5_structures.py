@@ -11,11 +11,36 @@ import h5py
 import numpy as np
 import pytest
 
-from inspector.records import RegionKind
+from inspector.records import Region, RegionKind
 from inspector.report import inspect
 from loaders._hdf5_structures import GLOBAL_HEAP_LABEL, ZERO_LABEL
 from loaders.base import check_invariants
 from tests.conftest import SAMPLES
+
+SIGNATURES = {
+    "B-tree node (v1)": b"TREE",
+    "symbol table node": b"SNOD",
+    "local heap header": b"HEAP",
+    "global heap": b"GCOL",
+    "v2 B-tree header": b"BTHD",
+    "v2 B-tree leaf": b"BTLF",
+    "fractal heap header": b"FRHP",
+    "fractal heap direct block": b"FHDB",
+    "free-space manager header": b"FSHD",
+    "free-space section list": b"FSSE",
+}
+
+
+def _assert_signatures(path: Path, regions: tuple[Region, ...]) -> list[Region]:
+    """Each structure placed from its signature sits where that signature is; none was placed by inference."""
+    data = path.read_bytes()
+    placed = [r for r in regions if r.label.startswith("HDF5 ") and r.kind is RegionKind.METADATA]
+    for r in placed:
+        for key, signature in SIGNATURES.items():
+            if key in r.label:
+                assert data[r.start : r.start + 4] == signature, r
+    assert not [r for r in regions if "places inferred" in r.label]
+    return placed
 
 
 def _keras_batchnorm(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -60,17 +85,12 @@ def test_keras3_batchnorm_weights_leave_nothing_unexplained(
     assert ckpt.n_parameters == 10 * 16 + 16 + 4 * 16 + 16 * 3 + 3
     assert report.accounting.unexplained == 0
     assert not [r for r in ckpt.regions if r.kind in (RegionKind.UNKNOWN, RegionKind.UNACCOUNTED)]
-    data = path.read_bytes()
-    placed = [r for r in ckpt.regions if r.label.startswith("HDF5 ") and r.kind is RegionKind.METADATA]
-    for r in placed:  # each structure found by its signature sits where its signature is
-        signature = {"B-tree": b"TREE", "symbol table": b"SNOD", "local heap header": b"HEAP", "global heap": b"GCOL"}
-        for key, sig in signature.items():
-            if key in r.label:
-                assert data[r.start : r.start + 4] == sig, r
+    placed = _assert_signatures(path, ckpt.regions)
     # the v1 group structures found by their bytes are exactly the sizes h5py reports for them
     groups = sum(r.length for r in placed if r.label != GLOBAL_HEAP_LABEL)
     assert groups == _h5py_sized(path)
     assert any(r.label == GLOBAL_HEAP_LABEL for r in placed)  # Keras writes variable-length string attributes
+    data = path.read_bytes()
     assert all(not data[r.start : r.end].strip(b"\0") for r in ckpt.regions if r.label == ZERO_LABEL)
 
 
@@ -134,3 +154,17 @@ def test_accounting_equals_live_h5stat(tmp_path: Path, kind: str) -> None:
     )
     raw = sum(r.length for r in ckpt.regions if r.kind in (RegionKind.TENSOR_DATA, RegionKind.COMPRESSED))
     assert (metadata, raw, unaccounted + named) == (stat["File metadata"], stat["Raw data"], stat["Unaccounted space"])
+
+
+@pytest.mark.parametrize("kind", ["groups", "dense", "deleted"])
+def test_every_structure_placed_from_its_own_bytes(tmp_path: Path, kind: str) -> None:
+    """v1 groups, v2 dense storage (B-trees, fractal heaps, free-space managers) and a deletion's dead space."""
+    path = tmp_path / f"{kind}.h5"
+    _write(kind, path)
+    ckpt = inspect(path).checkpoint
+    check_invariants(ckpt)
+    placed = {label for r in _assert_signatures(path, ckpt.regions) for label in SIGNATURES if label in r.label}
+    if kind == "dense":
+        assert {"v2 B-tree header", "fractal heap header", "free-space manager header"} <= placed
+    unaccounted = sum(r.length for r in ckpt.regions if r.kind is RegionKind.UNACCOUNTED)
+    assert (unaccounted > 0) == (kind == "deleted")  # only a deletion leaves bytes nothing explains

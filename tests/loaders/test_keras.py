@@ -92,6 +92,7 @@ def test_hdf5_unaccounted_equals_h5stat() -> None:
         assert not [r for r in ckpt.regions if r.kind is RegionKind.UNKNOWN]
         if name.startswith("keras/"):  # written once, never edited: every byte is named
             assert ours == 0, name
+        assert not [r for r in ckpt.regions if "places inferred" in r.label], name  # all placed from their bytes
 
 
 def test_split_layer_names_and_frozen_layers(tmp_path: Path) -> None:
