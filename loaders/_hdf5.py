@@ -3,12 +3,12 @@
 h5py (imported here, lazily) opens object headers and never reads a dataset's values. Byte accounting
 follows FORMATS.md 6.2: the superblock, every object header (at its address, with its size), each
 dataset's raw storage (contiguous extents and chunks at their offsets) are placed exactly. Then, reading
-metadata bytes only (`loaders._hdf5_structures`), object headers are split into their chunks and the v1
-B-tree nodes, symbol table nodes, local heaps and global heap collections in the gaps are placed from
-their own signatures and sizes. What h5py knows by size only (v2 B-trees, fractal heaps, dense attribute
-storage) fills the remaining gaps in file order; all-zero gaps are unused allocation space (padding);
-what is left is unaccounted (free space, dead space after deletions). Global heaps, zero-filled space and
-the unaccounted rest together are the "unaccounted space" `h5stat -S` reports.
+metadata bytes only (`loaders._hdf5_structures`), object headers are split into their chunks and the
+B-trees, symbol table nodes, local, global and fractal heaps and free-space managers in the gaps are placed
+from their own signatures and sizes. What h5py knows by size only and no signature places (deeper v2
+B-trees, indirect heap blocks) fills the remaining gaps in file order; all-zero gaps are unused
+allocation space (padding); what is left is unaccounted (free space, dead space after deletions). Global
+heaps, zero-filled space and the unaccounted rest together are the "unaccounted space" `h5stat -S` reports.
 """
 
 from __future__ import annotations
