@@ -58,6 +58,17 @@ def _design_commands() -> dict[str, object]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, and point stdout at /dev/null so the interpreter's
+        # final flush cannot raise the same error again at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] in ("formula", "budget", "compare"):
         command = _design_commands()[args_list[0]]

@@ -91,6 +91,8 @@ def _column_cnn(specs: list[LayerSpec]) -> Architecture | None:
     if len(specs) < 4 or kinds[-1] is not Dense or kinds[0] is not Conv:
         return None
     convs = kinds.index(Dense)
+    if any(kind is not Conv for kind in kinds[:convs]):
+        return None  # a column is convolutions then one dense layer, nothing else
     column = specs[: convs + 1]
     columns, rest = divmod(len(specs) - 1, convs + 1)
     if (

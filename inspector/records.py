@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 SCHEMA_VERSION = 1
+PICKLED_DTYPE = "OBJECT"  # the dtype of an array of pickled Python objects
 
 
 class TensorKind(StrEnum):
@@ -24,6 +25,7 @@ class TensorKind(StrEnum):
     BUFFER = "buffer"  # running statistics, registered buffers, step counters of a module
     OPTIMIZER = "optimizer"  # optimizer slots and state
     OTHER = "other"  # any other training state (RNG state, scheduler, scaler...)
+    METADATA = "metadata"  # not numbers: pickled Python objects (npy object arrays), counted as nothing
 
 
 class RegionKind(StrEnum):
@@ -36,7 +38,7 @@ class RegionKind(StrEnum):
     METADATA = "metadata"  # data.pkl, JSON headers, names blocks, configs
     PADDING = "padding"  # alignment padding
     COMPRESSED = "compressed"  # a deflated member: its compressed bytes (logical size in the label)
-    UNACCOUNTED = "unaccounted"  # HDF5 only: global heaps, free space (as h5stat reports)
+    UNACCOUNTED = "unaccounted"  # HDF5 only: free or dead space no structure explains (within h5stat's "unaccounted")
     UNKNOWN = "unknown"  # bytes no rule explains: a bug or trailing garbage
 
 
@@ -52,7 +54,7 @@ class TensorInfo:
         offset: absolute first data byte, or None when not addressable (compressed, chunked, meta).
         storage: key of the stored buffer this tensor lives in (torch storages; None elsewhere).
         alias_of: name of an earlier tensor this one is the same tensor as (tied weights): counted once.
-        kind: parameter, buffer, optimizer or other.
+        kind: parameter, buffer, optimizer, other or metadata.
         trainable: False for frozen parameters and non-trainable statistics (Keras, MXNet aux).
         section: the part of a training checkpoint it came from ('model', 'optimizer', 'ema'...).
         layer: the layer name the file itself states (Keras); roles infer it otherwise.
@@ -167,6 +169,11 @@ class Checkpoint:
     @property
     def n_parameters(self) -> int:
         return sum(t.n_elements for t in self.unique(TensorKind.PARAMETER))
+
+    @property
+    def count_known(self) -> bool:
+        """False when a tensor holds pickled objects: what they contain is only known by running the pickle."""
+        return not any(t.kind is TensorKind.METADATA and t.dtype == PICKLED_DTYPE for t in self.tensors)
 
 
 @dataclass(frozen=True, slots=True)

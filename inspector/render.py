@@ -74,11 +74,12 @@ def _counts(ckpt: Checkpoint) -> dict[str, Any]:
     trainable = sum(t.n_elements for t in params if t.trainable)
     buffers = ckpt.unique(TensorKind.BUFFER)
     opt = ckpt.unique(TensorKind.OPTIMIZER)
+    known = ckpt.count_known  # pickled objects: null in JSON, "unknown" in text
     return {
         "parameters": {
-            "total": ckpt.n_parameters,
-            "trainable": trainable,
-            "non_trainable": ckpt.n_parameters - trainable,
+            "total": ckpt.n_parameters if known else None,
+            "trainable": trainable if known else None,
+            "non_trainable": ckpt.n_parameters - trainable if known else None,
         },
         "buffers": {"tensors": len(buffers), "elements": sum(t.n_elements for t in buffers)},
         "optimizer": {
@@ -213,7 +214,9 @@ def render_text(report: Report, *, tensors: bool = False, regions: bool = False)
     lines = [
         f"{safe(ckpt.path)}",
         f"  format     {ckpt.format} ({ckpt.framework}), {len(ckpt.files)} file(s), {human(ckpt.file_size)}",
-        f"  parameters {_n(p['total'])}  (trainable {_n(p['trainable'])}, non-trainable {_n(p['non_trainable'])})",
+        f"  parameters {_n(p['total'])}  (trainable {_n(p['trainable'])}, non-trainable {_n(p['non_trainable'])})"
+        if p["total"] is not None
+        else "  parameters unknown (pickled Python objects, not loaded: see the findings)",
     ]
     if counts["buffers"]["tensors"]:
         lines.append(
@@ -262,10 +265,11 @@ def render_text(report: Report, *, tensors: bool = False, regions: bool = False)
     if acc.implied_at_dtype is not None and acc.dtype not in (None, "F32"):
         lines.append(f"  {f'file size / {acc.dtype} itemsize':<30} = {_n(acc.implied_at_dtype)} elements")
     lines.append(f"  {'file size / 4 (float32)':<30} = {_n(acc.implied_at_f32)} elements")
-    lines.append(f"  {'parameters in the file':<30} = {_n(acc.parameter_count)}")
+    count = "unknown" if acc.parameter_count is None else _n(acc.parameter_count)
+    lines.append(f"  {'parameters in the file':<30} = {count}")
     lines.append(f"  from {_n(ckpt.file_size)} file bytes:")
     lines += [f"    {'-' if s.nbytes >= 0 else '+'} {_n(abs(s.nbytes)):>14}  {s.label}" for s in acc.steps]
-    lines.append(f"    = {_n(acc.parameter_bytes):>14}  unique parameter bytes -> {_n(acc.parameter_count)} parameters")
+    lines.append(f"    = {_n(acc.parameter_bytes):>14}  unique parameter bytes -> {count} parameters")
     lines += [f"  note: {n}" for n in acc.notes]
     trap = unit_trap(acc)
     if trap:

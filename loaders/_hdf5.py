@@ -2,10 +2,13 @@
 
 h5py (imported here, lazily) opens object headers and never reads a dataset's values. Byte accounting
 follows FORMATS.md 6.2: the superblock, every object header (at its address, with its size), each
-dataset's raw storage (contiguous extents and chunks at their offsets) are placed exactly; the group
-B-trees, local heaps, chunk indexes and dense attribute storage are known by size only, so they fill
-the remaining gaps in file order; what is left is HDF5's "unaccounted" space (global heaps for
-variable-length strings, free space, dead space after deletions), the same residue `h5stat -S` reports.
+dataset's raw storage (contiguous extents and chunks at their offsets) are placed exactly. Then, reading
+metadata bytes only (`loaders._hdf5_structures`), object headers are split into their chunks and the
+B-trees, symbol table nodes, local, global and fractal heaps and free-space managers in the gaps are placed
+from their own signatures and sizes. What h5py knows by size only and no signature places (deeper v2
+B-trees, indirect heap blocks) fills the remaining gaps in file order; all-zero gaps are unused
+allocation space (padding); what is left is unaccounted (free space, dead space after deletions). Global
+heaps, zero-filled space and the unaccounted rest together are the "unaccounted space" `h5stat -S` reports.
 """
 
 from __future__ import annotations
@@ -16,14 +19,16 @@ import os
 import resource
 import select
 import signal
+import struct
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inspector.dtypes import NUMPY_DTYPES
-from inspector.errors import FormatError, MissingDependencyError
+from inspector.errors import FormatError, InspectorError, MissingDependencyError, TruncatedFileError
 from inspector.probe import Probe
 from inspector.records import Region, RegionKind
+from loaders import _hdf5_structures
 
 SUPERBLOCK_BYTES = {0: 96, 1: 100, 2: 48, 3: 48}
 LAYOUT_COMPACT, LAYOUT_CONTIGUOUS, LAYOUT_CHUNKED = 0, 1, 2
@@ -90,6 +95,7 @@ class H5Walk:
     sized_only: int  # B-trees, heaps, chunk indexes: bytes known, places not
     attrs: dict[str, Any]  # root attributes
     group_attrs: dict[str, dict[str, Any]] = field(default_factory=dict)  # group path ('' = root) -> attributes
+    superblock: dict[str, int] = field(default_factory=dict)  # origin, version, offset_size, length_size
 
 
 def dtype_name(ds: Any) -> tuple[str, int]:
@@ -195,7 +201,64 @@ def walk(probe: Probe, fmt: str, start: int = 0, length: int | None = None) -> H
             out.write(payload)
         os._exit(code)
     os.close(write_fd)
-    return _collect(probe, fmt, pid, read_fd)
+    walked = _collect(probe, fmt, pid, read_fd)
+    length = probe.size - start if length is None else length
+    _check_inside(probe, fmt, walked, start, length)
+    return _refine(probe, walked, start, length)
+
+
+def _refine(probe: Probe, walked: H5Walk, start: int, length: int) -> H5Walk:
+    """Object headers split into their chunks, and signed structures found in the gaps (metadata bytes only).
+
+    Falls back to the walk as it was when the metadata bytes do not parse (a corrupt file h5py still opened).
+    """
+    sb = walked.superblock
+    if not sb:
+        return walked
+
+    def read(at: int, n: int) -> bytes:
+        return probe.read_at(at, n, fmt="hdf5", what="HDF5 metadata")
+
+    ranks = [len(d.shape) for d in walked.datasets if d.chunks]
+    try:
+        g = _hdf5_structures.geometry(read, sb["origin"], sb["version"], sb["offset_size"], sb["length_size"], ranks)
+        regions: list[Region] = []
+        for r in walked.regions:
+            split = None
+            if r.kind is RegionKind.HEADER and r.label.startswith("object header"):
+                split = _hdf5_structures.split_header(read, g, r, (start, start + length))
+            regions += split or [r]
+        gaps = _gaps(regions, start, start + length)
+        children = {c for d in walked.datasets for c, _ in d.chunks}
+        found, pooled = _hdf5_structures.locate(read, g, gaps, children)
+        found += _hdf5_structures.zero_filled(read, _gaps(regions + found, start, start + length))
+    except (InspectorError, struct.error, IndexError, ValueError):
+        return walked
+    walked.regions = regions + found
+    walked.sized_only = max(0, walked.sized_only - pooled)
+    return walked
+
+
+def _gaps(regions: list[Region], start: int, end: int) -> list[tuple[int, int]]:
+    out = []
+    pos = start
+    for r in sorted(regions, key=lambda r: r.start):
+        if r.start > pos:
+            out.append((pos, r.start - pos))
+        pos = max(pos, r.end)
+    if end > pos:
+        out.append((pos, end - pos))
+    return out
+
+
+def _check_inside(probe: Probe, fmt: str, walked: H5Walk, start: int, length: int) -> None:
+    """Every structure the library placed lies inside the file (a corrupt address points past its end)."""
+    for r in walked.regions:
+        if r.start < start or r.end > start + length:
+            raise TruncatedFileError(
+                probe.path, fmt, f"{r.label} at {r.start:,}+{r.length:,} lies outside the HDF5 data "
+                f"({start:,}..{start + length:,})", r.start
+            )  # fmt: skip
 
 
 def _collect(probe: Probe, fmt: str, pid: int, read_fd: int) -> H5Walk:
@@ -231,6 +294,7 @@ def _encode(w: H5Walk) -> dict[str, Any]:
         "sized_only": w.sized_only,
         "attrs": w.attrs,
         "group_attrs": w.group_attrs,
+        "superblock": w.superblock,
     }
 
 
@@ -241,7 +305,7 @@ def _decode(data: dict[str, Any]) -> H5Walk:
         d["chunks"] = [tuple(c) for c in d["chunks"]]
         datasets.append(H5Dataset(**d))
     regions = [Region(RegionKind(k), s, n, label) for k, s, n, label in data["regions"]]
-    return H5Walk(datasets, regions, data["sized_only"], data["attrs"], data["group_attrs"])
+    return H5Walk(datasets, regions, data["sized_only"], data["attrs"], data["group_attrs"], data["superblock"])
 
 
 def _walk_here(probe: Probe, fmt: str, start: int, length: int | None) -> H5Walk:
@@ -294,7 +358,14 @@ def _walk(h5py: Any, f: Any, base: int, length: int) -> H5Walk:
     groups: dict[str, dict[str, Any]] = {}
     visit("", f)
     f.visititems(visit)
-    return H5Walk(datasets, regions, sized, groups.get("", {}), groups)
+    offset_size, length_size = f.id.get_create_plist().get_sizes()
+    superblock = {
+        "origin": base + userblock,
+        "version": version,
+        "offset_size": offset_size,
+        "length_size": length_size,
+    }
+    return H5Walk(datasets, regions, sized, groups.get("", {}), groups, superblock)
 
 
 def place(walked: H5Walk, start: int, length: int, label: str = "HDF5") -> list[Region]:
@@ -333,7 +404,7 @@ def place(walked: H5Walk, start: int, length: int, label: str = "HDF5") -> list[
                         RegionKind.UNACCOUNTED,
                         pos + take,
                         gap - take,
-                        f"{label} unaccounted (global heaps, free space)",
+                        f"{label} unaccounted (free or dead space: no structure found here)",
                     )
                 )
         if r.length and r.start >= pos:

@@ -12,19 +12,22 @@
 ``.npz`` is a zip whose members are all ``*.npy`` (``savez`` stores, ``savez_compressed`` deflates).
 For a stored member the npy header is parsed in place; for a deflated one just enough is inflated
 to read the header. Verified: magic, version, the literal's keys and types, that data fits the
-member. Object arrays are reported (their pickle is never loaded). Tensor data is never read.
+member. Object arrays are metadata with an unknown parameter count: their pickle is read by our
+restricted reader to say what it names (`loaders._objects`), never loaded. Tensor data is never read.
 """
 
 from __future__ import annotations
 
 import ast
 import struct
+from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar
 
 from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
 from inspector.probe import Probe
-from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo
-from loaders import _zip
+from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
+from loaders import _objects, _zip
 from loaders.base import MAX_TENSORS, Claim, check_shape, single_file
 
 NPY_FORMAT = "npy"
@@ -131,37 +134,54 @@ def _header_regions(h: NpyHeader, start: int, label: str) -> list[Region]:
 
 
 def _tensor(
-    probe: Probe, fmt: str, name: str, h: NpyHeader, data_offset: int | None, payload: int
+    probe: Probe, fmt: str, name: str, h: NpyHeader, data_offset: int | None, payload: int, pickled: Callable[[], bytes]
 ) -> tuple[TensorInfo, list[Finding]]:
-    """The tensor of an npy payload of `payload` bytes; objects and size mismatches become findings."""
+    """The tensor of an npy payload of `payload` bytes; objects and size mismatches become findings.
+
+    `pickled` returns the payload, and is called only for an object array (its pickle is read, never run).
+    """
     findings = []
     if h.itemsize is None:
+        summary = _objects.summarise(pickled, payload)
+        what = (
+            f"; it {_objects.names_text(summary)} and holds {summary.holds}"
+            if summary
+            else f"; not read (over {_objects.MAX_PICKLE_BYTES:,} bytes or not a readable pickle)"
+        )
         findings.append(
             Finding(
                 "UNSAFE_CONTENT",
                 Severity.ERROR,
-                f"array {name!r} is an object array: its {payload:,} bytes are a pickle, not loaded",
+                f"array {name!r} is an object array: its {payload:,} bytes are a pickle, not loaded{what}; "
+                "its parameter count is unknown",
                 subjects=(name,),
             )
         )
-        nbytes = payload
-    else:
-        nbytes = 1
-        for d in h.shape:
-            nbytes *= d
-        nbytes *= h.itemsize
-        if nbytes > payload:
-            raise FormatError(probe.path, fmt, f"array {name!r} needs {nbytes:,} bytes, the file holds {payload:,}")
-        if nbytes < payload:
-            findings.append(
-                Finding(
-                    "TRAILING_BYTES",
-                    Severity.WARNING,
-                    f"{payload - nbytes:,} bytes after array {name!r}",
-                    subjects=(name,),
-                )
+        notes = h.notes + ((f"pickle {_objects.names_text(summary)}", f"holds {summary.holds}") if summary else ())
+        return TensorInfo(
+            name, h.shape, h.dtype, payload, data_offset, kind=TensorKind.METADATA, trainable=False, notes=notes
+        ), findings
+    nbytes = 1
+    for d in h.shape:
+        nbytes *= d
+    nbytes *= h.itemsize
+    if nbytes > payload:
+        raise FormatError(probe.path, fmt, f"array {name!r} needs {nbytes:,} bytes, the file holds {payload:,}")
+    if nbytes < payload:
+        findings.append(
+            Finding(
+                "TRAILING_BYTES",
+                Severity.WARNING,
+                f"{payload - nbytes:,} bytes after array {name!r}",
+                subjects=(name,),
             )
+        )
     return TensorInfo(name, h.shape, h.dtype, nbytes, data_offset, notes=h.notes), findings
+
+
+def _inflated(probe: Probe, member: _zip.ZipMember, header_len: int, payload: int) -> bytes:
+    """The payload of a deflated npz member (inflated up to its end: only for object arrays, whose size is capped)."""
+    return _zip.inflate_head(probe, member, header_len + payload, NPZ_FORMAT)[header_len:]
 
 
 class NpyLoader:
@@ -181,7 +201,10 @@ class NpyLoader:
                 break
             need = h
         name = "array"
-        t, findings = _tensor(probe, NPY_FORMAT, name, h, h.header_len, probe.size - h.header_len)
+        payload = probe.size - h.header_len
+        t, findings = _tensor(
+            probe, NPY_FORMAT, name, h, h.header_len, payload, partial(probe.read_at, h.header_len, payload)
+        )
         regions = _header_regions(h, 0, "")
         regions.append(Region(RegionKind.TENSOR_DATA, h.header_len, t.nbytes, name))
         attributes = {"npy.version": f"{h.version[0]}.{h.version[1]}"}
@@ -221,12 +244,14 @@ class NpzLoader:
                 need = h
             payload = m.file_size - h.header_len
             if m.method == _zip.STORED:
-                t, f = _tensor(probe, NPZ_FORMAT, name, h, m.data_offset + h.header_len, payload)
+                at = m.data_offset + h.header_len
+                t, f = _tensor(probe, NPZ_FORMAT, name, h, at, payload, partial(probe.read_at, at, payload))
                 regions += _header_regions(h, m.data_offset, repr(m.name))
                 regions.append(Region(RegionKind.TENSOR_DATA, m.data_offset + h.header_len, payload, name))
             else:
                 deflated += 1
-                t, f = _tensor(probe, NPZ_FORMAT, name, h, None, payload)
+                inflated = partial(_inflated, probe, m, h.header_len, payload)
+                t, f = _tensor(probe, NPZ_FORMAT, name, h, None, payload, inflated)
                 # logical = what the array data would take stored; the member's npy header is deflated with it
                 regions.append(
                     Region(

@@ -12,8 +12,10 @@ tensor's byte length equals shape x dtype, that offsets stay inside the file. Ho
 trailing bytes (which the reference reader rejects) become findings, never exceptions. Tensor data
 is never read.
 
-A sharded checkpoint is read from its ``*.safetensors.index.json`` (``weight_map``: name -> shard)
-or from any one shard that has such an index beside it; all shards are reported as one model.
+A sharded checkpoint is read from its ``*.safetensors.index.json`` (``weight_map``: name -> shard): all
+shards are reported as one model. One shard given on its own is reported as that file (its tensors, its
+bytes); when an index beside it names it, the other shards' headers are read only to say which shard it is
+and what the whole model holds (attributes ``shard``, ``model.parameters``; finding ``SHARD_OF_MODEL``).
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ import os
 import re
 import struct
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from inspector import dtypes
-from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
+from inspector.errors import FormatError, InspectorError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo
 from loaders.base import MAX_TENSORS, Claim, check_shape, tile
@@ -199,11 +202,52 @@ class SafetensorsLoader:
         return Claim.EXACT if text.startswith(b'{"') or text.startswith(b"{}") else None
 
     def load(self, probe: Probe) -> Checkpoint:
+        ckpt = _checkpoint(probe.path, FORMAT, [probe], None)
         index = _sibling_index(probe.path)
-        if index is not None:
-            with Probe(index) as index_probe:
-                return _load_index(index_probe)
-        return _checkpoint(probe.path, FORMAT, [probe], None)
+        return ckpt if index is None else _as_shard(ckpt, index)
+
+
+def _as_shard(ckpt: Checkpoint, index: str) -> Checkpoint:
+    """A shard is reported as itself, plus which shard it is and the whole model's count (its other headers read)."""
+    name = os.path.basename(ckpt.path)
+    attributes = dict(ckpt.attributes)
+    findings = list(ckpt.findings)
+    try:
+        with Probe(index) as index_probe:
+            model = _load_index(index_probe)
+    except (InspectorError, OSError, ValueError, KeyError, TypeError) as exc:
+        reason = str(exc) if isinstance(exc, InspectorError) else f"{type(exc).__name__}: {exc}"
+        findings.append(
+            _finding(
+                "SHARD_OF_MODEL",
+                f"this file is a shard of the model indexed by {index!r}, which cannot be read: {reason}"[:500],
+                Severity.WARNING,
+            )  # fmt: skip
+        )
+        return replace(ckpt, attributes=attributes, findings=tuple(findings))
+    shards = [os.path.basename(p) for p, _ in model.files[1:]]
+    number, total = shards.index(name) + 1, len(shards)
+    attributes |= {
+        "shard": f"{number} of {total}",
+        "shard.index": os.path.basename(index),
+        "model.parameters": str(model.n_parameters),
+        "model.bytes": str(model.file_size),
+    }
+    findings.append(
+        _finding(
+            "SHARD_OF_MODEL",
+            f"this file is shard {number} of {total} of a model whose index {os.path.basename(index)!r} is beside it: "
+            f"the model holds {model.n_parameters:,} parameters in {total} shards ({model.file_size:,} bytes with "
+            "the index); inspect the index or the folder for the whole model",
+            Severity.INFO,
+        )
+    )
+    mapped = {t.name for t in model.tensors if t.file == number}
+    missing = sorted(mapped - {t.name for t in ckpt.tensors})
+    if missing:
+        findings.append(_finding("MISSING_TENSOR", f"{len(missing)} tensors the index puts in this shard are not "
+                                 f"in it: {missing[:5]!r}"))  # fmt: skip
+    return replace(ckpt, attributes=attributes, findings=tuple(findings))
 
 
 def _sibling_index(path: str) -> str | None:

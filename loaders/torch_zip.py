@@ -8,9 +8,11 @@ Layout (FORMATS.md section 3.1): a zip whose records all sit under one prefix di
     <prefix>/.format_version, .storage_alignment, byteorder, version, .data/serialization_id
     TorchScript adds constants.pkl, code/**.py and *.debug_pkl (deflated)
 
-Only the central directory, the local headers and data.pkl are read; data.pkl is interpreted by our
-restricted reader (`loaders._pickle`), so nothing the file names is imported or called. Verified:
-every storage a tensor names exists and is large enough, every tensor lies inside its storage.
+Only the central directory, the local headers and data.pkl are read (and, in a TorchScript archive, the
+code/**.py files whose classes declare which attributes are parameters and buffers: `loaders._torchscript`,
+read as text); data.pkl is interpreted by our restricted reader (`loaders._pickle`), so nothing the file
+names is imported or called. Verified: every storage a tensor names exists and is large enough, every
+tensor lies inside its storage.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import ClassVar
 from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Region, RegionKind
-from loaders import _pickle, _torch, _zip
+from loaders import _pickle, _torch, _torchscript, _zip
 from loaders.base import Claim, single_file
 
 FORMAT = "pytorch-zip"
@@ -79,6 +81,9 @@ class TorchZipLoader:
             tensors, findings = _torch.build_tensors(result.value, offsets)
         except _pickle.PickleError as exc:
             raise FormatError(probe.path, FORMAT, str(exc)) from exc
+        torchscript = prefix + TORCHSCRIPT_MARKER in by_name
+        if torchscript:  # the archive declares its parameters and buffers in code/__torch__/**.py
+            tensors = _torchscript.apply(probe, members, prefix, FORMAT, result.value, tensors)
         regions = list(zip_regions)
         storage_members = {f"{prefix}data/{key}": key for key in storages}
         grouped = _torch.by_storage(tensors)
@@ -96,7 +101,6 @@ class TorchZipLoader:
                 )
             else:
                 regions.append(Region(RegionKind.METADATA, m.data_offset, m.compress_size, f"record {m.name!r}"))
-        torchscript = prefix + TORCHSCRIPT_MARKER in by_name
         attributes = {
             "torch.archive": prefix.rstrip("/"),
             "torch.kind": "torchscript" if torchscript else "torch.save",

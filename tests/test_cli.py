@@ -80,3 +80,20 @@ def test_python_dash_m_entry_point() -> None:
         [sys.executable, "-m", "inspector", NPZ, "--json"], capture_output=True, text=True, timeout=60, check=True
     )
     assert json.loads(proc.stdout)["format"] == "npz"
+
+
+def test_output_cut_short_by_the_reader_is_no_traceback(tmp_path: Path) -> None:
+    """`inspector FILE --tensors | head -1`: the reader closes the pipe while the report is still being written."""
+    np = pytest.importorskip("numpy")
+    safetensors_numpy = pytest.importorskip("safetensors.numpy")
+    path = tmp_path / "many.safetensors"
+    safetensors_numpy.save_file({f"layer_{i}.weight": np.zeros(2, np.float32) for i in range(3000)}, str(path))
+    with subprocess.Popen(
+        [sys.executable, "-m", "inspector", str(path), "--tensors"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline().decode().strip() == str(path)
+        proc.stdout.close()  # the report is far larger than a pipe buffer: the writer is blocked on it now
+        stderr = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == 0
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr

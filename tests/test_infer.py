@@ -35,7 +35,6 @@ FILES = [
         {"vocab": 256, "d_model": 32, "layers": 2, "feedforward": 64},
     ),
     ("bert-tiny-sharded/model.safetensors.index.json", "bert-tiny-sharded", "bert", "config", {"layers": 2}),
-    ("bert-tiny-sharded/model-00002-of-00004.safetensors", "bert-tiny-sharded", "bert", "config", {"layers": 2}),
     (
         "rau-lstm-lm.safetensors",
         "rau-lstm-lm.safetensors",

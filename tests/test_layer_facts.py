@@ -125,3 +125,13 @@ def test_layer_list_keywords_are_honoured_or_refused() -> None:
         parse_spec("Input(10) Dense(5,activation=relu)")
     with pytest.raises(SpecError, match="unknown Keras layer"):
         parse_spec("Input(10) Densely(5)")
+
+
+def test_conv_batchnorm_dense_is_not_taken_for_a_column_cnn(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+    model = nn.Sequential(nn.Conv1d(2, 4, 3), nn.BatchNorm1d(4), nn.Flatten(), nn.Linear(8, 3), nn.Linear(3, 1))
+    torch.save(model.state_dict(), tmp_path / "m.pt")
+    exp = inspect(tmp_path / "m.pt").expectation
+    assert exp is not None and exp.architecture == "sequential" and exp.matches
+    assert exp.total == sum(p.numel() for p in model.parameters()) == 67

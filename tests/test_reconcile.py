@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from inspector import load
-from inspector.reconcile import account, bucket_bytes, findings, unit_trap
+from inspector.reconcile import MIB, account, bucket_bytes, findings, unit_trap
 from inspector.records import Checkpoint, Region, RegionKind, TensorInfo, TensorKind
 from loaders.base import check_invariants, tile
 from tests.conftest import SAMPLES
@@ -79,3 +79,24 @@ def test_seed_003_size_is_mib_not_missing_parameters(tmp_path: Path) -> None:
     assert acc.unexplained == 0
     trap = unit_trap(acc)
     assert trap is not None and "11.49 MiB" in trap and "1 MiB = 1,048,576 bytes" in trap
+
+
+def test_unit_note_is_computed_on_parameter_bytes() -> None:
+    """A file that is mostly optimizer state: the MB/MiB note speaks of the parameters' 2 MiB, never the file's."""
+    params = TensorInfo("w", (1 << 19,), "F32", 2 * MIB, 0)
+    slots = TensorInfo("opt.w", (25 << 20,), "F32", 100 * MIB, 2 * MIB, kind=TensorKind.OPTIMIZER)
+    regions = [Region(RegionKind.TENSOR_DATA, 0, 2 * MIB, "w"), Region(RegionKind.TENSOR_DATA, 2 * MIB, 100 * MIB)]
+    acc = account(_ckpt([params, slots], regions, 102 * MIB))
+    trap = unit_trap(acc)
+    assert trap is not None
+    assert "2.00 MiB" in trap and f"{(1 << 19) * 1_000_000 // MIB:,} parameters" in trap and "4.6% fewer" in trap
+    assert "-" not in trap.split("fewer")[0]
+
+
+def test_unit_note_skipped_where_it_does_not_apply() -> None:
+    small = TensorInfo("w", (1000,), "F32", 4000, 0)
+    big_other = TensorInfo("rng", (1 << 22,), "U8", 1 << 22, 4000, kind=TensorKind.OTHER)
+    regions = [Region(RegionKind.TENSOR_DATA, 0, 4000, "w"), Region(RegionKind.TENSOR_DATA, 4000, 1 << 22)]
+    assert unit_trap(account(_ckpt([small, big_other], regions, 4000 + (1 << 22)))) is None  # params < 1 MiB
+    meta = Region(RegionKind.METADATA, 0, 3 * MIB)
+    assert unit_trap(account(_ckpt([], [meta], 3 * MIB))) is None  # no parameters at all

@@ -97,18 +97,24 @@ def _write_sharded(folder: Path) -> dict[str, np.ndarray]:
     return tensors
 
 
-def test_sharded_via_index_and_via_one_shard(tmp_path: Path) -> None:
+def test_sharded_via_index_and_one_shard_as_itself(tmp_path: Path) -> None:
     tensors = _write_sharded(tmp_path)
     via_index = load(tmp_path / "model.safetensors.index.json")
-    via_shard = load(tmp_path / "model-00002-of-00002.safetensors")
-    for ckpt in (via_index, via_shard):
-        check_invariants(ckpt)
-        assert ckpt.format == "safetensors-sharded"
-        assert {t.name: t.shape for t in ckpt.tensors} == {k: v.shape for k, v in tensors.items()}
-        assert ckpt.n_parameters == sum(a.size for a in tensors.values())
-        assert len(ckpt.files) == 3
-        assert ckpt.file_size == sum(os.path.getsize(tmp_path / p) for p in os.listdir(tmp_path))
-        assert not [f for f in ckpt.findings if f.code == "INDEX_TOTAL_SIZE"]
+    check_invariants(via_index)
+    assert via_index.format == "safetensors-sharded"
+    assert {t.name: t.shape for t in via_index.tensors} == {k: v.shape for k, v in tensors.items()}
+    assert via_index.n_parameters == sum(a.size for a in tensors.values())
+    assert len(via_index.files) == 3
+    assert via_index.file_size == sum(os.path.getsize(tmp_path / p) for p in os.listdir(tmp_path))
+    assert not [f for f in via_index.findings if f.code == "INDEX_TOTAL_SIZE"]
+    shard = tmp_path / "model-00002-of-00002.safetensors"
+    via_shard = load(shard)
+    check_invariants(via_shard)
+    assert via_shard.format == "safetensors" and via_shard.files == ((str(shard), os.path.getsize(shard)),)
+    assert {t.name: t.shape for t in via_shard.tensors} == {k: v[0] for k, v in _reference(shard).items()}
+    assert via_shard.attributes["shard"] == "2 of 2"
+    assert via_shard.attributes["model.parameters"] == str(via_index.n_parameters)
+    assert "SHARD_OF_MODEL" in {f.code for f in via_shard.findings}
 
 
 def test_missing_shard_is_a_clear_error(tmp_path: Path) -> None:
@@ -116,6 +122,55 @@ def test_missing_shard_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "model-00002-of-00002.safetensors").unlink()
     with pytest.raises(OSError, match="no such file"):
         load(tmp_path / "model.safetensors.index.json")
+    shard = load(tmp_path / "model-00001-of-00002.safetensors")  # the shard that is there still reads as itself
+    assert len(shard.tensors) == 3 and "shard" not in shard.attributes
+    (finding,) = [f for f in shard.findings if f.code == "SHARD_OF_MODEL"]
+    assert "no such file" in finding.message
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_transformers_shards_report_themselves(tmp_path: Path) -> None:
+    """save_pretrained(max_shard_size=...): each shard is its own tensors and bytes; the index is the model."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=512, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                                     intermediate_size=64, max_position_embeddings=64)  # fmt: skip
+    model = transformers.BertModel(config)
+    model.save_pretrained(tmp_path, max_shard_size="40KB")
+    shards = sorted(tmp_path.glob("model-*-of-*.safetensors"))
+    assert len(shards) > 2
+    expected_total = sum(p.numel() for p in model.parameters())  # torch's unique parameters
+    seen: dict[str, tuple[int, ...]] = {}
+    for number, shard in enumerate(shards, 1):
+        ckpt = load(shard)
+        check_invariants(ckpt)
+        assert ckpt.file_size == shard.stat().st_size
+        assert sum(r.length for r in ckpt.regions) == shard.stat().st_size
+        reference = _reference(shard)
+        assert {t.name: (t.shape, t.dtype) for t in ckpt.tensors} == reference
+        assert ckpt.n_parameters == sum(int(np.prod(shape)) for shape, _ in reference.values())
+        assert ckpt.attributes["shard"] == f"{number} of {len(shards)}"
+        assert ckpt.attributes["model.parameters"] == str(expected_total)
+        seen.update({t.name: t.shape for t in ckpt.tensors})
+    whole = load(tmp_path / "model.safetensors.index.json")
+    check_invariants(whole)
+    assert whole.n_parameters == expected_total
+    assert (
+        {t.name: t.shape for t in whole.tensors} == seen == {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    )
+
+
+def test_sample_bert_shard_is_one_file() -> None:
+    folder = SAMPLES / "hf_rau" / "bert-tiny-sharded"
+    manifest = json.loads((SAMPLES / "hf_rau" / "manifest.json").read_text())["bert-tiny-sharded"]
+    shard = folder / "model-00001-of-00004.safetensors"
+    ckpt = load(shard)
+    check_invariants(ckpt)
+    assert ckpt.file_size == shard.stat().st_size and len(ckpt.files) == 1
+    assert {t.name for t in ckpt.tensors} == set(_reference(shard))
+    assert ckpt.attributes["shard"] == "1 of 4"
+    assert ckpt.attributes["model.parameters"] == str(manifest["n_parameters"])
 
 
 def test_header_only_on_a_sparse_multi_gigabyte_file(tmp_path: Path) -> None:
