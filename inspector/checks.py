@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
@@ -63,14 +64,40 @@ def _explain(spec: LayerSpec, expected: dict[str, int], layer: Layer) -> str:
     return f"{sum(expected.values()):,} expected by the formula, {found:,} in the file ({-diff:+,})"
 
 
+AUTO_SUFFIX = re.compile(r"_(\d+)$")
+
+
+def _auto_base(name: str) -> tuple[str, str, int]:
+    """'conv2d_3/forward' -> ('conv2d', '/forward', 3): Keras's auto name, its counter, and what follows it."""
+    head, slash, tail = name.partition("/")
+    m = AUTO_SUFFIX.search(head)
+    return (head[: m.start()], slash + tail, int(m.group(1))) if m else (head, slash + tail, 0)
+
+
+def auto_name_pairs(expected: Sequence[str], found: Sequence[str]) -> dict[str, str]:
+    """Keras numbers auto names per process ('dense', 'dense_1'... or 'dense_7', 'dense_8' in a notebook): an
+    expected name the file lacks is paired with the file's layers of the same base name, in counter order."""
+    missing = [n for n in expected if n not in found]
+    spare = sorted((n for n in found if n not in expected), key=lambda n: _auto_base(n)[2])
+    pairs: dict[str, str] = {}
+    for name in sorted(missing, key=lambda n: _auto_base(n)[2]):
+        base, rest, _ = _auto_base(name)
+        match = next((n for n in spare if _auto_base(n)[:2] == (base, rest)), None)
+        if match is not None:
+            pairs[name] = match
+            spare.remove(match)
+    return pairs
+
+
 def compare(ckpt: Checkpoint, roles: Sequence[RoleMatch], arch: Architecture, source: str) -> Expectation:
     """Layer by layer: the architecture's formula against the file's parameter tensors."""
     layers = file_layers(ckpt, roles, {spec.name for spec in arch.layers})  # type: ignore[attr-defined]
+    renamed = auto_name_pairs([spec.name for spec in arch.layers], list(layers))  # type: ignore[attr-defined]
     checks: list[LayerCheck] = []
     seen: set[str] = set()
     total = 0
     for spec in arch.layers:
-        name = spec.name  # type: ignore[attr-defined]
+        name = renamed.get(spec.name, spec.name)  # type: ignore[attr-defined]
         expected = breakdown(spec)
         total += sum(expected.values())
         layer = layers.get(name)

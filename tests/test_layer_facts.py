@@ -135,3 +135,16 @@ def test_conv_batchnorm_dense_is_not_taken_for_a_column_cnn(tmp_path: Path) -> N
     exp = inspect(tmp_path / "m.pt").expectation
     assert exp is not None and exp.architecture == "sequential" and exp.matches
     assert exp.total == sum(p.numel() for p in model.parameters()) == 67
+
+
+def test_keras_auto_names_of_another_session_pair_in_counter_order() -> None:
+    from inspector.checks import auto_name_pairs
+
+    found = ["dense_8", "dense_7", "bidirectional_2/forward", "bidirectional_2/backward", "gru"]
+    expected = ["dense", "dense_1", "bidirectional/forward", "bidirectional/backward", "gru", "lstm"]
+    assert auto_name_pairs(expected, found) == {
+        "dense": "dense_7",
+        "dense_1": "dense_8",
+        "bidirectional/forward": "bidirectional_2/forward",
+        "bidirectional/backward": "bidirectional_2/backward",
+    }
