@@ -27,6 +27,7 @@ from inspector.formulas import (
     SimpleRNN,
     TransformerBlock,
     breakdown,
+    total,
 )
 
 
@@ -75,6 +76,27 @@ def _bool(text: str) -> bool:
 # -- Sockeye RNN encoder-decoder (seed 002) -----------------------------------------------------------
 
 
+def _sockeye_attention(kind: str, hidden: int, size: int, max_seq_len: int) -> list[LayerSpec]:
+    """Sockeye 1.x RNN attention parameters (rnn_attention.py), by attention type; `size` is attention_num_hidden."""
+    h, a = hidden, size or hidden
+    table: dict[str, list[LayerSpec]] = {
+        "none": [],
+        "fixed": [],
+        "mlp": [
+            Dense(h, a, False, name="att_e2h"),
+            Dense(h, a, False, name="att_q2h"),
+            Dense(a, 1, False, name="att_h2s"),
+        ],
+        "bilinear": [Dense(h, h, False, name="att_s2t")],
+        "dot": [] if a == h else [Dense(h, a, False, name="att_s2h"), Dense(h, a, False, name="att_t2h")],
+        "mhdot": [Dense(h, 2 * h, name="att_s2h"), Dense(h, h, name="att_t2h"), Dense(h, h, name="att_h2o")],
+        "location": [Dense(h, max_seq_len, name="att_loc")],
+    }
+    if kind not in table:
+        raise SpecError(f"attention must be one of {', '.join(table)}, got {kind!r}")
+    return table[kind]
+
+
 def sockeye_rnn(
     source_vocab: int,
     target_vocab: int,
@@ -82,6 +104,9 @@ def sockeye_rnn(
     hidden: int,
     layers: tuple[int, int],
     cell: str,
+    attention: str = "none",
+    attention_hidden: int = 0,
+    max_seq_len: int = 100,
 ) -> Architecture:
     """Sockeye 1.x RNN model with a bidirectional first encoder layer, input feeding and enc2decinit.
 
@@ -109,6 +134,7 @@ def sockeye_rnn(
     states = 2 * tn if cell == "lstm" else tn
     specs += [Dense(hidden, hidden, name=f"decoder_rnn_enc2decinit_{i}") for i in range(states)]
     specs.append(Dense(2 * hidden, hidden, name="decoder_rnn_hidden"))
+    specs += _sockeye_attention(attention, hidden, attention_hidden, max_seq_len)
     specs.append(Dense(hidden, target_vocab, name="target_output"))
     hyper = {
         "source_vocab": source_vocab,
@@ -117,12 +143,21 @@ def sockeye_rnn(
         "hidden": hidden,
         "layers": f"{sn}:{tn}",
         "cell": cell,
+        "attention": attention,
     }
     notes = (
         f"decoder_rnn_l0_i2h_weight is ({GATES[cls.__name__] * hidden}, {te + hidden}): target embedding {te} + "
         f"input feeding {hidden}",
         f"encoder_birnn_*_i2h_weight is ({GATES[cls.__name__] * hidden // 2}, {se}): each direction has hidden/2 units "
         f"and reads the source embedding",
+        f"attention={attention}"
+        + (
+            " assumed: no attention parameters (Sockeye 1.x's default, mlp, adds att_e2h and att_q2h of "
+            "attention_hidden x hidden and att_h2s of attention_hidden, without biases)"
+            if attention in ("none", "fixed")
+            else f" with {sum(total(s) for s in _sockeye_attention(attention, hidden, attention_hidden, max_seq_len)):,} "
+            "parameters"
+        ),
     )
     return Architecture("sockeye-rnn", hyper, tuple(specs), notes)
 
@@ -193,11 +228,18 @@ def _rau_transformer_layers(d: int, ff: int, count: int, start: int) -> list[Lay
     return [TransformerBlock(d, ff, name=f"layers.{start + i}") for i in range(count)]
 
 
+def _check_heads(d_model: int, heads: int) -> None:
+    """PyTorch's MultiheadAttention refuses embed_dim % num_heads != 0: so does the formula."""
+    if heads <= 0 or d_model % heads:
+        raise SpecError(f"heads={heads} does not divide d_model={d_model} (torch refuses to build it)")
+
+
 def rau_transformer_lm(vocab: int, d_model: int, layers: int, heads: int, feedforward: int) -> Architecture:
     """rau get_unidirectional_transformer_encoder(tie_embeddings=True): pre-norm layers plus a final LayerNorm.
 
     Attention uses PyTorch's MultiheadAttention, whose in_proj and out_proj have biases.
     """
+    _check_heads(d_model, heads)
     specs: list[LayerSpec] = [Embedding(vocab, d_model, name="embedding")]
     specs += _rau_transformer_layers(d_model, feedforward, layers, 0)
     specs.append(LayerNorm(d_model, name="norm"))
@@ -236,6 +278,7 @@ def rau_stack_transformer(
     the feed-forward network and two LayerNorms. Give either `layers`/`stack_layers`/`stack_size`
     (standard layers first) or rau's own layer string as `spec`, e.g. spec=2.superposition-16.1.
     """
+    _check_heads(d_model, heads)
     groups = (
         parse_rau_stack_layers(spec)
         if spec
@@ -423,6 +466,9 @@ ARCHITECTURES: Mapping[str, ArchitectureDef] = {
                 Word("hidden", 512, "RNN hidden units"),
                 Word("layers", (2, 2), "encoder:decoder layers", _pair),
                 Word("cell", "lstm", "lstm or gru", str),
+                Word("attention", "none", "none/fixed, mlp, bilinear, dot, mhdot or location (rnn_attention.py)", str),
+                Word("attention_hidden", 0, "attention_num_hidden for mlp and dot (0: hidden)"),
+                Word("max_seq_len", 100, "max source length, for location attention"),
             ),
             sockeye_rnn,
         ),

@@ -49,6 +49,13 @@ def _sockeye(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMat
     s, t = src.items[0][0].shape, tgt.items[0][0].shape
     sn = 1 + sum(1 for n in layers if n.startswith("encoder_rnn_l"))
     tn = sum(1 for n in layers if n.startswith("decoder_rnn_l"))
+    attention, size, length = "none", 0, 100
+    for kind, layer, axis in SOCKEYE_ATTENTION:
+        found = layers.get(layer)
+        if found is not None:
+            shape = found.items[0][0].shape
+            attention, size, length = kind, shape[axis] if axis == 0 else 0, shape[0]
+            break
     return build(
         "sockeye-rnn",
         source_vocab=s[0],
@@ -57,7 +64,20 @@ def _sockeye(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMat
         hidden=hidden,
         layers=(sn, tn),
         cell=cell or "lstm",
+        attention=attention,
+        attention_hidden=size,
+        max_seq_len=length,
     )
+
+
+# Sockeye's attention type told by its parameter names (the first found wins), with where its size is read
+SOCKEYE_ATTENTION = (
+    ("mlp", "att_e2h", 0),
+    ("bilinear", "att_s2t", 1),
+    ("mhdot", "att_h2o", 1),
+    ("dot", "att_s2h", 0),
+    ("location", "att_loc", 1),
+)
 
 
 def _rau_rnn(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:

@@ -165,3 +165,28 @@ def test_safetensors_loader_agrees_with_the_manifest_state_dict() -> None:
     stored = {t.name: list(t.shape) for t in ckpt.tensors if t.alias_of is None}
     expected = {k: v for k, v in MANIFEST["gpt2-tiny"]["state_dict"].items() if k != "lm_head.weight"}
     assert stored == expected  # save_pretrained drops the tied lm_head.weight
+
+
+@pytest.mark.parametrize(
+    ("attention", "extra", "count"),
+    [
+        ("mlp", {"att_e2h_weight": (48, 64), "att_q2h_weight": (48, 64), "att_h2s_weight": (1, 48)}, 6_192),
+        ("bilinear", {"att_s2t_weight": (64, 64)}, 4_096),
+        ("location", {"att_loc_weight": (30, 64), "att_loc_bias": (30,)}, 1_950),
+    ],
+)
+def test_sockeye_attention_type_read_from_the_names(attention: str, extra: dict, count: int) -> None:  # type: ignore[type-arg]
+    base = _sockeye_shapes(64, 32, 500, 400, 4)
+    ckpt = _ckpt(base | extra)
+    exp = expect(ckpt, match_roles(ckpt))
+    assert exp is not None and exp.architecture == "sockeye-rnn" and exp.matches
+    assert exp.hyperparameters["attention"] == attention
+    assert exp.total == _ckpt(base).n_parameters + count
+    assert any(f"attention={attention} with {count:,} parameters" in n for n in exp.notes)
+
+
+def test_sockeye_without_attention_says_what_is_assumed() -> None:
+    ckpt = _ckpt(_sockeye_shapes(64, 32, 500, 400, 4))
+    exp = expect(ckpt, match_roles(ckpt))
+    assert exp is not None and exp.hyperparameters["attention"] == "none"
+    assert any("attention=none assumed" in n and "default, mlp" in n for n in exp.notes)

@@ -159,3 +159,15 @@ def test_seed_002_closed_form(sv: int, tv: int, se: int, te: int, half: int, sn:
               + (tn - 1) * (2 * g * h * h + 2 * g * h) + (2 * h * h + h) + e * (h * h + h))  # fmt: skip
     arch = build("sockeye-rnn", source_vocab=sv, target_vocab=tv, embed=(se, te), hidden=h, layers=(sn, tn), cell=cell)
     assert count(arch)[0] == closed
+
+
+def test_heads_that_do_not_divide_d_model_are_refused_and_budget_steps_over_them() -> None:
+    from inspector.architectures import build
+    from inspector.budget import search
+    from inspector.errors import SpecError
+
+    with pytest.raises(SpecError, match="heads=3 does not divide d_model=32"):
+        build("rau-transformer-lm", d_model=32, heads=3)
+    under, over = search("rau-transformer-lm", 200_000, "d_model", {"heads": 4, "layers": 2}, low=8, high=128, keep=5)
+    assert under and over
+    assert all(c.value % 4 == 0 for c in under + over)
