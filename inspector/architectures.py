@@ -134,7 +134,8 @@ def sockeye_rnn(
     states = 2 * tn if cell == "lstm" else tn
     specs += [Dense(hidden, hidden, name=f"decoder_rnn_enc2decinit_{i}") for i in range(states)]
     specs.append(Dense(2 * hidden, hidden, name="decoder_rnn_hidden"))
-    specs += _sockeye_attention(attention, hidden, attention_hidden, max_seq_len)
+    attention_specs = _sockeye_attention(attention, hidden, attention_hidden, max_seq_len)
+    specs += attention_specs
     specs.append(Dense(hidden, target_vocab, name="target_output"))
     hyper = {
         "source_vocab": source_vocab,
@@ -155,8 +156,7 @@ def sockeye_rnn(
             " assumed: no attention parameters (Sockeye 1.x's default, mlp, adds att_e2h and att_q2h of "
             "attention_hidden x hidden and att_h2s of attention_hidden, without biases)"
             if attention in ("none", "fixed")
-            else f" with {sum(total(s) for s in _sockeye_attention(attention, hidden, attention_hidden, max_seq_len)):,} "
-            "parameters"
+            else f" with {sum(total(s) for s in attention_specs):,} parameters"
         ),
     )
     return Architecture("sockeye-rnn", hyper, tuple(specs), notes)
