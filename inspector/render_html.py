@@ -169,7 +169,9 @@ def byte_tree(report: Report) -> Node:
     buckets = []
     for bucket, nbytes in report["bytes"]["by_kind"].items():
         tensors = bucket in TENSOR_BUCKETS.values()
-        children = _groups(by_bucket.get(bucket, []), "layers" if tensors else "kinds", "tensors" if tensors else "")
+        children = _groups(
+            by_bucket.get(bucket, []), "layers" if tensors else "kinds", "tensors" if tensors else "regions"
+        )
         node: Node = {"n": BUCKETS.get(bucket, bucket), "v": nbytes, "b": bucket}
         if children:
             node["c"] = _fit(children, nbytes)

@@ -4,6 +4,7 @@ errors, no network request, a screenshot with the treemap's colours in it, hover
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import struct
@@ -326,5 +327,20 @@ def test_audit_page_in_chromium(browser: Browser, tmp_path: Path) -> None:
     page = _open(browser, out)
     try:
         assert int(page.evaluate("document.querySelector('.treemap').dataset.boxes")) > len(os.listdir(SAMPLES))
+    finally:
+        page.close()
+
+
+def test_printable(browser: Browser, tmp_path: Path) -> None:
+    out = tmp_path / "adam.html"
+    main([str(ADAM), "--html", str(out)])
+    page = _open(browser, out)
+    try:
+        page.call("Emulation.setEmulatedMedia", media="print")
+        assert page.evaluate("getComputedStyle(document.querySelector('.crumbs')).display") == "none"
+        assert page.evaluate("getComputedStyle(document.querySelector('table')).display") == "table"
+        pdf = base64.b64decode(page.call("Page.printToPDF", printBackground=True)["data"])
+        assert pdf.startswith(b"%PDF") and len(pdf) > 20_000
+        assert page.errors() == []
     finally:
         page.close()

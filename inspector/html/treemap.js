@@ -142,10 +142,13 @@
     var box = document.getElementById("treemap-" + i);
     maps.push(new Treemap(box, document.getElementById("crumbs-" + i), JSON.parse(el.textContent)));
   });
+  function redraw() { maps.forEach(function (m) { m.draw(); }); }
   var pending = 0;
   window.addEventListener("resize", function () {
     clearTimeout(pending);
-    pending = setTimeout(function () { maps.forEach(function (m) { m.draw(); }); }, 150);
+    pending = setTimeout(redraw, 150);
   });
+  window.addEventListener("beforeprint", redraw); // the printed page is narrower than the window
+  window.addEventListener("afterprint", redraw);
   document.documentElement.dataset.treemaps = String(maps.length);
 })();
