@@ -250,7 +250,8 @@ def _layers_table(report: Report) -> str:
     for t in report["tensors"]:
         layers.setdefault(_layer_of(t), []).append(t)
     total = report["parameters"]["total"]
-    rows, rest = [], [0, 0, 0]
+    rows: list[list[str]] = []
+    rest = [0, 0, 0]
     for layer, items in layers.items():
         unique = [t for t in items if t.get("alias_of") is None]
         params = sum(t["elements"] for t in unique if t["kind"] == "parameter")

@@ -203,6 +203,15 @@ def test_cli_writes_the_page_and_never_over_an_inspected_file(
     assert json.loads(capsys.readouterr().out)["path"] == str(GPT2)
 
 
+def test_page_of_several_files_with_an_unreadable_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "two.html"
+    missing = str(tmp_path / "missing.safetensors")
+    assert main([str(GPT2), missing, "--html", str(out)]) == 2
+    page = out.read_text(encoding="utf-8")
+    assert page.count("<section") == 2 and "no such file" in page and len(_parse(page).trees) == 1
+    assert f'<a href="#r1">{missing}</a>' in page
+
+
 def test_audit_page(tmp_path: Path) -> None:
     out = tmp_path / "audit.html"
     assert main([str(SAMPLES / "torch"), "--html", str(out), "--jobs", "1"]) == 0
@@ -240,8 +249,8 @@ def _open(browser: Browser, path: Path) -> Page:
 def _colours(png: bytes) -> tuple[float, int, set[tuple[int, int, int]]]:
     """Share of non-white pixels, number of distinct colours, the set of colours."""
     pixels = png_pixels(png)[:, :, :3].reshape(-1, 3)
-    colours = {tuple(int(v) for v in c) for c in np.unique(pixels, axis=0)}
-    return float((pixels < 245).any(axis=1).mean()), len(colours), colours  # type: ignore[misc]
+    colours = {(int(r), int(g), int(b)) for r, g, b in np.unique(pixels, axis=0)}
+    return float((pixels < 245).any(axis=1).mean()), len(colours), colours
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -258,6 +267,20 @@ def test_page_in_chromium(browser: Browser, tmp_path: Path, name: str) -> None:
         assert inked > 0.25 and n_colours > 20, "the screenshot is (nearly) blank"
         if report["bytes"]["by_kind"].get("parameters", 0) > report["file_bytes"] / 50:
             assert PARAMETER_BLUE in colours
+    finally:
+        page.close()
+
+
+def test_npy_page_in_chromium(browser: Browser, tmp_path: Path) -> None:
+    path = tmp_path / "embedding.npy"
+    np.save(path, np.zeros((300, 64), dtype=np.float16))
+    out = tmp_path / "npy.html"
+    main([str(path), "--html", str(out)])
+    page = _open(browser, out)
+    try:
+        leaves = [leaf for leaf in _leaves(_parse(out.read_text(encoding="utf-8")).trees[0]) if "s" in leaf]
+        assert [(leaf["s"], leaf["d"], leaf["v"]) for leaf in leaves] == [([300, 64], "F16", 300 * 64 * 2)]
+        assert int(page.evaluate("document.querySelector('.treemap').dataset.boxes")) >= 2
     finally:
         page.close()
 
