@@ -116,7 +116,8 @@ def _fit(children: list[Node], total: int) -> list[Node]:
 
 def _tensor_leaf(t: Mapping[str, Any], files: Sequence[str]) -> Node:
     leaf: Node = {"n": safe(str(t["name"])), "v": t["nbytes"], "s": list(t["shape"]), "d": t["dtype"]}
-    leaf["e"] = t["elements"]
+    if t.get("elements") is not None:  # None where a count is unknown
+        leaf["e"] = t["elements"]
     if t.get("offset") is not None:
         leaf["o"] = t["offset"]
     if t.get("role"):
@@ -235,7 +236,7 @@ def _roles_table(report: Report) -> str:
         if t["kind"] == "parameter":
             entry = roles.setdefault(str(t.get("role") or "unmatched"), [0, 0, 0])
             entry[0] += 1
-            entry[1] += t["elements"]
+            entry[1] += t["elements"] or 0
             entry[2] += t["nbytes"]
     total = sum(e[1] for e in roles.values())
     rows = [
@@ -254,7 +255,7 @@ def _layers_table(report: Report) -> str:
     rest = [0, 0, 0]
     for layer, items in layers.items():
         unique = [t for t in items if t.get("alias_of") is None]
-        params = sum(t["elements"] for t in unique if t["kind"] == "parameter")
+        params = sum(t["elements"] or 0 for t in unique if t["kind"] == "parameter")
         nbytes = sum(t["nbytes"] for t in unique)
         if len(rows) >= MAX_ROWS:
             rest = [rest[0] + 1, rest[1] + params, rest[2] + nbytes]
@@ -373,7 +374,8 @@ def _report_section(index: int, report: Report) -> str:
 
 
 def _page(title: str, body: str) -> str:
-    scripts = [_asset("d3-hierarchy.min.js"), _asset("treemap.js")]
+    # line ends as the HTML parser leaves them, or the hashes would not match a checkout with CRLF endings
+    scripts = [_asset(name).replace("\r\n", "\n").replace("\r", "\n") for name in ("d3-hierarchy.min.js", "treemap.js")]
     for script in scripts:
         if "</script" in script.lower():  # would end the element early; the vendored file never has it
             raise ValueError("an inline script contains '</script'")

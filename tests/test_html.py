@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from inspector.cli import main
+from inspector.errors import InspectorError
 from inspector.render import report_dict
 from inspector.render_html import MAX_CHILDREN, MAX_ROWS, audit_html, byte_tree, report_html
 from inspector.report import inspect
@@ -185,6 +186,28 @@ def test_100000_tensors_are_aggregated(tmp_path: Path) -> None:
     layers = parsed.tables["Parameters by layer"]
     assert len(layers) == MAX_ROWS + 2 and layers[-1][0] == f"{100_000 - MAX_ROWS:,} more layers"
     assert sum(_num(row[4]) for row in layers[1:]) == 200_000  # the folded row keeps the total
+
+
+def test_every_shared_fixture_renders_and_opens(fixtures: Path, browser: Browser, tmp_path: Path) -> None:
+    """Every real file in ../shared/fixtures that the inspector reads, on one page: no error, one treemap each."""
+    reports = []
+    for path in sorted(p for p in fixtures.rglob("*") if p.is_file()):
+        if path.parent.name in ("tool-output", "hexdumps", "scripts") or path.suffix in (".md", ".txt", ".py"):
+            continue
+        try:
+            reports.append(report_dict(inspect(str(path))))
+        except InspectorError:
+            continue  # formats without a loader yet
+    assert len(reports) > 30
+    out = tmp_path / "fixtures.html"
+    out.write_text(report_html(reports), encoding="utf-8")
+    page = _open(browser, out)
+    try:
+        assert page.evaluate("document.documentElement.dataset.treemaps") == str(len(reports))
+        boxes = page.evaluate("[...document.querySelectorAll('.treemap')].map(e => Number(e.dataset.boxes))")
+        assert min(boxes) >= 1
+    finally:
+        page.close()
 
 
 def test_cli_writes_the_page_and_never_over_an_inspected_file(

@@ -20,7 +20,7 @@
   }
   function lines(d, total) {
     var out = [d.n, fmt(d.v) + " bytes (" + (total ? (100 * d.v / total).toFixed(2) : "0") + "% of the file)"];
-    if (d.s) out.push("shape [" + d.s.join(", ") + "], " + d.d + ", " + fmt(d.e) + " elements");
+    if (d.s) out.push("shape [" + d.s.join(", ") + "], " + d.d + (d.e === undefined ? "" : ", " + fmt(d.e) + " elements"));
     if (d.o !== undefined) out.push("offset " + fmt(d.o) + " (0x" + d.o.toString(16) + ")" + (d.f ? " in " + d.f : ""));
     if (d.r) out.push("role " + d.r);
     if (d.k) out.push(fmt(d.k) + " entries folded together");
