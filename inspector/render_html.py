@@ -28,6 +28,7 @@ from inspector.render import safe
 MAX_CHILDREN = 40  # children kept per treemap node; the rest become one "N more" node
 MAX_ROWS = 300  # rows kept per table; the rest become one summary row
 TOP_TENSORS = 20  # rows of the largest-tensors table
+ROLE_COLOURS = 10  # .p0 ... .p9 in html/report.css
 TENSOR_BUCKETS = {"parameter": "parameters", "buffer": "buffers", "optimizer": "optimizer", "other": "other_tensors"}
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 
@@ -51,9 +52,21 @@ def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
-def _bar(part: int, whole: int, bucket: str = "parameters") -> str:
+def _bar(part: int, whole: int, colour: str = "b-parameters") -> str:
     width = 100 * part / whole if whole else 0
-    return f'<span class="bar b-{_t(bucket)}"><span style="width:{width:.2f}%"></span></span>'
+    return f'<span class="bar {colour}"><span style="width:{width:.2f}%"></span></span>'
+
+
+def _stack(parts: Sequence[tuple[str, int, str]], whole: int, unit: str) -> str:
+    """One bar split into (label, value, colour class) parts: the treemap's top level, without JavaScript."""
+    spans = "".join(
+        f'<span class="{colour}" style="width:{100 * value / whole:.3f}%" title="{_t(label)}: {value:,} {unit} '
+        f'({_pct(value, whole)})"></span>'
+        for label, value, colour in parts
+        if value > 0
+    )
+    summary = ", ".join(f"{label} {_pct(value, whole)}" for label, value, _ in parts if value > 0)
+    return f'<div class="stack" role="img" aria-label="{unit}: {_t(summary)}">{spans}</div>'
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence[int] = ()) -> str:
@@ -222,12 +235,19 @@ def _summary(report: Report) -> str:
 
 def _bytes_table(report: Report) -> str:
     total = report["file_bytes"]
+    by_kind = report["bytes"]["by_kind"]
     rows = [
-        [f'<span class="swatch b-{_t(k)}"></span>{_t(BUCKETS.get(k, k))}', _n(v), _pct(v, total), _bar(v, total, k)]
-        for k, v in report["bytes"]["by_kind"].items()
+        [
+            f'<span class="swatch b-{_t(k)}"></span>{_t(BUCKETS.get(k, k))}',
+            _n(v),
+            _pct(v, total),
+            _bar(v, total, f"b-{_t(k)}"),
+        ]
+        for k, v in by_kind.items()
     ]
     rows.append(["<b>total</b>", f"<b>{_n(total)}</b>", "100.0%", ""])
-    return _table(["bucket", "bytes", "share", ""], rows, numeric=(1, 2))
+    stack = _stack([(BUCKETS.get(k, k), v, f"b-{_t(k)}") for k, v in by_kind.items()], total, "bytes")
+    return _table(["bucket", "bytes", "share", ""], rows, numeric=(1, 2)) + stack
 
 
 def _roles_table(report: Report) -> str:
@@ -239,11 +259,15 @@ def _roles_table(report: Report) -> str:
             entry[1] += t["elements"] or 0
             entry[2] += t["nbytes"]
     total = sum(e[1] for e in roles.values())
+    ranked = sorted(roles.items(), key=lambda kv: -kv[1][1])
+    colours = {role: f"p{i % ROLE_COLOURS}" for i, (role, _) in enumerate(ranked)}
     rows = [
-        [_t(role), _n(n), _n(el), _n(nb), _pct(el, total), _bar(el, total)]
-        for role, (n, el, nb) in sorted(roles.items(), key=lambda kv: -kv[1][1])
-    ]
-    return _table(["role", "tensors", "parameters", "bytes", "share", ""], rows, numeric=(1, 2, 3, 4))
+        [f'<span class="swatch {colours[role]}"></span>{_t(role)}', _n(n), _n(el), _n(nb), _pct(el, total),
+         _bar(el, total, colours[role])]
+        for role, (n, el, nb) in ranked
+    ]  # fmt: skip
+    stack = _stack([(role, el, colours[role]) for role, (_, el, _) in ranked], total, "parameters")
+    return stack + _table(["role", "tensors", "parameters", "bytes", "share", ""], rows, numeric=(1, 2, 3, 4))
 
 
 def _layers_table(report: Report) -> str:

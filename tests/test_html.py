@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import struct
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -157,6 +158,11 @@ def test_tree_adds_up_to_the_report(name: str) -> None:
         if "c" in node:
             assert len(node["c"]) <= MAX_CHILDREN
             assert sum(c.get("a", c["v"]) for c in node["c"]) == pytest.approx(node["v"])
+    # the bars drawn without JavaScript: bytes by bucket, parameters by role; each fills its width
+    stacks = re.findall(r'<div class="stack"[^>]*>(.*?)</div>', report_html([report]))
+    assert len(stacks) == 2 if report["parameters"]["total"] else 1
+    for stack in stacks:
+        assert sum(float(w) for w in re.findall(r"width:([0-9.]+)%", stack)) == pytest.approx(100, abs=0.01)
 
 
 def test_hostile_names_are_text_never_markup(tmp_path: Path) -> None:
