@@ -336,6 +336,13 @@ def test_hover_and_zoom_show_a_tensor(browser: Browser, tmp_path: Path) -> None:
         assert f"offset {wte['offset']:,}" in tip
         page.evaluate("document.querySelector('.crumbs button').click()")  # back to the whole file
         assert page.evaluate("document.querySelectorAll('.crumbs button').length") == 1
+        # the keyboard: Tab to a box shows its tip, Enter zooms in, Escape zooms out
+        page.evaluate("document.querySelector('.cell.b-parameters.d1').focus()")
+        assert page.evaluate("document.getElementById('tip').innerText").startswith("parameter tensors\n")
+        for key, keycode, levels in (("Enter", 13, 2), ("Escape", 27, 1)):
+            page.call("Input.dispatchKeyEvent", type="keyDown", key=key, code=key, windowsVirtualKeyCode=keycode)
+            assert page.evaluate("document.querySelectorAll('.crumbs button').length") == levels
+            assert page.evaluate("document.activeElement.classList.contains('d1')")
         assert page.errors() == []
     finally:
         page.close()

@@ -39,9 +39,20 @@
     box.addEventListener("mouseleave", function () { tip.hidden = true; });
     box.addEventListener("click", function (ev) { self.zoom(ev.target); });
     box.addEventListener("keydown", function (ev) {
-      if (ev.key === "Enter") self.zoom(ev.target);
+      var depth = self.stack.length;
+      if (ev.key === "Enter" || ev.key === " ") self.zoom(ev.target);
       if (ev.key === "Escape" || ev.key === "Backspace") self.up(self.stack.length - 2);
+      if (self.stack.length !== depth) {
+        ev.preventDefault();
+        var first = box.querySelector(".cell.d1"); // keep the keyboard inside the treemap after a redraw
+        if (first) first.focus();
+      }
     });
+    box.addEventListener("focusin", function (ev) {
+      var r = ev.target.getBoundingClientRect();
+      self.hover({ target: ev.target, clientX: r.left + 8, clientY: r.top + 8 });
+    });
+    box.addEventListener("focusout", function () { tip.hidden = true; });
     this.draw();
   }
 
