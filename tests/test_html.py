@@ -386,6 +386,9 @@ def test_audit_page_in_chromium(browser: Browser, tmp_path: Path) -> None:
     page = _open(browser, out)
     try:
         assert int(page.evaluate("document.querySelector('.treemap').dataset.boxes")) > len(os.listdir(SAMPLES))
+        page.evaluate("document.querySelector('.cell.d1').focus()")
+        assert "% of the folder)" in page.evaluate("document.getElementById('tip').innerText")
+        assert page.errors() == []
     finally:
         page.close()
 

@@ -18,8 +18,9 @@
     while (v >= 1000 && i < units.length - 1) { v /= 1000; i++; }
     return v.toFixed(v < 10 ? 2 : 1) + " " + units[i];
   }
-  function lines(d, total) {
-    var out = [d.n, fmt(d.v) + " bytes (" + (total ? (100 * d.v / total).toFixed(2) : "0") + "% of the file)"];
+  function lines(d, root) {
+    var share = root.v ? (100 * d.v / root.v).toFixed(2) : "0";
+    var out = [d.n, fmt(d.v) + " bytes (" + share + "% of " + root.n.replace(/^whole /, "the ") + ")"];
     if (d.s) out.push("shape [" + d.s.join(", ") + "], " + d.d + (d.e === undefined ? "" : ", " + fmt(d.e) + " elements"));
     if (d.o !== undefined) out.push("offset " + fmt(d.o) + " (0x" + d.o.toString(16) + ")" + (d.f ? " in " + d.f : ""));
     if (d.r) out.push("role " + d.r);
@@ -104,7 +105,7 @@
     var n = this.node(ev.target);
     if (!n) { tip.hidden = true; return; }
     tip.replaceChildren();
-    lines(n.data, this.root.v).forEach(function (text, j) {
+    lines(n.data, this.root).forEach(function (text, j) {
       var line = document.createElement(j === 0 ? "b" : "div");
       line.textContent = text;
       tip.appendChild(line);
