@@ -225,6 +225,7 @@ class Browser:
             page.call(f"{domain}.enable")
         page.call("Emulation.setDeviceMetricsOverride", width=self.size[0], height=self.size[1], deviceScaleFactor=1,
                   mobile=False)  # fmt: skip
+        page.call("Page.bringToFront")  # a tab in the background gets no focus events
         page.events.clear()
         page.call("Page.navigate", url=url)
         page.wait_for("Page.loadEventFired")
