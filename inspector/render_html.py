@@ -59,6 +59,8 @@ def _bar(part: int, whole: int, colour: str = "b-parameters") -> str:
 
 def _stack(parts: Sequence[tuple[str, int, str]], whole: int, unit: str) -> str:
     """One bar split into (label, value, colour class) parts: the treemap's top level, without JavaScript."""
+    if whole <= 0:
+        return ""
     spans = "".join(
         f'<span class="{colour}" style="width:{100 * value / whole:.3f}%" title="{_t(label)}: {value:,} {unit} '
         f'({_pct(value, whole)})"></span>'
@@ -117,7 +119,10 @@ def _fold(children: list[Node], noun: str) -> list[Node]:
 
 
 def _fit(children: list[Node], total: int) -> list[Node]:
-    """Children whose areas add up to `total`: a remainder node, or areas scaled ("a") when they exceed it."""
+    """Children whose areas add up to `total`: one more node for a remainder, or areas ("a") scaled down.
+
+    Both happen where a tensor-data region holds tensors of two kinds (bytes go to the first kind's bucket).
+    """
     found = sum(c["v"] for c in children)
     if found < total:
         children.append({"n": "bytes no single entry claims", "v": total - found})
