@@ -335,15 +335,17 @@ def test_hover_and_zoom_show_a_tensor(browser: Browser, tmp_path: Path) -> None:
     try:
         page.evaluate("document.querySelector('.treemap').scrollIntoView()")
         page.evaluate("document.querySelector('.cell.b-parameters.d1').click()")  # zoom into the parameter bucket
-        page.evaluate("[...document.querySelectorAll('.cell.d1')].find(c => c.textContent.startsWith('wte')).click()")
-        assert "wte" in page.evaluate("document.querySelector('.crumbs').textContent")
+        wte = next(t for t in report["tensors"] if t["name"] == "transformer.wte.weight")
+        layer = json.dumps(wte["layer"])  # the layer the report gives the embedding ("wte" or "transformer.wte")
+        page.evaluate(f"[...document.querySelectorAll('.cell.d1')].find(c => c.textContent.split('  ')[0] === {layer})"
+                      ".click()")  # fmt: skip
+        assert wte["layer"] in page.evaluate("document.querySelector('.crumbs').textContent")
         x, y = page.evaluate(
             "(() => { const r = document.querySelector('.cell.d1').getBoundingClientRect();"
             " return [r.x + r.width / 2, r.y + r.height / 2]; })()"
         )
         page.call("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)
         tip = page.evaluate("document.getElementById('tip').innerText")
-        wte = next(t for t in report["tensors"] if t["name"] == "transformer.wte.weight")
         assert tip.splitlines()[0] == wte["name"]
         assert f"shape [{', '.join(map(str, wte['shape']))}], {wte['dtype']}, {wte['elements']:,} elements" in tip
         assert f"offset {wte['offset']:,}" in tip
