@@ -75,7 +75,8 @@
       var bw = n.x1 - n.x0, bh = n.y1 - n.y0;
       if (bw * bh < MIN_AREA) return;
       var el = document.createElement("div");
-      el.className = "cell d" + n.depth + " b-" + (n.data.b || (n.parent.data.b) || inherited || "none");
+      el.className = "cell d" + n.depth + " b-" + (n.data.b || (n.parent.data.b) || inherited || "none") +
+        (n.depth === 2 && n.data.b ? " own" : ""); // a box with its own colour (a folder's parameter bytes)
       el.style.left = n.x0 + "px";
       el.style.top = n.y0 + "px";
       el.style.width = bw + "px";
