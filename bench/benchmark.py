@@ -2,6 +2,7 @@
 
     pip install -e '.[test]' 'torch==2.13.0'
     python bench/benchmark.py [--out DIR] [--keep] [--sizes 1,2] [--repeat 2]
+    python bench/benchmark.py --html         the HTML page's cost on a file of 100,000 tensors
 
 Makes, in a temporary folder (or --out), a 1 GiB and a 2 GiB file of each format with 130 tensors
 (safetensors, npz, PyTorch zip, Keras-2-style HDF5, MXNet .params written by a small writer of the
@@ -149,6 +150,20 @@ EXTRAS = {
     "pytorch-zip": ("torch.load(mmap, meta)", "import torch; torch.load(P, mmap=True, map_location='meta')"),
 }  # fmt: skip
 INSPECTOR = "import sys; from inspector.cli import main; raise SystemExit(main([P, '--json']))"
+WITH_HTML = "from inspector.cli import main; raise SystemExit(main([P, '--json', '--html', P + '.html']))"
+
+
+def html_figures(out: Path, repeat: int) -> None:
+    """`--html`: the cost of the HTML page on a safetensors file of 100,000 tensors, and the page's size."""
+    from safetensors.numpy import save_file
+
+    path = out / "100k.safetensors"
+    save_file({f"model.layers.{i // 100}.mlp.{i % 100}.weight": np.zeros(2, np.float32) for i in range(100_000)}, path)
+    t_json, m_json, _ = measure(INSPECTOR, path, repeat)
+    t_html, m_html, _ = measure(WITH_HTML, path, repeat)
+    page = Path(str(path) + ".html")
+    print(f"100,000 tensors, {path.stat().st_size:,} bytes: --json {t_json:.2f} s {m_json:.0f} MB; "
+          f"--json --html {t_html:.2f} s {m_html:.0f} MB; page {page.stat().st_size:,} bytes")  # fmt: skip
 
 
 def measure(code: str, path: Path, repeat: int) -> tuple[float, float, float]:
@@ -176,7 +191,12 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the files")
     ap.add_argument("--sizes", default="1,2", help="file sizes in GiB")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--html", action="store_true", help="only the HTML page's cost on 100,000 tensors")
     args = ap.parse_args()
+    if args.html:
+        with tempfile.TemporaryDirectory(prefix="inspector-bench-") as tmp:
+            html_figures(Path(tmp), args.repeat)
+        return 0
     sizes = [int(s) for s in args.sizes.split(",")]
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="inspector-bench-"))
     out.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,7 @@
 """The command line: the only module that parses argv, prints and chooses exit codes.
 
-    inspector PATH... [--tensors] [--regions] [--json] [--expect SPEC] [--fail-on LEVEL] [--debug]
-    inspector DIR...  [--json | --csv] [--jobs N]          folder audit, one row per model
+    inspector PATH... [--tensors] [--regions] [--json] [--html OUT] [--expect SPEC] [--fail-on LEVEL] [--debug]
+    inspector DIR...  [--json | --csv] [--html OUT] [--jobs N]   folder audit, one row per model
     inspector formula | budget | compare ...               analytic counts (see inspector/cli_design.py)
 
 Exit status: 0 read fine; 1 findings at or above --fail-on; 2 unreadable file or bad usage;
@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from inspector.errors import InspectorError
@@ -44,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--regions", action="store_true", help="list every byte region with its offsets")
     p.add_argument("--json", action="store_true", help="JSON: one object per file, an array for several")
     p.add_argument("--csv", action="store_true", help="folder audit as CSV")
+    p.add_argument("--html", metavar="OUT", help="also write a self-contained HTML page: treemap of the bytes, tables")
     p.add_argument("--expect", metavar="SPEC", help="check against this architecture (inspector formula syntax)")
     p.add_argument("--fail-on", choices=[s.value for s in Severity], help="exit 1 when a finding is this severe")
     p.add_argument("--jobs", type=int, default=None, help="parallel workers for a folder audit")
@@ -102,7 +103,7 @@ def _inspect_files(args: argparse.Namespace) -> int:
             )
             print(f"inspector: {message}", file=sys.stderr)
             status = _worse(status, EXIT_UNREADABLE)
-            if args.json:
+            if args.json or args.html:
                 dicts.append({"path": path, "error": message, "error_type": type(exc).__name__})
             continue
         if report.unsafe:
@@ -114,10 +115,15 @@ def _inspect_files(args: argparse.Namespace) -> int:
             SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[Severity(args.fail_on)] for f in report.findings
         ):
             status = _worse(status, EXIT_FINDINGS)
-        if args.json:
+        if args.json or args.html:
             dicts.append(report_dict(report))
-        else:
+        if not args.json:
             texts.append(render_text(report, tensors=args.tensors, regions=args.regions))
+    if args.html and dicts:
+        from inspector.render_html import report_html
+
+        inspected = [*args.paths, *(str(f["path"]) for d in dicts for f in d.get("files", []))]
+        status = _worse(status, _write_html(args.html, lambda: report_html(dicts), inspected))
     if args.json and dicts:
         print(render_json(dicts, many=len(args.paths) > 1))
     elif texts:
@@ -140,13 +146,34 @@ def _audit(args: argparse.Namespace) -> int:
     rows = audit(args.paths, jobs=args.jobs, on_progress=progress)
     if progress is not None:
         print(file=sys.stderr)
+    written = EXIT_OK
+    if args.html:
+        from dataclasses import asdict
+
+        from inspector.render_html import audit_html
+
+        written = _write_html(args.html, lambda: audit_html([asdict(r) for r in rows]), [r.path for r in rows])
     if args.json:
         print(rows_to_json(rows))
     elif args.csv:
         print(rows_to_csv(rows), end="")
     else:
         print(rows_to_text(rows))
-    return EXIT_UNREADABLE if any(r.error for r in rows) else EXIT_OK
+    return _worse(written, EXIT_UNREADABLE if any(r.error for r in rows) else EXIT_OK)
+
+
+def _write_html(out: str, page: Callable[[], str], inspected: Sequence[str]) -> int:
+    """Write the HTML page to `out`, never over a file that was inspected; one line on failure."""
+    if os.path.exists(out) and any(os.path.exists(p) and os.path.samefile(out, p) for p in inspected):
+        print(f"inspector: {out}: is an inspected file, not overwritten", file=sys.stderr)
+        return EXIT_UNREADABLE
+    try:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(page())
+    except OSError as exc:
+        print(f"inspector: {out}: cannot write: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    return EXIT_OK
 
 
 def _worse(a: int, b: int) -> int:
