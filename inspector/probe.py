@@ -119,7 +119,6 @@ class Probe:
             pos = 512 if pos == 0 else pos * 2
         return None
 
-
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
