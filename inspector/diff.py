@@ -283,52 +283,56 @@ def match(a: Checkpoint, b: Checkpoint, rules: Sequence[MapRule] = ()) -> list[P
 # -- differences ------------------------------------------------------------------------------------------
 
 
-def _groups(ckpt: Checkpoint) -> dict[str, frozenset[str]]:
-    """Name -> the names tied with it (its tie group), for tensors in a tie."""
-    members: dict[str, set[str]] = {}
-    for t in ckpt.tensors:
-        if t.alias_of:
-            members.setdefault(t.alias_of, {t.alias_of}).add(t.name)
-    return {n: frozenset(g) for g in members.values() for n in g}
+class _Ties:
+    """The tie groups of one checkpoint (name -> names tied with it) and where each tensor is stored."""
+
+    def __init__(self, ckpt: Checkpoint) -> None:
+        self.by_name = {t.name: t for t in ckpt.tensors}
+        members: dict[str, set[str]] = {}
+        for t in ckpt.tensors:
+            if t.alias_of:
+                members.setdefault(t.alias_of, {t.alias_of}).add(t.name)
+        self.groups = {n: frozenset(g) for g in members.values() for n in g}
+
+    def group(self, name: str) -> frozenset[str]:
+        return self.groups.get(name, frozenset({name}))
+
+    def stored_twice(self, t: TensorInfo) -> bool:
+        """An alias whose bytes are a second copy (Gluon without deduplicate), not a shared storage."""
+        target = self.by_name.get(t.alias_of) if t.alias_of else None
+        return target is not None and (target.offset, target.file) != (t.offset, t.file)
 
 
-def _stored_twice(ckpt: Checkpoint, t: TensorInfo) -> bool:
-    target = next((x for x in ckpt.tensors if x.name == t.alias_of), None)
-    return target is not None and (target.offset, target.file) != (t.offset, t.file)
-
-
-def _tie_differences(a: Checkpoint, b: Checkpoint, pairs: Sequence[Pair]) -> list[Difference]:
+def _tie_differences(ga: _Ties, gb: _Ties, pairs: Sequence[Pair]) -> list[Difference]:
     a_to_b = {p.a.name: p.b.name for p in pairs}
     b_to_a = {v: k for k, v in a_to_b.items()}
-    ga, gb = _groups(a), _groups(b)
     out: list[Difference] = []
     for p in pairs:
         if not (p.a.alias_of or p.b.alias_of):
             continue
-        mapped = frozenset(a_to_b[n] for n in ga.get(p.a.name, {p.a.name}) if n in a_to_b)
-        there = frozenset(n for n in gb.get(p.b.name, {p.b.name}) if n in b_to_a)
+        mapped = frozenset(a_to_b[n] for n in ga.group(p.a.name) if n in a_to_b)
+        there = frozenset(n for n in gb.group(p.b.name) if n in b_to_a)
         if mapped == there:
             continue
         if p.a.alias_of:
-            how = "a copy stored twice" if _stored_twice(a, p.a) else "one tensor"
+            how = "a copy stored twice" if ga.stored_twice(p.a) else "one tensor"
             msg = f"A ties it to {p.a.alias_of!r} ({how}); B stores it separately"
         else:
-            how = "a copy stored twice" if _stored_twice(b, p.b) else "one tensor"
+            how = "a copy stored twice" if gb.stored_twice(p.b) else "one tensor"
             msg = f"B ties it to {p.b.alias_of!r} ({how}); A stores it separately"
         out.append(_difference(DiffKind.TIED, p.a, p.b, msg, tied_a=p.a.alias_of, tied_b=p.b.alias_of))
     return out
 
 
-def _unpaired(ckpt: Checkpoint, t: TensorInfo, side: str, partners: Mapping[str, str]) -> Difference:
-    """A tensor only one file has: a name of a tie whose tensor the other file holds (expected), else missing / extra."""
-    group = _groups(ckpt).get(t.name, frozenset())
-    kept = next((n for n in sorted(group) if n != t.name and n in partners), None)
+def _unpaired(ties: _Ties, t: TensorInfo, side: str, partners: Mapping[str, str]) -> Difference:
+    """A tensor only one file has: a name of a tie the other file holds (expected), else missing / extra."""
+    kept = next((n for n in sorted(ties.group(t.name)) if n != t.name and n in partners), None)
     if kept is not None:
         other = partners[kept]
         if side == "a":
             msg = f"A ties it with {kept!r}; B has no such name and stores the tensor once as {other!r}"
             return _difference(DiffKind.TIED, t, None, msg, tied_a=kept, kept_b=other)
-        twice = t.alias_of is not None and _stored_twice(ckpt, t)
+        twice = ties.stored_twice(t)
         copy = f", a duplicate copy of {t.nbytes:,} bytes" if twice else ""
         msg = f"B ties it with {kept!r}{copy}; A has no such name and stores the tensor once as {other!r}"
         return _difference(DiffKind.TIED, None, t, msg, tied_b=kept, kept_a=other, duplicate_bytes=t.nbytes
@@ -397,18 +401,20 @@ def diff(
             found = _value_difference(p, values[i])
             if found is not None:
                 differences.append(found)
-    differences += _tie_differences(a, b, pairs)
+    ta, tb = _Ties(a), _Ties(b)
+    differences += _tie_differences(ta, tb, pairs)
     a_to_b = {p.a.name: p.b.name for p in pairs}
     b_to_a = {p.b.name: p.a.name for p in pairs}
     paired_a, paired_b = {id(p.a) for p in pairs}, {id(p.b) for p in pairs}
-    differences += [_unpaired(a, t, "a", a_to_b) for t in a.tensors if id(t) not in paired_a]
-    differences += [_unpaired(b, t, "b", b_to_a) for t in b.tensors if id(t) not in paired_b]
+    differences += [_unpaired(ta, t, "a", a_to_b) for t in a.tensors if id(t) not in paired_a]
+    differences += [_unpaired(tb, t, "b", b_to_a) for t in b.tensors if id(t) not in paired_b]
     return Diff(a, b, tuple(pairs), tuple(differences), None if values is None else tuple(values), tolerance)
 
 
 def stored_bytes(ckpt: Checkpoint) -> int:
     """Tensor bytes the file stores: tied tensors once, duplicate copies again."""
-    return sum(t.nbytes for t in ckpt.tensors if t.alias_of is None or _stored_twice(ckpt, t))
+    ties = _Ties(ckpt)
+    return sum(t.nbytes for t in ckpt.tensors if t.alias_of is None or ties.stored_twice(t))
 
 
 def totals(d: Diff) -> dict[str, Any]:
