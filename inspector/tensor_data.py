@@ -30,7 +30,7 @@ from inspector.probe import Probe
 if TYPE_CHECKING:
     from inspector.records import Checkpoint, TensorInfo
 
-BLOCK_BYTES = 4 << 20
+BLOCK_BYTES = 1 << 20
 INFLATE_CHUNK = 1 << 20
 MAX_NPY_HEADER = 1 << 20  # enough for any npy header a real writer makes
 BIG_ENDIAN_NOTE = "big-endian"  # the npy loader's note on a '>' descr

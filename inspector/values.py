@@ -24,7 +24,7 @@ from inspector.tensor_data import ROUNDOFF, TensorSource, decode, layout, rebloc
 if TYPE_CHECKING:
     from inspector.records import Checkpoint, TensorInfo
 
-COMPARE_BLOCK = 1 << 20  # elements per aligned block when two tensors are compared
+COMPARE_BLOCK = 1 << 18  # elements per aligned block when two tensors are compared (a few MiB of float64)
 MAX_PERMUTED_ELEMENTS = 1 << 23  # transposed pairs are compared whole in memory up to this many elements
 HASH_CHARS = 16
 
