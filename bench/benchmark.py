@@ -10,6 +10,10 @@ fresh process: wall time (best of --repeat), peak resident memory (ru_maxrss of 
 the process read through system calls (rchar from /proc/self/io at exit). Prints one table and the
 targets (inspector under 0.5 s and 100 MB; under a tenth of the baseline's time; 2 GiB within 1.2x of
 1 GiB; 10,000 tensors well under 2 s).
+
+`--data` (issue 17): `inspector diff A B --data` between two 1 GiB files of different formats holding the
+same values, and `inspector FILE --data`, with their peak memory (target: under 200 MiB). `--data-only`
+runs just these.
 """
 
 from __future__ import annotations
@@ -170,13 +174,37 @@ def measure(code: str, path: Path, repeat: int) -> tuple[float, float, float]:
     return best, peak, read
 
 
+DATA_TARGET_MB = 200
+DIFF_DATA = "from inspector.cli import main\nraise SystemExit(main(['diff', P, {other}, '--data', '--json']))"
+FILE_DATA = "from inspector.cli import main\nraise SystemExit(main([P, '--data', '--json']))"
+
+
+def data_rows(out: Path, repeat: int) -> list[list[str]]:
+    """`--data` runs on the 1 GiB files: diff across formats (values streamed from both) and FILE --data."""
+    base = out / "model_1g.safetensors"
+    runs = [("safetensors", "diff --data vs pytorch-zip", DIFF_DATA, out / "model_1g.pt"),
+            ("safetensors", "diff --data vs mxnet-params", DIFF_DATA, out / "model_1g.params"),
+            ("safetensors", "diff --data vs keras-h5 (h5py)", DIFF_DATA, out / "model_1g.h5"),
+            ("safetensors", "FILE --data", FILE_DATA, base)]  # fmt: skip
+    rows = []
+    for fmt, name, code, other in runs:
+        t, m, r = measure(code.replace("{other}", repr(str(other))), base, repeat)
+        verdict = "ok" if m < DATA_TARGET_MB else "OVER TARGET"
+        rows.append([fmt, "1 GiB", name, f"{t:.3f}", f"{m:.0f}", f"{r:.2f}", f"peak < {DATA_TARGET_MB} MB: {verdict}",
+                     base.stat().st_size + (other.stat().st_size if other != base else 0)])  # fmt: skip
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="folder for the files (default: a temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep the files")
     ap.add_argument("--sizes", default="1,2", help="file sizes in GiB")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--data-only", action="store_true", help="only the --data runs, on 1 GiB files")
     args = ap.parse_args()
+    if args.data_only:
+        args.sizes = "1"
     sizes = [int(s) for s in args.sizes.split(",")]
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="inspector-bench-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -193,9 +221,9 @@ def main() -> int:
     )
     try:
         files = make_files(out, sizes)
-        rows = []
+        rows = data_rows(out, args.repeat) if 1 in sizes else []
         inspector_times: dict[tuple[str, str], float] = {}
-        for fmt, label, path in files:
+        for fmt, label, path in [] if args.data_only else files:
             try:
                 t, m, r = measure(INSPECTOR, path, args.repeat)
             except RuntimeError as exc:

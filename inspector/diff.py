@@ -189,6 +189,10 @@ def param_of(name: str) -> str:
 
 
 def layer_of(name: str) -> str:
+    """The layer part of a normalised name: what precedes its parameter name ('' at the top level)."""
+    found = _PARAM_END.search(name)
+    if found and found.start() > 0:
+        return name[: found.start()]
     return name.rsplit(".", 1)[0] if "." in name else ""
 
 
@@ -348,9 +352,7 @@ def _describe(t: TensorInfo) -> str:
 
 def _difference(kind: DiffKind, a: TensorInfo | None, b: TensorInfo | None, message: str, *,
                 expected: bool | None = None, **details: Any) -> Difference:  # fmt: skip
-    subject = a if a is not None else b
-    assert subject is not None
-    layer = layer_of(normalise(subject))
+    layer = next((layer_of(normalise(t)) for t in (a, b) if t is not None and layer_of(normalise(t))), "")
     return Difference(kind, a.name if a else None, b.name if b else None, layer,
                       kind in EXPECTED_KINDS if expected is None else expected, message, details)  # fmt: skip
 
@@ -359,7 +361,7 @@ def _pair_differences(p: Pair) -> list[Difference]:
     a, b = p.a, p.b
     out = []
     if p.how == "shape and order" and a.name != b.name:
-        out.append(_difference(DiffKind.RENAMED, a, b, f"{a.name!r} is {b.name!r} (matched by shape and order)"))
+        out.append(_difference(DiffKind.RENAMED, a, b, "names differ: matched by kind, shape and order"))
     if p.perm is not None:
         msg = f"{'x'.join(map(str, a.shape))} -> {'x'.join(map(str, b.shape))}: the same tensor transposed {p.perm}"
         out.append(_difference(DiffKind.TRANSPOSED, a, b, msg, permutation=list(p.perm)))
