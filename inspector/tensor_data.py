@@ -18,6 +18,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from math import prod
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -104,15 +105,14 @@ def unreadable(ckpt: Checkpoint, t: TensorInfo) -> str | None:
     """Why the values of `t` cannot be streamed, or None when they can."""
     if t.dtype not in STORAGE:
         return f"dtype {t.dtype} is not decoded"
-    if ckpt.format not in READERS:
+    reader = READERS.get(ckpt.format)
+    if reader is None:
         return f"format {ckpt.format} has no value reader"
-    if t.n_elements == 0:
-        return None
-    if ckpt.format in HDF5_FORMATS:
+    if t.n_elements == 0 or reader.by_name:
         return None
     if t.span is not None and t.span != t.nbytes:
         return "strided or sparse storage (strides are not recorded)"
-    if t.offset is None and ckpt.format != "npz":
+    if t.offset is None and not reader.inflates:
         return "no data stored" if not t.nbytes else "data not addressable"
     return None
 
@@ -145,6 +145,35 @@ class TensorSource:
     def storage_dtype(self, t: TensorInfo) -> np.dtype[Any]:
         return np.dtype(STORAGE[t.dtype])
 
+    def can_read_columns(self, t: TensorInfo) -> bool:
+        """Whether `columns` works for `t`: a readable 2-D tensor stored in C order at an offset, or in HDF5."""
+        if len(t.shape) != 2 or unreadable(self.ckpt, t) or layout(t)[1] != (0, 1):
+            return False
+        return READERS[self.ckpt.format].by_name or t.offset is not None
+
+    def columns(self, t: TensorInfo, start: int, stop: int) -> np.ndarray:
+        """Columns `[start, stop)` of a 2-D tensor as a (rows, stop - start) storage array (see `can_read_columns`).
+
+        One bounded read per row, so a transposed tensor is compared without holding it whole.
+        """
+        dt = self.storage_dtype(t)
+        if READERS[self.ckpt.format].by_name:
+            values = np.asarray(_h5_file(self)[t.name][:, start:stop])
+            values = values.view(dt) if values.dtype.kind == "V" else values
+            self.bytes_read += values.nbytes
+            return values.astype(dt, copy=False)
+        assert t.offset is not None
+        rows, cols = t.shape
+        file_dt = _file_dtype(self, t)
+        probe = self.probe(t.file)
+        out = np.empty((rows, stop - start), dtype=dt)
+        width = (stop - start) * dt.itemsize
+        for row in range(rows):
+            data = probe.read_at(t.offset + (row * cols + start) * dt.itemsize, width, fmt=self.ckpt.format)
+            out[row] = np.frombuffer(data, dtype=file_dt)
+        self.bytes_read += rows * width
+        return out
+
     def blocks(self, t: TensorInfo) -> Iterator[np.ndarray]:
         """Flat little-endian storage-dtype arrays covering the tensor in storage order, each bounded.
 
@@ -156,7 +185,7 @@ class TensorSource:
             raise FormatError(self.ckpt.path, self.ckpt.format, f"tensor {t.name!r}: {reason}")
         if t.n_elements == 0:
             return iter(())
-        return READERS[self.ckpt.format](self, t)
+        return READERS[self.ckpt.format].read(self, t)
 
     def close(self) -> None:
         for p in self._probes.values():
@@ -271,9 +300,10 @@ def _h5_file(source: TensorSource) -> Any:
 
         h5py = _hdf5.h5py_module()
         probe = source.probe(0)
-        if source.ckpt.format == "keras3-zip":
+        member = HDF5_MEMBER.get(source.ckpt.format)
+        if member is not None:  # read in place inside the zip, as the loader reads it
             members, _ = _zip.read_zip(probe, source.ckpt.format)
-            weights = next(m for m in members if m.name == "model.weights.h5")
+            weights = next(m for m in members if m.name == member)
             source._h5 = h5py.File(_hdf5.Window(probe, weights.data_offset, weights.compress_size), "r")
         else:
             source._h5 = h5py.File(probe.path, "r")
@@ -308,20 +338,34 @@ def _hdf5(source: TensorSource, t: TensorInfo) -> Iterator[np.ndarray]:
         yield values.reshape(-1).astype(dt, copy=False)
 
 
-HDF5_FORMATS = frozenset({"keras-h5", "keras3-weights-h5", "hdf5", "keras3-zip"})
+@dataclass(frozen=True, slots=True)
+class Reader:
+    """How one format's values are streamed."""
+
+    read: Callable[[TensorSource, TensorInfo], Iterator[np.ndarray]]
+    by_name: bool = False  # located by dataset name (HDF5), not by the loader's offset
+    inflates: bool = False  # tensors without an offset are compressed members it inflates
+
+
+RAW = Reader(_raw)
+HDF5 = Reader(_hdf5, by_name=True)
 # Loader format -> how its tensors' values are streamed.
-READERS: Mapping[str, Callable[[TensorSource, TensorInfo], Iterator[np.ndarray]]] = MappingProxyType(
+READERS: Mapping[str, Reader] = MappingProxyType(
     {
-        "safetensors": _raw,
-        "safetensors-sharded": _raw,
-        "npy": _raw,
-        "npz": _npz,
-        "pytorch-zip": _raw,
-        "pytorch-legacy": _raw,
-        "mxnet-params": _raw,
-        **{fmt: _hdf5 for fmt in HDF5_FORMATS},
+        "safetensors": RAW,
+        "safetensors-sharded": RAW,
+        "npy": RAW,
+        "npz": Reader(_npz, inflates=True),
+        "pytorch-zip": RAW,
+        "pytorch-legacy": RAW,
+        "mxnet-params": RAW,
+        "keras-h5": HDF5,
+        "keras3-weights-h5": HDF5,
+        "hdf5": HDF5,
+        "keras3-zip": HDF5,
     }
 )
+HDF5_MEMBER: Mapping[str, str] = MappingProxyType({"keras3-zip": "model.weights.h5"})  # HDF5 inside a zip
 
 
 def reblock(blocks: Iterator[np.ndarray], size: int) -> Iterator[np.ndarray]:

@@ -213,7 +213,9 @@ def compare(
     if reason is None and a.n_elements != b.n_elements:
         reason = f"{a.n_elements:,} against {b.n_elements:,} elements"
     same_layout = perm is None and layout(a)[1] == layout(b)[1]
-    if reason is None and not same_layout and max(a.n_elements, b.n_elements) > MAX_PERMUTED_ELEMENTS:
+    streamed_transpose = tuple(perm or ()) == (1, 0) and layout(a)[1] == (0, 1) and sb.can_read_columns(b)
+    large = max(a.n_elements, b.n_elements) > MAX_PERMUTED_ELEMENTS
+    if reason is None and not same_layout and large and not streamed_transpose:
         reason = f"transposed and above {MAX_PERMUTED_ELEMENTS:,} elements: not compared in bounded memory"
     if reason is not None:
         return ValueComparison(a.name, b.name, False, False, 0.0, 0.0, 0, "", "", skipped=reason)
@@ -226,6 +228,8 @@ def compare(
                 acc.add_equal()
             else:
                 acc.add(decode(x, a.dtype), decode(y, b.dtype))
+    elif large:
+        _compare_transposed(sa, a, sb, b, acc, ha, hb)
     else:
         x = _whole(sa, a, ha)
         y = _whole(sb, b, hb)
@@ -234,6 +238,21 @@ def compare(
         acc.add(np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(y).reshape(-1))
     return ValueComparison(a.name, b.name, acc.equal, acc.n_differ == 0, acc.max_abs, acc.max_rel, acc.n_differ,
                            ha.hexdigest()[:HASH_CHARS], hb.hexdigest()[:HASH_CHARS])  # fmt: skip
+
+
+def _compare_transposed(
+    sa: TensorSource, a: TensorInfo, sb: TensorSource, b: TensorInfo, acc: _Accumulator, ha: Any, hb: Any
+) -> None:
+    """b = a.T for a 2-D `a` of shape (m, n): row blocks of `a` against the matching columns of `b`."""
+    n = a.shape[1]
+    start = 0
+    for block in reblock(_hashed(sa, a, ha), max(1, COMPARE_BLOCK // max(n, 1)) * n):
+        rows = block.size // n
+        y = decode(sb.columns(b, start, start + rows), b.dtype)  # (n, rows)
+        acc.add(decode(block, a.dtype), np.ascontiguousarray(y.T).reshape(-1))
+        start += rows
+    for stored in sb.blocks(b):  # b's hash is of its stored bytes, in their order
+        hb.update(stored.data)
 
 
 def compare_pairs(

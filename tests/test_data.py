@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tracemalloc
 from pathlib import Path
@@ -227,3 +228,38 @@ def test_legacy_torch_file_values_against_torch(capsys: pytest.CaptureFixture[st
     for name, t in b.items():
         if rows[name].alias_of is None and t.is_floating_point():
             assert rows[name].max == t.double().max().item() and rows[name].min == t.double().min().item()
+
+
+@pytest.mark.parametrize("b_format", ["safetensors", "hdf5"])
+def test_large_transposed_pair_is_streamed_by_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, b_format: str
+) -> None:
+    """Above the in-memory cap a Keras kernel (in, out) is compared with a PyTorch weight (out, in) by blocks."""
+    import h5py
+    from safetensors.numpy import save_file
+
+    from inspector import values
+    from inspector.diff import diff, match
+
+    monkeypatch.setattr(values, "MAX_PERMUTED_ELEMENTS", 100)
+    monkeypatch.setattr(values, "COMPARE_BLOCK", 64)  # 3 rows of 20 per block
+    rng = np.random.default_rng(4)
+    kernel = rng.standard_normal((37, 20)).astype(np.float32)
+    weight = kernel.T.copy()
+    weight[7, 30] += 1.0
+    save_file({"dense.kernel": kernel}, str(tmp_path / "a.safetensors"))
+    if b_format == "hdf5":
+        with h5py.File(tmp_path / "b.h5", "w") as f:
+            f.create_dataset("dense/weight", data=weight, chunks=(4, 8))
+        b_path = tmp_path / "b.h5"
+    else:
+        save_file({"dense.weight": weight}, str(tmp_path / "b.safetensors"))
+        b_path = tmp_path / "b.safetensors"
+    a, b = load(tmp_path / "a.safetensors"), load(b_path)
+    pairs = match(a, b)
+    (result,) = values.compare_pairs(a, b, [(p.a, p.b, p.perm) for p in pairs])
+    assert pairs[0].perm == (1, 0) and result.skipped is None
+    assert result.n_differ == 1 and result.max_abs == pytest.approx(1.0, abs=1e-6)
+    assert result.sha256_b == hashlib.sha256(weight.tobytes()).hexdigest()[:16]
+    kinds = sorted(d.kind.value for d in diff(a, b, pairs, [result]).differences)
+    assert kinds == ["transposed", "values_changed"]
