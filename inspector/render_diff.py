@@ -78,8 +78,12 @@ def _headline(d: Diff) -> str:
         return f"same: the {len(d.pairs):,} tensors match" + (" (values compared)" if d.values is not None else "")
     lost = sum(1 for x in d.differences if not x.expected)
     if d.verdict == "equivalent":
-        return f"equivalent: nothing lost or changed; {len(d.differences)} expected differences ({listed})"
-    return f"different: {lost} differences change the model ({listed})"
+        return f"equivalent: nothing lost or changed; {_plural(len(d.differences), 'expected difference')} ({listed})"
+    return f"different: {_plural(lost, 'difference')} {'changes' if lost == 1 else 'change'} the model ({listed})"
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def _values_line(d: Diff) -> str | None:

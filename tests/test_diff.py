@@ -15,7 +15,7 @@ from inspector.diff import diff as diff_records
 from inspector.errors import SpecError
 from inspector.registry import load
 from inspector.values import compare_pairs
-from tests.conftest import SAMPLES, fixture_path
+from tests.conftest import SAMPLES
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: Any) -> tuple[int, dict[str, Any]]:
@@ -348,9 +348,23 @@ def test_unreadable_is_exit_2_one_line(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["diff", str(bad)]) == 2  # usage
 
 
-def test_unsafe_is_exit_3() -> None:
-    obj = fixture_path("numpy/object.npy")
-    assert main(["diff", str(obj), str(obj)]) == 3
+def test_unsafe_is_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    np.save(tmp_path / "num.npy", np.zeros(2))
+    assert main(["diff", str(tmp_path / "obj.npy"), str(tmp_path / "num.npy"), "--data"]) == 3
+    captured = capsys.readouterr()
+    assert "unsafe content, not run" in captured.err and captured.out.startswith("different")
+    assert "not decoded" in captured.out  # the pickled objects are never read as values
+
+
+def test_hostile_names_are_escaped_in_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from safetensors.numpy import save_file
+
+    save_file({"evil\x1b[2J\x07": np.ones(3, np.float32), "ok": np.ones(2, np.float32)}, str(tmp_path / "a.st"))
+    save_file({"ok": np.ones(2, np.float32)}, str(tmp_path / "b.st"))
+    assert main(["diff", str(tmp_path / "a.st"), str(tmp_path / "b.st")]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "evil\\x1b[2J\\x07" in out
 
 
 def test_corrupt_deflate_stream_with_data_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
