@@ -94,8 +94,8 @@ def _values_line(d: Diff) -> str | None:
     differ = sum(1 for v in d.values if not v.within and not v.skipped)
     skipped = sum(1 for v in d.values if v.skipped)
     worst = max((v.max_rel for v in d.values if not v.skipped), default=0.0)
-    return (f"values: {equal} pairs equal, {within} within tolerance {d.tolerance:g} (or the dtype's rounding), "
-            f"{differ} differ, {skipped} not compared; largest relative difference {worst:.3g}")  # fmt: skip
+    return (f"values: {equal:,} pairs equal, {within:,} within tolerance {d.tolerance:g} (or the dtype's rounding), "
+            f"{differ:,} differ, {skipped:,} not compared; largest relative difference {worst:.3g}")  # fmt: skip
 
 
 def render_diff_text(d: Diff) -> str:
@@ -109,7 +109,7 @@ def render_diff_text(d: Diff) -> str:
     how: dict[str, int] = {}
     for p in d.pairs:
         how[p.how] = how.get(p.how, 0) + 1
-    lines.append(f"  matched {len(d.pairs):,} pairs: " + ", ".join(f"{n:,} by {h}" for h, n in how.items()))
+    lines.append(f"  matched {_plural(len(d.pairs), 'pair')}" + "".join(f", {n:,} by {h}" for h, n in how.items()))
     values = _values_line(d)
     if values:
         lines.append("  " + values)

@@ -51,6 +51,11 @@ class TensorStats:
     def all_zero(self) -> bool:
         return self.n > 0 and self.zeros == self.n
 
+    @property
+    def constant(self) -> bool:
+        """Every value the same (one element, all zeros, all ones...)."""
+        return self.nan == 0 and self.inf == 0 and self.min == self.max
+
 
 @dataclass(frozen=True, slots=True)
 class DataReport:
@@ -58,7 +63,7 @@ class DataReport:
 
     path: str
     stats: tuple[TensorStats, ...]
-    identical: tuple[tuple[str, ...], ...]  # names whose stored values are byte-identical (not aliases)
+    identical: tuple[tuple[str, ...], ...]  # non-constant tensors whose stored bytes are identical (not aliases)
     zeroed: tuple[str, ...]
     bytes_read: int
 
@@ -140,7 +145,7 @@ def data_report(ckpt: Checkpoint) -> DataReport:
     groups: dict[tuple[str, str, tuple[int, ...]], list[str]] = {}
     shapes = {t.name: t.shape for t in ckpt.tensors}
     for s in stats:
-        if s.sha256 and s.n:
+        if s.sha256 and not s.constant:  # equal constants (fresh initialisations) are no copy of anything
             groups.setdefault((s.sha256, s.dtype, shapes[s.name]), []).append(s.name)
     identical = tuple(tuple(names) for names in groups.values() if len(names) > 1)
     zeroed = tuple(s.name for s in stats if s.all_zero)
