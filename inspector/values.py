@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from inspector.records import Checkpoint, TensorInfo
 
 COMPARE_BLOCK = 1 << 18  # elements per aligned block when two tensors are compared (a few MiB of float64)
-MAX_PERMUTED_ELEMENTS = 1 << 23  # transposed pairs are compared whole in memory up to this many elements
+# transposed pairs other than 2-D ones read by columns are held in memory (stored dtype) up to this many elements
+MAX_PERMUTED_ELEMENTS = 1 << 22
 HASH_CHARS = 16
 
 
@@ -197,10 +198,25 @@ def _decoded(source: TensorSource, t: TensorInfo, digest: Any) -> Iterator[np.nd
 
 
 def _whole(source: TensorSource, t: TensorInfo, digest: Any) -> np.ndarray:
-    """A (small) tensor in memory, in its logical C-order layout."""
+    """A tensor's stored values in memory (storage dtype, no float64 copy), viewed in its logical C-order layout."""
     stored, perm = layout(t)
-    flat = np.concatenate(list(_decoded(source, t, digest)) or [np.zeros(0)])
+    flat = np.empty(t.n_elements, dtype=source.storage_dtype(t))
+    pos = 0
+    for block in _hashed(source, t, digest):
+        flat[pos : pos + block.size] = block
+        pos += block.size
     return flat.reshape(stored).transpose(perm)
+
+
+def _compare_permuted(x: np.ndarray, y: np.ndarray, a: TensorInfo, b: TensorInfo, acc: _Accumulator) -> None:
+    """Two same-shape views compared along their leading axis, a bounded number of elements at a time."""
+    if x.ndim == 0:
+        acc.add(decode(x.reshape(1), a.dtype), decode(y.reshape(1), b.dtype))
+        return
+    step = max(1, COMPARE_BLOCK // max(1, x[0].size))
+    for i in range(0, x.shape[0], step):
+        xs, ys = np.ascontiguousarray(x[i : i + step]).reshape(-1), np.ascontiguousarray(y[i : i + step]).reshape(-1)
+        acc.add(decode(xs, a.dtype), decode(ys, b.dtype))
 
 
 def tolerance_for(a: TensorInfo, b: TensorInfo, tolerance: float) -> float:
@@ -238,9 +254,7 @@ def compare(
     else:
         x = _whole(sa, a, ha)
         y = _whole(sb, b, hb)
-        if perm is not None:
-            x = x.transpose(perm)
-        acc.add(np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(y).reshape(-1))
+        _compare_permuted(x if perm is None else x.transpose(perm), y, a, b, acc)
     return ValueComparison(a.name, b.name, acc.equal, acc.n_differ == 0, acc.max_abs, acc.max_rel, acc.n_differ,
                            ha.hexdigest()[:HASH_CHARS], hb.hexdigest()[:HASH_CHARS])  # fmt: skip
 

@@ -262,3 +262,26 @@ def test_large_transposed_pair_is_streamed_by_columns(
     assert result.sha256_b == hashlib.sha256(weight.tobytes()).hexdigest()[:16]
     kinds = sorted(d.kind.value for d in diff(a, b, pairs, [result]).differences)
     assert kinds == ["transposed", "values_changed"]
+
+
+def test_transposed_conv_kernel_in_memory_stays_small(tmp_path: Path) -> None:
+    """Keras Conv2D (kh, kw, in, out) against PyTorch (out, in, kh, kw): stored dtype in memory, compared by slices."""
+    from safetensors.numpy import save_file
+
+    from inspector.values import compare_pairs
+
+    rng = np.random.default_rng(5)
+    kernel = rng.standard_normal((3, 3, 512, 512)).astype(np.float32)  # 9.4 MB
+    save_file({"conv.kernel": kernel}, str(tmp_path / "k.safetensors"))
+    save_file({"conv.weight": kernel.transpose(3, 2, 0, 1).copy()}, str(tmp_path / "t.safetensors"))
+    del kernel
+    a, b = load(tmp_path / "k.safetensors"), load(tmp_path / "t.safetensors")
+    tracemalloc.start()
+    try:
+        (result,) = compare_pairs(a, b, [(a.tensors[0], b.tensors[0], (3, 2, 0, 1))])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.equal and result.skipped is None
+    # both sides in float32 plus the float64 work of one compare block, never float64 copies of the whole
+    assert peak < 2 * a.tensors[0].nbytes + (24 << 20), peak
