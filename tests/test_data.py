@@ -44,7 +44,11 @@ def test_statistics_match_numpy(tmp_path: Path, capsys: pytest.CaptureFixture[st
     rng = np.random.default_rng(0)
     w = rng.standard_normal((300, 70)).astype(np.float32)
     w[0, :5] = [np.nan, np.inf, -np.inf, 0, 0]
-    arrays = {"w": w, "h": rng.standard_normal(999).astype(np.float16), "step": np.arange(-3, 40, dtype=np.int64)}
+    arrays: dict[str, np.ndarray] = {
+        "w": w,
+        "h": rng.standard_normal(999).astype(np.float16),
+        "step": np.arange(-3, 40, dtype=np.int64),
+    }
     save_file(arrays, str(tmp_path / "m.safetensors"))
     rows = data_json(capsys, tmp_path / "m.safetensors")
     for name, values in load_file(str(tmp_path / "m.safetensors")).items():
@@ -146,8 +150,11 @@ def test_npy_byte_order_and_fortran_order(tmp_path: Path, capsys: pytest.Capture
 
 def test_deflated_npz_streams_in_bounded_blocks(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
-    arrays = {"a": rng.standard_normal(100_000).astype(np.float32), "b": np.arange(7, dtype=np.int16)}
-    np.savez_compressed(tmp_path / "z.npz", **arrays)
+    arrays: dict[str, np.ndarray] = {
+        "a": rng.standard_normal(100_000).astype(np.float32),
+        "b": np.arange(7, dtype=np.int16),
+    }
+    np.savez_compressed(tmp_path / "z.npz", a=arrays["a"], b=arrays["b"])
     ckpt = load(tmp_path / "z.npz")
     with TensorSource(ckpt, block_bytes=4096) as source:
         for t in ckpt.tensors:
