@@ -111,9 +111,9 @@ def unreadable(ckpt: Checkpoint, t: TensorInfo) -> str | None:
     if t.n_elements == 0 or reader.by_name:
         return None
     if t.span is not None and t.span != t.nbytes:
-        return "strided or sparse storage (strides are not recorded)"
+        return "not stored densely (a strided view, a stride-0 expand or a sparse array)"
     if t.offset is None and not reader.inflates:
-        return "no data stored" if not t.nbytes else "data not addressable"
+        return t.notes[0] if t.notes else "no data at a known offset"
     return None
 
 
