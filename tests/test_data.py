@@ -292,3 +292,17 @@ def test_transposed_conv_kernel_in_memory_stays_small(tmp_path: Path) -> None:
     assert result.equal and result.skipped is None
     # both sides in float32 plus the float64 work of one compare block, never float64 copies of the whole
     assert peak < 2 * a.tensors[0].nbytes + (24 << 20), peak
+
+
+def test_file_data_on_corrupt_compressed_member_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rng = np.random.default_rng(6)
+    np.savez_compressed(tmp_path / "z.npz", w=rng.standard_normal(50_000).astype(np.float32))
+    data = bytearray((tmp_path / "z.npz").read_bytes())
+    data[3000:3050] = bytes(50)
+    (tmp_path / "broken.npz").write_bytes(bytes(data))
+    assert main([str(tmp_path / "broken.npz")]) == 0  # the headers read fine
+    capsys.readouterr()
+    assert main([str(tmp_path / "broken.npz"), "--data"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "CRC-32" in captured.err and "Traceback" not in captured.err
+    assert captured.out.startswith(str(tmp_path / "broken.npz"))  # the header report is still printed
