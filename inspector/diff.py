@@ -7,13 +7,15 @@ Matching, in rounds, each on what the earlier rounds left:
    ``layers/dense/vars/0`` both become ``<layer>.kernel`` from what the loader states, MXNet ``arg:`` and
    ``aux:`` prefixes dropped, transformers base-model prefixes dropped, Keras parameter names as PyTorch's);
 3. ``--map`` rules (regular expressions rewriting A's normalised names into B's);
-4. shape and order: tensors with the same parameter kind (weight, bias, running_mean...) and shape, paired
-   in file order when both sides have as many; then shapes that are a Keras/PyTorch layout of each other
-   (`PERMUTATIONS`); then shape alone. These pairs are reported as renamed.
+4. shape and order: tensors with the same parameter kind (weight, bias, running_mean...) and shape, or
+   shapes that are a Keras/PyTorch layout of each other (`PERMUTATIONS`): first where one tensor on each
+   side has that key, then within layers those pairs matched (a bias follows its layer's kernel), then in
+   file order where both sides have as many; then shape alone. These pairs are reported as renamed.
 
 Aliases (tied weights: `TensorInfo.alias_of`) join the name rounds only; a tie kept in one file and dropped,
 or stored twice, in the other is a `tied` difference, which loses nothing. Each difference says whether it
-is `expected` (loses nothing: renamed, transposed, tied, a widening dtype change) or not.
+is `expected` (loses nothing: renamed, transposed, tied, a widening dtype change, optimizer state present in
+one file only) or not.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from inspector.errors import SpecError
+from inspector.records import TensorKind
 
 if TYPE_CHECKING:
     from inspector.records import Checkpoint, TensorInfo
@@ -92,6 +95,7 @@ PARAM_NAMES: Mapping[str, str] = MappingProxyType(
 PERMUTATIONS: Mapping[int, tuple[tuple[int, ...], ...]] = MappingProxyType(
     {2: ((1, 0),), 3: ((2, 1, 0),), 4: ((3, 2, 0, 1), (2, 3, 1, 0)), 5: ((4, 3, 0, 1, 2), (2, 3, 4, 1, 0))}
 )
+TRAINING_STATE = frozenset({TensorKind.OPTIMIZER})  # missing / extra tensors of these kinds lose no weights
 EXPECTED_KINDS = frozenset({DiffKind.RENAMED, DiffKind.TRANSPOSED, DiffKind.TIED, DiffKind.NOT_COMPARED})
 # dtype changes that lose nothing (every value of the first is exactly representable in the second)
 WIDENINGS = frozenset(
@@ -232,31 +236,73 @@ def _pair(a: TensorInfo, b: TensorInfo, how: str) -> Pair:
     return Pair(a, b, how, permutation(a.shape, b.shape))
 
 
-def _structural(left_a: list[TensorInfo], left_b: list[TensorInfo]) -> list[Pair]:
-    """Pairs by (parameter kind, shape), then by layout-permuted shape, then by shape, in file order."""
-    keys: tuple[Callable[[TensorInfo], Any], ...] = (
-        lambda t: (param_of(normalise(t)), t.shape),
-        lambda t: (param_of(normalise(t)), tuple(sorted(t.shape))),
-        lambda t: t.shape,
-    )
-    pairs: list[Pair] = []
-    for key in keys:
-        taken_a = {id(p.a) for p in pairs}
-        taken_b = {id(p.b) for p in pairs}
+def _layer_map(pairs: Sequence[Pair]) -> dict[str, str]:
+    """A's layer -> B's layer, where the pairs so far agree on it (one B layer per A layer)."""
+    seen: dict[str, set[str]] = {}
+    for p in pairs:
+        seen.setdefault(layer_of(normalise(p.a)), set()).add(layer_of(normalise(p.b)))
+    return {la: next(iter(lbs)) for la, lbs in seen.items() if len(lbs) == 1}
+
+
+def _rounds(
+    left_a: Sequence[TensorInfo], left_b: Sequence[TensorInfo], pairs: list[Pair],
+    keys: Sequence[tuple[Callable[[TensorInfo], Any], Callable[[TensorInfo], Any]]], unique_only: bool,
+) -> bool:  # fmt: skip
+    """Pair what is left by each (key of A, key of B): groups of one each, or of equal size in file order."""
+    found = False
+    for key_a, key_b in keys:
+        taken_a, taken_b = {id(p.a) for p in pairs}, {id(p.b) for p in pairs}
         groups_a: dict[Any, list[TensorInfo]] = {}
         groups_b: dict[Any, list[TensorInfo]] = {}
         for t in left_a:
             if id(t) not in taken_a:
-                groups_a.setdefault(key(t), []).append(t)
+                groups_a.setdefault(key_a(t), []).append(t)
         for t in left_b:
             if id(t) not in taken_b:
-                groups_b.setdefault(key(t), []).append(t)
+                groups_b.setdefault(key_b(t), []).append(t)
         for k, ga in groups_a.items():
             gb = groups_b.get(k, [])
-            if len(ga) != len(gb):
+            if len(ga) != len(gb) or not ga or (unique_only and len(ga) > 1):
                 continue
             if all(x.shape == y.shape or permutation(x.shape, y.shape) for x, y in zip(ga, gb, strict=True)):
                 pairs += [_pair(x, y, "shape and order") for x, y in zip(ga, gb, strict=True)]
+                found = True
+    return found
+
+
+def _structural(left_a: list[TensorInfo], left_b: list[TensorInfo]) -> list[Pair]:
+    """Pairs by parameter kind and shape (or layout-permuted shape), then shape alone.
+
+    Unambiguous groups (one tensor on each side) go first; the layers they pair then decide among the
+    rest (a bias follows its layer's kernel), repeated while that finds more; what is still ambiguous is
+    paired in file order when both sides have as many.
+    """
+
+    def param_shape(t: TensorInfo) -> Any:
+        return param_of(normalise(t)), t.shape
+
+    def param_layout(t: TensorInfo) -> Any:
+        return param_of(normalise(t)), tuple(sorted(t.shape))
+
+    def shape(t: TensorInfo) -> Any:
+        return t.shape
+
+    keys = [(param_shape, param_shape), (param_layout, param_layout), (shape, shape)]
+    pairs: list[Pair] = []
+    while True:
+        found = _rounds(left_a, left_b, pairs, keys[:2], unique_only=True)
+        layers = _layer_map(pairs)
+
+        def mapped(t: TensorInfo, layers: Mapping[str, str] = layers) -> Any:
+            return layers.get(layer_of(normalise(t)), "\0unmapped"), param_layout(t)
+
+        def own(t: TensorInfo) -> Any:
+            return layer_of(normalise(t)), param_layout(t)
+
+        found = _rounds(left_a, left_b, pairs, [(mapped, own)], unique_only=True) or found
+        if not found:
+            break
+    _rounds(left_a, left_b, pairs, keys, unique_only=False)
     return pairs
 
 
@@ -341,9 +387,13 @@ def _unpaired(ties: _Ties, t: TensorInfo, side: str, partners: Mapping[str, str]
         msg = f"B ties it with {kept!r}{copy}; A has no such name and stores the tensor once as {other!r}"
         return _difference(DiffKind.TIED, None, t, msg, tied_b=kept, kept_a=other, duplicate_bytes=t.nbytes
                            if twice else 0)  # fmt: skip
+    state = t.kind in TRAINING_STATE  # optimizer slots and the like: not model weights, dropping them is routine
+    note = f" ({t.kind.value} state, not model weights)" if state else ""
     if side == "a":
-        return _difference(DiffKind.MISSING, t, None, f"only in A: {_describe(t)}", elements=t.n_elements)
-    return _difference(DiffKind.EXTRA, None, t, f"only in B: {_describe(t)}", elements=t.n_elements)
+        msg = f"only in A: {_describe(t)}{note}"
+        return _difference(DiffKind.MISSING, t, None, msg, expected=state, elements=t.n_elements)
+    return _difference(DiffKind.EXTRA, None, t, f"only in B: {_describe(t)}{note}", expected=state,
+                       elements=t.n_elements)  # fmt: skip
 
 
 def _describe(t: TensorInfo) -> str:

@@ -197,9 +197,13 @@ def test_keras_file_vs_weights_h5_vs_legacy_h5(
 
 @pytest.mark.reference
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize(
+    "names", [{"hidden": "hidden", "out": "out", "bn": "bn"}, {"hidden": "fc1", "out": "fc2", "bn": "norm"}]
+)
 def test_keras_kernel_vs_torch_weight_is_transposed(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, names: dict[str, str]
 ) -> None:
+    """The same weights as a Keras file and a PyTorch state dict, with the same layer names or others."""
     monkeypatch.setenv("KERAS_BACKEND", "torch")
     torch = pytest.importorskip("torch")
     keras = pytest.importorskip("keras")
@@ -208,20 +212,25 @@ def test_keras_kernel_vs_torch_weight_is_transposed(
     sd = {}
     for layer in (model.get_layer("hidden"), model.get_layer("out")):
         kernel, bias = (np.asarray(w) for w in layer.get_weights())
-        sd[f"{layer.name}.weight"] = torch.from_numpy(kernel.T.copy())
-        sd[f"{layer.name}.bias"] = torch.from_numpy(bias)
+        sd[f"{names[layer.name]}.weight"] = torch.from_numpy(kernel.T.copy())
+        sd[f"{names[layer.name]}.bias"] = torch.from_numpy(bias)
     gamma, beta, mean, var = (torch.from_numpy(np.asarray(w)) for w in model.get_layer("bn").get_weights())
-    sd |= {"bn.weight": gamma, "bn.bias": beta, "bn.running_mean": mean, "bn.running_var": var}
+    bn = names["bn"]
+    sd |= {f"{bn}.weight": gamma, f"{bn}.bias": beta, f"{bn}.running_mean": mean, f"{bn}.running_var": var}
     torch.save(sd, tmp_path / "t.pt")
 
     status, doc = run(capsys, tmp_path / "k.weights.h5", tmp_path / "t.pt", "--data")
     transposed = [d for d in doc["differences"] if d["kind"] == "transposed"]
-    assert sorted(d["b"] for d in transposed) == ["hidden.weight", "out.weight"]
+    assert sorted(d["b"] for d in transposed) == sorted([f"{names['hidden']}.weight", f"{names['out']}.weight"])
     assert all(d["permutation"] == [1, 0] and d["expected"] for d in transposed)
     compared = {v["b"]: v for v in doc["values"]}
-    assert all(compared[k]["equal"] for k in sd), compared
-    assert {d["kind"] for d in doc["differences"]} <= {"transposed", "missing"}  # optimizer state: only in A
-    assert all(d["a"].startswith("optimizer") for d in doc["differences"] if d["kind"] == "missing")
+    assert all(compared[k]["equal"] for k in sd), compared  # the values prove every pairing
+    renamed = {d["b"] for d in doc["differences"] if d["kind"] == "renamed"}
+    assert renamed == (set() if names["hidden"] == "hidden" else set(sd))
+    assert {d["kind"] for d in doc["differences"]} <= {"transposed", "missing", "renamed"}
+    missing = [d for d in doc["differences"] if d["kind"] == "missing"]
+    assert missing and all(d["a"].startswith("optimizer") and d["expected"] for d in missing)
+    assert status == 0  # optimizer state left behind loses no weight
 
 
 # -- MXNet ----------------------------------------------------------------------------------------------
