@@ -154,6 +154,24 @@ def test_sharded_vs_single_safetensors(tmp_path: Path, capsys: pytest.CaptureFix
     assert doc["a"]["parameters"] == doc["b"]["parameters"] == model.num_parameters()
 
 
+def test_sharded_vs_single_sample(capsys: pytest.CaptureFixture[str]) -> None:
+    """sample_models/hf_rau: BERT saved by save_pretrained whole and in 4 shards (runs without transformers)."""
+    from safetensors.numpy import load_file
+
+    single, sharded = SAMPLES / "hf_rau/bert-tiny", SAMPLES / "hf_rau/bert-tiny-sharded"
+    status, doc = run(capsys, single, sharded / "model.safetensors.index.json", "--data")
+    assert status == 0 and doc["verdict"] == "same" and all(v["equal"] for v in doc["values"])
+    values = load_file(str(single / "model.safetensors"))
+    shards: dict[str, np.ndarray] = {}
+    for shard in sorted(sharded.glob("model-*.safetensors")):
+        shards |= load_file(str(shard))
+    assert {v["a"] for v in doc["values"]} == set(values) == set(shards)
+    assert all(np.array_equal(values[k], shards[k]) for k in values)  # the reference reader agrees
+    # a single shard stands for its whole model (the index beside it is found)
+    status, doc = run(capsys, single, next(sharded.glob("model-00002-*.safetensors")))
+    assert status == 0 and doc["b"]["format"] == "safetensors-sharded"
+
+
 # -- Keras ----------------------------------------------------------------------------------------------
 
 
