@@ -421,3 +421,31 @@ def test_diff_records_are_pure() -> None:
     assert up.same and change.kind is DiffKind.DTYPE_CHANGED and change.details["bytes_saved"] == -8
     down = diff_records(f32, f16, [Pair(f32.tensors[0], f16.tensors[0], "name")])
     assert not down.same and down.verdict == "different" and down.differences[0].details["bytes_saved"] == 8
+
+
+def test_header_only_without_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --data no tensor byte is read; with it, both files' tensor bytes once."""
+    from safetensors.numpy import save_file
+
+    from inspector.probe import Probe
+
+    arrays = {f"w{i}": np.full((256, 1024), i, np.float32) for i in range(8)}  # 8 MiB
+    save_file(arrays, str(tmp_path / "a.safetensors"))
+    save_file(arrays, str(tmp_path / "b.safetensors"))
+    read = [0]
+    original = Probe._pread
+
+    def counting(self: Probe, offset: int, n: int) -> bytes:
+        data = original(self, offset, n)
+        read[0] += len(data)
+        return data
+
+    monkeypatch.setattr(Probe, "_pread", counting)
+    assert main(["diff", str(tmp_path / "a.safetensors"), str(tmp_path / "b.safetensors")]) == 0
+    assert read[0] < 64 << 10
+    read[0] = 0
+    assert main(["diff", str(tmp_path / "a.safetensors"), str(tmp_path / "b.safetensors"), "--data"]) == 0
+    assert 2 * (8 << 20) <= read[0] < 2 * (8 << 20) + (64 << 10)
+    capsys.readouterr()
