@@ -17,14 +17,10 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from inspector.errors import InspectorError
 from inspector.records import SEVERITY_ORDER, Severity
-
-if TYPE_CHECKING:
-    from inspector.report import Report
-    from inspector.values import DataReport
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE, EXIT_UNSAFE = 0, 1, 2, 3
 EXIT_RANK = {EXIT_OK: 0, EXIT_FINDINGS: 1, EXIT_UNREADABLE: 2, EXIT_UNSAFE: 3}
@@ -85,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _inspect_files(args: argparse.Namespace) -> int:
+    from inspector.cli_diff import data_or_none
     from inspector.render import render_json, render_text, report_dict
     from inspector.render_diff import data_dict, render_data_text
     from inspector.report import inspect
@@ -115,7 +112,7 @@ def _inspect_files(args: argparse.Namespace) -> int:
             SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[Severity(args.fail_on)] for f in report.findings
         ):
             status = _worse(status, EXIT_FINDINGS)
-        data = _data(report, args) if args.data else None
+        data = data_or_none(report.checkpoint, args.debug) if args.data else None
         if data is None and args.data:
             status = _worse(status, EXIT_UNREADABLE)
         if args.json:
@@ -128,20 +125,6 @@ def _inspect_files(args: argparse.Namespace) -> int:
     elif texts:
         print("\n\n".join(texts))
     return status
-
-
-def _data(report: Report, args: argparse.Namespace) -> DataReport | None:
-    """--data: the streamed statistics, or None (after one line on stderr) when the values cannot be read."""
-    from inspector.values import data_report
-
-    try:
-        return data_report(report.checkpoint)
-    except Exception as exc:
-        if args.debug:
-            traceback.print_exc()
-        message = str(exc) if isinstance(exc, InspectorError) else f"internal error: {type(exc).__name__}: {exc}"
-        print(f"inspector: {report.checkpoint.path}: values: {message}", file=sys.stderr)
-        return None
 
 
 def _audit(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from inspector.errors import InputError, InspectorError
 
 if TYPE_CHECKING:
     from inspector.records import Checkpoint
+    from inspector.values import DataReport
 
 EXIT_SAME, EXIT_DIFFERENT, EXIT_UNREADABLE, EXIT_UNSAFE = 0, 1, 2, 3
 UNSAFE = "UNSAFE_CONTENT"
@@ -117,3 +118,17 @@ def diff_command(argv: Sequence[str]) -> int:
     if unsafe:
         return EXIT_UNSAFE
     return EXIT_SAME if result.same else EXIT_DIFFERENT
+
+
+def data_or_none(ckpt: Checkpoint, debug: bool = False) -> DataReport | None:
+    """`inspector FILE --data`: the streamed statistics, or None after one line on stderr when values are unreadable."""
+    from inspector.values import data_report
+
+    try:
+        return data_report(ckpt)
+    except Exception as exc:  # the header report is still printed; the exit status says the values failed
+        if debug:
+            traceback.print_exc()
+        message = str(exc) if isinstance(exc, InspectorError) else f"{ckpt.path}: internal error: {exc!r}"
+        print(f"inspector: values: {message}", file=sys.stderr)
+        return None
