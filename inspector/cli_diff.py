@@ -111,7 +111,11 @@ def diff_command(argv: Sequence[str]) -> int:
         message = str(exc) if isinstance(exc, InspectorError) else f"internal error: {type(exc).__name__}: {exc}"
         print(f"inspector diff: {message}", file=sys.stderr)
         return EXIT_UNREADABLE
-    print(render_diff_json(result) if args.json else render_diff_text(result))
+    try:
+        print(render_diff_json(result) if args.json else render_diff_text(result))
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader (head, less) went away: not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     unsafe = _unsafe(a) + _unsafe(b)
     for line in unsafe:
         print(line, file=sys.stderr)

@@ -325,7 +325,11 @@ def match(a: Checkpoint, b: Checkpoint, rules: Sequence[MapRule] = ()) -> list[P
     pairs += _by_key(left(a.tensors, "a"), left(b.tensors, "b"), normalise, "normalised")
     if rules:
         pairs += _by_key(left(a.tensors, "a"), left(b.tensors, "b"), mapped, "mapped", normalise)
-    pairs += _structural(left(a.tensors, "a", aliases=False), left(b.tensors, "b", aliases=False))
+    # optimizer slots are paired by name only: their naming differs wholly between formats and their
+    # many same-shape slots (momentum, velocity) would be paired by a guess
+    structural_a = [t for t in left(a.tensors, "a", aliases=False) if t.kind not in TRAINING_STATE]
+    structural_b = [t for t in left(b.tensors, "b", aliases=False) if t.kind not in TRAINING_STATE]
+    pairs += _structural(structural_a, structural_b)
     order = {id(t): i for i, t in enumerate(a.tensors)}
     return sorted(pairs, key=lambda p: order[id(p.a)])
 
@@ -434,6 +438,8 @@ def _value_difference(p: Pair, v: ValueComparison) -> Difference | None:
     if v.within:
         return None
     msg = f"{v.n_differ:,} values differ: max abs {v.max_abs:.3g}, max rel {v.max_rel:.3g}"
+    if p.how == "shape and order":
+        msg += " (or the pairing by shape and order is wrong)"
     return _difference(DiffKind.VALUES_CHANGED, p.a, p.b, msg, n_differ=v.n_differ, max_abs=v.max_abs,
                        max_rel=v.max_rel, sha256_a=v.sha256_a, sha256_b=v.sha256_b)  # fmt: skip
 
