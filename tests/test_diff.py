@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inspector.cli import main
 from inspector.diff import DiffKind, Pair, match, normalise, param_of, parse_map_rules, permutation
@@ -452,3 +454,39 @@ def test_header_only_without_data(
     assert main(["diff", str(tmp_path / "a.safetensors"), str(tmp_path / "b.safetensors"), "--data"]) == 0
     assert 2 * (8 << 20) <= read[0] < 2 * (8 << 20) + (64 << 10)
     capsys.readouterr()
+
+
+@given(
+    st.lists(st.tuples(st.integers(1, 6), st.integers(1, 6)), min_size=1, max_size=8, unique=True),
+    st.data(),
+)
+@settings(max_examples=80, deadline=None)
+def test_diff_reports_exactly_the_applied_changes(shapes: list[tuple[int, int]], data: st.DataObject) -> None:
+    """Hand-built records: drop, narrow or transpose some tensors of A to make B; diff names exactly those."""
+    from inspector.records import Checkpoint, TensorInfo
+
+    a_tensors = [TensorInfo(f"layer{i}.weight", s, "F32", 4 * s[0] * s[1], 64 * i) for i, s in enumerate(shapes)]
+    ops = data.draw(st.lists(st.sampled_from(["keep", "drop", "bf16", "transpose"]), min_size=len(shapes),
+                             max_size=len(shapes)))  # fmt: skip
+    b_tensors = []
+    for t, op in zip(a_tensors, ops, strict=True):
+        if op == "keep":
+            b_tensors.append(t)
+        elif op == "bf16":
+            b_tensors.append(TensorInfo(t.name, t.shape, "BF16", t.nbytes // 2, t.offset))
+        elif op == "transpose":
+            b_tensors.append(TensorInfo(t.name, t.shape[::-1], "F32", t.nbytes, t.offset))
+
+    def ckpt(tensors: list[TensorInfo]) -> Checkpoint:
+        return Checkpoint("x", "safetensors", "safetensors", (("x", 1 << 20),), tuple(tensors), ())
+
+    a, b = ckpt(a_tensors), ckpt(b_tensors)
+    result = diff_records(a, b, match(a, b))
+    expected_kinds = {"drop": "missing", "bf16": "dtype_changed", "transpose": "transposed"}
+    want = sorted(
+        (expected_kinds[op], t.name)
+        for t, op in zip(a_tensors, ops, strict=True)
+        if op in expected_kinds and not (op == "transpose" and t.shape[0] == t.shape[1])
+    )
+    assert sorted((d.kind.value, d.a or "") for d in result.differences) == want
+    assert result.same == all(op in ("keep", "transpose") for op in ops)
