@@ -193,10 +193,6 @@ def _hashed(source: TensorSource, t: TensorInfo, digest: Any) -> Iterator[np.nda
         yield block
 
 
-def _decoded(source: TensorSource, t: TensorInfo, digest: Any) -> Iterator[np.ndarray]:
-    return (decode(block, t.dtype) for block in _hashed(source, t, digest))
-
-
 def _whole(source: TensorSource, t: TensorInfo, digest: Any) -> np.ndarray:
     """A tensor's stored values in memory (storage dtype, no float64 copy), viewed in its logical C-order layout."""
     stored, perm = layout(t)
