@@ -11,6 +11,10 @@ fresh process: wall time (best of --repeat), peak resident memory (ru_maxrss of 
 the process read through system calls (rchar from /proc/self/io at exit). Prints one table and the
 targets (inspector under 0.5 s and 100 MB; under a tenth of the baseline's time; 2 GiB within 1.2x of
 1 GiB; 10,000 tensors well under 2 s).
+
+`--data` (issue 17): `inspector diff A B --data` between two 1 GiB files of different formats holding the
+same values, and `inspector FILE --data`, with their peak memory (target: under 200 MiB). `--data-only`
+runs just these.
 """
 
 from __future__ import annotations
@@ -185,6 +189,38 @@ def measure(code: str, path: Path, repeat: int) -> tuple[float, float, float]:
     return best, peak, read
 
 
+DATA_TARGET_MB = 200
+# exit 1 (differences found) is a successful run here
+DIFF_DATA = (
+    "from inspector.cli import main\nraise SystemExit(main(['diff', P, {other}, '--data', '--json']) not in (0, 1))"
+)
+FILE_DATA = "from inspector.cli import main\nraise SystemExit(main([P, '--data', '--json']))"
+
+
+def data_rows(out: Path, repeat: int) -> list[list[str]]:
+    """`--data` runs on the 1 GiB files: diff across formats (values streamed from both) and FILE --data.
+
+    Identical stored blocks are compared byte for byte; the float16 copy makes every block go through the
+    float64 arithmetic (the slow path).
+    """
+    base = out / "model_1g.safetensors"
+    half = out / "model_1g_f16.safetensors"
+    if not half.exists():
+        write_safetensors(half, {k: v.astype(np.float16) for k, v in arrays(GIB).items()})
+    runs = [("diff --data vs pytorch-zip", DIFF_DATA, out / "model_1g.pt"),
+            ("diff --data vs mxnet-params", DIFF_DATA, out / "model_1g.params"),
+            ("diff --data vs keras-h5 (h5py)", DIFF_DATA, out / "model_1g.h5"),
+            ("diff --data vs float16 safetensors", DIFF_DATA, half),
+            ("FILE --data", FILE_DATA, base)]  # fmt: skip
+    rows = []
+    for name, code, other in runs:
+        t, m, r = measure(code.replace("{other}", repr(str(other))), base, repeat)
+        verdict = "ok" if m < DATA_TARGET_MB else "OVER TARGET"
+        size = base.stat().st_size + (other.stat().st_size if other != base else 0)
+        rows.append(["safetensors 1 GiB", name, f"{t:.3f}", f"{m:.0f}", f"{r:.2f}", verdict, size])
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="folder for the files (default: a temporary folder)")
@@ -192,11 +228,14 @@ def main() -> int:
     ap.add_argument("--sizes", default="1,2", help="file sizes in GiB")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--html", action="store_true", help="only the HTML page's cost on 100,000 tensors")
+    ap.add_argument("--data-only", action="store_true", help="only the --data runs, on 1 GiB files")
     args = ap.parse_args()
     if args.html:
         with tempfile.TemporaryDirectory(prefix="inspector-bench-") as tmp:
             html_figures(Path(tmp), args.repeat)
         return 0
+    if args.data_only:
+        args.sizes = "1"
     sizes = [int(s) for s in args.sizes.split(",")]
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="inspector-bench-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -213,9 +252,13 @@ def main() -> int:
     )
     try:
         files = make_files(out, sizes)
+        if 1 in sizes:
+            headers = ["file A", "run", "wall s", "peak MB", "read MB", f"peak < {DATA_TARGET_MB} MB", "bytes A+B"]
+            print(tabulate(data_rows(out, args.repeat), headers=headers, disable_numparse=True))
+            print()
         rows = []
         inspector_times: dict[tuple[str, str], float] = {}
-        for fmt, label, path in files:
+        for fmt, label, path in [] if args.data_only else files:
             try:
                 t, m, r = measure(INSPECTOR, path, args.repeat)
             except RuntimeError as exc:
@@ -229,8 +272,9 @@ def main() -> int:
                 name, code = entry
                 bt, bm, br = measure(code, path, 1 if entry is BASELINES.get(fmt) else args.repeat)
                 rows.append([fmt, label, name, f"{bt:.3f}", f"{bm:.0f}", f"{br:.2f}", f"{bt / t:.1f}x", ""])
-        print(tabulate(rows, headers=["format", "file", "run", "wall s", "peak MB", "read MB", "baseline / inspector",
-                                      "bytes"], disable_numparse=True))  # fmt: skip
+        if rows:
+            print(tabulate(rows, headers=["format", "file", "run", "wall s", "peak MB", "read MB",
+                                          "baseline / inspector", "bytes"], disable_numparse=True))  # fmt: skip
         print()
         for fmt in BASELINES:
             if (fmt, "1 GiB") in inspector_times and (fmt, "2 GiB") in inspector_times:

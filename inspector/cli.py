@@ -3,6 +3,8 @@
     inspector PATH... [--tensors] [--regions] [--json] [--html OUT] [--expect SPEC] [--fail-on LEVEL] [--debug]
     inspector DIR...  [--json | --csv] [--html OUT] [--jobs N]   folder audit, one row per model
     inspector formula | budget | compare ...               analytic counts (see inspector/cli_design.py)
+    inspector diff A B [--json] [--data] [--map RULE] [--tolerance T]   (see inspector/cli_diff.py)
+    inspector PATH --data                                  per-tensor value statistics, streamed
 
 Exit status: 0 read fine; 1 findings at or above --fail-on; 2 unreadable file or bad usage;
 3 unsafe content refused (nothing of it was run). With several files the worst status wins.
@@ -37,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="inspector",
         description="What is really in a model weights file, read from its headers.",
-        epilog="Also: inspector formula SPEC | inspector budget ARCH ... | inspector compare SPEC ...",
+        epilog="Also: inspector formula SPEC | budget ARCH ... | compare SPEC ... | diff A B [--data]",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="checkpoint files (or folders to audit)")
     p.add_argument("--tensors", action="store_true", help="list every tensor")
@@ -47,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--html", metavar="OUT", help="also write a self-contained HTML page: treemap of the bytes, tables")
     p.add_argument("--expect", metavar="SPEC", help="check against this architecture (inspector formula syntax)")
     p.add_argument("--fail-on", choices=[s.value for s in Severity], help="exit 1 when a finding is this severe")
+    p.add_argument("--data", action="store_true", help="stream the values: statistics, identical and zeroed tensors")
     p.add_argument("--jobs", type=int, default=None, help="parallel workers for a folder audit")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
@@ -74,6 +77,10 @@ def _main(argv: Sequence[str] | None) -> int:
     if args_list and args_list[0] in ("formula", "budget", "compare"):
         command = _design_commands()[args_list[0]]
         return int(command(args_list[1:]))  # type: ignore[operator]
+    if args_list and args_list[0] == "diff":
+        from inspector.cli_diff import diff_command
+
+        return diff_command(args_list[1:])
     try:
         args = _parser().parse_args(args_list)
     except _UsageError as exc:
@@ -86,7 +93,9 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _inspect_files(args: argparse.Namespace) -> int:
+    from inspector.cli_diff import data_or_none
     from inspector.render import render_json, render_text, report_dict
+    from inspector.render_diff import data_dict, render_data_text
     from inspector.report import inspect
 
     status = EXIT_OK
@@ -115,10 +124,14 @@ def _inspect_files(args: argparse.Namespace) -> int:
             SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[Severity(args.fail_on)] for f in report.findings
         ):
             status = _worse(status, EXIT_FINDINGS)
+        data = data_or_none(report.checkpoint, args.debug) if args.data else None
+        if data is None and args.data:
+            status = _worse(status, EXIT_UNREADABLE)
         if args.json or args.html:
-            dicts.append(report_dict(report))
+            dicts.append(report_dict(report) | ({"data": data_dict(data)} if data else {}))
         if not args.json:
             texts.append(render_text(report, tensors=args.tensors, regions=args.regions))
+            texts[-1] += "\n\n" + render_data_text(data) if data else ""
     if args.html and dicts:
         from inspector.render_html import report_html
 
