@@ -7,6 +7,7 @@ layers can be compared with an architecture's layer by layer.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ class Architecture:
     hyperparameters: Mapping[str, Any]
     layers: tuple[LayerSpec, ...]
     notes: tuple[str, ...] = ()
+    family: str | None = None  # a transformers family (`inspector.families`): checked module by module
 
 
 @dataclass(frozen=True)
@@ -377,50 +379,6 @@ def column_cnn(
     return Architecture("column-cnn", hyper, tuple(specs), notes)
 
 
-# -- Hugging Face transformers ----------------------------------------------------------------------------
-
-
-def gpt2(vocab: int, positions: int, d_model: int, layers: int, feedforward: int) -> Architecture:
-    """GPT-2: token and position embeddings, pre-norm blocks (fused qkv Conv1D with biases), final LayerNorm;
-    the LM head is tied to the token embedding."""
-    specs: list[LayerSpec] = [Embedding(vocab, d_model, name="wte"), Embedding(positions, d_model, name="wpe")]
-    specs += [TransformerBlock(d_model, feedforward or 4 * d_model, name=f"h.{i}") for i in range(layers)]
-    specs.append(LayerNorm(d_model, name="ln_f"))
-    hyper = {
-        "vocab": vocab,
-        "positions": positions,
-        "d_model": d_model,
-        "layers": layers,
-        "feedforward": feedforward or 4 * d_model,
-    }
-    return Architecture("gpt2", hyper, tuple(specs), ("lm_head is tied to wte: stored once",))
-
-
-def bert(
-    vocab: int, positions: int, token_types: int, d_model: int, layers: int, feedforward: int, pooler: bool
-) -> Architecture:
-    """BERT: word, position and token-type embeddings with a LayerNorm, post-norm blocks, optional pooler."""
-    specs: list[LayerSpec] = [
-        Embedding(vocab, d_model, name="embeddings.word_embeddings"),
-        Embedding(positions, d_model, name="embeddings.position_embeddings"),
-        Embedding(token_types, d_model, name="embeddings.token_type_embeddings"),
-        LayerNorm(d_model, name="embeddings.LayerNorm"),
-    ]
-    specs += [TransformerBlock(d_model, feedforward or 4 * d_model, name=f"encoder.layer.{i}") for i in range(layers)]
-    if pooler:
-        specs.append(Dense(d_model, d_model, name="pooler.dense"))
-    hyper = {
-        "vocab": vocab,
-        "positions": positions,
-        "token_types": token_types,
-        "d_model": d_model,
-        "layers": layers,
-        "feedforward": feedforward or 4 * d_model,
-        "pooler": pooler,
-    }
-    return Architecture("bert", hyper, tuple(specs))
-
-
 # -- seed 000: Keras LSTM language model ----------------------------------------------------------------------
 
 
@@ -550,34 +508,41 @@ ARCHITECTURES: Mapping[str, ArchitectureDef] = {
             ),
             keras_lstm_lm,
         ),
-        ArchitectureDef(
-            "gpt2",
-            "Hugging Face GPT-2",
-            (
-                Word("vocab", 50257, "vocabulary"),
-                Word("positions", 1024, "positions"),
-                Word("d_model", 768, "width"),
-                Word("layers", 12, "layers"),
-                Word("feedforward", 0, "feed-forward size (0: 4 x d_model)"),
-            ),
-            gpt2,
-        ),
-        ArchitectureDef(
-            "bert",
-            "Hugging Face BERT encoder",
-            (
-                Word("vocab", 30522, "vocabulary"),
-                Word("positions", 512, "positions"),
-                Word("token_types", 2, "token types"),
-                Word("d_model", 768, "width"),
-                Word("layers", 12, "layers"),
-                Word("feedforward", 0, "feed-forward size (0: 4 x d_model)"),
-                Word("pooler", True, "with the pooler layer", _bool),
-            ),
-            bert,
-        ),
     )
 }
+
+
+def _family_definitions() -> dict[str, ArchitectureDef]:
+    """Every transformers family of `inspector.families` as a named architecture (its words from its table)."""
+    from inspector.families import FAMILIES
+    from inspector.family_check import family_words, rows, stated_hyperparameters
+
+    out = {}
+    for family in FAMILIES:
+
+        def builder(family: Any = family, **words: Any) -> Architecture:
+            h = stated_hyperparameters(family, words)
+            shown = {k: v for k, v in words.items() if not isinstance(v, bool) or v}
+            notes = (f"{family.name}: {family.description}",)
+            return Architecture(family.name, shown, tuple(rows(family, h)), notes, family.name)
+
+        words = tuple(
+            Word(
+                k,
+                v,
+                "true or false" if isinstance(v, bool) else "size (0: derived)",
+                _bool if isinstance(v, bool) else int,
+            )
+            for k, v in family_words(family).items()
+        )
+        out[family.name] = ArchitectureDef(family.name, family.description, words, builder)
+    return out
+
+
+@functools.cache
+def definitions() -> Mapping[str, ArchitectureDef]:
+    """Every named architecture: the seeds' (`ARCHITECTURES`) and the transformers families, built on first use."""
+    return {**ARCHITECTURES, **_family_definitions()}
 
 
 def build(name: str, **words: Any) -> Architecture:
@@ -586,9 +551,9 @@ def build(name: str, **words: Any) -> Architecture:
     Raises:
         SpecError: unknown architecture or word, or a bad value.
     """
-    definition = ARCHITECTURES.get(name)
+    definition = definitions().get(name)
     if definition is None:
-        raise SpecError(f"unknown architecture {name!r}; known: {', '.join(ARCHITECTURES)}")
+        raise SpecError(f"unknown architecture {name!r}; known: {', '.join(definitions())}")
     known = {w.name: w for w in definition.words}
     unknown = set(words) - set(known)
     if unknown:
@@ -614,7 +579,7 @@ def parse_spec(text: str) -> Architecture:
     parts = text.split()
     if not parts:
         raise SpecError("empty architecture spec")
-    if parts[0] in ARCHITECTURES:
+    if parts[0] in definitions():
         words = {}
         for part in parts[1:]:
             key, eq, value = part.partition("=")

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
-from inspector.architectures import ARCHITECTURES, Architecture, build, count, parse_spec
+from inspector.architectures import Architecture, build, count, definitions, parse_spec
 from inspector.budget import compare, search
 from inspector.errors import SpecError
 from inspector.seeds import seed_difference
@@ -57,7 +57,7 @@ def _formula_text(doc: dict[str, Any]) -> str:
 
 def _list_text() -> str:
     lines = []
-    for d in ARCHITECTURES.values():
+    for d in definitions().values():
         lines.append(f"{d.name}: {d.description}")
         lines += [f"    {w.name}={_show(w.default)}  {w.help}" for w in d.words]
     lines.append('or a Keras layer list, e.g. "Input(100) Embedding(10000,100) Flatten Dense(32) Dense(1)"')
@@ -88,7 +88,7 @@ def _formula(argv: Sequence[str]) -> str:
     args = p.parse_args(argv)
     if args.list:
         if args.json:
-            return json.dumps({d.name: {w.name: _show(w.default) for w in d.words} for d in ARCHITECTURES.values()})
+            return json.dumps({d.name: {w.name: _show(w.default) for w in d.words} for d in definitions().values()})
         return _list_text()
     if not args.spec:
         raise SpecError("inspector formula: give an architecture spec, or --list")
@@ -108,7 +108,7 @@ def _words(items: Sequence[str]) -> dict[str, str]:
 
 def _budget(argv: Sequence[str]) -> str:
     p = _Parser(prog="inspector budget", description="Hyperparameter values whose count comes closest to a budget.")
-    p.add_argument("arch", choices=list(ARCHITECTURES))
+    p.add_argument("arch", choices=list(definitions()))
     p.add_argument("words", nargs="*", help="fixed key=value words")
     p.add_argument("--params", type=int, required=True, help="the parameter budget")
     p.add_argument("--vary", required=True, help="the integer word to vary")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from inspector.errors import SpecError
@@ -24,7 +24,7 @@ from inspector.families import (
     derive_transformer,
     part_role,
 )
-from inspector.formulas import Conv, Dense, Embedding, LayerSpec, Norm, Tensor, total
+from inspector.formulas import Block, Conv, Dense, Embedding, LayerSpec, Norm, Tensor, total
 from inspector.modules import file_modules, module_spec, statistic_modules
 from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
 
@@ -397,11 +397,86 @@ def _row_for(path: str, rows: Mapping[str, Any]) -> str:
 
 def _notes(family: Family, h: Mapping[str, Any], source: str) -> tuple[str, ...]:
     notes = [f"{family.name}: {family.description}"]
-    notes.append("sizes from config.json" if source == "config" else "sizes read from the tensors' shapes")
+    notes.append(
+        {"config": "sizes from config.json", "stated": "sizes from the words given"}.get(
+            source, "sizes read from the tensors' shapes"
+        )
+    )
     notes.append("biases, norm shifts and optional modules (q/k norms, pooler, extra norms) as the file holds them")
     if h.get("kv_dim") and h.get("q_dim") and h["kv_dim"] != h["q_dim"]:
         notes.append(f"grouped-query attention: k/v projections of {h['kv_dim']} against q of {h['q_dim']}")
     return tuple(notes)
+
+
+# -- a family stated with words (inspector formula / --expect) ---------------------------------------------------
+
+# sizes a formula uses where the words do not give them (0: derived: head_dim = d_model / heads, feedforward = 4 x
+# d_model, kv_heads = heads, decoder_layers = layers, word_embed = d_model)
+FORMULA_DEFAULTS: Mapping[str, int] = {
+    "vocab": 32000,
+    "d_model": 4096,
+    "layers": 32,
+    "heads": 32,
+    "kv_heads": 0,
+    "head_dim": 0,
+    "feedforward": 0,
+    "positions": 2048,
+    "token_types": 2,
+    "experts": 8,
+    "expert_ff": 1024,
+    "shared_ff": 4096,
+    "decoder_layers": 0,
+    "buckets": 32,
+    "relative": 512,
+    "word_embed": 0,
+    "mel_bins": 80,
+    "source_positions": 1500,
+    "target_positions": 448,
+    "channels": 3,
+    "patch": 16,
+    "image_size": 224,
+}
+
+
+def family_words(family: Family) -> dict[str, Any]:
+    """The words a family's formula takes, with defaults: the sizes its parts use and the facts it has."""
+    sizes = {DIM.fullmatch(d).group(1) for p in family.parts for d in p.dims if isinstance(d, str)}  # type: ignore[union-attr]
+    sizes |= {"heads", "kv_heads", "head_dim"} & set(FORMULA_DEFAULTS)
+    sizes |= {COUNTS[m] for p in family.parts for m in PLACEHOLDER.findall(p.path)}
+    words: dict[str, Any] = {k: FORMULA_DEFAULTS[k] for k in FORMULA_DEFAULTS if k in sizes}
+    flags = {p.when for p in family.parts if p.when} | {p.bias for p in family.parts if p.bias} | {"tied"}
+    words |= {flag: bool(family.defaults.get(flag, False)) for flag in sorted(flags)}
+    return words
+
+
+def stated_hyperparameters(family: Family, words: Mapping[str, Any]) -> dict[str, Any]:
+    """Hyperparameters from a formula's words: 0 means 'derive it'."""
+    h = {k: v for k, v in words.items() if v != 0 or isinstance(v, bool)}
+    (family.derive or derive_transformer)(h)
+    return h
+
+
+def rows(family: Family, h: Mapping[str, Any]) -> list[LayerSpec]:
+    """The family at `h` as report rows: a Block per layer, a spec per other module (no file: facts from words)."""
+    grouped: dict[str, list[ExpectedModule]] = {}
+    for e in expected_modules(family, h, None):
+        if e.spec is not None:
+            grouped.setdefault(e.row, []).append(e)
+    out: list[LayerSpec] = []
+    for row, modules in grouped.items():
+        if len(modules) == 1 and modules[0].path == row:
+            out.append(replace(modules[0].spec, name=row))  # type: ignore[type-var]
+        else:
+            parts = tuple((m.path[len(row) + 1 :], m.spec) for m in modules)
+            out.append(Block(parts, "Block", name=row))  # type: ignore[arg-type]
+    return out
+
+
+def check_stated(ckpt: Checkpoint, roles: Sequence[RoleMatch], family: Family, h: Mapping[str, Any]) -> Expectation:
+    """A family stated with words (--expect 'llama d_model=...') against a file, under the prefix it uses."""
+    found = detect(ckpt, (family,))
+    view = found[0][1] if found else FileView(FileModules.of(ckpt), family.bases[0])
+    return check(ckpt, roles, family, view, "stated", h)
 
 
 def refine_roles(ckpt: Checkpoint, roles: Sequence[RoleMatch], exp: Expectation | None) -> tuple[RoleMatch, ...]:

@@ -20,6 +20,7 @@ from inspector import family_check
 from inspector.architectures import Architecture, build
 from inspector.checks import Layer, compare, file_layers
 from inspector.errors import SpecError
+from inspector.families import FAMILY_BY_NAME
 from inspector.formulas import (
     Conv,
     Dense,
@@ -215,6 +216,10 @@ def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch], stated: Architecture | 
     With a config, the inference from shapes is checked against it and a note says where they differ.
     """
     if stated is not None:
+        family = FAMILY_BY_NAME.get(stated.family or "")
+        if family is not None:  # module by module, under the prefix the file uses
+            h = family_check.stated_hyperparameters(family, stated.hyperparameters)
+            return family_check.check_stated(ckpt, roles, family, h)
         return compare(ckpt, roles, stated, "stated")
     if not (ckpt.config and ckpt.config.get("layers")):  # a Keras model config is read below
         family = family_check.expect(ckpt, roles)

@@ -105,3 +105,31 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
     exp = inspect(_with_config(zoo, "gemma", tmp_path, tie_word_embeddings=False)).expectation
     assert exp is not None and not exp.matches
     assert [(c.layer, c.status) for c in exp.layers if c.status != "ok"] == [("lm_head", "missing")]
+
+
+@pytest.mark.parametrize(
+    ("spec", "count"),
+    [
+        # published sizes: Llama-2-7B and Llama-3-8B (model.num_parameters() of the real configs)
+        ("llama vocab=32000 d_model=4096 layers=32 heads=32 feedforward=11008", 6_738_415_616),
+        ("llama vocab=128256 d_model=4096 layers=32 heads=32 kv_heads=8 feedforward=14336", 8_030_261_248),
+        ("gpt2 vocab=50257 positions=1024 d_model=768 layers=12 heads=12 tied=true", 124_439_808),
+        ("bert vocab=30522 positions=512 d_model=768 layers=12 heads=12 pooler=true", 109_482_240),
+    ],
+)
+def test_family_formulas_give_the_published_counts(spec: str, count: int) -> None:
+    from inspector.architectures import count as total
+    from inspector.architectures import parse_spec
+
+    assert total(parse_spec(spec))[0] == count
+
+
+def test_family_words_as_expect_check_the_file_module_by_module(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    folder, n = zoo("qwen2")
+    shutil.copy(folder / "model.safetensors", tmp_path / "model.safetensors")
+    words = "vocab=128 d_model=32 heads=4 kv_heads=2 feedforward=64"
+    exp = inspect(tmp_path / "model.safetensors", f"llama {words} layers=2").expectation
+    assert exp is not None and exp.source == "stated" and exp.matches and exp.total == n
+    exp = inspect(tmp_path / "model.safetensors", f"llama {words} layers=3").expectation
+    assert exp is not None and not exp.matches
+    assert [c.layer for c in exp.layers if c.status == "missing"] == ["model.layers.2"]
