@@ -1,8 +1,11 @@
-"""Auditing a folder: every checkpoint below some paths, found by content, one row per model.
+"""Auditing a folder or a bucket prefix: every file below some paths, found by content, one row each.
 
-Files are recognised by the same content claims as `inspector FILE` (a file no loader claims is not a
-checkpoint and is skipped; a file a loader claims but cannot read is a row with its error). The shards of
-a sharded safetensors checkpoint are one row, under their index. Files are read in parallel processes.
+Files are recognised by the same content claims as `inspector FILE`. A file a loader claims is a row
+with its counts (or with its error when it cannot be read); a file no loader claims is a row too, with
+status "not recognised" (an unclaimed file with a checkpoint extension is "unreadable": it was meant to
+be one). The shards of a sharded safetensors checkpoint are one row, under their index. Rows are read in
+parallel processes here, or on a Dask cluster (`dask=ADDRESS` or "local"); the rows are the same.
+A folder may be a URL prefix (``s3://bucket/models/``, or an HTTP folder ending with /).
 """
 
 from __future__ import annotations
@@ -12,14 +15,27 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from enum import StrEnum
 
-from inspector.errors import InspectorError
-from inspector.probe import Probe
+from inspector.errors import InputError, InspectorError, MissingDependencyError, UnknownFormatError
+from inspector.probe import Probe, is_url
 from inspector.records import SEVERITY_ORDER, TensorKind
 from inspector.registry import detect_probe
 
 MAX_FILES = 1_000_000
 INLINE_BELOW = 4  # fewer files than this are read in this process: a pool costs more than it saves
+DASK_CONNECT_S = 30
+UNREADABLE_PREFIX = "error: "
+NOT_RECOGNISED = "not recognised"
+
+
+class Status(StrEnum):
+    """What became of one file of an audit."""
+
+    OK = "ok"  # read; its findings are in the row
+    UNSAFE = "unsafe"  # read, and it holds content that would run code (never run)
+    UNREADABLE = "unreadable"  # claimed (or named, or with a checkpoint extension) but it cannot be read
+    NOT_RECOGNISED = "not recognised"  # no loader claims it: not a checkpoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,15 +46,30 @@ class AuditRow:
     parameters: int
     dtype: str
     file_bytes: int
-    unexplained_bytes: int  # file bytes that are not unique parameter data
+    unexplained_bytes: int  # the report's bytes.unexplained: bytes no structure explains
     n_findings: int
     worst: str  # the most severe finding's severity, or ""
     error: str | None = None
+    status: str = Status.OK.value
+    parameter_bytes: int = 0  # unique parameter bytes (logical)
+
+
+def is_folder(path: str) -> bool:
+    """Whether `path` is a folder (or a URL prefix) to audit rather than a file to inspect."""
+    if is_url(path):
+        from inspector.remote import is_folder as remote_is_folder
+
+        return remote_is_folder(path)
+    return os.path.isdir(path)
 
 
 def _files(paths: Sequence[str]) -> Iterator[str]:
     for path in paths:
-        if os.path.isdir(path):
+        if is_url(path) and is_folder(path):
+            from inspector.remote import list_files
+
+            yield from list_files(path, MAX_FILES)
+        elif os.path.isdir(path):
             for folder, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for name in sorted(files):
@@ -49,11 +80,15 @@ def _files(paths: Sequence[str]) -> Iterator[str]:
             yield path
 
 
-def find_checkpoints(paths: Sequence[str]) -> list[tuple[str, str]]:
-    """(path, format) of every file a loader claims; shards listed in a sibling index are left to the index.
+def _key(path: str) -> str:
+    return path if is_url(path) else os.path.abspath(path)
 
-    A file no loader claims is skipped, unless it was named explicitly or carries a checkpoint extension
-    (then it is kept, and its row will carry the error).
+
+def find_checkpoints(paths: Sequence[str]) -> list[tuple[str, str]]:
+    """(path, format) of every file below `paths`; shards listed in a sibling index are left to the index.
+
+    The format is a loader name, "error: ..." for a file that cannot be sniffed (missing, unreadable,
+    or unclaimed but named explicitly or with a checkpoint extension), or "not recognised".
     """
     from inspector.registry import loaders
 
@@ -65,26 +100,29 @@ def find_checkpoints(paths: Sequence[str]) -> list[tuple[str, str]]:
         try:
             with Probe(path) as probe:
                 found.append((path, detect_probe(probe).name))
+        except UnknownFormatError as exc:
+            named = path in paths or os.path.splitext(path.split("?")[0])[1].lower() in extensions
+            found.append((path, f"{UNREADABLE_PREFIX}{exc}" if named else NOT_RECOGNISED))
+        except MissingDependencyError:
+            raise  # every remote file would fail the same way: one error, not a row each
         except InspectorError as exc:
-            if path in paths or os.path.splitext(path)[1].lower() in extensions:
-                found.append((path, f"error: {exc}"))
+            found.append((path, f"{UNREADABLE_PREFIX}{exc}"))
     indexed: set[str] = set()
     for path, fmt in found:
         if fmt == "safetensors-sharded":
             indexed |= _shards_of(path)
-    return [(p, f) for p, f in found if os.path.abspath(p) not in indexed]
+    return [(p, f) for p, f in found if _key(p) not in indexed]
 
 
 def _shards_of(index_path: str) -> set[str]:
     import json
 
     try:
-        with open(index_path, "rb") as fh:
-            weight_map = json.loads(fh.read(64 << 20)).get("weight_map", {})
-    except (OSError, ValueError, AttributeError):
+        with Probe(index_path) as probe:
+            weight_map = json.loads(probe.read_at(0, min(probe.size, 64 << 20))).get("weight_map", {})
+            return {_key(probe.sibling(str(shard)).path) for shard in set(weight_map.values())}
+    except (InspectorError, ValueError, AttributeError):
         return set()
-    folder = os.path.dirname(os.path.abspath(index_path))
-    return {os.path.join(folder, str(shard)) for shard in set(weight_map.values())}
 
 
 def row(path: str) -> AuditRow:
@@ -95,9 +133,8 @@ def row(path: str) -> AuditRow:
         report = inspect(path)
     except Exception as exc:  # one bad file is a row, never a stop
         message = str(exc) if isinstance(exc, InspectorError) else f"internal error: {type(exc).__name__}: {exc}"
-        size = os.path.getsize(path) if os.path.isfile(path) else 0
-        return AuditRow(path, "", "", 0, "", size, size, 0, "", message)
-    ckpt = report.checkpoint
+        return _failed(path, message, Status.UNREADABLE)
+    ckpt, acc = report.checkpoint, report.accounting
     params = ckpt.unique(TensorKind.PARAMETER)
     weights: Counter[str] = Counter()
     for t in params:
@@ -107,28 +144,96 @@ def row(path: str) -> AuditRow:
     if len(weights) > 1 and weights[dtype] < 0.9 * total:
         dtype = "mixed"
     worst = max((f.severity for f in report.findings), key=lambda s: SEVERITY_ORDER[s], default=None)
-    return AuditRow(path, ckpt.format, ckpt.framework, ckpt.n_parameters, dtype, ckpt.file_size,
-                    ckpt.file_size - report.accounting.parameter_bytes, len(report.findings),
-                    worst.value if worst else "")  # fmt: skip
+    status = Status.UNSAFE if report.unsafe else Status.OK
+    return AuditRow(path, ckpt.format, ckpt.framework, ckpt.n_parameters, dtype, ckpt.file_size, acc.unexplained,
+                    len(report.findings), worst.value if worst else "", None, status.value,
+                    acc.parameter_bytes)  # fmt: skip
+
+
+def _failed(path: str, message: str, status: Status) -> AuditRow:
+    size = os.path.getsize(path) if not is_url(path) and os.path.isfile(path) else 0
+    return AuditRow(path, "", "", 0, "", size, size, 0, "", message, status.value)
+
+
+def _row_of(path: str, fmt: str) -> AuditRow | None:
+    """The row of a file sniffing already settled, or None when it must be read."""
+    if fmt == NOT_RECOGNISED:
+        return _failed(path, NOT_RECOGNISED, Status.NOT_RECOGNISED)
+    if fmt.startswith(UNREADABLE_PREFIX):
+        return _failed(path, fmt.removeprefix(UNREADABLE_PREFIX), Status.UNREADABLE)
+    return None
 
 
 def audit(
-    paths: Sequence[str], jobs: int | None = None, on_progress: Callable[[int, int], None] | None = None
+    paths: Sequence[str],
+    jobs: int | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    dask: str | None = None,
 ) -> list[AuditRow]:
-    """One row per checkpoint below `paths`, in path order."""
-    candidates = [p for p, fmt in find_checkpoints(paths)]
-    jobs = jobs or os.cpu_count() or 1
+    """One row per file below `paths`, in path order.
+
+    Args:
+        paths: folders, URL prefixes or files.
+        jobs: parallel worker processes (default: one per CPU; with `dask="local"`, the cluster's workers).
+        on_progress: called with (done, total) after each row.
+        dask: a Dask scheduler address, or "local" for a LocalCluster on this machine.
+
+    Raises:
+        MissingDependencyError: `dask` is given and dask.distributed is not installed.
+    """
     rows: list[AuditRow] = []
-    if jobs <= 1 or len(candidates) < INLINE_BELOW:
-        for i, path in enumerate(candidates):
-            rows.append(row(path))
-            if on_progress:
-                on_progress(i + 1, len(candidates))
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(row, p) for p in candidates]
-            for i, future in enumerate(as_completed(futures)):
-                rows.append(future.result())
-                if on_progress:
-                    on_progress(i + 1, len(candidates))
+    to_read: list[str] = []
+    for path, fmt in find_checkpoints(paths):
+        settled = _row_of(path, fmt)
+        if settled is None:
+            to_read.append(path)
+        else:
+            rows.append(settled)
+    total = len(rows) + len(to_read)
+    for done, r in enumerate(_read_rows(to_read, jobs, dask), start=len(rows) + 1):
+        rows.append(r)
+        if on_progress:
+            on_progress(done, total)
+    if on_progress and not to_read:
+        on_progress(total, total)
     return sorted(rows, key=lambda r: r.path)
+
+
+def _read_rows(paths: list[str], jobs: int | None, dask: str | None) -> Iterator[AuditRow]:
+    """The rows of `paths` as they complete: here, in a process pool, or on a Dask cluster."""
+    if dask:
+        yield from _dask_rows(paths, jobs, dask)
+        return
+    jobs = jobs or os.cpu_count() or 1
+    if jobs <= 1 or len(paths) < INLINE_BELOW:
+        yield from map(row, paths)
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(row, p) for p in paths]
+        for future in as_completed(futures):
+            yield future.result()
+
+
+def _dask_rows(paths: list[str], jobs: int | None, address: str) -> Iterator[AuditRow]:
+    try:
+        from distributed import Client, LocalCluster
+        from distributed import as_completed as dask_completed
+    except ImportError as exc:
+        raise MissingDependencyError("dask.distributed", "checkpoint-inspector[fleet]") from exc
+    cluster = None
+    try:
+        if address == "local":
+            cluster = LocalCluster(n_workers=jobs or os.cpu_count() or 1, threads_per_worker=1, dashboard_address=None)
+            client = Client(cluster)
+        else:
+            client = Client(address, timeout=DASK_CONNECT_S)
+    except OSError as exc:  # refused, timed out, bad address
+        raise InputError(address, f"cannot reach the Dask scheduler: {exc}"[:300]) from exc
+    try:
+        futures = client.map(row, paths, pure=False)
+        for future in dask_completed(futures):
+            yield future.result()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

@@ -107,4 +107,5 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
     with Probe(path) as probe:
         loader = detect_probe(probe)
         with parsing(probe, loader.name):
-            return loader.load(probe)
+            ckpt = loader.load(probe)
+        return probe.annotate(ckpt)

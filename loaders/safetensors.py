@@ -199,7 +199,7 @@ class SafetensorsLoader:
         return Claim.EXACT if text.startswith(b'{"') or text.startswith(b"{}") else None
 
     def load(self, probe: Probe) -> Checkpoint:
-        index = _sibling_index(probe.path)
+        index = _sibling_index(probe.path) if probe.local else None
         if index is not None:
             with Probe(index) as index_probe:
                 return _load_index(index_probe)
@@ -231,12 +231,11 @@ def _load_index(probe: Probe) -> Checkpoint:
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict):
         raise FormatError(probe.path, SHARDED_FORMAT, "index has no weight_map object")
-    folder = os.path.dirname(probe.path)
     shards = sorted({str(v) for v in weight_map.values()})
     for shard in shards:
         if os.path.basename(shard) != shard:
             raise FormatError(probe.path, SHARDED_FORMAT, f"shard name {shard!r} is not a plain file name")
-    probes = [Probe(os.path.join(folder, shard)) for shard in shards]
+    probes = [probe.sibling(shard) for shard in shards]
     try:
         ckpt = _checkpoint(probe.path, SHARDED_FORMAT, probes, probe)
     finally:
