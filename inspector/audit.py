@@ -90,28 +90,34 @@ def find_checkpoints(paths: Sequence[str]) -> list[tuple[str, str]]:
     The format is a loader name, "error: ..." for a file that cannot be sniffed (missing, unreadable,
     or unclaimed but named explicitly or with a checkpoint extension), or "not recognised".
     """
+    return [(path, fmt) for path, fmt, _ in _sniff(paths)]
+
+
+def _sniff(paths: Sequence[str]) -> list[tuple[str, str, int]]:
+    """(path, format, size) of every file below `paths`, shards left to their index (size -1: unknown)."""
     from inspector.registry import loaders
 
     extensions = {ext for cls in loaders().values() for ext in cls.extensions if ext != ".json"}
-    found: list[tuple[str, str]] = []
+    found: list[tuple[str, str, int]] = []
     for n, path in enumerate(_files(paths)):
         if n >= MAX_FILES:
             break
         try:
             with Probe(path) as probe:
-                found.append((path, detect_probe(probe).name))
+                size = probe.size
+                found.append((path, detect_probe(probe).name, size))
         except UnknownFormatError as exc:
             named = path in paths or os.path.splitext(path.split("?")[0])[1].lower() in extensions
-            found.append((path, f"{UNREADABLE_PREFIX}{exc}" if named else NOT_RECOGNISED))
+            found.append((path, f"{UNREADABLE_PREFIX}{exc}" if named else NOT_RECOGNISED, exc.size))
         except MissingDependencyError:
             raise  # every remote file would fail the same way: one error, not a row each
         except InspectorError as exc:
-            found.append((path, f"{UNREADABLE_PREFIX}{exc}"))
+            found.append((path, f"{UNREADABLE_PREFIX}{exc}", -1))
     indexed: set[str] = set()
-    for path, fmt in found:
+    for path, fmt, _ in found:
         if fmt == "safetensors-sharded":
             indexed |= _shards_of(path)
-    return [(p, f) for p, f in found if _key(p) not in indexed]
+    return [item for item in found if _key(item[0]) not in indexed]
 
 
 def _shards_of(index_path: str) -> set[str]:
@@ -150,17 +156,18 @@ def row(path: str) -> AuditRow:
                     acc.parameter_bytes)  # fmt: skip
 
 
-def _failed(path: str, message: str, status: Status) -> AuditRow:
-    size = os.path.getsize(path) if not is_url(path) and os.path.isfile(path) else 0
+def _failed(path: str, message: str, status: Status, size: int = -1) -> AuditRow:
+    if size < 0:
+        size = os.path.getsize(path) if not is_url(path) and os.path.isfile(path) else 0
     return AuditRow(path, "", "", 0, "", size, size, 0, "", message, status.value)
 
 
-def _row_of(path: str, fmt: str) -> AuditRow | None:
+def _row_of(path: str, fmt: str, size: int) -> AuditRow | None:
     """The row of a file sniffing already settled, or None when it must be read."""
     if fmt == NOT_RECOGNISED:
-        return _failed(path, NOT_RECOGNISED, Status.NOT_RECOGNISED)
+        return _failed(path, NOT_RECOGNISED, Status.NOT_RECOGNISED, size)
     if fmt.startswith(UNREADABLE_PREFIX):
-        return _failed(path, fmt.removeprefix(UNREADABLE_PREFIX), Status.UNREADABLE)
+        return _failed(path, fmt.removeprefix(UNREADABLE_PREFIX), Status.UNREADABLE, size)
     return None
 
 
@@ -183,8 +190,8 @@ def audit(
     """
     rows: list[AuditRow] = []
     to_read: list[str] = []
-    for path, fmt in find_checkpoints(paths):
-        settled = _row_of(path, fmt)
+    for path, fmt, size in _sniff(paths):
+        settled = _row_of(path, fmt, size)
         if settled is None:
             to_read.append(path)
         else:

@@ -47,6 +47,7 @@ class Probe:
     """
 
     local: ClassVar[bool] = True
+    userblock_limit: ClassVar[int] = MAX_HDF5_USERBLOCK  # how far `hdf5_offset` looks for the signature
 
     def __new__(cls, path: str | os.PathLike[str], *args: object, **kwargs: object) -> Probe:
         if cls is Probe and is_url(path):
@@ -136,7 +137,7 @@ class Probe:
     def hdf5_offset(self) -> int | None:
         """Where the HDF5 signature sits (0, 512, 1024, ...), or None."""
         pos = 0
-        while pos + 8 <= min(self.size, MAX_HDF5_USERBLOCK):
+        while pos + 8 <= min(self.size, self.userblock_limit):
             if self.read_at(pos, 8) == HDF5_SIGNATURE:
                 return pos
             pos = 512 if pos == 0 else pos * 2

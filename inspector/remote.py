@@ -71,6 +71,9 @@ class RemoteProbe(Probe):
     """
 
     local: ClassVar[bool] = False
+    # HDF5 user blocks of 512 * 2**k bytes are searched in the head only: beyond it, each power of two would
+    # cost a request on every file sniffed. A remote HDF5 file with a user block over 2 KiB is not recognised.
+    userblock_limit: ClassVar[int] = HEAD_BYTES
 
     def __init__(self, url: str | os.PathLike[str], meter: Meter | None = None) -> None:
         self.url = os.fspath(url)

@@ -1,0 +1,505 @@
+"""Remote checkpoints and fleet audits, against real servers on 127.0.0.1 (issue 18).
+
+A range-capable HTTP server (a stdlib `http.server` subclass) serves the sample models and files written
+here by the real libraries; it counts the body bytes it sends, so the transfer the report shows is checked
+against the server's own count. Another server ignores Range; another answers with errors. An S3 server
+(moto's server mode) holds a bucket with a sharded model. Every remote report must equal the local one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import http.server
+import json
+import os
+import pty
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fsspec")
+pytest.importorskip("aiohttp")
+
+from inspector import remote  # noqa: E402
+from inspector.audit import AuditRow, audit  # noqa: E402
+from inspector.cli import main  # noqa: E402
+from inspector.errors import InputError  # noqa: E402
+from inspector.probe import Probe  # noqa: E402
+from inspector.registry import detect_probe  # noqa: E402
+from inspector.render import report_dict  # noqa: E402
+from inspector.report import inspect  # noqa: E402
+from tests.conftest import SAMPLES  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+BUDGET = 64 << 10  # issue 18: at most the structures plus 64 KiB for these formats
+
+
+# -- servers ------------------------------------------------------------------------------------------
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    sent = 0  # body bytes written to clients
+    requests = 0
+
+    def handle_error(self, request: Any, client_address: Any) -> None:  # a client hanging up is expected
+        pass
+
+
+class RangeHandler(http.server.SimpleHTTPRequestHandler):
+    """Files with single-range GETs (206 + Content-Range), as S3, CDNs and the Hub answer."""
+
+    server: _Server
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def send_head(self) -> Any:
+        self.server.requests += self.command == "GET"
+        path = self.translate_path(self.path)
+        spec = self.headers.get("Range", "")
+        if os.path.isdir(path) or not spec.startswith("bytes=") or not os.path.isfile(path):
+            return super().send_head()
+        first, _, last = spec.removeprefix("bytes=").partition("-")
+        size = os.path.getsize(path)
+        start, end = int(first), min(int(last) if last else size - 1, size - 1)
+        if start >= size:
+            self.send_error(416)
+            return None
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            body = fh.read(end - start + 1)
+        self.send_response(206)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        import io
+
+        return io.BytesIO(body)
+
+    def copyfile(self, source: Any, outputfile: Any) -> None:
+        while chunk := source.read(64 << 10):
+            self.server.sent += len(chunk)  # counted first: the client may have it before this thread goes on
+            outputfile.write(chunk)
+
+
+class NoRangeHandler(RangeHandler):
+    """A server that ignores Range and always sends the whole file (200)."""
+
+    def send_head(self) -> Any:
+        self.server.requests += self.command == "GET"
+        return http.server.SimpleHTTPRequestHandler.send_head(self)
+
+
+class FaultHandler(RangeHandler):
+    """/status/N answers N; /flaky/N fails N times with 503 first; /truncated promises more than it sends;
+    /slow/... answers after 3 s; everything else is served like RangeHandler."""
+
+    failures: dict[str, int] = {}
+
+    def send_head(self) -> Any:
+        parts = self.path.split("/")
+        if parts[1] == "status":
+            self.send_error(int(parts[2]))
+            return None
+        if parts[1] == "flaky" and self.command == "GET":
+            left = FaultHandler.failures.get(self.path, int(parts[2]))
+            if left > 0:
+                FaultHandler.failures[self.path] = left - 1
+                self.send_error(503)
+                return None
+            self.path = "/" + "/".join(parts[3:])
+        elif parts[1] == "flaky":
+            self.path = "/" + "/".join(parts[3:])
+        if parts[1] == "slow":
+            time.sleep(3)
+            self.path = "/" + "/".join(parts[2:])
+        if parts[1] == "truncated":
+            if self.command == "HEAD":
+                self.send_response(200)
+                self.send_header("Content-Length", "100000")
+                self.end_headers()
+                return None
+            self.send_response(206)
+            self.send_header("Content-Range", "bytes 0-4095/100000")
+            self.send_header("Content-Length", "4096")
+            self.end_headers()
+            self.wfile.write(b"\0" * 100)  # then the connection closes
+            self.close_connection = True
+            return None
+        return super().send_head()
+
+
+@contextlib.contextmanager
+def serving(root: Path, handler: type[http.server.SimpleHTTPRequestHandler]) -> Iterator[tuple[str, _Server]]:
+    server = _Server(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What the servers serve: the sample models, and files written here by the real libraries."""
+    root = tmp_path_factory.mktemp("site")
+    (root / "samples").symlink_to(SAMPLES)
+    made = root / "made"
+    made.mkdir()
+    arrays = {f"layer{i}.weight": np.full((64, 1024), i, dtype=np.float32) for i in range(8)}  # 2 MiB
+    from safetensors.numpy import save_file
+
+    save_file(arrays, str(made / "big.safetensors"), metadata={"format": "np"})
+    np.savez(made / "big_stored.npz", **{f"a{i}": np.full((16, 1024), i, np.float32) for i in range(40)})
+    np.savez_compressed(
+        made / "big_deflated.npz", **{f"a{i}": np.arange(16 * 1024, dtype=np.float32) for i in range(40)}
+    )
+    alone = made / "shard-alone"
+    alone.mkdir()
+    shutil.copy(SAMPLES / "hf_rau/bert-tiny-sharded/model-00001-of-00004.safetensors", alone)
+    return root
+
+
+@pytest.fixture(scope="module")
+def http_site(site: Path) -> Iterator[tuple[str, _Server]]:
+    with serving(site, RangeHandler) as served:
+        yield served
+
+
+# -- helpers ------------------------------------------------------------------------------------------
+
+
+def comparable(report: dict[str, Any], prefix: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The report with `prefix` cut from every path, and the remote.* attributes taken out."""
+    doc = json.loads(json.dumps(report, default=str).replace(prefix, ""))
+    transfer = {k: doc["attributes"].pop(k) for k in list(doc["attributes"]) if k.startswith("remote.")}
+    return doc, transfer
+
+
+def local_bytes_read(path: Path) -> int:
+    """What the loaders read of a local file: the structures (the probe counts every byte asked for)."""
+    with Probe(path) as probe:
+        detect_probe(probe).load(probe)
+        return probe.bytes_read
+
+
+def rows_without(rows: list[AuditRow], prefix: str) -> list[dict[str, Any]]:
+    """Audit rows as dicts, `prefix` cut from paths and messages."""
+    return [json.loads(json.dumps(asdict(r)).replace(prefix, "")) for r in rows]
+
+
+SAMPLE_FILES = sorted(
+    str(p.relative_to(SAMPLES))
+    for p in SAMPLES.rglob("*")
+    if p.is_file()
+    and p.suffix in (".npz", ".safetensors", ".pt", ".bin", ".keras", ".h5", ".params")
+    and "sharded" not in str(p)  # a shard is reported with its local index beside it (see the index test)
+)
+
+
+# -- HTTP ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("relative", SAMPLE_FILES)
+def test_every_sample_reads_the_same_over_http(http_site: tuple[str, _Server], relative: str) -> None:
+    base, server = http_site
+    local = report_dict(inspect(SAMPLES / relative))
+    server.sent = 0
+    remote_report = report_dict(inspect(f"{base}/samples/{relative}"))
+    doc, transfer = comparable(remote_report, f"{base}/samples/")
+    assert doc == comparable(local, f"{SAMPLES}/")[0]
+    assert int(transfer["remote.bytes_transferred"]) == server.sent  # the server's own count
+    if not relative.endswith((".h5", ".keras")):
+        assert server.sent <= local_bytes_read(SAMPLES / relative) + BUDGET
+
+
+@pytest.mark.parametrize("name", ["big.safetensors", "big_stored.npz", "big_deflated.npz"])
+def test_large_files_cost_their_structures_plus_64k(site: Path, http_site: tuple[str, _Server], name: str) -> None:
+    base, server = http_site
+    server.sent = server.requests = 0
+    doc, transfer = comparable(report_dict(inspect(f"{base}/made/{name}")), f"{base}/made/")
+    assert doc == comparable(report_dict(inspect(site / "made" / name)), f"{site}/made/")[0]
+    sent, size = server.sent, (site / "made" / name).stat().st_size
+    assert int(transfer["remote.bytes_transferred"]) == sent and int(transfer["remote.requests"]) == server.requests
+    structures = local_bytes_read(site / "made" / name)  # counts a range read twice twice: an upper bound
+    assert sent <= structures + BUDGET and sent < size / 10, (sent, structures, size)
+    if name.endswith(".safetensors"):
+        (header_len,) = np.frombuffer((site / "made" / name).read_bytes()[:8], "<u8")
+        assert sent <= 8 + int(header_len) + 4096 + 1  # the head, the JSON header, the one-byte Range check
+
+
+def test_pytorch_zip_costs_its_structures_plus_64k(site: Path, http_site: tuple[str, _Server]) -> None:
+    torch = pytest.importorskip("torch")
+    path = site / "made" / "state.pt"
+    state = {f"block{i}.weight": torch.full((32, 512), float(i)) for i in range(32)}  # 2 MiB, 32 storages
+    torch.save(state, path)
+    base, server = http_site
+    server.sent = 0
+    report = report_dict(inspect(f"{base}/made/state.pt"))
+    assert report["parameters"]["total"] == sum(t.numel() for t in torch.load(path, weights_only=True).values())
+    assert comparable(report, f"{base}/made/")[0] == comparable(report_dict(inspect(path)), f"{site}/made/")[0]
+    assert server.sent <= local_bytes_read(path) + BUDGET
+    assert server.sent < path.stat().st_size / 20
+
+
+def test_hdf5_through_the_file_object_driver_is_bounded(site: Path, http_site: tuple[str, _Server]) -> None:
+    keras = pytest.importorskip("keras")
+    path = site / "made" / "wide.weights.h5"
+    with warnings.catch_warnings():  # keras' torch backend warns about numpy 2's copy keyword
+        warnings.simplefilter("ignore", DeprecationWarning)
+        model = keras.Sequential([keras.Input((512,)), keras.layers.Dense(1024), keras.layers.Dense(16)])
+        model.save_weights(path)  # 2 MiB of weights
+    base, server = http_site
+    server.sent = 0
+    report = report_dict(inspect(f"{base}/made/wide.weights.h5"))
+    assert report["parameters"]["total"] == model.count_params()
+    assert comparable(report, f"{base}/made/")[0] == comparable(report_dict(inspect(path)), f"{site}/made/")[0]
+    assert int(report["attributes"]["remote.bytes_transferred"]) == server.sent < path.stat().st_size / 8
+
+
+def test_a_lone_shard_reads_the_same(site: Path, http_site: tuple[str, _Server]) -> None:
+    base, _ = http_site
+    name = "model-00001-of-00004.safetensors"
+    remote_doc = comparable(report_dict(inspect(f"{base}/made/shard-alone/{name}")), f"{base}/made/shard-alone/")[0]
+    local_doc = comparable(report_dict(inspect(site / "made" / "shard-alone" / name)), f"{site}/made/shard-alone/")[0]
+    assert remote_doc == local_doc and remote_doc["files"] == [{"path": name, "bytes": 32904}]
+
+
+def test_sharded_model_by_index_url_over_http(http_site: tuple[str, _Server]) -> None:
+    base, server = http_site
+    folder = "samples/hf_rau/bert-tiny-sharded"
+    server.sent = 0
+    doc, transfer = comparable(
+        report_dict(inspect(f"{base}/{folder}/model.safetensors.index.json")), f"{base}/samples/"
+    )
+    local = comparable(report_dict(inspect(SAMPLES / "hf_rau/bert-tiny-sharded/model.safetensors.index.json")),
+                       f"{SAMPLES}/")[0]  # fmt: skip
+    assert doc == local and doc["parameters"]["total"] == 28_512 and len(doc["files"]) == 5
+    assert int(transfer["remote.bytes_transferred"]) == server.sent  # index and four shards, one meter
+
+
+def test_cli_shows_the_transfer_and_never_imports_fsspec_locally(http_site: tuple[str, _Server]) -> None:
+    base, _ = http_site
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    url = f"{base}/samples/basic/mlp_fp16.safetensors"
+    proc = subprocess.run([sys.executable, "-m", "inspector", url], capture_output=True, text=True, env=env, timeout=60)
+    shown = re.search(r"remote\.bytes_transferred: (\d+)\n  remote\.requests: (\d+)", proc.stdout)
+    assert proc.returncode == 0 and shown, proc.stderr
+    assert (int(shown[1]), int(shown[2])) == (1 + 4096, 2)  # the Range check, then the head holding the header
+    check = (
+        "import sys; from inspector.cli import main; "
+        f"assert main([{str(SAMPLES / 'basic/mlp_fp16.safetensors')!r}, '--json']) == 0; "
+        "assert not {'fsspec', 'aiohttp', 'inspector.remote'} & set(sys.modules), 'imported'"
+    )
+    proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_http_folder_audit_equals_the_local_one(http_site: tuple[str, _Server]) -> None:
+    base, _ = http_site
+    local = rows_without(audit([str(SAMPLES / "mxnet")], jobs=1), f"{SAMPLES}/")
+    over_http = rows_without(audit([f"{base}/samples/mxnet/"], jobs=1), f"{base}/samples/")
+    assert over_http == local
+    assert {r["status"] for r in local} == {"ok", "not recognised"}  # the .py, .json and manifest are listed too
+
+
+# -- failures: one line each --------------------------------------------------------------------------
+
+
+def _one_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    status = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_server_ignoring_range_is_stopped_not_downloaded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    big = tmp_path / "big.safetensors"
+    with open(big, "wb") as fh:  # 64 MiB, sparse
+        fh.truncate(64 << 20)
+    with serving(tmp_path, NoRangeHandler) as (base, server):
+        err = _one_line(capsys, [f"{base}/big.safetensors"])
+        assert "ignores Range" in err
+        time.sleep(0.5)  # the handler finds the client gone
+        assert server.sent < 16 << 20  # what the kernel buffers took before the client hung up, not 64 MiB
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("status/403/x.safetensors", "access denied (HTTP 403)"),
+        ("status/401/x.safetensors", "unauthorised (HTTP 401)"),
+        ("nothing-here.safetensors", "not found (HTTP 404)"),
+        ("truncated/x.safetensors", "truncated response"),
+    ],
+)
+def test_http_failures_are_one_line(
+    site: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, path: str, expected: str
+) -> None:
+    monkeypatch.setattr(remote, "BACKOFF_S", 0.01)
+    with serving(site, FaultHandler) as (base, _):
+        err = _one_line(capsys, [f"{base}/{path}"])
+    assert err.startswith(f"inspector: {base}/{path}: ") and expected in err
+
+
+def test_transient_failures_are_retried(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(remote, "BACKOFF_S", 0.01)
+    FaultHandler.failures.clear()
+    with serving(site, FaultHandler) as (base, _):
+        report = inspect(f"{base}/flaky/2/samples/basic/mlp_fp16.safetensors")  # two 503s, then the file
+        assert report.checkpoint.n_parameters == inspect(SAMPLES / "basic/mlp_fp16.safetensors").checkpoint.n_parameters
+        with pytest.raises(InputError, match=r"HTTP 503 \(server error\) \(after 4 attempts\)"):
+            inspect(f"{base}/flaky/9/samples/basic/mlp_fp16.safetensors")
+
+
+def test_refused_and_timeout(site: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert "connection refused" in _one_line(capsys, [f"http://127.0.0.1:{port}/model.safetensors"])
+    monkeypatch.setattr(remote, "TIMEOUT_S", 1)
+    monkeypatch.setattr(remote, "RETRIES", 0)
+    with serving(site, FaultHandler) as (base, _):
+        err = _one_line(capsys, [f"{base}/slow/samples/basic/mlp_fp16.safetensors"])
+    assert "timed out" in err
+
+
+def test_credentials_are_never_shown(http_site: tuple[str, _Server], capsys: pytest.CaptureFixture[str]) -> None:
+    base, _ = http_site
+    secret_base = base.replace("http://", "http://reader:s3cret-pw@")
+    assert main([f"{secret_base}/samples/basic/mlp_fp16.safetensors?X-Amz-Signature=abc123&v=1", "--json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["path"] == f"{base}/samples/basic/mlp_fp16.safetensors?X-Amz-Signature=***&v=1"
+    err = _one_line(capsys, [f"{secret_base}/missing.safetensors?token=abc123"])
+    assert "s3cret" not in out.out + out.err + err and "abc123" not in out.out + err
+    assert (
+        remote.redact("s3://k:v@bucket/a.pt?X-Amz-Credential=AKIA&x=1") == "s3://bucket/a.pt?X-Amz-Credential=***&x=1"
+    )
+
+
+# -- S3 (moto's server mode) ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bucket() -> Iterator[str]:
+    """A moto S3 server on 127.0.0.1 with bucket 'models': the sharded BERT, a PyTorch file, a readme."""
+    pytest.importorskip("s3fs")
+    boto3 = pytest.importorskip("boto3")
+    moto_server = pytest.importorskip("moto.server")
+    import fsspec.config
+
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+           "FSSPEC_S3_ENDPOINT_URL": endpoint}  # fmt: skip
+    saved_env, saved_conf = {k: os.environ.get(k) for k in env}, fsspec.config.conf.get("s3")
+    os.environ.update(env)
+    fsspec.config.conf["s3"] = {"endpoint_url": endpoint}  # the usual fsspec configuration, as the env var gives
+    try:
+        s3 = boto3.client("s3", endpoint_url=endpoint)
+        s3.create_bucket(Bucket="models")
+        for path in (SAMPLES / "hf_rau" / "bert-tiny-sharded").iterdir():
+            s3.upload_file(str(path), "models", f"bert/{path.name}")
+        s3.upload_file(str(SAMPLES / "torch" / "lstm_tied.pt"), "models", "lstm_tied.pt")
+        s3.put_object(Bucket="models", Key="README.md", Body=b"models for the audit\n")
+        yield "s3://models"
+    finally:
+        server.stop()
+        for k, v in saved_env.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+        fsspec.config.conf.pop("s3", None) if saved_conf is None else fsspec.config.conf.__setitem__("s3", saved_conf)
+
+
+def test_sharded_model_on_s3_equals_local(bucket: str) -> None:
+    local_index = SAMPLES / "hf_rau/bert-tiny-sharded/model.safetensors.index.json"
+    doc, transfer = comparable(report_dict(inspect(f"{bucket}/bert/model.safetensors.index.json")), f"{bucket}/bert/")
+    assert doc == comparable(report_dict(inspect(local_index)), f"{local_index.parent}/")[0]
+    structures = local_bytes_read(local_index) + sum(
+        local_bytes_read(p) for p in local_index.parent.glob("model-*.safetensors")
+    )
+    assert int(transfer["remote.requests"]) == 5  # the index and each shard's head (its header is inside it)
+    assert int(transfer["remote.bytes_transferred"]) <= structures + BUDGET
+
+
+def test_bucket_audit_equals_local(bucket: str, tmp_path: Path) -> None:
+    local_root = tmp_path / "models"
+    shutil.copytree(SAMPLES / "hf_rau" / "bert-tiny-sharded", local_root / "bert")
+    shutil.copy(SAMPLES / "torch" / "lstm_tied.pt", local_root)
+    (local_root / "README.md").write_bytes(b"models for the audit\n")
+    local = rows_without(audit([str(local_root)], jobs=1), f"{local_root}/")
+    in_bucket = rows_without(audit([f"{bucket}/"], jobs=1), f"{bucket}/")
+    assert in_bucket == local
+    assert [(r["path"], r["status"]) for r in local] == [
+        ("README.md", "not recognised"),
+        ("bert/config.json", "not recognised"),
+        ("bert/model.safetensors.index.json", "ok"),
+        ("lstm_tied.pt", "ok"),
+    ]
+
+
+def test_s3_failures_are_one_line(bucket: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert "not found" in _one_line(capsys, [f"{bucket}/missing.pt"])
+    assert "NoSuchBucket" in _one_line(capsys, ["s3://no-such-bucket/model.pt"])
+
+
+# -- Dask -----------------------------------------------------------------------------------------------
+
+
+def test_folder_audit_on_a_local_dask_cluster_equals_the_local_run(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    root = tmp_path / "models"
+    shutil.copytree(SAMPLES / "hf_rau" / "bert-tiny-sharded", root / "bert")
+    for src in ("basic/cnn_compressed.npz", "torch/adam_checkpoint.pt", "keras/batchnorm.keras",
+                "mxnet/sockeye_gru.params"):  # fmt: skip
+        shutil.copy(SAMPLES / src, root)
+    (root / "broken.safetensors").write_bytes((SAMPLES / "basic/mlp_fp16.safetensors").read_bytes()[:100])
+    (root / "notes.txt").write_text("not a model")
+    local = audit([str(root)], jobs=1)
+    on_dask = audit([str(root)], jobs=2, dask="local")
+    assert on_dask == local
+    assert {r.status for r in local} == {"ok", "unreadable", "not recognised"}
+
+
+# -- the progress bar ---------------------------------------------------------------------------------
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path: Path) -> None:
+    shutil.copy(SAMPLES / "basic/mlp_fp16.safetensors", tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a new pty is 0 columns wide
+    proc = subprocess.Popen([sys.executable, "-m", "inspector", str(tmp_path)], stdout=subprocess.PIPE,
+                            stderr=follower, env=env)  # fmt: skip
+    os.close(follower)
+    shown = b""
+    with contextlib.suppress(OSError):  # EIO once the child has closed the terminal
+        while chunk := os.read(leader, 1 << 16):
+            shown += chunk
+    os.close(leader)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 0 and b"auditing" in shown, shown
+    piped = subprocess.run([sys.executable, "-m", "inspector", str(tmp_path), "--csv"], capture_output=True,
+                           env=env, timeout=60)  # fmt: skip
+    assert piped.returncode == 0 and piped.stderr == b""
