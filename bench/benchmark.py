@@ -10,6 +10,10 @@ fresh process: wall time (best of --repeat), peak resident memory (ru_maxrss of 
 the process read through system calls (rchar from /proc/self/io at exit). Prints one table and the
 targets (inspector under 0.5 s and 100 MB; under a tenth of the baseline's time; 2 GiB within 1.2x of
 1 GiB; 10,000 tensors well under 2 s).
+
+With --remote (needs the [remote] extra), the same files are also read over HTTP from a range-capable
+server on 127.0.0.1 (tests/servers.py), and a second table gives, per file, the bytes and requests the
+remote read cost against the bytes the loaders read locally (the structures), and its wall time.
 """
 
 from __future__ import annotations
@@ -170,12 +174,39 @@ def measure(code: str, path: Path, repeat: int) -> tuple[float, float, float]:
     return best, peak, read
 
 
+def remote_rows(out: Path, files: list[tuple[str, str, Path]]) -> list[list[str]]:
+    """Per file: what `inspector URL` transferred from a loopback range server, against the local reads."""
+    sys.path.insert(0, str(ROOT))
+    from inspector.probe import Probe
+    from inspector.registry import detect_probe
+    from inspector.report import inspect
+    from tests.servers import RangeHandler, serving
+
+    rows = []
+    with serving(out, RangeHandler) as (base, server):
+        for fmt, label, path in files:
+            with Probe(path) as probe:
+                detect_probe(probe).load(probe)
+                structures = probe.bytes_read
+            server.sent = 0
+            start = time.perf_counter()
+            attributes = inspect(f"{base}/{path.relative_to(out)}").checkpoint.attributes
+            wall = time.perf_counter() - start
+            sent = int(attributes["remote.bytes_transferred"])
+            assert sent == server.sent, (sent, server.sent)
+            rows.append([fmt, label, f"{path.stat().st_size:,}", f"{structures:,}", f"{sent:,}",
+                         f"{sent - structures:+,}", attributes["remote.requests"], f"{wall:.3f}"])  # fmt: skip
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="folder for the files (default: a temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep the files")
     ap.add_argument("--sizes", default="1,2", help="file sizes in GiB")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--remote", action="store_true", help="also read every file over HTTP from 127.0.0.1")
+    ap.add_argument("--remote-only", action="store_true", help="only the remote table")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="inspector-bench-"))
@@ -193,6 +224,12 @@ def main() -> int:
     )
     try:
         files = make_files(out, sizes)
+        if args.remote or args.remote_only:
+            print(tabulate(remote_rows(out, files), headers=["format", "file", "bytes", "structures read locally",
+                  "transferred", "difference", "requests", "wall s"], disable_numparse=True))  # fmt: skip
+            print()
+            if args.remote_only:
+                return 0
         rows = []
         inspector_times: dict[tuple[str, str], float] = {}
         for fmt, label, path in files:

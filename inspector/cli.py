@@ -12,6 +12,7 @@ Exit status: 0 read fine; 1 findings at or above --fail-on; 2 unreadable file or
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -128,7 +129,7 @@ def _audit(args: argparse.Namespace) -> int:
     from inspector.render_audit import rows_to_csv, rows_to_json, rows_to_text
 
     bar = None
-    if sys.stderr.isatty() and not (args.json or args.csv):
+    if sys.stderr.isatty() and os.environ.get("TERM") != "dumb" and not (args.json or args.csv):
         from tqdm import tqdm
 
         bar = tqdm(total=0, unit="file", file=sys.stderr, leave=False, desc="auditing")

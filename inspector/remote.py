@@ -257,7 +257,7 @@ def filesystem(url: str, shown: str | None = None) -> tuple[Any, str]:
         fs, path = fsspec.core.url_to_fs(url, **options)
     except ImportError as exc:
         package = known_implementations.get(protocol, {}).get("class", protocol).split(".")[0]
-        raise MissingDependencyError(package, f"{EXTRA} {package}") from exc
+        raise MissingDependencyError(package, package) from exc
     except ValueError as exc:
         raise InputError(shown or redact(url), f"no filesystem knows the protocol {protocol!r}") from exc
     return fs, path

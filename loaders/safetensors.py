@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from inspector import dtypes
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
-from inspector.probe import Probe
+from inspector.probe import Probe, is_url
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo
 from loaders.base import MAX_TENSORS, Claim, check_shape, tile
 
@@ -199,7 +199,7 @@ class SafetensorsLoader:
         return Claim.EXACT if text.startswith(b'{"') or text.startswith(b"{}") else None
 
     def load(self, probe: Probe) -> Checkpoint:
-        index = _sibling_index(probe.path) if probe.local else None
+        index = _sibling_index(probe.path)
         if index is not None:
             with Probe(index) as index_probe:
                 return _load_index(index_probe)
@@ -208,7 +208,7 @@ class SafetensorsLoader:
 
 def _sibling_index(path: str) -> str | None:
     """The index of the sharded checkpoint a shard belongs to, if one lies beside it and names it."""
-    if not SHARD_NAME.match(os.path.basename(path)):
+    if is_url(path) or not SHARD_NAME.match(os.path.basename(path)):  # a URL's folder is not listed
         return None
     folder = os.path.dirname(path) or "."
     for entry in sorted(os.listdir(folder)):

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
-import http.server
 import json
 import os
 import pty
@@ -22,7 +20,6 @@ import struct
 import subprocess
 import sys
 import termios
-import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -45,118 +42,10 @@ from inspector.registry import detect_probe  # noqa: E402
 from inspector.render import report_dict  # noqa: E402
 from inspector.report import inspect  # noqa: E402
 from tests.conftest import SAMPLES  # noqa: E402
+from tests.servers import FaultHandler, NoRangeHandler, RangeHandler, Server, serving  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET = 64 << 10  # issue 18: at most the structures plus 64 KiB for these formats
-
-
-# -- servers ------------------------------------------------------------------------------------------
-
-
-class _Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-    sent = 0  # body bytes written to clients
-    requests = 0
-
-    def handle_error(self, request: Any, client_address: Any) -> None:  # a client hanging up is expected
-        pass
-
-
-class RangeHandler(http.server.SimpleHTTPRequestHandler):
-    """Files with single-range GETs (206 + Content-Range), as S3, CDNs and the Hub answer."""
-
-    server: _Server
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def send_head(self) -> Any:
-        self.server.requests += self.command == "GET"
-        path = self.translate_path(self.path)
-        spec = self.headers.get("Range", "")
-        if os.path.isdir(path) or not spec.startswith("bytes=") or not os.path.isfile(path):
-            return super().send_head()
-        first, _, last = spec.removeprefix("bytes=").partition("-")
-        size = os.path.getsize(path)
-        start, end = int(first), min(int(last) if last else size - 1, size - 1)
-        if start >= size:
-            self.send_error(416)
-            return None
-        with open(path, "rb") as fh:
-            fh.seek(start)
-            body = fh.read(end - start + 1)
-        self.send_response(206)
-        self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        import io
-
-        return io.BytesIO(body)
-
-    def copyfile(self, source: Any, outputfile: Any) -> None:
-        while chunk := source.read(64 << 10):
-            self.server.sent += len(chunk)  # counted first: the client may have it before this thread goes on
-            outputfile.write(chunk)
-
-
-class NoRangeHandler(RangeHandler):
-    """A server that ignores Range and always sends the whole file (200)."""
-
-    def send_head(self) -> Any:
-        self.server.requests += self.command == "GET"
-        return http.server.SimpleHTTPRequestHandler.send_head(self)
-
-
-class FaultHandler(RangeHandler):
-    """/status/N answers N; /flaky/N fails N times with 503 first; /truncated promises more than it sends;
-    /slow/... answers after 3 s; everything else is served like RangeHandler."""
-
-    failures: dict[str, int] = {}
-
-    def send_head(self) -> Any:
-        parts = self.path.split("/")
-        if parts[1] == "status":
-            self.send_error(int(parts[2]))
-            return None
-        if parts[1] == "flaky" and self.command == "GET":
-            left = FaultHandler.failures.get(self.path, int(parts[2]))
-            if left > 0:
-                FaultHandler.failures[self.path] = left - 1
-                self.send_error(503)
-                return None
-            self.path = "/" + "/".join(parts[3:])
-        elif parts[1] == "flaky":
-            self.path = "/" + "/".join(parts[3:])
-        if parts[1] == "slow":
-            time.sleep(3)
-            self.path = "/" + "/".join(parts[2:])
-        if parts[1] == "truncated":
-            if self.command == "HEAD":
-                self.send_response(200)
-                self.send_header("Content-Length", "100000")
-                self.end_headers()
-                return None
-            self.send_response(206)
-            self.send_header("Content-Range", "bytes 0-4095/100000")
-            self.send_header("Content-Length", "4096")
-            self.end_headers()
-            self.wfile.write(b"\0" * 100)  # then the connection closes
-            self.close_connection = True
-            return None
-        return super().send_head()
-
-
-@contextlib.contextmanager
-def serving(root: Path, handler: type[http.server.SimpleHTTPRequestHandler]) -> Iterator[tuple[str, _Server]]:
-    server = _Server(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}", server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +70,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def http_site(site: Path) -> Iterator[tuple[str, _Server]]:
+def http_site(site: Path) -> Iterator[tuple[str, Server]]:
     with serving(site, RangeHandler) as served:
         yield served
 
@@ -221,7 +110,7 @@ SAMPLE_FILES = sorted(
 
 
 @pytest.mark.parametrize("relative", SAMPLE_FILES)
-def test_every_sample_reads_the_same_over_http(http_site: tuple[str, _Server], relative: str) -> None:
+def test_every_sample_reads_the_same_over_http(http_site: tuple[str, Server], relative: str) -> None:
     base, server = http_site
     local = report_dict(inspect(SAMPLES / relative))
     server.sent = 0
@@ -234,7 +123,7 @@ def test_every_sample_reads_the_same_over_http(http_site: tuple[str, _Server], r
 
 
 @pytest.mark.parametrize("name", ["big.safetensors", "big_stored.npz", "big_deflated.npz"])
-def test_large_files_cost_their_structures_plus_64k(site: Path, http_site: tuple[str, _Server], name: str) -> None:
+def test_large_files_cost_their_structures_plus_64k(site: Path, http_site: tuple[str, Server], name: str) -> None:
     base, server = http_site
     server.sent = server.requests = 0
     doc, transfer = comparable(report_dict(inspect(f"{base}/made/{name}")), f"{base}/made/")
@@ -248,7 +137,7 @@ def test_large_files_cost_their_structures_plus_64k(site: Path, http_site: tuple
         assert sent <= 8 + int(header_len) + 4096 + 1  # the head, the JSON header, the one-byte Range check
 
 
-def test_pytorch_zip_costs_its_structures_plus_64k(site: Path, http_site: tuple[str, _Server]) -> None:
+def test_pytorch_zip_costs_its_structures_plus_64k(site: Path, http_site: tuple[str, Server]) -> None:
     torch = pytest.importorskip("torch")
     path = site / "made" / "state.pt"
     state = {f"block{i}.weight": torch.full((32, 512), float(i)) for i in range(32)}  # 2 MiB, 32 storages
@@ -262,7 +151,7 @@ def test_pytorch_zip_costs_its_structures_plus_64k(site: Path, http_site: tuple[
     assert server.sent < path.stat().st_size / 20
 
 
-def test_hdf5_through_the_file_object_driver_is_bounded(site: Path, http_site: tuple[str, _Server]) -> None:
+def test_hdf5_through_the_file_object_driver_is_bounded(site: Path, http_site: tuple[str, Server]) -> None:
     keras = pytest.importorskip("keras")
     path = site / "made" / "wide.weights.h5"
     with warnings.catch_warnings():  # keras' torch backend warns about numpy 2's copy keyword
@@ -277,7 +166,7 @@ def test_hdf5_through_the_file_object_driver_is_bounded(site: Path, http_site: t
     assert int(report["attributes"]["remote.bytes_transferred"]) == server.sent < path.stat().st_size / 8
 
 
-def test_a_lone_shard_reads_the_same(site: Path, http_site: tuple[str, _Server]) -> None:
+def test_a_lone_shard_reads_the_same(site: Path, http_site: tuple[str, Server]) -> None:
     base, _ = http_site
     name = "model-00001-of-00004.safetensors"
     remote_doc = comparable(report_dict(inspect(f"{base}/made/shard-alone/{name}")), f"{base}/made/shard-alone/")[0]
@@ -285,7 +174,7 @@ def test_a_lone_shard_reads_the_same(site: Path, http_site: tuple[str, _Server])
     assert remote_doc == local_doc and remote_doc["files"] == [{"path": name, "bytes": 32904}]
 
 
-def test_sharded_model_by_index_url_over_http(http_site: tuple[str, _Server]) -> None:
+def test_sharded_model_by_index_url_over_http(http_site: tuple[str, Server]) -> None:
     base, server = http_site
     folder = "samples/hf_rau/bert-tiny-sharded"
     server.sent = 0
@@ -298,7 +187,7 @@ def test_sharded_model_by_index_url_over_http(http_site: tuple[str, _Server]) ->
     assert int(transfer["remote.bytes_transferred"]) == server.sent  # index and four shards, one meter
 
 
-def test_cli_shows_the_transfer_and_never_imports_fsspec_locally(http_site: tuple[str, _Server]) -> None:
+def test_cli_shows_the_transfer_and_never_imports_fsspec_locally(http_site: tuple[str, Server]) -> None:
     base, _ = http_site
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     url = f"{base}/samples/basic/mlp_fp16.safetensors"
@@ -315,11 +204,13 @@ def test_cli_shows_the_transfer_and_never_imports_fsspec_locally(http_site: tupl
     assert proc.returncode == 0, proc.stderr
 
 
-def test_http_folder_audit_equals_the_local_one(http_site: tuple[str, _Server]) -> None:
+def test_http_folder_audit_equals_the_local_one(http_site: tuple[str, Server]) -> None:
     base, _ = http_site
     local = rows_without(audit([str(SAMPLES / "mxnet")], jobs=1), f"{SAMPLES}/")
     over_http = rows_without(audit([f"{base}/samples/mxnet/"], jobs=1), f"{base}/samples/")
     assert over_http == local
+    forked = rows_without(audit([f"{base}/samples/mxnet/"], jobs=2), f"{base}/samples/")  # fsspec after a fork
+    assert forked == local
     assert {r["status"] for r in local} == {"ok", "not recognised"}  # the .py, .json and manifest are listed too
 
 
@@ -384,7 +275,7 @@ def test_refused_and_timeout(site: Path, capsys: pytest.CaptureFixture[str], mon
     assert "timed out" in err
 
 
-def test_credentials_are_never_shown(http_site: tuple[str, _Server], capsys: pytest.CaptureFixture[str]) -> None:
+def test_credentials_are_never_shown(http_site: tuple[str, Server], capsys: pytest.CaptureFixture[str]) -> None:
     base, _ = http_site
     secret_base = base.replace("http://", "http://reader:s3cret-pw@")
     assert main([f"{secret_base}/samples/basic/mlp_fp16.safetensors?X-Amz-Signature=abc123&v=1", "--json"]) == 0
