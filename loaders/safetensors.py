@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from inspector import dtypes
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
-from inspector.probe import Probe, is_url
+from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo
 from loaders.base import MAX_TENSORS, Claim, check_shape, tile
 
@@ -208,10 +208,14 @@ class SafetensorsLoader:
 
 def _sibling_index(path: str) -> str | None:
     """The index of the sharded checkpoint a shard belongs to, if one lies beside it and names it."""
-    if is_url(path) or not SHARD_NAME.match(os.path.basename(path)):  # a URL's folder is not listed
+    if not SHARD_NAME.match(os.path.basename(path)):
         return None
     folder = os.path.dirname(path) or "."
-    for entry in sorted(os.listdir(folder)):
+    try:
+        entries = sorted(os.listdir(folder))
+    except OSError:  # a folder that cannot be listed: a URL's, or one we may not read
+        return None
+    for entry in entries:
         if entry.endswith(".safetensors.index.json"):
             candidate = os.path.join(folder, entry)
             try:
