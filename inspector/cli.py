@@ -40,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
         description="What is really in a model weights file, read from its headers.",
         epilog="Also: inspector formula SPEC | inspector budget ARCH ... | inspector compare SPEC ...",
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="checkpoint files (or folders to audit)")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="checkpoint files or URLs (or folders, URL/ to audit)")
     p.add_argument("--tensors", action="store_true", help="list every tensor")
     p.add_argument("--regions", action="store_true", help="list every byte region with its offsets")
     p.add_argument("--json", action="store_true", help="JSON: one object per file, an array for several")

@@ -2,10 +2,11 @@
 
 `Probe(url)` returns a `RemoteProbe`; loaders ask it for the same ranges as of a local file, so a remote
 report is the local report plus two attributes (bytes transferred, requests). Reads are exact ranges, with
-a small read-ahead while its waste stays under `SPECULATIVE_BYTES` (a zip's local headers and npy headers
-then cost one request each, and no format ever pays more than the structures it reads plus that budget and
-the first `HEAD_BYTES`). HDF5, read by the HDF5 library through h5py's file-object driver, is fetched in
-aligned blocks (`BLOCK_BY_FORMAT`): its metadata reads are many, small and scattered.
+a small read-ahead while the read-ahead bytes no loader asked for stay under `SPECULATIVE_BYTES` (a zip's
+local header, its extra field and an npy header then cost one request), so no file costs more than the
+structures its loader reads, that budget and the first `HEAD_BYTES`. Recent small fetches are kept for
+re-reads. HDF5, read by the HDF5 library through h5py's file-object driver, is fetched in aligned blocks
+(`BLOCK_BY_FORMAT`): its metadata reads are many, small and scattered.
 
 Credentials come only from fsspec's and botocore's usual configuration (environment, config files,
 instance roles); a URL's user:password and signed query values are removed from every path shown.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import os
 import time
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, TypeVar
@@ -30,9 +32,9 @@ from inspector.records import Checkpoint
 TIMEOUT_S = 30  # per request (connect and read)
 RETRIES = 3  # further attempts after a transient failure
 BACKOFF_S = 0.25  # doubled after each failed attempt
-READAHEAD = 512  # a read shorter than this fetches this much ...
-SPECULATIVE_BYTES = 32 << 10  # ... while the read-ahead fetched so far stays under this many bytes
-KEPT_CHUNK, KEPT_CHUNKS = 64 << 10, 8  # fetched ranges up to this size are kept, this many, for re-reads
+READAHEAD = 256  # a read shorter than this fetches this much (a zip local header, its extra and an npy header)
+SPECULATIVE_BYTES = 32 << 10  # ... while the read-ahead bytes never asked for stay under this many
+KEPT_CHUNK, KEPT_BYTES = 64 << 10, 1 << 20  # fetched ranges up to this size are kept, this much, for re-reads
 BLOCK_BY_FORMAT = {"hdf5": 16 << 10}  # formats fetched in aligned blocks, and the block size
 MAX_BLOCKS = 1024  # blocks kept per probe (16 MiB for HDF5)
 MAX_TRANSFER = 1 << 30  # no file may make the inspector fetch more than this
@@ -82,8 +84,11 @@ class RemoteProbe(Probe):
         self.bytes_read = 0
         self.cache: dict[str, object] = {}
         self._blocks: dict[int, bytes] = {}
-        self._recent: list[tuple[int, bytes]] = []  # read-ahead chunks, newest last
-        self._speculative = 0
+        self._kept: dict[int, bytes] = {}  # offset -> bytes of recent small fetches, oldest first
+        self._kept_starts: list[int] = []  # their offsets, sorted
+        self._kept_bytes = 0
+        self._speculative = 0  # read-ahead bytes no reader has asked for (yet)
+        self._unread: dict[int, bytearray] = {}  # read-ahead chunk offset -> 1 for each byte not asked for
         self._file: Any = None
         self._pid = -1
         self.protocol = urlsplit(self.url).scheme.lower()
@@ -139,27 +144,55 @@ class RemoteProbe(Probe):
             raise InputError(
                 self.path, f"truncated response: {len(data):,} of {n:,} bytes at offset {offset:,} arrived"
             )
-        if n <= KEPT_CHUNK:  # kept for re-reads (a pickle read in windows that overlap)
-            self._recent = [*self._recent[-KEPT_CHUNKS + 1 :], (offset, data)]
+        if n <= KEPT_CHUNK:  # kept for re-reads: npy headers after the zip pass, pickle windows that overlap
+            self._keep(offset, data)
         return data
+
+    def _keep(self, offset: int, data: bytes) -> None:
+        if offset not in self._kept:
+            insort(self._kept_starts, offset)
+        self._kept_bytes += len(data) - len(self._kept.get(offset, b""))
+        self._kept[offset] = data
+        while self._kept_bytes > KEPT_BYTES:
+            oldest = next(iter(self._kept))
+            self._kept_bytes -= len(self._kept.pop(oldest))
+            self._unread.pop(oldest, None)
+            del self._kept_starts[bisect_left(self._kept_starts, oldest)]
+
+    def _kept_range(self, offset: int, n: int) -> bytes | None:
+        """`n` bytes at `offset` from a kept fetch (the nearest few starting at or before it), or None."""
+        i = bisect_right(self._kept_starts, offset)
+        for start in reversed(self._kept_starts[max(0, i - 4) : i]):
+            chunk = self._kept[start]
+            if offset + n <= start + len(chunk):
+                unread = self._unread.get(start)
+                if unread is not None:  # read-ahead that was wanted after all: structure, not waste
+                    self._speculative -= unread[offset - start : offset - start + n].count(1)
+                    unread[offset - start : offset - start + n] = bytes(n)
+                return chunk[offset - start : offset - start + n]
+        return None
 
     # -- Probe -----------------------------------------------------------------------------------
 
     def _pread(self, offset: int, n: int, fmt: str = "file") -> bytes:
+        if n == 0:
+            return b""
         block = BLOCK_BY_FORMAT.get(fmt)
         data = self._blocked(offset, n, block) if block else self._ranged(offset, n)
         self.bytes_read += len(data)
         return data
 
     def _ranged(self, offset: int, n: int) -> bytes:
-        for start, chunk in reversed(self._recent):
-            if start <= offset and offset + n <= start + len(chunk):
-                return chunk[offset - start : offset - start + n]
+        kept = self._kept_range(offset, n)
+        if kept is not None:
+            return kept
         if n >= READAHEAD or self._speculative >= SPECULATIVE_BYTES:
             return self._fetch(offset, n)
         want = min(READAHEAD, self.size - offset)
         chunk = self._fetch(offset, want)
         self._speculative += want - n
+        if offset in self._kept:
+            self._unread[offset] = bytearray(n) + bytearray(b"\1") * (want - n)
         return chunk[:n]
 
     def _blocked(self, offset: int, n: int, block: int) -> bytes:
