@@ -10,12 +10,15 @@ A folder may be a URL prefix (``s3://bucket/models/``, or an HTTP folder ending 
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from inspector.errors import InputError, InspectorError, MissingDependencyError, UnknownFormatError
 from inspector.probe import Probe, is_url
@@ -25,6 +28,8 @@ from inspector.registry import detect_probe
 MAX_FILES = 1_000_000
 INLINE_BELOW = 4  # fewer files than this are read in this process: a pool costs more than it saves
 DASK_CONNECT_S = 30
+MAX_INDEX_BYTES = 64 << 20
+SHARDED = "safetensors-sharded"
 UNREADABLE_PREFIX = "error: "
 NOT_RECOGNISED = "not recognised"
 
@@ -84,51 +89,75 @@ def _key(path: str) -> str:
     return path if is_url(path) else os.path.abspath(path)
 
 
-def find_checkpoints(paths: Sequence[str]) -> list[tuple[str, str]]:
-    """(path, format) of every file below `paths`; shards listed in a sibling index are left to the index.
+@dataclass(frozen=True, slots=True)
+class Sniffed:
+    """What one file is, from its head: the first pass of an audit."""
 
-    The format is a loader name, "error: ..." for a file that cannot be sniffed (missing, unreadable,
-    or unclaimed but named explicitly or with a checkpoint extension), or "not recognised".
+    path: str
+    format: str  # a loader name, "error: ..." (it cannot be read), or "not recognised"
+    size: int  # -1 when unknown
+    shards: frozenset[str] = frozenset()  # an index's shard files (as `_key` gives them): left to it
+
+
+def sniff(path: str, named: bool = False) -> Sniffed:
+    """Sniff one file (here, in a worker process or on a Dask worker).
+
+    A file no loader claims is "not recognised", or unreadable when it was `named` (given explicitly, or
+    with a checkpoint extension: it was meant to be one).
+
+    Raises:
+        MissingDependencyError: the file is behind a URL and fsspec (or its protocol's package) is missing.
     """
-    return [(path, fmt) for path, fmt, _ in _sniff(paths)]
+    try:
+        with Probe(path) as probe:
+            fmt = detect_probe(probe).name
+            return Sniffed(path, fmt, probe.size, _shards_of(probe) if fmt == SHARDED else frozenset())
+    except UnknownFormatError as exc:
+        return Sniffed(path, f"{UNREADABLE_PREFIX}{exc}" if named else NOT_RECOGNISED, exc.size)
+    except MissingDependencyError:
+        raise  # every remote file would fail the same way: one error, not a row each
+    except InspectorError as exc:
+        return Sniffed(path, f"{UNREADABLE_PREFIX}{exc}", -1)
 
 
-def _sniff(paths: Sequence[str]) -> list[tuple[str, str, int]]:
-    """(path, format, size) of every file below `paths`, shards left to their index (size -1: unknown)."""
+def _sniff_item(item: tuple[str, bool]) -> Sniffed:
+    return sniff(*item)
+
+
+def _shards_of(index: Probe) -> frozenset[str]:
+    try:
+        weight_map = json.loads(index.read_at(0, min(index.size, MAX_INDEX_BYTES))).get("weight_map", {})
+        names = {str(shard) for shard in weight_map.values()}
+    except (InspectorError, ValueError, AttributeError):
+        return frozenset()
+    if is_url(index.path):
+        base = index.path.split("?", 1)[0].rsplit("/", 1)[0]
+        return frozenset(f"{base}/{name}" for name in names)
+    return frozenset(os.path.join(os.path.dirname(_key(index.path)), name) for name in names)
+
+
+def _items(paths: Sequence[str]) -> list[tuple[str, bool]]:
+    """(path, named) of every file below `paths`: named when given explicitly or with a checkpoint extension."""
     from inspector.registry import loaders
 
     extensions = {ext for cls in loaders().values() for ext in cls.extensions if ext != ".json"}
-    found: list[tuple[str, str, int]] = []
+    items = []
     for n, path in enumerate(_files(paths)):
         if n >= MAX_FILES:
             break
-        try:
-            with Probe(path) as probe:
-                size = probe.size
-                found.append((path, detect_probe(probe).name, size))
-        except UnknownFormatError as exc:
-            named = path in paths or os.path.splitext(path.split("?")[0])[1].lower() in extensions
-            found.append((path, f"{UNREADABLE_PREFIX}{exc}" if named else NOT_RECOGNISED, exc.size))
-        except MissingDependencyError:
-            raise  # every remote file would fail the same way: one error, not a row each
-        except InspectorError as exc:
-            found.append((path, f"{UNREADABLE_PREFIX}{exc}", -1))
-    indexed: set[str] = set()
-    for path, fmt, _ in found:
-        if fmt == "safetensors-sharded":
-            indexed |= _shards_of(path)
-    return [item for item in found if _key(item[0]) not in indexed]
+        items.append((path, path in paths or os.path.splitext(path.split("?")[0])[1].lower() in extensions))
+    return items
 
 
-def _shards_of(index_path: str) -> set[str]:
-    import json
+def _grouped(found: Sequence[Sniffed]) -> list[Sniffed]:
+    """In path order, without the shards an index found beside it stands for."""
+    indexed = frozenset().union(*(s.shards for s in found))
+    return sorted((s for s in found if _key(s.path) not in indexed), key=lambda s: s.path)
 
-    try:
-        with Probe(index_path) as probe:
-            weight_map = json.loads(probe.read_at(0, min(probe.size, 64 << 20))).get("weight_map", {})
-            return {_key(probe.sibling(str(shard)).path) for shard in set(weight_map.values())}
-    except (InspectorError, ValueError, AttributeError):
-        return set()
+
+def find_checkpoints(paths: Sequence[str]) -> list[tuple[str, str]]:
+    """(path, format) of every file below `paths` (see `sniff`); shards listed in an index are left to it."""
+    return [(s.path, s.format) for s in _grouped([_sniff_item(item) for item in _items(paths)])]
 
 
 def row(path: str) -> AuditRow:
@@ -162,12 +191,12 @@ def _failed(path: str, message: str, status: Status, size: int = -1) -> AuditRow
     return AuditRow(path, "", "", 0, "", size, size, 0, "", message, status.value)
 
 
-def _row_of(path: str, fmt: str, size: int) -> AuditRow | None:
+def _settled(s: Sniffed) -> AuditRow | None:
     """The row of a file sniffing already settled, or None when it must be read."""
-    if fmt == NOT_RECOGNISED:
-        return _failed(path, NOT_RECOGNISED, Status.NOT_RECOGNISED, size)
-    if fmt.startswith(UNREADABLE_PREFIX):
-        return _failed(path, fmt.removeprefix(UNREADABLE_PREFIX), Status.UNREADABLE, size)
+    if s.format == NOT_RECOGNISED:
+        return _failed(s.path, NOT_RECOGNISED, Status.NOT_RECOGNISED, s.size)
+    if s.format.startswith(UNREADABLE_PREFIX):
+        return _failed(s.path, s.format.removeprefix(UNREADABLE_PREFIX), Status.UNREADABLE, s.size)
     return None
 
 
@@ -179,52 +208,66 @@ def audit(
 ) -> list[AuditRow]:
     """One row per file below `paths`, in path order.
 
+    Two passes, each run here, in a process pool or on a Dask cluster: every file is sniffed (so an index
+    can claim its shards), then every checkpoint is read.
+
     Args:
         paths: folders, URL prefixes or files.
         jobs: parallel worker processes (default: one per CPU; with `dask="local"`, the cluster's workers).
-        on_progress: called with (done, total) after each row.
+        on_progress: called with (done, total) after each file of either pass (total = files + checkpoints).
         dask: a Dask scheduler address, or "local" for a LocalCluster on this machine.
 
     Raises:
         MissingDependencyError: `dask` is given and dask.distributed is not installed.
+        InputError: the Dask scheduler cannot be reached, or a URL prefix cannot be listed.
     """
+    items = _items(paths)
+    found: list[Sniffed] = []
     rows: list[AuditRow] = []
-    to_read: list[str] = []
-    for path, fmt, size in _sniff(paths):
-        settled = _row_of(path, fmt, size)
-        if settled is None:
-            to_read.append(path)
-        else:
-            rows.append(settled)
-    total = len(rows) + len(to_read)
-    for done, r in enumerate(_read_rows(to_read, jobs, dask), start=len(rows) + 1):
-        rows.append(r)
-        if on_progress:
-            on_progress(done, total)
-    if on_progress and not to_read:
-        on_progress(total, total)
+    with _mapper(jobs, dask, len(items)) as run:
+        for s in run(_sniff_item, items):
+            found.append(s)
+            if on_progress:
+                on_progress(len(found), len(items))
+        to_read = []
+        for s in _grouped(found):
+            settled = _settled(s)
+            if settled is None:
+                to_read.append(s.path)
+            else:
+                rows.append(settled)
+        for done, r in enumerate(run(row, to_read), start=len(items) + 1):
+            rows.append(r)
+            if on_progress:
+                on_progress(done, len(items) + len(to_read))
     return sorted(rows, key=lambda r: r.path)
 
 
-def _read_rows(paths: list[str], jobs: int | None, dask: str | None) -> Iterator[AuditRow]:
-    """The rows of `paths` as they complete: here, in a process pool, or on a Dask cluster."""
+Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterator[Any]]
+
+
+@contextmanager
+def _mapper(jobs: int | None, dask: str | None, n: int) -> Iterator[Mapper]:
+    """A function mapping `fn` over items and yielding results as they complete: here, in a process pool,
+    or on a Dask cluster (connected once for both passes)."""
     if dask:
-        yield from _dask_rows(paths, jobs, dask)
+        with _dask_client(dask, jobs) as client:
+            from distributed import as_completed as dask_completed
+
+            yield lambda fn, items: (f.result() for f in dask_completed(client.map(fn, items, pure=False)))
         return
     jobs = jobs or os.cpu_count() or 1
-    if jobs <= 1 or len(paths) < INLINE_BELOW:
-        yield from map(row, paths)
+    if jobs <= 1 or n < INLINE_BELOW:
+        yield lambda fn, items: map(fn, items)
         return
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(row, p) for p in paths]
-        for future in as_completed(futures):
-            yield future.result()
+        yield lambda fn, items: (f.result() for f in as_completed([pool.submit(fn, i) for i in items]))
 
 
-def _dask_rows(paths: list[str], jobs: int | None, address: str) -> Iterator[AuditRow]:
+@contextmanager
+def _dask_client(address: str, jobs: int | None) -> Iterator[Any]:
     try:
         from distributed import Client, LocalCluster
-        from distributed import as_completed as dask_completed
     except ImportError as exc:
         raise MissingDependencyError("dask.distributed", "checkpoint-inspector[fleet]") from exc
     cluster = None
@@ -237,9 +280,7 @@ def _dask_rows(paths: list[str], jobs: int | None, address: str) -> Iterator[Aud
     except OSError as exc:  # refused, timed out, bad address
         raise InputError(address, f"cannot reach the Dask scheduler: {exc}"[:300]) from exc
     try:
-        futures = client.map(row, paths, pure=False)
-        for future in dask_completed(futures):
-            yield future.result()
+        yield client
     finally:
         client.close()
         if cluster is not None:

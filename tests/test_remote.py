@@ -350,6 +350,12 @@ def test_bucket_audit_equals_local(bucket: str, tmp_path: Path) -> None:
     ]
 
 
+def test_bucket_audit_on_a_local_dask_cluster(bucket: str) -> None:
+    """Sniffing and reading both run on the workers, which find the endpoint and keys in their environment."""
+    pytest.importorskip("distributed")
+    assert audit([f"{bucket}/"], jobs=2, dask="local") == audit([f"{bucket}/"], jobs=1)
+
+
 def test_s3_failures_are_one_line(bucket: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert "not found" in _one_line(capsys, [f"{bucket}/missing.pt"])
     assert "NoSuchBucket" in _one_line(capsys, ["s3://no-such-bucket/model.pt"])
