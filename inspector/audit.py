@@ -185,7 +185,7 @@ def row(path: str) -> AuditRow:
                     acc.parameter_bytes)  # fmt: skip
 
 
-def _failed(path: str, message: str, status: Status, size: int = -1) -> AuditRow:
+def _failed(path: str, message: str | None, status: Status, size: int = -1) -> AuditRow:
     if size < 0:
         size = os.path.getsize(path) if not is_url(path) and os.path.isfile(path) else 0
     return AuditRow(path, "", "", 0, "", size, size, 0, "", message, status.value)
@@ -194,7 +194,7 @@ def _failed(path: str, message: str, status: Status, size: int = -1) -> AuditRow
 def _settled(s: Sniffed) -> AuditRow | None:
     """The row of a file sniffing already settled, or None when it must be read."""
     if s.format == NOT_RECOGNISED:
-        return _failed(s.path, NOT_RECOGNISED, Status.NOT_RECOGNISED, s.size)
+        return _failed(s.path, None, Status.NOT_RECOGNISED, s.size)  # not a checkpoint: no error
     if s.format.startswith(UNREADABLE_PREFIX):
         return _failed(s.path, s.format.removeprefix(UNREADABLE_PREFIX), Status.UNREADABLE, s.size)
     return None

@@ -30,7 +30,7 @@ def rows_to_csv(rows: Sequence[AuditRow]) -> str:
 
 
 def _status(r: AuditRow) -> str:
-    return safe(r.error) if r.error and r.status != Status.NOT_RECOGNISED else r.status
+    return safe(r.error) if r.error else r.status
 
 
 def rows_to_text(rows: Sequence[AuditRow]) -> str:

@@ -44,6 +44,7 @@ def test_rows_per_model(tree: Path) -> None:
                          "config.json"}  # fmt: skip
     # a file no loader claims and without a checkpoint extension is listed, as not recognised (issue 14)
     assert rows["notes.txt"].status == rows["config.json"].status == "not recognised"
+    assert rows["notes.txt"].error is None and rows["notes.txt"].file_bytes == len("not a model")
     assert {r.status for name, r in rows.items() if name not in ("notes.txt", "config.json")} == {"ok", "unreadable"}
     sharded = rows["model.safetensors.index.json"]
     manifest = json.loads((SAMPLES / "hf_rau" / "manifest.json").read_text())
