@@ -18,6 +18,7 @@ caught by a one-byte range request before anything else is read.
 from __future__ import annotations
 
 import os
+import re
 import time
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterator, Mapping
@@ -326,7 +327,7 @@ def explain(exc: BaseException) -> tuple[str, bool]:
         return "access denied", False
     if isinstance(exc, FileNotFoundError):
         return "not found", False
-    return f"{type(exc).__name__}: {exc}"[:200], False
+    return scrub(f"{type(exc).__name__}: {exc}")[:200], False
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -347,6 +348,15 @@ def redact(url: str) -> str:
         safe="*",
     )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+USERINFO = re.compile(r"(?<=//)[^/@\s'\"]+@")
+SECRET_VALUE = re.compile(r"(?i)([?&][^=&\s]*(?:" + "|".join(SECRET_QUERY_KEYS) + r")[^=&\s]*=)[^&\s'\"]+")
+
+
+def scrub(text: str) -> str:
+    """A library's message with any URL's user:password and secret query values removed."""
+    return SECRET_VALUE.sub(r"\1***", USERINFO.sub("", text))
 
 
 # -- folders and prefixes -----------------------------------------------------------------------------
