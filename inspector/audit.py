@@ -251,10 +251,8 @@ def _mapper(jobs: int | None, dask: str | None, n: int) -> Iterator[Mapper]:
     """A function mapping `fn` over items and yielding results as they complete: here, in a process pool,
     or on a Dask cluster (connected once for both passes)."""
     if dask:
-        with _dask_client(dask, jobs) as client:
-            from distributed import as_completed as dask_completed
-
-            yield lambda fn, items: (f.result() for f in dask_completed(client.map(fn, items, pure=False)))
+        with _dask_client(dask, jobs) as (distributed, client):
+            yield lambda fn, items: (f.result() for f in distributed.as_completed(client.map(fn, items, pure=False)))
         return
     jobs = jobs or os.cpu_count() or 1
     if jobs <= 1 or n < INLINE_BELOW:
@@ -265,22 +263,25 @@ def _mapper(jobs: int | None, dask: str | None, n: int) -> Iterator[Mapper]:
 
 
 @contextmanager
-def _dask_client(address: str, jobs: int | None) -> Iterator[Any]:
+def _dask_client(address: str, jobs: int | None) -> Iterator[tuple[Any, Any]]:
+    """(the distributed module, a client of the cluster at `address` or of a new LocalCluster)."""
     try:
-        from distributed import Client, LocalCluster
+        import distributed
     except ImportError as exc:
         raise MissingDependencyError("dask.distributed", "checkpoint-inspector[fleet]") from exc
+    dist: Any = distributed  # untyped library
     cluster = None
     try:
         if address == "local":
-            cluster = LocalCluster(n_workers=jobs or os.cpu_count() or 1, threads_per_worker=1, dashboard_address=None)
-            client = Client(cluster)
+            workers = jobs or os.cpu_count() or 1
+            cluster = dist.LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None)
+            client = dist.Client(cluster)
         else:
-            client = Client(address, timeout=DASK_CONNECT_S)
+            client = dist.Client(address, timeout=DASK_CONNECT_S)
     except OSError as exc:  # refused, timed out, bad address
         raise InputError(address, f"cannot reach the Dask scheduler: {exc}"[:300]) from exc
     try:
-        yield client
+        yield dist, client
     finally:
         client.close()
         if cluster is not None:
