@@ -259,17 +259,18 @@ def _http_options() -> dict[str, Any]:
 
 
 def _s3_options() -> dict[str, Any]:
-    return {"config_kwargs": {"connect_timeout": TIMEOUT_S, "read_timeout": TIMEOUT_S, "retries": {"max_attempts": 1}}}
+    return {
+        "config_kwargs": {"connect_timeout": TIMEOUT_S, "read_timeout": TIMEOUT_S, "retries": {"total_max_attempts": 1}}
+    }
 
 
 # Timeouts per protocol (retries are ours, so botocore's own are off); credentials are never set here.
+# Other protocols (gs://, hf://...) keep their library's own timeouts.
 STORAGE_OPTIONS: dict[str, Callable[[], dict[str, Any]]] = {
     "http": _http_options,
     "https": _http_options,
     "s3": _s3_options,
     "s3a": _s3_options,
-    "gs": lambda: {"timeout": TIMEOUT_S},
-    "gcs": lambda: {"timeout": TIMEOUT_S},
 }
 
 
