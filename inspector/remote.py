@@ -234,19 +234,15 @@ class RemoteProbe(Probe):
                 pass
 
 
-def _runs(indices: list[int]) -> Iterator[tuple[int, int]]:
+def _runs(indices: list[int]) -> list[tuple[int, int]]:
     """Consecutive runs (first, last) of sorted integers."""
-    start = prev = None
+    runs: list[list[int]] = []
     for i in indices:
-        if start is None:
-            start = prev = i
-        elif i == prev + 1:  # type: ignore[operator]
-            prev = i
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
         else:
-            yield start, prev  # type: ignore[misc]
-            start = prev = i
-    if start is not None:
-        yield start, prev  # type: ignore[misc]
+            runs.append([i, i])
+    return [(first, last) for first, last in runs]
 
 
 # -- fsspec, its options and its errors ---------------------------------------------------------------
@@ -388,13 +384,14 @@ def list_files(url: str, limit: int) -> list[str]:
         found = fs.find(path, withdirs=False)
     except Exception as exc:  # noqa: BLE001
         raise InputError(redact(url), f"cannot list it: {explain(exc)[0]}") from None
-    prefix = path.rstrip("/")
+    prefix = path.rstrip("/") + "/"
     urls = []
-    for item in sorted(found):
-        relative = str(item)[len(prefix) :].lstrip("/") if str(item).startswith(prefix) else str(item)
-        if any(part.startswith(".") for part in relative.split("/")):
+    for item in sorted(str(f) for f in found):
+        if not item.startswith(prefix):  # an HTML listing may link elsewhere
             continue
-        urls.append(fs.unstrip_protocol(item) if "://" not in str(item) else str(item))
+        if any(part.startswith(".") for part in item[len(prefix) :].split("/")):
+            continue
+        urls.append(item if "://" in item else fs.unstrip_protocol(item))
         if len(urls) >= limit:
             break
     return urls
