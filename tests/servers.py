@@ -73,8 +73,8 @@ class NoRangeHandler(RangeHandler):
 
 
 class FaultHandler(RangeHandler):
-    """/status/N answers N; /flaky/N fails N times with 503 first; /truncated promises more than it sends;
-    /slow/... answers after 3 s; everything else is served like RangeHandler."""
+    """/status/N answers N; /flaky/N/... fails N times with 503 first; /truncated promises more than it
+    sends; /slow/... answers after 3 s; /nosize/... never says how long it is; the rest as RangeHandler."""
 
     failures: dict[str, int] = {}
 
@@ -95,6 +95,13 @@ class FaultHandler(RangeHandler):
         if parts[1] == "slow":
             time.sleep(3)
             self.path = "/" + "/".join(parts[2:])
+        if parts[1] == "nosize":  # a stream of unknown length (HTTP/1.0, no Content-Length)
+            self.send_response(200)
+            self.end_headers()
+            if self.command == "GET":
+                self.wfile.write(b"\0" * 100_000)
+            self.close_connection = True
+            return None
         if parts[1] == "truncated":
             if self.command == "HEAD":
                 self.send_response(200)

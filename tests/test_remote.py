@@ -268,6 +268,7 @@ def test_server_ignoring_range_is_stopped_not_downloaded(tmp_path: Path, capsys:
         ("status/401/x.safetensors", "unauthorised (HTTP 401)"),
         ("nothing-here.safetensors", "not found (HTTP 404)"),
         ("truncated/x.safetensors", "truncated response"),
+        ("nosize/x.safetensors", "does not give the file's size"),
     ],
 )
 def test_http_failures_are_one_line(
