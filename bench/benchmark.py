@@ -15,6 +15,9 @@ targets (inspector under 0.5 s and 100 MB; under a tenth of the baseline's time;
 `--data` (issue 17): `inspector diff A B --data` between two 1 GiB files of different formats holding the
 same values, and `inspector FILE --data`, with their peak memory (target: under 200 MiB). `--data-only`
 runs just these.
+With --remote (needs the [remote] extra), the same files are also read over HTTP from a range-capable
+server on 127.0.0.1 (tests/servers.py), and a second table gives, per file, the bytes and requests the
+remote read cost against the bytes the loaders read locally (the structures), and its wall time.
 """
 
 from __future__ import annotations
@@ -221,6 +224,31 @@ def data_rows(out: Path, repeat: int) -> list[list[str]]:
     return rows
 
 
+def remote_rows(out: Path, files: list[tuple[str, str, Path]]) -> list[list[str]]:
+    """Per file: what `inspector URL` transferred from a loopback range server, against the local reads."""
+    sys.path.insert(0, str(ROOT))
+    from inspector.probe import Probe
+    from inspector.registry import detect_probe
+    from inspector.report import inspect
+    from tests.servers import RangeHandler, serving
+
+    rows = []
+    with serving(out, RangeHandler) as (base, server):
+        for fmt, label, path in files:
+            with Probe(path) as probe:
+                detect_probe(probe).load(probe)
+                structures = probe.bytes_read
+            server.sent = 0
+            start = time.perf_counter()
+            attributes = inspect(f"{base}/{path.relative_to(out)}").checkpoint.attributes
+            wall = time.perf_counter() - start
+            sent = int(attributes["remote.bytes_transferred"])
+            assert sent == server.sent, (sent, server.sent)
+            rows.append([fmt, label, f"{path.stat().st_size:,}", f"{structures:,}", f"{sent:,}",
+                         f"{sent - structures:+,}", attributes["remote.requests"], f"{wall:.3f}"])  # fmt: skip
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="folder for the files (default: a temporary folder)")
@@ -229,6 +257,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--html", action="store_true", help="only the HTML page's cost on 100,000 tensors")
     ap.add_argument("--data-only", action="store_true", help="only the --data runs, on 1 GiB files")
+    ap.add_argument("--remote", action="store_true", help="also read every file over HTTP from 127.0.0.1")
+    ap.add_argument("--remote-only", action="store_true", help="only the remote table")
     args = ap.parse_args()
     if args.html:
         with tempfile.TemporaryDirectory(prefix="inspector-bench-") as tmp:
@@ -252,10 +282,16 @@ def main() -> int:
     )
     try:
         files = make_files(out, sizes)
-        if 1 in sizes:
+        if 1 in sizes and not args.remote_only:
             headers = ["file A", "run", "wall s", "peak MB", "read MB", f"peak < {DATA_TARGET_MB} MB", "bytes A+B"]
             print(tabulate(data_rows(out, args.repeat), headers=headers, disable_numparse=True))
             print()
+        if args.remote or args.remote_only:
+            print(tabulate(remote_rows(out, files), headers=["format", "file", "bytes", "structures read locally",
+                  "transferred", "difference", "requests", "wall s"], disable_numparse=True))  # fmt: skip
+            print()
+            if args.remote_only:
+                return 0
         rows = []
         inspector_times: dict[tuple[str, str], float] = {}
         for fmt, label, path in [] if args.data_only else files:

@@ -1,7 +1,8 @@
 """The command line: the only module that parses argv, prints and chooses exit codes.
 
     inspector PATH... [--tensors] [--regions] [--json] [--html OUT] [--expect SPEC] [--fail-on LEVEL] [--debug]
-    inspector DIR...  [--json | --csv] [--html OUT] [--jobs N]   folder audit, one row per model
+    inspector URL     [...]                                the same, read by range (s3://, https://, hf://...)
+    inspector DIR...  [--json | --csv] [--html OUT] [--jobs N] [--dask ADDRESS|local]   folder (or URL prefix/) audit
     inspector formula | budget | compare ...               analytic counts (see inspector/cli_design.py)
     inspector diff A B [--json] [--data] [--map RULE] [--tolerance T]   (see inspector/cli_diff.py)
     inspector PATH --data                                  per-tensor value statistics, streamed
@@ -41,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
         description="What is really in a model weights file, read from its headers.",
         epilog="Also: inspector formula SPEC | budget ARCH ... | compare SPEC ... | diff A B [--data]",
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="checkpoint files (or folders to audit)")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="checkpoint files or URLs (or folders, URL/ to audit)")
     p.add_argument("--tensors", action="store_true", help="list every tensor")
     p.add_argument("--regions", action="store_true", help="list every byte region with its offsets")
     p.add_argument("--json", action="store_true", help="JSON: one object per file, an array for several")
@@ -51,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fail-on", choices=[s.value for s in Severity], help="exit 1 when a finding is this severe")
     p.add_argument("--data", action="store_true", help="stream the values: statistics, identical and zeroed tensors")
     p.add_argument("--jobs", type=int, default=None, help="parallel workers for a folder audit")
+    p.add_argument("--dask", metavar="ADDRESS", help="run a folder audit on a Dask cluster ('local' starts one)")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
 
@@ -86,9 +88,17 @@ def _main(argv: Sequence[str] | None) -> int:
     except _UsageError as exc:
         print(exc, file=sys.stderr)
         return EXIT_UNREADABLE
-    folders = [p for p in args.paths if os.path.isdir(p)]
-    if folders:
-        return _audit(args)
+    from inspector.audit import is_folder
+
+    try:
+        folders = [p for p in args.paths if is_folder(p)]
+        if folders:
+            return _audit(args)
+    except InspectorError as exc:  # a prefix that cannot be listed, a missing extra, an unreachable cluster
+        if args.debug:
+            traceback.print_exc()
+        print(f"inspector: {exc}", file=sys.stderr)
+        return EXIT_UNREADABLE
     return _inspect_files(args)
 
 
@@ -145,20 +155,25 @@ def _inspect_files(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from inspector.audit import audit
+    from inspector.audit import Status, audit
     from inspector.render_audit import rows_to_csv, rows_to_json, rows_to_text
 
-    progress = None
-    if sys.stderr.isatty() and not (args.json or args.csv):
+    bar = None
+    if sys.stderr.isatty() and os.environ.get("TERM") != "dumb" and not (args.json or args.csv):
+        from tqdm import tqdm
 
-        def progress(done: int, total: int) -> None:
-            width = 30
-            filled = width * done // max(total, 1)
-            print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end="", file=sys.stderr, flush=True)
+        bar = tqdm(total=0, unit="file", file=sys.stderr, leave=False, desc="auditing")
 
-    rows = audit(args.paths, jobs=args.jobs, on_progress=progress)
-    if progress is not None:
-        print(file=sys.stderr)
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+    try:
+        rows = audit(args.paths, jobs=args.jobs, on_progress=progress, dask=args.dask)
+    finally:
+        if bar is not None:
+            bar.close()
     written = EXIT_OK
     if args.html:
         from dataclasses import asdict
@@ -172,7 +187,16 @@ def _audit(args: argparse.Namespace) -> int:
         print(rows_to_csv(rows), end="")
     else:
         print(rows_to_text(rows))
-    return _worse(written, EXIT_UNREADABLE if any(r.error for r in rows) else EXIT_OK)
+    status = written
+    threshold = SEVERITY_ORDER[Severity(args.fail_on)] if args.fail_on else None
+    for r in rows:  # the same status `inspector FILE FILE ...` gives; files that are not checkpoints count for nothing
+        if r.status == Status.UNREADABLE:
+            status = _worse(status, EXIT_UNREADABLE)
+        elif r.status == Status.UNSAFE:
+            status = _worse(status, EXIT_UNSAFE)
+        if threshold is not None and r.worst and SEVERITY_ORDER[Severity(r.worst)] >= threshold:
+            status = _worse(status, EXIT_FINDINGS)
+    return status
 
 
 def _write_html(out: str, page: Callable[[], str], inspected: Sequence[str]) -> int:

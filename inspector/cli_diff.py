@@ -61,9 +61,9 @@ def resolve(path: str) -> str:
     """
     if not os.path.isdir(path):
         return path
-    from inspector.audit import find_checkpoints
+    from inspector.audit import NOT_RECOGNISED, find_checkpoints
 
-    found = [p for p, fmt in find_checkpoints([path]) if not fmt.startswith("error")]
+    found = [p for p, fmt in find_checkpoints([path]) if not fmt.startswith("error") and fmt != NOT_RECOGNISED]
     if len(found) != 1:
         names = ", ".join(os.path.relpath(p, path) for p in found[:5])
         raise InputError(path, f"folder holds {len(found)} checkpoints{': ' + names if names else ''}; name one")

@@ -3,24 +3,37 @@
 from __future__ import annotations
 
 import json
-import os
+from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
+from inspector.errors import InspectorError
+from inspector.probe import Probe
+from inspector.records import Checkpoint
+
 MAX_CONFIG_BYTES = 1 << 20
+CONFIG_NAME = "config.json"
 
 
-def config_beside(path: str) -> dict[str, Any] | None:
-    """The parsed config.json in the same folder as `path`, when it is a JSON object with a `model_type`."""
-    folder = os.path.dirname(os.path.abspath(path)) if os.path.isfile(path) else path
-    candidate = os.path.join(folder, "config.json")
+def config_beside(probe: Probe) -> dict[str, Any] | None:
+    """The parsed config.json in the probed file's folder (local or remote), when it is a JSON object with a
+    `model_type`; None when there is none or it cannot be read (it is only ever a help, never an error)."""
     try:
-        if not os.path.isfile(candidate) or os.path.getsize(candidate) > MAX_CONFIG_BYTES:
-            return None
-        with open(candidate, "rb") as f:
-            doc = json.loads(f.read(MAX_CONFIG_BYTES))
-    except (OSError, ValueError, RecursionError):
+        with probe.sibling(CONFIG_NAME) as config:
+            if config.size > MAX_CONFIG_BYTES:
+                return None
+            doc = json.loads(config.read_at(0, config.size))
+    except (InspectorError, OSError, ValueError, RecursionError):
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("model_type"), str):
         return None
-    doc["source"] = "config.json"
+    doc["source"] = CONFIG_NAME
     return doc
+
+
+def with_config(ckpt: Checkpoint, probe: Probe) -> Checkpoint:
+    """The checkpoint with the config beside it, when its loader found none in the file itself."""
+    if ckpt.config is not None:
+        return ckpt
+    config = config_beside(probe)
+    return ckpt if config is None else replace(ckpt, config=MappingProxyType(config))

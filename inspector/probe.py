@@ -3,23 +3,36 @@
 Loaders never open files themselves; they ask the probe for byte ranges, so the bytes read can be
 counted (the header-only promise is tested with `Probe.bytes_read`) and every range is checked
 against the file size before anything is allocated.
+
+`Probe(path)` opens a local file; given a URL (``s3://``, ``https://``, ``hf://``... anything fsspec knows)
+it returns an `inspector.remote.RemoteProbe`, which reads the same ranges over the network. fsspec is
+imported only then: the local path never loads it.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
+from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from inspector.errors import InputError, TruncatedFileError
 
 if TYPE_CHECKING:
+    from inspector.records import Checkpoint
     from loaders._zip import ZipMember
 
 HEAD_BYTES = 4096
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 MAX_HDF5_USERBLOCK = 1 << 30  # the signature may sit at 0, 512, 1024, 2048, ... up to here
+URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_url(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` is a URL (``scheme://...``) rather than a local path."""
+    return bool(URL.match(os.fspath(path)))
 
 
 class Probe:
@@ -30,7 +43,18 @@ class Probe:
         size: file size in bytes.
         head: the first `HEAD_BYTES` bytes (fewer for a short file).
         bytes_read: how many bytes were read so far through this probe.
+        local: False for a `RemoteProbe` (a URL read through fsspec).
     """
+
+    local: ClassVar[bool] = True
+    userblock_limit: ClassVar[int] = MAX_HDF5_USERBLOCK  # how far `hdf5_offset` looks for the signature
+
+    def __new__(cls, path: str | os.PathLike[str], *args: object, **kwargs: object) -> Probe:
+        if cls is Probe and is_url(path):
+            from inspector.remote import RemoteProbe
+
+            return super().__new__(RemoteProbe)
+        return super().__new__(cls)
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
@@ -57,7 +81,7 @@ class Probe:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def _pread(self, offset: int, n: int) -> bytes:
+    def _pread(self, offset: int, n: int, fmt: str = "file") -> bytes:
         chunks = []
         while n > 0:
             chunk = os.pread(self._fd, n, offset)
@@ -85,7 +109,7 @@ class Probe:
             )
         if offset + n <= len(self.head):
             return self.head[offset : offset + n]
-        data = self._pread(offset, n)
+        data = self._pread(offset, n, fmt)
         if len(data) != n:
             raise TruncatedFileError(self.path, fmt, f"short read of {what}", offset)
         return data
@@ -113,11 +137,28 @@ class Probe:
     def hdf5_offset(self) -> int | None:
         """Where the HDF5 signature sits (0, 512, 1024, ...), or None."""
         pos = 0
-        while pos + 8 <= min(self.size, MAX_HDF5_USERBLOCK):
+        while pos + 8 <= min(self.size, self.userblock_limit):
             if self.read_at(pos, 8) == HDF5_SIGNATURE:
                 return pos
             pos = 512 if pos == 0 else pos * 2
         return None
+
+    # -- other files and what the caller learns ------------------------------------------------
+
+    def sibling(self, name: str) -> Probe:
+        """A probe on the file `name` in this file's folder (the shards beside an index)."""
+        return type(self)(os.path.join(os.path.dirname(self.path), name))
+
+    def counters(self) -> dict[str, int]:
+        """What was read so far (a forked child sends the difference back to its parent)."""
+        return {"bytes_read": self.bytes_read}
+
+    def add_counters(self, delta: Mapping[str, int]) -> None:
+        self.bytes_read += delta.get("bytes_read", 0)
+
+    def annotate(self, ckpt: Checkpoint) -> Checkpoint:
+        """The checkpoint with what this probe adds to a report (a remote probe: the bytes transferred)."""
+        return ckpt
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -102,10 +102,12 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
     Raises:
         InspectorError: any subclass, when the file cannot be read; see `inspector.errors`.
     """
+    from inspector.hfconfig import with_config
     from inspector.kinds import decide
     from loaders.base import parsing
 
     with Probe(path) as probe:
         loader = detect_probe(probe)
         with parsing(probe, loader.name):
-            return decide(loader.load(probe))
+            ckpt = with_config(decide(loader.load(probe)), probe)
+        return probe.annotate(ckpt)

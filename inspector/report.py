@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
-from types import MappingProxyType
+from dataclasses import dataclass
 
 from inspector.reconcile import Accounting, account
 from inspector.reconcile import findings as accounting_findings
@@ -40,14 +39,9 @@ def analyse(ckpt: Checkpoint, expect: str | None = None) -> Report:
     """
     from inspector.architectures import parse_spec
     from inspector.family_check import refine_roles
-    from inspector.hfconfig import config_beside
     from inspector.infer import expect as expectation_of
     from inspector.roles import match_roles
 
-    if ckpt.config is None:
-        config = config_beside(ckpt.path)
-        if config is not None:
-            ckpt = replace(ckpt, config=MappingProxyType(config))
     roles = match_roles(ckpt)
     stated = parse_spec(expect) if expect else None
     # one shard of a sharded model holds part of it: the expectation belongs to the index (or the folder)

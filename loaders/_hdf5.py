@@ -34,6 +34,7 @@ SUPERBLOCK_BYTES = {0: 96, 1: 100, 2: 48, 3: 48}
 LAYOUT_COMPACT, LAYOUT_CONTIGUOUS, LAYOUT_CHUNKED = 0, 1, 2
 MAX_OBJECTS = 1_000_000
 MAX_SECONDS = 10  # for the HDF5 library to read a file's metadata (real files take well under 1 s)
+MAX_REMOTE_SECONDS = 120  # the same over the network (one round trip per block of metadata)
 MAX_CHILD_MEMORY = 8 << 30
 OPAQUE_DTYPE_ATTR = "dtype"  # Keras 3 stores bfloat16 as 2-byte opaque data with attribute dtype='bfloat16'
 OPAQUE_NAMES = {"bfloat16": "BF16", "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2"}
@@ -192,7 +193,10 @@ def walk(probe: Probe, fmt: str, start: int = 0, length: int | None = None) -> H
         code = 0
         try:
             resource.setrlimit(resource.RLIMIT_AS, (MAX_CHILD_MEMORY, MAX_CHILD_MEMORY))
-            payload = json.dumps(_encode(_walk_here(probe, fmt, start, length)))
+            before = probe.counters()
+            walked = _encode(_walk_here(probe, fmt, start, length))
+            walked["counters"] = {k: v - before[k] for k, v in probe.counters().items()}  # read in the child
+            payload = json.dumps(walked)
         except FormatError as exc:
             payload, code = json.dumps({"error": exc.reason}), 3
         except BaseException as exc:  # noqa: BLE001 - the child reports every failure as data
@@ -262,7 +266,8 @@ def _check_inside(probe: Probe, fmt: str, walked: H5Walk, start: int, length: in
 
 
 def _collect(probe: Probe, fmt: str, pid: int, read_fd: int) -> H5Walk:
-    deadline = time.monotonic() + MAX_SECONDS
+    seconds = MAX_SECONDS if probe.local else MAX_REMOTE_SECONDS
+    deadline = time.monotonic() + seconds
     chunks: list[bytes] = []
     try:
         while True:
@@ -271,7 +276,7 @@ def _collect(probe: Probe, fmt: str, pid: int, read_fd: int) -> H5Walk:
             if not ready:
                 os.kill(pid, signal.SIGKILL)
                 raise FormatError(probe.path, fmt, f"the HDF5 library did not finish reading the metadata within "
-                                  f"{MAX_SECONDS} s (corrupt structure?)")  # fmt: skip
+                                  f"{seconds} s (corrupt structure?)")  # fmt: skip
             chunk = os.read(read_fd, 1 << 20)
             if not chunk:
                 break
@@ -284,6 +289,7 @@ def _collect(probe: Probe, fmt: str, pid: int, read_fd: int) -> H5Walk:
     data = json.loads(b"".join(chunks))
     if "error" in data:
         raise FormatError(probe.path, fmt, data["error"])
+    probe.add_counters(data.pop("counters", {}))
     return _decode(data)
 
 
@@ -314,7 +320,7 @@ def _walk_here(probe: Probe, fmt: str, start: int, length: int | None) -> H5Walk
     try:
         handle = (
             h5py.File(Window(probe, start, length), "r")
-            if start or length != probe.size
+            if start or length != probe.size or not probe.local
             else h5py.File(probe.path, "r")
         )
     except (OSError, ValueError, RuntimeError) as exc:

@@ -255,7 +255,11 @@ def _sibling_index(path: str) -> str | None:
     if not SHARD_NAME.match(os.path.basename(path)):
         return None
     folder = os.path.dirname(path) or "."
-    for entry in sorted(os.listdir(folder)):
+    try:
+        entries = sorted(os.listdir(folder))
+    except OSError:  # a folder that cannot be listed: a URL's, or one we may not read
+        return None
+    for entry in entries:
         if entry.endswith(".safetensors.index.json"):
             candidate = os.path.join(folder, entry)
             try:
@@ -275,12 +279,11 @@ def _load_index(probe: Probe) -> Checkpoint:
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict):
         raise FormatError(probe.path, SHARDED_FORMAT, "index has no weight_map object")
-    folder = os.path.dirname(probe.path)
     shards = sorted({str(v) for v in weight_map.values()})
     for shard in shards:
         if os.path.basename(shard) != shard:
             raise FormatError(probe.path, SHARDED_FORMAT, f"shard name {shard!r} is not a plain file name")
-    probes = [Probe(os.path.join(folder, shard)) for shard in shards]
+    probes = [probe.sibling(shard) for shard in shards]
     try:
         ckpt = _checkpoint(probe.path, SHARDED_FORMAT, probes, probe)
     finally:

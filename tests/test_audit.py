@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from inspector.audit import audit, find_checkpoints
@@ -39,7 +40,12 @@ def tree(tmp_path: Path) -> Path:
 def test_rows_per_model(tree: Path) -> None:
     rows = {Path(r.path).name: r for r in audit([str(tree)], jobs=2)}
     assert set(rows) == {"model.safetensors.index.json", "cnn_compressed.npz", "adam_checkpoint.pt", "lstm_lm.keras",
-                         "lstm_tied_legacy.pt", "truncated.safetensors", "junk.pt"}  # fmt: skip
+                         "lstm_tied_legacy.pt", "truncated.safetensors", "junk.pt", "notes.txt",
+                         "config.json"}  # fmt: skip
+    # a file no loader claims and without a checkpoint extension is listed, as not recognised (issue 14)
+    assert rows["notes.txt"].status == rows["config.json"].status == "not recognised"
+    assert rows["notes.txt"].error is None and rows["notes.txt"].file_bytes == len("not a model")
+    assert {r.status for name, r in rows.items() if name not in ("notes.txt", "config.json")} == {"ok", "unreadable"}
     sharded = rows["model.safetensors.index.json"]
     manifest = json.loads((SAMPLES / "hf_rau" / "manifest.json").read_text())
     assert (
@@ -55,20 +61,63 @@ def test_rows_per_model(tree: Path) -> None:
 
 
 def test_shards_are_grouped_under_their_index(tree: Path) -> None:
-    found = [Path(p).name for p, _ in find_checkpoints([str(tree / "bert-sharded")])]
-    assert found == ["model.safetensors.index.json"]
+    found = {Path(p).name: fmt for p, fmt in find_checkpoints([str(tree / "bert-sharded")])}
+    assert found == {"model.safetensors.index.json": "safetensors-sharded", "config.json": "not recognised"}
 
 
 def test_cli_csv_and_json_and_status(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(tree), "--csv", "--jobs", "1"]) == 2  # unreadable files make the status 2, after every row
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
-    assert len(rows) == 7 and {"path", "format", "parameters", "unexplained_bytes", "error"} <= set(rows[0])
+    assert len(rows) == 9 and {"path", "format", "parameters", "unexplained_bytes", "error", "status"} <= set(rows[0])
     assert main([str(tree / "bert-sharded"), "--json"]) == 0
-    (doc,) = json.loads(capsys.readouterr().out)
-    assert doc["format"] == "safetensors-sharded"
+    docs = {Path(d["path"]).name: d for d in json.loads(capsys.readouterr().out)}
+    assert docs["model.safetensors.index.json"]["format"] == "safetensors-sharded"
+    assert docs["config.json"]["status"] == "not recognised" and docs["config.json"]["format"] == ""
 
 
 def test_text_table_summary(tree: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "inspector", str(tree)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
-    assert "5 model(s), 2 unreadable" in proc.stdout
+    assert "5 model(s), 2 unreadable, 2 not recognised" in proc.stdout
+    assert "auditing" not in proc.stderr  # no progress bar when stderr is not a terminal
+
+
+def _unsafe_npy(path: Path) -> None:
+    """An object array written by numpy itself: loading it would unpickle (numpy refuses without allow_pickle)."""
+    np.save(path, np.array([{"step": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError, match="allow_pickle"):
+        np.load(path)
+
+
+def test_fail_on_and_unsafe_status_match_file_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 14: the audit's exit status is the one `inspector FILE FILE` gives for the same files."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    shutil.copy(SAMPLES / "basic" / "mlp_fp16.safetensors", folder)
+    _unsafe_npy(folder / "state.npy")
+    files = sorted(str(p) for p in folder.iterdir())
+    for extra in ([], ["--fail-on", "error"], ["--fail-on", "info"]):
+        assert main([str(folder), "--json", *extra]) == main([*files, "--json", *extra]) == 3, extra
+    capsys.readouterr()
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    shutil.copy(SAMPLES / "basic" / "mlp_fp16.safetensors", clean)
+    findings = main([str(clean / "mlp_fp16.safetensors"), "--fail-on", "info"])
+    assert main([str(clean), "--csv", "--fail-on", "info"]) == findings
+    assert main([str(clean), "--csv"]) == main([str(clean / "mlp_fp16.safetensors")]) == 0
+    rows = {Path(r.path).name: r for r in audit([str(folder)], jobs=1)}
+    assert rows["state.npy"].status == "unsafe" and rows["state.npy"].worst == "error"
+
+
+def test_csv_unexplained_bytes_is_the_reports(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 14: the CSV column is the JSON report's bytes.unexplained, not file bytes minus parameter bytes."""
+    main([str(tree), "--csv", "--jobs", "1"])
+    rows = [r for r in csv.DictReader(io.StringIO(capsys.readouterr().out)) if r["status"] in ("ok", "unsafe")]
+    assert len(rows) == 5
+    for r in rows:
+        main([r["path"], "--json"])
+        report = json.loads(capsys.readouterr().out)
+        assert int(r["unexplained_bytes"]) == report["bytes"]["unexplained"], r["path"]
+        assert int(r["parameters"]) == report["parameters"]["total"]
+    npz = next(r for r in rows if r["path"].endswith("cnn_compressed.npz"))
+    assert int(npz["unexplained_bytes"]) >= 0 and int(npz["parameter_bytes"]) > int(npz["file_bytes"])  # compressed

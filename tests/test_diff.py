@@ -444,8 +444,8 @@ def test_header_only_without_data(
     read = [0]
     original = Probe._pread
 
-    def counting(self: Probe, offset: int, n: int) -> bytes:
-        data = original(self, offset, n)
+    def counting(self: Probe, offset: int, n: int, *rest: object) -> bytes:
+        data = original(self, offset, n, *rest)
         read[0] += len(data)
         return data
 
