@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from loaders.gguf import GgufLoader
 from loaders.keras_h5 import KerasH5Loader
 from loaders.keras_zip import KerasZipLoader
 from loaders.mxnet_params import MxnetParamsLoader
@@ -20,4 +21,5 @@ BUILTIN_LOADERS = (
     KerasH5Loader,
     KerasZipLoader,
     MxnetParamsLoader,
+    GgufLoader,
 )
