@@ -143,3 +143,38 @@ GGML_TYPES: dict[int, tuple[str, int, int]] = {
 DTYPES.update(
     {name: DType(name, size * 8, DKind.QUANT, block) for name, block, size in GGML_TYPES.values() if block > 1}
 )
+
+# ONNX TensorProto.DataType (onnx 1.23.2) -> (canonical name, the typed field holding the values when there is no
+# raw_data: 4 float_data, 5 int32_data, 6 string_data, 7 int64_data, 10 double_data, 11 uint64_data).
+ONNX_TYPES: dict[int, tuple[str, int]] = {
+    1: ("F32", 4),
+    2: ("U8", 5),
+    3: ("I8", 5),
+    4: ("U16", 5),
+    5: ("I16", 5),
+    6: ("I32", 5),
+    7: ("I64", 7),
+    8: ("STRING", 6),
+    9: ("BOOL", 5),
+    10: ("F16", 5),
+    11: ("F64", 10),
+    12: ("U32", 11),
+    13: ("U64", 11),
+    14: ("C64", 4),
+    15: ("C128", 10),
+    16: ("BF16", 5),
+    17: ("F8_E4M3", 5),
+    18: ("F8_E4M3FNUZ", 5),
+    19: ("F8_E5M2", 5),
+    20: ("F8_E5M2FNUZ", 5),
+    21: ("U4", 5),
+    22: ("I4", 5),
+    23: ("F4", 5),
+    24: ("F8_E8M0", 5),
+    25: ("U2", 5),
+    26: ("I2", 5),
+    27: ("F6_E2M3", 5),
+    28: ("F6_E3M2", 5),
+}
+DTYPES.update({name: DType(name, bits, kind) for name, bits, kind in (("U4", 4, DKind.UINT), ("U2", 2, DKind.UINT),
+                                                                        ("I2", 2, DKind.INT))})  # fmt: skip

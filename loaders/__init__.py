@@ -7,6 +7,7 @@ from loaders.keras_h5 import KerasH5Loader
 from loaders.keras_zip import KerasZipLoader
 from loaders.mxnet_params import MxnetParamsLoader
 from loaders.npy import NpyLoader, NpzLoader
+from loaders.onnx import OnnxLoader
 from loaders.safetensors import SafetensorsIndexLoader, SafetensorsLoader
 from loaders.torch_legacy import TorchLegacyLoader
 from loaders.torch_zip import TorchZipLoader
@@ -22,4 +23,5 @@ BUILTIN_LOADERS = (
     KerasZipLoader,
     MxnetParamsLoader,
     GgufLoader,
+    OnnxLoader,
 )
