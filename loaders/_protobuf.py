@@ -9,7 +9,7 @@ schema: callers walk the fields they know and skip the rest.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from inspector.errors import FormatError, LimitExceededError
 from inspector.probe import Probe
@@ -19,8 +19,7 @@ WINDOW = 64 << 10
 MAX_VARINT_BYTES = 10
 
 
-@dataclass(frozen=True, slots=True)
-class Field:
+class Field(NamedTuple):
     """One field: `value` for numbers; `start`/`length` of the payload for length-delimited fields."""
 
     number: int
@@ -52,6 +51,9 @@ class Wire:
 
     def varint(self, pos: int, end: int) -> tuple[int, int]:
         """The varint at `pos` (which must end by `end`) and the position after it."""
+        rel = pos - self._at
+        if 0 <= rel < len(self._buf) and pos < end and self._buf[rel] < 0x80:  # one byte: most tags and lengths
+            return self._buf[rel], pos + 1
         chunk = self.bytes_at(pos, min(MAX_VARINT_BYTES, end - pos))
         value = shift = 0
         for i, byte in enumerate(chunk):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 import struct
 from pathlib import Path
@@ -318,3 +319,18 @@ def test_not_parameters_and_rows_that_do_not_fill_blocks(tmp_path: Path) -> None
     blob.write_bytes(_patched(data, at, "<Q", 31))  # ne[0] = 31: not a whole Q8_0 block
     with pytest.raises(InspectorError, match="do not fill Q8_0 blocks of 32"):
         load(blob)
+
+
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "sample_models" / "gguf_onnx"
+MANIFEST = json.loads((SAMPLES_DIR / "manifest.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(k for k in MANIFEST if k.endswith(".gguf")))
+def test_samples_equal_the_manifest(name: str) -> None:
+    """Committed samples (made by make_gguf_onnx.py) against what GGUFReader and transformers reported."""
+    entry = MANIFEST[name]
+    ckpt = load(SAMPLES_DIR / name)
+    check_invariants(ckpt)
+    assert {t.name: [list(t.shape), t.dtype, t.offset, t.nbytes] for t in ckpt.tensors} == entry["tensors"]
+    assert ckpt.n_parameters == entry["n_elements"] == entry["hf_num_parameters"]
+    assert not [r for r in ckpt.regions if r.kind is RegionKind.UNKNOWN]

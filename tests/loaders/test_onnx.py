@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 import warnings
 from pathlib import Path
@@ -365,3 +366,22 @@ def test_batch_norm_statistics_are_buffers(tmp_path: Path) -> None:
     kinds = {t.name: t.kind for t in ckpt.tensors}
     assert kinds == {"scale": TensorKind.PARAMETER, "bias": TensorKind.PARAMETER, "mean": TensorKind.BUFFER,
                      "var": TensorKind.BUFFER}  # fmt: skip
+
+
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "sample_models" / "gguf_onnx"
+MANIFEST = json.loads((SAMPLES_DIR / "manifest.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(k for k in MANIFEST if k.endswith(".onnx")))
+def test_samples_equal_the_manifest(name: str) -> None:
+    """Committed samples (made by make_gguf_onnx.py) against what onnx.load and torch reported."""
+    entry = MANIFEST[name]
+    ckpt = _check_against_onnx(SAMPLES_DIR / name)
+    inits = {t.name: [list(t.shape), t.dtype] for t in ckpt.tensors if t.section == "initializer"}
+    assert inits == {
+        k: [dims, dtype_name(getattr(TensorProto, kind))] for k, (dims, kind) in entry["initializers"].items()
+    }
+    assert ckpt.n_parameters == entry["torch_parameters"]
+    for t in ckpt.tensors:
+        if t.name in entry.get("external_bytes", {}):
+            assert t.file == 1 and t.nbytes == entry["external_bytes"][t.name]
