@@ -15,7 +15,7 @@ from inspector.errors import FormatError, LimitExceededError
 from inspector.probe import Probe
 
 VARINT, FIXED64, LEN, SGROUP, EGROUP, FIXED32 = 0, 1, 2, 3, 4, 5
-WINDOW = 64 << 10
+MIN_WINDOW, MAX_WINDOW = 4 << 10, 256 << 10  # a window grows while reads continue it, shrinks after a jump
 MAX_VARINT_BYTES = 10
 
 
@@ -40,11 +40,14 @@ class Wire:
     def __init__(self, probe: Probe, fmt: str) -> None:
         self.probe, self.fmt = probe, fmt
         self._buf, self._at = b"", 0
+        self._window = MIN_WINDOW
 
     def bytes_at(self, pos: int, n: int) -> bytes:
         rel = pos - self._at
         if rel < 0 or rel + n > len(self._buf):
-            want = max(n, min(WINDOW, self.probe.size - pos))
+            continues = 0 <= rel <= len(self._buf)
+            self._window = min(2 * self._window, MAX_WINDOW) if continues else MIN_WINDOW
+            want = max(n, min(self._window, self.probe.size - pos))
             self._buf = self.probe.read_at(pos, want, fmt=self.fmt, what="protobuf field")
             self._at, rel = pos, 0
         return self._buf[rel : rel + n]

@@ -243,11 +243,12 @@ class _Walk:
         children = []
         fields = list(self.wire.fields(f.start, f.end))
         attr = next((self.wire.text(g, 200) for g in fields if g.number == 1 and g.wire == LEN), "")
-        for g in fields:
+        many = sum(g.number == 10 for g in fields) > 1
+        for i, g in enumerate(fields):
             if g.wire != LEN:
                 continue
             if g.number in (5, 10):  # t, tensors
-                name = owner if op_type == "Constant" else f"{owner}.{attr}"
+                name = owner if op_type == "Constant" else f"{owner}.{attr}" + (f".{i}" if many else "")
                 self.tensor(g, "constant" if op_type == "Constant" else "attribute", name)
             elif g.number in (22, 23):  # sparse_tensor(s)
                 self.sparse(g, "constant" if op_type == "Constant" else "attribute", owner)
@@ -376,26 +377,29 @@ def _kind(name: str, dtype: str, consumers: dict[str, list[_Consumer]], n: int) 
 
 
 def _sniff(head: bytes, size: int) -> bool:
-    """ir_version first, then ModelProto fields with their wire types, up to the graph or the end of the head."""
+    """ir_version first, then ModelProto fields with their wire types, up to the graph field.
+
+    Fields before the graph (producer, version, domain, doc string) are short; a long one (a TensorFlow
+    SavedModel's meta graph is field 2 too) means another schema.
+    """
     if len(head) < 2 or head[0] != 0x08 or not 0 < head[1] <= MAX_IR_VERSION:
         return False
-    pos, seen = 2, 0
+    pos = 2
     while pos < len(head):
         pos, tag = _head_varint(head, pos)
         if tag is None:
-            return seen > 0
+            return False
         number, wire = tag >> 3, tag & 7
         if MODEL_FIELDS.get(number) != wire:
             return False
         pos, value = _head_varint(head, pos)
         if value is None:
-            return seen > 0
-        seen += 1
+            return False
+        if number == 7:
+            return pos + value <= size
         if wire == LEN:
-            if number == 7:
-                return pos + value <= size
             pos += value
-    return seen > 0
+    return False
 
 
 def _head_varint(head: bytes, pos: int) -> tuple[int, int | None]:

@@ -5,7 +5,7 @@
 - llama-tiny-q8_0.gguf: a random tiny Llama from transformers, written the way convert_hf_to_gguf does (gguf-py's
   tensor name map, hyperparameter keys, a token list), matrices quantized to Q8_0 by gguf.quants, norms F32.
 - llama-tiny-mixed.gguf: the same model with tied embeddings (no output.weight), attention Q4_0, FFN Q5_1,
-  alignment 64, big-endian.
+  big-endian.
 - cnn.onnx: a small CNN + LSTM exported by torch.onnx.export (legacy exporter, constant folding on).
 - cnn_external.onnx + cnn_external.onnx.data: the same model saved by onnx.save with external data.
 """

@@ -385,3 +385,14 @@ def test_samples_equal_the_manifest(name: str) -> None:
     for t in ckpt.tensors:
         if t.name in entry.get("external_bytes", {}):
             assert t.file == 1 and t.nbytes == entry["external_bytes"][t.name]
+
+
+def test_sniffing(tmp_path: Path) -> None:
+    """A ModelProto is claimed up to its graph field; a SavedModel (field 2 is its large meta graph) is not."""
+    path = _all_types_model(tmp_path)
+    with Probe(path) as probe:
+        assert OnnxLoader().claim(probe) is not None
+    saved_model = tmp_path / "saved_model.pb"
+    saved_model.write_bytes(b"\x08\x01\x12\x90\x4e" + b"\x0a\x05hello" * 2000)
+    with Probe(saved_model) as probe:
+        assert OnnxLoader().claim(probe) is None
