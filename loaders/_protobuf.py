@@ -112,7 +112,8 @@ class Wire:
             return [field.value]
         if field.wire != LEN:
             raise FormatError(self.probe.path, self.fmt, f"field {field.number} has wire type {field.wire}")
-        out, pos = [], field.start
+        out: list[int] = []
+        pos = field.start
         while pos < field.end:
             if len(out) >= cap:
                 raise LimitExceededError(self.probe.path, self.fmt, f"more than {cap} packed values", field.start)

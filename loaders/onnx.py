@@ -14,8 +14,7 @@ Tensors are the graph's initializers (and subgraphs'), sparse initializers, and 
 (Constant nodes). `raw_data` and fixed-width packed values (float_data, double_data) are addressable tensor data;
 varint-packed values (int32_data holds float16 as varints) are an encoding, reported with their logical size.
 Tensor payloads are never read: only the framing around them. External data (`data_location` EXTERNAL) lives in
-files beside the model: each is opened by name only inside the model's folder, and every tensor's offset and
-length are checked against it; zero gaps of up to 64 KiB between tensors are an aligned writer's padding.
+files beside the model, read by `loaders/_onnx_external.py`.
 
 Kinds from the graph: a tensor feeding a weight input (`WEIGHT_INPUTS`: MatMul, Gemm, Conv, Gather data,
 normalisation scale and bias, RNN weights, a float Add/Mul operand with more than one element), directly or through
@@ -26,23 +25,22 @@ statistics are buffers; everything else (shapes, axes, scalars, unused tensors) 
 from __future__ import annotations
 
 import os
-import posixpath
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from inspector import dtypes
 from inspector.dtypes import DKind
-from inspector.errors import FormatError, InspectorError, LimitExceededError, UnsupportedVariantError
+from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
 from inspector.probe import Probe
-from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
+from inspector.records import Checkpoint, Finding, Region, RegionKind, TensorInfo, TensorKind
+from loaders._onnx_external import ExternalFiles
 from loaders._protobuf import LEN, VARINT, Field, Wire, signed
 from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, check_shape, tile
 
 FORMAT = "onnx"
 MAX_DEPTH = 16  # nested subgraphs (If, Loop, Scan bodies)
 MAX_NODES = 10_000_000
-MAX_GAP_PADDING = 64 << 10  # onnx's _MAX_EXTERNAL_DATA_PADDING
 EXTERNAL = 1  # TensorProto.DataLocation
 MAX_IR_VERSION = 64  # a sniffing bound: onnx is at 11-14 today
 
@@ -149,7 +147,8 @@ class _Walk:
 
     def model(self) -> None:
         children: list[tuple[int, int]] = []
-        opsets, meta = [], []
+        opsets: list[tuple[str, int]] = []
+        meta: list[tuple[str, str]] = []
         for f in self.wire.fields(0, self.probe.size):
             if f.number == 1 and f.wire == VARINT:
                 self.attributes["onnx.ir_version"] = str(f.value)
@@ -359,7 +358,8 @@ class _Walk:
 def _kind(name: str, dtype: str, consumers: dict[str, list[_Consumer]], n: int) -> TensorKind:
     """What the graph does with a value: weight inputs make parameters, running statistics buffers."""
     is_float = (dt := dtypes.lookup(dtype)) is not None and dt.kind is DKind.FLOAT
-    seen, stack, found = set(), [(name, False)], TensorKind.OTHER
+    seen: set[str] = set()
+    stack, found = [(name, False)], TensorKind.OTHER
     while stack:
         value, dequantized = stack.pop()
         if value in seen or len(seen) > 64:
@@ -427,32 +427,14 @@ class OnnxLoader:
         if "onnx.ir_version" not in walk.attributes:
             raise FormatError(probe.path, FORMAT, "no ir_version: not an ONNX model")
         findings: list[Finding] = []
-        tensors: list[TensorInfo] = []
         files: list[tuple[str, int]] = [(probe.path, probe.size)]
         regions = list(tile(walk.regions, probe.size, 0))
-        externals = _External(probe, files, regions, findings)
-        for t in walk.tensors:
-            if t.source in ("initializer", "subgraph initializer", "constant", "sparse initializer"):
-                t.kind = _kind(t.name, t.dtype, walk.consumers, _numel(t.shape))
-            file, offset = 0, t.offset
-            if t.external is not None:
-                file, offset = externals.place(t)
-            section = t.source
-            tensors.append(
-                TensorInfo(
-                    t.name,
-                    t.shape,
-                    t.dtype,
-                    t.nbytes,
-                    offset,
-                    kind=t.kind,
-                    section=section,
-                    trainable=t.kind is TensorKind.PARAMETER,
-                    file=file,
-                    notes=tuple(t.notes),
-                )
-            )
-        externals.close()
+        externals = ExternalFiles(probe, files, regions, findings)
+        try:
+            tensors = [self._record(t, walk, externals) for t in walk.tensors]
+        finally:
+            externals.close()
+
         attributes = dict(walk.attributes)
         attributes["onnx.nodes"] = f"{walk.nodes:,}"
         top = sorted(walk.op_types.items(), key=lambda kv: -kv[1])[:12]
@@ -463,127 +445,29 @@ class OnnxLoader:
             probe.path, FORMAT, "onnx", tuple(files), tuple(tensors), tuple(regions), attributes, None, tuple(findings)
         )
 
+    @staticmethod
+    def _record(t: _Tensor, walk: _Walk, externals: ExternalFiles) -> TensorInfo:
+        if t.source in ("initializer", "subgraph initializer", "constant", "sparse initializer"):
+            t.kind = _kind(t.name, t.dtype, walk.consumers, _numel(t.shape))
+        file, offset = 0, t.offset
+        if t.external is not None:
+            file, offset = externals.place(t.name, t.external, t.dtype, t.shape, t.nbytes, t.notes)
+        return TensorInfo(
+            t.name,
+            t.shape,
+            t.dtype,
+            t.nbytes,
+            offset,
+            kind=t.kind,
+            section=t.source,
+            trainable=t.kind is TensorKind.PARAMETER,
+            file=file,
+            notes=tuple(t.notes),
+        )
+
 
 def _numel(shape: tuple[int, ...]) -> int:
     n = 1
     for d in shape:
         n *= d
     return n
-
-
-class _External:
-    """External data files: opened by name inside the model's folder only; their regions tiled as they fill."""
-
-    def __init__(self, probe: Probe, files: list[tuple[str, int]], regions: list[Region], findings: list[Finding]):
-        self.model = probe
-        self.folder = os.path.dirname(probe.path)
-        self.files, self.regions, self.findings = files, regions, findings
-        self.probes: dict[str, tuple[int, Probe] | None] = {}
-        self.spans: dict[int, list[tuple[int, int, str]]] = defaultdict(list)
-
-    def _open(self, location: str) -> tuple[int, Probe] | None:
-        if location in self.probes:
-            return self.probes[location]
-        self.probes[location] = None
-        if not location:
-            self.findings.append(Finding("MISSING_EXTERNAL_DATA", Severity.ERROR, "an external tensor has no location"))
-            return None
-        norm = posixpath.normpath(location.replace("\\", "/"))
-        path = os.path.join(self.folder, norm)
-        inside = os.path.realpath(path).startswith(os.path.join(os.path.realpath(self.folder), ""))
-        if os.path.isabs(norm) or norm.startswith("../") or norm == ".." or ":" in norm or not inside:
-            self.findings.append(
-                Finding(
-                    "UNSAFE_CONTENT",
-                    Severity.ERROR,
-                    f"external data location {location!r} points outside the model's folder: "
-                    "not opened (onnx refuses it too)",
-                )
-            )
-            return None
-        try:
-            probe = Probe(path)
-        except InspectorError as exc:
-            self.findings.append(
-                Finding(
-                    "MISSING_EXTERNAL_DATA",
-                    Severity.ERROR,
-                    f"external data file {location!r}: {exc.args[0].split(': ', 1)[-1]}",
-                )
-            )
-            return None
-        self.files.append((path, probe.size))
-        self.probes[location] = (len(self.files) - 1, probe)
-        return self.probes[location]
-
-    def place(self, t: _Tensor) -> tuple[int, int | None]:
-        """(file index, absolute offset) of an external tensor, after checking its range against the file."""
-        info = t.external or {}
-        opened = self._open(info.get("location", ""))
-        if opened is None:
-            t.notes.append(f"external data in {info.get('location', '')!r}, not read")
-            return 0, None
-        index, probe = opened
-        try:
-            offset = int(info.get("offset", "0"))
-            length = int(info["length"]) if "length" in info else probe.size - offset
-        except ValueError as exc:
-            raise FormatError(self.model.path, FORMAT, f"tensor {t.name!r}: external offset or length {exc}") from exc
-        t.notes.append(f"external: {info.get('location')} at {offset:,}, {length:,} bytes")
-        if offset < 0 or length < 0 or offset + length > probe.size:
-            self.findings.append(
-                Finding(
-                    "EXTERNAL_DATA_RANGE",
-                    Severity.ERROR,
-                    f"tensor {t.name!r}: bytes {offset:,}+{length:,} of {info.get('location')!r} "
-                    f"lie past its end ({probe.size:,} bytes)",
-                    (t.name,),
-                )
-            )
-            return index, None
-        if t.dtype != "STRING" and length != t.nbytes:
-            self.findings.append(
-                Finding(
-                    "EXTERNAL_DATA_LENGTH",
-                    Severity.ERROR,
-                    f"tensor {t.name!r}: {length:,} external bytes, {list(t.shape)} {t.dtype} needs {t.nbytes:,}",
-                    (t.name,),
-                    t.nbytes,
-                    length,
-                )
-            )
-            if length < t.nbytes:
-                return index, None
-        self.spans[index].append((offset, length, t.name))
-        return index, offset
-
-    def close(self) -> None:
-        for location, opened in self.probes.items():
-            if opened is None:
-                continue
-            index, probe = opened
-            regions, pos = [], 0
-            for start, length, name in sorted(self.spans[index]):
-                gap = start - pos
-                if 0 < gap <= MAX_GAP_PADDING and not probe.read_at(pos, gap, fmt=FORMAT).strip(b"\0"):
-                    regions.append(Region(RegionKind.PADDING, pos, gap, "zero padding before an aligned tensor", index))
-                elif gap > 0:
-                    self.findings.append(
-                        Finding(
-                            "GAP",
-                            Severity.WARNING,
-                            f"{gap:,} bytes of {location!r} before tensor {name!r} belong to no tensor",
-                        )
-                    )
-                regions.append(Region(RegionKind.TENSOR_DATA, start, length, name, index))
-                pos = max(pos, start + length)
-            if pos < probe.size:
-                self.findings.append(
-                    Finding(
-                        "TRAILING_BYTES",
-                        Severity.WARNING,
-                        f"{probe.size - pos:,} bytes of {location!r} after the last tensor",
-                    )
-                )
-            self.regions += tile(regions, probe.size, index)
-            probe.close()
