@@ -24,15 +24,17 @@ and `hf_name()` maps tensor names to Hugging Face names (gguf-py's `tensor_mappi
 
 from __future__ import annotations
 
+import os
 import re
 import struct
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from inspector.dtypes import DTYPES, GGML_TYPES
 from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
-from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, check_shape, single_file
+from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, check_shape, parsing, tile
 
 FORMAT = "gguf"
 MAGIC = b"GGUF"
@@ -44,6 +46,8 @@ MAX_NAME_BYTES = 1 << 16  # keys and tensor names
 KEEP_STRING = 256  # characters of a string value kept for the report; longer ones are cut
 KEEP_ARRAY = 16  # arrays up to this many numbers are kept whole
 WINDOW = 64 << 10  # bytes read at a time while walking the key-value and tensor-info sections
+MAX_SPLITS = 10_000
+SPLIT_NAME = re.compile(r"(.+)-(\d{5})-of-(\d{5})\.gguf")  # llama.cpp's llama_split_path
 
 STRING, ARRAY = 8, 9
 # value type -> (name, struct code); strings and arrays are variable-sized
@@ -281,8 +285,9 @@ def _layout(probe: Probe, name: str, shape: tuple[int, ...], ggml_type: int) -> 
     dtype, block, size = GGML_TYPES[ggml_type]
     row = shape[-1] if shape else 1
     if row % block:
-        raise FormatError(probe.path, FORMAT, f"tensor {name!r}: rows of {row} elements do not fill {dtype} blocks "
-                          f"of {block}")  # fmt: skip
+        raise FormatError(
+            probe.path, FORMAT, f"tensor {name!r}: rows of {row} elements do not fill {dtype} blocks of {block}"
+        )
     n = 1
     for d in shape:
         n *= d
@@ -294,8 +299,112 @@ def _bits(dtype: str) -> float:
     return dt.bits / dt.block
 
 
+@dataclass
+class _File:
+    """What one GGUF file holds: its metadata, tensors and regions (for file `index` of the checkpoint)."""
+
+    version: int
+    order: str
+    alignment: int
+    data_start: int
+    kv: dict[str, Any]
+    tensors: list[TensorInfo]
+    regions: list[Region]
+    findings: list[Finding]
+
+
+def _parse(probe: Probe, index: int = 0) -> _File:
+    order, version = _header(probe)
+    cur = _Cursor(probe, 8, order, version > 1)
+    n_tensors, n_kv = cur.length("tensor count"), cur.length("key-value count")
+    if n_tensors > MAX_TENSORS or n_kv > MAX_KV or (n_tensors + n_kv) * 8 > probe.size:
+        raise LimitExceededError(
+            probe.path, FORMAT, f"{n_tensors:,} tensors and {n_kv:,} keys declared in a {probe.size:,}-byte file"
+        )
+    regions = [Region(RegionKind.HEADER, 0, cur.pos, f"GGUF v{version} header", index)]
+    kv: dict[str, Any] = {}
+    for _ in range(n_kv):
+        start = cur.pos
+        key = cur.string("key")
+        if key in kv:
+            raise FormatError(probe.path, FORMAT, f"duplicate key {key!r}", start)
+        vtype = cur.unpack("I", f"type of {key!r}")
+        kv[key] = _value(cur, vtype, key)
+        label = f"{key} ({_show(kv[key])})"[:120]
+        regions.append(Region(RegionKind.METADATA, start, cur.pos - start, label, index))
+    alignment = kv.get("general.alignment", DEFAULT_ALIGNMENT)
+    if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
+        raise FormatError(probe.path, FORMAT, f"general.alignment {alignment!r} is not a power of two")
+    infos_start = cur.pos
+    infos = [_tensor_info(cur, i) for i in range(n_tensors)]
+    regions.append(Region(RegionKind.HEADER, infos_start, cur.pos - infos_start, f"{n_tensors:,} tensor infos", index))
+    data_start = -(-cur.pos // alignment) * alignment
+    regions.append(Region(RegionKind.PADDING, cur.pos, data_start - cur.pos, f"padding to {alignment} bytes", index))
+    gguf = _File(version, order, alignment, data_start, kv, [], regions, [])
+    _place_tensors(probe, gguf, infos, index)
+    return gguf
+
+
+def _place_tensors(probe: Probe, gguf: _File, infos: list[tuple[str, tuple[int, ...], int, int]], index: int) -> None:
+    """Tensor records, data and padding regions, and findings for misplaced tensors."""
+    seen: set[str] = set()
+    spans = []
+    alignment = gguf.alignment
+    for name, shape, ggml_type, offset in infos:
+        if name in seen:
+            raise FormatError(probe.path, FORMAT, f"duplicate tensor name {name!r}")
+        seen.add(name)
+        dtype, block, size, nbytes = _layout(probe, name, shape, ggml_type)
+        start = gguf.data_start + offset
+        if start + nbytes > probe.size:
+            message = f"tensor {name!r} data ends at byte {start + nbytes:,} but the file has {probe.size:,} bytes"
+            raise FormatError(probe.path, FORMAT, message, start)
+        if offset % alignment:
+            message = f"tensor {name!r} at offset {offset:,} is not {alignment}-aligned"
+            gguf.findings.append(Finding("MISALIGNED", Severity.WARNING, message, (name,)))
+        kind = NOT_PARAMETERS.get(name, TensorKind.PARAMETER)
+        notes = (f"{dtype}: blocks of {block} elements in {size} bytes, {_bits(dtype):g} bits per weight",)
+        gguf.tensors.append(
+            TensorInfo(name, shape, dtype, nbytes, start, kind=kind, file=index, notes=notes if block > 1 else ())
+        )
+        spans.append((start, nbytes, name))
+    pos = gguf.data_start
+    regions = gguf.regions
+    for start, nbytes, name in sorted(spans):
+        if start < pos:
+            message = f"tensor {name!r} overlaps the one before"
+            gguf.findings.append(Finding("OVERLAP", Severity.ERROR, message, (name,)))
+        else:
+            pad = min(start, -(-pos // alignment) * alignment) - pos
+            regions.append(Region(RegionKind.PADDING, pos, pad, "tensor alignment padding", index))
+        regions.append(Region(RegionKind.TENSOR_DATA, start, nbytes, name, index))
+        pos = max(pos, start + nbytes)
+    tail = min(probe.size, -(-pos // alignment) * alignment) - pos
+    regions.append(Region(RegionKind.PADDING, pos, tail, "tail padding", index))
+    if probe.size > pos + tail:
+        message = f"{probe.size - pos - tail:,} bytes after the last tensor's padding"
+        gguf.findings.append(Finding("TRAILING_BYTES", Severity.WARNING, message))
+
+
+def _split_paths(probe: Probe, kv: dict[str, Any]) -> list[str]:
+    """Every shard of a split model (gguf-split, GGUFWriter(split_max_tensors=...)), the given one first."""
+    count = kv.get("split.count")
+    if not isinstance(count, int) or count <= 1:
+        return [probe.path]
+    m = SPLIT_NAME.fullmatch(os.path.basename(probe.path))
+    if m is None or int(m.group(3)) != count:
+        raise FormatError(
+            probe.path, FORMAT, f"split.count is {count} but the name is not <model>-NNNNN-of-{count:05d}"
+        )
+    if count > MAX_SPLITS:
+        raise LimitExceededError(probe.path, FORMAT, f"{count:,} split files (cap {MAX_SPLITS:,})")
+    folder = os.path.dirname(probe.path)
+    names = [os.path.join(folder, f"{m.group(1)}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
+    return [probe.path] + [n for n in names if os.path.basename(n) != os.path.basename(probe.path)]
+
+
 class GgufLoader:
-    """llama.cpp GGUF files (v1-v3), header-only: metadata key-values and tensor infos."""
+    """llama.cpp GGUF files (v1-v3), header-only: metadata key-values and tensor infos; split models as one."""
 
     name: ClassVar[str] = FORMAT
     extensions: ClassVar[tuple[str, ...]] = (".gguf",)
@@ -304,81 +413,63 @@ class GgufLoader:
         return Claim.EXACT if probe.head.startswith(MAGIC) else None
 
     def load(self, probe: Probe) -> Checkpoint:
-        order, version = _header(probe)
-        cur = _Cursor(probe, 8, order, version > 1)
-        n_tensors, n_kv = cur.length("tensor count"), cur.length("key-value count")
-        if n_tensors > MAX_TENSORS or n_kv > MAX_KV or (n_tensors + n_kv) * 8 > probe.size:
-            raise LimitExceededError(
-                probe.path, FORMAT, f"{n_tensors:,} tensors and {n_kv:,} keys declared in a {probe.size:,}-byte file"
-            )
-        regions = [Region(RegionKind.HEADER, 0, cur.pos, f"GGUF v{version} header")]
+        first = _parse(probe)
+        parsed, files = [first], [(probe.path, probe.size)]
+        for index, path in enumerate(_split_paths(probe, first.kv)[1:], start=1):
+            with Probe(path) as shard:
+                with parsing(shard, FORMAT):
+                    parsed.append(_parse(shard, index))
+                files.append((path, shard.size))
         kv: dict[str, Any] = {}
-        for _ in range(n_kv):
-            start = cur.pos
-            key = cur.string("key")
-            if key in kv:
-                raise FormatError(probe.path, FORMAT, f"duplicate key {key!r}", start)
-            vtype = cur.unpack("I", f"type of {key!r}")
-            kv[key] = _value(cur, vtype, key)
-            regions.append(Region(RegionKind.METADATA, start, cur.pos - start, f"{key} ({_show(kv[key])})"[:120]))
-        alignment = kv.get("general.alignment", DEFAULT_ALIGNMENT)
-        if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
-            raise FormatError(probe.path, FORMAT, f"general.alignment {alignment!r} is not a power of two")
-        infos_start = cur.pos
-        infos = [_tensor_info(cur, i) for i in range(n_tensors)]
-        regions.append(Region(RegionKind.HEADER, infos_start, cur.pos - infos_start, f"{n_tensors:,} tensor infos"))
-        data_start = -(-cur.pos // alignment) * alignment
-        regions.append(Region(RegionKind.PADDING, cur.pos, data_start - cur.pos, f"padding to {alignment} bytes"))
-        tensors, findings = self._tensors(probe, infos, data_start, alignment, regions)
-        arch = str(kv.get("general.architecture", ""))
-        attributes = {"gguf.version": str(version), "gguf.byte_order": "big" if order == ">" else "little",
-                      "gguf.alignment": str(alignment), "gguf.data_start": str(data_start)}  # fmt: skip
+        for part in sorted(parsed, key=lambda p: -1 if p.kv.get("split.no") == 0 else 0):
+            kv = {**part.kv, **kv}  # the first shard's metadata wins; the others hold only split.* keys
+        tensors = [t for part in parsed for t in part.tensors]
+        findings = [f for part in parsed for f in part.findings] + _split_findings(parsed, len(tensors))
+        regions = tuple(r for i, part in enumerate(parsed) for r in tile(part.regions, files[i][1], i))
+        attributes = {
+            "gguf.version": str(first.version),
+            "gguf.byte_order": "big" if first.order == ">" else "little",
+            "gguf.alignment": str(first.alignment),
+            "gguf.data_start": str(first.data_start),
+        }
+        if len(files) > 1:
+            attributes["gguf.split_files"] = str(len(files))
         attributes |= {f"gguf.{k}": _show(v) for k, v in kv.items()}
         attributes |= _type_summary(tensors)
         shapes = {t.name: t.shape for t in tensors}
-        config = _config(kv, set(shapes), shapes)
-        if arch and "general.architecture" in kv:
+        arch = str(kv.get("general.architecture", ""))
+        if arch:
             unmapped = [t.name for t in tensors if hf_name(t.name, arch) is None and t.name not in NOT_PARAMETERS]
             attributes["gguf.hf_names"] = f"{len(tensors) - len(unmapped):,} of {len(tensors):,} tensors"
-        return single_file(probe, FORMAT, "llama.cpp", tensors, regions, attributes, findings, config)
+        return Checkpoint(
+            probe.path,
+            FORMAT,
+            "llama.cpp",
+            tuple(files),
+            tuple(tensors),
+            regions,
+            attributes,
+            _config(kv, set(shapes), shapes),
+            tuple(findings),
+        )
 
-    def _tensors(
-        self, probe: Probe, infos: list[tuple[str, tuple[int, ...], int, int]], data_start: int, alignment: int,
-        regions: list[Region],
-    ) -> tuple[list[TensorInfo], list[Finding]]:  # fmt: skip
-        tensors, findings, seen = [], [], set()
-        spans = []
-        for name, shape, ggml_type, offset in infos:
-            if name in seen:
-                raise FormatError(probe.path, FORMAT, f"duplicate tensor name {name!r}")
-            seen.add(name)
-            dtype, block, size, nbytes = _layout(probe, name, shape, ggml_type)
-            start = data_start + offset
-            if start + nbytes > probe.size:
-                raise FormatError(probe.path, FORMAT, f"tensor {name!r} data ends at byte {start + nbytes:,} but the "
-                                  f"file has {probe.size:,} bytes", start)  # fmt: skip
-            if offset % alignment:
-                message = f"tensor {name!r} at offset {offset:,} is not {alignment}-aligned"
-                findings.append(Finding("MISALIGNED", Severity.WARNING, message, (name,)))
-            kind = NOT_PARAMETERS.get(name, TensorKind.PARAMETER)
-            notes = (f"{dtype}: blocks of {block} elements in {size} bytes, {_bits(dtype):g} bits per weight",)
-            tensors.append(TensorInfo(name, shape, dtype, nbytes, start, kind=kind, notes=notes if block > 1 else ()))
-            spans.append((start, nbytes, name))
-        pos = data_start
-        for start, nbytes, name in sorted(spans):
-            if start < pos:
-                findings.append(Finding("OVERLAP", Severity.ERROR, f"tensor {name!r} overlaps the one before", (name,)))
-            else:
-                pad = min(start, -(-pos // alignment) * alignment) - pos
-                regions.append(Region(RegionKind.PADDING, pos, pad, "tensor alignment padding"))
-            regions.append(Region(RegionKind.TENSOR_DATA, start, nbytes, name))
-            pos = max(pos, start + nbytes)
-        tail = min(probe.size, -(-pos // alignment) * alignment) - pos
-        regions.append(Region(RegionKind.PADDING, pos, tail, "tail padding"))
-        if probe.size > pos + tail:
-            findings.append(Finding("TRAILING_BYTES", Severity.WARNING,
-                                    f"{probe.size - pos - tail:,} bytes after the last tensor's padding"))  # fmt: skip
-        return tensors, findings
+
+def _split_findings(parsed: list[_File], n_tensors: int) -> list[Finding]:
+    """A split model's shards must number 0..count-1 and hold split.tensors.count tensors between them."""
+    if len(parsed) == 1:
+        return []
+    findings = []
+    numbers = sorted(p.kv.get("split.no", -1) for p in parsed)
+    if numbers != list(range(len(parsed))):
+        findings.append(Finding("SPLIT_MISMATCH", Severity.ERROR, f"split.no of the shards are {numbers}"))
+    declared = parsed[0].kv.get("split.tensors.count")
+    if isinstance(declared, int) and declared != n_tensors:
+        message = f"split.tensors.count says {declared:,} tensors, the shards hold {n_tensors:,}"
+        findings.append(Finding("SPLIT_MISMATCH", Severity.ERROR, message, expected=declared, observed=n_tensors))
+    names = [t.name for p in parsed for t in p.tensors]
+    if len(set(names)) != len(names):
+        findings.append(Finding("DUPLICATE_TENSOR", Severity.ERROR, "a tensor name appears in two shards"))
+    return findings
 
 
 def _type_summary(tensors: list[TensorInfo]) -> dict[str, str]:

@@ -334,3 +334,29 @@ def test_samples_equal_the_manifest(name: str) -> None:
     assert {t.name: [list(t.shape), t.dtype, t.offset, t.nbytes] for t in ckpt.tensors} == entry["tensors"]
     assert ckpt.n_parameters == entry["n_elements"] == entry["hf_num_parameters"]
     assert not [r for r in ckpt.regions if r.kind is RegionKind.UNKNOWN]
+
+
+def test_split_model_is_one_checkpoint(tmp_path: Path) -> None:
+    """GGUFWriter(split_max_tensors=2) writes model-0000N-of-00003.gguf; any shard reads as the whole model."""
+    w = gguf.GGUFWriter(str(tmp_path / "model.gguf"), "llama", split_max_tensors=2)
+    w.add_block_count(1)
+    for i in range(5):
+        w.add_tensor(f"blk.0.t{i}.weight", np.full((4, 8), i, np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    shards = sorted(tmp_path.glob("model-*-of-00003.gguf"))
+    assert len(shards) == 3
+    ckpt = load(shards[1])
+    check_invariants(ckpt)
+    assert [Path(p) for p, _ in ckpt.files] == [shards[1], shards[0], shards[2]]
+    for index, (path, _) in enumerate(ckpt.files):
+        ref = gguf.GGUFReader(path)
+        ours = [(t.name, t.offset, t.nbytes) for t in ckpt.tensors if t.file == index]
+        assert ours == [(t.name, t.data_offset, t.n_bytes) for t in ref.tensors]
+    assert ckpt.n_parameters == 5 * 32 and not ckpt.findings
+    assert ckpt.attributes["gguf.split_files"] == "3" and ckpt.config is not None
+    shards[2].unlink()
+    with pytest.raises(InspectorError, match="00003-of-00003.gguf: no such file"):
+        load(shards[0])
