@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from inspector.dtypes import DTYPES, GGML_TYPES
-from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
+from inspector.errors import FormatError, LimitExceededError, TruncatedFileError, UnsupportedVariantError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, check_shape, parsing, tile
@@ -187,6 +187,21 @@ class _Cursor:
             self.take(n, what)  # raises the truncation error
         self.pos += n
 
+    def skip_strings(self, count: int, what: str) -> None:
+        """Step over `count` strings (a vocabulary) reading only their lengths, in a tight loop over the window."""
+        length = struct.Struct(self.order + self.len_code)
+        pos = self.pos
+        for _ in range(count):
+            rel = pos - self._at
+            if rel < 0 or rel + length.size > len(self._buf):
+                self.pos = pos
+                self.take(length.size, what)  # refills the window at pos, or raises past the end of the file
+                rel = pos - self._at
+            pos += length.size + length.unpack_from(self._buf, rel)[0]
+        self.pos = pos
+        if pos > self.probe.size:
+            raise TruncatedFileError(self.probe.path, FORMAT, f"{what} ends past the end of the file", pos)
+
     def string(self, what: str, keep: int | None = None) -> str:
         """A string; cut to `keep` characters, or at most MAX_NAME_BYTES long when `keep` is None (names)."""
         n = self.length(what)
@@ -224,8 +239,7 @@ def _value(cur: _Cursor, vtype: int, key: str, depth: int = 0) -> Any:
     if code:
         cur.skip(count * minimum, f"array {key!r}")
     elif etype == STRING:
-        for _ in range(count):
-            cur.skip(cur.length(f"string in {key!r}"), f"string in {key!r}")
+        cur.skip_strings(count, f"string in {key!r}")
     else:
         for _ in range(count):
             _value(cur, ARRAY, key, depth + 1)

@@ -324,7 +324,8 @@ class _Walk:
                     t.nbytes += g.length
                 else:
                     t.notes.append(f"values as varints in {TYPED_FIELDS[g.number]} ({g.length:,} bytes stored)")
-                self.regions.append(Region(RegionKind.COMPRESSED, g.start, g.length, label, logical=t.nbytes))
+                logical = g.length if t.dtype == "STRING" else t.nbytes  # one string per string_data field
+                self.regions.append(Region(RegionKind.COMPRESSED, g.start, g.length, label, logical=logical))
             spans.append((g.start, g.end))
         return spans
 
