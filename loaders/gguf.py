@@ -121,14 +121,33 @@ HF_NAMES: dict[str, str | None] = {
     "blk.{i}.ffn_up_exps.{p}": None,
     "blk.{i}.ffn_down_exps.{p}": None,
 }
-# Per-architecture differences from the llama table (gemma2/gemma3 norm around attention and FFN).
+_GEMMA2 = {  # gemma2/gemma3: a norm before and after both attention and FFN
+    "blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}",
+    "blk.{i}.ffn_norm.{p}": "model.layers.{i}.pre_feedforward_layernorm.{p}",
+    "blk.{i}.post_ffw_norm.{p}": "model.layers.{i}.post_feedforward_layernorm.{p}",
+}
+_PHI3 = {  # fused projections
+    "blk.{i}.attn_qkv.{p}": "model.layers.{i}.self_attn.qkv_proj.{p}",
+    "blk.{i}.ffn_up.{p}": "model.layers.{i}.mlp.gate_up_proj.{p}",
+}
+_GPT2 = {  # gpt2 in gguf-py's tensor_mapping.py (HF Conv1D weights)
+    "token_embd.{p}": "transformer.wte.{p}",
+    "position_embd.{p}": "transformer.wpe.{p}",
+    "blk.{i}.attn_norm.{p}": "transformer.h.{i}.ln_1.{p}",
+    "blk.{i}.attn_qkv.{p}": "transformer.h.{i}.attn.c_attn.{p}",
+    "blk.{i}.attn_output.{p}": "transformer.h.{i}.attn.c_proj.{p}",
+    "blk.{i}.ffn_norm.{p}": "transformer.h.{i}.ln_2.{p}",
+    "blk.{i}.ffn_up.{p}": "transformer.h.{i}.mlp.c_fc.{p}",
+    "blk.{i}.ffn_down.{p}": "transformer.h.{i}.mlp.c_proj.{p}",
+    "output_norm.{p}": "transformer.ln_f.{p}",
+    "output.{p}": "lm_head.{p}",
+}
+# general.architecture -> its whole table (the llama table for every other architecture)
 HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
-    arch: {
-        "blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}",
-        "blk.{i}.ffn_norm.{p}": "model.layers.{i}.pre_feedforward_layernorm.{p}",
-        "blk.{i}.post_ffw_norm.{p}": "model.layers.{i}.post_feedforward_layernorm.{p}",
-    }
-    for arch in ("gemma2", "gemma3")
+    "gemma2": {**HF_NAMES, **_GEMMA2},
+    "gemma3": {**HF_NAMES, **_GEMMA2},
+    "phi3": {**HF_NAMES, **_PHI3},
+    "gpt2": _GPT2,
 }
 # Tensors a GGUF stores that are not trainable parameters in the source model.
 NOT_PARAMETERS = {"rope_freqs.weight": TensorKind.BUFFER}
@@ -142,14 +161,15 @@ def _compile(table: dict[str, str | None]) -> list[tuple[re.Pattern[str], str | 
     return out
 
 
-_HF_RULES = {arch: _compile({**HF_NAMES, **extra}) for arch, extra in HF_NAMES_BY_ARCH.items()}
+_HF_RULES = {arch: _compile(table) for arch, table in HF_NAMES_BY_ARCH.items()}
 _HF_DEFAULT = _compile(HF_NAMES)
 
 
 def hf_name(gguf_name: str, arch: str = "llama") -> str | None:
     """The Hugging Face name of a GGUF tensor (`blk.3.attn_q.weight` -> `model.layers.3.self_attn.q_proj.weight`).
 
-    None when the tensor has no one-to-one Hugging Face counterpart or the name is not in the table.
+    The llama table (llama, mistral, qwen2, qwen3...) unless `arch` has its own (gemma2/3, phi3, gpt2). None when
+    the tensor has no one-to-one Hugging Face counterpart or the name is not in the table.
     """
     for regex, target in _HF_RULES.get(arch, _HF_DEFAULT):
         m = regex.fullmatch(gguf_name)

@@ -142,9 +142,14 @@ def _tiny_hf(arch: str, tied: bool) -> Any:
     torch = pytest.importorskip("torch")
     common = dict(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                   num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=tied)  # fmt: skip
-    prefix = {"llama": "Llama", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma2": "Gemma2"}[arch]
+    if arch == "gpt2":
+        torch.manual_seed(0)
+        config = transformers.GPT2Config(vocab_size=96, n_embd=64, n_layer=2, n_head=4, n_positions=256,
+                                         bos_token_id=0, eos_token_id=0)  # fmt: skip
+        return transformers.GPT2LMHeadModel(config)
+    prefix = {"llama": "Llama", "qwen2": "Qwen2", "qwen3": "Qwen3", "gemma2": "Gemma2", "phi3": "Phi3"}[arch]
     config_cls, model_cls = getattr(transformers, f"{prefix}Config"), getattr(transformers, f"{prefix}ForCausalLM")
-    extra = {"head_dim": 16} if arch != "llama" else {}
+    extra = {"llama": {}, "phi3": {"pad_token_id": 0, "eos_token_id": 0}}.get(arch, {"head_dim": 16})
     torch.manual_seed(0)
     return model_cls(config_cls(**common, **extra))
 
@@ -200,7 +205,10 @@ def test_llama_config_and_names_match_transformers(tmp_path: Path, tied: bool) -
     assert ckpt.attributes["gguf.types"] == f"Q8_0 x{15 if tied else 16} (8.5 bpw), F32 x5 (32 bpw)"
 
 
-@pytest.mark.parametrize(("arch", "model_arch"), [("qwen2", "QWEN2"), ("qwen3", "QWEN3"), ("gemma2", "GEMMA2")])
+@pytest.mark.parametrize(
+    ("arch", "model_arch"),
+    [("qwen2", "QWEN2"), ("qwen3", "QWEN3"), ("gemma2", "GEMMA2"), ("phi3", "PHI3"), ("gpt2", "GPT2")],
+)
 def test_hf_name_inverts_gguf_py_mapping(arch: str, model_arch: str) -> None:
     model = _tiny_hf(arch, tied=True)
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[model_arch], model.config.num_hidden_layers)
