@@ -263,6 +263,12 @@ def test_external_data_problems_are_findings(tmp_path: Path, capsys: pytest.Capt
     assert [f.code for f in ckpt.findings].count("UNSAFE_CONTENT") == 1 and len(ckpt.files) == 1
     assert main([str(evil)]) == 3
     capsys.readouterr()
+    outside = tmp_path.parent / f"{tmp_path.name}-secret.bin"
+    outside.write_bytes(b"\0" * 64)
+    (tmp_path / "l.bin").symlink_to(outside)  # a name inside the folder that leads out of it
+    linked = tmp_path / "linked.onnx"
+    linked.write_bytes(blob.replace(b"m.bin", b"l.bin"))
+    assert [f.code for f in load(linked).findings] == ["UNSAFE_CONTENT"]
     missing = tmp_path / "missing.onnx"
     missing.write_bytes(blob.replace(b"m.bin", b"n.bin"))
     assert "MISSING_EXTERNAL_DATA" in {f.code for f in load(missing).findings}
