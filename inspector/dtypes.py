@@ -176,5 +176,5 @@ ONNX_TYPES: dict[int, tuple[str, int]] = {
     27: ("F6_E2M3", 5),
     28: ("F6_E3M2", 5),
 }
-DTYPES.update({name: DType(name, bits, kind) for name, bits, kind in (("U4", 4, DKind.UINT), ("U2", 2, DKind.UINT),
-                                                                        ("I2", 2, DKind.INT))})  # fmt: skip
+# sub-byte integer types ONNX has and the table above lacks
+DTYPES.update({"U4": DType("U4", 4, DKind.UINT), "U2": DType("U2", 2, DKind.UINT), "I2": DType("I2", 2, DKind.INT)})
