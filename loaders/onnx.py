@@ -75,11 +75,16 @@ WEIGHT_INPUTS: dict[str, tuple[int, ...]] = {
     "GRU": (1, 2, 3),
     "RNN": (1, 2, 3),
     "PRelu": (1,),
+    "QLinearConv": (3, 8),  # quantized operators: integer weights are weights here
+    "QLinearMatMul": (0, 3),
+    "ConvInteger": (1,),
+    "MatMulInteger": (0, 1),
     "Add": (0, 1),  # MatMul + Add is how exporters write a Linear layer's bias (and decomposed LayerNorms)
     "Mul": (0, 1),
     "Sub": (0, 1),
 }
 ELEMENTWISE = {"Add", "Mul", "Sub"}  # a weight there only when float with more than one element
+INTEGER_WEIGHTS = {"QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger"}  # weights that need not be float
 BUFFER_INPUTS: dict[str, tuple[int, ...]] = {"BatchNormalization": (3, 4)}  # running mean and variance
 # op_type -> the inputs whose values flow on unchanged in meaning (None: every input): a weight transposed, sliced
 # into gates and concatenated again (the PyTorch LSTM export), cast or dequantized is still a weight.
@@ -371,7 +376,9 @@ def _kind(name: str, dtype: str, consumers: dict[str, list[_Consumer]], n: int) 
                 stack += [(o, dequantized or c.op_type == "DequantizeLinear") for o in c.outputs]
             elif c.index in BUFFER_INPUTS.get(c.op_type, ()):
                 found = TensorKind.BUFFER if found is TensorKind.OTHER else found
-            elif c.index in WEIGHT_INPUTS.get(c.op_type, ()) and (is_float or dequantized):
+            elif c.index in WEIGHT_INPUTS.get(c.op_type, ()) and (
+                is_float or dequantized or c.op_type in INTEGER_WEIGHTS
+            ):
                 if c.op_type not in ELEMENTWISE or n > 1:
                     return TensorKind.PARAMETER
     return found

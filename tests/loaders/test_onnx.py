@@ -402,3 +402,27 @@ def test_sniffing(tmp_path: Path) -> None:
     saved_model.write_bytes(b"\x08\x01\x12\x90\x4e" + b"\x0a\x05hello" * 2000)
     with Probe(saved_model) as probe:
         assert OnnxLoader().claim(probe) is None
+
+
+def test_quantized_weights(tmp_path: Path) -> None:
+    """QDQ (int8 -> DequantizeLinear -> MatMul) and QLinearMatMul: integer weights are parameters, scales and zero
+    points are not."""
+    inits = [
+        numpy_helper.from_array(np.ones((4, 3), np.int8), "wq"),
+        numpy_helper.from_array(np.array(0.1, np.float32), "w_scale"),
+        numpy_helper.from_array(np.array(0, np.int8), "w_zp"),
+        numpy_helper.from_array(np.ones((3, 2), np.int8), "w2"),
+    ]
+    nodes = [
+        helper.make_node("DequantizeLinear", ["wq", "w_scale", "w_zp"], ["w"]),
+        helper.make_node("MatMul", ["x", "w"], ["h"]),
+        helper.make_node("QuantizeLinear", ["h", "w_scale", "w_zp"], ["hq"]),
+        helper.make_node("QLinearMatMul", ["hq", "w_scale", "w_zp", "w2", "w_scale", "w_zp", "w_scale", "w_zp"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "q", [helper.make_tensor_value_info("x", 1, [1, 4])],
+                              [helper.make_tensor_value_info("y", 3, None)], inits)  # fmt: skip
+    path = tmp_path / "q.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    kinds = {t.name: t.kind for t in _check_against_onnx(path).tensors}
+    assert kinds == {"wq": TensorKind.PARAMETER, "w_scale": TensorKind.OTHER, "w_zp": TensorKind.OTHER,
+                     "w2": TensorKind.PARAMETER}  # fmt: skip
