@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import json
 import re
 import warnings
@@ -274,11 +276,14 @@ def test_external_data_problems_are_findings(tmp_path: Path, capsys: pytest.Capt
     assert "MISSING_EXTERNAL_DATA" in {f.code for f in load(missing).findings}
 
 
-@pytest.mark.parametrize("folding", [True, False])
-def test_torch_export_counts_equal_torch(tmp_path: Path, folding: bool) -> None:
+@pytest.mark.parametrize("exporter", ["legacy-folded", "legacy-unfolded", "dynamo"])
+def test_torch_export_counts_equal_torch(tmp_path: Path, exporter: str) -> None:
     """Folded, the LSTM's weights are new initializers in ONNX gate order; unfolded, torch's own tensors reach the
-    LSTM through Slice and Concat nodes. Either way the parameters are torch's."""
+    LSTM through Slice and Concat nodes; the dynamo exporter (torch's default) writes its weights as external data.
+    Every way, the parameters are torch's."""
     torch = pytest.importorskip("torch")
+    if exporter == "dynamo":
+        pytest.importorskip("onnxscript", reason="torch's dynamo ONNX exporter needs onnxscript")
     nn = torch.nn
 
     class Net(nn.Module):
@@ -297,13 +302,18 @@ def test_torch_export_counts_equal_torch(tmp_path: Path, folding: bool) -> None:
     model = Net().eval()
     path = tmp_path / "net.onnx"
     args = (torch.randn(1, 3, 8, 8), torch.randint(0, 20, (1, 5)))
-    with warnings.catch_warnings():  # the legacy exporter's deprecation and tracer warnings
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):  # the exporters' chatter
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, args, str(path), dynamo=False, do_constant_folding=folding)
+        if exporter == "dynamo":
+            torch.onnx.export(model, args, str(path), dynamo=True)
+        else:
+            torch.onnx.export(model, args, str(path), dynamo=False, do_constant_folding=exporter == "legacy-folded")
     ckpt = _check_against_onnx(path)
     assert ckpt.n_parameters == sum(p.numel() for p in model.parameters())
     assert {t.name for t in ckpt.tensors if t.kind is TensorKind.PARAMETER} >= {"fc.weight", "emb.weight"}
     assert ckpt.attributes["onnx.producer"] == "pytorch"
+    if exporter == "dynamo":
+        assert len(ckpt.files) == 2 and ckpt.files[1][0].endswith("net.onnx.data")
 
 
 def test_only_framing_is_read(tmp_path: Path) -> None:
