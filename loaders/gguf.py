@@ -483,7 +483,7 @@ class GgufLoader:
             tuple(tensors),
             regions,
             attributes,
-            _config(kv, set(shapes), shapes),
+            _config(kv, set(shapes), shapes) if arch else None,
             tuple(findings),
         )
 

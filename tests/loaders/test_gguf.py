@@ -368,3 +368,16 @@ def test_split_model_is_one_checkpoint(tmp_path: Path) -> None:
     shards[2].unlink()
     with pytest.raises(InspectorError, match="00003-of-00003.gguf: no such file"):
         load(shards[0])
+
+
+def test_no_architecture_no_config(tmp_path: Path) -> None:
+    w = gguf.GGUFWriter(str(tmp_path / "bare.gguf"), "llama")
+    w.kv_data[0].pop("general.architecture")  # GGUFWriter always adds it; a file may lack it
+    w.add_tensor("w", np.ones(4, np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    ckpt = load(tmp_path / "bare.gguf")
+    assert ckpt.config is None and "gguf.general.architecture" not in ckpt.attributes
+    assert "gguf.hf_names" not in ckpt.attributes and ckpt.n_parameters == 4
