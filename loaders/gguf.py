@@ -130,7 +130,7 @@ _PHI3 = {  # fused projections
     "blk.{i}.attn_qkv.{p}": "model.layers.{i}.self_attn.qkv_proj.{p}",
     "blk.{i}.ffn_up.{p}": "model.layers.{i}.mlp.gate_up_proj.{p}",
 }
-_GPT2 = {  # gpt2 in gguf-py's tensor_mapping.py (HF Conv1D weights)
+_GPT2: dict[str, str | None] = {  # gpt2 in gguf-py's tensor_mapping.py (HF Conv1D weights)
     "token_embd.{p}": "transformer.wte.{p}",
     "position_embd.{p}": "transformer.wpe.{p}",
     "blk.{i}.attn_norm.{p}": "transformer.h.{i}.ln_1.{p}",

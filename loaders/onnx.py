@@ -287,13 +287,9 @@ class _Walk:
         shape = check_shape(self.probe, FORMAT, name, dims)
         if dtype_id not in dtypes.ONNX_TYPES:
             raise UnsupportedVariantError(self.probe.path, FORMAT, f"tensor {name!r} has data type {dtype_id}", f.start)
-        dtype, typed_field = dtypes.ONNX_TYPES[dtype_id]
-        n = 1
-        for d in shape:
-            n *= d
-        logical = dtypes.nbytes_for(dtype, n)
-        t = _Tensor(name, shape, dtype, logical or 0, None, source)
-        data = self.payload(t, payloads, typed_field, n, f.start)
+        dtype = dtypes.ONNX_TYPES[dtype_id][0]
+        t = _Tensor(name, shape, dtype, dtypes.nbytes_for(dtype, _numel(shape)) or 0, None, source)
+        data = self.payload(t, payloads, f.start)
         if location == EXTERNAL or external:
             t.external = external
         self.tensors.append(t)
@@ -302,7 +298,7 @@ class _Walk:
         self.fill(f.start, f.end, data, RegionKind.HEADER, f"tensor header {name!r}"[:120])
         return t
 
-    def payload(self, t: _Tensor, payloads: list[Field], typed_field: int, n: int, at: int) -> list[tuple[int, int]]:
+    def payload(self, t: _Tensor, payloads: list[Field], at: int) -> list[tuple[int, int]]:
         """Data regions of one tensor's values (raw_data or typed fields); sets its offset where addressable."""
         spans = []
         for g in payloads:
@@ -349,10 +345,7 @@ class _Walk:
             raise self.error("a sparse tensor without values", f.start)
         name = owner or values.name
         shape = check_shape(self.probe, FORMAT, name, dims)
-        n = 1
-        for d in shape:
-            n *= d
-        logical = _Tensor(name, shape, values.dtype, dtypes.nbytes_for(values.dtype, n) or 0, None, source)
+        logical = _Tensor(name, shape, values.dtype, dtypes.nbytes_for(values.dtype, _numel(shape)) or 0, None, source)
         logical.notes.append(f"sparse: {values.shape[0] if values.shape else 0:,} values stored")
         for role, t, _ in parts:
             t.name, t.source = f"{name}#{role}", "sparse part"
