@@ -6,9 +6,10 @@
 
 Makes, in a temporary folder (or --out), a 1 GiB and a 2 GiB file of each format with 130 tensors
 (safetensors, npz, PyTorch zip, Keras-2-style HDF5, MXNet .params written by a small writer of the
-documented layout), plus a 10,000-tensor safetensors file and PyTorch file. Each measurement runs in a
-fresh process: wall time (best of --repeat), peak resident memory (ru_maxrss of the child) and bytes
-the process read through system calls (rchar from /proc/self/io at exit). Prints one table and the
+documented layout, GGUF by gguf-py, ONNX with external data), plus 10,000-tensor safetensors, PyTorch, GGUF
+and ONNX files; --formats picks a subset. Each measurement runs in a fresh process: wall time (best of
+--repeat), peak resident memory (ru_maxrss of the child) and bytes the process read through system calls
+(rchar from /proc/self/io at exit). Prints one table and the
 targets (inspector under 0.5 s and 100 MB; under a tenth of the baseline's time; 2 GiB within 1.2x of
 1 GiB; 10,000 tensors well under 2 s).
 
@@ -109,28 +110,69 @@ def write_npz(path: Path, tensors: dict[str, np.ndarray]) -> None:
     np.savez(path, **tensors)
 
 
+def write_gguf(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    """gguf-py's writer, float32 tensors (quantizing a gigabyte in numpy would take minutes)."""
+    import gguf
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    for name, a in tensors.items():
+        w.add_tensor(name, a)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def write_onnx(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    """A chain of MatMul nodes whose weights are external data (a protobuf cannot exceed 2 GiB): the data file is
+    streamed by numpy, the model by onnx.helper with each initializer's location, offset and length."""
+    from onnx import TensorProto, helper
+
+    location = path.name + ".data"
+    inits, nodes, offset = [], [], 0
+    with open(path.parent / location, "wb") as fh:
+        for i, (name, a) in enumerate(tensors.items()):
+            fh.write(a.tobytes())
+            t = TensorProto(name=name, data_type=TensorProto.FLOAT, dims=a.shape)
+            t.data_location = TensorProto.EXTERNAL
+            for key, value in (("location", location), ("offset", offset), ("length", a.nbytes)):
+                t.external_data.add(key=key, value=str(value))
+            offset += a.nbytes
+            inits.append(t)
+            nodes.append(helper.make_node("MatMul", ["x", name], [f"y{i}"]))
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1024])
+    graph = helper.make_graph(
+        nodes, "bench", [x], [helper.make_tensor_value_info("y0", TensorProto.FLOAT, None)], inits
+    )
+    path.write_bytes(helper.make_model(graph).SerializeToString())
+
+
 WRITERS = {
     "safetensors": (".safetensors", write_safetensors),
     "npz": (".npz", write_npz),
     "pytorch-zip": (".pt", write_torch),
     "keras-h5": (".h5", write_keras_h5),
     "mxnet-params": (".params", write_mxnet),
+    "gguf": (".gguf", write_gguf),
+    "onnx": (".onnx", write_onnx),
 }
-MANY_FORMATS = ("safetensors", "pytorch-zip")
+MANY_FORMATS = ("safetensors", "pytorch-zip", "gguf", "onnx")
 
 
-def make_files(out: Path, sizes: list[int]) -> list[tuple[str, str, Path]]:
+def make_files(out: Path, sizes: list[int], formats: list[str]) -> list[tuple[str, str, Path]]:
     """(format, size label, path) of every benchmark file."""
     files = []
     for gib in sizes:
         tensors = arrays(gib * GIB)
         for fmt, (suffix, write) in WRITERS.items():
+            if fmt not in formats:
+                continue
             path = out / f"model_{gib}g{suffix}"
             if not path.exists():
                 write(path, tensors)
             files.append((fmt, f"{gib} GiB", path))
     many = {f"block.{i}.weight": np.full(64, 0.5, dtype=np.float32) for i in range(10_000)}
-    for fmt in MANY_FORMATS:
+    for fmt in (f for f in MANY_FORMATS if f in formats):
         suffix, write = WRITERS[fmt]
         path = out / f"many{suffix}"
         if not path.exists():
@@ -142,6 +184,7 @@ def make_files(out: Path, sizes: list[int]) -> list[tuple[str, str, Path]]:
 READ_H5 = (
     "import h5py\nwith h5py.File(P) as f: f.visititems(lambda n, o: (o[()], None)[1] if hasattr(o, 'shape') else None)"
 )
+READ_GGUF = "import gguf, numpy as np\n[np.array(t.data) for t in gguf.GGUFReader(P).tensors]"
 SAFE_OPEN = (
     "from safetensors import safe_open\nwith safe_open(P, 'np') as f: [f.get_slice(k).get_shape() for k in f.keys()]"
 )
@@ -151,10 +194,14 @@ BASELINES = {
     "pytorch-zip": ("torch.load", "import torch; torch.load(P)"),
     "keras-h5": ("h5py read every dataset", READ_H5),
     "mxnet-params": ("read the whole .params", "open(P, 'rb').read()"),
+    "gguf": ("GGUFReader, every tensor copied", READ_GGUF),
+    "onnx": ("onnx.load (with external data)", "import onnx; onnx.load(P)"),
 }  # fmt: skip
 EXTRAS = {
     "safetensors": ("safe_open (keys, shapes)", SAFE_OPEN),
     "pytorch-zip": ("torch.load(mmap, meta)", "import torch; torch.load(P, mmap=True, map_location='meta')"),
+    "gguf": ("GGUFReader (memmap only)", "import gguf; gguf.GGUFReader(P)"),
+    "onnx": ("onnx.load(load_external_data=False)", "import onnx; onnx.load(P, load_external_data=False)"),
 }  # fmt: skip
 INSPECTOR = "import sys; from inspector.cli import main; raise SystemExit(main([P, '--json']))"
 WITH_HTML = "from inspector.cli import main; raise SystemExit(main([P, '--json', '--html', P + '.html']))"
@@ -259,7 +306,9 @@ def main() -> int:
     ap.add_argument("--data-only", action="store_true", help="only the --data runs, on 1 GiB files")
     ap.add_argument("--remote", action="store_true", help="also read every file over HTTP from 127.0.0.1")
     ap.add_argument("--remote-only", action="store_true", help="only the remote table")
+    ap.add_argument("--formats", default=",".join(WRITERS), help="formats to measure (default: all)")
     args = ap.parse_args()
+    formats = args.formats.split(",")
     if args.html:
         with tempfile.TemporaryDirectory(prefix="inspector-bench-") as tmp:
             html_figures(Path(tmp), args.repeat)
@@ -269,7 +318,7 @@ def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="inspector-bench-"))
     out.mkdir(parents=True, exist_ok=True)
-    need = sum(sizes) * 5 * GIB * 1.1
+    need = sum(sizes) * len(formats) * GIB * 1.1
     free = shutil.disk_usage(out).free
     if free < need:
         print(f"need {need / GIB:.0f} GiB free in {out}, have {free / GIB:.0f} GiB", file=sys.stderr)
@@ -281,7 +330,7 @@ def main() -> int:
         f"machine: {platform.machine()}, {os.cpu_count()} cores, {ram:.0f} GiB RAM, Python {platform.python_version()}"
     )
     try:
-        files = make_files(out, sizes)
+        files = make_files(out, sizes, formats)
         if 1 in sizes and not args.remote_only:
             headers = ["file A", "run", "wall s", "peak MB", "read MB", f"peak < {DATA_TARGET_MB} MB", "bytes A+B"]
             print(tabulate(data_rows(out, args.repeat), headers=headers, disable_numparse=True))

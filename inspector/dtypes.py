@@ -99,3 +99,82 @@ def nbytes_for(name: str, n_elements: int) -> int | None:
     if dt is None:
         return None
     return -(-n_elements * dt.bits // (8 * dt.block))
+
+
+# ggml tensor types (GGUF): type id -> (canonical name, elements per block, bytes per block). From gguf-py 0.19.0
+# `GGMLQuantizationType` and `GGML_QUANT_SIZES`; ids 4, 5 (Q4_2, Q4_3) and 31-33, 36-38 were removed upstream.
+GGML_TYPES: dict[int, tuple[str, int, int]] = {
+    0: ("F32", 1, 4),
+    1: ("F16", 1, 2),
+    2: ("Q4_0", 32, 18),
+    3: ("Q4_1", 32, 20),
+    6: ("Q5_0", 32, 22),
+    7: ("Q5_1", 32, 24),
+    8: ("Q8_0", 32, 34),
+    9: ("Q8_1", 32, 40),
+    10: ("Q2_K", 256, 84),
+    11: ("Q3_K", 256, 110),
+    12: ("Q4_K", 256, 144),
+    13: ("Q5_K", 256, 176),
+    14: ("Q6_K", 256, 210),
+    15: ("Q8_K", 256, 292),
+    16: ("IQ2_XXS", 256, 66),
+    17: ("IQ2_XS", 256, 74),
+    18: ("IQ3_XXS", 256, 98),
+    19: ("IQ1_S", 256, 50),
+    20: ("IQ4_NL", 32, 18),
+    21: ("IQ3_S", 256, 110),
+    22: ("IQ2_S", 256, 82),
+    23: ("IQ4_XS", 256, 136),
+    24: ("I8", 1, 1),
+    25: ("I16", 1, 2),
+    26: ("I32", 1, 4),
+    27: ("I64", 1, 8),
+    28: ("F64", 1, 8),
+    29: ("IQ1_M", 256, 56),
+    30: ("BF16", 1, 2),
+    34: ("TQ1_0", 256, 54),
+    35: ("TQ2_0", 256, 66),
+    39: ("MXFP4", 32, 17),
+    40: ("NVFP4", 64, 36),
+    41: ("Q1_0", 128, 18),
+}
+# The block-quantized ones join the canonical table: `bits` covers one block of `block` elements.
+DTYPES.update(
+    {name: DType(name, size * 8, DKind.QUANT, block) for name, block, size in GGML_TYPES.values() if block > 1}
+)
+
+# ONNX TensorProto.DataType (onnx 1.23.2) -> (canonical name, the typed field holding the values when there is no
+# raw_data: 4 float_data, 5 int32_data, 6 string_data, 7 int64_data, 10 double_data, 11 uint64_data).
+ONNX_TYPES: dict[int, tuple[str, int]] = {
+    1: ("F32", 4),
+    2: ("U8", 5),
+    3: ("I8", 5),
+    4: ("U16", 5),
+    5: ("I16", 5),
+    6: ("I32", 5),
+    7: ("I64", 7),
+    8: ("STRING", 6),
+    9: ("BOOL", 5),
+    10: ("F16", 5),
+    11: ("F64", 10),
+    12: ("U32", 11),
+    13: ("U64", 11),
+    14: ("C64", 4),
+    15: ("C128", 10),
+    16: ("BF16", 5),
+    17: ("F8_E4M3", 5),
+    18: ("F8_E4M3FNUZ", 5),
+    19: ("F8_E5M2", 5),
+    20: ("F8_E5M2FNUZ", 5),
+    21: ("U4", 5),
+    22: ("I4", 5),
+    23: ("F4", 5),
+    24: ("F8_E8M0", 5),
+    25: ("U2", 5),
+    26: ("I2", 5),
+    27: ("F6_E2M3", 5),
+    28: ("F6_E3M2", 5),
+}
+# sub-byte integer types ONNX has and the table above lacks
+DTYPES.update({"U4": DType("U4", 4, DKind.UINT), "U2": DType("U2", 2, DKind.UINT), "I2": DType("I2", 2, DKind.INT)})

@@ -87,6 +87,14 @@ def _shape_key(path: str) -> str:
     return SEGMENT_INDEX.sub("#", path)
 
 
+def canonical_name(t: TensorInfo) -> str:
+    """The name a family table knows a tensor by: the Hugging Face module and parameter a loader states for it
+    (GGUF's `blk.3.attn_q.weight` is `model.layers.3.self_attn.q_proj.weight`), else its own dotted name."""
+    if t.layer and t.param:
+        return f"{t.layer}.{t.param}"
+    return t.name
+
+
 @dataclass(frozen=True)
 class FileModules:
     """A file's parameter tensors, indexed once: by module path (name less its last part) and by name."""
@@ -101,8 +109,9 @@ class FileModules:
         tensors = {}
         for t in ckpt.tensors:
             if t.kind is TensorKind.PARAMETER:
-                modules.setdefault(t.name.rpartition(".")[0], []).append(t)
-                tensors[t.name] = t
+                name = canonical_name(t)
+                modules.setdefault(name.rpartition(".")[0], []).append(t)
+                tensors[name] = t
         keys = frozenset(_shape_key(p) for p in [*modules, *tensors])
         return cls({k: tuple(v) for k, v in modules.items()}, tensors, keys)
 
@@ -182,7 +191,8 @@ def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, 
         for hyper, (path, axis) in family.reads.items():
             full = view.full(path)
             weight = next(
-                (t for t in view.module(full) if t.name == full or t.name.endswith((".weight", ".kernel"))), None
+                (t for t in view.module(full) if canonical_name(t) == full or t.name.endswith((".weight", ".kernel"))),
+                None,
             )
             if weight is not None and len(weight.shape) > axis:
                 name, _, offset = hyper.partition("+")  # 'positions+2': the table has 2 rows more
@@ -340,7 +350,7 @@ def check(
     for e in expected:
         row = rows.setdefault(e.row, _Row())
         tensors = view.module(e.path)
-        assigned.update(t.name for t in tensors)
+        assigned.update(canonical_name(t) for t in tensors)
         found = sum(t.n_elements for t in tensors if t.alias_of is None)
         row.found += found
         if e.spec is None:

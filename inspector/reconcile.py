@@ -187,10 +187,9 @@ def _notes(ckpt: Checkpoint, by_kind: dict[str, int], params: tuple[TensorInfo, 
     if len(kinds) > 1:
         notes.append("parameters use several dtypes: " + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()))
     dt = dtypes.lookup(dtype) if dtype else None
-    if dt and dt.bits != 32:
-        notes.append(
-            f"parameters are {dtype} ({dt.bits} bits): a float32 reading of the size is off by x{32 / dt.bits:g}"
-        )
+    bits = dt.bits / dt.block if dt else 32  # per element: block-quantized types carry their scales
+    if dt and bits != 32:
+        notes.append(f"parameters are {dtype} ({bits:g} bits): a float32 reading of the size is off by x{32 / bits:g}")
     opt = by_kind.get("optimizer", 0)
     if opt and by_kind.get("parameters"):
         notes.append(

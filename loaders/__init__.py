@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from loaders.gguf import GgufLoader
 from loaders.keras_h5 import KerasH5Loader
 from loaders.keras_zip import KerasZipLoader
 from loaders.mxnet_params import MxnetParamsLoader
 from loaders.npy import NpyLoader, NpzLoader
+from loaders.onnx import OnnxLoader
 from loaders.safetensors import SafetensorsIndexLoader, SafetensorsLoader
 from loaders.torch_legacy import TorchLegacyLoader
 from loaders.torch_zip import TorchZipLoader
@@ -20,4 +22,6 @@ BUILTIN_LOADERS = (
     KerasH5Loader,
     KerasZipLoader,
     MxnetParamsLoader,
+    GgufLoader,
+    OnnxLoader,
 )

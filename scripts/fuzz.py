@@ -1,6 +1,6 @@
 """Mutation fuzzing of every loader, for longer runs than the test suite's property tests.
 
-    python scripts/fuzz.py --seconds 600 [--out fuzz-crashes] [--seed 1]
+    python scripts/fuzz.py --seconds 600 [--out fuzz-crashes] [--seed 1] [--only .gguf,.onnx]
 
 Takes every real file the hostile tests use (shared fixtures and sample_models), mutates it (truncate,
 flip bytes, overwrite with 0x00/0xFF, duplicate or delete a chunk, splice two files, blow up a length
@@ -73,11 +73,13 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--out", default="fuzz-crashes")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only", default="", help="comma-separated file suffixes to fuzz (default: every seed file)")
     args = ap.parse_args()
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
     signal.signal(signal.SIGALRM, _alarm)
     rng = random.Random(args.seed)
-    seeds = [(p, p.read_bytes()) for p in seed_files()]
+    only = tuple(s for s in args.only.split(",") if s)
+    seeds = [(p, p.read_bytes()) for p in seed_files() if not only or p.name.endswith(only)]
     out = Path(args.out)
     cases = errors = reports = crashes = 0
     slowest = (0.0, "")

@@ -65,7 +65,7 @@ def test_empty_file(tmp_path: Path) -> None:
         load(path)
 
 
-@pytest.mark.parametrize("ext", [".pt", ".safetensors", ".h5", ".npz", ".params", ".bin"])
+@pytest.mark.parametrize("ext", [".pt", ".safetensors", ".h5", ".npz", ".params", ".bin", ".gguf", ".onnx"])
 def test_random_bytes_with_a_checkpoint_extension(tmp_path: Path, ext: str) -> None:
     path = tmp_path / f"model{ext}"
     path.write_bytes(os.urandom(4096))
@@ -93,6 +93,22 @@ def test_safetensors_header_length_2_pow_60(tmp_path: Path) -> None:
     path = tmp_path / "x.safetensors"
     path.write_bytes(struct.pack("<Q", 1 << 60) + b'{"a": {"dtype": "F32"}}')
     with pytest.raises(LimitExceededError):
+        load(path)
+
+
+def test_gguf_array_of_2_pow_60_strings(tmp_path: Path) -> None:
+    key = b"tokenizer.ggml.tokens"
+    kv = struct.pack("<Q", len(key)) + key + struct.pack("<IIQ", 9, 8, 1 << 60)  # array of 2^60 strings
+    path = tmp_path / "x.gguf"
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + kv + b"\0" * 64)
+    with pytest.raises(LimitExceededError, match="cannot fit"):
+        load(path)
+
+
+def test_onnx_graph_longer_than_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "x.onnx"
+    path.write_bytes(b"\x08\x07\x3a\x80\x80\x80\x80\x08" + b"\0" * 64)  # graph of 2^31 bytes
+    with pytest.raises(InspectorError):
         load(path)
 
 

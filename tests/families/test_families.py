@@ -133,3 +133,43 @@ def test_family_words_as_expect_check_the_file_module_by_module(zoo, tmp_path: P
     exp = inspect(tmp_path / "model.safetensors", f"llama {words} layers=3").expectation
     assert exp is not None and not exp.matches
     assert [c.layer for c in exp.layers if c.status == "missing"] == ["model.layers.2"]
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_a_llama_gguf_and_its_safetensors_give_the_same_expectation(tmp_path: Path, tied: bool) -> None:
+    """GGUF names map to the family's modules (`loaders.gguf.hf_name`), its metadata to the config's sizes."""
+    gguf = pytest.importorskip("gguf")
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    torch.manual_seed(0)
+    sizes = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2}
+    config = transformers.LlamaConfig(vocab_size=96, num_hidden_layers=2, tie_word_embeddings=tied, **sizes)
+    model = transformers.LlamaForCausalLM(config)
+    model.save_pretrained(tmp_path / "hf")
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, config.num_hidden_layers)
+    writer = gguf.GGUFWriter(str(tmp_path / "model.gguf"), "llama")
+    writer.add_context_length(config.max_position_embeddings)
+    writer.add_embedding_length(config.hidden_size)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_block_count(config.num_hidden_layers)
+    writer.add_head_count(config.num_attention_heads)
+    writer.add_head_count_kv(config.num_key_value_heads)
+    writer.add_vocab_size(config.vocab_size)
+    for key, value in model.state_dict().items():
+        if not (tied and key == "lm_head.weight"):
+            writer.add_tensor(names.get_name(key, try_suffixes=(".weight", ".bias")), value.numpy())
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    from_gguf = inspect(tmp_path / "model.gguf").expectation
+    from_hf = inspect(tmp_path / "hf" / "model.safetensors").expectation
+    assert from_gguf is not None and from_hf is not None
+    assert from_gguf.architecture == from_hf.architecture == "llama" and from_gguf.matches and from_hf.matches
+    assert from_gguf.total == from_hf.total == model.num_parameters()
+    assert [(c.layer, c.expected, c.status) for c in from_gguf.layers] == [
+        (c.layer, c.expected, c.status) for c in from_hf.layers
+    ]
+    shown = ("vocab", "d_model", "layers", "heads", "kv_heads", "q_dim", "kv_dim", "feedforward", "tied")
+    assert {k: from_gguf.hyperparameters[k] for k in shown} == {k: from_hf.hyperparameters[k] for k in shown}

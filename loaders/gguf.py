@@ -1,0 +1,537 @@
+"""GGUF, llama.cpp's model file, versions 1 to 3, either byte order (FORMATS.md section 7).
+
+Layout (little-endian unless the version reads byte-swapped)::
+
+    "GGUF", u32 version, u64 tensor_count, u64 kv_count       (v1: u32 counts)
+    kv_count x {string key, u32 value_type, value}            string = u64 length + UTF-8 (v1: u32 length)
+        value types 0 u8, 1 i8, 2 u16, 3 i16, 4 u32, 5 i32, 6 f32, 7 bool, 8 string,
+        9 array (u32 element type, u64 count, elements; v1: u32 count), 10 u64, 11 i64, 12 f64
+    tensor_count x {string name, u32 n_dims, n_dims x u64 ne (v1: u32), u32 ggml type, u64 offset}
+    padding to general.alignment (u32, default 32), then the data section; each tensor at
+    data_start + offset, padded to the alignment (gguf-py pads after the last one too)
+
+ne[0] is the fastest axis: the shape reported is reversed (numpy / PyTorch order). A tensor's bytes are
+n_elements / block x block bytes (`inspector.dtypes.GGML_TYPES`). Key-value arrays (the vocabulary, merges,
+scores) are skipped by their sizes, never kept: only their lengths are reported. Verified: magic, version,
+counts against the file size, lengths, types, duplicate keys and names, alignment (a power of two), that
+quantized rows fill whole blocks and that every tensor lies inside the file; misaligned or overlapping
+tensors become findings. The v1 layout (32-bit counts, lengths and dimensions) follows llama.cpp's
+reader of 2023; gguf-py reads only v2 and v3.
+
+`Checkpoint.config` is a Hugging Face style config mapped from the hyperparameter keys by `HF_CONFIG`,
+and `hf_name()` maps tensor names to Hugging Face names (gguf-py's `tensor_mapping.py`, reversed).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from inspector.dtypes import DTYPES, GGML_TYPES
+from inspector.errors import FormatError, LimitExceededError, TruncatedFileError, UnsupportedVariantError
+from inspector.probe import Probe
+from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
+from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, check_shape, parsing, tile
+
+FORMAT = "gguf"
+MAGIC = b"GGUF"
+VERSIONS = (1, 2, 3)
+DEFAULT_ALIGNMENT = 32
+MAX_KV = 1_000_000
+MAX_ARRAY_DEPTH = 8
+MAX_NAME_BYTES = 1 << 16  # keys and tensor names
+KEEP_STRING = 256  # characters of a string value kept for the report; longer ones are cut
+KEEP_ARRAY = 16  # arrays up to this many numbers are kept whole
+WINDOW = 64 << 10  # bytes read at a time while walking the key-value and tensor-info sections
+MAX_SPLITS = 10_000
+SPLIT_NAME = re.compile(r"(.+)-(\d{5})-of-(\d{5})\.gguf")  # llama.cpp's llama_split_path
+
+STRING, ARRAY = 8, 9
+# value type -> (name, struct code); strings and arrays are variable-sized
+VALUE_TYPES: dict[int, tuple[str, str]] = {
+    0: ("u8", "B"),
+    1: ("i8", "b"),
+    2: ("u16", "H"),
+    3: ("i16", "h"),
+    4: ("u32", "I"),
+    5: ("i32", "i"),
+    6: ("f32", "f"),
+    7: ("bool", "?"),
+    STRING: ("string", ""),
+    ARRAY: ("array", ""),
+    10: ("u64", "Q"),
+    11: ("i64", "q"),
+    12: ("f64", "d"),
+}
+
+# Hugging Face config key <- GGUF key ({arch} is general.architecture), from gguf-py's `Keys` and the
+# converter's `set_gguf_parameters` (convert_hf_to_gguf.py).
+HF_CONFIG: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("vocab_size", ("{arch}.vocab_size",)),
+    ("max_position_embeddings", ("{arch}.context_length",)),
+    ("hidden_size", ("{arch}.embedding_length",)),
+    ("intermediate_size", ("{arch}.feed_forward_length",)),
+    ("num_hidden_layers", ("{arch}.block_count",)),
+    ("num_attention_heads", ("{arch}.attention.head_count",)),
+    ("num_key_value_heads", ("{arch}.attention.head_count_kv",)),
+    ("head_dim", ("{arch}.attention.key_length", "{arch}.rope.dimension_count")),
+    ("rms_norm_eps", ("{arch}.attention.layer_norm_rms_epsilon",)),
+    ("layer_norm_eps", ("{arch}.attention.layer_norm_epsilon",)),
+    ("rope_theta", ("{arch}.rope.freq_base",)),
+    ("sliding_window", ("{arch}.attention.sliding_window",)),
+    ("num_local_experts", ("{arch}.expert_count",)),
+    ("num_experts_per_tok", ("{arch}.expert_used_count",)),
+    ("bos_token_id", ("tokenizer.ggml.bos_token_id",)),
+    ("eos_token_id", ("tokenizer.ggml.eos_token_id",)),
+)
+# general.architecture -> Hugging Face model_type where the two differ (identity otherwise)
+MODEL_TYPES = {
+    "gptneox": "gpt_neox",
+    "starcoder": "gpt_bigcode",
+    "qwen2moe": "qwen2_moe",
+    "qwen3moe": "qwen3_moe",
+    "phi2": "phi",
+    "command-r": "cohere",
+    "stablelm": "stablelm",
+}
+
+# GGUF tensor name -> Hugging Face name, llama family (llama-hf in gguf-py's tensor_mapping.py). {i} is the
+# block number. Names with no Hugging Face counterpart (rope_freqs, stacked experts) map to None.
+HF_NAMES: dict[str, str | None] = {
+    "token_embd.{p}": "model.embed_tokens.{p}",
+    "output_norm.{p}": "model.norm.{p}",
+    "output.{p}": "lm_head.{p}",
+    "rope_freqs.{p}": None,
+    "blk.{i}.attn_norm.{p}": "model.layers.{i}.input_layernorm.{p}",
+    "blk.{i}.attn_q.{p}": "model.layers.{i}.self_attn.q_proj.{p}",
+    "blk.{i}.attn_k.{p}": "model.layers.{i}.self_attn.k_proj.{p}",
+    "blk.{i}.attn_v.{p}": "model.layers.{i}.self_attn.v_proj.{p}",
+    "blk.{i}.attn_output.{p}": "model.layers.{i}.self_attn.o_proj.{p}",
+    "blk.{i}.attn_q_norm.{p}": "model.layers.{i}.self_attn.q_norm.{p}",  # qwen3 olmo2
+    "blk.{i}.attn_k_norm.{p}": "model.layers.{i}.self_attn.k_norm.{p}",
+    "blk.{i}.ffn_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}",
+    "blk.{i}.ffn_gate.{p}": "model.layers.{i}.mlp.gate_proj.{p}",
+    "blk.{i}.ffn_up.{p}": "model.layers.{i}.mlp.up_proj.{p}",
+    "blk.{i}.ffn_down.{p}": "model.layers.{i}.mlp.down_proj.{p}",
+    "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.mlp.gate.{p}",  # qwen2moe olmoe router
+    "blk.{i}.ffn_gate_exps.{p}": None,  # experts stacked into one tensor; HF keeps one per expert
+    "blk.{i}.ffn_up_exps.{p}": None,
+    "blk.{i}.ffn_down_exps.{p}": None,
+}
+_GEMMA2 = {  # gemma2/gemma3: a norm before and after both attention and FFN
+    "blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}",
+    "blk.{i}.ffn_norm.{p}": "model.layers.{i}.pre_feedforward_layernorm.{p}",
+    "blk.{i}.post_ffw_norm.{p}": "model.layers.{i}.post_feedforward_layernorm.{p}",
+}
+_PHI3 = {  # fused projections
+    "blk.{i}.attn_qkv.{p}": "model.layers.{i}.self_attn.qkv_proj.{p}",
+    "blk.{i}.ffn_up.{p}": "model.layers.{i}.mlp.gate_up_proj.{p}",
+}
+_GPT2: dict[str, str | None] = {  # gpt2 in gguf-py's tensor_mapping.py (HF Conv1D weights)
+    "token_embd.{p}": "transformer.wte.{p}",
+    "position_embd.{p}": "transformer.wpe.{p}",
+    "blk.{i}.attn_norm.{p}": "transformer.h.{i}.ln_1.{p}",
+    "blk.{i}.attn_qkv.{p}": "transformer.h.{i}.attn.c_attn.{p}",
+    "blk.{i}.attn_output.{p}": "transformer.h.{i}.attn.c_proj.{p}",
+    "blk.{i}.ffn_norm.{p}": "transformer.h.{i}.ln_2.{p}",
+    "blk.{i}.ffn_up.{p}": "transformer.h.{i}.mlp.c_fc.{p}",
+    "blk.{i}.ffn_down.{p}": "transformer.h.{i}.mlp.c_proj.{p}",
+    "output_norm.{p}": "transformer.ln_f.{p}",
+    "output.{p}": "lm_head.{p}",
+}
+# general.architecture -> its whole table (the llama table for every other architecture)
+HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
+    "gemma2": {**HF_NAMES, **_GEMMA2},
+    "gemma3": {**HF_NAMES, **_GEMMA2},
+    "phi3": {**HF_NAMES, **_PHI3},
+    "gpt2": _GPT2,
+}
+# Tensors a GGUF stores that are not trainable parameters in the source model.
+NOT_PARAMETERS = {"rope_freqs.weight": TensorKind.BUFFER}
+
+
+def _compile(table: dict[str, str | None]) -> list[tuple[re.Pattern[str], str | None]]:
+    out = []
+    for pattern, target in table.items():
+        regex = re.escape(pattern).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{p\}", r"(?P<p>weight|bias)")
+        out.append((re.compile(regex), target))
+    return out
+
+
+_HF_RULES = {arch: _compile(table) for arch, table in HF_NAMES_BY_ARCH.items()}
+_HF_DEFAULT = _compile(HF_NAMES)
+
+
+def hf_name(gguf_name: str, arch: str = "llama") -> str | None:
+    """The Hugging Face name of a GGUF tensor (`blk.3.attn_q.weight` -> `model.layers.3.self_attn.q_proj.weight`).
+
+    The llama table (llama, mistral, qwen2, qwen3...) unless `arch` has its own (gemma2/3, phi3, gpt2). None when
+    the tensor has no one-to-one Hugging Face counterpart or the name is not in the table.
+    """
+    for regex, target in _HF_RULES.get(arch, _HF_DEFAULT):
+        m = regex.fullmatch(gguf_name)
+        if m:
+            return None if target is None else target.format(**m.groupdict())
+    return None
+
+
+class _Cursor:
+    """Sequential reads through a window of the file, in the file's byte order and length width."""
+
+    def __init__(self, probe: Probe, pos: int, order: str, wide: bool) -> None:
+        self.probe, self.pos, self.order = probe, pos, order
+        self.len_code = "Q" if wide else "I"
+        self._buf, self._at = b"", 0
+
+    def take(self, n: int, what: str) -> bytes:
+        rel = self.pos - self._at
+        if rel < 0 or rel + n > len(self._buf):
+            want = max(n, min(WINDOW, self.probe.size - self.pos))
+            self._buf = self.probe.read_at(self.pos, want, fmt=FORMAT, what=what)
+            self._at, rel = self.pos, 0
+        self.pos += n
+        return self._buf[rel : rel + n]
+
+    def unpack(self, code: str, what: str) -> Any:
+        size = struct.calcsize(code)
+        return struct.unpack(self.order + code, self.take(size, what))[0]
+
+    def length(self, what: str) -> int:
+        return int(self.unpack(self.len_code, what))
+
+    def skip(self, n: int, what: str) -> None:
+        if self.pos + n > self.probe.size:
+            self.take(n, what)  # raises the truncation error
+        self.pos += n
+
+    def skip_strings(self, count: int, what: str) -> None:
+        """Step over `count` strings (a vocabulary) reading only their lengths, in a tight loop over the window."""
+        length = struct.Struct(self.order + self.len_code)
+        pos = self.pos
+        for _ in range(count):
+            rel = pos - self._at
+            if rel < 0 or rel + length.size > len(self._buf):
+                self.pos = pos
+                self.take(length.size, what)  # refills the window at pos, or raises past the end of the file
+                rel = pos - self._at
+            pos += length.size + length.unpack_from(self._buf, rel)[0]
+        self.pos = pos
+        if pos > self.probe.size:
+            raise TruncatedFileError(self.probe.path, FORMAT, f"{what} ends past the end of the file", pos)
+
+    def string(self, what: str, keep: int | None = None) -> str:
+        """A string; cut to `keep` characters, or at most MAX_NAME_BYTES long when `keep` is None (names)."""
+        n = self.length(what)
+        if keep is None and n > MAX_NAME_BYTES:
+            raise LimitExceededError(self.probe.path, FORMAT, f"{what} is {n:,} bytes long", self.pos)
+        if keep is not None and n > keep:
+            text = self.take(keep, what).decode("utf-8", "replace")
+            self.skip(n - keep, what)
+            return text + "..."
+        return self.take(n, what).decode("utf-8")
+
+
+def _value(cur: _Cursor, vtype: int, key: str, depth: int = 0) -> Any:
+    """A value: numbers and strings kept (strings cut), arrays kept when short, else `("array", type, n)`."""
+    if vtype not in VALUE_TYPES:
+        raise UnsupportedVariantError(cur.probe.path, FORMAT, f"key {key!r} has unknown value type {vtype}", cur.pos)
+    if vtype == STRING:
+        return cur.string(f"value of {key!r}", KEEP_STRING)
+    if vtype != ARRAY:
+        return cur.unpack(VALUE_TYPES[vtype][1], f"value of {key!r}")
+    if depth >= MAX_ARRAY_DEPTH:
+        raise LimitExceededError(cur.probe.path, FORMAT, f"key {key!r} nests arrays {depth} deep", cur.pos)
+    etype = cur.unpack("I", f"array type of {key!r}")
+    count = cur.length(f"array length of {key!r}")
+    if etype not in VALUE_TYPES:
+        raise UnsupportedVariantError(cur.probe.path, FORMAT, f"key {key!r} has unknown array type {etype}", cur.pos)
+    code = VALUE_TYPES[etype][1]
+    minimum = struct.calcsize(code) if code else (4 if etype == ARRAY else struct.calcsize(cur.len_code))
+    if count * minimum > cur.probe.size - cur.pos:
+        raise LimitExceededError(
+            cur.probe.path, FORMAT, f"key {key!r}: {count:,} array elements cannot fit in the file", cur.pos
+        )
+    if code and count <= KEEP_ARRAY:
+        return list(struct.unpack(f"{cur.order}{count}{code}", cur.take(count * minimum, f"array {key!r}")))
+    if code:
+        cur.skip(count * minimum, f"array {key!r}")
+    elif etype == STRING:
+        cur.skip_strings(count, f"string in {key!r}")
+    else:
+        for _ in range(count):
+            _value(cur, ARRAY, key, depth + 1)
+    return ("array", VALUE_TYPES[etype][0], count)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return f"array of {value[2]:,} {value[1]}"
+    return str(value)[: KEEP_STRING + 3]
+
+
+def _header(probe: Probe) -> tuple[str, int]:
+    """Byte order and version; big-endian files read with their version byte-swapped (as gguf-py does)."""
+    (version,) = struct.unpack("<I", probe.read_at(4, 4, fmt=FORMAT, what="version"))
+    order = "<"
+    if version & 0xFFFF == 0:
+        order, (version,) = ">", struct.unpack(">I", probe.read_at(4, 4, fmt=FORMAT))
+    if version not in VERSIONS:
+        raise UnsupportedVariantError(probe.path, FORMAT, f"version {version} (this reader knows 1, 2 and 3)", 4)
+    return order, version
+
+
+def _config(kv: dict[str, Any], names: set[str], shapes: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+    arch = str(kv.get("general.architecture", ""))
+    config: dict[str, Any] = {"source": "gguf", "model_type": MODEL_TYPES.get(arch, arch)}
+    for hf_key, keys in HF_CONFIG:
+        values = [kv.get(key.format(arch=arch)) for key in keys]
+        found = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+        if found:  # the first key present wins; arrays (per-layer values) are left out
+            config[hf_key] = found[0]
+    tokens = kv.get("tokenizer.ggml.tokens")
+    if "vocab_size" not in config and isinstance(tokens, tuple):
+        config["vocab_size"] = tokens[2]
+    if "vocab_size" not in config and "token_embd.weight" in shapes:
+        config["vocab_size"] = shapes["token_embd.weight"][0]
+    if "token_embd.weight" in names:
+        config["tie_word_embeddings"] = "output.weight" not in names
+    return config
+
+
+def _tensor_info(cur: _Cursor, index: int) -> tuple[str, tuple[int, ...], int, int]:
+    name = cur.string(f"name of tensor {index}")
+    n_dims = cur.unpack("I", f"dimension count of {name!r}")
+    if n_dims > MAX_DIMS:
+        raise LimitExceededError(cur.probe.path, FORMAT, f"tensor {name!r} has {n_dims} dimensions", cur.pos)
+    ne = [cur.length(f"dimensions of {name!r}") for _ in range(n_dims)]
+    ggml_type = cur.unpack("I", f"type of {name!r}")
+    offset = cur.unpack("Q", f"offset of {name!r}")
+    return name, check_shape(cur.probe, FORMAT, name, reversed(ne)), ggml_type, offset
+
+
+def _layout(probe: Probe, name: str, shape: tuple[int, ...], ggml_type: int) -> tuple[str, int, int, int]:
+    """(dtype, elements per block, bytes per block, nbytes) of one tensor."""
+    if ggml_type not in GGML_TYPES:
+        raise UnsupportedVariantError(probe.path, FORMAT, f"tensor {name!r} has unknown ggml type {ggml_type}")
+    dtype, block, size = GGML_TYPES[ggml_type]
+    row = shape[-1] if shape else 1
+    if row % block:
+        raise FormatError(
+            probe.path, FORMAT, f"tensor {name!r}: rows of {row} elements do not fill {dtype} blocks of {block}"
+        )
+    n = 1
+    for d in shape:
+        n *= d
+    return dtype, block, size, n // block * size
+
+
+def _bits(dtype: str) -> float:
+    dt = DTYPES[dtype]
+    return dt.bits / dt.block
+
+
+@dataclass
+class _File:
+    """What one GGUF file holds: its metadata, tensors and regions (for file `index` of the checkpoint)."""
+
+    version: int
+    order: str
+    alignment: int
+    data_start: int
+    kv: dict[str, Any]
+    tensors: list[TensorInfo]
+    regions: list[Region]
+    findings: list[Finding]
+
+
+def _parse(probe: Probe, index: int = 0) -> _File:
+    order, version = _header(probe)
+    cur = _Cursor(probe, 8, order, version > 1)
+    n_tensors, n_kv = cur.length("tensor count"), cur.length("key-value count")
+    if n_tensors > MAX_TENSORS or n_kv > MAX_KV or (n_tensors + n_kv) * 8 > probe.size:
+        raise LimitExceededError(
+            probe.path, FORMAT, f"{n_tensors:,} tensors and {n_kv:,} keys declared in a {probe.size:,}-byte file"
+        )
+    regions = [Region(RegionKind.HEADER, 0, cur.pos, f"GGUF v{version} header", index)]
+    kv: dict[str, Any] = {}
+    for _ in range(n_kv):
+        start = cur.pos
+        key = cur.string("key")
+        if key in kv:
+            raise FormatError(probe.path, FORMAT, f"duplicate key {key!r}", start)
+        vtype = cur.unpack("I", f"type of {key!r}")
+        kv[key] = _value(cur, vtype, key)
+        label = f"{key} ({_show(kv[key])})"[:120]
+        regions.append(Region(RegionKind.METADATA, start, cur.pos - start, label, index))
+    alignment = kv.get("general.alignment", DEFAULT_ALIGNMENT)
+    if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
+        raise FormatError(probe.path, FORMAT, f"general.alignment {alignment!r} is not a power of two")
+    infos_start = cur.pos
+    infos = [_tensor_info(cur, i) for i in range(n_tensors)]
+    regions.append(Region(RegionKind.HEADER, infos_start, cur.pos - infos_start, f"{n_tensors:,} tensor infos", index))
+    data_start = -(-cur.pos // alignment) * alignment
+    regions.append(Region(RegionKind.PADDING, cur.pos, data_start - cur.pos, f"padding to {alignment} bytes", index))
+    gguf = _File(version, order, alignment, data_start, kv, [], regions, [])
+    _place_tensors(probe, gguf, infos, index, str(kv.get("general.architecture", "")))
+    return gguf
+
+
+def _place_tensors(
+    probe: Probe, gguf: _File, infos: list[tuple[str, tuple[int, ...], int, int]], index: int, arch: str
+) -> None:
+    """Tensor records, data and padding regions, and findings for misplaced tensors.
+
+    Each tensor's `layer` and `param` are its Hugging Face module and parameter (`hf_name`) where it has one,
+    so the family tables check a GGUF file as they check the same model in safetensors.
+    """
+    seen: set[str] = set()
+    spans = []
+    alignment = gguf.alignment
+    for name, shape, ggml_type, offset in infos:
+        if name in seen:
+            raise FormatError(probe.path, FORMAT, f"duplicate tensor name {name!r}")
+        seen.add(name)
+        dtype, block, size, nbytes = _layout(probe, name, shape, ggml_type)
+        start = gguf.data_start + offset
+        if start + nbytes > probe.size:
+            message = f"tensor {name!r} data ends at byte {start + nbytes:,} but the file has {probe.size:,} bytes"
+            raise FormatError(probe.path, FORMAT, message, start)
+        if offset % alignment:
+            message = f"tensor {name!r} at offset {offset:,} is not {alignment}-aligned"
+            gguf.findings.append(Finding("MISALIGNED", Severity.WARNING, message, (name,)))
+        kind = NOT_PARAMETERS.get(name, TensorKind.PARAMETER)
+        notes = (f"{dtype}: blocks of {block} elements in {size} bytes, {_bits(dtype):g} bits per weight",)
+        layer, _, param = (hf_name(name, arch) or "").rpartition(".")
+        gguf.tensors.append(
+            TensorInfo(
+                name,
+                shape,
+                dtype,
+                nbytes,
+                start,
+                kind=kind,
+                layer=layer or None,
+                param=param or None,
+                file=index,
+                notes=notes if block > 1 else (),
+            )  # fmt: skip
+        )
+        spans.append((start, nbytes, name))
+    pos = gguf.data_start
+    regions = gguf.regions
+    for start, nbytes, name in sorted(spans):
+        if start < pos:
+            message = f"tensor {name!r} overlaps the one before"
+            gguf.findings.append(Finding("OVERLAP", Severity.ERROR, message, (name,)))
+        else:
+            pad = min(start, -(-pos // alignment) * alignment) - pos
+            regions.append(Region(RegionKind.PADDING, pos, pad, "tensor alignment padding", index))
+        regions.append(Region(RegionKind.TENSOR_DATA, start, nbytes, name, index))
+        pos = max(pos, start + nbytes)
+    tail = min(probe.size, -(-pos // alignment) * alignment) - pos
+    regions.append(Region(RegionKind.PADDING, pos, tail, "tail padding", index))
+    if probe.size > pos + tail:
+        message = f"{probe.size - pos - tail:,} bytes after the last tensor's padding"
+        gguf.findings.append(Finding("TRAILING_BYTES", Severity.WARNING, message))
+
+
+def _split_paths(probe: Probe, kv: dict[str, Any]) -> list[str]:
+    """Every shard of a split model (gguf-split, GGUFWriter(split_max_tensors=...)), the given one first."""
+    count = kv.get("split.count")
+    if not isinstance(count, int) or count <= 1:
+        return [probe.path]
+    m = SPLIT_NAME.fullmatch(os.path.basename(probe.path))
+    if m is None or int(m.group(3)) != count:
+        raise FormatError(
+            probe.path, FORMAT, f"split.count is {count} but the name is not <model>-NNNNN-of-{count:05d}"
+        )
+    if count > MAX_SPLITS:
+        raise LimitExceededError(probe.path, FORMAT, f"{count:,} split files (cap {MAX_SPLITS:,})")
+    folder = os.path.dirname(probe.path)
+    names = [os.path.join(folder, f"{m.group(1)}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
+    return [probe.path] + [n for n in names if os.path.basename(n) != os.path.basename(probe.path)]
+
+
+class GgufLoader:
+    """llama.cpp GGUF files (v1-v3), header-only: metadata key-values and tensor infos; split models as one."""
+
+    name: ClassVar[str] = FORMAT
+    extensions: ClassVar[tuple[str, ...]] = (".gguf",)
+
+    def claim(self, probe: Probe) -> Claim | None:
+        return Claim.EXACT if probe.head.startswith(MAGIC) else None
+
+    def load(self, probe: Probe) -> Checkpoint:
+        first = _parse(probe)
+        parsed, files = [first], [(probe.path, probe.size)]
+        for index, path in enumerate(_split_paths(probe, first.kv)[1:], start=1):
+            with Probe(path) as shard:
+                with parsing(shard, FORMAT):
+                    parsed.append(_parse(shard, index))
+                files.append((path, shard.size))
+        kv: dict[str, Any] = {}
+        for part in sorted(parsed, key=lambda p: -1 if p.kv.get("split.no") == 0 else 0):
+            kv = {**part.kv, **kv}  # the first shard's metadata wins; the others hold only split.* keys
+        tensors = [t for part in parsed for t in part.tensors]
+        findings = [f for part in parsed for f in part.findings] + _split_findings(parsed, len(tensors))
+        regions = tuple(r for i, part in enumerate(parsed) for r in tile(part.regions, files[i][1], i))
+        attributes = {
+            "gguf.version": str(first.version),
+            "gguf.byte_order": "big" if first.order == ">" else "little",
+            "gguf.alignment": str(first.alignment),
+            "gguf.data_start": str(first.data_start),
+        }
+        if len(files) > 1:
+            attributes["gguf.split_files"] = str(len(files))
+        attributes |= {f"gguf.{k}": _show(v) for k, v in kv.items()}
+        attributes |= _type_summary(tensors)
+        shapes = {t.name: t.shape for t in tensors}
+        arch = str(kv.get("general.architecture", ""))
+        if arch:
+            unmapped = [t.name for t in tensors if hf_name(t.name, arch) is None and t.name not in NOT_PARAMETERS]
+            attributes["gguf.hf_names"] = f"{len(tensors) - len(unmapped):,} of {len(tensors):,} tensors"
+        return Checkpoint(
+            probe.path,
+            FORMAT,
+            "llama.cpp",
+            tuple(files),
+            tuple(tensors),
+            regions,
+            attributes,
+            _config(kv, set(shapes), shapes) if arch else None,
+            tuple(findings),
+        )
+
+
+def _split_findings(parsed: list[_File], n_tensors: int) -> list[Finding]:
+    """A split model's shards must number 0..count-1 and hold split.tensors.count tensors between them."""
+    if len(parsed) == 1:
+        return []
+    findings = []
+    numbers = sorted(p.kv.get("split.no", -1) for p in parsed)
+    if numbers != list(range(len(parsed))):
+        findings.append(Finding("SPLIT_MISMATCH", Severity.ERROR, f"split.no of the shards are {numbers}"))
+    declared = parsed[0].kv.get("split.tensors.count")
+    if isinstance(declared, int) and declared != n_tensors:
+        message = f"split.tensors.count says {declared:,} tensors, the shards hold {n_tensors:,}"
+        findings.append(Finding("SPLIT_MISMATCH", Severity.ERROR, message, expected=declared, observed=n_tensors))
+    names = [t.name for p in parsed for t in p.tensors]
+    if len(set(names)) != len(names):
+        findings.append(Finding("DUPLICATE_TENSOR", Severity.ERROR, "a tensor name appears in two shards"))
+    return findings
+
+
+def _type_summary(tensors: list[TensorInfo]) -> dict[str, str]:
+    """Tensors per ggml type with bits per weight, and the bits per weight of the whole file's tensors."""
+    by_type: dict[str, int] = {}
+    for t in tensors:
+        by_type[t.dtype] = by_type.get(t.dtype, 0) + 1
+    parts = [f"{name} x{n} ({_bits(name):g} bpw)" for name, n in sorted(by_type.items(), key=lambda kv: -kv[1])]
+    n_elements = sum(t.n_elements for t in tensors)
+    out = {"gguf.types": ", ".join(parts) or "-"}
+    if n_elements:
+        out["gguf.bits_per_weight"] = f"{sum(t.nbytes for t in tensors) * 8 / n_elements:.4g}"
+    return out

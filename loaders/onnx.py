@@ -1,0 +1,474 @@
+"""ONNX models (one protobuf `ModelProto`), read from the wire format without onnx (FORMATS.md section 8).
+
+Walked (field numbers of onnx.proto, onnx 1.23.2)::
+
+    ModelProto   1 ir_version, 2 producer_name, 3 producer_version, 5 model_version, 7 graph, 8 opset_import
+                 (1 domain, 2 version), 14 metadata_props, 20 training_info (1 initialization, 2 algorithm graphs)
+    GraphProto   1 node, 2 name, 5 initializer, 11 input, 15 sparse_initializer (1 values, 2 indices, 3 dims)
+    NodeProto    1 input, 2 output, 3 name, 4 op_type, 5 attribute (1 name, 5 t, 6 g, 10 tensors, 11 graphs,
+                 22 sparse_tensor)
+    TensorProto  1 dims, 2 data_type, 8 name, 9 raw_data, typed values (4 float, 5 int32, 6 string, 7 int64,
+                 10 double, 11 uint64), 13 external_data (location, offset, length), 14 data_location
+
+Tensors are the graph's initializers (and subgraphs'), sparse initializers, and tensors held by node attributes
+(Constant nodes). `raw_data` and fixed-width packed values (float_data, double_data) are addressable tensor data;
+varint-packed values (int32_data holds float16 as varints) are an encoding, reported with their logical size.
+Tensor payloads are never read: only the framing around them. External data (`data_location` EXTERNAL) lives in
+files beside the model, read by `loaders/_onnx_external.py`.
+
+Kinds from the graph: a tensor feeding a weight input (`WEIGHT_INPUTS`: MatMul, Gemm, Conv, Gather data,
+normalisation scale and bias, RNN weights, a float Add/Mul operand with more than one element), directly or through
+`PASS_THROUGH` ops (Identity, Transpose, DequantizeLinear...), is a parameter; BatchNormalization's running
+statistics are buffers; everything else (shapes, axes, scalars, unused tensors) is other state.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from inspector import dtypes
+from inspector.dtypes import DKind
+from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
+from inspector.probe import Probe
+from inspector.records import Checkpoint, Finding, Region, RegionKind, TensorInfo, TensorKind
+from loaders._onnx_external import ExternalFiles
+from loaders._protobuf import LEN, VARINT, Field, Wire, signed
+from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, check_shape, tile
+
+FORMAT = "onnx"
+MAX_DEPTH = 16  # nested subgraphs (If, Loop, Scan bodies)
+MAX_NODES = 10_000_000
+EXTERNAL = 1  # TensorProto.DataLocation
+MAX_IR_VERSION = 64  # a sniffing bound: onnx is at 11-14 today
+
+# ModelProto field -> wire type, for sniffing a file that has no magic number
+MODEL_FIELDS = {1: VARINT, 2: LEN, 3: LEN, 4: LEN, 5: VARINT, 6: LEN, 7: LEN, 8: LEN, 14: LEN, 20: LEN, 25: LEN}
+FIXED_FIELDS = {4: 4, 10: 8}  # float_data, double_data: bytes per value (C64/C128 take two)
+TYPED_FIELDS = {
+    4: "float_data",
+    5: "int32_data",
+    6: "string_data",
+    7: "int64_data",
+    10: "double_data",
+    11: "uint64_data",
+}
+
+# op_type -> input positions holding weights, from the operator specs (onnx/docs/Operators.md) and the exporters'
+# contrib ops (onnxruntime SkipLayerNormalization, SimplifiedLayerNormalization).
+WEIGHT_INPUTS: dict[str, tuple[int, ...]] = {
+    "Conv": (1, 2),
+    "ConvTranspose": (1, 2),
+    "Gemm": (0, 1, 2),
+    "MatMul": (0, 1),
+    "Gather": (0,),
+    "LayerNormalization": (1, 2),
+    "BatchNormalization": (1, 2),
+    "InstanceNormalization": (1, 2),
+    "GroupNormalization": (1, 2),
+    "RMSNormalization": (1,),
+    "SimplifiedLayerNormalization": (1,),
+    "SkipLayerNormalization": (2, 3, 4),
+    "LSTM": (1, 2, 3),
+    "GRU": (1, 2, 3),
+    "RNN": (1, 2, 3),
+    "PRelu": (1,),
+    "QLinearConv": (3, 8),  # quantized operators: integer weights are weights here
+    "QLinearMatMul": (0, 3),
+    "ConvInteger": (1,),
+    "MatMulInteger": (0, 1),
+    "Add": (0, 1),  # MatMul + Add is how exporters write a Linear layer's bias (and decomposed LayerNorms)
+    "Mul": (0, 1),
+    "Sub": (0, 1),
+}
+ELEMENTWISE = {"Add", "Mul", "Sub"}  # a weight there only when float with more than one element
+INTEGER_WEIGHTS = {"QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger"}  # weights that need not be float
+BUFFER_INPUTS: dict[str, tuple[int, ...]] = {"BatchNormalization": (3, 4)}  # running mean and variance
+# op_type -> the inputs whose values flow on unchanged in meaning (None: every input): a weight transposed, sliced
+# into gates and concatenated again (the PyTorch LSTM export), cast or dequantized is still a weight.
+PASS_THROUGH: dict[str, tuple[int, ...] | None] = {
+    "Identity": (0,),
+    "Transpose": (0,),
+    "Cast": (0,),
+    "Reshape": (0,),
+    "Squeeze": (0,),
+    "Unsqueeze": (0,),
+    "Flatten": (0,),
+    "Slice": (0,),
+    "Split": (0,),
+    "Concat": None,
+    "DequantizeLinear": (0,),
+}
+
+
+@dataclass
+class _Tensor:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+    offset: int | None
+    source: str  # initializer, constant, attribute, sparse
+    notes: list[str] = field(default_factory=list)
+    external: dict[str, str] | None = None
+    kind: TensorKind = TensorKind.OTHER
+
+
+@dataclass
+class _Consumer:
+    op_type: str
+    index: int
+    outputs: tuple[str, ...]
+
+
+class _Walk:
+    """One pass over the model: tensors, leaf regions of the .onnx file, and who consumes each value."""
+
+    def __init__(self, probe: Probe) -> None:
+        self.probe, self.wire = probe, Wire(probe, FORMAT)
+        self.tensors: list[_Tensor] = []
+        self.regions: list[Region] = []
+        self.consumers: dict[str, list[_Consumer]] = defaultdict(list)
+        self.attributes: dict[str, str] = {}
+        self.nodes = 0
+        self.op_types: dict[str, int] = defaultdict(int)
+
+    def error(self, reason: str, at: int | None = None) -> FormatError:
+        return FormatError(self.probe.path, FORMAT, reason, at)
+
+    def fill(self, start: int, end: int, children: list[tuple[int, int]], kind: RegionKind, label: str) -> None:
+        """Regions of `kind` for the bytes of `[start, end)` outside `children` (which emit their own)."""
+        pos = start
+        for s, e in sorted(children):
+            if s > pos:
+                self.regions.append(Region(kind, pos, s - pos, label))
+            pos = max(pos, e)
+        if end > pos:
+            self.regions.append(Region(kind, pos, end - pos, label))
+
+    # -- messages ------------------------------------------------------------------------------
+
+    def model(self) -> None:
+        children: list[tuple[int, int]] = []
+        opsets: list[tuple[str, int]] = []
+        meta: list[tuple[str, str]] = []
+        for f in self.wire.fields(0, self.probe.size):
+            if f.number == 1 and f.wire == VARINT:
+                self.attributes["onnx.ir_version"] = str(f.value)
+            elif f.number in (2, 3, 4) and f.wire == LEN:
+                key = {2: "producer", 3: "producer_version", 4: "domain"}[f.number]
+                self.attributes[f"onnx.{key}"] = self.wire.text(f, 200)
+            elif f.number == 5 and f.wire == VARINT:
+                self.attributes["onnx.model_version"] = str(signed(f.value))
+            elif f.number == 7 and f.wire == LEN:
+                self.graph(f, 0)
+                children.append((f.start, f.end))
+            elif f.number == 8 and f.wire == LEN:
+                opsets.append(self.opset(f))
+            elif f.number == 14 and f.wire == LEN and len(meta) < 50:
+                meta.append(self.entry(f))
+            elif f.number == 20 and f.wire == LEN:  # TrainingInfoProto: initialization and algorithm graphs
+                for g in self.wire.fields(f.start, f.end):
+                    if g.number in (1, 2) and g.wire == LEN:
+                        self.graph(g, 1)
+                        children.append((g.start, g.end))
+        self.fill(0, self.probe.size, children, RegionKind.METADATA, "model: ir_version, opsets, producer, metadata")
+        if opsets:
+            self.attributes["onnx.opset"] = ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in opsets)
+        for key, value in meta:
+            self.attributes[f"onnx.metadata.{key}"] = value[:200]
+
+    def opset(self, f: Field) -> tuple[str, int]:
+        domain, version = "", 0
+        for g in self.wire.fields(f.start, f.end):
+            if g.number == 1 and g.wire == LEN:
+                domain = self.wire.text(g, 200)
+            elif g.number == 2 and g.wire == VARINT:
+                version = signed(g.value)
+        return domain, version
+
+    def entry(self, f: Field) -> tuple[str, str]:
+        """A StringStringEntryProto (1 key, 2 value)."""
+        out = {1: "", 2: ""}
+        for g in self.wire.fields(f.start, f.end):
+            if g.number in out and g.wire == LEN:
+                out[g.number] = self.wire.text(g, 4096)
+        return out[1], out[2]
+
+    def graph(self, f: Field, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            raise LimitExceededError(self.probe.path, FORMAT, f"subgraphs nested more than {MAX_DEPTH} deep", f.start)
+        children: list[tuple[int, int]] = []
+        for g in self.wire.fields(f.start, f.end):
+            if g.number == 1 and g.wire == LEN:
+                children += self.node(g, depth)
+            elif g.number == 2 and g.wire == LEN and depth == 0:
+                self.attributes["onnx.graph"] = self.wire.text(g, 200)
+            elif g.number == 5 and g.wire == LEN:
+                self.tensor(g, "initializer" if depth == 0 else "subgraph initializer")
+                children.append((g.start, g.end))
+            elif g.number == 15 and g.wire == LEN:
+                self.sparse(g, "sparse initializer")
+                children.append((g.start, g.end))
+        label = "graph: nodes, inputs, outputs" if depth == 0 else "subgraph: nodes, inputs, outputs"
+        self.fill(f.start, f.end, children, RegionKind.METADATA, label)
+
+    def node(self, f: Field, depth: int) -> list[tuple[int, int]]:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise LimitExceededError(self.probe.path, FORMAT, f"more than {MAX_NODES:,} nodes", f.start)
+        inputs, outputs, attributes = [], [], []
+        op_type = name = ""
+        for g in self.wire.fields(f.start, f.end):
+            if g.number == 1 and g.wire == LEN:
+                inputs.append(self.wire.text(g, 4096))
+            elif g.number == 2 and g.wire == LEN:
+                outputs.append(self.wire.text(g, 4096))
+            elif g.number == 3 and g.wire == LEN:
+                name = self.wire.text(g, 4096)
+            elif g.number == 4 and g.wire == LEN:
+                op_type = self.wire.text(g, 200)
+            elif g.number == 5 and g.wire == LEN:
+                attributes.append(g)
+        self.op_types[op_type] += 1
+        for i, value in enumerate(inputs):
+            if value:
+                self.consumers[value].append(_Consumer(op_type, i, tuple(outputs)))
+        children: list[tuple[int, int]] = []
+        owner = outputs[0] if op_type == "Constant" and outputs else (name or (outputs[0] if outputs else op_type))
+        for a in attributes:
+            children += self.attribute(a, owner, op_type, depth)
+        return children
+
+    def attribute(self, f: Field, owner: str, op_type: str, depth: int) -> list[tuple[int, int]]:
+        """Tensors and subgraphs inside one AttributeProto (the spans they emit regions for)."""
+        children = []
+        fields = list(self.wire.fields(f.start, f.end))
+        attr = next((self.wire.text(g, 200) for g in fields if g.number == 1 and g.wire == LEN), "")
+        many = sum(g.number == 10 for g in fields) > 1
+        for i, g in enumerate(fields):
+            if g.wire != LEN:
+                continue
+            if g.number in (5, 10):  # t, tensors
+                name = owner if op_type == "Constant" else f"{owner}.{attr}" + (f".{i}" if many else "")
+                self.tensor(g, "constant" if op_type == "Constant" else "attribute", name)
+            elif g.number in (22, 23):  # sparse_tensor(s)
+                self.sparse(g, "constant" if op_type == "Constant" else "attribute", owner)
+            elif g.number in (6, 11):  # g, graphs
+                self.graph(g, depth + 1)
+            else:
+                continue
+            children.append((g.start, g.end))
+        return children
+
+    def tensor(self, f: Field, source: str, name: str | None = None) -> _Tensor:
+        """A TensorProto: its header regions, its data region, and the tensor record."""
+        dims: list[int] = []
+        dtype_id, stored_name, location = 0, "", 0
+        payloads: list[Field] = []
+        external: dict[str, str] = {}
+        for g in self.wire.fields(f.start, f.end):
+            if g.number == 1:
+                dims += [signed(v) for v in self.wire.packed(g, MAX_DIMS + 1)]
+            elif g.number == 2 and g.wire == VARINT:
+                dtype_id = g.value
+            elif g.number == 8 and g.wire == LEN:
+                stored_name = self.wire.text(g, 4096)
+            elif g.number == 9 and g.wire == LEN or g.number in TYPED_FIELDS:
+                payloads.append(g)
+            elif g.number == 13 and g.wire == LEN:
+                key, value = self.entry(g)
+                external[key] = value
+            elif g.number == 14 and g.wire == VARINT:
+                location = g.value
+        name = name or stored_name
+        shape = check_shape(self.probe, FORMAT, name, dims)
+        if dtype_id not in dtypes.ONNX_TYPES:
+            raise UnsupportedVariantError(self.probe.path, FORMAT, f"tensor {name!r} has data type {dtype_id}", f.start)
+        dtype = dtypes.ONNX_TYPES[dtype_id][0]
+        t = _Tensor(name, shape, dtype, dtypes.nbytes_for(dtype, _numel(shape)) or 0, None, source)
+        data = self.payload(t, payloads, f.start)
+        if location == EXTERNAL or external:
+            t.external = external
+        self.tensors.append(t)
+        if len(self.tensors) > MAX_TENSORS:
+            raise LimitExceededError(self.probe.path, FORMAT, f"more than {MAX_TENSORS:,} tensors")
+        self.fill(f.start, f.end, data, RegionKind.HEADER, f"tensor header {name!r}"[:120])
+        return t
+
+    def payload(self, t: _Tensor, payloads: list[Field], at: int) -> list[tuple[int, int]]:
+        """Data regions of one tensor's values (raw_data or typed fields); sets its offset where addressable."""
+        spans = []
+        for g in payloads:
+            if g.wire != LEN:  # an unpacked typed value: its bytes stay in the tensor's header region
+                t.notes.append(f"unpacked {TYPED_FIELDS.get(g.number, 'raw_data')} values")
+                continue
+            label = t.name if g.number == 9 else f"{t.name} ({TYPED_FIELDS[g.number]})"
+            if g.number == 9 or (g.number in FIXED_FIELDS and t.dtype != "STRING"):
+                if g.number in FIXED_FIELDS:
+                    t.notes.append(f"values in {TYPED_FIELDS[g.number]}")
+                if t.dtype == "STRING":
+                    t.nbytes = g.length
+                elif g.length != t.nbytes:
+                    what = "raw_data" if g.number == 9 else TYPED_FIELDS[g.number]
+                    raise self.error(
+                        f"tensor {t.name!r} has {g.length:,} bytes of {what}, {list(t.shape)} "
+                        f"{t.dtype} needs {t.nbytes:,}",
+                        at,
+                    )
+                t.offset = g.start
+                self.regions.append(Region(RegionKind.TENSOR_DATA, g.start, g.length, label))
+            else:  # varints (or strings): an encoding of the values, not their bytes
+                if t.dtype == "STRING":
+                    t.nbytes += g.length
+                else:
+                    t.notes.append(f"values as varints in {TYPED_FIELDS[g.number]} ({g.length:,} bytes stored)")
+                logical = g.length if t.dtype == "STRING" else t.nbytes  # one string per string_data field
+                self.regions.append(Region(RegionKind.COMPRESSED, g.start, g.length, label, logical=logical))
+            spans.append((g.start, g.end))
+        return spans
+
+    def sparse(self, f: Field, source: str, owner: str | None = None) -> None:
+        """A SparseTensorProto: its logical tensor (not addressable) and its values and indices tensors."""
+        dims: list[int] = []
+        parts: list[tuple[str, _Tensor, Field]] = []
+        for g in self.wire.fields(f.start, f.end):
+            if g.number == 3:
+                dims += [signed(v) for v in self.wire.packed(g, MAX_DIMS + 1)]
+            elif g.number in (1, 2) and g.wire == LEN:
+                role = "values" if g.number == 1 else "indices"
+                parts.append((role, self.tensor(g, source), g))
+        values = next((t for role, t, _ in parts if role == "values"), None)
+        if values is None:
+            raise self.error("a sparse tensor without values", f.start)
+        name = owner or values.name
+        shape = check_shape(self.probe, FORMAT, name, dims)
+        logical = _Tensor(name, shape, values.dtype, dtypes.nbytes_for(values.dtype, _numel(shape)) or 0, None, source)
+        logical.notes.append(f"sparse: {values.shape[0] if values.shape else 0:,} values stored")
+        for role, t, _ in parts:
+            t.name, t.source = f"{name}#{role}", "sparse part"
+        self.tensors.insert(len(self.tensors) - len(parts), logical)
+        children = [(g.start, g.end) for _, _, g in parts]
+        self.fill(f.start, f.end, children, RegionKind.HEADER, f"sparse tensor header {name!r}"[:120])
+
+
+def _kind(name: str, dtype: str, consumers: dict[str, list[_Consumer]], n: int) -> TensorKind:
+    """What the graph does with a value: weight inputs make parameters, running statistics buffers."""
+    is_float = (dt := dtypes.lookup(dtype)) is not None and dt.kind is DKind.FLOAT
+    seen: set[str] = set()
+    stack, found = [(name, False)], TensorKind.OTHER
+    while stack:
+        value, dequantized = stack.pop()
+        if value in seen or len(seen) > 64:
+            continue
+        seen.add(value)
+        for c in consumers.get(value, ()):
+            if c.op_type in PASS_THROUGH and c.index in (PASS_THROUGH[c.op_type] or (c.index,)):
+                stack += [(o, dequantized or c.op_type == "DequantizeLinear") for o in c.outputs]
+            elif c.index in BUFFER_INPUTS.get(c.op_type, ()):
+                found = TensorKind.BUFFER if found is TensorKind.OTHER else found
+            elif c.index in WEIGHT_INPUTS.get(c.op_type, ()) and (
+                is_float or dequantized or c.op_type in INTEGER_WEIGHTS
+            ):
+                if c.op_type not in ELEMENTWISE or n > 1:
+                    return TensorKind.PARAMETER
+    return found
+
+
+def _sniff(head: bytes, size: int) -> bool:
+    """ir_version first, then ModelProto fields with their wire types, up to the graph field.
+
+    Fields before the graph (producer, version, domain, doc string) are short; a long one (a TensorFlow
+    SavedModel's meta graph is field 2 too) means another schema.
+    """
+    if len(head) < 2 or head[0] != 0x08 or not 0 < head[1] <= MAX_IR_VERSION:
+        return False
+    pos = 2
+    while pos < len(head):
+        pos, tag = _head_varint(head, pos)
+        if tag is None:
+            return False
+        number, wire = tag >> 3, tag & 7
+        if MODEL_FIELDS.get(number) != wire:
+            return False
+        pos, value = _head_varint(head, pos)
+        if value is None:
+            return False
+        if number == 7:
+            return pos + value <= size
+        if wire == LEN:
+            pos += value
+    return False
+
+
+def _head_varint(head: bytes, pos: int) -> tuple[int, int | None]:
+    value = shift = 0
+    for i in range(pos, min(pos + 10, len(head))):
+        value |= (head[i] & 0x7F) << shift
+        if not head[i] & 0x80:
+            return i + 1, value
+        shift += 7
+    return pos, None
+
+
+class OnnxLoader:
+    """ONNX `ModelProto` files, with their external data files."""
+
+    name: ClassVar[str] = FORMAT
+    extensions: ClassVar[tuple[str, ...]] = (".onnx",)
+
+    def claim(self, probe: Probe) -> Claim | None:
+        return Claim.STRUCTURE if _sniff(probe.head, probe.size) else None
+
+    def load(self, probe: Probe) -> Checkpoint:
+        walk = _Walk(probe)
+        walk.model()
+        if "onnx.ir_version" not in walk.attributes:
+            raise FormatError(probe.path, FORMAT, "no ir_version: not an ONNX model")
+        findings: list[Finding] = []
+        files: list[tuple[str, int]] = [(probe.path, probe.size)]
+        regions = list(tile(walk.regions, probe.size, 0))
+        externals = ExternalFiles(probe, files, regions, findings)
+        try:
+            tensors = [self._record(t, walk, externals) for t in walk.tensors]
+        finally:
+            externals.close()
+
+        attributes = dict(walk.attributes)
+        attributes["onnx.nodes"] = f"{walk.nodes:,}"
+        top = sorted(walk.op_types.items(), key=lambda kv: -kv[1])[:12]
+        attributes["onnx.op_types"] = ", ".join(f"{op} x{n}" for op, n in top) or "-"
+        if len(files) > 1:
+            attributes["onnx.external_files"] = ", ".join(os.path.basename(p) for p, _ in files[1:])
+        return Checkpoint(
+            probe.path, FORMAT, "onnx", tuple(files), tuple(tensors), tuple(regions), attributes, None, tuple(findings)
+        )
+
+    @staticmethod
+    def _record(t: _Tensor, walk: _Walk, externals: ExternalFiles) -> TensorInfo:
+        if t.source in ("initializer", "subgraph initializer", "constant", "sparse initializer"):
+            t.kind = _kind(t.name, t.dtype, walk.consumers, _numel(t.shape))
+        file, offset = 0, t.offset
+        if t.external is not None:
+            file, offset = externals.place(t.name, t.external, t.dtype, t.shape, t.nbytes, t.notes)
+        return TensorInfo(
+            t.name,
+            t.shape,
+            t.dtype,
+            t.nbytes,
+            offset,
+            kind=t.kind,
+            section=t.source,
+            trainable=t.kind is TensorKind.PARAMETER,
+            file=file,
+            notes=tuple(t.notes),
+        )
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n

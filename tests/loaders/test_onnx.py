@@ -1,0 +1,438 @@
+"""ONNX: models written by onnx.helper, onnx.save (external data) and torch.onnx.export, compared with onnx.load."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from inspector import load
+from inspector.cli import main
+from inspector.errors import FormatError, InspectorError, LimitExceededError
+from inspector.probe import Probe
+from inspector.records import RegionKind, TensorKind
+from loaders.base import check_invariants
+from loaders.onnx import OnnxLoader
+from tests.conftest import fixture_path
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+NAMES = {
+    "float32": "F32",
+    "float16": "F16",
+    "float64": "F64",
+    "int8": "I8",
+    "uint8": "U8",
+    "int16": "I16",
+    "uint16": "U16",
+    "int32": "I32",
+    "int64": "I64",
+    "uint32": "U32",
+    "uint64": "U64",
+    "bool": "BOOL",
+    "complex64": "C64",
+    "complex128": "C128",
+}
+
+
+def _reference(path: Path) -> dict[str, Any]:
+    """Every initializer as onnx.load sees it (external data left in place)."""
+    model = onnx.load(str(path), load_external_data=False)
+    return {t.name: t for t in model.graph.initializer}
+
+
+def _check_against_onnx(path: Path) -> Any:
+    """Names, shapes and dtypes equal onnx.load's; raw bytes at our offsets equal the tensor's raw_data."""
+    ckpt = load(path)
+    check_invariants(ckpt)
+    ours = {t.name: t for t in ckpt.tensors if t.section == "initializer"}
+    reference = _reference(path)
+    assert list(ours) == list(reference)
+    for name, ref in reference.items():
+        t = ours[name]
+        assert t.shape == tuple(ref.dims)
+        assert t.dtype == dtype_name(ref.data_type)
+        if ref.data_location == TensorProto.EXTERNAL:
+            info = {e.key: e.value for e in ref.external_data}
+            data = (path.parent / info["location"]).read_bytes()
+            assert ckpt.files[t.file][0].endswith(info["location"])
+            assert t.offset == int(info.get("offset", 0))
+            full = numpy_helper.to_array(ref, base_dir=str(path.parent))
+            assert data[t.offset : t.offset + t.nbytes] == full.tobytes()
+        elif ref.HasField("raw_data"):
+            assert path.read_bytes()[t.offset : t.offset + t.nbytes] == ref.raw_data
+        elif not t.n_elements:
+            assert t.nbytes == 0
+        elif ref.data_type in (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.COMPLEX64, TensorProto.COMPLEX128):
+            assert path.read_bytes()[t.offset : t.offset + t.nbytes] == numpy_helper.to_array(ref).tobytes()
+        else:
+            packed = (t.n_elements + 1) // 2 if t.dtype in ("I4", "U4", "F4") else numpy_helper.to_array(ref).nbytes
+            assert t.offset is None and t.nbytes == packed  # 4-bit types: two per byte, as in raw_data
+    assert not [r for r in ckpt.regions if r.kind is RegionKind.UNKNOWN]
+    return ckpt
+
+
+def dtype_name(data_type: int) -> str:
+    np_name = np.dtype(helper.tensor_dtype_to_np_dtype(data_type)).name
+    return (
+        NAMES.get(np_name)
+        or {
+            TensorProto.BFLOAT16: "BF16",
+            TensorProto.FLOAT8E4M3FN: "F8_E4M3",
+            TensorProto.FLOAT8E5M2: "F8_E5M2",
+            TensorProto.INT4: "I4",
+            TensorProto.UINT4: "U4",
+            TensorProto.FLOAT4E2M1: "F4",
+        }[data_type]
+    )
+
+
+def test_fixtures_match_the_reference_walker() -> None:
+    text = fixture_path("tool-output/onnx.txt").read_text()
+    for block in re.split(r"^== ", text, flags=re.M)[1:]:
+        name = block.split()[0]
+        ckpt = load(fixture_path(name))
+        check_invariants(ckpt)
+        rows = [ast.literal_eval(line.strip()) for line in block.splitlines()[1:] if line.strip()]
+        assert [t.name for t in ckpt.tensors] == [r["name"] for r in rows]
+        for t, r in zip(ckpt.tensors, rows, strict=True):
+            assert list(t.shape) == r["dims"] and t.nbytes == r["logical_bytes"]
+            if r["raw"]:
+                assert (t.offset, t.nbytes) == tuple(r["raw"])
+            if r["external"]:
+                assert (t.file, t.offset, t.nbytes) == (1, int(r["external"]["offset"]), int(r["external"]["length"]))
+        typed = sum(r.length for r in ckpt.regions if r.kind is RegionKind.COMPRESSED)
+        assert typed == 12  # H_typed: 4 float16 values as int32 varints (FORMATS.md section 8)
+
+
+def _all_types_model(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    inits = []
+    for np_name in NAMES:
+        a = (rng.standard_normal((2, 3)) * 10).astype(np_name)
+        inits.append(numpy_helper.from_array(a, f"raw_{np_name}"))  # raw_data
+        dt = helper.np_dtype_to_tensor_dtype(a.dtype)
+        inits.append(helper.make_tensor(f"typed_{np_name}", dt, a.shape, a.flatten().tolist()))  # typed fields
+    inits.append(helper.make_tensor("bf16", TensorProto.BFLOAT16, [4], [1.0, 2.0, 3.0, 4.0]))
+    inits.append(helper.make_tensor("int4", TensorProto.INT4, [5], [1, -2, 3, -4, 5]))
+    inits.append(helper.make_tensor("f8", TensorProto.FLOAT8E4M3FN, [3], [1.0, 2.0, 0.5], raw=False))
+    inits.append(helper.make_tensor("empty", TensorProto.FLOAT, [0, 4], []))
+    node = helper.make_node("Identity", ["raw_float32"], ["y"])
+    graph = helper.make_graph([node], "g", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], inits)
+    model = helper.make_model(graph, producer_name="tests", opset_imports=[helper.make_opsetid("", 21)])
+    helper.set_model_props(model, {"author": "me", "note": "x" * 500})
+    path = tmp_path / "types.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_every_data_type_raw_and_typed_equals_onnx_load(tmp_path: Path) -> None:
+    path = _all_types_model(tmp_path)
+    ckpt = _check_against_onnx(path)
+    attrs = ckpt.attributes
+    assert attrs["onnx.producer"] == "tests" and attrs["onnx.opset"] == "ai.onnx 21"
+    assert attrs["onnx.metadata.author"] == "me" and len(attrs["onnx.metadata.note"]) == 200
+    by = {t.name: t for t in ckpt.tensors}
+    assert by["int4"].nbytes == 3 and by["typed_float16"].notes[0].startswith("values as varints in int32_data")
+    assert by["raw_float32"].kind is TensorKind.OTHER  # consumed by Identity only: no weight input
+    assert ckpt.n_parameters == 0
+
+
+def test_constant_nodes_sparse_initializers_and_subgraphs(tmp_path: Path) -> None:
+    w = np.arange(12, dtype=np.float32).reshape(3, 4)
+    const = helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(w, "ignored"))
+    shape = helper.make_node("Constant", [], ["shape"], value=numpy_helper.from_array(np.array([4, 3]), "s"))
+    mm = helper.make_node("MatMul", ["x", "c"], ["h"])
+    rs = helper.make_node("Reshape", ["h", "shape"], ["r"])
+    branch_w = numpy_helper.from_array(np.ones((4,), dtype=np.float32), "branch_bias")
+    then = helper.make_graph(
+        [helper.make_node("Add", ["r", "branch_bias"], ["t"])],
+        "then",
+        [],
+        [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)],
+        [branch_w],
+    )
+    other = helper.make_graph(
+        [helper.make_node("Identity", ["r"], ["e"])],
+        "else",
+        [],
+        [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)],
+    )
+    cond = numpy_helper.from_array(np.array(True), "cond")
+    iff = helper.make_node("If", ["cond"], ["y"], then_branch=then, else_branch=other)
+    values = numpy_helper.from_array(np.array([5.0, 6.0], dtype=np.float32), "sp")
+    indices = numpy_helper.from_array(np.array([1, 7], dtype=np.int64), "sp_idx")
+    sparse = helper.make_sparse_tensor(values, indices, [2, 5])
+    graph = helper.make_graph(
+        [const, shape, mm, rs, iff],
+        "g",
+        [helper.make_tensor_value_info("x", 1, [2, 3])],
+        [helper.make_tensor_value_info("y", 1, None)],
+        [cond],
+        sparse_initializer=[sparse],
+    )
+    path = tmp_path / "graph.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    ckpt = _check_against_onnx(path)
+    by = {t.name: t for t in ckpt.tensors}
+    assert (by["c"].shape, by["c"].section, by["c"].kind) == ((3, 4), "constant", TensorKind.PARAMETER)
+    assert path.read_bytes()[by["c"].offset : by["c"].offset + 48] == w.tobytes()
+    assert (by["shape"].kind, by["shape"].dtype) == (TensorKind.OTHER, "I64")
+    assert by["branch_bias"].kind is TensorKind.PARAMETER  # a subgraph initializer feeding an Add
+    assert (by["sp"].shape, by["sp"].offset, by["sp#values"].shape, by["sp#indices"].dtype) == (
+        (2, 5),
+        None,
+        (2,),
+        "I64",
+    )
+    assert ckpt.attributes["onnx.op_types"].startswith("Constant x2")
+
+
+def _linear_model(tmp_path: Path, shapes: list[tuple[int, int]]) -> Any:
+    nodes, inits, x = [], [], "x"
+    for i, (n_in, n_out) in enumerate(shapes):
+        inits += [
+            numpy_helper.from_array(np.full((n_in, n_out), i + 1, np.float32), f"w{i}"),
+            numpy_helper.from_array(np.full((n_out,), -i, np.float32), f"b{i}"),
+        ]
+        nodes += [
+            helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"]),
+            helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"]),
+        ]
+        x = f"a{i}"
+    graph = helper.make_graph(
+        nodes,
+        "mlp",
+        [helper.make_tensor_value_info("x", 1, [1, shapes[0][0]])],
+        [helper.make_tensor_value_info(x, 1, None)],
+        inits,
+    )
+    return helper.make_model(graph)
+
+
+def test_external_data_one_file(tmp_path: Path) -> None:
+    model = _linear_model(tmp_path, [(16, 32), (32, 8)])
+    path = tmp_path / "mlp.onnx"
+    onnx.save(
+        model, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location="mlp.bin", size_threshold=0
+    )
+    ckpt = _check_against_onnx(path)
+    assert [p for p, _ in ckpt.files] == [str(path), str(tmp_path / "mlp.bin")]
+    assert ckpt.n_parameters == 16 * 32 + 32 + 32 * 8 + 8
+    data = [r for r in ckpt.regions if r.file == 1]
+    assert all(r.kind is RegionKind.TENSOR_DATA for r in data)
+    assert sum(r.length for r in data) == (tmp_path / "mlp.bin").stat().st_size
+
+
+def test_external_data_with_aligned_offsets(tmp_path: Path) -> None:
+    from onnx.external_data_helper import convert_model_to_external_data, set_external_data
+
+    model = _linear_model(tmp_path, [(5, 3), (3, 7)])
+    convert_model_to_external_data(model, location="w.bin", size_threshold=0)
+    offset = 0
+    for t in model.graph.initializer:
+        set_external_data(t, "w.bin", offset=offset)
+        offset = -(-(offset + len(t.raw_data)) // 4096) * 4096  # a 4 KiB-aligned writer
+    path = tmp_path / "aligned.onnx"
+    onnx.save_model(model, str(path))
+    ckpt = _check_against_onnx(path)
+    assert [t.offset for t in ckpt.tensors] == [0, 4096, 8192, 12288]
+    padding = [r for r in ckpt.regions if r.file == 1 and r.kind is RegionKind.PADDING]
+    assert len(padding) == 3 and not ckpt.findings
+
+
+def test_external_data_problems_are_findings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model = _linear_model(tmp_path, [(4, 4)])
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path), save_as_external_data=True, location="m.bin", size_threshold=0)
+    blob = path.read_bytes()
+    (tmp_path / "m.bin").write_bytes((tmp_path / "m.bin").read_bytes()[:40])  # w0 needs 64 bytes
+    ckpt = load(path)
+    check_invariants(ckpt)
+    assert {f.code for f in ckpt.findings} >= {"EXTERNAL_DATA_RANGE"}
+    evil = tmp_path / "evil.onnx"
+    evil.write_bytes(blob.replace(b"m.bin", b"../xx"))
+    ckpt = load(evil)
+    assert [f.code for f in ckpt.findings].count("UNSAFE_CONTENT") == 1 and len(ckpt.files) == 1
+    assert main([str(evil)]) == 3
+    capsys.readouterr()
+    outside = tmp_path.parent / f"{tmp_path.name}-secret.bin"
+    outside.write_bytes(b"\0" * 64)
+    (tmp_path / "l.bin").symlink_to(outside)  # a name inside the folder that leads out of it
+    linked = tmp_path / "linked.onnx"
+    linked.write_bytes(blob.replace(b"m.bin", b"l.bin"))
+    assert [f.code for f in load(linked).findings] == ["UNSAFE_CONTENT"]
+    missing = tmp_path / "missing.onnx"
+    missing.write_bytes(blob.replace(b"m.bin", b"n.bin"))
+    assert "MISSING_EXTERNAL_DATA" in {f.code for f in load(missing).findings}
+
+
+@pytest.mark.parametrize("exporter", ["legacy-folded", "legacy-unfolded", "dynamo"])
+def test_torch_export_counts_equal_torch(tmp_path: Path, exporter: str) -> None:
+    """Folded, the LSTM's weights are new initializers in ONNX gate order; unfolded, torch's own tensors reach the
+    LSTM through Slice and Concat nodes; the dynamo exporter (torch's default) writes its weights as external data.
+    Every way, the parameters are torch's."""
+    torch = pytest.importorskip("torch")
+    if exporter == "dynamo":
+        pytest.importorskip("onnxscript", reason="torch's dynamo ONNX exporter needs onnxscript")
+    nn = torch.nn
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3)
+            self.fc, self.ln = nn.Linear(8 * 6 * 6, 10), nn.LayerNorm(10)
+            self.emb, self.lstm = nn.Embedding(20, 10), nn.LSTM(10, 12, batch_first=True)
+
+        def forward(self, x: Any, ids: Any) -> Any:
+            y = self.ln(self.fc(torch.relu(self.conv(x)).flatten(1)))
+            out, _ = self.lstm(self.emb(ids) + y[:, None, :])
+            return out
+
+    torch.manual_seed(0)
+    model = Net().eval()
+    path = tmp_path / "net.onnx"
+    args = (torch.randn(1, 3, 8, 8), torch.randint(0, 20, (1, 5)))
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):  # the exporters' chatter
+        warnings.simplefilter("ignore")
+        if exporter == "dynamo":
+            torch.onnx.export(model, args, str(path), dynamo=True)
+        else:
+            torch.onnx.export(model, args, str(path), dynamo=False, do_constant_folding=exporter == "legacy-folded")
+    ckpt = _check_against_onnx(path)
+    assert ckpt.n_parameters == sum(p.numel() for p in model.parameters())
+    assert {t.name for t in ckpt.tensors if t.kind is TensorKind.PARAMETER} >= {"fc.weight", "emb.weight"}
+    assert ckpt.attributes["onnx.producer"] == "pytorch"
+    if exporter == "dynamo":
+        assert len(ckpt.files) == 2 and ckpt.files[1][0].endswith("net.onnx.data")
+
+
+def test_only_framing_is_read(tmp_path: Path) -> None:
+    model = _linear_model(tmp_path, [(1024, 1024), (1024, 8)])  # 4 MiB of raw_data inside the .onnx
+    path = tmp_path / "big.onnx"
+    onnx.save(model, str(path))
+    with Probe(path) as probe:
+        assert OnnxLoader().claim(probe) is not None
+        OnnxLoader().load(probe)
+        assert probe.bytes_read < 300_000 < probe.size // 10
+
+
+def test_truncated_anywhere_is_one_line_error(tmp_path: Path) -> None:
+    path = _all_types_model(tmp_path)
+    blob = path.read_bytes()
+    cut_path = tmp_path / "cut.onnx"
+    for cut in range(2, len(blob) - 1, 5):
+        cut_path.write_bytes(blob[:cut])
+        try:
+            ckpt = load(cut_path)
+        except InspectorError as exc:
+            assert "\n" not in str(exc)
+            continue
+        check_invariants(ckpt)  # a cut at a field boundary is a shorter, valid message
+
+
+def test_corrupt_messages(tmp_path: Path) -> None:
+    path = _all_types_model(tmp_path)
+    blob = bytearray(path.read_bytes())
+    raw = numpy_helper.from_array(np.zeros((2, 3), np.float32)).raw_data
+    bad = tmp_path / "bad.onnx"
+    at = bytes(blob).index(b"\x4a\x18")  # raw_data tag + length 24 of the first float32 tensor
+    blob[at + 1] = 20
+    bad.write_bytes(bytes(blob))
+    with pytest.raises(InspectorError):
+        load(bad)
+    assert len(raw) == 24
+    deep = b"\x08\x07" + b"\x3a\x02\x08\x01"  # ir_version 7, a graph holding one varint
+    bad.write_bytes(deep)
+    assert load(bad).tensors == ()
+    bad.write_bytes(b"\x08\x07\x3a\x0b" + b"\xff" * 11)
+    with pytest.raises(FormatError, match="varint"):
+        load(bad)
+
+
+def test_nesting_is_bounded(tmp_path: Path) -> None:
+    inner = helper.make_graph([], "leaf", [], [])
+    for i in range(20):
+        node = helper.make_node("If", ["c"], ["y"], then_branch=inner)
+        inner = helper.make_graph([node], f"g{i}", [], [])
+    path = tmp_path / "deep.onnx"
+    path.write_bytes(helper.make_model(inner).SerializeToString())
+    with pytest.raises(LimitExceededError, match="nested"):
+        load(path)
+
+
+def test_batch_norm_statistics_are_buffers(tmp_path: Path) -> None:
+    stats = [numpy_helper.from_array(np.full(4, i, np.float32), name) for i, name in
+             enumerate(["scale", "bias", "mean", "var"])]  # fmt: skip
+    node = helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["y"])
+    graph = helper.make_graph([node], "bn", [helper.make_tensor_value_info("x", 1, [1, 4, 2, 2])],
+                              [helper.make_tensor_value_info("y", 1, None)], stats)  # fmt: skip
+    path = tmp_path / "bn.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    ckpt = _check_against_onnx(path)
+    kinds = {t.name: t.kind for t in ckpt.tensors}
+    assert kinds == {"scale": TensorKind.PARAMETER, "bias": TensorKind.PARAMETER, "mean": TensorKind.BUFFER,
+                     "var": TensorKind.BUFFER}  # fmt: skip
+
+
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "sample_models" / "gguf_onnx"
+MANIFEST = json.loads((SAMPLES_DIR / "manifest.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(k for k in MANIFEST if k.endswith(".onnx")))
+def test_samples_equal_the_manifest(name: str) -> None:
+    """Committed samples (made by make_gguf_onnx.py) against what onnx.load and torch reported."""
+    entry = MANIFEST[name]
+    ckpt = _check_against_onnx(SAMPLES_DIR / name)
+    inits = {t.name: [list(t.shape), t.dtype] for t in ckpt.tensors if t.section == "initializer"}
+    assert inits == {
+        k: [dims, dtype_name(getattr(TensorProto, kind))] for k, (dims, kind) in entry["initializers"].items()
+    }
+    assert ckpt.n_parameters == entry["torch_parameters"]
+    for t in ckpt.tensors:
+        if t.name in entry.get("external_bytes", {}):
+            assert t.file == 1 and t.nbytes == entry["external_bytes"][t.name]
+
+
+def test_sniffing(tmp_path: Path) -> None:
+    """A ModelProto is claimed up to its graph field; a SavedModel (field 2 is its large meta graph) is not."""
+    path = _all_types_model(tmp_path)
+    with Probe(path) as probe:
+        assert OnnxLoader().claim(probe) is not None
+    saved_model = tmp_path / "saved_model.pb"
+    saved_model.write_bytes(b"\x08\x01\x12\x90\x4e" + b"\x0a\x05hello" * 2000)
+    with Probe(saved_model) as probe:
+        assert OnnxLoader().claim(probe) is None
+
+
+def test_quantized_weights(tmp_path: Path) -> None:
+    """QDQ (int8 -> DequantizeLinear -> MatMul) and QLinearMatMul: integer weights are parameters, scales and zero
+    points are not."""
+    inits = [
+        numpy_helper.from_array(np.ones((4, 3), np.int8), "wq"),
+        numpy_helper.from_array(np.array(0.1, np.float32), "w_scale"),
+        numpy_helper.from_array(np.array(0, np.int8), "w_zp"),
+        numpy_helper.from_array(np.ones((3, 2), np.int8), "w2"),
+    ]
+    nodes = [
+        helper.make_node("DequantizeLinear", ["wq", "w_scale", "w_zp"], ["w"]),
+        helper.make_node("MatMul", ["x", "w"], ["h"]),
+        helper.make_node("QuantizeLinear", ["h", "w_scale", "w_zp"], ["hq"]),
+        helper.make_node("QLinearMatMul", ["hq", "w_scale", "w_zp", "w2", "w_scale", "w_zp", "w_scale", "w_zp"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "q", [helper.make_tensor_value_info("x", 1, [1, 4])],
+                              [helper.make_tensor_value_info("y", 3, None)], inits)  # fmt: skip
+    path = tmp_path / "q.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    kinds = {t.name: t.kind for t in _check_against_onnx(path).tensors}
+    assert kinds == {"wq": TensorKind.PARAMETER, "w_scale": TensorKind.OTHER, "w_zp": TensorKind.OTHER,
+                     "w2": TensorKind.PARAMETER}  # fmt: skip
