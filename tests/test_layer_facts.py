@@ -148,3 +148,24 @@ def test_keras_auto_names_of_another_session_pair_in_counter_order() -> None:
         "bidirectional/forward": "bidirectional_2/forward",
         "bidirectional/backward": "bidirectional_2/backward",
     }
+
+
+def test_flax_style_npz_counts_params_only(tmp_path: Path) -> None:
+    """flax.serialization's state-dict layout: params are counted, batch_stats are running statistics."""
+    import numpy as np
+
+    arrays = {
+        "params/Conv_0/kernel": np.zeros((3, 3, 1, 4), np.float32),
+        "params/Conv_0/bias": np.zeros(4, np.float32),
+        "params/BatchNorm_0/scale": np.zeros(4, np.float32),
+        "params/BatchNorm_0/bias": np.zeros(4, np.float32),
+        "batch_stats/BatchNorm_0/mean": np.zeros(4, np.float32),
+        "batch_stats/BatchNorm_0/var": np.zeros(4, np.float32),
+    }
+    np.savez(tmp_path / "flax.npz", **arrays)
+    report = inspect(tmp_path / "flax.npz")
+    assert report.checkpoint.n_parameters == 36 + 4 + 8
+    assert {t.name for t in report.checkpoint.tensors if t.kind == "buffer"} == {
+        "batch_stats/BatchNorm_0/mean",
+        "batch_stats/BatchNorm_0/var",
+    }
