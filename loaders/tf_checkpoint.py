@@ -1,0 +1,488 @@
+"""TensorFlow checkpoints (TensorBundle): ``PREFIX.index`` plus ``PREFIX.data-SSSSS-of-NNNNN`` shards.
+
+Layout (FORMATS.md section 9)::
+
+    PREFIX.index            an SSTable (loaders._sstable); key "" -> BundleHeaderProto (num_shards,
+                            endianness), every other key, sorted -> BundleEntryProto (dtype, shape, shard_id,
+                            offset, size, crc32c, slices)
+    PREFIX.data-00000-of-N  raw little-endian tensor bytes at (offset, size), in write order, unaligned;
+                            string tensors are varint lengths, a masked CRC32C, then the bytes
+    checkpoint              optional text state file naming the latest prefix (tf.train.CheckpointManager)
+
+Written by `tf.train.Checkpoint.write/save` (object-based keys ``model/layer_with_weights-0/kernel/.ATTRIBUTES/
+VARIABLE_VALUE`` and the serialized object graph under ``_CHECKPOINTABLE_OBJECT_GRAPH``), Keras 2
+`save_weights` in TF format, SavedModel's ``variables/variables.*``, and TF1 `Saver` (variable names as keys).
+The object graph names each variable (its ``full_name``: ``dense/kernel``) and tells optimizer state from
+model variables: variables reached from the root only through an optimizer, and the optimizer's slot
+variables, are optimizer state. Without a graph (TF1), names decide (tables below).
+
+Read: the index and the object graph (metadata); the shards are only sized, never read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import deque
+from dataclasses import dataclass
+from math import prod
+from typing import ClassVar
+
+from inspector import dtypes
+from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
+from inspector.probe import Probe
+from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
+from loaders import _sstable, _tf_proto
+from loaders.base import MAX_TENSORS, Claim, check_shape, tile
+
+FORMAT = "tensorflow-checkpoint"
+INDEX_SUFFIX = ".index"
+DATA_SHARD = re.compile(r"^(?P<prefix>.+)\.data-(?P<shard>\d{5})-of-(?P<n>\d{5})$")
+STATE_FILE = "checkpoint"
+OBJECT_GRAPH_KEY = b"_CHECKPOINTABLE_OBJECT_GRAPH"
+STRING_DTYPE = 7  # DT_STRING
+MAX_SHARDS = 100_000
+MAX_OBJECT_GRAPH_BYTES = 256 << 20
+MAX_STATE_BYTES = 1 << 20
+SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
+
+# Edges into an optimizer object (tf.train.Checkpoint(optimizer=...), Keras model.optimizer, TF1 slot keys).
+OPTIMIZER_EDGES = {"optimizer", "_optimizer", ".OPTIMIZER_SLOT"}
+# Variables that are neither model weights nor optimizer state, by their last path segment or an enclosing one.
+OTHER_EDGES = {
+    "save_counter": "save counter",
+    "global_step": "step counter",
+    "step": "step counter",
+    "keras_api": "Keras metric state",
+    "metrics": "metric state",
+}
+# TF1 Saver names (no object graph): slot suffixes of tf.compat.v1.train optimizers, and their scalar state.
+TF1_SLOT_SUFFIX = re.compile(
+    r"/(?:Adam|Adam_1|Momentum|RMSProp|RMSProp_1|Adagrad|AdagradDA|Adadelta|Adadelta_1|"
+    r"Ftrl|Ftrl_1|ProximalAdagrad|accumulator|gradient_accumulator)$"
+)
+TF1_OPTIMIZER_NAMES = re.compile(r"^(?:.*/)?(?:beta1_power|beta2_power)$")
+TF1_OTHER_NAMES = re.compile(r"^(?:.*/)?(?:global_step|ExponentialMovingAverage.*|.*/ExponentialMovingAverage)$")
+KERAS_EDGE = re.compile(r"^(?:layer_with_weights-\d+|layer-\d+|keras_api)$")  # Keras's tracked children
+NON_TRAINABLE = {"moving_mean", "moving_variance"}  # Keras BatchNormalization statistics: parameters, not trained
+
+
+def _shard_path(prefix: str, shard: int, n_shards: int) -> str:
+    return f"{prefix}.data-{shard:05d}-of-{n_shards:05d}"
+
+
+def _sibling_index(path: str) -> str | None:
+    m = DATA_SHARD.match(path)
+    if m is None:
+        return None
+    index = m.group("prefix") + INDEX_SUFFIX
+    try:
+        with open(index, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            if fh.tell() < _sstable.FOOTER_BYTES:
+                return None
+            fh.seek(-8, os.SEEK_END)
+            return index if fh.read(8) == _sstable.MAGIC_BYTES else None
+    except OSError:
+        return None
+
+
+def folder_entry(folder: str) -> str | None:
+    """The `.index` a folder stands for: SavedModel variables, the state file's latest prefix, or the only one."""
+    for candidate in (os.path.join(folder, "variables", "variables.index"), os.path.join(folder, "variables.index")):
+        if os.path.isfile(candidate):
+            return candidate
+    state = os.path.join(folder, STATE_FILE)
+    latest = _latest_prefix(state) if os.path.isfile(state) else None
+    if latest is not None and os.path.isfile(os.path.join(folder, latest + INDEX_SUFFIX)):
+        return os.path.join(folder, latest + INDEX_SUFFIX)
+    indexes = sorted(name for name in os.listdir(folder) if name.endswith(INDEX_SUFFIX))
+    return os.path.join(folder, indexes[0]) if len(indexes) == 1 else None
+
+
+def _latest_prefix(state: str) -> str | None:
+    """``model_checkpoint_path: "ckpt-3"`` in a CheckpointState text file, when it names a plain file name."""
+    try:
+        with open(state, "rb") as fh:
+            text = fh.read(MAX_STATE_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+    m = re.search(r'^model_checkpoint_path:\s*"([^"\n]*)"', text, re.MULTILINE)
+    if m is None:
+        return None
+    name = os.path.basename(m.group(1))
+    return name or None
+
+
+class _Kinds:
+    """Each checkpoint key's kind, Keras layer and meaning, from the object graph or (TF1) from names."""
+
+    def __init__(self, nodes: tuple[_tf_proto.GraphNode, ...]) -> None:
+        self.by_key: dict[str, tuple[TensorKind, str | None, str | None, str]] = {}
+        if not nodes:
+            return
+        slots = {slot: (name, original) for node in nodes for original, name, slot in node.slots}
+        optimizers = {i for i, node in enumerate(nodes) if node.slots}
+        optimizers |= {child for node in nodes for child, name in node.children if name in OPTIMIZER_EDGES}
+        other: dict[int, str] = {}
+        model = self._reachable(nodes, optimizers, other)
+        for i, node in enumerate(nodes):
+            for _, full_name, key in node.attributes:
+                layer, _, param = full_name.rpartition("/")
+                if i in slots:
+                    slot_name, original = slots[i]
+                    self.by_key[key] = (TensorKind.OPTIMIZER, None, slot_name, f"slot {slot_name!r} of node {original}")
+                elif i in other:
+                    self.by_key[key] = (TensorKind.OTHER, None, None, other[i])
+                elif i in model:
+                    self.by_key[key] = (TensorKind.PARAMETER, layer or None, param if layer else None, "")
+                else:
+                    self.by_key[key] = (TensorKind.OPTIMIZER, None, param or None, "optimizer variable")
+
+    @staticmethod
+    def _reachable(nodes: tuple[_tf_proto.GraphNode, ...], optimizers: set[int], other: dict[int, str]) -> set[int]:
+        """Nodes reached from the root without passing through an optimizer; `other` gets the OTHER ones."""
+        seen = {0}
+        queue = deque([(0, "")])
+        while queue:
+            at, why = queue.popleft()
+            if why:
+                other[at] = why
+            for child, name in nodes[at].children:
+                if child in seen or child in optimizers or not 0 <= child < len(nodes):
+                    continue
+                seen.add(child)
+                queue.append((child, why or OTHER_EDGES.get(name, "")))
+        return seen
+
+    def classify(self, key: str) -> tuple[TensorKind, str | None, str | None, str]:
+        found = self.by_key.get(key)
+        if found is not None:
+            return found
+        name = key.removesuffix("/.ATTRIBUTES/VARIABLE_VALUE")
+        parts = name.split("/")
+        if any(p in OPTIMIZER_EDGES for p in parts) or TF1_SLOT_SUFFIX.search(name) or TF1_OPTIMIZER_NAMES.match(name):
+            return TensorKind.OPTIMIZER, None, None, "optimizer state (by name)"
+        why = next((OTHER_EDGES[p] for p in parts if p in OTHER_EDGES), None)
+        if why is not None or TF1_OTHER_NAMES.match(name):
+            return TensorKind.OTHER, None, None, why or "training state (by name)"
+        layer, _, param = name.rpartition("/")
+        return TensorKind.PARAMETER, layer or None, param if layer else None, ""
+
+
+def _string_payload(data: bytes) -> bytes:
+    """The bytes of a scalar string tensor as TensorBundle stores it: varint length, masked CRC32C, bytes."""
+    n, pos = _tf_proto.varint(data, 0)
+    if pos + 4 + n > len(data):
+        raise ValueError(f"string of {n:,} bytes runs past its {len(data):,}-byte entry")
+    return data[pos + 4 : pos + 4 + n]
+
+
+def _object_graph(
+    shards: dict[int, Probe], entry: _tf_proto.BundleEntry, findings: list[Finding]
+) -> tuple[_tf_proto.GraphNode, ...]:
+    if entry.size > MAX_OBJECT_GRAPH_BYTES:
+        findings.append(
+            Finding(
+                "OBJECT_GRAPH_SKIPPED",
+                Severity.INFO,
+                f"object graph of {entry.size:,} bytes not decoded (cap {MAX_OBJECT_GRAPH_BYTES:,})",
+            )
+        )
+        return ()
+    probe = shards[entry.shard_id]
+    raw = probe.read_at(entry.offset, entry.size, fmt=FORMAT, what="object graph")
+    return _tf_proto.object_graph(_string_payload(raw), MAX_TENSORS)
+
+
+def _decode_slice_name(key: bytes) -> str:
+    """The variable name inside a TF1 partitioned-variable slice key (OrderedCode: 0, name, rank, extents)."""
+    body = key[1:]  # WriteNumIncreasing(0) is a single zero byte
+    out = bytearray()
+    i = 0
+    while i + 1 < len(body):
+        if body[i] == 0 and body[i + 1] == 1:
+            break
+        out.append(body[i])
+        i += 2 if body[i] in (0, 0xFF) else 1  # escapes: 00 ff -> 00, ff 00 -> ff
+    return out.decode("utf-8", "replace")
+
+
+def _open_shards(
+    index: Probe, prefix: str, n_shards: int, used: set[int]
+) -> tuple[dict[int, tuple[int, Probe]], list[Finding]]:
+    """Shard id -> (file index, probe) of the data shards present; a missing shard a tensor needs is an error."""
+    probes: dict[int, tuple[int, Probe]] = {}
+    findings: list[Finding] = []
+    for shard in range(n_shards):
+        path = _shard_path(prefix, shard, n_shards)
+        if not os.path.exists(path):
+            if shard in used:
+                for _, p in probes.values():
+                    p.close()
+                raise FormatError(index.path, FORMAT, f"data shard {os.path.basename(path)!r} is missing")
+            findings.append(
+                Finding(
+                    "MISSING_SHARD",
+                    Severity.WARNING,
+                    f"data shard {os.path.basename(path)!r} is missing (no tensor uses it)",
+                )
+            )
+            continue
+        probes[shard] = (len(probes) + 1, Probe(path))
+    return probes, findings
+
+
+def _load(index: Probe) -> Checkpoint:
+    if not index.path.endswith(INDEX_SUFFIX):
+        raise FormatError(index.path, FORMAT, f"a TensorBundle index is named PREFIX{INDEX_SUFFIX}")
+    prefix = index.path[: -len(INDEX_SUFFIX)]
+    table = _sstable.read_table(index, FORMAT)
+    pairs = table.entries
+    if not pairs or pairs[0][0] != b"":
+        raise FormatError(index.path, FORMAT, "SSTable has no bundle header (key '') : not a TensorFlow checkpoint")
+    header = _tf_proto.bundle_header(pairs[0][1])
+    if not 0 < header.num_shards <= MAX_SHARDS:
+        raise LimitExceededError(index.path, FORMAT, f"bundle header says {header.num_shards:,} shards")
+    entries = [(key, _tf_proto.bundle_entry(value)) for key, value in pairs[1:]]
+    if len(entries) > MAX_TENSORS:
+        raise LimitExceededError(index.path, FORMAT, f"{len(entries):,} entries (cap {MAX_TENSORS:,})")
+    used = {e.shard_id for _, e in entries if e.size}
+    bad = [key for key, e in entries if e.shard_id >= header.num_shards]
+    if bad:
+        raise FormatError(
+            index.path,
+            FORMAT,
+            f"entry {bad[0].decode('utf-8', 'replace')!r} names a shard past "
+            f"the {header.num_shards} the header declares",
+        )
+    shards, findings = _open_shards(index, prefix, header.num_shards, used)
+    try:
+        return _checkpoint(index, header, entries, shards, table, findings)
+    finally:
+        for _, p in shards.values():
+            p.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """One tensor as reported: a bundle entry, or a partitioned variable whose slices lie end to end."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: int
+    shard_id: int
+    offset: int
+    size: int
+    note: str = ""
+
+
+def _extent_text(extents: tuple[tuple[int, int | None], ...]) -> str:
+    return ",".join(":" if length is None else f"{start}:{start + length}" for start, length in extents)
+
+
+def _stored(index: Probe, entries: list[tuple[bytes, _tf_proto.BundleEntry]]) -> tuple[list[_Stored], list[Finding]]:
+    """Entries as tensors. Slices of a partitioned variable (keys starting with a zero byte, sorted by extent)
+    become the variable itself when they lie end to end along axis 0 in one shard, else one tensor each."""
+    slices: dict[str, list[_tf_proto.BundleEntry]] = {}
+    for key, e in entries:
+        if key[:1] == b"\x00":
+            slices.setdefault(_decode_slice_name(key), []).append(e)
+    out: list[_Stored] = []
+    findings: list[Finding] = []
+    for key, e in entries:
+        if key[:1] == b"\x00":
+            continue
+        name = key.decode("utf-8", "replace")
+        if not e.slices:
+            out.append(_Stored(name, e.shape, e.dtype, e.shard_id, e.offset, e.size))
+            continue
+        parts = slices.pop(name, [])
+        extents = sorted(e.slices)
+        if len(parts) != len(extents):
+            findings.append(
+                Finding(
+                    "MISSING_SLICE",
+                    Severity.ERROR,
+                    f"partitioned variable {name!r} declares {len(extents)} slices, the index holds {len(parts)}",
+                )
+            )
+            extents = extents[: len(parts)]
+        axis0 = all(
+            all(
+                length is None or (start == 0 and length == dim)
+                for (start, length), dim in zip(x[1:], e.shape[1:], strict=False)
+            )
+            for x in extents
+        )
+        chained = all(
+            a.shard_id == b.shard_id and a.offset + a.size == b.offset for a, b in zip(parts, parts[1:], strict=False)
+        )
+        if parts and axis0 and chained:
+            note = f"saved as {len(parts)} slices along axis 0, end to end"
+            out.append(
+                _Stored(name, e.shape, e.dtype, parts[0].shard_id, parts[0].offset, sum(p.size for p in parts), note)
+            )
+            continue
+        for part, extent in zip(parts, extents, strict=False):
+            note = f"slice [{_extent_text(extent)}] of a partitioned {'x'.join(map(str, e.shape))} variable"
+            out.append(
+                _Stored(
+                    f"{name}[{_extent_text(extent)}]",
+                    part.shape,
+                    part.dtype,
+                    part.shard_id,
+                    part.offset,
+                    part.size,
+                    note,
+                )
+            )
+    for name in slices:
+        findings.append(Finding("ORPHAN_SLICE", Severity.WARNING, f"slices of {name!r} have no variable entry"))
+    return out, findings
+
+
+def _checkpoint(
+    index: Probe,
+    header: _tf_proto.BundleHeader,
+    entries: list[tuple[bytes, _tf_proto.BundleEntry]],
+    shards: dict[int, tuple[int, Probe]],
+    table: _sstable.Table,
+    findings: list[Finding],
+) -> Checkpoint:
+    """`shards`: shard id -> (file index, probe) of every data shard present."""
+    graph_entry = next((e for k, e in entries if k == OBJECT_GRAPH_KEY), None)
+    nodes: tuple[_tf_proto.GraphNode, ...] = ()
+    if graph_entry is not None and graph_entry.dtype == STRING_DTYPE and graph_entry.shard_id in shards:
+        _check_span(index, shards[graph_entry.shard_id][1], OBJECT_GRAPH_KEY.decode(), graph_entry)
+        nodes = _object_graph({s: p for s, (_, p) in shards.items()}, graph_entry, findings)
+    kinds = _Kinds(nodes)
+    stored, slice_findings = _stored(index, entries)
+    tensors: list[TensorInfo] = []
+    regions: dict[int, list[Region]] = {file: [] for file, _ in shards.values()}
+    for t in stored:
+        dtype, width = dtypes.TF_DTYPES.get(t.dtype, (f"TF_DTYPE[{t.dtype}]", 0))
+        shape = check_shape(index, FORMAT, t.name, t.shape)
+        if t.shard_id not in shards:
+            raise FormatError(index.path, FORMAT, f"tensor {t.name!r} is in a missing shard")
+        file, probe = shards[t.shard_id]
+        _check_span(index, probe, t.name, t)
+        if not width:
+            what = "object graph" if t.name == OBJECT_GRAPH_KEY.decode() else f"{dtype} tensor {t.name!r}"
+            regions[file].append(Region(RegionKind.METADATA, t.offset, t.size, what, file))
+            continue
+        if prod(shape) * width != t.size:
+            raise FormatError(
+                index.path,
+                FORMAT,
+                f"tensor {t.name!r}: {t.size:,} bytes stored, shape x dtype needs {prod(shape) * width:,}",
+            )
+        kind, layer, param, why = kinds.classify(t.name.partition("[")[0])
+        regions[file].append(Region(RegionKind.TENSOR_DATA, t.offset, t.size, t.name, file))
+        tensors.append(
+            TensorInfo(
+                t.name,
+                shape,
+                dtype,
+                t.size,
+                t.offset,
+                kind=kind,
+                trainable=kind is TensorKind.PARAMETER and param not in NON_TRAINABLE,
+                section=kind.value,
+                layer=layer,
+                param=param,
+                file=file,
+                notes=tuple(n for n in (why, t.note) if n),
+            )
+        )
+    files = [(index.path, index.size)] + [(p.path, p.size) for _, p in sorted(shards.values(), key=lambda x: x[0])]
+    all_regions = list(tile(table.regions, index.size, 0))
+    for file, rs in sorted(regions.items()):
+        all_regions += tile(rs, files[file][1], file)
+    findings = findings + table.findings + slice_findings + _overlaps(regions)
+    attributes = _attributes(header, table, nodes, entries)
+    state = os.path.join(os.path.dirname(index.path), STATE_FILE)
+    latest = _latest_prefix(state) if os.path.isfile(state) else None
+    if latest is not None:
+        size = os.path.getsize(state)
+        all_regions.append(Region(RegionKind.METADATA, 0, size, "checkpoint state (text)", len(files)))
+        files.append((state, size))
+        attributes["tf.latest"] = latest
+    folder = os.path.dirname(os.path.dirname(os.path.abspath(index.path)))
+    if any(os.path.isfile(os.path.join(folder, name)) for name in SAVED_MODEL_FILES):
+        attributes["tf.saved_model"] = folder
+    keras = any(KERAS_EDGE.match(name) for node in nodes for _, name in node.children)
+    return Checkpoint(
+        index.path,
+        FORMAT,
+        "keras" if keras else "tensorflow",
+        tuple(files),
+        tuple(tensors),
+        tuple(all_regions),
+        attributes,
+        findings=tuple(findings),
+    )
+
+
+def _attributes(
+    header: _tf_proto.BundleHeader,
+    table: _sstable.Table,
+    nodes: tuple[_tf_proto.GraphNode, ...],
+    entries: list[tuple[bytes, _tf_proto.BundleEntry]],
+) -> dict[str, str]:
+    attributes = {
+        "tf.shards": str(header.num_shards),
+        "tf.endianness": "big" if header.endianness else "little",
+        "tf.index_blocks": str(table.n_blocks),
+        "tf.object_graph": f"{len(nodes)} nodes" if nodes else "none",
+    }
+    if table.compressed_blocks:
+        attributes["tf.snappy_blocks"] = str(table.compressed_blocks)
+    partitioned = sum(1 for _, e in entries if e.slices)
+    if partitioned:
+        attributes["tf.partitioned_variables"] = str(partitioned)
+    return attributes
+
+
+def _check_span(index: Probe, shard: Probe, name: str, e: _tf_proto.BundleEntry | _Stored) -> None:
+    if e.offset + e.size > shard.size:
+        raise TruncatedFileError(
+            index.path,
+            FORMAT,
+            f"tensor {name!r} ends at byte {e.offset + e.size:,} of "
+            f"{os.path.basename(shard.path)!r}, which has {shard.size:,} bytes",
+        )
+
+
+def _overlaps(regions: dict[int, list[Region]]) -> list[Finding]:
+    out = []
+    for rs in regions.values():
+        end, last = 0, ""
+        for r in sorted(rs, key=lambda r: r.start):
+            if r.start < end:
+                out.append(
+                    Finding("OVERLAP", Severity.ERROR, f"{r.label!r} overlaps {last!r} by {end - r.start:,} bytes")
+                )
+            if r.end > end:
+                end, last = r.end, r.label
+    return out
+
+
+class TfCheckpointLoader:
+    """A TensorBundle `.index` (SSTable magic in its last 8 bytes), or a data shard with its index beside it."""
+
+    name: ClassVar[str] = FORMAT
+    extensions: ClassVar[tuple[str, ...]] = (".index",)
+
+    def claim(self, probe: Probe) -> Claim | None:
+        if probe.size >= _sstable.FOOTER_BYTES and probe.tail(8) == _sstable.MAGIC_BYTES:
+            return Claim.EXACT
+        # A data shard has no magic of its own: its index beside it (checked by content) is the evidence.
+        return Claim.STRUCTURE if _sibling_index(probe.path) is not None else None
+
+    def load(self, probe: Probe) -> Checkpoint:
+        index = _sibling_index(probe.path)
+        if index is None:
+            return _load(probe)
+        with Probe(index) as index_probe:
+            return _load(index_probe)
