@@ -8,6 +8,7 @@ from loaders.mxnet_params import MxnetParamsLoader
 from loaders.npy import NpyLoader, NpzLoader
 from loaders.safetensors import SafetensorsIndexLoader, SafetensorsLoader
 from loaders.tf_checkpoint import TfCheckpointLoader
+from loaders.torch_dcp import TorchDcpLoader
 from loaders.torch_legacy import TorchLegacyLoader
 from loaders.torch_zip import TorchZipLoader
 
@@ -22,4 +23,5 @@ BUILTIN_LOADERS = (
     KerasZipLoader,
     MxnetParamsLoader,
     TfCheckpointLoader,
+    TorchDcpLoader,
 )

@@ -473,6 +473,7 @@ class TfCheckpointLoader:
 
     name: ClassVar[str] = FORMAT
     extensions: ClassVar[tuple[str, ...]] = (".index",)
+    folder_entry = staticmethod(folder_entry)
 
     def claim(self, probe: Probe) -> Claim | None:
         if probe.size >= _sstable.FOOTER_BYTES and probe.tail(8) == _sstable.MAGIC_BYTES:

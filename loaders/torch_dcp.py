@@ -1,0 +1,396 @@
+"""PyTorch distributed checkpoints (`torch.distributed.checkpoint`, DCP): a folder with ``.metadata`` and shards.
+
+Layout (torch 2.13 ``torch/distributed/checkpoint/filesystem.py`` and ``metadata.py``)::
+
+    .metadata           a pickle of Metadata {state_dict_metadata: {fqn: TensorStorageMetadata
+                        {properties (dtype...), size, chunks [{offsets, sizes}]} | BytesStorageMetadata},
+                        storage_data: {MetadataIndex {fqn, offset, index}: _StorageInfo {relative_path,
+                        offset, length, transform_descriptors}}, planner_data, storage_meta, version}
+    __R_I.distcp        the items one rank wrote, end to end: each a whole `torch.save` zip archive of one
+                        tensor chunk (or of a pickled non-tensor object), at the offset and length above
+
+The metadata pickle is read by our restricted reader (`loaders._pickle`): nothing it names is imported
+or called. Each item's zip is read like a `torch.save` file (central directory, local headers, data.pkl),
+so every tensor chunk gets its absolute offset and every byte of the shard a region. A tensor saved as
+one chunk is reported under its fully qualified name; a sharded tensor as one tensor per chunk, named
+``fqn[start:stop,...]``. The folder, its ``.metadata`` or any ``.distcp`` file all stand for the whole
+checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from math import prod
+from typing import Any, ClassVar
+
+from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
+from inspector.probe import HEAD_BYTES, Probe
+from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
+from loaders import _pickle, _torch, _zip
+from loaders.base import MAX_TENSORS, Claim, check_shape, tile
+
+FORMAT = "torch-dcp"
+METADATA_NAME = ".metadata"
+SHARD_SUFFIX = ".distcp"
+METADATA_MODULE = b"torch.distributed.checkpoint.metadata"
+MAX_METADATA_BYTES = 1 << 30
+MAX_ITEM_PICKLE_BYTES = 64 << 20
+MAX_FILES = 100_000
+# Globals a DCP .metadata pickle names that only record data (dataclasses, enums, a path): not code to run.
+DCP_INERT = {
+    "torch.distributed.checkpoint.metadata.Metadata",
+    "torch.distributed.checkpoint.metadata.TensorStorageMetadata",
+    "torch.distributed.checkpoint.metadata.BytesStorageMetadata",
+    "torch.distributed.checkpoint.metadata.TensorProperties",
+    "torch.distributed.checkpoint.metadata.ChunkStorageMetadata",
+    "torch.distributed.checkpoint.metadata.MetadataIndex",
+    "torch.distributed.checkpoint.metadata.StorageMeta",
+    "torch.distributed.checkpoint.metadata._MEM_FORMAT_ENCODING",
+    "torch.distributed.checkpoint.filesystem._StorageInfo",
+    "torch.distributed.checkpoint._extension.ExtensionsDescriptor",
+    "torch.serialization._get_layout",
+    "pathlib.PosixPath",
+    "pathlib.WindowsPath",
+    "pathlib._local.PosixPath",
+    "pathlib._local.WindowsPath",
+}
+
+
+def _is_metadata(head: bytes) -> bool:
+    """A pickle (PROTO opcode) whose first global is DCP's Metadata class."""
+    return head[:1] == b"\x80" and METADATA_MODULE in head[:128]
+
+
+def _sibling_metadata(path: str) -> str | None:
+    if not path.endswith(SHARD_SUFFIX):
+        return None
+    candidate = os.path.join(os.path.dirname(path) or ".", METADATA_NAME)
+    try:
+        with open(candidate, "rb") as fh:
+            return candidate if _is_metadata(fh.read(128)) else None
+    except OSError:
+        return None
+
+
+def folder_entry(folder: str) -> str | None:
+    """The `.metadata` of a DCP checkpoint folder."""
+    candidate = os.path.join(folder, METADATA_NAME)
+    try:
+        with open(candidate, "rb") as fh:
+            return candidate if _is_metadata(fh.read(128)) else None
+    except OSError:
+        return None
+
+
+class _Window(Probe):
+    """Bytes ``[start, start + length)`` of a probed file seen as a file of its own (one item's zip archive)."""
+
+    def __init__(self, parent: Probe, start: int, length: int) -> None:  # noqa: D107 - no file is opened
+        self._fd = -1
+        self._parent = parent
+        self._start = start
+        self.path = f"{parent.path} (item at byte {start:,})"
+        self.size = length
+        self.bytes_read = 0
+        self.cache = {}
+        self.head = self.read_at(0, min(HEAD_BYTES, length))
+
+    def read_at(self, offset: int, n: int, *, fmt: str = "file", what: str = "data") -> bytes:
+        if offset < 0 or n < 0 or offset + n > self.size:
+            raise TruncatedFileError(self.path, fmt, f"{what} ends at byte {offset + n:,} of a {self.size:,}-byte item")
+        return self._parent.read_at(self._start + offset, n, fmt=fmt, what=what)
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    """The attributes of an inert dataclass instance (its BUILD state, or its constructor arguments)."""
+    if isinstance(obj, _pickle.Call):
+        if isinstance(obj.state, dict):
+            return {str(k): v for k, v in obj.state.items()}
+        if isinstance(obj.state, tuple) and len(obj.state) == 2 and isinstance(obj.state[1], dict):
+            return {str(k): v for k, v in obj.state[1].items()}  # (None, slots) form
+    return {}
+
+
+def _class(obj: Any) -> str:
+    return obj.func.name if isinstance(obj, _pickle.Call) and isinstance(obj.func, _pickle.Global) else ""
+
+
+def _dtype(properties: Any) -> str | None:
+    """TensorProperties: a 5-tuple state (dtype, layout, requires_grad, memory_format, pin_memory) or a dict."""
+    state = properties.state if isinstance(properties, _pickle.Call) else None
+    value = state[0] if isinstance(state, tuple) and state else _fields(properties).get("dtype")
+    return value.dtype if isinstance(value, _pickle.DTypeRef) else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """One stored item: a chunk of a tensor (shape, dtype, offsets in the full tensor) or a pickled object."""
+
+    fqn: str
+    file: str
+    offset: int
+    length: int
+    transformed: bool
+    chunk: tuple[tuple[int, ...], tuple[int, ...]] | None  # (offsets, sizes); None for a bytes item
+    full_shape: tuple[int, ...] = ()
+    dtype: str = ""
+    n_chunks: int = 1
+
+
+def _ints(value: Any) -> tuple[int, ...]:
+    if not isinstance(value, (tuple, list)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise ValueError(f"expected a tuple of ints, got {type(value).__name__}")
+    return tuple(value)
+
+
+def _items(probe: Probe, metadata: Any) -> list[_Item]:
+    """Every stored item the metadata indexes, matched with its tensor's shape, dtype and chunk."""
+    if _class(metadata) != "Metadata":
+        raise FormatError(
+            probe.path,
+            FORMAT,
+            f"the pickle holds a {_class(metadata) or type(metadata).__name__!r}, not a DCP Metadata",
+        )
+    fields = _fields(metadata)
+    tensors, storage = fields.get("state_dict_metadata"), fields.get("storage_data")
+    if not isinstance(tensors, dict) or not isinstance(storage, dict):
+        raise FormatError(probe.path, FORMAT, "Metadata has no state_dict_metadata / storage_data dicts")
+    if len(storage) > MAX_TENSORS:
+        raise LimitExceededError(probe.path, FORMAT, f"{len(storage):,} stored items (cap {MAX_TENSORS:,})")
+    items = []
+    for index, info in storage.items():
+        where, at = _fields(index), _fields(info)
+        fqn, path = str(where.get("fqn")), at.get("relative_path")
+        offset, length = at.get("offset"), at.get("length")
+        if not isinstance(path, str) or os.path.basename(path) != path or path in ("", ".", ".."):
+            raise FormatError(probe.path, FORMAT, f"item {fqn!r} names {path!r}, not a file beside the metadata")
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (offset, length)):
+            raise FormatError(probe.path, FORMAT, f"item {fqn!r} has an invalid offset or length")
+        entry = tensors.get(fqn)
+        transformed = bool(at.get("transform_descriptors"))
+        if _class(entry) != "TensorStorageMetadata":
+            items.append(_Item(fqn, path, offset, length, transformed, None))
+            continue
+        meta = _fields(entry)
+        chunks = meta.get("chunks") or []
+        chunk_index = where.get("index")
+        if not isinstance(chunk_index, int) or not 0 <= chunk_index < len(chunks):
+            raise FormatError(probe.path, FORMAT, f"item {fqn!r} names chunk {chunk_index!r} of {len(chunks)}")
+        chunk = _fields(chunks[chunk_index])
+        dtype = _dtype(meta.get("properties"))
+        if dtype is None:
+            raise FormatError(probe.path, FORMAT, f"tensor {fqn!r} has no dtype PyTorch names")
+        full = check_shape(probe, FORMAT, fqn, _ints(meta.get("size")))
+        offsets = _ints(chunk.get("offsets"))
+        sizes = check_shape(probe, FORMAT, fqn, _ints(chunk.get("sizes")))
+        items.append(_Item(fqn, path, offset, length, transformed, (offsets, sizes), full, dtype, len(chunks)))
+    return items
+
+
+def _no_persistent_ids(pid: Any) -> Any:
+    raise _pickle.PickleError("a DCP metadata pickle has no persistent ids")
+
+
+def _kind(fqn: str) -> tuple[TensorKind, str]:
+    """Kind and section by the first name part (`_torch.SECTIONS`), buffers by the last (`BUFFER_NAMES`)."""
+    top, last = fqn.split(".", 1)[0], fqn.rsplit(".", 1)[-1]
+    section, kind = _torch.SECTIONS.get(top, ("", TensorKind.PARAMETER))
+    if kind is TensorKind.PARAMETER and last in _torch.BUFFER_NAMES:
+        kind = TensorKind.BUFFER
+    return kind, section
+
+
+def _chunk_name(item: _Item) -> str:
+    assert item.chunk is not None
+    offsets, sizes = item.chunk
+    if item.n_chunks == 1 and sizes == item.full_shape:
+        return item.fqn
+    return item.fqn + "[" + ",".join(f"{o}:{o + s}" for o, s in zip(offsets, sizes, strict=False)) + "]"
+
+
+@dataclass(slots=True)
+class _Read:
+    """What the shards gave: tensors, regions per file index, findings, unsafe globals."""
+
+    tensors: list[TensorInfo]
+    regions: list[Region]
+    findings: list[Finding]
+    unsafe: set[str]
+
+
+def _read_item(shard: Probe, file: int, item: _Item, out: _Read) -> None:
+    """One item's zip archive: its regions, its data.pkl read inertly, its tensor at an absolute offset."""
+    label = item.fqn if item.chunk is None else _chunk_name(item)
+    logical = prod(item.chunk[1]) * _pickle.itemsize(item.dtype) if item.chunk else None
+    if item.transformed:
+        out.regions.append(
+            Region(RegionKind.COMPRESSED, item.offset, item.length, f"{label} (transformed)", file, logical)
+        )
+        if item.chunk is not None:
+            out.tensors.append(_tensor(item, None, file, ("stored through a DCP extension (transformed)",)))
+        return
+    window = _Window(shard, item.offset, item.length)
+    if not window.head.startswith(_zip.LOCAL_SIG):
+        out.findings.append(
+            Finding(
+                "UNSUPPORTED_ITEM",
+                Severity.WARNING,
+                f"item {label!r} is not a torch.save archive (another serialization format)",
+            )
+        )
+        return
+    members, zip_regions = _zip.read_zip(window, FORMAT)
+    out.regions += [
+        Region(r.kind, r.start + item.offset, r.length, f"{label}: {r.label}", file, r.logical) for r in zip_regions
+    ]
+    prefix = next((m.name[: -len("data.pkl")] for m in members if m.name.endswith("/data.pkl")), None)
+    pkl = next((m for m in members if prefix is not None and m.name == prefix + "data.pkl"), None)
+    if pkl is None or pkl.method != _zip.STORED or pkl.compress_size > MAX_ITEM_PICKLE_BYTES:
+        raise FormatError(shard.path, FORMAT, f"item {label!r} has no readable data.pkl", item.offset)
+    storages: dict[str, _pickle.StorageRef] = {}
+    data = window.read_at(pkl.data_offset, pkl.compress_size, fmt=FORMAT, what="data.pkl")
+    result = _pickle.load(_pickle.Reader(data), _torch.persistent_loader(storages))
+    out.unsafe |= result.unsafe
+    records = {f"{prefix}data/{key}": key for key in storages}
+    offsets = {key: m.data_offset + item.offset for m in members if (key := records.get(m.name)) is not None}
+    found, _ = _torch.build_tensors(result.value, offsets)
+    grouped = _torch.by_storage(found)
+    for m in members:
+        start = m.data_offset + item.offset
+        key = records.get(m.name)
+        if key is not None:
+            spans = _torch.storage_regions(key, start, m.compress_size, grouped.get(key, []), file)
+            out.regions += [Region(r.kind, r.start, r.length, f"{label}: {r.label}", file) for r in spans]
+        else:
+            out.regions.append(Region(RegionKind.METADATA, start, m.compress_size, f"{label}: {m.name}", file))
+    if item.chunk is None:  # a pickled object: any tensors in it are other state
+        out.tensors += [_tensor(item, t, file, ("inside a pickled object",)) for t in found]
+        return
+    if len(found) != 1 or found[0].shape != item.chunk[1] or found[0].dtype != item.dtype:
+        got = [(t.shape, t.dtype) for t in found]
+        raise FormatError(
+            shard.path,
+            FORMAT,
+            f"item {label!r} holds {got!r}, the metadata says {item.chunk[1]!r} {item.dtype}",
+            item.offset,
+        )
+    out.tensors.append(_tensor(item, found[0], file, ()))
+
+
+def _tensor(item: _Item, stored: TensorInfo | None, file: int, notes: tuple[str, ...]) -> TensorInfo:
+    if item.chunk is None:
+        assert stored is not None
+        return TensorInfo(
+            f"{item.fqn}.{stored.name}",
+            stored.shape,
+            stored.dtype,
+            stored.nbytes,
+            stored.offset,
+            storage=stored.storage,
+            kind=TensorKind.OTHER,
+            section="object",
+            file=file,
+            notes=notes,
+            span=stored.span,
+        )
+    kind, section = _kind(item.fqn)
+    name = _chunk_name(item)
+    if name != item.fqn:
+        notes += (f"chunk {item.chunk[0]!r} of a {'x'.join(map(str, item.full_shape))} tensor",)
+    nbytes = prod(item.chunk[1]) * _pickle.itemsize(item.dtype)
+    offset = stored.offset if stored else None
+    span = stored.span if stored else None
+    return TensorInfo(
+        name,
+        item.chunk[1],
+        item.dtype,
+        nbytes,
+        offset,
+        storage=stored.storage if stored else None,
+        kind=kind,
+        section=section,
+        file=file,
+        notes=notes + (stored.notes if stored else ()),
+        span=span,
+    )
+
+
+def _load(meta: Probe) -> Checkpoint:
+    if meta.size > MAX_METADATA_BYTES:
+        raise LimitExceededError(meta.path, FORMAT, f"metadata of {meta.size:,} bytes")
+    raw = meta.read_at(0, meta.size, fmt=FORMAT, what="metadata pickle")
+    try:
+        result = _pickle.load(_pickle.Reader(raw), _no_persistent_ids)
+    except _pickle.PickleError as exc:
+        raise FormatError(meta.path, FORMAT, f"metadata pickle: {exc}") from exc
+    items = _items(meta, result.value)
+    folder = os.path.dirname(meta.path) or "."
+    names = sorted({item.file for item in items})
+    if len(names) > MAX_FILES:
+        raise LimitExceededError(meta.path, FORMAT, f"{len(names):,} shard files (cap {MAX_FILES:,})")
+    for name in names:
+        if not os.path.isfile(os.path.join(folder, name)):
+            raise FormatError(meta.path, FORMAT, f"shard {name!r} named in the metadata is missing")
+    regions = [Region(RegionKind.METADATA, 0, result.end, "DCP metadata pickle")]
+    out = _Read([], [], [], result.unsafe - DCP_INERT)
+    files = [(meta.path, meta.size)]
+    for i, name in enumerate(names, start=1):
+        with Probe(os.path.join(folder, name)) as shard:
+            files.append((shard.path, shard.size))
+            mine = sorted((item for item in items if item.file == name), key=lambda it: it.offset)
+            for item in mine:
+                if item.offset + item.length > shard.size:
+                    raise TruncatedFileError(
+                        meta.path,
+                        FORMAT,
+                        f"item {item.fqn!r} ends at byte "
+                        f"{item.offset + item.length:,} of {name!r}, which has {shard.size:,}",
+                    )
+                try:
+                    _read_item(shard, i, item, out)
+                except _pickle.PickleError as exc:
+                    raise FormatError(shard.path, FORMAT, f"item {item.fqn!r}: {exc}", item.offset) from exc
+            regions += tile([r for r in out.regions if r.file == i], shard.size, i)
+    fields = _fields(result.value)
+    attributes = {
+        "dcp.version": str(fields.get("version", "")),
+        "dcp.shards": str(len(names)),
+        "dcp.items": str(len(items)),
+    }
+    save_id = _fields(fields.get("storage_meta")).get("save_id")
+    if isinstance(save_id, str):
+        attributes["dcp.save_id"] = save_id
+    findings = out.findings + _torch.unsafe_finding(out.unsafe)
+    return Checkpoint(
+        meta.path,
+        FORMAT,
+        "pytorch",
+        tuple(files),
+        tuple(out.tensors),
+        tile(regions[:1], meta.size, 0) + tuple(regions[1:]),
+        attributes,
+        findings=tuple(findings),
+    )
+
+
+class TorchDcpLoader:
+    """A DCP ``.metadata`` pickle, or a ``.distcp`` shard with its ``.metadata`` beside it."""
+
+    name: ClassVar[str] = FORMAT
+    extensions: ClassVar[tuple[str, ...]] = (SHARD_SUFFIX,)
+    folder_entry = staticmethod(folder_entry)
+
+    def claim(self, probe: Probe) -> Claim | None:
+        if _is_metadata(probe.head):
+            return Claim.EXACT
+        # A shard is a run of torch.save archives (the torch zip loader would see only the last one): the
+        # metadata beside it, checked by content, is what says it is one.
+        return Claim.EXACT if _sibling_metadata(probe.path) is not None else None
+
+    def load(self, probe: Probe) -> Checkpoint:
+        meta = _sibling_metadata(probe.path)
+        if meta is None:
+            return _load(probe)
+        with Probe(meta) as meta_probe:
+            return _load(meta_probe)
