@@ -128,14 +128,15 @@ class _Kinds:
         model = self._reachable(nodes, optimizers, other)
         for i, node in enumerate(nodes):
             for _, full_name, key in node.attributes:
-                layer, _, param = full_name.rpartition("/")
+                # Keras names variables 'layer/var' or 'layer/cell/var': the layer is the first part
+                layer, param = (full_name.split("/")[0], full_name.rsplit("/", 1)[1]) if "/" in full_name else ("", "")
                 if i in slots:
                     slot_name, original = slots[i]
                     self.by_key[key] = (TensorKind.OPTIMIZER, None, slot_name, f"slot {slot_name!r} of node {original}")
                 elif i in other:
                     self.by_key[key] = (TensorKind.OTHER, None, None, other[i])
                 elif i in model:
-                    self.by_key[key] = (TensorKind.PARAMETER, layer or None, param if layer else None, "")
+                    self.by_key[key] = (TensorKind.PARAMETER, layer or None, param or None, "")
                 else:
                     self.by_key[key] = (TensorKind.OPTIMIZER, None, param or None, "optimizer variable")
 
