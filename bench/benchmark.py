@@ -5,7 +5,8 @@
 
 Makes, in a temporary folder (or --out), a 1 GiB and a 2 GiB file of each format with 130 tensors
 (safetensors, npz, PyTorch zip, Keras-2-style HDF5, MXNet .params written by a small writer of the
-documented layout), plus a 10,000-tensor safetensors file and PyTorch file. Each measurement runs in a
+documented layout, a TensorFlow checkpoint, a PyTorch distributed checkpoint; --formats picks some),
+plus 10,000-tensor files (safetensors, PyTorch, TF, DCP). Each measurement runs in a
 fresh process: wall time (best of --repeat), peak resident memory (ru_maxrss of the child) and bytes
 the process read through system calls (rchar from /proc/self/io at exit). Prints one table and the
 targets (inspector under 0.5 s and 100 MB; under a tenth of the baseline's time; 2 GiB within 1.2x of
@@ -101,30 +102,66 @@ def write_npz(path: Path, tensors: dict[str, np.ndarray]) -> None:
     np.savez(path, **tensors)
 
 
+def write_tf_checkpoint(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    """tf.train.Checkpoint.write: PREFIX.index + PREFIX.data-00000-of-00001 (path is the .index)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+
+    variables = {name.replace(".", "_"): tf.Variable(a) for name, a in tensors.items()}
+    tf.train.Checkpoint(**variables).write(str(path)[: -len(".index")])
+
+
+def write_dcp(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    """torch.distributed.checkpoint.save in one process: a folder with .metadata (path) and __0_0.distcp."""
+    import warnings
+
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    warnings.simplefilter("ignore")
+    dcp.save({"model": {k: torch.from_numpy(v) for k, v in tensors.items()}}, checkpoint_id=str(path.parent))
+
+
 WRITERS = {
     "safetensors": (".safetensors", write_safetensors),
     "npz": (".npz", write_npz),
     "pytorch-zip": (".pt", write_torch),
     "keras-h5": (".h5", write_keras_h5),
     "mxnet-params": (".params", write_mxnet),
+    "tensorflow-checkpoint": (".index", write_tf_checkpoint),
+    "torch-dcp": ("_dcp/.metadata", write_dcp),
 }
-MANY_FORMATS = ("safetensors", "pytorch-zip")
+MANY_FORMATS = ("safetensors", "pytorch-zip", "tensorflow-checkpoint", "torch-dcp")
 
 
-def make_files(out: Path, sizes: list[int]) -> list[tuple[str, str, Path]]:
+def checkpoint_bytes(path: Path) -> int:
+    """Bytes of the whole checkpoint a path stands for (a TF bundle's shards, a DCP folder)."""
+    if path.name == ".metadata":
+        return sum(p.stat().st_size for p in path.parent.iterdir())
+    if path.suffix == ".index":
+        return sum(p.stat().st_size for p in path.parent.glob(path.stem + ".*"))
+    return path.stat().st_size
+
+
+def make_files(out: Path, sizes: list[int], formats: list[str]) -> list[tuple[str, str, Path]]:
     """(format, size label, path) of every benchmark file."""
     files = []
     for gib in sizes:
         tensors = arrays(gib * GIB)
         for fmt, (suffix, write) in WRITERS.items():
+            if fmt not in formats:
+                continue
             path = out / f"model_{gib}g{suffix}"
             if not path.exists():
                 write(path, tensors)
             files.append((fmt, f"{gib} GiB", path))
     many = {f"block.{i}.weight": np.full(64, 0.5, dtype=np.float32) for i in range(10_000)}
     for fmt in MANY_FORMATS:
+        if fmt not in formats:
+            continue
         suffix, write = WRITERS[fmt]
         path = out / f"many{suffix}"
+        path.parent.mkdir(exist_ok=True)
         if not path.exists():
             write(path, many)
         files.append((fmt, "10,000 tensors", path))
@@ -137,16 +174,32 @@ READ_H5 = (
 SAFE_OPEN = (
     "from safetensors import safe_open\nwith safe_open(P, 'np') as f: [f.get_slice(k).get_shape() for k in f.keys()]"
 )
+TF_QUIET = "import os; os.environ['TF_CPP_MIN_LOG_LEVEL'] = '3'\nimport tensorflow as tf\n"
+TF_READ = TF_QUIET + "r = tf.train.load_checkpoint(P[:-6])\n[r.get_tensor(k) for k in r.get_variable_to_shape_map()]"
+TF_LIST = TF_QUIET + "tf.train.list_variables(P[:-6])"
+DCP_READ = (
+    "import os, warnings; warnings.simplefilter('ignore')\n"
+    "from torch.distributed.checkpoint.state_dict_loader import _load_state_dict_from_keys\n"
+    "_load_state_dict_from_keys(checkpoint_id=os.path.dirname(P))"
+)
+DCP_META = (
+    "import os\nfrom torch.distributed.checkpoint import FileSystemReader\n"
+    "FileSystemReader(os.path.dirname(P)).read_metadata()"
+)
 BASELINES = {
     "safetensors": ("safetensors.numpy.load_file", "from safetensors.numpy import load_file; load_file(P)"),
     "npz": ("np.load every array", "import numpy as np\nwith np.load(P) as z: [z[k] for k in z.files]"),
     "pytorch-zip": ("torch.load", "import torch; torch.load(P)"),
     "keras-h5": ("h5py read every dataset", READ_H5),
     "mxnet-params": ("read the whole .params", "open(P, 'rb').read()"),
+    "tensorflow-checkpoint": ("tf load_checkpoint, every tensor", TF_READ),
+    "torch-dcp": ("DCP load every tensor", DCP_READ),
 }  # fmt: skip
 EXTRAS = {
     "safetensors": ("safe_open (keys, shapes)", SAFE_OPEN),
     "pytorch-zip": ("torch.load(mmap, meta)", "import torch; torch.load(P, mmap=True, map_location='meta')"),
+    "tensorflow-checkpoint": ("tf.train.list_variables", TF_LIST),
+    "torch-dcp": ("FileSystemReader.read_metadata", DCP_META),
 }  # fmt: skip
 INSPECTOR = "import sys; from inspector.cli import main; raise SystemExit(main([P, '--json']))"
 
@@ -176,11 +229,13 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the files")
     ap.add_argument("--sizes", default="1,2", help="file sizes in GiB")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--formats", default=",".join(WRITERS), help="formats to measure (default: all)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    formats = [f for f in args.formats.split(",") if f in WRITERS]
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="inspector-bench-"))
     out.mkdir(parents=True, exist_ok=True)
-    need = sum(sizes) * 5 * GIB * 1.1
+    need = sum(sizes) * len(formats) * GIB * 1.1
     free = shutil.disk_usage(out).free
     if free < need:
         print(f"need {need / GIB:.0f} GiB free in {out}, have {free / GIB:.0f} GiB", file=sys.stderr)
@@ -192,17 +247,19 @@ def main() -> int:
         f"machine: {platform.machine()}, {os.cpu_count()} cores, {ram:.0f} GiB RAM, Python {platform.python_version()}"
     )
     try:
-        files = make_files(out, sizes)
+        files = make_files(out, sizes, formats)
         rows = []
         inspector_times: dict[tuple[str, str], float] = {}
         for fmt, label, path in files:
             try:
                 t, m, r = measure(INSPECTOR, path, args.repeat)
             except RuntimeError as exc:
-                rows.append([fmt, label, "inspector --json", "failed", "", "", str(exc)[-80:], path.stat().st_size])
+                rows.append([fmt, label, "inspector --json", "failed", "", "", str(exc)[-80:], checkpoint_bytes(path)])
                 continue
             inspector_times[(fmt, label)] = t
-            rows.append([fmt, label, "inspector --json", f"{t:.3f}", f"{m:.0f}", f"{r:.2f}", "", path.stat().st_size])
+            rows.append(
+                [fmt, label, "inspector --json", f"{t:.3f}", f"{m:.0f}", f"{r:.2f}", "", checkpoint_bytes(path)]
+            )
             for entry in (BASELINES.get(fmt), EXTRAS.get(fmt)):
                 if entry is None or (label.startswith("10,000") and entry is EXTRAS.get(fmt)):
                     continue

@@ -107,6 +107,19 @@ def folder_entry(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
+def member_entry(path: str | os.PathLike[str]) -> str | None:
+    """For one file of a multi-file checkpoint (a TF data shard, a DCP `.distcp`), the file that stands for the
+    whole checkpoint (a loader's optional `member_entry`); None for any other file. A folder audit can list each
+    such checkpoint once, under its entry."""
+    _ensure_loaded()
+    for cls in _LOADERS.values():
+        find = getattr(cls, "member_entry", None)
+        entry = find(os.fspath(path)) if find is not None else None
+        if entry is not None:
+            return str(entry)
+    return None
+
+
 def load(path: str | os.PathLike[str]) -> Checkpoint:
     """Read a checkpoint's headers into a `Checkpoint` (never its tensor data).
 

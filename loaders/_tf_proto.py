@@ -29,6 +29,8 @@ class ProtoError(ValueError):
 
 def varint(data: bytes, pos: int) -> tuple[int, int]:
     """The unsigned varint at `pos` and the position after it."""
+    if pos < len(data) and data[pos] < 0x80:  # one byte: most keys, lengths and small numbers
+        return data[pos], pos + 1
     value = 0
     for i in range(MAX_VARINT_BYTES):
         if pos + i >= len(data):

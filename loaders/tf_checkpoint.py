@@ -122,6 +122,7 @@ class _Kinds:
         if not nodes:
             return
         slots = {slot: (name, original) for node in nodes for original, name, slot in node.slots}
+        names = {i: full_name for i, node in enumerate(nodes) for _, full_name, _ in node.attributes[:1]}
         optimizers = {i for i, node in enumerate(nodes) if node.slots}
         optimizers |= {child for node in nodes for child, name in node.children if name in OPTIMIZER_EDGES}
         other: dict[int, str] = {}
@@ -132,7 +133,8 @@ class _Kinds:
                 layer, param = (full_name.split("/")[0], full_name.rsplit("/", 1)[1]) if "/" in full_name else ("", "")
                 if i in slots:
                     slot_name, original = slots[i]
-                    self.by_key[key] = (TensorKind.OPTIMIZER, None, slot_name, f"slot {slot_name!r} of node {original}")
+                    of = names.get(original, f"node {original}")
+                    self.by_key[key] = (TensorKind.OPTIMIZER, None, slot_name, f"slot {slot_name!r} of {of}")
                 elif i in other:
                     self.by_key[key] = (TensorKind.OTHER, None, None, other[i])
                 elif i in model:
@@ -214,7 +216,7 @@ def _open_shards(
 ) -> tuple[dict[int, tuple[int, Probe]], list[Finding]]:
     """Shard id -> (file index, probe) of the data shards present; a missing shard a tensor needs is an error."""
     probes: dict[int, tuple[int, Probe]] = {}
-    findings: list[Finding] = []
+    missing: list[str] = []
     for shard in range(n_shards):
         path = _shard_path(prefix, shard, n_shards)
         if not os.path.exists(path):
@@ -222,16 +224,14 @@ def _open_shards(
                 for _, p in probes.values():
                     p.close()
                 raise FormatError(index.path, FORMAT, f"data shard {os.path.basename(path)!r} is missing")
-            findings.append(
-                Finding(
-                    "MISSING_SHARD",
-                    Severity.WARNING,
-                    f"data shard {os.path.basename(path)!r} is missing (no tensor uses it)",
-                )
-            )
+            missing.append(os.path.basename(path))
             continue
         probes[shard] = (len(probes) + 1, Probe(path))
-    return probes, findings
+    if not missing:
+        return probes, []
+    shown = ", ".join(repr(m) for m in missing[:3]) + (", ..." if len(missing) > 3 else "")
+    message = f"{len(missing):,} data shards no tensor uses are missing: {shown}"
+    return probes, [Finding("MISSING_SHARD", Severity.WARNING, message)]
 
 
 def _load(index: Probe) -> Checkpoint:
@@ -475,6 +475,7 @@ class TfCheckpointLoader:
     name: ClassVar[str] = FORMAT
     extensions: ClassVar[tuple[str, ...]] = (".index",)
     folder_entry = staticmethod(folder_entry)
+    member_entry = staticmethod(_sibling_index)
 
     def claim(self, probe: Probe) -> Claim | None:
         if probe.size >= _sstable.FOOTER_BYTES and probe.tail(8) == _sstable.MAGIC_BYTES:

@@ -20,12 +20,12 @@ checkpoint.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod
 from typing import Any, ClassVar
 
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
-from inspector.probe import HEAD_BYTES, Probe
+from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from loaders import _pickle, _torch, _zip
 from loaders.base import MAX_TENSORS, Claim, check_shape, tile
@@ -37,6 +37,7 @@ METADATA_MODULE = b"torch.distributed.checkpoint.metadata"
 MAX_METADATA_BYTES = 1 << 30
 MAX_ITEM_PICKLE_BYTES = 64 << 20
 MAX_FILES = 100_000
+WINDOW_HEAD_BYTES = 30  # an item's first zip local header, enough to tell a torch.save archive
 # Globals a DCP .metadata pickle names that only record data (dataclasses, enums, a path): not code to run.
 DCP_INERT = {
     "torch.distributed.checkpoint.metadata.Metadata",
@@ -94,7 +95,7 @@ class _Window(Probe):
         self.size = length
         self.bytes_read = 0
         self.cache = {}
-        self.head = self.read_at(0, min(HEAD_BYTES, length))
+        self.head = self.read_at(0, min(WINDOW_HEAD_BYTES, length))  # a local header: never the item's data
 
     def read_at(self, offset: int, n: int, *, fmt: str = "file", what: str = "data") -> bytes:
         if offset < 0 or n < 0 or offset + n > self.size:
@@ -217,6 +218,7 @@ class _Read:
     regions: list[Region]
     findings: list[Finding]
     unsafe: set[str]
+    pickles: dict[bytes, tuple[_pickle.Result, dict[str, _pickle.StorageRef]]] = field(default_factory=dict)
 
 
 def _read_item(shard: Probe, file: int, item: _Item, out: _Read) -> None:
@@ -248,9 +250,12 @@ def _read_item(shard: Probe, file: int, item: _Item, out: _Read) -> None:
     pkl = next((m for m in members if prefix is not None and m.name == prefix + "data.pkl"), None)
     if pkl is None or pkl.method != _zip.STORED or pkl.compress_size > MAX_ITEM_PICKLE_BYTES:
         raise FormatError(shard.path, FORMAT, f"item {label!r} has no readable data.pkl", item.offset)
-    storages: dict[str, _pickle.StorageRef] = {}
     data = window.read_at(pkl.data_offset, pkl.compress_size, fmt=FORMAT, what="data.pkl")
-    result = _pickle.load(_pickle.Reader(data), _torch.persistent_loader(storages))
+    parsed = out.pickles.get(data)  # chunks of one shape and dtype have byte-identical pickles: read each once
+    if parsed is None:
+        storages: dict[str, _pickle.StorageRef] = {}
+        parsed = out.pickles[data] = (_pickle.load(_pickle.Reader(data), _torch.persistent_loader(storages)), storages)
+    result, storages = parsed
     out.unsafe |= result.unsafe
     records = {f"{prefix}data/{key}": key for key in storages}
     offsets = {key: m.data_offset + item.offset for m in members if (key := records.get(m.name)) is not None}
@@ -380,6 +385,7 @@ class TorchDcpLoader:
     name: ClassVar[str] = FORMAT
     extensions: ClassVar[tuple[str, ...]] = (SHARD_SUFFIX,)
     folder_entry = staticmethod(folder_entry)
+    member_entry = staticmethod(_sibling_metadata)
 
     def claim(self, probe: Probe) -> Claim | None:
         if _is_metadata(probe.head):

@@ -17,7 +17,7 @@ from inspector import load
 from inspector.cli import main
 from inspector.errors import FormatError, InspectorError, TruncatedFileError
 from inspector.records import Checkpoint, RegionKind, TensorKind
-from inspector.registry import detect
+from inspector.registry import detect, member_entry
 from loaders.base import check_invariants
 from tests.conftest import SAMPLES
 
@@ -108,6 +108,7 @@ def test_shard_and_folder_give_the_same_checkpoint(trained: tuple[Path, Any, Any
     folder, _, _ = trained
     (shard,) = sorted(folder.glob("*.distcp"))
     assert detect(shard) == detect(folder / ".metadata") == "torch-dcp"
+    assert member_entry(shard) == str(folder / ".metadata") and member_entry(folder / ".metadata") is None
     a, b = load(shard), load(folder / ".metadata")
     assert a.tensors == b.tensors and a.regions == b.regions and a.files == b.files
 

@@ -17,7 +17,7 @@ from inspector import load
 from inspector.dtypes import TF_DTYPES
 from inspector.errors import FormatError, InspectorError, TruncatedFileError
 from inspector.records import Checkpoint, RegionKind, TensorKind
-from inspector.registry import detect
+from inspector.registry import detect, member_entry
 from inspector.report import analyse
 from loaders import _sstable
 from loaders.base import check_invariants
@@ -168,6 +168,7 @@ def test_object_based_checkpoint_with_adam(tf: Any, keras_model: Any, tmp_path: 
     assert counter.name.startswith("save_counter/")
     shard = next(p for p, _ in ckpt.files if ".data-" in p)
     assert detect(shard) == "tensorflow-checkpoint" and load(shard).tensors == ckpt.tensors
+    assert member_entry(shard) == ckpt.path and member_entry(ckpt.path) is None
     report = analyse(ckpt)
     assert report.expectation is not None and report.expectation.total == keras_model.count_params()
 
