@@ -14,16 +14,15 @@ VARIABLE_VALUE`` and the serialized object graph under ``_CHECKPOINTABLE_OBJECT_
 `save_weights` in TF format, SavedModel's ``variables/variables.*``, and TF1 `Saver` (variable names as keys).
 The object graph names each variable (its ``full_name``: ``dense/kernel``) and tells optimizer state from
 model variables: variables reached from the root only through an optimizer, and the optimizer's slot
-variables, are optimizer state. Without a graph (TF1), names decide (tables below).
+variables, are optimizer state. Without a graph (TF1), names decide (tables in `loaders._tf_kinds`).
 
-Read: the index and the object graph (metadata); the shards are only sized, never read.
+Read: the index and the object graph (metadata); the data shards are otherwise only sized.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections import deque
 from dataclasses import dataclass
 from math import prod
 from typing import ClassVar
@@ -33,6 +32,7 @@ from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from loaders import _sstable, _tf_proto
+from loaders._tf_kinds import KERAS_EDGE, NON_TRAINABLE, Kinds
 from loaders.base import MAX_TENSORS, Claim, check_shape, tile
 
 FORMAT = "tensorflow-checkpoint"
@@ -45,26 +45,6 @@ MAX_SHARDS = 100_000
 MAX_OBJECT_GRAPH_BYTES = 256 << 20
 MAX_STATE_BYTES = 1 << 20
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
-
-# Edges into an optimizer object (tf.train.Checkpoint(optimizer=...), Keras model.optimizer, TF1 slot keys).
-OPTIMIZER_EDGES = {"optimizer", "_optimizer", ".OPTIMIZER_SLOT"}
-# Variables that are neither model weights nor optimizer state, by their last path segment or an enclosing one.
-OTHER_EDGES = {
-    "save_counter": "save counter",
-    "global_step": "step counter",
-    "step": "step counter",
-    "keras_api": "Keras metric state",
-    "metrics": "metric state",
-}
-# TF1 Saver names (no object graph): slot suffixes of tf.compat.v1.train optimizers, and their scalar state.
-TF1_SLOT_SUFFIX = re.compile(
-    r"/(?:Adam|Adam_1|Momentum|RMSProp|RMSProp_1|Adagrad|AdagradDA|Adadelta|Adadelta_1|"
-    r"Ftrl|Ftrl_1|ProximalAdagrad|accumulator|gradient_accumulator)$"
-)
-TF1_OPTIMIZER_NAMES = re.compile(r"^(?:.*/)?(?:beta1_power|beta2_power)$")
-TF1_OTHER_NAMES = re.compile(r"^(?:.*/)?(?:global_step|ExponentialMovingAverage.*|.*/ExponentialMovingAverage)$")
-KERAS_EDGE = re.compile(r"^(?:layer_with_weights-\d+|layer-\d+|keras_api)$")  # Keras's tracked children
-NON_TRAINABLE = {"moving_mean", "moving_variance"}  # Keras BatchNormalization statistics: parameters, not trained
 
 
 def _shard_path(prefix: str, shard: int, n_shards: int) -> str:
@@ -114,65 +94,6 @@ def _latest_prefix(state: str) -> str | None:
     return name or None
 
 
-class _Kinds:
-    """Each checkpoint key's kind, Keras layer and meaning, from the object graph or (TF1) from names."""
-
-    def __init__(self, nodes: tuple[_tf_proto.GraphNode, ...]) -> None:
-        self.by_key: dict[str, tuple[TensorKind, str | None, str | None, str]] = {}
-        if not nodes:
-            return
-        slots = {slot: (name, original) for node in nodes for original, name, slot in node.slots}
-        names = {i: full_name for i, node in enumerate(nodes) for _, full_name, _ in node.attributes[:1]}
-        optimizers = {i for i, node in enumerate(nodes) if node.slots}
-        optimizers |= {child for node in nodes for child, name in node.children if name in OPTIMIZER_EDGES}
-        other: dict[int, str] = {}
-        model = self._reachable(nodes, optimizers, other)
-        for i, node in enumerate(nodes):
-            for _, full_name, key in node.attributes:
-                # Keras names variables 'layer/var' or 'layer/cell/var': the layer is the first part
-                layer, param = (full_name.split("/")[0], full_name.rsplit("/", 1)[1]) if "/" in full_name else ("", "")
-                if i in slots:
-                    slot_name, original = slots[i]
-                    of = names.get(original, f"node {original}")
-                    self.by_key[key] = (TensorKind.OPTIMIZER, None, slot_name, f"slot {slot_name!r} of {of}")
-                elif i in other:
-                    self.by_key[key] = (TensorKind.OTHER, None, None, other[i])
-                elif i in model:
-                    self.by_key[key] = (TensorKind.PARAMETER, layer or None, param or None, "")
-                else:
-                    self.by_key[key] = (TensorKind.OPTIMIZER, None, param or None, "optimizer variable")
-
-    @staticmethod
-    def _reachable(nodes: tuple[_tf_proto.GraphNode, ...], optimizers: set[int], other: dict[int, str]) -> set[int]:
-        """Nodes reached from the root without passing through an optimizer; `other` gets the OTHER ones."""
-        seen = {0}
-        queue = deque([(0, "")])
-        while queue:
-            at, why = queue.popleft()
-            if why:
-                other[at] = why
-            for child, name in nodes[at].children:
-                if child in seen or child in optimizers or not 0 <= child < len(nodes):
-                    continue
-                seen.add(child)
-                queue.append((child, why or OTHER_EDGES.get(name, "")))
-        return seen
-
-    def classify(self, key: str) -> tuple[TensorKind, str | None, str | None, str]:
-        found = self.by_key.get(key)
-        if found is not None:
-            return found
-        name = key.removesuffix("/.ATTRIBUTES/VARIABLE_VALUE")
-        parts = name.split("/")
-        if any(p in OPTIMIZER_EDGES for p in parts) or TF1_SLOT_SUFFIX.search(name) or TF1_OPTIMIZER_NAMES.match(name):
-            return TensorKind.OPTIMIZER, None, None, "optimizer state (by name)"
-        why = next((OTHER_EDGES[p] for p in parts if p in OTHER_EDGES), None)
-        if why is not None or TF1_OTHER_NAMES.match(name):
-            return TensorKind.OTHER, None, None, why or "training state (by name)"
-        layer, _, param = name.rpartition("/")
-        return TensorKind.PARAMETER, layer or None, param if layer else None, ""
-
-
 def _string_payload(data: bytes) -> bytes:
     """The bytes of a scalar string tensor as TensorBundle stores it: varint length, masked CRC32C, bytes."""
     n, pos = _tf_proto.varint(data, 0)
@@ -182,7 +103,7 @@ def _string_payload(data: bytes) -> bytes:
 
 
 def _object_graph(
-    shards: dict[int, Probe], entry: _tf_proto.BundleEntry, findings: list[Finding]
+    shard: _Shard, entry: _tf_proto.BundleEntry, findings: list[Finding]
 ) -> tuple[_tf_proto.GraphNode, ...]:
     if entry.size > MAX_OBJECT_GRAPH_BYTES:
         findings.append(
@@ -193,8 +114,8 @@ def _object_graph(
             )
         )
         return ()
-    probe = shards[entry.shard_id]
-    raw = probe.read_at(entry.offset, entry.size, fmt=FORMAT, what="object graph")
+    with Probe(shard.path) as probe:
+        raw = probe.read_at(entry.offset, entry.size, fmt=FORMAT, what="object graph")
     return _tf_proto.object_graph(_string_payload(raw), MAX_TENSORS)
 
 
@@ -211,27 +132,30 @@ def _decode_slice_name(key: bytes) -> str:
     return out.decode("utf-8", "replace")
 
 
-def _open_shards(
-    index: Probe, prefix: str, n_shards: int, used: set[int]
-) -> tuple[dict[int, tuple[int, Probe]], list[Finding]]:
-    """Shard id -> (file index, probe) of the data shards present; a missing shard a tensor needs is an error."""
-    probes: dict[int, tuple[int, Probe]] = {}
+@dataclass(frozen=True, slots=True)
+class _Shard:
+    file: int  # index into Checkpoint.files
+    path: str
+    size: int
+
+
+def _find_shards(index: Probe, prefix: str, n_shards: int, used: set[int]) -> tuple[dict[int, _Shard], list[Finding]]:
+    """The data shards present, by shard id (only sized: their bytes are never read, but the object graph's)."""
+    shards: dict[int, _Shard] = {}
     missing: list[str] = []
     for shard in range(n_shards):
         path = _shard_path(prefix, shard, n_shards)
-        if not os.path.exists(path):
+        if not os.path.isfile(path):
             if shard in used:
-                for _, p in probes.values():
-                    p.close()
                 raise FormatError(index.path, FORMAT, f"data shard {os.path.basename(path)!r} is missing")
             missing.append(os.path.basename(path))
             continue
-        probes[shard] = (len(probes) + 1, Probe(path))
+        shards[shard] = _Shard(len(shards) + 1, path, os.path.getsize(path))
     if not missing:
-        return probes, []
+        return shards, []
     shown = ", ".join(repr(m) for m in missing[:3]) + (", ..." if len(missing) > 3 else "")
     message = f"{len(missing):,} data shards no tensor uses are missing: {shown}"
-    return probes, [Finding("MISSING_SHARD", Severity.WARNING, message)]
+    return shards, [Finding("MISSING_SHARD", Severity.WARNING, message)]
 
 
 def _load(index: Probe) -> Checkpoint:
@@ -257,12 +181,8 @@ def _load(index: Probe) -> Checkpoint:
             f"entry {bad[0].decode('utf-8', 'replace')!r} names a shard past "
             f"the {header.num_shards} the header declares",
         )
-    shards, findings = _open_shards(index, prefix, header.num_shards, used)
-    try:
-        return _checkpoint(index, header, entries, shards, table, findings)
-    finally:
-        for _, p in shards.values():
-            p.close()
+    shards, findings = _find_shards(index, prefix, header.num_shards, used)
+    return _checkpoint(index, header, entries, shards, table, findings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,27 +267,26 @@ def _checkpoint(
     index: Probe,
     header: _tf_proto.BundleHeader,
     entries: list[tuple[bytes, _tf_proto.BundleEntry]],
-    shards: dict[int, tuple[int, Probe]],
+    shards: dict[int, _Shard],
     table: _sstable.Table,
     findings: list[Finding],
 ) -> Checkpoint:
-    """`shards`: shard id -> (file index, probe) of every data shard present."""
     graph_entry = next((e for k, e in entries if k == OBJECT_GRAPH_KEY), None)
     nodes: tuple[_tf_proto.GraphNode, ...] = ()
     if graph_entry is not None and graph_entry.dtype == STRING_DTYPE and graph_entry.shard_id in shards:
-        _check_span(index, shards[graph_entry.shard_id][1], OBJECT_GRAPH_KEY.decode(), graph_entry)
-        nodes = _object_graph({s: p for s, (_, p) in shards.items()}, graph_entry, findings)
-    kinds = _Kinds(nodes)
+        _check_span(index, shards[graph_entry.shard_id], OBJECT_GRAPH_KEY.decode(), graph_entry)
+        nodes = _object_graph(shards[graph_entry.shard_id], graph_entry, findings)
+    kinds = Kinds(nodes)
     stored, slice_findings = _stored(index, entries)
     tensors: list[TensorInfo] = []
-    regions: dict[int, list[Region]] = {file: [] for file, _ in shards.values()}
+    regions: dict[int, list[Region]] = {shard.file: [] for shard in shards.values()}
     for t in stored:
         dtype, width = dtypes.TF_DTYPES.get(t.dtype, (f"TF_DTYPE[{t.dtype}]", 0))
         shape = check_shape(index, FORMAT, t.name, t.shape)
         if t.shard_id not in shards:
             raise FormatError(index.path, FORMAT, f"tensor {t.name!r} is in a missing shard")
-        file, probe = shards[t.shard_id]
-        _check_span(index, probe, t.name, t)
+        file = shards[t.shard_id].file
+        _check_span(index, shards[t.shard_id], t.name, t)
         if not width:
             what = "object graph" if t.name == OBJECT_GRAPH_KEY.decode() else f"{dtype} tensor {t.name!r}"
             regions[file].append(Region(RegionKind.METADATA, t.offset, t.size, what, file))
@@ -396,7 +315,9 @@ def _checkpoint(
                 notes=tuple(n for n in (why, t.note) if n),
             )
         )
-    files = [(index.path, index.size)] + [(p.path, p.size) for _, p in sorted(shards.values(), key=lambda x: x[0])]
+    files = [(index.path, index.size)] + [
+        (shard.path, shard.size) for shard in sorted(shards.values(), key=lambda x: x.file)
+    ]
     all_regions = list(tile(table.regions, index.size, 0))
     for file, rs in sorted(regions.items()):
         all_regions += tile(rs, files[file][1], file)
@@ -445,7 +366,7 @@ def _attributes(
     return attributes
 
 
-def _check_span(index: Probe, shard: Probe, name: str, e: _tf_proto.BundleEntry | _Stored) -> None:
+def _check_span(index: Probe, shard: _Shard, name: str, e: _tf_proto.BundleEntry | _Stored) -> None:
     if e.offset + e.size > shard.size:
         raise TruncatedFileError(
             index.path,

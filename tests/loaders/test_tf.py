@@ -303,3 +303,23 @@ def test_sample_checkpoint() -> None:
         check_invariants(ckpt)
         assert ckpt.n_parameters == expected["count_params"]
         assert sum(t.n_elements for t in ckpt.unique(TensorKind.OPTIMIZER)) == expected["optimizer_elements"]
+
+
+def test_no_tensor_byte_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Header-only: of the data shards, only the object graph is read (reads are recorded below the Probe)."""
+    from inspector.probe import Probe
+
+    reads: list[tuple[str, int, int]] = []
+    original = Probe._pread
+
+    def recording(self: Probe, offset: int, n: int) -> bytes:
+        reads.append((os.path.abspath(self.path), offset, n))
+        return original(self, offset, n)
+
+    monkeypatch.setattr(Probe, "_pread", recording)
+    ckpt = load(SAMPLES / "tf" / "keras_adam")
+    monkeypatch.undo()
+    shard = os.path.abspath(ckpt.files[1][0])
+    (graph,) = [r for r in ckpt.regions if r.file == 1 and r.label == "object graph"]
+    shard_reads = [(at, n) for path, at, n in reads if path == shard and at > 0]  # at 0: the Probe's 4 KiB sniff
+    assert shard_reads == [(graph.start, graph.length)]
