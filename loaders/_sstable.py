@@ -91,8 +91,8 @@ def snappy_decompress(data: bytes, max_out: int) -> bytes:
                 pos += width
             if offset == 0 or offset > len(out):
                 raise ValueError(f"snappy copy offset {offset} outside the {len(out):,} bytes decoded so far")
-            for _ in range(length):  # byte by byte: a copy may overlap its own output
-                out.append(out[-offset])
+            chunk = out[len(out) - offset : len(out) - offset + length]
+            out += (chunk * (length // offset + 1))[:length]  # a copy longer than its offset repeats its own output
         if len(out) > n:
             raise ValueError("snappy block decodes to more than its stated length")
     if len(out) != n:
@@ -107,6 +107,7 @@ class Table:
     findings: list[Finding] = field(default_factory=list)
     n_blocks: int = 0
     compressed_blocks: int = 0
+    block_bytes: int = 0  # blocks read so far, with trailers: never more than the file
 
 
 def _handle(data: bytes, pos: int = 0) -> tuple[int, int, int]:
@@ -133,8 +134,11 @@ def _block(probe: Probe, fmt: str, table: Table, offset: int, size: int, what: s
             )
         )
     table.n_blocks += 1
+    table.block_bytes += size + TRAILER_BYTES
     if table.n_blocks > MAX_BLOCKS:
         raise LimitExceededError(probe.path, fmt, f"more than {MAX_BLOCKS:,} blocks")
+    if table.block_bytes > probe.size:
+        raise FormatError(probe.path, fmt, f"{what} at {offset:,} overlaps another block (handles repeat)")
     table.regions.append(Region(RegionKind.HEADER, offset + size, TRAILER_BYTES, f"{what} trailer (type, CRC32C)"))
     if kind == SNAPPY:
         table.compressed_blocks += 1

@@ -34,7 +34,7 @@ FORMAT = "torch-dcp"
 METADATA_NAME = ".metadata"
 SHARD_SUFFIX = ".distcp"
 METADATA_MODULE = b"torch.distributed.checkpoint.metadata"
-MAX_METADATA_BYTES = 1 << 30
+MAX_METADATA_BYTES = 512 << 20
 MAX_ITEM_PICKLE_BYTES = 64 << 20
 MAX_FILES = 100_000
 WINDOW_HEAD_BYTES = 30  # an item's first zip local header, enough to tell a torch.save archive
@@ -283,6 +283,11 @@ def _read_item(shard: Probe, file: int, item: _Item, out: _Read) -> None:
     out.tensors.append(_tensor(item, found[0], file, ()))
 
 
+def _storage_key(item: _Item, stored: TensorInfo | None) -> str | None:
+    """The archive's storage key ('0') made unique across items: the file and the item's offset."""
+    return f"{item.file}@{item.offset}/{stored.storage}" if stored is not None and stored.storage else None
+
+
 def _tensor(item: _Item, stored: TensorInfo | None, file: int, notes: tuple[str, ...]) -> TensorInfo:
     if item.chunk is None:
         assert stored is not None
@@ -292,7 +297,7 @@ def _tensor(item: _Item, stored: TensorInfo | None, file: int, notes: tuple[str,
             stored.dtype,
             stored.nbytes,
             stored.offset,
-            storage=stored.storage,
+            storage=_storage_key(item, stored),
             kind=TensorKind.OTHER,
             section="object",
             file=file,
@@ -301,6 +306,7 @@ def _tensor(item: _Item, stored: TensorInfo | None, file: int, notes: tuple[str,
         )
     kind, section = _kind(item.fqn)
     name = _chunk_name(item)
+    notes = (f"item {item.file}@{item.offset:,} ({item.length:,} bytes)",) + notes
     if name != item.fqn:
         notes += (f"chunk {item.chunk[0]!r} of a {'x'.join(map(str, item.full_shape))} tensor",)
     nbytes = prod(item.chunk[1]) * _pickle.itemsize(item.dtype)
@@ -312,13 +318,35 @@ def _tensor(item: _Item, stored: TensorInfo | None, file: int, notes: tuple[str,
         item.dtype,
         nbytes,
         offset,
-        storage=stored.storage if stored else None,
+        storage=_storage_key(item, stored),
         kind=kind,
         section=section,
         file=file,
         notes=notes + (stored.notes if stored else ()),
         span=span,
     )
+
+
+def _read_shard(meta: Probe, shard: Probe, file: int, items: list[_Item], out: _Read) -> None:
+    """The items of one shard, in file order; two items sharing bytes is a finding."""
+    end, last = 0, ""
+    for item in items:
+        if item.offset + item.length > shard.size:
+            raise TruncatedFileError(
+                meta.path,
+                FORMAT,
+                f"item {item.fqn!r} ends at byte {item.offset + item.length:,}"
+                f" of {os.path.basename(shard.path)!r}, which has {shard.size:,}",
+            )
+        if item.offset < end:
+            out.findings.append(
+                Finding("OVERLAP", Severity.ERROR, f"items {last!r} and {item.fqn!r} share {end - item.offset:,} bytes")
+            )
+        end, last = max(end, item.offset + item.length), item.fqn
+        try:
+            _read_item(shard, file, item, out)
+        except _pickle.PickleError as exc:
+            raise FormatError(shard.path, FORMAT, f"item {item.fqn!r}: {exc}", item.offset) from exc
 
 
 def _load(meta: Probe) -> Checkpoint:
@@ -340,23 +368,15 @@ def _load(meta: Probe) -> Checkpoint:
     regions = [Region(RegionKind.METADATA, 0, result.end, "DCP metadata pickle")]
     out = _Read([], [], [], result.unsafe - DCP_INERT)
     files = [(meta.path, meta.size)]
+    by_file: dict[str, list[_Item]] = {}
+    for item in items:
+        by_file.setdefault(item.file, []).append(item)
     for i, name in enumerate(names, start=1):
         with Probe(os.path.join(folder, name)) as shard:
             files.append((shard.path, shard.size))
-            mine = sorted((item for item in items if item.file == name), key=lambda it: it.offset)
-            for item in mine:
-                if item.offset + item.length > shard.size:
-                    raise TruncatedFileError(
-                        meta.path,
-                        FORMAT,
-                        f"item {item.fqn!r} ends at byte "
-                        f"{item.offset + item.length:,} of {name!r}, which has {shard.size:,}",
-                    )
-                try:
-                    _read_item(shard, i, item, out)
-                except _pickle.PickleError as exc:
-                    raise FormatError(shard.path, FORMAT, f"item {item.fqn!r}: {exc}", item.offset) from exc
-            regions += tile([r for r in out.regions if r.file == i], shard.size, i)
+            _read_shard(meta, shard, i, sorted(by_file[name], key=lambda it: it.offset), out)
+            regions += tile(out.regions, shard.size, i)  # this shard's: the list is emptied per shard
+            out.regions = []
     fields = _fields(result.value)
     attributes = {
         "dcp.version": str(fields.get("version", "")),
