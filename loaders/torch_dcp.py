@@ -166,7 +166,11 @@ def _items(probe: Probe, metadata: Any) -> list[_Item]:
         offset, length = at.get("offset"), at.get("length")
         if not isinstance(path, str) or os.path.basename(path) != path or path in ("", ".", ".."):
             raise FormatError(probe.path, FORMAT, f"item {fqn!r} names {path!r}, not a file beside the metadata")
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (offset, length)):
+        if (
+            not (isinstance(offset, int) and isinstance(length, int))
+            or isinstance(offset, bool)
+            or min(offset, length) < 0
+        ):
             raise FormatError(probe.path, FORMAT, f"item {fqn!r} has an invalid offset or length")
         entry = tensors.get(fqn)
         transformed = bool(at.get("transform_descriptors"))

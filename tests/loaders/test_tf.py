@@ -323,3 +323,46 @@ def test_no_tensor_byte_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
     (graph,) = [r for r in ckpt.regions if r.file == 1 and r.label == "object graph"]
     shard_reads = [(at, n) for path, at, n in reads if path == shard and at > 0]  # at 0: the Probe's 4 KiB sniff
     assert shard_reads == [(graph.start, graph.length)]
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out + bytes([n]))
+
+
+def test_snappy_compressed_index_reads_like_the_original(tmp_path: Path) -> None:
+    """The shared fixture's index rebuilt with its data block snappy-compressed by a real compressor."""
+    cramjam = pytest.importorskip("cramjam", reason="cramjam writes real snappy blocks")
+    import struct
+
+    original = fixture_path("tf/simple.index").read_bytes()
+    footer = original[-_sstable.FOOTER_BYTES :]
+    meta_offset, meta_size, pos = _sstable._handle(footer)
+    index_offset, index_size, _ = _sstable._handle(footer, pos)
+    (key, value), *_ = _sstable._entries(original[index_offset : index_offset + index_size])
+    data_offset, data_size, _ = _sstable._handle(value)
+    block = bytes(cramjam.snappy.compress_raw(original[data_offset : data_offset + data_size]))
+
+    def with_trailer(contents: bytes, kind: int) -> bytes:
+        return contents + bytes([kind]) + struct.pack("<I", _sstable.masked_crc32c(contents + bytes([kind])))
+
+    out = with_trailer(block, _sstable.SNAPPY)
+    meta_at = len(out)
+    out += with_trailer(original[meta_offset : meta_offset + meta_size], 0)
+    handle = _varint(0) + _varint(len(block))
+    index = bytes([0, len(key), len(handle)]) + key + handle + struct.pack("<II", 0, 1)
+    index_at = len(out)
+    out += with_trailer(index, 0)
+    handles = _varint(meta_at) + _varint(meta_size) + _varint(index_at) + _varint(len(index))
+    out += handles.ljust(40, b"\0") + _sstable.MAGIC_BYTES
+    (tmp_path / "simple.index").write_bytes(out)
+    shutil.copy(fixture_path("tf/simple.data-00000-of-00001"), tmp_path / "simple.data-00000-of-00001")
+    ckpt = load(tmp_path / "simple.index")
+    check_invariants(ckpt)
+    assert ckpt.tensors == load(fixture_path("tf/simple.index")).tensors
+    assert ckpt.attributes["tf.snappy_blocks"] == "1" and not ckpt.findings
+    (compressed,) = [r for r in ckpt.regions if r.kind is RegionKind.COMPRESSED]
+    assert compressed.length == len(block) and compressed.logical == data_size
