@@ -132,7 +132,7 @@ class _Item:
     file: str
     offset: int
     length: int
-    transformed: bool
+    transforms: tuple[str, ...]  # DCP extension descriptors ('stream.zstd/1'), outermost first
     chunk: tuple[tuple[int, ...], tuple[int, ...]] | None  # (offsets, sizes); None for a bytes item
     full_shape: tuple[int, ...] = ()
     dtype: str = ""
@@ -173,9 +173,10 @@ def _items(probe: Probe, metadata: Any) -> list[_Item]:
         ):
             raise FormatError(probe.path, FORMAT, f"item {fqn!r} has an invalid offset or length")
         entry = tensors.get(fqn)
-        transformed = bool(at.get("transform_descriptors"))
+        descriptors = at.get("transform_descriptors") or ()
+        transforms = tuple(str(d) for d in descriptors) if isinstance(descriptors, (list, tuple)) else ("?",)
         if _class(entry) != "TensorStorageMetadata":
-            items.append(_Item(fqn, path, offset, length, transformed, None))
+            items.append(_Item(fqn, path, offset, length, transforms, None))
             continue
         meta = _fields(entry)
         chunks = meta.get("chunks") or []
@@ -189,7 +190,7 @@ def _items(probe: Probe, metadata: Any) -> list[_Item]:
         full = check_shape(probe, FORMAT, fqn, _ints(meta.get("size")))
         offsets = _ints(chunk.get("offsets"))
         sizes = check_shape(probe, FORMAT, fqn, _ints(chunk.get("sizes")))
-        items.append(_Item(fqn, path, offset, length, transformed, (offsets, sizes), full, dtype, len(chunks)))
+        items.append(_Item(fqn, path, offset, length, transforms, (offsets, sizes), full, dtype, len(chunks)))
     return items
 
 
@@ -228,13 +229,11 @@ class _Read:
 def _read_item(shard: Probe, file: int, item: _Item, out: _Read) -> None:
     """One item's zip archive: its regions, its data.pkl read inertly, its tensor at an absolute offset."""
     label = item.fqn if item.chunk is None else _chunk_name(item)
-    logical = prod(item.chunk[1]) * _pickle.itemsize(item.dtype) if item.chunk else None
-    if item.transformed:
-        out.regions.append(
-            Region(RegionKind.COMPRESSED, item.offset, item.length, f"{label} (transformed)", file, logical)
-        )
+    if item.transforms:  # e.g. zstd: the archive's size before the transform is known only by decoding it
+        what = f"{label} (through {', '.join(item.transforms)})"
+        out.regions.append(Region(RegionKind.COMPRESSED, item.offset, item.length, what, file))
         if item.chunk is not None:
-            out.tensors.append(_tensor(item, None, file, ("stored through a DCP extension (transformed)",)))
+            out.tensors.append(_tensor(item, None, file, (f"stored through {', '.join(item.transforms)}: no offset",)))
         return
     window = _Window(shard, item.offset, item.length)
     if not window.head.startswith(_zip.LOCAL_SIG):

@@ -250,3 +250,20 @@ def test_no_tensor_byte_is_read(trained: tuple[Path, Any, Any], monkeypatch: pyt
     # Probe reads the first 4 KiB of each file it opens to sniff it: the first item's tensor may sit there.
     touched = [(p, s, e) for p, s, e in data for path, at, n in reads if path == p and at < e and s < at + n and at > 0]
     assert touched == []
+
+
+def test_items_through_a_compression_extension(tmp_path: Path) -> None:
+    pytest.importorskip("zstandard", reason="DCP's ZStandard extension needs zstandard or pyzstd")
+    from torch.distributed.checkpoint._extension import ZStandard
+
+    model = _model()
+    writer = dcp.FileSystemWriter(str(tmp_path / "ck"), _extensions=[ZStandard()])
+    dcp.save({"model": model.state_dict()}, storage_writer=writer)
+    ckpt = load(tmp_path / "ck")
+    check_invariants(ckpt)
+    assert not ckpt.findings
+    assert ckpt.n_parameters == sum(p.numel() for p in model.parameters())
+    assert all(t.offset is None and "stream.zstd" in t.notes[-1] for t in ckpt.tensors)
+    md = dcp.FileSystemReader(str(tmp_path / "ck")).read_metadata()
+    compressed = {(r.start, r.length) for r in ckpt.regions if r.kind is RegionKind.COMPRESSED}
+    assert compressed == {(info.offset, info.length) for info in md.storage_data.values()}
