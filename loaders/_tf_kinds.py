@@ -32,8 +32,20 @@ TF1_SLOT_SUFFIX = re.compile(
 )
 TF1_OPTIMIZER_NAMES = re.compile(r"^(?:.*/)?(?:beta1_power|beta2_power)$")
 TF1_OTHER_NAMES = re.compile(r"^(?:.*/)?(?:global_step|ExponentialMovingAverage.*|.*/ExponentialMovingAverage)$")
-KERAS_EDGE = re.compile(r"^(?:layer_with_weights-\d+|layer-\d+|keras_api)$")  # Keras's tracked children
+# Children only Keras objects track: tf_keras (layer_with_weights-0, keras_api), Keras 3 (_functional, _operations)
+KERAS_EDGE = re.compile(r"^(?:layer_with_weights-\d+|layer-\d+|keras_api|_functional|_operations|_layers)$")
+CELL_SUFFIX = "_cell"  # RNN layers hold their weights in a cell: 'lstm/lstm_cell/kernel' is layer 'lstm'
 NON_TRAINABLE = {"moving_mean", "moving_variance"}  # Keras BatchNormalization statistics: parameters, not trained
+
+
+def _keras_layer(full_name: str) -> tuple[str, str]:
+    """(layer, variable) of a Keras variable path: 'dense/kernel' (tf_keras), 'sequential/dense/kernel' (Keras 3),
+    'lstm/lstm_cell/kernel' (an RNN's cell belongs to its layer); ('', '') for a name without a layer."""
+    parts = full_name.split("/")
+    if len(parts) < 2:
+        return "", ""
+    owner = -3 if len(parts) >= 3 and parts[-2].endswith(CELL_SUFFIX) else -2
+    return parts[owner], parts[-1]
 
 
 class Kinds:
@@ -51,8 +63,7 @@ class Kinds:
         model = self._reachable(nodes, optimizers, other)
         for i, node in enumerate(nodes):
             for _, full_name, key in node.attributes:
-                # Keras names variables 'layer/var' or 'layer/cell/var': the layer is the first part
-                layer, param = (full_name.split("/")[0], full_name.rsplit("/", 1)[1]) if "/" in full_name else ("", "")
+                layer, param = _keras_layer(full_name)
                 if i in slots:
                     slot_name, original = slots[i]
                     of = names.get(original, f"node {original}")

@@ -204,6 +204,44 @@ def test_keras2_save_weights_and_saved_model(tf: Any, keras_model: Any, tmp_path
     assert {t.notes[0] for t in saved.unique(TensorKind.OTHER)} == {"Keras metric state"}
 
 
+KERAS3_TF = """
+import json, sys
+import numpy as np, keras, tensorflow as tf
+inp = keras.Input((8,))
+x = keras.layers.BatchNormalization()(keras.layers.Dense(16)(inp))
+out = keras.layers.Dense(4)(keras.layers.LSTM(6)(keras.layers.Reshape((4, 4))(x)))
+m = keras.Model(inp, out)
+m.compile(optimizer="adam", loss="mse")
+m.fit(np.ones((4, 8), "float32"), np.ones((4, 4), "float32"), epochs=1, verbose=0)
+tf.train.Checkpoint(model=m, optimizer=m.optimizer).write(sys.argv[1])
+print(json.dumps({"count_params": m.count_params(), "layers": sorted({w.path.split("/")[0] for w in m.weights}),
+                  "trainable": sum(int(np.prod(w.shape)) for w in m.trainable_weights)}))
+"""
+
+
+def test_keras3_tensorflow_backend(tf: Any, tmp_path: Path) -> None:
+    """Keras 3 tracks the model's variables from its optimizer too: the object graph, not the key, tells them apart."""
+    import json
+
+    pytest.importorskip("keras")
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.run([sys.executable, "-c", KERAS3_TF, str(tmp_path / "k3")], capture_output=True, text=True,
+                          env=env, timeout=300)  # fmt: skip
+    if proc.returncode != 0:
+        pytest.skip(f"Keras 3 with the TensorFlow backend did not run: {proc.stderr.strip().splitlines()[-1:]}")
+    expected = json.loads(proc.stdout.strip().splitlines()[-1])
+    ckpt = load(tmp_path / "k3.index")
+    check_invariants(ckpt)
+    _compare_with_tensorflow(tf, ckpt, str(tmp_path / "k3"))
+    assert ckpt.framework == "keras" and ckpt.n_parameters == expected["count_params"]
+    params = ckpt.unique(TensorKind.PARAMETER)
+    assert sum(t.n_elements for t in params if t.trainable) == expected["trainable"]
+    assert any(t.name.startswith("optimizer/_trainable_variables/") for t in params)  # model weights, by the graph
+    assert {t.layer for t in params} == set(expected["layers"])
+    report = analyse(ckpt)
+    assert report.expectation is not None and report.expectation.total == expected["count_params"]
+
+
 def test_tf1_saver_with_a_partitioned_variable(tf: Any, tmp_path: Path) -> None:
     graph = tf.Graph()
     with graph.as_default():
