@@ -20,7 +20,7 @@ checkpoint.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 from typing import Any, ClassVar
 
@@ -37,6 +37,12 @@ METADATA_MODULE = b"torch.distributed.checkpoint.metadata"
 MAX_METADATA_BYTES = 512 << 20
 MAX_ITEM_PICKLE_BYTES = 64 << 20
 MAX_FILES = 100_000
+# Tied weights: a state dict names a shared tensor under each module, and DCP stores it once per name. An output
+# projection's weight with the shape and dtype of an embedding's is a copy when the first 64 bytes agree too
+# (the only tensor bytes read, as for MXNet's Gluon files).
+TIE_SOURCES = ("emb", "wte", "embed_tokens", "word_embeddings", "tok_embeddings", "shared")
+TIE_TARGETS = ("head", "decoder", "out", "proj", "lm_head", "output")
+TIE_SAMPLE = 64
 WINDOW_HEAD_BYTES = 30  # an item's first zip local header, enough to tell a torch.save archive
 # Globals a DCP .metadata pickle names that only record data (dataclasses, enums, a path): not code to run.
 DCP_INERT = {
@@ -352,6 +358,44 @@ def _read_shard(meta: Probe, shard: Probe, file: int, items: list[_Item], out: _
             raise FormatError(shard.path, FORMAT, f"item {item.fqn!r}: {exc}", item.offset) from exc
 
 
+def _ties(paths: list[str], tensors: list[TensorInfo]) -> dict[str, str]:
+    """Duplicate name -> first name, for output weights stored again after the embedding they are tied to."""
+    sources: dict[tuple[tuple[int, ...], str], TensorInfo] = {}
+    ties: dict[str, str] = {}
+    for t in tensors:
+        if t.kind is not TensorKind.PARAMETER or t.offset is None or not t.name.endswith(".weight"):
+            continue
+        key, last = (t.shape, t.dtype), t.name.rsplit(".", 2)[-2]
+        if any(w in last for w in TIE_SOURCES):
+            sources.setdefault(key, t)
+        elif key in sources and any(w in last for w in TIE_TARGETS):
+            first = sources[key]
+            n = min(TIE_SAMPLE, t.nbytes)
+            samples = []
+            for x in (first, t):
+                with Probe(paths[x.file]) as probe:
+                    samples.append(probe.read_at(x.offset or 0, n, fmt=FORMAT, what="tie sample"))
+            if samples[0] == samples[1]:
+                ties[t.name] = first.name
+    return ties
+
+
+def _mark_ties(
+    paths: list[str], tensors: list[TensorInfo], regions: list[Region], findings: list[Finding]
+) -> tuple[list[TensorInfo], list[Region]]:
+    ties = _ties(paths, tensors)
+    if not ties:
+        return tensors, regions
+    copies = {(t.file, t.offset) for t in tensors if t.name in ties}
+    for name, first in ties.items():
+        message = f"{name!r} is {first!r} stored a second time (tied weights: DCP stores a tensor once per name)"
+        findings.append(Finding("DUPLICATE_TENSOR", Severity.WARNING, message, subjects=(name, first)))
+    tensors = [replace(t, alias_of=ties[t.name]) if t.name in ties else t for t in tensors]
+    regions = [replace(r, kind=RegionKind.DUPLICATE) if r.kind is RegionKind.TENSOR_DATA and (r.file, r.start) in copies
+               else r for r in regions]  # fmt: skip
+    return tensors, regions
+
+
 def _load(meta: Probe) -> Checkpoint:
     if meta.size > MAX_METADATA_BYTES:
         raise LimitExceededError(meta.path, FORMAT, f"metadata of {meta.size:,} bytes")
@@ -389,13 +433,14 @@ def _load(meta: Probe) -> Checkpoint:
     save_id = _fields(fields.get("storage_meta")).get("save_id")
     if isinstance(save_id, str):
         attributes["dcp.save_id"] = save_id
+    tensors, regions = _mark_ties([path for path, _ in files], out.tensors, regions, out.findings)
     findings = out.findings + _torch.unsafe_finding(out.unsafe)
     return Checkpoint(
         meta.path,
         FORMAT,
         "pytorch",
         tuple(files),
-        tuple(out.tensors),
+        tuple(tensors),
         tile(regions[:1], meta.size, 0) + tuple(regions[1:]),
         attributes,
         findings=tuple(findings),

@@ -267,3 +267,28 @@ def test_items_through_a_compression_extension(tmp_path: Path) -> None:
     md = dcp.FileSystemReader(str(tmp_path / "ck")).read_metadata()
     compressed = {(r.start, r.length) for r in ckpt.regions if r.kind is RegionKind.COMPRESSED}
     assert compressed == {(info.offset, info.length) for info in md.storage_data.values()}
+
+
+class _TiedLM(torch.nn.Module):  # type: ignore[misc]
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = torch.nn.Embedding(50, 8)
+        self.norm = torch.nn.LayerNorm(8)
+        self.head = torch.nn.Linear(8, 50, bias=False)
+        self.head.weight = self.emb.weight
+
+
+def test_tied_weights_are_counted_once(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = _TiedLM()
+    model.norm.weight.data.fill_(1.0)
+    dcp.save({"model": model.state_dict()}, checkpoint_id=str(tmp_path / "ck"))
+    md = dcp.FileSystemReader(str(tmp_path / "ck")).read_metadata()
+    assert {"model.emb.weight", "model.head.weight"} <= set(md.state_dict_metadata)  # DCP stores both names
+    ckpt = load(tmp_path / "ck")
+    check_invariants(ckpt)
+    assert ckpt.n_parameters == sum(p.numel() for p in model.parameters())
+    (head,) = [t for t in ckpt.tensors if t.name == "model.head.weight"]
+    assert head.alias_of == "model.emb.weight"
+    assert any(f.code == "DUPLICATE_TENSOR" for f in ckpt.findings)
+    assert sum(r.length for r in ckpt.regions if r.kind is RegionKind.DUPLICATE) == head.nbytes
