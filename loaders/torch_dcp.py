@@ -205,10 +205,12 @@ def _no_persistent_ids(pid: Any) -> Any:
 
 
 def _kind(fqn: str) -> tuple[TensorKind, str]:
-    """Kind and section by the first name part (`_torch.SECTIONS`), buffers by the last (`BUFFER_NAMES`)."""
-    top, last = fqn.split(".", 1)[0], fqn.rsplit(".", 1)[-1]
+    """Kind and section by the first name part in `_torch.SECTIONS` among the first two (`app.optim.state...` as
+    the DCP tutorial's `{"app": AppState(model, optimizer)}` writes), buffers by the last part (`BUFFER_NAMES`)."""
+    parts = fqn.split(".")
+    top = next((p for p in parts[:2] if p in _torch.SECTIONS), parts[0])
     section, kind = _torch.SECTIONS.get(top, ("", TensorKind.PARAMETER))
-    if kind is TensorKind.PARAMETER and last in _torch.BUFFER_NAMES:
+    if kind is TensorKind.PARAMETER and parts[-1] in _torch.BUFFER_NAMES:
         kind = TensorKind.BUFFER
     return kind, section
 

@@ -292,3 +292,32 @@ def test_tied_weights_are_counted_once(tmp_path: Path) -> None:
     assert head.alias_of == "model.emb.weight"
     assert any(f.code == "DUPLICATE_TENSOR" for f in ckpt.findings)
     assert sum(r.length for r in ckpt.regions if r.kind is RegionKind.DUPLICATE) == head.nbytes
+
+
+def test_stateful_app_state_as_in_the_dcp_tutorial(tmp_path: Path) -> None:
+    """{"app": AppState(model, optimizer)}: the sections sit one level down ('app.model...', 'app.optim...')."""
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+    from torch.distributed.checkpoint.stateful import Stateful
+
+    model = _model()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model(torch.randn(4, 8)).sum().backward()
+    opt.step()
+
+    class AppState(Stateful):  # type: ignore[misc]
+        def state_dict(self) -> dict[str, Any]:
+            model_state, optimizer_state = get_state_dict(model, opt)
+            return {"model": model_state, "optim": optimizer_state}
+
+        def load_state_dict(self, state: dict[str, Any]) -> None:
+            raise NotImplementedError
+
+    dcp.save({"app": AppState()}, checkpoint_id=str(tmp_path / "ck"))
+    ckpt = load(tmp_path / "ck")
+    check_invariants(ckpt)
+    assert ckpt.n_parameters == sum(p.numel() for p in model.parameters())
+    optimizer = ckpt.unique(TensorKind.OPTIMIZER)
+    assert {t.name.split(".")[1] for t in optimizer} == {"optim"}
+    assert sum(t.n_elements for t in optimizer) == sum(
+        v.numel() for state in opt.state_dict()["state"].values() for v in state.values() if torch.is_tensor(v)
+    )
