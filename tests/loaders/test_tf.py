@@ -110,6 +110,24 @@ def _compare_with_tensorflow(tf: Any, ckpt: Checkpoint, prefix: str) -> None:
         assert data[ckpt.files[t.file][0]][t.offset : t.offset + t.nbytes] == value.tobytes()
 
 
+def test_dtype_table_against_tensorflow(tf: Any) -> None:
+    """Every DataType enum in the table: TensorFlow's own element size and kind; sub-byte types stored in a byte."""
+    from inspector.dtypes import DKind, lookup
+
+    for enum, (name, width) in TF_DTYPES.items():
+        dtype = tf.dtypes.as_dtype(enum)
+        if width == 0:
+            assert dtype in (tf.string, tf.resource, tf.variant), name
+            continue
+        canonical = lookup(name)
+        assert canonical is not None and dtype.size == width, (enum, name)
+        assert canonical.bits == 8 * width or (canonical.bits < 8 and width == 1), (enum, name)
+        kind = (DKind.QUANT if dtype.is_quantized else DKind.BOOL if dtype.is_bool else DKind.COMPLEX
+                if dtype.is_complex else DKind.FLOAT if dtype.is_floating else DKind.UINT if dtype.is_unsigned
+                else DKind.INT)  # fmt: skip
+        assert canonical.kind is kind, (enum, name, dtype.name)
+
+
 def test_variables_of_every_dtype(tf: Any, tmp_path: Path) -> None:
     dtypes = ["float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "uint16",
               "uint32", "uint64", "bool", "complex64", "complex128"]  # fmt: skip
