@@ -76,22 +76,30 @@ def folder_entry(folder: str) -> str | None:
     latest = _latest_prefix(state) if os.path.isfile(state) else None
     if latest is not None and os.path.isfile(os.path.join(folder, latest + INDEX_SUFFIX)):
         return os.path.join(folder, latest + INDEX_SUFFIX)
-    indexes = sorted(name for name in os.listdir(folder) if name.endswith(INDEX_SUFFIX))
+    try:
+        indexes = sorted(name for name in os.listdir(folder) if name.endswith(INDEX_SUFFIX))
+    except OSError:  # unreadable: the Probe will say what is wrong with the folder
+        return None
     return os.path.join(folder, indexes[0]) if len(indexes) == 1 else None
 
 
-def _latest_prefix(state: str) -> str | None:
-    """``model_checkpoint_path: "ckpt-3"`` in a CheckpointState text file, when it names a plain file name."""
+def _state_paths(state: str) -> list[str]:
+    """The prefixes a CheckpointState text file names (``model_checkpoint_path: "ckpt-3"`` first, then
+    ``all_model_checkpoint_paths``), as plain file names."""
     try:
         with open(state, "rb") as fh:
             text = fh.read(MAX_STATE_BYTES).decode("utf-8", "replace")
     except OSError:
-        return None
-    m = re.search(r'^model_checkpoint_path:\s*"([^"\n]*)"', text, re.MULTILINE)
-    if m is None:
-        return None
-    name = os.path.basename(m.group(1))
-    return name or None
+        return []
+    found = re.findall(r'^(model_checkpoint_path|all_model_checkpoint_paths):\s*"([^"\n]*)"', text, re.MULTILINE)
+    names = [os.path.basename(path) for key, path in found if key == "model_checkpoint_path"]
+    names += [os.path.basename(path) for key, path in found if key != "model_checkpoint_path"]
+    return [name for name in names if name]
+
+
+def _latest_prefix(state: str) -> str | None:
+    paths = _state_paths(state)
+    return paths[0] if paths else None
 
 
 def _string_payload(data: bytes) -> bytes:
@@ -324,8 +332,9 @@ def _checkpoint(
     findings = findings + table.findings + slice_findings + _overlaps(regions)
     attributes = _attributes(header, table, nodes, entries)
     state = os.path.join(os.path.dirname(index.path), STATE_FILE)
-    latest = _latest_prefix(state) if os.path.isfile(state) else None
-    if latest is not None:
+    named = _state_paths(state) if os.path.isfile(state) else []
+    if os.path.basename(index.path[: -len(INDEX_SUFFIX)]) in named:  # the folder's state file names this prefix
+        latest = named[0]
         size = os.path.getsize(state)
         all_regions.append(Region(RegionKind.METADATA, 0, size, "checkpoint state (text)", len(files)))
         files.append((state, size))
