@@ -93,7 +93,7 @@ def folder_entry(folder: str) -> str | None:
 class _Window(Probe):
     """Bytes ``[start, start + length)`` of a probed file seen as a file of its own (one item's zip archive)."""
 
-    def __init__(self, parent: Probe, start: int, length: int) -> None:  # noqa: D107 - no file is opened
+    def __init__(self, parent: Probe, start: int, length: int) -> None:  # no file is opened: reads go to `parent`
         self._fd = -1
         self._parent = parent
         self._start = start
