@@ -24,11 +24,11 @@ from dataclasses import dataclass, field, replace
 from math import prod
 from typing import Any, ClassVar
 
-from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
+from inspector.errors import FormatError, InspectorError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from loaders import _pickle, _torch, _zip
-from loaders.base import MAX_TENSORS, Claim, check_shape, tile
+from loaders.base import MAX_TENSORS, Claim, check_shape, parsing, tile
 
 FORMAT = "torch-dcp"
 METADATA_NAME = ".metadata"
@@ -393,8 +393,10 @@ def _mark_ties(
         message = f"{name!r} is {first!r} stored a second time (tied weights: DCP stores a tensor once per name)"
         findings.append(Finding("DUPLICATE_TENSOR", Severity.WARNING, message, subjects=(name, first)))
     tensors = [replace(t, alias_of=ties[t.name]) if t.name in ties else t for t in tensors]
-    regions = [replace(r, kind=RegionKind.DUPLICATE) if r.kind is RegionKind.TENSOR_DATA and (r.file, r.start) in copies
-               else r for r in regions]  # fmt: skip
+    regions = [
+        replace(r, kind=RegionKind.DUPLICATE) if r.kind is RegionKind.TENSOR_DATA and (r.file, r.start) in copies else r
+        for r in regions
+    ]
     return tensors, regions
 
 
@@ -402,10 +404,39 @@ def _load(meta: Probe) -> Checkpoint:
     if meta.size > MAX_METADATA_BYTES:
         raise LimitExceededError(meta.path, FORMAT, f"metadata of {meta.size:,} bytes")
     raw = meta.read_at(0, meta.size, fmt=FORMAT, what="metadata pickle")
+    machine = _pickle.PickleMachine(_pickle.Reader(raw), _no_persistent_ids)
+    out = _Read([], [], [], set())
     try:
-        result = _pickle.load(_pickle.Reader(raw), _no_persistent_ids)
-    except _pickle.PickleError as exc:
-        raise FormatError(meta.path, FORMAT, f"metadata pickle: {exc}") from exc
+        try:
+            result = machine.load()
+        except _pickle.PickleError as exc:
+            raise FormatError(meta.path, FORMAT, f"metadata pickle: {exc}") from exc
+        out.unsafe |= result.unsafe - DCP_INERT
+        with parsing(meta, FORMAT):
+            return _checkpoint(meta, result, out)
+    except InspectorError as exc:
+        unsafe = out.unsafe | (machine.unsafe - DCP_INERT)
+        if not unsafe:
+            raise
+        return _evidence(meta, unsafe, exc)  # what the pickles would have run outranks what is malformed
+
+
+def _evidence(meta: Probe, unsafe: set[str], exc: InspectorError) -> Checkpoint:
+    """A checkpoint that could not be read but whose pickles name code to run: the finding is kept (exit 3)."""
+    malformed = Finding("MALFORMED", Severity.ERROR, f"not read to the end: {exc}")
+    regions = tile([Region(RegionKind.METADATA, 0, meta.size, "DCP metadata pickle")], meta.size, 0)
+    return Checkpoint(
+        meta.path,
+        FORMAT,
+        "pytorch",
+        ((meta.path, meta.size),),
+        (),
+        regions,
+        findings=(malformed, *_torch.unsafe_finding(unsafe)),
+    )
+
+
+def _checkpoint(meta: Probe, result: _pickle.Result, out: _Read) -> Checkpoint:
     items = _items(meta, result.value)
     folder = os.path.dirname(meta.path) or "."
     names = sorted({item.file for item in items})
@@ -415,7 +446,6 @@ def _load(meta: Probe) -> Checkpoint:
         if not os.path.isfile(os.path.join(folder, name)):
             raise FormatError(meta.path, FORMAT, f"shard {name!r} named in the metadata is missing")
     regions = [Region(RegionKind.METADATA, 0, result.end, "DCP metadata pickle")]
-    out = _Read([], [], [], result.unsafe - DCP_INERT)
     files = [(meta.path, meta.size)]
     by_file: dict[str, list[_Item]] = {}
     for item in items:

@@ -321,3 +321,25 @@ def test_stateful_app_state_as_in_the_dcp_tutorial(tmp_path: Path) -> None:
     assert sum(t.n_elements for t in optimizer) == sum(
         v.numel() for state in opt.state_dict()["state"].values() for v in state.values() if torch.is_tensor(v)
     )
+
+
+def test_unsafe_metadata_is_reported_even_when_malformed(tmp_path: Path) -> None:
+    """A .metadata naming os.system inside the Metadata it pickles: exit 3 naming the callable, never run, also
+    when the rest of the structure is not a checkpoint or the pickle is cut after the payload."""
+    import pickle
+
+    from torch.distributed.checkpoint.metadata import Metadata
+
+    canary = tmp_path / "canary"
+    folder = tmp_path / "ck"
+    folder.mkdir()
+    payload = pickle.dumps(Metadata(state_dict_metadata={}, storage_data={"x": _Evil(str(canary))}), protocol=4)
+    for name, data in (("whole", payload), ("cut", payload[:-3])):
+        (folder / ".metadata").write_bytes(data)
+        ckpt = load(folder / ".metadata")
+        assert [f.code for f in ckpt.findings] == ["MALFORMED", "UNSAFE_CONTENT"], name
+        assert ".system" in ckpt.findings[1].message
+        proc = subprocess.run([sys.executable, "-m", "inspector", str(folder / ".metadata")], capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
+        assert proc.returncode == 3 and "system" in proc.stderr, name
+    assert not canary.exists()
