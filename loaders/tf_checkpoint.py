@@ -45,6 +45,8 @@ MAX_SHARDS = 100_000
 MAX_OBJECT_GRAPH_BYTES = 256 << 20
 MAX_STATE_BYTES = 1 << 20
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
+# A SavedModel's other files, reported as metadata beside its variables (the graph, Keras's config, a fingerprint).
+SAVED_MODEL_METADATA = (*SAVED_MODEL_FILES, "keras_metadata.pb", "fingerprint.pb")
 
 
 def _shard_path(prefix: str, shard: int, n_shards: int) -> str:
@@ -340,8 +342,16 @@ def _checkpoint(
         files.append((state, size))
         attributes["tf.latest"] = latest
     folder = os.path.dirname(os.path.dirname(os.path.abspath(index.path)))
-    if any(os.path.isfile(os.path.join(folder, name)) for name in SAVED_MODEL_FILES):
+    if os.path.basename(os.path.dirname(os.path.abspath(index.path))) == "variables" and any(
+        os.path.isfile(os.path.join(folder, name)) for name in SAVED_MODEL_FILES
+    ):
         attributes["tf.saved_model"] = folder
+        for name in SAVED_MODEL_METADATA:
+            path = os.path.join(folder, name)
+            if os.path.isfile(path):
+                size = os.path.getsize(path)
+                all_regions.append(Region(RegionKind.METADATA, 0, size, f"SavedModel {name}", len(files)))
+                files.append((path, size))
     keras = any(KERAS_EDGE.match(name) for node in nodes for _, name in node.children)
     return Checkpoint(
         index.path,

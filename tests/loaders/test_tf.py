@@ -217,6 +217,8 @@ def test_keras2_save_weights_and_saved_model(tf: Any, keras_model: Any, tmp_path
     saved = load(tmp_path / "sm")  # a SavedModel folder stands for its variables/
     check_invariants(saved)
     assert saved.attributes["tf.saved_model"] == str(tmp_path / "sm")
+    folder_files = [p for p in (tmp_path / "sm").rglob("*") if p.is_file() and "assets" not in p.parts]
+    assert saved.file_size == sum(p.stat().st_size for p in folder_files)  # the graph and Keras metadata too
     _compare_with_tensorflow(tf, saved, str(tmp_path / "sm" / "variables" / "variables"))
     _keras_counts(keras_model, saved)
     assert {t.notes[0] for t in saved.unique(TensorKind.OTHER)} == {"Keras metric state"}
