@@ -26,12 +26,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from inspector import load  # noqa: E402
 from inspector.errors import InspectorError  # noqa: E402
-from tests.conftest import SAMPLES  # noqa: E402
+from tests.conftest import FIXTURES, SAMPLES  # noqa: E402
 from tests.hostile import seed_files  # noqa: E402
 
 CASE_SECONDS = 10
 # Checkpoints of several files: one member is mutated, its siblings are copied beside it unchanged.
-MULTI_FILE_DIRS = (SAMPLES / "tf" / "keras_adam", SAMPLES / "tf" / "tf1_adam", SAMPLES / "dcp" / "adam_step")
+MULTI_FILE_DIRS = (
+    SAMPLES / "tf" / "keras_adam",
+    SAMPLES / "tf" / "tf1_adam",
+    SAMPLES / "dcp" / "adam_step",
+    FIXTURES / "tf",
+)
 MEMORY_CAP = 4 << 30
 
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from inspector import load
 from inspector.cli import main
 from inspector.errors import FormatError, InputError, InspectorError, LimitExceededError, UnknownFormatError
-from tests.conftest import SAMPLES
+from tests.conftest import FIXTURES, SAMPLES
 from tests.hostile import flip, seed_files, truncate
 
 SEEDS = seed_files()
@@ -185,9 +185,8 @@ def test_hdf5_library_hang_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # -- checkpoints of several files (TensorFlow bundles, PyTorch distributed checkpoints) ---------------------------
 # One file of a real checkpoint folder is mutated, its siblings stay intact; the folder and each file are loaded.
-MULTI_FILE_SEEDS = [
-    p for p in (SAMPLES / "tf" / "keras_adam", SAMPLES / "tf" / "tf1_adam", SAMPLES / "dcp" / "adam_step") if p.is_dir()
-]
+MULTI_FILE_DIRS = (SAMPLES / "tf" / "keras_adam", SAMPLES / "tf" / "tf1_adam", SAMPLES / "dcp" / "adam_step")
+MULTI_FILE_SEEDS = [p for p in (*MULTI_FILE_DIRS, FIXTURES / "tf") if p.is_dir()]
 
 
 def _mutated_folder(tmp: Path, seed: Path, member: int, mutate: Callable[[bytes], bytes]) -> tuple[Path, Path]:
