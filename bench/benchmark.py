@@ -6,10 +6,10 @@
 
 Makes, in a temporary folder (or --out), a 1 GiB and a 2 GiB file of each format with 130 tensors
 (safetensors, npz, PyTorch zip, Keras-2-style HDF5, MXNet .params written by a small writer of the
-documented layout, GGUF by gguf-py, ONNX with external data), plus 10,000-tensor safetensors, PyTorch, GGUF
-and ONNX files; --formats picks a subset. Each measurement runs in a fresh process: wall time (best of
---repeat), peak resident memory (ru_maxrss of the child) and bytes the process read through system calls
-(rchar from /proc/self/io at exit). Prints one table and the
+documented layout, GGUF by gguf-py, ONNX with external data, a TensorFlow checkpoint, a PyTorch distributed
+checkpoint), plus 10,000-tensor files (safetensors, PyTorch, GGUF, ONNX, TF, DCP); --formats picks a subset.
+Each measurement runs in a fresh process: wall time (best of --repeat), peak resident memory (ru_maxrss of the
+child) and bytes the process read through system calls (rchar from /proc/self/io at exit). Prints one table and the
 targets (inspector under 0.5 s and 100 MB; under a tenth of the baseline's time; 2 GiB within 1.2x of
 1 GiB; 10,000 tensors well under 2 s).
 
@@ -147,6 +147,26 @@ def write_onnx(path: Path, tensors: dict[str, np.ndarray]) -> None:
     path.write_bytes(helper.make_model(graph).SerializeToString())
 
 
+def write_tf_checkpoint(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    """tf.train.Checkpoint.write: PREFIX.index + PREFIX.data-00000-of-00001 (path is the .index)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+
+    variables = {name.replace(".", "_"): tf.Variable(a) for name, a in tensors.items()}
+    tf.train.Checkpoint(**variables).write(str(path)[: -len(".index")])
+
+
+def write_dcp(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    """torch.distributed.checkpoint.save in one process: a folder with .metadata (path) and __0_0.distcp."""
+    import warnings
+
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    warnings.simplefilter("ignore")
+    dcp.save({"model": {k: torch.from_numpy(v) for k, v in tensors.items()}}, checkpoint_id=str(path.parent))
+
+
 WRITERS = {
     "safetensors": (".safetensors", write_safetensors),
     "npz": (".npz", write_npz),
@@ -155,8 +175,19 @@ WRITERS = {
     "mxnet-params": (".params", write_mxnet),
     "gguf": (".gguf", write_gguf),
     "onnx": (".onnx", write_onnx),
+    "tensorflow-checkpoint": (".index", write_tf_checkpoint),
+    "torch-dcp": ("_dcp/.metadata", write_dcp),
 }
-MANY_FORMATS = ("safetensors", "pytorch-zip", "gguf", "onnx")
+MANY_FORMATS = ("safetensors", "pytorch-zip", "gguf", "onnx", "tensorflow-checkpoint", "torch-dcp")
+
+
+def checkpoint_bytes(path: Path) -> int:
+    """Bytes of the whole checkpoint a path stands for (a TF bundle's shards, a DCP folder)."""
+    if path.name == ".metadata":
+        return sum(p.stat().st_size for p in path.parent.iterdir())
+    if path.suffix == ".index":
+        return sum(p.stat().st_size for p in path.parent.glob(path.stem + ".*"))
+    return path.stat().st_size
 
 
 def make_files(out: Path, sizes: list[int], formats: list[str]) -> list[tuple[str, str, Path]]:
@@ -175,6 +206,7 @@ def make_files(out: Path, sizes: list[int], formats: list[str]) -> list[tuple[st
     for fmt in (f for f in MANY_FORMATS if f in formats):
         suffix, write = WRITERS[fmt]
         path = out / f"many{suffix}"
+        path.parent.mkdir(exist_ok=True)
         if not path.exists():
             write(path, many)
         files.append((fmt, "10,000 tensors", path))
@@ -188,6 +220,18 @@ READ_GGUF = "import gguf, numpy as np\n[np.array(t.data) for t in gguf.GGUFReade
 SAFE_OPEN = (
     "from safetensors import safe_open\nwith safe_open(P, 'np') as f: [f.get_slice(k).get_shape() for k in f.keys()]"
 )
+TF_QUIET = "import os; os.environ['TF_CPP_MIN_LOG_LEVEL'] = '3'\nimport tensorflow as tf\n"
+TF_READ = TF_QUIET + "r = tf.train.load_checkpoint(P[:-6])\n[r.get_tensor(k) for k in r.get_variable_to_shape_map()]"
+TF_LIST = TF_QUIET + "tf.train.list_variables(P[:-6])"
+DCP_READ = (
+    "import os, warnings; warnings.simplefilter('ignore')\n"
+    "from torch.distributed.checkpoint.state_dict_loader import _load_state_dict_from_keys\n"
+    "_load_state_dict_from_keys(checkpoint_id=os.path.dirname(P))"
+)
+DCP_META = (
+    "import os\nfrom torch.distributed.checkpoint import FileSystemReader\n"
+    "FileSystemReader(os.path.dirname(P)).read_metadata()"
+)
 BASELINES = {
     "safetensors": ("safetensors.numpy.load_file", "from safetensors.numpy import load_file; load_file(P)"),
     "npz": ("np.load every array", "import numpy as np\nwith np.load(P) as z: [z[k] for k in z.files]"),
@@ -196,12 +240,16 @@ BASELINES = {
     "mxnet-params": ("read the whole .params", "open(P, 'rb').read()"),
     "gguf": ("GGUFReader, every tensor copied", READ_GGUF),
     "onnx": ("onnx.load (with external data)", "import onnx; onnx.load(P)"),
+    "tensorflow-checkpoint": ("tf load_checkpoint, every tensor", TF_READ),
+    "torch-dcp": ("DCP load every tensor", DCP_READ),
 }  # fmt: skip
 EXTRAS = {
     "safetensors": ("safe_open (keys, shapes)", SAFE_OPEN),
     "pytorch-zip": ("torch.load(mmap, meta)", "import torch; torch.load(P, mmap=True, map_location='meta')"),
     "gguf": ("GGUFReader (memmap only)", "import gguf; gguf.GGUFReader(P)"),
     "onnx": ("onnx.load(load_external_data=False)", "import onnx; onnx.load(P, load_external_data=False)"),
+    "tensorflow-checkpoint": ("tf.train.list_variables", TF_LIST),
+    "torch-dcp": ("FileSystemReader.read_metadata", DCP_META),
 }  # fmt: skip
 INSPECTOR = "import sys; from inspector.cli import main; raise SystemExit(main([P, '--json']))"
 WITH_HTML = "from inspector.cli import main; raise SystemExit(main([P, '--json', '--html', P + '.html']))"
@@ -316,6 +364,7 @@ def main() -> int:
     if args.data_only:
         args.sizes = "1"
     sizes = [int(s) for s in args.sizes.split(",")]
+    formats = [f for f in args.formats.split(",") if f in WRITERS]
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="inspector-bench-"))
     out.mkdir(parents=True, exist_ok=True)
     need = sum(sizes) * len(formats) * GIB * 1.1
@@ -347,10 +396,12 @@ def main() -> int:
             try:
                 t, m, r = measure(INSPECTOR, path, args.repeat)
             except RuntimeError as exc:
-                rows.append([fmt, label, "inspector --json", "failed", "", "", str(exc)[-80:], path.stat().st_size])
+                rows.append([fmt, label, "inspector --json", "failed", "", "", str(exc)[-80:], checkpoint_bytes(path)])
                 continue
             inspector_times[(fmt, label)] = t
-            rows.append([fmt, label, "inspector --json", f"{t:.3f}", f"{m:.0f}", f"{r:.2f}", "", path.stat().st_size])
+            rows.append(
+                [fmt, label, "inspector --json", f"{t:.3f}", f"{m:.0f}", f"{r:.2f}", "", checkpoint_bytes(path)]
+            )
             for entry in (BASELINES.get(fmt), EXTRAS.get(fmt)):
                 if entry is None or (label.startswith("10,000") and entry is EXTRAS.get(fmt)):
                     continue

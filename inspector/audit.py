@@ -75,12 +75,19 @@ def _files(paths: Sequence[str]) -> Iterator[str]:
 
             yield from list_files(path, MAX_FILES)
         elif os.path.isdir(path):
+            from inspector.registry import member_entry
+
+            seen: set[str] = set()
             for folder, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for name in sorted(files):
                     full = os.path.join(folder, name)
                     if not name.startswith(".") and os.path.isfile(full) and not os.path.islink(full):
-                        yield full
+                        # one row per multi-file checkpoint: a TF data shard or a DCP .distcp stands for its entry
+                        entry = member_entry(full) or full
+                        if entry not in seen:
+                            seen.add(entry)
+                            yield entry
         else:
             yield path
 

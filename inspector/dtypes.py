@@ -87,6 +87,57 @@ NUMPY_DTYPES: dict[str, str] = {
     "c16": "C128",
 }
 
+# TensorFlow DataType enum (types.proto, TF 2.21) -> (canonical name, bytes per element as a TensorBundle stores
+# it). TensorFlow stores its 4- and 2-bit types one element per byte. Strings, resources and variants have no
+# fixed size (opaque names).
+TF_DTYPES: dict[int, tuple[str, int]] = {
+    1: ("F32", 4),
+    2: ("F64", 8),
+    3: ("I32", 4),
+    4: ("U8", 1),
+    5: ("I16", 2),
+    6: ("I8", 1),
+    7: ("TF_STRING", 0),
+    8: ("C64", 8),
+    9: ("I64", 8),
+    10: ("BOOL", 1),
+    11: ("QI8", 1),
+    12: ("QU8", 1),
+    13: ("QI32", 4),
+    14: ("BF16", 2),
+    15: ("QI16", 2),
+    16: ("QU16", 2),
+    17: ("U16", 2),
+    18: ("C128", 16),
+    19: ("F16", 2),
+    20: ("TF_RESOURCE", 0),
+    21: ("TF_VARIANT", 0),
+    22: ("U32", 4),
+    23: ("U64", 8),
+    24: ("F8_E5M2", 1),
+    25: ("F8_E4M3", 1),
+    26: ("F8_E4M3FNUZ", 1),
+    27: ("F8_E4M3B11FNUZ", 1),
+    28: ("F8_E5M2FNUZ", 1),
+    29: ("I4", 1),
+    30: ("U4", 1),
+    31: ("I2", 1),
+    32: ("U2", 1),
+    33: ("F4", 1),
+}
+DTYPES.update(
+    dict(
+        [
+            _t("QI16", 16, DKind.QUANT),
+            _t("QU16", 16, DKind.QUANT),
+            _t("F8_E4M3B11FNUZ", 8, DKind.FLOAT),
+            _t("U4", 4, DKind.UINT),
+            _t("I2", 2, DKind.INT),
+            _t("U2", 2, DKind.UINT),
+        ]
+    )
+)
+
 
 def lookup(name: str) -> DType | None:
     """The canonical dtype of that name, or None for opaque and unknown ones."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from inspector.records import Checkpoint, TensorInfo, TensorKind
 
 # Frameworks whose loaders state every tensor's kind (their statistics are parameters they count).
-STATED = ("keras", "mxnet")
+STATED = ("keras", "mxnet", "tensorflow")
 
 
 @dataclass(frozen=True, slots=True)

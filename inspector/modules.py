@@ -29,7 +29,8 @@ from inspector.formulas import (
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
 
 GATE_CELLS: dict[int, type[Recurrent]] = {1: SimpleRNN, 3: GRU, 4: LSTM}
-FRAMEWORK_CONVENTIONS = {"keras": Convention.KERAS, "mxnet": Convention.MXNET}
+# TensorFlow (TF1 Saver, tf.train.Checkpoint) keeps Keras's layouts: (in, out) kernels, counted moving statistics
+FRAMEWORK_CONVENTIONS = {"keras": Convention.KERAS, "tensorflow": Convention.KERAS, "mxnet": Convention.MXNET}
 # Roles whose rule names the layer itself (RNN layers 'rnn.l0', Keras and MXNet layers, positional arrays):
 # the role's layer is the module. Elsewhere a dotted name's module is the name without its last part.
 LAYER_FROM_ROLE = ("rnn_input_kernel", "rnn_recurrent_kernel", "rnn_bias", "initial_state")
@@ -64,7 +65,7 @@ class Module:
 
 
 def module_name(t: TensorInfo, r: RoleMatch, framework: str) -> str:
-    if t.layer or framework in ("keras", "mxnet") or r.role in LAYER_FROM_ROLE or r.rule_id.startswith("shape."):
+    if t.layer or framework in FRAMEWORK_CONVENTIONS or r.role in LAYER_FROM_ROLE or r.rule_id.startswith("shape."):
         return t.layer or r.layer
     if "." in t.name:
         return t.name.rpartition(".")[0]
@@ -84,7 +85,7 @@ def _kernel_out_last(t: TensorInfo, r: RoleMatch, framework: str) -> bool:
     """Keras/TensorFlow kernels are (..., in, out); PyTorch, MXNet and Theano weights are (out, in, ...)."""
     if r.rule_id.startswith("shape."):
         return r.rule_id.endswith("out_last") or r.rule_id == "shape.dense_in_out"
-    return framework == "keras"
+    return FRAMEWORK_CONVENTIONS.get(framework) is Convention.KERAS
 
 
 def _recurrent(module: Module, framework: str, statistics: bool) -> LayerSpec | None:
@@ -129,7 +130,7 @@ def module_spec(module: Module, framework: str, statistics: bool = False) -> Lay
     if (statistics or stats or "norm" in roles or affine) and len(one_d) == len(params) and one_d:
         features = one_d[0].shape[0]
         if all(t.shape == (features,) for t in one_d):
-            if stats and framework in ("keras", "mxnet"):  # Keras and MXNet count the statistics
+            if stats and framework in FRAMEWORK_CONVENTIONS:  # Keras, TensorFlow and MXNet count the statistics
                 convention = FRAMEWORK_CONVENTIONS[framework]
                 return BatchNorm(features, convention, name=name, scale=scale is not None, shift=shift is not None)
             if statistics or stats:

@@ -96,8 +96,35 @@ def detect(path: str | os.PathLike[str]) -> str:
         return detect_probe(probe).name
 
 
+def folder_entry(path: str | os.PathLike[str]) -> str | None:
+    """The file that stands for a folder holding one checkpoint (a loader's optional `folder_entry`), or None."""
+    _ensure_loaded()
+    for cls in _LOADERS.values():
+        find = getattr(cls, "folder_entry", None)
+        entry = find(os.fspath(path)) if find is not None else None
+        if entry is not None:
+            return str(entry)
+    return None
+
+
+def member_entry(path: str | os.PathLike[str]) -> str | None:
+    """For one file of a multi-file checkpoint (a TF data shard, a DCP `.distcp`), the file that stands for the
+    whole checkpoint (a loader's optional `member_entry`); None for any other file. A folder audit can list each
+    such checkpoint once, under its entry."""
+    _ensure_loaded()
+    for cls in _LOADERS.values():
+        find = getattr(cls, "member_entry", None)
+        entry = find(os.fspath(path)) if find is not None else None
+        if entry is not None:
+            return str(entry)
+    return None
+
+
 def load(path: str | os.PathLike[str]) -> Checkpoint:
     """Read a checkpoint's headers into a `Checkpoint` (never its tensor data).
+
+    A folder that is one checkpoint (a TensorFlow checkpoint or SavedModel folder, a PyTorch distributed
+    checkpoint) is read through the file that stands for it.
 
     Raises:
         InspectorError: any subclass, when the file cannot be read; see `inspector.errors`.
@@ -106,6 +133,8 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
     from inspector.kinds import decide
     from loaders.base import parsing
 
+    if os.path.isdir(path):
+        path = folder_entry(path) or path
     with Probe(path) as probe:
         loader = detect_probe(probe)
         with parsing(probe, loader.name):

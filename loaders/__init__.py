@@ -9,6 +9,8 @@ from loaders.mxnet_params import MxnetParamsLoader
 from loaders.npy import NpyLoader, NpzLoader
 from loaders.onnx import OnnxLoader
 from loaders.safetensors import SafetensorsIndexLoader, SafetensorsLoader
+from loaders.tf_checkpoint import TfCheckpointLoader
+from loaders.torch_dcp import TorchDcpLoader
 from loaders.torch_legacy import TorchLegacyLoader
 from loaders.torch_zip import TorchZipLoader
 
@@ -24,4 +26,6 @@ BUILTIN_LOADERS = (
     MxnetParamsLoader,
     GgufLoader,
     OnnxLoader,
+    TfCheckpointLoader,
+    TorchDcpLoader,
 )

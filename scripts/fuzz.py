@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import random
 import resource
+import shutil
 import signal
 import sys
 import tempfile
@@ -25,9 +26,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from inspector import load  # noqa: E402
 from inspector.errors import InspectorError  # noqa: E402
+from tests.conftest import FIXTURES, SAMPLES  # noqa: E402
 from tests.hostile import seed_files  # noqa: E402
 
 CASE_SECONDS = 10
+# Checkpoints of several files: one member is mutated, its siblings are copied beside it unchanged.
+MULTI_FILE_DIRS = (
+    SAMPLES / "tf" / "keras_adam",
+    SAMPLES / "tf" / "tf1_adam",
+    SAMPLES / "dcp" / "adam_step",
+    FIXTURES / "tf",
+)
 MEMORY_CAP = 4 << 30
 
 
@@ -80,6 +89,8 @@ def main() -> int:
     rng = random.Random(args.seed)
     only = tuple(s for s in args.only.split(",") if s)
     seeds = [(p, p.read_bytes()) for p in seed_files() if not only or p.name.endswith(only)]
+    seeds += [(p, p.read_bytes()) for d in MULTI_FILE_DIRS if d.is_dir() for p in sorted(d.iterdir())
+              if p.is_file() and (not only or p.name.endswith(only))]  # fmt: skip
     out = Path(args.out)
     cases = errors = reports = crashes = 0
     slowest = (0.0, "")
@@ -88,7 +99,12 @@ def main() -> int:
         while time.monotonic() - start < args.seconds:
             path, data = rng.choice(seeds)
             blob = mutate(rng, data, rng.choice(seeds)[1])
-            target = Path(tmp) / path.name
+            case = Path(tmp) / f"case{cases}"
+            case.mkdir()
+            if path.parent in MULTI_FILE_DIRS:
+                for sibling in path.parent.iterdir():
+                    shutil.copy(sibling, case / sibling.name)
+            target = case / path.name
             target.write_bytes(blob)
             t0 = time.monotonic()
             signal.alarm(CASE_SECONDS)
@@ -108,6 +124,7 @@ def main() -> int:
                 (out / f"{name}.txt").write_text("".join(traceback.format_exception(exc)))
             finally:
                 signal.alarm(0)
+                shutil.rmtree(case, ignore_errors=True)
             took = time.monotonic() - t0
             if took > slowest[0]:
                 slowest = (took, path.name)

@@ -121,3 +121,14 @@ def test_csv_unexplained_bytes_is_the_reports(tree: Path, capsys: pytest.Capture
         assert int(r["parameters"]) == report["parameters"]["total"]
     npz = next(r for r in rows if r["path"].endswith("cnn_compressed.npz"))
     assert int(npz["unexplained_bytes"]) >= 0 and int(npz["parameter_bytes"]) > int(npz["file_bytes"])  # compressed
+
+
+def test_multi_file_checkpoints_are_one_row_each() -> None:
+    """A DCP folder (.metadata + .distcp) and TF bundles (.index + data shards): one row per checkpoint, its entry."""
+    rows = [r for r in audit([str(SAMPLES / "dcp"), str(SAMPLES / "tf")], jobs=1) if r.status == "ok"]
+    found = {Path(r.path).relative_to(SAMPLES).as_posix(): (r.format, r.parameters) for r in rows}
+    assert found == {
+        "dcp/adam_step/.metadata": ("torch-dcp", 244),
+        "tf/keras_adam/ckpt-1.index": ("tensorflow-checkpoint", 500),
+        "tf/tf1_adam/model.index": ("tensorflow-checkpoint", 44),
+    }

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,8 @@ from hypothesis import strategies as st
 
 from inspector import load
 from inspector.cli import main
-from inspector.errors import InputError, InspectorError, LimitExceededError, UnknownFormatError
+from inspector.errors import FormatError, InputError, InspectorError, LimitExceededError, UnknownFormatError
+from tests.conftest import FIXTURES, SAMPLES
 from tests.hostile import flip, seed_files, truncate
 
 SEEDS = seed_files()
@@ -194,3 +197,65 @@ def test_hdf5_library_hang_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     path = Path(__file__).parent / "data" / "hostile" / "hdf5_huge_attribute.h5"
     with pytest.raises(InspectorError, match="did not finish"):
         load(path)
+
+
+# -- checkpoints of several files (TensorFlow bundles, PyTorch distributed checkpoints) ---------------------------
+# One file of a real checkpoint folder is mutated, its siblings stay intact; the folder and each file are loaded.
+MULTI_FILE_DIRS = (SAMPLES / "tf" / "keras_adam", SAMPLES / "tf" / "tf1_adam", SAMPLES / "dcp" / "adam_step")
+MULTI_FILE_SEEDS = [p for p in (*MULTI_FILE_DIRS, FIXTURES / "tf") if p.is_dir()]
+
+
+def _mutated_folder(tmp: Path, seed: Path, member: int, mutate: Callable[[bytes], bytes]) -> tuple[Path, Path]:
+    folder = tmp / seed.name
+    shutil.copytree(seed, folder)
+    files = sorted(p for p in folder.iterdir() if p.is_file())
+    target = files[member % len(files)]
+    target.write_bytes(mutate(target.read_bytes()))
+    return folder, target
+
+
+@pytest.mark.parametrize("seed", MULTI_FILE_SEEDS, ids=lambda p: p.name)
+@SETTINGS
+@given(member=st.integers(min_value=0, max_value=16), at=st.integers(min_value=0))
+def test_multi_file_truncation(tmp_path_factory: pytest.TempPathFactory, seed: Path, member: int, at: int) -> None:
+    folder, target = _mutated_folder(tmp_path_factory.mktemp("m"), seed, member, lambda d: truncate(d, at))
+    _load_or_error(folder)
+    _load_or_error(target)
+
+
+@pytest.mark.parametrize("seed", MULTI_FILE_SEEDS, ids=lambda p: p.name)
+@SETTINGS
+@given(
+    member=st.integers(min_value=0, max_value=16),
+    positions=st.lists(st.integers(min_value=0), min_size=1, max_size=8),
+    values=st.lists(st.integers(min_value=0, max_value=255), min_size=8, max_size=8),
+)
+def test_multi_file_byte_flips(
+    tmp_path_factory: pytest.TempPathFactory, seed: Path, member: int, positions: list[int], values: list[int]
+) -> None:
+    folder, target = _mutated_folder(tmp_path_factory.mktemp("m"), seed, member, lambda d: flip(d, positions, values))
+    _load_or_error(folder)
+    _load_or_error(target)
+
+
+def test_dcp_metadata_naming_a_file_outside_its_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "ck"
+    shutil.copytree(SAMPLES / "dcp" / "adam_step", folder)
+    meta = folder / ".metadata"
+    meta.write_bytes(meta.read_bytes().replace(b"\x8c\x0c__0_0.distcp", b"\x8c\x0c../0_0.distc"))
+    with pytest.raises(InspectorError, match="not a file beside the metadata"):
+        load(folder)
+
+
+def test_tf_index_lying_about_its_shard_count(tmp_path: Path) -> None:
+    folder = tmp_path / "ck"
+    shutil.copytree(SAMPLES / "tf" / "tf1_adam", folder)
+    index = folder / "model.index"
+    data = bytearray(index.read_bytes())
+    header = data.index(b"\x00\x00\x06\x08\x01")  # first entry: key '', 6-byte BundleHeaderProto, num_shards = 1
+    data[header + 4] = 0x7F  # 127 shards: the tensors' shard is now 'model.data-00000-of-00127', which is not there
+    index.write_bytes(bytes(data))
+    with pytest.raises(FormatError, match="missing"):
+        load(index)
+    proc = subprocess.run([sys.executable, "-m", "inspector", str(index)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
