@@ -138,7 +138,7 @@ def test_family_words_as_expect_check_the_file_module_by_module(zoo, tmp_path: P
 @pytest.mark.parametrize("tied", [True, False])
 def test_a_llama_gguf_and_its_safetensors_give_the_same_expectation(tmp_path: Path, tied: bool) -> None:
     """GGUF names map to the family's modules (`loaders.gguf.hf_name`), its metadata to the config's sizes."""
-    gguf = pytest.importorskip("gguf")
+    pytest.importorskip("gguf")
     transformers = pytest.importorskip("transformers")
     import torch
 
@@ -147,22 +147,9 @@ def test_a_llama_gguf_and_its_safetensors_give_the_same_expectation(tmp_path: Pa
     config = transformers.LlamaConfig(vocab_size=96, num_hidden_layers=2, tie_word_embeddings=tied, **sizes)
     model = transformers.LlamaForCausalLM(config)
     model.save_pretrained(tmp_path / "hf")
-    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, config.num_hidden_layers)
-    writer = gguf.GGUFWriter(str(tmp_path / "model.gguf"), "llama")
-    writer.add_context_length(config.max_position_embeddings)
-    writer.add_embedding_length(config.hidden_size)
-    writer.add_feed_forward_length(config.intermediate_size)
-    writer.add_block_count(config.num_hidden_layers)
-    writer.add_head_count(config.num_attention_heads)
-    writer.add_head_count_kv(config.num_key_value_heads)
-    writer.add_vocab_size(config.vocab_size)
-    for key, value in model.state_dict().items():
-        if not (tied and key == "lm_head.weight"):
-            writer.add_tensor(names.get_name(key, try_suffixes=(".weight", ".bias")), value.numpy())
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    from tests.loaders.test_gguf import _llama_gguf  # convert_hf_to_gguf's layout, 2-d tensors in Q8_0
+
+    _llama_gguf(tmp_path / "model.gguf", model)
     from_gguf = inspect(tmp_path / "model.gguf").expectation
     from_hf = inspect(tmp_path / "hf" / "model.safetensors").expectation
     assert from_gguf is not None and from_hf is not None
