@@ -44,19 +44,25 @@ def _config_value(config: Mapping[str, Any], key: str) -> Any:
     return value
 
 
+FLAGS = frozenset({"tied", "attention_bias", "mlp_bias"})  # the config's true/false facts; the rest are sizes
+
+
+def _usable(hyper: str, value: Any) -> bool:
+    if hyper in FLAGS:
+        return isinstance(value, bool)
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
 def from_config(family: Family, config: Mapping[str, Any]) -> dict[str, Any]:
-    """Hyperparameters a transformers config.json states (None and non-scalar values skipped)."""
+    """Hyperparameters a transformers config.json states (the first usable key of each; null and odd values skipped)."""
     out: dict[str, Any] = {}
     for hyper, keys in CONFIG_KEYS.items():
-        for key in keys:
-            value = config.get(key)
-            if isinstance(value, (int, bool)) and not (isinstance(value, bool) and hyper not in ("tied",) and hyper
-                                                       not in ("attention_bias", "mlp_bias")):  # fmt: skip
-                out[hyper] = value
-                break
+        value = next((config[k] for k in keys if _usable(hyper, config.get(k))), None)
+        if value is not None:
+            out[hyper] = value
     for key, hyper in family.config.items():
         value = _config_value(config, key)
-        if isinstance(value, (int, bool)):
+        if _usable(hyper, value):
             out[hyper] = value
     if config.get("multi_query") is True and not config.get("new_decoder_architecture"):
         out["kv_heads"] = 1  # Falcon-7B style multi-query attention: one key/value head
