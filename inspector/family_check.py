@@ -128,6 +128,7 @@ class FileView:
 
     file: FileModules
     base: str
+    counts: dict[str, int] = field(default_factory=dict, compare=False)  # layer counts by prefix, computed once
 
     def full(self, path: str) -> str:
         """A part path made absolute: the family prefix before it, unless it starts with '/'."""
@@ -149,13 +150,15 @@ class FileView:
     def count(self, path_template: str, placeholder: str) -> int:
         """1 + the largest index the file has for `placeholder` in the template's prefix (0: none)."""
         head = PLACEHOLDER.sub("0", self.full(path_template).partition("{" + placeholder + "}")[0])
-        found = -1
-        for m in self.file.modules:
-            if m.startswith(head):
-                index = m[len(head) :].split(".", 1)[0]
-                if index.isdigit():
-                    found = max(found, int(index))
-        return found + 1
+        if head not in self.counts:
+            found = -1
+            for m in self.file.modules:
+                if m.startswith(head):
+                    index = m[len(head) :].split(".", 1)[0]
+                    if index.isdigit():
+                        found = max(found, int(index))
+            self.counts[head] = found + 1
+        return self.counts[head]
 
 
 def _score(view: FileView, family: Family) -> int:
@@ -208,10 +211,9 @@ def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, 
             found = max((view.count(t, placeholder) for t in templates), default=0)
             if found:
                 h[hyper] = found
-        h["from_shapes"] = not config
+    h["from_shapes"] = not config
     if config:
         h.update(from_config(family, config))
-        h["from_shapes"] = False
         if view is not None:
             for placeholder, hyper in COUNTS.items():
                 stack = [p.path for p in family.parts if "{" + placeholder + "}" in p.path]
