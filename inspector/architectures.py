@@ -256,16 +256,22 @@ def rau_transformer_lm(vocab: int, d_model: int, layers: int, heads: int, feedfo
 # rau's own layer-string grammar (rau/models/stack_nn/transformer/parse.py). Its regex is
 # '^(\d+)|superposition-(\d+)|...$': the '^' binds to the first alternative only, so a part such as
 # '16-1' is read as 16 standard layers.
-RAU_LAYER_RE = re.compile(r"^(\d+)|superposition-(\d+)$")
+RAU_LAYER_RE = re.compile(r"^(\d+)|superposition-(\d+)|nondeterministic-(\d+)-(\d+)-(\d+)$")
 
 
 def parse_rau_stack_layers(spec: str) -> list[tuple[str, int]]:
-    """[('transformer', n) | ('superposition', stack_size)] exactly as rau parses a layer string."""
+    """[('transformer', n) | ('superposition', stack_size)] exactly as rau parses a layer string.
+
+    rau's grammar also accepts `nondeterministic-<q>-<s>-<m>` (a nondeterministic stack attention layer); it is
+    read, and refused with a clear message, since its formula is not in this table yet.
+    """
     out = []
     for part in spec.split("."):
         m = RAU_LAYER_RE.match(part)
         if m is None:
             raise SpecError(f"invalid rau stack transformer layer string part {part!r}")
+        if m.group(3) is not None:
+            raise SpecError(f"{part!r}: nondeterministic stack attention has no formula here yet (only superposition)")
         out.append(("transformer", int(m.group(1))) if m.group(1) else ("superposition", int(m.group(2))))
     return out
 

@@ -171,3 +171,21 @@ def test_heads_that_do_not_divide_d_model_are_refused_and_budget_steps_over_them
     under, over = search("rau-transformer-lm", 200_000, "d_model", {"heads": 4, "layers": 2}, low=8, high=128, keep=5)
     assert under and over
     assert all(c.value % 4 == 0 for c in under + over)
+
+
+def test_rau_layer_grammar_is_raus_own() -> None:
+    """rau's regex `^(\\d+)|superposition-(\\d+)|nondeterministic-(\\d+)-(\\d+)-(\\d+)$`: only the first
+    alternative is anchored at the start and only the last at the end."""
+    from inspector.architectures import parse_rau_stack_layers
+    from inspector.errors import SpecError
+
+    assert parse_rau_stack_layers("16-1.superposition-16.1") == [
+        ("transformer", 16),
+        ("superposition", 16),
+        ("transformer", 1),
+    ]
+    assert parse_rau_stack_layers("2.superposition-8tail") == [("transformer", 2), ("superposition", 8)]
+    with pytest.raises(SpecError, match="nondeterministic stack attention has no formula"):
+        parse_rau_stack_layers("2.nondeterministic-3-2-5")  # rau accepts it; the table has no formula yet
+    with pytest.raises(SpecError, match="invalid rau"):
+        parse_rau_stack_layers("2.stratification-8")
