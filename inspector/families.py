@@ -246,6 +246,25 @@ def _vit_derive(h: dict[str, Any]) -> None:
         h["positions"] = h["patches"] + 1
 
 
+def _clip_tower(prefix: str, placeholder: str, d: str, ff: str) -> tuple[Part, ...]:
+    """A CLIP encoder tower: pre-norm layers of q/k/v/out projections and a two-layer MLP, all with biases."""
+    layer = f"{prefix}.encoder.layers.{{{placeholder}}}"
+    roles = {"q_proj": "attention_query", "k_proj": "attention_key", "v_proj": "attention_value"}
+    return (
+        *(Part(f"{layer}.self_attn.{n}", "linear", (d, d), "attention_bias", role=r) for n, r in roles.items()),
+        Part(f"{layer}.self_attn.out_proj", "linear", (d, d), "attention_bias", role="attention_output"),
+        _norm(f"{layer}.layer_norm1", d),
+        Part(f"{layer}.mlp.fc1", "linear", (d, ff), "mlp_bias", role="feedforward_up"),
+        Part(f"{layer}.mlp.fc2", "linear", (ff, d), "mlp_bias", role="feedforward_down"),
+        _norm(f"{layer}.layer_norm2", d),
+    )
+
+
+def _clip_derive(h: dict[str, Any]) -> None:
+    if h.get("v_image") and h.get("patch") and not h.get("v_pos"):
+        h["v_pos"] = (h["v_image"] // h["patch"]) ** 2 + 1
+
+
 FAMILIES: tuple[Family, ...] = (
     Family(
         "llama",
@@ -651,6 +670,56 @@ FAMILIES: tuple[Family, ...] = (
         },  # fmt: skip
         {"attention_bias": True, "mlp_bias": True, "norm_shift": True, "conv_bias": True, "channels": 3},
         derive=_vit_derive,
+    ),
+    Family(
+        "clip",
+        "CLIP: a text tower and a vision tower (patch conv, class embedding), each projected without bias",
+        ("clip",),
+        ("",),
+        (
+            Part("text_model.embeddings.token_embedding", "embedding", ("vocab", "t_d")),
+            Part("text_model.embeddings.position_embedding", "embedding", ("t_pos", "t_d")),
+            *_clip_tower("text_model", "i", "t_d", "t_ff"),
+            _norm("text_model.final_layer_norm", "t_d"),
+            Part("vision_model.embeddings.class_embedding", "tensor", ("v_d",), role="learned_tensor"),
+            Part("vision_model.embeddings.patch_embedding", "conv", ("v_d", "channels", "patch", "patch"), "conv_bias"),
+            Part("vision_model.embeddings.position_embedding", "embedding", ("v_pos", "v_d")),
+            _norm("vision_model.pre_layrnorm", "v_d"),
+            *_clip_tower("vision_model", "k", "v_d", "v_ff"),
+            _norm("vision_model.post_layernorm", "v_d"),
+            Part("text_projection", "linear", ("t_d", "proj")),
+            Part("visual_projection", "linear", ("v_d", "proj")),
+            Part("logit_scale", "tensor", (), role="learned_tensor"),
+        ),
+        {
+            "vocab": ("text_model.embeddings.token_embedding", 0),
+            "t_d": ("text_model.embeddings.token_embedding", 1),
+            "t_pos": ("text_model.embeddings.position_embedding", 0),
+            "t_ff": ("text_model.encoder.layers.0.mlp.fc1", 0),
+            "v_d": ("vision_model.embeddings.patch_embedding", 0),
+            "channels": ("vision_model.embeddings.patch_embedding", 1),
+            "patch": ("vision_model.embeddings.patch_embedding", 2),
+            "v_pos": ("vision_model.embeddings.position_embedding", 0),
+            "v_ff": ("vision_model.encoder.layers.0.mlp.fc1", 0),
+            "proj": ("text_projection", 0),
+        },
+        {"attention_bias": True, "mlp_bias": True, "norm_shift": True, "conv_bias": False, "channels": 3},
+        {
+            "text_config.vocab_size": "vocab",
+            "text_config.hidden_size": "t_d",
+            "text_config.intermediate_size": "t_ff",
+            "text_config.num_hidden_layers": "layers",
+            "text_config.max_position_embeddings": "t_pos",
+            "vision_config.hidden_size": "v_d",
+            "vision_config.intermediate_size": "v_ff",
+            "vision_config.num_hidden_layers": "vision_layers",
+            "vision_config.num_channels": "channels",
+            "vision_config.patch_size": "patch",
+            "vision_config.image_size": "v_image",
+            "projection_dim": "proj",
+        },
+        ("vision_model.", "visual_projection"),
+        _clip_derive,
     ),
 )
 

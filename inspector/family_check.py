@@ -453,7 +453,14 @@ FORMULA_DEFAULTS: Mapping[str, int] = {
     "channels": 3,
     "patch": 16,
     "image_size": 224,
+    "vision_layers": 12,
 }
+
+
+def _word_order(word: str) -> tuple[int, str]:
+    """The common sizes first, in FORMULA_DEFAULTS order, then a family's own (a CLIP tower's t_d, v_d...)."""
+    order = list(FORMULA_DEFAULTS)
+    return (order.index(word), "") if word in order else (len(order), word)
 
 
 def family_words(family: Family) -> dict[str, Any]:
@@ -461,7 +468,7 @@ def family_words(family: Family) -> dict[str, Any]:
     sizes = {DIM.fullmatch(d).group(1) for p in family.parts for d in p.dims if isinstance(d, str)}  # type: ignore[union-attr]
     sizes |= {"heads", "kv_heads", "head_dim"} & set(FORMULA_DEFAULTS)
     sizes |= {COUNTS[m] for p in family.parts for m in PLACEHOLDER.findall(p.path)}
-    words: dict[str, Any] = {k: FORMULA_DEFAULTS[k] for k in FORMULA_DEFAULTS if k in sizes}
+    words: dict[str, Any] = {k: FORMULA_DEFAULTS.get(k, 0) for k in sorted(sizes, key=_word_order)}
     flags = {p.when for p in family.parts if p.when} | {p.bias for p in family.parts if p.bias} | {"tied"}
     words |= {flag: bool(family.defaults.get(flag, False)) for flag in sorted(flags)}
     return words

@@ -16,7 +16,7 @@ pytest.importorskip("transformers", reason="transformers builds the tiny models"
 FAMILY = {
     **dict.fromkeys(("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2"), "llama"),
     **dict.fromkeys(("bert", "bert-cls", "roberta"), "bert"),
-    **dict.fromkeys(("clip", "resnet", "convnext"), "sequential"),  # no family table: one layer per module
+    **dict.fromkeys(("resnet", "convnext"), "sequential"),  # no family table: one layer per module
 }
 
 
@@ -49,7 +49,7 @@ def test_expectation_with_config_equals_transformers_count(zoo, case: str) -> No
         rows = {c.layer for c in exp.layers}
         params = [(t, r) for t, r in zip(report.checkpoint.tensors, report.roles, strict=True) if t.kind == "parameter"]
         assert {r.layer for _, r in params} <= rows
-        assert all(r.role not in ("unmatched", "learned_tensor") or "token" in r.name for _, r in params)
+        assert all(r.role != "unmatched" for _, r in params)
 
 
 @pytest.mark.parametrize("case", list(ZOO))
@@ -115,6 +115,12 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
         ("llama vocab=128256 d_model=4096 layers=32 heads=32 kv_heads=8 feedforward=14336", 8_030_261_248),
         ("gpt2 vocab=50257 positions=1024 d_model=768 layers=12 heads=12 tied=true", 124_439_808),
         ("bert vocab=30522 positions=512 d_model=768 layers=12 heads=12 pooler=true", 109_482_240),
+        # openai/clip-vit-base-patch32
+        (
+            "clip vocab=49408 t_d=512 t_pos=77 t_ff=2048 layers=12 v_d=768 v_ff=3072 vision_layers=12 patch=32 "
+            "v_pos=50 proj=512",
+            151_277_313,
+        ),
     ],
 )
 def test_family_formulas_give_the_published_counts(spec: str, count: int) -> None:
