@@ -26,6 +26,7 @@ from inspector.formulas import (
     LayerNorm,
     LayerSpec,
     SimpleRNN,
+    Tensor,
     TransformerBlock,
     breakdown,
     total,
@@ -206,23 +207,71 @@ def rau_rnn_lm(vocab: int, hidden: int, layers: int) -> Architecture:
     )
 
 
-def rau_stack_rnn(vocab: int, hidden: int, layers: int, stack_size: int, controller: str) -> Architecture:
-    """rau stack RNN with a superposition stack: the controller's first layer also reads the stack.
+# rau's stack-RNN stack strings (rau/models/stack_nn/rnn/parse.py), its own regex: only the first alternative is
+# anchored at the start and only the last at the end.
+RAU_STACK_RE = re.compile(
+    r"^stratification-(\d+)|superposition-(\d+)|nondeterministic-(\d+)-(\d+)|vector-nondeterministic-(\d+)-(\d+)-(\d+)$"
+)
 
-    Besides the controller, the stack adds an action layer (hidden -> 3, push/pop/no-op, with bias) and a
-    push-value layer (hidden -> stack_size, with bias); the stack reading (stack_size) is concatenated to
-    the controller's first-layer input.
+
+def parse_rau_stack(spec: str) -> tuple[str, tuple[int, ...]]:
+    """('superposition', (m,)) ... exactly as rau's parse_stack_rnn_stack reads a stack string."""
+    m = RAU_STACK_RE.match(spec)
+    if m is None:
+        raise SpecError(f"invalid rau stack RNN stack string {spec!r}")
+    strat, sup, nd_q, nd_s, vnd_q, vnd_s, vnd_m = m.groups()
+    if strat is not None:
+        return "stratification", (int(strat),)
+    if sup is not None:
+        return "superposition", (int(sup),)
+    if nd_q is not None:
+        return "nondeterministic", (int(nd_q), int(nd_s))
+    return "vector-nondeterministic", (int(vnd_q), int(vnd_s), int(vnd_m))
+
+
+def _rau_stack(kind: str, args: tuple[int, ...], hidden: int) -> tuple[int, list[LayerSpec]]:
+    """(the stack reading's size, the stack's own layers) of a rau stack RNN, as rau's stack_nn builds them.
+
+    Superposition (Joulin and Mikolov): push/pop/no-op actions and a pushed vector of m; stratification
+    (Grefenstette et al.): push and pop strengths and a pushed vector of m; nondeterministic (RNS-RNN, q states,
+    s symbols): 2(qs)^2 + q^2 s operation weights, reading qs; vector nondeterministic: the same operations, a
+    pushed vector of m, a learned bottom vector, reading qsm. Every layer has a bias.
+    """
+    h = hidden
+    if kind in ("superposition", "stratification"):
+        (m,) = args
+        actions = 3 if kind == "superposition" else 2
+        return m, [Dense(h, actions, name="stack.actions"), Dense(h, m, name="stack.push_value")]
+    q, s = args[0], args[1]
+    operations = Dense(h, 2 * (q * s) ** 2 + q * q * s, name="stack.operations")
+    if kind == "nondeterministic":
+        return q * s, [operations]
+    m = args[2]
+    return q * s * m, [
+        operations,
+        Dense(h, m, name="stack.pushed_vector"),
+        Tensor((m,), "Tensor", name="stack.bottom_vector"),
+    ]
+
+
+def rau_stack_rnn(vocab: int, hidden: int, layers: int, stack_size: int, controller: str, stack: str) -> Architecture:
+    """rau stack RNN language model: an RNN controller whose first layer also reads the stack.
+
+    `stack` is rau's stack string (superposition-m, stratification-m, nondeterministic-q-s,
+    vector-nondeterministic-q-s-m); without it, a superposition stack of `stack_size` (seed 004's model).
     """
     cls = {"lstm": LSTM, "rnn": SimpleRNN}.get(controller)
     if cls is None:
         raise SpecError(f"controller must be lstm or rnn, got {controller!r}")
-    specs = _rau_rnn(cls, vocab, hidden, layers, extra_input=stack_size)
-    specs += [Dense(hidden, 3, name="stack.actions"), Dense(hidden, stack_size, name="stack.push_value")]
+    kind, args = parse_rau_stack(stack or f"superposition-{stack_size}")
+    reading, stack_specs = _rau_stack(kind, args, hidden)
+    specs = _rau_rnn(cls, vocab, hidden, layers, extra_input=reading) + stack_specs
     notes = RAU_RNN_NOTES + (
-        f"the stack reading ({stack_size}) is part of the controller's first-layer input: "
-        f"{GATES[cls.__name__] * hidden} x {stack_size} more input weights",
+        f"{kind} stack {args}: its reading ({reading}) is part of the controller's first-layer input: "
+        f"{GATES[cls.__name__] * hidden} x {reading} more input weights",
     )
-    hyper = {"vocab": vocab, "hidden": hidden, "layers": layers, "stack_size": stack_size, "controller": controller}
+    hyper: dict[str, Any] = {"vocab": vocab, "hidden": hidden, "layers": layers, "controller": controller}
+    hyper |= {"stack": stack} if stack else {"stack_size": stack_size}
     return Architecture("rau-stack-rnn", hyper, tuple(specs), notes)
 
 
@@ -469,6 +518,7 @@ ARCHITECTURES: Mapping[str, ArchitectureDef] = {
                 Word("layers", 3, "layers"),
                 Word("stack_size", 20, "stack embedding size"),
                 Word("controller", "lstm", "lstm or rnn", str),
+                Word("stack", "", "rau's stack string instead of stack_size, e.g. nondeterministic-2-3", str),
             ),
             rau_stack_rnn,
         ),

@@ -92,6 +92,38 @@ def _rau_rnn(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMat
     return build(name, vocab=vocab, hidden=hidden, layers=n) if name else None
 
 
+def _rau_stack_rnn(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
+    """rau stack RNN LMs (stack_nn): the stack type from its layers, its sizes from their shapes."""
+    emb, rnn0 = layers.get("embedding"), layers.get("rnn.l0")
+    if not (emb and rnn0 and rnn0.find("rau.rnn_input")):
+        return None
+    vocab, hidden = emb.items[0][0].shape
+    l0 = rnn0.find("rau.rnn_input")
+    reading = l0.shape[1] - hidden  # type: ignore[union-attr]
+    gates = l0.shape[0] // hidden  # type: ignore[union-attr]
+    controller = {4: "lstm", 1: "rnn"}.get(gates)
+    n = sum(1 for k in layers if k.startswith("rnn.l"))
+
+    def rows(name: str) -> int | None:
+        layer = layers.get(name)
+        return layer.items[0][0].shape[0] if layer else None
+
+    actions, push, operations, pushed = (
+        rows(f"stack.{k}") for k in ("actions", "push_value", "operations", "pushed_vector")
+    )
+    if actions in (2, 3) and push:
+        stack = f"{'superposition' if actions == 3 else 'stratification'}-{push}"
+    elif operations and reading > 0:
+        qs = reading // pushed if pushed else reading  # reading = q s (m)
+        q = (operations - 2 * qs * qs) // qs  # operations = 2 (qs)^2 + q (qs)
+        if q <= 0 or qs % q:
+            return None
+        stack = f"vector-nondeterministic-{q}-{qs // q}-{pushed}" if pushed else f"nondeterministic-{q}-{qs // q}"
+    else:
+        return None
+    return build("rau-stack-rnn", vocab=vocab, hidden=hidden, layers=n, controller=controller or "lstm", stack=stack)
+
+
 def _rau_transformer(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
     blocks = _rule(layers, "rau.attn_qkv")
     emb = layers.get("embedding")
@@ -175,6 +207,7 @@ def _generic(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMat
 Detector = Callable[[dict[str, Layer], Checkpoint, Sequence[RoleMatch]], Architecture | None]
 DETECTORS: tuple[Detector, ...] = (
     _sockeye,
+    _rau_stack_rnn,
     _rau_rnn,
     _rau_transformer,
     _generic,

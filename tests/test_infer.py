@@ -190,3 +190,45 @@ def test_sockeye_without_attention_says_what_is_assumed() -> None:
     exp = expect(ckpt, match_roles(ckpt))
     assert exp is not None and exp.hyperparameters["attention"] == "none"
     assert any("attention=none assumed" in n and "default, mlp" in n for n in exp.notes)
+
+
+def _rau_stack_rnn_names(reading: int, stack: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    """A rau stack RNN LM's parameter names and shapes (vocab 10, LSTM controller of 6 units, 2 layers)."""
+    shapes = {
+        "first.first.first.first.func.embeddings": (10, 6),
+        "first.first.second.controller.initial_hidden_state_inputs": (2, 6),
+        "first.first.second.controller.rnn.weight_ih_l0": (24, 6 + reading),
+        "first.first.second.controller.rnn.weight_hh_l0": (24, 6),
+        "first.first.second.controller.rnn.bias_ih_l0": (24,),
+        "first.first.second.controller.rnn.weight_ih_l1": (24, 6),
+        "first.first.second.controller.rnn.weight_hh_l1": (24, 6),
+        "first.first.second.controller.rnn.bias_ih_l1": (24,),
+    }
+    return shapes | {f"first.first.second.{k}": v for k, v in stack.items()}
+
+
+# Names, shapes and parameters() counts of get_stack_rnn_language_model(input_vocabulary_size=10,
+# output_vocabulary_size=10, controller='lstm', stack=parse_stack_rnn_stack(S), hidden_units=6, layers=2) from rau's
+# `differentiable-stacks` branch (stack_nn is in no rau release on PyPI, so no file of it can be written in CI).
+RAU_STACKS = [
+    ("superposition-5", 5, {"action_layer.linear.weight": (3, 6), "action_layer.linear.bias": (3,),
+                            "push_value_layer.linear.weight": (5, 6), "push_value_layer.linear.bias": (5,)}, 872),
+    ("stratification-5", 5, {"action_layer.linear.weight": (2, 6), "action_layer.linear.bias": (2,),
+                             "push_value_layer.linear.weight": (5, 6), "push_value_layer.linear.bias": (5,)}, 865),
+    ("nondeterministic-2-3", 6, {"operation_layer.weight": (84, 6), "operation_layer.bias": (84,)}, 1_428),
+    ("vector-nondeterministic-2-3-4", 24, {"bottom_vector": (4,), "operation_layer.weight": (84, 6),
+                                           "operation_layer.bias": (84,), "pushed_vector_layer.0.weight": (4, 6),
+                                           "pushed_vector_layer.0.bias": (4,)}, 1_892),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("stack", "reading", "names", "count"), RAU_STACKS, ids=[s[0] for s in RAU_STACKS])
+def test_rau_stack_rnn_of_every_stack_type(stack: str, reading: int, names: dict, count: int) -> None:  # type: ignore[type-arg]
+    ckpt = _ckpt(_rau_stack_rnn_names(reading, names), "pytorch")
+    assert ckpt.n_parameters == count
+    exp = expect(ckpt, match_roles(ckpt))
+    assert exp is not None and exp.architecture == "rau-stack-rnn" and exp.hyperparameters["stack"] == stack
+    assert exp.total == count and exp.matches
+    from inspector.architectures import count as formula_count
+
+    assert formula_count(parse_spec(f"rau-stack-rnn vocab=10 hidden=6 layers=2 stack={stack}"))[0] == count
