@@ -374,12 +374,13 @@ def check(
         elif found != want:
             shapes = ", ".join(f"{t.name.rpartition('.')[2]} {tuple(t.shape)}" for t in tensors)
             row.diffs.append(f"{e.path}: the formula gives {_describe(e.spec)}, the file holds {found:,} ({shapes})")
-    statistics = statistic_modules(ckpt, roles, ckpt.framework)
-    modules = file_modules(ckpt, roles)
     leftovers: dict[str, list[TensorInfo]] = {}
     for name, t in view.file.tensors.items():
         if name not in assigned:
             leftovers.setdefault(name.rpartition(".")[0], []).append(t)
+    if leftovers:  # what kind of layer each one is, for the sentence (heads, modules no part names)
+        statistics = statistic_modules(ckpt, roles, ckpt.framework)
+        modules = file_modules(ckpt, roles)
     for path, tensors in leftovers.items():
         found = sum(t.n_elements for t in tensors if t.alias_of is None)
         module = modules.get(path)
