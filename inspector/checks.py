@@ -97,7 +97,8 @@ def compare(ckpt: Checkpoint, roles: Sequence[RoleMatch], arch: Architecture, so
     seen: set[str] = set()
     total = 0
     for spec in arch.layers:
-        name = renamed.get(spec.name, spec.name)  # type: ignore[attr-defined]
+        spec_name: str = spec.name  # type: ignore[attr-defined]
+        name = renamed.get(spec_name, spec_name)
         expected = breakdown(spec)
         total += sum(expected.values())
         layer = layers.get(name)

@@ -141,7 +141,7 @@ def derive_transformer(h: dict[str, Any]) -> None:
     h.setdefault("decoder_layers", h.get("layers"))
 
 
-def _linear(path: str, inputs: str, outputs: str, bias: str | None = None, **kw: Any) -> Part:
+def _linear(path: str, inputs: str | int, outputs: str | int, bias: str | None = None, **kw: Any) -> Part:
     return Part(path, "linear", (inputs, outputs), bias, **kw)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from inspector.errors import SpecError
@@ -381,8 +381,8 @@ def check(
     if leftovers:  # what kind of layer each one is, for the sentence (heads, modules no part names)
         statistics = statistic_modules(ckpt, roles, ckpt.framework)
         modules = file_modules(ckpt, roles)
-    for path, tensors in leftovers.items():
-        found = sum(t.n_elements for t in tensors if t.alias_of is None)
+    for path, left in leftovers.items():
+        found = sum(t.n_elements for t in left if t.alias_of is None)
         module = modules.get(path)
         kind = module_spec(module, ckpt.framework, path in statistics).kind if module is not None else "Tensor"
         if _inside(path, view.base, family):  # in the model, but no part names it: a real difference
@@ -484,17 +484,16 @@ def stated_hyperparameters(family: Family, words: Mapping[str, Any]) -> dict[str
 
 def rows(family: Family, h: Mapping[str, Any]) -> list[LayerSpec]:
     """The family at `h` as report rows: a Block per layer, a spec per other module (no file: facts from words)."""
-    grouped: dict[str, list[ExpectedModule]] = {}
+    grouped: dict[str, list[tuple[str, LayerSpec]]] = {}
     for e in expected_modules(family, h, None):
-        if e.spec is not None:
-            grouped.setdefault(e.row, []).append(e)
+        if e.spec is not None:  # a tied head adds nothing
+            grouped.setdefault(e.row, []).append((e.path, e.spec))
     out: list[LayerSpec] = []
     for row, modules in grouped.items():
-        if len(modules) == 1 and modules[0].path == row:
-            out.append(replace(modules[0].spec, name=row))  # type: ignore[type-var]
+        if len(modules) == 1 and modules[0][0] == row:
+            out.append(modules[0][1])  # a module of its own row: its spec is already named by its path
         else:
-            parts = tuple((m.path[len(row) + 1 :], m.spec) for m in modules)
-            out.append(Block(parts, "Block", name=row))  # type: ignore[arg-type]
+            out.append(Block(tuple((path[len(row) + 1 :], spec) for path, spec in modules), "Block", name=row))
     return out
 
 

@@ -259,9 +259,9 @@ def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch], stated: Architecture | 
             return family_check.check_stated(ckpt, roles, family, h)
         return compare(ckpt, roles, stated, "stated")
     if not (ckpt.config and ckpt.config.get("layers")):  # a Keras model config is read below
-        family = family_check.expect(ckpt, roles)
-        if family is not None:
-            return family
+        checked = family_check.expect(ckpt, roles)
+        if checked is not None:
+            return checked
     inferred = infer_architecture(ckpt, roles)
     configured = from_config(ckpt, roles)
     if configured is not None:

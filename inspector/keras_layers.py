@@ -95,7 +95,7 @@ def _spatial(cfg: Mapping[str, Any], shape: Shape, dims: int, transposed: bool =
             out.append(n * s if padding == "same" else (n - 1) * s + span)
         else:
             out.append(math.ceil(n / s) if padding in ("same", "causal") else (n - span) // s + 1)
-        if out[-1] is not None and out[-1] <= 0:  # type: ignore[operator]
+        if out[-1] is not None and out[-1] <= 0:
             raise SpecError("the input is too small for that kernel")
     return tuple(out)
 
@@ -145,7 +145,7 @@ def _recurrent(cls: type[SimpleRNN] | type[LSTM] | type[GRU]) -> KerasLayer:
     def specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
         extra = {"reset_after": _flag(cfg, "reset_after")} if cls is GRU else {}
         bias = _flag(cfg, "use_bias")
-        return (cls(_channels(shape), int(cfg["units"]), Convention.KERAS, bias, name=name, **extra),)  # type: ignore[arg-type]
+        return (cls(_channels(shape), int(cfg["units"]), Convention.KERAS, bias, name=name, **extra),)
 
     def out(cfg: Mapping[str, Any], shape: Shape) -> Shape:
         units = int(cfg["units"])
@@ -161,7 +161,7 @@ def _bidirectional_specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tup
     if not isinstance(inner, Mapping) or inner.get("class_name") not in ("SimpleRNN", "LSTM", "GRU"):
         raise SpecError("Bidirectional wraps a SimpleRNN, LSTM or GRU")
     wrapped = KERAS_LAYERS[inner["class_name"]]
-    out = []
+    out: list[LayerSpec] = []
     for side in ("forward", "backward"):
         out += wrapped.specs(inner.get("config", {}), shape, f"{name}/{side}")
     return tuple(out)

@@ -107,7 +107,7 @@ def _recurrent(module: Module, framework: str, statistics: bool) -> LayerSpec | 
     vectors, rest = divmod(bias_elements, gates * units)
     if rest:
         return None
-    return cls(inputs, units, convention, bias=vectors > 0, biases=vectors or None, name=module.name)  # type: ignore[call-arg]
+    return cls(inputs, units, convention, bias=vectors > 0, biases=vectors or None, name=module.name)
 
 
 def module_spec(module: Module, framework: str, statistics: bool = False) -> LayerSpec:

@@ -194,9 +194,9 @@ def walk(probe: Probe, fmt: str, start: int = 0, length: int | None = None) -> H
         try:
             resource.setrlimit(resource.RLIMIT_AS, (MAX_CHILD_MEMORY, MAX_CHILD_MEMORY))
             before = probe.counters()
-            walked = _encode(_walk_here(probe, fmt, start, length))
-            walked["counters"] = {k: v - before[k] for k, v in probe.counters().items()}  # read in the child
-            payload = json.dumps(walked)
+            encoded = _encode(_walk_here(probe, fmt, start, length))
+            encoded["counters"] = {k: v - before[k] for k, v in probe.counters().items()}  # read in the child
+            payload = json.dumps(encoded)
         except FormatError as exc:
             payload, code = json.dumps({"error": exc.reason}), 3
         except BaseException as exc:  # noqa: BLE001 - the child reports every failure as data
