@@ -146,7 +146,7 @@ def _inspect_files(args: argparse.Namespace) -> int:
         from inspector.render_html import report_html
 
         inspected = [*args.paths, *(str(f["path"]) for d in dicts for f in d.get("files", []))]
-        status = _worse(status, _write_html(args.html, lambda: report_html(dicts), inspected))
+        status = _worse(status, write_html(args.html, lambda: report_html(dicts), inspected))
     if args.json and dicts:
         print(render_json(dicts, many=len(args.paths) > 1))
     elif texts:
@@ -180,7 +180,7 @@ def _audit(args: argparse.Namespace) -> int:
 
         from inspector.render_html import audit_html
 
-        written = _write_html(args.html, lambda: audit_html([asdict(r) for r in rows]), [r.path for r in rows])
+        written = write_html(args.html, lambda: audit_html([asdict(r) for r in rows]), [r.path for r in rows])
     if args.json:
         print(rows_to_json(rows))
     elif args.csv:
@@ -199,7 +199,7 @@ def _audit(args: argparse.Namespace) -> int:
     return status
 
 
-def _write_html(out: str, page: Callable[[], str], inspected: Sequence[str]) -> int:
+def write_html(out: str, page: Callable[[], str], inspected: Sequence[str]) -> int:
     """Write the HTML page to `out`, never over a file that was inspected; one line on failure."""
     if os.path.exists(out) and any(os.path.exists(p) and os.path.samefile(out, p) for p in inspected):
         print(f"inspector: {out}: is an inspected file, not overwritten", file=sys.stderr)

@@ -49,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="FROM=TO regex rewriting A's names into B's (repeatable; or a file of such lines)")  # fmt: skip
     p.add_argument("--tolerance", type=_tolerance, default=0.0, metavar="T",
                    help="with --data: values equal when |a-b| <= T*max(1,|a|,|b|) (default 0: exact)")  # fmt: skip
+    p.add_argument("--html", metavar="OUT", help="also write a self-contained HTML page of the comparison")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
 
@@ -116,11 +117,21 @@ def diff_command(argv: Sequence[str]) -> int:
         sys.stdout.flush()
     except BrokenPipeError:  # the reader (head, less) went away: not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    written = 0
+    if args.html:
+        from inspector.cli import write_html
+        from inspector.render_diff import diff_dict
+        from inspector.render_html import diff_html
+
+        inspected = [path for ckpt in (a, b) for path, _ in ckpt.files]
+        written = write_html(args.html, lambda: diff_html(diff_dict(result)), inspected)
     unsafe = _unsafe(a) + _unsafe(b)
     for line in unsafe:
         print(line, file=sys.stderr)
     if unsafe:
         return EXIT_UNSAFE
+    if written:
+        return written
     return EXIT_SAME if result.same else EXIT_DIFFERENT
 
 

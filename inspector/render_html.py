@@ -469,3 +469,36 @@ def audit_html(rows: Sequence[Mapping[str, Any]]) -> str:
         f"<h3>Models</h3>{_table(headers, _capped(table_rows, fold), numeric=(3, 5, 6))}</section>"
     )
     return _page("inspector: folder audit", body)
+
+
+def diff_html(doc: Mapping[str, Any]) -> str:
+    """One page for `inspector diff A B --html`: the verdict, both sides' totals, the differences grouped by layer,
+    and the value comparison when --data gave one (the JSON document of the diff in, tables out)."""
+    sides = [
+        [name.upper(), _t(side["path"]), _t(side["format"]), _n(side["tensors"]), _n(side["parameters"]),
+         _n(side["tensor_bytes"]), _n(side["file_bytes"])]
+        for name, side in (("a", doc["a"]), ("b", doc["b"]))
+    ]  # fmt: skip
+    counts = ", ".join(f"{n:,} {kind.replace('_', ' ')}" for kind, n in doc["counts"].items()) or "no differences"
+    by_layer = sorted(doc["differences"], key=lambda x: (str(x.get("layer") or ""), str(x.get("a") or x.get("b"))))
+    rows = [
+        [_t(x.get("layer") or "-"), _t(x["kind"].replace("_", " ")), _t(x.get("a") or "-"), _t(x.get("b") or "-"),
+         "expected" if x.get("expected") else "loss or change", _t(x.get("message") or "")]
+        for x in by_layer
+    ]  # fmt: skip
+    fold = [f"{len(rows) - MAX_ROWS:,} more differences (see --json)", "", "", "", "", ""]
+    body = (
+        f"<h1>inspector diff: {_t(doc['verdict'])}</h1><p>{_t(counts)}; {len(doc['pairs']):,} tensors paired</p>"
+        '<section id="r0"><h3>The two checkpoints</h3>'
+        + _table(["", "path", "format", "tensors", "parameters", "tensor bytes", "file bytes"], sides, (3, 4, 5, 6))
+        + "<h3>Differences, by layer</h3>"
+        + (_table(["layer", "kind", "A", "B", "", "what"], _capped(rows, fold)) if rows else "<p>none</p>")
+    )
+    if doc.get("values") is not None:
+        values = [
+            [_t(v["a"]), _t(v["b"]), "equal" if v["equal"] else "differs", _t(v.get("max_abs")), _t(v.get("max_rel"))]
+            for v in doc["values"]
+        ]
+        fold = [f"{len(values) - MAX_ROWS:,} more tensors (see --json)", "", "", "", ""]
+        body += "<h3>Values</h3>" + _table(["A", "B", "", "max abs diff", "max rel diff"], _capped(values, fold))
+    return _page(f"inspector diff: {doc['a']['path']} vs {doc['b']['path']}", body + "</section>")

@@ -425,3 +425,23 @@ def test_printable(browser: Browser, tmp_path: Path) -> None:
         assert page.errors() == []
     finally:
         page.close()
+
+
+def test_diff_page_in_chromium(browser: Browser, tmp_path: Path) -> None:
+    """`inspector diff A B --data --html`: the verdict, both sides and every difference, readable in a browser."""
+    out = tmp_path / "diff.html"
+    a, b = SAMPLES / "torch" / "lstm_tied.pt", SAMPLES / "torch" / "lstm_tied_fp16.pt"
+    assert main(["diff", str(a), str(b), "--data", "--html", str(out)]) == 1  # dtype changes: differences
+    page = browser.open(out.resolve().as_uri())
+    try:
+        assert page.requests() == [out.resolve().as_uri()] and page.errors() == []
+        assert page.evaluate("document.querySelector('h1').innerText") == "inspector diff: different"
+        rows = page.evaluate(
+            "Array.from(document.querySelectorAll('table')[1].tBodies[0].rows).map(r => r.cells[1].innerText)"
+        )
+        assert rows == ["dtype changed"] * 15  # one row per tensor whose dtype changed, nothing else
+        assert page.evaluate("document.querySelectorAll('table').length") == 3  # sides, differences, values
+        share, _, _ = _colours(page.screenshot())
+        assert share > 0.05
+    finally:
+        page.close()
