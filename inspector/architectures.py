@@ -18,6 +18,7 @@ from inspector.formulas import (
     GATES,
     GRU,
     LSTM,
+    Block,
     Conv,
     Convention,
     Dense,
@@ -308,61 +309,80 @@ def rau_transformer_lm(vocab: int, d_model: int, layers: int, heads: int, feedfo
 RAU_LAYER_RE = re.compile(r"^(\d+)|superposition-(\d+)|nondeterministic-(\d+)-(\d+)-(\d+)$")
 
 
-def parse_rau_stack_layers(spec: str) -> list[tuple[str, int]]:
-    """[('transformer', n) | ('superposition', stack_size)] exactly as rau parses a layer string.
-
-    rau's grammar also accepts `nondeterministic-<q>-<s>-<m>` (a nondeterministic stack attention layer); it is
-    read, and refused with a clear message, since its formula is not in this table yet.
-    """
-    out = []
+def parse_rau_stack_layers(spec: str) -> list[tuple[str, tuple[int, ...]]]:
+    """[('transformer', (n,)) | ('superposition', (m,)) | ('nondeterministic', (q, s, m))] as rau parses a layer
+    string (rau/models/stack_nn/transformer/parse.py)."""
+    out: list[tuple[str, tuple[int, ...]]] = []
     for part in spec.split("."):
         m = RAU_LAYER_RE.match(part)
         if m is None:
             raise SpecError(f"invalid rau stack transformer layer string part {part!r}")
-        if m.group(3) is not None:
-            raise SpecError(f"{part!r}: nondeterministic stack attention has no formula here yet (only superposition)")
-        out.append(("transformer", int(m.group(1))) if m.group(1) else ("superposition", int(m.group(2))))
+        layers, sup, nd_q, nd_s, nd_m = m.groups()
+        if layers is not None:
+            out.append(("transformer", (int(layers),)))
+        elif sup is not None:
+            out.append(("superposition", (int(sup),)))
+        else:
+            out.append(("nondeterministic", (int(nd_q), int(nd_s), int(nd_m))))
     return out
+
+
+def _stack_attention(kind: str, args: tuple[int, ...], d: int, name: str) -> Block:
+    """A rau stack-attention sublayer (LayerNorm, then the stack's projections, all without bias).
+
+    Superposition (m): actions d -> 3, pushed vector d -> m, reading m -> d. Nondeterministic (q, s, m):
+    operations d -> 2(qs)^2 + q^2 s, pushed vector d -> m, reading qsm -> d, and a learned bottom vector of m.
+    """
+    if kind == "superposition":
+        (m,) = args
+        operations, reading, bottom = 3, m, None
+    else:
+        q, s, m = args
+        operations, reading, bottom = 2 * (q * s) ** 2 + q * q * s, q * s * m, Tensor((m,), "Tensor")
+    parts: list[tuple[str, LayerSpec]] = [
+        ("norm", LayerNorm(d)),
+        ("actions", Dense(d, operations, bias=False)),
+        ("push", Dense(d, m, bias=False)),
+        ("read", Dense(reading, d, bias=False)),
+    ]
+    if bottom is not None:
+        parts.append(("bottom_vector", bottom))
+    return Block(tuple(parts), f"{kind} stack attention", name=name)
+
+
+def _feedforward_sublayer(d: int, ff: int, name: str) -> Block:
+    return Block((("norm", LayerNorm(d)), ("up", Dense(d, ff)), ("down", Dense(ff, d))), "feed-forward", name=name)
 
 
 def rau_stack_transformer(
     vocab: int, d_model: int, heads: int, feedforward: int, layers: int, stack_layers: int, stack_size: int, spec: str
 ) -> Architecture:
-    """rau stack transformer with superposition stack attention layers (tied embeddings, final LayerNorm).
+    """rau stack transformer: standard layers and stack-attention layers (tied embeddings, final LayerNorm).
 
-    A superposition stack-attention layer replaces self-attention by an action projection (d -> 3), a
-    push projection (d -> stack_size) and a read projection (stack_size -> d), all without bias, and keeps
-    the feed-forward network and two LayerNorms. Give either `layers`/`stack_layers`/`stack_size`
-    (standard layers first) or rau's own layer string as `spec`, e.g. spec=2.superposition-16.1.
+    A stack-attention layer replaces self-attention by a stack's projections (`_stack_attention`) and keeps
+    the feed-forward sublayer; each sublayer has its LayerNorm. Give either `layers`/`stack_layers`/`stack_size`
+    (standard layers first, superposition stacks) or rau's own layer string as `spec`, e.g.
+    spec=2.superposition-16.1 or spec=1.nondeterministic-2-3-4.
     """
     _check_heads(d_model, heads)
     groups = (
         parse_rau_stack_layers(spec)
         if spec
-        else [("transformer", layers)] + [("superposition", stack_size)] * stack_layers
+        else [("transformer", (layers,))] + [("superposition", (stack_size,))] * stack_layers
     )
     specs: list[LayerSpec] = [Embedding(vocab, d_model, name="embedding")]
     index = 0
-    for kind, arg in groups:
+    for kind, args in groups:
         if kind == "transformer":
-            specs += _rau_transformer_layers(d_model, feedforward, arg, index)
-            index += arg
+            specs += _rau_transformer_layers(d_model, feedforward, args[0], index)
+            index += args[0]
         else:
-            specs += [
-                Dense(d_model, 3, bias=False, name=f"layers.{index}.actions"),
-                Dense(d_model, arg, bias=False, name=f"layers.{index}.push"),
-                Dense(arg, d_model, bias=False, name=f"layers.{index}.read"),
-            ]
-            specs += [
-                Dense(d_model, feedforward, name=f"layers.{index}.feedforward_up"),
-                Dense(feedforward, d_model, name=f"layers.{index}.feedforward_down"),
-                LayerNorm(d_model, name=f"layers.{index}.norm1"),
-                LayerNorm(d_model, name=f"layers.{index}.norm2"),
-            ]
+            specs.append(_stack_attention(kind, args, d_model, f"layers.{index}.stack_attention"))
+            specs.append(_feedforward_sublayer(d_model, feedforward, f"layers.{index}.feedforward"))
             index += 1
     specs.append(LayerNorm(d_model, name="norm"))
-    n_std = sum(a for k, a in groups if k == "transformer")
-    n_stack = sum(1 for k, _ in groups if k == "superposition")
+    n_std = sum(a[0] for k, a in groups if k == "transformer")
+    n_stack = sum(1 for k, _ in groups if k != "transformer")
     hyper: dict[str, Any] = {
         "vocab": vocab,
         "d_model": d_model,
@@ -375,10 +395,10 @@ def rau_stack_transformer(
         hyper["spec"] = spec
     else:
         hyper["stack_size"] = stack_size
-    notes = [f"{n_std} standard layers and {n_stack} superposition stack-attention layers"]
+    notes = [f"{n_std} standard layers and {n_stack} stack-attention layers"]
     if spec and any(k == "transformer" for k, _ in groups) and "-" in spec.split(".")[0]:
         notes.append(
-            f"rau reads the part {spec.split('.')[0]!r} as {groups[0][1]} standard layers (its regex matches "
+            f"rau reads the part {spec.split('.')[0]!r} as {groups[0][1][0]} standard layers (its regex matches "
             "the leading digits only); a trailing integer part is more standard layers, not a stack-layer count"
         )
     return Architecture("rau-stack-transformer", hyper, tuple(specs), tuple(notes))

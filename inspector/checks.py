@@ -30,14 +30,25 @@ class Layer:
         return {r.role for _, r in self.items}
 
 
+def _prefix_in(name: str, names: Set[str]) -> str | None:
+    """The longest dotted prefix of `name` that is one of `names` (a block named by its module path)."""
+    parts = name.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        prefix = ".".join(parts[:end])
+        if prefix in names:
+            return prefix
+    return None
+
+
 def file_layers(ckpt: Checkpoint, roles: Sequence[RoleMatch], names: Set[str] | None = None) -> dict[str, Layer]:
     """Parameter tensors by the layer their role names; with `names` (an architecture's layers), a tensor whose
-    role layer is not one of them is grouped by its module (`inspector.modules.module_name`) instead."""
+    role layer is not one of them goes to the longest of `names` that is a dotted prefix of its name, else to its
+    module (`inspector.modules.module_name`)."""
     groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
     for t, r in zip(ckpt.tensors, roles, strict=True):
         if t.kind is TensorKind.PARAMETER:
-            key = r.layer if names is None or r.layer in names else module_name(t, r, ckpt.framework)
-            groups.setdefault(key, []).append((t, r))
+            key = r.layer if names is None or r.layer in names else _prefix_in(t.name, names)
+            groups.setdefault(key or module_name(t, r, ckpt.framework), []).append((t, r))
     return {name: Layer(name, tuple(items)) for name, items in groups.items()}
 
 

@@ -13,6 +13,7 @@ column CNN, with the input size its first dense layer implies.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -124,6 +125,74 @@ def _rau_stack_rnn(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[R
     return build("rau-stack-rnn", vocab=vocab, hidden=hidden, layers=n, controller=controller or "lstm", stack=stack)
 
 
+RAU_STACK_UNITS = (  # rau stack transformer files: each unit's name pattern; its prefix names the unit
+    ("stack", re.compile(r"(?P<p>.+)\.wrapped_module\.first\.second\.action_layer\.linear\.weight")),
+    ("feedforward", re.compile(r"(?P<p>.+)\.wrapped_module\.first\.second\.func\.0\.linear\.weight")),
+    ("transformer", re.compile(r"(?P<p>.+\.layers\.layers)\.\d+\.self_attn\.in_proj_weight")),
+)
+
+
+def _depth(prefix: str) -> int:
+    """rau nests each later layer one `first.` shallower: the deeper a unit, the earlier it runs."""
+    parts = prefix.split(".")
+    return next((i for i, p in enumerate(parts) if p != "first"), len(parts))
+
+
+def _rau_stack_transformer(
+    layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]
+) -> Architecture | None:
+    """rau stack transformers: standard and stack-attention layers in the order rau nests them, its layer string
+    rebuilt from the shapes, each layer checked under the module path the file gives it."""
+    shapes = {t.name: t.shape for t in ckpt.tensors if t.kind is TensorKind.PARAMETER}
+    units: dict[str, tuple[str, str]] = {}  # prefix -> (kind, part of the layer string)
+    std: dict[str, int] = {}
+    ff = 0
+    for name in shapes:
+        for kind, regex in RAU_STACK_UNITS:
+            m = regex.fullmatch(name)
+            if m is None:
+                continue
+            p = m["p"]
+            if kind == "transformer":
+                std[p] = std.get(p, 0) + 1
+            elif kind == "feedforward":
+                ff = shapes[name][0]
+                units[p] = ("feedforward", "")
+            else:
+                operations = shapes[name][0]
+                pushed = shapes[f"{p}.wrapped_module.first.second.input_to_pushed_vector_layer.linear.weight"][0]
+                reading = shapes[f"{p}.wrapped_module.first.second.stack_reading_to_output_layer.linear.weight"][1]
+                if operations == 3:
+                    units[p] = ("stack", f"superposition-{pushed}")
+                else:
+                    qs = reading // pushed
+                    q = (operations - 2 * qs * qs) // qs
+                    units[p] = ("stack", f"nondeterministic-{q}-{qs // q}-{pushed}")
+    if not any(kind == "stack" for kind, _ in units.values()):
+        return None
+    units |= {g: ("transformer", str(n)) for g, n in std.items()}
+    order = sorted(units, key=_depth, reverse=True)
+    spec = ".".join(units[p][1] for p in order if units[p][0] != "feedforward")
+    emb = next(t for t, r in ((t, r) for layer in layers.values() for t, r in layer.items) if r.role == "embedding")
+    vocab, d = emb.shape
+    if not ff:
+        ff = next(shapes[n][0] for n in shapes if n.endswith(".linear1.weight"))
+    arch = build("rau-stack-transformer", vocab=vocab, d_model=d, heads=1, feedforward=ff, spec=spec)
+    names: list[str] = []  # the file's own module path of each formula layer, in order
+    for p in order:
+        names += [f"{p}.{i}" for i in range(std[p])] if units[p][0] == "transformer" else [p]
+    inside = tuple(f"{n}." for n in names)
+    embedding = emb.name.rpartition(".")[0]
+    final = {n.rpartition(".")[0] for n in shapes if not n.startswith(inside)} - {embedding}
+    if len(final) != 1 or len(arch.layers) != len(names) + 2:
+        return None
+    middle = (replace(spec_, name=n) for spec_, n in zip(arch.layers[1:-1], names, strict=True))  # type: ignore[call-arg]
+    last = replace(arch.layers[-1], name=final.pop())  # type: ignore[call-arg]
+    hyper = {k: v for k, v in arch.hyperparameters.items() if k != "heads"}
+    notes = (*arch.notes, "heads: not in the file (no count depends on them)", f"rau's layer string: {spec}")
+    return Architecture(arch.name, hyper, (arch.layers[0], *middle, last), notes)
+
+
 def _rau_transformer(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
     blocks = _rule(layers, "rau.attn_qkv")
     emb = layers.get("embedding")
@@ -209,6 +278,7 @@ DETECTORS: tuple[Detector, ...] = (
     _sockeye,
     _rau_stack_rnn,
     _rau_rnn,
+    _rau_stack_transformer,
     _rau_transformer,
     _generic,
 )

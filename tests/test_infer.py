@@ -232,3 +232,66 @@ def test_rau_stack_rnn_of_every_stack_type(stack: str, reading: int, names: dict
     from inspector.architectures import count as formula_count
 
     assert formula_count(parse_spec(f"rau-stack-rnn vocab=10 hidden=6 layers=2 stack={stack}"))[0] == count
+
+
+def _rau_stack_transformer_names(units: list[tuple[str, tuple[int, ...]]], d: int = 8, ff: int = 16) -> dict:  # type: ignore[type-arg]
+    """A rau stack transformer's parameter names and shapes, nested as rau's stack_nn nests them (checked on its
+    differentiable-stacks branch for 1.superposition-5.1 and 1.nondeterministic-2-3-4): unit i of N sits under
+    'first.' x (N - i + 1) + 'second', the embedding under N + 3 'first.', the final LayerNorm at first.second.func."""
+    layers: list[tuple[str, tuple[int, ...]]] = []
+    for kind, args in units:
+        layers.append((kind, args))
+        if kind != "transformer":
+            layers.append(("feedforward", ()))
+    n = len(layers)
+    shapes = {"first." * (n + 3) + "func.embedding_layer.embeddings": (10, d)}
+    norm = {"weight": (d,), "bias": (d,)}
+    for i, (kind, args) in enumerate(layers):
+        p = "first." * (n - i + 1) + "second"
+        if kind == "transformer":
+            for j in range(args[0]):
+                b = f"{p}.layers.layers.{j}"
+                shapes |= {f"{b}.self_attn.in_proj_weight": (3 * d, d), f"{b}.self_attn.in_proj_bias": (3 * d,),
+                           f"{b}.self_attn.out_proj.weight": (d, d), f"{b}.self_attn.out_proj.bias": (d,),
+                           f"{b}.linear1.weight": (ff, d), f"{b}.linear1.bias": (ff,), f"{b}.linear2.weight": (d, ff),
+                           f"{b}.linear2.bias": (d,)}  # fmt: skip
+                shapes |= {f"{b}.norm{k}.{w}": s for k in (1, 2) for w, s in norm.items()}
+            continue
+        shapes |= {f"{p}.wrapped_module.first.first.func.{w}": s for w, s in norm.items()}
+        inner = f"{p}.wrapped_module.first.second"
+        if kind == "feedforward":
+            shapes |= {f"{inner}.func.0.linear.weight": (ff, d), f"{inner}.func.0.linear.bias": (ff,),
+                       f"{inner}.func.2.linear.weight": (d, ff), f"{inner}.func.2.linear.bias": (d,)}  # fmt: skip
+        elif kind == "superposition":
+            (m,) = args
+            shapes |= {f"{inner}.action_layer.linear.weight": (3, d),
+                       f"{inner}.input_to_pushed_vector_layer.linear.weight": (m, d),
+                       f"{inner}.stack_reading_to_output_layer.linear.weight": (d, m)}  # fmt: skip
+        else:
+            q, s, m = args
+            shapes |= {f"{inner}.bottom_vector_logits": (m,),
+                       f"{inner}.action_layer.linear.weight": (2 * (q * s) ** 2 + q * q * s, d),
+                       f"{inner}.input_to_pushed_vector_layer.linear.weight": (m, d),
+                       f"{inner}.stack_reading_to_output_layer.linear.weight": (d, q * s * m)}  # fmt: skip
+    return shapes | {"first.second.func.weight": (d,), "first.second.func.bias": (d,)}
+
+
+@pytest.mark.parametrize(
+    ("spec", "units", "count"),
+    [
+        ("1.superposition-5.1", [("transformer", (1,)), ("superposition", (5,)), ("transformer", (1,))], 1_712),
+        ("1.nondeterministic-2-3-4", [("transformer", (1,)), ("nondeterministic", (2, 3, 4))], 1_908),
+        (
+            "2.superposition-4.superposition-6",
+            [("transformer", (2,)), ("superposition", (4,)), ("superposition", (6,))],
+            None,
+        ),
+    ],
+)
+def test_rau_stack_transformer_from_its_nesting(spec: str, units: list, count: int | None) -> None:  # type: ignore[type-arg]
+    ckpt = _ckpt(_rau_stack_transformer_names(units), "pytorch")
+    exp = expect(ckpt, match_roles(ckpt))
+    assert exp is not None and exp.architecture == "rau-stack-transformer"
+    assert exp.hyperparameters["spec"] == spec and exp.matches and exp.total == ckpt.n_parameters
+    assert count is None or exp.total == count  # rau's parameters() for the two strings it was checked on
+    assert not [c for c in exp.layers if c.status != "ok"]

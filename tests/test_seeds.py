@@ -176,16 +176,24 @@ def test_heads_that_do_not_divide_d_model_are_refused_and_budget_steps_over_them
 def test_rau_layer_grammar_is_raus_own() -> None:
     """rau's regex `^(\\d+)|superposition-(\\d+)|nondeterministic-(\\d+)-(\\d+)-(\\d+)$`: only the first
     alternative is anchored at the start and only the last at the end."""
-    from inspector.architectures import parse_rau_stack_layers
+    from inspector.architectures import count, parse_rau_stack_layers, parse_spec
     from inspector.errors import SpecError
 
     assert parse_rau_stack_layers("16-1.superposition-16.1") == [
-        ("transformer", 16),
-        ("superposition", 16),
-        ("transformer", 1),
+        ("transformer", (16,)),
+        ("superposition", (16,)),
+        ("transformer", (1,)),
     ]
-    assert parse_rau_stack_layers("2.superposition-8tail") == [("transformer", 2), ("superposition", 8)]
-    with pytest.raises(SpecError, match="nondeterministic stack attention has no formula"):
-        parse_rau_stack_layers("2.nondeterministic-3-2-5")  # rau accepts it; the table has no formula yet
+    assert parse_rau_stack_layers("2.superposition-8tail") == [("transformer", (2,)), ("superposition", (8,))]
+    assert parse_rau_stack_layers("2.nondeterministic-3-2-5") == [
+        ("transformer", (2,)),
+        ("nondeterministic", (3, 2, 5)),
+    ]
     with pytest.raises(SpecError, match="invalid rau"):
         parse_rau_stack_layers("2.stratification-8")
+    # parameters() of rau's get_unidirectional_stack_transformer_encoder(input_vocabulary_size=10,
+    # output_vocabulary_size=10, tie_embeddings=True, d_model=8, num_heads=2, feedforward_size=16, ...) on its
+    # differentiable-stacks branch (stack_nn is in no rau release on PyPI)
+    words = "rau-stack-transformer vocab=10 d_model=8 heads=2 feedforward=16"
+    assert count(parse_spec(f"{words} spec=1.superposition-5.1"))[0] == 1_712
+    assert count(parse_spec(f"{words} spec=1.nondeterministic-2-3-4"))[0] == 1_908
