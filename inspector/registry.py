@@ -96,28 +96,27 @@ def detect(path: str | os.PathLike[str]) -> str:
         return detect_probe(probe).name
 
 
-def folder_entry(path: str | os.PathLike[str]) -> str | None:
-    """The file that stands for a folder holding one checkpoint (a loader's optional `folder_entry`), or None."""
+def _entry(hook: str, path: str | os.PathLike[str]) -> str | None:
+    """The first answer of the loaders' optional `hook` (`folder_entry`, `member_entry`) for `path`, or None."""
     _ensure_loaded()
     for cls in _LOADERS.values():
-        find = getattr(cls, "folder_entry", None)
+        find = getattr(cls, hook, None)
         entry = find(os.fspath(path)) if find is not None else None
         if entry is not None:
             return str(entry)
     return None
+
+
+def folder_entry(path: str | os.PathLike[str]) -> str | None:
+    """The file that stands for a folder holding one checkpoint (a loader's optional `folder_entry`), or None."""
+    return _entry("folder_entry", path)
 
 
 def member_entry(path: str | os.PathLike[str]) -> str | None:
     """For one file of a multi-file checkpoint (a TF data shard, a DCP `.distcp`), the file that stands for the
     whole checkpoint (a loader's optional `member_entry`); None for any other file. A folder audit can list each
     such checkpoint once, under its entry."""
-    _ensure_loaded()
-    for cls in _LOADERS.values():
-        find = getattr(cls, "member_entry", None)
-        entry = find(os.fspath(path)) if find is not None else None
-        if entry is not None:
-            return str(entry)
-    return None
+    return _entry("member_entry", path)
 
 
 def load(path: str | os.PathLike[str]) -> Checkpoint:
