@@ -440,8 +440,11 @@ def _worst(row: Mapping[str, Any]) -> str:
     return f"{row['n_findings']} ({_t(row['worst'])})" if row["worst"] else str(row["n_findings"])
 
 
-def audit_html(rows: Sequence[Mapping[str, Any]]) -> str:
-    """One page for a folder audit: a treemap of the folder's bytes and the table of every model."""
+def audit_html(all_rows: Sequence[Mapping[str, Any]]) -> str:
+    """One page for a folder audit: a treemap of the folder's bytes and the table of every model (files that are
+    not checkpoints are counted in the summary line only)."""
+    rows = [r for r in all_rows if r.get("status") != "not recognised"]
+    others = len(all_rows) - len(rows)
     table_rows = [
         [_t(r["path"]), _t(r["format"] or "-"), _t(r["framework"] or "-"), _n(r["parameters"]), _t(r["dtype"] or "-"),
          _n(r["file_bytes"]), _n(r["unexplained_bytes"]), _worst(r),
@@ -464,7 +467,8 @@ def audit_html(rows: Sequence[Mapping[str, Any]]) -> str:
     ]
     body = (
         "<h1>inspector: folder audit</h1>"
-        f"<p>{models:,} model(s), {len(rows) - models:,} unreadable, {total:,} bytes</p>"
+        f"<p>{models:,} model(s), {len(rows) - models:,} unreadable, {total:,} bytes"
+        f"{f'; {others:,} other file(s) not recognised' if others else ''}</p>"
         f'<section id="r0"><h3>Where the bytes go</h3>{_figure(0, audit_tree(rows))}'
         f"<h3>Models</h3>{_table(headers, _capped(table_rows, fold), numeric=(3, 5, 6))}</section>"
     )
