@@ -1,10 +1,10 @@
-"""Mutation fuzzing of every loader, for longer runs than the test suite's property tests.
+"""Mutation fuzzing of every loader and of the analysis of whatever loads (longer runs than the property tests).
 
     python scripts/fuzz.py --seconds 600 [--out fuzz-crashes] [--seed 1] [--only .gguf,.onnx]
 
 Takes every real file the hostile tests use (shared fixtures and sample_models), mutates it (truncate,
 flip bytes, overwrite with 0x00/0xFF, duplicate or delete a chunk, splice two files, blow up a length
-field) and loads it in this process under a per-case time limit and an address-space cap. Any outcome
+field) and loads and analyses it in this process under a per-case time limit and an address-space cap. Any outcome
 other than a report or an InspectorError (another exception, a hang past the limit, running out of memory)
 is a finding: the input is saved to --out and counted. Prints one summary line per minute and a total.
 """
@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from inspector import load  # noqa: E402
+from inspector.report import analyse  # noqa: E402
 from inspector.errors import InspectorError  # noqa: E402
 from tests.conftest import FIXTURES, SAMPLES  # noqa: E402
 from tests.hostile import seed_files  # noqa: E402
@@ -111,6 +112,7 @@ def main() -> int:
             try:
                 ckpt = load(target)
                 assert sum(r.length for r in ckpt.regions) == ckpt.file_size, "regions do not tile the file"
+                analyse(ckpt)  # roles, kinds, the expectation and the byte accounting on whatever loaded
                 reports += 1
             except InspectorError:
                 errors += 1
