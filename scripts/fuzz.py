@@ -25,8 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from inspector import load  # noqa: E402
-from inspector.report import analyse  # noqa: E402
 from inspector.errors import InspectorError  # noqa: E402
+from inspector.report import analyse  # noqa: E402
 from tests.conftest import FIXTURES, SAMPLES  # noqa: E402
 from tests.hostile import seed_files  # noqa: E402
 
