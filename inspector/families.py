@@ -5,7 +5,8 @@ before the model (`model.`, `bert.`...), and its `Part`s. A part is a module pat
 prefix (`layers.{i}.self_attn.q_proj`; `{i}` runs over `layers`, `{j}` over `decoder_layers`, `{k}` over
 `vision_layers` (a second tower), `{e}` over `experts`), a layer kind and the hyperparameters that size it.
 Hyperparameters come from the file's config when there is one, else from the shapes named in `reads`,
-then from the family's defaults; `derive` fills the usual relations (head_dim = d_model / heads, q_dim = heads x head_dim...).
+then from the family's defaults; `derive` fills the usual relations (head_dim = d_model / heads,
+q_dim = heads x head_dim...).
 
 Facts are read from the file, never assumed: whether a projection has a bias or a norm a shift, and
 whether an optional part (a q/k norm, Gemma 2's extra norms, a pooler, T5's gated `wi_0`/`wi_1`) is
