@@ -6,6 +6,7 @@ from loaders.keras_h5 import KerasH5Loader
 from loaders.keras_zip import KerasZipLoader
 from loaders.mxnet_params import MxnetParamsLoader
 from loaders.npy import NpyLoader, NpzLoader
+from loaders.pickle_raw import PickleRawLoader
 from loaders.safetensors import SafetensorsIndexLoader, SafetensorsLoader
 from loaders.torch_legacy import TorchLegacyLoader
 from loaders.torch_zip import TorchZipLoader
@@ -20,4 +21,5 @@ BUILTIN_LOADERS = (
     KerasH5Loader,
     KerasZipLoader,
     MxnetParamsLoader,
+    PickleRawLoader,
 )

@@ -168,6 +168,20 @@ def _dataset(h5py: Any, path: str, ds: Any, base: int) -> tuple[H5Dataset, list[
     return item, regions
 
 
+def child_memory_limit() -> tuple[int, int]:
+    """RLIMIT_AS for the HDF5 child: `MAX_CHILD_MEMORY`, never above a limit already in force.
+
+    An unprivileged process may not raise its hard limit (setrlimit fails with EPERM), and raising the
+    soft limit past the parent's would lift a cap the user chose; so both are lowered only.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = MAX_CHILD_MEMORY
+    for limit in (soft, hard):
+        if limit != resource.RLIM_INFINITY:
+            cap = min(cap, limit)
+    return cap, cap
+
+
 def walk(probe: Probe, fmt: str, start: int = 0, length: int | None = None) -> H5Walk:
     """Open the HDF5 file (or the window of it inside a zip) and account for it, in a child process.
 
@@ -185,7 +199,7 @@ def walk(probe: Probe, fmt: str, start: int = 0, length: int | None = None) -> H
         os.close(read_fd)
         code = 0
         try:
-            resource.setrlimit(resource.RLIMIT_AS, (MAX_CHILD_MEMORY, MAX_CHILD_MEMORY))
+            resource.setrlimit(resource.RLIMIT_AS, child_memory_limit())
             payload = json.dumps(_encode(_walk_here(probe, fmt, start, length)))
         except FormatError as exc:
             payload, code = json.dumps({"error": exc.reason}), 3

@@ -258,7 +258,7 @@ def unsafe_finding(unsafe: set[str] | frozenset[str]) -> list[Finding]:
     return [Finding("UNSAFE_CONTENT", Severity.ERROR, f"the pickle would call {names}: not run", tuple(sorted(unsafe)))]
 
 
-def refused(probe: Probe, fmt: str, unsafe: set[str], exc: BaseException) -> Checkpoint:
+def refused(probe: Probe, fmt: str, unsafe: set[str], exc: BaseException, framework: str = "pytorch") -> Checkpoint:
     """The report of a file that names unsafe callables but cannot be read to the end: the evidence wins.
 
     CPython's unpickler is more lenient than ours in places (frames, odd opcodes), so a payload followed
@@ -267,7 +267,7 @@ def refused(probe: Probe, fmt: str, unsafe: set[str], exc: BaseException) -> Che
     """
     reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {str(exc)[:200]}"
     unread = Finding("UNREADABLE", Severity.ERROR, f"the rest of the file was not read: {reason}")
-    return single_file(probe, fmt, "pytorch", (), (), {"pickle.verdict": "unsafe, not read to the end"},
+    return single_file(probe, fmt, framework, (), (), {"pickle.verdict": "unsafe, not read to the end"},
                        [*unsafe_finding(unsafe), unread])  # fmt: skip
 
 
