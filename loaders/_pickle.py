@@ -396,6 +396,15 @@ class Reader:
         self.end = start + len(self.buf) if data is not None else end
         self.frame_end = -1  # end of the current frame, -1 outside frames
         self.limit = self.end  # reads stop here: the frame end inside a frame
+        self.frames = True  # False: FRAME lengths ignored, as CPython's C unpickler does
+        self.framed = False  # a FRAME opcode was seen
+
+    def restart(self) -> Reader:
+        """A fresh reader over the same pickle that ignores frames, to see what the C unpickler would reach."""
+        data = self.buf if self._fetch is None else None
+        fresh = Reader(data, self._fetch, self.start, self.end)
+        fresh.frames = False
+        return fresh
 
     def _fill(self, upto: int) -> None:
         """Make the buffer hold the bytes up to `upto` (not past `end`)."""
@@ -446,6 +455,9 @@ class Reader:
             searched = have
 
     def frame(self, n: int) -> None:
+        self.framed = True
+        if not self.frames:
+            return
         if self.frame_end >= 0 and self.pos != self.frame_end:
             raise PickleError(f"a new frame starts at byte {self.pos:,}, before the end of the current frame")
         if self.pos + n > self.end:
@@ -561,10 +573,22 @@ class PickleMachine:
         try:
             return self._run()
         except PickleError as exc:
-            raise PickleError(str(exc), frozenset(self.unsafe | exc.unsafe | self._scan())) from exc
+            raise PickleError(str(exc), frozenset(self.unsafe | exc.unsafe | self._evidence())) from exc
         except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, struct.error,
                 RecursionError, MemoryError) as exc:  # fmt: skip
-            raise PickleError(f"malformed pickle: {_short(exc)}", frozenset(self.unsafe | self._scan())) from exc
+            raise PickleError(f"malformed pickle: {_short(exc)}", frozenset(self.unsafe | self._evidence())) from exc
+
+    def _evidence(self) -> set[str]:
+        """What the pickle names beyond the failure: a frame-blind rerun (the C unpickler's reading) and a scan."""
+        found = self._scan()
+        if self.r.framed and self.r.frames:
+            again = PickleMachine(self.r.restart(), self.persistent_load)
+            try:
+                again._run()
+            except Exception as exc:  # noqa: BLE001 - the rerun only adds evidence
+                found |= getattr(exc, "unsafe", frozenset())
+            found |= again.unsafe
+        return found
 
     def _run(self) -> Result:
         r = self.r

@@ -27,6 +27,7 @@ from inspector.records import Region, RegionKind
 EOCD_SIG = b"PK\x05\x06"
 ZIP64_EOCD_SIG = b"PK\x06\x06"
 ZIP64_LOCATOR_SIG = b"PK\x06\x07"
+EOCD_BYTES = 22  # without a comment: the whole of an empty zip
 CD_SIG = b"PK\x01\x02"
 LOCAL_SIG = b"PK\x03\x04"
 DESCRIPTOR_SIG = b"PK\x07\x08"

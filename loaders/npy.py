@@ -203,8 +203,8 @@ class NpzLoader:
 
     def claim(self, probe: Probe) -> Claim | None:
         members = probe.zip_members
-        if members == ():  # np.savez() with no arrays writes an empty zip, and np.load reads it
-            return Claim.CONTAINER
+        if members is None and probe.head.startswith(_zip.EOCD_SIG) and probe.size == _zip.EOCD_BYTES:
+            return Claim.CONTAINER  # np.savez() with no arrays writes an empty zip (its end record), np.load reads it
         if not members or not all(m.name.endswith(".npy") for m in members):
             return None
         return Claim.STRUCTURE
