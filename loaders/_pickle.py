@@ -21,6 +21,7 @@ opcodes after the failure point), so evidence is never lost.
 from __future__ import annotations
 
 import pickletools
+import re
 import struct
 from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
 from collections.abc import Callable
@@ -38,8 +39,8 @@ from loaders._pickle_policy import (
     is_unsafe_global,
 )
 
-# About 25 opcodes per tensor in a torch data.pkl, 0.25 us each: 10M is 400,000 tensors or 2-3 seconds.
-MAX_OPS = 10_000_000
+# About 25 opcodes per tensor in a torch data.pkl, 0.3 us each: 5M is 200,000 tensors in under 2 seconds.
+MAX_OPS = 5_000_000
 MAX_STACK = 1_000_000
 MAX_MEMO = 10_000_000
 MAX_MARKS = 100_000
@@ -47,6 +48,8 @@ MAX_LINE = 1 << 20  # text opcodes (GLOBAL, INT, STRING...) end within this many
 MAX_KEY_NODES = 256  # tuples with more parts than this (counted with repetition) are not hashed
 MAX_KEY_DEPTH = 16
 MAX_NAME = 200  # characters of a key or callable kept in names and messages
+MAX_SCAN_OPS = 2_000_000  # opcodes walked by the scan after a failure (about 0.3 s)
+TEXT_GLOBAL = re.compile(rb"[ci]([A-Za-z_][\w.]{0,200})\n([A-Za-z_][\w.]{0,200})\n")  # GLOBAL / INST lines
 READ_CHUNK = 1 << 16
 
 
@@ -397,7 +400,7 @@ class Reader:
         self.frame_end = -1  # end of the current frame, -1 outside frames
         self.limit = self.end  # reads stop here: the frame end inside a frame
         self.frames = True  # False: FRAME lengths ignored, as CPython's C unpickler does
-        self.framed = False  # a FRAME opcode was seen
+        self.frame_error = False  # reading stopped at a frame rule the C unpickler does not enforce
 
     def restart(self) -> Reader:
         """A fresh reader over the same pickle that ignores frames, to see what the C unpickler would reach."""
@@ -422,6 +425,7 @@ class Reader:
             self.frame_end, self.limit = -1, self.end  # the frame is used up: read on outside frames
         if self.pos + n > self.limit:
             if self.frame_end >= 0:
+                self.frame_error = True
                 raise PickleError(f"an opcode crosses the end of its frame at byte {self.frame_end:,}")
             raise PickleError(f"pickle data ends early: {n:,} bytes wanted at byte {self.pos:,}")
 
@@ -450,18 +454,17 @@ class Reader:
                 return line
             if have >= stop:
                 if stop == self.frame_end:
+                    self.frame_error = True
                     raise PickleError(f"a text opcode crosses the end of its frame at byte {self.frame_end:,}")
                 raise PickleError(f"unterminated or over-long text opcode at byte {self.pos:,}")
             searched = have
 
     def frame(self, n: int) -> None:
-        self.framed = True
         if not self.frames:
             return
-        if self.frame_end >= 0 and self.pos != self.frame_end:
-            raise PickleError(f"a new frame starts at byte {self.pos:,}, before the end of the current frame")
-        if self.pos + n > self.end:
-            raise PickleError(f"a frame of {n:,} bytes runs past the end of the pickle")
+        if (self.frame_end >= 0 and self.pos != self.frame_end) or self.pos + n > self.end:
+            self.frame_error = True
+            raise PickleError(f"a frame of {n:,} bytes at byte {self.pos:,} overlaps the current frame or the end")
         self.frame_end = self.limit = self.pos + n
 
     def window(self, limit: int) -> bytes:
@@ -581,7 +584,7 @@ class PickleMachine:
     def _evidence(self) -> set[str]:
         """What the pickle names beyond the failure: a frame-blind rerun (the C unpickler's reading) and a scan."""
         found = self._scan()
-        if self.r.framed and self.r.frames:
+        if self.r.frame_error:
             again = PickleMachine(self.r.restart(), self.persistent_load)
             try:
                 again._run()
@@ -615,15 +618,17 @@ def scan(data: bytes) -> set[str]:
     """Globals in a pickle's opcodes that are unsafe to name, and INST calls, without interpreting it.
 
     Used when the interpreter cannot finish: the stream may still name what CPython's more lenient
-    unpickler would have reached. STACK_GLOBAL's names are the last two strings pushed or fetched.
+    unpickler would have reached. STACK_GLOBAL's names are the last two strings pushed or fetched
+    (opcode walk, the first `MAX_SCAN_OPS`); GLOBAL and INST lines are found in all of it by a regex.
     """
-    found: set[str] = set()
+    found = {f"{m.decode('latin1')}.{n.decode('latin1')}"[:MAX_NAME] for m, n in TEXT_GLOBAL.findall(data)
+             if is_unsafe_global(m.decode("latin1"), n.decode("latin1"))}  # fmt: skip
     strings: list[str] = []
     memo: dict[int, str] = {}
     last: str | None = None
     try:
         for n, (op, arg, _pos) in enumerate(pickletools.genops(data)):
-            if n > MAX_OPS:
+            if n > MAX_SCAN_OPS:
                 break
             name = op.name
             if name in ("GLOBAL", "INST") and isinstance(arg, str):
