@@ -311,6 +311,24 @@ def test_bare_pickle_of_inert_data_reads(tmp_path: Path, protocol: int) -> None:
     assert main([str(path)]) == 0
 
 
+def test_bare_pickles_after_the_first_and_broken_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A payload in a second pickle (a second pickle.load runs it), after trailing junk, or before a break."""
+    canary = tmp_path / "canary"
+    second = tmp_path / "second.pkl"
+    second.write_bytes(pickle.dumps(["a", "b", "c"], protocol=4) + P2 + file_handler(canary) + b".")
+    twice = "import pickle, sys; f = open(sys.argv[1], 'rb'); pickle.load(f); pickle.load(f)"
+    assert runs(tmp_path, twice, second, canary)
+    verdict(second, capsys, "logging.FileHandler")
+    junk = tmp_path / "junk.pkl"
+    junk.write_bytes(b"(" + text(str(canary)) + b"ilogging\nFileHandler\n.\n\n\t\t")  # protocol 0, junk after STOP
+    assert runs(tmp_path, PICKLE_LOAD, junk, canary)
+    verdict(junk, capsys, "logging.FileHandler")
+    broken = tmp_path / "broken.pkl"  # picklescan's broken_model.pkl: a bad length right after the GLOBAL
+    broken.write_bytes(glob("builtins", "exec") + b"(X>\nf = open('x', 'a')tRX.")
+    verdict(broken, capsys, "builtins.exec")
+    assert not canary.exists()
+
+
 @pytest.mark.reference
 def test_bare_pickle_pt_runs_under_torch_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("torch")
