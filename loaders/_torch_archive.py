@@ -15,7 +15,7 @@ from collections import Counter
 from inspector.errors import LimitExceededError
 from inspector.probe import Probe
 from inspector.records import Finding, Severity
-from loaders import _pickle, _zip
+from loaders import _pickle, _torch, _zip
 
 MAX_PICKLE_BYTES = 1 << 30
 PICKLE_NAME = "data.pkl"
@@ -77,6 +77,7 @@ def other_pickles(
         if m is read or not m.name.endswith(PICKLE_SUFFIX):
             continue
         try:
-            evidence |= _pickle.load(_pickle.Reader(pickle_bytes(probe, fmt, m)), lambda pid: None).unsafe
+            reader = _pickle.Reader(pickle_bytes(probe, fmt, m))
+            evidence |= _pickle.load(reader, _torch.persistent_loader({})).unsafe  # storages named, not checked
         except _pickle.PickleError as exc:
             evidence |= exc.unsafe
