@@ -26,6 +26,7 @@ import struct
 from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from loaders._pickle_policy import (
@@ -63,6 +64,14 @@ class PickleError(Exception):
     def __init__(self, reason: str, unsafe: frozenset[str] = frozenset()) -> None:
         super().__init__(reason)
         self.unsafe = unsafe
+
+
+class EndOfData(PickleError):
+    """The bytes end (or a frame ends) before the opcode does: no reading can go on."""
+
+
+class CapError(PickleError):
+    """A cap on opcodes, stack, memo, marks or line length: a second, lenient reading would hit it too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +342,24 @@ def _collection(kind: type) -> Callable[..., Any]:
     return build
 
 
+def _range(*args: Any) -> tuple[Any, ...]:
+    if not all(isinstance(a, int) for a in args[:3]):
+        raise TypeError("range() of non-integers")
+    return ("range", *args[:3])
+
+
+def _bytes(*args: Any) -> bytes:
+    """bytes(), bytes(b), bytes([ints]): never bytes(n), which would allocate n bytes."""
+    value = _first(args)
+    if value == ():
+        return b""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, list) and all(isinstance(v, int) and 0 <= v < 256 for v in value):
+        return bytes(value)
+    raise TypeError(f"bytes() of a {type(value).__name__}")
+
+
 def _bytearray(*args: Any) -> bytes:
     value = _first(args)
     if isinstance(value, str):
@@ -365,6 +392,8 @@ BUILDERS: dict[str, Callable[..., Any]] = {
     "builtins.bytearray": _bytearray,
     "builtins.complex": lambda *a: complex(*(float(x) for x in a[:2] if isinstance(x, (int, float)))),
     "builtins.slice": lambda *a: ("slice", *a[:3]),
+    "builtins.range": _range,
+    "builtins.bytes": _bytes,
 }
 # Inert data placeholders a builder-free call may produce (kept as `Call`s, not flagged).
 INERT_DATA = frozenset({"torch.jit._pickle.build_tensor_from_id"})
@@ -403,7 +432,7 @@ class Reader:
         self.frame_error = False  # reading stopped at a frame rule the C unpickler does not enforce
 
     def restart(self) -> Reader:
-        """A fresh reader over the same pickle that ignores frames, to see what the C unpickler would reach."""
+        """A fresh reader over the same pickle that ignores frames, as the C unpickler does."""
         data = self.buf if self._fetch is None else None
         fresh = Reader(data, self._fetch, self.start, self.end)
         fresh.frames = False
@@ -415,7 +444,7 @@ class Reader:
         if upto <= have:
             return
         if self._fetch is None:
-            raise PickleError("pickle data ends early")
+            raise EndOfData("pickle data ends early")
         want = min(max(upto - have, READ_CHUNK), self.end - have)
         self.buf = self.buf[self.pos - self.base :] + self._fetch(have, want)
         self.base = self.pos
@@ -426,8 +455,8 @@ class Reader:
         if self.pos + n > self.limit:
             if self.frame_end >= 0:
                 self.frame_error = True
-                raise PickleError(f"an opcode crosses the end of its frame at byte {self.frame_end:,}")
-            raise PickleError(f"pickle data ends early: {n:,} bytes wanted at byte {self.pos:,}")
+                raise EndOfData(f"an opcode crosses the end of its frame at byte {self.frame_end:,}")
+            raise EndOfData(f"pickle data ends early: {n:,} bytes wanted at byte {self.pos:,}")
 
     def read(self, n: int) -> bytes:
         start = self.pos - self.base
@@ -455,8 +484,8 @@ class Reader:
             if have >= stop:
                 if stop == self.frame_end:
                     self.frame_error = True
-                    raise PickleError(f"a text opcode crosses the end of its frame at byte {self.frame_end:,}")
-                raise PickleError(f"unterminated or over-long text opcode at byte {self.pos:,}")
+                    raise EndOfData(f"a text opcode crosses the end of its frame at byte {self.frame_end:,}")
+                raise EndOfData(f"unterminated or over-long text opcode at byte {self.pos:,}")
             searched = have
 
     def frame(self, n: int) -> None:
@@ -464,7 +493,7 @@ class Reader:
             return
         if (self.frame_end >= 0 and self.pos != self.frame_end) or self.pos + n > self.end:
             self.frame_error = True
-            raise PickleError(f"a frame of {n:,} bytes at byte {self.pos:,} overlaps the current frame or the end")
+            raise EndOfData(f"a frame of {n:,} bytes at byte {self.pos:,} overlaps the current frame or the end")
         self.frame_end = self.limit = self.pos + n
 
     def window(self, limit: int) -> bytes:
@@ -486,9 +515,10 @@ class Result:
 class PickleMachine:
     """Interpret one pickle (up to its STOP) into inert values."""
 
-    def __init__(self, reader: Reader, persistent_load: Callable[[Any], Any]) -> None:
+    def __init__(self, reader: Reader, persistent_load: Callable[[Any], Any], lenient: bool = False) -> None:
         self.r = reader
         self.persistent_load = persistent_load
+        self.lenient = lenient  # go on past what CPython's C unpickler might accept (a second reading, for evidence)
         self.stack: list[Any] = []
         self.marks: list[int] = []
         self.memo: dict[int, Any] = {}
@@ -502,16 +532,20 @@ class PickleMachine:
 
     def push(self, value: Any) -> None:
         if len(self.stack) >= MAX_STACK:
-            raise PickleError(f"pickle stack beyond {MAX_STACK:,} items")
+            raise CapError(f"pickle stack beyond {MAX_STACK:,} items")
         self.stack.append(value)
 
     def pop(self) -> Any:
         if not self.stack:
+            if self.lenient:
+                return None
             raise PickleError("pickle stack underflow")
         return self.stack.pop()
 
     def pop_mark(self) -> list[Any]:
         if not self.marks:
+            if self.lenient:
+                return []
             raise PickleError("pickle MARK missing")
         at = self.marks.pop()
         items = self.stack[at:]
@@ -520,12 +554,14 @@ class PickleMachine:
 
     def top(self) -> Any:
         if not self.stack:
+            if self.lenient:
+                return None
             raise PickleError("pickle stack underflow")
         return self.stack[-1]
 
     def memo_put(self, index: int) -> None:
         if len(self.memo) >= MAX_MEMO:
-            raise PickleError("pickle memo too large")
+            raise CapError("pickle memo too large")
         self.memo[index] = self.top()
 
     def memo_get(self, index: int) -> None:
@@ -576,19 +612,25 @@ class PickleMachine:
         try:
             return self._run()
         except PickleError as exc:
-            raise PickleError(str(exc), frozenset(self.unsafe | exc.unsafe | self._evidence())) from exc
+            raise PickleError(str(exc), frozenset(self.unsafe | exc.unsafe | self._evidence(exc))) from exc
         except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, struct.error,
                 RecursionError, MemoryError) as exc:  # fmt: skip
-            raise PickleError(f"malformed pickle: {_short(exc)}", frozenset(self.unsafe | self._evidence())) from exc
+            evidence = frozenset(self.unsafe | self._evidence(exc))
+            raise PickleError(f"malformed pickle: {_short(exc)}", evidence) from exc
 
-    def _evidence(self) -> set[str]:
-        """What the pickle names beyond the failure: a frame-blind rerun (the C unpickler's reading) and a scan."""
+    def _evidence(self, failure: BaseException) -> set[str]:
+        """What the pickle would call beyond the failure point: a lenient second reading, and a scan.
+
+        CPython's C unpickler ignores frame boundaries and accepts odd text (``I\\x00``, ``I0x10``) that
+        this reader refuses; so unless a cap stopped it, the pickle is read again frame-blind, going on
+        past any opcode it cannot make sense of, and every call it then meets is evidence.
+        """
         found = self._scan()
-        if self.r.frame_error:
-            again = PickleMachine(self.r.restart(), self.persistent_load)
+        if not isinstance(failure, CapError):
+            again = PickleMachine(self.r.restart(), self.persistent_load, lenient=True)
             try:
                 again._run()
-            except Exception as exc:  # noqa: BLE001 - the rerun only adds evidence
+            except Exception as exc:  # noqa: BLE001 - the second reading only adds evidence
                 found |= getattr(exc, "unsafe", frozenset())
             found |= again.unsafe
         return found
@@ -602,8 +644,18 @@ class PickleMachine:
             handler = OPS.get(op)
             if handler is None:
                 raise PickleError(f"unsupported pickle opcode {op!r} at byte {r.pos - 1:,}")
-            handler(self, r)
-        raise PickleError(f"pickle longer than {MAX_OPS:,} opcodes")
+            if not self.lenient:
+                handler(self, r)
+                continue
+            try:
+                handler(self, r)
+            except (EndOfData, CapError):
+                raise
+            except (PickleError, ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError,
+                    struct.error, UnicodeDecodeError):  # fmt: skip
+                if op in VALUE_OPS:
+                    self.push(None)  # a value the reader could not decode: the C unpickler may have read one
+        raise CapError(f"pickle longer than {MAX_OPS:,} opcodes")
 
     def _scan(self) -> set[str]:
         """Unsafe globals named anywhere in this pickle, found by a plain opcode walk (after a failure)."""
@@ -714,7 +766,26 @@ def _encode(m: PickleMachine, args: tuple[Any, ...]) -> Any:
     return text.encode("latin1" if encoding.lower() in ("latin1", "latin-1", "iso-8859-1") else "utf-8", "replace")
 
 
+SCALARS = (str, int, float, bool, bytes, type(None))
+
+
+def _scalar(m: PickleMachine, args: tuple[Any, ...], kind: str) -> Any:
+    """int(x), float(x), str(x), bool(x): inert on scalars; on an object they call its __int__, __str__..."""
+    if not all(isinstance(a, SCALARS) for a in args):
+        m.flag(f"builtins.{kind} of {callable_name(next(a for a in args if not isinstance(a, SCALARS)))}")
+    return Call(Global("builtins", kind), args)
+
+
+def _type(m: PickleMachine, args: tuple[Any, ...]) -> Any:
+    """type(x) names a class (pickle writes NoneType so); type(name, bases, dict) creates one, running base hooks."""
+    if len(args) != 1:
+        m.flag("builtins.type with 3 arguments (creates a class)")
+    return Call(Global("builtins", "type"), args)
+
+
 TRAMPOLINES: dict[str, Callable[[PickleMachine, tuple[Any, ...]], Any]] = {
+    **{f"builtins.{kind}": partial(_scalar, kind=kind) for kind in ("int", "float", "str", "bool")},
+    "builtins.type": _type,
     "torch._tensor._rebuild_from_type_v2": _from_type,
     "torch._tensor._rebuild_from_type": _from_type,
     "torch._utils._rebuild_parameter_with_state": _parameter_with_state,
@@ -743,7 +814,7 @@ def _text(r: Reader, n: int) -> str:
 
 def _mark(u: PickleMachine, r: Reader) -> None:
     if len(u.marks) >= MAX_MARKS:
-        raise PickleError("too many pickle MARKs")
+        raise CapError("too many pickle MARKs")
     u.marks.append(len(u.stack))
 
 
@@ -886,6 +957,11 @@ def _oob(u: PickleMachine, r: Reader) -> None:
 
 
 STOP = b"."
+# Opcodes that push one value they decode from the stream (numbers, strings, globals, memo fetches, persistent ids)
+VALUE_OPS = frozenset(
+    [b"I", b"L", b"F", b"J", b"K", b"M", b"\x8a", b"\x8b", b"G", b"S", b"T", b"U", b"V", b"X", b"\x8c", b"\x8d",
+     b"B", b"C", b"\x8e", b"\x96", b"g", b"h", b"j", b"c", b"P"]
+)  # fmt: skip
 
 
 OPS: dict[bytes, Callable[[PickleMachine, Reader], Any]] = {

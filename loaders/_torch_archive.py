@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from inspector.errors import LimitExceededError
+from inspector.errors import InspectorError, LimitExceededError
 from inspector.probe import Probe
 from inspector.records import Finding, Severity
 from loaders import _pickle, _torch, _zip
@@ -72,12 +72,30 @@ def pickle_bytes(probe: Probe, fmt: str, member: _zip.ZipMember) -> bytes:
 def other_pickles(
     probe: Probe, fmt: str, members: tuple[_zip.ZipMember, ...], read: _zip.ZipMember | None, evidence: set[str]
 ) -> None:
-    """Check every other *.pkl member (second data.pkl, duplicates, constants.pkl) for unsafe content."""
+    """Check every other *.pkl member (second data.pkl, duplicates, constants.pkl) for unsafe content.
+
+    One that cannot even be read (a corrupt deflate stream) is passed over: torch cannot read it either,
+    and it must not stop the reading of the copy torch does read.
+    """
     for m in members:
         if m is read or not m.name.endswith(PICKLE_SUFFIX):
             continue
         try:
             reader = _pickle.Reader(pickle_bytes(probe, fmt, m))
+        except InspectorError:
+            continue
+        try:
             evidence |= _pickle.load(reader, _torch.persistent_loader({})).unsafe  # storages named, not checked
         except _pickle.PickleError as exc:
             evidence |= exc.unsafe
+
+
+def damaged_archive_evidence(probe: Probe, fmt: str) -> set[str]:
+    """What the pickles of an archive we cannot read as a whole would call (sound members only)."""
+    evidence: set[str] = set()
+    try:
+        members = _zip.readable_members(probe, fmt)
+    except Exception:  # noqa: BLE001 - a directory that cannot be read holds no evidence we can reach
+        return evidence
+    other_pickles(probe, fmt, members, None, evidence)
+    return evidence

@@ -27,7 +27,14 @@ from inspector.errors import FormatError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Region, RegionKind
 from loaders import _pickle, _torch, _zip
-from loaders._torch_archive import archive_folder, has_pickle, layout_findings, other_pickles, pickle_bytes
+from loaders._torch_archive import (
+    archive_folder,
+    damaged_archive_evidence,
+    has_pickle,
+    layout_findings,
+    other_pickles,
+    pickle_bytes,
+)
 from loaders.base import Claim, single_file
 
 FORMAT = "pytorch-zip"
@@ -43,6 +50,11 @@ class TorchZipLoader:
 
     def claim(self, probe: Probe) -> Claim | None:
         members = probe.zip_members
+        if members is None and probe.head.startswith(_zip.LOCAL_SIG):  # a damaged archive: its sound members
+            try:
+                members = _zip.readable_members(probe, FORMAT)
+            except Exception:  # sniffing never raises (as Probe.zip_members): load() reports the damage
+                return None
         return Claim.STRUCTURE if members and has_pickle(members) else None
 
     def load(self, probe: Probe) -> Checkpoint:
@@ -50,6 +62,7 @@ class TorchZipLoader:
         try:
             return self._read(probe, evidence)
         except Exception as exc:
+            evidence = evidence or damaged_archive_evidence(probe, FORMAT)
             if not evidence:
                 raise
             return _torch.refused(probe, FORMAT, evidence, exc)

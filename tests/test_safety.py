@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import resource
 import struct
 import subprocess
 import sys
@@ -18,6 +19,8 @@ import tarfile
 import time
 import warnings
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -297,6 +300,46 @@ def test_every_pickle_of_legacy_and_tar_files(tmp_path: Path, capsys: pytest.Cap
     assert not canary.exists()
 
 
+def test_what_the_c_unpickler_accepts_keeps_its_evidence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the property tests: CPython reads 'I\\x00' as 0 (strtol), so the payload after it runs."""
+    canary = tmp_path / "canary"
+    path = tmp_path / "odd.pkl"
+    path.write_bytes(
+        b"(dp0\nS'a'\np1\nI\x00\nsS'b'\n" + glob("logging", "FileHandler") + b"(" + text(str(canary)) + b"tR."
+    )
+    assert runs(tmp_path, PICKLE_LOAD, path, canary)
+    verdict(path, capsys, "logging.FileHandler")
+    assert not canary.exists()
+
+
+@pytest.mark.reference
+def test_damaged_neighbour_of_the_read_data_pkl(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the property tests: torch reads the last data.pkl and never looks at a broken first copy."""
+    base, names = _torch_zip(tmp_path)
+    folder = names[0].split("/")[0]
+    canary = tmp_path / "canary"
+    evil = P2 + b"}(" + text("w") + file_handler(canary) + b"u."
+    for how in ("local header", "deflate stream"):
+        path = tmp_path / "damaged.pt"
+        with warnings.catch_warnings(), zipfile.ZipFile(base) as zin, zipfile.ZipFile(path, "w") as zout:
+            warnings.simplefilter("ignore")
+            for name in zin.namelist():
+                method = zipfile.ZIP_DEFLATED if how == "deflate stream" and name.endswith(".pkl") else 0
+                zout.writestr(name, zin.read(name), compress_type=method)
+            zout.writestr(f"{folder}/data.pkl", evil)
+        data = bytearray(path.read_bytes())
+        with zipfile.ZipFile(path) as zf:
+            first = zf.infolist()[0].header_offset  # the benign data.pkl (getinfo would give the last copy)
+        if how == "local header":
+            data[first + 27] = 3  # its local name length: now 781 bytes
+        else:
+            data[first + 30 + len(names[0])] ^= 0xFF  # the first byte of its deflate stream
+        path.write_bytes(bytes(data))
+        assert runs(tmp_path, TORCH_LOAD, path, canary), how
+        verdict(path, capsys, "logging.FileHandler")
+    assert not canary.exists()
+
+
 # -- bare pickles ----------------------------------------------------------------------------------------------
 
 
@@ -554,10 +597,26 @@ class _Recorder(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name} not allowed here")
 
 
+@contextmanager
+def _memory_cap(extra: int = 1 << 30) -> Iterator[None]:
+    """Lower this process's address-space soft limit for a moment: CPython's unpickler allocates what a
+    mutated length field asks for, and the oracle must fail with MemoryError rather than take the machine."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/status") as status:
+        vm = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize"))
+    cap = vm + extra if hard == resource.RLIM_INFINITY else min(vm + extra, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
 def _oracle(data: bytes) -> bool:
     _Recorder.ran = False
     try:
-        _Recorder(io.BytesIO(data)).load()
+        with _memory_cap():
+            _Recorder(io.BytesIO(data)).load()
     except Exception:  # noqa: BLE001, S110 - the oracle only asks whether the payload ran
         pass
     return _Recorder.ran
@@ -657,7 +716,8 @@ def test_property_mutated_zips(tmp_path_factory: pytest.TempPathFactory) -> None
             path.write_bytes(bytes(data))
         _Recorder.ran = False
         try:
-            torch.load(path, weights_only=False, pickle_module=recorder)
+            with _memory_cap():
+                torch.load(path, weights_only=False, pickle_module=recorder)
         except Exception:  # noqa: BLE001, S110 - only whether the payload ran matters
             pass
         try:
