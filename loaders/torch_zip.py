@@ -28,6 +28,7 @@ from inspector.probe import Probe
 from inspector.records import Checkpoint, Region, RegionKind
 from loaders import _pickle, _torch, _zip
 from loaders._torch_archive import (
+    PICKLE_SUFFIX,
     archive_folder,
     damaged_archive_evidence,
     has_pickle,
@@ -55,7 +56,12 @@ class TorchZipLoader:
                 members = _zip.readable_members(probe, FORMAT)
             except Exception:  # sniffing never raises (as Probe.zip_members): load() reports the damage
                 return None
-        return Claim.STRUCTURE if members and has_pickle(members) else None
+        if not members:
+            return None
+        if has_pickle(members):
+            return Claim.STRUCTURE
+        # any other zip of pickles: torch refuses it, but its pickles are judged all the same (picklescan's zips)
+        return Claim.CONTAINER if any(m.name.endswith(PICKLE_SUFFIX) for m in members) else None
 
     def load(self, probe: Probe) -> Checkpoint:
         evidence: set[str] = set()  # what any pickle would call: kept even when the rest cannot be read

@@ -340,6 +340,18 @@ def test_damaged_neighbour_of_the_read_data_pkl(tmp_path: Path, capsys: pytest.C
     assert not canary.exists()
 
 
+def test_zip_of_bare_pickles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A zip with a top-level pickle (picklescan's malicious1.zip): torch refuses it, the pickle is judged."""
+    path = tmp_path / "model.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("data.pkl", P2 + glob("builtins", "eval") + text("1") + b"\x85R.")
+    verdict(path, capsys, "builtins.eval")
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("notes.pkl", pickle.dumps({"a": 1}))
+    with pytest.raises(InspectorError, match="torch.load refuses"):
+        load(path)
+
+
 # -- bare pickles ----------------------------------------------------------------------------------------------
 
 
