@@ -21,6 +21,7 @@ from loaders.base import single_file
 
 MAX_DEPTH = 200
 MAX_WALK = 5_000_000
+MAX_LISTED = 20  # callables and globals named in one finding
 ROOT_NAME = "tensor"  # the name of a tensor saved on its own (torch.save(t, f))
 
 # Top-level keys of training checkpoints -> (section, kind of the tensors under them).
@@ -254,8 +255,15 @@ def storage_regions(key: str, start: int, length: int, tensors: list[TensorInfo]
 def unsafe_finding(unsafe: set[str] | frozenset[str]) -> list[Finding]:
     if not unsafe:
         return []
-    names = ", ".join(sorted(unsafe))
-    return [Finding("UNSAFE_CONTENT", Severity.ERROR, f"the pickle would call {names}: not run", tuple(sorted(unsafe)))]
+    return [Finding("UNSAFE_CONTENT", Severity.ERROR, f"the pickle would call {_listed(unsafe)}: not run",
+                    tuple(sorted(unsafe)[:MAX_LISTED]))]  # fmt: skip
+
+
+def _listed(names: set[str] | frozenset[str] | list[str]) -> str:
+    """The first `MAX_LISTED` names, and how many more: a pickle can name thousands."""
+    ordered = sorted(names)
+    more = f" and {len(ordered) - MAX_LISTED:,} more" if len(ordered) > MAX_LISTED else ""
+    return ", ".join(ordered[:MAX_LISTED]) + more
 
 
 def refused(probe: Probe, fmt: str, unsafe: set[str], exc: BaseException, framework: str = "pytorch") -> Checkpoint:
@@ -280,7 +288,7 @@ def globals_finding(names: set[str]) -> list[Finding]:
         Finding(
             "PICKLE_GLOBALS",
             Severity.INFO,
-            f"the pickle names {', '.join(odd)}: kept as inert placeholders",
-            tuple(odd),
+            f"the pickle names {_listed(odd)}: kept as inert placeholders",
+            tuple(odd[:MAX_LISTED]),
         )
     ]

@@ -521,6 +521,13 @@ def test_shared_structures_are_never_hashed_or_printed_in_full(tmp_path: Path) -
     assert time.monotonic() - start < 10
 
 
+def test_findings_name_a_bounded_number_of_callables(tmp_path: Path) -> None:
+    path = tmp_path / "many.pkl"
+    path.write_bytes(P2 + b"".join(glob("os", f"f{i}") + b")R0" for i in range(5000)) + b"N.")
+    (finding,) = [f for f in load(path).findings if f.code == "UNSAFE_CONTENT"]
+    assert "and 4,980 more" in finding.message and len(finding.message) < 1000 and len(finding.subjects) == 20
+
+
 def test_npz_member_with_a_huge_npy_header_is_refused_cheaply(tmp_path: Path) -> None:
     """A 60 MB npy header deflates to a few KB: the cap (numpy's 10,000 bytes) refuses it before inflating it."""
     path = tmp_path / "bomb.npz"
