@@ -29,6 +29,7 @@ from loaders._pickle_policy import INERT_CALLABLES, is_dotted, is_unsafe_global
 from loaders._pickle_reader import Reader, scan
 from loaders._pickle_values import (
     MAX_NAME,
+    Blob,
     Call,
     CapError,
     DTypeRef,
@@ -68,6 +69,7 @@ MAX_OPS = 5_000_000
 MAX_STACK = 1_000_000
 MAX_MEMO = 10_000_000
 MAX_MARKS = 100_000
+MAX_INLINE = 1 << 20  # bytes and text values above this are skipped (a raw pickle may embed gigabytes of arrays)
 
 
 @dataclass
@@ -243,8 +245,19 @@ def _n(fmt: str) -> Callable[[Reader], int]:
 _U1, _U2, _U4, _I4, _U8 = _n("<B"), _n("<H"), _n("<I"), _n("<i"), _n("<Q")
 
 
-def _text(r: Reader, n: int) -> str:
-    return r.read(n).decode("utf-8", "surrogatepass")
+def _blob(r: Reader, n: int, encoding: str = "") -> Any:
+    """A length-prefixed bytes or text value; one beyond `MAX_INLINE` is skipped, not read (a 1 GB array)."""
+    if n < 0:
+        raise PickleError(f"negative length {n:,} at byte {r.pos:,}")
+    if n > MAX_INLINE:
+        r.skip(n)
+        return Blob(n, bool(encoding))
+    data = r.read(n)
+    return data.decode(encoding, "surrogatepass" if encoding == "utf-8" else "strict") if encoding else data
+
+
+def _text(r: Reader, n: int) -> Any:
+    return _blob(r, n, "utf-8")
 
 
 def _mark(u: PickleMachine, r: Reader) -> None:
@@ -419,16 +432,16 @@ OPS: dict[bytes, Callable[[PickleMachine, Reader], Any]] = {
     b"\x8b": lambda u, r: u.push(_long(r.read(_I4(r)))),
     b"G": lambda u, r: u.push(struct.unpack(">d", r.read(8))[0]),
     b"S": _string,
-    b"T": lambda u, r: u.push(r.read(_I4(r)).decode("latin1")),
+    b"T": lambda u, r: u.push(_blob(r, _I4(r), "latin1")),
     b"U": lambda u, r: u.push(r.read(_U1(r)).decode("latin1")),
     b"V": lambda u, r: u.push(r.readline()[:-1].decode("raw_unicode_escape")),
     b"X": lambda u, r: u.push(_text(r, _U4(r))),
     b"\x8c": lambda u, r: u.push(_text(r, _U1(r))),
     b"\x8d": lambda u, r: u.push(_text(r, _U8(r))),
-    b"B": lambda u, r: u.push(r.read(_U4(r))),
+    b"B": lambda u, r: u.push(_blob(r, _U4(r))),
     b"C": lambda u, r: u.push(r.read(_U1(r))),
-    b"\x8e": lambda u, r: u.push(r.read(_U8(r))),
-    b"\x96": lambda u, r: u.push(r.read(_U8(r))),
+    b"\x8e": lambda u, r: u.push(_blob(r, _U8(r))),
+    b"\x96": lambda u, r: u.push(_blob(r, _U8(r))),
     b")": lambda u, r: u.push(()),
     b"t": lambda u, r: u.push(tuple(u.pop_mark())),
     b"\x85": _tuple_n(1),

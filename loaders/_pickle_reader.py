@@ -81,6 +81,13 @@ class Reader:
         self.pos += n
         return self.buf[start : start + n]
 
+    def skip(self, n: int) -> None:
+        """Pass over `n` bytes without reading them (a large bytes or text value)."""
+        self._check(n)
+        self.pos += n
+        if self._fetch is not None and self.pos > self.base + len(self.buf):
+            self.buf, self.base = b"", self.pos
+
     def readline(self) -> bytes:
         self._check(1)
         stop = min(self.limit, self.pos + MAX_LINE)

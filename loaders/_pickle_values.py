@@ -167,6 +167,14 @@ class StorageType:
     qualname: str = field(default="", compare=False)
 
 
+@dataclass(frozen=True, slots=True)
+class Blob:
+    """A bytes or text value larger than `MAX_INLINE` bytes: passed over, never read into memory."""
+
+    nbytes: int
+    text: bool
+
+
 class OpaqueKey:
     """A dict key or set member too large or deep to hash cheaply: compared by identity, named by type."""
 
@@ -179,7 +187,7 @@ class OpaqueKey:
         return f"<{type(self.value).__name__}>"
 
 
-SCALAR_KEYS = (str, bytes, int, float, bool, complex, type(None), Global, StorageType, DTypeRef)
+SCALAR_KEYS = (str, bytes, int, float, bool, complex, type(None), Global, StorageType, DTypeRef, Blob)
 
 
 def _small(value: Any, budget: list[int], depth: int) -> bool:

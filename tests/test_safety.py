@@ -521,6 +521,20 @@ def test_shared_structures_are_never_hashed_or_printed_in_full(tmp_path: Path) -
     assert time.monotonic() - start < 10
 
 
+def test_large_bytes_values_are_skipped_not_read() -> None:
+    """A bare pickle of a 64 MB array: its bytes are passed over (only the opcodes around them are read)."""
+    data = pickle.dumps({"w": np.zeros(16 << 20, dtype="f4"), "name": "x"}, protocol=4)
+    fetched = [0]
+
+    def fetch(offset: int, n: int) -> bytes:
+        fetched[0] += n
+        return data[offset : offset + n]
+
+    result = _pickle.load(_pickle.Reader(fetch=fetch, start=0, end=len(data)), id)
+    assert result.unsafe == set() and result.end == len(data)
+    assert fetched[0] < 1 << 20
+
+
 def test_findings_name_a_bounded_number_of_callables(tmp_path: Path) -> None:
     path = tmp_path / "many.pkl"
     path.write_bytes(P2 + b"".join(glob("os", f"f{i}") + b")R0" for i in range(5000)) + b"N.")
