@@ -215,20 +215,25 @@ def walk(probe: Probe, fmt: str, start: int = 0, length: int | None = None) -> H
 def _collect(probe: Probe, fmt: str, pid: int, read_fd: int) -> H5Walk:
     deadline = time.monotonic() + MAX_SECONDS
     chunks: list[bytes] = []
+    finished = False
     try:
         while True:
             remaining = deadline - time.monotonic()
             ready, _, _ = select.select([read_fd], [], [], max(remaining, 0))
             if not ready:
-                os.kill(pid, signal.SIGKILL)
                 raise FormatError(probe.path, fmt, f"the HDF5 library did not finish reading the metadata within "
                                   f"{MAX_SECONDS} s (corrupt structure?)")  # fmt: skip
             chunk = os.read(read_fd, 1 << 20)
             if not chunk:
+                finished = True
                 break
             chunks.append(chunk)
     finally:
+        # however this ends (a timeout, or a signal such as a caller's alarm), a child still running is
+        # killed: waiting for one stuck in libhdf5 would hang this process for ever
         os.close(read_fd)
+        if not finished:
+            os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
     if not chunks:
         raise FormatError(probe.path, fmt, "the HDF5 library failed on this file (out of memory or crashed)")
