@@ -575,6 +575,33 @@ def test_hdf5_child_limit_never_above_the_hard_limit(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+def test_hdf5_child_is_killed_when_the_caller_gives_up() -> None:
+    """An alarm in the caller (a fuzzer's per-case limit) while libhdf5 loops: the child is killed, not awaited."""
+    code = (
+        "import signal, sys\n"
+        "from loaders import _hdf5\n"
+        "from inspector import load\n"
+        "_hdf5.MAX_SECONDS = 60\n"
+        "def give_up(signum, frame): raise TimeoutError\n"
+        "signal.signal(signal.SIGALRM, give_up)\n"
+        "signal.alarm(2)\n"
+        "try:\n"
+        "    load(sys.argv[1])\n"
+        "except TimeoutError:\n"
+        "    sys.exit(0)\n"
+        "sys.exit(1)\n"
+    )
+    path = ROOT / "tests" / "data" / "hostile" / "hdf5_huge_attribute.h5"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", code, str(path)], env=env, start_new_session=True)
+    try:
+        assert proc.wait(timeout=30) == 0  # before the fix: waited for ever on the stuck child
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+
+
 # -- benign files the libraries read ------------------------------------------------------------------------------
 
 
