@@ -770,10 +770,10 @@ def test_property_mutated_zips(tmp_path_factory: pytest.TempPathFactory) -> None
             if evil_at == "other_folder":
                 zf.writestr("other/data.pkl", evil)
         if flips:  # byte flips anywhere: headers, names, the pickles themselves
-            data = bytearray(path.read_bytes())
+            flipped = bytearray(path.read_bytes())
             for pos, value in flips:
-                data[pos % len(data)] = value
-            path.write_bytes(bytes(data))
+                flipped[pos % len(flipped)] = value
+            path.write_bytes(bytes(flipped))
         _Recorder.ran = False
         try:
             with _memory_cap():
