@@ -344,8 +344,32 @@ def remote_rows(out: Path, files: list[tuple[str, str, Path]]) -> list[list[str]
     return rows
 
 
+def hostile(out: Path) -> int:
+    """Safety bounds: wall time and peak memory of the inspector on small hostile pickles (issue 15)."""
+    files = {
+        "100 MB no-op pickle (N0 x 50M)": b"\x80\x02" + b"N0" * 50_000_000 + b"N.",
+        "1 KB key with 2^100 shared leaves": b"\x80\x02}" + b")q\x00" + b"0h\x00h\x00\x86q\x00" * 100 + b"K\x01s.",
+        "payload + 150,000 MARKs": b"\x80\x02cos\nsystem\nX\x04\x00\x00\x00true\x85R0" + b"(" * 150_000,
+    }
+    for label, data in files.items():
+        path = out / "hostile.pkl"
+        path.write_bytes(data)
+        script = PRELUDE + f"P = {str(path)!r}\n" + INSPECTOR.replace("'--json'", "") + "\n"
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                cwd=ROOT, text=True)  # fmt: skip
+        err = proc.stderr.read() if proc.stderr else ""
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        peak = max((int(x.split()[1]) for x in err.splitlines() if x.startswith("HWM ")), default=0) / 1024
+        cpu = usage.ru_utime + usage.ru_stime
+        print(f"{label}: exit {os.waitstatus_to_exitcode(status)}, {cpu:.2f} s CPU ({wall:.2f} s wall), {peak:.0f} MB")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--hostile", action="store_true", help="only the safety bounds on small hostile pickles")
     ap.add_argument("--out", help="folder for the files (default: a temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep the files")
     ap.add_argument("--sizes", default="1,2", help="file sizes in GiB")
@@ -367,6 +391,8 @@ def main() -> int:
     formats = [f for f in args.formats.split(",") if f in WRITERS]
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="inspector-bench-"))
     out.mkdir(parents=True, exist_ok=True)
+    if args.hostile:
+        return hostile(out)
     need = sum(sizes) * len(formats) * GIB * 1.1
     free = shutil.disk_usage(out).free
     if free < need:

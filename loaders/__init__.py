@@ -8,6 +8,7 @@ from loaders.keras_zip import KerasZipLoader
 from loaders.mxnet_params import MxnetParamsLoader
 from loaders.npy import NpyLoader, NpzLoader
 from loaders.onnx import OnnxLoader
+from loaders.pickle_raw import PickleRawLoader
 from loaders.safetensors import SafetensorsIndexLoader, SafetensorsLoader
 from loaders.tf_checkpoint import TfCheckpointLoader
 from loaders.torch_dcp import TorchDcpLoader
@@ -28,4 +29,5 @@ BUILTIN_LOADERS = (
     OnnxLoader,
     TfCheckpointLoader,
     TorchDcpLoader,
+    PickleRawLoader,
 )

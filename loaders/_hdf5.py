@@ -175,6 +175,20 @@ def _dataset(h5py: Any, path: str, ds: Any, base: int) -> tuple[H5Dataset, list[
     return item, regions
 
 
+def child_memory_limit() -> tuple[int, int]:
+    """RLIMIT_AS for the HDF5 child: `MAX_CHILD_MEMORY`, never above a limit already in force.
+
+    An unprivileged process may not raise its hard limit (setrlimit fails with EPERM), and raising the
+    soft limit past the parent's would lift a cap the user chose; so both are lowered only.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = MAX_CHILD_MEMORY
+    for limit in (soft, hard):
+        if limit != resource.RLIM_INFINITY:
+            cap = min(cap, limit)
+    return cap, cap
+
+
 def walk(probe: Probe, fmt: str, start: int = 0, length: int | None = None) -> H5Walk:
     """Open the HDF5 file (or the window of it inside a zip) and account for it, in a child process.
 
@@ -192,7 +206,7 @@ def walk(probe: Probe, fmt: str, start: int = 0, length: int | None = None) -> H
         os.close(read_fd)
         code = 0
         try:
-            resource.setrlimit(resource.RLIMIT_AS, (MAX_CHILD_MEMORY, MAX_CHILD_MEMORY))
+            resource.setrlimit(resource.RLIMIT_AS, child_memory_limit())
             before = probe.counters()
             encoded = _encode(_walk_here(probe, fmt, start, length))
             encoded["counters"] = {k: v - before[k] for k, v in probe.counters().items()}  # read in the child
@@ -269,20 +283,25 @@ def _collect(probe: Probe, fmt: str, pid: int, read_fd: int) -> H5Walk:
     seconds = MAX_SECONDS if probe.local else MAX_REMOTE_SECONDS
     deadline = time.monotonic() + seconds
     chunks: list[bytes] = []
+    finished = False
     try:
         while True:
             remaining = deadline - time.monotonic()
             ready, _, _ = select.select([read_fd], [], [], max(remaining, 0))
             if not ready:
-                os.kill(pid, signal.SIGKILL)
                 raise FormatError(probe.path, fmt, f"the HDF5 library did not finish reading the metadata within "
                                   f"{seconds} s (corrupt structure?)")  # fmt: skip
             chunk = os.read(read_fd, 1 << 20)
             if not chunk:
+                finished = True
                 break
             chunks.append(chunk)
     finally:
+        # however this ends (a timeout, or a signal such as a caller's alarm), a child still running is
+        # killed: waiting for one stuck in libhdf5 would hang this process for ever
         os.close(read_fd)
+        if not finished:
+            os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
     if not chunks:
         raise FormatError(probe.path, fmt, "the HDF5 library failed on this file (out of memory or crashed)")

@@ -1,14 +1,19 @@
 """A restricted pickle reader: an opcode interpreter that builds inert values and never runs anything.
 
-`pickle.load` resolves every GLOBAL by importing its module and calls whatever REDUCE names. This
-reader does neither. A GLOBAL becomes a `Global` record; REDUCE, NEWOBJ, OBJ, INST and BUILD on it
-produce a `Call` record holding the arguments and state. Only the callables in `BUILDERS` (PyTorch's
-tensor rebuild functions, containers, dtypes) are interpreted, by pure functions of our own that
-return `TensorRef`s and plain Python values. Every global the pickle names is recorded, and those
-whose call could run code are listed in `unsafe`.
+`pickle.load` resolves every GLOBAL by importing its module and calls whatever REDUCE, OBJ and INST
+name. This reader does neither. A GLOBAL becomes a `Global` record; a call or construction produces
+a `Call` record holding the arguments and state (`loaders._pickle_values`). Only the callables in
+`BUILDERS` are interpreted, by pure functions of our own, and the `TRAMPOLINES` (functions that call
+one of their arguments) only after checking that argument (`loaders._pickle_builders`). What would
+run code is listed in `unsafe`, by the rules of `loaders._pickle_policy`.
 
-Bounded: the stack, memo and container sizes are capped, every length is checked against the bytes
-left, and the number of opcodes is limited.
+Frames are enforced as pure-Python `pickle._Unframer` enforces them (`loaders._pickle_reader`).
+
+Bounded: the stack, memo, marks, line lengths and opcode count are capped, every length is checked
+against the bytes left, and values used as dict keys or set members are hashed only when they are
+small. When a pickle cannot be finished, `PickleError.unsafe` still carries what it would have called:
+what was read, what a lenient frame-blind second reading meets (as CPython's C unpickler would go on),
+and unsafe globals scanned for in the rest, so evidence is never lost.
 """
 
 from __future__ import annotations
@@ -16,374 +21,55 @@ from __future__ import annotations
 import struct
 from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-MAX_OPS = 50_000_000
+from loaders._pickle_builders import BUILDERS, INERT_DATA, TRAMPOLINES, check_state, resolve
+from loaders._pickle_policy import INERT_CALLABLES, is_dotted, is_unsafe_global
+from loaders._pickle_reader import Reader, scan
+from loaders._pickle_values import (
+    MAX_NAME,
+    Blob,
+    Call,
+    CapError,
+    DTypeRef,
+    EndOfData,
+    Global,
+    PickleError,
+    StorageRef,
+    StorageType,
+    TensorRef,
+    callable_name,
+    itemsize,
+    key_name,
+    safe_key,
+    short_error,
+)
+
+__all__ = [
+    "BUILDERS",
+    "STOP",
+    "Call",
+    "DTypeRef",
+    "Global",
+    "PickleError",
+    "Reader",
+    "Result",
+    "StorageRef",
+    "StorageType",
+    "TensorRef",
+    "itemsize",
+    "key_name",
+    "load",
+    "scan",
+]
+
+# About 25 opcodes per tensor in a torch data.pkl, 0.3 us each: 5M is 200,000 tensors in under 2 seconds.
+MAX_OPS = 5_000_000
 MAX_STACK = 1_000_000
 MAX_MEMO = 10_000_000
 MAX_MARKS = 100_000
-
-
-class PickleError(Exception):
-    """The pickle stream is malformed or beyond a cap (the caller turns this into a FormatError)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Global:
-    module: str
-    name: str
-
-    @property
-    def qualname(self) -> str:
-        return f"{self.module}.{self.name}"
-
-
-@dataclass(eq=False, slots=True)
-class Call:
-    """An object the pickle would have built by calling `func`; kept inert."""
-
-    func: Any
-    args: tuple[Any, ...]
-    state: Any = None
-    items: list[Any] = field(default_factory=list)  # APPEND/SETITEM on the object
-    newobj: bool = False  # NEWOBJ/OBJ/INST: class instantiation rather than a function call
-
-
-@dataclass(frozen=True, slots=True)
-class StorageRef:
-    key: str
-    dtype: str  # canonical dtype of the storage type
-    itemsize: int
-    location: str
-    numel: int  # elements of the storage type
-    view: tuple[str, int, int] | None = None  # legacy: (view key, offset, size)
-
-    @property
-    def nbytes(self) -> int:
-        return self.numel * self.itemsize
-
-
-@dataclass(eq=False, slots=True)
-class TensorRef:
-    storage: StorageRef | None  # None: meta tensor (no data)
-    offset: int  # in elements of `dtype`
-    shape: tuple[int, ...]
-    stride: tuple[int, ...]
-    dtype: str
-    is_parameter: bool = False
-    requires_grad: bool = False
-
-
-# torch storage classes and dtypes -> canonical dtype names
-STORAGE_DTYPES = {
-    "FloatStorage": "F32",
-    "DoubleStorage": "F64",
-    "HalfStorage": "F16",
-    "BFloat16Storage": "BF16",
-    "LongStorage": "I64",
-    "IntStorage": "I32",
-    "ShortStorage": "I16",
-    "CharStorage": "I8",
-    "ByteStorage": "U8",
-    "BoolStorage": "BOOL",
-    "ComplexFloatStorage": "C64",
-    "ComplexDoubleStorage": "C128",
-    "QInt8Storage": "QI8",
-    "QUInt8Storage": "QU8",
-    "QInt32Storage": "QI32",
-    "UntypedStorage": "U8",
-}
-TORCH_DTYPES = {
-    "float32": "F32",
-    "float": "F32",
-    "float64": "F64",
-    "double": "F64",
-    "float16": "F16",
-    "half": "F16",
-    "bfloat16": "BF16",
-    "int64": "I64",
-    "long": "I64",
-    "int32": "I32",
-    "int": "I32",
-    "int16": "I16",
-    "short": "I16",
-    "int8": "I8",
-    "uint8": "U8",
-    "bool": "BOOL",
-    "uint16": "U16",
-    "uint32": "U32",
-    "uint64": "U64",
-    "float8_e4m3fn": "F8_E4M3",
-    "float8_e5m2": "F8_E5M2",
-    "float8_e4m3fnuz": "F8_E4M3FNUZ",
-    "float8_e5m2fnuz": "F8_E5M2FNUZ",
-    "float8_e8m0fnu": "F8_E8M0",
-    "complex64": "C64",
-    "cfloat": "C64",
-    "complex128": "C128",
-    "cdouble": "C128",
-    "qint8": "QI8",
-    "quint8": "QU8",
-    "qint32": "QI32",
-}
-ITEMSIZES = {
-    "F64": 8,
-    "I64": 8,
-    "U64": 8,
-    "C64": 8,
-    "C128": 16,
-    "F32": 4,
-    "I32": 4,
-    "U32": 4,
-    "QI32": 4,
-    "F16": 2,
-    "BF16": 2,
-    "I16": 2,
-    "U16": 2,
-}
-
-
-def itemsize(dtype: str) -> int:
-    return ITEMSIZES.get(dtype, 1)
-
-
-@dataclass(frozen=True, slots=True)
-class DTypeRef:
-    dtype: str
-
-
-@dataclass(frozen=True, slots=True)
-class StorageType:
-    dtype: str
-
-
-# Modules whose callables can run code, open files, spawn processes or import: any GLOBAL from these is unsafe.
-UNSAFE_MODULES = (
-    "os",
-    "posix",
-    "nt",
-    "subprocess",
-    "sys",
-    "importlib",
-    "runpy",
-    "pickle",
-    "_pickle",
-    "shutil",
-    "socket",
-    "webbrowser",
-    "pty",
-    "code",
-    "ctypes",
-    "marshal",
-    "builtins.exec",
-    "commands",
-    "platform",
-    "multiprocessing",
-    "threading",
-    "asyncio",
-    "signal",
-    "tempfile",
-    "pathlib",
-    "io",
-    "_io",
-    "codecs",
-    "operator",
-    "functools",
-    "types",
-    "inspect",
-    "pdb",
-    "timeit",
-    "requests",
-    "urllib",
-    "http",
-)
-UNSAFE_BUILTINS = {
-    "eval",
-    "exec",
-    "compile",
-    "open",
-    "__import__",
-    "getattr",
-    "setattr",
-    "delattr",
-    "globals",
-    "locals",
-    "input",
-    "breakpoint",
-    "exit",
-    "quit",
-    "vars",
-    "dir",
-    "help",
-    "memoryview",
-    "print",
-    "apply",
-    "execfile",
-    "file",
-    "reload",
-}
-# Classes the pickle may instantiate (NEWOBJ / copyreg) as inert placeholders without that being unsafe:
-# they only record data (numpy arrays and scalars, argparse namespaces, pickled nn.Modules).
-INERT_CALLABLES = {
-    "numpy.core.multiarray._reconstruct",
-    "numpy._core.multiarray._reconstruct",
-    "numpy.core.multiarray.scalar",
-    "numpy._core.multiarray.scalar",
-    "numpy.dtype",
-    "numpy.ndarray",
-    "copyreg._reconstructor",
-    "argparse.Namespace",
-    "collections.defaultdict",
-    "collections.Counter",
-    "builtins.object",
-    "torch.nn.parameter.Parameter",
-    "torch.Tensor",
-    "torch._utils._rebuild_device_tensor_from_cpu_tensor",
-}
-
-
-def is_unsafe(g: Global) -> bool:
-    if g.module == "builtins" or g.module == "__builtin__":
-        return g.name in UNSAFE_BUILTINS
-    return any(g.module == m or g.module.startswith(m + ".") for m in UNSAFE_MODULES)
-
-
-def _tensor_v2(storage: Any, offset: Any, size: Any, stride: Any, requires_grad: Any = False, *rest: Any) -> TensorRef:
-    if not isinstance(storage, StorageRef):
-        raise PickleError("tensor rebuild without a storage")
-    return TensorRef(storage, int(offset), _ints(size), _ints(stride), storage.dtype, False, bool(requires_grad))
-
-
-def _tensor_v3(
-    storage: Any, offset: Any, size: Any, stride: Any, requires_grad: Any, hooks: Any, dtype: Any, *rest: Any
-) -> TensorRef:
-    t = _tensor_v2(storage, offset, size, stride, requires_grad)
-    if isinstance(dtype, DTypeRef):
-        t.dtype = dtype.dtype
-    return t
-
-
-def _tensor_old(storage: Any, offset: Any, size: Any, stride: Any) -> TensorRef:
-    return _tensor_v2(storage, offset, size, stride)
-
-
-def _parameter(tensor: Any, requires_grad: Any = True, *rest: Any) -> Any:
-    if isinstance(tensor, TensorRef):
-        tensor.is_parameter = True
-        tensor.requires_grad = bool(requires_grad)
-    return tensor
-
-
-def _meta(dtype: Any, size: Any, stride: Any, requires_grad: Any = False, *rest: Any) -> TensorRef:
-    name = dtype.dtype if isinstance(dtype, DTypeRef) else "F32"
-    return TensorRef(None, 0, _ints(size), _ints(stride), name, False, bool(requires_grad))
-
-
-def _from_type(func: Any, cls: Any, args: Any, state: Any = None) -> Any:
-    builder = BUILDERS.get(func.qualname) if isinstance(func, Global) else None
-    if builder is None or not isinstance(args, tuple):
-        return Call(func, args if isinstance(args, tuple) else (args,), state)
-    return builder(*args)
-
-
-def _qtensor(storage: Any, offset: Any, size: Any, stride: Any, *rest: Any) -> TensorRef:
-    return _tensor_v2(storage, offset, size, stride)
-
-
-def _ints(value: Any) -> tuple[int, ...]:
-    if not isinstance(value, (tuple, list)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise PickleError(f"expected a tuple of ints, got {type(value).__name__}")
-    return tuple(value)
-
-
-def _ordered_dict(*args: Any) -> dict[Any, Any]:
-    return dict(args[0]) if args and isinstance(args[0], (list, tuple, dict)) else {}
-
-
-def _encode(text: Any, encoding: Any = "latin1") -> bytes:
-    return str(text).encode("latin1" if encoding == "latin1" else "utf-8", "replace")
-
-
-BUILDERS: dict[str, Callable[..., Any]] = {
-    "torch._utils._rebuild_tensor_v2": _tensor_v2,
-    "torch._utils._rebuild_tensor_v3": _tensor_v3,
-    "torch._utils._rebuild_tensor": _tensor_old,
-    "torch._utils._rebuild_parameter": _parameter,
-    "torch._utils._rebuild_parameter_with_state": _parameter,
-    "torch._utils._rebuild_meta_tensor_no_storage": _meta,
-    "torch._utils._rebuild_qtensor": _qtensor,
-    "torch._tensor._rebuild_from_type_v2": _from_type,
-    "torch._tensor._rebuild_from_type": _from_type,
-    "collections.OrderedDict": _ordered_dict,
-    "torch.Size": lambda *a: tuple(a[0]) if a else (),
-    "torch.device": lambda *a: ":".join(str(x) for x in a),
-    "_codecs.encode": _encode,
-    "builtins.set": lambda *a: set(a[0]) if a else set(),
-    "builtins.frozenset": lambda *a: frozenset(a[0]) if a else frozenset(),
-    "builtins.bytearray": lambda *a: (
-        a[0].encode("latin1") if a and isinstance(a[0], str) else bytes(a[0]) if a and isinstance(a[0], bytes) else b""
-    ),
-    "builtins.complex": lambda *a: complex(*(float(x) for x in a[:2])),
-    "builtins.slice": lambda *a: ("slice", *a),
-    "builtins.tuple": lambda *a: tuple(a[0]) if a else (),
-    "builtins.list": lambda *a: list(a[0]) if a else [],
-    "builtins.dict": lambda *a: dict(a[0]) if a else {},
-}
-
-
-def resolve(g: Global) -> Any:
-    """What a GLOBAL stands for: a storage type, a dtype, or the inert `Global` itself."""
-    if g.module in ("torch", "torch.storage") and g.name in STORAGE_DTYPES:
-        return StorageType(STORAGE_DTYPES[g.name])
-    if g.module == "torch" and g.name.endswith("Tensor") and g.name[:-6] + "Storage" in STORAGE_DTYPES:
-        return StorageType(STORAGE_DTYPES[g.name[:-6] + "Storage"])  # tar format tensor types (FloatTensor)
-    if g.module == "torch" and g.name in TORCH_DTYPES:
-        return DTypeRef(TORCH_DTYPES[g.name])
-    return g
-
-
-class Reader:
-    """Bytes to interpret: a buffer, or a window of a file read lazily in chunks (legacy torch files)."""
-
-    def __init__(
-        self, data: bytes | None = None, fetch: Callable[[int, int], bytes] | None = None, start: int = 0, end: int = 0
-    ) -> None:
-        self._fetch = fetch
-        self.buf = data or b""
-        self.base = start  # file offset of buf[0]
-        self.pos = start
-        self.end = start + len(self.buf) if data is not None else end
-
-    def _ensure(self, n: int) -> None:
-        if self.pos + n > self.end:
-            raise PickleError(f"pickle data ends early: {n:,} bytes wanted at byte {self.pos:,}")
-        have = self.base + len(self.buf)
-        if self.pos + n > have:
-            if self._fetch is None:
-                raise PickleError("pickle data ends early")
-            want = max(self.pos + n - have, 1 << 16)
-            want = min(want, self.end - have)
-            self.buf = self.buf[self.pos - self.base :] + self._fetch(have, want)
-            self.base = self.pos
-
-    def read(self, n: int) -> bytes:
-        start = self.pos - self.base
-        if start + n <= len(self.buf) and self.pos + n <= self.end:  # the common case: already buffered
-            self.pos += n
-            return self.buf[start : start + n]
-        self._ensure(n)
-        start = self.pos - self.base
-        self.pos += n
-        return self.buf[start : start + n]
-
-    def readline(self) -> bytes:
-        out = bytearray()
-        while True:
-            c = self.read(1)
-            out += c
-            if c == b"\n" or len(out) > 1 << 20:
-                return bytes(out)
+MAX_INLINE = 1 << 20  # bytes and text values above this are skipped (a raw pickle may embed gigabytes of arrays)
 
 
 @dataclass
@@ -397,9 +83,10 @@ class Result:
 class PickleMachine:
     """Interpret one pickle (up to its STOP) into inert values."""
 
-    def __init__(self, reader: Reader, persistent_load: Callable[[Any], Any]) -> None:
+    def __init__(self, reader: Reader, persistent_load: Callable[[Any], Any], lenient: bool = False) -> None:
         self.r = reader
         self.persistent_load = persistent_load
+        self.lenient = lenient  # go on past what CPython's C unpickler might accept (a second reading, for evidence)
         self.stack: list[Any] = []
         self.marks: list[int] = []
         self.memo: dict[int, Any] = {}
@@ -408,18 +95,25 @@ class PickleMachine:
 
     # -- helpers ------------------------------------------------------------------------------
 
+    def flag(self, what: str) -> None:
+        self.unsafe.add(what)
+
     def push(self, value: Any) -> None:
         if len(self.stack) >= MAX_STACK:
-            raise PickleError(f"pickle stack beyond {MAX_STACK:,} items")
+            raise CapError(f"pickle stack beyond {MAX_STACK:,} items")
         self.stack.append(value)
 
     def pop(self) -> Any:
         if not self.stack:
+            if self.lenient:
+                return None
             raise PickleError("pickle stack underflow")
         return self.stack.pop()
 
     def pop_mark(self) -> list[Any]:
         if not self.marks:
+            if self.lenient:
+                return []
             raise PickleError("pickle MARK missing")
         at = self.marks.pop()
         items = self.stack[at:]
@@ -428,12 +122,14 @@ class PickleMachine:
 
     def top(self) -> Any:
         if not self.stack:
+            if self.lenient:
+                return None
             raise PickleError("pickle stack underflow")
         return self.stack[-1]
 
     def memo_put(self, index: int) -> None:
         if len(self.memo) >= MAX_MEMO:
-            raise PickleError("pickle memo too large")
+            raise CapError("pickle memo too large")
         self.memo[index] = self.top()
 
     def memo_get(self, index: int) -> None:
@@ -445,32 +141,70 @@ class PickleMachine:
         # protocols 0-2 write Python 2 names ('__builtin__', 'commands'): map them as pickle itself does (a data table)
         module, name = NAME_MAPPING.get((module, name), (IMPORT_MAPPING.get(module, module), name))
         g = Global(module, name)
-        self.globals.add(g.qualname)
-        if is_unsafe(g):
-            self.unsafe.add(g.qualname)
+        self.globals.add(g.qualname[:MAX_NAME])
+        if is_dotted(name):
+            self.flag(f"{g.qualname[:MAX_NAME]} (a dotted global reaches any module)")
+        elif is_unsafe_global(module, name):
+            self.flag(g.qualname[:MAX_NAME])
         self.push(resolve(g))
 
-    def call(self, func: Any, args: tuple[Any, ...], newobj: bool = False) -> Any:
+    def call(self, func: Any, args: tuple[Any, ...]) -> Any:
+        """What calling `func(*args)` (REDUCE, OBJ, INST) gives; flags every call that could run code."""
         if isinstance(func, Global):
-            builder = BUILDERS.get(func.qualname)
-            if builder is not None and not newobj:
+            name = func.qualname
+            trampoline = TRAMPOLINES.get(name)
+            if trampoline is not None:
+                return trampoline(self, args)
+            builder = BUILDERS.get(name)
+            if builder is not None:
                 try:
                     return builder(*args)
                 except PickleError:
                     raise
                 except Exception as exc:  # our own builder on odd arguments: keep the call inert
-                    return Call(func, args, state=f"not rebuilt: {exc}")
-            if not newobj and func.qualname not in INERT_CALLABLES and func.qualname not in BUILDERS:
-                self.unsafe.add(func.qualname)  # a call into an unknown function is what code execution looks like
-            return Call(func, args, newobj=newobj)
-        if isinstance(func, (StorageType, DTypeRef)):
-            return Call(func, args, newobj=newobj)
-        self.unsafe.add(f"<call of a {type(func).__name__}>")
-        return Call(func, args, newobj=newobj)
+                    return Call(func, args, state=f"not rebuilt: {short_error(exc)}")
+            if name not in INERT_CALLABLES and name not in INERT_DATA:
+                self.flag(name[:MAX_NAME])  # a call into an unknown function is what code execution looks like
+            return Call(func, args)
+        if not isinstance(func, (StorageType, DTypeRef)) and not (self.lenient and not isinstance(func, Call)):
+            # a lenient reading goes on through bytes it cannot decode: only names count there as evidence
+            self.flag(f"<call of {callable_name(func)}>")
+        return Call(func, args)
+
+    def new(self, cls: Any, args: tuple[Any, ...]) -> Any:
+        """NEWOBJ: `cls.__new__(cls, *args)` constructs without calling; kept as a placeholder."""
+        return Call(cls, args, newobj=True)
 
     # -- the loop -----------------------------------------------------------------------------
 
     def load(self) -> Result:
+        try:
+            return self._run()
+        except PickleError as exc:
+            raise PickleError(str(exc), frozenset(self.unsafe | exc.unsafe | self._evidence(exc))) from exc
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, struct.error,
+                RecursionError, MemoryError) as exc:  # fmt: skip
+            evidence = frozenset(self.unsafe | self._evidence(exc))
+            raise PickleError(f"malformed pickle: {short_error(exc)}", evidence) from exc
+
+    def _evidence(self, failure: BaseException) -> set[str]:
+        """What the pickle would call beyond the failure point: a lenient second reading, and a scan.
+
+        CPython's C unpickler ignores frame boundaries and accepts odd text (``I\\x00``, ``I0x10``) that
+        this reader refuses; so unless a cap stopped it, the pickle is read again frame-blind, going on
+        past any opcode it cannot make sense of, and every call it then meets is evidence.
+        """
+        found = self._scan()
+        if not isinstance(failure, CapError):
+            again = PickleMachine(self.r.restart(), self.persistent_load, lenient=True)
+            try:
+                again._run()
+            except Exception as exc:  # noqa: BLE001 - the second reading only adds evidence
+                found |= getattr(exc, "unsafe", frozenset())
+            found |= again.unsafe
+        return found
+
+    def _run(self) -> Result:
         r = self.r
         for _ in range(MAX_OPS):
             op = r.read(1)
@@ -479,8 +213,29 @@ class PickleMachine:
             handler = OPS.get(op)
             if handler is None:
                 raise PickleError(f"unsupported pickle opcode {op!r} at byte {r.pos - 1:,}")
-            handler(self, r)
-        raise PickleError(f"pickle longer than {MAX_OPS:,} opcodes")
+            if not self.lenient:
+                handler(self, r)
+                continue
+            try:
+                handler(self, r)
+            except (EndOfData, CapError):
+                raise
+            except (PickleError, ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError,
+                    struct.error, UnicodeDecodeError):  # fmt: skip
+                if op in VALUE_OPS:
+                    self.push(None)  # a value the reader could not decode: the C unpickler may have read one
+        raise CapError(f"pickle longer than {MAX_OPS:,} opcodes")
+
+    def _scan(self) -> set[str]:
+        """Unsafe globals named anywhere in this pickle, found by a plain opcode walk (after a failure)."""
+        try:
+            data = self.r.window(MAX_OPS * 4)
+        except Exception:  # noqa: BLE001 - the scan only adds evidence; its own failure adds none
+            return set()
+        return scan(data)
+
+
+# -- opcodes ----------------------------------------------------------------------------------------------
 
 
 def _n(fmt: str) -> Callable[[Reader], int]:
@@ -491,13 +246,24 @@ def _n(fmt: str) -> Callable[[Reader], int]:
 _U1, _U2, _U4, _I4, _U8 = _n("<B"), _n("<H"), _n("<I"), _n("<i"), _n("<Q")
 
 
-def _text(r: Reader, n: int) -> str:
-    return r.read(n).decode("utf-8", "surrogatepass")
+def _blob(r: Reader, n: int, encoding: str = "") -> Any:
+    """A length-prefixed bytes or text value; one beyond `MAX_INLINE` is skipped, not read (a 1 GB array)."""
+    if n < 0:
+        raise PickleError(f"negative length {n:,} at byte {r.pos:,}")
+    if n > MAX_INLINE:
+        r.skip(n)
+        return Blob(n, bool(encoding))
+    data = r.read(n)
+    return data.decode(encoding, "surrogatepass" if encoding == "utf-8" else "strict") if encoding else data
+
+
+def _text(r: Reader, n: int) -> Any:
+    return _blob(r, n, "utf-8")
 
 
 def _mark(u: PickleMachine, r: Reader) -> None:
     if len(u.marks) >= MAX_MARKS:
-        raise PickleError("too many pickle MARKs")
+        raise CapError("too many pickle MARKs")
     u.marks.append(len(u.stack))
 
 
@@ -506,7 +272,7 @@ def _setitems(u: PickleMachine, items: list[Any]) -> None:
     pairs = list(zip(items[::2], items[1::2], strict=False))
     if isinstance(target, dict):
         for k, v in pairs:
-            target[k] = v
+            target[safe_key(k)] = v
     elif isinstance(target, Call):
         target.items.extend(pairs)
     else:
@@ -520,14 +286,18 @@ def _appends(u: PickleMachine, items: list[Any]) -> None:
     elif isinstance(target, Call):
         target.items.extend(items)
     elif isinstance(target, set):
-        target.update(items)
+        target.update(safe_key(v) for v in items)
     else:
         raise PickleError(f"APPENDS on a {type(target).__name__}")
 
 
 def _build(u: PickleMachine, r: Reader) -> None:
+    """BUILD runs target.__setstate__(state) or sets attributes: unsafe on a class, module or function."""
     state = u.pop()
     target = u.top()
+    if isinstance(target, (Global, StorageType, DTypeRef)):
+        u.flag(f"setattr on {callable_name(target)} (BUILD on a class, module or function)")
+    check_state(u, state, callable_name(target.func) if isinstance(target, Call) else type(target).__name__)
     if isinstance(target, Call):
         target.state = state
     elif isinstance(target, dict) and isinstance(state, dict):
@@ -535,16 +305,20 @@ def _build(u: PickleMachine, r: Reader) -> None:
     # BUILD on tensors (their Python attributes) and other values: state kept nowhere, nothing runs
 
 
+def _args(value: Any) -> tuple[Any, ...]:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
 def _reduce(u: PickleMachine, r: Reader) -> None:
     args = u.pop()
     func = u.pop()
-    u.push(u.call(func, tuple(args) if isinstance(args, (tuple, list)) else (args,)))
+    u.push(u.call(func, _args(args)))
 
 
 def _newobj(u: PickleMachine, r: Reader) -> None:
     args = u.pop()
     cls = u.pop()
-    u.push(u.call(cls, tuple(args) if isinstance(args, (tuple, list)) else (), newobj=True))
+    u.push(u.new(cls, tuple(args) if isinstance(args, (tuple, list)) else ()))
 
 
 def _newobj_ex(u: PickleMachine, r: Reader) -> None:
@@ -553,18 +327,20 @@ def _newobj_ex(u: PickleMachine, r: Reader) -> None:
 
 
 def _obj(u: PickleMachine, r: Reader) -> None:
+    """OBJ calls klass(*args) (pickle._instantiate): a call like REDUCE."""
     items = u.pop_mark()
     if not items:
         raise PickleError("OBJ without a class")
-    u.push(u.call(items[0], tuple(items[1:]), newobj=True))
+    u.push(u.call(items[0], tuple(items[1:])))
 
 
 def _inst(u: PickleMachine, r: Reader) -> None:
+    """INST names a class inline and calls it with the items above the mark: a call like REDUCE."""
     module = r.readline().decode("utf-8", "replace").strip()
     name = r.readline().decode("utf-8", "replace").strip()
     args = u.pop_mark()
     u.global_(module, name)
-    u.push(u.call(u.pop(), tuple(args), newobj=True))
+    u.push(u.call(u.pop(), tuple(args)))
 
 
 def _stack_global(u: PickleMachine, r: Reader) -> None:
@@ -604,12 +380,17 @@ def _string(u: PickleMachine, r: Reader) -> None:
     u.push(r.readline().strip()[1:-1].decode("latin1"))
 
 
+def _dict(u: PickleMachine, r: Reader) -> None:
+    items = u.pop_mark()
+    u.push({safe_key(k): v for k, v in zip(items[::2], items[1::2], strict=False)})
+
+
 def _add_items(u: PickleMachine, r: Reader) -> None:
     items = u.pop_mark()
     target = u.top()
     if not isinstance(target, set):
         raise PickleError("ADDITEMS on a non-set")
-    target.update(items)
+    target.update(safe_key(v) for v in items)
 
 
 def _persid(u: PickleMachine, r: Reader) -> None:
@@ -620,12 +401,21 @@ def _ext(u: PickleMachine, r: Reader) -> None:
     raise PickleError("pickle extension registry codes (EXT1/2/4) are not supported")
 
 
+def _oob(u: PickleMachine, r: Reader) -> None:
+    raise PickleError("out-of-band pickle buffers are not supported")
+
+
 STOP = b"."
+# Opcodes that push one value they decode from the stream (numbers, strings, globals, memo fetches, persistent ids)
+VALUE_OPS = frozenset(
+    [b"I", b"L", b"F", b"J", b"K", b"M", b"\x8a", b"\x8b", b"G", b"S", b"T", b"U", b"V", b"X", b"\x8c", b"\x8d",
+     b"B", b"C", b"\x8e", b"\x96", b"g", b"h", b"j", b"c", b"P"]
+)  # fmt: skip
 
 
 OPS: dict[bytes, Callable[[PickleMachine, Reader], Any]] = {
     b"\x80": lambda u, r: r.read(1),  # PROTO
-    b"\x95": lambda u, r: r.read(8),  # FRAME: its length is only a hint
+    b"\x95": lambda u, r: r.frame(_U8(r)),  # FRAME
     b"(": _mark,
     b"0": lambda u, r: u.pop(),
     b"1": lambda u, r: u.pop_mark(),
@@ -643,16 +433,16 @@ OPS: dict[bytes, Callable[[PickleMachine, Reader], Any]] = {
     b"\x8b": lambda u, r: u.push(_long(r.read(_I4(r)))),
     b"G": lambda u, r: u.push(struct.unpack(">d", r.read(8))[0]),
     b"S": _string,
-    b"T": lambda u, r: u.push(r.read(_I4(r)).decode("latin1")),
+    b"T": lambda u, r: u.push(_blob(r, _I4(r), "latin1")),
     b"U": lambda u, r: u.push(r.read(_U1(r)).decode("latin1")),
     b"V": lambda u, r: u.push(r.readline()[:-1].decode("raw_unicode_escape")),
     b"X": lambda u, r: u.push(_text(r, _U4(r))),
     b"\x8c": lambda u, r: u.push(_text(r, _U1(r))),
     b"\x8d": lambda u, r: u.push(_text(r, _U8(r))),
-    b"B": lambda u, r: u.push(r.read(_U4(r))),
+    b"B": lambda u, r: u.push(_blob(r, _U4(r))),
     b"C": lambda u, r: u.push(r.read(_U1(r))),
-    b"\x8e": lambda u, r: u.push(r.read(_U8(r))),
-    b"\x96": lambda u, r: u.push(r.read(_U8(r))),
+    b"\x8e": lambda u, r: u.push(_blob(r, _U8(r))),
+    b"\x96": lambda u, r: u.push(_blob(r, _U8(r))),
     b")": lambda u, r: u.push(()),
     b"t": lambda u, r: u.push(tuple(u.pop_mark())),
     b"\x85": _tuple_n(1),
@@ -661,9 +451,9 @@ OPS: dict[bytes, Callable[[PickleMachine, Reader], Any]] = {
     b"]": lambda u, r: u.push([]),
     b"l": lambda u, r: u.push(u.pop_mark()),
     b"}": lambda u, r: u.push({}),
-    b"d": lambda u, r: u.push(dict(zip(*(lambda i: (i[::2], i[1::2]))(u.pop_mark()), strict=False))),
+    b"d": _dict,
     b"\x8f": lambda u, r: u.push(set()),
-    b"\x91": lambda u, r: u.push(frozenset(u.pop_mark())),
+    b"\x91": lambda u, r: u.push(frozenset(safe_key(v) for v in u.pop_mark())),
     b"\x90": _add_items,
     b"a": lambda u, r: _appends(u, [u.pop()]),
     b"e": lambda u, r: _appends(u, u.pop_mark()),
@@ -689,11 +479,15 @@ OPS: dict[bytes, Callable[[PickleMachine, Reader], Any]] = {
     b"\x82": _ext,
     b"\x83": _ext,
     b"\x84": _ext,
-    b"\x97": lambda u, r: (_ for _ in ()).throw(PickleError("out-of-band pickle buffers are not supported")),
+    b"\x97": _oob,
     b"\x98": lambda u, r: None,
 }
 
 
 def load(reader: Reader, persistent_load: Callable[[Any], Any]) -> Result:
-    """Interpret one pickle from `reader` into inert values."""
+    """Interpret one pickle from `reader` into inert values.
+
+    Raises:
+        PickleError: the stream is malformed or beyond a cap; `.unsafe` holds what it would have called.
+    """
     return PickleMachine(reader, persistent_load).load()

@@ -14,11 +14,14 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
-from inspector.records import Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
-from loaders._pickle import Call, PickleError, StorageRef, StorageType, TensorRef, itemsize
+from inspector.probe import Probe
+from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
+from loaders._pickle import Call, PickleError, StorageRef, StorageType, TensorRef, itemsize, key_name
+from loaders.base import single_file
 
 MAX_DEPTH = 200
 MAX_WALK = 5_000_000
+MAX_LISTED = 20  # callables and globals named in one finding
 ROOT_NAME = "tensor"  # the name of a tensor saved on its own (torch.save(t, f))
 
 # Top-level keys of training checkpoints -> (section, kind of the tensors under them).
@@ -61,18 +64,20 @@ def persistent_loader(storages: dict[str, StorageRef]) -> Any:
         if pid[0] == "module":
             return None  # legacy whole-module source records: nothing to read
         if pid[0] != "storage" or len(pid) < 5:
-            raise PickleError(f"unexpected persistent id {pid[0]!r}")
-        stype, key, location, numel = pid[1], str(pid[2]), str(pid[3]), pid[4]
+            raise PickleError(f"unexpected persistent id {key_name(pid[0])[:80]!r}")
+        stype, key, location, numel = pid[1], key_name(pid[2]), key_name(pid[3]), pid[4]
         if not isinstance(stype, StorageType) or not isinstance(numel, int) or numel < 0:
             raise PickleError(f"storage {key!r}: unknown storage type or size")
         view = pid[5] if len(pid) > 5 and isinstance(pid[5], tuple) else None
+        if view is not None and not (len(view) == 3 and isinstance(view[1], int) and isinstance(view[2], int)):
+            raise PickleError(f"storage {key!r}: malformed view")
         ref = storages.get(key)
         if ref is None:
             ref = StorageRef(key, stype.dtype, itemsize(stype.dtype), location, numel)
             storages[key] = ref
         if view is not None and len(view) == 3:  # legacy view: (view key, element offset, size) of the root
             return StorageRef(
-                str(view[0]), ref.dtype, ref.itemsize, location, int(view[2]), (key, int(view[1]), int(view[2]))
+                key_name(view[0]), ref.dtype, ref.itemsize, location, int(view[2]), (key, int(view[1]), int(view[2]))
             )
         return ref
 
@@ -110,7 +115,7 @@ def walk(value: Any) -> Iterator[Found]:
         children: list[tuple[Any, str, TensorKind | None]] = []
         if isinstance(obj, dict):
             for k, v in obj.items():
-                key = str(k)
+                key = key_name(k)
                 if key in MODULE_DICTS:  # nn.Module internals: names as state_dict() gives them
                     children.append((v, path, MODULE_DICTS[key] or hint))
                 else:
@@ -127,9 +132,9 @@ def walk(value: Any) -> Iterator[Found]:
 
 def _section(value: Any) -> dict[str, tuple[str, TensorKind]]:
     """Section of each top-level key, when the object is a training checkpoint."""
-    if not isinstance(value, dict) or not any(str(k) in SECTIONS for k in value):
+    if not isinstance(value, dict) or not any(key_name(k) in SECTIONS for k in value):
         return {}
-    return {str(k): SECTIONS.get(str(k), (str(k), TensorKind.OTHER)) for k in value}
+    return {key_name(k): SECTIONS.get(key_name(k), (key_name(k), TensorKind.OTHER)) for k in value}
 
 
 def _span(t: TensorRef) -> int:
@@ -235,11 +240,31 @@ def storage_regions(key: str, start: int, length: int, tensors: list[TensorInfo]
     return regions
 
 
-def unsafe_finding(unsafe: set[str]) -> list[Finding]:
+def unsafe_finding(unsafe: set[str] | frozenset[str]) -> list[Finding]:
     if not unsafe:
         return []
-    names = ", ".join(sorted(unsafe))
-    return [Finding("UNSAFE_CONTENT", Severity.ERROR, f"the pickle would call {names}: not run", tuple(sorted(unsafe)))]
+    return [Finding("UNSAFE_CONTENT", Severity.ERROR, f"the pickle would call {_listed(unsafe)}: not run",
+                    tuple(sorted(unsafe)[:MAX_LISTED]))]  # fmt: skip
+
+
+def _listed(names: set[str] | frozenset[str] | list[str]) -> str:
+    """The first `MAX_LISTED` names, and how many more: a pickle can name thousands."""
+    ordered = sorted(names)
+    more = f" and {len(ordered) - MAX_LISTED:,} more" if len(ordered) > MAX_LISTED else ""
+    return ", ".join(ordered[:MAX_LISTED]) + more
+
+
+def refused(probe: Probe, fmt: str, unsafe: set[str], exc: BaseException, framework: str = "pytorch") -> Checkpoint:
+    """The report of a file that names unsafe callables but cannot be read to the end: the evidence wins.
+
+    CPython's unpickler is more lenient than ours in places (frames, odd opcodes), so a payload followed
+    by something we cannot finish (deep nesting, a missing storage, a corrupt tail) may still run under
+    torch.load. It is reported as UNSAFE_CONTENT (exit 3), with what could not be read, never as corrupt.
+    """
+    reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {str(exc)[:200]}"
+    unread = Finding("UNREADABLE", Severity.ERROR, f"the rest of the file was not read: {reason}")
+    return single_file(probe, fmt, framework, (), (), {"pickle.verdict": "unsafe, not read to the end"},
+                       [*unsafe_finding(unsafe), unread])  # fmt: skip
 
 
 def globals_finding(names: set[str]) -> list[Finding]:
@@ -251,7 +276,7 @@ def globals_finding(names: set[str]) -> list[Finding]:
         Finding(
             "PICKLE_GLOBALS",
             Severity.INFO,
-            f"the pickle names {', '.join(odd)}: kept as inert placeholders",
-            tuple(odd),
+            f"the pickle names {_listed(odd)}: kept as inert placeholders",
+            tuple(odd[:MAX_LISTED]),
         )
     ]

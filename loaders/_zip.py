@@ -27,6 +27,7 @@ from inspector.records import Region, RegionKind
 EOCD_SIG = b"PK\x05\x06"
 ZIP64_EOCD_SIG = b"PK\x06\x06"
 ZIP64_LOCATOR_SIG = b"PK\x06\x07"
+EOCD_BYTES = 22  # without a comment: the whole of an empty zip
 CD_SIG = b"PK\x01\x02"
 LOCAL_SIG = b"PK\x03\x04"
 DESCRIPTOR_SIG = b"PK\x07\x08"
@@ -122,7 +123,19 @@ def read_zip(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Regio
     return cached  # type: ignore[return-value]
 
 
-def _read_zip(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Region, ...]]:
+def readable_members(probe: Probe, fmt: str) -> tuple[ZipMember, ...]:
+    """The members whose local headers are sound, passing over broken ones (for the safety verdict only).
+
+    A reader such as torch's miniz reads the member it wants and never looks at a damaged neighbour, so a
+    payload in a sound member of a partly broken archive still runs.
+
+    Raises:
+        FormatError: the end record or the central directory itself cannot be read.
+    """
+    return _read_zip(probe, fmt, skip_broken=True)[0]
+
+
+def _read_zip(probe: Probe, fmt: str, skip_broken: bool = False) -> tuple[tuple[ZipMember, ...], tuple[Region, ...]]:
     eocd_at, eocd = _find_eocd(probe, fmt)
     _, disk, _, _, n_total, cd_size, cd_offset, comment_len = struct.unpack("<4sHHHHIIH", eocd)
     regions = [Region(RegionKind.HEADER, eocd_at, 22 + comment_len, "zip end of central directory")]
@@ -174,7 +187,11 @@ def _read_zip(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Regi
         need = [k for k, v in (("usize", usize), ("csize", csize), ("offset", header_offset)) if v == 0xFFFFFFFF]
         if need:
             _zip64_extra(extra, need, values)
-        members.append(_local(probe, fmt, name, flags, method, values, regions))
+        try:
+            members.append(_local(probe, fmt, name, flags, method, values, regions))
+        except FormatError:
+            if not skip_broken:
+                raise
     if pos != len(cd):
         raise _fail(probe, fmt, "central directory size does not match its entries", cd_offset)
     return tuple(members), tuple(regions)

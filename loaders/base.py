@@ -87,8 +87,9 @@ def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Regi
             start = pos
             if length <= 0:
                 continue
-        if start > pos:
-            out.append(Region(RegionKind.UNKNOWN, pos, start - pos, "bytes no structure explains", file))
+        if start > pos and pos < file_size:  # a region past the end (a corrupt offset) leaves no gap beyond it
+            gap = min(start, file_size) - pos
+            out.append(Region(RegionKind.UNKNOWN, pos, gap, "bytes no structure explains", file))
         end = min(start + length, file_size)
         if end > start:
             out.append(Region(r.kind, start, end - start, r.label, file, r.logical))

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from inspector.probe import Probe
-from inspector.records import Checkpoint, Region, TensorInfo, TensorKind
+from inspector.records import Checkpoint, Finding, Region, Severity, TensorInfo, TensorKind
 from loaders import _hdf5
 from loaders.base import Claim, single_file
 
@@ -54,6 +54,12 @@ KERAS3_VARS: dict[str, tuple[tuple[str, str | None], ...]] = {
 }
 AUTO_SUFFIX = re.compile(r"_\d+$")
 BIDIRECTIONAL_SIDES = {"forward_layer": "forward", "backward_layer": "backward"}
+# Keras configs that carry code: a Lambda layer (marshalled bytecode, or a function looked up by name),
+# a serialised lambda anywhere (Keras 3 '__lambda__'), a Keras 2 function_type other than a named function.
+CODE_LAYERS = {"Lambda"}
+CODE_CLASSES = {"__lambda__"}
+NAMED_FUNCTION_TYPE = "function"
+MAX_CONFIG_NODES = 1_000_000
 
 
 def snake(class_name: str) -> str:
@@ -103,6 +109,35 @@ def config_layers(config: Any) -> list[dict[str, Any]]:
                     }
                 )
     return out
+
+
+def code_findings(config: Any) -> list[Finding]:
+    """UNSAFE_CONTENT for what in a model config would run Python code when Keras loads it (as modelscan flags)."""
+    hits: list[str] = []
+    stack, budget = [config], MAX_CONFIG_NODES
+    while stack and budget > 0:
+        node = stack.pop()
+        budget -= 1
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        stack.extend(node.values())
+        cls, inner = node.get("class_name"), node.get("config")
+        name = inner.get("name") if isinstance(inner, dict) else None
+        if cls in CODE_LAYERS:
+            hits.append(f"keras.layers.{cls} {str(name)[:80]!r}")
+        elif cls in CODE_CLASSES:
+            hits.append("a serialised Python lambda (marshalled bytecode)")
+        kind = node.get("function_type")
+        if kind is not None and kind != NAMED_FUNCTION_TYPE:
+            hits.append(f"function_type {str(kind)[:40]!r} (marshalled bytecode)")
+    if not hits:
+        return []
+    unique = sorted(set(hits))
+    message = f"the model config holds code Keras would run on load: {', '.join(unique[:10])}: not run"
+    return [Finding("UNSAFE_CONTENT", Severity.ERROR, message, tuple(unique[:20]))]
 
 
 def _keras2(walked: _hdf5.H5Walk, attrs: dict[str, Any]) -> tuple[list[TensorInfo], dict[str, Any] | None]:
@@ -241,4 +276,5 @@ class KerasH5Loader:
         if "training_config" in attrs:
             attributes["training_config"] = "present"
         framework = "hdf5" if fmt == GENERIC else "keras"
-        return single_file(probe, fmt, framework, tensors, regions, attributes, config=config)
+        findings = code_findings(config["raw"]) if config else []
+        return single_file(probe, fmt, framework, tensors, regions, attributes, findings, config=config)

@@ -64,4 +64,5 @@ class KerasZipLoader:
             if isinstance(meta, dict):
                 attributes.update({f"keras.{k}": str(v) for k, v in meta.items()})
         cfg = {"source": "config.json", "layers": layers, "raw": config}
-        return single_file(probe, FORMAT, "keras", tensors, regions, attributes, config=cfg)
+        findings = keras_h5.code_findings(config)
+        return single_file(probe, FORMAT, "keras", tensors, regions, attributes, findings, config=cfg)

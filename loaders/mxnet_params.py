@@ -114,6 +114,17 @@ def _type(probe: Probe, flag: int, at: int) -> tuple[str, int]:
     return TYPE_FLAGS[flag]
 
 
+def _storage_shape(rec: _Record) -> tuple[int, ...]:
+    """The stored values' shape. A storage shape of size 0 is derived from the index array, as MXNet's
+    NDArray constructor does: row_sparse (idx rows, *shape[1:]), csr the idx shape (aux arrays in file order)."""
+    if not rec.stype or _numel(rec.storage_shape) or not rec.aux or not rec.aux[-1][2]:
+        return rec.storage_shape
+    idx = rec.aux[-1][2]  # row_sparse: its only aux array; csr: indptr, then idx
+    if rec.stype == 1:
+        return (idx[0], *rec.shape[1:]) if rec.shape else rec.storage_shape
+    return idx
+
+
 def _record(probe: Probe, pos: int) -> _Record:
     rec = _Record(pos)
     cur = _Cursor(probe, pos)
@@ -146,6 +157,7 @@ def _record(probe: Probe, pos: int) -> _Record:
         rec.aux.append((dtype, size, cur.shape("aux shape")))
     if any(d < 0 for d in rec.shape + rec.storage_shape):
         raise FormatError(probe.path, FORMAT, "negative dimension", pos)
+    rec.storage_shape = _storage_shape(rec)
     rec.data_offset = cur.pos
     if rec.end > probe.size:
         raise FormatError(

@@ -19,6 +19,7 @@ restricted reader to say what it names (`loaders._objects`), never loaded. Tenso
 from __future__ import annotations
 
 import ast
+import re
 import struct
 from collections.abc import Callable
 from functools import partial
@@ -34,7 +35,8 @@ NPY_FORMAT = "npy"
 NPZ_FORMAT = "npz"
 MAGIC = b"\x93NUMPY"
 LENGTH_FIELDS = {1: "<H", 2: "<I", 3: "<I"}  # major version -> header length field
-MAX_HEADER_BYTES = 64 << 20
+MAX_HEADER_BYTES = 10_000  # numpy's own _MAX_HEADER_SIZE: np.load refuses longer headers unless told otherwise
+PY2_LONG = re.compile(r"(?<=\d)L\b")  # Python 2 wrote 3L in shapes; numpy's _filter_header drops the suffix
 OBJECT = "OBJECT"
 # numpy type characters with no canonical dtype -> name template by itemsize
 OPAQUE_KINDS = {"S": "BYTES[{n}]", "U": "UNICODE[{n}]", "V": "VOID[{n}]", "M": "DATETIME64", "m": "TIMEDELTA64"}
@@ -108,7 +110,12 @@ def parse_npy_header(buf: bytes, probe: Probe, fmt: str, where: str) -> NpyHeade
     if len(buf) < prefix + hlen:
         return prefix + hlen
     text = buf[prefix : prefix + hlen].decode("utf-8" if major == 3 else "latin-1")
-    literal = ast.literal_eval(text)
+    try:
+        literal = ast.literal_eval(text)
+    except SyntaxError:
+        if major > 2:  # as numpy: only headers of versions 1.0 and 2.0 may come from Python 2
+            raise
+        literal = ast.literal_eval(PY2_LONG.sub("", text))
     if not isinstance(literal, dict) or set(literal) != {"descr", "fortran_order", "shape"}:
         raise FormatError(probe.path, fmt, f"{where}: npy header is not a dict of descr, fortran_order, shape")
     if not isinstance(literal["shape"], tuple) or not isinstance(literal["fortran_order"], bool):
@@ -219,6 +226,8 @@ class NpzLoader:
 
     def claim(self, probe: Probe) -> Claim | None:
         members = probe.zip_members
+        if members is None and probe.head.startswith(_zip.EOCD_SIG) and probe.size == _zip.EOCD_BYTES:
+            return Claim.CONTAINER  # np.savez() with no arrays writes an empty zip (its end record), np.load reads it
         if not members or not all(m.name.endswith(".npy") for m in members):
             return None
         return Claim.STRUCTURE

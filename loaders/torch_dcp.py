@@ -409,6 +409,7 @@ def _load(meta: Probe) -> Checkpoint:
         try:
             result = machine.load()
         except _pickle.PickleError as exc:
+            out.unsafe |= exc.unsafe - DCP_INERT  # the evidence the reader kept
             raise FormatError(meta.path, FORMAT, f"metadata pickle: {exc}") from exc
         out.unsafe |= result.unsafe - DCP_INERT
         with parsing(meta, FORMAT):

@@ -13,6 +13,9 @@ views pickle) and ``tensors`` (count; per tensor pickle((key, storage key, type)
 bytes, sizes, strides, i64 offset), each behind a 512-byte header, padded to 512.
 
 The pickles are interpreted by our restricted reader; the storages are walked by seeking over them.
+Every pickle counts for the verdict (torch.load unpickles all of them, and a payload in sys_info or a
+storage record runs as surely as one in the object), and what they would call is kept even when the
+file cannot be read to the end.
 """
 
 from __future__ import annotations
@@ -37,14 +40,32 @@ def _fail(probe: Probe, reason: str, offset: int | None = None) -> FormatError:
     return FormatError(probe.path, FORMAT, reason, offset)
 
 
-def _pickle_at(
-    probe: Probe, start: int, end: int, storages: dict[str, _pickle.StorageRef], persistent: Any = None
-) -> _pickle.Result:
-    reader = _pickle.Reader(fetch=lambda off, n: probe.read_at(off, n, fmt=FORMAT, what="pickle"), start=start, end=end)
-    try:
-        return _pickle.load(reader, persistent or _torch.persistent_loader(storages))
-    except _pickle.PickleError as exc:
-        raise _fail(probe, f"pickle at byte {start:,}: {exc}", start) from exc
+class _Pickles:
+    """Reads the file's pickles one after another, keeping every global and unsafe call any of them names."""
+
+    def __init__(self, probe: Probe) -> None:
+        self.probe = probe
+        self.globals: set[str] = set()
+        self.unsafe: set[str] = set()
+
+    def at(
+        self, start: int, end: int, storages: dict[str, _pickle.StorageRef], persistent: Any = None
+    ) -> _pickle.Result:
+        probe = self.probe
+        reader = _pickle.Reader(
+            fetch=lambda off, n: probe.read_at(off, n, fmt=FORMAT, what="pickle"), start=start, end=end
+        )
+        try:
+            result = _pickle.load(reader, persistent or _torch.persistent_loader(storages))
+        except _pickle.PickleError as exc:
+            self.unsafe |= exc.unsafe
+            raise _fail(probe, f"pickle at byte {start:,}: {exc}", start) from exc
+        self.unsafe |= result.unsafe
+        self.globals |= result.globals
+        return result
+
+    def findings(self) -> list[Finding]:
+        return _torch.unsafe_finding(self.unsafe) + _torch.globals_finding(self.globals)
 
 
 class TorchLegacyLoader:
@@ -61,18 +82,22 @@ class TorchLegacyLoader:
         return None
 
     def load(self, probe: Probe) -> Checkpoint:
-        if probe.head.startswith(MAGIC):
-            return _load_legacy(probe)
-        return _load_tar(probe)
+        pickles = _Pickles(probe)
+        try:
+            return _load_legacy(probe, pickles) if probe.head.startswith(MAGIC) else _load_tar(probe, pickles)
+        except Exception as exc:
+            if not pickles.unsafe:
+                raise
+            return _torch.refused(probe, FORMAT, pickles.unsafe, exc)
 
 
-def _load_legacy(probe: Probe) -> Checkpoint:
+def _load_legacy(probe: Probe, pickles: _Pickles) -> Checkpoint:
     storages: dict[str, _pickle.StorageRef] = {}
     regions: list[Region] = []
     pos = 0
     results = []
     for label in ("magic number", "protocol version", "sys_info", "object", "storage keys"):
-        result = _pickle_at(probe, pos, probe.size, storages)
+        result = pickles.at(pos, probe.size, storages)
         kind = RegionKind.HEADER if label in ("magic number", "protocol version") else RegionKind.METADATA
         regions.append(Region(kind, pos, result.end - pos, f"{label} pickle"))
         results.append(result)
@@ -97,12 +122,12 @@ def _load_legacy(probe: Probe) -> Checkpoint:
     grouped = _torch.by_storage(tensors)
     for key in keys:
         regions += _torch.storage_regions(key, offsets[key], storages[key].nbytes, grouped.get(key, []))
-    findings += _torch.unsafe_finding(results[3].unsafe) + _torch.globals_finding(results[3].globals)
+    findings += pickles.findings()
     sys_info = results[2].value if isinstance(results[2].value, dict) else {}
     attributes = {
         "torch.container": "legacy",
         "torch.storages": str(len(keys)),
-        "torch.little_endian": str(sys_info.get("little_endian", "?")),
+        "torch.little_endian": _pickle.key_name(sys_info.get("little_endian", "?")),
     }
     return single_file(probe, FORMAT, "pytorch", tensors, regions, attributes, findings)
 
@@ -149,28 +174,29 @@ def _tar_members(probe: Probe) -> tuple[dict[str, tuple[int, int]], list[Region]
     return members, regions
 
 
-def _load_tar(probe: Probe) -> Checkpoint:
+def _load_tar(probe: Probe, pickles: _Pickles) -> Checkpoint:
     members, regions = _tar_members(probe)
-    for name in ("sys_info",):
-        start, size = members[name]
-        regions.append(Region(RegionKind.METADATA, start, size, f"tar member {name!r}"))
+    start, size = members["sys_info"]
+    pickles.at(start, start + size, {})  # torch does not read it, but it is a pickle: checked all the same
+    regions.append(Region(RegionKind.METADATA, start, size, "tar member 'sys_info'"))
     # storages: count; per storage pickle((key, location, type)), i64 numel, data; then a views pickle
     start, size = members["storages"]
     end = start + size
     storages: dict[str, _pickle.StorageRef] = {}
     offsets: dict[str, int] = {}
-    count = _pickle_at(probe, start, end, storages)
+    count = pickles.at(start, end, storages)
     regions.append(Region(RegionKind.METADATA, start, count.end - start, "storage count pickle"))
     pos = count.end
     if not isinstance(count.value, int) or not 0 <= count.value <= MAX_TENSORS:
         raise _fail(probe, "bad storage count", start)
     for _ in range(count.value):
-        rec = _pickle_at(probe, pos, end, storages)
+        rec = pickles.at(pos, end, storages)
         key, location, stype = rec.value if isinstance(rec.value, tuple) and len(rec.value) == 3 else (None, None, None)
+        key = _pickle.key_name(key)
         if not isinstance(stype, _pickle.StorageType):
             raise _fail(probe, "bad storage record", pos)
         (numel,) = struct.unpack("<q", probe.read_at(rec.end, 8, fmt=FORMAT))
-        ref = _pickle.StorageRef(str(key), stype.dtype, _pickle.itemsize(stype.dtype), str(location), numel)
+        ref = _pickle.StorageRef(key, stype.dtype, _pickle.itemsize(stype.dtype), _pickle.key_name(location), numel)
         if numel < 0 or rec.end + 8 + ref.nbytes > end:
             raise _fail(probe, f"storage {key!r} runs past its tar member", rec.end)
         storages[ref.key] = ref
@@ -178,48 +204,48 @@ def _load_tar(probe: Probe) -> Checkpoint:
         regions.append(Region(RegionKind.HEADER, rec.end, 8, f"element count of storage {key!r}"))
         offsets[ref.key] = rec.end + 8
         pos = rec.end + 8 + ref.nbytes
-    views = _pickle_at(probe, pos, end, storages)
+    views = pickles.at(pos, end, storages)
     regions.append(Region(RegionKind.METADATA, pos, views.end - pos, "storage views pickle"))
-    tensor_refs, tensor_regions = _tar_tensors(probe, members["tensors"], storages)
+    tensor_refs, tensor_regions = _tar_tensors(probe, pickles, members["tensors"], storages)
     regions += tensor_regions
     start, size = members["pickle"]
-    obj = _pickle_at(probe, start, start + size, {}, lambda pid: _tensor_key(pid, tensor_refs))
+    obj = pickles.at(start, start + size, {}, lambda pid: _tensor_key(pid, tensor_refs))
     regions.append(Region(RegionKind.METADATA, start, size, "object pickle"))
     tensors, findings = _tensors(probe, obj.value, offsets)
     grouped = _torch.by_storage(tensors)
     for key, ref in storages.items():
         regions += _torch.storage_regions(key, offsets[key], ref.nbytes, grouped.get(key, []))
-    findings += _torch.unsafe_finding(obj.unsafe) + _torch.globals_finding(obj.globals)
+    findings += pickles.findings()
     attributes = {"torch.container": "tar", "torch.storages": str(len(storages))}
     return single_file(probe, FORMAT, "pytorch", tensors, regions, attributes, findings)
 
 
 def _tar_tensors(
-    probe: Probe, member: tuple[int, int], storages: dict[str, _pickle.StorageRef]
+    probe: Probe, pickles: _Pickles, member: tuple[int, int], storages: dict[str, _pickle.StorageRef]
 ) -> tuple[dict[str, _pickle.TensorRef], list[Region]]:
     start, size = member
     end = start + size
     regions: list[Region] = []
-    count = _pickle_at(probe, start, end, {})
+    count = pickles.at(start, end, {})
     if not isinstance(count.value, int) or not 0 <= count.value <= MAX_TENSORS:
         raise LimitExceededError(probe.path, FORMAT, "bad tensor count")
     regions.append(Region(RegionKind.METADATA, start, count.end - start, "tensor count pickle"))
     pos = count.end
     out: dict[str, _pickle.TensorRef] = {}
     for _ in range(count.value):
-        rec = _pickle_at(probe, pos, end, {})
+        rec = pickles.at(pos, end, {})
         if not isinstance(rec.value, tuple) or len(rec.value) != 3:
             raise _fail(probe, "bad tensor record", pos)
-        key, storage_key, _ttype = rec.value
+        key, storage_key = _pickle.key_name(rec.value[0]), _pickle.key_name(rec.value[1])
         (ndim,) = struct.unpack("<i", probe.read_at(rec.end, 4, fmt=FORMAT))
         if not 0 <= ndim <= 64:
             raise LimitExceededError(probe.path, FORMAT, f"tensor {key!r} has {ndim} dimensions", rec.end)
         body = probe.read_at(rec.end + 8, 16 * ndim + 8, fmt=FORMAT)
         dims = struct.unpack(f"<{2 * ndim + 1}q", body)
-        storage = storages.get(str(storage_key))
+        storage = storages.get(storage_key)
         if storage is None:
             raise _fail(probe, f"tensor {key!r} names unknown storage {storage_key!r}", pos)
-        out[str(key)] = _pickle.TensorRef(storage, dims[-1], tuple(dims[:ndim]), tuple(dims[ndim:-1]), storage.dtype)
+        out[key] = _pickle.TensorRef(storage, dims[-1], tuple(dims[:ndim]), tuple(dims[ndim:-1]), storage.dtype)
         regions.append(Region(RegionKind.METADATA, pos, rec.end + 8 + 16 * ndim + 8 - pos, f"tensor {key!r} record"))
         pos = rec.end + 8 + 16 * ndim + 8
     if pos < end:
@@ -229,7 +255,8 @@ def _tar_tensors(
 
 def _tensor_key(pid: Any, tensors: dict[str, _pickle.TensorRef]) -> _pickle.TensorRef:
     """The tar object pickle names each tensor by its key, as a persistent id."""
-    ref = tensors.get(str(pid))
+    key = _pickle.key_name(pid)
+    ref = tensors.get(key)
     if ref is None:
-        raise _pickle.PickleError(f"the object names tensor {pid!r}, which the tensors member lacks")
+        raise _pickle.PickleError(f"the object names tensor {key[:80]!r}, which the tensors member lacks")
     return ref

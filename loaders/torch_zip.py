@@ -8,34 +8,41 @@ Layout (FORMATS.md section 3.1): a zip whose records all sit under one prefix di
     <prefix>/.format_version, .storage_alignment, byteorder, version, .data/serialization_id
     TorchScript adds constants.pkl, code/**.py and *.debug_pkl (deflated)
 
-Only the central directory, the local headers and data.pkl are read (and, in a TorchScript archive, the
+Only the central directory, the local headers and the pickles are read (and, in a TorchScript archive, the
 code/**.py files whose classes declare which attributes are parameters and buffers: `loaders._torchscript`,
-read as text); data.pkl is interpreted by our restricted reader (`loaders._pickle`), so nothing the file
+read as text); the pickles are interpreted by our restricted reader (`loaders._pickle`), so nothing the file
 names is imported or called. Verified: every storage a tensor names exists and is large enough, every
 tensor lies inside its storage.
+
+The archive is read as torch reads it (caffe2 `PyTorchStreamReader`): the folder is the first
+member's, and of duplicate names the last one wins. Members outside that folder (torch refuses such
+an archive), a second data.pkl and duplicate names are `ZIP_LAYOUT` findings, and every ``*.pkl``
+member is checked for unsafe content, not only the one torch would read (`loaders._torch_archive`).
+A deflated data.pkl is legal (torch reads it) and is inflated, bounded.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
+from inspector.errors import FormatError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Region, RegionKind
 from loaders import _pickle, _torch, _torchscript, _zip
+from loaders._torch_archive import (
+    PICKLE_SUFFIX,
+    archive_folder,
+    damaged_archive_evidence,
+    has_pickle,
+    layout_findings,
+    other_pickles,
+    pickle_bytes,
+)
 from loaders.base import Claim, single_file
 
 FORMAT = "pytorch-zip"
-MAX_PICKLE_BYTES = 1 << 30
 PICKLE_NAME = "data.pkl"
 TORCHSCRIPT_MARKER = "constants.pkl"
-
-
-def _prefix(members: tuple[_zip.ZipMember, ...]) -> str | None:
-    for m in members:
-        if m.name.endswith("/" + PICKLE_NAME) and m.name.count("/") == 1:
-            return m.name[: -len(PICKLE_NAME)]
-    return None
 
 
 class TorchZipLoader:
@@ -46,25 +53,46 @@ class TorchZipLoader:
 
     def claim(self, probe: Probe) -> Claim | None:
         members = probe.zip_members
-        return Claim.STRUCTURE if members and _prefix(members) is not None else None
+        if members is None and probe.head.startswith(_zip.LOCAL_SIG):  # a damaged archive: its sound members
+            try:
+                members = _zip.readable_members(probe, FORMAT)
+            except Exception:  # sniffing never raises (as Probe.zip_members): load() reports the damage
+                return None
+        if not members:
+            return None
+        if has_pickle(members):
+            return Claim.STRUCTURE
+        # any other zip of pickles: torch refuses it, but its pickles are judged all the same (picklescan's zips)
+        return Claim.CONTAINER if any(m.name.endswith(PICKLE_SUFFIX) for m in members) else None
 
     def load(self, probe: Probe) -> Checkpoint:
+        evidence: set[str] = set()  # what any pickle would call: kept even when the rest cannot be read
+        try:
+            return self._read(probe, evidence)
+        except Exception as exc:
+            evidence = evidence or damaged_archive_evidence(probe, FORMAT)
+            if not evidence:
+                raise
+            return _torch.refused(probe, FORMAT, evidence, exc)
+
+    def _read(self, probe: Probe, evidence: set[str]) -> Checkpoint:
         members, zip_regions = _zip.read_zip(probe, FORMAT)
-        prefix = _prefix(members)
-        if prefix is None:
-            raise FormatError(probe.path, FORMAT, "no data.pkl record")
-        by_name = {m.name: m for m in members}
+        prefix = archive_folder(members)
+        if prefix is None:  # torch refuses the archive; its pickles are still checked for the verdict
+            other_pickles(probe, FORMAT, members, None, evidence)
+            raise FormatError(probe.path, FORMAT, f"the first member {members[0].name!r} is not in a folder with a "
+                              "data.pkl: torch.load refuses this archive")  # fmt: skip
+        by_name = {m.name: m for m in members}  # of duplicate names the last wins, as in torch
         pkl = by_name[prefix + PICKLE_NAME]
-        if pkl.method != _zip.STORED:
-            raise UnsupportedVariantError(probe.path, FORMAT, "data.pkl is compressed")
-        if pkl.compress_size > MAX_PICKLE_BYTES:
-            raise LimitExceededError(probe.path, FORMAT, f"data.pkl of {pkl.compress_size:,} bytes")
+        other_pickles(probe, FORMAT, members, pkl, evidence)
         storages: dict[str, _pickle.StorageRef] = {}
-        data = probe.read_at(pkl.data_offset, pkl.compress_size, fmt=FORMAT, what="data.pkl")
+        data = pickle_bytes(probe, FORMAT, pkl)
         try:
             result = _pickle.load(_pickle.Reader(data), _torch.persistent_loader(storages))
         except _pickle.PickleError as exc:
+            evidence |= exc.unsafe
             raise FormatError(probe.path, FORMAT, f"data.pkl: {exc}") from exc
+        evidence |= result.unsafe
         records = {key: by_name.get(f"{prefix}data/{key}") for key in storages}
         for key, ref in storages.items():
             record = records[key]
@@ -111,5 +139,6 @@ class TorchZipLoader:
             attributes["torch.version_record"] = (
                 probe.read_at(version.data_offset, version.compress_size).decode("ascii", "replace").strip()
             )
-        findings += _torch.unsafe_finding(result.unsafe) + _torch.globals_finding(result.globals)
+        findings += layout_findings(members, prefix)
+        findings += _torch.unsafe_finding(evidence) + _torch.globals_finding(result.globals)
         return single_file(probe, FORMAT, "pytorch", tensors, regions, attributes, findings)

@@ -1,0 +1,274 @@
+"""What the restricted pickle reader interprets itself: data builders and checked trampolines.
+
+`BUILDERS` are pure functions of inert values for the callables torch, numpy and Python's own pickling
+write for data (tensor rebuilds, TorchScript's typed lists, containers, bytes). `TRAMPOLINES` are
+callables that call one of their arguments (`_rebuild_from_type_v2(func, ...)` calls `func`,
+`copyreg._reconstructor` calls `base.__init__`...): each checks that argument and flags what would run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any, Protocol
+
+from loaders._pickle_policy import SAFE_ARRAY_TYPES, SAFE_BASES, SAFE_ENCODINGS, SAFE_FACTORIES, dunder_keys
+from loaders._pickle_values import (
+    MAX_NAME,
+    STORAGE_DTYPES,
+    TORCH_DTYPES,
+    Call,
+    DTypeRef,
+    Global,
+    PickleError,
+    StorageRef,
+    StorageType,
+    TensorRef,
+    callable_name,
+    key_name,
+    safe_key,
+)
+
+
+class Machine(Protocol):
+    """What a trampoline needs of the interpreter: to flag a callable, and to model a nested call."""
+
+    def flag(self, what: str) -> None: ...
+
+    def call(self, func: Any, args: tuple[Any, ...]) -> Any: ...
+
+
+def _tensor_v2(storage: Any, offset: Any, size: Any, stride: Any, requires_grad: Any = False, *rest: Any) -> TensorRef:
+    if not isinstance(storage, StorageRef):
+        raise PickleError("tensor rebuild without a storage")
+    if not isinstance(offset, int):
+        raise PickleError(f"tensor storage offset is a {type(offset).__name__}")
+    return TensorRef(storage, offset, _ints(size), _ints(stride), storage.dtype, False, requires_grad is True)
+
+
+def _tensor_v3(
+    storage: Any, offset: Any, size: Any, stride: Any, requires_grad: Any, hooks: Any, dtype: Any, *rest: Any
+) -> TensorRef:
+    t = _tensor_v2(storage, offset, size, stride, requires_grad)
+    if isinstance(dtype, DTypeRef):
+        t.dtype = dtype.dtype
+    return t
+
+
+def _tensor_old(storage: Any, offset: Any, size: Any, stride: Any) -> TensorRef:
+    return _tensor_v2(storage, offset, size, stride)
+
+
+def _parameter(tensor: Any, requires_grad: Any = True, *rest: Any) -> Any:
+    if isinstance(tensor, TensorRef):
+        tensor.is_parameter = True
+        tensor.requires_grad = requires_grad is True
+    return tensor
+
+
+def _meta(dtype: Any, size: Any, stride: Any, requires_grad: Any = False, *rest: Any) -> TensorRef:
+    name = dtype.dtype if isinstance(dtype, DTypeRef) else "F32"
+    return TensorRef(None, 0, _ints(size), _ints(stride), name, False, requires_grad is True)
+
+
+def _qtensor(storage: Any, offset: Any, size: Any, stride: Any, *rest: Any) -> TensorRef:
+    return _tensor_v2(storage, offset, size, stride)
+
+
+def _ints(value: Any) -> tuple[int, ...]:
+    if not isinstance(value, (tuple, list)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise PickleError(f"expected a tuple of ints, got {type(value).__name__}")
+    return tuple(value)
+
+
+def _pairs(value: Any) -> dict[Any, Any]:
+    """A dict from a dict or an iterable of pairs (what dict() and OrderedDict() accept)."""
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, (list, tuple)):
+        return {safe_key(p[0]): p[1] for p in value if isinstance(p, (list, tuple)) and len(p) == 2}
+    return {}
+
+
+def _first(args: tuple[Any, ...]) -> Any:
+    return args[0] if args else ()
+
+
+def _device(*args: Any) -> str:
+    return ":".join(key_name(a) for a in args[:2])
+
+
+def _identity(value: Any = None, *rest: Any) -> Any:
+    return value
+
+
+def _collection(kind: type) -> Callable[..., Any]:
+    def build(*args: Any) -> Any:
+        items = _first(args)
+        if not isinstance(items, (list, tuple, set, frozenset, str, bytes)):
+            raise TypeError(f"{kind.__name__}() of a {type(items).__name__}")
+        return kind(safe_key(v) for v in items) if kind in (set, frozenset) else kind(items)
+
+    return build
+
+
+def _range(*args: Any) -> tuple[Any, ...]:
+    if not all(isinstance(a, int) for a in args[:3]):
+        raise TypeError("range() of non-integers")
+    return ("range", *args[:3])
+
+
+def _bytes(*args: Any) -> bytes:
+    """bytes(), bytes(b), bytes([ints]): never bytes(n), which would allocate n bytes."""
+    value = _first(args)
+    if value == ():
+        return b""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, list) and all(isinstance(v, int) and 0 <= v < 256 for v in value):
+        return bytes(value)
+    raise TypeError(f"bytes() of a {type(value).__name__}")
+
+
+def _bytearray(*args: Any) -> bytes:
+    value = _first(args)
+    if isinstance(value, str):
+        return value.encode("latin1", "replace")
+    return value if isinstance(value, bytes) else b""  # never bytearray(n): an int would allocate n bytes
+
+
+# Callables the reader interprets itself, as pure functions of inert values (they run nothing of the file's).
+BUILDERS: dict[str, Callable[..., Any]] = {
+    "torch._utils._rebuild_tensor_v2": _tensor_v2,
+    "torch._utils._rebuild_tensor_v3": _tensor_v3,
+    "torch._utils._rebuild_tensor": _tensor_old,
+    "torch._utils._rebuild_parameter": _parameter,
+    "torch._utils._rebuild_meta_tensor_no_storage": _meta,
+    "torch._utils._rebuild_qtensor": _qtensor,
+    # TorchScript archives wrap typed lists and tagged values in these (torch/jit/_pickle.py): data only
+    "torch.jit._pickle.build_intlist": _identity,
+    "torch.jit._pickle.build_doublelist": _identity,
+    "torch.jit._pickle.build_boollist": _identity,
+    "torch.jit._pickle.build_tensorlist": _identity,
+    "torch.jit._pickle.restore_type_tag": _identity,
+    "collections.OrderedDict": lambda *a: _pairs(_first(a)),
+    "builtins.dict": lambda *a: _pairs(_first(a)),
+    "torch.Size": lambda *a: tuple(_first(a)),
+    "torch.device": _device,
+    "builtins.set": _collection(set),
+    "builtins.frozenset": _collection(frozenset),
+    "builtins.tuple": _collection(tuple),
+    "builtins.list": _collection(list),
+    "builtins.bytearray": _bytearray,
+    "builtins.complex": lambda *a: complex(*(float(x) for x in a[:2] if isinstance(x, (int, float)))),
+    "builtins.slice": lambda *a: ("slice", *a[:3]),
+    "builtins.range": _range,
+    "builtins.bytes": _bytes,
+}
+# Inert data placeholders a builder-free call may produce (kept as `Call`s, not flagged).
+INERT_DATA = frozenset({"torch.jit._pickle.build_tensor_from_id"})
+
+
+def resolve(g: Global) -> Any:
+    """What a GLOBAL stands for: a storage type, a dtype, or the inert `Global` itself."""
+    if g.module in ("torch", "torch.storage") and g.name in STORAGE_DTYPES:
+        return StorageType(STORAGE_DTYPES[g.name], g.qualname)
+    if g.module == "torch" and g.name.endswith("Tensor") and g.name[:-6] + "Storage" in STORAGE_DTYPES:
+        return StorageType(STORAGE_DTYPES[g.name[:-6] + "Storage"], g.qualname)  # tar format tensor types
+    if g.module == "torch" and g.name in TORCH_DTYPES:
+        return DTypeRef(TORCH_DTYPES[g.name], g.qualname)
+    return g
+
+
+# -- trampolines: functions that call one of their arguments ---------------------------------------
+
+
+def _pad(args: tuple[Any, ...], n: int) -> tuple[Any, ...]:
+    return tuple(args[:n]) + (None,) * (n - len(args))
+
+
+def check_state(m: Machine, state: Any, target: str) -> None:
+    for key in dunder_keys(state):
+        m.flag(f"setattr({target}, {key[:MAX_NAME]!r}) by its state")
+
+
+def _from_type(m: Machine, args: tuple[Any, ...]) -> Any:
+    """torch._tensor._rebuild_from_type_v2(func, new_type, args, state) calls func(*args), then sets state."""
+    func, new_type, inner, state = _pad(args, 4)
+    check_state(m, state, callable_name(new_type))
+    return m.call(func, tuple(inner) if isinstance(inner, (tuple, list)) else (inner,))
+
+
+def _parameter_with_state(m: Machine, args: tuple[Any, ...]) -> Any:
+    """torch._utils._rebuild_parameter_with_state(data, requires_grad, hooks, state): setattr for each key."""
+    data, requires_grad, _hooks, state = _pad(args, 4)
+    check_state(m, state, "a Parameter")
+    return _parameter(data, requires_grad)
+
+
+def _reconstructor(m: Machine, args: tuple[Any, ...]) -> Any:
+    """copyreg._reconstructor(cls, base, state) calls base.__new__(cls, state) and base.__init__(obj, state)."""
+    cls, base, _state = _pad(args, 3)
+    if not (isinstance(base, Global) and base.qualname in SAFE_BASES):
+        m.flag(f"{callable_name(base)}.__init__ (called by copyreg._reconstructor)")
+    return Call(cls, (), newobj=True)
+
+
+def _np_reconstruct(m: Machine, args: tuple[Any, ...]) -> Any:
+    """numpy's _reconstruct(subtype, shape, dtype) runs ndarray.__new__(subtype), with the subtype's hooks."""
+    subtype = _pad(args, 1)[0]
+    if not (isinstance(subtype, Global) and subtype.qualname in SAFE_ARRAY_TYPES):
+        m.flag(f"{callable_name(subtype)} (array type built by numpy _reconstruct)")
+    return Call(Global("numpy.core.multiarray", "_reconstruct"), args)
+
+
+def _defaultdict(m: Machine, args: tuple[Any, ...]) -> Any:
+    """collections.defaultdict(factory) calls factory() for every missing key, long after loading."""
+    factory = _pad(args, 1)[0]
+    if factory is not None and not (isinstance(factory, Global) and factory.qualname in SAFE_FACTORIES):
+        m.flag(f"{callable_name(factory)} (a defaultdict factory)")
+    return {}
+
+
+def _encode(m: Machine, args: tuple[Any, ...]) -> Any:
+    """_codecs.encode(text, encoding): torch writes bytes as latin1 text; other codecs import modules."""
+    text, encoding = _pad(args, 2)
+    if encoding is None:
+        encoding = "utf-8"
+    if not isinstance(encoding, str) or encoding.lower() not in SAFE_ENCODINGS:
+        m.flag(f"_codecs.encode with the codec {key_name(encoding)[:MAX_NAME]!r}")
+        return Call(Global("_codecs", "encode"), args)
+    if not isinstance(text, str):
+        return Call(Global("_codecs", "encode"), args)
+    return text.encode("latin1" if encoding.lower() in ("latin1", "latin-1", "iso-8859-1") else "utf-8", "replace")
+
+
+SCALARS = (str, int, float, bool, bytes, type(None))
+
+
+def _scalar(m: Machine, args: tuple[Any, ...], kind: str) -> Any:
+    """int(x), float(x), str(x), bool(x): inert on scalars; on an object they call its __int__, __str__..."""
+    if not all(isinstance(a, SCALARS) for a in args):
+        m.flag(f"builtins.{kind} of {callable_name(next(a for a in args if not isinstance(a, SCALARS)))}")
+    return Call(Global("builtins", kind), args)
+
+
+def _type(m: Machine, args: tuple[Any, ...]) -> Any:
+    """type(x) names a class (pickle writes NoneType so); type(name, bases, dict) creates one, running base hooks."""
+    if len(args) != 1:
+        m.flag("builtins.type with 3 arguments (creates a class)")
+    return Call(Global("builtins", "type"), args)
+
+
+TRAMPOLINES: dict[str, Callable[[Machine, tuple[Any, ...]], Any]] = {
+    **{f"builtins.{kind}": partial(_scalar, kind=kind) for kind in ("int", "float", "str", "bool")},
+    "builtins.type": _type,
+    "torch._tensor._rebuild_from_type_v2": _from_type,
+    "torch._tensor._rebuild_from_type": _from_type,
+    "torch._utils._rebuild_parameter_with_state": _parameter_with_state,
+    "copyreg._reconstructor": _reconstructor,
+    "numpy.core.multiarray._reconstruct": _np_reconstruct,
+    "numpy._core.multiarray._reconstruct": _np_reconstruct,
+    "collections.defaultdict": _defaultdict,
+    "_codecs.encode": _encode,
+}

@@ -1,0 +1,198 @@
+"""What a pickle may name and call: the tables behind the restricted reader's unsafe verdict.
+
+CPython's unpickler imports the module of every GLOBAL (and, from protocol 4 on, walks a dotted name
+attribute by attribute), calls what REDUCE, OBJ and INST name, constructs through ``cls.__new__`` for
+NEWOBJ, and runs ``__setstate__`` or ``setattr`` for BUILD. The reader models each of these:
+
+- a GLOBAL from a module in `UNSAFE_MODULES`, a builtin in `UNSAFE_BUILTINS`, or a dotted name
+  (``argparse._os.system`` reaches any module; torch never writes one) is unsafe wherever it appears;
+- a call (REDUCE, OBJ, INST) is unsafe unless its callable is a data builder (`loaders._pickle.BUILDERS`),
+  a class in `INERT_CALLABLES`, or a trampoline of `TRAMPOLINES` whose arguments are inert;
+- BUILD is unsafe when its target is a class, module, function or dtype (a GLOBAL, not an object), or
+  when the state sets a dunder attribute (``__class__``, ``__dict__``, ``__reduce__``...).
+
+Classes the pickle only constructs (NEWOBJ) are kept as placeholders and listed as PICKLE_GLOBALS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# Modules whose callables can run code, open files, spawn processes or import: any GLOBAL from these is unsafe.
+UNSAFE_MODULES = (
+    "os",
+    "posix",
+    "nt",
+    "subprocess",
+    "sys",
+    "importlib",
+    "runpy",
+    "pickle",
+    "_pickle",
+    "shutil",
+    "socket",
+    "webbrowser",
+    "pty",
+    "code",
+    "ctypes",
+    "marshal",
+    "commands",
+    "platform",
+    "multiprocessing",
+    "threading",
+    "asyncio",
+    "signal",
+    "tempfile",
+    "pathlib",
+    "io",
+    "_io",
+    "codecs",
+    "operator",
+    "functools",
+    "types",
+    "inspect",
+    "pdb",
+    "timeit",
+    "requests",
+    "urllib",
+    "http",
+    "bdb",
+    "cProfile",
+    "profile",
+    "pydoc",
+    "trace",
+    "venv",
+    "ensurepip",
+    "pip",
+    "setuptools",
+    "distutils",
+    "site",
+    "torch.hub",
+    "torch.jit.load",
+    "torch.load",
+    "torch.storage._load_from_bytes",
+    "torch.serialization.load",
+    "torch._inductor",
+    "torch.utils.cpp_extension",
+    "numpy.load",
+    "numpy.testing",
+    "numpy.f2py",
+    "numpy.distutils",
+)
+UNSAFE_BUILTINS = frozenset(
+    {
+        "eval",
+        "exec",
+        "compile",
+        "open",
+        "__import__",
+        "getattr",
+        "setattr",
+        "delattr",
+        "globals",
+        "locals",
+        "input",
+        "breakpoint",
+        "exit",
+        "quit",
+        "vars",
+        "dir",
+        "help",
+        "memoryview",
+        "print",
+        "apply",
+        "execfile",
+        "file",
+        "reload",
+        "__builtins__",
+        "map",
+        "filter",
+        "classmethod",
+        "staticmethod",
+        "property",
+        "super",
+    }
+)
+# Classes and functions a call (REDUCE / OBJ / INST) may name without that being unsafe: they only build
+# data (numpy arrays and scalars, argparse namespaces, parameters, tensors moved to a device).
+INERT_CALLABLES = frozenset(
+    {
+        "numpy.core.multiarray.scalar",
+        "numpy._core.multiarray.scalar",
+        "numpy.dtype",
+        "numpy.ndarray",
+        "argparse.Namespace",
+        "collections.Counter",
+        "collections.deque",
+        "builtins.object",
+        "torch.nn.parameter.Parameter",
+        "torch.Tensor",
+        "torch._utils._rebuild_device_tensor_from_cpu_tensor",
+        "torch._utils._rebuild_device_tensor_from_numpy",
+        "torch.serialization._get_layout",
+        "datetime.datetime",
+        "datetime.date",
+        "datetime.timedelta",
+        "decimal.Decimal",
+        "fractions.Fraction",
+    }
+)
+# Base classes copyreg._reconstructor may construct through (it calls base.__init__(obj, state)).
+SAFE_BASES = frozenset(
+    {
+        "builtins.object",
+        "builtins.dict",
+        "builtins.list",
+        "builtins.set",
+        "builtins.frozenset",
+        "builtins.tuple",
+        "builtins.int",
+        "builtins.float",
+        "builtins.complex",
+        "builtins.str",
+        "builtins.bytes",
+        "builtins.bytearray",
+        "builtins.bool",
+    }
+)
+# Classes whose instances numpy's _reconstruct may create (ndarray.__new__ runs the subclass's hooks).
+SAFE_ARRAY_TYPES = frozenset(
+    {
+        "numpy.ndarray",
+        "numpy.matrix",
+        "numpy.recarray",
+        "numpy.memmap",
+        "numpy.ma.core.MaskedArray",
+        "numpy.core.records.recarray",
+        "numpy._core.records.recarray",
+    }
+)
+# Factories a collections.defaultdict may hold: it calls them later, on every missing key.
+SAFE_FACTORIES = SAFE_BASES | {"collections.OrderedDict", "collections.Counter", "collections.defaultdict"}
+# Encodings `_codecs.encode` may be asked for (torch writes latin1; others import encodings.* codecs).
+SAFE_ENCODINGS = frozenset({"latin1", "latin-1", "iso-8859-1", "utf-8", "utf8", "ascii"})
+# The BUILD state keys that are never data: setting them replaces an object's class, dict or behaviour.
+UNSAFE_STATE_KEYS = "__"  # any key that starts and ends with two underscores
+
+
+def is_dotted(name: str) -> bool:
+    """A GLOBAL name with a dot walks attributes from the module (protocol 4 semantics): any object is reachable."""
+    return "." in name
+
+
+def is_unsafe_global(module: str, name: str) -> bool:
+    """Whether naming this global is unsafe in itself (it can run code when called, or reaches anything)."""
+    if module in ("builtins", "__builtin__"):
+        return name in UNSAFE_BUILTINS or name.startswith("_")
+    qualname = f"{module}.{name}"
+    return is_dotted(name) or any(qualname == m or qualname.startswith(m + ".") for m in UNSAFE_MODULES)
+
+
+def dunder_keys(state: object) -> list[str]:
+    """Dunder attribute names a BUILD / _set_obj_state state would set (a dict, or a (dict, slots) pair)."""
+    parts = state if isinstance(state, tuple) and len(state) == 2 else (state,)
+    out: list[str] = []
+    for part in parts:
+        if isinstance(part, Mapping):
+            out += [k for k in part if isinstance(k, str) and k.startswith("__") and k.endswith("__")]
+    return out[:5]

@@ -1,0 +1,101 @@
+"""A torch zip archive as torch itself reads it, for the safety verdict.
+
+caffe2's `PyTorchStreamReader` takes the archive folder from the FIRST member's name and refuses an
+archive with a member outside it; of two members with one name, it reads the last. A scanner that
+picks "the first */data.pkl" instead can be shown a harmless pickle while torch runs another. So the
+folder is decided as torch decides it, and layouts torch refuses or half-reads (members outside the
+folder, a second data.pkl, duplicate names) are reported. Every ``*.pkl`` member is interpreted for
+the verdict, not only the one torch reads: what would be called anywhere is evidence.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from inspector.errors import InspectorError, LimitExceededError
+from inspector.probe import Probe
+from inspector.records import Finding, Severity
+from loaders import _pickle, _torch, _zip
+
+MAX_PICKLE_BYTES = 1 << 30
+PICKLE_NAME = "data.pkl"
+PICKLE_SUFFIX = ".pkl"  # data.pkl, constants.pkl (TorchScript); *.debug_pkl are source maps
+
+
+def has_pickle(members: tuple[_zip.ZipMember, ...]) -> bool:
+    return any(m.name.endswith("/" + PICKLE_NAME) and m.name.count("/") == 1 for m in members)
+
+
+def archive_folder(members: tuple[_zip.ZipMember, ...]) -> str | None:
+    """The archive folder as torch decides it: the first member's, when it holds a data.pkl."""
+    if not members or "/" not in members[0].name:
+        return None
+    prefix = members[0].name.split("/", 1)[0] + "/"
+    return prefix if any(m.name == prefix + PICKLE_NAME for m in members) else None
+
+
+def layout_findings(members: tuple[_zip.ZipMember, ...], prefix: str) -> list[Finding]:
+    """Members torch would refuse or never read: outside the folder, a second data.pkl, duplicate names."""
+    outside = [m.name for m in members if not m.name.startswith(prefix)]
+    extra = [m.name for m in members if m.name.endswith("/" + PICKLE_NAME) and m.name != prefix + PICKLE_NAME]
+    dups = [name for name, n in Counter(m.name for m in members).items() if n > 1]
+    cases = (
+        (outside, f"members outside the archive folder {prefix!r} (torch.load refuses such an archive)"),
+        (extra, "a second data.pkl, which torch does not read"),
+        (dups, "duplicate member names (torch reads the last copy)"),
+    )
+    return [
+        Finding(
+            "ZIP_LAYOUT",
+            Severity.WARNING,
+            f"{what}: {names[0]!r}" + (", ..." if len(names) > 1 else ""),
+            tuple(names[:20]),
+        )  # fmt: skip
+        for names, what in cases
+        if names
+    ]
+
+
+def pickle_bytes(probe: Probe, fmt: str, member: _zip.ZipMember) -> bytes:
+    """A pickle member's bytes: stored, or deflated (legal: torch reads it) and inflated up to its declared size.
+
+    Raises:
+        LimitExceededError: the member is larger than `MAX_PICKLE_BYTES`.
+    """
+    if member.file_size > MAX_PICKLE_BYTES or member.compress_size > MAX_PICKLE_BYTES:
+        raise LimitExceededError(probe.path, fmt, f"{member.name!r} of {member.file_size:,} bytes")
+    if member.method == _zip.STORED:
+        return probe.read_at(member.data_offset, member.compress_size, fmt=fmt, what=member.name)
+    return _zip.inflate_head(probe, member, member.file_size, fmt)  # bounded by the declared size
+
+
+def other_pickles(
+    probe: Probe, fmt: str, members: tuple[_zip.ZipMember, ...], read: _zip.ZipMember | None, evidence: set[str]
+) -> None:
+    """Check every other *.pkl member (second data.pkl, duplicates, constants.pkl) for unsafe content.
+
+    One that cannot even be read (a corrupt deflate stream) is passed over: torch cannot read it either,
+    and it must not stop the reading of the copy torch does read.
+    """
+    for m in members:
+        if m is read or not m.name.endswith(PICKLE_SUFFIX):
+            continue
+        try:
+            reader = _pickle.Reader(pickle_bytes(probe, fmt, m))
+        except InspectorError:
+            continue
+        try:
+            evidence |= _pickle.load(reader, _torch.persistent_loader({})).unsafe  # storages named, not checked
+        except _pickle.PickleError as exc:
+            evidence |= exc.unsafe
+
+
+def damaged_archive_evidence(probe: Probe, fmt: str) -> set[str]:
+    """What the pickles of an archive we cannot read as a whole would call (sound members only)."""
+    evidence: set[str] = set()
+    try:
+        members = _zip.readable_members(probe, fmt)
+    except Exception:  # noqa: BLE001 - a directory that cannot be read holds no evidence we can reach
+        return evidence
+    other_pickles(probe, fmt, members, None, evidence)
+    return evidence

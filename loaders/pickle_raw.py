@@ -1,0 +1,107 @@
+"""Bare pickles (``.pkl``, a ``.pt`` written by ``pickle.dump``): what they would call, never run.
+
+Layout: one pickle stream (Python's pickle protocols 0-5), ended by STOP (``.``). Protocols 2 and up
+start with PROTO (``\\x80`` and the protocol number); protocols 0 and 1 start with an ordinary opcode
+(claimed when the head parses as pickle opcodes). Pickles written one after another are all read:
+a second ``pickle.load`` on the same file object runs the next one.
+
+``torch.load`` (with ``weights_only=False``) unpickles a file that is neither a zip nor a legacy
+checkpoint as the first pickle of the legacy format, so a bare pickle runs in full before torch
+notices the missing magic number; ``pickle.load`` and ``joblib.load`` run it too. This loader claims
+such files at the weakest strength (torch's own formats win) and interprets the stream with our
+restricted reader: the verdict is either the callables it would run (UNSAFE_CONTENT, exit 3) or
+inert data. It lists no tensors: a bare pickle holds no addressable tensor data (torch tensors in it
+are nested torch.save archives rebuilt by `torch.storage._load_from_bytes`, itself a nested
+``torch.load`` and so reported).
+"""
+
+from __future__ import annotations
+
+import pickletools
+from typing import Any, ClassVar
+
+from inspector.errors import FormatError
+from inspector.probe import Probe
+from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity
+from loaders import _pickle, _torch
+from loaders.base import Claim, single_file
+
+FORMAT = "pickle"
+PROTO = 0x80
+PROTOCOLS = range(2, 6)
+# First opcodes of protocol 0/1 pickles as Python writes them: MARK, empty containers, GLOBAL, scalars.
+PROTOCOL_0_OPENERS = frozenset(b"(}])cNIJKLMFGSVXUT\x88\x89")
+MIN_OPCODES = 4  # a protocol 0/1 head must parse as this many opcodes (or a whole short pickle)
+MAX_PICKLES = 1000  # pickles read one after another (torch's legacy files write five; picklescan scans all)
+
+
+def _opcodes(head: bytes) -> int:
+    """How many opcodes the head reads as before an error (`MIN_OPCODES` for a whole short pickle)."""
+    n = 0
+    try:
+        for op, _arg, _pos in pickletools.genops(head):
+            n += 1
+            if n >= MIN_OPCODES or op.name == "STOP":
+                return MIN_OPCODES
+    except Exception:  # noqa: BLE001, S110 - a parse failure ends the count
+        pass
+    return n
+
+
+def _no_persistent_ids(pid: Any) -> Any:
+    raise _pickle.PickleError("a persistent id: pickle.load without a persistent_load refuses it")
+
+
+class PickleRawLoader:
+    """A file that is one pickle stream."""
+
+    name: ClassVar[str] = FORMAT
+    extensions: ClassVar[tuple[str, ...]] = (".pkl", ".pickle", ".pt", ".pth", ".bin", ".joblib")
+
+    def claim(self, probe: Probe) -> Claim | None:
+        head = probe.head
+        if len(head) < 2:
+            return None
+        if head[0] == PROTO and head[1] in PROTOCOLS:
+            return Claim.CONTAINER
+        if head[0] in PROTOCOL_0_OPENERS:
+            n = _opcodes(head)  # a few opcodes, or one (GLOBAL 'builtins exec') and a final STOP
+            if n >= MIN_OPCODES or (n and probe.tail(1) == _pickle.STOP):
+                return Claim.CONTAINER
+        return None
+
+    def load(self, probe: Probe) -> Checkpoint:
+        try:
+            result = _read(probe, 0)
+        except _pickle.PickleError as exc:
+            if exc.unsafe:
+                return _torch.refused(probe, FORMAT, set(exc.unsafe), exc, "python")
+            raise FormatError(probe.path, FORMAT, f"not a readable pickle: {exc}") from exc
+        unsafe, names = set(result.unsafe), set(result.globals)
+        regions = [Region(RegionKind.METADATA, 0, result.end, "pickle stream")]
+        end = result.end
+        for _ in range(MAX_PICKLES):  # pickles after the first: pickle.load stops at STOP, a second load reads on
+            if end >= probe.size:
+                break
+            try:
+                more = _read(probe, end)
+            except _pickle.PickleError as exc:  # trailing bytes that are no pickle: only their evidence counts
+                unsafe |= exc.unsafe
+                break
+            unsafe |= more.unsafe
+            names |= more.globals
+            regions.append(Region(RegionKind.METADATA, end, more.end - end, "another pickle stream"))
+            end = more.end
+        protocol = probe.head[1] if probe.head[0] == PROTO else "0 or 1"
+        findings: list[Finding] = _torch.unsafe_finding(unsafe) + _torch.globals_finding(names)
+        if not unsafe:
+            what = f"a bare pickle of inert data (a {type(result.value).__name__}): nothing it names would be called"
+            findings.append(Finding("PICKLE_DATA", Severity.INFO, what))
+        attributes = {"pickle.protocol": str(protocol), "pickle.verdict": "would run code" if unsafe else "inert data",
+                      "pickle.top_level": type(result.value).__name__, "pickle.streams": str(len(regions))}  # fmt: skip
+        return single_file(probe, FORMAT, "python", (), regions, attributes, findings)
+
+
+def _read(probe: Probe, start: int) -> _pickle.Result:
+    fetch = lambda off, n: probe.read_at(off, n, fmt=FORMAT, what="pickle")  # noqa: E731
+    return _pickle.load(_pickle.Reader(fetch=fetch, start=start, end=probe.size), _no_persistent_ids)

@@ -1,0 +1,793 @@
+"""Safety (issue 15): no file that runs code is called safe, and nothing in it is ever run.
+
+Every hostile file here carries a harmless but provable payload: it would create a canary file. Where
+the real library is at hand, a subprocess first proves that the payload does run under `pickle.load` /
+`torch.load(weights_only=False)`; then the inspector reads the same file, exits 3 with one line naming
+the callable, and the canary never appears.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import resource
+import struct
+import subprocess
+import sys
+import tarfile
+import time
+import warnings
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inspector import load
+from inspector.cli import main
+from inspector.errors import InspectorError, LimitExceededError
+from loaders import _pickle
+from tests.conftest import fixture_path
+
+ROOT = Path(__file__).resolve().parent.parent
+PICKLE_LOAD = "import pickle, sys; pickle.load(open(sys.argv[1], 'rb'))"
+TORCH_LOAD = "import sys, torch; torch.load(sys.argv[1], weights_only=False)"
+
+
+# -- pickle opcodes, written by hand so each case is exactly the trick it names ---------------------------
+
+
+def glob(module: str, name: str) -> bytes:
+    return f"c{module}\n{name}\n".encode()
+
+
+def text(value: str) -> bytes:
+    raw = value.encode()
+    return b"X" + struct.pack("<I", len(raw)) + raw
+
+
+def short(value: str) -> bytes:
+    raw = value.encode()
+    return b"\x8c" + bytes([len(raw)]) + raw
+
+
+P2, P4 = b"\x80\x02", b"\x80\x04"
+
+
+def frame(n: int) -> bytes:
+    return b"\x95" + struct.pack("<Q", n)
+
+
+def file_handler(canary: Path) -> bytes:
+    """logging.FileHandler(canary): creates the file; a class outside every deny-list, called by REDUCE."""
+    return glob("logging", "FileHandler") + text(str(canary)) + b"\x85R"
+
+
+def payloads(canary: Path) -> dict[str, tuple[bytes, str]]:
+    """Pickles that would create `canary`, by trick, with the callable the verdict must name."""
+    c = str(canary)
+    return {
+        "reduce": (P2 + glob("os", "system") + text(f"touch {c}") + b"\x85R.", "system"),
+        "obj": (P2 + b"(" + glob("logging", "FileHandler") + text(c) + b"o.", "logging.FileHandler"),
+        "inst": (b"(" + text(c) + b"ilogging\nFileHandler\n.", "logging.FileHandler"),
+        # BUILD with slot state sets Namespace.__setstate__ = FileHandler; the next BUILD then calls it
+        "build": (
+            P2
+            + glob("argparse", "Namespace")
+            + b"N}"
+            + text("__setstate__")
+            + glob("logging", "FileHandler")
+            + b"s\x86b0"
+            + glob("argparse", "Namespace")
+            + b")\x81"
+            + text(c)
+            + b"b.",
+            "argparse.Namespace",
+        ),  # fmt: skip
+        "dotted": (
+            P4 + short("argparse") + short("_os.system") + b"\x93" + short(f"touch {c}") + b"\x85R.",
+            "argparse._os.system",
+        ),  # fmt: skip
+        "reconstructor": (
+            P2
+            + glob("copyreg", "_reconstructor")
+            + b"("
+            + glob("logging", "FileHandler")
+            + glob("logging", "FileHandler")
+            + text(c)
+            + b"tR.",
+            "logging.FileHandler.__init__",
+        ),  # fmt: skip
+        "from_type": (
+            P2
+            + glob("torch._tensor", "_rebuild_from_type_v2")
+            + b"("
+            + glob("logging", "FileHandler")
+            + glob("torch", "Tensor")
+            + text(c)
+            + b"\x85}tR.",
+            "logging.FileHandler",
+        ),  # fmt: skip
+        # an opcode straddles a frame end (CPython's C unpickler does not mind), then the payload follows
+        "frame": (P4 + frame(5) + b"N0" + short("hello") + b"0" + file_handler(canary) + b".", "logging.FileHandler"),
+        "corrupt_tail": (P2 + file_handler(canary) + b"0\xff\xff", "logging.FileHandler"),
+        "deep_tail": (P2 + file_handler(canary) + b"0" + b"(" * 150_000, "logging.FileHandler"),
+    }
+
+
+def runs(tmp_path: Path, code: str, path: Path, canary: Path) -> bool:
+    """Whether loading `path` with the real library (in a subprocess) creates the canary; it is removed after."""
+    subprocess.run([sys.executable, "-c", code, str(path)], cwd=tmp_path, capture_output=True, timeout=120)
+    made = canary.exists()
+    if made:
+        canary.unlink()
+    return made
+
+
+def verdict(path: Path, capsys: pytest.CaptureFixture[str], callable_name: str) -> None:
+    """Exit 3, one stderr line naming the callable, no traceback."""
+    capsys.readouterr()
+    assert main([str(path)]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unsafe content" in err and callable_name in err and "Traceback" not in err
+
+
+# -- each trick, as a bare pickle: proved with pickle.load, refused by the inspector -----------------------
+
+
+@pytest.mark.parametrize(
+    "case", ["reduce", "obj", "inst", "build", "dotted", "reconstructor", "frame", "corrupt_tail", "deep_tail"]
+)
+def test_hostile_pickle_is_flagged_and_never_run(tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]) -> None:
+    canary = tmp_path / "canary"
+    data, name = payloads(canary)[case]
+    path = tmp_path / "model.pkl"
+    path.write_bytes(data)
+    assert runs(tmp_path, PICKLE_LOAD, path, canary), "the payload must really run under pickle.load"
+    verdict(path, capsys, name)
+    assert not canary.exists()
+
+
+@pytest.mark.reference
+def test_rebuild_from_type_trampoline_is_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    canary = tmp_path / "canary"
+    data, name = payloads(canary)["from_type"]
+    path = tmp_path / "model.pt"
+    path.write_bytes(data)
+    assert runs(tmp_path, TORCH_LOAD, path, canary)  # a bare pickle: torch.load runs it as its first pickle
+    verdict(path, capsys, name)
+    assert not canary.exists()
+
+
+def test_the_payload_in_every_container(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same REDUCE in a bare pickle, a legacy file's sys_info pickle and a zip's data.pkl."""
+    canary = tmp_path / "canary"
+    payload = P2 + file_handler(canary) + b"."
+    magic = bytes.fromhex("80028a0a6cfc9c46f9206aa850192e")
+    legacy = tmp_path / "legacy.pt"
+    legacy.write_bytes(magic + pickle.dumps(1001, protocol=2) + payload + pickle.dumps({}, 2) + pickle.dumps([], 2))
+    archive = tmp_path / "zip.pt"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("archive/data.pkl", payload)
+        zf.writestr("archive/version", "3\n")
+    for path in (legacy, archive):
+        verdict(path, capsys, "logging.FileHandler")
+    assert not canary.exists()
+
+
+# -- containers read as torch reads them -------------------------------------------------------------------
+
+
+def _torch_zip(tmp_path: Path) -> tuple[Path, list[str]]:
+    torch = pytest.importorskip("torch")
+    path = tmp_path / "base.pt"
+    torch.save({"w": torch.ones(2)}, path)
+    with zipfile.ZipFile(path) as zf:
+        return path, zf.namelist()
+
+
+def _rewrite(src: Path, dst: Path, extra: list[tuple[str, bytes]], deflate: str = "", first: bool = False) -> None:
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        if first:
+            for name, data in extra:
+                zout.writestr(name, data)
+        for name in zin.namelist():
+            method = zipfile.ZIP_DEFLATED if name.endswith(deflate) and deflate else zipfile.ZIP_STORED
+            zout.writestr(name, zin.read(name), compress_type=method)
+        if not first:
+            for name, data in extra:
+                zout.writestr(name, data)
+
+
+@pytest.mark.reference
+def test_zip_duplicate_and_deflated_data_pkl(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torch reads the last of two same-named data.pkl, and reads a deflated data.pkl: both payloads run."""
+    base, names = _torch_zip(tmp_path)
+    folder = names[0].split("/")[0]
+    canary = tmp_path / "canary"
+    evil = pickle.dumps({"w": 1}, protocol=2)[:-2] + b"0" + file_handler(canary) + b"."
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns about the duplicate name
+        _rewrite(base, dup := tmp_path / "dup.pt", [(f"{folder}/data.pkl", evil)])
+    assert runs(tmp_path, TORCH_LOAD, dup, canary)
+    verdict(dup, capsys, "logging.FileHandler")
+    deflated = tmp_path / "deflated.pt"
+    with zipfile.ZipFile(base) as zin, zipfile.ZipFile(deflated, "w") as zout:
+        for name in zin.namelist():
+            data = evil if name.endswith("data.pkl") else zin.read(name)
+            zout.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED if name.endswith(".pkl") else 0)
+    assert runs(tmp_path, TORCH_LOAD, deflated, canary)
+    verdict(deflated, capsys, "logging.FileHandler")
+    assert not canary.exists()
+
+
+@pytest.mark.reference
+def test_deflated_data_pkl_is_read(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    base, _ = _torch_zip(tmp_path)
+    path = tmp_path / "deflated.pt"
+    _rewrite(base, path, [], deflate="data.pkl")
+    assert list(torch.load(path, weights_only=True)) == ["w"]  # torch reads it
+    ckpt = load(path)
+    assert [(t.name, t.shape, t.dtype) for t in ckpt.tensors] == [("w", (2,), "F32")]
+    assert not [f for f in ckpt.findings if f.severity == "error"]
+
+
+@pytest.mark.reference
+def test_zip_layouts_torch_refuses_are_findings(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    base, names = _torch_zip(tmp_path)
+    mixed = tmp_path / "mixed.pt"
+    _rewrite(base, mixed, [("other/x", b"hello")])
+    with pytest.raises(RuntimeError, match="not in a subdirectory"):
+        torch.load(mixed, weights_only=True)
+    codes = [f.message for f in load(mixed).findings if f.code == "ZIP_LAYOUT"]
+    assert codes and "outside the archive folder" in codes[0]
+    second = tmp_path / "second.pt"
+    _rewrite(base, second, [(names[0].split("/")[0] + "/sub/data.pkl", pickle.dumps(1))])
+    assert any("second data.pkl" in f.message for f in load(second).findings)
+    # the first member decides the folder: an archive whose first folder has no data.pkl is refused
+    first = tmp_path / "first.pt"
+    _rewrite(base, first, [("evil/readme", b"x")], first=True)
+    with pytest.raises(InspectorError, match="first member"):
+        load(first)
+
+
+def test_payload_then_missing_storage_keeps_the_evidence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    canary = tmp_path / "canary"
+    body = (
+        P2 + b"}(" + text("x") + file_handler(canary) + text("w") + glob("torch._utils", "_rebuild_tensor_v2")
+        + b"((" + text("storage") + glob("torch", "FloatStorage") + text("missing") + text("cpu") + b"K\x02tQ"
+        + b"K\x00K\x02\x85K\x01\x85\x89" + glob("collections", "OrderedDict") + b")RtRu."
+    )  # fmt: skip
+    path = tmp_path / "model.pt"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("archive/data.pkl", body)
+    ckpt = load(path)
+    assert [f.code for f in ckpt.findings] == ["UNSAFE_CONTENT", "UNREADABLE"]
+    assert "missing" in ckpt.findings[1].message
+    verdict(path, capsys, "logging.FileHandler")
+    assert not canary.exists()
+
+
+@pytest.mark.reference
+def test_every_pickle_of_legacy_and_tar_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    canary = tmp_path / "canary"
+    payload = P2 + file_handler(canary) + b"."
+    legacy = bytearray(fixture_path("torch/legacy.pt").read_bytes())
+    magic_and_protocol = len(bytes.fromhex("80028a0a6cfc9c46f9206aa850192e")) + len(pickle.dumps(1001, protocol=2))
+    sys_info_end = magic_and_protocol + _pickle.load(_pickle.Reader(bytes(legacy[magic_and_protocol:])), id).end
+    path = tmp_path / "legacy.pt"
+    path.write_bytes(legacy[:magic_and_protocol] + payload + legacy[sys_info_end:])  # sys_info replaced
+    assert runs(tmp_path, TORCH_LOAD, path, canary)
+    verdict(path, capsys, "logging.FileHandler")
+    # tar: the payload as the storage count (FileHandler(...) is no int: torch fails after running it)
+    tar_path = tmp_path / "tar.pt"
+    with tarfile.open(fixture_path("torch/crafted_tar_format.pt")) as src, tarfile.open(tar_path, "w") as dst:
+        for member in src.getmembers():
+            data = src.extractfile(member).read()  # type: ignore[union-attr]
+            if member.name == "storages":
+                data = payload + data[len(pickle.dumps(1, protocol=2)) :]
+            member.size = len(data)
+            dst.addfile(member, io.BytesIO(data))
+    assert runs(tmp_path, TORCH_LOAD, tar_path, canary)
+    verdict(tar_path, capsys, "logging.FileHandler")
+    assert not canary.exists()
+
+
+def test_what_the_c_unpickler_accepts_keeps_its_evidence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the property tests: CPython reads 'I\\x00' as 0 (strtol), so the payload after it runs."""
+    canary = tmp_path / "canary"
+    path = tmp_path / "odd.pkl"
+    path.write_bytes(
+        b"(dp0\nS'a'\np1\nI\x00\nsS'b'\n" + glob("logging", "FileHandler") + b"(" + text(str(canary)) + b"tR."
+    )
+    assert runs(tmp_path, PICKLE_LOAD, path, canary)
+    verdict(path, capsys, "logging.FileHandler")
+    assert not canary.exists()
+
+
+@pytest.mark.reference
+def test_damaged_neighbour_of_the_read_data_pkl(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the property tests: torch reads the last data.pkl and never looks at a broken first copy."""
+    base, names = _torch_zip(tmp_path)
+    folder = names[0].split("/")[0]
+    canary = tmp_path / "canary"
+    evil = P2 + b"}(" + text("w") + file_handler(canary) + b"u."
+    for how in ("local header", "deflate stream"):
+        path = tmp_path / "damaged.pt"
+        with warnings.catch_warnings(), zipfile.ZipFile(base) as zin, zipfile.ZipFile(path, "w") as zout:
+            warnings.simplefilter("ignore")
+            for name in zin.namelist():
+                method = zipfile.ZIP_DEFLATED if how == "deflate stream" and name.endswith(".pkl") else 0
+                zout.writestr(name, zin.read(name), compress_type=method)
+            zout.writestr(f"{folder}/data.pkl", evil)
+        data = bytearray(path.read_bytes())
+        with zipfile.ZipFile(path) as zf:
+            first = zf.infolist()[0].header_offset  # the benign data.pkl (getinfo would give the last copy)
+        if how == "local header":
+            data[first + 27] = 3  # its local name length: now 781 bytes
+        else:
+            data[first + 30 + len(names[0])] ^= 0xFF  # the first byte of its deflate stream
+        path.write_bytes(bytes(data))
+        assert runs(tmp_path, TORCH_LOAD, path, canary), how
+        verdict(path, capsys, "logging.FileHandler")
+    assert not canary.exists()
+
+
+def test_zip_of_bare_pickles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A zip with a top-level pickle (picklescan's malicious1.zip): torch refuses it, the pickle is judged."""
+    path = tmp_path / "model.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("data.pkl", P2 + glob("builtins", "eval") + text("1") + b"\x85R.")
+    verdict(path, capsys, "builtins.eval")
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("notes.pkl", pickle.dumps({"a": 1}))
+    with pytest.raises(InspectorError, match="torch.load refuses"):
+        load(path)
+
+
+# -- bare pickles ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", [0, 2, 4, 5])
+def test_bare_pickle_of_inert_data_reads(tmp_path: Path, protocol: int) -> None:
+    path = tmp_path / "data.pkl"
+    value = {"lr": 0.1, "sizes": [1, 2, 3], "name": "x", "pair": (1, 2)}
+    path.write_bytes(pickle.dumps(value, protocol=protocol))
+    ckpt = load(path)
+    assert ckpt.format == "pickle" and ckpt.attributes["pickle.verdict"] == "inert data"
+    assert [f.code for f in ckpt.findings] == ["PICKLE_DATA"]
+    assert main([str(path)]) == 0
+
+
+def test_bare_pickles_after_the_first_and_broken_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A payload in a second pickle (a second pickle.load runs it), after trailing junk, or before a break."""
+    canary = tmp_path / "canary"
+    second = tmp_path / "second.pkl"
+    second.write_bytes(pickle.dumps(["a", "b", "c"], protocol=4) + P2 + file_handler(canary) + b".")
+    twice = "import pickle, sys; f = open(sys.argv[1], 'rb'); pickle.load(f); pickle.load(f)"
+    assert runs(tmp_path, twice, second, canary)
+    verdict(second, capsys, "logging.FileHandler")
+    junk = tmp_path / "junk.pkl"
+    junk.write_bytes(b"(" + text(str(canary)) + b"ilogging\nFileHandler\n.\n\n\t\t")  # protocol 0, junk after STOP
+    assert runs(tmp_path, PICKLE_LOAD, junk, canary)
+    verdict(junk, capsys, "logging.FileHandler")
+    broken = tmp_path / "broken.pkl"  # picklescan's broken_model.pkl: a bad length right after the GLOBAL
+    broken.write_bytes(glob("builtins", "exec") + b"(X>\nf = open('x', 'a')tRX.")
+    verdict(broken, capsys, "builtins.exec")
+    assert not canary.exists()
+
+
+@pytest.mark.reference
+def test_bare_pickle_pt_runs_under_torch_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    canary = tmp_path / "canary"
+    path = tmp_path / "model.pt"
+    path.write_bytes(P2 + file_handler(canary) + b".")
+    assert runs(tmp_path, TORCH_LOAD, path, canary)
+    verdict(path, capsys, "logging.FileHandler")
+
+
+# -- what torch and numpy write must stay inert ---------------------------------------------------------------
+
+
+class ListAttributes:  # built lazily: torch.jit.script needs the class source, so it lives at module level
+    @staticmethod
+    def module() -> object:
+        import torch
+
+        class Lists(torch.nn.Module):  # attribute types are inferred from the values (List[int], ...)
+            def __init__(self) -> None:
+                super().__init__()
+                self.sizes = [1, 2, 3]
+                self.scales = [0.5]
+                self.flags = [True]
+                self.extra = [torch.ones(2)]
+                self.lin = torch.nn.Linear(2, 2)
+
+            # TorchScript reads the unannotated x as a Tensor (and refuses a '# type: ignore' comment here)
+            def forward(self, x):  # type: ignore
+                return self.lin(x) * self.sizes[0] * self.scales[0]
+
+        return torch.jit.script(Lists())
+
+
+@pytest.mark.reference
+def test_torchscript_list_builders_are_inert(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    path = tmp_path / "scripted.pt"
+    try:
+        torch.jit.save(ListAttributes.module(), path)
+    except OSError as exc:  # source not available (frozen tests): nothing to check
+        pytest.skip(f"torch.jit.script needs the source: {exc}")
+    with zipfile.ZipFile(path) as zf:
+        assert b"build_intlist" in next(zf.read(n) for n in zf.namelist() if n.endswith("/data.pkl"))
+    ckpt = load(path)
+    assert "UNSAFE_CONTENT" not in {f.code for f in ckpt.findings}
+    assert main([str(path)]) == 0
+
+
+def test_defaultdict_factory_and_codec_are_checked(tmp_path: Path) -> None:
+    def verdict_of(data: bytes) -> set[str]:
+        try:
+            return _pickle.load(_pickle.Reader(data), id).unsafe
+        except _pickle.PickleError as exc:
+            return set(exc.unsafe)
+
+    safe = pickle.dumps(__import__("collections").defaultdict(list, {"a": [1]}), protocol=2)
+    assert verdict_of(safe) == set()
+    odd = P2 + glob("collections", "defaultdict") + glob("logging", "FileHandler") + b"\x85R."
+    assert verdict_of(odd) == {"logging.FileHandler (a defaultdict factory)"}
+    assert verdict_of(pickle.dumps(b"\x00\xff", protocol=2)) == set()  # bytes as _codecs.encode(latin1)
+    codec = P2 + glob("_codecs", "encode") + text("x") + text("zlib_codec") + b"\x86R."
+    assert verdict_of(codec) == {"_codecs.encode with the codec 'zlib_codec'"}
+    array = pickle.dumps(np.arange(3), protocol=2)
+    assert verdict_of(array) == set()  # numpy's _reconstruct of an ndarray
+
+
+# -- Keras ------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+def test_keras_lambda_layer_is_unsafe(tmp_path: Path, suffix: str, capsys: pytest.CaptureFixture[str]) -> None:
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    keras = pytest.importorskip("keras")
+    canary = tmp_path / "canary"
+
+    def touch(t: object) -> object:  # keras traces the lambda once while building the model
+        canary.touch()
+        return t
+
+    path = tmp_path / f"model{suffix}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numpy and keras deprecations while building and saving
+        inp = keras.Input((3,))
+        model = keras.Model(inp, keras.layers.Dense(2)(keras.layers.Lambda(lambda t: touch(t))(inp)))
+        model.save(path)
+    canary.unlink()
+    verdict(path, capsys, "Lambda")
+    findings = [f for f in load(path).findings if f.code == "UNSAFE_CONTENT"]
+    assert "marshalled bytecode" in findings[0].message  # Keras wrote the lambda's bytecode into the config
+    assert not canary.exists()
+
+
+def test_keras_function_type_other_than_a_name() -> None:
+    from loaders.keras_h5 import code_findings
+
+    named = {"class_name": "Activation", "config": {"activation": "relu"}}
+    assert code_findings({"config": {"layers": [named]}}) == []
+    k2 = {
+        "class_name": "Custom",
+        "config": {"name": "c", "function": ["4wEAAA==", None, None], "function_type": "lambda"},
+    }
+    (finding,) = code_findings({"config": {"layers": [k2]}})
+    assert "function_type 'lambda'" in finding.message
+
+
+# -- bounded resources --------------------------------------------------------------------------------------------
+
+
+def _shared_tuple(levels: int) -> bytes:
+    """A tuple nested `levels` deep whose two halves are one object: 2**levels leaves, a few bytes each level."""
+    return b")q\x00" + b"0h\x00h\x00\x86q\x00" * levels
+
+
+def test_shared_structures_are_never_hashed_or_printed_in_full(tmp_path: Path) -> None:
+    """A 1 KB pickle with a 2**100-leaf key: as a dict key, a set member, a storage key and a device name."""
+    shared = _shared_tuple(100)
+    path = tmp_path / "keys.pkl"
+    path.write_bytes(P2 + b"}" + shared + b"K\x01s" + b"0\x8f(" + shared + b"\x90" + b"0N.")
+    start = time.monotonic()
+    assert load(path).attributes["pickle.verdict"] == "inert data"
+    archive = tmp_path / "model.pt"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(
+            "archive/data.pkl",
+            P2 + glob("torch._utils", "_rebuild_tensor_v2") + b"((" + text("storage") + glob("torch", "FloatStorage")
+            + shared + text("cpu") + b"K\x00tQK\x00)K\x01\x85\x89" + glob("collections", "OrderedDict") + b")RtR.",
+        )  # fmt: skip
+    with pytest.raises(InspectorError, match="<tuple>"):
+        load(archive)
+    device = tmp_path / "device.pkl"
+    device.write_bytes(P2 + glob("torch", "device") + shared + b"\x85R.")
+    assert load(device).attributes["pickle.verdict"] == "inert data"
+    assert time.monotonic() - start < 10
+
+
+def test_large_bytes_values_are_skipped_not_read() -> None:
+    """A bare pickle of a 64 MB array: its bytes are passed over (only the opcodes around them are read)."""
+    data = pickle.dumps({"w": np.zeros(16 << 20, dtype="f4"), "name": "x"}, protocol=4)
+    fetched = [0]
+
+    def fetch(offset: int, n: int) -> bytes:
+        fetched[0] += n
+        return data[offset : offset + n]
+
+    result = _pickle.load(_pickle.Reader(fetch=fetch, start=0, end=len(data)), id)
+    assert result.unsafe == set() and result.end == len(data)
+    assert fetched[0] < 1 << 20
+
+
+def test_findings_name_a_bounded_number_of_callables(tmp_path: Path) -> None:
+    path = tmp_path / "many.pkl"
+    path.write_bytes(P2 + b"".join(glob("os", f"f{i}") + b")R0" for i in range(5000)) + b"N.")
+    (finding,) = [f for f in load(path).findings if f.code == "UNSAFE_CONTENT"]
+    assert "and 4,980 more" in finding.message and len(finding.message) < 1000 and len(finding.subjects) == 20
+
+
+def test_npz_member_with_a_huge_npy_header_is_refused_cheaply(tmp_path: Path) -> None:
+    """A 60 MB npy header deflates to a few KB: the cap (numpy's 10,000 bytes) refuses it before inflating it."""
+    path = tmp_path / "bomb.npz"
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (" + b"(" * 1000 + b" " * (60 << 20) + b"\n"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("a.npy", b"\x93NUMPY\x02\x00" + struct.pack("<I", len(header)) + header)
+    assert path.stat().st_size < 100_000
+    with pytest.raises(LimitExceededError, match="10,000"):
+        load(path)
+
+
+def test_opcode_count_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_pickle, "MAX_OPS", 10_000)
+    path = tmp_path / "noop.pkl"
+    path.write_bytes(P2 + b"N0" * 10_000 + b"N.")
+    with pytest.raises(InspectorError, match="longer than 10,000 opcodes"):
+        load(path)
+
+
+def test_hdf5_child_limit_never_above_the_hard_limit(tmp_path: Path) -> None:
+    """Under a 6 GiB address-space limit (below the 8 GiB the child asks for), HDF5 files still read."""
+    sample = fixture_path("keras/k3.weights.h5")
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30)); "
+        "from inspector.cli import main; sys.exit(main([sys.argv[1]]))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(sample)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_hdf5_child_is_killed_when_the_caller_gives_up() -> None:
+    """An alarm in the caller (a fuzzer's per-case limit) while libhdf5 loops: the child is killed, not awaited."""
+    code = (
+        "import signal, sys\n"
+        "from loaders import _hdf5\n"
+        "from inspector import load\n"
+        "_hdf5.MAX_SECONDS = 60\n"
+        "def give_up(signum, frame): raise TimeoutError\n"
+        "signal.signal(signal.SIGALRM, give_up)\n"
+        "signal.alarm(2)\n"
+        "try:\n"
+        "    load(sys.argv[1])\n"
+        "except TimeoutError:\n"
+        "    sys.exit(0)\n"
+        "sys.exit(1)\n"
+    )
+    path = ROOT / "tests" / "data" / "hostile" / "hdf5_huge_attribute.h5"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", code, str(path)], env=env, start_new_session=True)
+    try:
+        assert proc.wait(timeout=30) == 0  # before the fix: waited for ever on the stuck child
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+
+
+# -- benign files the libraries read ------------------------------------------------------------------------------
+
+
+def test_npy_python2_long_suffix(tmp_path: Path) -> None:
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (3L, 2L), }".ljust(117) + b"\n"
+    path = tmp_path / "py2.npy"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header + b"\0" * 24)
+    with pytest.warns(UserWarning, match="Python 2"):
+        ref = np.load(path)
+    (t,) = load(path).tensors
+    assert t.shape == ref.shape == (3, 2) and t.nbytes == ref.nbytes
+
+
+def test_empty_npz(tmp_path: Path) -> None:
+    path = tmp_path / "empty.npz"
+    np.savez(path)
+    assert np.load(path).files == []
+    ckpt = load(path)
+    assert ckpt.format == "npz" and ckpt.tensors == ()
+    assert main([str(path)]) == 0
+
+
+def test_mxnet_sparse_storage_shape_of_size_zero(tmp_path: Path) -> None:
+    """MXNet derives a CSR array's storage shape from its idx array when the stored one has size 0."""
+    data = fixture_path("mxnet/sparse.params").read_bytes()
+    head = struct.pack("<Iii", 0xF993FAC9, 2, 1)  # V2 record, csr, a 1-d storage shape follows
+    at = data.index(head) + len(head)
+    (nnz,) = struct.unpack_from("<q", data, at)
+    assert nnz > 0
+    path = tmp_path / "csr0.params"
+    path.write_bytes(data[:at] + struct.pack("<q", 0) + data[at + 8 :])
+    original = {t.name: (t.shape, t.nbytes) for t in load(fixture_path("mxnet/sparse.params")).tensors}
+    assert {t.name: (t.shape, t.nbytes) for t in load(path).tensors} == original
+
+
+# -- property: mutations never turn a payload that runs into a clean verdict ------------------------------------
+
+
+class _Recorder(pickle.Unpickler):
+    """CPython's C unpickler, with globals limited to a recorder (the canary) and a few inert builtins."""
+
+    ran = False
+
+    def find_class(self, module: str, name: str) -> object:
+        if (module, name) == ("logging", "FileHandler"):
+
+            def record(*args: object) -> None:
+                _Recorder.ran = True
+
+            return record
+        if (module, name) in {("builtins", "list"), ("builtins", "dict"), ("collections", "OrderedDict")}:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"{module}.{name} not allowed here")
+
+
+@contextmanager
+def _memory_cap(extra: int = 1 << 30) -> Iterator[None]:
+    """Lower this process's address-space soft limit for a moment: CPython's unpickler allocates what a
+    mutated length field asks for, and the oracle must fail with MemoryError rather than take the machine."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/status") as status:
+        vm = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize"))
+    cap = vm + extra if hard == resource.RLIM_INFINITY else min(vm + extra, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _oracle(data: bytes) -> bool:
+    _Recorder.ran = False
+    try:
+        with _memory_cap():
+            _Recorder(io.BytesIO(data)).load()
+    except Exception:  # noqa: BLE001, S110 - the oracle only asks whether the payload ran
+        pass
+    return _Recorder.ran
+
+
+def _flagged(data: bytes) -> bool:
+    try:
+        return bool(_pickle.load(_pickle.Reader(data), id).unsafe)
+    except _pickle.PickleError as exc:
+        return bool(exc.unsafe)
+
+
+def _seeds() -> list[bytes]:
+    canary = Path("/nonexistent/canary")
+    evil = file_handler(canary)
+    framed = b"}\x94(" + short("a") + b"K\x01" + short("b") + evil + b"u."
+    return [
+        P2 + b"}(" + text("a") + b"]K\x01a" + text("b") + evil + b"u.",
+        P4 + frame(len(framed)) + framed,
+        b"(dp0\nS'a'\np1\nI1\nsS'b'\n" + glob("logging", "FileHandler") + b"(S'x'\ntR.",
+    ]
+
+
+def test_property_mutated_pickles() -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    seeds = _seeds()
+    for seed in seeds:
+        assert _oracle(seed) and _flagged(seed)
+
+    @settings(max_examples=300, deadline=2000, suppress_health_check=list(HealthCheck))
+    @given(
+        seed=st.sampled_from(seeds),
+        edits=st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255), st.sampled_from("fid")), max_size=4),
+    )
+    def check(seed: bytes, edits: list[tuple[int, int, str]]) -> None:
+        data = bytearray(seed)
+        for pos, value, how in edits:
+            pos %= len(data) + 1
+            if how == "f" and pos < len(data):
+                data[pos] = value
+            elif how == "i":
+                data[pos:pos] = bytes([value])
+            elif how == "d":
+                del data[pos : pos + 1]
+        mutated = bytes(data)
+        if _oracle(mutated):
+            assert _flagged(mutated), mutated
+
+    check()
+
+
+@pytest.mark.reference
+def test_property_mutated_zips(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Reordered, duplicated, deflated or renamed members: whenever torch.load reaches the payload, exit 3."""
+    torch = pytest.importorskip("torch")
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    base, names = _torch_zip(tmp_path_factory.mktemp("base"))
+    folder = names[0].split("/")[0]
+    evil = P2 + b"}(" + text("w") + file_handler(Path("/nonexistent/canary")) + b"u."
+    with zipfile.ZipFile(base) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+
+    recorder = type(sys)("recorder")
+    recorder.Unpickler = _Recorder  # type: ignore[attr-defined]
+    recorder.load = pickle.load  # type: ignore[attr-defined]
+    recorder.__name__ = "pickle"
+
+    @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(
+        order=st.permutations(list(members)),
+        evil_at=st.sampled_from(["none", "replace", "before", "after", "other_folder"]),
+        deflate=st.booleans(),
+        flips=st.lists(st.tuples(st.integers(0, 1 << 16), st.integers(0, 255)), max_size=3),
+    )
+    def check(order: list[str], evil_at: str, deflate: bool, flips: list[tuple[int, int]]) -> None:
+        path = tmp_path_factory.mktemp("z") / "m.pt"
+        with warnings.catch_warnings(), zipfile.ZipFile(path, "w") as zf:
+            warnings.simplefilter("ignore")
+            method = zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED
+            if evil_at == "before":
+                zf.writestr(f"{folder}/data.pkl", evil, compress_type=method)
+            for name in order:
+                data = evil if evil_at == "replace" and name.endswith("/data.pkl") else members[name]
+                zf.writestr(name, data, compress_type=method if name.endswith(".pkl") else zipfile.ZIP_STORED)
+            if evil_at == "after":
+                zf.writestr(f"{folder}/data.pkl", evil, compress_type=method)
+            if evil_at == "other_folder":
+                zf.writestr("other/data.pkl", evil)
+        if flips:  # byte flips anywhere: headers, names, the pickles themselves
+            flipped = bytearray(path.read_bytes())
+            for pos, value in flips:
+                flipped[pos % len(flipped)] = value
+            path.write_bytes(bytes(flipped))
+        _Recorder.ran = False
+        try:
+            with _memory_cap():
+                torch.load(path, weights_only=False, pickle_module=recorder)
+        except Exception:  # noqa: BLE001, S110 - only whether the payload ran matters
+            pass
+        try:
+            ckpt = load(path)
+        except InspectorError:
+            assert not _Recorder.ran, "torch ran the payload but the inspector reported only an error"
+            return
+        unsafe = any(f.code == "UNSAFE_CONTENT" for f in ckpt.findings)
+        assert unsafe or not _Recorder.ran
+        if not flips:
+            assert unsafe == (evil_at != "none")  # every pickle in the archive is checked
+
+    check()
