@@ -133,10 +133,24 @@ class Probe:
         except Exception:  # sniffing must not raise; load() re-reads and reports the error
             return None
 
+    @property
+    def hdf5_head_offset(self) -> int | None:
+        """Where the HDF5 signature sits within the head (0, 512, 1024 or 2048), or None: no read."""
+        pos = 0
+        while pos + 8 <= len(self.head):
+            if self.head[pos : pos + 8] == HDF5_SIGNATURE:
+                return pos
+            pos = 512 if pos == 0 else pos * 2
+        return None
+
     @cached_property
     def hdf5_offset(self) -> int | None:
-        """Where the HDF5 signature sits (0, 512, 1024, ...), or None."""
-        pos = 0
+        """Where the HDF5 signature sits (0, 512, 1024, ...), or None. Past the head this reads 8 bytes at each
+        candidate offset (up to 1 GiB: 19 reads), so detection asks it only of a file no loader claims."""
+        found = self.hdf5_head_offset
+        if found is not None or self.size <= len(self.head):
+            return found
+        pos = 512
         while pos + 8 <= min(self.size, self.userblock_limit):
             if self.read_at(pos, 8) == HDF5_SIGNATURE:
                 return pos
