@@ -119,7 +119,7 @@ def _is_folder(path: str) -> bool:
 
 
 def _inspect_files(args: argparse.Namespace) -> int:
-    from inspector.render import render_json, render_text, report_dict
+    from inspector.render import render_text, report_dict, write_json
     from inspector.report import inspect
 
     if args.data:  # value statistics: numpy and the diff renderers, only when asked for
@@ -168,7 +168,8 @@ def _inspect_files(args: argparse.Namespace) -> int:
         inspected = [*args.paths, *(str(f["path"]) for d in dicts for f in d.get("files", []))]
         status = _worse(status, _write_html(args.html, lambda: report_html(dicts), inspected))
     if args.json and dicts:
-        print(render_json(dicts, many=len(args.paths) > 1))
+        write_json(dicts, len(args.paths) > 1, sys.stdout.write)  # in pieces: the text is never whole in memory
+        sys.stdout.write("\n")
     elif texts:
         print("\n\n".join(texts))
     return status

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
-from inspector.jsontext import dumps
+from inspector.jsontext import dumps, write
 from inspector.reconcile import BUCKETS, human, unit_trap
 from inspector.records import Checkpoint, Region, TensorInfo, TensorKind
 from inspector.report import Report
@@ -156,6 +157,11 @@ def report_dict(report: Report) -> dict[str, Any]:
 def render_json(reports: list[dict[str, Any]], many: bool) -> str:
     """`json.dumps(..., indent=2, default=str)`'s text, written by `inspector.jsontext` (3x faster, no chunk list)."""
     return dumps(reports if many else reports[0], default=str)
+
+
+def write_json(reports: list[dict[str, Any]], many: bool, out: Callable[[str], object]) -> None:
+    """`render_json`'s text passed to `out` in pieces (the CLI writes them to stdout as they come)."""
+    write(reports if many else reports[0], out, default=str)
 
 
 # -- text --------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inspector.jsontext import dumps
+from inspector.jsontext import dumps, write
 from inspector.roles import FAMILY_MATCHERS, ROLE_RULES, Matcher, compile_rules
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,6 +40,13 @@ documents = st.recursive(
 @given(documents)
 def test_json_text_is_json_dumps_indent_2(doc: object) -> None:
     assert dumps(doc) == json.dumps(doc, indent=2, default=str)
+
+
+def test_json_text_of_large_containers_written_in_pieces() -> None:
+    doc = {"a": {"b": {"c": {"d": [{"name": f"t{i}", "shape": [i, 2], "notes": []} for i in range(600)]}}}, "e": {}}
+    pieces: list[str] = []
+    write(doc, pieces.append)
+    assert len(pieces) > 600 and "".join(pieces) == dumps(doc) == json.dumps(doc, indent=2, default=str)
 
 
 def test_json_text_of_other_objects_cycles_and_bad_keys() -> None:
