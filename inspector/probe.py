@@ -124,10 +124,10 @@ class Probe:
     @cached_property
     def zip_members(self) -> tuple[ZipMember, ...] | None:
         """The zip central directory, or None when the file is not a readable zip."""
-        from loaders._zip import read_central_directory
-
         if not self.head.startswith(b"PK\x03\x04"):
             return None
+        from loaders._zip import read_central_directory
+
         try:
             return read_central_directory(self, fmt="zip")
         except Exception:  # sniffing must not raise; load() re-reads and reports the error
