@@ -100,6 +100,11 @@ def test_remembered_rule_is_the_first_rule_that_matches(batch: list[str], family
         assert (found[0].rule_id if found else None) == _full_scan(matcher, name), name
 
 
+def test_every_rule_pattern_compiles() -> None:
+    """Patterns are compiled on first use: a broken one must still fail here, not on some user's file."""
+    assert len(compile_rules(ROLE_RULES).compiled) == len(ROLE_RULES)
+
+
 def test_digits_spelled_in_a_pattern_keep_their_value() -> None:
     matcher = compile_rules(ROLE_RULES)
     assert matcher.shape_key("a/kernel:0") != matcher.shape_key("a/kernel:5")  # ':0' is spelled in a Keras rule
