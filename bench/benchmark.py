@@ -208,7 +208,8 @@ def checkpoint_bytes(path: Path) -> int:
         return sum(p.stat().st_size for p in path.parent.iterdir())
     if path.suffix == ".index":
         return sum(p.stat().st_size for p in path.parent.glob(path.stem + ".*"))
-    return path.stat().st_size
+    external = path.with_name(path.name + ".data")  # ONNX external data
+    return path.stat().st_size + (external.stat().st_size if path.suffix == ".onnx" and external.exists() else 0)
 
 
 def make_files(out: Path, sizes: list[int], formats: list[str]) -> list[tuple[str, str, Path]]:
@@ -461,7 +462,7 @@ def startup(out: Path, formats: list[str], runs: int) -> None:
     tensors = arrays(GIB, STARTUP_TENSORS)
     for fmt in formats:
         suffix, write = WRITERS[fmt]
-        path = out / f"startup_1g{suffix}"
+        path = out / f"startup_1g_{fmt}{suffix}"
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists():
             write(path, tensors)
