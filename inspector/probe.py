@@ -74,6 +74,13 @@ class Probe:
         except OSError as exc:
             raise InputError(self.path, exc.strerror or "cannot open") from exc
         self._fd = fd
+        if hasattr(os, "posix_fadvise"):
+            # header reads are a few scattered ranges: no readahead beyond the pages asked for (a cold 1 GiB
+            # file would otherwise pull up to 128 KiB around every record header)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            except OSError:
+                pass
         self.size = os.fstat(fd).st_size
         self.bytes_read = 0
         self.cache: dict[str, object] = {}  # parsed structures shared by claim() and load() (the zip directory)
@@ -118,6 +125,15 @@ class Probe:
         """The last `min(n, size)` bytes."""
         n = min(n, self.size)
         return self.read_at(self.size - n, n)
+
+    def sequential(self) -> Probe:
+        """Readahead back on, for a probe that streams tensor values (`--data`) rather than reading headers."""
+        if getattr(self, "_fd", -1) >= 0 and hasattr(os, "posix_fadvise"):
+            try:
+                os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_NORMAL)
+            except OSError:
+                pass
+        return self
 
     # -- cached structure ----------------------------------------------------------------------
 
