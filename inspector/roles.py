@@ -155,7 +155,7 @@ class Matcher:
     Which rule wins depends only on the name's shape, not on its numbers: `layers.3.mlp` and `layers.17.mlp` go
     to the same rule. The first full scan of a shape is remembered under `shape_key(name)` (the name with every
     digit no pattern spells out mapped to one digit), and later names of that shape are matched against the
-    remembered rule alone (100,000 tensors: one regex each instead of up to 31). A pattern is compiled when a
+    remembered rule alone (100,000 tensors: one regex each instead of up to 75). A pattern is compiled when a
     name is first tried against it (compiling all 75 costs about 8 ms of every run's start-up).
     """
 
