@@ -1,17 +1,25 @@
-"""Benchmark: `inspector FILE --json` against the full-load baselines, on 1 GiB and 2 GiB files of each format.
+"""Benchmark: start-up and scale of `inspector FILE --json` (issue 16), and the full-load baselines.
 
     pip install -e '.[test]' 'torch==2.13.0'
-    python bench/benchmark.py [--out DIR] [--keep] [--sizes 1,2] [--repeat 2]
+    python bench/benchmark.py [--out DIR] [--keep] [--runs 11] [--formats a,b]   start-up table and scaling
+    python bench/benchmark.py --baselines [--sizes 1,2] [--repeat 2]         the full-load baselines table
     python bench/benchmark.py --html         the HTML page's cost on a file of 100,000 tensors
 
-Makes, in a temporary folder (or --out), a 1 GiB and a 2 GiB file of each format with 130 tensors
-(safetensors, npz, PyTorch zip, Keras-2-style HDF5, MXNet .params written by a small writer of the
-documented layout, GGUF by gguf-py, ONNX with external data, a TensorFlow checkpoint, a PyTorch distributed
-checkpoint), plus 10,000-tensor files (safetensors, PyTorch, GGUF, ONNX, TF, DCP); --formats picks a subset.
-Each measurement runs in a fresh process: wall time (best of --repeat), peak resident memory (ru_maxrss of the
-child) and bytes the process read through system calls (rchar from /proc/self/io at exit). Prints one table and the
-targets (inspector under 0.5 s and 100 MB; under a tenth of the baseline's time; 2 GiB within 1.2x of
-1 GiB; 10,000 tensors well under 2 s).
+The default run makes a 1 GiB file of each format with 128 tensors (safetensors, npz, PyTorch zip, Keras-2-style
+HDF5, MXNet .params written by a small writer of the documented layout, GGUF by gguf-py, ONNX with external data,
+a TensorFlow checkpoint, a PyTorch distributed checkpoint; --formats picks a subset) and prints, per format:
+the median whole-process wall time of `inspector FILE --json` over --runs runs alternating with the reference
+`python -c pass` in the same venv (HDF5: `python -c "import h5py"`), as a ratio to the reference's median; peak
+RSS (VmHWM); bytes the process read through system calls (rchar, the interpreter's own files included) and bytes
+pulled from storage for the file after its pages were evicted from the page cache (read_bytes of a run after
+posix_fadvise(DONTNEED): the cold-file cost, page-cache readahead included). Then the 1,000 / 10,000 / 100,000
+tiny-tensor scaling of safetensors and PyTorch zip files with the growth exponents log10(t10k / t1k) and
+log10(t100k / t10k). Targets (issue 16): <= 3x `python -c pass`, <= 1.3x `import h5py`, <= 20 MiB peak (non-HDF5),
+100,000 tensors <= 1.5 s and <= 200 MiB, exponent 10k -> 100k <= 1.05.
+
+`--baselines`: a 1 GiB and a 2 GiB file of each format with 130 tensors, plus 10,000-tensor files; wall time
+(best of --repeat), peak memory and rchar of the inspector against each library's full load, and the targets
+(under a tenth of the baseline's time; 2 GiB within 1.2x of 1 GiB).
 
 `--data` (issue 17): `inspector diff A B --data` between two 1 GiB files of different formats holding the
 same values, and `inspector FILE --data`, with their peak memory (target: under 200 MiB). `--data-only`
@@ -24,9 +32,11 @@ remote read cost against the bytes the loaders read locally (the structures), an
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import shutil
+import statistics
 import struct
 import subprocess
 import sys
@@ -46,6 +56,17 @@ PRELUDE = (
     "def _io():\n"
     "    for line in open('/proc/self/io'):\n"
     "        if line.startswith('rchar'): sys.stderr.write('RCHAR ' + line.split()[1] + '\\n')\n"
+    "    for line in open('/proc/self/status'):\n"
+    "        if line.startswith('VmHWM'): sys.stderr.write('HWM ' + line.split()[1] + '\\n')\n"
+    "atexit.register(_io)\n"
+)
+# The same for the start-up table, with the bytes pulled from storage (read_bytes: page-cache misses).
+PRELUDE_IO = (
+    "import atexit, sys\n"
+    "def _io():\n"
+    "    for line in open('/proc/self/io'):\n"
+    "        key, _, value = line.partition(':')\n"
+    "        if key in ('rchar', 'read_bytes'): sys.stderr.write(key.upper() + ' ' + value.strip() + '\\n')\n"
     "    for line in open('/proc/self/status'):\n"
     "        if line.startswith('VmHWM'): sys.stderr.write('HWM ' + line.split()[1] + '\\n')\n"
     "atexit.register(_io)\n"
@@ -187,7 +208,8 @@ def checkpoint_bytes(path: Path) -> int:
         return sum(p.stat().st_size for p in path.parent.iterdir())
     if path.suffix == ".index":
         return sum(p.stat().st_size for p in path.parent.glob(path.stem + ".*"))
-    return path.stat().st_size
+    external = path.with_name(path.name + ".data")  # ONNX external data
+    return path.stat().st_size + (external.stat().st_size if path.suffix == ".onnx" and external.exists() else 0)
 
 
 def make_files(out: Path, sizes: list[int], formats: list[str]) -> list[tuple[str, str, Path]]:
@@ -367,6 +389,119 @@ def hostile(out: Path) -> int:
     return 0
 
 
+STARTUP_TENSORS = 128
+SCALES = (1_000, 10_000, 100_000)
+SCALE_FORMATS = ("safetensors", "pytorch-zip")
+REFERENCE = {"keras-h5": ("python -c 'import h5py'", "import h5py")}
+DEFAULT_REFERENCE = ("python -c pass", "pass")
+INSPECT = "from inspector.cli import main\nraise SystemExit(main([P, '--json']))"
+
+
+def _run(code: str, path: Path | None) -> tuple[float, dict[str, int]]:
+    """Wall seconds of one fresh `python -c` (P = path) and what its prelude reported (HWM KiB, RCHAR, READ_BYTES)."""
+    script = PRELUDE_IO + (f"P = {str(path)!r}\n" if path else "") + code + "\n"
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    wall = time.perf_counter() - start
+    err = proc.stderr.decode()
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"{code!r} on {path} failed: {err[-500:]}")
+    figures = {
+        k: int(v)
+        for k, _, v in (line.partition(" ") for line in err.splitlines())
+        if k in ("HWM", "RCHAR", "READ_BYTES")
+    }
+    return wall, figures
+
+
+def _evict(path: Path) -> None:
+    """Drop the checkpoint's pages from the page cache, so the next run reads it cold."""
+    files = [path]
+    if path.name == ".metadata":
+        files = list(path.parent.iterdir())
+    elif path.suffix == ".index":
+        files = list(path.parent.glob(path.stem + ".*"))
+    elif path.suffix == ".onnx":
+        files.append(path.with_name(path.name + ".data"))
+    for f in files:
+        if f.exists():
+            fd = os.open(f, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
+def startup_row(fmt: str, path: Path, runs: int) -> list[str]:
+    """Median whole-process time over `runs` alternating runs against the reference, peak RSS, bytes read."""
+    ref_name, ref_code = REFERENCE.get(fmt, DEFAULT_REFERENCE)
+    _run(INSPECT, path)  # warm the interpreter's own files
+    mine: list[float] = []
+    ref: list[float] = []
+    peak = rchar = 0
+    for _ in range(runs):
+        t, figures = _run(INSPECT, path)
+        mine.append(t)
+        peak, rchar = max(peak, figures.get("HWM", 0)), figures.get("RCHAR", 0)
+        ref.append(_run(ref_code, None)[0])
+    _evict(path)
+    _, cold = _run(INSPECT, path)
+    ratio = statistics.median(mine) / statistics.median(ref)
+    return [fmt, f"{checkpoint_bytes(path):,}", f"{statistics.median(mine):.3f}", ref_name,
+            f"{statistics.median(ref):.3f}", f"{ratio:.2f}x", f"{peak / 1024:.1f}", f"{rchar:,}",
+            f"{cold.get('READ_BYTES', 0):,}"]  # fmt: skip
+
+
+def make_scaled(out: Path, fmt: str, n: int) -> Path:
+    """A file of `n` two-element float32 tensors named like a 100-wide transformer stack."""
+    suffix, write = WRITERS[fmt]
+    path = out / f"scale_{n}{suffix}"
+    if not path.exists():
+        write(path, {f"model.layers.{i // 100}.mlp.{i % 100}.weight": np.zeros(2, np.float32) for i in range(n)})
+    return path
+
+
+def scaling_rows(out: Path, runs: int) -> list[list[str]]:
+    """Per format: whole-process median time and peak RSS at 1k/10k/100k tensors, and the growth exponents."""
+    rows = []
+    for fmt in SCALE_FORMATS:
+        times, peaks = [], []
+        for n in SCALES:
+            path = make_scaled(out, fmt, n)
+            samples = [_run(INSPECT, path) for _ in range(runs if n < 100_000 else max(3, runs // 3))]
+            times.append(statistics.median(t for t, _ in samples))
+            peaks.append(max(f.get("HWM", 0) for _, f in samples) / 1024)
+        growth = [math.log10(b / a) for a, b in zip(times, times[1:], strict=False)]
+        rows.append([fmt, *(f"{t:.3f} s / {m:.0f} MiB" for t, m in zip(times, peaks, strict=True)),
+                     f"{growth[0]:.2f}", f"{growth[1]:.2f}"])  # fmt: skip
+    return rows
+
+
+def startup(out: Path, formats: list[str], runs: int) -> None:
+    """The issue-16 tables: start-up per format on 1 GiB files of 128 tensors, then the tensor-count scaling."""
+    from tabulate import tabulate
+
+    rows = []
+    tensors = arrays(GIB, STARTUP_TENSORS)
+    for fmt in formats:
+        suffix, write = WRITERS[fmt]
+        path = out / f"startup_1g_{fmt}{suffix}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            write(path, tensors)
+        rows.append(startup_row(fmt, path, runs))
+    print(f"{STARTUP_TENSORS}-tensor 1 GiB files, median of {runs} runs alternating with the reference:")
+    print(tabulate(rows, headers=["format", "bytes", "inspector s", "reference", "reference s", "ratio",
+                                  "peak MiB", "rchar", "cold file bytes read"], disable_numparse=True))  # fmt: skip
+    print()
+    scale = [f for f in SCALE_FORMATS if f in formats]
+    if scale:
+        print("Scaling with the tensor count (whole process, median; exponents: log10 of the time ratio per 10x):")
+        print(tabulate(scaling_rows(out, runs), headers=["format", "1,000", "10,000", "100,000",
+                                                          "exponent 1k->10k", "exponent 10k->100k"],
+                       disable_numparse=True))  # fmt: skip
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hostile", action="store_true", help="only the safety bounds on small hostile pickles")
@@ -379,8 +514,19 @@ def main() -> int:
     ap.add_argument("--remote", action="store_true", help="also read every file over HTTP from 127.0.0.1")
     ap.add_argument("--remote-only", action="store_true", help="only the remote table")
     ap.add_argument("--formats", default=",".join(WRITERS), help="formats to measure (default: all)")
+    ap.add_argument("--runs", type=int, default=11, help="alternating runs per start-up figure (default 11)")
+    ap.add_argument("--baselines", action="store_true", help="the full-load baselines table instead")
     args = ap.parse_args()
     formats = args.formats.split(",")
+    if not (args.baselines or args.html or args.data_only or args.remote or args.remote_only):
+        out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="inspector-bench-"))
+        out.mkdir(parents=True, exist_ok=True)
+        try:
+            startup(out, [f for f in formats if f in WRITERS], args.runs)
+        finally:
+            if not args.keep and not args.out:
+                shutil.rmtree(out, ignore_errors=True)
+        return 0
     if args.html:
         with tempfile.TemporaryDirectory(prefix="inspector-bench-") as tmp:
             html_figures(Path(tmp), args.repeat)

@@ -88,8 +88,9 @@ def _auto_base(name: str) -> tuple[str, str, int]:
 def auto_name_pairs(expected: Sequence[str], found: Sequence[str]) -> dict[str, str]:
     """Keras numbers auto names per process ('dense', 'dense_1'... or 'dense_7', 'dense_8' in a notebook): an
     expected name the file lacks is paired with the file's layers of the same base name, in counter order."""
-    missing = [n for n in expected if n not in found]
-    spare = sorted((n for n in found if n not in expected), key=lambda n: _auto_base(n)[2])
+    found_set, expected_set = set(found), set(expected)  # sets: a file of 100,000 layers stays linear
+    missing = [n for n in expected if n not in found_set]
+    spare = sorted((n for n in found if n not in expected_set), key=lambda n: _auto_base(n)[2])
     pairs: dict[str, str] = {}
     for name in sorted(missing, key=lambda n: _auto_base(n)[2]):
         base, rest, _ = _auto_base(name)

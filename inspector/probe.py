@@ -74,6 +74,13 @@ class Probe:
         except OSError as exc:
             raise InputError(self.path, exc.strerror or "cannot open") from exc
         self._fd = fd
+        if hasattr(os, "posix_fadvise"):
+            # header reads are a few scattered ranges: no readahead beyond the pages asked for (a cold 1 GiB
+            # file would otherwise pull up to 128 KiB around every record header)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            except OSError:
+                pass
         self.size = os.fstat(fd).st_size
         self.bytes_read = 0
         self.cache: dict[str, object] = {}  # parsed structures shared by claim() and load() (the zip directory)
@@ -119,24 +126,47 @@ class Probe:
         n = min(n, self.size)
         return self.read_at(self.size - n, n)
 
+    def sequential(self) -> Probe:
+        """Readahead back on, for a probe that streams tensor values (`--data`) rather than reading headers."""
+        if getattr(self, "_fd", -1) >= 0 and hasattr(os, "posix_fadvise"):
+            try:
+                os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_NORMAL)
+            except OSError:
+                pass
+        return self
+
     # -- cached structure ----------------------------------------------------------------------
 
     @cached_property
     def zip_members(self) -> tuple[ZipMember, ...] | None:
         """The zip central directory, or None when the file is not a readable zip."""
-        from loaders._zip import read_central_directory
-
         if not self.head.startswith(b"PK\x03\x04"):
             return None
+        from loaders._zip import read_central_directory
+
         try:
             return read_central_directory(self, fmt="zip")
         except Exception:  # sniffing must not raise; load() re-reads and reports the error
             return None
 
+    @property
+    def hdf5_head_offset(self) -> int | None:
+        """Where the HDF5 signature sits within the head (0, 512, 1024 or 2048), or None: no read."""
+        pos = 0
+        while pos + 8 <= len(self.head):
+            if self.head[pos : pos + 8] == HDF5_SIGNATURE:
+                return pos
+            pos = 512 if pos == 0 else pos * 2
+        return None
+
     @cached_property
     def hdf5_offset(self) -> int | None:
-        """Where the HDF5 signature sits (0, 512, 1024, ...), or None."""
-        pos = 0
+        """Where the HDF5 signature sits (0, 512, 1024, ...), or None. Past the head this reads 8 bytes at each
+        candidate offset (up to 1 GiB: 19 reads), so detection asks it only of a file no loader claims."""
+        found = self.hdf5_head_offset
+        if found is not None or self.size <= len(self.head):
+            return found
+        pos = 512
         while pos + 8 <= min(self.size, self.userblock_limit):
             if self.read_at(pos, 8) == HDF5_SIGNATURE:
                 return pos

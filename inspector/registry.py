@@ -1,15 +1,17 @@
 """The loader registry and content-based detection.
 
 Loaders come from `loaders.BUILTIN_LOADERS` plus the entry-point group ``inspector.loaders``, loaded
-lazily on first use. Detection asks every loader for a `Claim` and keeps the single strongest; the
-file extension is never consulted except as a hint in error messages.
+lazily on first use. `importlib.metadata` (about 20 ms of imports) is loaded only when an installed
+distribution declares that group: `_declares_plugins` looks for it in the `entry_points.txt` files first.
+Detection asks every loader for a `Claim` and keeps the single strongest; the file extension is never
+consulted except as a hint in error messages.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
-from importlib.metadata import entry_points
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -34,10 +36,34 @@ def _ensure_loaded() -> None:
 
     for cls in BUILTIN_LOADERS:
         _LOADERS.setdefault(cls.name, cls)
+    if not _declares_plugins():
+        return
+    from importlib.metadata import entry_points
+
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         cls = ep.load()
         if cls.name not in _LOADERS:
             _LOADERS[cls.name] = cls
+
+
+def _declares_plugins(paths: list[str] | None = None) -> bool:
+    """Whether some distribution on `sys.path` declares ``[inspector.loaders]`` in its entry_points.txt (the file
+    `importlib.metadata` reads for `entry_points()`), looked up without importing it."""
+    header = f"[{ENTRY_POINT_GROUP}]"
+    for folder in sys.path if paths is None else paths:
+        try:
+            with os.scandir(folder or ".") as entries:
+                metadata = [e.path for e in entries if e.name.endswith((".dist-info", ".egg-info"))]
+        except OSError:  # a zip on sys.path, a missing folder: importlib.metadata finds nothing there either
+            continue
+        for meta in metadata:
+            try:
+                with open(os.path.join(meta, "entry_points.txt"), encoding="utf-8", errors="replace") as fh:
+                    if header in fh.read():
+                        return True
+            except OSError:
+                continue
+    return False
 
 
 def loaders() -> Mapping[str, type[Loader]]:
@@ -66,17 +92,26 @@ def unregister_loader(name: str) -> None:
 def detect_probe(probe: Probe) -> Loader:
     """The loader whose claim on the file is strongest.
 
+    Claims come from the first `HEAD_BYTES` (and a zip's directory); a loader's optional `late_claim`, which reads
+    elsewhere in the file, is asked only when no loader claims it so, so a claimed file costs no extra reads.
+
     Raises:
         UnknownFormatError: no loader claims the file.
         AmbiguousFormatError: two loaders claim it equally strongly.
     """
     _ensure_loaded()
     claims = []
-    for cls in _LOADERS.values():
-        loader = cls()
+    instances = [cls() for cls in _LOADERS.values()]
+    for loader in instances:
         strength = loader.claim(probe)
         if strength is not None:
             claims.append((strength, loader))
+    if not claims:  # evidence away from the head (a file's last bytes, an HDF5 user block): only now is it read
+        for loader in instances:
+            late = getattr(loader, "late_claim", None)
+            strength = late(probe) if late is not None else None
+            if strength is not None:
+                claims.append((strength, loader))
     if not claims:
         raise UnknownFormatError(probe.path, probe.head, probe.size)
     best = max(strength for strength, _ in claims)

@@ -139,7 +139,7 @@ class TensorSource:
 
     def probe(self, file: int) -> Probe:
         if file not in self._probes:
-            self._probes[file] = Probe(self.ckpt.files[file][0])
+            self._probes[file] = Probe(self.ckpt.files[file][0]).sequential()  # values: readahead on
         return self._probes[file]
 
     def storage_dtype(self, t: TensorInfo) -> np.dtype[Any]:

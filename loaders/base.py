@@ -31,6 +31,9 @@ class Loader(Protocol):
 
     def claim(self, probe: Probe) -> Claim | None: ...
 
+    # Optional: `late_claim(probe) -> Claim | None`, a claim from bytes away from the head (the file's last
+    # bytes, an HDF5 signature after a user block), asked only when no loader claims the file by `claim`.
+
     def load(self, probe: Probe) -> Checkpoint: ...
 
 

@@ -268,6 +268,10 @@ class KerasH5Loader:
     extensions: ClassVar[tuple[str, ...]] = (".h5", ".hdf5", ".keras")
 
     def claim(self, probe: Probe) -> Claim | None:
+        return Claim.EXACT if probe.hdf5_head_offset is not None else None
+
+    def late_claim(self, probe: Probe) -> Claim | None:
+        """The signature after a user block larger than the head (read at 4096, 8192, ...)."""
         return Claim.EXACT if probe.hdf5_offset is not None else None
 
     def load(self, probe: Probe) -> Checkpoint:

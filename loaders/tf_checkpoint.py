@@ -418,10 +418,16 @@ class TfCheckpointLoader:
     member_entry = staticmethod(_sibling_index)
 
     def claim(self, probe: Probe) -> Claim | None:
-        if probe.size >= _sstable.FOOTER_BYTES and probe.tail(8) == _sstable.MAGIC_BYTES:
+        if probe.size <= len(probe.head) and self.late_claim(probe):  # the whole file is in the head
             return Claim.EXACT
         # A data shard has no magic of its own: its index beside it (checked by content) is the evidence.
         return Claim.STRUCTURE if _sibling_index(probe.path) is not None else None
+
+    def late_claim(self, probe: Probe) -> Claim | None:
+        """The SSTable magic in the file's last 8 bytes: read only when no loader claims the file by its head."""
+        if probe.size >= _sstable.FOOTER_BYTES and probe.tail(8) == _sstable.MAGIC_BYTES:
+            return Claim.EXACT
+        return None
 
     def load(self, probe: Probe) -> Checkpoint:
         index = _sibling_index(probe.path)

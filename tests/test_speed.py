@@ -1,0 +1,186 @@
+"""Issue 16: the fast paths give what the slow ones give (the JSON text, the role rule), and a run imports no more
+than it uses. Timings are in bench/benchmark.py, never here."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inspector.jsontext import dumps, write
+from inspector.roles import FAMILY_MATCHERS, ROLE_RULES, Matcher, compile_rules
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = list(csv.DictReader((Path(__file__).parent / "data" / "role_cases.csv").read_text().splitlines()))
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text()
+    | st.sampled_from([math.nan, math.inf, -math.inf, 0.1, -0.0, 1e300])
+)
+keys = st.text() | st.integers() | st.booleans() | st.none() | st.floats(allow_nan=False)
+documents = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4) | st.tuples(inner, inner),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents)
+def test_json_text_is_json_dumps_indent_2(doc: object) -> None:
+    assert dumps(doc) == json.dumps(doc, indent=2, default=str)
+
+
+def test_json_text_of_large_containers_written_in_pieces() -> None:
+    doc = {"a": {"b": {"c": {"d": [{"name": f"t{i}", "shape": [i, 2], "notes": []} for i in range(600)]}}}, "e": {}}
+    pieces: list[str] = []
+    write(doc, pieces.append)
+    assert len(pieces) > 600 and "".join(pieces) == dumps(doc) == json.dumps(doc, indent=2, default=str)
+
+
+def test_json_text_of_other_objects_cycles_and_bad_keys() -> None:
+    class Thing:
+        def __str__(self) -> str:
+            return "thing [1, 2]"
+
+    doc = {"a": Thing(), "b": [Path("x"), {1.5: (True, None)}], "c": ()}
+    assert dumps(doc) == json.dumps(doc, indent=2, default=str)
+    loop: list[object] = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular"):
+        dumps(loop)
+    with pytest.raises(TypeError):
+        dumps({(1, 2): 3})
+
+
+def test_report_json_is_the_standard_encoders(samples: Path) -> None:
+    from inspector.render import render_json, report_dict
+    from inspector.report import inspect
+
+    dicts = [report_dict(inspect(p)) for p in sorted(samples.rglob("*.safetensors"))[:4]]
+    assert dicts
+    assert render_json(dicts, many=True) == json.dumps(dicts, indent=2, default=str)
+
+
+def _full_scan(matcher: Matcher, name: str) -> str | None:
+    for rule, regex in zip(matcher.rules, matcher.compiled, strict=True):
+        if regex.fullmatch(name):
+            return rule.rule_id
+    return None
+
+
+digits = st.text("0123456789", min_size=1, max_size=3)
+names = st.builds(
+    lambda parts, sep: sep.join(parts),
+    st.lists(digits | st.sampled_from(["layers", "h", "norm1", "weight_ih_l", "bias", "weight", "kernel:0", "conv2",
+                                       "bn", "mlp", "rnn", "self_attn", "in_proj_weight", "dense_1", "i2h"]),
+             min_size=1, max_size=6),
+    st.sampled_from([".", "/", "_"]),
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(names, min_size=1, max_size=8), st.sampled_from(sorted(FAMILY_MATCHERS)))
+def test_remembered_rule_is_the_first_rule_that_matches(batch: list[str], family: str) -> None:
+    """Names of one shape with other numbers (layers.3 / layers.17 / norm1 / norm2) get the rule a full scan gives."""
+    matcher = compile_rules(FAMILY_MATCHERS[family].rules)  # a fresh memo
+    for name in batch + [row["name"] for row in CASES] + batch:
+        found = matcher.match(name)
+        assert (found[0].rule_id if found else None) == _full_scan(matcher, name), name
+
+
+def test_every_rule_pattern_compiles() -> None:
+    """Patterns are compiled on first use: a broken one must still fail here, not on some user's file."""
+    assert len(compile_rules(ROLE_RULES).compiled) == len(ROLE_RULES)
+
+
+def test_digits_spelled_in_a_pattern_keep_their_value() -> None:
+    matcher = compile_rules(ROLE_RULES)
+    assert matcher.shape_key("a/kernel:0") != matcher.shape_key("a/kernel:5")  # ':0' is spelled in a Keras rule
+    assert matcher.shape_key("layers.3.x") == matcher.shape_key("layers.9.x")
+
+
+# -- what a run imports ---------------------------------------------------------------------------------------
+
+NEVER_FOR_A_HEADER = (
+    "numpy",
+    "h5py",
+    "importlib.metadata",
+    "tabulate",
+    "torch",
+    "concurrent.futures",
+    "inspector.audit",
+    "loaders._pickle",  # the private helpers are lazy modules: run only by the loader that reads with them
+    "loaders._hdf5",
+    "loaders._sstable",
+)
+TORCH_HELPERS = ("loaders._pickle",)
+
+
+@pytest.mark.parametrize(
+    ("sample", "allowed"),
+    [("basic/mlp_fp16.safetensors", ()), ("torch/lstm_tied.pt", TORCH_HELPERS), ("basic/cnn_stored.npz", ())],
+)
+def test_json_run_imports_nothing_it_does_not_use(sample: str, allowed: tuple[str, ...]) -> None:
+    path = ROOT / "sample_models" / sample
+    if not path.exists():
+        pytest.skip(f"{sample} not in sample_models")
+    code = (
+        "import sys, io, contextlib\nfrom inspector.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()): main([{str(path)!r}, '--json'])\n"
+        "print(' '.join(sorted(n for n, m in sys.modules.items() if type(m).__name__ != '_LazyModule')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    loaded = set(out.split())
+    assert not {m for m in NEVER_FOR_A_HEADER if m in loaded and m not in allowed}
+
+
+def test_a_declared_plugin_is_still_loaded(tmp_path: Path) -> None:
+    """importlib.metadata is skipped only when no distribution declares the group: a declared one is loaded."""
+    from inspector.registry import _declares_plugins
+
+    (tmp_path / "plug_loader.py").write_text(
+        "from loaders.base import Claim\n"
+        "class PlugLoader:\n    name = 'plug-format'\n    extensions = ('.plug',)\n"
+        "    def claim(self, probe):\n        return Claim.EXACT if probe.head.startswith(b'PLUG') else None\n"
+    )
+    meta = tmp_path / "plug_loader-1.0.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: plug-loader\nVersion: 1.0\n")
+    assert not _declares_plugins([str(tmp_path)])
+    (meta / "entry_points.txt").write_text("[inspector.loaders]\nplug = plug_loader:PlugLoader\n")
+    assert _declares_plugins([str(tmp_path)])
+    (tmp_path / "x.bin").write_bytes(b"PLUG" + bytes(60))
+    code = (
+        f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+        f"from inspector import detect\nprint(detect({str(tmp_path / 'x.bin')!r}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.strip() == "plug-format"
+
+
+def test_an_hdf5_file_behind_a_large_user_block_is_still_found(tmp_path: Path) -> None:
+    """The user-block scan past the head runs only for a file nothing claims by its head, and still finds it."""
+    h5py = pytest.importorskip("h5py")
+    import numpy as np
+
+    from inspector import detect
+    from inspector.probe import Probe
+
+    path = tmp_path / "ub.h5"
+    with h5py.File(path, "w", userblock_size=8192) as f:
+        f.create_dataset("w", data=np.ones(3, np.float32))
+    assert detect(path) == "keras-h5"  # the HDF5 loader's name
+    with Probe(path) as probe:
+        assert probe.hdf5_head_offset is None and probe.hdf5_offset == 8192
