@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from inspector.errors import SpecError
@@ -32,9 +31,10 @@ from inspector.formulas import (
     breakdown,
     total,
 )
+from inspector.recordtype import field, record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Architecture:
     name: str
     hyperparameters: Mapping[str, Any]
@@ -43,7 +43,7 @@ class Architecture:
     family: str | None = None  # a transformers family (`inspector.families`): checked module by module
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Word:
     name: str
     default: Any
@@ -51,7 +51,7 @@ class Word:
     parse: Callable[[str], Any] = int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ArchitectureDef:
     name: str
     description: str

@@ -16,13 +16,13 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from inspector.errors import InputError, InspectorError, MissingDependencyError, UnknownFormatError
 from inspector.probe import Probe, is_url
 from inspector.records import SEVERITY_ORDER, TensorKind
+from inspector.recordtype import record
 from inspector.registry import detect_probe
 
 MAX_FILES = 1_000_000
@@ -43,7 +43,7 @@ class Status(StrEnum):
     NOT_RECOGNISED = "not recognised"  # no loader claims it: not a checkpoint
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class AuditRow:
     path: str
     format: str
@@ -96,7 +96,7 @@ def _key(path: str) -> str:
     return path if is_url(path) else os.path.abspath(path)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Sniffed:
     """What one file is, from its head: the first pass of an audit."""
 

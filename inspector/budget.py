@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from inspector.architectures import Architecture, build, count, parse_spec
 from inspector.errors import SpecError
+from inspector.recordtype import record
 
 MAX_STEPS = 100_000
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Candidate:
     value: int
     total: int

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence, Set
-from dataclasses import dataclass
 
 from inspector.architectures import Architecture
 from inspector.formulas import GRU, LSTM, LayerSpec, SimpleRNN, breakdown
 from inspector.modules import module_name
 from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
+from inspector.recordtype import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Layer:
     """The parameter tensors of one file layer, with their roles."""
 

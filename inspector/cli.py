@@ -203,8 +203,7 @@ def _audit(args: argparse.Namespace) -> int:
             bar.close()
     written = EXIT_OK
     if args.html:
-        from dataclasses import asdict
-
+        from inspector.recordtype import asdict
         from inspector.render_html import audit_html
 
         written = write_html(args.html, lambda: audit_html([asdict(r) for r in rows]), [r.path for r in rows])

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from inspector.errors import SpecError
 from inspector.records import TensorKind
+from inspector.recordtype import field, record
 
 if TYPE_CHECKING:
     from inspector.records import Checkpoint, TensorInfo
@@ -47,7 +47,7 @@ class DiffKind(StrEnum):
     NOT_COMPARED = "not_compared"  # --data: values that could not be streamed
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class NamingRule:
     """A regular expression substitution applied to every name of both files (`source`: where the naming is from)."""
 
@@ -108,7 +108,7 @@ _COMPILED = tuple((re.compile(r.pattern), r.replacement) for r in NAMING_RULES)
 _PARAM_END = re.compile(r"(?:^|[._/])(" + "|".join(PARAM_NAMES) + r")(?::\d+)?$")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class MapRule:
     """A user rule (``--map FROM=TO``): A's normalised names matching FROM, rewritten for B."""
 
@@ -116,7 +116,7 @@ class MapRule:
     replacement: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Pair:
     a: TensorInfo
     b: TensorInfo
@@ -124,7 +124,7 @@ class Pair:
     perm: tuple[int, ...] | None = None  # b = a.transpose(perm) when the layouts differ
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Difference:
     kind: DiffKind
     a: str | None
@@ -135,7 +135,7 @@ class Difference:
     details: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Diff:
     """Everything `inspector diff` says about two checkpoints."""
 

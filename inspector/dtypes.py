@@ -7,8 +7,9 @@ meaning (numpy strings, structured records, pickled objects) get a generated nam
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+
+from inspector.recordtype import record
 
 
 class DKind(StrEnum):
@@ -21,7 +22,7 @@ class DKind(StrEnum):
     OPAQUE = "opaque"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class DType:
     name: str
     bits: int

@@ -21,15 +21,15 @@ Adding a family is one `Family(...)` entry in `FAMILIES`; `inspector.family_chec
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from inspector.errors import SpecError
+from inspector.recordtype import field, record
 
 COUNTS = {"i": "layers", "j": "decoder_layers", "k": "vision_layers", "e": "experts"}  # placeholder -> count
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Part:
     """One module of a family.
 
@@ -80,7 +80,7 @@ def part_role(part: Part) -> str:
     return {"norm": "norm", "conv": "conv"}.get(part.kind, "learned_tensor")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Family:
     name: str
     description: str

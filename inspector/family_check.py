@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from inspector.errors import SpecError
@@ -27,6 +26,7 @@ from inspector.families import (
 from inspector.formulas import Block, Conv, Dense, Embedding, LayerSpec, Norm, Tensor, total
 from inspector.modules import file_modules, module_spec, statistic_modules
 from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
+from inspector.recordtype import field, record
 
 PLACEHOLDER = re.compile(r"\{([ijke])\}")
 DIM = re.compile(r"(\w+)(?:([+*])(\d+))?")
@@ -101,7 +101,7 @@ def canonical_name(t: TensorInfo) -> str:
     return t.name
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FileModules:
     """A file's parameter tensors, indexed once: by module path (name less its last part) and by name."""
 
@@ -122,7 +122,7 @@ class FileModules:
         return cls({k: tuple(v) for k, v in modules.items()}, tensors, keys)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FileView:
     """The file seen from a family prefix ('model.', 'bert.', '')."""
 
@@ -266,7 +266,7 @@ def _spec(part: Part, h: Mapping[str, Any], tensors: Sequence[TensorInfo] | None
     return Tensor(tuple(dims), "Tensor", name=name)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ExpectedModule:
     path: str  # full module path in the file
     row: str  # the report row (block) it belongs to
@@ -318,7 +318,7 @@ def _describe(spec: LayerSpec) -> str:
     return f"{spec.kind} {total(spec):,}"
 
 
-@dataclass
+@record
 class _Row:
     """One row of the check: a block ('model.layers.3') or a module, and what differs in it."""
 

@@ -8,11 +8,11 @@ hidden-to-hidden). Formulas know nothing about files or names; architectures com
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
 from enum import StrEnum
 from math import prod
 
 from inspector.errors import SpecError
+from inspector.recordtype import fields, record
 
 
 class Convention(StrEnum):
@@ -27,7 +27,7 @@ GATES = {"SimpleRNN": 1, "LSTM": 4, "GRU": 3}
 RNN_BIASES = {Convention.KERAS: 1, Convention.TORCH: 2, Convention.MXNET: 2}
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class LayerSpec:
     """A layer whose parameter count a formula gives. Subclasses hold positive int sizes and a `name`."""
 
@@ -43,7 +43,7 @@ class LayerSpec:
         return type(self).__name__
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Dense(LayerSpec):
     inputs: int
     units: int
@@ -51,14 +51,14 @@ class Dense(LayerSpec):
     name: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Embedding(LayerSpec):
     vocab: int
     dim: int
     name: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Conv(LayerSpec):
     """Conv 1d/2d/3d, grouped (depthwise: groups = in_channels) or transposed: the same count either way."""
 
@@ -75,7 +75,7 @@ class Conv(LayerSpec):
             raise SpecError(f"Conv: groups={self.groups} must divide in_channels and filters")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Recurrent(LayerSpec):
     """SimpleRNN, LSTM or GRU. `biases` overrides the convention's number of bias vectors."""
 
@@ -97,17 +97,17 @@ class Recurrent(LayerSpec):
         return self.biases if self.biases is not None else RNN_BIASES[self.convention]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SimpleRNN(Recurrent):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class LSTM(Recurrent):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class GRU(Recurrent):
     reset_after: bool = True
 
@@ -118,7 +118,7 @@ class GRU(Recurrent):
         return Recurrent.bias_vectors.fget(self)  # type: ignore[attr-defined, no-any-return]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class BatchNorm(LayerSpec):
     """Keras and MXNet count the moving statistics (non-trainable); `scale`/`shift` are Keras's scale/center."""
 
@@ -129,14 +129,14 @@ class BatchNorm(LayerSpec):
     shift: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class LayerNorm(LayerSpec):
     features: int
     bias: bool = True
     name: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Norm(LayerSpec):
     """Any normalisation with an optional scale and shift of `features`: LayerNorm, RMSNorm (scale only),
     GroupNorm/InstanceNorm (affine or not), a BatchNorm whose running statistics are buffers (PyTorch)."""
@@ -152,7 +152,7 @@ class Norm(LayerSpec):
         return self.norm
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Tensor(LayerSpec):
     """A bare learned tensor of a given shape: a class token, a learned position table, a layer scale,
     PReLU slopes, fused expert weights; its count is the product of its shape."""
@@ -166,7 +166,7 @@ class Tensor(LayerSpec):
         return self.label
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Block(LayerSpec):
     """A named group of layers (a transformer block, an encoder stage): the sum of its parts."""
 
@@ -179,7 +179,7 @@ class Block(LayerSpec):
         return self.label
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Attention(LayerSpec):
     """Multi-head attention: query, key, value and output projections of d_model (heads do not change the count)."""
 
@@ -190,7 +190,7 @@ class Attention(LayerSpec):
     name: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class TransformerBlock(LayerSpec):
     """Attention, a two-layer feed-forward network and `norms` LayerNorms, with biases throughout."""
 
@@ -201,7 +201,7 @@ class TransformerBlock(LayerSpec):
     name: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class InitialState(LayerSpec):
     """A learned initial hidden state: one vector of `units` per layer (rau's learned_initial_state)."""
 

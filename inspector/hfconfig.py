@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
 from inspector.errors import InspectorError
 from inspector.probe import Probe
 from inspector.records import Checkpoint
+from inspector.recordtype import replace
 
 MAX_CONFIG_BYTES = 1 << 20
 CONFIG_NAME = "config.json"

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from inspector import family_check
 from inspector.architectures import Architecture, build
@@ -30,6 +29,7 @@ from inspector.formulas import (
 from inspector.keras_layers import config_specs
 from inspector.modules import file_specs
 from inspector.records import Checkpoint, Expectation, RoleMatch, TensorKind
+from inspector.recordtype import replace
 
 
 def _rule(layers: dict[str, Layer], prefix: str) -> list[Layer]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from inspector.errors import SpecError
@@ -30,6 +29,7 @@ from inspector.formulas import (
     SimpleRNN,
     Tensor,
 )
+from inspector.recordtype import record
 
 Shape = tuple[int | None, ...]  # batch dimension left out; None: unknown
 CONV_WORDS = frozenset({"filters", "kernel_size", "strides", "padding", "dilation_rate", "use_bias", "groups"})
@@ -37,7 +37,7 @@ RNN_WORDS = frozenset({"units", "use_bias", "return_sequences", "reset_after"})
 NORM_WORDS = frozenset({"center", "scale", "axis"})
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class KerasLayer:
     """One Keras class: positional words, accepted keywords, specs from (config, input shape), output shape."""
 

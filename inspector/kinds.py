@@ -12,15 +12,15 @@ the roles and the expectation all read one decision.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
 
 from inspector.records import Checkpoint, TensorInfo, TensorKind
+from inspector.recordtype import record, replace
 
 # Frameworks whose loaders state every tensor's kind (their statistics are parameters they count).
 STATED = ("keras", "mxnet", "tensorflow")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class KindRule:
     rule_id: str
     kind: TensorKind

@@ -10,7 +10,6 @@ module *should* hold.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from inspector.formulas import (
     GRU,
@@ -27,6 +26,7 @@ from inspector.formulas import (
     Tensor,
 )
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
+from inspector.recordtype import record
 
 GATE_CELLS: dict[int, type[Recurrent]] = {1: SimpleRNN, 3: GRU, 4: LSTM}
 # TensorFlow (TF1 Saver, tf.train.Checkpoint) keeps Keras's layouts: (in, out) kernels, counted moving statistics
@@ -39,7 +39,7 @@ SCALES = ("weight", "gamma", "scale")
 SHIFTS = ("bias", "beta")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Module:
     """The parameter tensors of one file module (aliases included), with their roles."""
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from inspector import dtypes
 from inspector.records import Checkpoint, Finding, RegionKind, Severity, TensorInfo, TensorKind
+from inspector.recordtype import record
 
 MB = 1_000_000
 MIB = 1 << 20
@@ -47,7 +47,7 @@ REGION_BUCKET = {kind: kind.value for kind in RegionKind if kind is not RegionKi
 KIND_PRIORITY = (TensorKind.PARAMETER, TensorKind.BUFFER, TensorKind.OPTIMIZER, TensorKind.OTHER, TensorKind.METADATA)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Step:
     """One labelled step of the walk from file size to parameter bytes."""
 
@@ -55,7 +55,7 @@ class Step:
     nbytes: int  # bytes removed (positive) or added back (negative, e.g. compression savings)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Accounting:
     """Every byte attributed, and the size-implied counts."""
 

@@ -8,11 +8,12 @@ tested with hand-built records.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from enum import StrEnum
 from math import prod
 from types import MappingProxyType
 from typing import Any
+
+from inspector.recordtype import field, record
 
 SCHEMA_VERSION = 1
 PICKLED_DTYPE = "OBJECT"  # the dtype of an array of pickled Python objects
@@ -42,7 +43,7 @@ class RegionKind(StrEnum):
     UNKNOWN = "unknown"  # bytes no rule explains: a bug or trailing garbage
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class TensorInfo:
     """One tensor as stored. `offset` is absolute in file `file` (an index into `Checkpoint.files`).
 
@@ -91,7 +92,7 @@ class TensorInfo:
         return self.nbytes if self.span is None else self.span
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Region:
     """A byte range `[start, start + length)` of file `file` and what it holds."""
 
@@ -116,7 +117,7 @@ class Severity(StrEnum):
 SEVERITY_ORDER = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Finding:
     """Something the reader noticed: a mismatch, a tie, a skipped check. Data, never an exception."""
 
@@ -132,7 +133,7 @@ def _frozen_map(m: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
     return MappingProxyType(dict(m or {}))
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Checkpoint:
     """Everything a loader learned from a file's headers.
 
@@ -176,7 +177,7 @@ class Checkpoint:
         return not any(t.kind is TensorKind.METADATA and t.dtype == PICKLED_DTYPE for t in self.tensors)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class RoleMatch:
     """What one tensor is: its layer, its role in that layer, and the rule that said so.
 
@@ -190,7 +191,7 @@ class RoleMatch:
     rule_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class LayerCheck:
     """One layer of an expectation: what the formula says against what the file holds."""
 
@@ -202,7 +203,7 @@ class LayerCheck:
     explanation: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Expectation:
     """An architecture (inferred, read from the file's config, or stated with --expect) and its check."""
 

@@ -22,13 +22,13 @@ import re
 import time
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from inspector.errors import InputError, LimitExceededError, MissingDependencyError
 from inspector.probe import HEAD_BYTES, Probe
 from inspector.records import Checkpoint
+from inspector.recordtype import record, replace
 
 TIMEOUT_S = 30  # per request (connect and read)
 RETRIES = 3  # further attempts after a transient failure
@@ -61,7 +61,7 @@ T = TypeVar("T")
 FAILED_OPEN_GETS = {"http": 1, "https": 1}
 
 
-@dataclass
+@record
 class Meter:
     """Bytes and requests of one inspection (shared by an index and its shards)."""
 

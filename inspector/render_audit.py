@@ -7,9 +7,9 @@ import io
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, fields
 
 from inspector.audit import AuditRow, Status
+from inspector.recordtype import asdict, fields
 from inspector.render import safe
 
 COLUMNS = [f.name for f in fields(AuditRow)]

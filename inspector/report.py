@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from inspector.reconcile import Accounting, account
 from inspector.reconcile import findings as accounting_findings
 from inspector.records import SCHEMA_VERSION, Checkpoint, Expectation, Finding, RoleMatch, Severity
+from inspector.recordtype import record
 from inspector.registry import load
 
 UNSAFE = "UNSAFE_CONTENT"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Report:
     checkpoint: Checkpoint
     roles: tuple[RoleMatch, ...]

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from enum import StrEnum
 
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
+from inspector.recordtype import field, record
 
 
 class Role(StrEnum):
@@ -47,7 +47,7 @@ class Role(StrEnum):
     UNMATCHED = "unmatched"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class RoleRule:
     rule_id: str
     role: Role
@@ -153,7 +153,7 @@ ROLE_RULES: tuple[RoleRule, ...] = (
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Matcher:
     """Compiled rules; `match(name)` returns the first rule that matches and its groups.
 
@@ -266,7 +266,7 @@ def _is_conv_bias(t: TensorInfo) -> bool:
 # -- shape and order: names that say nothing (arr_0, arr_1, ... as np.savez(*arrays) writes them) --------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ShapeRule:
     """A kernel of `ndim` dimensions followed by a 1-d bias of its dimension `bias_axis`."""
 

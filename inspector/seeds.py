@@ -8,11 +8,12 @@ says, term by term, what it missed.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from inspector.recordtype import record
 
-@dataclass(frozen=True)
+
+@record(frozen=True)
 class SeedFormula:
     seed: str
     formula: Callable[[Mapping[str, Any]], int]

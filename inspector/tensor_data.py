@@ -18,7 +18,6 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from math import prod
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,7 @@ import numpy as np
 
 from inspector.errors import FormatError
 from inspector.probe import Probe
+from inspector.recordtype import record
 
 if TYPE_CHECKING:
     from inspector.records import Checkpoint, TensorInfo
@@ -338,7 +338,7 @@ def _hdf5(source: TensorSource, t: TensorInfo) -> Iterator[np.ndarray]:
         yield values.reshape(-1).astype(dt, copy=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Reader:
     """How one format's values are streamed."""
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from inspector.recordtype import record
 from inspector.tensor_data import ROUNDOFF, TensorSource, decode, layout, reblock, unreadable
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ MAX_PERMUTED_ELEMENTS = 1 << 22
 HASH_CHARS = 16
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class TensorStats:
     """Statistics of one tensor's values (NaN and infinities excluded from min/max/mean/std)."""
 
@@ -58,7 +58,7 @@ class TensorStats:
         return self.nan == 0 and self.inf == 0 and self.min == self.max
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class DataReport:
     """`inspector FILE --data`: statistics per tensor and groups of tensors with identical content."""
 
@@ -69,7 +69,7 @@ class DataReport:
     bytes_read: int
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ValueComparison:
     """The values of a matched pair of tensors."""
 

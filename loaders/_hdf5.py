@@ -21,13 +21,13 @@ import select
 import signal
 import struct
 import time
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inspector.dtypes import NUMPY_DTYPES
 from inspector.errors import FormatError, InspectorError, MissingDependencyError, TruncatedFileError
 from inspector.probe import Probe
 from inspector.records import Region, RegionKind
+from inspector.recordtype import asdict, field, record
 from loaders import _hdf5_structures
 
 SUPERBLOCK_BYTES = {0: 96, 1: 100, 2: 48, 3: 48}
@@ -76,7 +76,7 @@ class Window(io.RawIOBase):
         return n
 
 
-@dataclass
+@record
 class H5Dataset:
     path: str
     shape: tuple[int, ...]
@@ -89,7 +89,7 @@ class H5Dataset:
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@record
 class H5Walk:
     datasets: list[H5Dataset]
     regions: list[Region]  # placed exactly

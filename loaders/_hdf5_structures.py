@@ -34,9 +34,9 @@ from __future__ import annotations
 import bisect
 import struct
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from inspector.records import Region, RegionKind
+from inspector.recordtype import record
 
 MAX_GAP_BYTES = 1 << 20  # larger gaps are dead raw data, not metadata: they are not read
 MAX_SCAN_BYTES = 16 << 20  # gap bytes read in all, looking for signatures or zeros
@@ -57,7 +57,7 @@ ZERO_LABEL = "HDF5 unused space, all zero (rest of an allocation block; h5stat: 
 Read = Callable[[int, int], bytes]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Geometry:
     """What the superblock says about the sizes of metadata structures."""
 
@@ -153,7 +153,7 @@ def _tree_size(g: Geometry, data: bytes, at: int, room: int, children: set[int])
     return fits[0] if len(set(fits)) == 1 else None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Hit:
     """A structure found by its signature: its size, its label, and blocks it points to (address, size, label)."""
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from inspector.recordtype import record
 from loaders import _pickle
 
 MAX_PICKLE_BYTES = 4 << 20  # larger object pickles are not read (they hold array data inline)
@@ -24,7 +24,7 @@ MAX_ITEMS = 4
 RECONSTRUCT = {"numpy._core.multiarray._reconstruct", "numpy.core.multiarray._reconstruct"}
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ObjectSummary:
     """The globals a pickle names (sorted, bounded), whether one would run code, and what its elements are."""
 

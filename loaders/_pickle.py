@@ -21,9 +21,9 @@ from __future__ import annotations
 import struct
 from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from inspector.recordtype import record
 from loaders._pickle_builders import BUILDERS, INERT_DATA, TRAMPOLINES, check_state, resolve
 from loaders._pickle_policy import INERT_CALLABLES, is_dotted, is_unsafe_global
 from loaders._pickle_reader import Reader, scan
@@ -72,7 +72,7 @@ MAX_MARKS = 100_000
 MAX_INLINE = 1 << 20  # bytes and text values above this are skipped (a raw pickle may embed gigabytes of arrays)
 
 
-@dataclass
+@record
 class Result:
     value: Any
     globals: set[str]

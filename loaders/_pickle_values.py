@@ -8,8 +8,9 @@ hold a key with 2^100 leaves), so such values are never hashed in full nor turne
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+from inspector.recordtype import field, record
 
 MAX_KEY_NODES = 256  # tuples with more parts than this (counted with repetition) are not hashed
 MAX_KEY_DEPTH = 16
@@ -36,7 +37,7 @@ class CapError(PickleError):
     """A cap on opcodes, stack, memo, marks or line length: a second, lenient reading would hit it too."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Global:
     module: str
     name: str
@@ -46,7 +47,7 @@ class Global:
         return f"{self.module}.{self.name}"
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class Call:
     """An object the pickle would have built by calling `func`; kept inert."""
 
@@ -57,7 +58,7 @@ class Call:
     newobj: bool = False  # NEWOBJ: constructed through cls.__new__ rather than called
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class StorageRef:
     key: str
     dtype: str  # canonical dtype of the storage type
@@ -71,7 +72,7 @@ class StorageRef:
         return self.numel * self.itemsize
 
 
-@dataclass(eq=False, slots=True)
+@record(eq=False, slots=True)
 class TensorRef:
     storage: StorageRef | None  # None: meta tensor (no data)
     offset: int  # in elements of `dtype`
@@ -155,19 +156,19 @@ def itemsize(dtype: str) -> int:
     return ITEMSIZES.get(dtype, 1)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class DTypeRef:
     dtype: str
     qualname: str = field(default="", compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class StorageType:
     dtype: str
     qualname: str = field(default="", compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Blob:
     """A bytes or text value larger than `MAX_INLINE` bytes: passed over, never read into memory."""
 

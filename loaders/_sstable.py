@@ -16,11 +16,11 @@ below (bounded output); block checksums are verified and a mismatch is a finding
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
 
 from inspector.errors import FormatError, LimitExceededError
 from inspector.probe import Probe
 from inspector.records import Finding, Region, RegionKind, Severity
+from inspector.recordtype import field, record
 from loaders._tf_proto import varint
 
 MAGIC = 0xDB4775248B80FB57
@@ -100,7 +100,7 @@ def snappy_decompress(data: bytes, max_out: int) -> bytes:
     return bytes(out)
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Table:
     entries: list[tuple[bytes, bytes]] = field(default_factory=list)
     regions: list[Region] = field(default_factory=list)

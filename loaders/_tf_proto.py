@@ -17,7 +17,8 @@ The messages decoded on top of this (TensorFlow's field numbers, FORMATS.md sect
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+
+from inspector.recordtype import record
 
 VARINT, FIXED64, LENGTH, FIXED32 = 0, 1, 2, 5
 MAX_VARINT_BYTES = 10
@@ -84,14 +85,14 @@ def _signed(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class BundleHeader:
     num_shards: int = 0
     endianness: int = 0  # 0 little, 1 big
     producer: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class BundleEntry:
     dtype: int = 0
     shape: tuple[int, ...] = ()
@@ -167,7 +168,7 @@ def bundle_entry(data: bytes) -> BundleEntry:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class GraphNode:
     children: tuple[tuple[int, str], ...]  # (node id, local name)
     attributes: tuple[tuple[str, str, str], ...]  # (name, full_name, checkpoint_key)

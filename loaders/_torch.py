@@ -10,12 +10,12 @@ copies, schedulers, scalers and RNG state are other training state.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from math import prod
 from typing import Any
 
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
+from inspector.recordtype import record
 from loaders._pickle import Call, PickleError, StorageRef, StorageType, TensorRef, itemsize, key_name
 from loaders.base import single_file
 
@@ -84,7 +84,7 @@ def persistent_loader(storages: dict[str, StorageRef]) -> Any:
     return load
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Found:
     path: str
     tensor: TensorRef

@@ -21,11 +21,11 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
 from typing import Any
 
 from inspector.probe import Probe
 from inspector.records import TensorInfo, TensorKind
+from inspector.recordtype import record, replace
 from loaders import _zip
 from loaders._pickle import Call, Global, TensorRef
 
@@ -38,7 +38,7 @@ DECLARATION = re.compile(r"^  (__parameters__|__buffers__) = (\[.*\])\s*$")
 ATTRIBUTE_NOTE = "TorchScript attribute: neither a parameter nor a buffer"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Declared:
     """A scripted class's own word on its attributes."""
 

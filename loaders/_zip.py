@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import struct
 import zlib
-from dataclasses import dataclass
 
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
 from inspector.records import Region, RegionKind
+from inspector.recordtype import record
 
 EOCD_SIG = b"PK\x05\x06"
 ZIP64_EOCD_SIG = b"PK\x06\x06"
@@ -39,7 +39,7 @@ COMPRESSION_NAMES = {0: "stored", 8: "deflated", 12: "bzip2", 14: "lzma", 93: "z
 PADDING_TAG = 0x4246  # 'FB': the extra field torch pads local headers with for 64-byte alignment
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ZipMember:
     name: str
     header_offset: int

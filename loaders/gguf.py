@@ -27,13 +27,13 @@ from __future__ import annotations
 import os
 import re
 import struct
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from inspector.dtypes import DTYPES, GGML_TYPES
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError, UnsupportedVariantError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
+from inspector.recordtype import record
 from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, check_shape, parsing, tile
 
 FORMAT = "gguf"
@@ -333,7 +333,7 @@ def _bits(dtype: str) -> float:
     return dt.bits / dt.block
 
 
-@dataclass
+@record
 class _File:
     """What one GGUF file holds: its metadata, tensors and regions (for file `index` of the checkpoint)."""
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import ClassVar
 
 from inspector import dtypes
@@ -34,6 +33,7 @@ from inspector.dtypes import DKind
 from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, TensorInfo, TensorKind
+from inspector.recordtype import field, record
 from loaders._onnx_external import ExternalFiles
 from loaders._protobuf import LEN, VARINT, Field, Wire, signed
 from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, check_shape, tile
@@ -103,7 +103,7 @@ PASS_THROUGH: dict[str, tuple[int, ...] | None] = {
 }
 
 
-@dataclass
+@record
 class _Tensor:
     name: str
     shape: tuple[int, ...]
@@ -116,7 +116,7 @@ class _Tensor:
     kind: TensorKind = TensorKind.OTHER
 
 
-@dataclass
+@record
 class _Consumer:
     op_type: str
     index: int

@@ -25,13 +25,13 @@ import os
 import re
 import struct
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any, ClassVar
 
 from inspector import dtypes
 from inspector.errors import FormatError, InspectorError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo
+from inspector.recordtype import replace
 from loaders.base import MAX_TENSORS, Claim, check_shape, tile
 
 FORMAT = "safetensors"

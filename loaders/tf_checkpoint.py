@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from math import prod
 from typing import ClassVar
 
@@ -31,6 +30,7 @@ from inspector import dtypes
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
+from inspector.recordtype import record
 from loaders import _sstable, _tf_proto
 from loaders._tf_kinds import KERAS_EDGE, NON_TRAINABLE, Kinds
 from loaders.base import MAX_TENSORS, Claim, check_shape, tile
@@ -142,7 +142,7 @@ def _decode_slice_name(key: bytes) -> str:
     return out.decode("utf-8", "replace")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Shard:
     file: int  # index into Checkpoint.files
     path: str
@@ -195,7 +195,7 @@ def _load(index: Probe) -> Checkpoint:
     return _checkpoint(index, header, entries, shards, table, findings)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Stored:
     """One tensor as reported: a bundle entry, or a partitioned variable whose slices lie end to end."""
 

@@ -20,13 +20,13 @@ checkpoint.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
 from math import prod
 from typing import Any, ClassVar
 
 from inspector.errors import FormatError, InspectorError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
+from inspector.recordtype import field, record, replace
 from loaders import _pickle, _torch, _zip
 from loaders.base import MAX_TENSORS, Claim, check_shape, parsing, tile
 
@@ -130,7 +130,7 @@ def _dtype(properties: Any) -> str | None:
     return value.dtype if isinstance(value, _pickle.DTypeRef) else None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _Item:
     """One stored item: a chunk of a tensor (shape, dtype, offsets in the full tensor) or a pickled object."""
 
@@ -222,7 +222,7 @@ def _chunk_name(item: _Item) -> str:
     return item.fqn + "[" + ",".join(f"{o}:{o + s}" for o, s in zip(offsets, sizes, strict=False)) + "]"
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Read:
     """What the shards gave: tensors, regions per file index, findings, unsafe globals."""
 

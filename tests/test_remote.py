@@ -23,12 +23,13 @@ import termios
 import time
 import warnings
 from collections.abc import Iterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+
+from inspector.recordtype import asdict
 
 pytest.importorskip("fsspec")
 pytest.importorskip("aiohttp")

@@ -1,0 +1,93 @@
+"""`inspector.recordtype.record` behaves as `dataclasses.dataclass` for what the project uses of it."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+import pytest
+
+from inspector import recordtype
+from inspector.recordtype import FrozenInstanceError, asdict, field, fields, record, replace
+
+
+def _pair(decorator, field_fn, **options):  # the same classes made by dataclass and by record
+    @decorator(**options)
+    class Base:
+        a: int
+        b: str = "x"
+        c: list = field_fn(default_factory=list, compare=False)
+        d: tuple = field_fn(default=(1, 2), repr=False)
+
+        @property
+        def double(self) -> int:
+            return self.a * 2
+
+    @decorator(**options)
+    class Child(Base):
+        e: int = 4
+
+        def __post_init__(self) -> None:
+            if self.a < 0:
+                raise ValueError("negative")
+
+    return Base, Child
+
+
+OPTIONS = [{}, {"frozen": True}, {"slots": True}, {"frozen": True, "slots": True}, {"eq": False, "slots": True}]
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+def test_record_matches_dataclass(options):
+    dc_base, dc_child = _pair(dataclasses.dataclass, dataclasses.field, **options)
+    rc_base, rc_child = _pair(record, field, **options)
+    for args, kwargs in [((1,), {}), ((2, "y"), {"c": [3], "e": 9}), ((3,), {"d": (4,)})]:
+        dc, rc = dc_child(*args, **kwargs), rc_child(*args, **kwargs)
+        assert repr(rc).replace("recordtype", "") == repr(dc).replace("dataclasses", "")
+        assert rc.double == dc.double
+        assert [f.name for f in fields(rc)] == [f.name for f in dataclasses.fields(dc)]
+        assert asdict(rc) == dataclasses.asdict(dc)
+        assert (rc == rc_child(*args, **kwargs)) == (dc == dc_child(*args, **kwargs))
+        assert (rc == rc_child(*args, **{**kwargs, "c": ["other"]})) == (
+            dc == dc_child(*args, **{**kwargs, "c": ["o"]})
+        )
+        assert (rc_child.__hash__ is None) == (dc_child.__hash__ is None)
+        if rc_child.__hash__ is not None and options.get("eq", True):
+            assert hash(rc) == hash(rc_child(*args, **kwargs))
+        assert replace(rc, e=5).e == dataclasses.replace(dc, e=5).e == 5
+        assert hasattr(rc, "__dict__") == hasattr(dc, "__dict__")
+    with pytest.raises(ValueError, match="negative"):
+        rc_child(-1)
+    with pytest.raises(ValueError, match="negative"):
+        replace(rc_child(1), a=-1)
+    if options.get("frozen"):
+        with pytest.raises(FrozenInstanceError):
+            rc_child(1).a = 2
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            dc_child(1).a = 2
+    else:
+        rc = rc_child(1)
+        rc.a = 2
+        assert rc.a == 2
+
+
+def test_frozen_slotted_records_pickle():  # folder audits send records between processes
+    from inspector.records import Region, RegionKind, TensorInfo, TensorKind
+
+    for value in (
+        TensorInfo("a.weight", (2, 3), "F32", 24, 8, kind=TensorKind.BUFFER, notes=("n",)),
+        Region(RegionKind.HEADER, 0, 8, "length"),
+    ):
+        for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
+            copy = pickle.loads(pickle.dumps(value, protocol))
+            assert copy == value and hash(copy) == hash(value) and repr(copy) == repr(value)
+
+
+def test_record_is_cheaper_than_dataclass_and_needs_no_inspect():
+    assert "dataclasses" not in recordtype.__dict__ and "inspect" not in recordtype.__dict__
+    with pytest.raises(TypeError, match="non-default"):
+
+        @record
+        class Bad:
+            a: int = 1
+            b: int
