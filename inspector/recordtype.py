@@ -2,15 +2,19 @@
 
 `dataclasses` compiles six methods per class, one `exec` each, about 0.3 ms a class, and imports `inspect` (with
 `ast`, `dis` and `tokenize`): with 80 record classes that was a fifth of every run's start-up (issue 16). `record`
-compiles one source per class holding what the project uses of `dataclass`: `__init__` (defaults,
-`field(default_factory=...)`, `__post_init__`), `__repr__`, `__eq__` and `__hash__` over the compared fields,
-`frozen` (assignment raises `FrozenInstanceError`), `slots` (the class is made again with `__slots__`, and frozen
-slotted records pickle) and inherited fields. Its parameters and defaults are `dataclass`'s, and `field`, `fields`,
-`replace` and `asdict` behave as the `dataclasses` functions of the same names, so a record reads as a dataclass.
-A method the class body defines itself is kept, as `dataclass` keeps it.
+gives what the project uses of `dataclass`: `__init__` (defaults, `field(default_factory=...)`, `__post_init__`),
+`__repr__`, `__eq__` and `__hash__` over the compared fields, `frozen` (assignment raises `FrozenInstanceError`),
+`slots` (the class is made again with `__slots__`, and frozen slotted records pickle) and inherited fields. Only
+`__init__` is compiled, for speed, and only when the class is first instantiated (most record classes of a run never
+are); the other methods are shared functions reading the class's fields (`__eq__` and `__hash__` through one
+`attrgetter`). Its parameters and defaults are `dataclass`'s, and `field`, `fields`, `replace` and `asdict` behave as
+the `dataclasses` functions of the same names, so a record reads as a dataclass. A method the class body defines
+itself is kept, as `dataclass` keeps it.
 """
 
 from __future__ import annotations
+
+from operator import attrgetter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,7 +29,7 @@ else:
 
 
 FIELDS = "__record_fields__"
-METHODS = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__", "__getstate__", "__setstate__")
+KEY = "__record_key__"  # the compared fields as one tuple (an attrgetter)
 
 
 class _Missing:
@@ -127,55 +131,67 @@ def _make(cls: type[T], frozen: bool, slots: bool, eq: bool) -> type[T]:
         found[name] = f
         own.append(name)
     all_fields = tuple(found.values())
+    seen_default = False
+    for f in all_fields:
+        if f.default is MISSING and f.default_factory is MISSING and seen_default:
+            raise TypeError(f"{cls.__name__}: non-default field {f.name!r} follows a default field")
+        seen_default = seen_default or f.default is not MISSING or f.default_factory is not MISSING
     # a body that defines __eq__ gets __hash__ = None from Python itself: that is not a hash of its own
     own_hash = "__hash__" in cls.__dict__ and not (cls.__dict__["__hash__"] is None and "__eq__" in cls.__dict__)
-    namespace: dict[str, Any] = {
-        "MISSING": MISSING,
-        "FrozenInstanceError": FrozenInstanceError,
-        "_set": object.__setattr__,
-    }
-    source = [_init(cls, all_fields, frozen, namespace), _repr(all_fields)]
-    compared = [f.name for f in all_fields if f.compare]
-    if eq:
-        source.append(_eq(compared))
-        if frozen and not own_hash:
-            source.append(f"def __hash__(self):\n    return hash(({''.join(f'self.{n},' for n in compared)}))\n")
-    if frozen:
-        source.append(
-            "def __setattr__(self, name, value):\n    raise FrozenInstanceError(f'cannot assign to field {name!r}')\n"
-            "def __delattr__(self, name):\n    raise FrozenInstanceError(f'cannot delete field {name!r}')\n"
-        )
-    if frozen and slots:
-        names = tuple(f.name for f in all_fields)
-        source.append(
-            f"def __getstate__(self):\n    return tuple(getattr(self, n) for n in {names!r})\n"
-            f"def __setstate__(self, state):\n    for n, v in zip({names!r}, state):\n        _set(self, n, v)\n"
-        )
-    exec("\n".join(source), namespace)  # noqa: S102 - the source is built above from the class's own field names
-    methods = {k: namespace[k] for k in METHODS if k in namespace}
-    if eq and not frozen and not own_hash:
-        methods["__hash__"] = None  # as dataclass: equal by value and mutable, so not hashable
     if slots:
         cls = _slotted(cls, [n for n in own if not any(n in getattr(b, "__slots__", ()) for b in cls.__mro__[1:])])
     else:
         for f in all_fields:
             if f.name in own:
-                if f.default is MISSING:
-                    if f.name in cls.__dict__:
-                        delattr(cls, f.name)
-                else:
+                if f.default is not MISSING:
                     setattr(cls, f.name, f.default)
+                elif f.name in cls.__dict__:
+                    delattr(cls, f.name)
+    compared = [f.name for f in all_fields if f.compare]
+    methods: dict[str, Any] = {"__init__": _lazy_init(cls, all_fields, frozen), "__repr__": _repr}
+    if eq:
+        methods["__eq__"] = _eq
+        if not own_hash:
+            methods["__hash__"] = _hash if frozen else None  # as dataclass: mutable and equal by value: unhashable
+    if frozen:
+        methods |= {"__setattr__": _frozen_setattr, "__delattr__": _frozen_delattr}
+        if slots:
+            methods |= {"__getstate__": _getstate, "__setstate__": _setstate}
     for name, method in methods.items():
         if name not in cls.__dict__ or name == "__hash__":
-            if method is not None:
-                method.__qualname__ = f"{cls.__qualname__}.{name}"
             setattr(cls, name, method)
     setattr(cls, FIELDS, all_fields)
+    setattr(cls, KEY, _key(compared))
     return cls
 
 
-def _init(cls: type, all_fields: tuple[Field, ...], frozen: bool, namespace: dict[str, Any]) -> str:
-    params, body, seen_default = [], [], False
+def _key(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """The compared fields of a record as one tuple, read at C speed."""
+    if len(names) > 1:
+        return attrgetter(*names)  # type: ignore[return-value]
+    if names:
+        one = attrgetter(names[0])
+        return lambda self: (one(self),)
+    return lambda self: ()
+
+
+def _lazy_init(cls: type, all_fields: tuple[Field, ...], frozen: bool) -> Callable[..., None]:
+    """An `__init__` that compiles the class's own on its first call: most record classes of a run are never made,
+    and compiling is what a class costs (about 0.2 ms)."""
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        real = _compile_init(cls, all_fields, frozen)
+        real.__qualname__ = f"{cls.__qualname__}.__init__"
+        type.__setattr__(cls, "__init__", real)
+        real(self, *args, **kwargs)
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
+
+
+def _compile_init(cls: type, all_fields: tuple[Field, ...], frozen: bool) -> Callable[..., None]:
+    namespace: dict[str, Any] = {"MISSING": MISSING, "_set": object.__setattr__}
+    params, body = [], []
     for f in all_fields:
         if f.default is not MISSING:
             namespace[f"_d_{f.name}"] = f.default
@@ -186,30 +202,47 @@ def _init(cls: type, all_fields: tuple[Field, ...], frozen: bool, namespace: dic
             params.append(f"{f.name}=MISSING")
             value = f"_f_{f.name}() if {f.name} is MISSING else {f.name}"
         else:
-            if seen_default:
-                raise TypeError(f"{cls.__name__}: non-default field {f.name!r} follows a default field")
             params.append(f.name)
             value = f.name
-        seen_default = seen_default or f.default is not MISSING or f.default_factory is not MISSING
         body.append(f"_set(self, '{f.name}', {value})" if frozen else f"self.{f.name} = {value}")
     if hasattr(cls, "__post_init__"):
         body.append("self.__post_init__()")
-    return f"def __init__(self, {', '.join(params)}):\n" + "".join(f"    {line}\n" for line in body or ["pass"])
+    source = f"def __init__(self, {', '.join(params)}):\n" + "".join(f"    {line}\n" for line in body or ["pass"])
+    exec(source, namespace)  # noqa: S102 - the source is built above from the class's own field names
+    return namespace["__init__"]  # type: ignore[no-any-return]
 
 
-def _repr(all_fields: tuple[Field, ...]) -> str:
-    parts = ", ".join(f"{f.name}={{self.{f.name}!r}}" for f in all_fields if f.repr)
-    return f"def __repr__(self):\n    return f'{{self.__class__.__qualname__}}({parts})'\n"
+def _repr(self: Any) -> str:
+    shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in getattr(self, FIELDS) if f.repr)
+    return f"{self.__class__.__qualname__}({shown})"
 
 
-def _eq(compared: list[str]) -> str:
-    mine = "".join(f"self.{n}," for n in compared)
-    theirs = "".join(f"other.{n}," for n in compared)
-    return (
-        "def __eq__(self, other):\n"
-        f"    if other.__class__ is self.__class__:\n        return ({mine}) == ({theirs})\n"
-        "    return NotImplemented\n"
-    )
+def _eq(self: Any, other: Any) -> Any:
+    if other.__class__ is self.__class__:
+        key = getattr(self, KEY)
+        return key(self) == key(other)
+    return NotImplemented
+
+
+def _hash(self: Any) -> int:
+    return hash(getattr(self, KEY)(self))
+
+
+def _frozen_setattr(self: Any, name: str, value: Any) -> None:
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _frozen_delattr(self: Any, name: str) -> None:
+    raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+def _getstate(self: Any) -> tuple[Any, ...]:
+    return tuple(getattr(self, f.name) for f in getattr(self, FIELDS))
+
+
+def _setstate(self: Any, state: tuple[Any, ...]) -> None:
+    for f, value in zip(getattr(self, FIELDS), state, strict=True):
+        object.__setattr__(self, f.name, value)
 
 
 def _slotted(cls: type[T], slot_names: list[str]) -> type[T]:
