@@ -17,7 +17,6 @@ import argparse
 import gc
 import os
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
@@ -106,6 +105,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return _audit(args)
     except InspectorError as exc:  # a prefix that cannot be listed, a missing extra, an unreachable cluster
         if args.debug:
+            import traceback
+
             traceback.print_exc()
         print(f"inspector: {exc}", file=sys.stderr)
         return EXIT_UNREADABLE
@@ -139,6 +140,8 @@ def _inspect_files(args: argparse.Namespace) -> int:
             report = inspect(path, args.expect)
         except Exception as exc:  # one bad file never stops the others, and never prints a traceback
             if args.debug:
+                import traceback
+
                 traceback.print_exc()
             message = (
                 str(exc) if isinstance(exc, InspectorError) else f"{path}: internal error: {type(exc).__name__}: {exc}"

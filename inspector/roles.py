@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from enum import StrEnum
 
+from inspector.needles import needle
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import field, record
 
@@ -161,13 +162,15 @@ class Matcher:
     to the same rule. The first full scan of a shape is remembered under `shape_key(name)` (the name with every
     digit no pattern spells out mapped to one digit), and later names of that shape are matched against the
     remembered rule alone (100,000 tensors: one regex each instead of up to 75). A pattern is compiled when a
-    name is first tried against it (compiling all 75 costs about 8 ms of every run's start-up).
+    name is first tried against it (compiling all 75 costs about 8 ms of every run's start-up), and a rule whose
+    needle (`inspector.needles`: a literal every match contains) is not in the name is not tried at all.
     """
 
     rules: tuple[RoleRule, ...]
     regexes: list[re.Pattern[str] | None] = field(default_factory=list, compare=False)  # compiled on first use
     digits: dict[int, str] = field(default_factory=dict, compare=False)  # str.translate table of shape_key
     memo: dict[str, int] = field(default_factory=dict, compare=False)  # shape -> rule index (-1: none)
+    needles: list[str | None] = field(default_factory=list, compare=False)  # read off each pattern on first use
 
     def __post_init__(self) -> None:
         # A digit written in a pattern (':0', a '{2}' count, conservatively) keeps its value in the key; every
@@ -178,6 +181,7 @@ class Matcher:
         if free and not re.search(r"\[[^\]]*\d", text):  # a digit in a set ([0-5]): no memo
             self.digits.update({ord(d): free[0] for d in free})
         self.regexes.extend([None] * (len(self.rules) - len(self.regexes)))
+        self.needles.extend([None] * (len(self.rules) - len(self.needles)))
 
     def regex(self, index: int) -> re.Pattern[str]:
         compiled = self.regexes[index]
@@ -202,7 +206,13 @@ class Matcher:
             m = self.regex(known).fullmatch(name)
             if m:  # always, by the argument above; a scan otherwise
                 return self.rules[known], {k: v for k, v in m.groupdict().items() if v is not None}
+        needles = self.needles
         for index in range(len(self.rules)):
+            literal = needles[index]
+            if literal is None:
+                literal = needles[index] = needle(self.rules[index].pattern)
+            if literal not in name:
+                continue
             m = (self.regexes[index] or self.regex(index)).fullmatch(name)
             if m:
                 if key is not None and len(self.memo) < MEMO_LIMIT:

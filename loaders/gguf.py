@@ -161,8 +161,7 @@ def _compile(table: dict[str, str | None]) -> list[tuple[re.Pattern[str], str | 
     return out
 
 
-_HF_RULES = {arch: _compile(table) for arch, table in HF_NAMES_BY_ARCH.items()}
-_HF_DEFAULT = _compile(HF_NAMES)
+_HF_RULES: dict[str, list[tuple[re.Pattern[str], str | None]]] = {}  # compiled on first use, per architecture
 
 
 def hf_name(gguf_name: str, arch: str = "llama") -> str | None:
@@ -171,7 +170,11 @@ def hf_name(gguf_name: str, arch: str = "llama") -> str | None:
     The llama table (llama, mistral, qwen2, qwen3...) unless `arch` has its own (gemma2/3, phi3, gpt2). None when
     the tensor has no one-to-one Hugging Face counterpart or the name is not in the table.
     """
-    for regex, target in _HF_RULES.get(arch, _HF_DEFAULT):
+    table = arch if arch in HF_NAMES_BY_ARCH else ""
+    rules = _HF_RULES.get(table)
+    if rules is None:
+        rules = _HF_RULES[table] = _compile(HF_NAMES_BY_ARCH.get(table, HF_NAMES))
+    for regex, target in rules:
         m = regex.fullmatch(gguf_name)
         if m:
             return None if target is None else target.format(**m.groupdict())

@@ -18,7 +18,6 @@ restricted reader to say what it names (`loaders._objects`), never loaded. Tenso
 
 from __future__ import annotations
 
-import ast
 import re
 import struct
 from collections.abc import Callable
@@ -110,6 +109,8 @@ def parse_npy_header(buf: bytes, probe: Probe, fmt: str, where: str) -> NpyHeade
     if len(buf) < prefix + hlen:
         return prefix + hlen
     text = buf[prefix : prefix + hlen].decode("utf-8" if major == 3 else "latin-1")
+    import ast  # npy headers only (about 1 ms of imports a run without npy/npz files never needs)
+
     try:
         literal = ast.literal_eval(text)
     except SyntaxError:

@@ -17,7 +17,6 @@ are nested torch.save archives rebuilt by `torch.storage._load_from_bytes`, itse
 
 from __future__ import annotations
 
-import pickletools
 from typing import Any, ClassVar
 
 from inspector.errors import FormatError
@@ -37,6 +36,8 @@ MAX_PICKLES = 1000  # pickles read one after another (torch's legacy files write
 
 def _opcodes(head: bytes) -> int:
     """How many opcodes the head reads as before an error (`MIN_OPCODES` for a whole short pickle)."""
+    import pickletools  # only for the few files whose first byte could open a protocol 0/1 pickle
+
     n = 0
     try:
         for op, _arg, _pos in pickletools.genops(head):

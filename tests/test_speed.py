@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector.jsontext import dumps, write
+from inspector.needles import needle
 from inspector.roles import FAMILY_MATCHERS, ROLE_RULES, Matcher, compile_rules
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,7 +85,10 @@ digits = st.text("0123456789", min_size=1, max_size=3)
 names = st.builds(
     lambda parts, sep: sep.join(parts),
     st.lists(digits | st.sampled_from(["layers", "h", "norm1", "weight_ih_l", "bias", "weight", "kernel:0", "conv2",
-                                       "bn", "mlp", "rnn", "self_attn", "in_proj_weight", "dense_1", "i2h"]),
+                                       "bn", "mlp", "rnn", "self_attn", "in_proj_weight", "dense_1", "i2h",
+                                       "q_proj", "embed_tokens", "encoder", "layer", "attention", "output", "wte",
+                                       "attn", "c_attn", "LayerNorm", "running_mean", "func", "embeddings", "cell",
+                                       "arg:source_embed", "aux:bn", "gamma", "moving_mean", "recurrent_kernel"]),
              min_size=1, max_size=6),
     st.sampled_from([".", "/", "_"]),
 )  # fmt: skip
@@ -98,6 +102,34 @@ def test_remembered_rule_is_the_first_rule_that_matches(batch: list[str], family
     for name in batch + [row["name"] for row in CASES] + batch:
         found = matcher.match(name)
         assert (found[0].rule_id if found else None) == _full_scan(matcher, name), name
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_a_rule_needle_is_in_every_name_its_pattern_matches(data: st.DataObject) -> None:
+    """A rule is skipped when its needle is not in the name: every name the pattern matches must contain it."""
+    for rule in ROLE_RULES:
+        name = data.draw(st.from_regex(rule.pattern, fullmatch=True), label=rule.rule_id)
+        assert needle(rule.pattern) in name, (rule.rule_id, name)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        (r"(?:.*\.)?h\.(?P<i>\d+)\.attn\.c_attn\.(?P<param>weight|bias)", ".attn.c_attn."),
+        (r"ab+c", "ab"),  # 'b+' keeps its first b, then the run ends
+        (r"abc?d", "ab"),  # an optional character ends the run before it
+        (r"x(?:long_word)?y", "x"),  # an optional group is not required
+        (r"(?:alpha|beta)_gamma", "_gamma"),  # alternatives inside a group: that group gives nothing
+        (r"alpha|beta", ""),  # alternatives at the top: nothing is required
+        (r"(?i:Norm)\.weight", ".weight"),  # a flag group gives nothing (case changes what letters mean)
+        (r"(?i)weight", ""),  # global flags: no needle
+        (r"[.]weight{2}", "weigh"),
+        (r"a[]b]cd", "cd"),  # a class with a leading ] is one class
+    ],
+)
+def test_needle_reads_only_what_is_certain(pattern: str, expected: str) -> None:
+    assert needle(pattern) == expected
 
 
 def test_every_rule_pattern_compiles() -> None:
