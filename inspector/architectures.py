@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from inspector.errors import SpecError
 from inspector.formulas import (
@@ -32,6 +31,10 @@ from inspector.formulas import (
     total,
 )
 from inspector.recordtype import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @record(frozen=True)

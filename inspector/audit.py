@@ -17,13 +17,18 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from enum import StrEnum
-from typing import Any
 
 from inspector.errors import InputError, InspectorError, MissingDependencyError, UnknownFormatError
 from inspector.probe import Probe, is_url
 from inspector.records import SEVERITY_ORDER, TensorKind
 from inspector.recordtype import record
 from inspector.registry import detect_probe
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterator[Any]]
 
 MAX_FILES = 1_000_000
 INLINE_BELOW = 4  # fewer files than this are read in this process: a pool costs more than it saves
@@ -248,9 +253,6 @@ def audit(
             if on_progress:
                 on_progress(done, len(items) + len(to_read))
     return sorted(rows, key=lambda r: r.path)
-
-
-Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterator[Any]]
 
 
 @contextmanager

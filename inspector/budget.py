@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from inspector.architectures import Architecture, build, count, parse_spec
 from inspector.errors import SpecError
 from inspector.recordtype import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_STEPS = 100_000
 

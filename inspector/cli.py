@@ -18,10 +18,13 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
 
 from inspector.errors import InspectorError
 from inspector.records import SEVERITY_ORDER, Severity
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNREADABLE, EXIT_UNSAFE = 0, 1, 2, 3
 EXIT_RANK = {EXIT_OK: 0, EXIT_FINDINGS: 1, EXIT_UNREADABLE: 2, EXIT_UNSAFE: 3}

@@ -6,12 +6,15 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NoReturn
 
 from inspector.architectures import Architecture, build, count, definitions, parse_spec
 from inspector.budget import compare, search
 from inspector.errors import SpecError
 from inspector.seeds import seed_difference
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 
 class _Parser(argparse.ArgumentParser):

@@ -11,11 +11,13 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
 
 from inspector.errors import InputError, InspectorError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import NoReturn
+
     from inspector.records import Checkpoint
     from inspector.values import DataReport
 

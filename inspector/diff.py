@@ -24,13 +24,15 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
 
 from inspector.errors import SpecError
 from inspector.records import TensorKind
 from inspector.recordtype import field, record
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from inspector.records import Checkpoint, TensorInfo
     from inspector.values import ValueComparison
 

@@ -21,10 +21,13 @@ Adding a family is one `Family(...)` entry in `FAMILIES`; `inspector.family_chec
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from inspector.errors import SpecError
 from inspector.recordtype import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 COUNTS = {"i": "layers", "j": "decoder_layers", "k": "vision_layers", "e": "experts"}  # placeholder -> count
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from inspector.errors import SpecError
 from inspector.families import (
@@ -27,6 +26,10 @@ from inspector.formulas import Block, Conv, Dense, Embedding, LayerSpec, Norm, T
 from inspector.modules import file_modules, module_spec, statistic_modules
 from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PLACEHOLDER = re.compile(r"\{([ijke])\}")
 DIM = re.compile(r"(\w+)(?:([+*])(\d+))?")

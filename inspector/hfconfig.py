@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from types import MappingProxyType
-from typing import Any
 
 from inspector.errors import InspectorError
 from inspector.probe import Probe
 from inspector.records import Checkpoint
 from inspector.recordtype import replace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_CONFIG_BYTES = 1 << 20
 CONFIG_NAME = "config.json"

@@ -12,7 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from json.encoder import encode_basestring_ascii as _string  # the C escaper, ensure_ascii=True
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 INDENT = "  "
 

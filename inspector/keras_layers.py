@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from inspector.errors import SpecError
 from inspector.formulas import (
@@ -30,6 +29,10 @@ from inspector.formulas import (
     Tensor,
 )
 from inspector.recordtype import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 Shape = tuple[int | None, ...]  # batch dimension left out; None: unknown
 CONV_WORDS = frozenset({"filters", "kernel_size", "strides", "padding", "dilation_rate", "use_bias", "groups"})

@@ -16,11 +16,13 @@ import re
 import stat
 from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar
 
 from inspector.errors import InputError, TruncatedFileError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import ClassVar
+
     from inspector.records import Checkpoint
     from loaders._zip import ZipMember
 

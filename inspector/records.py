@@ -11,9 +11,12 @@ from collections.abc import Mapping
 from enum import StrEnum
 from math import prod
 from types import MappingProxyType
-from typing import Any
 
 from inspector.recordtype import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = 1
 PICKLED_DTYPE = "OBJECT"  # the dtype of an array of pickled Python objects

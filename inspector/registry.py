@@ -13,11 +13,11 @@ import os
 import sys
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 from inspector.errors import AmbiguousFormatError, RegistryError, UnknownFormatError
 from inspector.probe import Probe
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from inspector.records import Checkpoint
     from loaders.base import Loader

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
 
 from inspector.jsontext import dumps, write
 from inspector.reconcile import BUCKETS, human, unit_trap
 from inspector.records import Checkpoint, Region, TensorInfo, TensorKind
 from inspector.report import Report
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _CONTROL = {c: f"\\x{c:02x}" for c in list(range(0x20)) + [0x7F]} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
 _C1 = {c: f"\\u{c:04x}" for c in range(0x80, 0xA0)}

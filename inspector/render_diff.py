@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Any
 
 from inspector.diff import Diff, totals
 from inspector.records import SCHEMA_VERSION
 from inspector.render import safe
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from inspector.records import Checkpoint
     from inspector.values import DataReport, TensorStats, ValueComparison
 

@@ -20,10 +20,16 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
-from typing import Any
 
 from inspector.reconcile import BUCKETS
 from inspector.render import safe
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    Node = dict[str, Any]
+    Report = Mapping[str, Any]
 
 MAX_CHILDREN = 40  # children kept per treemap node; the rest become one "N more" node
 MAX_ROWS = 300  # rows kept per table; the rest become one summary row
@@ -31,9 +37,6 @@ TOP_TENSORS = 20  # rows of the largest-tensors table
 ROLE_COLOURS = 10  # .p0 ... .p9 in html/report.css
 TENSOR_BUCKETS = {"parameter": "parameters", "buffer": "buffers", "optimizer": "optimizer", "other": "other_tensors"}
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
-
-Node = dict[str, Any]
-Report = Mapping[str, Any]
 
 
 # -- small helpers ------------------------------------------------------------------------------

@@ -8,9 +8,12 @@ says, term by term, what it missed.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from inspector.recordtype import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @record(frozen=True)

@@ -20,7 +20,6 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping
 from math import prod
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,7 +27,10 @@ from inspector.errors import FormatError
 from inspector.probe import Probe
 from inspector.recordtype import record
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from inspector.records import Checkpoint, TensorInfo
 
 BLOCK_BYTES = 1 << 20

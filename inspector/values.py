@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from inspector.recordtype import record
 from inspector.tensor_data import ROUNDOFF, TensorSource, decode, layout, reblock, unreadable
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from inspector.records import Checkpoint, TensorInfo
 
 COMPARE_BLOCK = 1 << 18  # elements per aligned block when two tensors are compared (a few MiB of float64)

@@ -21,7 +21,6 @@ import select
 import signal
 import struct
 import time
-from typing import Any
 
 from inspector.dtypes import NUMPY_DTYPES
 from inspector.errors import FormatError, InspectorError, MissingDependencyError, TruncatedFileError
@@ -29,6 +28,10 @@ from inspector.probe import Probe
 from inspector.records import Region, RegionKind
 from inspector.recordtype import asdict, field, record
 from loaders import _hdf5_structures
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SUPERBLOCK_BYTES = {0: 96, 1: 100, 2: 48, 3: 48}
 LAYOUT_COMPACT, LAYOUT_CONTIGUOUS, LAYOUT_CHUNKED = 0, 1, 2

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any
 
 from inspector.recordtype import record
 from loaders import _pickle
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_PICKLE_BYTES = 4 << 20  # larger object pickles are not read (they hold array data inline)
 MAX_KEYS = 8

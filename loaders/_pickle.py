@@ -21,7 +21,6 @@ from __future__ import annotations
 import struct
 from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
 from collections.abc import Callable
-from typing import Any
 
 from inspector.recordtype import record
 from loaders._pickle_builders import BUILDERS, INERT_DATA, TRAMPOLINES, check_state, resolve
@@ -45,6 +44,10 @@ from loaders._pickle_values import (
     safe_key,
     short_error,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "BUILDERS",

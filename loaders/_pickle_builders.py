@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any, Protocol
 
 from loaders._pickle_policy import SAFE_ARRAY_TYPES, SAFE_BASES, SAFE_ENCODINGS, SAFE_FACTORIES, dunder_keys
 from loaders._pickle_values import (
@@ -29,13 +28,16 @@ from loaders._pickle_values import (
     safe_key,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Protocol
 
-class Machine(Protocol):
-    """What a trampoline needs of the interpreter: to flag a callable, and to model a nested call."""
+    class Machine(Protocol):
+        """What a trampoline needs of the interpreter: to flag a callable, and to model a nested call."""
 
-    def flag(self, what: str) -> None: ...
+        def flag(self, what: str) -> None: ...
 
-    def call(self, func: Any, args: tuple[Any, ...]) -> Any: ...
+        def call(self, func: Any, args: tuple[Any, ...]) -> Any: ...
 
 
 def _tensor_v2(storage: Any, offset: Any, size: Any, stride: Any, requires_grad: Any = False, *rest: Any) -> TensorRef:

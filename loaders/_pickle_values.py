@@ -8,9 +8,11 @@ hold a key with 2^100 leaves), so such values are never hashed in full nor turne
 
 from __future__ import annotations
 
-from typing import Any
-
 from inspector.recordtype import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_KEY_NODES = 256  # tuples with more parts than this (counted with repetition) are not hashed
 MAX_KEY_DEPTH = 16

@@ -9,17 +9,18 @@ schema: callers walk the fields they know and skip the rest.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
 
 from inspector.errors import FormatError, LimitExceededError
 from inspector.probe import Probe
+from inspector.recordtype import record
 
 VARINT, FIXED64, LEN, SGROUP, EGROUP, FIXED32 = 0, 1, 2, 3, 4, 5
 MIN_WINDOW, MAX_WINDOW = 4 << 10, 256 << 10  # a window grows while reads continue it, shrinks after a jump
 MAX_VARINT_BYTES = 10
 
 
-class Field(NamedTuple):
+@record(frozen=True, slots=True)
+class Field:
     """One field: `value` for numbers; `start`/`length` of the payload for length-delimited fields."""
 
     number: int

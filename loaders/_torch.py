@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from math import prod
-from typing import Any
 
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from inspector.recordtype import record
 from loaders._pickle import Call, PickleError, StorageRef, StorageType, TensorRef, itemsize, key_name
 from loaders.base import single_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DEPTH = 200
 MAX_WALK = 5_000_000

@@ -21,13 +21,16 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from inspector.probe import Probe
 from inspector.records import TensorInfo, TensorKind
 from inspector.recordtype import record, replace
 from loaders import _zip
 from loaders._pickle import Call, Global, TensorRef
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_CODE_BYTES = 16 << 20  # one class source file
 MAX_TOTAL_CODE_BYTES = 64 << 20

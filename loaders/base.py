@@ -7,11 +7,26 @@ import struct
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from enum import IntEnum
-from typing import Any, ClassVar, Protocol
 
 from inspector.errors import FormatError, InspectorError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, TensorInfo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, Protocol
+
+    class Loader(Protocol):
+        name: ClassVar[str]
+        extensions: ClassVar[tuple[str, ...]]
+
+        def claim(self, probe: Probe) -> Claim | None: ...
+
+        # Optional: `late_claim(probe) -> Claim | None`, a claim from bytes away from the head (the file's last
+        # bytes, an HDF5 signature after a user block), asked only when no loader claims the file by `claim`.
+
+        def load(self, probe: Probe) -> Checkpoint: ...
+
 
 MAX_TENSORS = 1_000_000
 MAX_DIMS = 64
@@ -23,18 +38,6 @@ class Claim(IntEnum):
     CONTAINER = 1  # the container matches (a zip, an HDF5 file) but not the inner layout
     STRUCTURE = 2  # the inner structure matches (zip member names, HDF5 group names)
     EXACT = 3  # a format-specific magic number matches
-
-
-class Loader(Protocol):
-    name: ClassVar[str]
-    extensions: ClassVar[tuple[str, ...]]
-
-    def claim(self, probe: Probe) -> Claim | None: ...
-
-    # Optional: `late_claim(probe) -> Claim | None`, a claim from bytes away from the head (the file's last
-    # bytes, an HDF5 signature after a user block), asked only when no loader claims the file by `claim`.
-
-    def load(self, probe: Probe) -> Checkpoint: ...
 
 
 @contextmanager

@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import re
 import struct
-from typing import Any, ClassVar
 
 from inspector.dtypes import DTYPES, GGML_TYPES
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError, UnsupportedVariantError
@@ -35,6 +34,10 @@ from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from inspector.recordtype import record
 from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, check_shape, parsing, tile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 FORMAT = "gguf"
 MAGIC = b"GGUF"

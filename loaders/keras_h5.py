@@ -20,12 +20,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any, ClassVar
 
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, Severity, TensorInfo, TensorKind
 from loaders import _hdf5
 from loaders.base import Claim, single_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 KERAS2 = "keras-h5"
 KERAS3 = "keras3-weights-h5"

@@ -8,13 +8,16 @@ and trainable flags that map Keras 3's numbered variables (``vars/0``, ``vars/1`
 from __future__ import annotations
 
 import json
-from typing import ClassVar
 
 from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Region, RegionKind
 from loaders import _zip, keras_h5
 from loaders.base import Claim, single_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 FORMAT = "keras3-zip"
 CONFIG, METADATA, WEIGHTS = "config.json", "metadata.json", "model.weights.h5"

@@ -27,12 +27,15 @@ listed after it as `<name>#values`, `<name>#indices`, `<name>#indptr` (kind othe
 from __future__ import annotations
 
 import struct
-from typing import ClassVar
 
 from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, single_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 FORMAT = "mxnet-params"
 LIST_MAGIC = 0x112

@@ -22,13 +22,16 @@ import re
 import struct
 from collections.abc import Callable
 from functools import partial
-from typing import Any, ClassVar
 
 from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from loaders import _objects, _zip
 from loaders.base import MAX_TENSORS, Claim, check_shape, single_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 NPY_FORMAT = "npy"
 NPZ_FORMAT = "npz"

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from typing import ClassVar
 
 from inspector import dtypes
 from inspector.dtypes import DKind
@@ -37,6 +36,10 @@ from inspector.recordtype import field, record
 from loaders._onnx_external import ExternalFiles
 from loaders._protobuf import LEN, VARINT, Field, Wire, signed
 from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, check_shape, tile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 FORMAT = "onnx"
 MAX_DEPTH = 16  # nested subgraphs (If, Loop, Scan bodies)

@@ -17,13 +17,15 @@ are nested torch.save archives rebuilt by `torch.storage._load_from_bytes`, itse
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 from inspector.errors import FormatError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity
 from loaders import _pickle, _torch
 from loaders.base import Claim, single_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 FORMAT = "pickle"
 PROTO = 0x80

@@ -25,7 +25,6 @@ import os
 import re
 import struct
 from collections.abc import Sequence
-from typing import Any, ClassVar
 
 from inspector import dtypes
 from inspector.errors import FormatError, InspectorError, LimitExceededError, TruncatedFileError
@@ -33,6 +32,10 @@ from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo
 from inspector.recordtype import replace
 from loaders.base import MAX_TENSORS, Claim, check_shape, tile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 FORMAT = "safetensors"
 SHARDED_FORMAT = "safetensors-sharded"

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import re
 from math import prod
-from typing import ClassVar
 
 from inspector import dtypes
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
@@ -34,6 +33,10 @@ from inspector.recordtype import record
 from loaders import _sstable, _tf_proto
 from loaders._tf_kinds import KERAS_EDGE, NON_TRAINABLE, Kinds
 from loaders.base import MAX_TENSORS, Claim, check_shape, tile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 FORMAT = "tensorflow-checkpoint"
 INDEX_SUFFIX = ".index"

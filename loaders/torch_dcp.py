@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 from math import prod
-from typing import Any, ClassVar
 
 from inspector.errors import FormatError, InspectorError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
@@ -29,6 +28,10 @@ from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity,
 from inspector.recordtype import field, record, replace
 from loaders import _pickle, _torch, _zip
 from loaders.base import MAX_TENSORS, Claim, check_shape, parsing, tile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 FORMAT = "torch-dcp"
 METADATA_NAME = ".metadata"

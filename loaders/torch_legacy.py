@@ -21,13 +21,16 @@ file cannot be read to the end.
 from __future__ import annotations
 
 import struct
-from typing import Any, ClassVar
 
 from inspector.errors import FormatError, LimitExceededError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind
 from loaders import _pickle, _torch
 from loaders.base import MAX_TENSORS, Claim, single_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 FORMAT = "pytorch-legacy"
 MAGIC = bytes.fromhex("80028a0a6cfc9c46f9206aa850192e")  # pickle of the magic number 0x1950A86A20F9469CFC6C

@@ -23,8 +23,6 @@ A deflated data.pkl is legal (torch reads it) and is inflated, bounded.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from inspector.errors import FormatError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Region, RegionKind
@@ -39,6 +37,10 @@ from loaders._torch_archive import (
     pickle_bytes,
 )
 from loaders.base import Claim, single_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 FORMAT = "pytorch-zip"
 PICKLE_NAME = "data.pkl"
