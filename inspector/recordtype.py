@@ -254,7 +254,8 @@ def _slotted(cls: type[T], slot_names: list[str]) -> type[T]:
     body.pop("__weakref__", None)
     body["__slots__"] = tuple(slot_names)
     qualname = getattr(cls, "__qualname__", None)
-    made: Any = type(cls)(cls.__name__, cls.__bases__, body)
+    metaclass: Any = type(cls)
+    made = metaclass(cls.__name__, cls.__bases__, body)
     if qualname is not None:
         made.__qualname__ = qualname
     return made
