@@ -18,6 +18,8 @@ LAZY_HELPERS = (
     "_objects",
     "_pickle",
     "_sstable",
+    "_tf_kinds",
+    "_tf_proto",
     "_torch",
     "_torchscript",
     "_zip",

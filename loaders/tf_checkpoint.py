@@ -30,8 +30,7 @@ from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from inspector.recordtype import record
-from loaders import _sstable, _tf_proto
-from loaders._tf_kinds import KERAS_EDGE, NON_TRAINABLE, Kinds
+from loaders import _sstable, _tf_kinds, _tf_proto
 from loaders.base import MAX_TENSORS, Claim, check_shape, tile
 
 TYPE_CHECKING = False
@@ -289,7 +288,7 @@ def _checkpoint(
     if graph_entry is not None and graph_entry.dtype == STRING_DTYPE and graph_entry.shard_id in shards:
         _check_span(index, shards[graph_entry.shard_id], OBJECT_GRAPH_KEY.decode(), graph_entry)
         nodes = _object_graph(shards[graph_entry.shard_id], graph_entry, findings)
-    kinds = Kinds(nodes)
+    kinds = _tf_kinds.Kinds(nodes)
     stored, slice_findings = _stored(index, entries)
     tensors: list[TensorInfo] = []
     regions: dict[int, list[Region]] = {shard.file: [] for shard in shards.values()}
@@ -320,7 +319,7 @@ def _checkpoint(
                 t.size,
                 t.offset,
                 kind=kind,
-                trainable=kind is TensorKind.PARAMETER and param not in NON_TRAINABLE,
+                trainable=kind is TensorKind.PARAMETER and param not in _tf_kinds.NON_TRAINABLE,
                 section=kind.value,
                 layer=layer,
                 param=param,
@@ -355,7 +354,7 @@ def _checkpoint(
                 size = os.path.getsize(path)
                 all_regions.append(Region(RegionKind.METADATA, 0, size, f"SavedModel {name}", len(files)))
                 files.append((path, size))
-    keras = any(KERAS_EDGE.match(name) for node in nodes for _, name in node.children)
+    keras = any(_tf_kinds.KERAS_EDGE.match(name) for node in nodes for _, name in node.children)
     return Checkpoint(
         index.path,
         FORMAT,
