@@ -93,6 +93,33 @@ def _dtype_of(descr: Any) -> tuple[str, int | None, tuple[str, ...]]:
     return template.format(n=dt.itemsize), dt.itemsize, ()
 
 
+# The header as numpy writes it (`np.lib.format._write_array_header`: the dict's repr, padded with spaces and a
+# newline), read without `ast` (about 1 ms of imports); any other spelling goes to `ast.literal_eval`, as numpy
+# reads it. Integers as Python 3 writes them (no leading zeros, which `ast` refuses).
+NUMPY_SPELLING = re.compile(
+    r"\{'descr': '([^'\\\n]*)', 'fortran_order': (True|False), "
+    r"'shape': \(((?:(?:0|[1-9]\d*), )*(?:0|[1-9]\d*),?|)\), \}[ \n]*"
+)
+
+
+def _literal(text: str, major: int) -> Any:
+    """The header's dict literal."""
+    m = NUMPY_SPELLING.fullmatch(text)
+    if m is not None:
+        descr, fortran, dims = m.groups()
+        shape = tuple(int(d) for d in dims.split(",") if d.strip())
+        if not dims or "," in dims:  # '()', '(5,)', '(2, 3)' are tuples; '(5)' is an int (ast says what is wrong)
+            return {"descr": descr, "fortran_order": fortran == "True", "shape": shape}
+    import ast  # any other spelling (structured dtypes, Python 2 longs, hand-written headers)
+
+    try:
+        return ast.literal_eval(text)
+    except SyntaxError:
+        if major > 2:  # as numpy: only headers of versions 1.0 and 2.0 may come from Python 2
+            raise
+        return ast.literal_eval(PY2_LONG.sub("", text))
+
+
 def parse_npy_header(buf: bytes, probe: Probe, fmt: str, where: str) -> NpyHeader | int:
     """Parse an npy header from the start of `buf`; return the bytes needed if `buf` is too short."""
     if len(buf) < 10:
@@ -112,14 +139,7 @@ def parse_npy_header(buf: bytes, probe: Probe, fmt: str, where: str) -> NpyHeade
     if len(buf) < prefix + hlen:
         return prefix + hlen
     text = buf[prefix : prefix + hlen].decode("utf-8" if major == 3 else "latin-1")
-    import ast  # npy headers only (about 1 ms of imports a run without npy/npz files never needs)
-
-    try:
-        literal = ast.literal_eval(text)
-    except SyntaxError:
-        if major > 2:  # as numpy: only headers of versions 1.0 and 2.0 may come from Python 2
-            raise
-        literal = ast.literal_eval(PY2_LONG.sub("", text))
+    literal = _literal(text, major)
     if not isinstance(literal, dict) or set(literal) != {"descr", "fortran_order", "shape"}:
         raise FormatError(probe.path, fmt, f"{where}: npy header is not a dict of descr, fortran_order, shape")
     if not isinstance(literal["shape"], tuple) or not isinstance(literal["fortran_order"], bool):

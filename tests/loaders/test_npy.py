@@ -94,3 +94,43 @@ def test_npy_bad_literal(tmp_path: Path) -> None:
     path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header)
     with pytest.raises(FormatError, match="bad shape"):
         load(path)
+
+
+@pytest.mark.parametrize("order", [False, True])
+@pytest.mark.parametrize("shape", [(), (5,), (0,), (2, 3), (1, 2, 3, 4), (10**12,)])
+@pytest.mark.parametrize(
+    "descr", ["<f4", ">i8", "|b1", "<c16", "<U3", "|S5", "<M8[ns]", [("a", "<f4"), ("b", "<i8", (2,))]]
+)
+def test_header_read_without_ast_is_what_ast_reads(descr: object, shape: tuple[int, ...], order: bool) -> None:
+    """Headers as numpy writes them are read by a pattern (no `ast` import); the values are literal_eval's."""
+    import ast
+    import io
+
+    from loaders.npy import _literal
+
+    header = {"descr": descr, "fortran_order": order, "shape": shape}
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, header)
+    raw = buf.getvalue()
+    text = raw[10 : 10 + int.from_bytes(raw[8:10], "little")].decode("latin-1")
+    assert _literal(text, 1) == ast.literal_eval(text)
+    assert type(_literal(text, 1)["shape"]) is tuple
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (5), }",  # an int, not a tuple: refused later
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3,), }",
+        "{'shape': (2,), 'fortran_order': False, 'descr': '<f4'}",  # another order: ast's reading
+        "{'descr': 'it\\'s', 'fortran_order': False, 'shape': (2,), }",
+    ],
+)
+def test_other_header_spellings_read_as_ast_reads_them(text: str) -> None:
+    import ast
+
+    from loaders.npy import _literal
+
+    assert _literal(text, 3) == ast.literal_eval(text)
+    with pytest.raises(SyntaxError):
+        _literal("{'descr': '<f4', 'fortran_order': False, 'shape': (05,), }", 3)  # leading zero: ast refuses
