@@ -49,7 +49,7 @@ def _ensure_loaded() -> None:
 def _declares_plugins(paths: list[str] | None = None) -> bool:
     """Whether some distribution on `sys.path` declares ``[inspector.loaders]`` in its entry_points.txt (the file
     `importlib.metadata` reads for `entry_points()`), looked up without importing it."""
-    header = f"[{ENTRY_POINT_GROUP}]"
+    header = f"[{ENTRY_POINT_GROUP}]".encode()
     for folder in sys.path if paths is None else paths:
         try:
             with os.scandir(folder or ".") as entries:
@@ -57,8 +57,11 @@ def _declares_plugins(paths: list[str] | None = None) -> bool:
         except OSError:  # a zip on sys.path, a missing folder: importlib.metadata finds nothing there either
             continue
         for meta in metadata:
+            declared = os.path.join(meta, "entry_points.txt")
+            if not os.access(declared, os.R_OK):  # most distributions have none: no exception raised for them
+                continue
             try:
-                with open(os.path.join(meta, "entry_points.txt"), encoding="utf-8", errors="replace") as fh:
+                with open(declared, "rb") as fh:
                     if header in fh.read():
                         return True
             except OSError:
