@@ -213,14 +213,14 @@ def rau_rnn_lm(vocab: int, hidden: int, layers: int) -> Architecture:
 
 # rau's stack-RNN stack strings (rau/models/stack_nn/rnn/parse.py), its own regex: only the first alternative is
 # anchored at the start and only the last at the end.
-RAU_STACK_RE = re.compile(
+RAU_STACK_RE = (
     r"^stratification-(\d+)|superposition-(\d+)|nondeterministic-(\d+)-(\d+)|vector-nondeterministic-(\d+)-(\d+)-(\d+)$"
 )
 
 
 def parse_rau_stack(spec: str) -> tuple[str, tuple[int, ...]]:
     """('superposition', (m,)) ... exactly as rau's parse_stack_rnn_stack reads a stack string."""
-    m = RAU_STACK_RE.match(spec)
+    m = re.match(RAU_STACK_RE, spec)
     if m is None:
         raise SpecError(f"invalid rau stack RNN stack string {spec!r}")
     strat, sup, nd_q, nd_s, vnd_q, vnd_s, vnd_m = m.groups()
@@ -309,7 +309,7 @@ def rau_transformer_lm(vocab: int, d_model: int, layers: int, heads: int, feedfo
 # rau's own layer-string grammar (rau/models/stack_nn/transformer/parse.py). Its regex is
 # '^(\d+)|superposition-(\d+)|...$': the '^' binds to the first alternative only, so a part such as
 # '16-1' is read as 16 standard layers.
-RAU_LAYER_RE = re.compile(r"^(\d+)|superposition-(\d+)|nondeterministic-(\d+)-(\d+)-(\d+)$")
+RAU_LAYER_RE = r"^(\d+)|superposition-(\d+)|nondeterministic-(\d+)-(\d+)-(\d+)$"
 
 
 def parse_rau_stack_layers(spec: str) -> list[tuple[str, tuple[int, ...]]]:
@@ -317,7 +317,7 @@ def parse_rau_stack_layers(spec: str) -> list[tuple[str, tuple[int, ...]]]:
     string (rau/models/stack_nn/transformer/parse.py)."""
     out: list[tuple[str, tuple[int, ...]]] = []
     for part in spec.split("."):
-        m = RAU_LAYER_RE.match(part)
+        m = re.match(RAU_LAYER_RE, part)
         if m is None:
             raise SpecError(f"invalid rau stack transformer layer string part {part!r}")
         layers, sup, nd_q, nd_s, nd_m = m.groups()

@@ -36,7 +36,7 @@ MAX_ROWS = 300  # rows kept per table; the rest become one summary row
 TOP_TENSORS = 20  # rows of the largest-tensors table
 ROLE_COLOURS = 10  # .p0 ... .p9 in html/report.css
 TENSOR_BUCKETS = {"parameter": "parameters", "buffer": "buffers", "optimizer": "optimizer", "other": "other_tensors"}
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_QUOTED = r"'[^']*'|\"[^\"]*\""
 
 
 # -- small helpers ------------------------------------------------------------------------------
@@ -186,7 +186,7 @@ def byte_tree(report: Report) -> Node:
     for r in report["bytes"]["regions"]:
         if r["kind"] != "tensor_data":
             label = str(r["label"])
-            family = " ".join(_QUOTED.sub("", label).split()) or label
+            family = " ".join(re.sub(_QUOTED, "", label).split()) or label
             by_bucket.setdefault(r["kind"], []).append((family, _region_leaf(r, files)))
     buckets = []
     for bucket, nbytes in report["bytes"]["by_kind"].items():

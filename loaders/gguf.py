@@ -50,7 +50,7 @@ KEEP_STRING = 256  # characters of a string value kept for the report; longer on
 KEEP_ARRAY = 16  # arrays up to this many numbers are kept whole
 WINDOW = 64 << 10  # bytes read at a time while walking the key-value and tensor-info sections
 MAX_SPLITS = 10_000
-SPLIT_NAME = re.compile(r"(.+)-(\d{5})-of-(\d{5})\.gguf")  # llama.cpp's llama_split_path
+SPLIT_NAME = r"(.+)-(\d{5})-of-(\d{5})\.gguf"  # llama.cpp's llama_split_path
 
 STRING, ARRAY = 8, 9
 # value type -> (name, struct code); strings and arrays are variable-sized
@@ -449,7 +449,7 @@ def _split_paths(probe: Probe, kv: dict[str, Any]) -> list[str]:
     count = kv.get("split.count")
     if not isinstance(count, int) or count <= 1:
         return [probe.path]
-    m = SPLIT_NAME.fullmatch(os.path.basename(probe.path))
+    m = re.fullmatch(SPLIT_NAME, os.path.basename(probe.path))
     if m is None or int(m.group(3)) != count:
         raise FormatError(
             probe.path, FORMAT, f"split.count is {count} but the name is not <model>-NNNNN-of-{count:05d}"

@@ -55,7 +55,7 @@ KERAS3_VARS: dict[str, tuple[tuple[str, str | None], ...]] = {
     **dict.fromkeys(("simple_rnn", "lstm", "gru"), _RNN),
     "p_re_lu": (("alpha", None),),
 }
-AUTO_SUFFIX = re.compile(r"_\d+$")
+AUTO_SUFFIX = r"_\d+$"
 BIDIRECTIONAL_SIDES = {"forward_layer": "forward", "backward_layer": "backward"}
 # Keras configs that carry code: a Lambda layer (marshalled bytecode, or a function looked up by name),
 # a serialised lambda anywhere (Keras 3 '__lambda__'), a Keras 2 function_type other than a named function.
@@ -208,7 +208,7 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
         else:
             real = group_attrs.get("/".join(owner + ["vars"]), {}).get("name") or auto or "model"
             layer = by_name.get(real, {})
-            cls = snake(layer.get("class_name", "")) or AUTO_SUFFIX.sub("", auto)
+            cls = snake(layer.get("class_name", "")) or re.sub(AUTO_SUFFIX, "", auto)
             inner = layer.get("config", {})
         order = keras3_vars(cls, inner if isinstance(inner, dict) else {})
         param = order[index] if index < len(order) else f"var{index}"

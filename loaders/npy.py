@@ -38,7 +38,7 @@ NPZ_FORMAT = "npz"
 MAGIC = b"\x93NUMPY"
 LENGTH_FIELDS = {1: "<H", 2: "<I", 3: "<I"}  # major version -> header length field
 MAX_HEADER_BYTES = 10_000  # numpy's own _MAX_HEADER_SIZE: np.load refuses longer headers unless told otherwise
-PY2_LONG = re.compile(r"(?<=\d)L\b")  # Python 2 wrote 3L in shapes; numpy's _filter_header drops the suffix
+PY2_LONG = r"(?<=\d)L\b"  # Python 2 wrote 3L in shapes; numpy's _filter_header drops the suffix
 OBJECT = "OBJECT"
 # numpy type characters with no canonical dtype -> name template by itemsize
 OPAQUE_KINDS = {"S": "BYTES[{n}]", "U": "UNICODE[{n}]", "V": "VOID[{n}]", "M": "DATETIME64", "m": "TIMEDELTA64"}
@@ -96,7 +96,7 @@ def _dtype_of(descr: Any) -> tuple[str, int | None, tuple[str, ...]]:
 # The header as numpy writes it (`np.lib.format._write_array_header`: the dict's repr, padded with spaces and a
 # newline), read without `ast` (about 1 ms of imports); any other spelling goes to `ast.literal_eval`, as numpy
 # reads it. Integers as Python 3 writes them (no leading zeros, which `ast` refuses).
-NUMPY_SPELLING = re.compile(
+NUMPY_SPELLING = (
     r"\{'descr': '([^'\\\n]*)', 'fortran_order': (True|False), "
     r"'shape': \(((?:(?:0|[1-9]\d*), )*(?:0|[1-9]\d*),?|)\), \}[ \n]*"
 )
@@ -104,7 +104,7 @@ NUMPY_SPELLING = re.compile(
 
 def _literal(text: str, major: int) -> Any:
     """The header's dict literal."""
-    m = NUMPY_SPELLING.fullmatch(text)
+    m = re.fullmatch(NUMPY_SPELLING, text)
     if m is not None:
         descr, fortran, dims = m.groups()
         shape = tuple(int(d) for d in dims.split(",") if d.strip())
@@ -117,7 +117,7 @@ def _literal(text: str, major: int) -> Any:
     except SyntaxError:
         if major > 2:  # as numpy: only headers of versions 1.0 and 2.0 may come from Python 2
             raise
-        return ast.literal_eval(PY2_LONG.sub("", text))
+        return ast.literal_eval(re.sub(PY2_LONG, "", text))
 
 
 def parse_npy_header(buf: bytes, probe: Probe, fmt: str, where: str) -> NpyHeader | int:

@@ -41,7 +41,7 @@ FORMAT = "safetensors"
 SHARDED_FORMAT = "safetensors-sharded"
 MAX_HEADER_BYTES = 100_000_000  # the reference reader's HeaderTooLarge limit
 MAX_INDEX_BYTES = 64 << 20
-SHARD_NAME = re.compile(r".*-\d+-of-\d+\.safetensors$")
+SHARD_NAME = r".*-\d+-of-\d+\.safetensors$"
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -255,7 +255,7 @@ def _as_shard(ckpt: Checkpoint, index: str) -> Checkpoint:
 
 def _sibling_index(path: str) -> str | None:
     """The index of the sharded checkpoint a shard belongs to, if one lies beside it and names it."""
-    if not SHARD_NAME.match(os.path.basename(path)):
+    if not re.match(SHARD_NAME, os.path.basename(path)):
         return None
     folder = os.path.dirname(path) or "."
     try:

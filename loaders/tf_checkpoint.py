@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 FORMAT = "tensorflow-checkpoint"
 INDEX_SUFFIX = ".index"
-DATA_SHARD = re.compile(r"^(?P<prefix>.+)\.data-(?P<shard>\d{5})-of-(?P<n>\d{5})$")
+DATA_SHARD = r"^(?P<prefix>.+)\.data-(?P<shard>\d{5})-of-(?P<n>\d{5})$"
 STATE_FILE = "checkpoint"
 OBJECT_GRAPH_KEY = b"_CHECKPOINTABLE_OBJECT_GRAPH"
 STRING_DTYPE = 7  # DT_STRING
@@ -56,7 +56,7 @@ def _shard_path(prefix: str, shard: int, n_shards: int) -> str:
 
 
 def _sibling_index(path: str) -> str | None:
-    m = DATA_SHARD.match(path)
+    m = re.match(DATA_SHARD, path)
     if m is None:
         return None
     index = m.group("prefix") + INDEX_SUFFIX
