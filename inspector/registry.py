@@ -1,10 +1,10 @@
 """The loader registry and content-based detection.
 
-Loaders come from `loaders.BUILTIN_LOADERS` plus the entry-point group ``inspector.loaders``, loaded
-lazily on first use. `importlib.metadata` (about 20 ms of imports) is loaded only when an installed
-distribution declares that group: `_declares_plugins` looks for it in the `entry_points.txt` files first.
-Detection asks every loader for a `Claim` and keeps the single strongest; the file extension is never
-consulted except as a hint in error messages.
+Loaders come from the rows of `loaders.FORMATS` (a loader's module is imported only when its row matches the file)
+plus the entry-point group ``inspector.loaders``, loaded lazily on first use. `importlib.metadata` (about 20 ms of
+imports) is loaded only when an installed distribution declares that group: `_declares_plugins` looks for it in
+the `entry_points.txt` files first. Detection asks every loader whose row matches for a `Claim` and keeps the
+single strongest; the file extension is never consulted except to break a tie and as a hint in error messages.
 """
 
 from __future__ import annotations
@@ -20,10 +20,12 @@ from inspector.probe import Probe
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from inspector.records import Checkpoint
+    from loaders import Format
     from loaders.base import Loader
 
 ENTRY_POINT_GROUP = "inspector.loaders"
-_LOADERS: dict[str, type[Loader]] = {}
+# By format name: a built-in row until its class is needed, then the class; plugins and registered classes as such.
+_LOADERS: dict[str, type[Loader] | Format] = {}
 _loaded = False
 
 
@@ -32,10 +34,10 @@ def _ensure_loaded() -> None:
     if _loaded:
         return
     _loaded = True
-    from loaders import BUILTIN_LOADERS
+    from loaders import FORMATS
 
-    for cls in BUILTIN_LOADERS:
-        _LOADERS.setdefault(cls.name, cls)
+    for row in FORMATS:
+        _LOADERS.setdefault(row.name, row)
     if not _declares_plugins():
         return
     from importlib.metadata import entry_points
@@ -69,10 +71,19 @@ def _declares_plugins(paths: list[str] | None = None) -> bool:
     return False
 
 
+def _class(name: str) -> type[Loader]:
+    """The loader class registered under `name`, its module imported if it was a row."""
+    entry = _LOADERS[name]
+    if isinstance(entry, type):
+        return entry
+    cls = _LOADERS[name] = entry.load()
+    return cls
+
+
 def loaders() -> Mapping[str, type[Loader]]:
-    """A read-only view of the registered loaders, by format name."""
+    """A read-only view of the registered loaders, by format name (every loader module is imported)."""
     _ensure_loaded()
-    return MappingProxyType(_LOADERS)
+    return MappingProxyType({name: _class(name) for name in list(_LOADERS)})
 
 
 def register_loader(cls: type[Loader], *, replace: bool = False) -> None:
@@ -102,15 +113,23 @@ def detect_probe(probe: Probe) -> Loader:
         UnknownFormatError: no loader claims the file.
         AmbiguousFormatError: two loaders claim it equally strongly.
     """
+    from loaders import Format
+
     _ensure_loaded()
     claims = []
-    instances = [cls() for cls in _LOADERS.values()]
-    for loader in instances:
+    asked = {}
+    for name, entry in list(_LOADERS.items()):
+        if isinstance(entry, Format) and not entry.asks(probe):
+            continue
+        loader = asked[name] = _class(name)()
         strength = loader.claim(probe)
         if strength is not None:
             claims.append((strength, loader))
     if not claims:  # evidence away from the head (a file's last bytes, an HDF5 user block): only now is it read
-        for loader in instances:
+        for name, entry in list(_LOADERS.items()):
+            if isinstance(entry, Format) and not entry.late:
+                continue
+            loader = asked.get(name) or _class(name)()
             late = getattr(loader, "late_claim", None)
             strength = late(probe) if late is not None else None
             if strength is not None:
@@ -137,8 +156,8 @@ def detect(path: str | os.PathLike[str]) -> str:
 def _entry(hook: str, path: str | os.PathLike[str]) -> str | None:
     """The first answer of the loaders' optional `hook` (`folder_entry`, `member_entry`) for `path`, or None."""
     _ensure_loaded()
-    for cls in _LOADERS.values():
-        find = getattr(cls, hook, None)
+    for name in list(_LOADERS):
+        find = getattr(_class(name), hook, None)
         entry = find(os.fspath(path)) if find is not None else None
         if entry is not None:
             return str(entry)

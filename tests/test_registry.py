@@ -78,3 +78,80 @@ def test_public_all_is_sorted_and_complete() -> None:
 
     assert inspector.__all__ == sorted(inspector.__all__)
     assert all(hasattr(inspector, name) for name in inspector.__all__)
+
+
+# -- registry rows: a loader module is imported only when its row matches the file ---------------------------------
+
+
+def test_every_row_names_its_class() -> None:
+    from loaders import FORMATS
+
+    assert len({row.name for row in FORMATS}) == len(FORMATS)
+    for row in FORMATS:
+        cls = row.load()
+        assert cls.name == row.name
+        assert row.late == hasattr(cls, "late_claim"), row.name
+
+
+def _claims_hidden_by_rows(path: Path) -> list[str]:
+    """Loaders whose claim (or late claim) on the file is not None while their row says the file is not worth it."""
+    from loaders import FORMATS
+
+    hidden = []
+    with Probe(path) as probe:
+        for row in FORMATS:
+            loader = row.load()()
+            if not row.asks(probe) and loader.claim(probe) is not None:
+                hidden.append(row.name)
+            if not row.late and getattr(loader, "late_claim", None) is not None:
+                hidden.append(row.name + " (late)")
+    return hidden
+
+
+def _every_file() -> list[Path]:
+    from tests.conftest import FIXTURES
+
+    roots = [SAMPLES] + ([FIXTURES] if FIXTURES.is_dir() else [])
+    return sorted(p for root in roots for p in root.rglob("*") if p.is_file() and p.stat().st_size < 64 << 20)
+
+
+def test_rows_never_hide_a_claim_on_real_files() -> None:
+    files = _every_file()
+    assert len(files) > 50
+    for path in files:
+        assert _claims_hidden_by_rows(path) == [], path
+
+
+HEADS = [b"", b"\x93NUMPY", b"PK\x03\x04", b"PK\x05\x06", b"\x89HDF\r\n\x1a\n", b"GGUF", b"\x08", b"\x80\x02",
+         b"\x80\x04", b"\x80\x07", b"(", b"}", b"\x12\x01\x00\x00", b"sys_info",
+         b'{"weight_map": {"a": "b.safetensors"}}', b"\x10\x00\x00\x00"]  # fmt: skip
+
+
+@pytest.mark.parametrize("prefix", HEADS)
+@pytest.mark.parametrize("seed", range(12))
+def test_rows_never_hide_a_claim_on_made_up_heads(tmp_path: Path, prefix: bytes, seed: int) -> None:
+    """Heads that start like each format and go on with noise, or with the rest of a safetensors-like header."""
+    import random
+
+    rng = random.Random(seed)
+    body = bytes(rng.randrange(256) for _ in range(rng.choice([0, 7, 30, 300, 5000])))
+    if seed % 3 == 0:
+        body = b'{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}' + body
+    path = tmp_path / ("file.distcp" if seed % 4 == 1 else "model.data-00000-of-00001" if seed % 4 == 2 else "f.bin")
+    path.write_bytes(prefix + body)
+    assert _claims_hidden_by_rows(path) == []
+
+
+def test_a_safetensors_run_imports_only_the_loaders_that_may_claim_it() -> None:
+    code = (
+        "import sys, io, contextlib\nfrom inspector.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()): main([{str(SAMPLES / 'basic/mlp_fp16.safetensors')!r}])\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('loaders.') and "
+        "type(sys.modules[m]).__name__ != '_LazyModule')))"
+    )
+    loaded = set(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    )
+    assert {"loaders.safetensors", "loaders.base"} <= loaded
+    assert not loaded & {"loaders.gguf", "loaders.onnx", "loaders.keras_h5", "loaders.mxnet_params", "loaders.npy",
+                         "loaders.torch_zip", "loaders.keras_zip"}  # fmt: skip
