@@ -60,14 +60,16 @@ class Format:
     """One registry row: a loader class, imported only when its row matches the file, and what makes it worth asking.
 
     The row's tests are necessary conditions of the loader's own `claim`, which stays the judge: `starts` (bytes a
-    file of the format begins with), `suffixes` (a name it is found by: a shard whose index lies beside it),
-    `container` (the probe found a zip or an HDF5 signature in the head), `always` (claims that read past the
-    first bytes or the file's neighbours), `late` (the class has a `late_claim`, asked when no loader claims).
+    file of the format begins with), `json_at` (a JSON object opens at that offset, after white space),
+    `suffixes` (a name it is found by: a shard whose index lies beside it), `container` (the probe found a zip or
+    an HDF5 signature in the head), `always` (claims that read the file's end or neighbours), `late` (the class has
+    a `late_claim`, asked when no loader claims).
     """
 
     name: str
     target: str  # "module:Class"
     starts: tuple[bytes, ...] = ()
+    json_at: int | None = None
     suffixes: tuple[str, ...] = ()
     container: str = ""  # "zip" or "hdf5"
     always: bool = False
@@ -77,6 +79,8 @@ class Format:
         """Whether this file is worth the loader's claim."""
         if self.always or probe.head.startswith(self.starts) or probe.path.endswith(self.suffixes):
             return True
+        if self.json_at is not None:
+            return probe.head[self.json_at :].lstrip()[:1] == b"{"
         if self.container == "zip":
             return probe.head.startswith(b"PK")
         return self.container == "hdf5" and probe.hdf5_head_offset is not None
@@ -94,8 +98,8 @@ TORCH_LEGACY = bytes.fromhex("80028a0a6cfc9c46f9206aa850192e")  # the pickled ma
 
 # Every built-in format, in the order loaders are asked (the strongest claim wins; the order breaks no ties).
 FORMATS: tuple[Format, ...] = (
-    Format("safetensors", "loaders.safetensors:SafetensorsLoader", always=True),  # `{` after 8 bytes of length
-    Format("safetensors-sharded", "loaders.safetensors:SafetensorsIndexLoader", always=True),  # JSON, any spacing
+    Format("safetensors", "loaders.safetensors:SafetensorsLoader", json_at=8),  # after 8 bytes of header length
+    Format("safetensors-sharded", "loaders.safetensors:SafetensorsIndexLoader", json_at=0),  # the index, JSON
     Format("npy", "loaders.npy:NpyLoader", starts=(b"\x93NUMPY",)),
     Format("npz", "loaders.npy:NpzLoader", container="zip"),
     Format("pytorch-zip", "loaders.torch_zip:TorchZipLoader", container="zip"),
