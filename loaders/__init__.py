@@ -9,6 +9,7 @@ them binds a module whose code runs on first attribute use.
 
 from __future__ import annotations
 
+import re
 import sys
 from importlib import import_module
 from importlib.util import LazyLoader, find_spec, module_from_spec
@@ -61,9 +62,10 @@ class Format:
 
     The row's tests are necessary conditions of the loader's own `claim`, which stays the judge: `starts` (bytes a
     file of the format begins with), `json_at` (a JSON object opens at that offset, after white space),
-    `suffixes` (a name it is found by: a shard whose index lies beside it), `container` (the probe found a zip or
-    an HDF5 signature in the head), `always` (claims that read the file's end or neighbours), `late` (the class has
-    a `late_claim`, asked when no loader claims).
+    `suffixes` and `names` (a name it is found by, as a suffix or a regular expression over the path: a shard whose
+    index lies beside it), `small` (a file that fits in the head: a claim that reads its end), `container` (the
+    probe found a zip or an HDF5 signature in the head), and `late` (the class has a `late_claim`, asked when no
+    loader claims).
     """
 
     name: str
@@ -71,16 +73,19 @@ class Format:
     starts: tuple[bytes, ...] = ()
     json_at: int | None = None
     suffixes: tuple[str, ...] = ()
+    names: str = ""
+    small: bool = False
     container: str = ""  # "zip" or "hdf5"
-    always: bool = False
     late: bool = False
 
     def asks(self, probe: Probe) -> bool:
         """Whether this file is worth the loader's claim."""
-        if self.always or probe.head.startswith(self.starts) or probe.path.endswith(self.suffixes):
+        if probe.head.startswith(self.starts) or probe.path.endswith(self.suffixes):
             return True
-        if self.json_at is not None:
-            return probe.head[self.json_at :].lstrip()[:1] == b"{"
+        if self.json_at is not None and probe.head[self.json_at :].lstrip()[:1] == b"{":
+            return True
+        if (self.names and re.match(self.names, probe.path)) or (self.small and probe.size <= len(probe.head)):
+            return True
         if self.container == "zip":
             return probe.head.startswith(b"PK")
         return self.container == "hdf5" and probe.hdf5_head_offset is not None
@@ -109,7 +114,13 @@ FORMATS: tuple[Format, ...] = (
     Format("mxnet-params", "loaders.mxnet_params:MxnetParamsLoader", starts=((0x112).to_bytes(8, "little"),)),
     Format("gguf", "loaders.gguf:GgufLoader", starts=(b"GGUF",)),
     Format("onnx", "loaders.onnx:OnnxLoader", starts=(b"\x08",)),  # field 1 (ir_version), a varint
-    Format("tensorflow-checkpoint", "loaders.tf_checkpoint:TfCheckpointLoader", always=True, late=True),
+    Format(
+        "tensorflow-checkpoint",
+        "loaders.tf_checkpoint:TfCheckpointLoader",
+        names=r".+\.data-\d{5}-of-\d{5}$",
+        small=True,
+        late=True,
+    ),  # fmt: skip
     Format("torch-dcp", "loaders.torch_dcp:TorchDcpLoader", starts=(PICKLE,), suffixes=(".distcp",)),
     Format("pickle", "loaders.pickle_raw:PickleRawLoader", starts=(*PICKLE_2_5, *PICKLE_0)),
 )
