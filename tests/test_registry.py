@@ -144,16 +144,26 @@ def test_rows_never_hide_a_claim_on_made_up_heads(tmp_path: Path, prefix: bytes,
     assert _claims_hidden_by_rows(path) == []
 
 
-def test_a_safetensors_run_imports_only_the_loaders_that_may_claim_it() -> None:
+def test_a_safetensors_run_imports_only_the_loaders_that_may_claim_it(tmp_path: Path) -> None:
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    from loaders import FORMATS
+
+    path = tmp_path / "model.safetensors"
+    openers = {row.starts for row in FORMATS if row.starts}
+    for pad in range(64):  # a header whose length does not start like a pickle (those rows would ask too)
+        save_file({"w": np.zeros((2, 3), np.float32)}, str(path), metadata={"pad": "x" * pad})
+        first = path.read_bytes()[:2]
+        if not any(first.startswith(s) for starts in openers for s in starts):
+            break
     code = (
         "import sys, io, contextlib\nfrom inspector.cli import main\n"
-        f"with contextlib.redirect_stdout(io.StringIO()): main([{str(SAMPLES / 'basic/mlp_fp16.safetensors')!r}])\n"
+        f"with contextlib.redirect_stdout(io.StringIO()): main([{str(path)!r}])\n"
         "print(' '.join(sorted(m for m in sys.modules if m.startswith('loaders.') and "
         "type(sys.modules[m]).__name__ != '_LazyModule')))"
     )
     loaded = set(
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     )
-    assert {"loaders.safetensors", "loaders.base"} <= loaded
-    assert not loaded & {"loaders.gguf", "loaders.onnx", "loaders.keras_h5", "loaders.mxnet_params", "loaders.npy",
-                         "loaders.torch_zip", "loaders.keras_zip"}  # fmt: skip
+    assert loaded == {"loaders.base", "loaders.safetensors"}  # of fourteen loaders
