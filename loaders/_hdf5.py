@@ -151,7 +151,7 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _dataset(h5py: Any, path: str, ds: Any, base: int) -> tuple[H5Dataset, list[Region]]:
+def _dataset(h5py: Any, path: str, ds: Any, base: int, n_attrs: int = 1) -> tuple[H5Dataset, list[Region]]:
     dtype, size = dtype_name(ds)
     n = 1
     for d in ds.shape or ():
@@ -161,7 +161,14 @@ def _dataset(h5py: Any, path: str, ds: Any, base: int) -> tuple[H5Dataset, list[
     stored = ds.id.get_storage_size()
     filtered = dcpl.get_nfilters() > 0
     item = H5Dataset(
-        path, tuple(ds.shape or ()), dtype, n * size, None, stored, filtered=filtered, attrs=small_attrs(ds)
+        path,
+        tuple(ds.shape or ()),
+        dtype,
+        n * size,
+        None,
+        stored,
+        filtered=filtered,
+        attrs=small_attrs(ds) if n_attrs else {},
     )
     regions: list[Region] = []
     if layout == LAYOUT_CONTIGUOUS:
@@ -366,26 +373,28 @@ def _walk(h5py: Any, f: Any, base: int, length: int) -> H5Walk:
     seen: set[int] = set()
     sized = 0
 
-    def visit(name: str, obj: Any) -> None:
+    def visit(raw: bytes, info: Any) -> None:
+        """One object, as `h5o.visit` reports it (name and header info): what `visititems` gives, without making a
+        high-level object of every group and reading attributes an object has none of (issue 16)."""
         nonlocal sized
-        info = h5py.h5o.get_info(obj.id)
         if info.addr in seen or len(seen) > MAX_OBJECTS:
             return
         seen.add(info.addr)
+        name = f._d(raw) if raw != b"." else ""  # h5py's own decoding of names (UTF-8, else the bytes)
         label = f"object header {('/' + name) if name else '/'}"
         regions.append(Region(RegionKind.HEADER, base + userblock + info.addr, info.hdr.space.total, label))
         meta = info.meta_size
         sized += meta.obj.index_size + meta.obj.heap_size + meta.attr.index_size + meta.attr.heap_size
-        if isinstance(obj, h5py.Dataset):
-            item, data_regions = _dataset(h5py, name, obj, base)
+        if info.type == h5py.h5o.TYPE_DATASET:
+            item, data_regions = _dataset(h5py, name, h5py.Dataset(h5py.h5d.open(f.id, raw)), base, info.num_attrs)
             datasets.append(item)
             regions.extend(data_regions)
         else:
-            groups[name] = small_attrs(obj)
+            groups[name] = small_attrs(f[raw] if raw != b"." else f) if info.num_attrs else {}
 
     groups: dict[str, dict[str, Any]] = {}
-    visit("", f)
-    f.visititems(visit)
+    visit(b".", h5py.h5o.get_info(f.id))
+    h5py.h5o.visit(f.id, visit, info=True)
     offset_size, length_size = f.id.get_create_plist().get_sizes()
     superblock = {
         "origin": base + userblock,
