@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import struct
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from enum import IntEnum
 
-from inspector.errors import FormatError, InspectorError
+from inspector.errors import FormatError, InspectorError, TruncatedFileError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, TensorInfo
 
@@ -141,3 +142,29 @@ def single_file(
     """The checkpoint of a one-file format: regions tiled over the file, gaps made UNKNOWN."""
     return Checkpoint(probe.path, fmt, framework, ((probe.path, probe.size),), tuple(tensors),
                       tile(regions, probe.size), attributes, config, tuple(findings))  # fmt: skip
+
+
+# -- checkpoints of several files, read through the one that stands for them (a TF index, a DCP .metadata) ----------
+
+
+def through_entry(probe: Probe, entry: str | None, load: Callable[[Probe], Checkpoint]) -> Checkpoint:
+    """`load` the checkpoint through its entry file when `probe` is one of its other files (`entry` then names the
+    file beside it that stands for the whole), else through `probe` itself."""
+    if entry is None:
+        return load(probe)
+    with Probe(entry) as entry_probe:
+        return load(entry_probe)
+
+
+def check_in_shard(entry: Probe, fmt: str, what: str, end: int, shard_path: str, shard_size: int) -> None:
+    """A span the entry file gives in another file of the checkpoint ends inside that file.
+
+    Raises:
+        TruncatedFileError: it ends past the shard's end (named with the entry file, where the span was read).
+    """
+    if end > shard_size:
+        raise TruncatedFileError(
+            entry.path,
+            fmt,
+            f"{what} ends at byte {end:,} of {os.path.basename(shard_path)!r}, which has {shard_size:,} bytes",
+        )

@@ -26,12 +26,12 @@ import re
 from math import prod
 
 from inspector import dtypes
-from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
+from inspector.errors import FormatError, LimitExceededError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from inspector.recordtype import record
 from loaders import _sstable, _tf_kinds, _tf_proto
-from loaders.base import MAX_TENSORS, Claim, check_shape, tile
+from loaders.base import MAX_TENSORS, Claim, check_in_shard, check_shape, through_entry, tile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -388,13 +388,7 @@ def _attributes(
 
 
 def _check_span(index: Probe, shard: _Shard, name: str, e: _tf_proto.BundleEntry | _Stored) -> None:
-    if e.offset + e.size > shard.size:
-        raise TruncatedFileError(
-            index.path,
-            FORMAT,
-            f"tensor {name!r} ends at byte {e.offset + e.size:,} of "
-            f"{os.path.basename(shard.path)!r}, which has {shard.size:,} bytes",
-        )
+    check_in_shard(index, FORMAT, f"tensor {name!r}", e.offset + e.size, shard.path, shard.size)
 
 
 def _overlaps(regions: dict[int, list[Region]]) -> list[Finding]:
@@ -432,8 +426,4 @@ class TfCheckpointLoader:
         return None
 
     def load(self, probe: Probe) -> Checkpoint:
-        index = _sibling_index(probe.path)
-        if index is None:
-            return _load(probe)
-        with Probe(index) as index_probe:
-            return _load(index_probe)
+        return through_entry(probe, _sibling_index(probe.path), _load)

@@ -27,7 +27,7 @@ from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from inspector.recordtype import field, record, replace
 from loaders import _pickle, _torch, _zip
-from loaders.base import MAX_TENSORS, Claim, check_shape, parsing, tile
+from loaders.base import MAX_TENSORS, Claim, check_in_shard, check_shape, parsing, through_entry, tile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -344,13 +344,7 @@ def _read_shard(meta: Probe, shard: Probe, file: int, items: list[_Item], out: _
     """The items of one shard, in file order; two items sharing bytes is a finding."""
     end, last = 0, ""
     for item in items:
-        if item.offset + item.length > shard.size:
-            raise TruncatedFileError(
-                meta.path,
-                FORMAT,
-                f"item {item.fqn!r} ends at byte {item.offset + item.length:,}"
-                f" of {os.path.basename(shard.path)!r}, which has {shard.size:,}",
-            )
+        check_in_shard(meta, FORMAT, f"item {item.fqn!r}", item.offset + item.length, shard.path, shard.size)
         if item.offset < end:
             out.findings.append(
                 Finding("OVERLAP", Severity.ERROR, f"items {last!r} and {item.fqn!r} share {end - item.offset:,} bytes")
@@ -498,8 +492,4 @@ class TorchDcpLoader:
         return Claim.EXACT if _sibling_metadata(probe.path) is not None else None
 
     def load(self, probe: Probe) -> Checkpoint:
-        meta = _sibling_metadata(probe.path)
-        if meta is None:
-            return _load(probe)
-        with Probe(meta) as meta_probe:
-            return _load(meta_probe)
+        return through_entry(probe, _sibling_metadata(probe.path), _load)
