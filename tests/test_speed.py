@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from inspector import jsontext
 from inspector.jsontext import dumps, write
 from inspector.roles import FAMILY_MATCHERS, ROLE_RULES, Matcher, compile_rules
 
@@ -43,10 +44,38 @@ def test_json_text_is_json_dumps_indent_2(doc: object) -> None:
 
 
 def test_json_text_of_large_containers_written_in_pieces() -> None:
-    doc = {"a": {"b": {"c": {"d": [{"name": f"t{i}", "shape": [i, 2], "notes": []} for i in range(600)]}}}, "e": {}}
+    doc = {"a": {"b": {"c": {"d": [{"name": f"t{i}", "shape": [i, 2], "notes": []} for i in range(6000)]}}}, "e": {}}
     pieces: list[str] = []
     write(doc, pieces.append)
-    assert len(pieces) > 600 and "".join(pieces) == dumps(doc) == json.dumps(doc, indent=2, default=str)
+    assert "".join(pieces) == dumps(doc) == json.dumps(doc, indent=2, default=str)
+    # gathered into chunks of about CHUNK characters: the whole text is never one piece
+    assert len(pieces) > 5 and max(map(len, pieces)) < 2 * jsontext.CHUNK
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents)
+def test_json_text_streamed_in_tiny_batches_is_json_dumps(doc: object) -> None:
+    """Every container of 2 or more items streamed, batches of 2 written column by column, 8-character chunks."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jsontext, "STREAM_ITEMS", 2)
+        mp.setattr(jsontext, "CHUNK", 8)
+        assert dumps(doc) == json.dumps(doc, indent=2, default=str)
+
+
+def test_json_text_of_records_of_one_layout() -> None:
+    """The column-by-column path: layouts that differ, keys equal as dict keys but written differently, mixed and
+    nested columns, a large container inside a record, cycles through a record."""
+    rows: list[object] = [{"n": f"t{i}", "s": [i, 2], "k": i % 3 == 0, "x": None} for i in range(600)]
+    rows += [{1: "a"}, {True: "a"}, {1.0: "a"}] * 300
+    rows += [{"v": i if i % 2 else str(i), "f": i / 3, "t": (i,), "d": {"z": [True]}} for i in range(600)]
+    rows += [{"big": list(range(300)), "s": "x"}] * 3 + [{"s": '\u2603\n"%s'}] * 300
+    doc = {"rows": rows}
+    assert dumps(doc) == json.dumps(doc, indent=2, default=str)
+    looped: dict[str, object] = {"n": "x"}
+    looped["me"] = [looped]
+    for doc in ([looped] * 300, [{"n": "y"}] * 299 + [looped]):
+        with pytest.raises(ValueError, match="Circular"):
+            dumps(doc)
 
 
 def test_json_text_of_other_objects_cycles_and_bad_keys() -> None:
