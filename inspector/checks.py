@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
+from math import prod
 
 from inspector.architectures import Architecture
 from inspector.formulas import GRU, LSTM, LayerSpec, SimpleRNN, breakdown
@@ -108,34 +109,37 @@ def compare(ckpt: Checkpoint, roles: Sequence[RoleMatch], arch: Architecture, so
     checks: list[LayerCheck] = []
     seen: set[str] = set()
     total = 0
+    offsets: dict[str, int | None] | None = None  # tensor offsets by name, made for the first tie
     for spec in arch.layers:
         spec_name: str = spec.name  # type: ignore[attr-defined]
         name = renamed.get(spec_name, spec_name)
         expected = breakdown(spec)
-        total += sum(expected.values())
+        want = sum(expected.values())
+        total += want
         layer = layers.get(name)
         seen.add(name)
         if layer is None:
+            kind = spec.kind
             checks.append(
-                LayerCheck(
-                    name,
-                    spec.kind,
-                    sum(expected.values()),
-                    0,
-                    "missing",
-                    f"{spec.kind} expected by the formula is not in the file",
-                )
+                LayerCheck(name, kind, want, 0, "missing", f"{kind} expected by the formula is not in the file")
             )
             continue
-        found = _found(layer)
-        tied = [t for t, _ in layer.items if t.alias_of is not None]
-        tied_elements = sum(t.n_elements for t in tied)
-        if found == sum(expected.values()):
+        found = 0
+        tied = []
+        for t, _ in layer.items:  # _found(layer), and the tied tensors
+            if t.alias_of is None:
+                found += prod(t.shape)
+            else:
+                tied.append(t)
+        if found == want:
             checks.append(LayerCheck(name, spec.kind, found, found, "ok"))
-        elif tied and found + tied_elements == sum(expected.values()):
+            continue
+        tied_elements = sum(t.n_elements for t in tied)
+        if tied and found + tied_elements == want:
             total -= tied_elements  # the tie is part of the architecture: its formula counts the shared matrix once
             targets = ", ".join(sorted({repr(t.alias_of) for t in tied}))
-            offsets = {t.name: t.offset for t in ckpt.tensors}
+            if offsets is None:
+                offsets = {t.name: t.offset for t in ckpt.tensors}
             twice = any(offsets.get(t.alias_of or "") != t.offset for t in tied)
             stored = "stored twice (a duplicate copy)" if twice else "stored once"
             checks.append(
@@ -150,9 +154,7 @@ def compare(ckpt: Checkpoint, roles: Sequence[RoleMatch], arch: Architecture, so
                 )
             )
         else:
-            checks.append(
-                LayerCheck(name, spec.kind, sum(expected.values()), found, "mismatch", _explain(spec, expected, layer))
-            )
+            checks.append(LayerCheck(name, spec.kind, want, found, "mismatch", _explain(spec, expected, layer)))
     for name, layer in layers.items():
         if name in seen:
             continue

@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Generic, Protocol, TypeVar
 
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
 
@@ -153,8 +154,18 @@ ROLE_RULES: tuple[RoleRule, ...] = (
 )
 
 
+class Patterned(Protocol):
+    """A rule of a table: a regular expression over a tensor name, fullmatched."""
+
+    @property
+    def pattern(self) -> str: ...
+
+
+R = TypeVar("R", bound=Patterned)
+
+
 @dataclass(frozen=True)
-class Matcher:
+class Matcher(Generic[R]):
     """Compiled rules; `match(name)` returns the first rule that matches and its groups.
 
     Which rule wins depends only on the name's shape, not on its numbers: `layers.3.mlp` and `layers.17.mlp` go
@@ -164,7 +175,7 @@ class Matcher:
     name is first tried against it (compiling all 75 costs about 8 ms of every run's start-up).
     """
 
-    rules: tuple[RoleRule, ...]
+    rules: tuple[R, ...]
     regexes: list[re.Pattern[str] | None] = field(default_factory=list, compare=False)  # compiled on first use
     digits: dict[int, str] = field(default_factory=dict, compare=False)  # str.translate table of shape_key
     memo: dict[str, int] = field(default_factory=dict, compare=False)  # shape -> rule index (-1: none)
@@ -176,7 +187,8 @@ class Matcher:
         spelled = set(text) & set("0123456789")
         free = [d for d in "0123456789" if d not in spelled]
         if free and not re.search(r"\[[^\]]*\d", text):  # a digit in a set ([0-5]): no memo
-            self.digits.update({ord(d): free[0] for d in free})
+            # every ASCII character in the table (itself where it is kept): str.translate then never misses
+            self.digits.update({i: chr(i) for i in range(128)} | {ord(d): free[0] for d in free})
         self.regexes.extend([None] * (len(self.rules) - len(self.regexes)))
 
     def regex(self, index: int) -> re.Pattern[str]:
@@ -193,7 +205,7 @@ class Matcher:
     def shape_key(self, name: str) -> str:
         return name.translate(self.digits)
 
-    def match(self, name: str) -> tuple[RoleRule, dict[str, str]] | None:
+    def match(self, name: str) -> tuple[R, dict[str, str]] | None:
         key = name.translate(self.digits) if self.digits else None
         known = self.memo.get(key) if key is not None else None
         if known is not None:
@@ -216,7 +228,7 @@ class Matcher:
 MEMO_LIMIT = 1 << 20  # shapes remembered per matcher (a bound on memory for hostile name sets)
 
 
-def compile_rules(rules: Sequence[RoleRule]) -> Matcher:
+def compile_rules(rules: Sequence[R]) -> Matcher[R]:
     return Matcher(tuple(rules))
 
 
@@ -224,13 +236,16 @@ MATCHER = compile_rules(ROLE_RULES)
 FAMILY = {"pytorch": "torch", "keras": "keras", "mxnet": "mxnet"}
 
 
-def _by_rule(t: TensorInfo, matcher: Matcher) -> RoleMatch | None:
+ROLE_TEXT = {role: role.value for role in Role}  # (a dict lookup: no enum descriptor per tensor)
+
+
+def _by_rule(t: TensorInfo, matcher: Matcher[RoleRule]) -> RoleMatch | None:
     found = matcher.match(t.name)
     if found is None:
         return None
     rule, groups = found
     layer = rule.layer.format(**groups) if rule.layer else groups.get("layer") or t.name.rpartition(".")[0] or t.name
-    return RoleMatch(t.name, layer, rule.role.value, rule.param or groups.get("param"), rule.rule_id)
+    return RoleMatch(t.name, layer, ROLE_TEXT[rule.role], rule.param or groups.get("param"), rule.rule_id)
 
 
 # Keras variables carry their layer and meaning from the loader (t.layer, t.param): role by meaning.
@@ -323,7 +338,7 @@ def _recurrent_layers(results: dict[str, RoleMatch]) -> None:
 KIND_ROLES = {TensorKind.OPTIMIZER: Role.OPTIMIZER_SLOT, TensorKind.BUFFER: Role.BUFFER}
 
 
-def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch, ...]:
+def match_roles(ckpt: Checkpoint, matcher: Matcher[RoleRule] = MATCHER) -> tuple[RoleMatch, ...]:
     """One `RoleMatch` per tensor, in the checkpoint's order."""
     if matcher is MATCHER:
         matcher = FAMILY_MATCHERS[FAMILY.get(ckpt.framework, "")]
@@ -334,7 +349,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
         if t.kind in KIND_ROLES and t.kind is not TensorKind.BUFFER:
             results[t.name] = RoleMatch(t.name, t.section or t.kind.value, KIND_ROLES[t.kind].value, t.param, "kind")
             continue
-        found = _keras(t, recurrent_layers) or _by_rule(t, matcher)
+        found = (t.layer is not None and _keras(t, recurrent_layers)) or _by_rule(t, matcher)
         if found is None and t.kind is TensorKind.BUFFER:
             found = RoleMatch(t.name, t.name.rpartition(".")[0], Role.BUFFER.value, t.param, "kind")
         if found is not None:
@@ -349,7 +364,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
     )
 
 
-def _ordered(families: Sequence[str]) -> Matcher:
+def _ordered(families: Sequence[str]) -> Matcher[RoleRule]:
     return compile_rules([r for family in families for r in ROLE_RULES if r.families[0] == family])
 
 

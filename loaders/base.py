@@ -95,7 +95,10 @@ def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Regi
             out.append(Region(RegionKind.UNKNOWN, pos, gap, "bytes no structure explains", file))
         end = min(start + length, file_size)
         if end > start:
-            out.append(Region(r.kind, start, end - start, r.label, file, r.logical))
+            if start == r.start and end - start == r.length and file == r.file:
+                out.append(r)  # already what it would be rebuilt as (the common case: most regions)
+            else:
+                out.append(Region(r.kind, start, end - start, r.label, file, r.logical))
         pos = max(pos, end)
     if pos < file_size:
         out.append(Region(RegionKind.UNKNOWN, pos, file_size - pos, "trailing bytes no structure explains", file))
