@@ -130,6 +130,7 @@ RAU_STACK_UNITS = (  # rau stack transformer files: each unit's name pattern; it
     ("feedforward", re.compile(r"(?P<p>.+)\.wrapped_module\.first\.second\.func\.0\.linear\.weight")),
     ("transformer", re.compile(r"(?P<p>.+\.layers\.layers)\.\d+\.self_attn\.in_proj_weight")),
 )
+RAU_STACK_ENDINGS = (".linear.weight", ".self_attn.in_proj_weight")  # every unit pattern ends so: a cheap first test
 
 
 def _depth(prefix: str) -> int:
@@ -148,6 +149,8 @@ def _rau_stack_transformer(
     std: dict[str, int] = {}
     ff = 0
     for name in shapes:
+        if not name.endswith(RAU_STACK_ENDINGS):
+            continue
         for kind, regex in RAU_STACK_UNITS:
             m = regex.fullmatch(name)
             if m is None:
@@ -194,9 +197,11 @@ def _rau_stack_transformer(
 
 
 def _rau_transformer(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
-    blocks = _rule(layers, "rau.attn_qkv")
     emb = layers.get("embedding")
-    if not blocks or emb is None:
+    if emb is None:
+        return None
+    blocks = _rule(layers, "rau.attn_qkv")
+    if not blocks:
         return None
     d = blocks[0].find("rau.attn_qkv", param="weight").shape[1]  # type: ignore[union-attr]
     up = blocks[0].find("rau.ffn_up", param="weight")

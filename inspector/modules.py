@@ -37,6 +37,8 @@ LAYER_FROM_ROLE = ("rnn_input_kernel", "rnn_recurrent_kernel", "rnn_bias", "init
 STATISTICS = ("running_mean", "running_var", "moving_mean", "moving_variance", "moving_var")
 SCALES = ("weight", "gamma", "scale")
 SHIFTS = ("bias", "beta")
+AFFINE = {"weight", "bias"}
+STATED_PARAM_RULES = ("keras", "mxnet", "sockeye", "shape.")  # rules whose `param` is the tensor's parameter name
 
 
 @dataclass(frozen=True)
@@ -46,14 +48,16 @@ class Module:
     name: str
     items: tuple[tuple[TensorInfo, RoleMatch], ...]
 
-    def param(self, t: TensorInfo, r: RoleMatch) -> str:
+    def param(self, t: TensorInfo, r: RoleMatch, prefix: str | None = None) -> str:
         """The tensor's parameter name within the module ('weight', 'kernel', 'bias'...)."""
-        if r.param and r.rule_id.startswith(("keras", "mxnet", "sockeye", "shape.")):
+        if r.param and r.rule_id.startswith(STATED_PARAM_RULES):
             return r.param.removesuffix(":0")
-        return t.name[len(self.name) + 1 :] if t.name.startswith(self.name + ".") else (r.param or t.name)
+        prefix = prefix or self.name + "."
+        return t.name[len(prefix) :] if t.name.startswith(prefix) else (r.param or t.name)
 
     def params(self) -> dict[str, TensorInfo]:
-        return {self.param(t, r): t for t, r in self.items}
+        prefix = self.name + "."
+        return {self.param(t, r, prefix): t for t, r in self.items}
 
     @property
     def roles(self) -> set[str]:
@@ -110,24 +114,31 @@ def _recurrent(module: Module, framework: str, statistics: bool) -> LayerSpec | 
     return cls(inputs, units, convention, bias=vectors > 0, biases=vectors or None, name=module.name)
 
 
+def _first(params: dict[str, TensorInfo], names: tuple[str, ...]) -> TensorInfo | None:
+    for name in names:
+        t = params.get(name)
+        if t is not None:
+            return t
+    return None
+
+
 def module_spec(module: Module, framework: str, statistics: bool = False) -> LayerSpec:
     """The layer spec that counts exactly what `module` holds, of the most specific kind its tensors fit.
 
     `statistics`: the module has running statistics beside it (buffers, or statistics kept as parameters).
     """
-    roles = module.roles
+    roles = {r.role for _, r in module.items}
     if "rnn_recurrent_kernel" in roles:
         spec = _recurrent(module, framework, statistics)
         if spec is not None:
             return spec
     params = module.params()
-    scale = next((params[p] for p in SCALES if p in params), None)
-    shift = next((params[p] for p in SHIFTS if p in params), None)
-    stats = [p for p in params if p in STATISTICS]
+    scale, shift = _first(params, SCALES), _first(params, SHIFTS)
     one_d = [t for t in params.values() if len(t.shape) == 1]
     name = module.name
-    affine = set(params) == {"weight", "bias"}  # a 1-d weight and bias of one size: an affine norm (GroupNorm...)
-    if (statistics or stats or "norm" in roles or affine) and len(one_d) == len(params) and one_d:
+    stats = [p for p in params if p in STATISTICS] if len(one_d) == len(params) else []
+    # (a 1-d weight and bias of one size: an affine norm, GroupNorm...)
+    if one_d and len(one_d) == len(params) and (statistics or stats or "norm" in roles or params.keys() == AFFINE):
         features = one_d[0].shape[0]
         if all(t.shape == (features,) for t in one_d):
             if stats and framework in FRAMEWORK_CONVENTIONS:  # Keras, TensorFlow and MXNet count the statistics

@@ -211,9 +211,12 @@ class Matcher(Generic[R]):
         if known is not None:
             if known < 0:
                 return None
-            m = self.regex(known).fullmatch(name)
+            m = self.regexes[known].fullmatch(name)  # type: ignore[union-attr]  # compiled when remembered
             if m:  # always, by the argument above; a scan otherwise
-                return self.rules[known], {k: v for k, v in m.groupdict().items() if v is not None}
+                groups = m.groupdict()
+                if None in groups.values():  # an optional group that took no part
+                    groups = {k: v for k, v in groups.items() if v is not None}
+                return self.rules[known], groups
         for index in range(len(self.rules)):
             m = (self.regexes[index] or self.regex(index)).fullmatch(name)
             if m:
@@ -330,6 +333,8 @@ RNN_PARAM_ROLES = {"kernel": Role.RNN_INPUT, "bias": Role.RNN_BIAS}
 def _recurrent_layers(results: dict[str, RoleMatch]) -> None:
     """In a layer that has a recurrent kernel, the plain kernel and bias are the RNN's input kernel and bias."""
     recurrent = {r.layer for r in results.values() if r.role == Role.RNN_RECURRENT}
+    if not recurrent:
+        return
     for name, r in results.items():
         if r.layer in recurrent and r.role == Role.DENSE and r.param in RNN_PARAM_ROLES:
             results[name] = RoleMatch(r.name, r.layer, RNN_PARAM_ROLES[r.param].value, r.param, r.rule_id + "+rnn")
@@ -346,7 +351,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher[RoleRule] = MATCHER) -> tuple
     model = [t for t in ckpt.tensors if t.kind is TensorKind.PARAMETER]
     results: dict[str, RoleMatch] = {}
     for t in ckpt.tensors:
-        if t.kind in KIND_ROLES and t.kind is not TensorKind.BUFFER:
+        if t.kind is TensorKind.OPTIMIZER:  # (a buffer's role comes from its name first)
             results[t.name] = RoleMatch(t.name, t.section or t.kind.value, KIND_ROLES[t.kind].value, t.param, "kind")
             continue
         found = (t.layer is not None and _keras(t, recurrent_layers)) or _by_rule(t, matcher)
