@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from math import prod
+from operator import attrgetter
 
 from inspector.architectures import Architecture
 from inspector.formulas import GRU, LSTM, LayerSpec, SimpleRNN, breakdown
@@ -102,9 +103,21 @@ def auto_name_pairs(expected: Sequence[str], found: Sequence[str]) -> dict[str, 
     return pairs
 
 
-def compare(ckpt: Checkpoint, roles: Sequence[RoleMatch], arch: Architecture, source: str) -> Expectation:
-    """Layer by layer: the architecture's formula against the file's parameter tensors."""
-    layers = file_layers(ckpt, roles, {spec.name for spec in arch.layers})  # type: ignore[attr-defined]
+def compare(
+    ckpt: Checkpoint,
+    roles: Sequence[RoleMatch],
+    arch: Architecture,
+    source: str,
+    layers: dict[str, Layer] | None = None,
+) -> Expectation:
+    """Layer by layer: the architecture's formula against the file's parameter tensors.
+
+    `layers`: `file_layers(ckpt, roles)` where the caller has it, used as it is when every tensor's role names a
+    layer and each is one of the architecture's (then grouping by `arch`'s names gives the same layers).
+    """
+    names = {spec.name for spec in arch.layers}  # type: ignore[attr-defined]
+    if layers is None or not (all(map(attrgetter("layer"), roles)) and names.issuperset(layers)):
+        layers = file_layers(ckpt, roles, names)
     renamed = auto_name_pairs([spec.name for spec in arch.layers], list(layers))  # type: ignore[attr-defined]
     checks: list[LayerCheck] = []
     seen: set[str] = set()

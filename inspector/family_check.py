@@ -115,11 +115,24 @@ class FileModules:
         tensors = {}
         for t in ckpt.tensors:
             if t.kind is TensorKind.PARAMETER:
-                name = canonical_name(t)
+                name = t.name if t.layer is None or t.param is None else canonical_name(t)
                 modules.setdefault(name.rpartition(".")[0], []).append(t)
                 tensors[name] = t
-        keys = frozenset(_shape_key(p) for p in [*modules, *tensors])
-        return cls({k: tuple(v) for k, v in modules.items()}, tensors, keys)
+        # a tensor's key is its module's key and its last part's (segments are keyed one by one): each module path
+        # and each distinct last part is keyed once (a newline ends a key too: such names are keyed whole)
+        module_keys = {p: _shape_key(p) for p in modules}
+        leaf_keys: dict[str, str] = {}
+        keys = set(module_keys.values())
+        for name in tensors:
+            module, dot, leaf = name.rpartition(".")
+            if not dot or "\n" in name:
+                keys.add(_shape_key(name))
+                continue
+            leaf_key = leaf_keys.get(leaf)
+            if leaf_key is None:
+                leaf_key = leaf_keys[leaf] = _shape_key(leaf)
+            keys.add(module_keys[module] + "." + leaf_key)
+        return cls({k: tuple(v) for k, v in modules.items()}, tensors, frozenset(keys))
 
 
 @dataclass(frozen=True)

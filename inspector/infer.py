@@ -290,6 +290,11 @@ DETECTORS: tuple[Detector, ...] = (
 
 
 def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
+    return _inferred(ckpt, roles)[0]
+
+
+def _inferred(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> tuple[Architecture | None, dict[str, Layer]]:
+    """The architecture the shapes imply, and the file's layers it was read from (for `compare`)."""
     layers = file_layers(ckpt, roles)
     for detector in DETECTORS:
         try:
@@ -297,8 +302,8 @@ def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architec
         except (SpecError, ValueError, ZeroDivisionError, IndexError, StopIteration):
             arch = None  # shapes that do not fit this family: try the next
         if arch is not None:
-            return arch
-    return None
+            return arch, layers
+    return None, layers
 
 
 def from_config(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
@@ -337,12 +342,12 @@ def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch], stated: Architecture | 
         checked = family_check.expect(ckpt, roles)
         if checked is not None:
             return checked
-    inferred = infer_architecture(ckpt, roles)
+    inferred, layers = _inferred(ckpt, roles)
     configured = from_config(ckpt, roles)
     if configured is not None:
-        result = compare(ckpt, roles, configured, "config")
+        result = compare(ckpt, roles, configured, "config", layers)
         if inferred is not None:
-            other = compare(ckpt, roles, inferred, "inferred")
+            other = compare(ckpt, roles, inferred, "inferred", layers)
             agree = other.total == result.total
             note = (
                 f"inference from the shapes agrees with the config ({other.total:,})"
@@ -359,7 +364,7 @@ def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch], stated: Architecture | 
                 (*result.notes, note),
             )
         return result
-    return compare(ckpt, roles, inferred, "inferred") if inferred is not None else None
+    return compare(ckpt, roles, inferred, "inferred", layers) if inferred is not None else None
 
 
 __all__ = ["compare", "expect", "infer_architecture"]

@@ -16,6 +16,7 @@ import math
 from collections.abc import Callable
 from itertools import chain
 from json.encoder import encode_basestring_ascii as _string  # the C escaper, ensure_ascii=True
+from operator import mod
 from typing import Any
 
 INDENT = "  "
@@ -146,11 +147,11 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                     columns.append(map(scalar, column))
                     continue
                 if kind is list and set(map(type, chain.from_iterable(column))) <= {int}:
+                    # lists of ints (shapes): a "%d" template per length ('%d' writes an int as repr does)
                     deeper = inner + INDENT
-                    sep = "," + deeper
-                    columns.append(
-                        ["[" + deeper + sep.join(map(int_repr, v)) + inner + "]" if v else "[]" for v in column]
-                    )
+                    lists = {n: "[" + deeper + ("," + deeper).join(["%d"] * n) + inner + "]" if n else "[]"
+                             for n in set(map(len, column))}  # fmt: skip
+                    columns.append(map(mod, map(lists.__getitem__, map(len, column)), map(tuple, column)))
                     continue
             columns.append([value(v, inner) for v in column])  # mixed or nested: value by value
         # no dict of the batch is marked active: a cycle through one passes through a nested container, which is
