@@ -83,9 +83,23 @@ def _region_kinds(ckpt: Checkpoint) -> dict[int, dict[int, TensorKind]]:
         spans.sort()
     out: dict[int, dict[int, TensorKind]] = {}
     tensor_data, lowest = RegionKind.TENSOR_DATA, TensorKind.PARAMETER
+    data: dict[int, list[int]] = {}  # TENSOR_DATA region indices by file
     for i, r in enumerate(ckpt.regions):
-        if r.kind is not tensor_data:
-            continue
+        if r.kind is tensor_data:
+            data.setdefault(r.file, []).append(i)
+    regions = ckpt.regions
+    general = []
+    for file, indices in data.items():
+        spans = by_file.get(file, [])
+        # The common layout (safetensors, npz...): the file's tensors are its data regions, one each. The regions
+        # tile the file, so each one meets its own tensor alone: its kind. Any other layout is searched below.
+        extents = [(regions[i].start, regions[i].start + regions[i].length) for i in indices]
+        if extents == [(start, end) for start, end, _ in spans]:
+            out[file] = dict(zip(indices, [kind for _, _, kind in spans], strict=True))
+        else:
+            general += indices
+    for i in sorted(general):
+        r = regions[i]
         spans = by_file.get(r.file, [])
         start, end = r.start, r.start + r.length
         j = bisect.bisect_left(spans, (start, -1, lowest))
