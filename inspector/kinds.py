@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from inspector.records import Checkpoint, TensorInfo, TensorKind
+from inspector.records import Checkpoint, TensorKind
 from inspector.roles import compile_rules
 
 # Frameworks whose loaders state every tensor's kind (their statistics are parameters they count).
@@ -63,21 +63,17 @@ def kind_rule(name: str) -> KindRule | None:
     return found[0] if found is not None else None
 
 
-def _decide(t: TensorInfo, framework: str) -> TensorKind:
-    if t.kind is not TensorKind.PARAMETER or framework in STATED:
-        return t.kind
-    rule = kind_rule(t.name)
-    return rule.kind if rule is not None else t.kind
-
-
 def decide(ckpt: Checkpoint) -> Checkpoint:
     """The checkpoint with every tensor's kind decided (the same object when nothing changes)."""
+    if ckpt.framework in STATED:  # the loader stated every tensor's kind
+        return ckpt
     changed = False
     tensors = []
     for t in ckpt.tensors:
-        kind = _decide(t, ckpt.framework)
-        if kind is not t.kind:
-            t = replace(t, kind=kind, trainable=False)
-            changed = True
+        if t.kind is TensorKind.PARAMETER:  # the container's own word is never overridden
+            rule = kind_rule(t.name)
+            if rule is not None and rule.kind is not t.kind:
+                t = replace(t, kind=rule.kind, trainable=False)
+                changed = True
         tensors.append(t)
     return replace(ckpt, tensors=tuple(tensors)) if changed else ckpt

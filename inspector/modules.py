@@ -48,16 +48,16 @@ class Module:
     name: str
     items: tuple[tuple[TensorInfo, RoleMatch], ...]
 
-    def param(self, t: TensorInfo, r: RoleMatch, prefix: str | None = None) -> str:
-        """The tensor's parameter name within the module ('weight', 'kernel', 'bias'...)."""
-        if r.param and r.rule_id.startswith(STATED_PARAM_RULES):
-            return r.param.removesuffix(":0")
-        prefix = prefix or self.name + "."
-        return t.name[len(prefix) :] if t.name.startswith(prefix) else (r.param or t.name)
-
     def params(self) -> dict[str, TensorInfo]:
+        """The tensors by their parameter name within the module ('weight', 'kernel', 'bias'...)."""
         prefix = self.name + "."
-        return {self.param(t, r, prefix): t for t, r in self.items}
+        out = {}
+        for t, r in self.items:
+            if r.param and r.rule_id.startswith(STATED_PARAM_RULES):
+                out[r.param.removesuffix(":0")] = t
+            else:
+                out[t.name[len(prefix) :] if t.name.startswith(prefix) else (r.param or t.name)] = t
+        return out
 
     @property
     def roles(self) -> set[str]:
@@ -155,7 +155,8 @@ def module_spec(module: Module, framework: str, statistics: bool = False) -> Lay
     rest = {p: t for p, t in params.items() if t is not weight}
     bias_ok = not rest or (len(rest) == 1 and shift is not None and len(shift.shape) == 1)
     if weight is not None and bias_ok:
-        r = next(r for t, r in module.items if t is weight)
+        items = module.items  # the weight's role (a module of one tensor: its own)
+        r = items[0][1] if len(items) == 1 else next(r for t, r in items if t is weight)
         has_bias = shift is not None
         if r.role in ("embedding", "position_embedding") and len(weight.shape) == 2 and not has_bias:
             return Embedding(weight.shape[0], weight.shape[1], name=name)

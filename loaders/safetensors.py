@@ -149,6 +149,8 @@ def _validate_buffer(probe: Probe, base: int, spans: Sequence[tuple[int, int, st
 
 def _aliases(metadata: dict[str, str], tensors: list[TensorInfo]) -> list[TensorInfo]:
     """Names `save_model` removed as duplicates and recorded in metadata as {alias: kept_name}."""
+    if not metadata:
+        return []
     by_name = {t.name: t for t in tensors}
     out = []
     for alias, target in metadata.items():
