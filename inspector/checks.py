@@ -91,6 +91,8 @@ def auto_name_pairs(expected: Sequence[str], found: Sequence[str]) -> dict[str, 
     """Keras numbers auto names per process ('dense', 'dense_1'... or 'dense_7', 'dense_8' in a notebook): an
     expected name the file lacks is paired with the file's layers of the same base name, in counter order."""
     found_set, expected_set = set(found), set(expected)  # sets: a file of 100,000 layers stays linear
+    if expected_set <= found_set:
+        return {}  # nothing missing: nothing to pair
     missing = [n for n in expected if n not in found_set]
     spare = sorted((n for n in found if n not in expected_set), key=lambda n: _auto_base(n)[2])
     pairs: dict[str, str] = {}
