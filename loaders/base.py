@@ -7,6 +7,8 @@ import struct
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from enum import IntEnum
+from itertools import islice
+from operator import lt
 from typing import Any, ClassVar, Protocol
 
 from inspector.errors import FormatError, InspectorError
@@ -83,7 +85,11 @@ def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Regi
     """
     out: list[Region] = []
     pos = 0
-    for r in sorted((r for r in regions if r.length > 0), key=lambda r: (r.start, -r.length)):
+    kept = [r for r in regions if r.length > 0]
+    starts = [r.start for r in kept]
+    if not all(map(lt, starts, islice(starts, 1, None))):  # in order already (most loaders): no sort
+        kept.sort(key=lambda r: (r.start, -r.length))
+    for r in kept:
         start, length = r.start, r.length
         if start < pos:  # overlap: keep only the part past what is already covered
             length -= pos - start
