@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from inspector.formulas import (
     GRU,
@@ -38,6 +39,7 @@ STATISTICS = ("running_mean", "running_var", "moving_mean", "moving_variance", "
 SCALES = ("weight", "gamma", "scale")
 SHIFTS = ("bias", "beta")
 AFFINE = {"weight", "bias"}
+Recipe = tuple[type[LayerSpec], tuple[Any, ...], dict[str, Any]]  # a spec's class and its arguments but its name
 STATED_PARAM_RULES = ("keras", "mxnet", "sockeye", "shape.")  # rules whose `param` is the tensor's parameter name
 
 
@@ -92,7 +94,7 @@ def _kernel_out_last(t: TensorInfo, r: RoleMatch, framework: str) -> bool:
     return FRAMEWORK_CONVENTIONS.get(framework) is Convention.KERAS
 
 
-def _recurrent(module: Module, framework: str, statistics: bool) -> LayerSpec | None:
+def _recurrent(module: Module, framework: str, statistics: bool) -> Recipe | None:
     rec = next((t for t, r in module.items if r.role == "rnn_recurrent_kernel"), None)
     inp = next((t for t, r in module.items if r.role == "rnn_input_kernel"), None)
     if rec is None or inp is None or len(rec.shape) != 2 or len(inp.shape) != 2:
@@ -111,7 +113,7 @@ def _recurrent(module: Module, framework: str, statistics: bool) -> LayerSpec | 
     vectors, rest = divmod(bias_elements, gates * units)
     if rest:
         return None
-    return cls(inputs, units, convention, bias=vectors > 0, biases=vectors or None, name=module.name)
+    return cls, (inputs, units, convention), {"bias": vectors > 0, "biases": vectors or None}
 
 
 def _first(params: dict[str, TensorInfo], names: tuple[str, ...]) -> TensorInfo | None:
@@ -122,16 +124,46 @@ def _first(params: dict[str, TensorInfo], names: tuple[str, ...]) -> TensorInfo 
     return None
 
 
-def module_spec(module: Module, framework: str, statistics: bool = False) -> LayerSpec:
+def module_spec(
+    module: Module, framework: str, statistics: bool = False, memo: dict[Any, Recipe] | None = None
+) -> LayerSpec:
     """The layer spec that counts exactly what `module` holds, of the most specific kind its tensors fit.
 
     `statistics`: the module has running statistics beside it (buffers, or statistics kept as parameters).
+    `memo`: the recipes of one-tensor modules worked out so far (`file_specs` keeps one per file): a module of one
+    tensor is told by its parameter name, shape, role, rule, whether it is an alias and whether its name says
+    PReLU, so a model's repeated layers are worked out once each.
     """
+    items = module.items
+    if memo is not None and len(items) == 1:
+        t, r = items[0]
+        (param,) = module.params()
+        key = (
+            param,
+            t.shape,
+            r.role,
+            r.rule_id,
+            t.alias_of is None,
+            framework,
+            statistics,
+            "prelu" in module.name.lower(),
+        )
+        recipe = memo.get(key)
+        if recipe is None:
+            recipe = memo[key] = _recipe(module, framework, statistics)
+    else:
+        recipe = _recipe(module, framework, statistics)
+    cls, args, kwargs = recipe
+    return cls(*args, name=module.name, **kwargs)  # type: ignore[call-arg]  # every kind of spec has a name
+
+
+def _recipe(module: Module, framework: str, statistics: bool) -> Recipe:
+    """`module_spec`'s spec as its class and arguments, less its name."""
     roles = {r.role for _, r in module.items}
     if "rnn_recurrent_kernel" in roles:
-        spec = _recurrent(module, framework, statistics)
-        if spec is not None:
-            return spec
+        recurrent = _recurrent(module, framework, statistics)
+        if recurrent is not None:
+            return recurrent
     params = module.params()
     scale, shift = _first(params, SCALES), _first(params, SHIFTS)
     one_d = [t for t in params.values() if len(t.shape) == 1]
@@ -143,14 +175,14 @@ def module_spec(module: Module, framework: str, statistics: bool = False) -> Lay
         if all(t.shape == (features,) for t in one_d):
             if stats and framework in FRAMEWORK_CONVENTIONS:  # Keras, TensorFlow and MXNet count the statistics
                 convention = FRAMEWORK_CONVENTIONS[framework]
-                return BatchNorm(features, convention, name=name, scale=scale is not None, shift=shift is not None)
+                return BatchNorm, (features, convention), {"scale": scale is not None, "shift": shift is not None}
             if statistics or stats:
                 label = "BatchNorm"
             elif "norm" in roles:
                 label = "LayerNorm" if shift is not None else "RMSNorm"
             else:  # an affine GroupNorm/InstanceNorm/LayerNorm whose name does not say which
                 label = "Norm"
-            return Norm(features, scale is not None, shift is not None, label, name=name)
+            return Norm, (features, scale is not None, shift is not None, label), {}
     weight = params.get("weight", params.get("kernel"))
     rest = {p: t for p, t in params.items() if t is not weight}
     bias_ok = not rest or (len(rest) == 1 and shift is not None and len(shift.shape) == 1)
@@ -159,11 +191,11 @@ def module_spec(module: Module, framework: str, statistics: bool = False) -> Lay
         r = items[0][1] if len(items) == 1 else next(r for t, r in items if t is weight)
         has_bias = shift is not None
         if r.role in ("embedding", "position_embedding") and len(weight.shape) == 2 and not has_bias:
-            return Embedding(weight.shape[0], weight.shape[1], name=name)
+            return Embedding, (weight.shape[0], weight.shape[1]), {}
         if len(weight.shape) == 2:
             cin, cout = weight.shape if _kernel_out_last(weight, r, framework) else weight.shape[::-1]
             if not has_bias or shift.shape == (cout,):  # type: ignore[union-attr]
-                return Dense(cin, cout, has_bias, name=name)
+                return Dense, (cin, cout, has_bias), {}
         if len(weight.shape) >= 3:
             if _kernel_out_last(weight, r, framework):
                 *kernel, cin, cout = weight.shape
@@ -172,15 +204,15 @@ def module_spec(module: Module, framework: str, statistics: bool = False) -> Lay
             # from the shape alone a grouped conv reads as in_channels/groups, and a transposed or depthwise
             # Keras kernel (k, out, in) / (k, in, multiplier) has its bias on the other axis: the count is the same
             if not has_bias or shift.shape == (cout,):  # type: ignore[union-attr]
-                return Conv(cin, cout, tuple(kernel), has_bias, name=name)
+                return Conv, (cin, cout, tuple(kernel), has_bias), {}
             if shift.shape == (cin,):  # type: ignore[union-attr]
-                return Conv(cout, cin, tuple(kernel), has_bias, name=name)
+                return Conv, (cout, cin, tuple(kernel), has_bias), {}
         if len(weight.shape) == 1 and not rest:  # a learned per-channel scale: PReLU slopes, an RMSNorm weight
-            return Tensor(weight.shape, "PReLU" if "prelu" in name.lower() else "Scale", name=name)
+            return Tensor, (weight.shape, "PReLU" if "prelu" in name.lower() else "Scale"), {}
     shapes = [t.shape for t in params.values()]
     elements = sum(t.n_elements for t, _ in module.items if t.alias_of is None)
     label = "Tensor" if len(shapes) == 1 else "Tensors"
-    return Tensor(shapes[0] if len(shapes) == 1 else (elements,), label, name=name)
+    return Tensor, (shapes[0] if len(shapes) == 1 else (elements,), label), {}
 
 
 def statistic_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch], framework: str) -> set[str]:
@@ -195,4 +227,5 @@ def statistic_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch], framework: s
 def file_specs(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> list[LayerSpec]:
     """One spec per file module, in file order: what the shapes say, nothing assumed."""
     statistics = statistic_modules(ckpt, roles, ckpt.framework)
-    return [module_spec(m, ckpt.framework, m.name in statistics) for m in file_modules(ckpt, roles).values()]
+    memo: dict[Any, Recipe] = {}
+    return [module_spec(m, ckpt.framework, m.name in statistics, memo) for m in file_modules(ckpt, roles).values()]
