@@ -78,7 +78,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
     (100,000 tensors: 200 MiB less at the peak)."""
     active: set[int] = set()  # containers being written: a cycle is an error, as in json
     streaming: list[int] = []  # the markers of the containers being streamed (kept when a join is abandoned)
-    templates: dict[tuple[tuple[Any, ...], str], str] = {}  # (keys, indent) -> "{...%s...}"
+    templates: dict[tuple[tuple[Any, ...], str, tuple[int, ...]], str] = {}  # (keys, indent, ints) -> "{...%s...}"
     string, int_repr = _string, int.__repr__
     buffer: list[str] = []
     pending = 0
@@ -116,13 +116,16 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         active.discard(marker)
         return text
 
-    def template(keys: tuple[Any, ...], nl: str) -> str:
+    def template(keys: tuple[Any, ...], nl: str, ints: tuple[int, ...] = ()) -> str:
+        """A dict's text with '%s' for each value, '%d' for the values at `ints` (ints, as repr writes them)."""
         inner = nl + INDENT
-        items = ("," + inner).join(_key(k).replace("%", "%%") + ": %s" for k in keys)
+        items = ("," + inner).join(
+            _key(k).replace("%", "%%") + (": %d" if i in ints else ": %s") for i, k in enumerate(keys)
+        )
         text = "{" + inner + items + nl + "}"
         # only str keys are remembered: 1, 1.0 and True are equal as keys of a dict but written differently
         if len(templates) < TEMPLATES and all(k.__class__ is str for k in keys):
-            templates[keys, nl] = text
+            templates[keys, nl, ints] = text
         return text
 
     def records(batch: list[Any] | tuple[Any, ...], nl: str) -> list[str] | None:
@@ -135,13 +138,17 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         keys = layouts[0]
         if not keys or layouts.count(keys) != len(layouts) or set(map(type, keys)) != {str}:
             return None  # (keys that are not strings: 1, 1.0 and True are equal keys written differently)
-        text = templates.get((keys, nl)) or template(keys, nl)
         inner = nl + INDENT
         columns: list[Any] = []
+        ints = []  # the columns of ints, written by '%d' in the template (as repr writes an int)
         for column in zip(*map(dict.values, batch), strict=True):
             kinds = set(map(type, column))
             if len(kinds) == 1:
                 kind = kinds.pop()
+                if kind is int:
+                    ints.append(len(columns))
+                    columns.append(column)
+                    continue
                 scalar = SCALAR_TEXT.get(kind)
                 if scalar is not None:
                     columns.append(map(scalar, column))
@@ -154,7 +161,8 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                     columns.append(map(mod, map(lists.__getitem__, map(len, column)), map(tuple, column)))
                     continue
             columns.append([value(v, inner) for v in column])  # mixed or nested: value by value
-        # no dict of the batch is marked active: a cycle through one passes through a nested container, which is
+        text = templates.get((keys, nl, tuple(ints))) or template(keys, nl, tuple(ints))
+        # no dict of the batch is marked active: a cycle through one passes through a nested container, which is marked
         return list(map(text.__mod__, zip(*columns, strict=True)))
 
     def container(o: list[Any] | tuple[Any, ...] | dict[Any, Any], nl: str) -> str:
@@ -169,7 +177,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         inner = nl + INDENT
         if isinstance(o, dict):
             keys = tuple(o)
-            text = templates.get((keys, nl)) or template(keys, nl)
+            text = templates.get((keys, nl, ())) or template(keys, nl)
             text %= tuple(
                 [
                     string(v)

@@ -69,6 +69,7 @@ def test_json_text_of_records_of_one_layout() -> None:
     rows += [{1: "a"}, {True: "a"}, {1.0: "a"}] * 300
     rows += [{"v": i if i % 2 else str(i), "f": i / 3, "t": (i,), "d": {"z": [True]}} for i in range(600)]
     rows += [{"big": list(range(300)), "s": "x"}] * 3 + [{"s": '\u2603\n"%s'}] * 300
+    rows += [{"%s%%d": i, "b": -(10**30) * i, "c": "%d"} for i in range(300)]  # keys, ints and strings with '%'
     doc = {"rows": rows}
     assert dumps(doc) == json.dumps(doc, indent=2, default=str)
     looped: dict[str, object] = {"n": "x"}
