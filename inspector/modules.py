@@ -53,13 +53,7 @@ class Module:
     def params(self) -> dict[str, TensorInfo]:
         """The tensors by their parameter name within the module ('weight', 'kernel', 'bias'...)."""
         prefix = self.name + "."
-        out = {}
-        for t, r in self.items:
-            if r.param and r.rule_id.startswith(STATED_PARAM_RULES):
-                out[r.param.removesuffix(":0")] = t
-            else:
-                out[t.name[len(prefix) :] if t.name.startswith(prefix) else (r.param or t.name)] = t
-        return out
+        return {_param(prefix, t, r): t for t, r in self.items}
 
     @property
     def roles(self) -> set[str]:
@@ -70,6 +64,13 @@ class Module:
         return sum(t.n_elements for t, _ in self.items if t.alias_of is None)
 
 
+def _param(prefix: str, t: TensorInfo, r: RoleMatch) -> str:
+    """A tensor's parameter name within its module (whose name is `prefix` less its final '.')."""
+    if r.param and r.rule_id.startswith(STATED_PARAM_RULES):
+        return r.param.removesuffix(":0")
+    return t.name[len(prefix) :] if t.name.startswith(prefix) else (r.param or t.name)
+
+
 def module_name(t: TensorInfo, r: RoleMatch, framework: str) -> str:
     if t.layer or framework in FRAMEWORK_CONVENTIONS or r.role in LAYER_FROM_ROLE or r.rule_id.startswith("shape."):
         return t.layer or r.layer
@@ -78,13 +79,17 @@ def module_name(t: TensorInfo, r: RoleMatch, framework: str) -> str:
     return r.layer
 
 
-def file_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, Module]:
-    """Parameter tensors grouped by module, in file order."""
+def _groups(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, list[tuple[TensorInfo, RoleMatch]]]:
     groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
     for t, r in zip(ckpt.tensors, roles, strict=True):
         if t.kind is TensorKind.PARAMETER:
             groups.setdefault(module_name(t, r, ckpt.framework), []).append((t, r))
-    return {name: Module(name, tuple(items)) for name, items in groups.items()}
+    return groups
+
+
+def file_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, Module]:
+    """Parameter tensors grouped by module, in file order."""
+    return {name: Module(name, tuple(items)) for name, items in _groups(ckpt, roles).items()}
 
 
 def _kernel_out_last(t: TensorInfo, r: RoleMatch, framework: str) -> bool:
@@ -124,36 +129,12 @@ def _first(params: dict[str, TensorInfo], names: tuple[str, ...]) -> TensorInfo 
     return None
 
 
-def module_spec(
-    module: Module, framework: str, statistics: bool = False, memo: dict[Any, Recipe] | None = None
-) -> LayerSpec:
+def module_spec(module: Module, framework: str, statistics: bool = False) -> LayerSpec:
     """The layer spec that counts exactly what `module` holds, of the most specific kind its tensors fit.
 
     `statistics`: the module has running statistics beside it (buffers, or statistics kept as parameters).
-    `memo`: the recipes of one-tensor modules worked out so far (`file_specs` keeps one per file): a module of one
-    tensor is told by its parameter name, shape, role, rule, whether it is an alias and whether its name says
-    PReLU, so a model's repeated layers are worked out once each.
     """
-    items = module.items
-    if memo is not None and len(items) == 1:
-        t, r = items[0]
-        (param,) = module.params()
-        key = (
-            param,
-            t.shape,
-            r.role,
-            r.rule_id,
-            t.alias_of is None,
-            framework,
-            statistics,
-            "prelu" in module.name.lower(),
-        )
-        recipe = memo.get(key)
-        if recipe is None:
-            recipe = memo[key] = _recipe(module, framework, statistics)
-    else:
-        recipe = _recipe(module, framework, statistics)
-    cls, args, kwargs = recipe
+    cls, args, kwargs = _recipe(module, framework, statistics)
     return cls(*args, name=module.name, **kwargs)  # type: ignore[call-arg]  # every kind of spec has a name
 
 
@@ -226,6 +207,22 @@ def statistic_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch], framework: s
 
 def file_specs(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> list[LayerSpec]:
     """One spec per file module, in file order: what the shapes say, nothing assumed."""
-    statistics = statistic_modules(ckpt, roles, ckpt.framework)
-    memo: dict[Any, Recipe] = {}
-    return [module_spec(m, ckpt.framework, m.name in statistics, memo) for m in file_modules(ckpt, roles).values()]
+    framework = ckpt.framework
+    statistics = statistic_modules(ckpt, roles, framework)
+    # A module of one tensor is told by its parameter name, shape, role, rule, whether it is an alias and whether its
+    # name says PReLU: its recipe is worked out once for each such combination (a model's repeated layers)
+    recipes: dict[tuple[Any, ...], Recipe] = {}
+    specs = []
+    for name, items in _groups(ckpt, roles).items():
+        stats = name in statistics
+        if len(items) != 1:
+            specs.append(module_spec(Module(name, tuple(items)), framework, stats))
+            continue
+        t, r = items[0]
+        key = (_param(name + ".", t, r), t.shape, r.role, r.rule_id, t.alias_of is None, stats, "prelu" in name.lower())
+        recipe = recipes.get(key)
+        if recipe is None:
+            recipe = recipes[key] = _recipe(Module(name, tuple(items)), framework, stats)
+        cls, args, kwargs = recipe
+        specs.append(cls(*args, name=name, **kwargs))  # type: ignore[call-arg]
+    return specs
