@@ -323,7 +323,8 @@ def breakdown(spec: LayerSpec) -> Breakdown:
     formula = FORMULAS.get(type(spec))
     if formula is None:
         raise SpecError(f"no formula for layer kind {type(spec).__name__!r}")
-    return {k: v for k, v in formula(spec).items() if v}
+    counts = formula(spec)
+    return counts if all(counts.values()) else {k: v for k, v in counts.items() if v}
 
 
 def total(spec: LayerSpec) -> int:
