@@ -350,12 +350,13 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher[RoleRule] = MATCHER) -> tuple
     recurrent_layers = {t.layer for t in ckpt.tensors if t.layer and (t.param or "").startswith("recurrent_kernel")}
     model = [t for t in ckpt.tensors if t.kind is TensorKind.PARAMETER]
     results: dict[str, RoleMatch] = {}
+    optimizer, buffer = TensorKind.OPTIMIZER, TensorKind.BUFFER
     for t in ckpt.tensors:
-        if t.kind is TensorKind.OPTIMIZER:  # (a buffer's role comes from its name first)
+        if t.kind is optimizer:  # (a buffer's role comes from its name first)
             results[t.name] = RoleMatch(t.name, t.section or t.kind.value, KIND_ROLES[t.kind].value, t.param, "kind")
             continue
         found = (t.layer is not None and _keras(t, recurrent_layers)) or _by_rule(t, matcher)
-        if found is None and t.kind is TensorKind.BUFFER:
+        if found is None and t.kind is buffer:
             found = RoleMatch(t.name, t.name.rpartition(".")[0], Role.BUFFER.value, t.param, "kind")
         if found is not None:
             results[t.name] = found
