@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from inspector import jsontext
 from inspector.jsontext import dumps, write
-from inspector.roles import FAMILY_MATCHERS, ROLE_RULES, Matcher, compile_rules
+from inspector.roles import FAMILY_MATCHERS, ROLE_RULES, Matcher, compile_rules, match_roles
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = list(csv.DictReader((Path(__file__).parent / "data" / "role_cases.csv").read_text().splitlines()))
@@ -214,3 +214,87 @@ def test_an_hdf5_file_behind_a_large_user_block_is_still_found(tmp_path: Path) -
     assert detect(path) == "keras-h5"  # the HDF5 loader's name
     with Probe(path) as probe:
         assert probe.hdf5_head_offset is None and probe.hdf5_offset == 8192
+
+
+# -- remembered module specs and region kinds ------------------------------------------------------------------
+
+SHAPES = [(2,), (3,), (2, 3), (3, 2), (4, 2, 3, 3), (2, 2, 3), (0,), (), (8, 2)]
+PARAMS = ["weight", "bias", "gamma", "beta", "kernel", "running_mean", "weight_ih_l0", "weight_hh_l0", "scale"]
+modules_strategy = st.lists(
+    st.tuples(
+        st.sampled_from(["blk.{i}.fc", "blk.{i}.norm", "prelu{i}", "emb{i}", "conv{i}", "lstm{i}", "x"]),
+        st.integers(0, 3),
+        st.lists(st.tuples(st.sampled_from(PARAMS), st.sampled_from(SHAPES), st.booleans()), min_size=1, max_size=3),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(modules_strategy, st.sampled_from(["safetensors", "pytorch", "keras", "mxnet"]))
+def test_remembered_module_specs_are_the_specs(modules: list[object], framework: str) -> None:
+    """file_specs works a one-tensor module's spec out once per parameter name, shape, role and rule: every spec is
+    the one module_spec gives the module itself."""
+    from inspector.errors import SpecError
+    from inspector.modules import file_modules, file_specs, module_spec, statistic_modules
+    from inspector.records import Checkpoint, TensorInfo
+
+    tensors: dict[str, TensorInfo] = {}
+    for template, i, params in modules:  # type: ignore[misc]
+        for param, shape, alias in params:
+            name = f"{template.format(i=i)}.{param}"
+            first = next(iter(tensors), None)
+            tensors[name] = TensorInfo(name, shape, "F32", 4 * math.prod(shape), 0, alias_of=first if alias else None)
+    ckpt = Checkpoint("x", "safetensors", framework, (("x", 0),), tuple(tensors.values()), ())
+    roles = match_roles(ckpt)
+    statistics = statistic_modules(ckpt, roles, framework)
+
+    def spec_or_error(module: object) -> object:
+        try:
+            return module_spec(module, framework, module.name in statistics)  # type: ignore[attr-defined]
+        except SpecError as exc:
+            return str(exc)
+
+    want = [spec_or_error(m) for m in file_modules(ckpt, roles).values()]
+    errors = [s for s in want if isinstance(s, str)]
+    if errors:  # sizes no spec takes (a 0-d weight): the first module's error, as module by module
+        with pytest.raises(SpecError) as raised:
+            file_specs(ckpt, roles)
+        assert str(raised.value) == errors[0]
+    else:
+        assert file_specs(ckpt, roles) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 64), st.sampled_from(["parameter", "buffer", "optimizer"]), st.booleans())),
+    st.lists(st.integers(1, 40), max_size=4),
+)
+def test_region_kinds_are_the_kinds_of_the_tensors_in_each_region(sizes: list[object], junk: list[int]) -> None:
+    """A file whose tensors are its data regions one for one (read off directly), with aliases stored once, empty
+    tensors and extra data regions no tensor claims (the general search): each region gets the most important kind
+    of the tensors overlapping it."""
+    from inspector.reconcile import KIND_PRIORITY, _region_kinds
+    from inspector.records import Checkpoint, Region, RegionKind, TensorInfo, TensorKind
+    from loaders.base import tile
+
+    tensors, regions, pos = [], [], 0
+    for i, (size, kind, alias) in enumerate(sizes):  # type: ignore[misc]
+        t = TensorInfo(f"t{i}", (size,), "U8", size, pos, kind=TensorKind(kind))
+        tensors.append(t)
+        if alias and size:
+            tensors.append(TensorInfo(f"a{i}", (size,), "U8", size, pos, alias_of=t.name, kind=TensorKind(kind)))
+        regions.append(Region(RegionKind.TENSOR_DATA, pos, size, t.name))
+        pos += size
+    for n in junk:
+        regions.append(Region(RegionKind.TENSOR_DATA, pos, n, "unclaimed"))
+        pos += n
+    ckpt = Checkpoint("x", "f", "safetensors", (("x", pos),), tuple(tensors), tile(regions, pos))
+    want = {}
+    for i, r in enumerate(ckpt.regions):
+        kinds = {t.kind for t in tensors if t.offset < r.end and t.offset + max(t.nbytes, 1) > r.start}
+        if kinds:
+            want[i] = next(k for k in KIND_PRIORITY if k in kinds)
+    got = {i: k for per_file in _region_kinds(ckpt).values() for i, k in per_file.items()}
+    assert got == want
