@@ -142,6 +142,12 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         columns: list[Any] = []
         ints = []  # the columns of ints, written by '%d' in the template (as repr writes an int)
         for column in zip(*map(dict.values, batch), strict=True):
+            if column[0].__class__ is str:  # names: the C escaper takes any str and refuses anything else
+                try:
+                    columns.append(list(map(string, column)))
+                    continue
+                except TypeError:
+                    pass
             kinds = set(map(type, column))
             if len(kinds) == 1:
                 kind = kinds.pop()
