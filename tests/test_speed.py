@@ -130,6 +130,27 @@ def test_remembered_rule_is_the_first_rule_that_matches(batch: list[str], family
         assert (found[0].rule_id if found else None) == _full_scan(matcher, name), name
 
 
+kind_names = st.builds(
+    lambda parts, sep: sep.join(parts),
+    st.lists(digits | st.sampled_from(["h", "attn", "bias", "masked_bias", "running_mean", "num_batches_tracked",
+                                       "position_ids", "inv_freq", "batch_stats", "cache", "weight", "bn"]),
+             min_size=1, max_size=6),
+    st.sampled_from([".", "/"]),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(kind_names, min_size=1, max_size=8))
+def test_remembered_kind_rule_is_the_first_kind_rule_that_matches(batch: list[str]) -> None:
+    """The kind table shares the role table's memo by name shape: h.3.attn.bias / h.17.attn.bias meet the same rule."""
+    from inspector.kinds import KIND_RULES
+
+    matcher = compile_rules(KIND_RULES)
+    for name in batch + batch:
+        found = matcher.match(name)
+        assert (found[0].rule_id if found else None) == _full_scan(matcher, name), name
+
+
 def test_every_rule_pattern_compiles() -> None:
     """Patterns are compiled on first use: a broken one must still fail here, not on some user's file."""
     assert len(compile_rules(ROLE_RULES).compiled) == len(ROLE_RULES)
