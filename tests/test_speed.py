@@ -74,9 +74,9 @@ def test_json_text_of_records_of_one_layout() -> None:
     assert dumps(doc) == json.dumps(doc, indent=2, default=str)
     looped: dict[str, object] = {"n": "x"}
     looped["me"] = [looped]
-    for doc in ([looped] * 300, [{"n": "y"}] * 299 + [looped]):
+    for cyclic in ([looped] * 300, [{"n": "y"}] * 299 + [looped]):
         with pytest.raises(ValueError, match="Circular"):
-            dumps(doc)
+            dumps(cyclic)
 
 
 def test_json_text_of_other_objects_cycles_and_bad_keys() -> None:
@@ -254,15 +254,17 @@ modules_strategy = st.lists(
 
 @settings(max_examples=300, deadline=None)
 @given(modules_strategy, st.sampled_from(["safetensors", "pytorch", "keras", "mxnet"]))
-def test_remembered_module_specs_are_the_specs(modules: list[object], framework: str) -> None:
+def test_remembered_module_specs_are_the_specs(
+    modules: list[tuple[str, int, list[tuple[str, tuple[int, ...], bool]]]], framework: str
+) -> None:
     """file_specs works a one-tensor module's spec out once per parameter name, shape, role and rule: every spec is
     the one module_spec gives the module itself."""
     from inspector.errors import SpecError
-    from inspector.modules import file_modules, file_specs, module_spec, statistic_modules
+    from inspector.modules import Module, file_modules, file_specs, module_spec, statistic_modules
     from inspector.records import Checkpoint, TensorInfo
 
     tensors: dict[str, TensorInfo] = {}
-    for template, i, params in modules:  # type: ignore[misc]
+    for template, i, params in modules:
         for param, shape, alias in params:
             name = f"{template.format(i=i)}.{param}"
             first = next(iter(tensors), None)
@@ -271,9 +273,9 @@ def test_remembered_module_specs_are_the_specs(modules: list[object], framework:
     roles = match_roles(ckpt)
     statistics = statistic_modules(ckpt, roles, framework)
 
-    def spec_or_error(module: object) -> object:
+    def spec_or_error(module: Module) -> object:
         try:
-            return module_spec(module, framework, module.name in statistics)  # type: ignore[attr-defined]
+            return module_spec(module, framework, module.name in statistics)
         except SpecError as exc:
             return str(exc)
 
@@ -292,7 +294,9 @@ def test_remembered_module_specs_are_the_specs(modules: list[object], framework:
     st.lists(st.tuples(st.integers(0, 64), st.sampled_from(["parameter", "buffer", "optimizer"]), st.booleans())),
     st.lists(st.integers(1, 40), max_size=4),
 )
-def test_region_kinds_are_the_kinds_of_the_tensors_in_each_region(sizes: list[object], junk: list[int]) -> None:
+def test_region_kinds_are_the_kinds_of_the_tensors_in_each_region(
+    sizes: list[tuple[int, str, bool]], junk: list[int]
+) -> None:
     """A file whose tensors are its data regions one for one (read off directly), with aliases stored once, empty
     tensors and extra data regions no tensor claims (the general search): each region gets the most important kind
     of the tensors overlapping it."""
@@ -300,8 +304,10 @@ def test_region_kinds_are_the_kinds_of_the_tensors_in_each_region(sizes: list[ob
     from inspector.records import Checkpoint, Region, RegionKind, TensorInfo, TensorKind
     from loaders.base import tile
 
-    tensors, regions, pos = [], [], 0
-    for i, (size, kind, alias) in enumerate(sizes):  # type: ignore[misc]
+    tensors: list[TensorInfo] = []
+    regions: list[Region] = []
+    pos = 0
+    for i, (size, kind, alias) in enumerate(sizes):
         t = TensorInfo(f"t{i}", (size,), "U8", size, pos, kind=TensorKind(kind))
         tensors.append(t)
         if alias and size:
@@ -314,7 +320,7 @@ def test_region_kinds_are_the_kinds_of_the_tensors_in_each_region(sizes: list[ob
     ckpt = Checkpoint("x", "f", "safetensors", (("x", pos),), tuple(tensors), tile(regions, pos))
     want = {}
     for i, r in enumerate(ckpt.regions):
-        kinds = {t.kind for t in tensors if t.offset < r.end and t.offset + max(t.nbytes, 1) > r.start}
+        kinds = {t.kind for t in tensors if (t.offset or 0) < r.end and (t.offset or 0) + max(t.nbytes, 1) > r.start}
         if kinds:
             want[i] = next(k for k in KIND_PRIORITY if k in kinds)
     got = {i: k for per_file in _region_kinds(ckpt).values() for i, k in per_file.items()}
