@@ -9,6 +9,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -103,10 +104,10 @@ def test_report_json_is_the_standard_encoders(samples: Path) -> None:
     assert render_json(dicts, many=True) == json.dumps(dicts, indent=2, default=str)
 
 
-def _full_scan(matcher: Matcher, name: str) -> str | None:
+def _full_scan(matcher: Matcher[Any], name: str) -> str | None:
     for rule, regex in zip(matcher.rules, matcher.compiled, strict=True):
         if regex.fullmatch(name):
-            return rule.rule_id
+            return str(rule.rule_id)
     return None
 
 
