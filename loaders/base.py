@@ -7,8 +7,8 @@ import struct
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from enum import IntEnum
-from itertools import islice
-from operator import lt
+from itertools import islice, repeat
+from operator import add, attrgetter, eq, lt
 from typing import Any, ClassVar, Protocol
 
 from inspector.errors import FormatError, InspectorError
@@ -77,18 +77,33 @@ def check_shape(probe: Probe, fmt: str, name: str, shape: Iterable[object]) -> t
     return dims  # type: ignore[return-value]
 
 
+TRAILING = "trailing bytes no structure explains"
+
+
 def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Region, ...]:
     """Sort regions of one file, clip nothing, and fill every gap with an UNKNOWN region.
 
     Overlapping regions are a loader bug or a hostile file; the later one is cut to start where the
     earlier ends (the overlap is then visible as a shorter region, never double-counted).
     """
+    kept = [r for r in regions if r.length > 0]
+    starts = list(map(attrgetter("start"), kept))
+    if not all(map(lt, starts, islice(starts, 1, None))):  # in order already (most loaders): no sort
+        if len(set(starts)) != len(starts):  # the longer of two regions with one start first (a stable sort)
+            kept.sort(key=attrgetter("length"), reverse=True)
+        kept.sort(key=attrgetter("start"))
+        starts = list(map(attrgetter("start"), kept))
+    ends = list(map(add, starts, map(attrgetter("length"), kept)))
+    if (
+        starts[:1] == [0]
+        and starts[1:] == ends[:-1]
+        and ends[-1] <= file_size
+        and all(map(eq, map(attrgetter("file"), kept), repeat(file)))
+    ):  # one after the other from byte 0 (most loaders): the regions as they are, and what follows the last
+        trailing = [Region(RegionKind.UNKNOWN, ends[-1], file_size - ends[-1], TRAILING, file)]
+        return (*kept, *trailing) if ends[-1] < file_size else tuple(kept)
     out: list[Region] = []
     pos = 0
-    kept = [r for r in regions if r.length > 0]
-    starts = [r.start for r in kept]
-    if not all(map(lt, starts, islice(starts, 1, None))):  # in order already (most loaders): no sort
-        kept.sort(key=lambda r: (r.start, -r.length))
     for r in kept:
         start, length = r.start, r.length
         if start < pos:  # overlap: keep only the part past what is already covered
@@ -107,7 +122,7 @@ def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Regi
                 out.append(Region(r.kind, start, end - start, r.label, file, r.logical))
         pos = max(pos, end)
     if pos < file_size:
-        out.append(Region(RegionKind.UNKNOWN, pos, file_size - pos, "trailing bytes no structure explains", file))
+        out.append(Region(RegionKind.UNKNOWN, pos, file_size - pos, TRAILING, file))
     return tuple(out)
 
 

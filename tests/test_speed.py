@@ -326,3 +326,52 @@ def test_region_kinds_are_the_kinds_of_the_tensors_in_each_region(
             want[i] = next(k for k in KIND_PRIORITY if k in kinds)
     got = {i: k for per_file in _region_kinds(ckpt).values() for i, k in per_file.items()}
     assert got == want
+
+
+def _tile_one_by_one(regions: list[Any], file_size: int, file: int) -> tuple[Any, ...]:
+    """loaders.base.tile as it was written before its fast paths: sort, then region by region."""
+    from inspector.records import Region, RegionKind
+
+    out: list[Region] = []
+    pos = 0
+    for r in sorted((r for r in regions if r.length > 0), key=lambda r: (r.start, -r.length)):
+        start, length = r.start, r.length
+        if start < pos:
+            length -= pos - start
+            start = pos
+            if length <= 0:
+                continue
+        if start > pos and pos < file_size:
+            out.append(
+                Region(RegionKind.UNKNOWN, pos, min(start, file_size) - pos, "bytes no structure explains", file)
+            )
+        end = min(start + length, file_size)
+        if end > start:
+            out.append(Region(r.kind, start, end - start, r.label, file, r.logical))
+        pos = max(pos, end)
+    if pos < file_size:
+        out.append(Region(RegionKind.UNKNOWN, pos, file_size - pos, "trailing bytes no structure explains", file))
+    return tuple(out)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 60), st.integers(0, 12), st.sampled_from(["header", "padding"]), st.integers(0, 1))
+    ),
+    st.integers(0, 70),
+    st.booleans(),
+)
+def test_tile_is_region_by_region(spans: list[tuple[int, int, str, int]], file_size: int, contiguous: bool) -> None:
+    """Regions in order, one after the other from byte 0, or shuffled, overlapping, empty, past the end, of another
+    file: tile gives what sorting and walking them one by one gives."""
+    from inspector.records import Region, RegionKind
+    from loaders.base import tile
+
+    if contiguous:  # the common layout: each region where the last one ended
+        starts = [sum(length for _, length, _, _ in spans[:i]) for i in range(len(spans))]
+        spans = [(start, length, kind, 0) for start, (_, length, kind, _) in zip(starts, spans, strict=True)]
+    regions = [
+        Region(RegionKind(kind), start, length, f"r{i}", file) for i, (start, length, kind, file) in enumerate(spans)
+    ]
+    assert tile(regions, file_size) == _tile_one_by_one(regions, file_size, 0)
