@@ -89,19 +89,20 @@ def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Regi
     kept = [r for r in regions if r.length > 0]
     starts = list(map(attrgetter("start"), kept))
     if not all(map(lt, starts, islice(starts, 1, None))):  # in order already (most loaders): no sort
-        if len(set(starts)) != len(starts):  # the longer of two regions with one start first (a stable sort)
-            kept.sort(key=attrgetter("length"), reverse=True)
         kept.sort(key=attrgetter("start"))
         starts = list(map(attrgetter("start"), kept))
-    ends = list(map(add, starts, map(attrgetter("length"), kept)))
+        if any(map(eq, starts, islice(starts, 1, None))):  # of two regions with one start the longer first
+            kept.sort(key=attrgetter("length"), reverse=True)  # (stable sorts: equal ones keep their order)
+            kept.sort(key=attrgetter("start"))
+    end = kept[-1].end if kept else 0
     if (
         starts[:1] == [0]
-        and starts[1:] == ends[:-1]
-        and ends[-1] <= file_size
+        and end <= file_size
+        and all(map(eq, islice(starts, 1, None), map(add, starts, map(attrgetter("length"), kept))))
         and all(map(eq, map(attrgetter("file"), kept), repeat(file)))
     ):  # one after the other from byte 0 (most loaders): the regions as they are, and what follows the last
-        trailing = [Region(RegionKind.UNKNOWN, ends[-1], file_size - ends[-1], TRAILING, file)]
-        return (*kept, *trailing) if ends[-1] < file_size else tuple(kept)
+        trailing = [Region(RegionKind.UNKNOWN, end, file_size - end, TRAILING, file)]
+        return (*kept, *trailing) if end < file_size else tuple(kept)
     out: list[Region] = []
     pos = 0
     for r in kept:
