@@ -52,10 +52,9 @@ CHUNK = 1 << 16  # characters gathered before a write
 TEMPLATES = 4096  # dict layouts remembered (a bound for documents of many different key sets)
 
 
-# Scalars of one exact type, written by a C callable: a column of such values is written by one `map`.
+# Other scalars of one exact type, written by a C callable: a column of such values is written by one `map`
+# (a column of strings goes to the C escaper, one of ints to '%d' in the template).
 SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
-    str: _string,
-    int: int.__repr__,
     bool: {True: "true", False: "false"}.__getitem__,
     type(None): {None: "null"}.__getitem__,
 }
