@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence, Set
+from math import prod
+from operator import attrgetter
 
 from inspector.architectures import Architecture
 from inspector.formulas import GRU, LSTM, LayerSpec, SimpleRNN, breakdown
@@ -89,6 +91,8 @@ def auto_name_pairs(expected: Sequence[str], found: Sequence[str]) -> dict[str, 
     """Keras numbers auto names per process ('dense', 'dense_1'... or 'dense_7', 'dense_8' in a notebook): an
     expected name the file lacks is paired with the file's layers of the same base name, in counter order."""
     found_set, expected_set = set(found), set(expected)  # sets: a file of 100,000 layers stays linear
+    if expected_set <= found_set:
+        return {}  # nothing missing: nothing to pair
     missing = [n for n in expected if n not in found_set]
     spare = sorted((n for n in found if n not in expected_set), key=lambda n: _auto_base(n)[2])
     pairs: dict[str, str] = {}
@@ -101,41 +105,56 @@ def auto_name_pairs(expected: Sequence[str], found: Sequence[str]) -> dict[str, 
     return pairs
 
 
-def compare(ckpt: Checkpoint, roles: Sequence[RoleMatch], arch: Architecture, source: str) -> Expectation:
-    """Layer by layer: the architecture's formula against the file's parameter tensors."""
-    layers = file_layers(ckpt, roles, {spec.name for spec in arch.layers})  # type: ignore[attr-defined]
+def compare(
+    ckpt: Checkpoint,
+    roles: Sequence[RoleMatch],
+    arch: Architecture,
+    source: str,
+    layers: dict[str, Layer] | None = None,
+) -> Expectation:
+    """Layer by layer: the architecture's formula against the file's parameter tensors.
+
+    `layers`: `file_layers(ckpt, roles)` where the caller has it, used as it is when every tensor's role names a
+    layer and each is one of the architecture's (then grouping by `arch`'s names gives the same layers).
+    """
+    names = {spec.name for spec in arch.layers}  # type: ignore[attr-defined]
+    if layers is None or not (all(map(attrgetter("layer"), roles)) and names.issuperset(layers)):
+        layers = file_layers(ckpt, roles, names)
     renamed = auto_name_pairs([spec.name for spec in arch.layers], list(layers))  # type: ignore[attr-defined]
     checks: list[LayerCheck] = []
     seen: set[str] = set()
     total = 0
+    offsets: dict[str, int | None] | None = None  # tensor offsets by name, made for the first tie
     for spec in arch.layers:
         spec_name: str = spec.name  # type: ignore[attr-defined]
         name = renamed.get(spec_name, spec_name)
         expected = breakdown(spec)
-        total += sum(expected.values())
+        want = sum(expected.values())
+        total += want
         layer = layers.get(name)
         seen.add(name)
         if layer is None:
+            kind = spec.kind
             checks.append(
-                LayerCheck(
-                    name,
-                    spec.kind,
-                    sum(expected.values()),
-                    0,
-                    "missing",
-                    f"{spec.kind} expected by the formula is not in the file",
-                )
+                LayerCheck(name, kind, want, 0, "missing", f"{kind} expected by the formula is not in the file")
             )
             continue
-        found = _found(layer)
-        tied = [t for t, _ in layer.items if t.alias_of is not None]
-        tied_elements = sum(t.n_elements for t in tied)
-        if found == sum(expected.values()):
+        found = 0
+        tied = []
+        for t, _ in layer.items:  # _found(layer), and the tied tensors
+            if t.alias_of is None:
+                found += prod(t.shape)
+            else:
+                tied.append(t)
+        if found == want:
             checks.append(LayerCheck(name, spec.kind, found, found, "ok"))
-        elif tied and found + tied_elements == sum(expected.values()):
+            continue
+        tied_elements = sum(t.n_elements for t in tied)
+        if tied and found + tied_elements == want:
             total -= tied_elements  # the tie is part of the architecture: its formula counts the shared matrix once
             targets = ", ".join(sorted({repr(t.alias_of) for t in tied}))
-            offsets = {t.name: t.offset for t in ckpt.tensors}
+            if offsets is None:
+                offsets = {t.name: t.offset for t in ckpt.tensors}
             twice = any(offsets.get(t.alias_of or "") != t.offset for t in tied)
             stored = "stored twice (a duplicate copy)" if twice else "stored once"
             checks.append(
@@ -150,9 +169,7 @@ def compare(ckpt: Checkpoint, roles: Sequence[RoleMatch], arch: Architecture, so
                 )
             )
         else:
-            checks.append(
-                LayerCheck(name, spec.kind, sum(expected.values()), found, "mismatch", _explain(spec, expected, layer))
-            )
+            checks.append(LayerCheck(name, spec.kind, want, found, "mismatch", _explain(spec, expected, layer)))
     for name, layer in layers.items():
         if name in seen:
             continue

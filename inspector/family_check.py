@@ -8,7 +8,8 @@ shapes the family `reads`; facts (biases, norm shifts, optional parts, a tied he
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
 
 from inspector.errors import SpecError
 from inspector.families import (
@@ -110,7 +111,8 @@ class FileModules:
 
     modules: Mapping[str, tuple[TensorInfo, ...]]
     tensors: Mapping[str, TensorInfo]
-    keys: frozenset[str]  # _shape_key of every module path and tensor name
+    lasts: frozenset[str]  # _shape_key of the last part of every module path and tensor name
+    made: dict[str, frozenset[str]] = field(default_factory=dict, compare=False)  # `keys`, made when first asked
 
     @classmethod
     def of(cls, ckpt: Checkpoint) -> FileModules:
@@ -118,11 +120,43 @@ class FileModules:
         tensors = {}
         for t in ckpt.tensors:
             if t.kind is TensorKind.PARAMETER:
-                name = canonical_name(t)
+                name = t.name if t.layer is None or t.param is None else canonical_name(t)
                 modules.setdefault(name.rpartition(".")[0], []).append(t)
                 tensors[name] = t
-        keys = frozenset(_shape_key(p) for p in [*modules, *tensors])
-        return cls({k: tuple(v) for k, v in modules.items()}, tensors, keys)
+        lasts = {p.rpartition(".")[2] for p in chain(modules, tensors)}
+        return cls({k: tuple(v) for k, v in modules.items()}, tensors, frozenset(map(_shape_key, lasts)))
+
+    @property
+    def keys(self) -> frozenset[str]:
+        """_shape_key of every module path and tensor name."""
+        keys = self.made.get("keys")
+        if keys is None:
+            keys = self.made["keys"] = _keys(self.modules, self.tensors)
+        return keys
+
+    def has_key(self, key: str) -> bool:
+        """Whether a module path or tensor name has this shape key. A path's key ends with its last part's key, so
+        a key whose last part ends no path is answered without keying every path (a file of no known family)."""
+        return key.rpartition(".")[2] in self.lasts and key in self.keys
+
+
+def _keys(modules: Iterable[str], tensors: Iterable[str]) -> frozenset[str]:
+    """_shape_key of every module path and tensor name. A tensor's key is its module's and its last part's, joined
+    (parts are keyed one by one): each module path and each distinct last part is keyed once (a name holding a
+    newline, which a key's end also matches, is keyed whole)."""
+    module_keys = {p: _shape_key(p) for p in modules}
+    leaf_keys: dict[str, str] = {}
+    keys = set(module_keys.values())
+    for name in tensors:
+        module, dot, leaf = name.rpartition(".")
+        if not dot or "\n" in name:
+            keys.add(_shape_key(name))
+            continue
+        leaf_key = leaf_keys.get(leaf)
+        if leaf_key is None:
+            leaf_key = leaf_keys[leaf] = _shape_key(leaf)
+        keys.add(module_keys[module] + "." + leaf_key)
+    return frozenset(keys)
 
 
 @record(frozen=True)
@@ -144,7 +178,7 @@ class FileView:
 
     def has_any(self, path_template: str) -> bool:
         """Whether the file has the module for some value of the template's placeholders."""
-        return _shape_key(PLACEHOLDER.sub("0", self.full(path_template))) in self.file.keys
+        return self.file.has_key(_shape_key(PLACEHOLDER.sub("0", self.full(path_template))))
 
     def has_prefix(self, prefix: str) -> bool:
         full = self.full(prefix)

@@ -27,16 +27,23 @@ GATES = {"SimpleRNN": 1, "LSTM": 4, "GRU": 3}
 RNN_BIASES = {Convention.KERAS: 1, Convention.TORCH: 2, Convention.MXNET: 2}
 
 
+SIZE_FIELDS: dict[type, tuple[str, ...]] = {}  # per LayerSpec class: its fields that hold a size (checked positive)
+
+
 @record(frozen=True, slots=True)
 class LayerSpec:
     """A layer whose parameter count a formula gives. Subclasses hold positive int sizes and a `name`."""
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.type in ("int", "int | None") and value is not None:
+        cls = type(self)
+        sizes = SIZE_FIELDS.get(cls)
+        if sizes is None:  # the fields annotated as sizes, listed once per class
+            sizes = SIZE_FIELDS[cls] = tuple(f.name for f in fields(cls) if f.type in ("int", "int | None"))
+        for name in sizes:
+            value = getattr(self, name)
+            if value is not None:
                 if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                    raise SpecError(f"{type(self).__name__}.{f.name} must be a positive integer, got {value!r}")
+                    raise SpecError(f"{cls.__name__}.{name} must be a positive integer, got {value!r}")
 
     @property
     def kind(self) -> str:
@@ -316,7 +323,8 @@ def breakdown(spec: LayerSpec) -> Breakdown:
     formula = FORMULAS.get(type(spec))
     if formula is None:
         raise SpecError(f"no formula for layer kind {type(spec).__name__!r}")
-    return {k: v for k, v in formula(spec).items() if v}
+    counts = formula(spec)
+    return counts if all(counts.values()) else {k: v for k, v in counts.items() if v}
 
 
 def total(spec: LayerSpec) -> int:

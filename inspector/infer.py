@@ -130,6 +130,7 @@ RAU_STACK_UNITS = (  # rau stack transformer files: each unit's name pattern; it
     ("feedforward", re.compile(r"(?P<p>.+)\.wrapped_module\.first\.second\.func\.0\.linear\.weight")),
     ("transformer", re.compile(r"(?P<p>.+\.layers\.layers)\.\d+\.self_attn\.in_proj_weight")),
 )
+RAU_STACK_ENDINGS = (".linear.weight", ".self_attn.in_proj_weight")  # every unit pattern ends so: a cheap first test
 
 
 def _depth(prefix: str) -> int:
@@ -148,6 +149,8 @@ def _rau_stack_transformer(
     std: dict[str, int] = {}
     ff = 0
     for name in shapes:
+        if not name.endswith(RAU_STACK_ENDINGS):
+            continue
         for kind, regex in RAU_STACK_UNITS:
             m = regex.fullmatch(name)
             if m is None:
@@ -194,9 +197,11 @@ def _rau_stack_transformer(
 
 
 def _rau_transformer(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
-    blocks = _rule(layers, "rau.attn_qkv")
     emb = layers.get("embedding")
-    if not blocks or emb is None:
+    if emb is None:
+        return None
+    blocks = _rule(layers, "rau.attn_qkv")
+    if not blocks:
         return None
     d = blocks[0].find("rau.attn_qkv", param="weight").shape[1]  # type: ignore[union-attr]
     up = blocks[0].find("rau.ffn_up", param="weight")
@@ -285,6 +290,11 @@ DETECTORS: tuple[Detector, ...] = (
 
 
 def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
+    return _inferred(ckpt, roles)[0]
+
+
+def _inferred(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> tuple[Architecture | None, dict[str, Layer]]:
+    """The architecture the shapes imply, and the file's layers it was read from (for `compare`)."""
     layers = file_layers(ckpt, roles)
     for detector in DETECTORS:
         try:
@@ -292,8 +302,8 @@ def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architec
         except (SpecError, ValueError, ZeroDivisionError, IndexError, StopIteration):
             arch = None  # shapes that do not fit this family: try the next
         if arch is not None:
-            return arch
-    return None
+            return arch, layers
+    return None, layers
 
 
 def from_config(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
@@ -332,12 +342,12 @@ def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch], stated: Architecture | 
         checked = family_check.expect(ckpt, roles)
         if checked is not None:
             return checked
-    inferred = infer_architecture(ckpt, roles)
+    inferred, layers = _inferred(ckpt, roles)
     configured = from_config(ckpt, roles)
     if configured is not None:
-        result = compare(ckpt, roles, configured, "config")
+        result = compare(ckpt, roles, configured, "config", layers)
         if inferred is not None:
-            other = compare(ckpt, roles, inferred, "inferred")
+            other = compare(ckpt, roles, inferred, "inferred", layers)
             agree = other.total == result.total
             note = (
                 f"inference from the shapes agrees with the config ({other.total:,})"
@@ -354,7 +364,7 @@ def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch], stated: Architecture | 
                 (*result.notes, note),
             )
         return result
-    return compare(ckpt, roles, inferred, "inferred") if inferred is not None else None
+    return compare(ckpt, roles, inferred, "inferred", layers) if inferred is not None else None
 
 
 __all__ = ["compare", "expect", "infer_architecture"]

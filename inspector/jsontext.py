@@ -2,16 +2,21 @@
 
 Python 3.11's C encoder ignores `indent`, so `json.dumps(indent=2)` falls back to the pure-Python encoder: a
 generator per container and one yielded chunk per token (100,000 tensors: 9 million chunks held in one list,
-about 6 s and 500 MiB). Here each container is one `str.join` over its items, and strings go through the C
-`encode_basestring_ascii`. The result is byte-for-byte what `json.dumps(obj, indent=2, default=str)` returns
-(tested against it on generated documents); a cycle raises `ValueError` as json's does.
+about 6 s and 500 MiB). Here each small container is one string: a dict is filled into a text template made
+once per key layout and depth (a report's tensors, regions and layer rows share a few layouts), a list is one
+`str.join`, and strings go through the C `encode_basestring_ascii`. A large container (and every container
+that holds one) is written item by item, gathered into chunks of about 64 KiB, so the whole text is never held
+and the output sees one write per chunk. The result is byte-for-byte what `json.dumps(obj, indent=2,
+default=str)` returns (tested against it on generated documents); a cycle raises `ValueError` as json's does.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from itertools import chain
 from json.encoder import encode_basestring_ascii as _string  # the C escaper, ensure_ascii=True
+from operator import mod
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,7 +51,20 @@ def _key(key: object) -> str:
 
 
 STREAM_ITEMS = 256  # a container of this many items is written item by item instead of joined in memory
-STREAM_DEPTH = 1 + 3 * len(INDENT)  # containers this shallow (the report, its sections) too
+CHUNK = 1 << 16  # characters gathered before a write
+TEMPLATES = 4096  # dict layouts remembered (a bound for documents of many different key sets)
+
+
+# Other scalars of one exact type, written by a C callable: a column of such values is written by one `map`
+# (a column of strings goes to the C escaper, one of ints to '%d' in the template).
+SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
+    bool: {True: "true", False: "false"}.__getitem__,
+    type(None): {None: "null"}.__getitem__,
+}
+
+
+class _Large(Exception):
+    """A container of STREAM_ITEMS or more items met while joining: its enclosing containers are streamed."""
 
 
 def dumps(obj: Any, default: Callable[[Any], Any] = str) -> str:
@@ -57,10 +75,24 @@ def dumps(obj: Any, default: Callable[[Any], Any] = str) -> str:
 
 
 def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] = str) -> None:
-    """The text of `dumps(obj)` passed to `out` in pieces: a large container (the tensors and regions of a file) goes
-    out item by item, so the whole text never has to be held (100,000 tensors: 200 MiB less at the peak)."""
+    """The text of `dumps(obj)` passed to `out` in chunks of about 64 KiB: a large container (the tensors and
+    regions of a file) and the containers holding it go out item by item, so the whole text is never held
+    (100,000 tensors: 200 MiB less at the peak)."""
     active: set[int] = set()  # containers being written: a cycle is an error, as in json
+    streaming: list[int] = []  # the markers of the containers being streamed (kept when a join is abandoned)
+    templates: dict[tuple[tuple[Any, ...], str, tuple[int, ...]], str] = {}  # (keys, indent, ints) -> "{...%s...}"
     string, int_repr = _string, int.__repr__
+    buffer: list[str] = []
+    pending = 0
+
+    def emit(text: str) -> None:
+        nonlocal pending
+        buffer.append(text)
+        pending += len(text)
+        if pending >= CHUNK:
+            out("".join(buffer))
+            buffer.clear()
+            pending = 0
 
     def value(o: Any, nl: str) -> str:
         """Any value; the common scalars are also handled inline in `container` (no call per item)."""
@@ -86,67 +118,180 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         active.discard(marker)
         return text
 
+    def template(keys: tuple[Any, ...], nl: str, ints: tuple[int, ...] = ()) -> str:
+        """A dict's text with '%s' for each value, '%d' for the values at `ints` (ints, as repr writes them)."""
+        inner = nl + INDENT
+        items = ("," + inner).join(
+            _key(k).replace("%", "%%") + (": %d" if i in ints else ": %s") for i, k in enumerate(keys)
+        )
+        text = "{" + inner + items + nl + "}"
+        # only str keys are remembered: 1, 1.0 and True are equal as keys of a dict but written differently
+        if len(templates) < TEMPLATES and all(k.__class__ is str for k in keys):
+            templates[keys, nl, ints] = text
+        return text
+
+    def records(batch: list[Any] | tuple[Any, ...], nl: str) -> list[str] | None:
+        """The texts of a batch of dicts of one key layout (a report's tensors, regions, layer rows), written
+        column by column: a column of one scalar type (names, offsets) or of lists of ints (shapes) is one
+        `map` of a C function, and each dict is its layout's template filled in; None for other batches."""
+        if set(map(type, batch)) != {dict}:
+            return None
+        layouts = list(map(tuple, batch))
+        keys = layouts[0]
+        if not keys or layouts.count(keys) != len(layouts) or set(map(type, keys)) != {str}:
+            return None  # (keys that are not strings: 1, 1.0 and True are equal keys written differently)
+        inner = nl + INDENT
+        columns: list[Any] = []
+        ints = []  # the columns of ints, written by '%d' in the template (as repr writes an int)
+        for column in zip(*map(dict.values, batch), strict=True):
+            if column[0].__class__ is str:  # names: the C escaper takes any str and refuses anything else
+                try:
+                    columns.append(list(map(string, column)))
+                    continue
+                except TypeError:
+                    pass
+            kinds = set(map(type, column))
+            if len(kinds) == 1:
+                kind = kinds.pop()
+                if kind is int:
+                    ints.append(len(columns))
+                    columns.append(column)
+                    continue
+                scalar = SCALAR_TEXT.get(kind)
+                if scalar is not None:
+                    columns.append(map(scalar, column))
+                    continue
+                if kind is list and set(map(type, chain.from_iterable(column))) <= {int}:
+                    # lists of ints (shapes): a "%d" template per length ('%d' writes an int as repr does)
+                    deeper = inner + INDENT
+                    lists = {n: "[" + deeper + ("," + deeper).join(["%d"] * n) + inner + "]" if n else "[]"
+                             for n in set(map(len, column))}  # fmt: skip
+                    columns.append(map(mod, map(lists.__getitem__, map(len, column)), map(tuple, column)))
+                    continue
+            columns.append([value(v, inner) for v in column])  # mixed or nested: value by value
+        text = templates.get((keys, nl, tuple(ints))) or template(keys, nl, tuple(ints))
+        # no dict of the batch is marked active: a cycle through one passes through a nested container, which is marked
+        return list(map(text.__mod__, zip(*columns, strict=True)))
+
     def container(o: list[Any] | tuple[Any, ...] | dict[Any, Any], nl: str) -> str:
         if not o:
             return "{}" if isinstance(o, dict) else "[]"
+        if len(o) >= STREAM_ITEMS:
+            raise _Large
         marker = id(o)
         if marker in active:
             raise ValueError("Circular reference detected")
         active.add(marker)
         inner = nl + INDENT
-        parts = []
-        append = parts.append
         if isinstance(o, dict):
-            for k, v in o.items():
-                key = string(k) if k.__class__ is str else _key(k)
-                cls = v.__class__
-                if cls is str:
-                    append(key + ": " + string(v))
-                elif cls is int:
-                    append(key + ": " + int_repr(v))
-                elif v is None:
-                    append(key + ": null")
-                else:
-                    append(key + ": " + value(v, inner))
-            text = "{" + inner + ("," + inner).join(parts) + nl + "}"
+            keys = tuple(o)
+            text = templates.get((keys, nl, ())) or template(keys, nl)
+            text %= tuple(
+                [
+                    string(v)
+                    if (cls := v.__class__) is str
+                    else int_repr(v)
+                    if cls is int
+                    else "null"
+                    if v is None
+                    else "true"
+                    if v is True
+                    else "false"
+                    if v is False
+                    else container(v, inner)
+                    if cls is list or cls is dict
+                    else value(v, inner)
+                    for v in o.values()
+                ]
+            )
         else:
-            for v in o:
-                cls = v.__class__
-                if cls is str:
-                    append(string(v))
-                elif cls is int:
-                    append(int_repr(v))
-                else:
-                    append(value(v, inner))
+            parts = [
+                string(v)
+                if (cls := v.__class__) is str
+                else int_repr(v)
+                if cls is int
+                else container(v, inner)
+                if cls is dict or cls is list
+                else value(v, inner)
+                for v in o
+            ]
             text = "[" + inner + ("," + inner).join(parts) + nl + "]"
         active.discard(marker)
         return text
 
     def stream(o: Any, nl: str) -> None:
-        # the outer levels (a report and its sections) and any large container go out piece by piece
-        if not isinstance(o, (list, tuple, dict)) or not o or (len(o) < STREAM_ITEMS and len(nl) > STREAM_DEPTH):
-            out(value(o, nl))
+        """`o` joined into one piece when it is small and holds nothing large, else item by item."""
+        if not isinstance(o, (list, tuple, dict)):
+            if isinstance(o, (str, int, float)) or o is None:
+                emit(value(o, nl))
+                return
+            marker = id(o)  # another object: what `default` makes of it, which may be large
+            if marker in active:
+                raise ValueError("Circular reference detected")
+            active.add(marker)
+            streaming.append(marker)
+            stream(default(o), nl)
+            streaming.pop()
+            active.discard(marker)
             return
+        if len(o) < STREAM_ITEMS:
+            try:
+                emit(container(o, nl))
+                return
+            except _Large:  # something inside is large: forget the markers of the abandoned join
+                active.clear()
+                active.update(streaming)
         marker = id(o)
         if marker in active:
             raise ValueError("Circular reference detected")
         active.add(marker)
+        streaming.append(marker)
         inner = nl + INDENT
         first = True
         if isinstance(o, dict):
-            out("{")
+            emit("{")
             for k, v in o.items():
-                out(("" if first else ",") + inner + (string(k) if k.__class__ is str else _key(k)) + ": ")
+                emit(("" if first else ",") + inner + (string(k) if k.__class__ is str else _key(k)) + ": ")
                 stream(v, inner)
                 first = False
-            out(nl + "}")
+            emit(nl + "}")
         else:
-            out("[")
-            for v in o:
-                out(("" if first else ",") + inner)
-                stream(v, inner)
+            emit("[" + inner)
+            sep = "," + inner
+            for start in range(0, len(o), STREAM_ITEMS):  # a batch of small items: one join
+                batch = o[start : start + STREAM_ITEMS]
+                try:
+                    rows = records(batch, inner) if batch[0].__class__ is dict else None
+                    text = (
+                        sep.join(rows)
+                        if rows is not None
+                        else sep.join(
+                            [
+                                string(v)
+                                if (cls := v.__class__) is str
+                                else int_repr(v)
+                                if cls is int
+                                else container(v, inner)
+                                if cls is dict or cls is list
+                                else value(v, inner)
+                                for v in batch
+                            ]
+                        )
+                    )
+                except _Large:  # an item holds something large: the batch item by item
+                    active.clear()
+                    active.update(streaming)
+                    for v in batch:
+                        emit("" if first else sep)
+                        stream(v, inner)
+                        first = False
+                    continue
+                emit(text if first else sep + text)
                 first = False
-            out(nl + "]")
+            emit(nl + "]")
+        streaming.pop()
         active.discard(marker)
 
     stream(obj, "\n")
+    if buffer:
+        out("".join(buffer))

@@ -11,10 +11,9 @@ the roles and the expectation all read one decision.
 
 from __future__ import annotations
 
-import re
-
-from inspector.records import Checkpoint, TensorInfo, TensorKind
+from inspector.records import Checkpoint, TensorKind
 from inspector.recordtype import record, replace
+from inspector.roles import compile_rules
 
 # Frameworks whose loaders state every tensor's kind (their statistics are parameters they count).
 STATED = ("keras", "mxnet", "tensorflow")
@@ -53,31 +52,27 @@ KIND_RULES: tuple[KindRule, ...] = (
         "flax.other", TensorKind.OTHER, r"(?:.*/)?(?:cache|intermediates|losses)/.+", "flax non-params collection"
     ),
 )
-_COMPILED = tuple((rule, re.compile(rule.pattern)) for rule in KIND_RULES)
+# The first rule that matches, remembered by the name's shape (the role table's matcher: names that differ only in
+# their numbers meet the same rule, so 100,000 layers cost one scan of the table, not 100,000)
+_MATCHER = compile_rules(KIND_RULES)
 
 
 def kind_rule(name: str) -> KindRule | None:
-    for rule, regex in _COMPILED:
-        if regex.fullmatch(name):
-            return rule
-    return None
-
-
-def _decide(t: TensorInfo, framework: str) -> TensorKind:
-    if t.kind is not TensorKind.PARAMETER or framework in STATED:
-        return t.kind
-    rule = kind_rule(t.name)
-    return rule.kind if rule is not None else t.kind
+    found = _MATCHER.match(name)
+    return found[0] if found is not None else None
 
 
 def decide(ckpt: Checkpoint) -> Checkpoint:
     """The checkpoint with every tensor's kind decided (the same object when nothing changes)."""
+    if ckpt.framework in STATED:  # the loader stated every tensor's kind
+        return ckpt
     changed = False
     tensors = []
     for t in ckpt.tensors:
-        kind = _decide(t, ckpt.framework)
-        if kind is not t.kind:
-            t = replace(t, kind=kind, trainable=False)
-            changed = True
+        if t.kind is TensorKind.PARAMETER:  # the container's own word is never overridden
+            rule = kind_rule(t.name)
+            if rule is not None and rule.kind is not t.kind:
+                t = replace(t, kind=rule.kind, trainable=False)
+                changed = True
         tensors.append(t)
     return replace(ckpt, tensors=tuple(tensors)) if changed else ckpt

@@ -28,6 +28,12 @@ from inspector.formulas import (
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import record
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    Recipe = tuple[type[LayerSpec], tuple[Any, ...], dict[str, Any]]  # a spec's class and its arguments but its name
+
 GATE_CELLS: dict[int, type[Recurrent]] = {1: SimpleRNN, 3: GRU, 4: LSTM}
 # TensorFlow (TF1 Saver, tf.train.Checkpoint) keeps Keras's layouts: (in, out) kernels, counted moving statistics
 FRAMEWORK_CONVENTIONS = {"keras": Convention.KERAS, "tensorflow": Convention.KERAS, "mxnet": Convention.MXNET}
@@ -37,6 +43,8 @@ LAYER_FROM_ROLE = ("rnn_input_kernel", "rnn_recurrent_kernel", "rnn_bias", "init
 STATISTICS = ("running_mean", "running_var", "moving_mean", "moving_variance", "moving_var")
 SCALES = ("weight", "gamma", "scale")
 SHIFTS = ("bias", "beta")
+AFFINE = {"weight", "bias"}
+STATED_PARAM_RULES = ("keras", "mxnet", "sockeye", "shape.")  # rules whose `param` is the tensor's parameter name
 
 
 @record(frozen=True)
@@ -46,14 +54,10 @@ class Module:
     name: str
     items: tuple[tuple[TensorInfo, RoleMatch], ...]
 
-    def param(self, t: TensorInfo, r: RoleMatch) -> str:
-        """The tensor's parameter name within the module ('weight', 'kernel', 'bias'...)."""
-        if r.param and r.rule_id.startswith(("keras", "mxnet", "sockeye", "shape.")):
-            return r.param.removesuffix(":0")
-        return t.name[len(self.name) + 1 :] if t.name.startswith(self.name + ".") else (r.param or t.name)
-
     def params(self) -> dict[str, TensorInfo]:
-        return {self.param(t, r): t for t, r in self.items}
+        """The tensors by their parameter name within the module ('weight', 'kernel', 'bias'...)."""
+        prefix = self.name + "."
+        return {_param(prefix, t, r): t for t, r in self.items}
 
     @property
     def roles(self) -> set[str]:
@@ -64,6 +68,13 @@ class Module:
         return sum(t.n_elements for t, _ in self.items if t.alias_of is None)
 
 
+def _param(prefix: str, t: TensorInfo, r: RoleMatch) -> str:
+    """A tensor's parameter name within its module (whose name is `prefix` less its final '.')."""
+    if r.param and r.rule_id.startswith(STATED_PARAM_RULES):
+        return r.param.removesuffix(":0")
+    return t.name[len(prefix) :] if t.name.startswith(prefix) else (r.param or t.name)
+
+
 def module_name(t: TensorInfo, r: RoleMatch, framework: str) -> str:
     if t.layer or framework in FRAMEWORK_CONVENTIONS or r.role in LAYER_FROM_ROLE or r.rule_id.startswith("shape."):
         return t.layer or r.layer
@@ -72,13 +83,17 @@ def module_name(t: TensorInfo, r: RoleMatch, framework: str) -> str:
     return r.layer
 
 
-def file_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, Module]:
-    """Parameter tensors grouped by module, in file order."""
+def _groups(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, list[tuple[TensorInfo, RoleMatch]]]:
     groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
     for t, r in zip(ckpt.tensors, roles, strict=True):
         if t.kind is TensorKind.PARAMETER:
             groups.setdefault(module_name(t, r, ckpt.framework), []).append((t, r))
-    return {name: Module(name, tuple(items)) for name, items in groups.items()}
+    return groups
+
+
+def file_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, Module]:
+    """Parameter tensors grouped by module, in file order."""
+    return {name: Module(name, tuple(items)) for name, items in _groups(ckpt, roles).items()}
 
 
 def _kernel_out_last(t: TensorInfo, r: RoleMatch, framework: str) -> bool:
@@ -88,7 +103,7 @@ def _kernel_out_last(t: TensorInfo, r: RoleMatch, framework: str) -> bool:
     return FRAMEWORK_CONVENTIONS.get(framework) is Convention.KERAS
 
 
-def _recurrent(module: Module, framework: str, statistics: bool) -> LayerSpec | None:
+def _recurrent(module: Module, framework: str, statistics: bool) -> Recipe | None:
     rec = next((t for t, r in module.items if r.role == "rnn_recurrent_kernel"), None)
     inp = next((t for t, r in module.items if r.role == "rnn_input_kernel"), None)
     if rec is None or inp is None or len(rec.shape) != 2 or len(inp.shape) != 2:
@@ -107,7 +122,15 @@ def _recurrent(module: Module, framework: str, statistics: bool) -> LayerSpec | 
     vectors, rest = divmod(bias_elements, gates * units)
     if rest:
         return None
-    return cls(inputs, units, convention, bias=vectors > 0, biases=vectors or None, name=module.name)
+    return cls, (inputs, units, convention), {"bias": vectors > 0, "biases": vectors or None}
+
+
+def _first(params: dict[str, TensorInfo], names: tuple[str, ...]) -> TensorInfo | None:
+    for name in names:
+        t = params.get(name)
+        if t is not None:
+            return t
+    return None
 
 
 def module_spec(module: Module, framework: str, statistics: bool = False) -> LayerSpec:
@@ -115,43 +138,49 @@ def module_spec(module: Module, framework: str, statistics: bool = False) -> Lay
 
     `statistics`: the module has running statistics beside it (buffers, or statistics kept as parameters).
     """
-    roles = module.roles
+    cls, args, kwargs = _recipe(module, framework, statistics)
+    return cls(*args, name=module.name, **kwargs)  # type: ignore[call-arg]  # every kind of spec has a name
+
+
+def _recipe(module: Module, framework: str, statistics: bool) -> Recipe:
+    """`module_spec`'s spec as its class and arguments, less its name."""
+    roles = {r.role for _, r in module.items}
     if "rnn_recurrent_kernel" in roles:
-        spec = _recurrent(module, framework, statistics)
-        if spec is not None:
-            return spec
+        recurrent = _recurrent(module, framework, statistics)
+        if recurrent is not None:
+            return recurrent
     params = module.params()
-    scale = next((params[p] for p in SCALES if p in params), None)
-    shift = next((params[p] for p in SHIFTS if p in params), None)
-    stats = [p for p in params if p in STATISTICS]
+    scale, shift = _first(params, SCALES), _first(params, SHIFTS)
     one_d = [t for t in params.values() if len(t.shape) == 1]
     name = module.name
-    affine = set(params) == {"weight", "bias"}  # a 1-d weight and bias of one size: an affine norm (GroupNorm...)
-    if (statistics or stats or "norm" in roles or affine) and len(one_d) == len(params) and one_d:
+    stats = [p for p in params if p in STATISTICS] if len(one_d) == len(params) else []
+    # (a 1-d weight and bias of one size: an affine norm, GroupNorm...)
+    if one_d and len(one_d) == len(params) and (statistics or stats or "norm" in roles or params.keys() == AFFINE):
         features = one_d[0].shape[0]
         if all(t.shape == (features,) for t in one_d):
             if stats and framework in FRAMEWORK_CONVENTIONS:  # Keras, TensorFlow and MXNet count the statistics
                 convention = FRAMEWORK_CONVENTIONS[framework]
-                return BatchNorm(features, convention, name=name, scale=scale is not None, shift=shift is not None)
+                return BatchNorm, (features, convention), {"scale": scale is not None, "shift": shift is not None}
             if statistics or stats:
                 label = "BatchNorm"
             elif "norm" in roles:
                 label = "LayerNorm" if shift is not None else "RMSNorm"
             else:  # an affine GroupNorm/InstanceNorm/LayerNorm whose name does not say which
                 label = "Norm"
-            return Norm(features, scale is not None, shift is not None, label, name=name)
+            return Norm, (features, scale is not None, shift is not None, label), {}
     weight = params.get("weight", params.get("kernel"))
     rest = {p: t for p, t in params.items() if t is not weight}
     bias_ok = not rest or (len(rest) == 1 and shift is not None and len(shift.shape) == 1)
     if weight is not None and bias_ok:
-        r = next(r for t, r in module.items if t is weight)
+        items = module.items  # the weight's role (a module of one tensor: its own)
+        r = items[0][1] if len(items) == 1 else next(r for t, r in items if t is weight)
         has_bias = shift is not None
         if r.role in ("embedding", "position_embedding") and len(weight.shape) == 2 and not has_bias:
-            return Embedding(weight.shape[0], weight.shape[1], name=name)
+            return Embedding, (weight.shape[0], weight.shape[1]), {}
         if len(weight.shape) == 2:
             cin, cout = weight.shape if _kernel_out_last(weight, r, framework) else weight.shape[::-1]
             if not has_bias or shift.shape == (cout,):  # type: ignore[union-attr]
-                return Dense(cin, cout, has_bias, name=name)
+                return Dense, (cin, cout, has_bias), {}
         if len(weight.shape) >= 3:
             if _kernel_out_last(weight, r, framework):
                 *kernel, cin, cout = weight.shape
@@ -160,15 +189,15 @@ def module_spec(module: Module, framework: str, statistics: bool = False) -> Lay
             # from the shape alone a grouped conv reads as in_channels/groups, and a transposed or depthwise
             # Keras kernel (k, out, in) / (k, in, multiplier) has its bias on the other axis: the count is the same
             if not has_bias or shift.shape == (cout,):  # type: ignore[union-attr]
-                return Conv(cin, cout, tuple(kernel), has_bias, name=name)
+                return Conv, (cin, cout, tuple(kernel), has_bias), {}
             if shift.shape == (cin,):  # type: ignore[union-attr]
-                return Conv(cout, cin, tuple(kernel), has_bias, name=name)
+                return Conv, (cout, cin, tuple(kernel), has_bias), {}
         if len(weight.shape) == 1 and not rest:  # a learned per-channel scale: PReLU slopes, an RMSNorm weight
-            return Tensor(weight.shape, "PReLU" if "prelu" in name.lower() else "Scale", name=name)
+            return Tensor, (weight.shape, "PReLU" if "prelu" in name.lower() else "Scale"), {}
     shapes = [t.shape for t in params.values()]
     elements = sum(t.n_elements for t, _ in module.items if t.alias_of is None)
     label = "Tensor" if len(shapes) == 1 else "Tensors"
-    return Tensor(shapes[0] if len(shapes) == 1 else (elements,), label, name=name)
+    return Tensor, (shapes[0] if len(shapes) == 1 else (elements,), label), {}
 
 
 def statistic_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch], framework: str) -> set[str]:
@@ -182,5 +211,22 @@ def statistic_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch], framework: s
 
 def file_specs(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> list[LayerSpec]:
     """One spec per file module, in file order: what the shapes say, nothing assumed."""
-    statistics = statistic_modules(ckpt, roles, ckpt.framework)
-    return [module_spec(m, ckpt.framework, m.name in statistics) for m in file_modules(ckpt, roles).values()]
+    framework = ckpt.framework
+    statistics = statistic_modules(ckpt, roles, framework)
+    # A module of one tensor is told by its parameter name, shape, role, rule, whether it is an alias and whether its
+    # name says PReLU: its recipe is worked out once for each such combination (a model's repeated layers)
+    recipes: dict[tuple[Any, ...], Recipe] = {}
+    specs = []
+    for name, items in _groups(ckpt, roles).items():
+        stats = name in statistics
+        if len(items) != 1:
+            specs.append(module_spec(Module(name, tuple(items)), framework, stats))
+            continue
+        t, r = items[0]
+        key = (_param(name + ".", t, r), t.shape, r.role, r.rule_id, t.alias_of is None, stats, "prelu" in name.lower())
+        recipe = recipes.get(key)
+        if recipe is None:
+            recipe = recipes[key] = _recipe(Module(name, tuple(items)), framework, stats)
+        cls, args, kwargs = recipe
+        specs.append(cls(*args, name=name, **kwargs))  # type: ignore[call-arg]
+    return specs

@@ -77,39 +77,63 @@ def _region_kinds(ckpt: Checkpoint) -> dict[int, dict[int, TensorKind]]:
     by_file: dict[int, list[tuple[int, int, TensorKind]]] = {}
     for t in ckpt.tensors:
         if t.offset is not None:
-            by_file.setdefault(t.file, []).append((t.offset, t.offset + max(t.span_bytes, 1), t.kind))
+            span = t.nbytes if t.span is None else t.span  # t.span_bytes
+            by_file.setdefault(t.file, []).append((t.offset, t.offset + max(span, 1), t.kind))
     for spans in by_file.values():
         spans.sort()
     out: dict[int, dict[int, TensorKind]] = {}
+    tensor_data, lowest = RegionKind.TENSOR_DATA, TensorKind.PARAMETER
+    data: dict[int, list[int]] = {}  # TENSOR_DATA region indices by file
     for i, r in enumerate(ckpt.regions):
-        if r.kind is not RegionKind.TENSOR_DATA:
-            continue
+        if r.kind is tensor_data:
+            data.setdefault(r.file, []).append(i)
+    regions = ckpt.regions
+    general = []
+    for file, indices in data.items():
+        spans = by_file.get(file, [])
+        # The common layout (safetensors, npz...): the file's tensors are its data regions, one each. The regions
+        # tile the file, so each one meets its own tensor alone: its kind. Any other layout is searched below.
+        extents = [(regions[i].start, regions[i].start + regions[i].length) for i in indices]
+        if extents == [(start, end) for start, end, _ in spans]:
+            out[file] = dict(zip(indices, [kind for _, _, kind in spans], strict=True))
+        else:
+            general += indices
+    for i in sorted(general):
+        r = regions[i]
         spans = by_file.get(r.file, [])
-        j = bisect.bisect_left(spans, (r.start, -1, TensorKind.PARAMETER))
+        start, end = r.start, r.start + r.length
+        j = bisect.bisect_left(spans, (start, -1, lowest))
         # a tensor may start before the region (a view into a storage): step back over those
-        while j > 0 and spans[j - 1][1] > r.start:
+        while j > 0 and spans[j - 1][1] > start:
             j -= 1
-        kinds: set[TensorKind] = set()
-        while j < len(spans) and spans[j][0] < r.end:
-            if spans[j][1] > r.start:
-                kinds.add(spans[j][2])
+        first: TensorKind | None = None  # the one kind in the region (the common case), else all of them
+        kinds: set[TensorKind] | None = None
+        while j < len(spans) and spans[j][0] < end:
+            if spans[j][1] > start:
+                kind = spans[j][2]
+                if first is None:
+                    first = kind
+                elif kind is not first:
+                    kinds = (kinds or {first}) | {kind}
             j += 1
-        if kinds:
-            out.setdefault(r.file, {})[i] = next(k for k in KIND_PRIORITY if k in kinds)
+        if first is not None:
+            found = first if kinds is None else next(k for k in KIND_PRIORITY if k in kinds)
+            out.setdefault(r.file, {})[i] = found
     return out
 
 
 def bucket_bytes(ckpt: Checkpoint) -> dict[str, int]:
     """Bytes per bucket over all files; the values sum to the file size(s)."""
     kinds = _region_kinds(ckpt)
-    totals: Counter[str] = Counter()
+    totals = dict.fromkeys(BUCKETS, 0)
+    none: dict[int, TensorKind] = {}
     for i, r in enumerate(ckpt.regions):
         if r.kind is RegionKind.TENSOR_DATA:
-            kind = kinds.get(r.file, {}).get(i)
+            kind = kinds.get(r.file, none).get(i)
             totals[KIND_BUCKET[kind] if kind is not None else "tensor_data"] += r.length
         else:
             totals[REGION_BUCKET[r.kind]] += r.length
-    return {name: totals[name] for name in BUCKETS if totals[name]}
+    return {name: n for name, n in totals.items() if n}
 
 
 def _dominant_dtype(tensors: Iterable[TensorInfo]) -> str | None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from inspector.jsontext import dumps, write
 from inspector.reconcile import BUCKETS, human, unit_trap
-from inspector.records import Checkpoint, Region, TensorInfo, TensorKind
+from inspector.records import Checkpoint, Region, RegionKind, RoleMatch, TensorInfo, TensorKind
 from inspector.report import Report
 
 TYPE_CHECKING = False
@@ -37,7 +37,11 @@ def _n(value: int) -> str:
 # -- JSON --------------------------------------------------------------------------------------
 
 
-def _tensor_json(t: TensorInfo, layer: str, role: str) -> dict[str, Any]:
+KIND_TEXT = {kind: kind.value for kind in TensorKind}  # (a dict lookup: no enum descriptor per tensor)
+REGION_TEXT = {kind: kind.value for kind in RegionKind}
+
+
+def _tensor_json(t: TensorInfo, r: RoleMatch | None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "name": t.name,
         "shape": list(t.shape),
@@ -45,27 +49,31 @@ def _tensor_json(t: TensorInfo, layer: str, role: str) -> dict[str, Any]:
         "elements": t.n_elements,
         "nbytes": t.nbytes,
         "offset": t.offset,
-        "kind": t.kind.value,
-        "layer": layer,
-        "role": role,
+        "kind": KIND_TEXT[t.kind],
+        "layer": r.layer if r is not None else "",
+        "role": r.role if r is not None else "",
         "trainable": t.trainable,
     }
-    extras = {
-        "alias_of": t.alias_of,
-        "storage": t.storage,
-        "section": t.section or None,
-        "param": t.param,
-        "file": t.file or None,
-        "span": t.span,
-    }
-    out.update({k: v for k, v in extras.items() if v is not None})
+    # the optional facts, in this order, when set
+    if t.alias_of is not None:
+        out["alias_of"] = t.alias_of
+    if t.storage is not None:
+        out["storage"] = t.storage
+    if t.section:
+        out["section"] = t.section
+    if t.param is not None:
+        out["param"] = t.param
+    if t.file:
+        out["file"] = t.file
+    if t.span is not None:
+        out["span"] = t.span
     if t.notes:
         out["notes"] = list(t.notes)
     return out
 
 
 def _region_json(r: Region) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": r.kind.value, "start": r.start, "length": r.length, "label": r.label}
+    out: dict[str, Any] = {"kind": REGION_TEXT[r.kind], "start": r.start, "length": r.length, "label": r.label}
     if r.file:
         out["file"] = r.file
     if r.logical is not None:
@@ -113,10 +121,7 @@ def report_dict(report: Report) -> dict[str, Any]:
         "file_bytes": ckpt.file_size,
         "files": [{"path": p, "bytes": s} for p, s in ckpt.files],
         **_counts(ckpt),
-        "tensors": [
-            _tensor_json(t, roles[id(t)].layer if id(t) in roles else "", roles[id(t)].role if id(t) in roles else "")
-            for t in ckpt.tensors
-        ],
+        "tensors": [_tensor_json(t, roles.get(id(t))) for t in ckpt.tensors],
         "bytes": {
             "regions": [_region_json(r) for r in ckpt.regions],
             "by_kind": acc.by_kind,

@@ -17,6 +17,16 @@ from inspector.needles import needle
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import field, record
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    class Patterned(Protocol):
+        """A rule of a table: a regular expression over a tensor name, fullmatched."""
+
+        @property
+        def pattern(self) -> str: ...
+
 
 class Role(StrEnum):
     EMBEDDING = "embedding"
@@ -166,7 +176,7 @@ class Matcher:
     needle (`inspector.needles`: a literal every match contains) is not in the name is not tried at all.
     """
 
-    rules: tuple[RoleRule, ...]
+    rules: tuple[Patterned, ...]  # RoleRule, KindRule: rules with a `pattern`
     regexes: list[re.Pattern[str] | None] = field(default_factory=list, compare=False)  # compiled on first use
     digits: dict[int, str] = field(default_factory=dict, compare=False)  # str.translate table of shape_key
     memo: dict[str, int] = field(default_factory=dict, compare=False)  # shape -> rule index (-1: none)
@@ -179,7 +189,8 @@ class Matcher:
         spelled = set(text) & set("0123456789")
         free = [d for d in "0123456789" if d not in spelled]
         if free and not re.search(r"\[[^\]]*\d", text):  # a digit in a set ([0-5]): no memo
-            self.digits.update({ord(d): free[0] for d in free})
+            # every ASCII character in the table (itself where it is kept): str.translate then never misses
+            self.digits.update({i: chr(i) for i in range(128)} | {ord(d): free[0] for d in free})
         self.regexes.extend([None] * (len(self.rules) - len(self.regexes)))
         self.needles.extend([None] * (len(self.rules) - len(self.needles)))
 
@@ -197,15 +208,18 @@ class Matcher:
     def shape_key(self, name: str) -> str:
         return name.translate(self.digits)
 
-    def match(self, name: str) -> tuple[RoleRule, dict[str, str]] | None:
+    def match(self, name: str) -> tuple[Any, dict[str, str]] | None:
         key = name.translate(self.digits) if self.digits else None
         known = self.memo.get(key) if key is not None else None
         if known is not None:
             if known < 0:
                 return None
-            m = self.regex(known).fullmatch(name)
+            m = self.regexes[known].fullmatch(name)  # type: ignore[union-attr]  # compiled when remembered
             if m:  # always, by the argument above; a scan otherwise
-                return self.rules[known], {k: v for k, v in m.groupdict().items() if v is not None}
+                groups = m.groupdict()
+                if None in groups.values():  # an optional group that took no part
+                    groups = {k: v for k, v in groups.items() if v is not None}
+                return self.rules[known], groups
         needles = self.needles
         for index in range(len(self.rules)):
             literal = needles[index]
@@ -226,12 +240,15 @@ class Matcher:
 MEMO_LIMIT = 1 << 20  # shapes remembered per matcher (a bound on memory for hostile name sets)
 
 
-def compile_rules(rules: Sequence[RoleRule]) -> Matcher:
+def compile_rules(rules: Sequence[Any]) -> Matcher:
     return Matcher(tuple(rules))
 
 
 MATCHER = compile_rules(ROLE_RULES)
 FAMILY = {"pytorch": "torch", "keras": "keras", "mxnet": "mxnet"}
+
+
+ROLE_TEXT = {role: role.value for role in Role}  # (a dict lookup: no enum descriptor per tensor)
 
 
 def _by_rule(t: TensorInfo, matcher: Matcher) -> RoleMatch | None:
@@ -240,7 +257,7 @@ def _by_rule(t: TensorInfo, matcher: Matcher) -> RoleMatch | None:
         return None
     rule, groups = found
     layer = rule.layer.format(**groups) if rule.layer else groups.get("layer") or t.name.rpartition(".")[0] or t.name
-    return RoleMatch(t.name, layer, rule.role.value, rule.param or groups.get("param"), rule.rule_id)
+    return RoleMatch(t.name, layer, ROLE_TEXT[rule.role], rule.param or groups.get("param"), rule.rule_id)
 
 
 # Keras variables carry their layer and meaning from the loader (t.layer, t.param): role by meaning.
@@ -325,6 +342,8 @@ RNN_PARAM_ROLES = {"kernel": Role.RNN_INPUT, "bias": Role.RNN_BIAS}
 def _recurrent_layers(results: dict[str, RoleMatch]) -> None:
     """In a layer that has a recurrent kernel, the plain kernel and bias are the RNN's input kernel and bias."""
     recurrent = {r.layer for r in results.values() if r.role == Role.RNN_RECURRENT}
+    if not recurrent:
+        return
     for name, r in results.items():
         if r.layer in recurrent and r.role == Role.DENSE and r.param in RNN_PARAM_ROLES:
             results[name] = RoleMatch(r.name, r.layer, RNN_PARAM_ROLES[r.param].value, r.param, r.rule_id + "+rnn")
@@ -340,12 +359,13 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
     recurrent_layers = {t.layer for t in ckpt.tensors if t.layer and (t.param or "").startswith("recurrent_kernel")}
     model = [t for t in ckpt.tensors if t.kind is TensorKind.PARAMETER]
     results: dict[str, RoleMatch] = {}
+    optimizer, buffer = TensorKind.OPTIMIZER, TensorKind.BUFFER
     for t in ckpt.tensors:
-        if t.kind in KIND_ROLES and t.kind is not TensorKind.BUFFER:
+        if t.kind is optimizer:  # (a buffer's role comes from its name first)
             results[t.name] = RoleMatch(t.name, t.section or t.kind.value, KIND_ROLES[t.kind].value, t.param, "kind")
             continue
-        found = _keras(t, recurrent_layers) or _by_rule(t, matcher)
-        if found is None and t.kind is TensorKind.BUFFER:
+        found = (t.layer is not None and _keras(t, recurrent_layers)) or _by_rule(t, matcher)
+        if found is None and t.kind is buffer:
             found = RoleMatch(t.name, t.name.rpartition(".")[0], Role.BUFFER.value, t.param, "kind")
         if found is not None:
             results[t.name] = found

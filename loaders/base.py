@@ -8,6 +8,8 @@ import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from enum import IntEnum
+from itertools import islice, repeat
+from operator import add, attrgetter, eq, lt
 
 from inspector.errors import FormatError, InspectorError, TruncatedFileError
 from inspector.probe import Probe
@@ -79,15 +81,35 @@ def check_shape(probe: Probe, fmt: str, name: str, shape: Iterable[object]) -> t
     return dims  # type: ignore[return-value]
 
 
+TRAILING = "trailing bytes no structure explains"
+
+
 def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Region, ...]:
     """Sort regions of one file, clip nothing, and fill every gap with an UNKNOWN region.
 
     Overlapping regions are a loader bug or a hostile file; the later one is cut to start where the
     earlier ends (the overlap is then visible as a shorter region, never double-counted).
     """
+    kept = [r for r in regions if r.length > 0]
+    starts = list(map(attrgetter("start"), kept))
+    if not all(map(lt, starts, islice(starts, 1, None))):  # in order already (most loaders): no sort
+        kept.sort(key=attrgetter("start"))
+        starts = list(map(attrgetter("start"), kept))
+        if any(map(eq, starts, islice(starts, 1, None))):  # of two regions with one start the longer first
+            kept.sort(key=attrgetter("length"), reverse=True)  # (stable sorts: equal ones keep their order)
+            kept.sort(key=attrgetter("start"))
+    end = kept[-1].end if kept else 0
+    if (
+        starts[:1] == [0]
+        and end <= file_size
+        and all(map(eq, islice(starts, 1, None), map(add, starts, map(attrgetter("length"), kept))))
+        and all(map(eq, map(attrgetter("file"), kept), repeat(file)))
+    ):  # one after the other from byte 0 (most loaders): the regions as they are, and what follows the last
+        trailing = [Region(RegionKind.UNKNOWN, end, file_size - end, TRAILING, file)]
+        return (*kept, *trailing) if end < file_size else tuple(kept)
     out: list[Region] = []
     pos = 0
-    for r in sorted((r for r in regions if r.length > 0), key=lambda r: (r.start, -r.length)):
+    for r in kept:
         start, length = r.start, r.length
         if start < pos:  # overlap: keep only the part past what is already covered
             length -= pos - start
@@ -99,10 +121,13 @@ def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Regi
             out.append(Region(RegionKind.UNKNOWN, pos, gap, "bytes no structure explains", file))
         end = min(start + length, file_size)
         if end > start:
-            out.append(Region(r.kind, start, end - start, r.label, file, r.logical))
+            if start == r.start and end - start == r.length and file == r.file:
+                out.append(r)  # already what it would be rebuilt as (the common case: most regions)
+            else:
+                out.append(Region(r.kind, start, end - start, r.label, file, r.logical))
         pos = max(pos, end)
     if pos < file_size:
-        out.append(Region(RegionKind.UNKNOWN, pos, file_size - pos, "trailing bytes no structure explains", file))
+        out.append(Region(RegionKind.UNKNOWN, pos, file_size - pos, TRAILING, file))
     return tuple(out)
 
 

@@ -25,6 +25,7 @@ import os
 import re
 import struct
 from collections.abc import Sequence
+from math import prod
 
 from inspector import dtypes
 from inspector.errors import FormatError, InspectorError, LimitExceededError, TruncatedFileError
@@ -45,11 +46,13 @@ SHARD_NAME = r".*-\d+-of-\d+\.safetensors$"
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r} in the JSON header")
-        out[key] = value
+    out = dict(pairs)
+    if len(out) != len(pairs):  # a key given twice: name the first one repeated
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {key!r} in the JSON header")
+            seen.add(key)
     return out
 
 
@@ -80,15 +83,24 @@ def _parse_file(probe: Probe, file: int) -> tuple[list[TensorInfo], list[Region]
     base = 8 + n
     tensors: list[TensorInfo] = []
     spans: list[tuple[int, int, str]] = []
+    shapes: dict[tuple[int, ...], tuple[int, ...]] = {}  # each distinct shape checked once (and held once)
     for name, entry in header.items():
         if not isinstance(entry, dict):
             raise FormatError(probe.path, FORMAT, f"entry {name!r} is not an object")
         dtype = entry.get("dtype")
-        if dtypes.lookup(str(dtype)) is None:
+        dt = dtypes.lookup(str(dtype))
+        if dt is None:
             raise FormatError(probe.path, FORMAT, f"tensor {name!r} has unknown dtype {dtype!r}")
-        shape = check_shape(probe, FORMAT, name, entry.get("shape", ()))
+        listed = entry.get("shape", ())
+        if listed.__class__ is list and set(map(type, listed)) <= {int}:  # exact ints: hashable, compared exactly
+            shape = shapes.get(key := tuple(listed))
+            if shape is None:
+                shape = shapes[key] = check_shape(probe, FORMAT, name, key)
+        else:
+            shape = check_shape(probe, FORMAT, name, listed)
         begin, end = entry["data_offsets"]
-        if not all(isinstance(x, int) and not isinstance(x, bool) for x in (begin, end)) or not 0 <= begin <= end:
+        # JSON numbers are exact ints (or floats); True and False are not offsets
+        if begin.__class__ is not int or end.__class__ is not int or not 0 <= begin <= end:
             raise FormatError(probe.path, FORMAT, f"tensor {name!r} has invalid data_offsets {[begin, end]!r}")
         if base + end > probe.size:
             raise TruncatedFileError(
@@ -97,13 +109,12 @@ def _parse_file(probe: Probe, file: int) -> tuple[list[TensorInfo], list[Region]
                 f"tensor {name!r} data ends at byte {base + end:,} but the file has {probe.size:,} bytes",
                 base + begin,
             )
-        t = TensorInfo(name, shape, str(dtype), end - begin, base + begin, file=file)
-        expected = dtypes.nbytes_for(t.dtype, t.n_elements)
+        expected = dtypes.nbytes_for(dt.name, prod(shape))
         if expected != end - begin:
             raise FormatError(
                 probe.path, FORMAT, f"tensor {name!r}: {end - begin:,} bytes stored, shape x dtype needs {expected:,}"
             )
-        tensors.append(t)
+        tensors.append(TensorInfo(name, shape, dt.name, end - begin, base + begin, file=file))
         spans.append((base + begin, base + end, name))
     regions = [Region(RegionKind.HEADER, 0, 8, "header length (u64)", file)]
     text = raw.rstrip(b" \t\r\n")
@@ -141,6 +152,8 @@ def _validate_buffer(probe: Probe, base: int, spans: Sequence[tuple[int, int, st
 
 def _aliases(metadata: dict[str, str], tensors: list[TensorInfo]) -> list[TensorInfo]:
     """Names `save_model` removed as duplicates and recorded in metadata as {alias: kept_name}."""
+    if not metadata:
+        return []
     by_name = {t.name: t for t in tensors}
     out = []
     for alias, target in metadata.items():

@@ -9,14 +9,16 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from inspector import jsontext
 from inspector.jsontext import dumps, write
 from inspector.needles import needle
-from inspector.roles import FAMILY_MATCHERS, ROLE_RULES, Matcher, compile_rules
+from inspector.roles import FAMILY_MATCHERS, ROLE_RULES, Matcher, compile_rules, match_roles
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = list(csv.DictReader((Path(__file__).parent / "data" / "role_cases.csv").read_text().splitlines()))
@@ -44,10 +46,39 @@ def test_json_text_is_json_dumps_indent_2(doc: object) -> None:
 
 
 def test_json_text_of_large_containers_written_in_pieces() -> None:
-    doc = {"a": {"b": {"c": {"d": [{"name": f"t{i}", "shape": [i, 2], "notes": []} for i in range(600)]}}}, "e": {}}
+    doc = {"a": {"b": {"c": {"d": [{"name": f"t{i}", "shape": [i, 2], "notes": []} for i in range(6000)]}}}, "e": {}}
     pieces: list[str] = []
     write(doc, pieces.append)
-    assert len(pieces) > 600 and "".join(pieces) == dumps(doc) == json.dumps(doc, indent=2, default=str)
+    assert "".join(pieces) == dumps(doc) == json.dumps(doc, indent=2, default=str)
+    # gathered into chunks of about CHUNK characters: the whole text is never one piece
+    assert len(pieces) > 5 and max(map(len, pieces)) < 2 * jsontext.CHUNK
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents)
+def test_json_text_streamed_in_tiny_batches_is_json_dumps(doc: object) -> None:
+    """Every container of 2 or more items streamed, batches of 2 written column by column, 8-character chunks."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jsontext, "STREAM_ITEMS", 2)
+        mp.setattr(jsontext, "CHUNK", 8)
+        assert dumps(doc) == json.dumps(doc, indent=2, default=str)
+
+
+def test_json_text_of_records_of_one_layout() -> None:
+    """The column-by-column path: layouts that differ, keys equal as dict keys but written differently, mixed and
+    nested columns, a large container inside a record, cycles through a record."""
+    rows: list[object] = [{"n": f"t{i}", "s": [i, 2], "k": i % 3 == 0, "x": None} for i in range(600)]
+    rows += [{1: "a"}, {True: "a"}, {1.0: "a"}] * 300
+    rows += [{"v": i if i % 2 else str(i), "f": i / 3, "t": (i,), "d": {"z": [True]}} for i in range(600)]
+    rows += [{"big": list(range(300)), "s": "x"}] * 3 + [{"s": '\u2603\n"%s'}] * 300
+    rows += [{"%s%%d": i, "b": -(10**30) * i, "c": "%d"} for i in range(300)]  # keys, ints and strings with '%'
+    doc = {"rows": rows}
+    assert dumps(doc) == json.dumps(doc, indent=2, default=str)
+    looped: dict[str, object] = {"n": "x"}
+    looped["me"] = [looped]
+    for cyclic in ([looped] * 300, [{"n": "y"}] * 299 + [looped]):
+        with pytest.raises(ValueError, match="Circular"):
+            dumps(cyclic)
 
 
 def test_json_text_of_other_objects_cycles_and_bad_keys() -> None:
@@ -77,7 +108,7 @@ def test_report_json_is_the_standard_encoders(samples: Path) -> None:
 def _full_scan(matcher: Matcher, name: str) -> str | None:
     for rule, regex in zip(matcher.rules, matcher.compiled, strict=True):
         if regex.fullmatch(name):
-            return rule.rule_id
+            return str(rule.rule_id)
     return None
 
 
@@ -130,6 +161,27 @@ def test_a_rule_needle_is_in_every_name_its_pattern_matches(data: st.DataObject)
 )
 def test_needle_reads_only_what_is_certain(pattern: str, expected: str) -> None:
     assert needle(pattern) == expected
+
+
+kind_names = st.builds(
+    lambda parts, sep: sep.join(parts),
+    st.lists(digits | st.sampled_from(["h", "attn", "bias", "masked_bias", "running_mean", "num_batches_tracked",
+                                       "position_ids", "inv_freq", "batch_stats", "cache", "weight", "bn"]),
+             min_size=1, max_size=6),
+    st.sampled_from([".", "/"]),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(kind_names, min_size=1, max_size=8))
+def test_remembered_kind_rule_is_the_first_kind_rule_that_matches(batch: list[str]) -> None:
+    """The kind table shares the role table's memo by name shape: h.3.attn.bias / h.17.attn.bias meet the same rule."""
+    from inspector.kinds import KIND_RULES
+
+    matcher = compile_rules(KIND_RULES)
+    for name in batch + batch:
+        found = matcher.match(name)
+        assert (found[0].rule_id if found else None) == _full_scan(matcher, name), name
 
 
 def test_every_rule_pattern_compiles() -> None:
@@ -224,3 +276,142 @@ def test_an_hdf5_file_behind_a_large_user_block_is_still_found(tmp_path: Path) -
     assert detect(path) == "keras-h5"  # the HDF5 loader's name
     with Probe(path) as probe:
         assert probe.hdf5_head_offset is None and probe.hdf5_offset == 8192
+
+
+# -- remembered module specs and region kinds ------------------------------------------------------------------
+
+SHAPES = [(2,), (3,), (2, 3), (3, 2), (4, 2, 3, 3), (2, 2, 3), (0,), (), (8, 2)]
+PARAMS = ["weight", "bias", "gamma", "beta", "kernel", "running_mean", "weight_ih_l0", "weight_hh_l0", "scale"]
+modules_strategy = st.lists(
+    st.tuples(
+        st.sampled_from(["blk.{i}.fc", "blk.{i}.norm", "prelu{i}", "emb{i}", "conv{i}", "lstm{i}", "x"]),
+        st.integers(0, 3),
+        st.lists(st.tuples(st.sampled_from(PARAMS), st.sampled_from(SHAPES), st.booleans()), min_size=1, max_size=3),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(modules_strategy, st.sampled_from(["safetensors", "pytorch", "keras", "mxnet"]))
+def test_remembered_module_specs_are_the_specs(
+    modules: list[tuple[str, int, list[tuple[str, tuple[int, ...], bool]]]], framework: str
+) -> None:
+    """file_specs works a one-tensor module's spec out once per parameter name, shape, role and rule: every spec is
+    the one module_spec gives the module itself."""
+    from inspector.errors import SpecError
+    from inspector.modules import Module, file_modules, file_specs, module_spec, statistic_modules
+    from inspector.records import Checkpoint, TensorInfo
+
+    tensors: dict[str, TensorInfo] = {}
+    for template, i, params in modules:
+        for param, shape, alias in params:
+            name = f"{template.format(i=i)}.{param}"
+            first = next(iter(tensors), None)
+            tensors[name] = TensorInfo(name, shape, "F32", 4 * math.prod(shape), 0, alias_of=first if alias else None)
+    ckpt = Checkpoint("x", "safetensors", framework, (("x", 0),), tuple(tensors.values()), ())
+    roles = match_roles(ckpt)
+    statistics = statistic_modules(ckpt, roles, framework)
+
+    def spec_or_error(module: Module) -> object:
+        try:
+            return module_spec(module, framework, module.name in statistics)
+        except SpecError as exc:
+            return str(exc)
+
+    want = [spec_or_error(m) for m in file_modules(ckpt, roles).values()]
+    errors = [s for s in want if isinstance(s, str)]
+    if errors:  # sizes no spec takes (a 0-d weight): the first module's error, as module by module
+        with pytest.raises(SpecError) as raised:
+            file_specs(ckpt, roles)
+        assert str(raised.value) == errors[0]
+    else:
+        assert file_specs(ckpt, roles) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 64), st.sampled_from(["parameter", "buffer", "optimizer"]), st.booleans())),
+    st.lists(st.integers(1, 40), max_size=4),
+)
+def test_region_kinds_are_the_kinds_of_the_tensors_in_each_region(
+    sizes: list[tuple[int, str, bool]], junk: list[int]
+) -> None:
+    """A file whose tensors are its data regions one for one (read off directly), with aliases stored once, empty
+    tensors and extra data regions no tensor claims (the general search): each region gets the most important kind
+    of the tensors overlapping it."""
+    from inspector.reconcile import KIND_PRIORITY, _region_kinds
+    from inspector.records import Checkpoint, Region, RegionKind, TensorInfo, TensorKind
+    from loaders.base import tile
+
+    tensors: list[TensorInfo] = []
+    regions: list[Region] = []
+    pos = 0
+    for i, (size, kind, alias) in enumerate(sizes):
+        t = TensorInfo(f"t{i}", (size,), "U8", size, pos, kind=TensorKind(kind))
+        tensors.append(t)
+        if alias and size:
+            tensors.append(TensorInfo(f"a{i}", (size,), "U8", size, pos, alias_of=t.name, kind=TensorKind(kind)))
+        regions.append(Region(RegionKind.TENSOR_DATA, pos, size, t.name))
+        pos += size
+    for n in junk:
+        regions.append(Region(RegionKind.TENSOR_DATA, pos, n, "unclaimed"))
+        pos += n
+    ckpt = Checkpoint("x", "f", "safetensors", (("x", pos),), tuple(tensors), tile(regions, pos))
+    want = {}
+    for i, r in enumerate(ckpt.regions):
+        kinds = {t.kind for t in tensors if (t.offset or 0) < r.end and (t.offset or 0) + max(t.nbytes, 1) > r.start}
+        if kinds:
+            want[i] = next(k for k in KIND_PRIORITY if k in kinds)
+    got = {i: k for per_file in _region_kinds(ckpt).values() for i, k in per_file.items()}
+    assert got == want
+
+
+def _tile_one_by_one(regions: list[Any], file_size: int, file: int) -> tuple[Any, ...]:
+    """loaders.base.tile as it was written before its fast paths: sort, then region by region."""
+    from inspector.records import Region, RegionKind
+
+    out: list[Region] = []
+    pos = 0
+    for r in sorted((r for r in regions if r.length > 0), key=lambda r: (r.start, -r.length)):
+        start, length = r.start, r.length
+        if start < pos:
+            length -= pos - start
+            start = pos
+            if length <= 0:
+                continue
+        if start > pos and pos < file_size:
+            out.append(
+                Region(RegionKind.UNKNOWN, pos, min(start, file_size) - pos, "bytes no structure explains", file)
+            )
+        end = min(start + length, file_size)
+        if end > start:
+            out.append(Region(r.kind, start, end - start, r.label, file, r.logical))
+        pos = max(pos, end)
+    if pos < file_size:
+        out.append(Region(RegionKind.UNKNOWN, pos, file_size - pos, "trailing bytes no structure explains", file))
+    return tuple(out)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 60), st.integers(0, 12), st.sampled_from(["header", "padding"]), st.integers(0, 1))
+    ),
+    st.integers(0, 70),
+    st.booleans(),
+)
+def test_tile_is_region_by_region(spans: list[tuple[int, int, str, int]], file_size: int, contiguous: bool) -> None:
+    """Regions in order, one after the other from byte 0, or shuffled, overlapping, empty, past the end, of another
+    file: tile gives what sorting and walking them one by one gives."""
+    from inspector.records import Region, RegionKind
+    from loaders.base import tile
+
+    if contiguous:  # the common layout: each region where the last one ended
+        starts = [sum(length for _, length, _, _ in spans[:i]) for i in range(len(spans))]
+        spans = [(start, length, kind, 0) for start, (_, length, kind, _) in zip(starts, spans, strict=True)]
+    regions = [
+        Region(RegionKind(kind), start, length, f"r{i}", file) for i, (start, length, kind, file) in enumerate(spans)
+    ]
+    assert tile(regions, file_size) == _tile_one_by_one(regions, file_size, 0)
