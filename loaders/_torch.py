@@ -9,7 +9,7 @@ copies, schedulers, scalers and RNG state are other training state.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from math import prod
 from typing import Any
@@ -55,10 +55,44 @@ SECTIONS: Mapping[str, tuple[str, TensorKind]] = {
 MODULE_DICTS = {"_parameters": TensorKind.PARAMETER, "_buffers": TensorKind.BUFFER, "_modules": None}
 
 
-def persistent_loader(storages: dict[str, StorageRef]) -> Any:
-    """The persistent_load for torch pickles: ('storage', type, key, location, numel[, view]) -> StorageRef."""
+class PersistentLoader:
+    """The persistent_load for torch pickles: ('storage', type, key, location, numel[, view]) -> StorageRef.
 
-    def load(pid: Any) -> Any:
+    Storages are kept in `storages` (key -> StorageRef); `undo_point` lets the fast pickle path forget
+    those a reading it gives up on added (`loaders._pickle_fast`).
+    """
+
+    __slots__ = ("storages",)
+
+    def __init__(self, storages: dict[str, StorageRef]) -> None:
+        self.storages = storages
+
+    def undo_point(self) -> Callable[[], None]:
+        storages, known = self.storages, len(self.storages)
+
+        def undo() -> None:
+            for key in list(storages)[known:]:
+                del storages[key]
+
+        return undo
+
+    def __call__(self, pid: Any) -> Any:
+        if pid.__class__ is tuple and len(pid) == 5 and pid[0] == "storage":  # the common case, in short
+            stype, key, location, numel = pid[1:]
+            if (
+                key.__class__ is str
+                and location.__class__ is str
+                and stype.__class__ is StorageType
+                and numel.__class__ is int
+                and numel >= 0
+            ):
+                ref = self.storages.get(key)
+                if ref is None:
+                    ref = self.storages[key] = StorageRef(key, stype.dtype, itemsize(stype.dtype), location, numel)
+                return ref
+        return self._load(pid)
+
+    def _load(self, pid: Any) -> Any:
         if not isinstance(pid, tuple) or not pid:
             raise PickleError(f"unexpected persistent id {type(pid).__name__}")
         if pid[0] == "module":
@@ -71,6 +105,7 @@ def persistent_loader(storages: dict[str, StorageRef]) -> Any:
         view = pid[5] if len(pid) > 5 and isinstance(pid[5], tuple) else None
         if view is not None and not (len(view) == 3 and isinstance(view[1], int) and isinstance(view[2], int)):
             raise PickleError(f"storage {key!r}: malformed view")
+        storages = self.storages
         ref = storages.get(key)
         if ref is None:
             ref = StorageRef(key, stype.dtype, itemsize(stype.dtype), location, numel)
@@ -81,7 +116,10 @@ def persistent_loader(storages: dict[str, StorageRef]) -> Any:
             )
         return ref
 
-    return load
+
+def persistent_loader(storages: dict[str, StorageRef]) -> PersistentLoader:
+    """The persistent_load for torch pickles, keeping the storages it meets in `storages`."""
+    return PersistentLoader(storages)
 
 
 @dataclass(frozen=True)
