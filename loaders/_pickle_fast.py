@@ -120,13 +120,19 @@ _FastDict.__name__ = _FastDict.__qualname__ = "dict"
 _FastList.__name__ = _FastList.__qualname__ = "list"
 
 
-class _Builder:
-    """One of `BUILDERS`, as REDUCE calls it (BUILD on it is refused: it is ours, shared by every reading)."""
+class _Builder(Global):
+    """One of `BUILDERS`, as REDUCE calls it; left uncalled, it is the `Global` the interpreter would give.
+
+    BUILD on it is refused: it is ours, shared by every reading.
+    """
 
     __slots__ = ("build",)
+    build: Callable[..., Any]
 
-    def __init__(self, build: Callable[..., Any]) -> None:
-        self.build = build
+    def __init__(self, qualname: str, build: Callable[..., Any]) -> None:
+        module, name = qualname.rsplit(".", 1)
+        Global.__init__(self, module, name)
+        object.__setattr__(self, "build", build)
 
     def __call__(self, *args: Any) -> Any:
         return self.build(*args)
@@ -146,9 +152,10 @@ class _ContainerBuilder(_Builder):
         return _FastDict(value) if kind is dict else _FastList(value) if kind is list else value
 
 
+_Builder.__name__ = _ContainerBuilder.__name__ = "Global"  # as messages name the interpreter's uncalled globals
 _CONTAINERS = frozenset({"collections.OrderedDict", "builtins.dict", "builtins.list"})
 _BUILDERS = {
-    name: (_ContainerBuilder if name in _CONTAINERS else _Builder)(build)
+    name: (_ContainerBuilder if name in _CONTAINERS else _Builder)(name, build)
     for name, build in BUILDERS.items()
     if name not in TRAMPOLINES
 }
