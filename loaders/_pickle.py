@@ -71,6 +71,7 @@ MAX_STACK = 1_000_000
 MAX_MEMO = 10_000_000
 MAX_MARKS = 100_000
 MAX_INLINE = 1 << 20  # bytes and text values above this are skipped (a raw pickle may embed gigabytes of arrays)
+FAST_MIN_BYTES = 1 << 16  # smaller pickles are interpreted here: as fast as the C path's scan compiles (tests set 0)
 
 
 @dataclass
@@ -494,10 +495,11 @@ def load(reader: Reader, persistent_load: Callable[[Any], Any]) -> Result:
     Raises:
         PickleError: the stream is malformed or beyond a cap; `.unsafe` holds what it would have called.
     """
-    from loaders import _pickle_fast  # noqa: PLC0415 - it reads this module's caps
+    if reader.end - reader.start >= FAST_MIN_BYTES:
+        from loaders import _pickle_fast  # noqa: PLC0415 - it reads this module's caps
 
-    fast = _pickle_fast.load(reader, persistent_load, sys.modules[__name__])
-    if fast is not None:
-        value, names, end = fast
-        return Result(value, names, set(), end)
+        fast = _pickle_fast.load(reader, persistent_load, sys.modules[__name__])
+        if fast is not None:
+            value, names, end = fast
+            return Result(value, names, set(), end)
     return PickleMachine(reader, persistent_load).load()

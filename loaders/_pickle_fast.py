@@ -41,14 +41,15 @@ Why this is as safe as the interpreter, and gives the same values when it succee
   Everything is iterative in C and linear in the pickle's size; a pickle beyond a cap or a bound goes
   to the interpreter, which refuses it as before.
 
-Pickles under `MIN_BYTES` are left to the interpreter: it reads them as fast as the scan compiles.
+Pickles under `loaders._pickle.FAST_MIN_BYTES` are left to the interpreter (it reads them as fast as the
+scan compiles), and this module is not even imported for them.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import re
-import secrets
 import sys
 from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
 from _pickle import Unpickler as _CUnpickler
@@ -61,7 +62,6 @@ from loaders._pickle_policy import dunder_keys, is_dotted, is_unsafe_global
 from loaders._pickle_reader import Reader
 from loaders._pickle_values import MAX_NAME, DTypeRef, Global, PickleError, StorageType, safe_key
 
-MIN_BYTES = 1 << 16  # smaller pickles are left to the interpreter (tests set 0)
 CHUNK = 1 << 16  # bytes handed to the C unpickler per refill: its stack grows by at most this between samples
 RUN = 1024  # opcodes per counted run of the scan
 SHORT = 128  # length-prefixed strings up to this length are matched by the token pattern itself
@@ -70,8 +70,8 @@ MAX_WINDOW = 1 << 28  # bytes of a file-backed pickle fetched at most (larger on
 TOKEN_MAX = 1 + 255 + 1 + 255 + 1  # the longest token of the pattern (a GLOBAL)
 
 # Persistent ids our rewritten stream uses for EMPTY_DICT / EMPTY_LIST: random, so no pickle can name them
-_DICT_ID = secrets.token_hex(16)
-_LIST_ID = secrets.token_hex(16)
+_DICT_ID = os.urandom(16).hex()
+_LIST_ID = os.urandom(16).hex()
 _DICT_OP = b"U" + bytes([len(_DICT_ID)]) + _DICT_ID.encode() + b"Q"
 _LIST_OP = b"U" + bytes([len(_LIST_ID)]) + _LIST_ID.encode() + b"Q"
 
@@ -313,8 +313,6 @@ def _stack(unpickler: _Unpickler) -> Any:
 
 def load(reader: Reader, persistent_load: Callable[[Any], Any], caps: Any) -> tuple[Any, set[str], int] | None:
     """(value, globals, end offset) of the pickle at the reader's position, or None: the interpreter reads it."""
-    if reader.end - reader.start < MIN_BYTES:
-        return None
     scanned = _scanned(reader, caps)
     if scanned is None:
         Counters.aborted += 1
@@ -336,7 +334,7 @@ def load(reader: Reader, persistent_load: Callable[[Any], Any], caps: Any) -> tu
 
 def _scanned(reader: Reader, caps: Any) -> tuple[bytes, int] | None:
     """The scan of the pickle at the reader's start, fetching a file-backed one in growing windows."""
-    if reader.pos != reader.start or reader.frame_end >= 0 or reader.end - reader.start < MIN_BYTES:
+    if reader.pos != reader.start or reader.frame_end >= 0:
         return None
     if reader._fetch is None:
         at = reader.start - reader.base

@@ -216,7 +216,7 @@ def test_torch_save_pickles_read_alike(saved: list[tuple[str, Path, bool]]) -> N
 def test_torch_save_files_report_alike(saved: list[tuple[str, Path, bool]], monkeypatch: pytest.MonkeyPatch) -> None:
     """The whole report of every saved file, with and without the fast path."""
     fast = {path: inspect(path) for _, path, _ in saved}
-    monkeypatch.setattr(_pickle_fast, "MIN_BYTES", 1 << 62)
+    monkeypatch.setattr(_pickle, "FAST_MIN_BYTES", 1 << 62)
     for path, report in fast.items():
         assert inspect(path) == report, path
 
