@@ -77,7 +77,12 @@ def _qtensor(storage: Any, offset: Any, size: Any, stride: Any, *rest: Any) -> T
     return _tensor_v2(storage, offset, size, stride)
 
 
+_ONLY_INTS = frozenset({int}).issuperset  # of the types of a tuple's items: plain ints only (the common case, fast)
+
+
 def _ints(value: Any) -> tuple[int, ...]:
+    if value.__class__ is tuple and _ONLY_INTS(map(type, value)):
+        return value  # type: ignore[no-any-return]
     if not isinstance(value, (tuple, list)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         raise PickleError(f"expected a tuple of ints, got {type(value).__name__}")
     return tuple(value)

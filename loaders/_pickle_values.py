@@ -39,6 +39,11 @@ class CapError(PickleError):
     """A cap on opcodes, stack, memo, marks or line length: a second, lenient reading would hit it too."""
 
 
+def refuse_state(self: object, state: object) -> None:
+    """BUILD on one of these records: the C unpickler (`loaders._pickle_fast`) would set its fields; refused."""
+    raise PickleError(f"BUILD on a {type(self).__name__}")
+
+
 @record(frozen=True, slots=True)
 class Global:
     module: str
@@ -68,6 +73,7 @@ class StorageRef:
     location: str
     numel: int  # elements of the storage type
     view: tuple[str, int, int] | None = None  # legacy: (view key, offset, size)
+    __setstate__ = refuse_state
 
     @property
     def nbytes(self) -> int:
@@ -83,6 +89,7 @@ class TensorRef:
     dtype: str
     is_parameter: bool = False
     requires_grad: bool = False
+    __setstate__ = refuse_state
 
 
 # torch storage classes and dtypes -> canonical dtype names
@@ -162,12 +169,14 @@ def itemsize(dtype: str) -> int:
 class DTypeRef:
     dtype: str
     qualname: str = field(default="", compare=False)
+    __setstate__ = refuse_state
 
 
 @record(frozen=True, slots=True)
 class StorageType:
     dtype: str
     qualname: str = field(default="", compare=False)
+    __setstate__ = refuse_state
 
 
 @record(frozen=True, slots=True)

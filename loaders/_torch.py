@@ -9,7 +9,7 @@ copies, schedulers, scalers and RNG state are other training state.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from math import prod
 
 from inspector.probe import Probe
@@ -58,10 +58,44 @@ SECTIONS: Mapping[str, tuple[str, TensorKind]] = {
 MODULE_DICTS = {"_parameters": TensorKind.PARAMETER, "_buffers": TensorKind.BUFFER, "_modules": None}
 
 
-def persistent_loader(storages: dict[str, StorageRef]) -> Any:
-    """The persistent_load for torch pickles: ('storage', type, key, location, numel[, view]) -> StorageRef."""
+class PersistentLoader:
+    """The persistent_load for torch pickles: ('storage', type, key, location, numel[, view]) -> StorageRef.
 
-    def load(pid: Any) -> Any:
+    Storages are kept in `storages` (key -> StorageRef); `undo_point` lets the fast pickle path forget
+    those a reading it gives up on added (`loaders._pickle_fast`).
+    """
+
+    __slots__ = ("storages",)
+
+    def __init__(self, storages: dict[str, StorageRef]) -> None:
+        self.storages = storages
+
+    def undo_point(self) -> Callable[[], None]:
+        storages, known = self.storages, len(self.storages)
+
+        def undo() -> None:
+            for key in list(storages)[known:]:
+                del storages[key]
+
+        return undo
+
+    def __call__(self, pid: Any) -> Any:
+        if pid.__class__ is tuple and len(pid) == 5 and pid[0] == "storage":  # the common case, in short
+            stype, key, location, numel = pid[1:]
+            if (
+                key.__class__ is str
+                and location.__class__ is str
+                and stype.__class__ is StorageType
+                and numel.__class__ is int
+                and numel >= 0
+            ):
+                ref = self.storages.get(key)
+                if ref is None:
+                    ref = self.storages[key] = StorageRef(key, stype.dtype, itemsize(stype.dtype), location, numel)
+                return ref
+        return self._load(pid)
+
+    def _load(self, pid: Any) -> Any:
         if not isinstance(pid, tuple) or not pid:
             raise PickleError(f"unexpected persistent id {type(pid).__name__}")
         if pid[0] == "module":
@@ -74,6 +108,7 @@ def persistent_loader(storages: dict[str, StorageRef]) -> Any:
         view = pid[5] if len(pid) > 5 and isinstance(pid[5], tuple) else None
         if view is not None and not (len(view) == 3 and isinstance(view[1], int) and isinstance(view[2], int)):
             raise PickleError(f"storage {key!r}: malformed view")
+        storages = self.storages
         ref = storages.get(key)
         if ref is None:
             ref = StorageRef(key, stype.dtype, itemsize(stype.dtype), location, numel)
@@ -84,7 +119,10 @@ def persistent_loader(storages: dict[str, StorageRef]) -> Any:
             )
         return ref
 
-    return load
+
+def persistent_loader(storages: dict[str, StorageRef]) -> PersistentLoader:
+    """The persistent_load for torch pickles, keeping the storages it meets in `storages`."""
+    return PersistentLoader(storages)
 
 
 @record(frozen=True)
@@ -142,9 +180,12 @@ def _section(value: Any) -> dict[str, tuple[str, TensorKind]]:
 
 def _span(t: TensorRef) -> int:
     """Elements from the first to one past the last element the tensor touches."""
-    if any(d == 0 for d in t.shape):
+    if 0 in t.shape:
         return 0
-    return 1 + sum((d - 1) * s for d, s in zip(t.shape, t.stride, strict=False))
+    span = 1
+    for d, s in zip(t.shape, t.stride, strict=False):
+        span += (d - 1) * s
+    return span
 
 
 def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[TensorInfo], list[Finding]]:
@@ -153,56 +194,52 @@ def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[Ten
     tensors: list[TensorInfo] = []
     findings: list[Finding] = []
     first: dict[tuple[Any, ...], str] = {}
+    plain = ("", TensorKind.PARAMETER)
     for found in walk(value):
-        t = found.tensor
-        top = found.path.split(".", 1)[0]
-        section, kind = sections.get(top, ("", TensorKind.PARAMETER))
+        t, path, storage = found.tensor, found.path, found.tensor.storage
+        section, kind = sections.get(path.split(".", 1)[0], plain) if sections else plain
         if found.kind_hint is TensorKind.BUFFER:  # a module's _buffers; names decide in inspector.kinds
             kind = TensorKind.BUFFER
         size = itemsize(t.dtype)
         n = prod(t.shape)
-        notes: list[str] = []
+        notes: tuple[str, ...] = ()
         offset = span = None
-        if t.storage is None:
-            notes.append("meta tensor: no data stored")
+        if storage is None:
+            notes = ("meta tensor: no data stored",)
+            root: Any = id(t)
         else:
-            root = t.storage.view[0] if t.storage.view else t.storage.key
-            base = t.storage.view[1] * t.storage.itemsize if t.storage.view else 0
+            view = storage.view
+            root = view[0] if view else storage.key
+            base = view[1] * storage.itemsize if view else 0
             if root not in data_offsets:
-                raise PickleError(f"tensor {found.path!r} refers to storage {root!r}, which the file does not hold")
+                raise PickleError(f"tensor {path!r} refers to storage {root!r}, which the file does not hold")
             offset = data_offsets[root] + base + t.offset * size
             span_bytes = _span(t) * size
-            stored = t.storage.nbytes
+            stored = storage.nbytes
             if t.offset * size + span_bytes > stored + base and n:
-                raise PickleError(f"tensor {found.path!r} reaches past the end of its storage {root!r}")
+                raise PickleError(f"tensor {path!r} reaches past the end of its storage {root!r}")
             if span_bytes != n * size:
                 span = span_bytes
             if 0 in t.stride and n > 1:
-                notes.append(f"stride-0 expand: {span_bytes:,} bytes stored for {n * size:,} logical")
+                notes = (f"stride-0 expand: {span_bytes:,} bytes stored for {n * size:,} logical",)
             elif stored > n * size:
-                notes.append(f"view of storage {root!r}: {stored:,} bytes stored for {n * size:,}")
-        alias_key = (
-            t.storage.view[0] if t.storage and t.storage.view else t.storage.key if t.storage else id(t),
-            offset,
-            t.shape,
-            t.stride,
-            t.dtype,
-        )
+                notes = (f"view of storage {root!r}: {stored:,} bytes stored for {n * size:,}",)
+        alias_key = (root, offset, t.shape, t.stride, t.dtype)
         alias_of = first.get(alias_key)
         if alias_of is None:
-            first[alias_key] = found.path
+            first[alias_key] = path
         tensors.append(
             TensorInfo(
-                found.path,
+                path,
                 t.shape,
                 t.dtype,
                 n * size,
                 offset,
-                storage=t.storage.key if t.storage else None,
+                storage=storage.key if storage else None,
                 alias_of=alias_of,
                 kind=kind,
                 section=section,
-                notes=tuple(notes),
+                notes=notes,
                 span=span,
             )
         )
@@ -220,6 +257,8 @@ def by_storage(tensors: list[TensorInfo]) -> dict[str, list[TensorInfo]]:
 
 def storage_regions(key: str, start: int, length: int, tensors: list[TensorInfo], file: int = 0) -> list[Region]:
     """TENSOR_DATA where `tensors` (those of this storage) reach, UNREFERENCED for the rest of it."""
+    if len(tensors) == 1 and tensors[0].offset == start and tensors[0].span_bytes == length:  # the common case
+        return [Region(RegionKind.TENSOR_DATA, start, length, f"storage {key!r}", file)]
     spans = sorted((t.offset, t.offset + t.span_bytes) for t in tensors if t.offset is not None)
     regions: list[Region] = []
     pos = start

@@ -24,6 +24,15 @@ def fixture_path(relative: str) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _fast_pickles_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every pickle the suite reads goes through the C-speed path where it can (not only those over 64 KiB):
+    the whole suite then checks that path's values, verdicts and errors against what the tests expect."""
+    from loaders import _pickle
+
+    monkeypatch.setattr(_pickle, "FAST_MIN_BYTES", 0)
+
+
 @pytest.fixture
 def fixtures() -> Path:
     if not FIXTURES.is_dir():
