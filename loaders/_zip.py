@@ -97,6 +97,11 @@ def _find_eocd(probe: Probe, fmt: str) -> tuple[int, bytes]:
             if pos + 22 + comment_len == len(tail):
                 return base + pos, tail[pos : pos + 22]
         pos = tail.rfind(EOCD_SIG, 0, pos)
+    # As torch's miniz reads an archive (mz_zip_reader_locate_header_sig): the last signature with a whole record
+    # after it, whatever its comment length says. A payload torch reaches through such an archive is judged.
+    pos = tail.rfind(EOCD_SIG, 0, max(len(tail) - 18, 0))
+    if pos >= 0:
+        return base + pos, tail[pos : pos + 22]
     raise _fail(probe, fmt, "no zip end-of-central-directory record (truncated or not a zip)")
 
 
@@ -138,7 +143,9 @@ def readable_members(probe: Probe, fmt: str) -> tuple[ZipMember, ...]:
 def _read_zip(probe: Probe, fmt: str, skip_broken: bool = False) -> tuple[tuple[ZipMember, ...], tuple[Region, ...]]:
     eocd_at, eocd = _find_eocd(probe, fmt)
     _, disk, _, _, n_total, cd_size, cd_offset, comment_len = struct.unpack("<4sHHHHIIH", eocd)
-    regions = [Region(RegionKind.HEADER, eocd_at, 22 + comment_len, "zip end of central directory")]
+    regions = [
+        Region(RegionKind.HEADER, eocd_at, min(22 + comment_len, probe.size - eocd_at), "zip end of central directory")
+    ]
     if disk != 0:
         raise FormatError(probe.path, fmt, "multi-disk (split) zip archives are not supported")
     end_of_cd = eocd_at

@@ -20,7 +20,7 @@ import time
 import warnings
 import zipfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +30,7 @@ from inspector import load
 from inspector.cli import main
 from inspector.errors import InspectorError, LimitExceededError
 from loaders import _pickle
+from loaders.base import check_invariants
 from tests.conftest import fixture_path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -731,6 +732,39 @@ def test_property_mutated_pickles() -> None:
 
 
 @pytest.mark.reference
+def test_end_record_comment_length_past_the_end(tmp_path: Path) -> None:
+    """An end record whose comment length runs past the file: torch's miniz takes the last end record with 22 bytes
+    after it (mz_zip_reader_locate_header_sig) and runs a second data.pkl; the inspector reads the archive as torch
+    does (it called it "not a recognised format", exit 2, found by the mutation test below)."""
+    torch = pytest.importorskip("torch")
+    (tmp_path / "base").mkdir()
+    base, names = _torch_zip(tmp_path / "base")
+    folder = names[0].split("/")[0]
+    evil = P2 + b"}(" + text("w") + file_handler(Path("/nonexistent/canary")) + b"u."
+    with zipfile.ZipFile(base) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    path = tmp_path / "m.pt"
+    with warnings.catch_warnings(), zipfile.ZipFile(path, "w") as zf:
+        warnings.simplefilter("ignore")
+        for name, data in members.items():
+            zf.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED if name.endswith(".pkl") else zipfile.ZIP_STORED)
+        zf.writestr(f"{folder}/data.pkl", evil, compress_type=zipfile.ZIP_DEFLATED)
+    raw = bytearray(path.read_bytes())
+    raw[-2] = 1  # the end record's comment length: 1 byte that is not there
+    path.write_bytes(bytes(raw))
+    recorder = type(sys)("recorder")
+    recorder.Unpickler = _Recorder  # type: ignore[attr-defined]
+    recorder.load = pickle.load  # type: ignore[attr-defined]
+    recorder.__name__ = "pickle"
+    _Recorder.ran = False
+    with suppress(Exception):
+        torch.load(path, weights_only=False, pickle_module=recorder)
+    assert _Recorder.ran
+    ckpt = load(path)
+    assert any(f.code == "UNSAFE_CONTENT" for f in ckpt.findings)
+    check_invariants(ckpt)
+
+
 def test_property_mutated_zips(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Reordered, duplicated, deflated or renamed members: whenever torch.load reaches the payload, exit 3."""
     torch = pytest.importorskip("torch")
