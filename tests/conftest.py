@@ -16,6 +16,21 @@ SAMPLES = ROOT / "sample_models"
 FIXTURES = ROOT.parent / "shared" / "fixtures"
 
 
+def record_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int]]:
+    """Every read below the Probe from now until `monkeypatch.undo()`, as (absolute path, offset, length)."""
+    from inspector.probe import Probe
+
+    reads: list[tuple[str, int, int]] = []
+    original = Probe._pread
+
+    def recording(self: Probe, offset: int, n: int, *rest: object) -> bytes:
+        reads.append((os.path.abspath(self.path), offset, n))
+        return original(self, offset, n, *rest)
+
+    monkeypatch.setattr(Probe, "_pread", recording)
+    return reads
+
+
 def fixture_path(relative: str) -> Path:
     """A file under ../shared/fixtures; the test is skipped when shared/ is not beside the clone."""
     path = FIXTURES / relative

@@ -19,7 +19,7 @@ from inspector.errors import FormatError, InspectorError, TruncatedFileError
 from inspector.records import Checkpoint, RegionKind, TensorKind
 from inspector.registry import detect, member_entry
 from loaders.base import check_invariants
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, record_reads
 
 torch = pytest.importorskip("torch")
 dcp = pytest.importorskip("torch.distributed.checkpoint")
@@ -232,16 +232,7 @@ def test_sample_checkpoint() -> None:
 
 def test_no_tensor_byte_is_read(trained: tuple[Path, Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """Header-only: no read touches a tensor-data region (reads are recorded below the Probe)."""
-    from inspector.probe import Probe
-
-    reads: list[tuple[str, int, int]] = []
-    original = Probe._pread
-
-    def recording(self: Probe, offset: int, n: int, *rest: object) -> bytes:
-        reads.append((os.path.abspath(self.path), offset, n))
-        return original(self, offset, n, *rest)
-
-    monkeypatch.setattr(Probe, "_pread", recording)
+    reads = record_reads(monkeypatch)
     ckpt = load(trained[0])
     monkeypatch.undo()
     data = [(os.path.abspath(ckpt.files[r.file][0]), r.start, r.end) for r in ckpt.regions

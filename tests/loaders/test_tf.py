@@ -21,7 +21,7 @@ from inspector.registry import detect, member_entry
 from inspector.report import analyse
 from loaders import _sstable
 from loaders.base import check_invariants
-from tests.conftest import SAMPLES, fixture_path
+from tests.conftest import SAMPLES, fixture_path, record_reads
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -365,16 +365,7 @@ def test_sample_checkpoint() -> None:
 
 def test_no_tensor_byte_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
     """Header-only: of the data shards, only the object graph is read (reads are recorded below the Probe)."""
-    from inspector.probe import Probe
-
-    reads: list[tuple[str, int, int]] = []
-    original = Probe._pread
-
-    def recording(self: Probe, offset: int, n: int, *rest: object) -> bytes:
-        reads.append((os.path.abspath(self.path), offset, n))
-        return original(self, offset, n, *rest)
-
-    monkeypatch.setattr(Probe, "_pread", recording)
+    reads = record_reads(monkeypatch)
     ckpt = load(SAMPLES / "tf" / "keras_adam")
     monkeypatch.undo()
     shard = os.path.abspath(ckpt.files[1][0])
