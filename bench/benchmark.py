@@ -395,13 +395,27 @@ SCALE_FORMATS = ("safetensors", "pytorch-zip")
 REFERENCE = {"keras-h5": ("python -c 'import h5py'", "import h5py")}
 DEFAULT_REFERENCE = ("python -c pass", "pass")
 INSPECT = "from inspector.cli import main\nraise SystemExit(main([P, '--json']))"
+# What any argparse-and-json tool pays: parse the arguments, read a safetensors header, print it as JSON (the
+# standard library only). Its ratio is the floor under every figure of the start-up table.
+FLOOR = (
+    "import argparse, json, struct, sys\n"
+    "ap = argparse.ArgumentParser(prog='floor')\n"
+    "ap.add_argument('path'); ap.add_argument('--json', action='store_true')\n"
+    "a = ap.parse_args([P, '--json'])\n"
+    "with open(a.path, 'rb') as f:\n"
+    "    header = json.loads(f.read(struct.unpack('<Q', f.read(8))[0]))\n"
+    "sys.stdout.write(json.dumps(header, indent=2))\n"
+)
+PYTHON = sys.executable  # the interpreter of the measured runs (--python: another venv, e.g. a `pip install .` one)
+RUN_DIR = ROOT  # their working folder (with --python one outside the checkout, which `python -c` would import first)
+STRUCTURE_KINDS = ("header", "metadata")  # regions a header-only reader must read (not data, padding or free space)
 
 
 def _run(code: str, path: Path | None) -> tuple[float, dict[str, int]]:
     """Wall seconds of one fresh `python -c` (P = path) and what its prelude reported (HWM KiB, RCHAR, READ_BYTES)."""
     script = PRELUDE_IO + (f"P = {str(path)!r}\n" if path else "") + code + "\n"
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    proc = subprocess.run([PYTHON, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=RUN_DIR)
     wall = time.perf_counter() - start
     err = proc.stderr.decode()
     if proc.returncode not in (0, 1):
@@ -446,10 +460,41 @@ def startup_row(fmt: str, path: Path, runs: int) -> list[str]:
         ref.append(_run(ref_code, None)[0])
     _evict(path)
     _, cold = _run(INSPECT, path)
+    pulled = cold.get("READ_BYTES", 0)
+    pages = structure_pages(path)
     ratio = statistics.median(mine) / statistics.median(ref)
     return [fmt, f"{checkpoint_bytes(path):,}", f"{statistics.median(mine):.3f}", ref_name,
             f"{statistics.median(ref):.3f}", f"{ratio:.2f}x", f"{peak / 1024:.1f}", f"{rchar:,}",
-            f"{cold.get('READ_BYTES', 0):,}"]  # fmt: skip
+            f"{pulled:,}", f"{pages:,}", f"{(pulled - pages) / 1024:,.0f}"]  # fmt: skip
+
+
+def structure_pages(path: Path) -> int:
+    """Bytes of the page-cache pages the file's structures lie in (headers and metadata, from the inspector's own
+    byte map): what a reader of exactly those structures pulls from a cold file, the least any header read can."""
+    import json
+
+    proc = subprocess.run([PYTHON, "-m", "inspector", str(path), "--json"], capture_output=True, cwd=RUN_DIR)
+    report = json.loads(proc.stdout)
+    page = os.sysconf("SC_PAGE_SIZE")
+    touched = {
+        (r.get("file", ""), n)
+        for r in report["bytes"]["regions"]
+        if r["kind"] in STRUCTURE_KINDS and r["length"]
+        for n in range(r["start"] // page, (r["start"] + r["length"] - 1) // page + 1)
+    }
+    return len(touched) * page
+
+
+def floor_row(path: Path, runs: int) -> list[str]:
+    """The standard-library floor (`FLOOR`) on the safetensors file, against `python -c pass`, the same way."""
+    _run(FLOOR, path)
+    mine, ref = [], []
+    for _ in range(runs):
+        mine.append(_run(FLOOR, path)[0])
+        ref.append(_run("pass", None)[0])
+    ratio = statistics.median(mine) / statistics.median(ref)
+    return ["(floor: argparse + json)", f"{checkpoint_bytes(path):,}", f"{statistics.median(mine):.3f}",
+            "python -c pass", f"{statistics.median(ref):.3f}", f"{ratio:.2f}x", "", "", "", "", ""]  # fmt: skip
 
 
 def make_scaled(out: Path, fmt: str, n: int) -> Path:
@@ -490,9 +535,12 @@ def startup(out: Path, formats: list[str], runs: int) -> None:
         if not path.exists():
             write(path, tensors)
         rows.append(startup_row(fmt, path, runs))
-    print(f"{STARTUP_TENSORS}-tensor 1 GiB files, median of {runs} runs alternating with the reference:")
+        if fmt == "safetensors":
+            rows.append(floor_row(path, runs))
+    print(f"{STARTUP_TENSORS}-tensor 1 GiB files, median of {runs} runs alternating with the reference ({PYTHON}):")
     print(tabulate(rows, headers=["format", "bytes", "inspector s", "reference", "reference s", "ratio",
-                                  "peak MiB", "rchar", "cold file bytes read"], disable_numparse=True))  # fmt: skip
+                                  "peak MiB", "rchar", "cold bytes pulled", "structure pages",
+                                  "beyond KiB"], disable_numparse=True))  # fmt: skip
     print()
     scale = [f for f in SCALE_FORMATS if f in formats]
     if scale:
@@ -506,8 +554,9 @@ def compile_bytecode() -> None:
     """Write the package's .pyc files first, as `pip install` does: with PYTHONDONTWRITEBYTECODE set (some CI images
     and sandboxes set it) an editable checkout would otherwise compile every module from source on every run, about
     50 ms, and every figure would measure the compiler."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "inspector"), str(ROOT / "loaders")],
-                   check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    code = "import inspector, loaders; print(inspector.__path__[0], loaders.__path__[0])"
+    where = subprocess.run([PYTHON, "-c", code], check=True, capture_output=True, text=True, cwd=RUN_DIR).stdout.split()
+    subprocess.run([PYTHON, "-m", "compileall", "-q", *where], check=True, stdout=subprocess.DEVNULL)
 
 
 def main() -> int:
@@ -524,7 +573,13 @@ def main() -> int:
     ap.add_argument("--formats", default=",".join(WRITERS), help="formats to measure (default: all)")
     ap.add_argument("--runs", type=int, default=11, help="alternating runs per start-up figure (default 11)")
     ap.add_argument("--baselines", action="store_true", help="the full-load baselines table instead")
+    ap.add_argument(
+        "--python", help="interpreter of the start-up runs (default: this one), e.g. a `pip install .` venv's"
+    )
     args = ap.parse_args()
+    if args.python:
+        global PYTHON, RUN_DIR
+        PYTHON, RUN_DIR = args.python, Path(tempfile.gettempdir())
     compile_bytecode()
     formats = args.formats.split(",")
     if not (args.baselines or args.html or args.data_only or args.remote or args.remote_only):
