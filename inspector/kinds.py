@@ -4,7 +4,8 @@ The container's own word comes first and is never overridden: loaders set the ki
 states it (PyTorch module `_buffers` dicts and checkpoint sections, TorchScript declarations, Keras
 trainability and optimizer groups, MXNet `aux:` states). Where the container is silent (a state dict in
 safetensors, npz or a plain `torch.save`) a tensor the loader left as a parameter is decided here, by
-`KIND_RULES` over its name (the role table names the same tensors `norm_statistic` and `buffer`).
+`KIND_RULES` over its name (the role table names the same tensors `norm_statistic` and `buffer`, from the same
+`roles.NORM_STATISTICS`).
 `inspector.registry.load` applies it to every checkpoint, so counts, the trainable split, byte buckets,
 the roles and the expectation all read one decision.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from inspector.records import Checkpoint, TensorKind
 from inspector.recordtype import record, replace
-from inspector.roles import compile_rules
+from inspector.roles import TORCH_STATS, compile_rules
 
 # Frameworks whose loaders state every tensor's kind (their statistics are parameters they count).
 STATED = ("keras", "mxnet", "tensorflow")
@@ -31,7 +32,7 @@ KIND_RULES: tuple[KindRule, ...] = (
     KindRule(
         "torch.running_stat",
         TensorKind.BUFFER,
-        r"(?:.*[./])?(?:running_mean|running_var|num_batches_tracked)",
+        r"(?:.*[./])?(?:" + TORCH_STATS + ")",
         "BatchNorm running statistic: a registered buffer, outside parameters()",
     ),  # fmt: skip
     KindRule("hf.ids", TensorKind.BUFFER, r"(?:.*\.)?(?:position_ids|token_type_ids)", "transformers index buffer"),

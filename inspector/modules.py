@@ -27,6 +27,7 @@ from inspector.formulas import (
 )
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import record
+from inspector.roles import NORM_STATISTICS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,7 +41,8 @@ FRAMEWORK_CONVENTIONS = {"keras": Convention.KERAS, "tensorflow": Convention.KER
 # Roles whose rule names the layer itself (RNN layers 'rnn.l0', Keras and MXNet layers, positional arrays):
 # the role's layer is the module. Elsewhere a dotted name's module is the name without its last part.
 LAYER_FROM_ROLE = ("rnn_input_kernel", "rnn_recurrent_kernel", "rnn_bias", "initial_state")
-STATISTICS = ("running_mean", "running_var", "moving_mean", "moving_variance", "moving_var")
+# one value per feature (num_batches_tracked is a counter)
+STATISTICS = frozenset(n for names in NORM_STATISTICS.values() for n in names) - {"num_batches_tracked"}
 SCALES = ("weight", "gamma", "scale")
 SHIFTS = ("bias", "beta")
 AFFINE = {"weight", "bias"}

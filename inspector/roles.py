@@ -28,6 +28,17 @@ if TYPE_CHECKING:
         def pattern(self) -> str: ...
 
 
+# A normalisation layer's running statistics as each framework names them: their own role here, a buffer where the
+# container is silent (`inspector.kinds`), not one of a module's parameters (`inspector.modules`), and not trained
+# where the loader states trainability (Keras, TensorFlow, MXNet loaders).
+NORM_STATISTICS = {
+    "torch": ("running_mean", "running_var", "num_batches_tracked"),
+    "keras": ("moving_mean", "moving_variance"),
+    "mxnet": ("running_mean", "running_var", "moving_mean", "moving_var"),
+}
+TORCH_STATS, KERAS_STATS, MXNET_STATS = ("|".join(NORM_STATISTICS[f]) for f in ("torch", "keras", "mxnet"))
+
+
 class Role(StrEnum):
     EMBEDDING = "embedding"
     POSITION_EMBEDDING = "position_embedding"
@@ -132,7 +143,7 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("sockeye.enc2decinit", Role.DENSE, r"(?:arg:)?(?P<layer>decoder_rnn_enc2decinit_\d+)_(?P<param>weight|bias)", ("mxnet",)),
     RoleRule("sockeye.hidden", Role.DENSE, r"(?:arg:)?(?P<layer>decoder_rnn_hidden)_(?P<param>weight|bias)", ("mxnet",)),
     # MXNet Gluon / Module names: dense0_weight, conv0_bias, batchnorm0_moving_mean (arg:/aux: prefixes)
-    RoleRule("mxnet.stat", Role.NORM_STAT, r"(?:aux:)?(?P<layer>.*?)[._](?P<param>running_mean|running_var|moving_mean|moving_var)", ("mxnet",)),
+    RoleRule("mxnet.stat", Role.NORM_STAT, r"(?:aux:)?(?P<layer>.*?)[._](?P<param>" + MXNET_STATS + ")", ("mxnet",)),
     RoleRule("mxnet.norm", Role.NORM, r"(?:arg:)?(?P<layer>.*(?:batchnorm|layernorm|norm|bn)\d*)[._](?P<param>gamma|beta)", ("mxnet",)),
     RoleRule("mxnet.embed", Role.EMBEDDING, r"(?:arg:)?(?P<layer>.*emb(?:ed)?\w*?\d*)[._](?P<param>weight)", ("mxnet",)),
     RoleRule("mxnet.conv", Role.CONV, r"(?:arg:)?(?P<layer>.*conv\w*?\d*)[._](?P<param>weight|bias)", ("mxnet",)),
@@ -145,10 +156,10 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("keras.embeddings", Role.EMBEDDING, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>embeddings)(?::0)?", ("keras",)),
     RoleRule("keras.recurrent", Role.RNN_RECURRENT, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>recurrent_kernel)(?::0)?", ("keras",)),
     RoleRule("keras.norm", Role.NORM, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>gamma|beta)(?::0)?", ("keras",)),
-    RoleRule("keras.stat", Role.NORM_STAT, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>moving_mean|moving_variance)(?::0)?", ("keras",)),
+    RoleRule("keras.stat", Role.NORM_STAT, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>" + KERAS_STATS + ")(?::0)?", ("keras",)),
     RoleRule("keras.var", Role.DENSE, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>kernel|bias)(?::0)?", ("keras",)),
     # Generic PyTorch module paths
-    RoleRule("torch.stat", Role.NORM_STAT, r"(?P<layer>.+)\.(?P<param>running_mean|running_var|num_batches_tracked)", ("torch",)),
+    RoleRule("torch.stat", Role.NORM_STAT, r"(?P<layer>.+)\.(?P<param>" + TORCH_STATS + ")", ("torch",)),
     RoleRule("torch.rnn_input", Role.RNN_INPUT, r"(?P<layer>.+)\.weight_ih_l(?P<i>\d+)(?P<rev>(?:_reverse)?)", ("torch",), "{layer}.l{i}{rev}", "kernel"),
     RoleRule("torch.rnn_recurrent", Role.RNN_RECURRENT, r"(?P<layer>.+)\.weight_hh_l(?P<i>\d+)(?P<rev>(?:_reverse)?)", ("torch",), "{layer}.l{i}{rev}", "recurrent_kernel"),
     RoleRule("torch.rnn_bias", Role.RNN_BIAS, r"(?P<layer>.+)\.bias_[ih]h_l(?P<i>\d+)(?P<rev>(?:_reverse)?)", ("torch",), "{layer}.l{i}{rev}", "bias"),

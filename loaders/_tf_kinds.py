@@ -13,6 +13,7 @@ import re
 from collections import deque
 
 from inspector.records import TensorKind
+from inspector.roles import NORM_STATISTICS
 from loaders._tf_proto import GraphNode
 
 # Edges into an optimizer object (tf.train.Checkpoint(optimizer=...), Keras model.optimizer, TF1 slot keys).
@@ -35,7 +36,7 @@ TF1_OTHER_NAMES = re.compile(r"^(?:.*/)?(?:global_step|ExponentialMovingAverage.
 # Children only Keras objects track: tf_keras (layer_with_weights-0, keras_api), Keras 3 (_functional, _operations)
 KERAS_EDGE = re.compile(r"^(?:layer_with_weights-\d+|layer-\d+|keras_api|_functional|_operations|_layers)$")
 CELL_SUFFIX = "_cell"  # RNN layers hold their weights in a cell: 'lstm/lstm_cell/kernel' is layer 'lstm'
-NON_TRAINABLE = {"moving_mean", "moving_variance"}  # Keras BatchNormalization statistics: parameters, not trained
+NON_TRAINABLE = frozenset(NORM_STATISTICS["keras"])  # Keras BatchNormalization statistics: parameters, not trained
 
 
 def _keras_layer(full_name: str) -> tuple[str, str]:

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, Severity, TensorInfo, TensorKind
+from inspector.roles import NORM_STATISTICS
 from loaders import _hdf5
 from loaders.base import Claim, single_file
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 KERAS2 = "keras-h5"
 KERAS3 = "keras3-weights-h5"
 GENERIC = "hdf5"
-NON_TRAINABLE = {"moving_mean", "moving_variance"}
+NON_TRAINABLE = frozenset(NORM_STATISTICS["keras"])  # BatchNormalization statistics: parameters, not trained
 # Keras 3 variables per layer class, in build() order (snake_case class names, as Keras's own auto names):
 # each (variable name, the config flag without which the layer does not create it).
 _BIASED = (("kernel", None), ("bias", "use_bias"))

@@ -31,6 +31,7 @@ import struct
 from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
+from inspector.roles import NORM_STATISTICS
 from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, single_file
 
 TYPE_CHECKING = False
@@ -59,7 +60,7 @@ TYPE_FLAGS = {
 }
 STYPES = {0: "dense", 1: "row_sparse", 2: "csr"}
 AUX_NAMES = {1: ("indices",), 2: ("indptr", "indices")}
-NOT_TRAINABLE = ("aux:", "running_mean", "running_var", "moving_mean", "moving_var")
+NOT_TRAINABLE = ("aux:", *NORM_STATISTICS["mxnet"])
 
 
 class _Cursor:
