@@ -43,27 +43,36 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
 sys.addaudithook(_hook)
 
 
-def norm(value: Any, depth: int = 0) -> Any:
-    """A structure to compare values by (dict and list subclasses as dicts and lists, records by fields)."""
+def norm(value: Any, depth: int = 0, path: frozenset[int] = frozenset()) -> Any:
+    """A structure to compare values by (dict and list subclasses as dicts and lists, records by fields); a container
+    met again inside itself (a pickle's memo can make cycles) is the marker ("cycle",)."""
     assert depth < 400
+    if isinstance(value, (dict, list, Call)):
+        if id(value) in path:
+            return ("cycle",)
+        path = path | {id(value)}
     d = depth + 1
+
+    def inner(v: Any) -> Any:
+        return norm(v, d, path)
+
     if isinstance(value, dict):
-        return ("dict", type(value).__name__, [(norm(k, d), norm(v, d)) for k, v in value.items()])
+        return ("dict", type(value).__name__, [(inner(k), inner(v)) for k, v in value.items()])
     if isinstance(value, list):
-        return ("list", type(value).__name__, [norm(v, d) for v in value])
+        return ("list", type(value).__name__, [inner(v) for v in value])
     if isinstance(value, tuple):
-        return ("tuple", *(norm(v, d) for v in value))
+        return ("tuple", *(inner(v) for v in value))
     if isinstance(value, (set, frozenset)):
-        return (type(value).__name__, sorted(repr(norm(v, d)) for v in value))
+        return (type(value).__name__, sorted(repr(inner(v)) for v in value))
     if isinstance(value, TensorRef):
-        return ("tensor", norm(value.storage, d), value.offset, value.shape, value.stride, value.dtype,
+        return ("tensor", inner(value.storage), value.offset, value.shape, value.stride, value.dtype,
                 value.is_parameter, value.requires_grad)  # fmt: skip
     if isinstance(value, Global):  # the fast path's uncalled builders are Globals too
         return ("global", value.module, value.name)
     if isinstance(value, OpaqueKey):
-        return ("opaque", norm(value.value, d))
+        return ("opaque", inner(value.value))
     if isinstance(value, Call):
-        return ("call", repr(value.func), norm(value.args, d), norm(value.state, d), norm(value.items, d), value.newobj)
+        return ("call", repr(value.func), inner(value.args), inner(value.state), inner(value.items), value.newobj)
     return (type(value).__name__, value)
 
 
@@ -115,6 +124,14 @@ def files(root: Path) -> list[Path]:
     if not root.is_dir():
         return []
     return sorted(p for p in root.rglob("*") if p.is_file() and p.stat().st_size < 64 << 20)
+
+
+def test_a_pickle_that_holds_itself_reads_the_same_both_ways() -> None:
+    # a list appended to itself and a dict holding itself (the memo makes cycles; found by the mutation test)
+    for data in (b"\x80\x02]q\x00h\x00a.", b"\x80\x02}q\x00X\x01\x00\x00\x00ah\x00s."):
+        both(data)
+        value = _pickle.PickleMachine(_pickle.Reader(data), _torch.persistent_loader({})).load().value
+        assert norm(value) in (("list", "list", [("cycle",)]), ("dict", "dict", [(("str", "a"), ("cycle",))]))
 
 
 def test_same_values_on_every_pickle_of_the_samples_and_fixtures() -> None:
