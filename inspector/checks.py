@@ -189,6 +189,14 @@ def compare(
                     f"{found:,} parameters in the file that the formula does not have",
                 )
             )
+    anomalies = tuple(c.layer for c in checks if c.status not in ("ok", "tied"))
     return Expectation(
-        source, arch.name, dict(arch.hyperparameters), total, ckpt.n_parameters, tuple(checks), tuple(arch.notes)
+        source,
+        arch.name,
+        dict(arch.hyperparameters),
+        total,
+        ckpt.n_parameters,
+        tuple(checks),
+        tuple(arch.notes),
+        anomalies,
     )

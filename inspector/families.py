@@ -272,8 +272,11 @@ def _clip_derive(h: dict[str, Any]) -> None:
 FAMILIES: tuple[Family, ...] = (
     Family(
         "llama",
-        "Llama-style decoders: Llama, Mistral, Qwen2/Qwen3, Gemma 1-3, OLMo (RMSNorm, gated MLP, GQA from k/v shapes)",
-        ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "olmo", "olmo2", "granite", "cohere"),
+        "Llama-style decoders: Llama, Mistral, Qwen2/3, Gemma 1-3, Granite (RMSNorm, gated MLP, GQA from k/v shapes)",
+        # the config types whose files this formula gives exactly (OLMo's norms have no weights, OLMo 2 norms the
+        # whole q/k projections after them, Cohere has no post-attention norm: they are read as inferred, their
+        # differences explained from the file, not warned about)
+        ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "granite"),
         ("model.", ""),
         (
             *DECODER_ENDS,
@@ -486,7 +489,8 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "bert",
         "BERT / RoBERTa / XLM-R / ELECTRA encoders (any *For* head: heads are counted from their shapes)",
-        ("bert", "roberta", "xlm-roberta", "camembert", "electra", "ernie"),
+        # ELECTRA's embeddings have their own size and a projection to d_model: its configs are read as inferred
+        ("bert", "roberta", "xlm-roberta", "camembert", "ernie"),
         ("bert.", "roberta.", "electra.", "ernie.", ""),
         (
             Part("embeddings.word_embeddings", "embedding", ("vocab", "d_model")),
@@ -508,7 +512,7 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "deberta-v2",
         "DeBERTa v2/v3: BERT-style layers with query_proj/key_proj/value_proj and optional relative embeddings",
-        ("deberta-v2", "deberta"),
+        ("deberta-v2",),  # DeBERTa v1 has one fused in_proj: inferred
         ("deberta.", ""),
         (
             Part("embeddings.word_embeddings", "embedding", ("vocab", "d_model")),
@@ -555,7 +559,7 @@ FAMILIES: tuple[Family, ...] = (
         "t5",
         "T5 / mT5 / Flan-T5: shared embedding, bias-free attention with a relative position bias in block 0, "
         "plain or gated feed-forward, RMS LayerNorms",
-        ("t5", "mt5", "umt5"),
+        ("t5", "mt5"),  # UMT5 has a relative position bias in every block: inferred
         ("",),
         (
             Part("shared", "embedding", ("vocab", "d_model")),

@@ -310,6 +310,7 @@ class ExpectedModule:
     spec: LayerSpec | None  # None: tied to `tied_to`, counted once there
     role: str
     tied_to: str | None = None
+    template: str = ""  # the family part's path (one template for every repetition of a layer)
 
 
 def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None) -> list[ExpectedModule]:
@@ -337,7 +338,7 @@ def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None
                     out.append(ExpectedModule(full, full, None, role, base + part.tied))
                     continue
             row = full if part.path.startswith("/") else block_of(full, base + template)
-            out.append(ExpectedModule(full, row, _spec(part, h, tensors, full), role))
+            out.append(ExpectedModule(full, row, _spec(part, h, tensors, full), role, template=part.path))
     return out
 
 
@@ -366,6 +367,7 @@ class _Row:
     ties: list[str] = field(default_factory=list)
     missing: int = 0
     head: bool = False
+    extra: bool = False  # holds modules the formula does not have
 
     def layer_check(self, name: str) -> LayerCheck:
         kind = next(iter(self.kinds)) if len(self.kinds) == 1 else "Block"
@@ -392,6 +394,7 @@ def check(
     rows: dict[str, _Row] = {}
     expected = expected_modules(family, h, view)
     assigned: set[str] = set()
+    outcomes: dict[str, list[tuple[str, str]]] = {}  # part template -> (row, "ok" / "absent" / "size") per repetition
     for e in expected:
         row = rows.setdefault(e.row, _Row())
         tensors = view.module(e.path)
@@ -405,6 +408,8 @@ def check(
         want = total(e.spec)
         row.expected += want
         row.kinds.add(e.spec.kind if e.row == e.path else "Block")
+        outcome = "absent" if not tensors else "size" if found != want else "ok"
+        outcomes.setdefault(e.template, []).append((e.row, outcome))
         if not tensors:
             row.missing += 1
             row.diffs.append(f"{e.path} ({_describe(e.spec)}) is not in the file")
@@ -425,6 +430,7 @@ def check(
         if _inside(path, view.base, family):  # in the model, but no part names it: a real difference
             row = rows.setdefault(_row_for(path, rows), _Row())
             row.diffs.append(f"{path} ({kind}, {found:,}) is in the file but not in the {family.name} formula")
+            row.extra = True
         else:
             row = rows.setdefault(path, _Row(head=True))
             row.expected += found
@@ -432,9 +438,29 @@ def check(
         row.kinds.add(kind)
     checks = tuple(row.layer_check(name) for name, row in rows.items())
     notes = _notes(family, h, source)
+    if source == "inferred":
+        anomalies = _anomalies(outcomes, rows)
+    else:  # a config or the user's words state the architecture: every difference is one from what they state
+        anomalies = tuple(c.layer for c in checks if c.status not in ("ok", "tied"))
     return Expectation(
-        source, family.name, _shown(h), sum(c.expected for c in checks), ckpt.n_parameters, checks, notes
+        source, family.name, _shown(h), sum(c.expected for c in checks), ckpt.n_parameters, checks, notes, anomalies
     )
+
+
+def _anomalies(outcomes: Mapping[str, list[tuple[str, str]]], rows: Mapping[str, _Row]) -> tuple[str, ...]:
+    """The rows an inferred family's check cannot explain from the file's own facts.
+
+    The family was read off the file, so a module this model has none of, a size the formula does not assume (the
+    same in every layer, or per layer as some pruned models have them) or a module a layer holds instead of the
+    family's (experts for a dense MLP) describes the model, not a fault. What the file does not explain is a hole:
+    a module most repetitions of a layer hold, absent from one with nothing else in its place.
+    """
+    odd: dict[str, None] = {}
+    for seen in outcomes.values():
+        absent = [row for row, outcome in seen if outcome == "absent"]
+        if absent and 2 * len(absent) < len(seen):
+            odd.update((row, None) for row in absent if not rows[row].extra)
+    return tuple(odd)
 
 
 def _inside(path: str, base: str, family: Family) -> bool:

@@ -27,7 +27,7 @@ from inspector.formulas import (
     LayerSpec,
 )
 from inspector.keras_layers import config_specs
-from inspector.modules import file_specs
+from inspector.modules import file_modules, file_specs
 from inspector.records import Checkpoint, Expectation, RoleMatch, TensorKind
 from inspector.recordtype import replace
 
@@ -262,8 +262,9 @@ def _renamed(spec: LayerSpec, like: LayerSpec) -> LayerSpec:
 
 
 def _generic(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
-    """Every module as the layer its own tensors imply (nothing assumed), recognised as a column CNN if it is one."""
-    specs = file_specs(ckpt, roles)
+    """Every module as the layer its own tensors imply (nothing assumed), recognised as a column CNN if it is one.
+    `layers` are the file's modules here."""
+    specs = file_specs(ckpt, roles, {name: layer.items for name, layer in layers.items()})
     if not specs:
         return None
     column = _column_cnn(specs)
@@ -297,6 +298,8 @@ def _inferred(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> tuple[Architectur
     """The architecture the shapes imply, and the file's layers it was read from (for `compare`)."""
     layers = file_layers(ckpt, roles)
     for detector in DETECTORS:
+        if detector is _generic:  # one layer per module: the file's modules are the layers, checked as they were read
+            layers = {m.name: Layer(m.name, m.items) for m in file_modules(ckpt, roles).values()}
         try:
             arch = detector(layers, ckpt, roles)
         except (SpecError, ValueError, ZeroDivisionError, IndexError, StopIteration):
@@ -362,6 +365,7 @@ def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch], stated: Architecture | 
                 result.found,
                 result.layers,
                 (*result.notes, note),
+                result.anomalies,
             )
         return result
     return compare(ckpt, roles, inferred, "inferred", layers) if inferred is not None else None

@@ -217,7 +217,16 @@ class Expectation:
     found: int  # the checkpoint's parameter count
     layers: tuple[LayerCheck, ...]
     notes: tuple[str, ...] = ()
+    # the layers whose differences the file's own facts do not explain (a warning); the others differ only where the
+    # formula is a reading of the file itself (an inferred family's module it lacks, a size it does not assume, a
+    # module a layer holds instead): explained in words, not a warning
+    anomalies: tuple[str, ...] = ()
 
     @property
     def matches(self) -> bool:
         return self.total == self.found and all(layer.status in ("ok", "tied") for layer in self.layers)
+
+    @property
+    def explained(self) -> bool:
+        """Differs, and every difference is explained by the file's own facts."""
+        return not self.matches and not self.anomalies

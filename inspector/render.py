@@ -18,6 +18,13 @@ _CONTROL = {c: f"\\x{c:02x}" for c in list(range(0x20)) + [0x7F]} | {0x0A: "\\n"
 _C1 = {c: f"\\u{c:04x}" for c in range(0x80, 0xA0)}
 _ESCAPES = {**_CONTROL, **_C1, 0x5C: "\\\\"}
 
+# (matches, explained) -> the expectation's verdict
+VERDICTS = {
+    (True, False): "matches",
+    (False, True): "differs, every difference explained by the file's own facts (below)",
+    (False, False): "differs",
+}
+
 
 def safe(text: str) -> str:
     """A name with control characters (terminal escapes, newlines) made visible and harmless."""
@@ -148,6 +155,8 @@ def report_dict(report: Report) -> dict[str, Any]:
             "total": exp.total,
             "found": exp.found,
             "matches": exp.matches,
+            "explained": exp.explained,
+            "anomalies": list(exp.anomalies),
             "layers": [
                 {
                     "layer": c.layer,
@@ -263,7 +272,7 @@ def render_text(report: Report, *, tensors: bool = False, regions: bool = False)
             ),
         ]
     if exp is not None:
-        verdict = "matches" if exp.matches else "differs"
+        verdict = VERDICTS[exp.matches, exp.explained]
         hyper = ", ".join(f"{k}={v}" for k, v in exp.hyperparameters.items())
         lines += [
             "",

@@ -319,9 +319,10 @@ def _expected(report: Report) -> str:
     name = arch.pop("name", "")
     hyper = ", ".join(f"{_t(k)}={_t(v)}" for k, v in arch.items())
     verdict = "matches" if exp["matches"] else "differs"
+    said = "differs, every difference explained by the file's own facts" if exp.get("explained") else verdict
     head = (
         f"<p>Architecture ({_t(exp['source'])}): <code>{_t(name)}({hyper})</code>; formula {_n(exp['total'])}, "
-        f'file {_n(exp["found"])}: <span class="status-{verdict}">{verdict}</span></p>'
+        f'file {_n(exp["found"])}: <span class="status-{verdict}">{said}</span></p>'
     )
     rows = [
         [_t(c["layer"]), _t(c["kind"]), _n(c["expected"]), _n(c["found"]),

@@ -61,13 +61,25 @@ def analyse(ckpt: Checkpoint, expect: str | None = None) -> Report:
                 subjects=tuple(unmatched),
             )
         )
-    if expectation is not None and not expectation.matches:
+    if expectation is not None and expectation.anomalies:
         found.append(
             Finding(
                 "COUNT_MISMATCH",
                 Severity.WARNING,
                 f"{expectation.architecture} ({expectation.source}) expects {expectation.total:,} "
                 f"parameters, the file holds {expectation.found:,}",
+                expected=expectation.total,
+                observed=expectation.found,
+            )
+        )
+    elif expectation is not None and expectation.explained:
+        found.append(
+            Finding(
+                "COUNT_EXPLAINED",
+                Severity.INFO,
+                f"{expectation.architecture} ({expectation.source}) gives {expectation.total:,} parameters, the file "
+                f"holds {expectation.found:,}: the model differs from the formula only where the file shows how "
+                "(modules it has instead or besides, sizes the formula does not assume; see the layer table)",
                 expected=expectation.total,
                 observed=expectation.found,
             )

@@ -380,7 +380,9 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
             found = RoleMatch(t.name, t.name.rpartition(".")[0], Role.BUFFER.value, t.param, "kind")
         if found is not None:
             results[t.name] = found
-    unnamed = [t for t in model if t.name not in results]
+    # names that say nothing (arr_0, arr_1...): a dotted or slashed name says where it is, and pairing it with the
+    # tensor before it by shape alone would invent a layer (a cls_token "kernel" with a layer-scale "bias")
+    unnamed = [t for t in model if t.name not in results and "." not in t.name and "/" not in t.name]
     if unnamed:
         results.update(_by_shape(unnamed))
     _recurrent_layers(results)

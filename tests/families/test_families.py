@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from inspector.render import report_dict
 from inspector.report import inspect
 from tests.families.zoo import ZOO, build
 
@@ -166,3 +167,70 @@ def test_a_llama_gguf_and_its_safetensors_give_the_same_expectation(tmp_path: Pa
     ]
     shown = ("vocab", "d_model", "layers", "heads", "kv_heads", "q_dim", "kv_dim", "feedforward", "tied")
     assert {k: from_gguf.hyperparameters[k] for k in shown} == {k: from_hf.hyperparameters[k] for k in shown}
+
+
+# -- what an inferred family does not describe is explained from the file, not warned about ------------------------
+
+SMALL = dict(
+    hidden_size=32, intermediate_size=64, moe_intermediate_size=16, num_hidden_layers=2, num_attention_heads=4,
+    num_key_value_heads=2, head_dim=8, vocab_size=128, max_position_embeddings=64, num_experts=4,
+    num_experts_per_tok=2, d_model=32, num_layers=2, num_heads=4, d_ff=64, d_kv=8, image_size=32, patch_size=8,
+)  # fmt: skip
+
+
+def _small_model(model_type: str, auto: str, folder: Path) -> int:
+    """A tiny model of a transformers type the family tables do not list, saved with save_pretrained."""
+    import torch
+    import transformers
+
+    try:
+        config = transformers.AutoConfig.for_model(model_type)
+    except (KeyError, ValueError):
+        pytest.skip(f"this transformers has no {model_type!r}")
+    words = {k: v for k, v in SMALL.items() if isinstance(getattr(config, k, None), int)}
+    torch.manual_seed(0)
+    model = getattr(transformers, auto).from_config(transformers.AutoConfig.for_model(model_type, **words))
+    model.save_pretrained(folder)
+    return int(model.num_parameters())
+
+
+@pytest.mark.parametrize(
+    ("model_type", "auto", "why"),
+    [
+        ("afmoe", "AutoModelForCausalLM", "a llama-like model whose later layers hold experts instead of a dense MLP"),
+        ("olmo", "AutoModelForCausalLM", "llama-like, norms without weights"),
+        ("deit", "AutoModel", "a ViT with a distillation token"),
+        ("umt5", "AutoModel", "T5 with a relative position bias in every block"),
+        ("beit", "AutoModel", "no family table: one layer per module, layer-scale tensors beside the blocks"),
+    ],
+)
+def test_a_model_the_formula_describes_in_part_is_explained_not_warned(
+    model_type: str, auto: str, why: str, tmp_path: Path
+) -> None:
+    n = _small_model(model_type, auto, tmp_path)
+    report = inspect(tmp_path / "model.safetensors")
+    exp = report.expectation
+    codes = {f.code: f.severity.value for f in report.findings}
+    assert report.checkpoint.n_parameters == n, why
+    assert exp is not None and exp.anomalies == () and "COUNT_MISMATCH" not in codes, (why, exp.anomalies)
+    assert exp.matches or (exp.explained and codes.get("COUNT_EXPLAINED") == "info"), why
+    expected = report_dict(report)["expected"]
+    assert expected["explained"] is exp.explained and expected["anomalies"] == []
+
+
+def test_a_layer_missing_a_module_the_others_hold_is_warned_even_when_inferred(tmp_path: Path) -> None:
+    import transformers
+    from safetensors.numpy import load_file, save_file
+
+    config = transformers.AutoConfig.for_model("llama", **{**SMALL, "num_hidden_layers": 4})
+    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path / "full")
+    tensors = load_file(tmp_path / "full" / "model.safetensors")
+    del tensors["model.layers.2.mlp.down_proj.weight"]  # a conversion that lost one tensor
+    save_file(tensors, tmp_path / "model.safetensors")
+    report = inspect(tmp_path / "model.safetensors")
+    exp = report.expectation
+    assert exp is not None and exp.source == "inferred" and exp.anomalies == ("model.layers.2",)
+    assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}
+    assert report_dict(report)["expected"]["anomalies"] == ["model.layers.2"]
+    row = next(c for c in exp.layers if c.layer == "model.layers.2")
+    assert "model.layers.2.mlp.down_proj (Dense 2,048) is not in the file" in row.explanation
