@@ -48,6 +48,60 @@ KIND_RULES: tuple[KindRule, ...] = (
         r"(?:.*\.)?final_logits_bias",
         "BART/Marian final_logits_bias: a registered buffer",
     ),  # fmt: skip
+    # transformers buffers saved in state dicts (found by building every model class transformers 5.23 makes from a
+    # config and comparing its state dict with named_parameters())
+    KindRule(
+        "hf.router_bias",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?e_score_correction_bias",
+        "MoE router score correction (DeepSeek-V3 style): a buffer",
+    ),
+    KindRule(
+        "hf.router_table",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?gate\.(?:tid2eid|balancing_biases)",
+        "MoE routing table or balancing biases: a buffer",
+    ),
+    KindRule(
+        "hf.lightning",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?self_attn\.(?:slope_rate|query_decay|key_decay|diagonal_decay)",
+        "MiniMax lightning-attention decays: buffers",
+    ),
+    KindRule(
+        "hf.xielu", TensorKind.BUFFER, r"(?:.*\.)?act_fn\.(?:beta|eps)", "xIELU activation constants (Apertus): buffers"
+    ),
+    KindRule(
+        "hf.relative_index",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?relative_position_index",
+        "Swin relative position index: a buffer",
+    ),
+    KindRule(
+        "hf.codebook",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?codebook\.(?:inited|cluster_size|embed|embed_avg)",
+        "EnCodec EMA codebook: buffers",
+    ),
+    KindRule(
+        "hf.clip_range",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?(?:input|output)_(?:min|max)",
+        "clipping ranges (Gemma audio): buffers",
+    ),
+    KindRule(
+        "hf.ibert",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?(?:weight_integer|bias_integer|weight_scaling_factor|fc_scaling_factor|act_scaling_factor|x_min|x_max)",
+        "I-BERT integer copies and quantisation ranges: buffers",
+    ),
+    KindRule("hf.ibert.shift", TensorKind.BUFFER, r"(?:.*\.)?LayerNorm\.shift", "I-BERT LayerNorm shift: a buffer"),
+    KindRule(
+        "hf.radio",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?(?:summary_idxs|input_conditioner\.norm_(?:mean|std))",
+        "RADIO input normalisation and summary indices: buffers",
+    ),
     KindRule("flax.batch_stats", TensorKind.BUFFER, r"(?:.*/)?batch_stats/.+", "flax batch_stats collection"),
     KindRule(
         "flax.other", TensorKind.OTHER, r"(?:.*/)?(?:cache|intermediates|losses)/.+", "flax non-params collection"

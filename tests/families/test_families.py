@@ -174,7 +174,8 @@ def test_a_llama_gguf_and_its_safetensors_give_the_same_expectation(tmp_path: Pa
 SMALL = dict(
     hidden_size=32, intermediate_size=64, moe_intermediate_size=16, num_hidden_layers=2, num_attention_heads=4,
     num_key_value_heads=2, head_dim=8, vocab_size=128, max_position_embeddings=64, num_experts=4,
-    num_experts_per_tok=2, d_model=32, num_layers=2, num_heads=4, d_ff=64, d_kv=8, image_size=32, patch_size=8,
+    num_experts_per_tok=2, n_routed_experts=4, d_model=32, num_layers=2, num_heads=4, d_ff=64, d_kv=8,
+    image_size=32, patch_size=8,
 )  # fmt: skip
 
 
@@ -234,3 +235,22 @@ def test_a_layer_missing_a_module_the_others_hold_is_warned_even_when_inferred(t
     assert report_dict(report)["expected"]["anomalies"] == ["model.layers.2"]
     row = next(c for c in exp.layers if c.layer == "model.layers.2")
     assert "model.layers.2.mlp.down_proj (Dense 2,048) is not in the file" in row.explanation
+
+
+@pytest.mark.parametrize(
+    ("model_type", "auto", "buffers"),
+    [
+        ("apertus", "AutoModelForCausalLM", "xIELU activation constants"),
+        ("minimax", "AutoModelForCausalLM", "lightning-attention decays"),
+        ("glm4_moe", "AutoModelForCausalLM", "MoE router score correction"),
+        ("ibert", "AutoModel", "integer weight copies and quantisation ranges"),
+        ("gemma4_audio", "AutoModel", "clipping ranges"),
+    ],
+)
+def test_buffers_transformers_saves_beside_the_weights_are_not_counted(
+    model_type: str, auto: str, buffers: str, tmp_path: Path
+) -> None:
+    n = _small_model(model_type, auto, tmp_path)
+    report = inspect(tmp_path / "model.safetensors")
+    assert report.checkpoint.n_parameters == n, buffers  # num_parameters(): buffers apart
+    assert any(t.kind.value == "buffer" for t in report.checkpoint.tensors), buffers
