@@ -26,6 +26,7 @@ class KindRule:
     kind: TensorKind
     pattern: str  # fullmatch over the tensor name
     why: str
+    unless: tuple[str, ...] = ()  # config model_types whose modeling code makes the name a parameter
 
 
 KIND_RULES: tuple[KindRule, ...] = (
@@ -55,6 +56,7 @@ KIND_RULES: tuple[KindRule, ...] = (
         TensorKind.BUFFER,
         r"(?:.*\.)?e_score_correction_bias",
         "MoE router score correction (DeepSeek-V3 style): a buffer",
+        ("ernie4_5_moe", "ernie4_5_vl_moe", "laguna"),  # an nn.Parameter there (requires_grad=False in laguna)
     ),
     KindRule(
         "hf.router_table",
@@ -123,10 +125,11 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
         return ckpt
     changed = False
     tensors = []
+    model_type = (ckpt.config or {}).get("model_type")
     for t in ckpt.tensors:
         if t.kind is TensorKind.PARAMETER:  # the container's own word is never overridden
             rule = kind_rule(t.name)
-            if rule is not None and rule.kind is not t.kind:
+            if rule is not None and rule.kind is not t.kind and model_type not in rule.unless:
                 t = replace(t, kind=rule.kind, trainable=False)
                 changed = True
         tensors.append(t)

@@ -194,5 +194,5 @@ def load(path: str | os.PathLike[str]) -> Checkpoint:
     with Probe(path) as probe:
         loader = detect_probe(probe)
         with parsing(probe, loader.name):
-            ckpt = with_config(decide(loader.load(probe)), probe)
+            ckpt = decide(with_config(loader.load(probe), probe))  # kinds may read the config beside it
         return probe.annotate(ckpt)

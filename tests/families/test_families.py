@@ -254,3 +254,12 @@ def test_buffers_transformers_saves_beside_the_weights_are_not_counted(
     report = inspect(tmp_path / "model.safetensors")
     assert report.checkpoint.n_parameters == n, buffers  # num_parameters(): buffers apart
     assert any(t.kind.value == "buffer" for t in report.checkpoint.tensors), buffers
+
+
+def test_a_name_some_models_make_a_parameter_follows_the_config(tmp_path: Path) -> None:
+    # e_score_correction_bias is a buffer in DeepSeek-V3-style routers and an nn.Parameter in Laguna's
+    n = _small_model("laguna", "AutoModelForCausalLM", tmp_path)
+    report = inspect(tmp_path / "model.safetensors")
+    biases = [t for t in report.checkpoint.tensors if t.name.endswith("e_score_correction_bias")]
+    assert biases and all(t.kind.value == "parameter" for t in biases)
+    assert report.checkpoint.n_parameters == n
