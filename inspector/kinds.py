@@ -99,6 +99,12 @@ KIND_RULES: tuple[KindRule, ...] = (
     ),
     KindRule("hf.ibert.shift", TensorKind.BUFFER, r"(?:.*\.)?LayerNorm\.shift", "I-BERT LayerNorm shift: a buffer"),
     KindRule(
+        "hf.points_scale",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?num_points_scale",
+        "D-FINE deformable-attention point scales: a buffer",
+    ),
+    KindRule(
         "hf.radio",
         TensorKind.BUFFER,
         r"(?:.*\.)?(?:summary_idxs|input_conditioner\.norm_(?:mean|std))",
@@ -114,6 +120,17 @@ KIND_RULES: tuple[KindRule, ...] = (
 _MATCHER = compile_rules(KIND_RULES)
 
 
+# Model types whose backbones freeze their BatchNorms (transformers' *FrozenBatchNorm2d: weight, bias and running
+# statistics all buffers, and no num_batches_tracked, which every trained nn.BatchNorm saves): with such a config,
+# a norm module holding running statistics but no counter is frozen. Without a config the same layout is an
+# ordinary BatchNorm whose counter was dropped, and keeps its parameters.
+FROZEN_BATCHNORM = frozenset(
+    {"conditional_detr", "d_fine", "dab-detr", "deformable_detr", "deimv2", "detr", "grounding-dino",
+     "layoutlmv2", "mm-grounding-dino", "pp_doclayout_v2", "pp_doclayout_v3", "pp_doclayout_v4", "rt_detr",
+     "rt_detr_v2", "table-transformer"}
+)  # fmt: skip
+
+
 def kind_rule(name: str) -> KindRule | None:
     found = _MATCHER.match(name)
     return found[0] if found is not None else None
@@ -126,11 +143,27 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
     changed = False
     tensors = []
     model_type = (ckpt.config or {}).get("model_type")
+    frozen = _frozen_norms(ckpt) if model_type in FROZEN_BATCHNORM else set()
     for t in ckpt.tensors:
         if t.kind is TensorKind.PARAMETER:  # the container's own word is never overridden
             rule = kind_rule(t.name)
             if rule is not None and rule.kind is not t.kind and model_type not in rule.unless:
                 t = replace(t, kind=rule.kind, trainable=False)
                 changed = True
+            elif frozen and t.name.rpartition(".")[0] in frozen:
+                t = replace(t, kind=TensorKind.BUFFER, trainable=False)
+                changed = True
         tensors.append(t)
     return replace(ckpt, tensors=tuple(tensors)) if changed else ckpt
+
+
+def _frozen_norms(ckpt: Checkpoint) -> set[str]:
+    """Modules with running statistics and no num_batches_tracked: frozen BatchNorms (see `FROZEN_BATCHNORM`)."""
+    stats, counted = set(), set()
+    for t in ckpt.tensors:
+        module, _, last = t.name.rpartition(".")
+        if last == "running_mean":
+            stats.add(module)
+        elif last == "num_batches_tracked":
+            counted.add(module)
+    return stats - counted

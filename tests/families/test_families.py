@@ -263,3 +263,21 @@ def test_a_name_some_models_make_a_parameter_follows_the_config(tmp_path: Path) 
     biases = [t for t in report.checkpoint.tensors if t.name.endswith("e_score_correction_bias")]
     assert biases and all(t.kind.value == "parameter" for t in biases)
     assert report.checkpoint.n_parameters == n
+
+
+def test_frozen_batchnorms_of_a_detection_backbone_are_buffers_by_the_config(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import save_file
+
+    frozen_bn = pytest.importorskip("transformers.models.detr.modeling_detr").DetrFrozenBatchNorm2d
+    backbone = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, bias=False), frozen_bn(8), torch.nn.Conv2d(8, 4, 1), torch.nn.BatchNorm2d(4)
+    )
+    save_file({k: v.contiguous() for k, v in backbone.state_dict().items()}, tmp_path / "model.safetensors")
+    trained = sum(p.numel() for p in backbone.parameters())  # the frozen norm has none: all four are buffers
+    assert inspect(tmp_path / "model.safetensors").checkpoint.n_parameters == trained + 16  # no config: read as a BN
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "detr"}))
+    report = inspect(tmp_path / "model.safetensors")
+    assert report.checkpoint.n_parameters == trained
+    kinds = {t.name: t.kind.value for t in report.checkpoint.tensors}
+    assert kinds["1.weight"] == kinds["1.bias"] == "buffer" and kinds["3.weight"] == "parameter"
