@@ -378,7 +378,8 @@ class _Row:
                 status = "missing"
             else:
                 status = "unexpected" if self.expected == 0 else "mismatch"
-            return LayerCheck(name, kind, self.expected, self.found, status, "; ".join(self.diffs[:4]))
+            shown = self.diffs[:4] + ([f"and {len(self.diffs) - 4} more"] if len(self.diffs) > 4 else [])
+            return LayerCheck(name, kind, self.expected, self.found, status, "; ".join(shown))
         if self.ties and self.expected == 0:
             return LayerCheck(name, "tied", 0, 0, "tied", "; ".join(self.ties))
         return LayerCheck(name, kind, self.expected, self.found, "ok")
