@@ -1,0 +1,134 @@
+"""Sweep: every model class the installed transformers builds from a shrunk default config, against the inspector.
+
+    python bench/sweep_transformers.py [--no-config] [--types a,b] [--batch 20]
+
+For every `model_type` with a causal-LM class (else a base `AutoModel` class), the default config is shrunk (the
+size words below, where the config has them as integers), the model is built on the meta device first (skipped
+over 30M parameters), then for real, saved with `save_pretrained` into a temporary folder (with `--no-config`
+the weights are inspected without the `config.json` beside them) and inspected. It prints one line per class
+(what transformers' `num_parameters()` says, what the inspector counts, its warnings) and a summary: the classes
+whose count differs and those that get a warning. A correct file should get neither (README, "The analytic
+expectation" and "Counting"). Classes transformers cannot build from a default config are listed as such.
+Batches run in child processes, so a class that crashes the interpreter costs only itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SMALL = dict(
+    hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+    vocab_size=128, max_position_embeddings=64, d_model=32, encoder_layers=2, decoder_layers=2,
+    encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, num_layers=2,
+    num_heads=4, d_ff=64, d_kv=8, n_embd=32, n_layer=2, n_head=4, n_positions=64, ffn_dim=64, head_dim=8,
+    image_size=32, patch_size=8, num_channels=3,
+)  # fmt: skip
+MAX_PARAMETERS = 30_000_000
+SECONDS = 120  # per class
+
+
+def model_types() -> list[tuple[str, str]]:
+    """(model_type, auto class): causal-LM classes first, then base models."""
+    from transformers.models.auto import modeling_auto as auto
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    causal = [t for t in CONFIG_MAPPING_NAMES if t in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES]
+    base = [t for t in CONFIG_MAPPING_NAMES if t in auto.MODEL_MAPPING_NAMES and t not in causal]
+    return [(t, "AutoModelForCausalLM") for t in causal] + [(t, "AutoModel") for t in base]
+
+
+def one(model_type: str, auto: str, no_config: bool) -> dict[str, object]:
+    """Build, save and inspect one class."""
+    import shutil
+    import signal
+
+    import torch
+    import transformers
+
+    from inspector.report import inspect
+
+    def timeout(*_: object) -> None:
+        raise TimeoutError(f"over {SECONDS} s")
+
+    signal.signal(signal.SIGALRM, timeout)
+    signal.alarm(SECONDS)
+    folder = Path(tempfile.mkdtemp(prefix=f"sweep-{model_type}-"))
+    try:
+        config = transformers.AutoConfig.for_model(model_type)
+        words = {k: v for k, v in SMALL.items() if isinstance(getattr(config, k, None), int)}
+        config = transformers.AutoConfig.for_model(model_type, **words)
+        with torch.device("meta"):
+            if getattr(transformers, auto).from_config(config).num_parameters() > MAX_PARAMETERS:
+                return {"skipped": f"over {MAX_PARAMETERS:,} parameters"}
+        torch.manual_seed(0)
+        model = getattr(transformers, auto).from_config(config)
+        model.save_pretrained(folder)
+        n = int(model.num_parameters())
+    except Exception as exc:  # noqa: BLE001 - a class transformers cannot build from a default config
+        return {"not_built": f"{type(exc).__name__}: {str(exc)[:120]}"}
+    finally:
+        signal.alarm(0)
+    if no_config:
+        (folder / "config.json").unlink(missing_ok=True)
+    weights = sorted(folder.glob("*.safetensors.index.json")) or sorted(folder.glob("*.safetensors"))
+    report = inspect(weights[0])
+    warnings = [f"{f.code}: {f.message}" for f in report.findings if f.severity.value != "info"]
+    shutil.rmtree(folder, ignore_errors=True)
+    return {"transformers": n, "inspector": report.checkpoint.n_parameters, "warnings": warnings}
+
+
+def child(types: list[tuple[str, str]], no_config: bool) -> None:
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    for model_type, auto in types:
+        print(json.dumps({"type": model_type, "auto": auto, **one(model_type, auto, no_config)}), flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--no-config", action="store_true", help="inspect the weights without config.json beside them")
+    ap.add_argument("--types", help="only these model types (comma-separated)")
+    ap.add_argument("--batch", type=int, default=20, help="classes per child process")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(json.loads(args.child), args.no_config)
+        return 0
+    types = model_types()
+    if args.types:
+        wanted = set(args.types.split(","))
+        types = [t for t in types if t[0] in wanted]
+    results: list[dict[str, object]] = []
+    while types:
+        batch, types = types[: args.batch], types[args.batch :]
+        argv = [sys.executable, __file__, "--child", json.dumps(batch)] + (["--no-config"] if args.no_config else [])
+        proc = subprocess.run(argv, capture_output=True, text=True, env=os.environ | {"TOKENIZERS_PARALLELISM": "0"})
+        done = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        for row in done:
+            print(json.dumps(row)[:300], flush=True)
+        results += done
+        if len(done) < len(batch):  # the child died on the next class: note it, go on after it
+            dead = batch[len(done)]
+            results.append(
+                {"type": dead[0], "auto": dead[1], "not_built": f"the process died (exit {proc.returncode})"}
+            )
+            types = batch[len(done) + 1 :] + types
+    built = [r for r in results if "transformers" in r]
+    differs = [r["type"] for r in built if r["transformers"] != r["inspector"]]
+    warned = [r["type"] for r in built if r["warnings"]]
+    beside = "without" if args.no_config else "with"
+    print(f"\n{len(results)} classes, {len(built)} built and inspected ({beside} config.json)")
+    print(f"count differs from num_parameters(): {len(differs)} {' '.join(map(str, differs))}")
+    print(f"warnings on a correct file: {len(warned)} {' '.join(map(str, warned))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
