@@ -210,9 +210,11 @@ def detect(ckpt: Checkpoint, families: Sequence[Family] = FAMILIES) -> list[tupl
     """The families a file may be, best first: its config's model_type, else every family whose layer
     parts are all there, ranked by how many of its parts the file has; each with the prefix it uses."""
     config = ckpt.config or {}
-    model_type = config.get("model_type")
-    source = "config" if model_type in FAMILY_BY_MODEL_TYPE else "inferred"
-    candidates = [FAMILY_BY_MODEL_TYPE[model_type]] if source == "config" else list(families)  # type: ignore[index]
+    stated = FAMILY_BY_MODEL_TYPE.get(config.get("model_type"))  # type: ignore[arg-type]
+    if stated is not None and config.get("is_encoder_decoder") is False and _encoder_decoder(stated):
+        stated = None  # a decoder-only class of an encoder-decoder family (BartForCausalLM): not what it describes
+    source = "config" if stated is not None else "inferred"
+    candidates = [stated] if stated is not None else list(families)
     file = FileModules.of(ckpt)
     ranked: list[tuple[int, Family, FileView]] = []
     for family in candidates:
@@ -228,6 +230,11 @@ def detect(ckpt: Checkpoint, families: Sequence[Family] = FAMILIES) -> list[tupl
                 ranked.append((score, family, view))
     ranked.sort(key=lambda x: -x[0])
     return [(family, view, source) for _, family, view in ranked]
+
+
+def _encoder_decoder(family: Family) -> bool:
+    """Whether the family has decoder layers beside its encoder's (parts over `{j}`)."""
+    return any("{j}" in p.path for p in family.parts)
 
 
 def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -175,7 +175,8 @@ SMALL = dict(
     hidden_size=32, intermediate_size=64, moe_intermediate_size=16, num_hidden_layers=2, num_attention_heads=4,
     num_key_value_heads=2, head_dim=8, vocab_size=128, max_position_embeddings=64, num_experts=4,
     num_experts_per_tok=2, n_routed_experts=4, d_model=32, num_layers=2, num_heads=4, d_ff=64, d_kv=8,
-    image_size=32, patch_size=8,
+    image_size=32, patch_size=8, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+    decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
 )  # fmt: skip
 
 
@@ -203,6 +204,7 @@ def _small_model(model_type: str, auto: str, folder: Path) -> int:
         ("deit", "AutoModel", "a ViT with a distillation token"),
         ("umt5", "AutoModel", "T5 with a relative position bias in every block"),
         ("beit", "AutoModel", "no family table: one layer per module, layer-scale tensors beside the blocks"),
+        ("bart", "AutoModelForCausalLM", "the decoder alone, under a config of the encoder-decoder family"),
     ],
 )
 def test_a_model_the_formula_describes_in_part_is_explained_not_warned(
