@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import struct
 import zlib
+from itertools import chain, islice
+from operator import attrgetter, lt
 
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
@@ -274,6 +276,33 @@ def _members(
     if pos != cd_len:
         raise _fail(probe, fmt, "central directory size does not match its entries", cd_offset)
     return members
+
+
+def in_file_order(
+    zip_regions: tuple[Region, ...], members: tuple[ZipMember, ...], payloads: list[list[Region]]
+) -> list[Region]:
+    """The regions of `read_zip` with each member's payload regions (`payloads`, one list a member) added.
+
+    In file order (each member's local header, padding, payload and descriptor, then the directory and the end
+    records) when that is an order of strictly increasing starts, as in any archive whose members follow one
+    another: `tile` then has nothing to sort. Else (overlapping or shuffled members) the zip's regions, then
+    the payloads, as `tile` always had them to sort: it sorts ties stably, so this order is part of its result.
+    """
+    ends = len(zip_regions) - sum(1 + (m.padding_len > 0) + (m.descriptor_len > 0) for m in members)
+    structure = iter(zip_regions[ends:])  # per member: its local header, padding, descriptor (see `_members`)
+    ordered: list[Region] = []
+    for m, payload in zip(members, payloads, strict=True):
+        ordered.append(next(structure))
+        if m.padding_len:
+            ordered.append(next(structure))
+        ordered += payload
+        if m.descriptor_len:
+            ordered.append(next(structure))
+    ordered += sorted(zip_regions[:ends], key=attrgetter("start"))  # directory, zip64 end records, end record
+    starts = list(map(attrgetter("start"), ordered))
+    if all(map(lt, starts, islice(starts, 1, None))):
+        return ordered
+    return [*zip_regions, *chain.from_iterable(payloads)]
 
 
 def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str) -> bytes:
