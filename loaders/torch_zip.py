@@ -95,7 +95,8 @@ class TorchZipLoader:
             evidence |= exc.unsafe
             raise FormatError(probe.path, FORMAT, f"data.pkl: {exc}") from exc
         evidence |= result.unsafe
-        records = {key: by_name.get(f"{prefix}data/{key}") for key in storages}
+        storage_members = {f"{prefix}data/{key}": key for key in storages}  # member name -> storage key
+        records = {key: by_name.get(name) for name, key in storage_members.items()}
         for key, ref in storages.items():
             record = records[key]
             if record is None:
@@ -114,7 +115,6 @@ class TorchZipLoader:
         torchscript = prefix + TORCHSCRIPT_MARKER in by_name
         if torchscript:  # the archive declares its parameters and buffers in code/__torch__/**.py
             tensors = _torchscript.apply(probe, members, prefix, FORMAT, result.value, tensors)
-        storage_members = {f"{prefix}data/{key}": key for key in storages}
         grouped = _torch.by_storage(tensors)
         payloads: list[list[Region]] = []  # each member's payload, as its regions
         for m in members:
