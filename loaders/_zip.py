@@ -256,8 +256,12 @@ def _members(
             if flags & 0x8:
                 sig = b""
                 if cd[pos : pos + 4] == CD_SIG and pos + 46 <= cd_len:  # the next member, directly after?
-                    following = entry_offset(cd, pos + 42)[0]
-                    if following - data_end in DESCRIPTOR_LENGTHS and following + 30 <= size:
+                    following = entry_offset(cd, pos + 42)[0]  # (0xFFFFFFFF: in its zip64 field, not read here)
+                    if (
+                        following - data_end in DESCRIPTOR_LENGTHS
+                        and following + 30 <= size
+                        and following != 0xFFFFFFFF
+                    ):
                         both = read(data_end, following + 30 - data_end, "data descriptor of %r", name)
                         ahead_at, ahead, sig = following, both[following - data_end :], both[:4]
                 if not sig:
