@@ -321,3 +321,32 @@ def test_zip_headers_read_without_a_tensor_byte_and_regions_in_any_directory_ord
     again = load(shuffled)
     check_invariants(again)
     assert again.regions == ckpt.regions and again.tensors == ckpt.tensors
+
+
+def test_walk_gives_tensors_depth_first_within_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dict's tensors are given as met, a nested container explored before the next sibling; the budget counts
+    every object visited, the tensors given directly too."""
+    from loaders import _torch
+    from loaders._pickle_values import PickleError, TensorRef
+
+    def tensor(parameter: bool = False) -> TensorRef:
+        return TensorRef(None, 0, (1,), (1,), "F32", parameter)
+
+    value = {
+        "a": tensor(),
+        "b": {"c": tensor(True), "d": [tensor(), {"e": tensor()}], "g": tensor()},
+        "f": tensor(),
+        "m": {"_parameters": {"w": tensor()}, "_buffers": {"r": tensor()}, "_modules": {"sub": {"x": tensor()}}},
+    }
+    found = [(path, hint) for path, _, hint in _torch.walk(value)]
+    P, B = TensorKind.PARAMETER, TensorKind.BUFFER  # noqa: N806
+    assert found == [("a", None), ("b.c", P), ("b.d.0", None), ("b.d.1.e", None), ("b.g", None), ("f", None),
+                     ("m.w", P), ("m.r", B), ("m.sub.x", None)]  # fmt: skip
+    monkeypatch.setattr(_torch, "MAX_WALK", 5)  # the dict and four tensors: five objects
+    assert len(list(_torch.walk({str(i): tensor() for i in range(4)}))) == 4
+    with pytest.raises(PickleError, match="too large"):
+        list(_torch.walk({str(i): tensor() for i in range(5)}))
+    monkeypatch.setattr(_torch, "MAX_DEPTH", 2)  # tensors at depth 2 pass, at depth 3 do not
+    assert len(list(_torch.walk({"a": {"b": tensor()}}))) == 1
+    with pytest.raises(PickleError, match="too deep"):
+        list(_torch.walk({"a": {"b": {"c": tensor()}}}))
