@@ -193,8 +193,8 @@ def _members(
 
     A member costs two reads: its local header's fixed part, and its extra field (the alignment padding torch
     writes there, or zip64 sizes). The signature bytes of a data descriptor after a payload are read together
-    with the next member's fixed part when that follows the descriptor directly (as in the archives torch and
-    zipfile write): one read of structure bytes only, never of a payload. The reads are `Probe.read_at`'s made
+    with the next member's fixed part when that follows the descriptor directly (as torch lays its archives
+    out): one read of structure bytes only, never of a payload. The reads are `Probe.read_at`'s made
     without its call (checked against the file size, counted, served from the head when they lie in it); one
     that fails is made again through `read_at` for its error, so each check's message is the one it always gave,
     and no message is built for a read that succeeds.
