@@ -12,9 +12,10 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Iterable
+from operator import attrgetter
 
 from inspector import dtypes
-from inspector.records import Checkpoint, Finding, RegionKind, Severity, TensorInfo, TensorKind
+from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from inspector.recordtype import record
 
 MB = 1_000_000
@@ -127,13 +128,22 @@ def bucket_bytes(ckpt: Checkpoint) -> dict[str, int]:
     kinds = _region_kinds(ckpt)
     totals = dict.fromkeys(BUCKETS, 0)
     none: dict[int, TensorKind] = {}
+    tensor_data, region_bucket = RegionKind.TENSOR_DATA, REGION_BUCKET
     for i, r in enumerate(ckpt.regions):
-        if r.kind is RegionKind.TENSOR_DATA:
+        region_kind = r.kind
+        if region_kind is tensor_data:
             kind = kinds.get(r.file, none).get(i)
             totals[KIND_BUCKET[kind] if kind is not None else "tensor_data"] += r.length
         else:
-            totals[REGION_BUCKET[r.kind]] += r.length
+            totals[region_bucket[region_kind]] += r.length
     return {name: n for name, n in totals.items() if n}
+
+
+def _of_kind(ckpt: Checkpoint, kind: RegionKind) -> list[Region]:
+    """The regions of one kind (most files have none: that is told without a Python loop over them)."""
+    if kind not in map(attrgetter("kind"), ckpt.regions):
+        return []
+    return [r for r in ckpt.regions if r.kind is kind]
 
 
 def _dominant_dtype(tensors: Iterable[TensorInfo]) -> str | None:
@@ -152,7 +162,7 @@ def account(ckpt: Checkpoint) -> Accounting:
     dt = dtypes.lookup(dtype) if dtype else None
     size = ckpt.file_size
     implied_dtype = size * 8 * dt.block // dt.bits if dt else None
-    compressed = [r for r in ckpt.regions if r.kind is RegionKind.COMPRESSED]
+    compressed = _of_kind(ckpt, RegionKind.COMPRESSED)
     saved = sum((r.logical or r.length) - r.length for r in compressed)
     steps = _walk(ckpt, by_kind, saved, parameter_bytes)
     notes = _notes(ckpt, by_kind, params, dtype)
@@ -227,7 +237,7 @@ def _notes(ckpt: Checkpoint, by_kind: dict[str, int], params: tuple[TensorInfo, 
     duplicate = by_kind.get("duplicate", 0)
     if duplicate:
         notes.append(f"{duplicate:,} bytes store a tensor a second time (tied weights saved twice)")
-    stored_twice = {r.label for r in ckpt.regions if r.kind is RegionKind.DUPLICATE}
+    stored_twice = {r.label for r in _of_kind(ckpt, RegionKind.DUPLICATE)}
     aliases = [t for t in ckpt.tensors if t.alias_of is not None and t.name not in stored_twice]
     if aliases:
         notes.append(f"{len(aliases)} tied names share storage with another tensor and are counted once")
@@ -255,7 +265,7 @@ def findings(ckpt: Checkpoint, acc: Accounting) -> list[Finding]:
                 "so the size cannot imply a count",
             )
         )
-    duplicates = {r.label for r in ckpt.regions if r.kind is RegionKind.DUPLICATE}
+    duplicates = {r.label for r in _of_kind(ckpt, RegionKind.DUPLICATE)}
     for t in ckpt.tensors:
         if t.alias_of is not None and t.name not in duplicates:  # stored twice: the loader reports the duplicate
             out.append(

@@ -96,7 +96,7 @@ class _FastDict(dict):  # type: ignore[type-arg]
     __slots__ = ()
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        dict.__setitem__(self, safe_key(key), value)
+        dict.__setitem__(self, key if key.__class__ is str else safe_key(key), value)  # (a name: as it is)
 
     def __setstate__(self, state: Any) -> None:
         """BUILD on a dict: the interpreter merges a dict state and flags dunder keys (we abort on those)."""
@@ -145,11 +145,19 @@ class _Builder(Global):
 
 
 class _ContainerBuilder(_Builder):
-    """A builder that makes a dict or a list: it becomes a fast one."""
+    """A builder that makes a dict or a list: it becomes a fast one (called without arguments, as every tensor's
+    empty ``OrderedDict()`` of backward hooks is: the empty one its builder makes, without calling it)."""
 
-    __slots__ = ()
+    __slots__ = ("empty",)
+    empty: type
+
+    def __init__(self, qualname: str, build: Callable[..., Any]) -> None:
+        _Builder.__init__(self, qualname, build)
+        object.__setattr__(self, "empty", _FastDict if build().__class__ is dict else _FastList)
 
     def __call__(self, *args: Any) -> Any:
+        if not args:
+            return self.empty()
         value = self.build(*args)
         kind = value.__class__
         return _FastDict(value) if kind is dict else _FastList(value) if kind is list else value

@@ -14,7 +14,6 @@ from math import prod
 
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
-from inspector.recordtype import record
 from loaders._pickle import Call, PickleError, StorageRef, StorageType, TensorRef, itemsize, key_name
 from loaders.base import single_file
 
@@ -125,29 +124,24 @@ def persistent_loader(storages: dict[str, StorageRef]) -> PersistentLoader:
     return PersistentLoader(storages)
 
 
-@record(frozen=True)
-class Found:
-    path: str
-    tensor: TensorRef
-    kind_hint: TensorKind | None  # from a module's _parameters/_buffers dict
+def walk(value: Any) -> Iterator[tuple[str, TensorRef, TensorKind | None]]:
+    """Every tensor in the object with its dotted path and kind hint (from a module's _parameters/_buffers dict),
+    depth first (dicts, lists, placeholder objects' state).
 
-
-def walk(value: Any) -> Iterator[Found]:
-    """Every tensor in the object with its dotted path (dicts, lists, placeholder objects' state)."""
+    The tensors of a dict are given as they are met, until its first other value (a state dict: all of them);
+    the order, the budget and the depth checks are those of pushing each on the stack and popping it again.
+    """
     seen: set[int] = set()
-    budget = [MAX_WALK]
+    budget = MAX_WALK
     stack: list[tuple[Any, str, TensorKind | None, int]] = [(value, "", None, 0)]
+    parameter = TensorKind.PARAMETER
     while stack:
         obj, path, hint, depth = stack.pop()
-        budget[0] -= 1
-        if budget[0] < 0 or depth > MAX_DEPTH:
+        budget -= 1
+        if budget < 0 or depth > MAX_DEPTH:
             raise PickleError("object graph too large or too deep")
         if isinstance(obj, TensorRef):
-            yield Found(
-                path or ROOT_NAME,
-                obj,
-                hint if hint is not None else (TensorKind.PARAMETER if obj.is_parameter else None),
-            )
+            yield path or ROOT_NAME, obj, hint if hint is not None else (parameter if obj.is_parameter else None)
             continue
         if isinstance(obj, (dict, list, tuple, Call)) and id(obj) in seen:
             continue
@@ -155,12 +149,23 @@ def walk(value: Any) -> Iterator[Found]:
             seen.add(id(obj))
         children: list[tuple[Any, str, TensorKind | None]] = []
         if isinstance(obj, dict):
+            direct = depth < MAX_DEPTH  # its children pass the depth check: its tensors are given directly
             for k, v in obj.items():
                 key = key_name(k)
                 if key in MODULE_DICTS:  # nn.Module internals: names as state_dict() gives them
-                    children.append((v, path, MODULE_DICTS[key] or hint))
+                    child_path, child_hint = path, MODULE_DICTS[key] or hint
                 else:
-                    children.append((v, f"{path}.{key}" if path else key, hint))
+                    child_path, child_hint = f"{path}.{key}" if path else key, hint
+                if direct and v.__class__ is TensorRef:
+                    budget -= 1
+                    if budget < 0:
+                        raise PickleError("object graph too large or too deep")
+                    if child_hint is None and v.is_parameter:
+                        child_hint = parameter
+                    yield child_path or ROOT_NAME, v, child_hint
+                else:
+                    direct = False
+                    children.append((v, child_path, child_hint))
         elif isinstance(obj, (list, tuple)):
             children = [(v, f"{path}.{i}" if path else str(i), hint) for i, v in enumerate(obj)]
         elif isinstance(obj, Call):
@@ -195,27 +200,29 @@ def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[Ten
     findings: list[Finding] = []
     first: dict[tuple[Any, ...], str] = {}
     plain = ("", TensorKind.PARAMETER)
-    for found in walk(value):
-        t, path, storage = found.tensor, found.path, found.tensor.storage
+    buffer, append, info = TensorKind.BUFFER, tensors.append, TensorInfo
+    for path, t, hint in walk(value):
+        storage, shape, dtype = t.storage, t.shape, t.dtype
         section, kind = sections.get(path.split(".", 1)[0], plain) if sections else plain
-        if found.kind_hint is TensorKind.BUFFER:  # a module's _buffers; names decide in inspector.kinds
-            kind = TensorKind.BUFFER
-        size = itemsize(t.dtype)
-        n = prod(t.shape)
+        if hint is buffer:  # a module's _buffers; names decide in inspector.kinds
+            kind = buffer
+        size = itemsize(dtype)
+        n = prod(shape)
         notes: tuple[str, ...] = ()
-        offset = span = None
+        offset = span = key = None
         if storage is None:
             notes = ("meta tensor: no data stored",)
             root: Any = id(t)
         else:
-            view = storage.view
-            root = view[0] if view else storage.key
+            key, view = storage.key, storage.view
+            root = view[0] if view else key
             base = view[1] * storage.itemsize if view else 0
-            if root not in data_offsets:
+            at = data_offsets.get(root)
+            if at is None:
                 raise PickleError(f"tensor {path!r} refers to storage {root!r}, which the file does not hold")
-            offset = data_offsets[root] + base + t.offset * size
+            offset = at + base + t.offset * size
             span_bytes = _span(t) * size
-            stored = storage.nbytes
+            stored = storage.numel * storage.itemsize  # storage.nbytes
             if t.offset * size + span_bytes > stored + base and n:
                 raise PickleError(f"tensor {path!r} reaches past the end of its storage {root!r}")
             if span_bytes != n * size:
@@ -224,24 +231,14 @@ def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[Ten
                 notes = (f"stride-0 expand: {span_bytes:,} bytes stored for {n * size:,} logical",)
             elif stored > n * size:
                 notes = (f"view of storage {root!r}: {stored:,} bytes stored for {n * size:,}",)
-        alias_key = (root, offset, t.shape, t.stride, t.dtype)
+        alias_key = (root, offset, shape, t.stride, dtype)
         alias_of = first.get(alias_key)
         if alias_of is None:
             first[alias_key] = path
-        tensors.append(
-            TensorInfo(
-                path,
-                t.shape,
-                t.dtype,
-                n * size,
-                offset,
-                storage=storage.key if storage else None,
-                alias_of=alias_of,
-                kind=kind,
-                section=section,
-                notes=notes,
-                span=span,
-            )
+        # TensorInfo(name, shape, dtype, nbytes, offset, storage, alias_of, kind, trainable, section, layer, param,
+        # file, notes, span), positionally: a call per tensor
+        append(
+            info(path, shape, dtype, n * size, offset, key, alias_of, kind, True, section, None, None, 0, notes, span)
         )
     return tensors, findings
 

@@ -36,9 +36,12 @@ def archive_folder(members: tuple[_zip.ZipMember, ...]) -> str | None:
 
 def layout_findings(members: tuple[_zip.ZipMember, ...], prefix: str) -> list[Finding]:
     """Members torch would refuse or never read: outside the folder, a second data.pkl, duplicate names."""
-    outside = [m.name for m in members if not m.name.startswith(prefix)]
-    extra = [m.name for m in members if m.name.endswith("/" + PICKLE_NAME) and m.name != prefix + PICKLE_NAME]
-    dups = [name for name, n in Counter(m.name for m in members).items() if n > 1]
+    names = [m.name for m in members]
+    outside = [name for name in names if not name.startswith(prefix)]
+    suffix, read = "/" + PICKLE_NAME, prefix + PICKLE_NAME
+    extra = [name for name in names if name.endswith(suffix) and name != read]
+    unique = len(set(names)) == len(names)  # (the usual case: no names counted)
+    dups = [] if unique else [name for name, n in Counter(names).items() if n > 1]
     cases = (
         (outside, f"members outside the archive folder {prefix!r} (torch.load refuses such an archive)"),
         (extra, "a second data.pkl, which torch does not read"),

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import struct
 import zlib
+from itertools import chain, islice
+from operator import attrgetter, lt
 
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
@@ -37,6 +39,10 @@ MAX_CD_BYTES = 256 << 20
 STORED, DEFLATED = 0, 8
 COMPRESSION_NAMES = {0: "stored", 8: "deflated", 12: "bzip2", 14: "lzma", 93: "zstd"}
 PADDING_TAG = 0x4246  # 'FB': the extra field torch pads local headers with for 64-byte alignment
+DESCRIPTOR_LENGTHS = frozenset({12, 16, 20, 24})  # a data descriptor: crc and sizes (zip64: 8-byte), signature or not
+_CD_ENTRY = struct.Struct("<8xHH8xIIHHH8xI")  # flags, method, csizes, usize, name, extra, comment lengths, offset
+_CD_OFFSET = struct.Struct("<I")  # a central directory entry's local header offset, at +42
+_LOCAL_LENGTHS = struct.Struct("<HH")  # a local header's name and extra lengths, at +26
 
 
 @record(frozen=True, slots=True)
@@ -176,66 +182,131 @@ def _read_zip(probe: Probe, fmt: str, skip_broken: bool = False) -> tuple[tuple[
         raise _fail(probe, fmt, f"central directory at {cd_offset:,}+{cd_size:,} does not end at its end record")
     regions.append(Region(RegionKind.HEADER, cd_offset, cd_size, "zip central directory"))
     cd = probe.read_at(cd_offset, cd_size, fmt=fmt, what="central directory")
-    members: list[ZipMember] = []
-    pos = 0
-    for _ in range(n_total):
-        if cd[pos : pos + 4] != CD_SIG:
-            raise _fail(probe, fmt, "bad central directory entry", cd_offset + pos)
-        (flags, method, csize, usize, name_len, extra_len, comment_len, header_offset) = struct.unpack_from(
-            "<8xHH8xIIHHH8xI", cd, pos
-        )
-        name_raw = cd[pos + 46 : pos + 46 + name_len]
-        extra = cd[pos + 46 + name_len : pos + 46 + name_len + extra_len]
-        pos += 46 + name_len + extra_len + comment_len
-        if pos > len(cd):
-            raise _fail(probe, fmt, "central directory entry runs past the directory", cd_offset)
-        name = name_raw.decode("utf-8" if flags & 0x800 else "cp437")
-        values = {"usize": usize, "csize": csize, "offset": header_offset}
-        need = [k for k, v in (("usize", usize), ("csize", csize), ("offset", header_offset)) if v == 0xFFFFFFFF]
-        if need:
-            _zip64_extra(extra, need, values)
-        try:
-            members.append(_local(probe, fmt, name, flags, method, values, regions))
-        except FormatError:
-            if not skip_broken:
-                raise
-    if pos != len(cd):
-        raise _fail(probe, fmt, "central directory size does not match its entries", cd_offset)
+    members = _members(probe, fmt, cd, cd_offset, n_total, regions, skip_broken)
     return tuple(members), tuple(regions)
 
 
-def _local(
-    probe: Probe, fmt: str, name: str, flags: int, method: int, values: dict[str, int], regions: list[Region]
-) -> ZipMember:
-    at = values["offset"]
-    head = probe.read_at(at, 30, fmt=fmt, what=f"local header of {name!r}")
-    if head[:4] != LOCAL_SIG:
-        raise _fail(probe, fmt, f"member {name!r}: bad local header signature", at)
-    name_len, extra_len = struct.unpack_from("<HH", head, 26)
-    extra = probe.read_at(at + 30 + name_len, extra_len, fmt=fmt, what=f"local header of {name!r}")
-    data_offset = at + 30 + name_len + extra_len
-    csize, usize = values["csize"], values["usize"]
-    if data_offset + csize > probe.size:
-        raise TruncatedFileError(
-            probe.path,
-            fmt,
-            f"member {name!r} data ends at byte {data_offset + csize:,} but the file has {probe.size:,} bytes",
-            data_offset,
-        )
-    fields = _extra_fields(extra)
-    padding = fields.get(PADDING_TAG, 0)
-    descriptor = 0
-    if flags & 0x8:
-        sig = probe.read_at(data_offset + csize, 4, fmt=fmt, what=f"data descriptor of {name!r}")
-        zip64 = 0x0001 in fields or csize >= 0xFFFFFFFF
-        descriptor = (4 if sig == DESCRIPTOR_SIG else 0) + (20 if zip64 else 12)
-    header_len = 30 + name_len + extra_len
-    regions.append(Region(RegionKind.HEADER, at, header_len - padding, f"zip local header {name!r}"))
-    if padding:
-        regions.append(Region(RegionKind.PADDING, at + header_len - padding, padding, f"alignment padding {name!r}"))
-    if descriptor:
-        regions.append(Region(RegionKind.HEADER, data_offset + csize, descriptor, f"zip data descriptor {name!r}"))
-    return ZipMember(name, at, data_offset, csize, usize, method, header_len, padding, descriptor)
+def _members(
+    probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, regions: list[Region], skip_broken: bool
+) -> list[ZipMember]:
+    """The members of a central directory, each completed from its local header (its regions added to `regions`).
+
+    A member costs two reads: its local header's fixed part, and its extra field (the alignment padding torch
+    writes there, or zip64 sizes). The signature bytes of a data descriptor after a payload are read together
+    with the next member's fixed part when that follows the descriptor directly (as torch lays its archives
+    out): one read of structure bytes only, never of a payload. The reads are `Probe.read_at`'s made
+    without its call (checked against the file size, counted, served from the head when they lie in it); one
+    that fails is made again through `read_at` for its error, so each check's message is the one it always gave,
+    and no message is built for a read that succeeds.
+    """
+    size, head = probe.size, probe.head
+    pread = probe._pread if type(probe).read_at is Probe.read_at else None  # a view reads through its own read_at
+    head_end = len(head)
+    entry, local_lengths, entry_offset = _CD_ENTRY.unpack_from, _LOCAL_LENGTHS.unpack_from, _CD_OFFSET.unpack_from
+
+    def read(at: int, n: int, what: str, name: str) -> bytes:
+        end = at + n
+        if pread is not None and at >= 0 and n >= 0 and end <= size:
+            if end <= head_end:
+                return head[at:end]
+            data = pread(at, n, fmt)
+            if len(data) == n:
+                return data
+        return probe.read_at(at, n, fmt=fmt, what=what % (name,))
+
+    members: list[ZipMember] = []
+    ahead_at, ahead = -1, b""  # a member's fixed part, read with the data descriptor before it
+    pos, cd_len = 0, len(cd)
+    for _ in range(n_total):
+        if cd[pos : pos + 4] != CD_SIG:
+            raise _fail(probe, fmt, "bad central directory entry", cd_offset + pos)
+        flags, method, csize, usize, name_len, extra_len, comment_len, at = entry(cd, pos)
+        start = pos + 46
+        pos = start + name_len + extra_len + comment_len
+        if pos > cd_len:
+            raise _fail(probe, fmt, "central directory entry runs past the directory", cd_offset)
+        name = cd[start : start + name_len].decode("utf-8" if flags & 0x800 else "cp437")
+        if 0xFFFFFFFF in (usize, csize, at):
+            values = {"usize": usize, "csize": csize, "offset": at}
+            need = [k for k, v in values.items() if v == 0xFFFFFFFF]
+            _zip64_extra(cd[start + name_len : start + name_len + extra_len], need, values)
+            usize, csize, at = values["usize"], values["csize"], values["offset"]
+        try:
+            fixed = ahead if at == ahead_at else read(at, 30, "local header of %r", name)
+            if fixed[:4] != LOCAL_SIG:
+                raise _fail(probe, fmt, f"member {name!r}: bad local header signature", at)
+            local_name_len, local_extra_len = local_lengths(fixed, 26)
+            extra = read(at + 30 + local_name_len, local_extra_len, "local header of %r", name)
+            header_len = 30 + local_name_len + local_extra_len
+            data_offset = at + header_len
+            data_end = data_offset + csize
+            if data_end > size:
+                raise TruncatedFileError(
+                    probe.path,
+                    fmt,
+                    f"member {name!r} data ends at byte {data_end:,} but the file has {size:,} bytes",
+                    data_offset,
+                )
+            if extra[:2] == b"FB" and local_extra_len == 4 + int.from_bytes(extra[2:4], "little"):
+                padding, zip64 = local_extra_len, False  # torch's local extra: its padding field alone
+            else:
+                fields = _extra_fields(extra)
+                padding, zip64 = fields.get(PADDING_TAG, 0), 0x0001 in fields
+            descriptor = 0
+            if flags & 0x8:
+                sig = b""
+                if cd[pos : pos + 4] == CD_SIG and pos + 46 <= cd_len:  # the next member, directly after?
+                    following = entry_offset(cd, pos + 42)[0]  # (0xFFFFFFFF: in its zip64 field, not read here)
+                    if (
+                        following - data_end in DESCRIPTOR_LENGTHS
+                        and following + 30 <= size
+                        and following != 0xFFFFFFFF
+                    ):
+                        both = read(data_end, following + 30 - data_end, "data descriptor of %r", name)
+                        ahead_at, ahead, sig = following, both[following - data_end :], both[:4]
+                if not sig:
+                    sig = read(data_end, 4, "data descriptor of %r", name)
+                descriptor = (4 if sig == DESCRIPTOR_SIG else 0) + (20 if zip64 or csize >= 0xFFFFFFFF else 12)
+        except FormatError:
+            if not skip_broken:
+                raise
+            continue
+        regions.append(Region(RegionKind.HEADER, at, header_len - padding, f"zip local header {name!r}"))
+        if padding:
+            regions.append(Region(RegionKind.PADDING, data_offset - padding, padding, f"alignment padding {name!r}"))
+        if descriptor:
+            regions.append(Region(RegionKind.HEADER, data_end, descriptor, f"zip data descriptor {name!r}"))
+        members.append(ZipMember(name, at, data_offset, csize, usize, method, header_len, padding, descriptor))
+    if pos != cd_len:
+        raise _fail(probe, fmt, "central directory size does not match its entries", cd_offset)
+    return members
+
+
+def in_file_order(
+    zip_regions: tuple[Region, ...], members: tuple[ZipMember, ...], payloads: list[list[Region]]
+) -> list[Region]:
+    """The regions of `read_zip` with each member's payload regions (`payloads`, one list a member) added.
+
+    In file order (each member's local header, padding, payload and descriptor, then the directory and the end
+    records) when that is an order of strictly increasing starts, as in any archive whose members follow one
+    another: `tile` then has nothing to sort. Else (overlapping or shuffled members) the zip's regions, then
+    the payloads, as `tile` always had them to sort: it sorts ties stably, so this order is part of its result.
+    """
+    ends = len(zip_regions) - sum(1 + (m.padding_len > 0) + (m.descriptor_len > 0) for m in members)
+    structure = iter(zip_regions[ends:])  # per member: its local header, padding, descriptor (see `_members`)
+    ordered: list[Region] = []
+    for m, payload in zip(members, payloads, strict=True):
+        ordered.append(next(structure))
+        if m.padding_len:
+            ordered.append(next(structure))
+        ordered += payload
+        if m.descriptor_len:
+            ordered.append(next(structure))
+    ordered += sorted(zip_regions[:ends], key=attrgetter("start"))  # directory, zip64 end records, end record
+    starts = list(map(attrgetter("start"), ordered))
+    if all(map(lt, starts, islice(starts, 1, None))):
+        return ordered
+    return [*zip_regions, *chain.from_iterable(payloads)]
 
 
 def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str) -> bytes:

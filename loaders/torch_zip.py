@@ -95,7 +95,8 @@ class TorchZipLoader:
             evidence |= exc.unsafe
             raise FormatError(probe.path, FORMAT, f"data.pkl: {exc}") from exc
         evidence |= result.unsafe
-        records = {key: by_name.get(f"{prefix}data/{key}") for key in storages}
+        storage_members = {f"{prefix}data/{key}": key for key in storages}  # member name -> storage key
+        records = {key: by_name.get(name) for name, key in storage_members.items()}
         for key, ref in storages.items():
             record = records[key]
             if record is None:
@@ -114,23 +115,28 @@ class TorchZipLoader:
         torchscript = prefix + TORCHSCRIPT_MARKER in by_name
         if torchscript:  # the archive declares its parameters and buffers in code/__torch__/**.py
             tensors = _torchscript.apply(probe, members, prefix, FORMAT, result.value, tensors)
-        regions = list(zip_regions)
-        storage_members = {f"{prefix}data/{key}": key for key in storages}
         grouped = _torch.by_storage(tensors)
+        payloads: list[list[Region]] = []  # each member's payload, as its regions
         for m in members:
             storage_key = storage_members.get(m.name)
             if storage_key is not None:
-                regions += _torch.storage_regions(
-                    storage_key, m.data_offset, m.compress_size, grouped.get(storage_key, [])
+                payloads.append(
+                    _torch.storage_regions(storage_key, m.data_offset, m.compress_size, grouped.get(storage_key, []))
                 )
             elif m.name.startswith(prefix + "data/"):
-                regions.append(
-                    Region(
-                        RegionKind.UNREFERENCED, m.data_offset, m.compress_size, f"record {m.name!r}: no tensor uses it"
-                    )
+                payloads.append(
+                    [
+                        Region(
+                            RegionKind.UNREFERENCED,
+                            m.data_offset,
+                            m.compress_size,
+                            f"record {m.name!r}: no tensor uses it",
+                        )
+                    ]
                 )
             else:
-                regions.append(Region(RegionKind.METADATA, m.data_offset, m.compress_size, f"record {m.name!r}"))
+                payloads.append([Region(RegionKind.METADATA, m.data_offset, m.compress_size, f"record {m.name!r}")])
+        regions = _zip.in_file_order(zip_regions, members, payloads)
         attributes = {
             "torch.archive": prefix.rstrip("/"),
             "torch.kind": "torchscript" if torchscript else "torch.save",

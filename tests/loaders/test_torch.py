@@ -264,3 +264,89 @@ def test_training_checkpoint_sections(tmp_path: Path) -> None:
     assert len(momentum) == 2 and all(t.kind is TensorKind.OPTIMIZER for t in momentum)
     codes = {f.code for f in ckpt.findings}
     assert "UNSAFE_CONTENT" not in codes and "PICKLE_GLOBALS" in codes  # argparse.Namespace: data, kept inert
+
+
+def _central_directory(data: bytes) -> tuple[int, list[bytes]]:
+    """(offset, entries) of a zip's central directory, each entry's bytes as stored."""
+    info = zipfile.ZipFile(io.BytesIO(data))
+    start = info.start_dir
+    entries, pos = [], start
+    for _ in info.infolist():
+        name_len, extra_len, comment_len = struct.unpack_from("<HHH", data, pos + 28)
+        end = pos + 46 + name_len + extra_len + comment_len
+        entries.append(data[pos:end])
+        pos = end
+    return start, entries
+
+
+def test_zip_headers_read_without_a_tensor_byte_and_regions_in_any_directory_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each member costs its local header's two reads (the data descriptor's signature read with the next header),
+    none of them reaching a tensor byte; a directory listing the members out of file order gives the same regions
+    (`loaders._zip.in_file_order` then leaves the sorting to `tile`)."""
+    torch = pytest.importorskip("torch")
+    from tests.conftest import record_reads
+
+    state = {f"layer{i}.weight": torch.full((30, 50 + i), float(i)) for i in range(12)}
+    path = tmp_path / "state.pt"
+    torch.save(state, path)
+    data = path.read_bytes()
+    n_members = len(zipfile.ZipFile(path).infolist())
+    reads = record_reads(monkeypatch)
+    ckpt = load(path)
+    monkeypatch.undo()
+    check_invariants(ckpt)
+    tensors = {t.name: t for t in ckpt.tensors}
+    assert {n: t.shape for n, t in tensors.items()} == {n: tuple(v.shape) for n, v in state.items()}
+    assert {n: data[t.offset : t.offset + t.nbytes] for n, t in tensors.items()} == {
+        n: v.numpy().tobytes() for n, v in state.items()
+    }
+    payload = [(t.offset, t.offset + t.nbytes) for t in ckpt.tensors]
+    head = (str(path), 0, 4096)  # the probe's first 4 KiB, read once for sniffing (any file)
+    assert reads[0] == head and head not in reads[1:]
+    for _, at, n in reads[1:]:
+        assert not any(at < end and start < at + n for start, end in payload), (at, n)
+    assert len(reads) <= 2 * n_members + 8  # head, end records, directory, data.pkl, version
+    # the same archive with its directory listing the members (after the first, which names the folder) reversed
+    start, entries = _central_directory(data)
+    shuffled = tmp_path / "shuffled.pt"
+    shuffled.write_bytes(
+        data[:start] + entries[0] + b"".join(reversed(entries[1:])) + data[start + sum(map(len, entries)) :]
+    )
+    assert [m.filename for m in zipfile.ZipFile(shuffled).infolist()][1] == zipfile.ZipFile(path).infolist()[
+        -1
+    ].filename
+    assert torch.load(shuffled, weights_only=True).keys() == state.keys()
+    again = load(shuffled)
+    check_invariants(again)
+    assert again.regions == ckpt.regions and again.tensors == ckpt.tensors
+
+
+def test_walk_gives_tensors_depth_first_within_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dict's tensors are given as met, a nested container explored before the next sibling; the budget counts
+    every object visited, the tensors given directly too."""
+    from loaders import _torch
+    from loaders._pickle_values import PickleError, TensorRef
+
+    def tensor(parameter: bool = False) -> TensorRef:
+        return TensorRef(None, 0, (1,), (1,), "F32", parameter)
+
+    value = {
+        "a": tensor(),
+        "b": {"c": tensor(True), "d": [tensor(), {"e": tensor()}], "g": tensor()},
+        "f": tensor(),
+        "m": {"_parameters": {"w": tensor()}, "_buffers": {"r": tensor()}, "_modules": {"sub": {"x": tensor()}}},
+    }
+    found = [(path, hint) for path, _, hint in _torch.walk(value)]
+    P, B = TensorKind.PARAMETER, TensorKind.BUFFER  # noqa: N806
+    assert found == [("a", None), ("b.c", P), ("b.d.0", None), ("b.d.1.e", None), ("b.g", None), ("f", None),
+                     ("m.w", P), ("m.r", B), ("m.sub.x", None)]  # fmt: skip
+    monkeypatch.setattr(_torch, "MAX_WALK", 5)  # the dict and four tensors: five objects
+    assert len(list(_torch.walk({str(i): tensor() for i in range(4)}))) == 4
+    with pytest.raises(PickleError, match="too large"):
+        list(_torch.walk({str(i): tensor() for i in range(5)}))
+    monkeypatch.setattr(_torch, "MAX_DEPTH", 2)  # tensors at depth 2 pass, at depth 3 do not
+    assert len(list(_torch.walk({"a": {"b": tensor()}}))) == 1
+    with pytest.raises(PickleError, match="too deep"):
+        list(_torch.walk({"a": {"b": {"c": tensor()}}}))
