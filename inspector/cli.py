@@ -191,7 +191,9 @@ def _inspect_files(args: argparse.Namespace) -> int:
         if data is None and args.data:
             status = _worse(status, EXIT_UNREADABLE)
         if args.json or args.html:
-            dicts.append(report_dict(report) | ({"data": data_dict(data)} if data else {}))
+            # for --json alone the tensors and regions are made as they are written (not all held)
+            lazy = args.json and not args.html
+            dicts.append(report_dict(report, lazy) | ({"data": data_dict(data)} if data else {}))
         if not args.json:
             texts.append(render_text(report, tensors=args.tensors, regions=args.regions))
             texts[-1] += "\n\n" + render_data_text(data) if data else ""

@@ -13,7 +13,7 @@ default=str)` returns (tested against it on generated documents); a cycle raises
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
 from json.encoder import encode_basestring_ascii as _string  # the C escaper, ensure_ascii=True
 from operator import mod
@@ -63,6 +63,25 @@ SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
 }
 
 
+class Rows:
+    """A long list written on demand: the dicts `make` gives for `items`, made a batch at a time as they are written
+    (a report's 100,000 tensors and 400,000 regions are never all held as dicts). Written as the list would be."""
+
+    __slots__ = ("items", "make")
+
+    def __init__(self, items: Sequence[Any], make: Callable[[Any], Any]) -> None:
+        self.items, self.make = items, make
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, part: slice) -> list[Any]:
+        return list(map(self.make, self.items[part]))
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(self.make, self.items)
+
+
 class _Large(Exception):
     """A container of STREAM_ITEMS or more items met while joining: its enclosing containers are streamed."""
 
@@ -108,7 +127,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
             return int_repr(o)
         if isinstance(o, float):
             return _float(o)
-        if isinstance(o, (list, tuple, dict)):
+        if isinstance(o, (list, tuple, dict)) or o.__class__ is Rows:
             return container(o, nl)
         marker = id(o)
         if marker in active:
@@ -173,7 +192,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         # no dict of the batch is marked active: a cycle through one passes through a nested container, which is marked
         return list(map(text.__mod__, zip(*columns, strict=True)))
 
-    def container(o: list[Any] | tuple[Any, ...] | dict[Any, Any], nl: str) -> str:
+    def container(o: list[Any] | tuple[Any, ...] | dict[Any, Any] | Rows, nl: str) -> str:
         if not o:
             return "{}" if isinstance(o, dict) else "[]"
         if len(o) >= STREAM_ITEMS:
@@ -221,7 +240,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
 
     def stream(o: Any, nl: str) -> None:
         """`o` joined into one piece when it is small and holds nothing large, else item by item."""
-        if not isinstance(o, (list, tuple, dict)):
+        if not isinstance(o, (list, tuple, dict)) and o.__class__ is not Rows:
             if isinstance(o, (str, int, float)) or o is None:
                 emit(value(o, nl))
                 return

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from inspector.jsontext import dumps, write
+from inspector.jsontext import Rows, dumps, write
 from inspector.reconcile import BUCKETS, human, unit_trap
 from inspector.records import Checkpoint, Region, RegionKind, RoleMatch, TensorInfo, TensorKind
 from inspector.report import Report
@@ -116,10 +116,18 @@ def _counts(ckpt: Checkpoint) -> dict[str, Any]:
     }
 
 
-def report_dict(report: Report) -> dict[str, Any]:
-    """The stable JSON object of one report (schema in README)."""
+def report_dict(report: Report, lazy: bool = False) -> dict[str, Any]:
+    """The stable JSON object of one report (schema in README).
+
+    `lazy`: its tensors and regions are `jsontext.Rows`, made as `jsontext` writes them (for the CLI's `--json`:
+    100,000 tensors' dicts are never all held), instead of lists.
+    """
     ckpt, acc, exp = report.checkpoint, report.accounting, report.expectation
     roles = {id(t): r for t, r in zip(ckpt.tensors, report.roles, strict=False)}
+
+    def tensor(t: TensorInfo) -> dict[str, Any]:
+        return _tensor_json(t, roles.get(id(t)))
+
     out: dict[str, Any] = {
         "schema_version": report.schema_version,
         "path": ckpt.path,
@@ -128,9 +136,9 @@ def report_dict(report: Report) -> dict[str, Any]:
         "file_bytes": ckpt.file_size,
         "files": [{"path": p, "bytes": s} for p, s in ckpt.files],
         **_counts(ckpt),
-        "tensors": [_tensor_json(t, roles.get(id(t))) for t in ckpt.tensors],
+        "tensors": Rows(ckpt.tensors, tensor) if lazy else list(map(tensor, ckpt.tensors)),
         "bytes": {
-            "regions": [_region_json(r) for r in ckpt.regions],
+            "regions": Rows(ckpt.regions, _region_json) if lazy else list(map(_region_json, ckpt.regions)),
             "by_kind": acc.by_kind,
             "unexplained": acc.unexplained,
             "size_implied": {

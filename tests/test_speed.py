@@ -103,6 +103,28 @@ def test_report_json_is_the_standard_encoders(samples: Path) -> None:
     dicts = [report_dict(inspect(p)) for p in sorted(samples.rglob("*.safetensors"))[:4]]
     assert dicts
     assert render_json(dicts, many=True) == json.dumps(dicts, indent=2, default=str)
+    # made as they are written (the CLI's --json): the same text
+    lazy = [report_dict(inspect(p), lazy=True) for p in sorted(samples.rglob("*.safetensors"))[:4]]
+    assert isinstance(lazy[0]["tensors"], jsontext.Rows) and render_json(lazy, many=True) == render_json(dicts, True)
+
+
+@pytest.mark.parametrize("n", [0, 3, jsontext.STREAM_ITEMS, 3 * jsontext.STREAM_ITEMS + 5])
+def test_rows_made_on_demand_are_written_as_the_list(n: int) -> None:
+    def row(i: int) -> dict[str, object]:
+        return {"name": f"t{i}", "shape": [i, 2], "offset": None if i % 3 else i}
+
+    made: list[int] = []
+
+    def counted(i: int) -> dict[str, object]:
+        made.append(i)
+        return row(i)
+
+    doc = {"a": [1, {"rows": jsontext.Rows(range(n), counted)}], "b": jsontext.Rows(range(n), row)}
+    pieces: list[str] = []
+    write(doc, pieces.append)
+    assert "".join(pieces) == json.dumps({"a": [1, {"rows": [row(i) for i in range(n)]}],
+                                          "b": [row(i) for i in range(n)]}, indent=2)  # fmt: skip
+    assert sorted(made) == list(range(n))  # each row made once
 
 
 def _full_scan(matcher: Matcher, name: str) -> str | None:
