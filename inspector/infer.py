@@ -27,7 +27,7 @@ from inspector.formulas import (
     LayerSpec,
 )
 from inspector.keras_layers import config_specs
-from inspector.modules import file_modules, file_specs
+from inspector.modules import file_specs, module_groups
 from inspector.records import Checkpoint, Expectation, RoleMatch, TensorKind
 from inspector.recordtype import replace
 
@@ -299,7 +299,7 @@ def _inferred(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> tuple[Architectur
     layers = file_layers(ckpt, roles)
     for detector in DETECTORS:
         if detector is _generic:  # one layer per module: the file's modules are the layers, checked as they were read
-            layers = {m.name: Layer(m.name, m.items) for m in file_modules(ckpt, roles).values()}
+            layers = {name: Layer(name, tuple(items)) for name, items in module_groups(ckpt, roles).items()}
         try:
             arch = detector(layers, ckpt, roles)
         except (SpecError, ValueError, ZeroDivisionError, IndexError, StopIteration):

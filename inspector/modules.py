@@ -85,7 +85,8 @@ def module_name(t: TensorInfo, r: RoleMatch, framework: str) -> str:
     return r.layer
 
 
-def _groups(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, list[tuple[TensorInfo, RoleMatch]]]:
+def module_groups(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, list[tuple[TensorInfo, RoleMatch]]]:
+    """Parameter tensors (with their roles) by module, in file order."""
     groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
     for t, r in zip(ckpt.tensors, roles, strict=True):
         if t.kind is TensorKind.PARAMETER:
@@ -95,7 +96,7 @@ def _groups(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, list[tupl
 
 def file_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, Module]:
     """Parameter tensors grouped by module, in file order."""
-    return {name: Module(name, tuple(items)) for name, items in _groups(ckpt, roles).items()}
+    return {name: Module(name, tuple(items)) for name, items in module_groups(ckpt, roles).items()}
 
 
 def _kernel_out_last(t: TensorInfo, r: RoleMatch, framework: str) -> bool:
@@ -224,7 +225,7 @@ def file_specs(
     # name says PReLU: its recipe is worked out once for each such combination (a model's repeated layers)
     recipes: dict[tuple[Any, ...], Recipe] = {}
     specs = []
-    for name, items in (_groups(ckpt, roles) if groups is None else groups).items():
+    for name, items in (module_groups(ckpt, roles) if groups is None else groups).items():
         stats = name in statistics
         if len(items) != 1:
             specs.append(module_spec(Module(name, tuple(items)), framework, stats))
