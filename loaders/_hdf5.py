@@ -226,13 +226,14 @@ def walk(probe: Probe, fmt: str, start: int = 0, length: int | None = None) -> H
     if os.environ.get(READER_ENV) != "h5py":
         from loaders import _hdf5_native
 
+        known: dict[tuple[int, int], bytes] = {}
         try:
-            walked = _hdf5_native.walk(probe, start, length)
+            walked = _hdf5_native.walk(probe, start, length, known)
         except _hdf5_native.Unsupported:
             pass
         else:
             _check_inside(probe, fmt, walked, start, length)
-            return _refine(probe, walked, start, length)
+            return _refine(probe, walked, start, length, known)
     h5py_module()  # a missing h5py is reported here, in this process
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -258,17 +259,22 @@ def walk(probe: Probe, fmt: str, start: int = 0, length: int | None = None) -> H
     return _refine(probe, walked, start, length)
 
 
-def _refine(probe: Probe, walked: H5Walk, start: int, length: int) -> H5Walk:
+def _refine(
+    probe: Probe, walked: H5Walk, start: int, length: int, known: dict[tuple[int, int], bytes] | None = None
+) -> H5Walk:
     """Object headers split into their chunks, and signed structures found in the gaps (metadata bytes only).
 
-    Falls back to the walk as it was when the metadata bytes do not parse (a corrupt file h5py still opened).
+    `known`: bytes already read ((offset, length) -> bytes), by the native reader. Falls back to the walk as it
+    was when the metadata bytes do not parse (a corrupt file h5py still opened).
     """
     sb = walked.superblock
     if not sb:
         return walked
+    cached = known or {}
 
     def read(at: int, n: int) -> bytes:
-        return probe.read_at(at, n, fmt="hdf5", what="HDF5 metadata")
+        data = cached.get((at, n))
+        return probe.read_at(at, n, fmt="hdf5", what="HDF5 metadata") if data is None else data
 
     ranks = [len(d.shape) for d in walked.datasets if d.chunks]
     try:

@@ -123,6 +123,7 @@ class Reader:
     def __init__(self, probe: Probe, start: int, length: int) -> None:
         self.probe, self.start, self.end = probe, start, start + length
         self.budget = MAX_BYTES
+        self.reads: dict[tuple[int, int], bytes] = {}  # (absolute offset, length) -> bytes: placing reads them again
         self.gheaps: dict[int, dict[int, bytes]] = {}
         self.seen: set[tuple[str, int]] = set()
         userblock = self._find_superblock(length)
@@ -170,9 +171,11 @@ class Reader:
             raise Unsupported("a read outside the HDF5 data or over the budget")
         self.budget -= n
         try:
-            return self.probe.read_at(at, n, fmt="hdf5", what="HDF5 metadata")
+            data = self.probe.read_at(at, n, fmt="hdf5", what="HDF5 metadata")
         except InspectorError as exc:
             raise Unsupported(str(exc)) from exc
+        self.reads[at, n] = data
+        return data
 
     def read(self, address: int, n: int) -> bytes:
         """`n` bytes at a file address (relative to the superblock)."""
@@ -199,15 +202,16 @@ class Reader:
         if prefix[0] != 1:
             raise Unsupported("object header version")
         count, size = struct.unpack_from("<H", prefix, 2)[0], struct.unpack_from("<I", prefix, 8)[0]
-        chunks = [(address + 16, size)]
-        total = 16
+        chunks = [(address, 16 + size, 16)]  # chunk 0 read with its prefix, as placing the header reads it
+        total = 0
         messages: list[tuple[int, bytes]] = []
         while chunks:
-            at, size = chunks.pop(0)
+            at, size, skip = chunks.pop(0)
             total += size
             if total > MAX_HEADER_BYTES or len(messages) > count:
                 raise Unsupported("object header too large")
-            data = self.read(at, size)
+            data = self.read(at, size)[skip:]
+            size -= skip
             pos = 0
             while pos + 8 <= size:
                 mtype, msize, flags = struct.unpack_from("<HHB", data, pos)
@@ -217,7 +221,7 @@ class Reader:
                 if mtype == CONTINUATION:
                     if len(chunks) + len(messages) > MAX_CONTINUATIONS:
                         raise Unsupported("too many continuations")
-                    chunks.append((self.address(body, 0), _uint(body, self.osz, self.lsz)))
+                    chunks.append((self.address(body, 0), _uint(body, self.osz, self.lsz), 0))
                     self.once("continuation", chunks[-1][0])
                 messages.append((mtype, body))
                 pos += 8 + msize
@@ -274,8 +278,8 @@ class Reader:
             if free in visited or free + 2 * self.lsz > size:
                 raise Unsupported("bad heap free list")
             visited.add(free)
-            free, block = _uint(data, free, self.lsz), _uint(data, free + self.lsz, self.lsz)
-            if not free or max(visited) + block > size:
+            at, free, block = free, _uint(data, free, self.lsz), _uint(data, free + self.lsz, self.lsz)
+            if not free or at + block > size:
                 raise Unsupported("bad heap free list")
         prefix = -(-len(head) // 8) * 8  # H5HL_SIZEOF_HDR: aligned to 8 bytes
         return data, prefix + size
@@ -336,19 +340,22 @@ class Reader:
     def symbol_node(self, address: int, names: bytes) -> list[tuple[bytes, int]]:
         """A symbol table node's entries: (link name from the local heap, object header address)."""
         self.once("symbol table node", address)
-        head = self.read(address, 8)
-        count = struct.unpack_from("<H", head, 6)[0]
-        if head[:4] != b"SNOD" or head[4] != 1 or count > 2 * self.leaf_k:
-            raise Unsupported("symbol table node")
         entry = 2 * self.osz + 24
-        data = self.read(address + 8, count * entry)
+        node = self.read(address, 8 + 2 * self.leaf_k * entry)  # the whole node, as the library reads it
+        count = struct.unpack_from("<H", node, 6)[0]
+        if node[:4] != b"SNOD" or node[4] != 1 or count > 2 * self.leaf_k:
+            raise Unsupported("symbol table node")
+        data = node[8:]
         out = []
         for i in range(count):
             at = i * entry
             name_at, target = _uint(data, at, self.osz), self.address(data, at + self.osz)
             if _uint(data, at + 2 * self.osz, 4) not in (0, 1):
                 raise Unsupported("a soft link")
-            out.append((_heap_name(names, name_at), target))
+            name = _heap_name(names, name_at)
+            if not name or b"/" in name or name == b".":  # the library could not look such a name up again
+                raise Unsupported("a link name with a slash, or empty")
+            out.append((name, target))
         return out
 
     # -- datatypes, dataspaces, attributes -------------------------------------------------------
@@ -477,8 +484,8 @@ class Reader:
         if not length:
             return ""
         data = self.heap_object(collection, index)
-        if len(data) < length:
-            raise Unsupported("a global heap object shorter than its string")
+        if len(data) != length:  # the library checks the object's size against the string's length
+            raise Unsupported("a global heap object whose size is not its string's")
         return data[:length].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
 
     def heap_object(self, collection: int, index: int) -> bytes:
@@ -556,14 +563,19 @@ def _messages_of(header: Header) -> dict[int, bytes]:
     return out
 
 
-def walk(probe: Probe, start: int, length: int) -> H5Walk:
+def walk(probe: Probe, start: int, length: int, reads: dict[tuple[int, int], bytes] | None = None) -> H5Walk:
     """The H5Walk of the HDF5 data in `[start, start + length)` of the probe's file, as `_hdf5._walk` gives it.
+
+    `reads`, when given, receives the bytes read ((absolute offset, length) -> bytes) for placing to reuse.
 
     Raises:
         Unsupported: the file uses what this reader does not read, or does not parse.
     """
     try:
-        return _walk(Reader(probe, start, length))
+        reader = Reader(probe, start, length)
+        if reads is not None:
+            reader.reads = reads
+        return _walk(reader)
     except (struct.error, IndexError, ValueError, KeyError) as exc:
         raise Unsupported(f"{type(exc).__name__}: {exc}") from exc
 
