@@ -323,6 +323,8 @@ class Reader:
         node_level, used = node[5], struct.unpack_from("<H", node, 6)[0]
         if node_level > MAX_BTREE_LEVEL or 8 + 2 * self.osz + used * (key_size + self.osz) + key_size > node_size:
             raise Unsupported("B-tree node too deep or too full")
+        if node_level and not used:  # the library descends through an inner node's first child
+            raise Unsupported("an inner B-tree node without children")
         levels.setdefault(node_level, []).append((address, self.address(node, 8 + self.osz)))
         pos = 8 + 2 * self.osz
         step = key_size + self.osz
