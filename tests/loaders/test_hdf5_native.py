@@ -22,6 +22,7 @@ import pytest
 from inspector.cli import main
 from inspector.errors import InspectorError
 from inspector.probe import Probe
+from inspector.records import RegionKind
 from loaders import _hdf5, _hdf5_native
 from tests.conftest import FIXTURES, ROOT, SAMPLES
 
@@ -326,6 +327,19 @@ def test_a_b_tree_of_several_levels_is_read(tmp_path: Path) -> None:
     links, _, _ = reader.group_links(dict(reader.header(many).messages)[_hdf5_native.SYMBOL_TABLE])
     assert reader.btree_nodes > 2 and len(links) == 700
     assert [name for name, _ in links] == sorted(name for name, _ in links)
+
+
+@pytest.mark.parametrize("path", [p for p in REAL if p.name not in OUTSIDE], ids=lambda p: p.name)
+def test_native_reads_metadata_only(path: Path) -> None:
+    """Every byte range the reader reads lies inside the HDF5 data and clear of every dataset's stored bytes."""
+    for probe, start, length in _windows(path):
+        reads: dict[tuple[int, int], bytes] = {}
+        walked = _hdf5_native.walk(probe, start, length, reads)
+        data = [r for r in walked.regions if r.kind in (RegionKind.TENSOR_DATA, RegionKind.COMPRESSED)]
+        assert reads  # (files with no dataset have no data to avoid)
+        for at, n in reads:
+            assert start <= at and at + n <= start + length
+            assert not [r for r in data if r.start < at + n and at < r.end], (at, n)
 
 
 # -- corrupt files: exactly what h5py's walk gave ----------------------------------------------------------
