@@ -48,24 +48,16 @@ SIGNATURE_STEP = 512  # the superblock sits at 0, 512, 1024, 2048, ... (after a 
 UNDEFINED = -1  # an address of all 1 bits
 HEAP_FREE_NULL = 1  # the end of a local heap's free list
 
-# Message types (spec IV.A.2). Read: what the walk needs; SKIPPED: messages that change nothing it reports.
-NIL, DATASPACE, DATATYPE, LAYOUT, PIPELINE, ATTRIBUTE, CONTINUATION, SYMBOL_TABLE = (
-    0x0,
-    0x1,
-    0x3,
-    0x8,
-    0xB,
-    0xC,
-    0x10,
-    0x11,
-)
-SKIPPED = {NIL, 0x4, 0x5, 0xD, 0xE, 0x12}  # old and new fill value, comment, old and new modification time
+# Message types (spec IV.A.2): those the walk reads, and those it checks (as the library decodes them) and passes.
+NIL, DATASPACE, DATATYPE, FILL_OLD, FILL, LAYOUT, PIPELINE, ATTRIBUTE = 0x00, 0x01, 0x03, 0x04, 0x05, 0x08, 0x0B, 0x0C
+COMMENT, MTIME_OLD, CONTINUATION, SYMBOL_TABLE, MTIME = 0x0D, 0x0E, 0x10, 0x11, 0x12
+READ = {DATASPACE, DATATYPE, LAYOUT, PIPELINE, ATTRIBUTE, CONTINUATION, SYMBOL_TABLE}
+SKIPPED = {NIL, FILL_OLD, FILL, COMMENT, MTIME_OLD, MTIME}
+REPEATABLE = {NIL, ATTRIBUTE, CONTINUATION}
 MESSAGE_FLAGS_READ = 0x01 | 0x04  # constant, never shared: a shared message (0x02) or any other flag is not read
-MTIME_OLD, MTIME = 0x0E, 0x12
-FILL_OLD, FILL = 0x04, 0x05
 MAX_RANK = 32
+MAX_ATTRIBUTE_LISTS = 1 << 16  # nested lists an attribute value may make (a 0-length last dimension makes many)
 MAX_FILTERS = 32
-UNLIMITED = (1 << 64) - 1
 
 # Datatype classes (spec IV.A.2.d) mapped to numpy's kind as h5py maps them.
 FIXED, FLOAT, STRING, OPAQUE, ENUM, VLEN = 0, 1, 3, 5, 8, 9
@@ -81,7 +73,6 @@ STRUCT_CODES |= {("u", 4): "I", ("u", 8): "Q", ("f", 2): "e", ("f", 4): "f", ("f
 PAD_NULLTERM, PAD_NULLPAD = 0, 1
 BOOL_MEMBERS = {b"FALSE": 0, b"TRUE": 1}  # h5py's bool: an enum of int8 with these two members
 VLEN_POINTER_BYTES = 8  # numpy's object dtype itemsize (a variable-length string as h5py maps it)
-OBJECT_TYPES = ("group", "dataset")
 
 
 class Unsupported(Exception):
@@ -367,8 +358,8 @@ class Reader:
         cls, version = body[0] & 0x0F, body[0] >> 4
         bits, size = _uint(body, 1, 3), _uint(body, 4, 4)
         order = ">" if bits & 1 else "<"
-        if version not in (1, 2, 3):
-            raise Unsupported("datatype version")
+        if version not in (1, 2, 3) or not size:
+            raise Unsupported("datatype version or size")
         if cls == FIXED:
             offset, precision = struct.unpack_from("<HH", body, 8)
             if offset or precision != 8 * size or size not in (1, 2, 4, 8) or bits & 0x06:
@@ -454,11 +445,12 @@ class Reader:
 
     def value(self, dtype: Datatype, shape: tuple[int, ...], data: bytes) -> Any:
         """An attribute's value as h5py reads it and `tolist` gives it (a scalar, or nested lists)."""
-        n = 1
+        n, lists = 1, 1
         for d in shape:
             n *= d
-        if len(data) < n * dtype.size:
-            raise Unsupported("attribute data shorter than its shape")
+            lists *= max(d, 1)
+        if len(data) < n * dtype.size or lists > MAX_ATTRIBUTE_LISTS:  # (empty dimensions still make lists)
+            raise Unsupported("attribute data shorter than its shape, or too many lists")
         flat: list[Any]
         if dtype.kind == "S":
             items = (data[i * dtype.size : (i + 1) * dtype.size] for i in range(n))
@@ -555,10 +547,9 @@ def _messages_of(header: Header) -> dict[int, bytes]:
     """The first message of each type, refusing types that the walk does not know."""
     out: dict[int, bytes] = {}
     for mtype, body in header.messages:
-        if mtype not in SKIPPED and mtype not in (DATASPACE, DATATYPE, LAYOUT, PIPELINE, ATTRIBUTE, CONTINUATION,
-                                                  SYMBOL_TABLE):  # fmt: skip
+        if mtype not in READ and mtype not in SKIPPED:
             raise Unsupported(f"message type {mtype:#x}")
-        if mtype in out and mtype not in (NIL, ATTRIBUTE, CONTINUATION):
+        if mtype in out and mtype not in REPEATABLE:
             raise Unsupported(f"message type {mtype:#x} twice")
         out.setdefault(mtype, body)
     _check_messages(header)

@@ -276,7 +276,14 @@ def _named_type(f: h5py.File) -> None:
     f.create_dataset("d", data=np.zeros(2, "f4"))
 
 
+def _many_empty_rows(f: h5py.File) -> None:
+    """An attribute of shape (100000, 0): no data, but 100,000 empty lists as h5py reads it (over the reader's cap)."""
+    f.create_dataset("d", data=np.zeros(2))
+    f.attrs["rows"] = np.zeros((100_000, 0), "f4")
+
+
 FALLBACK_CASES: dict[str, Callable[[h5py.File], None]] = {
+    "many_empty_rows": _many_empty_rows,
     "libver_latest": _latest,
     "track_order": _track_order,
     "soft_link": _soft_link,
