@@ -475,9 +475,9 @@ class Reader:
     def vlen_string(self, element: bytes) -> str:
         """A variable-length string: (length, global heap collection, object index) -> h5py's str."""
         length, collection, index = _uint(element, 0, 4), self.address(element, 4), _uint(element, 4 + self.osz, 4)
-        if not length:
-            return ""
-        data = self.heap_object(collection, index)
+        if collection in (0, UNDEFINED):  # a null string: not read here
+            raise Unsupported("a null variable-length string")
+        data = self.heap_object(collection, index)  # the library reads the object even for an empty string
         if len(data) != length:  # the library checks the object's size against the string's length
             raise Unsupported("a global heap object whose size is not its string's")
         return data[:length].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
