@@ -27,7 +27,6 @@ from loaders import _hdf5, _hdf5_native
 from tests.conftest import FIXTURES, ROOT, SAMPLES
 
 SUFFIXES = (".h5", ".hdf5", ".keras")
-H5PY_ONLY = {_hdf5.READER_ENV: "h5py"}
 
 
 def _real_files() -> list[Path]:
@@ -48,7 +47,7 @@ def _windows(path: Path) -> Iterator[tuple[Probe, int, int]]:
 
 
 def _assert_same_walk(path: Path, native_expected: bool = True) -> None:
-    """The native walk equals h5py's (in this process, the child's code) field by field, refined walks included."""
+    """The native walk equals h5py's (`_walk_here`: the child's code, run in this process) field by field."""
     for probe, start, length in _windows(path):
         reference = _hdf5._walk_here(probe, "hdf5", start, length)
         if not native_expected:
@@ -76,18 +75,20 @@ def _assert_same_walk_through_walk(path: Path, monkeypatch: pytest.MonkeyPatch) 
         assert repr(ours) == repr(theirs)
 
 
-def _reports(path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def _reports(path: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """Exit code, output and errors of the JSON and the text report."""
     out = []
     for args in ([str(path), "--json"], [str(path)]):
         code = main(args)
-        out.append(f"{code}\n{capsys.readouterr().out}")
+        captured = capsys.readouterr()
+        out.append(f"{code}\n{captured.out}\n{captured.err}")
     return out
 
 
 def _assert_same_reports(path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    native = _reports(path, capsys, monkeypatch)
+    native = _reports(path, capsys)
     monkeypatch.setenv(_hdf5.READER_ENV, "h5py")
-    reference = _reports(path, capsys, monkeypatch)
+    reference = _reports(path, capsys)
     monkeypatch.delenv(_hdf5.READER_ENV)
     assert native == reference
 
