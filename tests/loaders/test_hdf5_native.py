@@ -350,6 +350,22 @@ def test_native_reads_metadata_only(path: Path) -> None:
             assert not [r for r in data if r.start < at + n and at < r.end], (at, n)
 
 
+@pytest.mark.parametrize(
+    ("cap", "value"), [("MAX_BYTES", 4096), ("MAX_OBJECTS", 5), ("MAX_BTREE_LEVEL", 0), ("MAX_HEAP_BYTES", 64)]
+)
+def test_a_cap_passed_sends_the_file_to_h5py(
+    tmp_path: Path, cap: str, value: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "many.h5"
+    with h5py.File(path, "w") as f:
+        _many_members(f)
+    monkeypatch.setattr(_hdf5_native, cap, value)
+    probe = Probe(path)
+    with pytest.raises(_hdf5_native.Unsupported):
+        _hdf5_native.walk(probe, 0, probe.size)
+    _assert_same_walk_through_walk(path, monkeypatch)
+
+
 # -- corrupt files: exactly what h5py's walk gave ----------------------------------------------------------
 
 
