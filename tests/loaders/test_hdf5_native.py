@@ -137,6 +137,10 @@ def _layouts(f: h5py.File) -> None:
     f.create_dataset("opaque_other", data=np.zeros(4, "V3")).attrs["dtype"] = np.bytes_(b"mystery")
     f.create_dataset("ints", data=np.arange(8, dtype="i1"))
     f.create_dataset("rank4", data=np.zeros((2, 3, 4, 5), "u8"), chunks=(1, 3, 2, 5))
+    f.create_dataset("timed", data=np.zeros(3), track_times=True)  # a modification time message
+    f.create_dataset("filled", data=np.zeros(3), fillvalue=7.0)  # a fill value message with its value
+    f.create_dataset("scale_offset", data=np.arange(100, dtype="i4"), chunks=(10,), scaleoffset=0)
+    f.create_dataset("lzf", data=np.arange(100, dtype="f4"), chunks=(10,), compression="lzf")
 
 
 def _attributes(f: h5py.File) -> None:
