@@ -1,6 +1,7 @@
-"""HDF5 through h5py, metadata only: datasets with their storage, and where the file's bytes go.
+"""HDF5 metadata only: datasets with their storage, and where the file's bytes go.
 
-h5py (imported here, lazily) opens object headers and never reads a dataset's values. Byte accounting
+The files h5py writes by default are read from their own bytes (`loaders._hdf5_native`); any other file
+through h5py (imported here, lazily), which opens object headers and never reads a dataset's values. Byte accounting
 follows FORMATS.md 6.2: the superblock, every object header (at its address, with its size), each
 dataset's raw storage (contiguous extents and chunks at their offsets) are placed exactly. Then, reading
 metadata bytes only (`loaders._hdf5_structures`), object headers are split into their chunks and the
@@ -41,6 +42,8 @@ MAX_REMOTE_SECONDS = 120  # the same over the network (one round trip per block 
 MAX_CHILD_MEMORY = 8 << 30
 OPAQUE_DTYPE_ATTR = "dtype"  # Keras 3 stores bfloat16 as 2-byte opaque data with attribute dtype='bfloat16'
 OPAQUE_NAMES = {"bfloat16": "BF16", "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2"}
+ATTR_LIMIT = 1 << 20  # attributes whose text is longer are left out
+READER_ENV = "INSPECTOR_HDF5_READER"  # "h5py": skip the native reader (tests compare the two)
 
 
 def h5py_module() -> Any:
@@ -121,16 +124,23 @@ def dtype_name(ds: Any) -> tuple[str, int]:
     ), dt.itemsize
 
 
-def small_attrs(obj: Any, limit: int = 1 << 20) -> dict[str, Any]:
+def small_attrs(obj: Any, limit: int = ATTR_LIMIT) -> dict[str, Any]:
     """Attributes as Python values (bytes decoded); large ones are skipped."""
-    out: dict[str, Any] = {}
+    values: dict[str, Any] = {}
     for key in obj.attrs:
         try:
             value = obj.attrs[key]
         except (OSError, TypeError, ValueError):
             continue
-        if hasattr(value, "tolist"):
-            value = value.tolist()
+        values[key] = value.tolist() if hasattr(value, "tolist") else value
+    return kept_attrs(values, limit)
+
+
+def kept_attrs(values: dict[str, Any], limit: int = ATTR_LIMIT) -> dict[str, Any]:
+    """Attribute values as h5py reads them and numpy's `tolist` gives them -> JSON-safe values (bytes decoded),
+    large ones skipped (shared by the h5py walk and `loaders._hdf5_native`)."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
         if isinstance(value, bytes):
             value = value.decode("utf-8", "replace")
         if isinstance(value, list):
@@ -200,15 +210,30 @@ def child_memory_limit() -> tuple[int, int]:
 
 
 def walk(probe: Probe, fmt: str, start: int = 0, length: int | None = None) -> H5Walk:
-    """Open the HDF5 file (or the window of it inside a zip) and account for it, in a child process.
+    """Open the HDF5 file (or the window of it inside a zip) and account for it.
 
-    The HDF5 C library can loop forever or allocate without bound on a corrupt file (a damaged global
-    heap, seen in fuzzing), and no signal interrupts it inside this process. So the walk runs in a forked
-    child with a memory cap, and the parent waits at most `MAX_SECONDS` for its JSON result.
+    `loaders._hdf5_native` reads the files h5py writes by default (all Keras files) from their own bytes, with
+    neither h5py nor numpy imported. Anything outside its subset, or that does not parse as the library would
+    parse it, goes to h5py as before (set INSPECTOR_HDF5_READER=h5py to always go there). The HDF5 C library
+    can loop forever or allocate without bound on a corrupt file (a damaged global heap, seen in fuzzing),
+    and no signal interrupts it inside this process. So h5py's walk runs in a forked child with a memory
+    cap, and the parent waits at most `MAX_SECONDS` for its JSON result.
 
     Raises:
         FormatError: h5py refuses the file, or the library does not finish within the limits.
     """
+    length = probe.size - start if length is None else length
+    if os.environ.get(READER_ENV) != "h5py":
+        from loaders import _hdf5_native
+
+        known: dict[tuple[int, int], bytes] = {}
+        try:
+            walked = _hdf5_native.walk(probe, start, length, known)
+        except _hdf5_native.Unsupported:
+            pass
+        else:
+            _check_inside(probe, fmt, walked, start, length)
+            return _refine(probe, walked, start, length, known)
     h5py_module()  # a missing h5py is reported here, in this process
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -230,22 +255,26 @@ def walk(probe: Probe, fmt: str, start: int = 0, length: int | None = None) -> H
         os._exit(code)
     os.close(write_fd)
     walked = _collect(probe, fmt, pid, read_fd)
-    length = probe.size - start if length is None else length
     _check_inside(probe, fmt, walked, start, length)
     return _refine(probe, walked, start, length)
 
 
-def _refine(probe: Probe, walked: H5Walk, start: int, length: int) -> H5Walk:
+def _refine(
+    probe: Probe, walked: H5Walk, start: int, length: int, known: dict[tuple[int, int], bytes] | None = None
+) -> H5Walk:
     """Object headers split into their chunks, and signed structures found in the gaps (metadata bytes only).
 
-    Falls back to the walk as it was when the metadata bytes do not parse (a corrupt file h5py still opened).
+    `known`: bytes already read ((offset, length) -> bytes), by the native reader. Falls back to the walk as it
+    was when the metadata bytes do not parse (a corrupt file h5py still opened).
     """
     sb = walked.superblock
     if not sb:
         return walked
+    cached = known or {}
 
     def read(at: int, n: int) -> bytes:
-        return probe.read_at(at, n, fmt="hdf5", what="HDF5 metadata")
+        data = cached.get((at, n))
+        return probe.read_at(at, n, fmt="hdf5", what="HDF5 metadata") if data is None else data
 
     ranks = [len(d.shape) for d in walked.datasets if d.chunks]
     try:
