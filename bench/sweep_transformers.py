@@ -1,13 +1,14 @@
 """Sweep: every model class the installed transformers builds from a shrunk default config, against the inspector.
 
-    python bench/sweep_transformers.py [--no-config] [--types a,b] [--batch 20]
+    python bench/sweep_transformers.py [--no-config] [--bin] [--types a,b] [--batch 20]
 
 For every `model_type` with a causal-LM class (else a base `AutoModel` class), the default config is shrunk (the
 size words below, where the config has them as integers), the model is built on the meta device first (skipped
 over 30M parameters), then for real, saved with `save_pretrained` into a temporary folder (with `--no-config`
-the weights are inspected without the `config.json` beside them) and inspected. It prints one line per class
-(what transformers' `num_parameters()` says, what the inspector counts, its warnings) and a summary: the classes
-whose count differs and those that get a warning. A correct file should get neither (README, "The analytic
+the weights are inspected without the `config.json` beside them; with `--bin` the state dict is written by
+`torch.save` as `pytorch_model.bin` instead) and inspected. It prints one line per class (what transformers'
+`num_parameters()` says, what the inspector counts, its warnings) and a summary: the classes whose count
+differs and those that get a warning or are called unsafe. A correct file should get neither (README, "The analytic
 expectation" and "Counting"). Classes transformers cannot build from a default config are listed as such.
 Batches run in child processes, so a class that crashes the interpreter costs only itself.
 """
@@ -43,7 +44,7 @@ def model_types() -> list[tuple[str, str]]:
     return [(t, "AutoModelForCausalLM") for t in causal] + [(t, "AutoModel") for t in base]
 
 
-def one(model_type: str, auto: str, no_config: bool) -> dict[str, object]:
+def one(model_type: str, auto: str, no_config: bool, pickle: bool = False) -> dict[str, object]:
     """Build, save and inspect one class."""
     import shutil
     import signal
@@ -69,6 +70,10 @@ def one(model_type: str, auto: str, no_config: bool) -> dict[str, object]:
         torch.manual_seed(0)
         model = getattr(transformers, auto).from_config(config)
         model.save_pretrained(folder)
+        if pickle:  # transformers 5 writes safetensors only: the state dict as torch.save writes it
+            torch.save(model.state_dict(), folder / "pytorch_model.bin")
+            for weights in folder.glob("*.safetensors*"):
+                weights.unlink()
         n = int(model.num_parameters())
     except Exception as exc:  # noqa: BLE001 - a class transformers cannot build from a default config
         return {"not_built": f"{type(exc).__name__}: {str(exc)[:120]}"}
@@ -76,30 +81,34 @@ def one(model_type: str, auto: str, no_config: bool) -> dict[str, object]:
         signal.alarm(0)
     if no_config:
         (folder / "config.json").unlink(missing_ok=True)
-    weights = sorted(folder.glob("*.safetensors.index.json")) or sorted(folder.glob("*.safetensors"))
+    weights = (
+        sorted(folder.glob("*.index.json")) or sorted(folder.glob("*.safetensors")) or sorted(folder.glob("*.bin"))
+    )
     report = inspect(weights[0])
     warnings = [f"{f.code}: {f.message}" for f in report.findings if f.severity.value != "info"]
+    warnings += ["unsafe"] if report.unsafe else []
     shutil.rmtree(folder, ignore_errors=True)
     return {"transformers": n, "inspector": report.checkpoint.n_parameters, "warnings": warnings}
 
 
-def child(types: list[tuple[str, str]], no_config: bool) -> None:
+def child(types: list[tuple[str, str]], no_config: bool, pickle: bool) -> None:
     import warnings
 
     warnings.filterwarnings("ignore")
     for model_type, auto in types:
-        print(json.dumps({"type": model_type, "auto": auto, **one(model_type, auto, no_config)}), flush=True)
+        print(json.dumps({"type": model_type, "auto": auto, **one(model_type, auto, no_config, pickle)}), flush=True)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-config", action="store_true", help="inspect the weights without config.json beside them")
+    ap.add_argument("--bin", action="store_true", help="torch.save the weights (pytorch_model.bin), not safetensors")
     ap.add_argument("--types", help="only these model types (comma-separated)")
     ap.add_argument("--batch", type=int, default=20, help="classes per child process")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(json.loads(args.child), args.no_config)
+        child(json.loads(args.child), args.no_config, args.bin)
         return 0
     types = model_types()
     if args.types:
@@ -108,7 +117,8 @@ def main() -> int:
     results: list[dict[str, object]] = []
     while types:
         batch, types = types[: args.batch], types[args.batch :]
-        argv = [sys.executable, __file__, "--child", json.dumps(batch)] + (["--no-config"] if args.no_config else [])
+        argv = [sys.executable, __file__, "--child", json.dumps(batch)]
+        argv += (["--no-config"] if args.no_config else []) + (["--bin"] if args.bin else [])
         proc = subprocess.run(argv, capture_output=True, text=True, env=os.environ | {"TOKENIZERS_PARALLELISM": "0"})
         done = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
         for row in done:
