@@ -8,7 +8,7 @@ shapes the family `reads`; facts (biases, norm shifts, optional parts, a tied he
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain
 
 from inspector.errors import SpecError
@@ -400,14 +400,13 @@ def check(
 ) -> Expectation:
     """Row by row (block or module): the family's formula at `h` against the file's parameter tensors."""
     rows: dict[str, _Row] = {}
-    expected = expected_modules(family, h, view)
-    assigned: set[str] = set()
+    expected = [(e, view.module(e.path)) for e in expected_modules(family, h, view)]
+    assigned = {canonical_name(t) for _, tensors in expected for t in tensors}
+    stored = _stored_once(view, expected, assigned)
     outcomes: dict[str, list[tuple[str, str]]] = {}  # part template -> (row, "ok" / "absent" / "size") per repetition
-    for e in expected:
+    for e, tensors in expected:
         row = rows.setdefault(e.row, _Row())
-        tensors = view.module(e.path)
-        assigned.update(canonical_name(t) for t in tensors)
-        found = sum(t.n_elements for t in tensors if t.alias_of is None)
+        found = sum(t.n_elements for t in tensors if stored(t))
         row.found += found
         if e.spec is None:
             row.ties.append(f"{e.path!r} tied to {e.tied_to!r}: stored once, counted once")
@@ -432,10 +431,14 @@ def check(
         statistics = statistic_modules(ckpt, roles, ckpt.framework)
         modules = file_modules(ckpt, roles)
     for path, left in leftovers.items():
-        found = sum(t.n_elements for t in left if t.alias_of is None)
+        found = sum(t.n_elements for t in left if stored(t))
         module = modules.get(path)
         kind = module_spec(module, ckpt.framework, path in statistics).kind if module is not None else "Tensor"
-        if _inside(path, view.base, family):  # in the model, but no part names it: a real difference
+        if not any(map(stored, left)):  # only names of tensors stored elsewhere (torch.save keeps tied names)
+            row = rows.setdefault(path, _Row())
+            row.ties.append(f"{path!r} shares its tensors with modules counted elsewhere: stored once, counted once")
+            row.kinds.add("tied")
+        elif _inside(path, view.base, family):  # in the model, but no part names it: a real difference
             row = rows.setdefault(_row_for(path, rows), _Row())
             row.diffs.append(f"{path} ({kind}, {found:,}) is in the file but not in the {family.name} formula")
             row.extra = True
@@ -453,6 +456,28 @@ def check(
     return Expectation(
         source, family.name, _shown(h), sum(c.expected for c in checks), ckpt.n_parameters, checks, notes, anomalies
     )
+
+
+def _stored_once(
+    view: FileView, expected: Sequence[tuple[ExpectedModule, Sequence[TensorInfo]]], assigned: set[str]
+) -> Callable[[TensorInfo], bool]:
+    """Whether a tensor is the one stored copy of its data, as the family counts it.
+
+    A tie is symmetric, but a file names one side first (`alias_of` points back at it): torch.save of a
+    transformers 5 model can list its head before the embedding it shares. Where the model's own module (one the
+    family names) is the alias and the first name lies outside every module the family names (a task head), the
+    model's module holds the stored copy and the head the tied name, as the family's formula counts them.
+    """
+    promoted, demoted = set(), set()
+    for _, tensors in expected:
+        for t in tensors:
+            target = view.file.tensors.get(t.alias_of) if t.alias_of is not None else None
+            if target is not None and canonical_name(target) not in assigned:
+                promoted.add(t.name)
+                demoted.add(target.name)
+    if not promoted:
+        return lambda t: t.alias_of is None
+    return lambda t: t.name in promoted or (t.alias_of is None and t.name not in demoted)
 
 
 def _anomalies(outcomes: Mapping[str, list[tuple[str, str]]], rows: Mapping[str, _Row]) -> tuple[str, ...]:

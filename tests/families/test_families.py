@@ -283,3 +283,27 @@ def test_frozen_batchnorms_of_a_detection_backbone_are_buffers_by_the_config(tmp
     assert report.checkpoint.n_parameters == trained
     kinds = {t.name: t.kind.value for t in report.checkpoint.tensors}
     assert kinds["1.weight"] == kinds["1.bias"] == "buffer" and kinds["3.weight"] == "parameter"
+
+
+@pytest.mark.parametrize(
+    ("model_type", "auto", "why"),
+    [
+        ("camembert", "AutoModelForCausalLM", "the LM head listed before the embedding it shares"),
+        ("t5", "AutoModel", "the encoder's and decoder's embed_tokens kept as names of the shared embedding"),
+    ],
+)
+def test_a_state_dict_torch_saved_with_its_tied_names_matches_the_config(
+    model_type: str, auto: str, why: str, tmp_path: Path
+) -> None:
+    torch = pytest.importorskip("torch")
+    n = _small_model(model_type, auto, tmp_path)
+    import transformers
+
+    config = transformers.AutoConfig.from_pretrained(tmp_path)
+    model = getattr(transformers, auto).from_config(config)
+    torch.save(model.state_dict(), tmp_path / "pytorch_model.bin")
+    (tmp_path / "model.safetensors").unlink()
+    report = inspect(tmp_path / "pytorch_model.bin")
+    exp = report.expectation
+    assert report.checkpoint.n_parameters == n, why
+    assert exp is not None and exp.source == "config" and exp.matches, (why, exp.anomalies)
