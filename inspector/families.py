@@ -332,6 +332,22 @@ FAMILIES: tuple[Family, ...] = (
         {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
     ),
     Family(
+        "mixtral-fused",
+        "Mixtral as transformers 5 holds it (torch.save of its state dict): a router and the experts fused into "
+        "gate_up_proj (experts, 2 ff, d) and down_proj (experts, d, ff) per layer",
+        ("mixtral",),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *LLAMA_LAYER,
+            _linear("layers.{i}.mlp.gate", "d_model", "experts"),
+            Part("layers.{i}.mlp.experts.gate_up_proj", "tensor", ("experts", "feedforward*2", "d_model")),
+            Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "feedforward")),
+        ),
+        LLAMA_READS | {"feedforward": ("layers.0.mlp.experts.down_proj", 2), "experts": ("layers.0.mlp.gate", 0)},
+        {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
+    ),
+    Family(
         "qwen2_moe",
         "Qwen2-MoE / Qwen3-MoE: a router, `experts` gated experts of expert_ff and an optional gated shared expert",
         ("qwen2_moe", "qwen3_moe"),
@@ -351,6 +367,31 @@ FAMILIES: tuple[Family, ...] = (
         LLAMA_READS
         | {
             "expert_ff": ("layers.0.mlp.experts.0.up_proj", 0),
+            "experts": ("layers.0.mlp.gate", 0),
+            "shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0),
+        },  # fmt: skip
+        {"tied": False, "attention_bias": True, "norm_shift": False, "head_bias": False},
+    ),
+    Family(
+        "qwen2_moe-fused",
+        "Qwen2/3-MoE as transformers 5 holds it (torch.save of its state dict): a router, the experts fused into "
+        "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
+        ("qwen2_moe", "qwen3_moe"),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *LLAMA_LAYER,
+            _linear("layers.{i}.mlp.gate", "d_model", "experts"),
+            Part("layers.{i}.mlp.experts.gate_up_proj", "tensor", ("experts", "expert_ff*2", "d_model")),
+            Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
+            _linear("layers.{i}.mlp.shared_expert.gate_proj", "d_model", "shared_ff", when="shared_expert"),
+            _linear("layers.{i}.mlp.shared_expert.up_proj", "d_model", "shared_ff", when="shared_expert"),
+            _linear("layers.{i}.mlp.shared_expert.down_proj", "shared_ff", "d_model", when="shared_expert"),
+            _linear("layers.{i}.mlp.shared_expert_gate", "d_model", 1, when="shared_expert"),
+        ),
+        LLAMA_READS
+        | {
+            "expert_ff": ("layers.0.mlp.experts.down_proj", 2),
             "experts": ("layers.0.mlp.gate", 0),
             "shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0),
         },  # fmt: skip
@@ -391,6 +432,25 @@ FAMILIES: tuple[Family, ...] = (
             _linear("layers.{i}.mlp.dense_4h_to_h", "feedforward", "d_model", "mlp_bias"),
             _norm("final_layer_norm"),
             _linear("/embed_out", "d_model", "vocab", "head_bias", tied="embed_in"),
+        ),
+        {"vocab": ("embed_in", 0), "d_model": ("embed_in", 1), "feedforward": ("layers.0.mlp.dense_h_to_4h", 0)},
+        {"tied": False, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+    ),
+    Family(
+        "gpt_neox-lm_head",
+        "GPT-NeoX as transformers 5 holds it (torch.save of its state dict): the head named lm_head, not embed_out",
+        ("gpt_neox",),
+        ("gpt_neox.", ""),
+        (
+            Part("embed_in", "embedding", ("vocab", "d_model")),
+            _norm("layers.{i}.input_layernorm"),
+            _norm("layers.{i}.post_attention_layernorm"),
+            _linear("layers.{i}.attention.query_key_value", "d_model", "qkv_dim", "attention_bias"),
+            _linear("layers.{i}.attention.dense", "d_model", "d_model", "attention_bias", role="attention_output"),
+            _linear("layers.{i}.mlp.dense_h_to_4h", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.dense_4h_to_h", "feedforward", "d_model", "mlp_bias"),
+            _norm("final_layer_norm"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_in"),
         ),
         {"vocab": ("embed_in", 0), "d_model": ("embed_in", 1), "feedforward": ("layers.0.mlp.dense_h_to_4h", 0)},
         {"tied": False, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
@@ -732,4 +792,8 @@ FAMILIES: tuple[Family, ...] = (
 )
 
 FAMILY_BY_NAME: Mapping[str, Family] = {f.name: f for f in FAMILIES}
-FAMILY_BY_MODEL_TYPE: Mapping[str, Family] = {t: f for f in FAMILIES for t in f.model_types}
+# a model type's families: the layout its hub checkpoints use first, then the one transformers holds in memory
+# (what torch.save of a state dict writes) where they differ; the file's tensors pick between them
+FAMILIES_BY_MODEL_TYPE: Mapping[str, tuple[Family, ...]] = {
+    t: tuple(f for f in FAMILIES if t in f.model_types) for f in FAMILIES for t in f.model_types
+}

@@ -16,7 +16,7 @@ from inspector.families import (
     CONFIG_KEYS,
     COUNTS,
     FAMILIES,
-    FAMILY_BY_MODEL_TYPE,
+    FAMILIES_BY_MODEL_TYPE,
     FAMILY_BY_NAME,
     Family,
     Part,
@@ -198,8 +198,12 @@ class FileView:
         return self.counts[head]
 
 
-def _score(view: FileView, family: Family) -> int:
-    return sum(1 for p in family.parts if not p.path.startswith("/") and view.has_any(p.path))
+def _score(view: FileView, family: Family) -> tuple[int, int]:
+    """How many of the family's parts under its prefix the file has, then how many of those outside it (heads:
+    between two layouts of one model type that differ only in a head's name)."""
+    inside = sum(1 for p in family.parts if not p.path.startswith("/") and view.has_any(p.path))
+    outside = sum(1 for p in family.parts if p.path.startswith("/") and view.has_any(p.path))
+    return inside, outside
 
 
 def _in_stack(part: Part, family: Family) -> str | None:
@@ -210,13 +214,13 @@ def detect(ckpt: Checkpoint, families: Sequence[Family] = FAMILIES) -> list[tupl
     """The families a file may be, best first: its config's model_type, else every family whose layer
     parts are all there, ranked by how many of its parts the file has; each with the prefix it uses."""
     config = ckpt.config or {}
-    stated = FAMILY_BY_MODEL_TYPE.get(config.get("model_type"))  # type: ignore[arg-type]
-    if stated is not None and config.get("is_encoder_decoder") is False and _encoder_decoder(stated):
-        stated = None  # a decoder-only class of an encoder-decoder family (BartForCausalLM): not what it describes
-    source = "config" if stated is not None else "inferred"
-    candidates = [stated] if stated is not None else list(families)
+    stated = FAMILIES_BY_MODEL_TYPE.get(config.get("model_type"), ())  # type: ignore[arg-type]
+    if config.get("is_encoder_decoder") is False:  # a decoder-only class of an encoder-decoder family
+        stated = tuple(f for f in stated if not _encoder_decoder(f))  # (BartForCausalLM): not what it describes
+    source = "config" if stated else "inferred"
+    candidates = list(stated) if stated else list(families)
     file = FileModules.of(ckpt)
-    ranked: list[tuple[int, Family, FileView]] = []
+    ranked: list[tuple[tuple[int, int], Family, FileView]] = []
     for family in candidates:
         layer_parts = [
             p for p in family.parts if PLACEHOLDER.search(p.path) and not p.when and not _in_stack(p, family)
@@ -226,9 +230,9 @@ def detect(ckpt: Checkpoint, families: Sequence[Family] = FAMILIES) -> list[tupl
             if source == "inferred" and (not layer_parts or not all(view.has_any(p.path) for p in layer_parts)):
                 continue  # without a config every mandatory layer part must be there
             score = _score(view, family)
-            if score:
+            if score[0]:
                 ranked.append((score, family, view))
-    ranked.sort(key=lambda x: -x[0])
+    ranked.sort(key=lambda x: (-x[0][0], -x[0][1]))
     return [(family, view, source) for _, family, view in ranked]
 
 

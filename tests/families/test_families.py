@@ -176,7 +176,7 @@ SMALL = dict(
     num_key_value_heads=2, head_dim=8, vocab_size=128, max_position_embeddings=64, num_experts=4,
     num_experts_per_tok=2, n_routed_experts=4, d_model=32, num_layers=2, num_heads=4, d_ff=64, d_kv=8,
     image_size=32, patch_size=8, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-    decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+    decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, shared_expert_intermediate_size=32,
 )  # fmt: skip
 
 
@@ -290,9 +290,12 @@ def test_frozen_batchnorms_of_a_detection_backbone_are_buffers_by_the_config(tmp
     [
         ("camembert", "AutoModelForCausalLM", "the LM head listed before the embedding it shares"),
         ("t5", "AutoModel", "the encoder's and decoder's embed_tokens kept as names of the shared embedding"),
+        ("mixtral", "AutoModelForCausalLM", "experts fused into gate_up_proj and down_proj, as held in memory"),
+        ("qwen2_moe", "AutoModelForCausalLM", "fused experts beside a shared expert"),
+        ("gpt_neox", "AutoModelForCausalLM", "the head named lm_head in memory, embed_out on the hub"),
     ],
 )
-def test_a_state_dict_torch_saved_with_its_tied_names_matches_the_config(
+def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
     model_type: str, auto: str, why: str, tmp_path: Path
 ) -> None:
     torch = pytest.importorskip("torch")
