@@ -176,6 +176,26 @@ DECODER_ENDS = (
     _norm("norm"),
     _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
 )
+QWEN_SHARED_EXPERT = (  # Qwen2/3-MoE's optional gated shared expert, in either layout of the routed experts
+    _linear("layers.{i}.mlp.shared_expert.gate_proj", "d_model", "shared_ff", when="shared_expert"),
+    _linear("layers.{i}.mlp.shared_expert.up_proj", "d_model", "shared_ff", when="shared_expert"),
+    _linear("layers.{i}.mlp.shared_expert.down_proj", "shared_ff", "d_model", when="shared_expert"),
+    _linear("layers.{i}.mlp.shared_expert_gate", "d_model", 1, when="shared_expert"),
+)
+GPT_NEOX_BODY = (  # GPT-NeoX / Pythia but the head, whose name differs between the hub and memory
+    Part("embed_in", "embedding", ("vocab", "d_model")),
+    _norm("layers.{i}.input_layernorm"),
+    _norm("layers.{i}.post_attention_layernorm"),
+    _linear("layers.{i}.attention.query_key_value", "d_model", "qkv_dim", "attention_bias"),
+    _linear("layers.{i}.attention.dense", "d_model", "d_model", "attention_bias", role="attention_output"),
+    _linear("layers.{i}.mlp.dense_h_to_4h", "d_model", "feedforward", "mlp_bias"),
+    _linear("layers.{i}.mlp.dense_4h_to_h", "feedforward", "d_model", "mlp_bias"),
+    _norm("final_layer_norm"),
+)
+GPT_NEOX_SIZES: tuple[Mapping[str, tuple[str, int]], Mapping[str, Any]] = (  # its reads and defaults
+    {"vocab": ("embed_in", 0), "d_model": ("embed_in", 1), "feedforward": ("layers.0.mlp.dense_h_to_4h", 0)},
+    {"tied": False, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+)
 LLAMA_READS = {
     "vocab": ("embed_tokens", 0),
     "d_model": ("embed_tokens", 1),
@@ -359,10 +379,7 @@ FAMILIES: tuple[Family, ...] = (
             _linear("layers.{i}.mlp.experts.{e}.gate_proj", "d_model", "expert_ff"),
             _linear("layers.{i}.mlp.experts.{e}.up_proj", "d_model", "expert_ff"),
             _linear("layers.{i}.mlp.experts.{e}.down_proj", "expert_ff", "d_model"),
-            _linear("layers.{i}.mlp.shared_expert.gate_proj", "d_model", "shared_ff", when="shared_expert"),
-            _linear("layers.{i}.mlp.shared_expert.up_proj", "d_model", "shared_ff", when="shared_expert"),
-            _linear("layers.{i}.mlp.shared_expert.down_proj", "shared_ff", "d_model", when="shared_expert"),
-            _linear("layers.{i}.mlp.shared_expert_gate", "d_model", 1, when="shared_expert"),
+            *QWEN_SHARED_EXPERT,
         ),
         LLAMA_READS
         | {
@@ -384,10 +401,7 @@ FAMILIES: tuple[Family, ...] = (
             _linear("layers.{i}.mlp.gate", "d_model", "experts"),
             Part("layers.{i}.mlp.experts.gate_up_proj", "tensor", ("experts", "expert_ff*2", "d_model")),
             Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
-            _linear("layers.{i}.mlp.shared_expert.gate_proj", "d_model", "shared_ff", when="shared_expert"),
-            _linear("layers.{i}.mlp.shared_expert.up_proj", "d_model", "shared_ff", when="shared_expert"),
-            _linear("layers.{i}.mlp.shared_expert.down_proj", "shared_ff", "d_model", when="shared_expert"),
-            _linear("layers.{i}.mlp.shared_expert_gate", "d_model", 1, when="shared_expert"),
+            *QWEN_SHARED_EXPERT,
         ),
         LLAMA_READS
         | {
@@ -422,38 +436,16 @@ FAMILIES: tuple[Family, ...] = (
         "GPT-NeoX / Pythia: fused query_key_value, parallel attention and MLP, untied embed_out",
         ("gpt_neox",),
         ("gpt_neox.", ""),
-        (
-            Part("embed_in", "embedding", ("vocab", "d_model")),
-            _norm("layers.{i}.input_layernorm"),
-            _norm("layers.{i}.post_attention_layernorm"),
-            _linear("layers.{i}.attention.query_key_value", "d_model", "qkv_dim", "attention_bias"),
-            _linear("layers.{i}.attention.dense", "d_model", "d_model", "attention_bias", role="attention_output"),
-            _linear("layers.{i}.mlp.dense_h_to_4h", "d_model", "feedforward", "mlp_bias"),
-            _linear("layers.{i}.mlp.dense_4h_to_h", "feedforward", "d_model", "mlp_bias"),
-            _norm("final_layer_norm"),
-            _linear("/embed_out", "d_model", "vocab", "head_bias", tied="embed_in"),
-        ),
-        {"vocab": ("embed_in", 0), "d_model": ("embed_in", 1), "feedforward": ("layers.0.mlp.dense_h_to_4h", 0)},
-        {"tied": False, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+        (*GPT_NEOX_BODY, _linear("/embed_out", "d_model", "vocab", "head_bias", tied="embed_in")),
+        *GPT_NEOX_SIZES,
     ),
     Family(
         "gpt_neox-lm_head",
         "GPT-NeoX as transformers 5 holds it (torch.save of its state dict): the head named lm_head, not embed_out",
         ("gpt_neox",),
         ("gpt_neox.", ""),
-        (
-            Part("embed_in", "embedding", ("vocab", "d_model")),
-            _norm("layers.{i}.input_layernorm"),
-            _norm("layers.{i}.post_attention_layernorm"),
-            _linear("layers.{i}.attention.query_key_value", "d_model", "qkv_dim", "attention_bias"),
-            _linear("layers.{i}.attention.dense", "d_model", "d_model", "attention_bias", role="attention_output"),
-            _linear("layers.{i}.mlp.dense_h_to_4h", "d_model", "feedforward", "mlp_bias"),
-            _linear("layers.{i}.mlp.dense_4h_to_h", "feedforward", "d_model", "mlp_bias"),
-            _norm("final_layer_norm"),
-            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_in"),
-        ),
-        {"vocab": ("embed_in", 0), "d_model": ("embed_in", 1), "feedforward": ("layers.0.mlp.dense_h_to_4h", 0)},
-        {"tied": False, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+        (*GPT_NEOX_BODY, _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_in")),
+        *GPT_NEOX_SIZES,
     ),
     Family(
         "gptj",

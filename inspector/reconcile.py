@@ -44,7 +44,7 @@ KIND_BUCKET = {
     TensorKind.OTHER: "other_tensors",
     TensorKind.METADATA: "metadata",
 }
-REGION_BUCKET = {kind: kind.value for kind in RegionKind if kind is not RegionKind.TENSOR_DATA}
+REGION_BUCKET: dict[RegionKind, str] = {kind: kind.value for kind in RegionKind if kind is not RegionKind.TENSOR_DATA}
 KIND_PRIORITY = (TensorKind.PARAMETER, TensorKind.BUFFER, TensorKind.OPTIMIZER, TensorKind.OTHER, TensorKind.METADATA)
 
 
