@@ -38,6 +38,7 @@ from loaders._hdf5 import (
     H5Walk,
     kept_attrs,
 )
+from loaders._hdf5_structures import btree_node_bytes, chunk_key_bytes, symbol_node_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -237,8 +238,8 @@ class Reader:
         """
         btree, heap = self.address(body, 0), self.address(body, self.osz)
         names, heap_size = self.local_heap(heap)
-        node_size = 8 + 2 * self.osz + 2 * self.internal_k * self.osz + (2 * self.internal_k + 1) * self.lsz
-        snod_size = 8 + 2 * self.leaf_k * (2 * self.osz + 24)
+        node_size = btree_node_bytes(self.osz, self.lsz, self.internal_k)
+        snod_size = symbol_node_bytes(self.osz, self.leaf_k)
         links: list[tuple[bytes, int]] = []
         leaves = self.btree(btree, 0, node_size, self.lsz)
         for keys in self.btree_keys:
@@ -338,7 +339,7 @@ class Reader:
         """A symbol table node's entries: (link name from the local heap, object header address)."""
         self.once("symbol table node", address)
         entry = 2 * self.osz + 24
-        node = self.read(address, 8 + 2 * self.leaf_k * entry)  # the whole node, as the library reads it
+        node = self.read(address, symbol_node_bytes(self.osz, self.leaf_k))  # the whole node, as the library reads it
         count = struct.unpack_from("<H", node, 6)[0]
         if node[:4] != b"SNOD" or node[4] != 1 or count > 2 * self.leaf_k:
             raise Unsupported("symbol table node")
@@ -687,8 +688,8 @@ def _dataset(
         chunk = [_uint(layout, 3 + r.osz + 4 * i, 4) for i in range(dims)]
         if dims != len(shape) + 1 or 0 in chunk or chunk[-1] != dtype.size:
             raise Unsupported("chunk dimensions")
-        key_size = 8 + 8 * dims
-        node_size = 8 + 2 * r.osz + 2 * r.chunk_k * r.osz + (2 * r.chunk_k + 1) * key_size
+        key_size = chunk_key_bytes(dims - 1)  # (`dims` counts the element's own dimension)
+        node_size = btree_node_bytes(r.osz, key_size, r.chunk_k)
         chunks = r.btree(address, 1, node_size, key_size)
         index_size = r.btree_nodes * node_size
         kind = RegionKind.COMPRESSED if filtered else RegionKind.TENSOR_DATA

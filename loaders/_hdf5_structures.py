@@ -83,6 +83,22 @@ def geometry(
     return Geometry(origin, offset_size, length_size, leaf, internal, chunk, tuple(sorted(set(ranks))))
 
 
+def btree_node_bytes(offset_size: int, key_size: int, k: int) -> int:
+    """A v1 B-tree node ("TREE") of at most 2K children: signature, type, level and entries used (8 bytes), its
+    left and right siblings, 2K + 1 keys and 2K child addresses."""
+    return 8 + 2 * offset_size + (2 * k + 1) * key_size + 2 * k * offset_size
+
+
+def symbol_node_bytes(offset_size: int, leaf_k: int) -> int:
+    """A symbol table node ("SNOD"): 8 bytes, then 2 leaf-K entries of two addresses and 24 bytes."""
+    return 8 + 2 * leaf_k * (2 * offset_size + 24)
+
+
+def chunk_key_bytes(rank: int) -> int:
+    """A chunk B-tree key: chunk size and filter mask (8 bytes), then rank + 1 offsets of 8 bytes."""
+    return 8 + 8 * (rank + 1)
+
+
 def _uint(data: bytes, at: int, size: int) -> int:
     return int.from_bytes(data[at : at + size], "little")
 
@@ -139,14 +155,14 @@ def _tree_size(g: Geometry, data: bytes, at: int, room: int, children: set[int])
     head = 8 + 2 * g.offset_size
     if node_type == 0:
         k = g.internal_k
-        size = head + (2 * k + 1) * g.length_size + 2 * k * g.offset_size
+        size = btree_node_bytes(g.offset_size, g.length_size, k)
         return size if used <= 2 * k and size <= room else None
     if node_type != 1:
         return None
     fits = []
     for rank in g.chunk_ranks:
-        key = 8 + 8 * (rank + 1)
-        size = head + (2 * g.chunk_k + 1) * key + 2 * g.chunk_k * g.offset_size
+        key = chunk_key_bytes(rank)
+        size = btree_node_bytes(g.offset_size, key, g.chunk_k)
         child = g.origin + _uint(data, at + head + key, g.offset_size) if at + head + key < len(data) else -1
         if used <= 2 * g.chunk_k and size <= room and (not children or child in children or len(g.chunk_ranks) == 1):
             fits.append(size)
@@ -208,7 +224,7 @@ def _structure(g: Geometry, data: bytes, at: int, room: int, children: set[int])
         size = _tree_size(g, data, at, room, children)
         hit = Hit(size, "HDF5 B-tree node (v1)") if size else None
     elif sig == b"SNOD" and version == 1:
-        hit = Hit(8 + 2 * g.leaf_k * (2 * g.offset_size + 24), "HDF5 symbol table node")
+        hit = Hit(symbol_node_bytes(g.offset_size, g.leaf_k), "HDF5 symbol table node")
     elif sig == b"HEAP" and version == 0:
         data_at = at + 8 + 2 * g.length_size
         segment = (g.origin + _uint(data, data_at, g.offset_size), _uint(data, at + 8, g.length_size), HEAP_DATA)
