@@ -25,7 +25,7 @@ from loaders import _pickle, _pickle_fast, _torch
 from loaders._pickle_values import Call, Global, OpaqueKey, PickleError, StorageRef, TensorRef
 from loaders.torch_legacy import MAGIC
 from tests.conftest import FIXTURES, SAMPLES
-from tests.test_safety import P2, P4, file_handler, frame, glob, payloads, short, text
+from tests.test_safety import P2, P4, file_handler, frame, glob, mutated, payloads, short, text
 
 # -- reading a pickle both ways ------------------------------------------------------------------------------
 
@@ -392,18 +392,7 @@ def test_property_mutated_torch_pickles(tmp_path: Path) -> None:
         ),
     )
     def check(seed: bytes, edits: list[tuple[int, int, str, bytes]]) -> None:
-        data = bytearray(seed)
-        for pos, value, how, splice in edits:
-            pos %= len(data) + 1
-            if how == "f" and pos < len(data):
-                data[pos] = value
-            elif how == "i":
-                data[pos:pos] = bytes([value])
-            elif how == "d":
-                del data[pos : pos + 1]
-            elif how == "s":
-                data[pos:pos] = splice
-        both(bytes(data))
+        both(mutated(seed, edits))
         assert not _audit, _audit
         assert not canary.exists()
 

@@ -19,9 +19,10 @@ import tarfile
 import time
 import warnings
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -690,6 +691,23 @@ def _flagged(data: bytes) -> bool:
         return bool(exc.unsafe)
 
 
+def mutated(seed: bytes, edits: Iterable[tuple[Any, ...]]) -> bytes:
+    """`seed` with each edit (position, byte, how[, splice]) made: "f" overwrites the byte at the position, "i"
+    inserts one, "d" deletes one, "s" inserts the splice (positions wrap around the current length)."""
+    data = bytearray(seed)
+    for pos, value, how, *splice in edits:
+        pos %= len(data) + 1
+        if how == "f" and pos < len(data):
+            data[pos] = value
+        elif how == "i":
+            data[pos:pos] = bytes([value])
+        elif how == "d":
+            del data[pos : pos + 1]
+        elif how == "s":
+            data[pos:pos] = splice[0]
+    return bytes(data)
+
+
 def _seeds() -> list[bytes]:
     canary = Path("/nonexistent/canary")
     evil = file_handler(canary)
@@ -715,18 +733,9 @@ def test_property_mutated_pickles() -> None:
         edits=st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255), st.sampled_from("fid")), max_size=4),
     )
     def check(seed: bytes, edits: list[tuple[int, int, str]]) -> None:
-        data = bytearray(seed)
-        for pos, value, how in edits:
-            pos %= len(data) + 1
-            if how == "f" and pos < len(data):
-                data[pos] = value
-            elif how == "i":
-                data[pos:pos] = bytes([value])
-            elif how == "d":
-                del data[pos : pos + 1]
-        mutated = bytes(data)
-        if _oracle(mutated):
-            assert _flagged(mutated), mutated
+        data = mutated(seed, edits)
+        if _oracle(data):
+            assert _flagged(data), data
 
     check()
 
