@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import chain
+from itertools import chain, repeat
+from operator import itemgetter
 
 from inspector.errors import SpecError
 from inspector.families import (
@@ -123,8 +124,9 @@ class FileModules:
                 name = t.name if t.layer is None or t.param is None else canonical_name(t)
                 modules.setdefault(name.rpartition(".")[0], []).append(t)
                 tensors[name] = t
-        lasts = {p.rpartition(".")[2] for p in chain(modules, tensors)}
-        return cls({k: tuple(v) for k, v in modules.items()}, tensors, frozenset(map(_shape_key, lasts)))
+        lasts = set(map(itemgetter(2), map(str.rpartition, chain(modules, tensors), repeat("."))))  # last parts
+        frozen = dict(zip(modules, map(tuple, modules.values()), strict=True))
+        return cls(frozen, tensors, frozenset(map(_shape_key, lasts)))
 
     @property
     def keys(self) -> frozenset[str]:

@@ -65,12 +65,22 @@ SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
 
 class Rows:
     """A long list written on demand: the dicts `make` gives for `items`, made a batch at a time as they are written
-    (a report's 100,000 tensors and 400,000 regions are never all held as dicts). Written as the list would be."""
+    (a report's 100,000 tensors and 400,000 regions are never all held as dicts). Written as the list would be.
 
-    __slots__ = ("items", "make")
+    `columns`, where given, is the same batch of dicts column by column: `(keys, values)` with one sequence of values
+    per key, as `make` would give them; or None for a batch whose dicts do not all have the same keys (`make` is then
+    used). A batch's columns are written without a dict made per item.
+    """
 
-    def __init__(self, items: Sequence[Any], make: Callable[[Any], Any]) -> None:
-        self.items, self.make = items, make
+    __slots__ = ("items", "make", "columns")
+
+    def __init__(
+        self,
+        items: Sequence[Any],
+        make: Callable[[Any], Any],
+        columns: Callable[[Sequence[Any]], tuple[tuple[str, ...], list[Sequence[Any]]] | None] | None = None,
+    ) -> None:
+        self.items, self.make, self.columns = items, make, columns
 
     def __len__(self) -> int:
         return len(self.items)
@@ -151,21 +161,26 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
 
     def records(batch: list[Any] | tuple[Any, ...], nl: str) -> list[str] | None:
         """The texts of a batch of dicts of one key layout (a report's tensors, regions, layer rows), written
-        column by column: a column of one scalar type (names, offsets) or of lists of ints (shapes) is one
-        `map` of a C function, and each dict is its layout's template filled in; None for other batches."""
+        column by column (`columns`); None for other batches."""
         if set(map(type, batch)) != {dict}:
             return None
         layouts = list(map(tuple, batch))
         keys = layouts[0]
         if not keys or layouts.count(keys) != len(layouts) or set(map(type, keys)) != {str}:
             return None  # (keys that are not strings: 1, 1.0 and True are equal keys written differently)
+        return columns(keys, list(zip(*map(dict.values, batch), strict=True)), nl)
+
+    def columns(keys: tuple[str, ...], values: Sequence[Sequence[Any]], nl: str) -> list[str]:
+        """The texts of the dicts whose values under `keys` are `values` (a sequence per key): a column of one
+        scalar type (names, offsets) or of lists of ints (shapes) is one `map` of a C function, and each dict is
+        its layout's template filled in."""
         inner = nl + INDENT
-        columns: list[Any] = []
+        texts: list[Any] = []
         ints = []  # the columns of ints, written by '%d' in the template (as repr writes an int)
-        for column in zip(*map(dict.values, batch), strict=True):
+        for column in values:
             if column[0].__class__ is str:  # names: the C escaper takes any str and refuses anything else
                 try:
-                    columns.append(list(map(string, column)))
+                    texts.append(list(map(string, column)))
                     continue
                 except TypeError:
                     pass
@@ -173,24 +188,24 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
             if len(kinds) == 1:
                 kind = kinds.pop()
                 if kind is int:
-                    ints.append(len(columns))
-                    columns.append(column)
+                    ints.append(len(texts))
+                    texts.append(column)
                     continue
                 scalar = SCALAR_TEXT.get(kind)
                 if scalar is not None:
-                    columns.append(map(scalar, column))
+                    texts.append(map(scalar, column))
                     continue
                 if kind is list and set(map(type, chain.from_iterable(column))) <= {int}:
                     # lists of ints (shapes): a "%d" template per length ('%d' writes an int as repr does)
                     deeper = inner + INDENT
                     lists = {n: "[" + deeper + ("," + deeper).join(["%d"] * n) + inner + "]" if n else "[]"
                              for n in set(map(len, column))}  # fmt: skip
-                    columns.append(map(mod, map(lists.__getitem__, map(len, column)), map(tuple, column)))
+                    texts.append(map(mod, map(lists.__getitem__, map(len, column)), map(tuple, column)))
                     continue
-            columns.append([value(v, inner) for v in column])  # mixed or nested: value by value
+            texts.append([value(v, inner) for v in column])  # mixed or nested: value by value
         text = templates.get((keys, nl, tuple(ints))) or template(keys, nl, tuple(ints))
         # no dict of the batch is marked active: a cycle through one passes through a nested container, which is marked
-        return list(map(text.__mod__, zip(*columns, strict=True)))
+        return list(map(text.__mod__, zip(*texts, strict=True)))
 
     def container(o: list[Any] | tuple[Any, ...] | dict[Any, Any] | Rows, nl: str) -> str:
         if not o:
@@ -278,9 +293,16 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
             emit("[" + inner)
             sep = "," + inner
             for start in range(0, len(o), STREAM_ITEMS):  # a batch of small items: one join
-                batch = o[start : start + STREAM_ITEMS]
+                laid = o.columns(o.items[start : start + STREAM_ITEMS]) if o.__class__ is Rows and o.columns else None
+                batch = o[start : start + STREAM_ITEMS] if laid is None else ()
                 try:
-                    rows = records(batch, inner) if batch[0].__class__ is dict else None
+                    rows = (
+                        columns(laid[0], laid[1], inner)
+                        if laid is not None
+                        else records(batch, inner)
+                        if batch[0].__class__ is dict
+                        else None
+                    )
                     text = (
                         sep.join(rows)
                         if rows is not None
@@ -300,7 +322,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                 except _Large:  # an item holds something large: the batch item by item
                     active.clear()
                     active.update(streaming)
-                    for v in batch:
+                    for v in batch or o[start : start + STREAM_ITEMS]:
                         emit("" if first else sep)
                         stream(v, inner)
                         first = False

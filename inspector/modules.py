@@ -43,6 +43,7 @@ FRAMEWORK_CONVENTIONS = {"keras": Convention.KERAS, "tensorflow": Convention.KER
 LAYER_FROM_ROLE = ("rnn_input_kernel", "rnn_recurrent_kernel", "rnn_bias", "initial_state")
 # one value per feature (num_batches_tracked is a counter)
 STATISTICS = frozenset(n for names in NORM_STATISTICS.values() for n in names) - {"num_batches_tracked"}
+DOTTED_STATISTICS = tuple("." + n for n in sorted(STATISTICS))  # a name whose last part is one: str.endswith
 SCALES = ("weight", "gamma", "scale")
 SHIFTS = ("bias", "beta")
 AFFINE = {"weight", "bias"}
@@ -88,9 +89,15 @@ def module_name(t: TensorInfo, r: RoleMatch, framework: str) -> str:
 def module_groups(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, list[tuple[TensorInfo, RoleMatch]]]:
     """Parameter tensors (with their roles) by module, in file order."""
     groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
+    framework, parameter = ckpt.framework, TensorKind.PARAMETER
+    by_role = framework in FRAMEWORK_CONVENTIONS
     for t, r in zip(ckpt.tensors, roles, strict=True):
-        if t.kind is TensorKind.PARAMETER:
-            groups.setdefault(module_name(t, r, ckpt.framework), []).append((t, r))
+        if t.kind is parameter:
+            if by_role or t.layer or r.role in LAYER_FROM_ROLE or r.rule_id.startswith("shape."):
+                name = t.layer or r.layer  # module_name(t, r, framework), inline (100,000 tensors)
+            else:
+                name = t.name.rpartition(".")[0] if "." in t.name else r.layer
+            groups.setdefault(name, []).append((t, r))
     return groups
 
 
@@ -208,7 +215,7 @@ def statistic_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch], framework: s
     return {
         module_name(t, r, framework)
         for t, r in zip(ckpt.tensors, roles, strict=True)
-        if r.role == "norm_statistic" or t.name.rpartition(".")[2] in STATISTICS
+        if r.role == "norm_statistic" or (t.name.endswith(DOTTED_STATISTICS) or t.name in STATISTICS)
     }
 
 
@@ -231,7 +238,12 @@ def file_specs(
             specs.append(module_spec(Module(name, tuple(items)), framework, stats))
             continue
         t, r = items[0]
-        key = (_param(name + ".", t, r), t.shape, r.role, r.rule_id, t.alias_of is None, stats, "prelu" in name.lower())
+        prefix = name + "."
+        if r.param and r.rule_id.startswith(STATED_PARAM_RULES):
+            param = _param(prefix, t, r)
+        else:  # _param(prefix, t, r), inline
+            param = t.name[len(prefix) :] if t.name.startswith(prefix) else (r.param or t.name)
+        key = (param, t.shape, r.role, r.rule_id, t.alias_of is None, stats, "prelu" in name.lower())
         recipe = recipes.get(key)
         if recipe is None:
             recipe = recipes[key] = _recipe(Module(name, tuple(items)), framework, stats)

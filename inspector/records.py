@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import StrEnum
 from math import prod
+from operator import attrgetter
 from types import MappingProxyType
 
 from inspector.recordtype import field, record
@@ -172,7 +173,8 @@ class Checkpoint:
 
     @property
     def n_parameters(self) -> int:
-        return sum(t.n_elements for t in self.unique(TensorKind.PARAMETER))
+        # sum of n_elements over unique(PARAMETER), as one chain of C calls (100,000 tensors)
+        return sum(map(prod, map(attrgetter("shape"), self.unique(TensorKind.PARAMETER))))
 
     @property
     def count_known(self) -> bool:

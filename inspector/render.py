@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from math import prod
+from operator import attrgetter
 
 from inspector.jsontext import Rows, dumps, write
 from inspector.reconcile import BUCKETS, human, unit_trap
-from inspector.records import Checkpoint, Region, RegionKind, RoleMatch, TensorInfo, TensorKind
+from inspector.records import Checkpoint, LayerCheck, Region, RegionKind, RoleMatch, TensorInfo, TensorKind
 from inspector.report import Report
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    Columns = tuple[tuple[str, ...], list[Any]]  # a batch of dicts column by column (`jsontext.Rows`)
 
 _CONTROL = {c: f"\\x{c:02x}" for c in list(range(0x20)) + [0x7F]} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
 _C1 = {c: f"\\u{c:04x}" for c in range(0x80, 0xA0)}
@@ -48,6 +52,21 @@ KIND_TEXT = {kind: kind.value for kind in TensorKind}  # (a dict lookup: no enum
 REGION_TEXT = {kind: kind.value for kind in RegionKind}
 
 
+# The optional facts of a tensor's and a region's dict, in the order written, each with when it is written ("set":
+# when not None, "": when truthy); for the dicts and for their columns alike
+TENSOR_OPTIONAL = (("alias_of", "set"), ("storage", "set"), ("section", ""), ("param", "set"), ("file", ""),
+                   ("span", "set"), ("notes", ""))  # fmt: skip
+REGION_OPTIONAL = (("file", ""), ("logical", "set"))
+
+
+def _with_optional(item: Any, optional: tuple[tuple[str, str], ...], out: dict[str, Any]) -> dict[str, Any]:
+    for key, when in optional:
+        value = getattr(item, key)
+        if value is not None if when == "set" else value:
+            out[key] = list(value) if key == "notes" else value
+    return out
+
+
 def _tensor_json(t: TensorInfo, r: RoleMatch | None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "name": t.name,
@@ -61,31 +80,88 @@ def _tensor_json(t: TensorInfo, r: RoleMatch | None) -> dict[str, Any]:
         "role": r.role if r is not None else "",
         "trainable": t.trainable,
     }
-    # the optional facts, in this order, when set
-    if t.alias_of is not None:
-        out["alias_of"] = t.alias_of
-    if t.storage is not None:
-        out["storage"] = t.storage
-    if t.section:
-        out["section"] = t.section
-    if t.param is not None:
-        out["param"] = t.param
-    if t.file:
-        out["file"] = t.file
-    if t.span is not None:
-        out["span"] = t.span
-    if t.notes:
-        out["notes"] = list(t.notes)
-    return out
+    return _with_optional(t, TENSOR_OPTIONAL, out)
 
 
 def _region_json(r: Region) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": REGION_TEXT[r.kind], "start": r.start, "length": r.length, "label": r.label}
-    if r.file:
-        out["file"] = r.file
-    if r.logical is not None:
-        out["logical"] = r.logical
-    return out
+    return _with_optional(r, REGION_OPTIONAL, out)
+
+
+# -- the same dicts column by column, for `jsontext.Rows` (the CLI's --json: 100,000 tensors, no dict made for each)
+
+TENSOR_KEYS = ("name", "shape", "dtype", "elements", "nbytes", "offset", "kind", "layer", "role", "trainable")
+REGION_KEYS = ("kind", "start", "length", "label")
+LAYER_FIELDS = ("layer", "kind", "expected", "found", "status", "explanation")  # a LayerCheck's, all written
+
+
+def _optional(batch: Sequence[Any], optional: tuple[tuple[str, str], ...], keys: list[str], values: list[Any]) -> bool:
+    """`_with_optional` for a batch: add the columns written for every item; False if one is written for some items
+    only (their dicts differ in layout: the batch is made dict by dict)."""
+    for key, when in optional:
+        column = list(map(attrgetter(key), batch))
+        if when == "set":  # written when not None
+            absent = column.count(None)
+            if absent == len(column):
+                continue
+            if absent:
+                return False
+        elif not any(column):  # written when truthy
+            continue
+        elif not all(column):
+            return False
+        keys.append(key)
+        values.append(list(map(list, column)) if key == "notes" else column)
+    return True
+
+
+def _tensor_columns(roles: dict[int, RoleMatch]) -> Callable[[Sequence[TensorInfo]], Columns | None]:
+    def columns(batch: Sequence[TensorInfo]) -> Columns | None:
+        """`_tensor_json` of every tensor of the batch, as columns (None: the dicts differ in layout)."""
+        matches = list(map(roles.get, map(id, batch)))
+        if None in matches:
+            return None
+        shapes = list(map(attrgetter("shape"), batch))
+        keys, values = (
+            list(TENSOR_KEYS),
+            [
+                list(map(attrgetter("name"), batch)),
+                list(map(list, shapes)),
+                list(map(attrgetter("dtype"), batch)),
+                list(map(prod, shapes)),
+                list(map(attrgetter("nbytes"), batch)),
+                list(map(attrgetter("offset"), batch)),
+                list(map(KIND_TEXT.__getitem__, map(attrgetter("kind"), batch))),
+                list(map(attrgetter("layer"), matches)),
+                list(map(attrgetter("role"), matches)),
+                list(map(attrgetter("trainable"), batch)),
+            ],
+        )
+        return (tuple(keys), values) if _optional(batch, TENSOR_OPTIONAL, keys, values) else None
+
+    return columns
+
+
+def _region_columns(batch: Sequence[Region]) -> Columns | None:
+    """`_region_json` of every region of the batch, as columns (None: the dicts differ in layout)."""
+    keys, values = (
+        list(REGION_KEYS),
+        [
+            list(map(REGION_TEXT.__getitem__, map(attrgetter("kind"), batch))),
+            list(map(attrgetter("start"), batch)),
+            list(map(attrgetter("length"), batch)),
+            list(map(attrgetter("label"), batch)),
+        ],
+    )
+    return (tuple(keys), values) if _optional(batch, REGION_OPTIONAL, keys, values) else None
+
+
+def _layer_json(c: LayerCheck) -> dict[str, Any]:
+    return {key: getattr(c, key) for key in LAYER_FIELDS}
+
+
+def _layer_columns(batch: Sequence[LayerCheck]) -> Columns:
+    return LAYER_FIELDS, [list(map(attrgetter(key), batch)) for key in LAYER_FIELDS]
 
 
 def _counts(ckpt: Checkpoint) -> dict[str, Any]:
@@ -136,9 +212,11 @@ def report_dict(report: Report, lazy: bool = False) -> dict[str, Any]:
         "file_bytes": ckpt.file_size,
         "files": [{"path": p, "bytes": s} for p, s in ckpt.files],
         **_counts(ckpt),
-        "tensors": Rows(ckpt.tensors, tensor) if lazy else list(map(tensor, ckpt.tensors)),
+        "tensors": Rows(ckpt.tensors, tensor, _tensor_columns(roles)) if lazy else list(map(tensor, ckpt.tensors)),
         "bytes": {
-            "regions": Rows(ckpt.regions, _region_json) if lazy else list(map(_region_json, ckpt.regions)),
+            "regions": (
+                Rows(ckpt.regions, _region_json, _region_columns) if lazy else list(map(_region_json, ckpt.regions))
+            ),
             "by_kind": acc.by_kind,
             "unexplained": acc.unexplained,
             "size_implied": {
@@ -165,17 +243,7 @@ def report_dict(report: Report, lazy: bool = False) -> dict[str, Any]:
             "matches": exp.matches,
             "explained": exp.explained,
             "anomalies": list(exp.anomalies),
-            "layers": [
-                {
-                    "layer": c.layer,
-                    "kind": c.kind,
-                    "expected": c.expected,
-                    "found": c.found,
-                    "status": c.status,
-                    "explanation": c.explanation,
-                }
-                for c in exp.layers
-            ],
+            "layers": Rows(exp.layers, _layer_json, _layer_columns) if lazy else list(map(_layer_json, exp.layers)),
             "notes": list(exp.notes),
         }
     return out

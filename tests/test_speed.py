@@ -108,6 +108,32 @@ def test_report_json_is_the_standard_encoders(samples: Path) -> None:
     assert isinstance(lazy[0]["tensors"], jsontext.Rows) and render_json(lazy, many=True) == render_json(dicts, True)
 
 
+def test_rows_written_column_by_column_are_the_dicts(tmp_path: Path) -> None:
+    """--json writes the tensors, regions and layer rows of a batch from their records column by column; the text is
+    that of the dicts `report_dict` makes, whether an optional key is set for every row of a batch (torch storages),
+    for some (a tie in the second batch: dict by dict) or for none (safetensors)."""
+    torch = pytest.importorskip("torch")
+    from safetensors.numpy import save_file
+
+    from inspector.render import render_json, report_dict
+    from inspector.report import inspect
+
+    n = 3 * jsontext.STREAM_ITEMS
+    state = {f"blocks.{i}.linear.weight": torch.full((2, i % 5 + 1), float(i)) for i in range(n)}
+    state["blocks.300.linear.weight"] = state["blocks.299.linear.weight"]  # tied: an alias_of in one batch
+    torch.save(state, tmp_path / "tied.pt")
+    save_file({k: v.numpy() for k, v in state.items() if k != "blocks.300.linear.weight"}, tmp_path / "m.safetensors")
+    reports = [inspect(tmp_path / "tied.pt"), inspect(tmp_path / "m.safetensors")]
+    laid: list[bool] = []
+    lazy = [report_dict(r, lazy=True) for r in reports]
+    for d in lazy:
+        for rows in (d["tensors"], d["bytes"]["regions"], d["expected"]["layers"]):
+            assert isinstance(rows, jsontext.Rows) and rows.columns is not None
+            rows.columns = lambda batch, of=rows.columns: laid.append(of(batch) is not None) or of(batch)
+    assert render_json(lazy, many=True) == json.dumps([report_dict(r) for r in reports], indent=2, default=str)
+    assert True in laid and False in laid  # both ways were taken
+
+
 @pytest.mark.parametrize("n", [0, 3, jsontext.STREAM_ITEMS, 3 * jsontext.STREAM_ITEMS + 5])
 def test_rows_made_on_demand_are_written_as_the_list(n: int) -> None:
     def row(i: int) -> dict[str, object]:
