@@ -1,5 +1,5 @@
 """``python -m inspector`` runs the command line."""
 
-from inspector.cli import main
+from inspector.cli import run
 
-raise SystemExit(main())
+run()

@@ -109,6 +109,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             gc.enable()
 
 
+def run() -> NoReturn:
+    """The console script and `python -m inspector`: `main`, then the process ends without taking itself apart.
+
+    An interpreter's normal exit frees every object and module one by one: about 3 ms of a 30 ms run, and 0.1 s
+    after a report of 100,000 tensors. Here the exit handlers run and the output is flushed, as at any exit, then
+    the process ends with `main`'s status (`os._exit`). A caller that imports `main` keeps the usual exit.
+    """
+    import atexit
+    import contextlib
+
+    status = main()
+    atexit._run_exitfuncs()  # (what the interpreter's exit runs first: logging, multiprocessing, Dask)
+    with contextlib.suppress(BrokenPipeError):  # the reader went away during the last write: as in `main`
+        sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] in ("formula", "budget", "compare"):
