@@ -273,8 +273,11 @@ EXTRAS = {
     "tensorflow-checkpoint": ("tf.train.list_variables", TF_LIST),
     "torch-dcp": ("FileSystemReader.read_metadata", DCP_META),
 }  # fmt: skip
-INSPECTOR = "import sys; from inspector.cli import main; raise SystemExit(main([P, '--json']))"
-WITH_HTML = "from inspector.cli import main; raise SystemExit(main([P, '--json', '--html', P + '.html']))"
+# `inspector P --json` as the console script runs it (`cli.run`: the exit handlers, then no teardown)
+INSPECTOR = "import sys; sys.argv = ['inspector', P, '--json']; from inspector.cli import run; run()"
+WITH_HTML = (
+    "import sys; sys.argv = ['inspector', P, '--json', '--html', P + '.html']; from inspector.cli import run; run()"
+)
 
 
 def html_figures(out: Path, repeat: int) -> None:
@@ -394,7 +397,7 @@ SCALES = (1_000, 10_000, 100_000)
 SCALE_FORMATS = ("safetensors", "pytorch-zip")
 REFERENCE = {"keras-h5": ("python -c 'import h5py'", "import h5py")}
 DEFAULT_REFERENCE = ("python -c pass", "pass")
-INSPECT = "from inspector.cli import main\nraise SystemExit(main([P, '--json']))"
+
 # What any argparse-and-json tool pays: parse the arguments, read a safetensors header, print it as JSON (the
 # standard library only). Its ratio is the floor under every figure of the start-up table.
 FLOOR = (
@@ -449,17 +452,17 @@ def _evict(path: Path) -> None:
 def startup_row(fmt: str, path: Path, runs: int) -> list[str]:
     """Median whole-process time over `runs` alternating runs against the reference, peak RSS, bytes read."""
     ref_name, ref_code = REFERENCE.get(fmt, DEFAULT_REFERENCE)
-    _run(INSPECT, path)  # warm the interpreter's own files
+    _run(INSPECTOR, path)  # warm the interpreter's own files
     mine: list[float] = []
     ref: list[float] = []
     peak = rchar = 0
     for _ in range(runs):
-        t, figures = _run(INSPECT, path)
+        t, figures = _run(INSPECTOR, path)
         mine.append(t)
         peak, rchar = max(peak, figures.get("HWM", 0)), figures.get("RCHAR", 0)
         ref.append(_run(ref_code, None)[0])
     _evict(path)
-    _, cold = _run(INSPECT, path)
+    _, cold = _run(INSPECTOR, path)
     pulled = cold.get("READ_BYTES", 0)
     pages = structure_pages(path)
     ratio = statistics.median(mine) / statistics.median(ref)
@@ -513,7 +516,7 @@ def scaling_rows(out: Path, runs: int) -> list[list[str]]:
         times, peaks = [], []
         for n in SCALES:
             path = make_scaled(out, fmt, n)
-            samples = [_run(INSPECT, path) for _ in range(runs if n < 100_000 else max(3, runs // 3))]
+            samples = [_run(INSPECTOR, path) for _ in range(runs if n < 100_000 else max(3, runs // 3))]
             times.append(statistics.median(t for t, _ in samples))
             peaks.append(max(f.get("HWM", 0) for _, f in samples) / 1024)
         growth = [math.log10(b / a) for a, b in zip(times, times[1:], strict=False)]
@@ -579,7 +582,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.python:
         global PYTHON, RUN_DIR
-        PYTHON, RUN_DIR = args.python, Path(tempfile.gettempdir())
+        # an empty folder: `python -c` puts it first on sys.path (where the console script has its own bin folder)
+        PYTHON, RUN_DIR = args.python, Path(tempfile.mkdtemp(prefix="inspector-bench-"))
     compile_bytecode()
     formats = args.formats.split(",")
     if not (args.baselines or args.html or args.data_only or args.remote or args.remote_only):
