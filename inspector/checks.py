@@ -14,7 +14,7 @@ from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, Te
 from inspector.recordtype import record
 
 
-@record(frozen=True)
+@record(frozen=True, slots=True)
 class Layer:
     """The parameter tensors of one file layer, with their roles."""
 
