@@ -27,7 +27,7 @@ from inspector.formulas import (
     Dense,
     LayerSpec,
 )
-from inspector.keras_layers import config_specs
+from inspector.keras_layers import KERAS_LAYERS, config_specs
 from inspector.modules import file_specs, module_groups
 from inspector.records import Checkpoint, Expectation, RoleMatch, TensorKind
 from inspector.recordtype import replace
@@ -327,16 +327,25 @@ def from_config(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | 
         if t.kind is TensorKind.PARAMETER and t.layer and t.param:
             variables.setdefault(t.layer, {})[t.param.removesuffix(":0")] = t.shape
     specs: list[LayerSpec] = []
+    unknown: dict[str, None] = {}  # classes without a formula whose layers hold variables, in config order
     for entry in ckpt.config["layers"]:
         try:
-            specs += config_specs(entry, variables)
+            made = config_specs(entry, variables)
         except (KeyError, TypeError, ValueError, SpecError):
             continue  # a layer whose config this table cannot read: the check shows it as unexpected
+        if made and entry.get("class_name") not in KERAS_LAYERS:
+            unknown[str(entry.get("class_name"))] = None
+        specs += made
     if not specs:
         return None
     name = (ckpt.config.get("raw") or {}).get("class_name", "keras-model")
     hyper = {"layers": len(specs), "source": ckpt.config.get("source")}
-    return Architecture(f"keras-{str(name).lower()}", hyper, tuple(specs))
+    notes = (
+        (f"no formula for Keras class(es) {', '.join(unknown)}: their layers are counted as the file holds them",)
+        if unknown
+        else ()
+    )
+    return Architecture(f"keras-{str(name).lower()}", hyper, tuple(specs), notes)
 
 
 def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch], stated: Architecture | None = None) -> Expectation | None:

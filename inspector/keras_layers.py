@@ -209,6 +209,22 @@ def _norm_specs(cfg: Mapping[str, Any], shape: Shape, name: str, batch: bool) ->
     return (Norm(c, scale, center, "LayerNormalization", name=name),)
 
 
+def _normalization_specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
+    """Normalization adapts a mean and a variance per kept axis, and a sample count, unless its config gives them."""
+    if cfg.get("mean") is not None:
+        return ()
+    axis = cfg.get("axis", -1)
+    kept = [shape[a] for a in (axis if isinstance(axis, (list, tuple)) else (axis,))]
+    if any(d is None for d in kept):
+        raise SpecError("Normalization needs a known input shape: give Input(...)")
+    return (_normalization(tuple(kept), name),)  # type: ignore[arg-type]
+
+
+def _normalization(kept: tuple[int, ...], name: str) -> LayerSpec:
+    parts = (("mean", Tensor(kept, "mean")), ("variance", Tensor(kept, "variance")), ("count", Tensor((), "count")))
+    return Block(parts, "Normalization", name=name)
+
+
 def _prelu_specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
     shared = cfg.get("shared_axes") or ()
     sizes = tuple(1 if i + 1 in shared else d for i, d in enumerate(shape))
@@ -249,6 +265,9 @@ KERAS_LAYERS: Mapping[str, KerasLayer] = {
         (), NORM_WORDS, lambda c, s, n: _norm_specs(c, s, n, False), _same, "layer_normalization"
     ),
     "PReLU": KerasLayer((), frozenset({"shared_axes"}), _prelu_specs, _same, "p_re_lu"),
+    "Normalization": KerasLayer(
+        (), frozenset({"axis", "mean", "variance", "invert"}), _normalization_specs, _same, "normalization"
+    ),  # fmt: skip
     "Flatten": KerasLayer((), frozenset(), _none, _flatten),
     **{f"MaxPooling{d}D": _pool(d) for d in (1, 2, 3)},
     **{f"AveragePooling{d}D": _pool(d) for d in (1, 2, 3)},
@@ -282,7 +301,9 @@ def config_specs(entry: Mapping[str, Any], variables: Mapping[str, Mapping[str, 
     """
     cls, cfg, name = entry.get("class_name", ""), entry.get("config", {}), entry.get("name", "")
     layer = KERAS_LAYERS.get(cls)
-    if layer is None or not layer.base_name:
+    if layer is None:  # a class the table has no formula for (LayerScale, a custom layer): as the file holds it
+        return as_stored(cls, name, variables.get(name, {}))
+    if not layer.base_name:
         return []
     if cls == "Bidirectional":
         file = variables.get(f"{name}/forward", {})
@@ -291,6 +312,8 @@ def config_specs(entry: Mapping[str, Any], variables: Mapping[str, Mapping[str, 
     file = variables.get(name, {})
     if cls == "PReLU":
         return [Tensor(file["alpha"], "PReLU", name=name)] if "alpha" in file else []
+    if cls == "Normalization":  # its statistics' shape is the kept axes' (the file's own mean)
+        return [_normalization(file["mean"], name)] if "mean" in file else []
     if cls == "Embedding":
         return list(layer.specs(cfg, (), name))
     where = INPUT_FROM.get(cls)
@@ -305,6 +328,16 @@ def config_specs(entry: Mapping[str, Any], variables: Mapping[str, Mapping[str, 
     if cls.startswith("Conv") and not cls.endswith("Transpose"):
         inputs *= int(cfg.get("groups", 1))
     return list(layer.specs(cfg, (inputs,), name))
+
+
+def as_stored(cls: str, name: str, file: Mapping[str, tuple[int, ...]]) -> list[LayerSpec]:
+    """A layer of a class without a formula, counted as the file holds it: its variable's shape, or its variables'
+    total (none: the layer has no variables)."""
+    if not file:
+        return []
+    shapes = list(file.values())
+    shape = shapes[0] if len(shapes) == 1 else (sum(math.prod(s) for s in shapes),)
+    return [Tensor(shape, str(cls) or "Tensor", name=name)]
 
 
 # -- a layer list on the command line ----------------------------------------------------------------------------

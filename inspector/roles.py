@@ -279,6 +279,10 @@ KERAS_PARAM_ROLES = {
     "beta": Role.NORM,
     "moving_mean": Role.NORM_STAT,
     "moving_variance": Role.NORM_STAT,
+    # a Normalization layer's adapted statistics (and its sample count, as torch's num_batches_tracked)
+    "mean": Role.NORM_STAT,
+    "variance": Role.NORM_STAT,
+    "count": Role.NORM_STAT,
 }
 
 

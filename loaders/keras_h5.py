@@ -35,8 +35,12 @@ KERAS2 = "keras-h5"
 KERAS3 = "keras3-weights-h5"
 GENERIC = "hdf5"
 NON_TRAINABLE = frozenset(NORM_STATISTICS["keras"])  # BatchNormalization statistics: parameters, not trained
+# Variables a layer class (snake_case) creates with trainable=False, besides the statistics above: parameters Keras
+# counts in count_params() and never trains (the adapted statistics of a Normalization layer)
+FROZEN_VARS: dict[str, frozenset[str]] = {"normalization": frozenset({"mean", "variance", "count"})}
 # Keras 3 variables per layer class, in build() order (snake_case class names, as Keras's own auto names):
-# each (variable name, the config flag without which the layer does not create it).
+# each (variable name, the config flag without which the layer does not create it; '-flag': the layer creates it
+# only when the config's value of `flag` is null, as Normalization adapts its mean only when none is given).
 _BIASED = (("kernel", None), ("bias", "use_bias"))
 _RNN = (("kernel", None), ("recurrent_kernel", None), ("bias", "use_bias"))
 _NORM = (("gamma", "scale"), ("beta", "center"))
@@ -55,6 +59,7 @@ KERAS3_VARS: dict[str, tuple[tuple[str, str | None], ...]] = {
     **dict.fromkeys(("layer_normalization", "group_normalization"), _NORM),
     **dict.fromkeys(("simple_rnn", "lstm", "gru"), _RNN),
     "p_re_lu": (("alpha", None),),
+    "normalization": (("mean", "-mean"), ("variance", "-mean"), ("count", "-mean")),
 }
 AUTO_SUFFIX = r"_\d+$"
 BIDIRECTIONAL_SIDES = {"forward_layer": "forward", "backward_layer": "backward"}
@@ -74,7 +79,20 @@ def snake(class_name: str) -> str:
 
 def keras3_vars(cls: str, config: dict[str, Any]) -> list[str]:
     """The variable names a Keras 3 layer of class `cls` (snake_case) creates with this config."""
-    return [name for name, flag in KERAS3_VARS.get(cls, ()) if flag is None or config.get(flag, True) is not False]
+    return [name for name, flag in KERAS3_VARS.get(cls, ()) if _creates(flag, config)]
+
+
+def _creates(flag: str | None, config: dict[str, Any]) -> bool:
+    if flag is None:
+        return True
+    if flag.startswith("-"):
+        return config.get(flag[1:]) is None
+    return config.get(flag, True) is not False
+
+
+def trained(cls: str, param: str) -> bool:
+    """Whether Keras trains a variable `param` of a layer of class `cls` (snake_case; '' when unknown)."""
+    return param not in NON_TRAINABLE and param not in FROZEN_VARS.get(cls, ())
 
 
 def _joined(attrs: dict[str, Any], key: str) -> list[str]:
@@ -149,6 +167,7 @@ def _keras2(walked: _hdf5.H5Walk, attrs: dict[str, Any]) -> tuple[list[TensorInf
     config = _parse_json(attrs.get("model_config"))
     layers = config_layers(config) if config else []
     frozen = {layer["name"] for layer in layers if not layer["trainable"]}
+    classes = {layer["name"]: snake(str(layer["class_name"])) for layer in layers}
     weight_layer: dict[str, str] = {}
     group_attrs = _group_attrs(walked)
     for layer in _joined(group_attrs.get(prefix.rstrip("/"), attrs), "layer_names"):
@@ -160,9 +179,12 @@ def _keras2(walked: _hdf5.H5Walk, attrs: dict[str, Any]) -> tuple[list[TensorInf
             tensors.append(_tensor(d, TensorKind.OPTIMIZER, "optimizer", None, None, False))
             continue
         layer = weight_layer.get(d.path) or d.path.removeprefix(prefix).split("/")[0]
+        owner = d.path.rsplit("/", 2)[-2] if d.path.count("/") >= 2 else layer
+        if owner != layer and owner in classes:  # a layer of a nested model (its weights under the model's group):
+            layer = owner  # its own name, as the config lists it (flattened)
         param = d.path.rsplit("/", 1)[-1].removesuffix(":0")
         kind = TensorKind.PARAMETER if d.path in weight_layer or d.path.startswith(prefix) else TensorKind.OTHER
-        trainable = layer not in frozen and param not in NON_TRAINABLE
+        trainable = layer not in frozen and trained(classes.get(layer, ""), param)
         tensors.append(_tensor(d, kind, "model", layer, param, trainable))
     cfg = {"source": "model_config", "layers": layers, "raw": config} if config else None
     return tensors, cfg
@@ -213,7 +235,7 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
             inner = layer.get("config", {})
         order = keras3_vars(cls, inner if isinstance(inner, dict) else {})
         param = order[index] if index < len(order) else f"var{index}"
-        trainable = bool(layer.get("trainable", True)) and param not in NON_TRAINABLE
+        trainable = bool(layer.get("trainable", True)) and trained(cls, param)
         tensors.append(_tensor(d, TensorKind.PARAMETER, "model", real, param, trainable))
     return tensors
 

@@ -143,3 +143,51 @@ def test_keras_loads_the_same_counts(monkeypatch: pytest.MonkeyPatch) -> None:
     assert model.count_params() == ckpt.n_parameters
     trainable = sum(int(np.prod(w.shape)) for w in model.trainable_weights)
     assert trainable == sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if t.trainable)
+
+
+@pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")  # keras's torch backend on save
+@pytest.mark.parametrize("suffix", [".keras", ".weights.h5", ".h5"])
+def test_keras_layers_without_a_formula_nested_models_and_normalization(tmp_path: Path, suffix: str) -> None:
+    """What keras.applications models hold (found by sweeping them): an adapted Normalization layer (mean, variance
+    and count: parameters Keras counts and never trains), a nested Sequential (the legacy .h5 keeps its weights under
+    the nested model's group) and a layer class with no formula in the table (ConvNeXt's LayerScale; here a custom
+    class). Counts and the trainable split as Keras gives them, and no warning: the config's expectation counts a
+    class without a formula as the file holds it, and says so."""
+    keras = pytest.importorskip("keras")
+
+    @keras.saving.register_keras_serializable(package="inspector_test")
+    class Scale(keras.layers.Layer):  # type: ignore[misc]
+        def build(self, input_shape: tuple[int, ...]) -> None:
+            self.gamma = self.add_weight(shape=(input_shape[-1],), initializer="ones", name="gamma")
+
+        def call(self, x: object) -> object:
+            return x * self.gamma  # type: ignore[operator]
+
+    inputs = keras.Input((6, 6, 3))
+    x = keras.layers.Normalization()(inputs)
+    x = keras.layers.Normalization(mean=[0.5, 0.5, 0.5], variance=[1.0, 1.0, 1.0])(x)  # given: no variables
+    stem = keras.Sequential([keras.layers.Conv2D(4, 3), keras.layers.LayerNormalization()], name="stem")
+    x = Scale()(stem(x))
+    outputs = keras.layers.Dense(2)(keras.layers.GlobalAveragePooling2D()(x))
+    model = keras.Model(inputs, outputs)
+    path = tmp_path / f"m{suffix}"
+    model.save_weights(path) if suffix == ".weights.h5" else model.save(path)
+
+    report = inspect(path)
+    ckpt = report.checkpoint
+    check_invariants(ckpt)
+    assert ckpt.n_parameters == model.count_params() == 7 + 112 + 8 + 4 + 10
+    trainable = sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+    assert sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if t.trainable) == trainable == 134
+    assert not [f for f in report.findings if f.severity.value != "info"], report.findings
+    assert report.expectation is not None and report.expectation.matches
+    assert {r.role for t, r in zip(ckpt.tensors, report.roles, strict=True) if t.param in ("mean", "count")} == {
+        "norm_statistic"
+    }
+    if suffix != ".weights.h5":  # the config's expectation: Normalization's formula, Scale as stored
+        assert report.expectation.source == "config"
+        kinds = [c.kind for c in report.expectation.layers]  # (Keras numbers its auto names per process)
+        assert kinds.count("Normalization") == 1 and [k for k in kinds if k.endswith("Scale")]  # (h5: registered name)
+        assert any(
+            "no formula for Keras class(es)" in n and "Scale: their layers" in n for n in report.expectation.notes
+        )
