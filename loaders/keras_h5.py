@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 from inspector.probe import Probe
@@ -77,9 +78,20 @@ def snake(class_name: str) -> str:
     return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
 
 
-def keras3_vars(cls: str, config: dict[str, Any]) -> list[str]:
-    """The variable names a Keras 3 layer of class `cls` (snake_case) creates with this config."""
-    return [name for name, flag in KERAS3_VARS.get(cls, ()) if _creates(flag, config)]
+def keras3_vars(cls: str, config: dict[str, Any], stored: int | None = None) -> list[str]:
+    """The variable names a Keras 3 layer of class `cls` (snake_case) creates with this config.
+
+    Without a config (a .weights.h5 file), `stored` is how many variables the file holds for the layer: when it is
+    fewer than the class can create, the optional ones it lacks are dropped, the first first (a
+    BatchNormalization(scale=False) of InceptionV3 holds beta and its two statistics, not gamma, beta and a mean).
+    """
+    declared = KERAS3_VARS.get(cls, ())
+    if config or stored is None or stored >= len(declared):
+        return [name for name, flag in declared if _creates(flag, config)]
+    spare = stored - sum(flag is None for _, flag in declared)  # optional variables the layer holds
+    optional = [name for name, flag in declared if flag is not None]
+    kept = set(optional[len(optional) - spare :]) if spare > 0 else set()
+    return [name for name, flag in declared if flag is None or name in kept]
 
 
 def _creates(flag: str | None, config: dict[str, Any]) -> bool:
@@ -206,6 +218,7 @@ def _parse_json(value: Any) -> Any:
 def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[TensorInfo]:
     by_name = {layer["name"]: layer for layer in layers}
     group_attrs = _group_attrs(walked)
+    stored = Counter(d.path.rpartition("/")[0] for d in walked.datasets)  # variables per `vars` group
     tensors = []
     for d in walked.datasets:
         parts = d.path.split("/")
@@ -233,7 +246,7 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
             layer = by_name.get(real, {})
             cls = snake(layer.get("class_name", "")) or re.sub(AUTO_SUFFIX, "", auto)
             inner = layer.get("config", {})
-        order = keras3_vars(cls, inner if isinstance(inner, dict) else {})
+        order = keras3_vars(cls, inner if isinstance(inner, dict) else {}, stored[d.path.rpartition("/")[0]])
         param = order[index] if index < len(order) else f"var{index}"
         trainable = bool(layer.get("trainable", True)) and trained(cls, param)
         tensors.append(_tensor(d, TensorKind.PARAMETER, "model", real, param, trainable))

@@ -191,3 +191,23 @@ def test_keras_layers_without_a_formula_nested_models_and_normalization(tmp_path
         assert any(
             "no formula for Keras class(es)" in n and "Scale: their layers" in n for n in report.expectation.notes
         )
+
+
+@pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")  # keras's torch backend on save
+def test_keras3_weights_without_config_and_optional_variables(tmp_path: Path) -> None:
+    """A .weights.h5 holds numbered variables and no config: a BatchNormalization(scale=False) (InceptionV3's) holds
+    beta and its statistics, which are read as such, not as gamma, beta and a trained moving_mean."""
+    keras = pytest.importorskip("keras")
+    model = keras.Sequential([keras.Input((5, 5, 3)), keras.layers.Conv2D(4, 3, use_bias=False),
+                              keras.layers.BatchNormalization(scale=False), keras.layers.Flatten(),
+                              keras.layers.Dense(2, use_bias=False)])  # fmt: skip
+    path = tmp_path / "m.weights.h5"
+    model.save_weights(path)
+    report = inspect(path)
+    ckpt = report.checkpoint
+    assert ckpt.n_parameters == model.count_params() == 108 + 12 + 72
+    trainable = sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+    assert sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if t.trainable) == trainable == 108 + 4 + 72
+    bn = [t.param for t in ckpt.tensors if t.layer and t.layer.startswith("batch_normalization")]
+    assert bn == ["beta", "moving_mean", "moving_variance"]
+    assert report.expectation is not None and report.expectation.matches and not report.expectation.anomalies
