@@ -322,6 +322,8 @@ def config_specs(entry: Mapping[str, Any], variables: Mapping[str, Mapping[str, 
     param, axis = where
     if param not in file and cls == "LayerNormalization":
         param = "beta"
+    if param not in file and cls.startswith("DepthwiseConv"):
+        param = "depthwise_kernel"  # Keras 2's name (Keras 3: `kernel`)
     if param not in file:
         return []
     inputs = file[param][axis]

@@ -274,6 +274,9 @@ def _by_rule(t: TensorInfo, matcher: Matcher) -> RoleMatch | None:
 # Keras variables carry their layer and meaning from the loader (t.layer, t.param): role by meaning.
 KERAS_PARAM_ROLES = {
     "embeddings": Role.EMBEDDING,
+    # Keras 2's names for a depthwise and a separable convolution's kernels (Keras 3 calls the first `kernel`)
+    "depthwise_kernel": Role.CONV,
+    "pointwise_kernel": Role.CONV,
     "recurrent_kernel": Role.RNN_RECURRENT,
     "gamma": Role.NORM,
     "beta": Role.NORM,

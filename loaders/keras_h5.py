@@ -184,16 +184,19 @@ def _keras2(walked: _hdf5.H5Walk, attrs: dict[str, Any]) -> tuple[list[TensorInf
     group_attrs = _group_attrs(walked)
     for layer in _joined(group_attrs.get(prefix.rstrip("/"), attrs), "layer_names"):
         for weight in _joined(group_attrs.get(prefix + layer, {}), "weight_names"):
-            weight_layer[f"{prefix}{layer}/{weight}"] = layer
+            # a nested model (flattened away in the config) holds its layers' weights, named '<its layer>/<param>'
+            # (tf-keras) or '<model>/<its layer>/<param>' (Keras 3): the weight belongs to that layer, by the name
+            # the config gives it (names may hold '/': DenseNet's 'conv1/bn')
+            inner = weight.rpartition("/")[0]
+            if layer not in classes and inner not in classes:
+                inner = inner.removeprefix(layer + "/")
+            weight_layer[f"{prefix}{layer}/{weight}"] = inner if layer not in classes and inner in classes else layer
     tensors = []
     for d in walked.datasets:
         if d.path.startswith("optimizer_weights/"):
             tensors.append(_tensor(d, TensorKind.OPTIMIZER, "optimizer", None, None, False))
             continue
         layer = weight_layer.get(d.path) or d.path.removeprefix(prefix).split("/")[0]
-        owner = d.path.rsplit("/", 2)[-2] if d.path.count("/") >= 2 else layer
-        if owner != layer and owner in classes:  # a layer of a nested model (its weights under the model's group):
-            layer = owner  # its own name, as the config lists it (flattened)
         param = d.path.rsplit("/", 1)[-1].removesuffix(":0")
         kind = TensorKind.PARAMETER if d.path in weight_layer or d.path.startswith(prefix) else TensorKind.OTHER
         trainable = layer not in frozen and trained(classes.get(layer, ""), param)
@@ -241,8 +244,10 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
             real = f"{outer}/{side}"
             cls = snake(wrapped.get("class_name", "")) if isinstance(wrapped, dict) else ""
             inner = wrapped.get("config", {}) if isinstance(wrapped, dict) else {}
-        else:
-            real = group_attrs.get("/".join(owner + ["vars"]), {}).get("name") or auto or "model"
+        else:  # the layer's name as Keras 3 writes it beside its variables; else its path's own names, which are
+            # numbered per container ('sequential/conv2d' in a nested model, not the top level's 'conv2d')
+            path_name = "/".join(owner[1::2]) if auto else ""
+            real = group_attrs.get("/".join(owner + ["vars"]), {}).get("name") or path_name or "model"
             layer = by_name.get(real, {})
             cls = snake(layer.get("class_name", "")) or re.sub(AUTO_SUFFIX, "", auto)
             inner = layer.get("config", {})

@@ -211,3 +211,36 @@ def test_keras3_weights_without_config_and_optional_variables(tmp_path: Path) ->
     bn = [t.param for t in ckpt.tensors if t.layer and t.layer.startswith("batch_normalization")]
     assert bn == ["beta", "moving_mean", "moving_variance"]
     assert report.expectation is not None and report.expectation.matches and not report.expectation.anomalies
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
+@pytest.mark.parametrize("suffix", [".h5", ".weights.h5"])
+def test_tf_keras_names_with_slashes_nested_models_and_depthwise_kernels(tmp_path: Path, suffix: str) -> None:
+    """What tf-keras's applications hold (found by sweeping them): layer names with '/' (DenseNet's 'conv1/bn' beside
+    its final 'bn'), a nested Sequential whose layers are numbered within it ('sequential/conv2d' beside the top
+    level's 'conv2d' in a .weights.h5 without names) and Keras 2's 'depthwise_kernel'. Counts as Keras gives them,
+    the config's expectation matches and no warning."""
+    tf_keras = pytest.importorskip("tf_keras")
+    layers = tf_keras.layers
+    inputs = tf_keras.Input((8, 8, 3))
+    x = layers.Conv2D(4, 3, name="conv1/conv")(inputs)
+    x = layers.BatchNormalization(name="conv1/bn")(x)
+    x = layers.DepthwiseConv2D(3, use_bias=False, name="dw")(x)
+    x = tf_keras.Sequential([layers.Conv2D(5, 1), layers.LayerNormalization()])(x)
+    x = layers.Conv2D(6, 1)(x)
+    x = layers.BatchNormalization(name="bn")(x)
+    model = tf_keras.Model(inputs, layers.Dense(2)(layers.GlobalAveragePooling2D()(x)))
+    path = tmp_path / f"m{suffix}"
+    model.save_weights(path) if suffix == ".weights.h5" else model.save(path)
+
+    report = inspect(path)
+    ckpt = report.checkpoint
+    check_invariants(ckpt)
+    assert ckpt.n_parameters == model.count_params() == 112 + 16 + 36 + 25 + 10 + 36 + 24 + 14
+    trainable = sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+    assert sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if t.trainable) == trainable
+    assert not [f for f in report.findings if f.severity.value != "info"], report.findings
+    assert report.expectation is not None and report.expectation.matches
+    if suffix == ".h5":  # the names the config gives (a .weights.h5 has the paths' own, numbered per container)
+        assert report.expectation.source == "config"
+        assert {c.layer for c in report.expectation.layers} >= {"conv1/bn", "bn", "dw", "conv2d", "conv2d_1"}
