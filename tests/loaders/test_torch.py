@@ -323,6 +323,54 @@ def test_zip_headers_read_without_a_tensor_byte_and_regions_in_any_directory_ord
     assert again.regions == ckpt.regions and again.tensors == ckpt.tensors
 
 
+def test_small_members_are_read_in_windows_that_pull_no_page_the_structures_do_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An archive of small storages: the local headers and descriptors of many members come in one read, and every
+    page a read touches holds a byte of the zip's structures or data.pkl (what separate reads of exactly those would
+    pull from a cold file); tensors larger than a page are never touched. Same regions and tensors as the members'
+    structures read one at a time (a probe whose reads go through its own `read_at`, as a view's do)."""
+    torch = pytest.importorskip("torch")
+    from inspector.probe import Probe
+    from loaders import _zip
+    from tests.conftest import record_reads
+
+    state = {f"small{i}": torch.full((3 + i % 5,), float(i)) for i in range(300)}
+    state |= {f"large{i}": torch.full((1500 + i,), float(i)) for i in range(3)}  # 6 KiB and more: past a page
+    path = tmp_path / "state.pt"
+    torch.save(state, path)
+    n_members = len(zipfile.ZipFile(path).infolist())
+    reads = record_reads(monkeypatch)
+    ckpt = load(path)
+    monkeypatch.undo()
+    check_invariants(ckpt)
+    loaded = torch.load(path, weights_only=True)
+    data = path.read_bytes()
+    assert {t.name: data[t.offset : t.offset + t.nbytes] for t in ckpt.tensors} == {
+        n: v.numpy().tobytes() for n, v in loaded.items()
+    }
+    assert len(reads) < n_members / 10
+    page = _zip.PAGE
+    structure = {
+        n
+        for r in ckpt.regions
+        if r.kind in (RegionKind.HEADER, RegionKind.PADDING) or r.label == "record 'state/data.pkl'"
+        for n in range(r.start // page, (r.end - 1) // page + 1)
+    }
+    touched = {n for _, at, n_bytes in reads[1:] for n in range(at // page, (at + n_bytes - 1) // page + 1)}
+    assert touched <= structure
+    large = [(t.offset, t.offset + t.nbytes) for t in ckpt.tensors if t.name.startswith("large")]
+    assert not any(at < end and start < at + n for _, at, n in reads[1:] for start, end in large)
+
+    class OwnReads(Probe):  # reads through its own read_at: one structure at a time
+        def read_at(self, offset: int, n: int, *, fmt: str = "file", what: str = "data") -> bytes:
+            return Probe.read_at(self, offset, n, fmt=fmt, what=what)
+
+    with Probe(path) as whole, OwnReads(path) as own:
+        assert _zip.read_zip(whole, "zip") == _zip.read_zip(own, "zip")
+        assert len(own.cache["zip"][0]) == n_members
+
+
 def test_walk_gives_tensors_depth_first_within_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """A dict's tensors are given as met, a nested container explored before the next sibling; the budget counts
     every object visited, the tensors given directly too."""
