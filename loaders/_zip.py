@@ -360,10 +360,10 @@ class _Windows:
 
 
 def in_file_order(
-    ends: tuple[Region, ...], members: tuple[ZipMember, ...], payloads: list[list[Region]]
+    ends: tuple[Region, ...], members: tuple[ZipMember, ...], payload: Callable[[ZipMember], list[Region]]
 ) -> list[Region]:
     """The regions of the archive: those of `read_members` (`ends`), each member's (`member_regions`) and its payload's
-    (`payloads`, one list a member).
+    (`payload(member)`: the loader knows what it holds).
 
     In file order (each member's local header, padding, payload and descriptor, then the directory and the end
     records) when that is an order of strictly increasing starts, as in any archive whose members follow one
@@ -372,13 +372,14 @@ def in_file_order(
     """
     ordered: list[Region] = []
     extend = ordered.extend
-    for m, payload in zip(members, payloads, strict=True):
-        extend(member_regions(m, payload))
+    for m in members:
+        extend(member_regions(m, payload(m)))
     extend(sorted(ends, key=attrgetter("start")))  # directory, zip64 end records, end record
     starts = list(map(attrgetter("start"), ordered))
     if all(map(lt, starts, islice(starts, 1, None))):
         return ordered
-    return [*_structure_regions(ends, members), *chain.from_iterable(payloads)]
+    del ordered, starts
+    return [*_structure_regions(ends, members), *chain.from_iterable(map(payload, members))]
 
 
 def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str) -> bytes:

@@ -121,28 +121,24 @@ class TorchZipLoader:
         names = result.globals
         del result  # the pickle's object graph: the tensors hold what they need of it
         grouped = _torch.by_storage(tensors)
-        payloads: list[list[Region]] = []  # each member's payload, as its regions
         skip = len(data_dir)
-        for m in members:
+
+        def payload(m: _zip.ZipMember) -> list[Region]:
+            """A member's payload, as its regions."""
             name = m.name
-            if name.startswith(data_dir) and name[skip:] in offsets:
+            if name.startswith(data_dir):
                 key = name[skip:]
-                payloads.append(_torch.storage_regions(key, m.data_offset, m.compress_size, grouped.get(key, [])))
-            elif name.startswith(data_dir):
-                payloads.append(
-                    [
-                        Region(
-                            RegionKind.UNREFERENCED,
-                            m.data_offset,
-                            m.compress_size,
-                            f"record {name!r}: no tensor uses it",
-                        )
-                    ]
-                )
-            else:
-                payloads.append([Region(RegionKind.METADATA, m.data_offset, m.compress_size, f"record {name!r}")])
-        del grouped
-        regions = _zip.in_file_order(zip_ends, members, payloads)
+                if key in offsets:
+                    return _torch.storage_regions(key, m.data_offset, m.compress_size, grouped.get(key, []))
+                return [
+                    Region(
+                        RegionKind.UNREFERENCED, m.data_offset, m.compress_size, f"record {name!r}: no tensor uses it"
+                    )
+                ]
+            return [Region(RegionKind.METADATA, m.data_offset, m.compress_size, f"record {name!r}")]
+
+        regions = _zip.in_file_order(zip_ends, members, payload)
+        grouped.clear()  # (its lists: not held through the tiling)
         attributes = {
             "torch.archive": prefix.rstrip("/"),
             "torch.kind": "torchscript" if torchscript else "torch.save",
