@@ -222,7 +222,7 @@ def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[Ten
             at = data_offsets.get(root)
             if at is None:
                 raise PickleError(f"tensor {path!r} refers to storage {root!r}, which the file does not hold")
-            offset = at + base + t.offset * size
+            offset = at + base + t.offset * size if base or t.offset else at  # (the offset's int, shared)
             span_bytes = _span(shape, t.stride) * size
             stored = storage.numel * storage.itemsize  # storage.nbytes
             if t.offset * size + span_bytes > stored + base and n:

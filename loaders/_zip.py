@@ -46,6 +46,7 @@ PADDING_TAG = 0x4246  # 'FB': the extra field torch pads local headers with for 
 DESCRIPTOR_LENGTHS = frozenset({12, 16, 20, 24})  # a data descriptor: crc and sizes (zip64: 8-byte), signature or not
 _CD_ENTRY = struct.Struct("<8xHH8xIIHHH8xI")  # flags, method, csizes, usize, name, extra, comment lengths, offset
 _LOCAL_FIXED = struct.Struct("<4s22xHH")  # a local header's signature, and its name and extra lengths at +26
+_FIELD_HEAD = struct.Struct("<HH")  # an extra field's tag and body length
 PAGE = 4096  # the smallest page size of the systems we run on: a larger one only widens what a window may span
 MAX_WINDOW = 1 << 20  # bytes of one read of structures (`_Windows`)
 
@@ -70,7 +71,7 @@ class ZipMember:
 def _zip64_extra(extra: bytes, need: list[str], values: dict[str, int]) -> None:
     pos = 0
     while pos + 4 <= len(extra):
-        tag, size = struct.unpack_from("<HH", extra, pos)
+        tag, size = _FIELD_HEAD.unpack_from(extra, pos)
         if tag == 0x0001:
             body = extra[pos + 4 : pos + 4 + size]
             for i, key in enumerate(need):
@@ -85,7 +86,7 @@ def _extra_fields(extra: bytes) -> dict[int, int]:
     pos = 0
     fields: dict[int, int] = {}
     while pos + 4 <= len(extra):
-        tag, size = struct.unpack_from("<HH", extra, pos)
+        tag, size = _FIELD_HEAD.unpack_from(extra, pos)
         fields[tag] = fields.get(tag, 0) + 4 + size
         pos += 4 + size
     return fields
@@ -138,11 +139,11 @@ def read_zip(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Regio
 
 def _structure_regions(ends: tuple[Region, ...], members: tuple[ZipMember, ...]) -> tuple[Region, ...]:
     """The regions of `read_zip`: the directory and end records, then each member's."""
-    return (*ends, *chain.from_iterable(map(member_regions, members)))
+    return (*ends, *_member_regions(members, None))
 
 
 def read_members(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Region, ...]]:
-    """Members, and the regions of the directory and end records (`member_regions` gives the members' own).
+    """Members, and the regions of the directory and end records (`read_zip` adds the members' own).
 
     Cached on the probe, so sniffing and loading read the directory once.
     """
@@ -153,17 +154,24 @@ def read_members(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[R
     return cached  # type: ignore[return-value]
 
 
-def member_regions(m: ZipMember, payload: list[Region] | tuple[()] = ()) -> list[Region]:
-    """A member's regions in file order: its local header, the alignment padding in it, `payload` (its payload's
-    regions, which the loader knows), its data descriptor."""
-    name, padding = m.name, m.padding_len
-    regions = [Region(RegionKind.HEADER, m.header_offset, m.local_header_len - padding, f"zip local header {name!r}")]
-    if padding:
-        regions.append(Region(RegionKind.PADDING, m.data_offset - padding, padding, f"alignment padding {name!r}"))
-    regions += payload
-    if m.descriptor_len:
-        regions.append(Region(RegionKind.HEADER, m.data_end, m.descriptor_len, f"zip data descriptor {name!r}"))
-    return regions
+def _member_regions(
+    members: tuple[ZipMember, ...], payload: Callable[[ZipMember], list[Region]] | None
+) -> list[Region]:
+    """Each member's regions in file order: its local header, the alignment padding in it, its payload's regions
+    (`payload(member)`, which the loader knows; none without it), its data descriptor."""
+    out: list[Region] = []
+    add, extend = out.append, out.extend
+    header, alignment = RegionKind.HEADER, RegionKind.PADDING
+    for m in members:
+        name, padding, data_offset = m.name, m.padding_len, m.data_offset
+        add(Region(header, m.header_offset, m.local_header_len - padding, f"zip local header {name!r}"))
+        if padding:
+            add(Region(alignment, data_offset - padding, padding, f"alignment padding {name!r}"))
+        if payload is not None:
+            extend(payload(m))
+        if m.descriptor_len:
+            add(Region(header, data_offset + m.compress_size, m.descriptor_len, f"zip data descriptor {name!r}"))
+    return out
 
 
 def readable_members(probe: Probe, fmt: str) -> tuple[ZipMember, ...]:
@@ -229,7 +237,7 @@ def _members(probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, sk
     size = probe.size
     windows = _Windows(probe, fmt, [e[5] for e in entries])
     fetch = windows.fetch
-    local_fixed = _LOCAL_FIXED.unpack_from
+    local_fixed, field_head = _LOCAL_FIXED.unpack_from, _FIELD_HEAD.unpack_from
     members: list[ZipMember] = []
     win_at, win_end, window = 0, len(probe.head), probe.head
     for index, (flags, method, csize, usize, name, at) in enumerate(entries):
@@ -245,7 +253,6 @@ def _members(probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, sk
             if not win_at <= extra_at <= win_end - local_extra_len:
                 win_at, window = fetch(index, extra_at, local_extra_len, "local header of %r", name)
                 win_end = win_at + len(window)
-            extra = window[extra_at - win_at : extra_at - win_at + local_extra_len]
             data_offset = at + header_len
             data_end = data_offset + csize
             if data_end > size:
@@ -255,18 +262,18 @@ def _members(probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, sk
                     f"member {name!r} data ends at byte {data_end:,} but the file has {size:,} bytes",
                     data_offset,
                 )
-            if extra[:2] == b"FB" and local_extra_len == 4 + int.from_bytes(extra[2:4], "little"):
+            if local_extra_len >= 4 and field_head(window, extra_at - win_at) == (PADDING_TAG, local_extra_len - 4):
                 padding, zip64 = local_extra_len, False  # torch's local extra: its padding field alone
             else:
-                fields = _extra_fields(extra)
+                fields = _extra_fields(window[extra_at - win_at : extra_at - win_at + local_extra_len])
                 padding, zip64 = fields.get(PADDING_TAG, 0), 0x0001 in fields
             descriptor = 0
             if flags & 0x8:
                 if not win_at <= data_end <= win_end - 4:
                     win_at, window = fetch(index, data_end, 4, "data descriptor of %r", name, True)
                     win_end = win_at + len(window)
-                sig = window[data_end - win_at : data_end - win_at + 4]
-                descriptor = (4 if sig == DESCRIPTOR_SIG else 0) + (20 if zip64 or csize >= 0xFFFFFFFF else 12)
+                signed = window.startswith(DESCRIPTOR_SIG, data_end - win_at)
+                descriptor = (4 if signed else 0) + (20 if zip64 or csize >= 0xFFFFFFFF else 12)
         except FormatError:
             if not skip_broken:
                 raise
@@ -292,7 +299,7 @@ def _entries(
     pos, cd_len = 0, len(cd)
     try:
         for _ in range(n_total):
-            if cd[pos : pos + 4] != CD_SIG:
+            if not cd.startswith(CD_SIG, pos):
                 raise _fail(probe, fmt, "bad central directory entry", cd_offset + pos)
             flags, method, csize, usize, name_len, extra_len, comment_len, at = entry(cd, pos)
             start = pos + 46
@@ -362,19 +369,16 @@ class _Windows:
 def in_file_order(
     ends: tuple[Region, ...], members: tuple[ZipMember, ...], payload: Callable[[ZipMember], list[Region]]
 ) -> list[Region]:
-    """The regions of the archive: those of `read_members` (`ends`), each member's (`member_regions`) and its payload's
-    (`payload(member)`: the loader knows what it holds).
+    """The regions of the archive: those of `read_members` (`ends`), each member's local header, padding and data
+    descriptor, and its payload's (`payload(member)`: the loader knows what it holds).
 
     In file order (each member's local header, padding, payload and descriptor, then the directory and the end
     records) when that is an order of strictly increasing starts, as in any archive whose members follow one
     another: `tile` then has nothing to sort. Else (overlapping or shuffled members) those of `read_zip`, then the
     payloads, as `tile` always had them to sort: it sorts ties stably, so this order is part of its result.
     """
-    ordered: list[Region] = []
-    extend = ordered.extend
-    for m in members:
-        extend(member_regions(m, payload(m)))
-    extend(sorted(ends, key=attrgetter("start")))  # directory, zip64 end records, end record
+    ordered = _member_regions(members, payload)
+    ordered += sorted(ends, key=attrgetter("start"))  # directory, zip64 end records, end record
     starts = list(map(attrgetter("start"), ordered))
     if all(map(lt, starts, islice(starts, 1, None))):
         return ordered
