@@ -155,7 +155,7 @@ def walk(value: Any) -> Iterator[tuple[str, TensorRef, TensorKind | None]]:
         if isinstance(obj, dict):
             direct = depth < MAX_DEPTH  # its children pass the depth check: its tensors are given directly
             for k, v in obj.items():
-                key = key_name(k)
+                key = k if k.__class__ is str else key_name(k)  # (a name: as it is, without a call)
                 if key in MODULE_DICTS:  # nn.Module internals: names as state_dict() gives them
                     child_path, child_hint = path, MODULE_DICTS[key] or hint
                 else:
@@ -182,7 +182,7 @@ def walk(value: Any) -> Iterator[tuple[str, TensorRef, TensorKind | None]]:
 
 def _section(value: Any) -> dict[str, tuple[str, TensorKind]]:
     """Section of each top-level key, when the object is a training checkpoint."""
-    if not isinstance(value, dict) or not any(key_name(k) in SECTIONS for k in value):
+    if not isinstance(value, dict) or not any((k if k.__class__ is str else key_name(k)) in SECTIONS for k in value):
         return {}
     return {key_name(k): SECTIONS.get(key_name(k), (key_name(k), TensorKind.OTHER)) for k in value}
 
@@ -256,8 +256,10 @@ def by_storage(tensors: list[TensorInfo]) -> dict[str, list[TensorInfo]]:
 
 def storage_regions(key: str, start: int, length: int, tensors: list[TensorInfo], file: int = 0) -> list[Region]:
     """TENSOR_DATA where `tensors` (those of this storage) reach, UNREFERENCED for the rest of it."""
-    if len(tensors) == 1 and tensors[0].offset == start and tensors[0].span_bytes == length:  # the common case
-        return [Region(RegionKind.TENSOR_DATA, start, length, f"storage {key!r}", file)]
+    if len(tensors) == 1:  # the common case: one tensor, the whole storage (its span_bytes, without the property)
+        t = tensors[0]
+        if t.offset == start and (t.nbytes if t.span is None else t.span) == length:
+            return [Region(RegionKind.TENSOR_DATA, start, length, f"storage {key!r}", file)]
     spans = sorted((t.offset, t.offset + t.span_bytes) for t in tensors if t.offset is not None)
     regions: list[Region] = []
     pos = start

@@ -163,14 +163,14 @@ def _member_regions(
     add, extend = out.append, out.extend
     header, alignment = RegionKind.HEADER, RegionKind.PADDING
     for m in members:
-        name, padding, data_offset = m.name, m.padding_len, m.data_offset
-        add(Region(header, m.header_offset, m.local_header_len - padding, f"zip local header {name!r}"))
+        name, padding, data_offset = repr(m.name), m.padding_len, m.data_offset  # (the name quoted once)
+        add(Region(header, m.header_offset, m.local_header_len - padding, f"zip local header {name}"))
         if padding:
-            add(Region(alignment, data_offset - padding, padding, f"alignment padding {name!r}"))
+            add(Region(alignment, data_offset - padding, padding, f"alignment padding {name}"))
         if payload is not None:
             extend(payload(m))
         if m.descriptor_len:
-            add(Region(header, data_offset + m.compress_size, m.descriptor_len, f"zip data descriptor {name!r}"))
+            add(Region(header, data_offset + m.compress_size, m.descriptor_len, f"zip data descriptor {name}"))
     return out
 
 
