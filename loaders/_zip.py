@@ -328,15 +328,20 @@ class _Windows:
     a page or more ends the window. The first `HEAD_BYTES` come from the probe's head. A read that does not lie
     in the file, or comes back short, is made again through `Probe.read_at` for its error.
 
-    A view of a part of a file (a distributed checkpoint's item, read through its own `read_at`) reads structure
-    bytes only: a data descriptor's signature with the rest of it and the next member's fixed part, nothing else.
+    A window is planned from a member only past the members earlier windows took in: a structure of those that
+    falls outside (a data descriptor far away, an extra field past the window's end: a hostile layout) is read
+    exactly, so the planning looks at each member once and the bytes read stay within a page a member of what
+    reading each structure alone reads. A view of a part of a file (a distributed checkpoint's item, read through
+    its own `read_at`) reads structure bytes only: a data descriptor's signature with the rest of it and the next
+    member's fixed part, nothing else.
     """
 
-    __slots__ = ("probe", "fmt", "offsets", "read", "direct")
+    __slots__ = ("probe", "fmt", "offsets", "read", "direct", "planned")
 
     def __init__(self, probe: Probe, fmt: str, offsets: list[int]) -> None:
         self.probe, self.fmt, self.offsets = probe, fmt, offsets  # each member's local header offset
         self.direct = type(probe).read_at is Probe.read_at
+        self.planned = 0  # the last member whose fixed part a window took in: those before it are not looked at again
         if self.direct:
             self.read: Callable[[int, int, str], bytes] = probe._pread
         else:
@@ -350,12 +355,15 @@ class _Windows:
             if end <= len(probe.head):
                 return 0, probe.head
             offsets, stop, last = self.offsets, min(probe.size, at + MAX_WINDOW), end
-            if self.direct:
-                for i in range(index + 1, len(offsets)):  # each next member's fixed part, while it is near
+            if self.direct and index >= self.planned:  # (a miss before it: a hostile layout, read exactly)
+                i = index + 1
+                while i < len(offsets):  # each next member's fixed part, while it is near
                     following = offsets[i]
                     if not 0 <= following - last < PAGE or following + 30 > stop:
                         break
                     last = following + 30
+                    i += 1
+                self.planned = i - 1  # each member is looked at by one window's planning: linear in all
             elif descriptor and index + 1 < len(offsets):  # the descriptor, then the next member's fixed part
                 following = offsets[index + 1]
                 if following - at in DESCRIPTOR_LENGTHS and following + 30 <= stop:

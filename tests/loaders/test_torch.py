@@ -371,6 +371,60 @@ def test_small_members_are_read_in_windows_that_pull_no_page_the_structures_do_n
         assert len(own.cache["zip"][0]) == n_members
 
 
+def test_windows_plan_each_member_once_whatever_the_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hostile archive whose members' local headers lie side by side but whose data descriptors all sit far away:
+    each descriptor read leaves the window, and a window planned again from each next member would read the
+    following headers once per member (quadratic). Planned once, the reads stay within what reading each structure
+    alone costs, and the members are those of a reading without windows."""
+    from inspector.probe import Probe
+    from loaders import _zip
+    from tests.conftest import record_reads
+
+    n, far = 3000, 3000 * 30 + 2 * _zip.PAGE  # local headers at 30 * i, every data descriptor at `far`
+    locals_ = b"".join(struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0x8, 0, 0, 0, 0, 0, 0, 0, 0) for _ in range(n))
+    body = locals_ + bytes(far - len(locals_)) + struct.pack("<4sIII", b"PK\x07\x08", 0, 0, 0)
+    cd = b"".join(
+        struct.pack(
+            "<4sHHHHHHIIIHHHHHII",
+            b"PK\x01\x02",
+            20,
+            20,
+            0x8,
+            0,
+            0,
+            0,
+            0,
+            far - (30 * i + 30),
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            30 * i,
+        )
+        for i in range(n)
+    )
+    eocd = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, n, n, len(cd), len(body), 0)
+    path = tmp_path / "far.zip"
+    path.write_bytes(body + cd + eocd)
+
+    class OwnReads(Probe):  # reads through its own read_at: one structure at a time
+        def read_at(self, offset: int, size: int, *, fmt: str = "file", what: str = "data") -> bytes:
+            return Probe.read_at(self, offset, size, fmt=fmt, what=what)
+
+    reads = record_reads(monkeypatch)
+    with Probe(path) as probe:
+        members, regions = _zip.read_zip(probe, "zip")
+    monkeypatch.undo()
+    with OwnReads(path) as own:
+        assert (members, regions) == _zip.read_zip(own, "zip")
+    assert len(members) == n and {m.data_offset + m.compress_size for m in members} == {far}
+    alone = sum(n for _, _, n in reads[1:]) - len(cd) - 22  # the headers and descriptors, read in windows
+    assert alone <= n * (30 + 16) + len(locals_) + _zip.PAGE, alone
+
+
 def test_walk_gives_tensors_depth_first_within_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """A dict's tensors are given as met, a nested container explored before the next sibling; the budget counts
     every object visited, the tensors given directly too."""
