@@ -55,7 +55,6 @@ from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
 from _pickle import Unpickler as _CUnpickler
 from collections.abc import Callable
 from functools import lru_cache
-from operator import attrgetter
 
 from loaders._pickle_builders import BUILDERS, TRAMPOLINES, resolve
 from loaders._pickle_policy import dunder_keys, is_dotted, is_unsafe_global
@@ -138,9 +137,8 @@ class _Builder(Global):
         Global.__init__(self, module, name)
         object.__setattr__(self, "build", build)
 
-    # calling it calls `build` itself: a call looks `__call__` up on the type and, this not being a function, calls
-    # what the descriptor gives for the instance (one Python frame a call fewer than a method forwarding to it)
-    __call__ = property(attrgetter("build"))
+    def __call__(self, *args: Any) -> Any:
+        return self.build(*args)
 
     def __setstate__(self, state: Any) -> None:
         raise _Abort("BUILD on a callable")
