@@ -387,10 +387,10 @@ def in_file_order(
     """
     ordered = _member_regions(members, payload)
     ordered += sorted(ends, key=attrgetter("start"))  # directory, zip64 end records, end record
-    starts = list(map(attrgetter("start"), ordered))
-    if all(map(lt, starts, islice(starts, 1, None))):
+    start = attrgetter("start")
+    if all(map(lt, map(start, ordered), map(start, islice(ordered, 1, None)))):
         return ordered
-    del ordered, starts
+    del ordered
     return [*_structure_regions(ends, members), *chain.from_iterable(map(payload, members))]
 
 
