@@ -425,6 +425,33 @@ def test_windows_plan_each_member_once_whatever_the_layout(tmp_path: Path, monke
     assert alone <= n * (30 + 16) + len(locals_) + _zip.PAGE, alone
 
 
+def test_zip_errors_come_in_member_order_though_the_directory_is_read_first(tmp_path: Path) -> None:
+    """The directory's entries are read before the local headers (the windows need the members' offsets), yet a
+    broken local header of an earlier member is the error, before a broken directory entry after it; without it,
+    the directory entry's error, which passing over broken members (`readable_members`) does not pass over."""
+    from inspector.errors import FormatError
+    from inspector.probe import Probe
+    from loaders import _zip
+
+    path = tmp_path / "three.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name in ("a", "b", "c"):
+            zf.writestr(name, b"x" * 10)
+    data = path.read_bytes()
+    info = zipfile.ZipFile(path)
+    third_entry = info.start_dir + 2 * (46 + 1)  # entries of one-letter names, no extra, no comment
+    assert data[third_entry : third_entry + 4] == b"PK\x01\x02"
+    broken_entry = data[:third_entry] + b"XK" + data[third_entry + 2 :]
+    both = b"XK" + broken_entry[2:]  # and member a's local header signature
+    for content, error in ((both, "member 'a': bad local header signature"), (broken_entry, "bad central directory")):
+        path.write_bytes(content)
+        with Probe(path) as probe, pytest.raises(FormatError, match=error):
+            _zip.read_zip(probe, "zip")
+    path.write_bytes(both)
+    with Probe(path) as probe, pytest.raises(FormatError, match="bad central directory"):
+        _zip.readable_members(probe, "zip")
+
+
 def test_walk_gives_tensors_depth_first_within_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """A dict's tensors are given as met, a nested container explored before the next sibling; the budget counts
     every object visited, the tensors given directly too."""
