@@ -346,7 +346,8 @@ def test_small_members_are_read_in_windows_that_pull_no_page_the_structures_do_n
     check_invariants(ckpt)
     loaded = torch.load(path, weights_only=True)
     data = path.read_bytes()
-    assert {t.name: data[t.offset : t.offset + t.nbytes] for t in ckpt.tensors} == {
+    offsets = {t.name: t.offset for t in ckpt.tensors if t.offset is not None}
+    assert {t.name: data[offsets[t.name] : offsets[t.name] + t.nbytes] for t in ckpt.tensors} == {
         n: v.numpy().tobytes() for n, v in loaded.items()
     }
     assert len(reads) < n_members / 10
@@ -359,7 +360,7 @@ def test_small_members_are_read_in_windows_that_pull_no_page_the_structures_do_n
     }
     touched = {n for _, at, n_bytes in reads[1:] for n in range(at // page, (at + n_bytes - 1) // page + 1)}
     assert touched <= structure
-    large = [(t.offset, t.offset + t.nbytes) for t in ckpt.tensors if t.name.startswith("large")]
+    large = [(offsets[t.name], offsets[t.name] + t.nbytes) for t in ckpt.tensors if t.name.startswith("large")]
     assert not any(at < end and start < at + n for _, at, n in reads[1:] for start, end in large)
 
     class OwnReads(Probe):  # reads through its own read_at: one structure at a time
@@ -368,7 +369,7 @@ def test_small_members_are_read_in_windows_that_pull_no_page_the_structures_do_n
 
     with Probe(path) as whole, OwnReads(path) as own:
         assert _zip.read_zip(whole, "zip") == _zip.read_zip(own, "zip")
-        assert len(own.cache["zip"][0]) == n_members
+        assert len(_zip.read_members(own, "zip")[0]) == n_members
 
 
 def test_windows_plan_each_member_once_whatever_the_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
