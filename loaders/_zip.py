@@ -130,11 +130,14 @@ def read_zip(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Regio
     """Members plus the regions of the zip structure (directory and end records, then each member's local header,
     padding and data descriptor).
 
-    Member payloads are not given regions here: the loader knows what they hold. The directory is read once per
-    probe (`read_members`); the regions are made at each call.
+    Member payloads are not given regions here: the loader knows what they hold. Both are cached on the probe (the
+    directory by `read_members`, which a loader ordering the regions itself calls instead).
     """
     members, ends = read_members(probe, fmt)
-    return members, _structure_regions(ends, members)
+    regions = probe.cache.get("zip regions")
+    if regions is None:
+        regions = probe.cache["zip regions"] = _structure_regions(ends, members)
+    return members, regions  # type: ignore[return-value]
 
 
 def _structure_regions(ends: tuple[Region, ...], members: tuple[ZipMember, ...]) -> tuple[Region, ...]:
