@@ -45,7 +45,11 @@ def _tensor_v2(storage: Any, offset: Any, size: Any, stride: Any, requires_grad:
         raise PickleError("tensor rebuild without a storage")
     if not isinstance(offset, int):
         raise PickleError(f"tensor storage offset is a {type(offset).__name__}")
-    return TensorRef(storage, offset, _ints(size), _ints(stride), storage.dtype, False, requires_grad is True)
+    if not (size.__class__ is tuple and _ONLY_INTS(map(type, size))):  # (the common case of `_ints`, in line)
+        size = _ints(size)
+    if not (stride.__class__ is tuple and _ONLY_INTS(map(type, stride))):
+        stride = _ints(stride)
+    return TensorRef(storage, offset, size, stride, storage.dtype, False, requires_grad is True)
 
 
 def _tensor_v3(

@@ -10,11 +10,14 @@ copies, schedulers, scalers and RNG state are other training state.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from itertools import repeat
 from math import prod
+from operator import mul, sub
 
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from loaders._pickle import Call, PickleError, StorageRef, StorageType, TensorRef, itemsize, key_name
+from loaders._pickle_values import ITEMSIZES
 from loaders.base import single_file
 
 TYPE_CHECKING = False
@@ -79,18 +82,19 @@ class PersistentLoader:
         return undo
 
     def __call__(self, pid: Any) -> Any:
-        if pid.__class__ is tuple and len(pid) == 5 and pid[0] == "storage":  # the common case, in short
-            stype, key, location, numel = pid[1:]
+        if pid.__class__ is tuple and len(pid) == 5:  # the common case, in short
+            tag, stype, key, location, numel = pid
             if (
-                key.__class__ is str
+                tag == "storage"
+                and key.__class__ is str
                 and location.__class__ is str
                 and stype.__class__ is StorageType
                 and numel.__class__ is int
                 and numel >= 0
+                and key not in self.storages
             ):
-                ref = self.storages.get(key)
-                if ref is None:
-                    ref = self.storages[key] = StorageRef(key, stype.dtype, itemsize(stype.dtype), location, numel)
+                dtype = stype.dtype
+                ref = self.storages[key] = StorageRef(key, dtype, ITEMSIZES.get(dtype, 1), location, numel)
                 return ref
         return self._load(pid)
 
@@ -151,7 +155,7 @@ def walk(value: Any) -> Iterator[tuple[str, TensorRef, TensorKind | None]]:
         if isinstance(obj, dict):
             direct = depth < MAX_DEPTH  # its children pass the depth check: its tensors are given directly
             for k, v in obj.items():
-                key = key_name(k)
+                key = k if k.__class__ is str else key_name(k)  # (a name: as it is, without a call)
                 if key in MODULE_DICTS:  # nn.Module internals: names as state_dict() gives them
                     child_path, child_hint = path, MODULE_DICTS[key] or hint
                 else:
@@ -178,19 +182,17 @@ def walk(value: Any) -> Iterator[tuple[str, TensorRef, TensorKind | None]]:
 
 def _section(value: Any) -> dict[str, tuple[str, TensorKind]]:
     """Section of each top-level key, when the object is a training checkpoint."""
-    if not isinstance(value, dict) or not any(key_name(k) in SECTIONS for k in value):
+    if not isinstance(value, dict) or not any((k if k.__class__ is str else key_name(k)) in SECTIONS for k in value):
         return {}
     return {key_name(k): SECTIONS.get(key_name(k), (key_name(k), TensorKind.OTHER)) for k in value}
 
 
-def _span(t: TensorRef) -> int:
-    """Elements from the first to one past the last element the tensor touches."""
-    if 0 in t.shape:
-        return 0
-    span = 1
-    for d, s in zip(t.shape, t.stride, strict=False):
-        span += (d - 1) * s
-    return span
+_ONES = repeat(1)  # (shared: it never ends)
+
+
+def _span(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
+    """Elements from the first to one past the last element the tensor touches: 1 + sum((d - 1) * s)."""
+    return 0 if 0 in shape else 1 + sum(map(mul, map(sub, shape, _ONES), stride))
 
 
 def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[TensorInfo], list[Finding]]:
@@ -200,13 +202,13 @@ def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[Ten
     findings: list[Finding] = []
     first: dict[tuple[Any, ...], str] = {}
     plain = ("", TensorKind.PARAMETER)
-    buffer, append, info = TensorKind.BUFFER, tensors.append, TensorInfo
+    buffer, append, info, itemsizes = TensorKind.BUFFER, tensors.append, TensorInfo, ITEMSIZES.get
     for path, t, hint in walk(value):
         storage, shape, dtype = t.storage, t.shape, t.dtype
         section, kind = sections.get(path.split(".", 1)[0], plain) if sections else plain
         if hint is buffer:  # a module's _buffers; names decide in inspector.kinds
             kind = buffer
-        size = itemsize(dtype)
+        size = itemsizes(dtype, 1)  # itemsize(dtype)
         n = prod(shape)
         notes: tuple[str, ...] = ()
         offset = span = key = None
@@ -220,8 +222,8 @@ def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[Ten
             at = data_offsets.get(root)
             if at is None:
                 raise PickleError(f"tensor {path!r} refers to storage {root!r}, which the file does not hold")
-            offset = at + base + t.offset * size
-            span_bytes = _span(t) * size
+            offset = at + base + t.offset * size if base or t.offset else at  # (the offset's int, shared)
+            span_bytes = _span(shape, t.stride) * size
             stored = storage.numel * storage.itemsize  # storage.nbytes
             if t.offset * size + span_bytes > stored + base and n:
                 raise PickleError(f"tensor {path!r} reaches past the end of its storage {root!r}")
@@ -254,8 +256,10 @@ def by_storage(tensors: list[TensorInfo]) -> dict[str, list[TensorInfo]]:
 
 def storage_regions(key: str, start: int, length: int, tensors: list[TensorInfo], file: int = 0) -> list[Region]:
     """TENSOR_DATA where `tensors` (those of this storage) reach, UNREFERENCED for the rest of it."""
-    if len(tensors) == 1 and tensors[0].offset == start and tensors[0].span_bytes == length:  # the common case
-        return [Region(RegionKind.TENSOR_DATA, start, length, f"storage {key!r}", file)]
+    if len(tensors) == 1:  # the common case: one tensor, the whole storage (its span_bytes, without the property)
+        t = tensors[0]
+        if t.offset == start and (t.nbytes if t.span is None else t.span) == length:
+            return [Region(RegionKind.TENSOR_DATA, start, length, f"storage {key!r}", file)]
     spans = sorted((t.offset, t.offset + t.span_bytes) for t in tensors if t.offset is not None)
     regions: list[Region] = []
     pos = start

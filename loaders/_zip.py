@@ -26,6 +26,10 @@ from inspector.probe import Probe
 from inspector.records import Region, RegionKind
 from inspector.recordtype import record
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 EOCD_SIG = b"PK\x05\x06"
 ZIP64_EOCD_SIG = b"PK\x06\x06"
 ZIP64_LOCATOR_SIG = b"PK\x06\x07"
@@ -41,8 +45,10 @@ COMPRESSION_NAMES = {0: "stored", 8: "deflated", 12: "bzip2", 14: "lzma", 93: "z
 PADDING_TAG = 0x4246  # 'FB': the extra field torch pads local headers with for 64-byte alignment
 DESCRIPTOR_LENGTHS = frozenset({12, 16, 20, 24})  # a data descriptor: crc and sizes (zip64: 8-byte), signature or not
 _CD_ENTRY = struct.Struct("<8xHH8xIIHHH8xI")  # flags, method, csizes, usize, name, extra, comment lengths, offset
-_CD_OFFSET = struct.Struct("<I")  # a central directory entry's local header offset, at +42
-_LOCAL_LENGTHS = struct.Struct("<HH")  # a local header's name and extra lengths, at +26
+_LOCAL_FIXED = struct.Struct("<4s22xHH")  # a local header's signature, and its name and extra lengths at +26
+_FIELD_HEAD = struct.Struct("<HH")  # an extra field's tag and body length
+PAGE = 4096  # the smallest page size of the systems we run on: a larger one only widens what a window may span
+MAX_WINDOW = 1 << 20  # bytes of one read of structures (`_Windows`)
 
 
 @record(frozen=True, slots=True)
@@ -65,7 +71,7 @@ class ZipMember:
 def _zip64_extra(extra: bytes, need: list[str], values: dict[str, int]) -> None:
     pos = 0
     while pos + 4 <= len(extra):
-        tag, size = struct.unpack_from("<HH", extra, pos)
+        tag, size = _FIELD_HEAD.unpack_from(extra, pos)
         if tag == 0x0001:
             body = extra[pos + 4 : pos + 4 + size]
             for i, key in enumerate(need):
@@ -80,7 +86,7 @@ def _extra_fields(extra: bytes) -> dict[int, int]:
     pos = 0
     fields: dict[int, int] = {}
     while pos + 4 <= len(extra):
-        tag, size = struct.unpack_from("<HH", extra, pos)
+        tag, size = _FIELD_HEAD.unpack_from(extra, pos)
         fields[tag] = fields.get(tag, 0) + 4 + size
         pos += 4 + size
     return fields
@@ -117,21 +123,58 @@ def read_central_directory(probe: Probe, fmt: str) -> tuple[ZipMember, ...]:
     Raises:
         FormatError: the directory is missing, inconsistent or points past the end of the file.
     """
-    members, _ = read_zip(probe, fmt)
-    return members
+    return read_members(probe, fmt)[0]
 
 
 def read_zip(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Region, ...]]:
-    """Members plus the regions of the zip structure (local headers, descriptors, directory, end records).
+    """Members plus the regions of the zip structure (directory and end records, then each member's local header,
+    padding and data descriptor).
 
-    Member payloads are not given regions here: the loader knows what they hold. The result is cached on
-    the probe, so sniffing and loading read the directory once.
+    Member payloads are not given regions here: the loader knows what they hold. Both are cached on the probe (the
+    directory by `read_members`, which a loader ordering the regions itself calls instead).
+    """
+    members, ends = read_members(probe, fmt)
+    regions = probe.cache.get("zip regions")
+    if regions is None:
+        regions = probe.cache["zip regions"] = _structure_regions(ends, members)
+    return members, regions  # type: ignore[return-value]
+
+
+def _structure_regions(ends: tuple[Region, ...], members: tuple[ZipMember, ...]) -> tuple[Region, ...]:
+    """The regions of `read_zip`: the directory and end records, then each member's."""
+    return (*ends, *_member_regions(members, None))
+
+
+def read_members(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Region, ...]]:
+    """Members, and the regions of the directory and end records (`read_zip` adds the members' own).
+
+    Cached on the probe, so sniffing and loading read the directory once.
     """
     cached = probe.cache.get("zip")
     if cached is None:
         cached = _read_zip(probe, fmt)
         probe.cache["zip"] = cached
     return cached  # type: ignore[return-value]
+
+
+def _member_regions(
+    members: tuple[ZipMember, ...], payload: Callable[[ZipMember], list[Region]] | None
+) -> list[Region]:
+    """Each member's regions in file order: its local header, the alignment padding in it, its payload's regions
+    (`payload(member)`, which the loader knows; none without it), its data descriptor."""
+    out: list[Region] = []
+    add, extend = out.append, out.extend
+    header, alignment = RegionKind.HEADER, RegionKind.PADDING
+    for m in members:
+        name, padding, data_offset = repr(m.name), m.padding_len, m.data_offset  # (the name quoted once)
+        add(Region(header, m.header_offset, m.local_header_len - padding, f"zip local header {name}"))
+        if padding:
+            add(Region(alignment, data_offset - padding, padding, f"alignment padding {name}"))
+        if payload is not None:
+            extend(payload(m))
+        if m.descriptor_len:
+            add(Region(header, data_offset + m.compress_size, m.descriptor_len, f"zip data descriptor {name}"))
+    return out
 
 
 def readable_members(probe: Probe, fmt: str) -> tuple[ZipMember, ...]:
@@ -182,62 +225,37 @@ def _read_zip(probe: Probe, fmt: str, skip_broken: bool = False) -> tuple[tuple[
         raise _fail(probe, fmt, f"central directory at {cd_offset:,}+{cd_size:,} does not end at its end record")
     regions.append(Region(RegionKind.HEADER, cd_offset, cd_size, "zip central directory"))
     cd = probe.read_at(cd_offset, cd_size, fmt=fmt, what="central directory")
-    members = _members(probe, fmt, cd, cd_offset, n_total, regions, skip_broken)
+    members = _members(probe, fmt, cd, cd_offset, n_total, skip_broken)
     return tuple(members), tuple(regions)
 
 
-def _members(
-    probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, regions: list[Region], skip_broken: bool
-) -> list[ZipMember]:
-    """The members of a central directory, each completed from its local header (its regions added to `regions`).
+def _members(probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, skip_broken: bool) -> list[ZipMember]:
+    """The members of a central directory, each completed from its local header.
 
-    A member costs two reads: its local header's fixed part, and its extra field (the alignment padding torch
-    writes there, or zip64 sizes). The signature bytes of a data descriptor after a payload are read together
-    with the next member's fixed part when that follows the descriptor directly (as torch lays its archives
-    out): one read of structure bytes only, never of a payload. The reads are `Probe.read_at`'s made
-    without its call (checked against the file size, counted, served from the head when they lie in it); one
-    that fails is made again through `read_at` for its error, so each check's message is the one it always gave,
-    and no message is built for a read that succeeds.
+    The directory's entries are read first (an error in one is raised after the members before it, as a reader
+    going member by member meets it), then the local headers, through `_Windows`: a read of one member's
+    structure bytes takes in those of the members after it while the bytes between them are fewer than a page.
     """
-    size, head = probe.size, probe.head
-    pread = probe._pread if type(probe).read_at is Probe.read_at else None  # a view reads through its own read_at
-    head_end = len(head)
-    entry, local_lengths, entry_offset = _CD_ENTRY.unpack_from, _LOCAL_LENGTHS.unpack_from, _CD_OFFSET.unpack_from
-
-    def read(at: int, n: int, what: str, name: str) -> bytes:
-        end = at + n
-        if pread is not None and at >= 0 and n >= 0 and end <= size:
-            if end <= head_end:
-                return head[at:end]
-            data = pread(at, n, fmt)
-            if len(data) == n:
-                return data
-        return probe.read_at(at, n, fmt=fmt, what=what % (name,))
-
+    entries, error, pos = _entries(probe, fmt, cd, cd_offset, n_total)
+    size = probe.size
+    windows = _Windows(probe, fmt, [e[5] for e in entries])
+    fetch = windows.fetch
+    local_fixed, field_head = _LOCAL_FIXED.unpack_from, _FIELD_HEAD.unpack_from
     members: list[ZipMember] = []
-    ahead_at, ahead = -1, b""  # a member's fixed part, read with the data descriptor before it
-    pos, cd_len = 0, len(cd)
-    for _ in range(n_total):
-        if cd[pos : pos + 4] != CD_SIG:
-            raise _fail(probe, fmt, "bad central directory entry", cd_offset + pos)
-        flags, method, csize, usize, name_len, extra_len, comment_len, at = entry(cd, pos)
-        start = pos + 46
-        pos = start + name_len + extra_len + comment_len
-        if pos > cd_len:
-            raise _fail(probe, fmt, "central directory entry runs past the directory", cd_offset)
-        name = cd[start : start + name_len].decode("utf-8" if flags & 0x800 else "cp437")
-        if 0xFFFFFFFF in (usize, csize, at):
-            values = {"usize": usize, "csize": csize, "offset": at}
-            need = [k for k, v in values.items() if v == 0xFFFFFFFF]
-            _zip64_extra(cd[start + name_len : start + name_len + extra_len], need, values)
-            usize, csize, at = values["usize"], values["csize"], values["offset"]
+    win_at, win_end, window = 0, len(probe.head), probe.head
+    for index, (flags, method, csize, usize, name, at) in enumerate(entries):
         try:
-            fixed = ahead if at == ahead_at else read(at, 30, "local header of %r", name)
-            if fixed[:4] != LOCAL_SIG:
+            if not win_at <= at <= win_end - 30:
+                win_at, window = fetch(index, at, 30, "local header of %r", name)
+                win_end = win_at + len(window)
+            sig, local_name_len, local_extra_len = local_fixed(window, at - win_at)
+            if sig != LOCAL_SIG:
                 raise _fail(probe, fmt, f"member {name!r}: bad local header signature", at)
-            local_name_len, local_extra_len = local_lengths(fixed, 26)
-            extra = read(at + 30 + local_name_len, local_extra_len, "local header of %r", name)
             header_len = 30 + local_name_len + local_extra_len
+            extra_at = at + 30 + local_name_len
+            if not win_at <= extra_at <= win_end - local_extra_len:
+                win_at, window = fetch(index, extra_at, local_extra_len, "local header of %r", name)
+                win_end = win_at + len(window)
             data_offset = at + header_len
             data_end = data_offset + csize
             if data_end > size:
@@ -247,66 +265,136 @@ def _members(
                     f"member {name!r} data ends at byte {data_end:,} but the file has {size:,} bytes",
                     data_offset,
                 )
-            if extra[:2] == b"FB" and local_extra_len == 4 + int.from_bytes(extra[2:4], "little"):
+            if local_extra_len >= 4 and field_head(window, extra_at - win_at) == (PADDING_TAG, local_extra_len - 4):
                 padding, zip64 = local_extra_len, False  # torch's local extra: its padding field alone
             else:
-                fields = _extra_fields(extra)
+                fields = _extra_fields(window[extra_at - win_at : extra_at - win_at + local_extra_len])
                 padding, zip64 = fields.get(PADDING_TAG, 0), 0x0001 in fields
             descriptor = 0
             if flags & 0x8:
-                sig = b""
-                if cd[pos : pos + 4] == CD_SIG and pos + 46 <= cd_len:  # the next member, directly after?
-                    following = entry_offset(cd, pos + 42)[0]  # (0xFFFFFFFF: in its zip64 field, not read here)
-                    if (
-                        following - data_end in DESCRIPTOR_LENGTHS
-                        and following + 30 <= size
-                        and following != 0xFFFFFFFF
-                    ):
-                        both = read(data_end, following + 30 - data_end, "data descriptor of %r", name)
-                        ahead_at, ahead, sig = following, both[following - data_end :], both[:4]
-                if not sig:
-                    sig = read(data_end, 4, "data descriptor of %r", name)
-                descriptor = (4 if sig == DESCRIPTOR_SIG else 0) + (20 if zip64 or csize >= 0xFFFFFFFF else 12)
+                if not win_at <= data_end <= win_end - 4:
+                    win_at, window = fetch(index, data_end, 4, "data descriptor of %r", name, True)
+                    win_end = win_at + len(window)
+                signed = window.startswith(DESCRIPTOR_SIG, data_end - win_at)
+                descriptor = (4 if signed else 0) + (20 if zip64 or csize >= 0xFFFFFFFF else 12)
         except FormatError:
             if not skip_broken:
                 raise
             continue
-        regions.append(Region(RegionKind.HEADER, at, header_len - padding, f"zip local header {name!r}"))
-        if padding:
-            regions.append(Region(RegionKind.PADDING, data_offset - padding, padding, f"alignment padding {name!r}"))
-        if descriptor:
-            regions.append(Region(RegionKind.HEADER, data_end, descriptor, f"zip data descriptor {name!r}"))
         members.append(ZipMember(name, at, data_offset, csize, usize, method, header_len, padding, descriptor))
-    if pos != cd_len:
+    if error is not None:
+        raise error
+    if pos != len(cd):
         raise _fail(probe, fmt, "central directory size does not match its entries", cd_offset)
     return members
 
 
+_Entry = tuple[int, int, int, int, str, int]  # flags, method, compressed and uncompressed size, name, header offset
+
+
+def _entries(
+    probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int
+) -> tuple[list[_Entry], Exception | None, int]:
+    """The central directory's entries, up to the first that cannot be read (returned, for the caller to raise once
+    the members before it are read), and where the last one read ends."""
+    entry = _CD_ENTRY.unpack_from
+    entries: list[_Entry] = []
+    pos, cd_len = 0, len(cd)
+    try:
+        for _ in range(n_total):
+            if not cd.startswith(CD_SIG, pos):
+                raise _fail(probe, fmt, "bad central directory entry", cd_offset + pos)
+            flags, method, csize, usize, name_len, extra_len, comment_len, at = entry(cd, pos)
+            start = pos + 46
+            pos = start + name_len + extra_len + comment_len
+            if pos > cd_len:
+                raise _fail(probe, fmt, "central directory entry runs past the directory", cd_offset)
+            name = cd[start : start + name_len].decode("utf-8" if flags & 0x800 else "cp437")
+            if 0xFFFFFFFF in (usize, csize, at):
+                values = {"usize": usize, "csize": csize, "offset": at}
+                need = [k for k, v in values.items() if v == 0xFFFFFFFF]
+                _zip64_extra(cd[start + name_len : start + name_len + extra_len], need, values)
+                usize, csize, at = values["usize"], values["csize"], values["offset"]
+            entries.append((flags, method, csize, usize, name, at))
+    except Exception as exc:  # noqa: BLE001 - raised by the caller, after the members before it
+        return entries, exc, pos
+    return entries, None, pos
+
+
+class _Windows:
+    """Reads of the members' structure bytes (local headers, data descriptors), each one window that takes in the
+    structures of the members after it (in directory order) while the bytes between two are fewer than `PAGE`.
+
+    Such a gap (a small member's payload, a local name) lies on the pages of the structure bytes either side of
+    it, which separate reads pull from disk anyway: a window pulls no page they would not (readahead is off,
+    `Probe`), and an archive of 100,000 small members is read in a few dozen reads instead of 200,000. A gap of
+    a page or more ends the window. The first `HEAD_BYTES` come from the probe's head. A read that does not lie
+    in the file, or comes back short, is made again through `Probe.read_at` for its error.
+
+    A window is planned from a member only past the members earlier windows took in: a structure of those that
+    falls outside (a data descriptor far away, an extra field past the window's end: a hostile layout) is read
+    exactly, so the planning looks at each member once and the bytes read stay within a page a member of what
+    reading each structure alone reads. A view of a part of a file (a distributed checkpoint's item, read through
+    its own `read_at`) reads structure bytes only: a data descriptor's signature with the rest of it and the next
+    member's fixed part, nothing else.
+    """
+
+    __slots__ = ("probe", "fmt", "offsets", "read", "direct", "planned")
+
+    def __init__(self, probe: Probe, fmt: str, offsets: list[int]) -> None:
+        self.probe, self.fmt, self.offsets = probe, fmt, offsets  # each member's local header offset
+        self.direct = type(probe).read_at is Probe.read_at
+        self.planned = 0  # the last member whose fixed part a window took in: those before it are not looked at again
+        if self.direct:
+            self.read: Callable[[int, int, str], bytes] = probe._pread
+        else:
+            self.read = lambda at, n, fmt: probe.read_at(at, n, fmt=fmt)
+
+    def fetch(self, index: int, at: int, n: int, what: str, name: str, descriptor: bool = False) -> tuple[int, bytes]:
+        """(start, bytes) of a window holding `n` bytes at `at`, needed for member `index` (its data descriptor's
+        signature: `descriptor`)."""
+        probe, end = self.probe, at + n
+        if 0 <= at and 0 <= n and end <= probe.size:
+            if end <= len(probe.head):
+                return 0, probe.head
+            offsets, stop, last = self.offsets, min(probe.size, at + MAX_WINDOW), end
+            if self.direct and index >= self.planned:  # (a miss before it: a hostile layout, read exactly)
+                i = index + 1
+                while i < len(offsets):  # each next member's fixed part, while it is near
+                    following = offsets[i]
+                    if not 0 <= following - last < PAGE or following + 30 > stop:
+                        break
+                    last = following + 30
+                    i += 1
+                self.planned = i - 1  # each member is looked at by one window's planning: linear in all
+            elif descriptor and index + 1 < len(offsets):  # the descriptor, then the next member's fixed part
+                following = offsets[index + 1]
+                if following - at in DESCRIPTOR_LENGTHS and following + 30 <= stop:
+                    last = following + 30
+            data = self.read(at, last - at, self.fmt)
+            if len(data) >= n:
+                return at, data
+        return at, probe.read_at(at, n, fmt=self.fmt, what=what % (name,))
+
+
 def in_file_order(
-    zip_regions: tuple[Region, ...], members: tuple[ZipMember, ...], payloads: list[list[Region]]
+    ends: tuple[Region, ...], members: tuple[ZipMember, ...], payload: Callable[[ZipMember], list[Region]]
 ) -> list[Region]:
-    """The regions of `read_zip` with each member's payload regions (`payloads`, one list a member) added.
+    """The regions of the archive: those of `read_members` (`ends`), each member's local header, padding and data
+    descriptor, and its payload's (`payload(member)`: the loader knows what it holds).
 
     In file order (each member's local header, padding, payload and descriptor, then the directory and the end
     records) when that is an order of strictly increasing starts, as in any archive whose members follow one
-    another: `tile` then has nothing to sort. Else (overlapping or shuffled members) the zip's regions, then
-    the payloads, as `tile` always had them to sort: it sorts ties stably, so this order is part of its result.
+    another: `tile` then has nothing to sort. Else (overlapping or shuffled members) those of `read_zip`, then the
+    payloads, as `tile` always had them to sort: it sorts ties stably, so this order is part of its result.
     """
-    ends = len(zip_regions) - sum(1 + (m.padding_len > 0) + (m.descriptor_len > 0) for m in members)
-    structure = iter(zip_regions[ends:])  # per member: its local header, padding, descriptor (see `_members`)
-    ordered: list[Region] = []
-    for m, payload in zip(members, payloads, strict=True):
-        ordered.append(next(structure))
-        if m.padding_len:
-            ordered.append(next(structure))
-        ordered += payload
-        if m.descriptor_len:
-            ordered.append(next(structure))
-    ordered += sorted(zip_regions[:ends], key=attrgetter("start"))  # directory, zip64 end records, end record
-    starts = list(map(attrgetter("start"), ordered))
-    if all(map(lt, starts, islice(starts, 1, None))):
+    ordered = _member_regions(members, payload)
+    ordered += sorted(ends, key=attrgetter("start"))  # directory, zip64 end records, end record
+    start = attrgetter("start")
+    if all(map(lt, map(start, ordered), map(start, islice(ordered, 1, None)))):
         return ordered
-    return [*zip_regions, *chain.from_iterable(payloads)]
+    del ordered
+    return [*_structure_regions(ends, members), *chain.from_iterable(map(payload, members))]
 
 
 def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str) -> bytes:

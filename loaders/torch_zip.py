@@ -78,7 +78,7 @@ class TorchZipLoader:
             return _torch.refused(probe, FORMAT, evidence, exc)
 
     def _read(self, probe: Probe, evidence: set[str]) -> Checkpoint:
-        members, zip_regions = _zip.read_zip(probe, FORMAT)
+        members, zip_ends = _zip.read_members(probe, FORMAT)
         prefix = archive_folder(members)
         if prefix is None:  # torch refuses the archive; its pickles are still checked for the verdict
             other_pickles(probe, FORMAT, members, None, evidence)
@@ -95,10 +95,11 @@ class TorchZipLoader:
             evidence |= exc.unsafe
             raise FormatError(probe.path, FORMAT, f"data.pkl: {exc}") from exc
         evidence |= result.unsafe
-        storage_members = {f"{prefix}data/{key}": key for key in storages}  # member name -> storage key
-        records = {key: by_name.get(name) for name, key in storage_members.items()}
+        del data  # (the pickle's bytes: only its values are kept)
+        data_dir = prefix + "data/"
+        offsets: dict[str, int] = {}  # storage key -> its record's data offset
         for key, ref in storages.items():
-            record = records[key]
+            record = by_name.get(data_dir + key)
             if record is None:
                 raise FormatError(probe.path, FORMAT, f"storage {key!r} named in data.pkl has no data/{key} record")
             if record.file_size < ref.nbytes:
@@ -107,46 +108,52 @@ class TorchZipLoader:
                     FORMAT,
                     f"storage {key!r} needs {ref.nbytes:,} bytes, its record holds {record.file_size:,}",
                 )
-        offsets = {key: m.data_offset for key, m in records.items() if m is not None}
+            offsets[key] = record.data_offset
+        n_storages = len(storages)
+        del storages, by_name
         try:
             tensors, findings = _torch.build_tensors(result.value, offsets)
         except _pickle.PickleError as exc:
             raise FormatError(probe.path, FORMAT, str(exc)) from exc
-        torchscript = prefix + TORCHSCRIPT_MARKER in by_name
+        torchscript = any(m.name == prefix + TORCHSCRIPT_MARKER for m in members)
         if torchscript:  # the archive declares its parameters and buffers in code/__torch__/**.py
             tensors = _torchscript.apply(probe, members, prefix, FORMAT, result.value, tensors)
+        names = result.globals
+        del result  # the pickle's object graph: the tensors hold what they need of it
         grouped = _torch.by_storage(tensors)
-        payloads: list[list[Region]] = []  # each member's payload, as its regions
-        for m in members:
-            storage_key = storage_members.get(m.name)
-            if storage_key is not None:
-                payloads.append(
-                    _torch.storage_regions(storage_key, m.data_offset, m.compress_size, grouped.get(storage_key, []))
-                )
-            elif m.name.startswith(prefix + "data/"):
-                payloads.append(
-                    [
-                        Region(
-                            RegionKind.UNREFERENCED,
-                            m.data_offset,
-                            m.compress_size,
-                            f"record {m.name!r}: no tensor uses it",
-                        )
-                    ]
-                )
-            else:
-                payloads.append([Region(RegionKind.METADATA, m.data_offset, m.compress_size, f"record {m.name!r}")])
-        regions = _zip.in_file_order(zip_regions, members, payloads)
+        skip = len(data_dir)
+
+        def payload(m: _zip.ZipMember) -> list[Region]:
+            """A member's payload, as its regions."""
+            name = m.name
+            if name.startswith(data_dir):
+                key = name[skip:]
+                if key in offsets:
+                    return _torch.storage_regions(key, m.data_offset, m.compress_size, grouped.get(key, []))
+                return [
+                    Region(
+                        RegionKind.UNREFERENCED, m.data_offset, m.compress_size, f"record {name!r}: no tensor uses it"
+                    )
+                ]
+            return [Region(RegionKind.METADATA, m.data_offset, m.compress_size, f"record {name!r}")]
+
+        regions = _zip.in_file_order(zip_ends, members, payload)
+        grouped.clear()  # (its lists: not held through the tiling)
         attributes = {
             "torch.archive": prefix.rstrip("/"),
             "torch.kind": "torchscript" if torchscript else "torch.save",
-            "torch.storages": str(len(storages)),
+            "torch.storages": str(n_storages),
         }
-        version = by_name.get(prefix + "version") or by_name.get(prefix + ".data/version")
+        version = _last(members, prefix + "version") or _last(members, prefix + ".data/version")
         if version is not None and version.compress_size < 16 and version.method == _zip.STORED:
             attributes["torch.version_record"] = (
                 probe.read_at(version.data_offset, version.compress_size).decode("ascii", "replace").strip()
             )
         findings += layout_findings(members, prefix)
-        findings += _torch.unsafe_finding(evidence) + _torch.globals_finding(result.globals)
+        findings += _torch.unsafe_finding(evidence) + _torch.globals_finding(names)
         return single_file(probe, FORMAT, "pytorch", tensors, regions, attributes, findings)
+
+
+def _last(members: tuple[_zip.ZipMember, ...], name: str) -> _zip.ZipMember | None:
+    """The member of that name torch reads (the last of duplicates)."""
+    return next((m for m in reversed(members) if m.name == name), None)

@@ -323,6 +323,136 @@ def test_zip_headers_read_without_a_tensor_byte_and_regions_in_any_directory_ord
     assert again.regions == ckpt.regions and again.tensors == ckpt.tensors
 
 
+def test_small_members_are_read_in_windows_that_pull_no_page_the_structures_do_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An archive of small storages: the local headers and descriptors of many members come in one read, and every
+    page a read touches holds a byte of the zip's structures or data.pkl (what separate reads of exactly those would
+    pull from a cold file); tensors larger than a page are never touched. Same regions and tensors as the members'
+    structures read one at a time (a probe whose reads go through its own `read_at`, as a view's do)."""
+    torch = pytest.importorskip("torch")
+    from inspector.probe import Probe
+    from loaders import _zip
+    from tests.conftest import record_reads
+
+    state = {f"small{i}": torch.full((3 + i % 5,), float(i)) for i in range(300)}
+    state |= {f"large{i}": torch.full((1500 + i,), float(i)) for i in range(3)}  # 6 KiB and more: past a page
+    path = tmp_path / "state.pt"
+    torch.save(state, path)
+    n_members = len(zipfile.ZipFile(path).infolist())
+    reads = record_reads(monkeypatch)
+    ckpt = load(path)
+    monkeypatch.undo()
+    check_invariants(ckpt)
+    loaded = torch.load(path, weights_only=True)
+    data = path.read_bytes()
+    offsets = {t.name: t.offset for t in ckpt.tensors if t.offset is not None}
+    assert {t.name: data[offsets[t.name] : offsets[t.name] + t.nbytes] for t in ckpt.tensors} == {
+        n: v.numpy().tobytes() for n, v in loaded.items()
+    }
+    assert len(reads) < n_members / 10
+    page = _zip.PAGE
+    structure = {
+        n
+        for r in ckpt.regions
+        if r.kind in (RegionKind.HEADER, RegionKind.PADDING) or r.label == "record 'state/data.pkl'"
+        for n in range(r.start // page, (r.end - 1) // page + 1)
+    }
+    touched = {n for _, at, n_bytes in reads[1:] for n in range(at // page, (at + n_bytes - 1) // page + 1)}
+    assert touched <= structure
+    large = [(offsets[t.name], offsets[t.name] + t.nbytes) for t in ckpt.tensors if t.name.startswith("large")]
+    assert not any(at < end and start < at + n for _, at, n in reads[1:] for start, end in large)
+
+    class OwnReads(Probe):  # reads through its own read_at: one structure at a time
+        def read_at(self, offset: int, n: int, *, fmt: str = "file", what: str = "data") -> bytes:
+            return Probe.read_at(self, offset, n, fmt=fmt, what=what)
+
+    with Probe(path) as whole, OwnReads(path) as own:
+        assert _zip.read_zip(whole, "zip") == _zip.read_zip(own, "zip")
+        assert len(_zip.read_members(own, "zip")[0]) == n_members
+
+
+def test_windows_plan_each_member_once_whatever_the_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hostile archive whose members' local headers lie side by side but whose data descriptors all sit far away:
+    each descriptor read leaves the window, and a window planned again from each next member would read the
+    following headers once per member (quadratic). Planned once, the reads stay within what reading each structure
+    alone costs, and the members are those of a reading without windows."""
+    from inspector.probe import Probe
+    from loaders import _zip
+    from tests.conftest import record_reads
+
+    n, far = 3000, 3000 * 30 + 2 * _zip.PAGE  # local headers at 30 * i, every data descriptor at `far`
+    locals_ = b"".join(struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0x8, 0, 0, 0, 0, 0, 0, 0, 0) for _ in range(n))
+    body = locals_ + bytes(far - len(locals_)) + struct.pack("<4sIII", b"PK\x07\x08", 0, 0, 0)
+    cd = b"".join(
+        struct.pack(
+            "<4sHHHHHHIIIHHHHHII",
+            b"PK\x01\x02",
+            20,
+            20,
+            0x8,
+            0,
+            0,
+            0,
+            0,
+            far - (30 * i + 30),
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            30 * i,
+        )
+        for i in range(n)
+    )
+    eocd = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, n, n, len(cd), len(body), 0)
+    path = tmp_path / "far.zip"
+    path.write_bytes(body + cd + eocd)
+
+    class OwnReads(Probe):  # reads through its own read_at: one structure at a time
+        def read_at(self, offset: int, size: int, *, fmt: str = "file", what: str = "data") -> bytes:
+            return Probe.read_at(self, offset, size, fmt=fmt, what=what)
+
+    reads = record_reads(monkeypatch)
+    with Probe(path) as probe:
+        members, regions = _zip.read_zip(probe, "zip")
+    monkeypatch.undo()
+    with OwnReads(path) as own:
+        assert (members, regions) == _zip.read_zip(own, "zip")
+    assert len(members) == n and {m.data_offset + m.compress_size for m in members} == {far}
+    alone = sum(n for _, _, n in reads[1:]) - len(cd) - 22  # the headers and descriptors, read in windows
+    assert alone <= n * (30 + 16) + len(locals_) + _zip.PAGE, alone
+
+
+def test_zip_errors_come_in_member_order_though_the_directory_is_read_first(tmp_path: Path) -> None:
+    """The directory's entries are read before the local headers (the windows need the members' offsets), yet a
+    broken local header of an earlier member is the error, before a broken directory entry after it; without it,
+    the directory entry's error, which passing over broken members (`readable_members`) does not pass over."""
+    from inspector.errors import FormatError
+    from inspector.probe import Probe
+    from loaders import _zip
+
+    path = tmp_path / "three.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name in ("a", "b", "c"):
+            zf.writestr(name, b"x" * 10)
+    data = path.read_bytes()
+    info = zipfile.ZipFile(path)
+    third_entry = info.start_dir + 2 * (46 + 1)  # entries of one-letter names, no extra, no comment
+    assert data[third_entry : third_entry + 4] == b"PK\x01\x02"
+    broken_entry = data[:third_entry] + b"XK" + data[third_entry + 2 :]
+    both = b"XK" + broken_entry[2:]  # and member a's local header signature
+    for content, error in ((both, "member 'a': bad local header signature"), (broken_entry, "bad central directory")):
+        path.write_bytes(content)
+        with Probe(path) as probe, pytest.raises(FormatError, match=error):
+            _zip.read_zip(probe, "zip")
+    path.write_bytes(both)
+    with Probe(path) as probe, pytest.raises(FormatError, match="bad central directory"):
+        _zip.readable_members(probe, "zip")
+
+
 def test_walk_gives_tensors_depth_first_within_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """A dict's tensors are given as met, a nested container explored before the next sibling; the budget counts
     every object visited, the tensors given directly too."""
