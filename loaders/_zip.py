@@ -23,7 +23,7 @@ from operator import attrgetter, lt
 
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
-from inspector.records import Region, RegionKind
+from inspector.records import Finding, Region, RegionKind, Severity
 from inspector.recordtype import record
 
 TYPE_CHECKING = False
@@ -221,16 +221,38 @@ def _read_zip(probe: Probe, fmt: str, skip_broken: bool = False) -> tuple[tuple[
         raise LimitExceededError(probe.path, fmt, f"{n_total:,} zip members (cap {MAX_MEMBERS:,})")
     if cd_size > MAX_CD_BYTES:
         raise LimitExceededError(probe.path, fmt, f"central directory of {cd_size:,} bytes (cap {MAX_CD_BYTES:,})")
-    if cd_offset + cd_size != end_of_cd:
-        raise _fail(probe, fmt, f"central directory at {cd_offset:,}+{cd_size:,} does not end at its end record")
-    regions.append(Region(RegionKind.HEADER, cd_offset, cd_size, "zip central directory"))
+    if cd_offset + cd_size > probe.size:
+        raise _fail(probe, fmt, f"central directory at {cd_offset:,}+{cd_size:,} runs past the end of the file")
     cd = probe.read_at(cd_offset, cd_size, fmt=fmt, what="central directory")
-    members = _members(probe, fmt, cd, cd_offset, n_total, skip_broken)
+    members, used = _members(probe, fmt, cd, cd_offset, n_total, skip_broken)
+    regions.append(Region(RegionKind.HEADER, cd_offset, used, "zip central directory"))
+    # As torch's miniz reads an archive (mz_zip_reader_read_central_dir): the directory's entries must lie within the
+    # size its end record gives and the file, and nothing more; a directory that does not end where the end record
+    # starts, or whose entries stop short of its size, is read (a payload torch reaches through it is judged) and
+    # said, its stray bytes left to the byte map as unexplained
+    notes = []
+    if cd_offset + cd_size != end_of_cd or used != cd_size:
+        notes.append(
+            f"the end record gives the central directory {cd_size:,} bytes at {cd_offset:,}: its entries take "
+            f"{used:,} and the end record starts at {end_of_cd:,} (torch reads such an archive)"
+        )
+    if eocd_at + 22 + comment_len != probe.size:
+        notes.append(f"the end record's comment length ({comment_len:,}) does not end where the file ends")
+    if notes:
+        probe.cache["zip notes"] = notes
     return tuple(members), tuple(regions)
 
 
-def _members(probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, skip_broken: bool) -> list[ZipMember]:
-    """The members of a central directory, each completed from its local header.
+def directory_findings(probe: Probe) -> list[Finding]:
+    """ZIP_LAYOUT warnings for an end record and a directory that disagree but that torch reads (`read_members`)."""
+    notes: list[str] = probe.cache.get("zip notes") or []  # type: ignore[assignment]
+    return [Finding("ZIP_LAYOUT", Severity.WARNING, f"zip structure: {note}") for note in notes]
+
+
+def _members(
+    probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, skip_broken: bool
+) -> tuple[list[ZipMember], int]:
+    """The members of a central directory, each completed from its local header, and the bytes their entries take.
 
     The directory's entries are read first (an error in one is raised after the members before it, as a reader
     going member by member meets it), then the local headers, through `_Windows`: a read of one member's
@@ -284,9 +306,7 @@ def _members(probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, sk
         members.append(ZipMember(name, at, data_offset, csize, usize, method, header_len, padding, descriptor))
     if error is not None:
         raise error
-    if pos != len(cd):
-        raise _fail(probe, fmt, "central directory size does not match its entries", cd_offset)
-    return members
+    return members, pos
 
 
 _Entry = tuple[int, int, int, int, str, int]  # flags, method, compressed and uncompressed size, name, header offset

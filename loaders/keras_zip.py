@@ -67,5 +67,5 @@ class KerasZipLoader:
             if isinstance(meta, dict):
                 attributes.update({f"keras.{k}": str(v) for k, v in meta.items()})
         cfg = {"source": "config.json", "layers": layers, "raw": config}
-        findings = keras_h5.code_findings(config)
+        findings = keras_h5.code_findings(config) + _zip.directory_findings(probe)
         return single_file(probe, FORMAT, "keras", tensors, regions, attributes, findings, config=cfg)

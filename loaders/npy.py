@@ -298,4 +298,5 @@ class NpzLoader:
             tensors.append(t)
             findings += f
         attributes = {"zip.members": str(len(members)), "zip.deflated_members": str(deflated)}
+        findings += _zip.directory_findings(probe)
         return single_file(probe, NPZ_FORMAT, "numpy", tensors, regions, attributes, findings)

@@ -149,7 +149,7 @@ class TorchZipLoader:
             attributes["torch.version_record"] = (
                 probe.read_at(version.data_offset, version.compress_size).decode("ascii", "replace").strip()
             )
-        findings += layout_findings(members, prefix)
+        findings += layout_findings(members, prefix) + _zip.directory_findings(probe)
         findings += _torch.unsafe_finding(evidence) + _torch.globals_finding(names)
         return single_file(probe, FORMAT, "pytorch", tensors, regions, attributes, findings)
 

@@ -774,6 +774,41 @@ def test_end_record_comment_length_past_the_end(tmp_path: Path) -> None:
     check_invariants(ckpt)
 
 
+@pytest.mark.parametrize("grow", [1, 22])
+def test_central_directory_size_past_its_entries(tmp_path: Path, grow: int) -> None:
+    """An end record whose central directory size is larger than the directory (one byte of it changed): torch's
+    miniz reads the entries within that size and runs the payload; the inspector read nothing ("not a recognised
+    format", exit 2; found by the mutation test below). It reads the archive as torch does, says the directory and
+    its end record disagree (ZIP_LAYOUT) and judges the payload: exit 3."""
+    torch = pytest.importorskip("torch")
+    (tmp_path / "base").mkdir()
+    base, _ = _torch_zip(tmp_path / "base")
+    evil = P2 + b"}(" + text("w") + file_handler(Path("/nonexistent/canary")) + b"u."
+    with zipfile.ZipFile(base) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    path = tmp_path / "m.pt"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, evil if name.endswith("/data.pkl") else data)
+    raw = bytearray(path.read_bytes())
+    size_at = len(raw) - 22 + 12  # the end record's central directory size (no comment, no zip64 records)
+    size = int.from_bytes(raw[size_at : size_at + 4], "little")
+    raw[size_at : size_at + 4] = (size + grow).to_bytes(4, "little")
+    path.write_bytes(bytes(raw))
+    recorder = type(sys)("recorder")
+    recorder.Unpickler = _Recorder  # type: ignore[attr-defined]
+    recorder.load = pickle.load  # type: ignore[attr-defined]
+    recorder.__name__ = "pickle"
+    _Recorder.ran = False
+    with suppress(Exception):
+        torch.load(path, weights_only=False, pickle_module=recorder)
+    assert _Recorder.ran
+    ckpt = load(path)
+    assert any(f.code == "UNSAFE_CONTENT" for f in ckpt.findings)
+    assert any(f.code == "ZIP_LAYOUT" and "central directory" in f.message for f in ckpt.findings)
+    check_invariants(ckpt)
+
+
 def test_property_mutated_zips(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Reordered, duplicated, deflated or renamed members: whenever torch.load reaches the payload, exit 3."""
     torch = pytest.importorskip("torch")
