@@ -12,6 +12,8 @@ the roles and the expectation all read one decision.
 
 from __future__ import annotations
 
+import re
+
 from inspector.records import Checkpoint, TensorKind
 from inspector.recordtype import record, replace
 from inspector.roles import TORCH_STATS, compile_rules
@@ -76,8 +78,8 @@ KIND_RULES: tuple[KindRule, ...] = (
     KindRule(
         "hf.relative_index",
         TensorKind.BUFFER,
-        r"(?:.*\.)?relative_position_index",
-        "Swin relative position index: a buffer",
+        r"(?:.*\.)?(?:relative_position_index|relative_coords_table)",
+        "Swin relative position index (and Swin V2's coordinates table): buffers",
     ),
     KindRule(
         "hf.codebook",
@@ -110,6 +112,23 @@ KIND_RULES: tuple[KindRule, ...] = (
         r"(?:.*\.)?(?:summary_idxs|input_conditioner\.norm_(?:mean|std))",
         "RADIO input normalisation and summary indices: buffers",
     ),
+    # torchvision and timm buffers saved in state dicts (found by `bench/sweep_vision.py --names`: every model both
+    # libraries build, its state dict against named_parameters())
+    KindRule(
+        "timm.attention_bias_idxs",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?attention_bias_idxs",
+        "EfficientFormer attention bias indices: a buffer",
+    ),
+    KindRule(
+        "timm.dct", TensorKind.BUFFER, r"(?:.*\.)?stem_dct\.(?:\w+\.)*weights", "CSATv2 DCT basis (Dct1d): a buffer"
+    ),
+    KindRule(
+        "timm.standardize",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?std_(?:bias|scale)",
+        "Gemma 4 ViT output standardisation: buffers",
+    ),
     KindRule("flax.batch_stats", TensorKind.BUFFER, r"(?:.*/)?batch_stats/.+", "flax batch_stats collection"),
     KindRule(
         "flax.other", TensorKind.OTHER, r"(?:.*/)?(?:cache|intermediates|losses)/.+", "flax non-params collection"
@@ -131,6 +150,14 @@ FROZEN_BATCHNORM = frozenset(
 )  # fmt: skip
 
 
+# Modules whose norms are frozen wherever a file holds them with running statistics and no num_batches_tracked,
+# whatever the config: the backbone body of torchvision's detection models (`backbone.body.*`, its
+# IntermediateLayerGetter, built with FrozenBatchNorm2d whenever the backbone was pretrained: every detection
+# checkpoint torchvision ships and most fine-tuned from one) and DETR's original repository (`backbone.0.body.*`).
+# A detection model trained from scratch keeps nn.BatchNorm2d there, and its counters say so.
+FROZEN_BATCHNORM_MODULES = re.compile(r"(?:.*\.)?backbone\.(?:\d+\.)?body\..+")
+
+
 def kind_rule(name: str) -> KindRule | None:
     found = _MATCHER.match(name)
     return found[0] if found is not None else None
@@ -143,7 +170,7 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
     changed = False
     tensors = []
     model_type = (ckpt.config or {}).get("model_type")
-    frozen = _frozen_norms(ckpt) if model_type in FROZEN_BATCHNORM else set()
+    frozen = _frozen_norms(ckpt, model_type in FROZEN_BATCHNORM)
     for t in ckpt.tensors:
         if t.kind is TensorKind.PARAMETER:  # the container's own word is never overridden
             rule = kind_rule(t.name)
@@ -157,13 +184,15 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
     return replace(ckpt, tensors=tuple(tensors)) if changed else ckpt
 
 
-def _frozen_norms(ckpt: Checkpoint) -> set[str]:
-    """Modules with running statistics and no num_batches_tracked: frozen BatchNorms (see `FROZEN_BATCHNORM`)."""
+def _frozen_norms(ckpt: Checkpoint, everywhere: bool) -> set[str]:
+    """Modules with running statistics and no num_batches_tracked: frozen BatchNorms, wherever they are (a config's
+    `FROZEN_BATCHNORM` model type) or in `FROZEN_BATCHNORM_MODULES` only."""
     stats, counted = set(), set()
     for t in ckpt.tensors:
-        module, _, last = t.name.rpartition(".")
-        if last == "running_mean":
-            stats.add(module)
-        elif last == "num_batches_tracked":
-            counted.add(module)
+        if t.name.endswith(".running_mean"):
+            module = t.name[: -len(".running_mean")]
+            if everywhere or FROZEN_BATCHNORM_MODULES.fullmatch(module):
+                stats.add(module)
+        elif t.name.endswith(".num_batches_tracked"):
+            counted.add(t.name[: -len(".num_batches_tracked")])
     return stats - counted

@@ -1,0 +1,156 @@
+"""torchvision and timm models written by torch in tmp_path: the inspector counts what torch counts, warns of nothing.
+
+Each model is small (a test-sized configuration of the real class, `pretrained=False` / `weights=None`: nothing is
+downloaded) and saved as `torch.save(model.state_dict())` and as safetensors. The reference is torch itself:
+`parameters()` for the count, the persistent buffers of the state dict for the buffers (running statistics, index
+tables, frozen norms). bench/sweep_vision.py does the same for every model of both libraries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inspector.records import TensorKind
+from inspector.report import Report, inspect
+
+
+@pytest.fixture(scope="module")
+def torchvision() -> Any:
+    pytest.importorskip("torch")
+    return pytest.importorskip("torchvision")  # importable beside CPU torch: tests/conftest.py
+
+
+@pytest.fixture(scope="module")
+def timm() -> Any:
+    pytest.importorskip("torch")
+    return pytest.importorskip("timm")
+
+
+def _check(model: Any, path: Path) -> Report:
+    """`path` (.pth or .safetensors) written from `model`'s state dict, inspected and checked against torch."""
+    import torch
+    from safetensors.torch import save_file, save_model
+
+    torch.manual_seed(0)
+    state = model.state_dict()
+    if path.suffix == ".pth":
+        torch.save(state, path)
+    else:
+        try:
+            save_file(state, path)
+        except RuntimeError:  # shared tensors: one copy
+            save_model(model, path)
+    report = inspect(path)
+    buffers = sum(b.numel() for n, b in model.named_buffers() if n in state)
+    assert report.checkpoint.n_parameters == sum(p.numel() for p in model.parameters())
+    assert sum(t.n_elements for t in report.checkpoint.unique(TensorKind.BUFFER)) == buffers
+    assert [f"{f.code}: {f.message}" for f in report.findings if f.severity != "info"] == []
+    assert not report.unsafe
+    assert report.expectation is not None and report.expectation.total == report.checkpoint.n_parameters
+    return report
+
+
+def _both(model: Any, tmp_path: Path) -> list[Report]:
+    return [_check(model.eval(), tmp_path / f"model.{suffix}") for suffix in ("pth", "safetensors")]
+
+
+TORCHVISION: dict[str, Callable[[Any], Any]] = {
+    "resnet18": lambda tv: tv.models.resnet18(num_classes=10),
+    "mobilenet_v3_small": lambda tv: tv.models.mobilenet_v3_small(num_classes=10),
+    "efficientnet_b0": lambda tv: tv.models.efficientnet_b0(num_classes=10),
+    "regnet_y_400mf": lambda tv: tv.models.regnet_y_400mf(num_classes=10),
+    "densenet": lambda tv: tv.models.DenseNet(growth_rate=8, block_config=(2, 2), num_init_features=16, num_classes=10),
+    "convnext (layer scale)": lambda tv: tv.models.convnext.ConvNeXt(
+        [tv.models.convnext.CNBlockConfig(16, 32, 1), tv.models.convnext.CNBlockConfig(32, None, 1)], num_classes=10
+    ),
+    "swin_v2 (relative coordinates table)": lambda tv: tv.models.swin_transformer.SwinTransformer(
+        [4, 4],
+        16,
+        [1, 1],
+        [1, 2],
+        [4, 4],
+        num_classes=10,
+        block=tv.models.swin_transformer.SwinTransformerBlockV2,
+        downsample_layer=tv.models.swin_transformer.PatchMergingV2,
+    ),  # fmt: skip
+}
+
+
+@pytest.mark.parametrize("name", list(TORCHVISION))
+def test_torchvision_models_count_as_torch(name: str, torchvision: Any, tmp_path: Path) -> None:
+    _both(TORCHVISION[name](torchvision), tmp_path)
+
+
+def _detection(torchvision: Any, norm: Any) -> Any:
+    from torchvision.models.detection import FasterRCNN
+    from torchvision.models.detection.backbone_utils import mobilenet_backbone
+
+    backbone = mobilenet_backbone(
+        backbone_name="mobilenet_v3_small", weights=None, fpn=True, norm_layer=norm, trainable_layers=3
+    )
+    return FasterRCNN(backbone, num_classes=3, min_size=64, max_size=64)
+
+
+def test_a_detection_model_on_a_pretrained_backbone_keeps_its_frozen_norms_as_buffers(
+    torchvision: Any, tmp_path: Path
+) -> None:
+    """torchvision builds every detection model on a pretrained backbone with FrozenBatchNorm2d in `backbone.body`:
+    weight, bias and running statistics all buffers, no num_batches_tracked. No config says so: the layout does."""
+    from torchvision.ops.misc import FrozenBatchNorm2d
+
+    model = _detection(torchvision, FrozenBatchNorm2d)
+    frozen = [n for n, m in model.named_modules() if isinstance(m, FrozenBatchNorm2d)]
+    assert frozen and all(n.startswith("backbone.body.") for n in frozen)
+    for report in _both(model, tmp_path):
+        kinds = {t.name: t.kind for t in report.checkpoint.tensors}
+        assert {kinds[f"{n}.weight"] for n in frozen} == {kinds[f"{n}.bias"] for n in frozen} == {TensorKind.BUFFER}
+
+
+def test_a_detection_model_trained_from_scratch_keeps_its_batchnorm_parameters(
+    torchvision: Any, tmp_path: Path
+) -> None:
+    import torch
+
+    model = _detection(torchvision, torch.nn.BatchNorm2d)  # counters beside the statistics: ordinary BatchNorms
+    for report in _both(model, tmp_path):
+        kinds = {t.name: t.kind for t in report.checkpoint.tensors}
+        assert kinds["backbone.body.0.1.weight"] is TensorKind.PARAMETER
+
+
+def test_torchscript_of_a_torchvision_model_counts_as_torch_jit_load(torchvision: Any, tmp_path: Path) -> None:
+    import torch
+
+    model = torchvision.models.mobilenet_v3_small(num_classes=10).eval()
+    torch.jit.save(torch.jit.script(model), tmp_path / "model.pt")
+    loaded = torch.jit.load(str(tmp_path / "model.pt"))
+    report = inspect(tmp_path / "model.pt")
+    assert report.checkpoint.attributes["torch.kind"] == "torchscript"
+    assert report.checkpoint.n_parameters == sum(p.numel() for p in loaded.parameters())
+    buffers = sum(t.n_elements for t in report.checkpoint.unique(TensorKind.BUFFER))
+    assert buffers == sum(b.numel() for b in loaded.buffers())
+    assert not [f for f in report.findings if f.severity != "info"] and not report.unsafe
+
+
+TIMM: dict[str, dict[str, Any]] = {
+    # LayerScale (ls1.gamma), cls_token, pos_embed
+    "vit_tiny_patch16_224": dict(depth=2, init_values=1e-5, img_size=32, patch_size=8),
+    # separate q_bias / v_bias beside a bias-less qkv, rotary embedding buffers (not in the state dict)
+    "eva02_tiny_patch14_224": dict(depth=2, img_size=28),
+    # relative position bias table (a parameter) and index (a buffer), LayerScale gamma_1 / gamma_2
+    "beit_base_patch16_224": dict(depth=2, embed_dim=32, num_heads=2, img_size=32, patch_size=8),
+    # window attention with relative position tables
+    "swin_tiny_patch4_window7_224": dict(depths=(1, 1), num_heads=(1, 2), embed_dim=16, img_size=56),
+    # attention bias indices (a buffer) beside the biases they index, BatchNorms
+    "efficientformer_l1": dict(depths=(1, 1, 1, 1), num_classes=10),
+    # a DCT basis kept as a persistent buffer named `weights`
+    "csatv2": dict(num_classes=10),
+}
+
+
+@pytest.mark.parametrize("name", list(TIMM))
+def test_timm_models_count_as_torch(name: str, timm: Any, tmp_path: Path) -> None:
+    _both(timm.create_model(name, pretrained=False, **TIMM[name]), tmp_path)
