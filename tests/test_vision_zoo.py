@@ -135,6 +135,22 @@ def test_torchscript_of_a_torchvision_model_counts_as_torch_jit_load(torchvision
     assert not [f for f in report.findings if f.severity != "info"] and not report.unsafe
 
 
+def test_torchscript_tensors_in_a_list_attribute_are_neither_parameters_nor_buffers(
+    torchvision: Any, tmp_path: Path
+) -> None:
+    """RAFT's correlation block keeps `corr_pyramid: List[Tensor]` (a placeholder tensor when saved): TorchScript
+    declares it neither a parameter nor a buffer, and torch.jit.load counts it as neither."""
+    import torch
+
+    model = torchvision.models.optical_flow.raft_small().eval()
+    torch.jit.save(torch.jit.script(model), tmp_path / "raft.pt")
+    loaded = torch.jit.load(str(tmp_path / "raft.pt"))
+    report = inspect(tmp_path / "raft.pt")
+    assert report.checkpoint.n_parameters == sum(p.numel() for p in loaded.parameters())
+    kinds = {t.name: t.kind for t in report.checkpoint.tensors}
+    assert kinds["corr_block.corr_pyramid.0"] is TensorKind.OTHER
+
+
 TIMM: dict[str, dict[str, Any]] = {
     # LayerScale (ls1.gamma), cls_token, pos_embed
     "vit_tiny_patch16_224": dict(depth=2, init_values=1e-5, img_size=32, patch_size=8),
