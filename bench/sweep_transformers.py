@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _sweep import alarm, run_batches, verdict  # noqa: E402
 
 SMALL = dict(
@@ -86,7 +87,10 @@ def one(model_type: str, auto: str, no_config: bool, pickle: bool = False) -> di
 def child(types: list[tuple[str, str]], no_config: bool, pickle: bool) -> None:
     import warnings
 
+    from tests.vision import make_importable
+
     warnings.filterwarnings("ignore")
+    make_importable()  # transformers' vision models import torchvision where it is installed
     for model_type, auto in types:
         print(json.dumps({"type": model_type, "auto": auto, **one(model_type, auto, no_config, pickle)}), flush=True)
 

@@ -1,13 +1,14 @@
 """Sweep: every torchvision model and one variant of every timm model module, saved three ways, against the inspector.
 
-    PYTHONPATH=. python bench/sweep_vision.py [--only torchvision|timm] [--models a,b] [--no-script] [--batch 10]
+    PYTHONPATH=. python bench/sweep_vision.py [--only torchvision|timm] [--models a,b] [--no-script] [--every]
     PYTHONPATH=. python bench/sweep_vision.py --names [--only torchvision|timm]
 
 torchvision: every name `torchvision.models.list_models()` gives (classification, segmentation, detection, video,
 optical flow, quantizable), built with `weights=None`; detection models with `weights_backbone=None` and the
 FrozenBatchNorm2d a pretrained backbone has in `backbone.body` (as every detection checkpoint torchvision ships).
 timm: for every module of `timm.list_modules()`, the first of its models, smallest-sounding names first (`pico`,
-`nano`, `tiny`...), that has at most 30M parameters on the meta device, built with `pretrained=False`. Models over
+`nano`, `tiny`...), that has at most 30M parameters on the meta device (`--every`: every timm model), built with
+`pretrained=False`. Models over
 30M parameters are skipped. Each model is saved as `torch.save(model.state_dict())` (`.pth`), as safetensors
 (`safetensors.torch.save_file`, or `save_model` where tensors are shared) and, where `torch.jit.script` (else
 `torch.jit.trace` on a dummy input) works, as TorchScript. Each line says what torch counts (`parameters()`, the
@@ -45,8 +46,8 @@ CANDIDATES = 8  # timm models tried per module
 FORMATS = ("pth", "safetensors", "script")
 
 
-def cases(only: str | None) -> list[list[str]]:
-    """["torchvision", model name] and ["timm", module name]."""
+def cases(only: str | None, every: bool = False) -> list[list[str]]:
+    """["torchvision", model name] and ["timm", module name] (with `every`: ["timm-model", model name])."""
     from tests.vision import make_importable
 
     make_importable()
@@ -54,7 +55,11 @@ def cases(only: str | None) -> list[list[str]]:
     import torchvision
 
     found = [] if only == "timm" else [["torchvision", name] for name in torchvision.models.list_models()]
-    return found + ([] if only == "torchvision" else [["timm", module] for module in sorted(timm.list_modules())])
+    if only == "torchvision":
+        return found
+    if every:
+        return found + [["timm-model", name] for name in timm.list_models()]
+    return found + [["timm", module] for module in sorted(timm.list_modules())]
 
 
 def smallest_first(names: list[str]) -> list[str]:
@@ -69,7 +74,7 @@ def build(source: str, name: str, device: str) -> Any:
     import torch
 
     with torch.device(device):
-        if source == "timm":
+        if source.startswith("timm"):
             import timm
 
             return timm.create_model(name, pretrained=False)
@@ -104,7 +109,7 @@ def pick(source: str, name: str) -> tuple[str, int] | str:
     """The model to build for a case and its size on meta, or why there is none."""
     import timm
 
-    names = [name] if source == "torchvision" else smallest_first(timm.list_models(module=name))[:CANDIDATES]
+    names = smallest_first(timm.list_models(module=name))[:CANDIDATES] if source == "timm" else [name]
     sizes = []
     for candidate in names:
         try:
@@ -120,7 +125,7 @@ def pick(source: str, name: str) -> tuple[str, int] | str:
 def dummy(source: str, name: str, model: Any) -> Any:
     import torch
 
-    if source == "timm":
+    if source.startswith("timm"):
         size = getattr(model, "pretrained_cfg", {}).get("input_size", (3, 224, 224))
         return torch.randn(1, *size)
     if name.startswith(("r3d", "mc3", "r2plus1d", "s3d", "mvit", "swin3d")):
@@ -272,6 +277,7 @@ def main() -> int:
     ap.add_argument("--models", help="only these torchvision model names or timm modules (comma-separated)")
     ap.add_argument("--no-script", action="store_true", help="no TorchScript files")
     ap.add_argument("--batch", type=int, default=10, help="models per child process")
+    ap.add_argument("--every", action="store_true", help="every timm model up to 30M parameters, not one per module")
     ap.add_argument("--names", action="store_true", help="check every model's state dict names on meta, no files")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -283,7 +289,7 @@ def main() -> int:
     if args.child:
         child(json.loads(args.child), not args.no_script)
         return 0
-    todo = cases(args.only)
+    todo = cases(args.only, args.every)
     if args.models:
         wanted = set(args.models.split(","))
         todo = [case for case in todo if case[1] in wanted]

@@ -170,3 +170,27 @@ TIMM: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("name", list(TIMM))
 def test_timm_models_count_as_torch(name: str, timm: Any, tmp_path: Path) -> None:
     _both(timm.create_model(name, pretrained=False, **TIMM[name]), tmp_path)
+
+
+def test_a_timm_training_checkpoint_counts_its_model_once(timm: Any, tmp_path: Path) -> None:
+    """timm's CheckpointSaver writes `state_dict`, `state_dict_ema` (a copy of the model), `optimizer` and
+    bookkeeping in one torch.save: the parameters are the model's, the EMA copy and the optimizer state apart."""
+    import torch
+    from timm.utils import CheckpointSaver, ModelEmaV3
+
+    model = timm.create_model("mobilenetv3_small_050", pretrained=False, num_classes=10)
+    optimizer = torch.optim.AdamW(model.parameters())
+    model(torch.randn(2, 3, 32, 32)).sum().backward()
+    optimizer.step()
+    saver = CheckpointSaver(
+        model, optimizer, model_ema=ModelEmaV3(model), checkpoint_dir=str(tmp_path), recovery_dir=str(tmp_path)
+    )
+    saver.save_checkpoint(epoch=0, metric=0.5)
+    report = inspect(tmp_path / "checkpoint-0.pth.tar")
+    n = sum(p.numel() for p in model.parameters())
+    assert report.checkpoint.n_parameters == n
+    kinds = {t.name: t.kind for t in report.checkpoint.tensors}
+    assert {kinds[k] for k in kinds if k.startswith("state_dict_ema.")} == {TensorKind.OTHER}
+    optimizer_elements = sum(t.n_elements for t in report.checkpoint.unique(TensorKind.OPTIMIZER))
+    assert optimizer_elements == sum(v.numel() for s in optimizer.state.values() for v in s.values())
+    assert not [f for f in report.findings if f.severity != "info"] and not report.unsafe
