@@ -129,6 +129,12 @@ KIND_RULES: tuple[KindRule, ...] = (
         r"(?:.*\.)?std_(?:bias|scale)",
         "Gemma 4 ViT output standardisation: buffers",
     ),
+    KindRule(
+        "torch.ao.observer",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?(?:activation_post_process|weight_fake_quant)\..+",
+        "quantization-aware training's observers and fake-quantize state (torch.ao): buffers",
+    ),
     KindRule("flax.batch_stats", TensorKind.BUFFER, r"(?:.*/)?batch_stats/.+", "flax batch_stats collection"),
     KindRule(
         "flax.other", TensorKind.OTHER, r"(?:.*/)?(?:cache|intermediates|losses)/.+", "flax non-params collection"
@@ -171,13 +177,14 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
     tensors = []
     model_type = (ckpt.config or {}).get("model_type")
     frozen = _frozen_norms(ckpt, model_type in FROZEN_BATCHNORM)
+    quantized = _quantization_parameters(ckpt)
     for t in ckpt.tensors:
         if t.kind is TensorKind.PARAMETER:  # the container's own word is never overridden
             rule = kind_rule(t.name)
             if rule is not None and rule.kind is not t.kind and model_type not in rule.unless:
                 t = replace(t, kind=rule.kind, trainable=False)
                 changed = True
-            elif frozen and t.name.rpartition(".")[0] in frozen:
+            elif (frozen and t.name.rpartition(".")[0] in frozen) or t.name in quantized:
                 t = replace(t, kind=TensorKind.BUFFER, trainable=False)
                 changed = True
         tensors.append(t)
@@ -196,3 +203,15 @@ def _frozen_norms(ckpt: Checkpoint, everywhere: bool) -> set[str]:
         elif t.name.endswith(".num_batches_tracked"):
             counted.add(t.name[: -len(".num_batches_tracked")])
     return stats - counted
+
+
+def _quantization_parameters(ckpt: Checkpoint) -> set[str]:
+    """The `scale` and `zero_point` of modules that hold both: a quantized module's (torch.ao's converted Conv2d,
+    Linear, QFunctional, Quantize) output quantization, saved in its state dict beside the quantized weight, and no
+    parameter (torch's parameters() lists none of them)."""
+    names = {t.name for t in ckpt.tensors if t.name.endswith((".scale", ".zero_point"))}
+    found = set()
+    for name in names:
+        if name.endswith(".zero_point") and (scale := name[: -len("zero_point")] + "scale") in names:
+            found |= {name, scale}
+    return found

@@ -194,3 +194,44 @@ def test_a_timm_training_checkpoint_counts_its_model_once(timm: Any, tmp_path: P
     optimizer_elements = sum(t.n_elements for t in report.checkpoint.unique(TensorKind.OPTIMIZER))
     assert optimizer_elements == sum(v.numel() for s in optimizer.state.values() for v in s.values())
     assert not [f for f in report.findings if f.severity != "info"] and not report.unsafe
+
+
+# torch 2.13 deprecates eager-mode quantization (for torchao); torchvision's quantizable models still use it
+QUANTIZATION_DEPRECATED = pytest.mark.filterwarnings("ignore:torch.ao.quantization is deprecated:DeprecationWarning")
+
+
+def _quantizable(torchvision: Any) -> Any:
+    import torch
+
+    model = torchvision.models.quantization.mobilenet_v2(weights=None, quantize=False, num_classes=10).train()
+    model.fuse_model(is_qat=True)
+    model.qconfig = torch.ao.quantization.get_default_qat_qconfig("fbgemm")
+    torch.ao.quantization.prepare_qat(model, inplace=True)
+    model(torch.randn(2, 3, 32, 32))  # the observers see data
+    return model
+
+
+@QUANTIZATION_DEPRECATED
+def test_quantization_aware_training_observers_are_buffers(torchvision: Any, tmp_path: Path) -> None:
+    """prepare_qat adds observers and fake-quantize modules (scale, zero_point, min_val, max_val, eps, the enable
+    flags): all registered buffers."""
+    _both(_quantizable(torchvision), tmp_path)
+
+
+@QUANTIZATION_DEPRECATED
+def test_a_quantized_model_counts_its_quantized_weights_and_not_their_scales(torchvision: Any, tmp_path: Path) -> None:
+    """A converted model keeps its weights quantized (packed, outside nn.Parameter: torch's parameters() lists
+    none) and each module's output `scale` and `zero_point` beside them. The inspector counts the weights and
+    biases, as the model's TorchScript declares them, and the scales as buffers."""
+    import torch
+
+    model = torch.ao.quantization.convert(_quantizable(torchvision).eval())
+    torch.save(model.state_dict(), tmp_path / "model.pth")
+    torch.jit.save(torch.jit.script(model), tmp_path / "model.pt")
+    state, script = inspect(tmp_path / "model.pth"), inspect(tmp_path / "model.pt")
+    assert state.checkpoint.n_parameters == script.checkpoint.n_parameters > 0
+    kinds = {t.name: t.kind for t in state.checkpoint.tensors}
+    scales = [k for k in kinds if k.endswith((".scale", ".zero_point"))]
+    assert scales and {kinds[k] for k in scales} == {TensorKind.BUFFER}
+    assert kinds["features.0.0.weight"] is TensorKind.PARAMETER
+    assert not [f for f in state.findings if f.severity != "info"] and not state.unsafe
