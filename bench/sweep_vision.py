@@ -272,16 +272,19 @@ def summary(results: list[Row]) -> None:
 
 
 def main() -> int:
+    global MAX_PARAMETERS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", choices=("torchvision", "timm"), help="one library's models")
     ap.add_argument("--models", help="only these torchvision model names or timm modules (comma-separated)")
     ap.add_argument("--no-script", action="store_true", help="no TorchScript files")
     ap.add_argument("--batch", type=int, default=10, help="models per child process")
+    ap.add_argument("--max", type=int, default=MAX_PARAMETERS, help="skip models over this many parameters")
     ap.add_argument("--every", action="store_true", help="every timm model up to 30M parameters, not one per module")
     ap.add_argument("--names", action="store_true", help="check every model's state dict names on meta, no files")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    argv = ["--no-script"] if args.no_script else []
+    MAX_PARAMETERS = args.max
+    argv = (["--no-script"] if args.no_script else []) + ["--max", str(args.max)]
     if args.names:
         cases(None)  # torchvision importable
         names(args.only)
