@@ -164,6 +164,8 @@ TIMM: dict[str, dict[str, Any]] = {
     "efficientformer_l1": dict(depths=(1, 1, 1, 1), num_classes=10),
     # a DCT basis kept as a persistent buffer named `weights`
     "csatv2": dict(num_classes=10),
+    # top-level parameters `weights` and `weights_dist` (a state dict, not a checkpoint with a `weights` section)
+    "efficientvim_m1_dist": dict(embed_dim=(16, 32, 64), depths=(1, 1, 1), num_classes=10),
 }
 
 
