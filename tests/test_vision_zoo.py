@@ -237,3 +237,19 @@ def test_a_quantized_model_counts_its_quantized_weights_and_not_their_scales(tor
     assert scales and {kinds[k] for k in scales} == {TensorKind.BUFFER}
     assert kinds["features.0.0.weight"] is TensorKind.PARAMETER
     assert not [f for f in state.findings if f.severity != "info"] and not state.unsafe
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="inspector/modules.py reads a module of 1-d weight, bias and a third 1-d parameter (EvoNorm's v) as a "
+    "norm of weight and bias only; the fix (a norm holds only scales, shifts and statistics) is the lead's file",
+)
+def test_evonorm_holds_a_third_parameter_beside_its_scale_and_shift(timm: Any, tmp_path: Path) -> None:
+    """timm's EvoNorm2dB0 (`weight`, `bias`, `v` and a `running_var` buffer) and EvoNorm2dS0 (`weight`, `bias`,
+    `v`), as in its *_evos / *_evob models (ese_vovnet39b_evos)."""
+    import torch
+    from timm.layers import EvoNorm2dB0, EvoNorm2dS0
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), EvoNorm2dS0(8, group_size=4))
+    model.add_module("bn", EvoNorm2dB0(8))
+    _both(model, tmp_path)
