@@ -208,7 +208,7 @@ def names(only: str | None) -> None:
     import timm
     import torchvision
 
-    from inspector.kinds import _frozen_norms, kind_rule
+    from inspector.kinds import _by_layout, kind_rule
     from inspector.records import TensorKind
 
     warnings.filterwarnings("ignore")
@@ -224,11 +224,12 @@ def names(only: str | None) -> None:
             continue
         state = model.state_dict(keep_vars=True)
         parameters = {n for n, _ in model.named_parameters(remove_duplicate=False)}
-        frozen = _frozen_norms(SimpleNamespace(tensors=[SimpleNamespace(name=n) for n in state]), False)  # type: ignore[arg-type]
+        listed = SimpleNamespace(tensors=[SimpleNamespace(name=n) for n in state])
+        modules, buffers = _by_layout(listed, False)  # type: ignore[arg-type]  # names are all it reads
         for key in state:
             rule = kind_rule(key)
             said = rule.kind if rule else TensorKind.PARAMETER
-            said = TensorKind.BUFFER if key.rpartition(".")[0] in frozen else said
+            said = TensorKind.BUFFER if key.rpartition(".")[0] in modules or key in buffers else said
             truth = TensorKind.PARAMETER if key in parameters else TensorKind.BUFFER
             if said is not truth:
                 wrong[(re.sub(r"\d+", "N", key), f"{truth.value}, the rules say {said.value}")].add(name)

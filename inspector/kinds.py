@@ -130,6 +130,12 @@ KIND_RULES: tuple[KindRule, ...] = (
         "Gemma 4 ViT output standardisation: buffers",
     ),
     KindRule(
+        "torch.ao.zero_point",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?zero_point",
+        "a quantized module's output zero point (torch.ao): no parameter",
+    ),
+    KindRule(
         "torch.ao.observer",
         TensorKind.BUFFER,
         r"(?:.*\.)?(?:activation_post_process|weight_fake_quant)\..+",
@@ -173,45 +179,48 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
     """The checkpoint with every tensor's kind decided (the same object when nothing changes)."""
     if ckpt.framework in STATED:  # the loader stated every tensor's kind
         return ckpt
-    changed = False
-    tensors = []
+    tensors = list(ckpt.tensors)
     model_type = (ckpt.config or {}).get("model_type")
-    frozen = _frozen_norms(ckpt, model_type in FROZEN_BATCHNORM)
-    quantized = _quantization_parameters(ckpt)
-    for t in ckpt.tensors:
+    layout = model_type in FROZEN_BATCHNORM  # whether modules' layouts may make more buffers (see `_by_layout`)
+    changed = False
+    for i, t in enumerate(tensors):
         if t.kind is TensorKind.PARAMETER:  # the container's own word is never overridden
             rule = kind_rule(t.name)
-            if rule is not None and rule.kind is not t.kind and model_type not in rule.unless:
-                t = replace(t, kind=rule.kind, trainable=False)
+            if rule is not None:
+                layout = layout or rule.rule_id in LAYOUT_RULES
+                if rule.kind is not t.kind and model_type not in rule.unless:
+                    tensors[i] = replace(t, kind=rule.kind, trainable=False)
+                    changed = True
+    if layout:  # (a file of norms with statistics or of quantized modules: a second pass)
+        modules, names = _by_layout(ckpt, model_type in FROZEN_BATCHNORM)
+        for i, t in enumerate(tensors):
+            if t.kind is TensorKind.PARAMETER and (t.name in names or t.name.rpartition(".")[0] in modules):
+                tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)
                 changed = True
-            elif (frozen and t.name.rpartition(".")[0] in frozen) or t.name in quantized:
-                t = replace(t, kind=TensorKind.BUFFER, trainable=False)
-                changed = True
-        tensors.append(t)
     return replace(ckpt, tensors=tuple(tensors)) if changed else ckpt
 
 
-def _frozen_norms(ckpt: Checkpoint, everywhere: bool) -> set[str]:
-    """Modules with running statistics and no num_batches_tracked: frozen BatchNorms, wherever they are (a config's
-    `FROZEN_BATCHNORM` model type) or in `FROZEN_BATCHNORM_MODULES` only."""
-    stats, counted = set(), set()
+# The rules whose names tell that a module's layout may make its other tensors buffers (`_by_layout`)
+LAYOUT_RULES = frozenset({"torch.running_stat", "torch.ao.zero_point"})
+
+
+def _by_layout(ckpt: Checkpoint, everywhere: bool) -> tuple[set[str], set[str]]:
+    """(modules all of whose tensors are buffers, tensor names that are) by the layout of their modules:
+
+    - frozen BatchNorms: modules with running statistics and no num_batches_tracked, wherever they are (a config's
+      `FROZEN_BATCHNORM` model type) or in `FROZEN_BATCHNORM_MODULES` only;
+    - a quantized module's `scale` beside its `zero_point` (torch.ao's converted Conv2d, Linear, QFunctional,
+      Quantize: their output quantization, saved beside the quantized weight; torch's parameters() lists neither).
+    """
+    stats, counted, names = set(), set(), set()
     for t in ckpt.tensors:
-        if t.name.endswith(".running_mean"):
-            module = t.name[: -len(".running_mean")]
+        name = t.name
+        if name.endswith(".running_mean"):
+            module = name[: -len(".running_mean")]
             if everywhere or FROZEN_BATCHNORM_MODULES.fullmatch(module):
                 stats.add(module)
-        elif t.name.endswith(".num_batches_tracked"):
-            counted.add(t.name[: -len(".num_batches_tracked")])
-    return stats - counted
-
-
-def _quantization_parameters(ckpt: Checkpoint) -> set[str]:
-    """The `scale` and `zero_point` of modules that hold both: a quantized module's (torch.ao's converted Conv2d,
-    Linear, QFunctional, Quantize) output quantization, saved in its state dict beside the quantized weight, and no
-    parameter (torch's parameters() lists none of them)."""
-    names = {t.name for t in ckpt.tensors if t.name.endswith((".scale", ".zero_point"))}
-    found = set()
-    for name in names:
-        if name.endswith(".zero_point") and (scale := name[: -len("zero_point")] + "scale") in names:
-            found |= {name, scale}
-    return found
+        elif name.endswith(".num_batches_tracked"):
+            counted.add(name[: -len(".num_batches_tracked")])
+        elif name.endswith(".zero_point"):
+            names.add(name[: -len("zero_point")] + "scale")
+    return stats - counted, names
