@@ -30,6 +30,8 @@ def make_importable() -> None:
     spec = importlib.util.find_spec("torchvision")
     if spec is None or spec.origin is None or "torchvision" in sys.modules or _LIBRARY:
         return
+    if importlib.util.find_spec("torch") is None:  # torchvision without torch: its import fails anyway
+        return
     import torch
 
     for extension in Path(spec.origin).parent.glob("_C*.so"):
