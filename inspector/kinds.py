@@ -112,6 +112,12 @@ KIND_RULES: tuple[KindRule, ...] = (
         r"(?:.*\.)?(?:summary_idxs|input_conditioner\.norm_(?:mean|std))",
         "RADIO input normalisation and summary indices: buffers",
     ),
+    KindRule(
+        "hf.sam.fourier",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?(?:shared_image_embedding|shared_embedding)\.positional_embedding",
+        "SAM / SAM 2 / EdgeTAM random Fourier features: a buffer (open_clip's positional_embedding is a parameter)",
+    ),
     # torchvision and timm buffers saved in state dicts (found by `bench/sweep_vision.py --names`: every model both
     # libraries build, its state dict against named_parameters())
     KindRule(

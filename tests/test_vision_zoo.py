@@ -253,3 +253,16 @@ def test_evonorm_holds_a_third_parameter_beside_its_scale_and_shift(timm: Any, t
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), EvoNorm2dS0(8, group_size=4))
     model.add_module("bn", EvoNorm2dB0(8))
     _both(model, tmp_path)
+
+
+def test_transformers_edgetam_on_a_timm_backbone_counts_as_num_parameters(timm: Any, tmp_path: Path) -> None:
+    """EdgeTAM (transformers, built on a timm backbone) keeps SAM's random Fourier features
+    (`shared_image_embedding.positional_embedding`) as a buffer: `num_parameters()` leaves them out."""
+    import torch
+
+    transformers = pytest.importorskip("transformers")
+    model = transformers.AutoModel.from_config(transformers.AutoConfig.for_model("edgetam"))
+    torch.save(model.state_dict(), tmp_path / "pytorch_model.bin")
+    report = inspect(tmp_path / "pytorch_model.bin")
+    assert report.checkpoint.n_parameters == model.num_parameters()
+    assert not [f for f in report.findings if f.severity != "info"]
