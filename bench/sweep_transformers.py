@@ -47,14 +47,16 @@ def model_types() -> list[tuple[str, str]]:
 
 
 def one(model_type: str, auto: str, no_config: bool, pickle: bool = False) -> dict[str, object]:
-    """Build, save and inspect one class."""
-    import shutil
+    """Build, save and inspect one class (in a temporary folder, removed whatever happens)."""
+    with tempfile.TemporaryDirectory(prefix=f"sweep-{model_type}-", ignore_cleanup_errors=True) as folder:
+        return _one(model_type, auto, no_config, pickle, Path(folder))
 
+
+def _one(model_type: str, auto: str, no_config: bool, pickle: bool, folder: Path) -> dict[str, object]:
     import torch
     import transformers
 
     alarm(SECONDS)
-    folder = Path(tempfile.mkdtemp(prefix=f"sweep-{model_type}-"))
     try:
         config = transformers.AutoConfig.for_model(model_type)
         words = {k: v for k, v in SMALL.items() if isinstance(getattr(config, k, None), int)}
@@ -79,9 +81,7 @@ def one(model_type: str, auto: str, no_config: bool, pickle: bool = False) -> di
     weights = (
         sorted(folder.glob("*.index.json")) or sorted(folder.glob("*.safetensors")) or sorted(folder.glob("*.bin"))
     )
-    found = verdict(weights[0])
-    shutil.rmtree(folder, ignore_errors=True)
-    return {"transformers": n, **found}
+    return {"transformers": n, **verdict(weights[0])}
 
 
 def child(types: list[tuple[str, str]], no_config: bool, pickle: bool) -> None:

@@ -162,13 +162,15 @@ def save(source: str, name: str, model: Any, folder: Path, script: bool) -> dict
 
 
 def one(source: str, name: str, script: bool) -> Row:
-    """Pick, build, save and inspect one model."""
-    import shutil
+    """Pick, build, save and inspect one model (in a temporary folder, removed whatever happens)."""
+    with tempfile.TemporaryDirectory(prefix="sweep-vision-", ignore_cleanup_errors=True) as folder:
+        return _one(source, name, script, Path(folder))
 
+
+def _one(source: str, name: str, script: bool, folder: Path) -> Row:
     import torch
 
     alarm(SECONDS)
-    folder = Path(tempfile.mkdtemp(prefix="sweep-vision-"))
     try:
         picked = pick(source, name)
         if isinstance(picked, str):
@@ -191,7 +193,6 @@ def one(source: str, name: str, script: bool) -> Row:
         alarm(0)
     for way, path in files.items():
         row[way] = verdict(path) if isinstance(path, Path) else {"not_written": path}
-    shutil.rmtree(folder, ignore_errors=True)
     return row
 
 
