@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _sweep import alarm, run_batches, verdict  # noqa: E402
 
 SMALL = dict(
     hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
@@ -45,21 +47,16 @@ def model_types() -> list[tuple[str, str]]:
 
 
 def one(model_type: str, auto: str, no_config: bool, pickle: bool = False) -> dict[str, object]:
-    """Build, save and inspect one class."""
-    import shutil
-    import signal
+    """Build, save and inspect one class (in a temporary folder, removed whatever happens)."""
+    with tempfile.TemporaryDirectory(prefix=f"sweep-{model_type}-", ignore_cleanup_errors=True) as folder:
+        return _one(model_type, auto, no_config, pickle, Path(folder))
 
+
+def _one(model_type: str, auto: str, no_config: bool, pickle: bool, folder: Path) -> dict[str, object]:
     import torch
     import transformers
 
-    from inspector.report import inspect
-
-    def timeout(*_: object) -> None:
-        raise TimeoutError(f"over {SECONDS} s")
-
-    signal.signal(signal.SIGALRM, timeout)
-    signal.alarm(SECONDS)
-    folder = Path(tempfile.mkdtemp(prefix=f"sweep-{model_type}-"))
+    alarm(SECONDS)
     try:
         config = transformers.AutoConfig.for_model(model_type)
         words = {k: v for k, v in SMALL.items() if isinstance(getattr(config, k, None), int)}
@@ -78,23 +75,22 @@ def one(model_type: str, auto: str, no_config: bool, pickle: bool = False) -> di
     except Exception as exc:  # noqa: BLE001 - a class transformers cannot build from a default config
         return {"not_built": f"{type(exc).__name__}: {str(exc)[:120]}"}
     finally:
-        signal.alarm(0)
+        alarm(0)
     if no_config:
         (folder / "config.json").unlink(missing_ok=True)
     weights = (
         sorted(folder.glob("*.index.json")) or sorted(folder.glob("*.safetensors")) or sorted(folder.glob("*.bin"))
     )
-    report = inspect(weights[0])
-    warnings = [f"{f.code}: {f.message}" for f in report.findings if f.severity.value != "info"]
-    warnings += ["unsafe"] if report.unsafe else []
-    shutil.rmtree(folder, ignore_errors=True)
-    return {"transformers": n, "inspector": report.checkpoint.n_parameters, "warnings": warnings}
+    return {"transformers": n, **verdict(weights[0])}
 
 
 def child(types: list[tuple[str, str]], no_config: bool, pickle: bool) -> None:
     import warnings
 
+    from tests.vision import make_importable
+
     warnings.filterwarnings("ignore")
+    make_importable()  # transformers' vision models import torchvision where it is installed
     for model_type, auto in types:
         print(json.dumps({"type": model_type, "auto": auto, **one(model_type, auto, no_config, pickle)}), flush=True)
 
@@ -114,22 +110,8 @@ def main() -> int:
     if args.types:
         wanted = set(args.types.split(","))
         types = [t for t in types if t[0] in wanted]
-    results: list[dict[str, object]] = []
-    while types:
-        batch, types = types[: args.batch], types[args.batch :]
-        argv = [sys.executable, __file__, "--child", json.dumps(batch)]
-        argv += (["--no-config"] if args.no_config else []) + (["--bin"] if args.bin else [])
-        proc = subprocess.run(argv, capture_output=True, text=True, env=os.environ | {"TOKENIZERS_PARALLELISM": "0"})
-        done = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-        for row in done:
-            print(json.dumps(row)[:300], flush=True)
-        results += done
-        if len(done) < len(batch):  # the child died on the next class: note it, go on after it
-            dead = batch[len(done)]
-            results.append(
-                {"type": dead[0], "auto": dead[1], "not_built": f"the process died (exit {proc.returncode})"}
-            )
-            types = batch[len(done) + 1 :] + types
+    argv = (["--no-config"] if args.no_config else []) + (["--bin"] if args.bin else [])
+    results = run_batches(__file__, types, args.batch, argv, lambda case: {"type": case[0], "auto": case[1]})
     built = [r for r in results if "transformers" in r]
     differs = [r["type"] for r in built if r["transformers"] != r["inspector"]]
     warned = [r["type"] for r in built if r["warnings"]]

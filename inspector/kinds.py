@@ -12,6 +12,8 @@ the roles and the expectation all read one decision.
 
 from __future__ import annotations
 
+import re
+
 from inspector.records import Checkpoint, TensorKind
 from inspector.recordtype import record, replace
 from inspector.roles import TORCH_STATS, compile_rules
@@ -76,8 +78,8 @@ KIND_RULES: tuple[KindRule, ...] = (
     KindRule(
         "hf.relative_index",
         TensorKind.BUFFER,
-        r"(?:.*\.)?relative_position_index",
-        "Swin relative position index: a buffer",
+        r"(?:.*\.)?(?:relative_position_index|relative_coords_table)",
+        "Swin relative position index (and Swin V2's coordinates table): buffers",
     ),
     KindRule(
         "hf.codebook",
@@ -110,6 +112,41 @@ KIND_RULES: tuple[KindRule, ...] = (
         r"(?:.*\.)?(?:summary_idxs|input_conditioner\.norm_(?:mean|std))",
         "RADIO input normalisation and summary indices: buffers",
     ),
+    KindRule(
+        "hf.sam.fourier",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?(?:shared_image_embedding|shared_embedding)\.positional_embedding",
+        "SAM / SAM 2 / EdgeTAM random Fourier features: a buffer (open_clip's positional_embedding is a parameter)",
+    ),
+    # torchvision and timm buffers saved in state dicts (found by `bench/sweep_vision.py --names`: every model both
+    # libraries build, its state dict against named_parameters())
+    KindRule(
+        "timm.attention_bias_idxs",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?attention_bias_idxs",
+        "EfficientFormer attention bias indices: a buffer",
+    ),
+    KindRule(
+        "timm.dct", TensorKind.BUFFER, r"(?:.*\.)?stem_dct\.(?:\w+\.)*weights", "CSATv2 DCT basis (Dct1d): a buffer"
+    ),
+    KindRule(
+        "timm.standardize",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?std_(?:bias|scale)",
+        "Gemma 4 ViT output standardisation: buffers",
+    ),
+    KindRule(
+        "torch.ao.zero_point",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?zero_point",
+        "a quantized module's output zero point (torch.ao): no parameter",
+    ),
+    KindRule(
+        "torch.ao.observer",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?(?:activation_post_process|weight_fake_quant)\..+",
+        "quantization-aware training's observers and fake-quantize state (torch.ao): buffers",
+    ),
     KindRule("flax.batch_stats", TensorKind.BUFFER, r"(?:.*/)?batch_stats/.+", "flax batch_stats collection"),
     KindRule(
         "flax.other", TensorKind.OTHER, r"(?:.*/)?(?:cache|intermediates|losses)/.+", "flax non-params collection"
@@ -131,6 +168,14 @@ FROZEN_BATCHNORM = frozenset(
 )  # fmt: skip
 
 
+# Modules whose norms are frozen wherever a file holds them with running statistics and no num_batches_tracked,
+# whatever the config: the backbone body of torchvision's detection models (`backbone.body.*`, its
+# IntermediateLayerGetter, built with FrozenBatchNorm2d whenever the backbone was pretrained: every detection
+# checkpoint torchvision ships and most fine-tuned from one) and DETR's original repository (`backbone.0.body.*`).
+# A detection model trained from scratch keeps nn.BatchNorm2d there, and its counters say so.
+FROZEN_BATCHNORM_MODULES = re.compile(r"(?:.*\.)?backbone\.(?:\d+\.)?body\..+")
+
+
 def kind_rule(name: str) -> KindRule | None:
     found = _MATCHER.match(name)
     return found[0] if found is not None else None
@@ -140,30 +185,48 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
     """The checkpoint with every tensor's kind decided (the same object when nothing changes)."""
     if ckpt.framework in STATED:  # the loader stated every tensor's kind
         return ckpt
-    changed = False
-    tensors = []
+    tensors = list(ckpt.tensors)
     model_type = (ckpt.config or {}).get("model_type")
-    frozen = _frozen_norms(ckpt) if model_type in FROZEN_BATCHNORM else set()
-    for t in ckpt.tensors:
+    layout = model_type in FROZEN_BATCHNORM  # whether modules' layouts may make more buffers (see `_by_layout`)
+    changed = False
+    for i, t in enumerate(tensors):
         if t.kind is TensorKind.PARAMETER:  # the container's own word is never overridden
             rule = kind_rule(t.name)
-            if rule is not None and rule.kind is not t.kind and model_type not in rule.unless:
-                t = replace(t, kind=rule.kind, trainable=False)
+            if rule is not None:
+                layout = layout or rule.rule_id in LAYOUT_RULES
+                if rule.kind is not t.kind and model_type not in rule.unless:
+                    tensors[i] = replace(t, kind=rule.kind, trainable=False)
+                    changed = True
+    if layout:  # (a file of norms with statistics or of quantized modules: a second pass)
+        modules, names = _by_layout(ckpt, model_type in FROZEN_BATCHNORM)
+        for i, t in enumerate(tensors):
+            if t.kind is TensorKind.PARAMETER and (t.name in names or t.name.rpartition(".")[0] in modules):
+                tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)
                 changed = True
-            elif frozen and t.name.rpartition(".")[0] in frozen:
-                t = replace(t, kind=TensorKind.BUFFER, trainable=False)
-                changed = True
-        tensors.append(t)
     return replace(ckpt, tensors=tuple(tensors)) if changed else ckpt
 
 
-def _frozen_norms(ckpt: Checkpoint) -> set[str]:
-    """Modules with running statistics and no num_batches_tracked: frozen BatchNorms (see `FROZEN_BATCHNORM`)."""
-    stats, counted = set(), set()
+# The rules whose names tell that a module's layout may make its other tensors buffers (`_by_layout`)
+LAYOUT_RULES = frozenset({"torch.running_stat", "torch.ao.zero_point"})
+
+
+def _by_layout(ckpt: Checkpoint, everywhere: bool) -> tuple[set[str], set[str]]:
+    """(modules all of whose tensors are buffers, tensor names that are) by the layout of their modules:
+
+    - frozen BatchNorms: modules with running statistics and no num_batches_tracked, wherever they are (a config's
+      `FROZEN_BATCHNORM` model type) or in `FROZEN_BATCHNORM_MODULES` only;
+    - a quantized module's `scale` beside its `zero_point` (torch.ao's converted Conv2d, Linear, QFunctional,
+      Quantize: their output quantization, saved beside the quantized weight; torch's parameters() lists neither).
+    """
+    stats, counted, names = set(), set(), set()
     for t in ckpt.tensors:
-        module, _, last = t.name.rpartition(".")
-        if last == "running_mean":
-            stats.add(module)
-        elif last == "num_batches_tracked":
-            counted.add(module)
-    return stats - counted
+        name = t.name
+        if name.endswith(".running_mean"):
+            module = name[: -len(".running_mean")]
+            if everywhere or FROZEN_BATCHNORM_MODULES.fullmatch(module):
+                stats.add(module)
+        elif name.endswith(".num_batches_tracked"):
+            counted.add(name[: -len(".num_batches_tracked")])
+        elif name.endswith(".zero_point"):
+            names.add(name[: -len("zero_point")] + "scale")
+    return stats - counted, names

@@ -158,6 +158,8 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("keras.norm", Role.NORM, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>gamma|beta)(?::0)?", ("keras",)),
     RoleRule("keras.stat", Role.NORM_STAT, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>" + KERAS_STATS + ")(?::0)?", ("keras",)),
     RoleRule("keras.var", Role.DENSE, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>kernel|bias)(?::0)?", ("keras",)),
+    # timm (BEiT, EVA, ...): a qkv projection without bias, and separate q and v (k) biases beside it
+    RoleRule("timm.attn_bias", Role.ATTN_QKV, r"(?P<layer>.+\.attn)\.(?P<param>[qkv]_bias)", ("torch",)),
     # Generic PyTorch module paths
     RoleRule("torch.stat", Role.NORM_STAT, r"(?P<layer>.+)\.(?P<param>" + TORCH_STATS + ")", ("torch",)),
     RoleRule("torch.rnn_input", Role.RNN_INPUT, r"(?P<layer>.+)\.weight_ih_l(?P<i>\d+)(?P<rev>(?:_reverse)?)", ("torch",), "{layer}.l{i}{rev}", "kernel"),

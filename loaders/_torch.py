@@ -181,8 +181,12 @@ def walk(value: Any) -> Iterator[tuple[str, TensorRef, TensorKind | None]]:
 
 
 def _section(value: Any) -> dict[str, tuple[str, TensorKind]]:
-    """Section of each top-level key, when the object is a training checkpoint."""
-    if not isinstance(value, dict) or not any((k if k.__class__ is str else key_name(k)) in SECTIONS for k in value):
+    """Section of each top-level key, when the object is a training checkpoint: a section key holds a state dict,
+    a module or a list of them; a state dict whose own tensor is named `weights` (timm's EfficientViM) is none."""
+    if not isinstance(value, dict) or not any(
+        (k if k.__class__ is str else key_name(k)) in SECTIONS and not isinstance(v, TensorRef)
+        for k, v in value.items()
+    ):
         return {}
     return {key_name(k): SECTIONS.get(key_name(k), (key_name(k), TensorKind.OTHER)) for k in value}
 

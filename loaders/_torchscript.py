@@ -126,9 +126,10 @@ def apply(
         if decl is None:
             continue
         for key, child in attributes.items():
-            if not isinstance(child, TensorRef):
-                continue
             name = f"{path}.{key}" if path else str(key)
+            if not isinstance(child, TensorRef):  # tensors in a list or dict attribute are neither
+                decided.update((inner, (TensorKind.OTHER, False, (ATTRIBUTE_NOTE,))) for inner in _held(child, name))
+                continue
             if key in decl.parameters:
                 decided[name] = (TensorKind.PARAMETER, child.requires_grad, ())
             elif key in decl.buffers:
@@ -136,6 +137,19 @@ def apply(
             else:
                 decided[name] = (TensorKind.OTHER, False, (ATTRIBUTE_NOTE,))
     return [_decide(t, decided.get(t.name)) for t in tensors]
+
+
+def _held(value: Any, name: str, depth: int = 0) -> Iterator[str]:
+    """The names (as the generic walk gives them) of the tensors a list, tuple or dict attribute holds."""
+    if depth > MAX_DEPTH:
+        return
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list | tuple) else ()
+    for key, child in items:
+        inner = f"{name}.{key}"
+        if isinstance(child, TensorRef):
+            yield inner
+        else:
+            yield from _held(child, inner, depth + 1)
 
 
 def _decide(t: TensorInfo, decision: tuple[TensorKind, bool, tuple[str, ...]] | None) -> TensorInfo:

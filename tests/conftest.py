@@ -7,8 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.vision import make_importable
+
 # Keras 3 in the tests runs on torch (the CPU build CI installs), whatever else the environment has.
 os.environ.setdefault("KERAS_BACKEND", "torch")
+# torchvision from PyPI imports beside the CPU build of torch (tests/vision.py), for its own tests and transformers'
+make_importable()
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_models"
