@@ -47,6 +47,7 @@ DOTTED_STATISTICS = tuple("." + n for n in sorted(STATISTICS))  # a name whose l
 SCALES = ("weight", "gamma", "scale")
 SHIFTS = ("bias", "beta")
 AFFINE = {"weight", "bias"}
+NORM_PARAMS = frozenset(SCALES) | frozenset(SHIFTS) | STATISTICS  # what a norm module holds (EvoNorm's `v` is not)
 STATED_PARAM_RULES = ("keras", "mxnet", "sockeye", "shape.")  # rules whose `param` is the tensor's parameter name
 
 
@@ -165,7 +166,12 @@ def _recipe(module: Module, framework: str, statistics: bool) -> Recipe:
     name = module.name
     stats = [p for p in params if p in STATISTICS] if len(one_d) == len(params) else []
     # (a 1-d weight and bias of one size: an affine norm, GroupNorm...)
-    if one_d and len(one_d) == len(params) and (statistics or stats or "norm" in roles or params.keys() == AFFINE):
+    if (
+        one_d
+        and len(one_d) == len(params)
+        and params.keys() <= NORM_PARAMS
+        and (statistics or stats or "norm" in roles or params.keys() == AFFINE)
+    ):
         features = one_d[0].shape[0]
         if all(t.shape == (features,) for t in one_d):
             if stats and framework in FRAMEWORK_CONVENTIONS:  # Keras, TensorFlow and MXNet count the statistics

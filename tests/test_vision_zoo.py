@@ -239,11 +239,6 @@ def test_a_quantized_model_counts_its_quantized_weights_and_not_their_scales(tor
     assert not [f for f in state.findings if f.severity != "info"] and not state.unsafe
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="inspector/modules.py reads a module of 1-d weight, bias and a third 1-d parameter (EvoNorm's v) as a "
-    "norm of weight and bias only; the fix (a norm holds only scales, shifts and statistics) is the lead's file",
-)
 def test_evonorm_holds_a_third_parameter_beside_its_scale_and_shift(timm: Any, tmp_path: Path) -> None:
     """timm's EvoNorm2dB0 (`weight`, `bias`, `v` and a `running_var` buffer) and EvoNorm2dS0 (`weight`, `bias`,
     `v`), as in its *_evos / *_evob models (ese_vovnet39b_evos)."""
