@@ -29,6 +29,7 @@ class KindRule:
     pattern: str  # fullmatch over the tensor name
     why: str
     unless: tuple[str, ...] = ()  # config model_types whose modeling code makes the name a parameter
+    only: tuple[str, ...] = ()  # the config model_types the rule is limited to (a name that is a parameter elsewhere)
 
 
 KIND_RULES: tuple[KindRule, ...] = (
@@ -151,6 +152,24 @@ KIND_RULES: tuple[KindRule, ...] = (
     KindRule(
         "flax.other", TensorKind.OTHER, r"(?:.*/)?(?:cache|intermediates|losses)/.+", "flax non-params collection"
     ),
+    # Last (a name it matches in another model type is a parameter, and no later rule may be shadowed by it): the
+    # router's score correction under the name these model types' checkpoints give it, which transformers'
+    # conversion mapping turns into `e_score_correction_bias` on load and back on save (a buffer in each model)
+    KindRule(
+        "hf.router_bias_saved",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?(?:gate\.bias|expert_bias|router_bias)",
+        "MoE router score correction, named as the checkpoint names it: a buffer",
+        only=(
+            "bailing_hybrid",
+            "deepseek_v4",
+            "dots3_note_vision_encoder",
+            "hy_v3",
+            "inkling2_text",
+            "inkling_mm_model",
+            "kolibri1",
+        ),
+    ),  # fmt: skip
 )
 # The first rule that matches, remembered by the name's shape (the role table's matcher: names that differ only in
 # their numbers meet the same rule, so 100,000 layers cost one scan of the table, not 100,000)
@@ -194,7 +213,11 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
             rule = kind_rule(t.name)
             if rule is not None:
                 layout = layout or rule.rule_id in LAYOUT_RULES
-                if rule.kind is not t.kind and model_type not in rule.unless:
+                if (
+                    rule.kind is not t.kind
+                    and model_type not in rule.unless
+                    and (not rule.only or model_type in rule.only)
+                ):
                     tensors[i] = replace(t, kind=rule.kind, trainable=False)
                     changed = True
     if layout:  # (a file of norms with statistics or of quantized modules: a second pass)

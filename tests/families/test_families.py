@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from inspector import load
 from inspector.render import report_dict
 from inspector.report import inspect
 from tests.families.zoo import ZOO, build
@@ -247,6 +248,10 @@ def test_a_layer_missing_a_module_the_others_hold_is_warned_even_when_inferred(t
         ("glm4_moe", "AutoModelForCausalLM", "MoE router score correction"),
         ("ibert", "AutoModel", "integer weight copies and quantisation ranges"),
         ("gemma4_audio", "AutoModel", "clipping ranges"),
+        # the router's correction saved under the checkpoint's name (mlp.expert_bias, mlp.gate.bias): save_pretrained
+        # renames the buffer; the same names are parameters in other model types (`KindRule.only`)
+        ("hy_v3", "AutoModelForCausalLM", "MoE router score correction, renamed on save"),
+        ("inkling2_text", "AutoModelForCausalLM", "MoE router score correction, renamed on save"),
     ],
 )
 def test_buffers_transformers_saves_beside_the_weights_are_not_counted(
@@ -265,6 +270,23 @@ def test_a_name_some_models_make_a_parameter_follows_the_config(tmp_path: Path) 
     biases = [t for t in report.checkpoint.tensors if t.name.endswith("e_score_correction_bias")]
     assert biases and all(t.kind.value == "parameter" for t in biases)
     assert report.checkpoint.n_parameters == n
+
+
+def test_a_name_only_some_model_types_make_a_buffer_stays_a_parameter_elsewhere(tmp_path: Path) -> None:
+    # `mlp.gate.bias` is Inkling 2's router correction (a buffer); in another model type, or without a config, the
+    # same name is a gate's bias, a parameter (`KindRule.only`)
+    np = pytest.importorskip("numpy")
+    from safetensors.numpy import save_file
+
+    kinds = {}
+    for model_type in ("inkling2_text", "mixtral", None):
+        folder = tmp_path / str(model_type)
+        folder.mkdir()
+        save_file({"model.layers.0.mlp.gate.bias": np.zeros(4, np.float32)}, folder / "model.safetensors")
+        if model_type:
+            (folder / "config.json").write_text(json.dumps({"model_type": model_type}))
+        kinds[model_type] = load(folder / "model.safetensors").tensors[0].kind.value
+    assert kinds == {"inkling2_text": "buffer", "mixtral": "parameter", None: "parameter"}
 
 
 def test_frozen_batchnorms_of_a_detection_backbone_are_buffers_by_the_config(tmp_path: Path) -> None:
