@@ -59,8 +59,9 @@ def layout_findings(members: tuple[_zip.ZipMember, ...], prefix: str) -> list[Fi
     ]
 
 
-def pickle_bytes(probe: Probe, fmt: str, member: _zip.ZipMember) -> bytes:
-    """A pickle member's bytes: stored, or deflated (legal: torch reads it) and inflated up to its declared size.
+def pickle_bytes(probe: Probe, fmt: str, member: _zip.ZipMember, partial: bool = False) -> bytes:
+    """A pickle member's bytes: stored, or deflated (legal: torch reads it) and inflated up to its declared size
+    (`partial`: of a corrupt deflate stream, the bytes before the damage; see `_zip.inflate_head`).
 
     Raises:
         LimitExceededError: the member is larger than `MAX_PICKLE_BYTES`.
@@ -69,7 +70,7 @@ def pickle_bytes(probe: Probe, fmt: str, member: _zip.ZipMember) -> bytes:
         raise LimitExceededError(probe.path, fmt, f"{member.name!r} of {member.file_size:,} bytes")
     if member.method == _zip.STORED:
         return probe.read_at(member.data_offset, member.compress_size, fmt=fmt, what=member.name)
-    return _zip.inflate_head(probe, member, member.file_size, fmt)  # bounded by the declared size
+    return _zip.inflate_head(probe, member, member.file_size, fmt, partial)  # bounded by the declared size
 
 
 def other_pickles(
@@ -77,14 +78,15 @@ def other_pickles(
 ) -> None:
     """Check every other *.pkl member (second data.pkl, duplicates, constants.pkl) for unsafe content.
 
-    One that cannot even be read (a corrupt deflate stream) is passed over: torch cannot read it either,
-    and it must not stop the reading of the copy torch does read.
+    Of a corrupt deflate stream the opcodes before the damage are judged (torch's miniz reads past a bad
+    back-reference, so its unpickler runs them); one that cannot be read at all is passed over, and must not stop
+    the reading of the copy torch does read.
     """
     for m in members:
         if m is read or not m.name.endswith(PICKLE_SUFFIX):
             continue
         try:
-            reader = _pickle.Reader(pickle_bytes(probe, fmt, m))
+            reader = _pickle.Reader(pickle_bytes(probe, fmt, m, partial=True))
         except InspectorError:
             continue
         try:

@@ -417,8 +417,13 @@ def in_file_order(
     return [*_structure_regions(ends, members), *chain.from_iterable(map(payload, members))]
 
 
-def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str) -> bytes:
-    """Up to `n` uncompressed bytes from the start of a member, inflating only what is needed."""
+def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str, partial: bool = False) -> bytes:
+    """Up to `n` uncompressed bytes from the start of a member, inflating only what is needed.
+
+    `partial`: a corrupt deflate stream gives the bytes before its first bad code instead of an error (the safety
+    verdict: torch's miniz does not stop at a back-reference past the window's start, it copies what lies there, so
+    the unpickler runs the opcodes before the damage and the evidence in them is judged).
+    """
     if member.method == STORED:
         return probe.read_at(member.data_offset, min(n, member.compress_size), fmt=fmt)
     if member.method != DEFLATED:
@@ -427,15 +432,31 @@ def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str) -> bytes:
     out = bytearray()
     inflater = zlib.decompressobj(-15)
     pos, end = member.data_offset, member.data_end
-    try:
-        while len(out) < n and pos < end:
-            chunk = probe.read_at(pos, min(max(1024, n), 16384, end - pos), fmt=fmt)
-            pos += len(chunk)
+    while len(out) < n and pos < end:
+        chunk = probe.read_at(pos, min(max(1024, n), 16384, end - pos), fmt=fmt)
+        pos += len(chunk)
+        before = inflater.copy() if partial else inflater
+        try:
             out += inflater.decompress(chunk, n - len(out))
             while len(out) < n and inflater.unconsumed_tail:
                 out += inflater.decompress(inflater.unconsumed_tail, n - len(out))
-            if inflater.eof:
-                break
-    except zlib.error as exc:
-        raise FormatError(probe.path, fmt, f"member {member.name!r}: corrupt deflate stream: {exc}") from exc
+        except zlib.error as exc:
+            if not partial:
+                raise FormatError(probe.path, fmt, f"member {member.name!r}: corrupt deflate stream: {exc}") from exc
+            return bytes(out[:n]) + _up_to_damage(before, chunk, n - len(out))
+        if inflater.eof:
+            break
+    return bytes(out[:n])
+
+
+def _up_to_damage(inflater: zlib._Decompress, chunk: bytes, n: int) -> bytes:
+    """What `inflater` gives of `chunk` (in which its stream is corrupt) before the damage, a byte at a time."""
+    out = bytearray()
+    for i in range(len(chunk)):
+        try:
+            out += inflater.decompress(chunk[i : i + 1], n - len(out))
+        except zlib.error:
+            break
+        if len(out) >= n:
+            break
     return bytes(out[:n])

@@ -809,6 +809,45 @@ def test_central_directory_size_past_its_entries(tmp_path: Path, grow: int) -> N
     check_invariants(ckpt)
 
 
+def test_deflated_data_pkl_corrupt_after_its_payload(tmp_path: Path) -> None:
+    """A deflated data.pkl whose stream is damaged after the payload's opcodes: zlib refuses the member, but torch's
+    miniz copies what lies before its window for a bad back-reference and reads on, so its unpickler runs the
+    payload (found by the zip mutation property test, where torch ran it or not by what lay in memory). The bytes
+    before the damage are judged: exit 3, not "corrupt deflate stream" (exit 2)."""
+    import random
+    import zlib
+
+    base, _ = _torch_zip(tmp_path)
+    rng = random.Random(0)
+    tail = "".join(rng.choice("abcdefghij klmnop") for _ in range(40_000)).encode()
+    evil = P2 + b"}(" + text("w") + file_handler(Path("/nonexistent/canary")) + b"X" + len(tail).to_bytes(4, "little")
+    evil += tail + b"0u."  # (the long string pops off; the dict is the result)
+    with zipfile.ZipFile(base) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    path = tmp_path / "m.pt"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            data = evil if name.endswith("/data.pkl") else data
+            zf.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED if name.endswith(".pkl") else zipfile.ZIP_STORED)
+    with zipfile.ZipFile(path) as zf:
+        info = next(i for i in zf.infolist() if i.filename.endswith("/data.pkl"))
+    raw = bytearray(path.read_bytes())
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    for at in range(start + info.compress_size // 2, start + info.compress_size):  # a byte zlib refuses (far past
+        damaged = bytearray(raw)  # the payload's opcodes, which the stream's first bytes hold)
+        damaged[at] = 0 if raw[at] else 0xFF
+        try:
+            zlib.decompress(bytes(damaged[start : start + info.compress_size]), -15)
+        except zlib.error:
+            break
+    else:
+        pytest.fail("no changed byte in the stream's second half made zlib refuse it")
+    path.write_bytes(bytes(damaged))
+    ckpt = load(path)
+    unsafe = [f for f in ckpt.findings if f.code == "UNSAFE_CONTENT"]
+    assert unsafe and "logging.FileHandler" in unsafe[0].message
+
+
 def test_property_mutated_zips(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Reordered, duplicated, deflated or renamed members: whenever torch.load reaches the payload, exit 3."""
     torch = pytest.importorskip("torch")
