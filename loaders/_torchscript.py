@@ -37,6 +37,7 @@ MAX_TOTAL_CODE_BYTES = 64 << 20
 MAX_DEPTH = 200
 ROOT_MODULE = "__torch__"
 CLASS_LINE = re.compile(r"^class (\w+)\(")
+ENUM_LINE = re.compile(r"^class (\w+)\(Enum\):", re.MULTILINE)  # an enum the archive's code declares
 DECLARATION = re.compile(r"^  (__parameters__|__buffers__) = (\[.*\])\s*$")
 ATTRIBUTE_NOTE = "TorchScript attribute: neither a parameter nor a buffer"
 
@@ -107,6 +108,27 @@ def _declarations(
         text = _zip.inflate_head(probe, member, member.file_size, fmt).decode("utf-8", "replace")
         out.update(parse_declarations(module, text))
     return out
+
+
+def enum_constructions(
+    probe: Probe, members: Sequence[_zip.ZipMember], prefix: str, fmt: str, calls: set[str]
+) -> set[str]:
+    """Of the calls an archive's pickles make (`calls`, the names the pickle reader flags), those that make a member
+    of an enum the archive's own code declares (`class Format(Enum):` in `code/__torch__/...`): `torch.jit.load`
+    makes the member from its value and runs nothing (every timm ViT pickles its `Format` so)."""
+    by_name = {m.name: m for m in members}
+    found: set[str] = set()
+    for name in calls:
+        module, _, cls = name.rpartition(".")
+        if not module.startswith(ROOT_MODULE):
+            continue
+        member = by_name.get(_source_path(prefix, module))
+        if member is None or member.file_size > MAX_CODE_BYTES:
+            continue
+        text = _zip.inflate_head(probe, member, member.file_size, fmt).decode("utf-8", "replace")
+        if cls in ENUM_LINE.findall(text):
+            found.add(name)
+    return found
 
 
 def apply(

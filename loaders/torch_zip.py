@@ -116,8 +116,9 @@ class TorchZipLoader:
         except _pickle.PickleError as exc:
             raise FormatError(probe.path, FORMAT, str(exc)) from exc
         torchscript = any(m.name == prefix + TORCHSCRIPT_MARKER for m in members)
-        if torchscript:  # the archive declares its parameters and buffers in code/__torch__/**.py
+        if torchscript:  # the archive declares its parameters and buffers in code/__torch__/**.py, and its enums
             tensors = _torchscript.apply(probe, members, prefix, FORMAT, result.value, tensors)
+            evidence -= _torchscript.enum_constructions(probe, members, prefix, FORMAT, evidence)
         names = result.globals
         del result  # the pickle's object graph: the tensors hold what they need of it
         grouped = _torch.by_storage(tensors)

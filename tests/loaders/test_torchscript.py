@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,42 @@ def test_declarations_are_read_as_text_only() -> None:
     assert set(declared) == {"__torch__.m.Linear"}  # a non-literal list is not a declaration, and never run
     assert declared["__torch__.m.Linear"].parameters == {"weight", "bias"}
     assert declared["__torch__.m.Linear"].buffers == {"running"}
+
+
+class Layout(enum.Enum):
+    """An enum a scripted module holds (timm's `Format` in every ViT): the archive pickles its member as a call of
+    `__torch__...Layout` with the member's value, and declares `class Layout(Enum):` in its code."""
+
+    FIRST = "first"
+    LAST = "last"
+
+
+class WithEnum(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layout = Layout.LAST
+        self.linear = torch.nn.Linear(3, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x) if self.layout == Layout.LAST else x
+
+
+def test_an_enum_the_archive_declares_is_made_not_called(tmp_path: Path) -> None:
+    """torch.jit.load makes an enum member of a class the archive's own code declares from its value, running
+    nothing: the call is not unsafe content (it was: every scripted timm ViT was called unsafe, exit 3)."""
+    path = tmp_path / "enum.pt"
+    torch.jit.save(torch.jit.script(WithEnum()), path)
+    assert torch.jit.load(path)(torch.ones(1, 3)).shape == (1, 2)  # torch loads it, making the member
+    ckpt = load(path)
+    assert not [f for f in ckpt.findings if f.code == "UNSAFE_CONTENT"], ckpt.findings
+    assert ckpt.n_parameters == 8
+    # the same call of a class the code does not declare an enum: a call, unsafe as before
+    other = tmp_path / "class.pt"
+    with zipfile.ZipFile(path) as zin, zipfile.ZipFile(other, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info)
+            if info.filename.endswith(".py"):
+                data = data.replace(b"(Enum):", b"(Module):")
+            zout.writestr(info, data)
+    unsafe = [f for f in load(other).findings if f.code == "UNSAFE_CONTENT"]
+    assert unsafe and "Layout" in unsafe[0].message
