@@ -61,7 +61,7 @@ def layout_findings(members: tuple[_zip.ZipMember, ...], prefix: str) -> list[Fi
 
 def pickle_bytes(probe: Probe, fmt: str, member: _zip.ZipMember, partial: bool = False) -> bytes:
     """A pickle member's bytes: stored, or deflated (legal: torch reads it) and inflated up to its declared size
-    (`partial`: of a corrupt deflate stream, the bytes before the damage; see `_zip.inflate_head`).
+    (`partial`: a corrupt deflate stream inflated past the damage; see `_zip.inflate_head`).
 
     Raises:
         LimitExceededError: the member is larger than `MAX_PICKLE_BYTES`.
@@ -78,9 +78,9 @@ def other_pickles(
 ) -> None:
     """Check every other *.pkl member (second data.pkl, duplicates, constants.pkl) for unsafe content.
 
-    Of a corrupt deflate stream the opcodes before the damage are judged (torch's miniz reads past a bad
-    back-reference, so its unpickler runs them); one that cannot be read at all is passed over, and must not stop
-    the reading of the copy torch does read.
+    A deflate stream zlib refuses is judged as far as it can be inflated (`_zip.inflate_head(partial=True)`: torch's
+    reader may run the opcodes before and behind the damage); one that cannot be read at all is passed over, and
+    must not stop the reading of the copy torch does read.
     """
     for m in members:
         if m is read or not m.name.endswith(PICKLE_SUFFIX):

@@ -49,6 +49,7 @@ _LOCAL_FIXED = struct.Struct("<4s22xHH")  # a local header's signature, and its 
 _FIELD_HEAD = struct.Struct("<HH")  # an extra field's tag and body length
 PAGE = 4096  # the smallest page size of the systems we run on: a larger one only widens what a window may span
 MAX_WINDOW = 1 << 20  # bytes of one read of structures (`_Windows`)
+LENIENT_LIMIT = 8 << 20  # bytes a damaged deflate stream is inflated to in pure Python (about 5 s at most)
 
 
 @record(frozen=True, slots=True)
@@ -420,9 +421,9 @@ def in_file_order(
 def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str, partial: bool = False) -> bytes:
     """Up to `n` uncompressed bytes from the start of a member, inflating only what is needed.
 
-    `partial`: a corrupt deflate stream gives the bytes before its first bad code instead of an error (the safety
-    verdict: torch's miniz does not stop at a back-reference past the window's start, it copies what lies there, so
-    the unpickler runs the opcodes before the damage and the evidence in them is judged).
+    `partial` (the safety verdict): a deflate stream zlib refuses is inflated past the damage (`loaders._inflate`:
+    a back-reference before the output's start copies zeros and the reading goes on; torch's reader may run the
+    opcodes there), up to `LENIENT_LIMIT` bytes, instead of an error.
     """
     if member.method == STORED:
         return probe.read_at(member.data_offset, min(n, member.compress_size), fmt=fmt)
@@ -432,31 +433,20 @@ def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str, partial: boo
     out = bytearray()
     inflater = zlib.decompressobj(-15)
     pos, end = member.data_offset, member.data_end
-    while len(out) < n and pos < end:
-        chunk = probe.read_at(pos, min(max(1024, n), 16384, end - pos), fmt=fmt)
-        pos += len(chunk)
-        before = inflater.copy() if partial else inflater
-        try:
+    try:
+        while len(out) < n and pos < end:
+            chunk = probe.read_at(pos, min(max(1024, n), 16384, end - pos), fmt=fmt)
+            pos += len(chunk)
             out += inflater.decompress(chunk, n - len(out))
             while len(out) < n and inflater.unconsumed_tail:
                 out += inflater.decompress(inflater.unconsumed_tail, n - len(out))
-        except zlib.error as exc:
-            if not partial:
-                raise FormatError(probe.path, fmt, f"member {member.name!r}: corrupt deflate stream: {exc}") from exc
-            return bytes(out[:n]) + _up_to_damage(before, chunk, n - len(out))
-        if inflater.eof:
-            break
-    return bytes(out[:n])
+            if inflater.eof:
+                break
+    except zlib.error as exc:
+        if not partial:
+            raise FormatError(probe.path, fmt, f"member {member.name!r}: corrupt deflate stream: {exc}") from exc
+        from loaders._inflate import inflate  # (pure Python, for damaged streams only)
 
-
-def _up_to_damage(inflater: zlib._Decompress, chunk: bytes, n: int) -> bytes:
-    """What `inflater` gives of `chunk` (in which its stream is corrupt) before the damage, a byte at a time."""
-    out = bytearray()
-    for i in range(len(chunk)):
-        try:
-            out += inflater.decompress(chunk[i : i + 1], n - len(out))
-        except zlib.error:
-            break
-        if len(out) >= n:
-            break
+        stream = probe.read_at(member.data_offset, min(member.compress_size, LENIENT_LIMIT), fmt=fmt)
+        return inflate(stream, min(n, LENIENT_LIMIT))
     return bytes(out[:n])
