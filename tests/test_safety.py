@@ -918,12 +918,17 @@ def test_property_mutated_zips(tmp_path_factory: pytest.TempPathFactory) -> None
             for pos, value in flips:
                 flipped[pos % len(flipped)] = value
             path.write_bytes(bytes(flipped))
-        _Recorder.ran = False
-        try:
-            with _memory_cap():
-                torch.load(path, weights_only=False, pickle_module=recorder)
-        except Exception:  # noqa: BLE001, S110 - only whether the payload ran matters
-            pass
+        runs = []
+        for _ in range(2):  # a damaged deflate stream makes miniz copy uninitialised memory: torch may read the
+            _Recorder.ran = False  # same file differently from one run to the next, and has no verdict to compare
+            try:
+                with _memory_cap():
+                    torch.load(path, weights_only=False, pickle_module=recorder)
+            except Exception:  # noqa: BLE001, S110 - only whether the payload ran matters
+                pass
+            runs.append(_Recorder.ran)
+        if runs[0] != runs[1]:
+            return
         try:
             ckpt = load(path)
         except InspectorError:
