@@ -20,7 +20,7 @@ import time
 import warnings
 import zipfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -719,6 +719,23 @@ def _seeds() -> list[bytes]:
     ]
 
 
+def _torch_load_runs(path: Path) -> bool:
+    """Whether `torch.load(weights_only=False)` reaches the payload (the recorder stands for logging.FileHandler)."""
+    import torch
+
+    recorder = type(sys)("recorder")
+    recorder.Unpickler = _Recorder  # type: ignore[attr-defined]
+    recorder.load = pickle.load  # type: ignore[attr-defined]
+    recorder.__name__ = "pickle"
+    _Recorder.ran = False
+    try:
+        with _memory_cap():
+            torch.load(path, weights_only=False, pickle_module=recorder)
+    except Exception:  # noqa: BLE001, S110 - only whether the payload ran matters
+        pass
+    return _Recorder.ran
+
+
 def test_property_mutated_pickles() -> None:
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
@@ -745,7 +762,7 @@ def test_end_record_comment_length_past_the_end(tmp_path: Path) -> None:
     """An end record whose comment length runs past the file: torch's miniz takes the last end record with 22 bytes
     after it (mz_zip_reader_locate_header_sig) and runs a second data.pkl; the inspector reads the archive as torch
     does (it called it "not a recognised format", exit 2, found by the mutation test below)."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     (tmp_path / "base").mkdir()
     base, names = _torch_zip(tmp_path / "base")
     folder = names[0].split("/")[0]
@@ -761,14 +778,7 @@ def test_end_record_comment_length_past_the_end(tmp_path: Path) -> None:
     raw = bytearray(path.read_bytes())
     raw[-2] = 1  # the end record's comment length: 1 byte that is not there
     path.write_bytes(bytes(raw))
-    recorder = type(sys)("recorder")
-    recorder.Unpickler = _Recorder  # type: ignore[attr-defined]
-    recorder.load = pickle.load  # type: ignore[attr-defined]
-    recorder.__name__ = "pickle"
-    _Recorder.ran = False
-    with suppress(Exception):
-        torch.load(path, weights_only=False, pickle_module=recorder)
-    assert _Recorder.ran
+    assert _torch_load_runs(path)
     ckpt = load(path)
     assert any(f.code == "UNSAFE_CONTENT" for f in ckpt.findings)
     check_invariants(ckpt)
@@ -780,7 +790,7 @@ def test_central_directory_size_past_its_entries(tmp_path: Path, grow: int) -> N
     miniz reads the entries within that size and runs the payload; the inspector read nothing ("not a recognised
     format", exit 2; found by the mutation test below). It reads the archive as torch does, says the directory and
     its end record disagree (ZIP_LAYOUT) and judges the payload: exit 3."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     (tmp_path / "base").mkdir()
     base, _ = _torch_zip(tmp_path / "base")
     evil = P2 + b"}(" + text("w") + file_handler(Path("/nonexistent/canary")) + b"u."
@@ -795,14 +805,7 @@ def test_central_directory_size_past_its_entries(tmp_path: Path, grow: int) -> N
     size = int.from_bytes(raw[size_at : size_at + 4], "little")
     raw[size_at : size_at + 4] = (size + grow).to_bytes(4, "little")
     path.write_bytes(bytes(raw))
-    recorder = type(sys)("recorder")
-    recorder.Unpickler = _Recorder  # type: ignore[attr-defined]
-    recorder.load = pickle.load  # type: ignore[attr-defined]
-    recorder.__name__ = "pickle"
-    _Recorder.ran = False
-    with suppress(Exception):
-        torch.load(path, weights_only=False, pickle_module=recorder)
-    assert _Recorder.ran
+    assert _torch_load_runs(path)
     ckpt = load(path)
     assert any(f.code == "UNSAFE_CONTENT" for f in ckpt.findings)
     assert any(f.code == "ZIP_LAYOUT" and "central directory" in f.message for f in ckpt.findings)
@@ -877,7 +880,7 @@ def test_lenient_inflate_is_zlib_on_sound_streams() -> None:
 
 def test_property_mutated_zips(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Reordered, duplicated, deflated or renamed members: whenever torch.load reaches the payload, exit 3."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
@@ -886,11 +889,6 @@ def test_property_mutated_zips(tmp_path_factory: pytest.TempPathFactory) -> None
     evil = P2 + b"}(" + text("w") + file_handler(Path("/nonexistent/canary")) + b"u."
     with zipfile.ZipFile(base) as zf:
         members = {n: zf.read(n) for n in zf.namelist()}
-
-    recorder = type(sys)("recorder")
-    recorder.Unpickler = _Recorder  # type: ignore[attr-defined]
-    recorder.load = pickle.load  # type: ignore[attr-defined]
-    recorder.__name__ = "pickle"
 
     @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
     @given(
@@ -918,24 +916,18 @@ def test_property_mutated_zips(tmp_path_factory: pytest.TempPathFactory) -> None
             for pos, value in flips:
                 flipped[pos % len(flipped)] = value
             path.write_bytes(bytes(flipped))
-        runs = []
-        for _ in range(2):  # a damaged deflate stream makes miniz copy uninitialised memory: torch may read the
-            _Recorder.ran = False  # same file differently from one run to the next, and has no verdict to compare
-            try:
-                with _memory_cap():
-                    torch.load(path, weights_only=False, pickle_module=recorder)
-            except Exception:  # noqa: BLE001, S110 - only whether the payload ran matters
-                pass
-            runs.append(_Recorder.ran)
-        if runs[0] != runs[1]:
+        # a damaged deflate stream makes miniz copy uninitialised memory: torch may read the same file differently
+        # from one run to the next, and then has no verdict to compare with
+        ran = _torch_load_runs(path)
+        if _torch_load_runs(path) != ran:
             return
         try:
             ckpt = load(path)
         except InspectorError:
-            assert not _Recorder.ran, "torch ran the payload but the inspector reported only an error"
+            assert not ran, "torch ran the payload but the inspector reported only an error"
             return
         unsafe = any(f.code == "UNSAFE_CONTENT" for f in ckpt.findings)
-        assert unsafe or not _Recorder.ran
+        assert unsafe or not ran
         if not flips:
             assert unsafe == (evil_at != "none")  # every pickle in the archive is checked
 
