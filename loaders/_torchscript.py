@@ -117,16 +117,20 @@ def enum_constructions(
     of an enum the archive's own code declares (`class Format(Enum):` in `code/__torch__/...`): `torch.jit.load`
     makes the member from its value and runs nothing (every timm ViT pickles its `Format` so)."""
     by_name = {m.name: m for m in members}
+    enums: dict[str, set[str]] = {}  # module -> the enums its code declares (each code file read once)
     found: set[str] = set()
     for name in calls:
         module, _, cls = name.rpartition(".")
         if not module.startswith(ROOT_MODULE):
             continue
-        member = by_name.get(_source_path(prefix, module))
-        if member is None or member.file_size > MAX_CODE_BYTES:
-            continue
-        text = _zip.inflate_head(probe, member, member.file_size, fmt).decode("utf-8", "replace")
-        if cls in ENUM_LINE.findall(text):
+        if module not in enums:
+            member = by_name.get(_source_path(prefix, module))
+            if member is None or member.file_size > MAX_CODE_BYTES:
+                enums[module] = set()
+                continue
+            text = _zip.inflate_head(probe, member, member.file_size, fmt).decode("utf-8", "replace")
+            enums[module] = set(ENUM_LINE.findall(text))
+        if cls in enums[module]:
             found.add(name)
     return found
 
