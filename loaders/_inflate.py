@@ -1,11 +1,11 @@
 """A raw deflate stream (RFC 1951) inflated past the damage zlib stops at, for the safety verdict only.
 
 zlib refuses a back-reference that reaches before the start of the output ("invalid distance too far back") and
-stops there. torch's reader does not always stop: the zip mutation property test saw `torch.load` run a payload in
-a data.pkl whose deflate stream zlib refuses, or not, by what lay in memory (miniz copies what its dictionary holds).
-`inflate` copies zeros for such a back-reference and reads on, so the rest of the stream decodes and a payload
-anywhere in it is judged: conservative (torch may stop earlier), never blind (a scanner that inflates with zlib sees
-no pickle at all). Any other damage (a bad block type or code, a stream that ends early) ends the output there.
+stops there. torch's miniz does not: it copies what its reused dictionary buffer holds (often the bytes of a record
+it inflated before) and reads on, so `torch.load` may run a payload behind such damage, by what lay in its memory
+(the zip mutation property test saw both). `inflate` copies zeros there and reads on, so the rest of the stream
+decodes and a payload before or behind the damage is judged; bytes that miniz would take from memory cannot be
+known. Any other damage (a bad block type or code, a stream that ends early) ends the output there, as in miniz.
 
 Pure Python: used only on a member zlib refused, bounded by `limit` output bytes.
 """
