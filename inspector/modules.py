@@ -91,14 +91,9 @@ def module_groups(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, lis
     """Parameter tensors (with their roles) by module, in file order."""
     groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
     framework, parameter = ckpt.framework, TensorKind.PARAMETER
-    by_role = framework in FRAMEWORK_CONVENTIONS
     for t, r in zip(ckpt.tensors, roles, strict=True):
         if t.kind is parameter:
-            if by_role or t.layer or r.role in LAYER_FROM_ROLE or r.rule_id.startswith("shape."):
-                name = t.layer or r.layer  # module_name(t, r, framework), inline (100,000 tensors)
-            else:
-                name = t.name.rpartition(".")[0] if "." in t.name else r.layer
-            groups.setdefault(name, []).append((t, r))
+            groups.setdefault(module_name(t, r, framework), []).append((t, r))
     return groups
 
 
@@ -244,12 +239,7 @@ def file_specs(
             specs.append(module_spec(Module(name, tuple(items)), framework, stats))
             continue
         t, r = items[0]
-        prefix = name + "."
-        if r.param and r.rule_id.startswith(STATED_PARAM_RULES):
-            param = _param(prefix, t, r)
-        else:  # _param(prefix, t, r), inline
-            param = t.name[len(prefix) :] if t.name.startswith(prefix) else (r.param or t.name)
-        key = (param, t.shape, r.role, r.rule_id, t.alias_of is None, stats, "prelu" in name.lower())
+        key = (_param(name + ".", t, r), t.shape, r.role, r.rule_id, t.alias_of is None, stats, "prelu" in name.lower())
         recipe = recipes.get(key)
         if recipe is None:
             recipe = recipes[key] = _recipe(Module(name, tuple(items)), framework, stats)
