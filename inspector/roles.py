@@ -160,6 +160,10 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("keras.var", Role.DENSE, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>kernel|bias)(?::0)?", ("keras",)),
     # timm (BEiT, EVA, ...): a qkv projection without bias, and separate q and v (k) biases beside it
     RoleRule("timm.attn_bias", Role.ATTN_QKV, r"(?P<layer>.+\.attn)\.(?P<param>[qkv]_bias)", ("torch",)),
+    # timm vision transformers: learned tokens, position embeddings and LayerScale factors beside the modules
+    RoleRule("timm.token", Role.LEARNED_TENSOR, r"(?:(?P<layer>.+)\.)?(?P<param>(?:cls|dist|reg|mask)_token)", ("torch",)),
+    RoleRule("timm.pos_embed", Role.POSITION_EMBEDDING, r"(?:(?P<layer>.+)\.)?(?P<param>(?:absolute_)?pos_embed)", ("torch",)),
+    RoleRule("timm.layer_scale", Role.LEARNED_TENSOR, r"(?P<layer>.+)\.(?P<param>gamma(?:_\d)?)", ("torch",)),
     # Generic PyTorch module paths
     RoleRule("torch.stat", Role.NORM_STAT, r"(?P<layer>.+)\.(?P<param>" + TORCH_STATS + ")", ("torch",)),
     RoleRule("torch.rnn_input", Role.RNN_INPUT, r"(?P<layer>.+)\.weight_ih_l(?P<i>\d+)(?P<rev>(?:_reverse)?)", ("torch",), "{layer}.l{i}{rev}", "kernel"),
@@ -369,6 +373,35 @@ def _recurrent_layers(results: dict[str, RoleMatch]) -> None:
             results[name] = RoleMatch(r.name, r.layer, RNN_PARAM_ROLES[r.param].value, r.param, r.rule_id + "+rnn")
 
 
+# The rules that go by a generic parameter name alone ('weight', 'bias', 'gamma'): what the module holds says more.
+# A module with running statistics is a norm (its scale and shift: NORM); one whose weight has three or more
+# dimensions is a convolution (weight and bias: CONV). Names saying nothing of either (torchvision's
+# `downsample.0`/`downsample.1`, Gluon's `features.3`) are read so; rules that name the layer keep their answer.
+GENERIC_RULES = frozenset({"torch.dense", "mxnet.bias", "timm.layer_scale"})
+NORM_PARAM_NAMES = frozenset({"weight", "bias", "gamma", "beta"})
+
+
+def _module_facts(results: dict[str, RoleMatch], tensors: Sequence[TensorInfo]) -> None:
+    """Generic-rule roles (`GENERIC_RULES`) as the tensors of their module show them: NORM beside running
+    statistics, CONV for a weight of 3+ dimensions and its bias."""
+    norm_stat, generic = Role.NORM_STAT.value, GENERIC_RULES
+    normed = {r.layer for r in results.values() if r.role == norm_stat}
+    conv = {
+        r.layer
+        for t in tensors
+        if len(t.shape) >= 3 and (r := results.get(t.name)) is not None and r.rule_id in generic and r.param == "weight"
+    }
+    if not normed and not conv:
+        return
+    for name, r in results.items():
+        if r.rule_id not in generic:
+            continue
+        if r.layer in normed and r.param in NORM_PARAM_NAMES:
+            results[name] = RoleMatch(r.name, r.layer, Role.NORM.value, r.param, r.rule_id + "+norm")
+        elif r.layer in conv and r.param in ("weight", "bias"):
+            results[name] = RoleMatch(r.name, r.layer, Role.CONV.value, r.param, r.rule_id + "+conv")
+
+
 KIND_ROLES = {TensorKind.OPTIMIZER: Role.OPTIMIZER_SLOT, TensorKind.BUFFER: Role.BUFFER}
 
 
@@ -395,6 +428,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
     if unnamed:
         results.update(_by_shape(unnamed))
     _recurrent_layers(results)
+    _module_facts(results, ckpt.tensors)
     return tuple(
         results.get(t.name) or RoleMatch(t.name, t.name.rpartition(".")[0] or t.name, Role.UNMATCHED.value, None, "")
         for t in ckpt.tensors

@@ -261,3 +261,44 @@ def test_transformers_edgetam_on_a_timm_backbone_counts_as_num_parameters(timm: 
     report = inspect(tmp_path / "pytorch_model.bin")
     assert report.checkpoint.n_parameters == model.num_parameters()
     assert not [f for f in report.findings if f.severity != "info"]
+
+
+def _module_roles(model: Any, report: Report) -> dict[str, set[str]]:
+    """The roles the report gives the weights and biases of each torch module class of `model`."""
+    import torch
+
+    roles = {r.name: r.role for r in report.roles}
+    by_class: dict[str, set[str]] = {}
+    for path, module in model.named_modules():
+        if isinstance(module, (torch.nn.Conv2d, torch.nn.BatchNorm2d, torch.nn.LayerNorm, torch.nn.Linear)):
+            for param, _ in module.named_parameters(recurse=False):
+                by_class.setdefault(type(module).__name__, set()).add(roles[f"{path}.{param}"])
+    return by_class
+
+
+def test_a_module_named_for_nothing_gets_its_role_from_what_it_holds(torchvision: Any, tmp_path: Path) -> None:
+    """torchvision's ResNet keeps its shortcut as `downsample.0` (a 1x1 Conv2d) and `downsample.1` (a BatchNorm2d):
+    the names say nothing, the 4-d weight and the running statistics do. Every Conv2d weight is a conv, every
+    BatchNorm2d scale and shift a norm."""
+    model = torchvision.models.resnet18(num_classes=10)
+    for report in _both(model, tmp_path):
+        assert _module_roles(model, report) == {"Conv2d": {"conv"}, "BatchNorm2d": {"norm"}, "Linear": {"dense"}}
+
+
+def test_timm_learned_tokens_position_embeddings_and_layer_scales_have_roles(timm: Any, tmp_path: Path) -> None:
+    """timm's ViT keeps `cls_token` and `pos_embed` beside its modules, ConvNeXt a LayerScale `gamma` on each block:
+    a learned tensor, a position embedding and learned tensors, not unmatched names."""
+    vit = timm.create_model("vit_tiny_patch16_224", pretrained=False, **TIMM["vit_tiny_patch16_224"])
+    convnext = timm.create_model("convnext_atto", pretrained=False, depths=(1, 1, 1, 1), num_classes=10)
+    for model in (vit, convnext):
+        for report in _both(model, tmp_path):
+            roles = {r.name: r.role for r in report.roles}
+            assert "unmatched" not in roles.values()
+            assert not [f for f in report.findings if f.code == "UNMATCHED_NAME"]
+            if model is vit:
+                assert (roles["cls_token"], roles["pos_embed"]) == ("learned_tensor", "position_embedding")
+                assert {roles[n] for n in roles if n.endswith(".gamma")} == {"learned_tensor"}  # ls1.gamma, ls2.gamma
+                assert _module_roles(model, report)["LayerNorm"] == {"norm"}
+            else:
+                assert {roles[n] for n in roles if n.endswith(".gamma")} == {"learned_tensor"}
+                assert _module_roles(model, report)["Conv2d"] == {"conv"}
