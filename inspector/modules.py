@@ -83,7 +83,8 @@ def module_name(t: TensorInfo, r: RoleMatch, framework: str) -> str:
     if t.layer or framework in FRAMEWORK_CONVENTIONS or r.role in LAYER_FROM_ROLE or r.rule_id.startswith("shape."):
         return t.layer or r.layer
     if "." in t.name:
-        return t.name.rpartition(".")[0]
+        module = t.name.rpartition(".")[0]
+        return r.layer if r.layer == module else module  # (the role's string when it is the same: one held, not two)
     return r.layer
 
 

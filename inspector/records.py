@@ -98,14 +98,25 @@ class TensorInfo:
 
 @record(frozen=True, slots=True)
 class Region:
-    """A byte range `[start, start + length)` of file `file` and what it holds."""
+    """A byte range `[start, start + length)` of file `file` and what it holds.
+
+    `label` says what: `text` itself, or `text` with `subject` (a name) in place of its one '%s'. The labels of an
+    archive's structures ("zip local header 'archive/data/7'", three per member) are so made when they are read,
+    not held: 27 MB at 100,000 members.
+    """
 
     kind: RegionKind
     start: int
     length: int
-    label: str = ""
+    text: str = ""
     file: int = 0
     logical: int | None = None  # COMPRESSED: bytes the data would take uncompressed
+    subject: str | None = None
+
+    @property
+    def label(self) -> str:
+        subject = self.subject
+        return self.text if subject is None else self.text % (subject,)
 
     @property
     def end(self) -> int:

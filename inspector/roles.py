@@ -266,6 +266,7 @@ FAMILY = {"pytorch": "torch", "keras": "keras", "mxnet": "mxnet"}
 
 
 ROLE_TEXT = {role: role.value for role in Role}  # (a dict lookup: no enum descriptor per tensor)
+PARAM_NAMES: dict[str, str] = {}  # each parameter name a rule's group gave, as one string shared by its matches
 
 
 def _by_rule(t: TensorInfo, matcher: Matcher) -> RoleMatch | None:
@@ -274,7 +275,10 @@ def _by_rule(t: TensorInfo, matcher: Matcher) -> RoleMatch | None:
         return None
     rule, groups = found
     layer = rule.layer.format(**groups) if rule.layer else groups.get("layer") or t.name.rpartition(".")[0] or t.name
-    return RoleMatch(t.name, layer, ROLE_TEXT[rule.role], rule.param or groups.get("param"), rule.rule_id)
+    param = rule.param or groups.get("param")
+    if param is not None:  # one string per parameter name ('weight'), not one per tensor
+        param = PARAM_NAMES.setdefault(param, param) if len(PARAM_NAMES) < MEMO_LIMIT else param
+    return RoleMatch(t.name, layer, ROLE_TEXT[rule.role], param, rule.rule_id)
 
 
 # Keras variables carry their layer and meaning from the loader (t.layer, t.param): role by meaning.

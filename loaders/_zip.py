@@ -166,15 +166,15 @@ def _member_regions(
     out: list[Region] = []
     add, extend = out.append, out.extend
     header, alignment = RegionKind.HEADER, RegionKind.PADDING
-    for m in members:
-        name, padding, data_offset = repr(m.name), m.padding_len, m.data_offset  # (the name quoted once)
-        add(Region(header, m.header_offset, m.local_header_len - padding, f"zip local header {name}"))
+    for m in members:  # (labels made when read: the name, quoted once, is their subject)
+        name, padding, data_offset = repr(m.name), m.padding_len, m.data_offset
+        add(Region(header, m.header_offset, m.local_header_len - padding, "zip local header %s", 0, None, name))
         if padding:
-            add(Region(alignment, data_offset - padding, padding, f"alignment padding {name}"))
+            add(Region(alignment, data_offset - padding, padding, "alignment padding %s", 0, None, name))
         if payload is not None:
             extend(payload(m))
         if m.descriptor_len:
-            add(Region(header, data_offset + m.compress_size, m.descriptor_len, f"zip data descriptor {name}"))
+            add(Region(header, data_offset + m.compress_size, m.descriptor_len, "zip data descriptor %s", 0, None, name))
     return out
 
 
