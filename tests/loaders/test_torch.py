@@ -480,3 +480,24 @@ def test_walk_gives_tensors_depth_first_within_its_budget(monkeypatch: pytest.Mo
     assert len(list(_torch.walk({"a": {"b": tensor()}}))) == 1
     with pytest.raises(PickleError, match="too deep"):
         list(_torch.walk({"a": {"b": {"c": tensor()}}}))
+
+
+def test_zip_structure_labels_name_their_members_and_are_made_when_read(tmp_path: Path) -> None:
+    """Each member's local header, alignment padding and data descriptor are labelled with its name as zipfile
+    reads it; the region holds the name once (its `subject`), the label is made when asked for."""
+    torch = pytest.importorskip("torch")
+    path = tmp_path / "state.pt"
+    torch.save({"a": torch.zeros(3), "b": torch.ones(2, 2)}, path)
+    ckpt = load(path)
+    check_invariants(ckpt)
+    infos = zipfile.ZipFile(path).infolist()
+    headers = [r for r in ckpt.regions if r.label.startswith("zip local header ")]
+    assert [(r.start, r.label) for r in headers] == [
+        (i.header_offset, f"zip local header {i.filename!r}") for i in infos
+    ]
+    padding = [r for r in ckpt.regions if r.kind is RegionKind.PADDING]
+    descriptors = [r for r in ckpt.regions if r.label.startswith("zip data descriptor ")]
+    assert len(padding) == len(descriptors) == len(infos)  # torch pads every member and writes a descriptor after it
+    for r in headers + padding + descriptors:
+        assert r.subject is not None and r.subject in r.label and "%" not in r.label
+        assert r.text.count("%s") == 1 and r.text % (r.subject,) == r.label
