@@ -83,8 +83,7 @@ def module_name(t: TensorInfo, r: RoleMatch, framework: str) -> str:
     if t.layer or framework in FRAMEWORK_CONVENTIONS or r.role in LAYER_FROM_ROLE or r.rule_id.startswith("shape."):
         return t.layer or r.layer
     if "." in t.name:
-        module = t.name.rpartition(".")[0]
-        return r.layer if r.layer == module else module  # (the role's string when it is the same: one held, not two)
+        return t.name.rpartition(".")[0]
     return r.layer
 
 

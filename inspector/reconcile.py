@@ -72,8 +72,9 @@ class Accounting:
     notes: tuple[str, ...]
 
 
-def _region_kinds(ckpt: Checkpoint) -> dict[int, dict[int, TensorKind]]:
-    """For each TENSOR_DATA region (by index), the kind of the tensors lying in it."""
+def _region_kinds(ckpt: Checkpoint, data: dict[int, list[int]] | None = None) -> dict[int, dict[int, TensorKind]]:
+    """For each TENSOR_DATA region (by index), the kind of the tensors lying in it (`data`: those regions' indices by
+    file, where the caller has them)."""
     by_file: dict[int, list[tuple[int, int, TensorKind]]] = {}
     for t in ckpt.tensors:
         if t.offset is not None:
@@ -83,10 +84,11 @@ def _region_kinds(ckpt: Checkpoint) -> dict[int, dict[int, TensorKind]]:
         spans.sort()
     out: dict[int, dict[int, TensorKind]] = {}
     tensor_data, lowest = RegionKind.TENSOR_DATA, TensorKind.PARAMETER
-    data: dict[int, list[int]] = {}  # TENSOR_DATA region indices by file
-    for i, r in enumerate(ckpt.regions):
-        if r.kind is tensor_data:
-            data.setdefault(r.file, []).append(i)
+    if data is None:  # TENSOR_DATA region indices by file
+        data = {}
+        for i, r in enumerate(ckpt.regions):
+            if r.kind is tensor_data:
+                data.setdefault(r.file, []).append(i)
     regions = ckpt.regions
     general = []
     for file, indices in data.items():
@@ -124,17 +126,21 @@ def _region_kinds(ckpt: Checkpoint) -> dict[int, dict[int, TensorKind]]:
 
 def bucket_bytes(ckpt: Checkpoint) -> dict[str, int]:
     """Bytes per bucket over all files; the values sum to the file size(s)."""
-    kinds = _region_kinds(ckpt)
     totals = dict.fromkeys(BUCKETS, 0)
-    none: dict[int, TensorKind] = {}
     tensor_data, region_bucket = RegionKind.TENSOR_DATA, REGION_BUCKET
-    for i, r in enumerate(ckpt.regions):
+    data: dict[int, list[int]] = {}  # TENSOR_DATA regions (indices by file): their bucket is their tensors' kind
+    for i, r in enumerate(regions := ckpt.regions):
         region_kind = r.kind
         if region_kind is tensor_data:
-            kind = kinds.get(r.file, none).get(i)
-            totals[KIND_BUCKET[kind] if kind is not None else "tensor_data"] += r.length
+            data.setdefault(r.file, []).append(i)
         else:
             totals[region_bucket[region_kind]] += r.length
+    kinds = _region_kinds(ckpt, data)
+    for file, indices in data.items():
+        found = kinds.get(file, {})
+        for i in indices:
+            kind = found.get(i)
+            totals[KIND_BUCKET[kind] if kind is not None else "tensor_data"] += regions[i].length
     return {name: n for name, n in totals.items() if n}
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from enum import StrEnum
+from sys import intern
 
 from inspector.needles import needle
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
@@ -266,7 +267,6 @@ FAMILY = {"pytorch": "torch", "keras": "keras", "mxnet": "mxnet"}
 
 
 ROLE_TEXT = {role: role.value for role in Role}  # (a dict lookup: no enum descriptor per tensor)
-PARAM_NAMES: dict[str, str] = {}  # each parameter name a rule's group gave, as one string shared by its matches
 
 
 def _by_rule(t: TensorInfo, matcher: Matcher) -> RoleMatch | None:
@@ -275,9 +275,9 @@ def _by_rule(t: TensorInfo, matcher: Matcher) -> RoleMatch | None:
         return None
     rule, groups = found
     layer = rule.layer.format(**groups) if rule.layer else groups.get("layer") or t.name.rpartition(".")[0] or t.name
-    param = rule.param or groups.get("param")
-    if param is not None:  # one string per parameter name ('weight'), not one per tensor
-        param = PARAM_NAMES.setdefault(param, param) if len(PARAM_NAMES) < MEMO_LIMIT else param
+    param = rule.param
+    if param is None and (param := groups.get("param")) is not None:
+        param = intern(param)  # one string per parameter name ('weight'), not one per tensor
     return RoleMatch(t.name, layer, ROLE_TEXT[rule.role], param, rule.rule_id)
 
 
@@ -367,9 +367,9 @@ def _by_shape(tensors: Sequence[TensorInfo]) -> dict[str, RoleMatch]:
 RNN_PARAM_ROLES = {"kernel": Role.RNN_INPUT, "bias": Role.RNN_BIAS}
 
 
-def _recurrent_layers(results: dict[str, RoleMatch]) -> None:
-    """In a layer that has a recurrent kernel, the plain kernel and bias are the RNN's input kernel and bias."""
-    recurrent = {r.layer for r in results.values() if r.role == Role.RNN_RECURRENT}
+def _recurrent_layers(results: dict[str, RoleMatch], recurrent: set[str]) -> None:
+    """In a layer that has a recurrent kernel (`recurrent`), the plain kernel and bias are the RNN's input kernel and
+    bias."""
     if not recurrent:
         return
     for name, r in results.items():
@@ -385,18 +385,12 @@ GENERIC_RULES = frozenset({"torch.dense", "mxnet.bias", "timm.layer_scale"})
 NORM_PARAM_NAMES = frozenset({"weight", "bias", "gamma", "beta"})
 
 
-def _module_facts(results: dict[str, RoleMatch], tensors: Sequence[TensorInfo]) -> None:
+def _module_facts(results: dict[str, RoleMatch], normed: set[str], conv: set[str]) -> None:
     """Generic-rule roles (`GENERIC_RULES`) as the tensors of their module show them: NORM beside running
-    statistics, CONV for a weight of 3+ dimensions and its bias."""
-    norm_stat, generic = Role.NORM_STAT.value, GENERIC_RULES
-    normed = {r.layer for r in results.values() if r.role == norm_stat}
-    conv = {
-        r.layer
-        for t in tensors
-        if len(t.shape) >= 3 and (r := results.get(t.name)) is not None and r.rule_id in generic and r.param == "weight"
-    }
+    statistics (in the layers `normed`), CONV for a weight of 3+ dimensions and its bias (the layers `conv`)."""
     if not normed and not conv:
         return
+    generic = GENERIC_RULES
     for name, r in results.items():
         if r.rule_id not in generic:
             continue
@@ -414,9 +408,14 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
     if matcher is MATCHER:
         matcher = FAMILY_MATCHERS[FAMILY.get(ckpt.framework, "")]
     recurrent_layers = {t.layer for t in ckpt.tensors if t.layer and (t.param or "").startswith("recurrent_kernel")}
-    model = [t for t in ckpt.tensors if t.kind is TensorKind.PARAMETER]
     results: dict[str, RoleMatch] = {}
-    optimizer, buffer = TensorKind.OPTIMIZER, TensorKind.BUFFER
+    optimizer, buffer, generic = TensorKind.OPTIMIZER, TensorKind.BUFFER, GENERIC_RULES
+    # the layers the passes after the rules look at, gathered as the rules answer: with a recurrent kernel, with
+    # running statistics, with a 3+-d weight a generic rule named
+    recurrent: set[str] = set()
+    normed: set[str] = set()
+    conv: set[str] = set()
+    watched = {Role.RNN_RECURRENT.value: recurrent, Role.NORM_STAT.value: normed}
     for t in ckpt.tensors:
         if t.kind is optimizer:  # (a buffer's role comes from its name first)
             results[t.name] = RoleMatch(t.name, t.section or t.kind.value, KIND_ROLES[t.kind].value, t.param, "kind")
@@ -426,13 +425,21 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
             found = RoleMatch(t.name, t.name.rpartition(".")[0], Role.BUFFER.value, t.param, "kind")
         if found is not None:
             results[t.name] = found
+            layers = watched.get(found.role)
+            if layers is not None:
+                layers.add(found.layer)
+            elif found.param == "weight" and len(t.shape) >= 3 and found.rule_id in generic:
+                conv.add(found.layer)
     # names that say nothing (arr_0, arr_1...): a dotted or slashed name says where it is, and pairing it with the
     # tensor before it by shape alone would invent a layer (a cls_token "kernel" with a layer-scale "bias")
-    unnamed = [t for t in model if t.name not in results and "." not in t.name and "/" not in t.name]
+    parameter = TensorKind.PARAMETER
+    unnamed = [
+        t for t in ckpt.tensors if "." not in t.name and "/" not in t.name and t.kind is parameter and t.name not in results
+    ]
     if unnamed:
         results.update(_by_shape(unnamed))
-    _recurrent_layers(results)
-    _module_facts(results, ckpt.tensors)
+    _recurrent_layers(results, recurrent)
+    _module_facts(results, normed, conv)
     return tuple(
         results.get(t.name) or RoleMatch(t.name, t.name.rpartition(".")[0] or t.name, Role.UNMATCHED.value, None, "")
         for t in ckpt.tensors

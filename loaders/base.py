@@ -90,23 +90,27 @@ def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Regi
     Overlapping regions are a loader bug or a hostile file; the later one is cut to start where the
     earlier ends (the overlap is then visible as a shorter region, never double-counted).
     """
-    kept = [r for r in regions if r.length > 0]
+    kept = list(regions)
+    lengths = list(map(attrgetter("length"), kept))
+    if kept and min(lengths) <= 0:  # (a loader's empty regions are dropped)
+        kept = [r for r in kept if r.length > 0]
+        lengths = list(map(attrgetter("length"), kept))
     starts = list(map(attrgetter("start"), kept))
+    end = starts[-1] + lengths[-1] if kept else 0
+    if (
+        starts[:1] == [0]
+        and end <= file_size
+        and all(map(eq, islice(starts, 1, None), map(add, starts, lengths)))
+        and all(map(eq, map(attrgetter("file"), kept), repeat(file)))
+    ):  # one after the other from byte 0 (most loaders): the regions as they are, and what follows the last
+        trailing = [Region(RegionKind.UNKNOWN, end, file_size - end, TRAILING, file)]
+        return (*kept, *trailing) if end < file_size else tuple(kept)
     if not all(map(lt, starts, islice(starts, 1, None))):  # in order already (most loaders): no sort
         kept.sort(key=attrgetter("start"))
         starts = list(map(attrgetter("start"), kept))
         if any(map(eq, starts, islice(starts, 1, None))):  # of two regions with one start the longer first
             kept.sort(key=attrgetter("length"), reverse=True)  # (stable sorts: equal ones keep their order)
             kept.sort(key=attrgetter("start"))
-    end = kept[-1].end if kept else 0
-    if (
-        starts[:1] == [0]
-        and end <= file_size
-        and all(map(eq, islice(starts, 1, None), map(add, starts, map(attrgetter("length"), kept))))
-        and all(map(eq, map(attrgetter("file"), kept), repeat(file)))
-    ):  # one after the other from byte 0 (most loaders): the regions as they are, and what follows the last
-        trailing = [Region(RegionKind.UNKNOWN, end, file_size - end, TRAILING, file)]
-        return (*kept, *trailing) if end < file_size else tuple(kept)
     out: list[Region] = []
     pos = 0
     for r in kept:
