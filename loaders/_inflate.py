@@ -3,9 +3,10 @@
 zlib refuses a back-reference that reaches before the start of the output ("invalid distance too far back") and
 stops there. torch's miniz does not: it copies what its reused dictionary buffer holds (often the bytes of a record
 it inflated before) and reads on, so `torch.load` may run a payload behind such damage, by what lay in its memory
-(the zip mutation property test saw both). `inflate` copies zeros there and reads on, so the rest of the stream
-decodes and a payload before or behind the damage is judged; bytes that miniz would take from memory cannot be
-known. Any other damage (a bad block type or code, a stream that ends early) ends the output there, as in miniz.
+(the zip mutation property test saw both). `inflate` copies zeros there, reads on, and counts those bytes: the rest
+of the stream decodes and a payload before or behind the damage is judged, and the caller knows that bytes miniz
+takes from memory (which a file can arrange to be a payload: an earlier record's) were not seen. Any other damage
+(a bad block type or code, a stream that ends early) ends the output there, as in miniz.
 
 Pure Python: used only on a member zlib refused, bounded by `limit` output bytes.
 """
@@ -103,9 +104,11 @@ def _dynamic(bits: _Bits) -> tuple[dict[tuple[int, int], int], dict[tuple[int, i
     return _table(lengths[:literals]), _table(lengths[literals : literals + distances])
 
 
-def inflate(data: bytes, limit: int) -> bytes:
-    """Up to `limit` bytes of the raw deflate stream `data`, read as miniz reads it (module docstring)."""
+def inflate(data: bytes, limit: int) -> tuple[bytes, int]:
+    """Up to `limit` bytes of the raw deflate stream `data`, read as miniz reads it (module docstring), and how many
+    of them miniz would take from its memory (back-references before the output's start: zeros here)."""
     out = bytearray()
+    unknown = 0
     bits = _Bits(data)
     fixed = (_table(FIXED_LITERALS), _table(FIXED_DISTANCES))
     try:
@@ -141,7 +144,11 @@ def inflate(data: bytes, limit: int) -> bytes:
                 base, extra = DISTANCES[code]
                 distance = base + bits.read(extra)
                 for _ in range(length):  # a distance before the output's start copies zeros (miniz: its memory)
-                    out.append(out[-distance] if distance <= len(out) else 0)
+                    if distance <= len(out):
+                        out.append(out[-distance])
+                    else:
+                        out.append(0)
+                        unknown += 1
     except _End:
         pass
-    return bytes(out[:limit])
+    return bytes(out[:limit]), unknown

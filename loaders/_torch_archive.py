@@ -59,9 +59,10 @@ def layout_findings(members: tuple[_zip.ZipMember, ...], prefix: str) -> list[Fi
     ]
 
 
-def pickle_bytes(probe: Probe, fmt: str, member: _zip.ZipMember, partial: bool = False) -> bytes:
-    """A pickle member's bytes: stored, or deflated (legal: torch reads it) and inflated up to its declared size
-    (`partial`: a corrupt deflate stream inflated past the damage; see `_zip.inflate_head`).
+def pickle_bytes(probe: Probe, fmt: str, member: _zip.ZipMember, partial: bool = False) -> tuple[bytes, int]:
+    """A pickle member's bytes: stored, or deflated (legal: torch reads it) and inflated up to its declared size;
+    and how many of them torch's reader would take from its memory (`partial`: a corrupt deflate stream inflated
+    past the damage, see `_zip.inflate_damaged`; else always 0).
 
     Raises:
         LimitExceededError: the member is larger than `MAX_PICKLE_BYTES`.
@@ -69,8 +70,18 @@ def pickle_bytes(probe: Probe, fmt: str, member: _zip.ZipMember, partial: bool =
     if member.file_size > MAX_PICKLE_BYTES or member.compress_size > MAX_PICKLE_BYTES:
         raise LimitExceededError(probe.path, fmt, f"{member.name!r} of {member.file_size:,} bytes")
     if member.method == _zip.STORED:
-        return probe.read_at(member.data_offset, member.compress_size, fmt=fmt, what=member.name)
-    return _zip.inflate_head(probe, member, member.file_size, fmt, partial)  # bounded by the declared size
+        return probe.read_at(member.data_offset, member.compress_size, fmt=fmt, what=member.name), 0
+    if partial:
+        return _zip.inflate_damaged(probe, member, member.file_size, fmt)  # bounded by the declared size
+    return _zip.inflate_head(probe, member, member.file_size, fmt), 0
+
+
+def from_memory(name: str, n: int) -> str:
+    """The evidence of a pickle member part of which torch takes from its memory: what runs there is unknown."""
+    return (
+        f"an unknown callable ({name!r} is a damaged deflate stream whose back-references reach {n:,} bytes before "
+        "its start: torch.load fills them from its memory, which an earlier record can fill with a payload)"
+    )
 
 
 def other_pickles(
@@ -78,17 +89,21 @@ def other_pickles(
 ) -> None:
     """Check every other *.pkl member (second data.pkl, duplicates, constants.pkl) for unsafe content.
 
-    A deflate stream zlib refuses is judged as far as it can be inflated (`_zip.inflate_head(partial=True)`: torch's
-    reader may run the opcodes before and behind the damage); one that cannot be read at all is passed over, and
-    must not stop the reading of the copy torch does read.
+    A deflate stream zlib refuses is judged as far as it can be inflated (`_zip.inflate_damaged`: torch's reader may
+    run the opcodes before and behind the damage); one whose back-references reach before its start is evidence
+    itself (`from_memory`: torch runs what its memory holds there); one that cannot be read at all is passed over,
+    and must not stop the reading of the copy torch does read.
     """
     for m in members:
         if m is read or not m.name.endswith(PICKLE_SUFFIX):
             continue
         try:
-            reader = _pickle.Reader(pickle_bytes(probe, fmt, m, partial=True))
+            data, unknown = pickle_bytes(probe, fmt, m, partial=True)
         except InspectorError:
             continue
+        if unknown:
+            evidence.add(from_memory(m.name, unknown))
+        reader = _pickle.Reader(data)
         try:
             evidence |= _pickle.load(reader, _torch.persistent_loader({})).unsafe  # storages named, not checked
         except _pickle.PickleError as exc:

@@ -174,7 +174,9 @@ def _member_regions(
         if payload is not None:
             extend(payload(m))
         if m.descriptor_len:
-            add(Region(header, data_offset + m.compress_size, m.descriptor_len, "zip data descriptor %s", 0, None, name))
+            add(
+                Region(header, data_offset + m.compress_size, m.descriptor_len, "zip data descriptor %s", 0, None, name)
+            )
     return out
 
 
@@ -418,12 +420,11 @@ def in_file_order(
     return [*_structure_regions(ends, members), *chain.from_iterable(map(payload, members))]
 
 
-def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str, partial: bool = False) -> bytes:
+def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str) -> bytes:
     """Up to `n` uncompressed bytes from the start of a member, inflating only what is needed.
 
-    `partial` (the safety verdict): a deflate stream zlib refuses is inflated past the damage (`loaders._inflate`:
-    a back-reference before the output's start copies zeros and the reading goes on; torch's reader may run the
-    opcodes there), up to `LENIENT_LIMIT` bytes, instead of an error.
+    Raises:
+        FormatError: an unsupported compression, or a deflate stream zlib refuses (`inflate_damaged` reads on).
     """
     if member.method == STORED:
         return probe.read_at(member.data_offset, min(n, member.compress_size), fmt=fmt)
@@ -443,10 +444,23 @@ def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str, partial: boo
             if inflater.eof:
                 break
     except zlib.error as exc:
-        if not partial:
-            raise FormatError(probe.path, fmt, f"member {member.name!r}: corrupt deflate stream: {exc}") from exc
-        from loaders._inflate import inflate  # (pure Python, for damaged streams only)
-
-        stream = probe.read_at(member.data_offset, min(member.compress_size, LENIENT_LIMIT), fmt=fmt)
-        return inflate(stream, min(n, LENIENT_LIMIT))
+        raise FormatError(probe.path, fmt, f"member {member.name!r}: corrupt deflate stream: {exc}") from exc
     return bytes(out[:n])
+
+
+def inflate_damaged(probe: Probe, member: ZipMember, n: int, fmt: str) -> tuple[bytes, int]:
+    """`inflate_head` for the safety verdict, and how many of the bytes torch's reader would take from its memory.
+
+    A deflate stream zlib refuses is inflated past the damage (`loaders._inflate`: a back-reference before the
+    output's start copies zeros, counted, and the reading goes on; torch's reader may run the opcodes there), up to
+    `LENIENT_LIMIT` bytes, instead of an error.
+    """
+    try:
+        return inflate_head(probe, member, n, fmt), 0
+    except FormatError as exc:
+        if not isinstance(exc.__cause__, zlib.error):
+            raise
+    from loaders._inflate import inflate  # (pure Python, for damaged streams only)
+
+    stream = probe.read_at(member.data_offset, min(member.compress_size, LENIENT_LIMIT), fmt=fmt)
+    return inflate(stream, min(n, LENIENT_LIMIT))

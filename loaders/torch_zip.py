@@ -88,7 +88,7 @@ class TorchZipLoader:
         pkl = by_name[prefix + PICKLE_NAME]
         other_pickles(probe, FORMAT, members, pkl, evidence)
         storages: dict[str, _pickle.StorageRef] = {}
-        data = pickle_bytes(probe, FORMAT, pkl)
+        data, _ = pickle_bytes(probe, FORMAT, pkl)  # (strict: a damaged stream is judged by `load`'s evidence)
         try:
             result = _pickle.load(_pickle.Reader(data), _torch.persistent_loader(storages))
         except _pickle.PickleError as exc:
