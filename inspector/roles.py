@@ -145,7 +145,8 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("sockeye.hidden", Role.DENSE, r"(?:arg:)?(?P<layer>decoder_rnn_hidden)_(?P<param>weight|bias)", ("mxnet",)),
     # MXNet Gluon / Module names: dense0_weight, conv0_bias, batchnorm0_moving_mean (arg:/aux: prefixes)
     RoleRule("mxnet.stat", Role.NORM_STAT, r"(?:aux:)?(?P<layer>.*?)[._](?P<param>" + MXNET_STATS + ")", ("mxnet",)),
-    RoleRule("mxnet.norm", Role.NORM, r"(?:arg:)?(?P<layer>.*(?:batchnorm|layernorm|norm|bn)\d*)[._](?P<param>gamma|beta)", ("mxnet",)),
+    # gamma and beta are a norm's in Gluon (BatchNorm, LayerNorm, InstanceNorm, GroupNorm), whatever the block's name
+    RoleRule("mxnet.norm", Role.NORM, r"(?:arg:)?(?P<layer>.+?)[._](?P<param>gamma|beta)", ("mxnet",)),
     RoleRule("mxnet.embed", Role.EMBEDDING, r"(?:arg:)?(?P<layer>.*emb(?:ed)?\w*?\d*)[._](?P<param>weight)", ("mxnet",)),
     RoleRule("mxnet.conv", Role.CONV, r"(?:arg:)?(?P<layer>.*conv\w*?\d*)[._](?P<param>weight|bias)", ("mxnet",)),
     RoleRule("mxnet.dense", Role.DENSE, r"(?:arg:)?(?P<layer>.*(?:dense|fc|fullyconnected|linear)\d*)[._](?P<param>weight|bias)", ("mxnet",)),

@@ -5,7 +5,9 @@
 
 Files: Sockeye-style RNN parameter dicts (seed 002's names, a small model) without and with the `arg:`
 prefix in float32 and float16; Gluon save_parameters of a model with a tied embedding, with and without
-deduplication; an exported (HybridBlock.export) checkpoint with BatchNorm `aux:` states; an unnamed list.
+deduplication; an exported (HybridBlock.export) checkpoint with BatchNorm `aux:` states; an unnamed list; Gluon
+save_parameters of a small HybridSequential CNN as the model zoo builds them (blocks named by position: `1.gamma`),
+one BatchNorm with scale=False and center=False (as the zoo's ResNet v2 input norm).
 manifest.json: for each file the names, shapes and dtypes mx.nd.load returns and the arg/aux element counts.
 """
 
@@ -101,6 +103,16 @@ def main():
     net.save_parameters(os.path.join(HERE, "gluon_tied_dedup.params"), deduplicate=True)
     net.export(os.path.join(HERE, "exported"), epoch=1)
     manifest["gluon_model_parameters"] = sum(int(np.prod(p.shape)) for p in net.collect_params().values())
+    cnn = mx.gluon.nn.HybridSequential()
+    cnn.add(mx.gluon.nn.BatchNorm(scale=False, center=False), mx.gluon.nn.Conv2D(8, 3), mx.gluon.nn.BatchNorm(),
+            mx.gluon.nn.Activation("relu"), mx.gluon.nn.Conv2D(4, 1), mx.gluon.nn.GlobalAvgPool2D(),
+            mx.gluon.nn.Dense(5))  # fmt: skip
+    cnn.initialize()
+    cnn(mx.nd.zeros((1, 3, 8, 8)))
+    cnn.save_parameters(os.path.join(HERE, "gluon_sequential.params"))
+    params = cnn.collect_params().values()
+    manifest["gluon_sequential_parameters"] = sum(int(np.prod(p.shape)) for p in params)
+    manifest["gluon_sequential_trainable"] = sum(int(np.prod(p.shape)) for p in params if p.grad_req != "null")
     for name in sorted(os.listdir(HERE)):
         if name.endswith(".params"):
             manifest[name] = describe(os.path.join(HERE, name))

@@ -107,3 +107,22 @@ def test_hostile_counts_and_lengths(tmp_path: Path) -> None:
     path.write_bytes(struct.pack("<QQQ", 0x112, 0, 1) + struct.pack("<Ii", 0xF993FAC9, 0) + struct.pack("<i", 1000))
     with pytest.raises(InspectorError):
         load(path)
+
+
+def test_gluon_blocks_named_by_position_get_roles_from_what_they_hold() -> None:
+    """A HybridSequential as the Gluon model zoo builds them names its blocks by position (`1.weight`, `2.gamma`):
+    gamma and beta are a norm's, a 4-d weight a convolution's. The count is MXNet's; the running statistics are not
+    trainable, as MXNet counts them. The first BatchNorm has scale=False and center=False (the zoo's ResNet v2 input
+    norm): MXNet does not train its gamma and beta, which the file does not say (grad_req is not saved), so they
+    count as trainable here (README, "MXNet files without MXNet")."""
+    report = inspect(MX / "gluon_sequential.params")
+    ckpt = report.checkpoint
+    roles = {r.name: r.role for r in report.roles}
+    assert {roles[n] for n in roles if n.endswith((".gamma", ".beta"))} == {"norm"}
+    assert {roles[t.name] for t in ckpt.tensors if t.name.endswith(".weight") and len(t.shape) == 4} == {"conv"}
+    assert roles["6.weight"] == "dense" and "unmatched" not in roles.values()
+    assert ckpt.n_parameters == MANIFEST["gluon_sequential_parameters"]
+    trainable = sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if t.trainable)
+    untrained_affine = sum(t.n_elements for t in ckpt.tensors if t.name in ("0.gamma", "0.beta"))
+    assert trainable == MANIFEST["gluon_sequential_trainable"] + untrained_affine
+    assert not [f for f in report.findings if f.severity != "info"]
