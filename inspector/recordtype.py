@@ -166,10 +166,11 @@ def _key(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
     """The compared fields of a record as one tuple, read at C speed."""
     if len(names) > 1:
         return attrgetter(*names)  # type: ignore[return-value]
+    # (a function kept in the class would be bound to the instance it is read from: a static one is not)
     if names:
         one = attrgetter(names[0])
-        return lambda self: (one(self),)
-    return lambda self: ()
+        return staticmethod(lambda self: (one(self),))  # type: ignore[return-value]
+    return staticmethod(lambda self: ())  # type: ignore[return-value]
 
 
 def _lazy_init(cls: type, all_fields: tuple[Field, ...]) -> Callable[..., None]:

@@ -104,3 +104,20 @@ def test_the_type_checker_refuses_assignments_to_frozen_records(tmp_path):
     errors = [line for line in out.splitlines() if line.startswith(str(code))]
     assert [e.split(":")[1] for e in errors] == ["3", "5"], out
     assert all("read-only" in e for e in errors), out
+
+
+def test_records_of_one_or_no_compared_field_are_equal_and_hashed_by_it():
+    """The compared fields are read by a function kept in the class: with one field or none it is a plain function,
+    which must not be bound to the record it is read from (found by the pickle mutation property test)."""
+
+    @record(frozen=True)
+    class One:
+        a: int
+        b: int = field(default=0, compare=False)
+
+    @record(frozen=True)
+    class Nothing:
+        a: int = field(default=0, compare=False)
+
+    assert One(1, 2) == One(1, 3) != One(2, 2) and hash(One(1, 2)) == hash(One(1, 3))
+    assert Nothing(1) == Nothing(2) and hash(Nothing(1)) == hash(Nothing(2))
