@@ -27,6 +27,7 @@ from inspector.formulas import (
     Dense,
     LayerSpec,
 )
+from inspector.hfconfig import model_type as config_model_type
 from inspector.keras_layers import KERAS_LAYERS, config_specs
 from inspector.modules import file_specs, module_groups
 from inspector.records import Checkpoint, Expectation, RoleMatch, TensorKind
@@ -273,8 +274,8 @@ def _generic(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMat
         renamed = tuple(_renamed(s, f) for s, f in zip(column.layers, specs, strict=True))
         return Architecture(column.name, column.hyperparameters, renamed, column.notes)
     summary = {"layers": len(specs), "kinds": " ".join(s.kind for s in specs)}
-    model_type = (ckpt.config or {}).get("model_type")
-    if isinstance(model_type, str):  # a transformers model without a family table (ResNet, ConvNeXt...)
+    model_type = config_model_type(ckpt.config)
+    if model_type is not None:  # a transformers model without a family table (ResNet, ConvNeXt...), a diffusers one
         note = f"config.json names {model_type!r}: no family table for it yet, each module counted as its shapes imply"
         return Architecture("sequential", {"model_type": model_type} | summary, tuple(specs), (note,))
     return Architecture("sequential", summary, tuple(specs))

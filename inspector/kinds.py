@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from inspector.hfconfig import model_type as config_model_type
 from inspector.records import Checkpoint, TensorKind
 from inspector.recordtype import record, replace
 from inspector.roles import TORCH_STATS, compile_rules
@@ -28,7 +29,9 @@ class KindRule:
     kind: TensorKind
     pattern: str  # fullmatch over the tensor name
     why: str
-    unless: tuple[str, ...] = ()  # config model_types whose modeling code makes the name a parameter
+    unless: tuple[
+        str, ...
+    ] = ()  # config model_types whose modeling code makes the name a parameter (diffusers: classes)
     only: tuple[str, ...] = ()  # the config model_types the rule is limited to (a name that is a parameter elsewhere)
 
 
@@ -148,6 +151,36 @@ KIND_RULES: tuple[KindRule, ...] = (
         r"(?:.*\.)?(?:activation_post_process|weight_fake_quant)\..+",
         "quantization-aware training's observers and fake-quantize state (torch.ao): buffers",
     ),
+    # diffusers (found by writing every model class diffusers 0.42 builds from its default config, bench/
+    # sweep_diffusers.py): PatchEmbed's sin-cos position table, persistent where the model crops it to the input (SD3's
+    # pos_embed_max_size; AuraFlow's patch embedding learns a table of that name), AnimateDiff's sinusoidal table, a
+    # VAE's latent or data normalisation constants, UNet1D's FIR resampling kernels
+    KindRule(
+        "diffusers.pos_embed",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?pos_embed\.pos_embed",
+        "diffusers PatchEmbed sin-cos position table: a registered buffer",
+        ("AuraFlowTransformer2DModel",),
+    ),
+    KindRule(
+        "diffusers.sinusoidal", TensorKind.BUFFER, r"(?:.*\.)?pos_embed\.pe", "sinusoidal position table: a buffer"
+    ),
+    KindRule(
+        "diffusers.latent_stats",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?_?(?:latents|encoder|data)_(?:mean|std)",
+        "latent or data normalisation constants of an autoencoder: buffers",
+    ),
+    KindRule(
+        "diffusers.fir_kernel", TensorKind.BUFFER, r"(?:.*\.)?(?:down|up)\.kernel", "FIR resampling kernel: a buffer"
+    ),
+    # audio front ends and vocoders (BigVGAN's alias-free activations): fixed filters, buffers
+    KindRule(
+        "audio.filters",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?(?:mel_basis|hann_window|upsample\.filter|downsample\.lowpass\.filter)",
+        "mel filterbank, STFT window or anti-aliasing filter: buffers",
+    ),
     KindRule("flax.batch_stats", TensorKind.BUFFER, r"(?:.*/)?batch_stats/.+", "flax batch_stats collection"),
     KindRule(
         "flax.other", TensorKind.OTHER, r"(?:.*/)?(?:cache|intermediates|losses)/.+", "flax non-params collection"
@@ -205,7 +238,7 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
     if ckpt.framework in STATED:  # the loader stated every tensor's kind
         return ckpt
     tensors = list(ckpt.tensors)
-    model_type = (ckpt.config or {}).get("model_type")
+    model_type = config_model_type(ckpt.config)
     layout = model_type in FROZEN_BATCHNORM  # whether modules' layouts may make more buffers (see `_by_layout`)
     changed = False
     for i, t in enumerate(tensors):

@@ -162,10 +162,13 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("keras.var", Role.DENSE, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>kernel|bias)(?::0)?", ("keras",)),
     # timm (BEiT, EVA, ...): a qkv projection without bias, and separate q and v (k) biases beside it
     RoleRule("timm.attn_bias", Role.ATTN_QKV, r"(?P<layer>.+\.attn)\.(?P<param>[qkv]_bias)", ("torch",)),
-    # timm vision transformers: learned tokens, position embeddings and LayerScale factors beside the modules
-    RoleRule("timm.token", Role.LEARNED_TENSOR, r"(?:(?P<layer>.+)\.)?(?P<param>(?:cls|dist|reg|mask)_token)", ("torch",)),
+    # timm vision transformers: learned tokens (also diffusers' AuraFlow register tokens), position embeddings and
+    # LayerScale factors beside the modules
+    RoleRule("timm.token", Role.LEARNED_TENSOR, r"(?:(?P<layer>.+)\.)?(?P<param>(?:cls|dist|reg|mask)_token|register_tokens)", ("torch",)),
     RoleRule("timm.pos_embed", Role.POSITION_EMBEDDING, r"(?:(?P<layer>.+)\.)?(?P<param>(?:absolute_)?pos_embed)", ("torch",)),
     RoleRule("timm.layer_scale", Role.LEARNED_TENSOR, r"(?P<layer>.+)\.(?P<param>gamma(?:_\d)?)", ("torch",)),
+    # diffusers DiT-style transformers (PixArt, Sana...): the adaLN-single modulation table, learned
+    RoleRule("diffusers.scale_shift", Role.LEARNED_TENSOR, r"(?:(?P<layer>.+)\.)?(?P<param>scale_shift_table)", ("torch",)),
     # Generic PyTorch module paths
     RoleRule("torch.stat", Role.NORM_STAT, r"(?P<layer>.+)\.(?P<param>" + TORCH_STATS + ")", ("torch",)),
     RoleRule("torch.rnn_input", Role.RNN_INPUT, r"(?P<layer>.+)\.weight_ih_l(?P<i>\d+)(?P<rev>(?:_reverse)?)", ("torch",), "{layer}.l{i}{rev}", "kernel"),
