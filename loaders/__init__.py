@@ -4,7 +4,7 @@ A row names its loader class and when its claim is worth asking (a file's first 
 name); `inspector.registry` imports a loader's module only when its row matches the file, so a run imports the one
 or two loaders its file needs, not fourteen (issue 16: about 3 ms of every run). The private helper modules that
 only reading needs (the pickle walker, the HDF5 and SSTable readers, the zip reader...) are lazy as well: importing
-them binds a module whose code runs on first attribute use.
+them binds a module whose code runs on first attribute use, set up when a format module first names it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 import sys
 from importlib import import_module
-from importlib.util import LazyLoader, find_spec, module_from_spec
+
+from inspector.recordtype import record
 
 # Helpers imported as `from loaders import _x` by the format modules and used only inside their functions.
 LAZY_HELPERS = (
@@ -29,13 +30,15 @@ LAZY_HELPERS = (
 )
 
 
-def _lazy(name: str) -> None:
+def _lazy(name: str) -> object:
     """Put a module in sys.modules whose body runs when one of its attributes is first read."""
+    from importlib.util import LazyLoader, find_spec, module_from_spec
+
     if name in sys.modules:
-        return
+        return sys.modules[name]
     spec = find_spec(name)
     if spec is None or spec.loader is None:  # pragma: no cover - a broken install: let the real import fail
-        return
+        return import_module(name)
     spec.loader = LazyLoader(spec.loader)
     module = module_from_spec(spec)
     sys.modules[name] = module
@@ -43,12 +46,16 @@ def _lazy(name: str) -> None:
     # `from loaders import _x` then finds the attribute on the package and touches nothing of the module (the
     # import system's own look-up in sys.modules would read its __spec__, which runs it)
     setattr(sys.modules[__name__], name.rpartition(".")[2], module)
+    return module
 
 
-for _helper in LAZY_HELPERS:
-    _lazy(f"{__name__}.{_helper}")
+def __getattr__(name: str) -> object:
+    """A helper named by `from loaders import _x` (the import asks the package for the attribute first): made lazy
+    then, so a run sets up only the helpers of the loaders it imports (`importlib.util` too: none for safetensors)."""
+    if name in LAZY_HELPERS:
+        return _lazy(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-from inspector.recordtype import record  # noqa: E402
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -104,3 +104,45 @@ def test_the_type_checker_refuses_assignments_to_frozen_records(tmp_path):
     errors = [line for line in out.splitlines() if line.startswith(str(code))]
     assert [e.split(":")[1] for e in errors] == ["3", "5"], out
     assert all("read-only" in e for e in errors), out
+
+
+def test_the_first_instances_are_bound_as_the_compiled_init_binds_them():
+    """A class's first `COMPILE_AFTER` instances are made without compiling its `__init__`: the same fields, defaults,
+    factories and `__post_init__`, and Python's own errors for a call that does not bind."""
+
+    def make():
+        @record(frozen=True, slots=True)
+        class Row:
+            a: int
+            b: str = "x"
+            c: list = field(default_factory=list)
+            d: tuple = ()
+
+            def __post_init__(self) -> None:
+                if self.a < 0:
+                    raise ValueError("negative")
+
+        return Row
+
+    calls = [((1,), {}), ((1, "y"), {"d": (2,)}), ((), {"a": 3, "c": [4]}), ((5, "z", [6], (7,)), {})]
+    bound = make()
+    first = [bound(*args, **kwargs) for args, kwargs in calls]
+    assert bound.__init__.__code__.co_filename != "<string>"  # not compiled yet
+    compiled = make()
+    for _ in range(recordtype.COMPILE_AFTER):
+        compiled(0)
+    after = [compiled(*args, **kwargs) for args, kwargs in calls]
+    assert compiled.__init__.__code__.co_filename == "<string>"  # its own, compiled
+    assert [repr(r) for r in first] == [repr(r) for r in after]
+    assert first[0].c is not bound(1).c  # a new list each time, as the factory's
+    for cls in (bound, make()):
+        with pytest.raises(ValueError, match="negative"):
+            cls(-1)
+        with pytest.raises(TypeError, match="missing 1 required positional argument: 'a'"):
+            cls()
+        with pytest.raises(TypeError, match="unexpected keyword argument 'z'"):
+            cls(1, z=2)
+        with pytest.raises(TypeError, match="multiple values for argument 'a'"):
+            cls(1, a=2)
+        with pytest.raises(TypeError, match="takes from 2 to 5 positional arguments but 6 were given"):
+            cls(1, "b", [], (), 5)
