@@ -146,3 +146,14 @@ def test_the_first_instances_are_bound_as_the_compiled_init_binds_them():
             cls(1, a=2)
         with pytest.raises(TypeError, match="takes from 2 to 5 positional arguments but 6 were given"):
             cls(1, "b", [], (), 5)
+
+
+def test_importing_the_package_leaves_the_collector_as_it_was():
+    """The collector is paused while the package imports its modules, and switched back on only if it was on."""
+    import subprocess
+    import sys
+
+    for before in ("", "gc.disable(); "):
+        code = f"import gc; {before}import inspector, inspector.cli; print(gc.isenabled())"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        assert out.strip() == str(not before)
