@@ -1,0 +1,50 @@
+"""What start-up makes on first use, or more cheaply, is what it made before (issue 16)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inspector.kinds import KIND_RULES
+from inspector.needles import needle
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_a_kind_rule_needle_is_in_every_name_its_pattern_matches(data: st.DataObject) -> None:
+    """As for the role rules (tests/test_speed.py): a kind rule is skipped when its needle is not in the name."""
+    for rule in KIND_RULES:
+        name = data.draw(st.from_regex(rule.pattern, fullmatch=True), label=rule.rule_id)
+        assert needle(rule.pattern) in name, (rule.rule_id, name)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        (r"(?:.*\.)?(?:position_ids|token_type_ids)", "_ids"),  # the suffix every alternative holds
+        (r"(?:input|output)_(?:min|max)", "put"),  # not joined to the run beside the group
+        (r"(?:gate\.bias|expert_bias|router_bias)", "bias"),  # an escaped character is itself
+        (r"(?:(?:ab_c|ab_d)x|ab_y)", "ab_"),  # a nested group gives its own shared part as a run
+        (r"(?:ab|b+c)", ""),  # 'b+c' holds 'b' only: one letter is no needle
+        (r"(?:alpha|be(?:ta)?)", ""),  # an optional group holds nothing for sure
+        (r"x(?:abc|abd)?y", "x"),  # an optional group of alternatives gives nothing
+        (r"(?:.*/)?(?:cache|intermediates|losses)/.+", "/"),  # one common letter ('e') never hides a run
+    ],
+)
+def test_a_group_of_alternatives_gives_what_each_alternative_holds(pattern: str, expected: str) -> None:
+    assert needle(pattern) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.text("abcd_.", min_size=1, max_size=6), min_size=2, max_size=4),
+    st.sampled_from(["", "x", r"(?:.*\.)?"]),
+    st.data(),
+)
+def test_the_common_literal_is_in_every_match(words: list[str], prefix: str, data: st.DataObject) -> None:
+    import re
+
+    pattern = prefix + "(?:" + "|".join(re.escape(w) for w in words) + ")"
+    name = data.draw(st.from_regex(pattern, fullmatch=True))
+    assert needle(pattern) in name
