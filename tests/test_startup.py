@@ -48,3 +48,25 @@ def test_the_common_literal_is_in_every_match(words: list[str], prefix: str, dat
     pattern = prefix + "(?:" + "|".join(re.escape(w) for w in words) + ")"
     name = data.draw(st.from_regex(pattern, fullmatch=True))
     assert needle(pattern) in name
+
+
+def test_family_matchers_made_on_first_use_are_the_tables_matchers() -> None:
+    """Each family's matcher is made when looked up, with its rules in table order and the digit table the rules'
+    own text gives (computed here the long way, one matcher at a time)."""
+    import re
+
+    from inspector.roles import FAMILY_MATCHERS, MATCHER, ROLE_RULES
+
+    orders = {"torch": ["torch"], "mxnet": ["mxnet"], "keras": ["keras"], "": ["torch", "mxnet", "keras"]}
+    assert sorted(FAMILY_MATCHERS) == sorted(orders)
+    for family, order in orders.items():
+        matcher = FAMILY_MATCHERS[family]
+        assert matcher is FAMILY_MATCHERS[family]  # made once
+        assert matcher.rules == tuple(r for f in order for r in ROLE_RULES if r.families[0] == f)
+    for matcher in (*FAMILY_MATCHERS.values(), MATCHER):
+        text = re.sub(r"\\.", "", "".join(r.pattern for r in matcher.rules))
+        free = [d for d in "0123456789" if d not in text]
+        expected = {i: chr(i) for i in range(128)} | {ord(d): free[0] for d in free}
+        assert matcher.digits == (expected if free and not re.search(r"\[[^\]]*\d", text) else {})
+    with pytest.raises(KeyError):
+        FAMILY_MATCHERS["tensorflow"]
