@@ -112,12 +112,13 @@ def run() -> NoReturn:
     the process ends with `main`'s status (`os._exit`). A caller that imports `main` keeps the usual exit.
     """
     import atexit
-    import contextlib
 
     status = main()
     atexit._run_exitfuncs()  # (what the interpreter's exit runs first: logging, multiprocessing, Dask)
-    with contextlib.suppress(BrokenPipeError):  # the reader went away during the last write: as in `main`
+    try:
         sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away during the last write: as in `main`
+        pass
     sys.stderr.flush()
     os._exit(status)
 
