@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import sys
-from importlib import import_module
 
 from inspector.recordtype import record
 
@@ -38,7 +37,8 @@ def _lazy(name: str) -> object:
         return sys.modules[name]
     spec = find_spec(name)
     if spec is None or spec.loader is None:  # pragma: no cover - a broken install: let the real import fail
-        return import_module(name)
+        __import__(name)
+        return sys.modules[name]
     spec.loader = LazyLoader(spec.loader)
     module = module_from_spec(spec)
     sys.modules[name] = module
@@ -100,7 +100,8 @@ class Format:
     def load(self) -> type[Loader]:
         """The loader class (its module imported now)."""
         module, _, name = self.target.partition(":")
-        return getattr(import_module(module), name)  # type: ignore[no-any-return]
+        __import__(module)  # (what `importlib.import_module` does, without importing `importlib` in every run)
+        return getattr(sys.modules[module], name)  # type: ignore[no-any-return]
 
 
 PICKLE = b"\x80"  # PROTO: the first opcode of every pickle of protocol 2 and later
