@@ -119,42 +119,46 @@ def record(cls: type[T] | None = None, /, *, frozen: bool = False, slots: bool =
 
 
 def _make(cls: type[T], frozen: bool, slots: bool, eq: bool) -> type[T]:
+    mro = cls.__mro__
     found: dict[str, Field] = {}
-    for base in reversed(cls.__mro__[1:]):
-        for f in base.__dict__.get(FIELDS, ()):
-            found[f.name] = f
+    for base in reversed(mro[1:]):
+        inherited = base.__dict__.get(FIELDS)
+        if inherited:
+            found.update({f.name: f for f in inherited})
     own = []
     body = cls.__dict__
     for name, annotation in body.get("__annotations__", {}).items():
         if str(annotation).startswith(("ClassVar", "typing.ClassVar")):
             continue
         value = body.get(name, MISSING)
-        f = value if isinstance(value, Field) else Field(default=value)
+        f = value if isinstance(value, Field) else Field(value)
         f.name, f.type = name, annotation
         found[name] = f
         own.append(name)
     all_fields = tuple(found.values())
-    seen_default = False
-    for f in all_fields:
-        if f.default is MISSING and f.default_factory is MISSING and seen_default:
-            raise TypeError(f"{cls.__name__}: non-default field {f.name!r} follows a default field")
-        seen_default = seen_default or f.default is not MISSING or f.default_factory is not MISSING
+    defaulted = [f.default is not MISSING or f.default_factory is not MISSING for f in all_fields]
+    required = defaulted.index(True) if True in defaulted else len(defaulted)  # the fields with no default
+    if not all(defaulted[required:]):
+        f = all_fields[defaulted.index(False, required)]
+        raise TypeError(f"{cls.__name__}: non-default field {f.name!r} follows a default field")
     # a body that defines __eq__ gets __hash__ = None from Python itself: that is not a hash of its own
     own_hash = "__hash__" in body and not (body["__hash__"] is None and "__eq__" in body)
-    init, set_owner = _lazy_init(all_fields)
-    methods: dict[str, Any] = {"__init__": init, "__repr__": _repr}
+    init, set_owner = _lazy_init(all_fields, required)
+    added: dict[str, Any] = {FIELDS: all_fields, KEY: _key([f.name for f in all_fields if f.compare])}
+    if "__init__" not in body:
+        added["__init__"] = init
+    if "__repr__" not in body:
+        added["__repr__"] = _repr
     if eq:
-        methods["__eq__"] = _eq
+        if "__eq__" not in body:
+            added["__eq__"] = _eq
         if not own_hash:
-            methods["__hash__"] = _hash if frozen else None  # as dataclass: mutable and equal by value: unhashable
-    added = {name: method for name, method in methods.items() if name not in body or name == "__hash__"}
-    added[FIELDS] = all_fields
-    added[KEY] = _key([f.name for f in all_fields if f.compare])
+            added["__hash__"] = _hash if frozen else None  # as dataclass: mutable and equal by value: unhashable
     if slots:
         # the class made again, once, with its slots and methods in its body (setting a special method on a made
         # class updates its type slots one by one)
-        in_bases = {n for b in cls.__mro__[1:] for n in getattr(b, "__slots__", ())}
-        cls = _slotted(cls, [n for n in own if n not in in_bases], added)
+        in_bases = {n for b in mro[1:-1] for n in b.__dict__.get("__slots__", ())}
+        cls = _slotted(cls, [n for n in own if n not in in_bases] if in_bases else own, added)
     else:
         for f in all_fields:
             if f.name in own:
@@ -164,7 +168,7 @@ def _make(cls: type[T], frozen: bool, slots: bool, eq: bool) -> type[T]:
                     delattr(cls, f.name)
         for name, value in added.items():
             setattr(cls, name, value)
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__qualname__ = cls.__qualname__ + ".__init__"
     set_owner(cls)
     return cls
 
@@ -179,7 +183,7 @@ def _key(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
     return lambda self: ()
 
 
-def _lazy_init(all_fields: tuple[Field, ...]) -> tuple[Callable[..., None], Callable[[type], None]]:
+def _lazy_init(all_fields: tuple[Field, ...], required: int) -> tuple[Callable[..., None], Callable[[type], None]]:
     """The `__init__` of a record class, and the function that tells it its class once the class is made.
 
     Compiling the class's own `__init__` (one `exec`, 30-60 us) is what a record class costs, and most record
@@ -187,18 +191,17 @@ def _lazy_init(all_fields: tuple[Field, ...]) -> tuple[Callable[..., None], Call
     `COMPILE_AFTER` instances; the next call, or a call it does not bind plainly (an unknown or repeated
     keyword, a missing or extra argument), compiles the class's own, puts it on the class and calls it (so
     errors are Python's own)."""
-    names = tuple(f.name for f in all_fields)
+    names = tuple([f.name for f in all_fields])
     known = frozenset(names)
-    defaults = {f.name: f.default for f in all_fields if f.default is not MISSING}
-    factories = {f.name: f.default_factory for f in all_fields if f.default_factory is not MISSING}
-    required = len(names) - len(defaults) - len(factories)  # the first fields (no default follows a default)
+    defaults = {f.name: f.default for f in all_fields[required:] if f.default is not MISSING}
+    factories = {f.name: f.default_factory for f in all_fields[required:] if f.default_factory is not MISSING}
     owner: type = object
     calls = 0
     post_init = False
 
     def set_owner(cls: type) -> None:
         nonlocal owner, post_init
-        owner, post_init = cls, hasattr(cls, "__post_init__")
+        owner, post_init = cls, any("__post_init__" in c.__dict__ for c in cls.__mro__)
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         nonlocal calls
