@@ -70,3 +70,27 @@ def test_family_matchers_made_on_first_use_are_the_tables_matchers() -> None:
         assert matcher.digits == (expected if free and not re.search(r"\[[^\]]*\d", text) else {})
     with pytest.raises(KeyError):
         FAMILY_MATCHERS["tensorflow"]
+
+
+def test_families_ruled_out_once_are_those_no_base_shows(samples, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Family detection rules a family out once when no path of the file ends as one of its layer parts does: the
+    same families, in the same order, as viewing the file from each of its bases (on every sample file the
+    registry reads, and on their tensors renamed as a family's and as no family's)."""
+    from inspector import family_check
+    from inspector.recordtype import replace
+    from inspector.registry import load
+
+    files = [p for p in sorted(samples.rglob("*")) if p.suffix in (".safetensors", ".pt", ".npz", ".gguf", ".h5")]
+    checkpoints = [load(p) for p in files]
+    gpt2 = next(c for c in checkpoints if "gpt2" in c.path and c.path.endswith(".safetensors"))
+    renamed = [replace(t, name=t.name.replace("h.", "blocks.")) for t in gpt2.tensors]  # a family's no more
+    checkpoints.append(replace(gpt2, tensors=tuple(renamed), config=None))
+    checkpoints.append(replace(gpt2, config=None))  # inferred from the names alone
+
+    def names(ckpt):  # (family, base, source) of each candidate
+        return [(f.name, v.base, s) for f, v, s in family_check.detect(ckpt)]
+
+    shortcut = [names(c) for c in checkpoints]
+    monkeypatch.setattr(family_check, "_ends_there", lambda *_: True)
+    assert shortcut == [names(c) for c in checkpoints]
+    assert any(shortcut) and not all(shortcut)
