@@ -85,7 +85,7 @@ def test_families_ruled_out_once_are_those_no_base_shows(samples, monkeypatch: p
     gpt2 = next(c for c in checkpoints if "gpt2" in c.path and c.path.endswith(".safetensors"))
     renamed = [replace(t, name=t.name.replace("h.", "blocks.")) for t in gpt2.tensors]  # a family's no more
     checkpoints.append(replace(gpt2, tensors=tuple(renamed), config=None))
-    checkpoints.append(replace(gpt2, config=None))  # inferred from the names alone
+    checkpoints += [replace(c, config=None) for c in checkpoints if c.config]  # inferred from the names alone
 
     def names(ckpt):  # (family, base, source) of each candidate
         return [(f.name, v.base, s) for f, v, s in family_check.detect(ckpt)]
