@@ -15,19 +15,20 @@ means "no cheap test": the rule is always tried.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 ESCAPED_LITERALS = frozenset(".-/:_[](){}?*+|^$\\ ")  # `\.` and the like: the character itself
 FLAGS = frozenset("aiLmsux-")
-# The pattern's pieces, read by `re` at C speed (one pattern, compiled on first use): an escape, a group's opening
-# (with what says its kind), a class, a repeat count, a run of characters that stand for themselves, or any other one
-# character (')', '|', a quantifier, '.', '^', '$', a '{' or '[' that opens nothing)
-TOKENS = r"\\.|\((?:\?P<[^>]*>|\?:?)?|\[\^?\]?(?:\\.|[^\]\\])*\]|\{[\d,]*\}|[^\\()|\[{*+?.^$]+|."
+# The pattern's pieces with their quantifiers, read by `re` at C speed (one pattern, compiled on first use): an
+# escape, a group's opening (with what says its kind), its closing, a bar, a class, a run of characters that stand
+# for themselves, or any other one character ('.', '^', '$', a '{' that opens no count)
+TOKENS = r"(\\.|\((?:\?P<[^>]*>|\?:?)?|\)|\||\[\^?\]?(?:\\.|[^\]\\])*\]|[^\\()|\[{*+?.^$]+|.)((?:[*+?]|\{[\d,]*\})\??)?"
 
 
 def needle(pattern: str) -> str:
     if _global_flags(pattern):  # (?i) and the like change what every character means
         return ""
-    runs, _, alternatives = _sequence(re.findall(TOKENS, pattern, re.DOTALL), 0)
+    runs, _, alternatives = _sequence(iter(re.findall(TOKENS, pattern, re.DOTALL)))
     return "" if alternatives else max(runs, key=len, default="")
 
 
@@ -44,51 +45,47 @@ def _global_flags(p: str) -> bool:
     return False
 
 
-QUANTIFIER_TOKENS = frozenset("*+?")
-
-
-def _sequence(tokens: list[str], k: int) -> tuple[list[str], int, bool]:
-    """Required literal runs of the sequence starting at token `k`, up to its closing ')' or the end; the token
-    reached; and whether the level has alternatives (then its runs are what all of them hold, `_common`)."""
+def _sequence(tokens: Iterator[tuple[str, str]]) -> tuple[list[str], str, bool]:
+    """Required literal runs of the sequence the tokens go on with, up to its closing ')' or the end; the closing's
+    quantifier; and whether the level has alternatives (then its runs are what all of them hold, `_common`)."""
     runs: list[str] = []
     branches: list[list[str]] = []  # the runs of each alternative before the last
     current = ""
-    end = len(tokens)
-    while k < end:
-        token = tokens[k]
-        k += 1
+    closing = ""
+    for token, quantifier in tokens:
         first = token[0]
         if first == ")":
-            k -= 1
+            closing = quantifier
             break
         if first == "|":
             branches.append([*runs, current])
             runs, current = [], ""
             continue
-        inner: list[str] = []
-        literal: str | None = None
         if first == "(":
-            inner, k = _group(tokens, k, token in ("(", "(?:") or token.startswith("(?P<"))
-        elif first == "\\":
+            inner, repeated, _ = _sequence(tokens)
+            runs.append(current)
+            current = ""
+            if not repeated and (token in ("(", "(?:") or token.startswith("(?P<")):  # flag, look-around: no
+                runs.extend(inner)
+            continue
+        if first == "\\":
             literal = token[1] if token[1:] in ESCAPED_LITERALS else None
-        elif first not in "[.^$*+?{":
+        elif first in "[.^$*+?{":
+            literal = None
+        else:
             literal = token  # characters that stand for themselves (a ']' or '}' among them)
-        after = tokens[k] if k < end else ""
-        quantified = after in QUANTIFIER_TOKENS or after[:1] == "{"
         if literal is not None:
-            if not quantified:
+            if not quantifier:
                 current += literal
                 continue
             # the last character is repeated: what comes before it is there once, and it too for '+'
-            current += literal if after == "+" else literal[:-1]
+            current += literal if quantifier[0] == "+" else literal[:-1]
         runs.append(current)
         current = ""
-        if not quantified and inner:
-            runs.extend(inner)
     runs.append(current)
     if branches:
-        return _common([*branches, runs]), k, True
-    return [r for r in runs if r], k, False
+        return _common([*branches, runs]), closing, True
+    return [r for r in runs if r], closing, False
 
 
 def _common(branches: list[list[str]]) -> list[str]:
@@ -110,10 +107,3 @@ def _prefix(words: list[str]) -> str:
     while n < len(low) and low[n] == high[n]:
         n += 1
     return low[:n]
-
-
-def _group(tokens: list[str], k: int, plain: bool) -> tuple[list[str], int]:
-    """The required runs of the group whose opening token precedes `k` (none for flag and look-around groups), and
-    the token past its ')'."""
-    runs, k, _ = _sequence(tokens, k)
-    return runs if plain else [], k + 1
