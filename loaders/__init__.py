@@ -72,8 +72,9 @@ class Format:
     file of the format begins with), `json_at` (a JSON object opens at that offset, after white space),
     `suffixes` and `names` (a name it is found by, as a suffix or a regular expression over the path: a shard whose
     index lies beside it), `small` (a file that fits in the head: a claim that reads its end), `container` (the
-    probe found a zip or an HDF5 signature in the head), and `late` (the class has a `late_claim`, asked when no
-    loader claims).
+    probe found a zip or an HDF5 signature in the head), `member` (a zip: some member's name ends so, or the
+    directory could not be read; the probe reads it once for every zip row and claim), and `late` (the class has a
+    `late_claim`, asked when no loader claims).
     """
 
     name: str
@@ -84,6 +85,7 @@ class Format:
     names: str = ""
     small: bool = False
     container: str = ""  # "zip" or "hdf5"
+    member: str = ""  # container "zip": a name some member ends with
     late: bool = False
 
     def asks(self, probe: Probe) -> bool:
@@ -95,7 +97,7 @@ class Format:
         if (self.names and _named(self.names, probe.path)) or (self.small and probe.size <= len(probe.head)):
             return True
         if self.container == "zip":
-            return probe.head.startswith(b"PK")
+            return probe.head.startswith(b"PK") and (not self.member or _has_member(probe, self.member))
         return self.container == "hdf5" and probe.hdf5_head_offset is not None
 
     def load(self) -> type[Loader]:
@@ -103,6 +105,13 @@ class Format:
         module, _, name = self.target.partition(":")
         __import__(module)  # (what `importlib.import_module` does, without importing `importlib` in every run)
         return getattr(sys.modules[module], name)  # type: ignore[no-any-return]
+
+
+def _has_member(probe: Probe, ending: str) -> bool:
+    """Whether some member of the zip's directory ends with `ending` (True when the directory cannot be read: a
+    damaged archive, an empty one, is the claims' to judge)."""
+    members = probe.zip_members
+    return members is None or any(m.name.endswith(ending) for m in members)
 
 
 def _named(pattern: str, path: str) -> bool:
@@ -121,11 +130,11 @@ FORMATS: tuple[Format, ...] = (
     Format("safetensors", "loaders.safetensors:SafetensorsLoader", json_at=8),  # after 8 bytes of header length
     Format("safetensors-sharded", "loaders.safetensors:SafetensorsIndexLoader", json_at=0),  # the index, JSON
     Format("npy", "loaders.npy:NpyLoader", starts=(b"\x93NUMPY",)),
-    Format("npz", "loaders.npy:NpzLoader", container="zip"),
-    Format("pytorch-zip", "loaders.torch_zip:TorchZipLoader", container="zip"),
+    Format("npz", "loaders.npy:NpzLoader", container="zip", member=".npy"),  # (all members, or an empty zip)
+    Format("pytorch-zip", "loaders.torch_zip:TorchZipLoader", container="zip", member=".pkl"),  # data.pkl...
     Format("pytorch-legacy", "loaders.torch_legacy:TorchLegacyLoader", starts=(TORCH_LEGACY, b"sys_info")),
     Format("keras-h5", "loaders.keras_h5:KerasH5Loader", container="hdf5", late=True),
-    Format("keras3-zip", "loaders.keras_zip:KerasZipLoader", container="zip"),
+    Format("keras3-zip", "loaders.keras_zip:KerasZipLoader", container="zip", member="config.json"),
     Format("mxnet-params", "loaders.mxnet_params:MxnetParamsLoader", starts=((0x112).to_bytes(8, "little"),)),
     Format("gguf", "loaders.gguf:GgufLoader", starts=(b"GGUF",)),
     Format("onnx", "loaders.onnx:OnnxLoader", starts=(b"\x08",)),  # field 1 (ir_version), a varint
