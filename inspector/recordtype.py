@@ -144,7 +144,9 @@ def _make(cls: type[T], frozen: bool, slots: bool, eq: bool) -> type[T]:
     # a body that defines __eq__ gets __hash__ = None from Python itself: that is not a hash of its own
     own_hash = "__hash__" in body and not (body["__hash__"] is None and "__eq__" in body)
     init, set_owner = _lazy_init(all_fields, required)
-    added: dict[str, Any] = {FIELDS: all_fields, KEY: _key([f.name for f in all_fields if f.compare])}
+    # (a staticmethod: the key of one field or none is a Python function, which the class would bind to instances)
+    key = staticmethod(_key([f.name for f in all_fields if f.compare]))
+    added: dict[str, Any] = {FIELDS: all_fields, KEY: key}
     if "__init__" not in body:
         added["__init__"] = init
     if "__repr__" not in body:

@@ -157,3 +157,17 @@ def test_importing_the_package_leaves_the_collector_as_it_was():
         code = f"import gc; {before}import inspector, inspector.cli; print(gc.isenabled())"
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
         assert out.strip() == str(not before)
+
+
+@pytest.mark.parametrize("compared", [0, 1, 2])
+def test_records_of_one_compared_field_or_none_compare_and_hash(compared):
+    """The compared fields' key of one field (or none) is a function: it must not be bound to the instance."""
+
+    @record(frozen=True, slots=True)
+    class Pair:
+        a: int = field(default=1, compare=compared >= 1)
+        b: str = field(default="x", compare=compared >= 2)
+
+    assert Pair(1, "x") == Pair(1, "x") and hash(Pair(1, "x")) == hash(Pair(1, "x"))
+    assert (Pair(1, "x") == Pair(2, "x")) == (compared == 0)
+    assert (Pair(1, "x") == Pair(1, "y")) == (compared < 2)
