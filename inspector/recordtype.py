@@ -144,9 +144,7 @@ def _make(cls: type[T], frozen: bool, slots: bool, eq: bool) -> type[T]:
     # a body that defines __eq__ gets __hash__ = None from Python itself: that is not a hash of its own
     own_hash = "__hash__" in body and not (body["__hash__"] is None and "__eq__" in body)
     init, set_owner = _lazy_init(all_fields, required)
-    # (a staticmethod: the key of one field or none is a Python function, which the class would bind to instances)
-    key = staticmethod(_key([f.name for f in all_fields if f.compare]))
-    added: dict[str, Any] = {FIELDS: all_fields, KEY: key}
+    added: dict[str, Any] = {FIELDS: all_fields, KEY: _key([f.name for f in all_fields if f.compare])}
     if "__init__" not in body:
         added["__init__"] = init
     if "__repr__" not in body:
@@ -175,14 +173,15 @@ def _make(cls: type[T], frozen: bool, slots: bool, eq: bool) -> type[T]:
     return cls
 
 
-def _key(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
-    """The compared fields of a record as one tuple, read at C speed."""
+def _key(names: list[str]) -> Any:
+    """The compared fields of a record as one tuple, read at C speed (an attrgetter; for one field or none a
+    staticmethod: a plain function on the class would be bound to the instance)."""
     if len(names) > 1:
-        return attrgetter(*names)  # type: ignore[return-value]
+        return attrgetter(*names)
     if names:
         one = attrgetter(names[0])
-        return lambda self: (one(self),)
-    return lambda self: ()
+        return staticmethod(lambda self: (one(self),))
+    return staticmethod(lambda self: ())
 
 
 def _lazy_init(all_fields: tuple[Field, ...], required: int) -> tuple[Callable[..., None], Callable[[type], None]]:
