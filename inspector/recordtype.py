@@ -173,15 +173,15 @@ def _make(cls: type[T], frozen: bool, slots: bool, eq: bool) -> type[T]:
     return cls
 
 
-def _key(names: list[str]) -> Any:
-    """The compared fields of a record as one tuple, read at C speed (an attrgetter; for one field or none a
-    staticmethod: a plain function on the class would be bound to the instance)."""
+def _key(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """The compared fields of a record as one tuple, read at C speed."""
     if len(names) > 1:
-        return attrgetter(*names)
+        return attrgetter(*names)  # type: ignore[return-value]
+    # (a function kept in the class would be bound to the instance it is read from: a static one is not)
     if names:
         one = attrgetter(names[0])
-        return staticmethod(lambda self: (one(self),))
-    return staticmethod(lambda self: ())
+        return staticmethod(lambda self: (one(self),))  # type: ignore[return-value]
+    return staticmethod(lambda self: ())  # type: ignore[return-value]
 
 
 def _lazy_init(all_fields: tuple[Field, ...], required: int) -> tuple[Callable[..., None], Callable[[type], None]]:

@@ -6,8 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from inspector import recordtype
 from inspector.kinds import KIND_RULES
 from inspector.needles import needle
+from inspector.recordtype import field, record
 
 
 @settings(max_examples=25, deadline=None)
@@ -94,3 +96,56 @@ def test_families_ruled_out_once_are_those_no_base_shows(samples, monkeypatch: p
     monkeypatch.setattr(family_check, "_ends_there", lambda *_: True)
     assert shortcut == [names(c) for c in checkpoints]
     assert any(shortcut) and not all(shortcut)
+
+
+def test_the_first_instances_are_bound_as_the_compiled_init_binds_them():
+    """A class's first `COMPILE_AFTER` instances are made without compiling its `__init__`: the same fields, defaults,
+    factories and `__post_init__`, and Python's own errors for a call that does not bind."""
+
+    def make():
+        @record(frozen=True, slots=True)
+        class Row:
+            a: int
+            b: str = "x"
+            c: list = field(default_factory=list)
+            d: tuple = ()
+
+            def __post_init__(self) -> None:
+                if self.a < 0:
+                    raise ValueError("negative")
+
+        return Row
+
+    calls = [((1,), {}), ((1, "y"), {"d": (2,)}), ((), {"a": 3, "c": [4]}), ((5, "z", [6], (7,)), {})]
+    bound = make()
+    first = [bound(*args, **kwargs) for args, kwargs in calls]
+    assert bound.__init__.__code__.co_filename != "<string>"  # not compiled yet
+    compiled = make()
+    for _ in range(recordtype.COMPILE_AFTER):
+        compiled(0)
+    after = [compiled(*args, **kwargs) for args, kwargs in calls]
+    assert compiled.__init__.__code__.co_filename == "<string>"  # its own, compiled
+    assert [repr(r) for r in first] == [repr(r) for r in after]
+    assert first[0].c is not bound(1).c  # a new list each time, as the factory's
+    for cls in (bound, make()):
+        with pytest.raises(ValueError, match="negative"):
+            cls(-1)
+        with pytest.raises(TypeError, match="missing 1 required positional argument: 'a'"):
+            cls()
+        with pytest.raises(TypeError, match="unexpected keyword argument 'z'"):
+            cls(1, z=2)
+        with pytest.raises(TypeError, match="multiple values for argument 'a'"):
+            cls(1, a=2)
+        with pytest.raises(TypeError, match="takes from 2 to 5 positional arguments but 6 were given"):
+            cls(1, "b", [], (), 5)
+
+
+def test_importing_the_package_leaves_the_collector_as_it_was():
+    """The collector is paused while the package imports its modules, and switched back on only if it was on."""
+    import subprocess
+    import sys
+
+    for before in ("", "gc.disable(); "):
+        code = f"import gc; {before}import inspector, inspector.cli; print(gc.isenabled())"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        assert out.strip() == str(not before)
