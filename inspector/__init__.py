@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from inspector.errors import InspectorError
-from inspector.records import Checkpoint, Finding, Region, RegionKind, TensorInfo, TensorKind
-from inspector.registry import detect, load, loaders, register_loader
+import gc
+
+# The cyclic collector is paused while the package's modules are imported: they make tens of thousands of objects
+# (classes, functions, tables) and no garbage, and each collection would walk them all (issue 16: about 0.15 ms).
+_collecting = gc.isenabled()
+gc.disable()
+try:
+    from inspector.errors import InspectorError
+    from inspector.records import Checkpoint, Finding, Region, RegionKind, TensorInfo, TensorKind
+    from inspector.registry import detect, load, loaders, register_loader
+finally:
+    if _collecting:
+        gc.enable()
 
 __all__ = [
     "Checkpoint",

@@ -489,106 +489,112 @@ def keras_layers(text: str) -> Architecture:
 
 # -- the table -----------------------------------------------------------------------------------------------
 
-ARCHITECTURES: Mapping[str, ArchitectureDef] = {
-    d.name: d
-    for d in (
-        ArchitectureDef(
-            "sockeye-rnn",
-            "Sockeye RNN encoder-decoder (seed 002)",
-            (
-                Word("source_vocab", 49410, "source vocabulary"),
-                Word("target_vocab", 42767, "target vocabulary"),
-                Word("embed", (512, 512), "source:target embedding sizes", _pair),
-                Word("hidden", 512, "RNN hidden units"),
-                Word("layers", (2, 2), "encoder:decoder layers", _pair),
-                Word("cell", "lstm", "lstm or gru", str),
-                Word("attention", "none", "none/fixed, mlp, bilinear, dot, mhdot or location (rnn_attention.py)", str),
-                Word("attention_hidden", 0, "attention_num_hidden for mlp and dot (0: hidden)"),
-                Word("max_seq_len", 100, "max source length, for location attention"),
+
+def _seed_definitions() -> dict[str, ArchitectureDef]:
+    """The seeds' named architectures: a table made on first use (by `definitions`), as a run that checks a file
+    against the architecture inferred from it names none (issue 16)."""
+    return {
+        d.name: d
+        for d in (
+            ArchitectureDef(
+                "sockeye-rnn",
+                "Sockeye RNN encoder-decoder (seed 002)",
+                (
+                    Word("source_vocab", 49410, "source vocabulary"),
+                    Word("target_vocab", 42767, "target vocabulary"),
+                    Word("embed", (512, 512), "source:target embedding sizes", _pair),
+                    Word("hidden", 512, "RNN hidden units"),
+                    Word("layers", (2, 2), "encoder:decoder layers", _pair),
+                    Word("cell", "lstm", "lstm or gru", str),
+                    Word(
+                        "attention", "none", "none/fixed, mlp, bilinear, dot, mhdot or location (rnn_attention.py)", str
+                    ),
+                    Word("attention_hidden", 0, "attention_num_hidden for mlp and dot (0: hidden)"),
+                    Word("max_seq_len", 100, "max source length, for location attention"),
+                ),
+                sockeye_rnn,
             ),
-            sockeye_rnn,
-        ),
-        ArchitectureDef(
-            "rau-lstm-lm",
-            "rau LSTM language model (seed 004)",
-            (Word("vocab", 64, "vocabulary"), Word("hidden", 32, "hidden units"), Word("layers", 3, "layers")),
-            rau_lstm_lm,
-        ),
-        ArchitectureDef(
-            "rau-rnn-lm",
-            "rau simple RNN language model (seed 004)",
-            (Word("vocab", 64, "vocabulary"), Word("hidden", 32, "hidden units"), Word("layers", 3, "layers")),
-            rau_rnn_lm,
-        ),
-        ArchitectureDef(
-            "rau-transformer-lm",
-            "rau transformer language model, tied embeddings (seed 004)",
-            (
-                Word("vocab", 64, "vocabulary"),
-                Word("d_model", 32, "model width"),
-                Word("layers", 3, "layers"),
-                Word("heads", 4, "attention heads (no effect on the count)"),
-                Word("feedforward", 128, "feed-forward size"),
+            ArchitectureDef(
+                "rau-lstm-lm",
+                "rau LSTM language model (seed 004)",
+                (Word("vocab", 64, "vocabulary"), Word("hidden", 32, "hidden units"), Word("layers", 3, "layers")),
+                rau_lstm_lm,
             ),
-            rau_transformer_lm,
-        ),
-        ArchitectureDef(
-            "rau-stack-rnn",
-            "rau stack RNN with a superposition stack (seed 004)",
-            (
-                Word("vocab", 64, "vocabulary"),
-                Word("hidden", 32, "hidden units"),
-                Word("layers", 3, "layers"),
-                Word("stack_size", 20, "stack embedding size"),
-                Word("controller", "lstm", "lstm or rnn", str),
-                Word("stack", "", "rau's stack string instead of stack_size, e.g. nondeterministic-2-3", str),
+            ArchitectureDef(
+                "rau-rnn-lm",
+                "rau simple RNN language model (seed 004)",
+                (Word("vocab", 64, "vocabulary"), Word("hidden", 32, "hidden units"), Word("layers", 3, "layers")),
+                rau_rnn_lm,
             ),
-            rau_stack_rnn,
-        ),
-        ArchitectureDef(
-            "rau-stack-transformer",
-            "rau stack transformer with superposition layers (seed 004)",
-            (
-                Word("vocab", 64, "vocabulary"),
-                Word("d_model", 16, "model width"),
-                Word("heads", 4, "attention heads"),
-                Word("feedforward", 64, "feed-forward size"),
-                Word("layers", 1, "standard layers"),
-                Word("stack_layers", 1, "superposition stack-attention layers"),
-                Word("stack_size", 16, "stack embedding size"),
-                Word("spec", "", "rau's layer string instead of layers/stack_layers/stack_size", str),
+            ArchitectureDef(
+                "rau-transformer-lm",
+                "rau transformer language model, tied embeddings (seed 004)",
+                (
+                    Word("vocab", 64, "vocabulary"),
+                    Word("d_model", 32, "model width"),
+                    Word("layers", 3, "layers"),
+                    Word("heads", 4, "attention heads (no effect on the count)"),
+                    Word("feedforward", 128, "feed-forward size"),
+                ),
+                rau_transformer_lm,
             ),
-            rau_stack_transformer,
-        ),
-        ArchitectureDef(
-            "column-cnn",
-            "multi-column CNN, one dense layer per column, then a joint dense (seed 003)",
-            (
-                Word("height", 50, "image height"),
-                Word("width", 50, "image width"),
-                Word("depth", 1, "channels"),
-                Word("columns", 3, "columns (views)"),
-                Word("convs", 2, "conv+pool blocks per column"),
-                Word("filters", 32, "filters per conv"),
-                Word("kernel", 3, "conv kernel size"),
-                Word("pool", 2, "max-pooling size"),
-                Word("dense", 256, "dense units per column"),
-                Word("classes", 11, "output classes"),
+            ArchitectureDef(
+                "rau-stack-rnn",
+                "rau stack RNN with a superposition stack (seed 004)",
+                (
+                    Word("vocab", 64, "vocabulary"),
+                    Word("hidden", 32, "hidden units"),
+                    Word("layers", 3, "layers"),
+                    Word("stack_size", 20, "stack embedding size"),
+                    Word("controller", "lstm", "lstm or rnn", str),
+                    Word("stack", "", "rau's stack string instead of stack_size, e.g. nondeterministic-2-3", str),
+                ),
+                rau_stack_rnn,
             ),
-            column_cnn,
-        ),
-        ArchitectureDef(
-            "keras-lstm-lm",
-            "Keras Embedding-LSTM-Dense-Dense language model (seed 000)",
-            (
-                Word("vocab", 10004, "vocabulary"),
-                Word("embed", 100, "embedding size"),
-                Word("units", 256, "LSTM units"),
+            ArchitectureDef(
+                "rau-stack-transformer",
+                "rau stack transformer with superposition layers (seed 004)",
+                (
+                    Word("vocab", 64, "vocabulary"),
+                    Word("d_model", 16, "model width"),
+                    Word("heads", 4, "attention heads"),
+                    Word("feedforward", 64, "feed-forward size"),
+                    Word("layers", 1, "standard layers"),
+                    Word("stack_layers", 1, "superposition stack-attention layers"),
+                    Word("stack_size", 16, "stack embedding size"),
+                    Word("spec", "", "rau's layer string instead of layers/stack_layers/stack_size", str),
+                ),
+                rau_stack_transformer,
             ),
-            keras_lstm_lm,
-        ),
-    )
-}
+            ArchitectureDef(
+                "column-cnn",
+                "multi-column CNN, one dense layer per column, then a joint dense (seed 003)",
+                (
+                    Word("height", 50, "image height"),
+                    Word("width", 50, "image width"),
+                    Word("depth", 1, "channels"),
+                    Word("columns", 3, "columns (views)"),
+                    Word("convs", 2, "conv+pool blocks per column"),
+                    Word("filters", 32, "filters per conv"),
+                    Word("kernel", 3, "conv kernel size"),
+                    Word("pool", 2, "max-pooling size"),
+                    Word("dense", 256, "dense units per column"),
+                    Word("classes", 11, "output classes"),
+                ),
+                column_cnn,
+            ),
+            ArchitectureDef(
+                "keras-lstm-lm",
+                "Keras Embedding-LSTM-Dense-Dense language model (seed 000)",
+                (
+                    Word("vocab", 10004, "vocabulary"),
+                    Word("embed", 100, "embedding size"),
+                    Word("units", 256, "LSTM units"),
+                ),
+                keras_lstm_lm,
+            ),
+        )
+    }
 
 
 def _family_definitions() -> dict[str, ArchitectureDef]:
@@ -620,8 +626,8 @@ def _family_definitions() -> dict[str, ArchitectureDef]:
 
 @functools.cache
 def definitions() -> Mapping[str, ArchitectureDef]:
-    """Every named architecture: the seeds' (`ARCHITECTURES`) and the transformers families, built on first use."""
-    return {**ARCHITECTURES, **_family_definitions()}
+    """Every named architecture: the seeds' (`_seed_definitions`) and the transformers families, built on first use."""
+    return {**_seed_definitions(), **_family_definitions()}
 
 
 def build(name: str, **words: Any) -> Architecture:

@@ -18,6 +18,7 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from inspector.errors import InspectorError
 from inspector.records import SEVERITY_ORDER, Severity
@@ -42,17 +43,8 @@ class _UsageError(Exception):
     pass
 
 
-class _Formatter(argparse.HelpFormatter):
-    """argparse's help formatter given the terminal width as `shutil.get_terminal_size` reads it.
-
-    argparse builds a formatter for every argument it adds and imports `shutil` (with zlib, bz2 and lzma) only to
-    ask the width: about 1 ms of every run (issue 16)."""
-
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=_columns() - 2)  # argparse's own margin
-
-
 def _columns(fallback: int = 80) -> int:
+    """The terminal width as `shutil.get_terminal_size` reads it: COLUMNS, else stdout's terminal, else 80."""
     try:
         columns = int(os.environ["COLUMNS"])
     except (KeyError, ValueError):
@@ -66,11 +58,14 @@ def _columns(fallback: int = 80) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    # argparse builds a help formatter for every argument it adds, and its own asks `shutil.get_terminal_size` (with
+    # zlib, bz2 and lzma imported) for the width each time: the width is asked here once (about 1 ms, issue 16)
+    formatter = partial(argparse.HelpFormatter, width=_columns() - 2)  # (argparse's own margin)
     p = _Parser(
         prog="inspector",
         description="What is really in a model weights file, read from its headers.",
         epilog="Also: inspector formula SPEC | budget ARCH ... | compare SPEC ... | diff A B [--data]",
-        formatter_class=_Formatter,
+        formatter_class=formatter,
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="checkpoint files or URLs (or folders, URL/ to audit)")
     p.add_argument("--tensors", action="store_true", help="list every tensor")
@@ -120,15 +115,16 @@ def run() -> NoReturn:
     the process ends with `main`'s status (`os._exit`). A caller that imports `main` keeps the usual exit.
     """
     import atexit
-    import contextlib
 
     global _KEPT
     _KEPT = []  # (freeing a report of 100,000 tensors object by object: about 0.03 s)
     gc.disable()  # and off for good: `main` switching it back on would have a collection walk all the run made
     status = main()
     atexit._run_exitfuncs()  # (what the interpreter's exit runs first: logging, multiprocessing, Dask)
-    with contextlib.suppress(BrokenPipeError):  # the reader went away during the last write: as in `main`
+    try:
         sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away during the last write: as in `main`
+        pass
     sys.stderr.flush()
     os._exit(status)
 

@@ -119,14 +119,17 @@ class FileModules:
     def of(cls, ckpt: Checkpoint) -> FileModules:
         modules: dict[str, list[TensorInfo]] = {}
         tensors = {}
+        parameter = TensorKind.PARAMETER  # (read once: an enum member read is a descriptor call)
         for t in ckpt.tensors:
-            if t.kind is TensorKind.PARAMETER:
+            if t.kind is parameter:
                 name = t.name if t.layer is None or t.param is None else canonical_name(t)
                 modules.setdefault(name.rpartition(".")[0], []).append(t)
                 tensors[name] = t
         lasts = set(map(itemgetter(2), map(str.rpartition, chain(modules, tensors), repeat("."))))  # last parts
         frozen = dict(zip(modules, map(tuple, modules.values()), strict=True))
-        return cls(frozen, tensors, frozenset(map(_shape_key, lasts)))
+        # a last part is keyed only if it starts with a digit (`_shape_key` changes no other one: it keys whole
+        # segments of digits, and a last part is one segment)
+        return cls(frozen, tensors, frozenset(_shape_key(x) if x[:1].isdecimal() else x for x in lasts))
 
     @property
     def keys(self) -> frozenset[str]:
@@ -224,9 +227,14 @@ def detect(ckpt: Checkpoint, families: Sequence[Family] = FAMILIES) -> list[tupl
     file = FileModules.of(ckpt)
     ranked: list[tuple[tuple[int, int], Family, FileView]] = []
     for family in candidates:
+        stacks = family.stacks
         layer_parts = [
-            p for p in family.parts if PLACEHOLDER.search(p.path) and not p.when and not _in_stack(p, family)
+            p
+            for p in family.parts
+            if not p.when and "{" in p.path and PLACEHOLDER.search(p.path) and not (stacks and _in_stack(p, family))
         ]
+        if source == "inferred" and not _ends_there(file, layer_parts, family.bases):
+            continue  # (the test below fails from every base: no view of the file is made)
         for base in family.bases:
             view = FileView(file, base)
             if source == "inferred" and (not layer_parts or not all(view.has_any(p.path) for p in layer_parts)):
@@ -236,6 +244,16 @@ def detect(ckpt: Checkpoint, families: Sequence[Family] = FAMILIES) -> list[tupl
                 ranked.append((score, family, view))
     ranked.sort(key=lambda x: (-x[0][0], -x[0][1]))
     return [(family, view, source) for _, family, view in ranked]
+
+
+def _ends_there(file: FileModules, parts: Sequence[Part], bases: Sequence[str]) -> bool:
+    """False when, from each of these bases, some part has no module: the file has no path ending as the part's
+    path ends (its last part keyed as `has_any` keys it). From a base ending in '.' (every family's) a part's path
+    ends as the part's own does, so a family of no file (most, for any file) is ruled out once, not base by base."""
+    if not all(base == "" or base.endswith(".") for base in bases):
+        return True  # (no shortcut: each base is viewed)
+    lasts = file.lasts
+    return all(_shape_key(PLACEHOLDER.sub("0", p.path.rpartition(".")[2].lstrip("/"))) in lasts for p in parts)
 
 
 def _encoder_decoder(family: Family) -> bool:

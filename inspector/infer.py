@@ -28,7 +28,6 @@ from inspector.formulas import (
     LayerSpec,
 )
 from inspector.hfconfig import model_type as config_model_type
-from inspector.keras_layers import KERAS_LAYERS, config_specs
 from inspector.modules import file_specs, module_groups
 from inspector.records import Checkpoint, Expectation, RoleMatch, TensorKind
 from inspector.recordtype import replace
@@ -323,6 +322,8 @@ def from_config(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | 
     """The architecture a Keras file's own model config describes (input sizes from the file's variables)."""
     if not ckpt.config or not ckpt.config.get("layers"):
         return None
+    from inspector.keras_layers import KERAS_LAYERS, config_specs  # (Keras files only: not in every run's start-up)
+
     variables: dict[str, dict[str, tuple[int, ...]]] = {}
     for t in ckpt.tensors:
         if t.kind is TensorKind.PARAMETER and t.layer and t.param:

@@ -6,22 +6,30 @@ it, so a matcher skips the rule with one `in` test and compiles only the rules l
 
 `needle(pattern)` is conservative: it reads the top level of the pattern and the groups that must match exactly
 once, joins the characters that stand for themselves into runs, and returns the longest run. Anything it does not
-follow (a class, a quantifier, an alternative, a flag group, a look-around) ends a run; an alternative at a level
-discards that level's runs. An empty needle means "no cheap test": the rule is always tried.
+follow (a class, a quantifier, an alternative, a flag group, a look-around) ends a run; an alternative at the top
+discards all runs, and a group of alternatives gives the prefix or suffix its alternatives share
+(`(?:position_ids|token_type_ids)`: `_ids`), as each match of the group is one alternative's match. An empty needle
+means "no cheap test": the rule is always tried.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+
 ESCAPED_LITERALS = frozenset(".-/:_[](){}?*+|^$\\ ")  # `\.` and the like: the character itself
-QUANTIFIERS = frozenset("*+?{")
 FLAGS = frozenset("aiLmsux-")
+# The pattern's pieces with their quantifiers, read by `re` at C speed (one pattern, compiled on first use): an
+# escape, a group's opening (with what says its kind), its closing, a bar, a class, a run of characters that stand
+# for themselves, or any other one character ('.', '^', '$', a '{' that opens no count)
+TOKENS = r"(\\.|\((?:\?P<[^>]*>|\?:?)?|\)|\||\[\^?\]?(?:\\.|[^\]\\])*\]|[^\\()|\[{*+?.^$]+|.)((?:[*+?]|\{[\d,]*\})\??)?"
 
 
 def needle(pattern: str) -> str:
     if _global_flags(pattern):  # (?i) and the like change what every character means
         return ""
-    runs, _, _ = _sequence(pattern, 0)
-    return max(runs, key=len, default="")
+    runs, _, alternatives = _sequence(iter(re.findall(TOKENS, pattern, re.DOTALL)))
+    return "" if alternatives else max(runs, key=len, default="")
 
 
 def _global_flags(p: str) -> bool:
@@ -37,67 +45,65 @@ def _global_flags(p: str) -> bool:
     return False
 
 
-def _sequence(p: str, i: int) -> tuple[list[str], int, bool]:
-    """Required literal runs of the sequence starting at `i`, up to its closing ')' or the end; the index reached; and
-    whether the level has alternatives (then none of its runs is required)."""
+def _sequence(tokens: Iterator[tuple[str, str]]) -> tuple[list[str], str, bool]:
+    """Required literal runs of the sequence the tokens go on with, up to its closing ')' or the end; the closing's
+    quantifier; and whether the level has alternatives (then its runs are what all of them hold, `_common`)."""
     runs: list[str] = []
+    branches: list[list[str]] = []  # the runs of each alternative before the last
     current = ""
-    alternatives = False
-    while i < len(p) and p[i] != ")":
-        c = p[i]
-        inner: list[str] = []
-        literal: str | None = None
-        if c == "|":
-            alternatives = True
-            i += 1
-        elif c == "\\" and i + 1 < len(p):
-            literal = p[i + 1] if p[i + 1] in ESCAPED_LITERALS else None
-            i += 2
-        elif c == "(":
-            i, inner = _group(p, i)
-        elif c == "[":
-            i = _class_end(p, i)
-        elif c in ".^$" or c in QUANTIFIERS:
-            i += 1
-        else:
-            literal = c
-            i += 1
-        quantified = i < len(p) and p[i] in QUANTIFIERS
-        if literal is not None and not quantified:
-            current += literal
+    closing = ""
+    for token, quantifier in tokens:
+        first = token[0]
+        if first == ")":
+            closing = quantifier
+            break
+        if first == "|":
+            branches.append([*runs, current])
+            runs, current = [], ""
             continue
-        if literal is not None and p[i] == "+":  # at least once: the character is there, what follows may repeat it
-            current += literal
+        if first == "(":
+            inner, repeated, _ = _sequence(tokens)
+            runs.append(current)
+            current = ""
+            if not repeated and (token in ("(", "(?:") or token.startswith("(?P<")):  # flag, look-around: no
+                runs.extend(inner)
+            continue
+        if first == "\\":
+            literal = token[1] if token[1:] in ESCAPED_LITERALS else None
+        elif first in "[.^$*+?{":
+            literal = None
+        else:
+            literal = token  # characters that stand for themselves (a ']' or '}' among them)
+        if literal is not None:
+            if not quantifier:
+                current += literal
+                continue
+            # the last character is repeated: what comes before it is there once, and it too for '+'
+            current += literal if quantifier[0] == "+" else literal[:-1]
         runs.append(current)
         current = ""
-        if not quantified:
-            runs.extend(inner)
     runs.append(current)
-    return ([] if alternatives else [r for r in runs if r]), i, alternatives
+    if branches:
+        return _common([*branches, runs]), closing, True
+    return [r for r in runs if r], closing, False
 
 
-def _group(p: str, i: int) -> tuple[int, list[str]]:
-    """Past the group at `i` (an opening parenthesis), and its required runs (none for flag and look-around groups)."""
-    j = i + 1
-    plain = True
-    if p.startswith("?:", j):
-        j += 2
-    elif p.startswith("?P<", j):
-        j = p.index(">", j) + 1
-    elif p.startswith("?", j):  # (?i:...), look-arounds, back-references: not followed
-        plain = False
-    runs, j, _ = _sequence(p, j)
-    end = j + 1 if j < len(p) else j  # past ')'
-    return end, runs if plain else []
+def _common(branches: list[list[str]]) -> list[str]:
+    """What every alternative holds for sure, as a one-run list (or none): the longer of the prefix their first runs
+    share and the suffix their last runs share, two characters or more (one letter, in most names, would only hide a
+    better run beside it)."""
+    runs = [[r for r in branch if r] for branch in branches]
+    if not all(runs):
+        return []
+    prefix = _prefix([branch[0] for branch in runs])
+    suffix = _prefix([branch[-1][::-1] for branch in runs])[::-1]
+    best = max(prefix, suffix, key=len)
+    return [best] if len(best) > 1 else []
 
 
-def _class_end(p: str, i: int) -> int:
-    """Past the character class opening at `i`."""
-    j = i + 1
-    if j < len(p) and p[j] == "^":
-        j += 1
-    if j < len(p) and p[j] == "]":  # a ']' first is a member
-        j += 1
-    while j < len(p) and p[j] != "]":
-        j += 2 if p[j] == "\\" else 1
-    return j + 1
+def _prefix(words: list[str]) -> str:
+    low, high = min(words), max(words)  # the prefix these two share, all the others between them share too
+    n = 0
+    while n < len(low) and low[n] == high[n]:
+        n += 1
+    return low[:n]

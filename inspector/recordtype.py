@@ -4,11 +4,12 @@
 `ast`, `dis` and `tokenize`): with 80 record classes that was a fifth of every run's start-up (issue 16). `record`
 gives what the project uses of `dataclass`: `__init__` (defaults, `field(default_factory=...)`, `__post_init__`),
 `__repr__`, `__eq__` and `__hash__` over the compared fields, `slots` (the class is made again with `__slots__`)
-and inherited fields. Only `__init__` is compiled, for speed, and only when the class is first instantiated (most
-record classes of a run never are); the other methods are shared functions reading the class's fields (`__eq__`
-and `__hash__` through one `attrgetter`). Its parameters and defaults are `dataclass`'s, and `field`, `fields`,
-`replace` and `asdict` behave as the `dataclasses` functions of the same names, so a record reads as a dataclass.
-A method the class body defines itself is kept, as `dataclass` keeps it.
+and inherited fields. Only `__init__` is compiled, for speed, and only once the class has made `COMPILE_AFTER`
+instances (most record classes of a run make a few or none; the first ones are bound by a shared `__init__`); the
+other methods are shared functions reading the class's fields (`__eq__` and `__hash__` through one `attrgetter`).
+A slotted class is made again once, with its slots and methods in its body. Its parameters and defaults are
+`dataclass`'s, and `field`, `fields`, `replace` and `asdict` behave as the `dataclasses` functions of the same
+names, so a record reads as a dataclass. A method the class body defines itself is kept, as `dataclass` keeps it.
 
 `frozen=True` makes a value: equal and hashed by its fields, and never assigned after it is made. The type checker
 holds that (`record` is a PEP 681 `dataclass_transform`: mypy reports an assignment to a field of a frozen record,
@@ -118,47 +119,57 @@ def record(cls: type[T] | None = None, /, *, frozen: bool = False, slots: bool =
 
 
 def _make(cls: type[T], frozen: bool, slots: bool, eq: bool) -> type[T]:
+    mro = cls.__mro__
     found: dict[str, Field] = {}
-    for base in reversed(cls.__mro__[1:]):
-        for f in base.__dict__.get(FIELDS, ()):
-            found[f.name] = f
+    for base in reversed(mro[1:]):
+        inherited = base.__dict__.get(FIELDS)
+        if inherited:
+            found.update({f.name: f for f in inherited})
     own = []
-    for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+    body = cls.__dict__
+    for name, annotation in body.get("__annotations__", {}).items():
         if str(annotation).startswith(("ClassVar", "typing.ClassVar")):
             continue
-        value = cls.__dict__.get(name, MISSING)
-        f = value if isinstance(value, Field) else Field(default=value)
+        value = body.get(name, MISSING)
+        f = value if isinstance(value, Field) else Field(value)
         f.name, f.type = name, annotation
         found[name] = f
         own.append(name)
     all_fields = tuple(found.values())
-    seen_default = False
-    for f in all_fields:
-        if f.default is MISSING and f.default_factory is MISSING and seen_default:
-            raise TypeError(f"{cls.__name__}: non-default field {f.name!r} follows a default field")
-        seen_default = seen_default or f.default is not MISSING or f.default_factory is not MISSING
+    defaulted = [f.default is not MISSING or f.default_factory is not MISSING for f in all_fields]
+    required = defaulted.index(True) if True in defaulted else len(defaulted)  # the fields with no default
+    if not all(defaulted[required:]):
+        f = all_fields[defaulted.index(False, required)]
+        raise TypeError(f"{cls.__name__}: non-default field {f.name!r} follows a default field")
     # a body that defines __eq__ gets __hash__ = None from Python itself: that is not a hash of its own
-    own_hash = "__hash__" in cls.__dict__ and not (cls.__dict__["__hash__"] is None and "__eq__" in cls.__dict__)
+    own_hash = "__hash__" in body and not (body["__hash__"] is None and "__eq__" in body)
+    init, set_owner = _lazy_init(all_fields, required)
+    added: dict[str, Any] = {FIELDS: all_fields, KEY: _key([f.name for f in all_fields if f.compare])}
+    if "__init__" not in body:
+        added["__init__"] = init
+    if "__repr__" not in body:
+        added["__repr__"] = _repr
+    if eq:
+        if "__eq__" not in body:
+            added["__eq__"] = _eq
+        if not own_hash:
+            added["__hash__"] = _hash if frozen else None  # as dataclass: mutable and equal by value: unhashable
     if slots:
-        cls = _slotted(cls, [n for n in own if not any(n in getattr(b, "__slots__", ()) for b in cls.__mro__[1:])])
+        # the class made again, once, with its slots and methods in its body (setting a special method on a made
+        # class updates its type slots one by one)
+        in_bases = {n for b in mro[1:-1] for n in b.__dict__.get("__slots__", ())}
+        cls = _slotted(cls, [n for n in own if n not in in_bases] if in_bases else own, added)
     else:
         for f in all_fields:
             if f.name in own:
                 if f.default is not MISSING:
                     setattr(cls, f.name, f.default)
-                elif f.name in cls.__dict__:
+                elif f.name in body:
                     delattr(cls, f.name)
-    compared = [f.name for f in all_fields if f.compare]
-    methods: dict[str, Any] = {"__init__": _lazy_init(cls, all_fields), "__repr__": _repr}
-    if eq:
-        methods["__eq__"] = _eq
-        if not own_hash:
-            methods["__hash__"] = _hash if frozen else None  # as dataclass: mutable and equal by value: unhashable
-    for name, method in methods.items():
-        if name not in cls.__dict__ or name == "__hash__":
-            setattr(cls, name, method)
-    setattr(cls, FIELDS, all_fields)
-    setattr(cls, KEY, _key(compared))
+        for name, value in added.items():
+            setattr(cls, name, value)
+    init.__qualname__ = cls.__qualname__ + ".__init__"
+    set_owner(cls)
     return cls
 
 
@@ -173,18 +184,54 @@ def _key(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
     return staticmethod(lambda self: ())  # type: ignore[return-value]
 
 
-def _lazy_init(cls: type, all_fields: tuple[Field, ...]) -> Callable[..., None]:
-    """An `__init__` that compiles the class's own on its first call: most record classes of a run are never made,
-    and compiling is what a class costs (about 0.2 ms)."""
+def _lazy_init(all_fields: tuple[Field, ...], required: int) -> tuple[Callable[..., None], Callable[[type], None]]:
+    """The `__init__` of a record class, and the function that tells it its class once the class is made.
+
+    Compiling the class's own `__init__` (one `exec`, 30-60 us) is what a record class costs, and most record
+    classes of a run make few instances or none. This one binds its arguments itself for the first
+    `COMPILE_AFTER` instances; the next call, or a call it does not bind plainly (an unknown or repeated
+    keyword, a missing or extra argument), compiles the class's own, puts it on the class and calls it (so
+    errors are Python's own)."""
+    names = tuple([f.name for f in all_fields])
+    known = frozenset(names)
+    defaults = {f.name: f.default for f in all_fields[required:] if f.default is not MISSING}
+    factories = {f.name: f.default_factory for f in all_fields[required:] if f.default_factory is not MISSING}
+    owner: type = object
+    calls = 0
+    post_init = False
+
+    def set_owner(cls: type) -> None:
+        nonlocal owner, post_init
+        owner, post_init = cls, any("__post_init__" in c.__dict__ for c in cls.__mro__)
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        real = _compile_init(cls, all_fields)
-        real.__qualname__ = f"{cls.__qualname__}.__init__"
-        type.__setattr__(cls, "__init__", real)
+        nonlocal calls
+        calls += 1
+        if calls <= COMPILE_AFTER and required <= len(args) + len(kwargs) and len(args) <= len(names):
+            values = dict(zip(names, args, strict=False))
+            if not kwargs or (known.issuperset(kwargs) and values.keys().isdisjoint(kwargs)):
+                values.update(kwargs)
+                if all(n in values for n in names[:required]):
+                    for name in names:
+                        if name in values:
+                            value = values[name]
+                            if value is MISSING and name in factories:  # as `field(default_factory=...)` reads it
+                                value = factories[name]()
+                        else:
+                            value = defaults[name] if name in defaults else factories[name]()
+                        setattr(self, name, value)
+                    if post_init:
+                        self.__post_init__()
+                    return
+        real = _compile_init(owner, all_fields)
+        real.__qualname__ = f"{owner.__qualname__}.__init__"
+        type.__setattr__(owner, "__init__", real)
         real(self, *args, **kwargs)
 
-    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-    return __init__
+    return __init__, set_owner
+
+
+COMPILE_AFTER = 8  # instances a record class makes before its own `__init__` is compiled
 
 
 def _compile_init(cls: type, all_fields: tuple[Field, ...]) -> Callable[..., None]:
@@ -226,17 +273,15 @@ def _hash(self: Any) -> int:
     return hash(getattr(self, KEY)(self))
 
 
-def _slotted(cls: type[T], slot_names: list[str]) -> type[T]:
-    """The class made again with `__slots__` (a class's slots can only be declared when it is created)."""
+def _slotted(cls: type[T], slot_names: list[str], added: dict[str, Any]) -> type[T]:
+    """The class made again with `__slots__` and `added` (a class's slots can only be declared when it is created)."""
     body = dict(cls.__dict__)
     for name in slot_names:
         body.pop(name, None)
     body.pop("__dict__", None)
     body.pop("__weakref__", None)
     body["__slots__"] = tuple(slot_names)
-    qualname = getattr(cls, "__qualname__", None)
+    body["__qualname__"] = cls.__qualname__
+    body.update(added)
     metaclass: Any = type(cls)
-    made = metaclass(cls.__name__, cls.__bases__, body)
-    if qualname is not None:
-        made.__qualname__ = qualname
-    return made
+    return metaclass(cls.__name__, cls.__bases__, body)  # type: ignore[no-any-return]

@@ -10,7 +10,7 @@ specific rules come before the generic ones. Tensors no rule explains get the ro
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from enum import StrEnum
 from sys import intern
 
@@ -205,14 +205,7 @@ class Matcher:
     needles: list[str | None] = field(default_factory=list, compare=False)  # read off each pattern on first use
 
     def __post_init__(self) -> None:
-        # A digit written in a pattern (':0', a '{2}' count, conservatively) keeps its value in the key; every
-        # other digit is interchangeable for every pattern (they only meet \d, \w, '.' and negated sets).
-        text = re.sub(r"\\.", "", "".join(r.pattern for r in self.rules))
-        spelled = set(text) & set("0123456789")
-        free = [d for d in "0123456789" if d not in spelled]
-        if free and not re.search(r"\[[^\]]*\d", text):  # a digit in a set ([0-5]): no memo
-            # every ASCII character in the table (itself where it is kept): str.translate then never misses
-            self.digits.update({i: chr(i) for i in range(128)} | {ord(d): free[0] for d in free})
+        self.digits.update(_digit_table(frozenset(r.pattern for r in self.rules)))
         self.regexes.extend([None] * (len(self.rules) - len(self.regexes)))
         self.needles.extend([None] * (len(self.rules) - len(self.needles)))
 
@@ -260,6 +253,26 @@ class Matcher:
 
 
 MEMO_LIMIT = 1 << 20  # shapes remembered per matcher (a bound on memory for hostile name sets)
+_DIGIT_TABLES: dict[frozenset[str], dict[int, str]] = {}  # by set of patterns: two matchers of one table share it
+
+
+def _digit_table(patterns: frozenset[str]) -> dict[int, str]:
+    """The `str.translate` table of `Matcher.shape_key` for a set of patterns (empty: no memo).
+
+    A digit written in a pattern (':0', a '{2}' count, conservatively) keeps its value in the key; every other digit
+    is interchangeable for every pattern (they only meet \\d, \\w, '.' and negated sets). It reads the patterns'
+    text once per set (the role table's matcher and the one for files that do not say share it)."""
+    table = _DIGIT_TABLES.get(patterns)
+    if table is None:
+        text = re.sub(r"\\.", "", "".join(sorted(patterns)))
+        spelled = set(text) & set("0123456789")
+        free = [d for d in "0123456789" if d not in spelled]
+        table = {}
+        if free and not re.search(r"\[[^\]]*\d", text):  # a digit in a set ([0-5]): no memo
+            # every ASCII character in the table (itself where it is kept): str.translate then never misses
+            table = {i: chr(i) for i in range(128)} | {ord(d): free[0] for d in free}
+        _DIGIT_TABLES[patterns] = table
+    return table
 
 
 def compile_rules(rules: Sequence[Any]) -> Matcher:
@@ -454,11 +467,28 @@ def _ordered(families: Sequence[str]) -> Matcher:
     return compile_rules([r for family in families for r in ROLE_RULES if r.families[0] == family])
 
 
+class _ByFamily(Mapping[str, Matcher]):
+    """Each family's `Matcher`, made when first looked up (a run reads one of them)."""
+
+    def __init__(self, orders: Mapping[str, Sequence[str]]) -> None:
+        self.orders = orders
+        self.made: dict[str, Matcher] = {}
+
+    def __getitem__(self, family: str) -> Matcher:
+        matcher = self.made.get(family)
+        if matcher is None:
+            matcher = self.made[family] = _ordered(self.orders[family])
+        return matcher
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.orders)
+
+    def __len__(self) -> int:
+        return len(self.orders)
+
+
 # Per producing framework, the rules to try; for files that do not say (npz, plain safetensors) PyTorch's
 # names first, then MXNet's, then Keras's.
-FAMILY_MATCHERS = {
-    "torch": _ordered(["torch"]),
-    "mxnet": _ordered(["mxnet"]),
-    "keras": _ordered(["keras"]),
-    "": _ordered(["torch", "mxnet", "keras"]),
-}
+FAMILY_MATCHERS: Mapping[str, Matcher] = _ByFamily(
+    {"torch": ["torch"], "mxnet": ["mxnet"], "keras": ["keras"], "": ["torch", "mxnet", "keras"]}
+)

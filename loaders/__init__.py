@@ -4,15 +4,16 @@ A row names its loader class and when its claim is worth asking (a file's first 
 name); `inspector.registry` imports a loader's module only when its row matches the file, so a run imports the one
 or two loaders its file needs, not fourteen (issue 16: about 3 ms of every run). The private helper modules that
 only reading needs (the pickle walker, the HDF5 and SSTable readers, the zip reader...) are lazy as well: importing
-them binds a module whose code runs on first attribute use.
+them binds a module whose code runs on first attribute use, set up when a format module first names it.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from importlib import import_module
-from importlib.util import LazyLoader, find_spec, module_from_spec
+
+from inspector.needles import needle
+from inspector.recordtype import record
 
 # Helpers imported as `from loaders import _x` by the format modules and used only inside their functions.
 LAZY_HELPERS = (
@@ -29,13 +30,16 @@ LAZY_HELPERS = (
 )
 
 
-def _lazy(name: str) -> None:
+def _lazy(name: str) -> object:
     """Put a module in sys.modules whose body runs when one of its attributes is first read."""
+    from importlib.util import LazyLoader, find_spec, module_from_spec
+
     if name in sys.modules:
-        return
+        return sys.modules[name]
     spec = find_spec(name)
     if spec is None or spec.loader is None:  # pragma: no cover - a broken install: let the real import fail
-        return
+        __import__(name)
+        return sys.modules[name]
     spec.loader = LazyLoader(spec.loader)
     module = module_from_spec(spec)
     sys.modules[name] = module
@@ -43,12 +47,16 @@ def _lazy(name: str) -> None:
     # `from loaders import _x` then finds the attribute on the package and touches nothing of the module (the
     # import system's own look-up in sys.modules would read its __spec__, which runs it)
     setattr(sys.modules[__name__], name.rpartition(".")[2], module)
+    return module
 
 
-for _helper in LAZY_HELPERS:
-    _lazy(f"{__name__}.{_helper}")
+def __getattr__(name: str) -> object:
+    """A helper named by `from loaders import _x` (the import asks the package for the attribute first): made lazy
+    then, so a run sets up only the helpers of the loaders it imports (`importlib.util` too: none for safetensors)."""
+    if name in LAZY_HELPERS:
+        return _lazy(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-from inspector.recordtype import record  # noqa: E402
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,8 +72,9 @@ class Format:
     file of the format begins with), `json_at` (a JSON object opens at that offset, after white space),
     `suffixes` and `names` (a name it is found by, as a suffix or a regular expression over the path: a shard whose
     index lies beside it), `small` (a file that fits in the head: a claim that reads its end), `container` (the
-    probe found a zip or an HDF5 signature in the head), and `late` (the class has a `late_claim`, asked when no
-    loader claims).
+    probe found a zip or an HDF5 signature in the head), `member` (a zip: some member's name ends so, or the
+    directory could not be read; the probe reads it once for every zip row and claim), and `late` (the class has a
+    `late_claim`, asked when no loader claims).
     """
 
     name: str
@@ -76,6 +85,7 @@ class Format:
     names: str = ""
     small: bool = False
     container: str = ""  # "zip" or "hdf5"
+    member: str = ""  # container "zip": a name some member ends with
     late: bool = False
 
     def asks(self, probe: Probe) -> bool:
@@ -84,16 +94,30 @@ class Format:
             return True
         if self.json_at is not None and probe.head[self.json_at :].lstrip()[:1] == b"{":
             return True
-        if (self.names and re.match(self.names, probe.path)) or (self.small and probe.size <= len(probe.head)):
+        if (self.names and _named(self.names, probe.path)) or (self.small and probe.size <= len(probe.head)):
             return True
         if self.container == "zip":
-            return probe.head.startswith(b"PK")
+            return probe.head.startswith(b"PK") and (not self.member or _has_member(probe, self.member))
         return self.container == "hdf5" and probe.hdf5_head_offset is not None
 
     def load(self) -> type[Loader]:
         """The loader class (its module imported now)."""
         module, _, name = self.target.partition(":")
-        return getattr(import_module(module), name)  # type: ignore[no-any-return]
+        __import__(module)  # (what `importlib.import_module` does, without importing `importlib` in every run)
+        return getattr(sys.modules[module], name)  # type: ignore[no-any-return]
+
+
+def _has_member(probe: Probe, ending: str) -> bool:
+    """Whether some member of the zip's directory ends with `ending` (True when the directory cannot be read: a
+    damaged archive, an empty one, is the claims' to judge)."""
+    members = probe.zip_members
+    return members is None or any(m.name.endswith(ending) for m in members)
+
+
+def _named(pattern: str, path: str) -> bool:
+    """Whether `pattern` matches `path`; compiled only for a path holding the pattern's needle (a literal every match
+    holds, `inspector.needles`): most files are not named so, and a compile costs about 0.05 ms."""
+    return needle(pattern) in path and re.match(pattern, path) is not None
 
 
 PICKLE = b"\x80"  # PROTO: the first opcode of every pickle of protocol 2 and later
@@ -106,11 +130,11 @@ FORMATS: tuple[Format, ...] = (
     Format("safetensors", "loaders.safetensors:SafetensorsLoader", json_at=8),  # after 8 bytes of header length
     Format("safetensors-sharded", "loaders.safetensors:SafetensorsIndexLoader", json_at=0),  # the index, JSON
     Format("npy", "loaders.npy:NpyLoader", starts=(b"\x93NUMPY",)),
-    Format("npz", "loaders.npy:NpzLoader", container="zip"),
-    Format("pytorch-zip", "loaders.torch_zip:TorchZipLoader", container="zip"),
+    Format("npz", "loaders.npy:NpzLoader", container="zip", member=".npy"),  # (all members, or an empty zip)
+    Format("pytorch-zip", "loaders.torch_zip:TorchZipLoader", container="zip", member=".pkl"),  # data.pkl...
     Format("pytorch-legacy", "loaders.torch_legacy:TorchLegacyLoader", starts=(TORCH_LEGACY, b"sys_info")),
     Format("keras-h5", "loaders.keras_h5:KerasH5Loader", container="hdf5", late=True),
-    Format("keras3-zip", "loaders.keras_zip:KerasZipLoader", container="zip"),
+    Format("keras3-zip", "loaders.keras_zip:KerasZipLoader", container="zip", member="config.json"),
     Format("mxnet-params", "loaders.mxnet_params:MxnetParamsLoader", starts=((0x112).to_bytes(8, "little"),)),
     Format("gguf", "loaders.gguf:GgufLoader", starts=(b"GGUF",)),
     Format("onnx", "loaders.onnx:OnnxLoader", starts=(b"\x08",)),  # field 1 (ir_version), a varint

@@ -197,3 +197,20 @@ def test_rau_layer_grammar_is_raus_own() -> None:
     words = "rau-stack-transformer vocab=10 d_model=8 heads=2 feedforward=16"
     assert count(parse_spec(f"{words} spec=1.superposition-5.1"))[0] == 1_712
     assert count(parse_spec(f"{words} spec=1.nondeterministic-2-3-4"))[0] == 1_908
+
+
+def test_the_seed_table_is_made_on_first_use_and_named_in_full():
+    """The seeds' architectures are a table made when an architecture is first named, never by importing the module."""
+    import subprocess
+    import sys
+
+    from inspector.architectures import definitions
+
+    seeds = ["sockeye-rnn", "rau-lstm-lm", "rau-rnn-lm", "rau-transformer-lm", "rau-stack-rnn"]
+    seeds += ["rau-stack-transformer", "column-cnn", "keras-lstm-lm"]
+    assert list(definitions())[: len(seeds)] == seeds
+    code = (
+        "import inspector.architectures as a\n"
+        "print(a.Word.__init__.__code__.co_filename != '<string>' and a.definitions.cache_info().currsize == 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "True\n"
