@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Iterable
+from operator import itemgetter
 
 from inspector import dtypes
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
@@ -156,7 +157,7 @@ def _dominant_dtype(tensors: Iterable[TensorInfo]) -> str | None:
     weights: Counter[str] = Counter()
     for t in tensors:
         weights[t.dtype] += t.nbytes
-    return weights.most_common(1)[0][0] if weights else None
+    return max(weights.items(), key=itemgetter(1))[0] if weights else None  # (most_common(1), without heapq)
 
 
 def account(ckpt: Checkpoint) -> Accounting:

@@ -26,7 +26,7 @@ from functools import partial
 from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
-from loaders import _objects, _zip
+from loaders import _zip
 from loaders.base import MAX_TENSORS, Claim, check_shape, single_file
 
 TYPE_CHECKING = False
@@ -173,6 +173,8 @@ def _tensor(
     """
     findings = []
     if h.itemsize is None:
+        from loaders import _objects  # (object arrays only: the pickle reader is not in every npz run's start-up)
+
         summary = _objects.summarise(pickled, payload)
         what = (
             f"; it {_objects.names_text(summary)} and holds {summary.holds}"

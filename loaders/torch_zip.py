@@ -26,7 +26,7 @@ from __future__ import annotations
 from inspector.errors import FormatError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Region, RegionKind
-from loaders import _pickle, _torch, _torchscript, _zip
+from loaders import _pickle, _torch, _zip
 from loaders._torch_archive import (
     PICKLE_SUFFIX,
     archive_folder,
@@ -117,6 +117,8 @@ class TorchZipLoader:
             raise FormatError(probe.path, FORMAT, str(exc)) from exc
         torchscript = any(m.name == prefix + TORCHSCRIPT_MARKER for m in members)
         if torchscript:  # the archive declares its parameters and buffers in code/__torch__/**.py, and its enums
+            from loaders import _torchscript  # (TorchScript archives only)
+
             tensors = _torchscript.apply(probe, members, prefix, FORMAT, result.value, tensors)
             evidence -= _torchscript.enum_constructions(probe, members, prefix, FORMAT, evidence)
         names = result.globals
