@@ -19,6 +19,7 @@ from inspector.cli import main
 from inspector.errors import FormatError, InspectorError, LimitExceededError
 from inspector.probe import Probe
 from inspector.records import RegionKind, TensorKind
+from inspector.report import inspect
 from loaders.base import check_invariants
 from loaders.onnx import OnnxLoader
 from tests.conftest import fixture_path
@@ -436,3 +437,28 @@ def test_quantized_weights(tmp_path: Path) -> None:
     kinds = {t.name: t.kind for t in _check_against_onnx(path).tensors}
     assert kinds == {"wq": TensorKind.PARAMETER, "w_scale": TensorKind.OTHER, "w_zp": TensorKind.OTHER,
                      "w2": TensorKind.PARAMETER}  # fmt: skip
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+def test_transformers_vit_export(tmp_path: Path, dynamo: bool) -> None:
+    """A tiny ViT (random weights) as both exporters write it: the initializers are onnx.load's; those that keep the
+    name of a torch parameter are parameters (the TorchScript exporter broadcasts the class token with Expand before
+    concatenating it), and a file holding what the exporter wrote gets no warning."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    if dynamo:
+        pytest.importorskip("onnxscript", reason="torch's dynamo ONNX exporter needs onnxscript")
+    words = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, image_size=32,
+                 patch_size=8)  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.ViTModel(transformers.ViTConfig(**words)).eval()
+    path = tmp_path / "vit.onnx"
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):  # the exporters' chatter
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.randn(1, 3, 32, 32),), str(path), dynamo=dynamo)
+    ckpt = _check_against_onnx(path)
+    kinds = {t.name: t.kind for t in ckpt.tensors}
+    kept = [name for name, _ in model.named_parameters() if name in kinds]
+    assert "embeddings.cls_token" in kept or dynamo
+    assert kept and all(kinds[name] is TensorKind.PARAMETER for name in kept)
+    assert not [f for f in inspect(path).findings if f.severity.value != "info"]
