@@ -31,6 +31,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,10 +76,16 @@ TORCHVISION = (
     "resnet18", "mobilenet_v3_small", "efficientnet_b0", "densenet121", "squeezenet1_1", "shufflenet_v2_x1_0",
     "regnet_x_400mf", "mnasnet0_5", "googlenet", "convnext_tiny", "swin_t", "vgg11_bn", "alexnet",
 )  # fmt: skip
-ONNX_WAYS = ("script", "dynamo")
+# way -> torch.onnx.export's words besides the model and its inputs
+ONNX_WAYS: dict[str, dict[str, Any]] = {
+    "script": {"dynamo": False},
+    "script-unfolded": {"dynamo": False, "do_constant_folding": False},
+    "dynamo": {"dynamo": True},
+    "dynamo-unoptimized": {"dynamo": True, "optimize": False},
+}
 DCP_WAYS = ("model", "train")
 TF_WAYS = ("ckpt", "weights")
-WAYS = {"onnx": ONNX_WAYS, "dcp": DCP_WAYS, "tf": TF_WAYS}
+WAYS = {"onnx": tuple(ONNX_WAYS), "dcp": DCP_WAYS, "tf": TF_WAYS, "keras3": ("ckpt",)}
 
 
 def cases(formats: list[str]) -> list[list[str]]:
@@ -88,10 +95,12 @@ def cases(formats: list[str]) -> list[list[str]]:
         out += [["onnx", name] for name in TRANSFORMERS] + [["onnx", f"torchvision:{n}"] for n in TORCHVISION]
     if "dcp" in formats:
         out += [["dcp", name] for name in TRANSFORMERS if name != "llama-wide"]
-    if "tf" in formats:
-        keras = tf_keras()
-        out += [["tf", name] for name in sorted(n for n in dir(keras.applications) if n[:1].isupper())]
-        out.append(["tf", "trained"])
+        out += [["dcp", f"torchvision:{n}"] for n in TORCHVISION]
+    for fmt in ("tf", "keras3"):
+        if fmt in formats:
+            keras = keras_library(fmt == "keras3")
+            out += [[fmt, name] for name in sorted(n for n in dir(keras.applications) if n[:1].isupper())]
+            out.append([fmt, "trained"])
     return out
 
 
@@ -170,7 +179,7 @@ def onnx_case(name: str, folder: Path) -> Row:
             files[way] = folder / f"{way}.onnx"
             try:
                 with torch.no_grad():
-                    torch.onnx.export(model, (), files[way], kwargs=inputs, dynamo=way == "dynamo")
+                    torch.onnx.export(model, (), files[way], kwargs=inputs, **ONNX_WAYS[way])
             except Exception as exc:  # noqa: BLE001 - an exporter that cannot export this model
                 files[way] = f"not exported: {type(exc).__name__}: {str(exc)[:100]}"
         if name == "llama-wide":  # the TorchScript exporter's external data
@@ -234,11 +243,13 @@ def dcp_case(name: str, folder: Path) -> Row:
     try:
         model, inputs = build(name)
         row = torch_counts(model)
+        if row["torch"] > MAX_PARAMETERS:
+            return {"skipped": f"{row['torch']:,} parameters"}
         dcp.save(model.state_dict(), checkpoint_id=folder / "model")
         model.train()
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
         output = model(**inputs)
-        first = output[0] if isinstance(output, tuple) else next(iter(output.values()))
+        first = output if isinstance(output, torch.Tensor) else output[0]  # logits, last hidden state
         first.float().pow(2).mean().backward()
         optimizer.step()
         model_state, optim_state = get_state_dict(model, optimizer)
@@ -265,8 +276,14 @@ def _elements(path: Path, kind: str) -> int:
 # -- TensorFlow checkpoints ---------------------------------------------------------------------------------------
 
 
-def tf_keras() -> Any:
+def keras_library(keras3: bool = False) -> Any:
+    """tf_keras (Keras 2), or Keras 3 on the TensorFlow backend."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if keras3:
+        os.environ["KERAS_BACKEND"] = "tensorflow"
+        import keras
+
+        return keras
     import tf_keras
 
     return tf_keras
@@ -296,11 +313,11 @@ def keras_model(keras: Any, name: str) -> Any:
     return model
 
 
-def tf_case(name: str, folder: Path) -> Row:
+def tf_case(name: str, folder: Path, keras3: bool = False) -> Row:
     import numpy as np
     import tensorflow as tf
 
-    keras = tf_keras()
+    keras = keras_library(keras3)
     alarm(SECONDS)
     try:
         model = keras_model(keras, name)
@@ -312,14 +329,17 @@ def tf_case(name: str, folder: Path) -> Row:
             return {"skipped": f"{row['count_params']:,} parameters"}
         optimizer = getattr(model, "optimizer", None)
         tracked = [*optimizer.variables, optimizer._learning_rate] if optimizer else []  # the rate is a variable
-        row["keras_optimizer"] = sum(int(np.prod(v.shape)) for v in tracked if isinstance(v, tf.Variable))
-        tf.train.Checkpoint(model=model).write(str(folder / "ckpt" / "ckpt"))
-        model.save_weights(str(folder / "weights" / "x.ckpt"))
+        variables = {id(v): v for v in tracked if getattr(v, "shape", None) is not None}.values()
+        row["keras_optimizer"] = sum(int(np.prod(v.shape)) for v in variables)
+        prefixes = {"ckpt": "ckpt/ckpt"} if keras3 else {"ckpt": "ckpt/ckpt", "weights": "weights/x.ckpt"}
+        tf.train.Checkpoint(model=model).write(str(folder / prefixes["ckpt"]))
+        if not keras3:  # Keras 3 writes weights as .weights.h5 only (bench/sweep_keras.py)
+            model.save_weights(str(folder / prefixes["weights"]))
     except Exception as exc:  # noqa: BLE001 - a model the library cannot build or save this way
         return {"not_built": f"{type(exc).__name__}: {str(exc)[:120]}"}
     finally:
         alarm(0)
-    for way, prefix in (("ckpt", "ckpt/ckpt"), ("weights", "weights/x.ckpt")):
+    for way, prefix in prefixes.items():
         path = folder / f"{prefix}.index"
         row[way] = verdict(path) | {"trainable": _trainable(path), "optimizer": _elements(path, "OPTIMIZER")}
     return row
@@ -334,7 +354,12 @@ def _trainable(path: Path) -> int:
 
 # -- the sweep ------------------------------------------------------------------------------------------------------
 
-CASES = {"onnx": onnx_case, "dcp": dcp_case, "tf": tf_case}
+CASES: dict[str, Callable[[str, Path], Row]] = {
+    "onnx": onnx_case,
+    "dcp": dcp_case,
+    "tf": tf_case,
+    "keras3": lambda name, folder: tf_case(name, folder, keras3=True),
+}
 
 
 def child(todo: list[list[str]]) -> None:
@@ -371,7 +396,7 @@ def problems(fmt: str, row: Row, way: str) -> list[str]:
             out.append(f"buffers {got['buffers']:,}, torch {row['torch_buffers']:,}")
         if way == "train" and got["optimizer"] != row["torch_optimizer"]:
             out.append(f"optimizer {got['optimizer']:,}, torch {row['torch_optimizer']:,}")
-    else:
+    else:  # tf, keras3
         if got["inspector"] != row["count_params"]:
             out.append(f"parameters {got['inspector']:,}, count_params() {row['count_params']:,}")
         if got["trainable"] != row["trainable"]:
@@ -410,7 +435,7 @@ def summary(results: list[Row]) -> None:
 def main() -> int:
     global MAX_PARAMETERS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--formats", default="onnx,dcp,tf", help="comma-separated: onnx, dcp, tf")
+    ap.add_argument("--formats", default="onnx,dcp,tf,keras3", help="comma-separated: onnx, dcp, tf, keras3")
     ap.add_argument("--models", help="only these cases (comma-separated names as the lines print them)")
     ap.add_argument("--batch", type=int, default=8, help="cases per child process")
     ap.add_argument("--max", type=int, default=MAX_PARAMETERS, help="skip models over this many parameters")
