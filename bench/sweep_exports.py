@@ -1,27 +1,31 @@
 """Sweep: files the exporters and checkpointers write from real architectures (ONNX, PyTorch distributed
 checkpoints, TensorFlow checkpoints), against the inspector and the library's own reader.
 
-    PYTHONPATH=. python bench/sweep_exports.py [--formats onnx,dcp,tf] [--models a,b] [--max N] [--batch N]
+    PYTHONPATH=. python bench/sweep_exports.py [--formats onnx,dcp,tf,keras3] [--models a,b] [--max N] [--batch N]
 
-onnx: tiny transformers models (a shrunk default config, random weights: the families of `TRANSFORMERS`) and
-torchvision models (`weights=None`, up to `--max` parameters), exported by `torch.onnx.export` both ways
-(`dynamo=False`, the TorchScript exporter, weights inside the `.onnx`; `dynamo=True`, weights in a `.onnx.data`
-file beside it), and
-`llama-wide` (2.4M parameters) also saved by the TorchScript exporter with `external_data=True`. The truth is what
-`onnx.load` reports: every initializer's name and shape must be the inspector's, the weights of the PyTorch model
-that the exporter kept under their own name must be parameters and its buffers not. The parameter count is shown
-beside torch's: the exporters fold constants (rotary tables), transpose and deduplicate weights, so it need not be
-equal, but a `COUNT_MISMATCH` on such a file is a false warning.
-dcp: the same transformers models, `torch.distributed.checkpoint.save` (one process) of the model's state dict
-(`model`) and of a training state after one AdamW step (`train`: `get_state_dict(model, optimizer)` as
-`{"model": ..., "optim": ...}`): parameters must equal `num_parameters()`, buffers the persistent buffers, optimizer
-state the optimizer's tensors.
+onnx: tiny transformers models (a shrunk default config, random weights: the cases of `TRANSFORMERS`) and
+torchvision models (`TORCHVISION`, `weights=None`, up to `--max` parameters), exported by `torch.onnx.export` four
+ways (`ONNX_WAYS`): the TorchScript exporter (`dynamo=False`, weights inside the `.onnx`) with and without constant
+folding, and the dynamo exporter (weights in a `.onnx.data` file beside it) with and without its optimizer;
+`llama-wide`'s (2.4M parameters) TorchScript export is also saved by `onnx.save(..., save_as_external_data=True)`
+(`script-external`: the TorchScript exporter writes external data only past 2 GB). The truth is what `onnx.load`
+reports: every initializer's name and shape must be the inspector's, the weights of the PyTorch model that the
+exporter kept under their own name must be parameters and its buffers not. The parameter count is shown beside
+torch's: exporters fold constants (rotary tables, masks, BatchNorm into convolutions), transpose weights and merge
+initializers of equal value, so it need not be equal, but a `COUNT_MISMATCH` on such a file is a false warning.
+dcp: the same transformers models and the torchvision ones, `torch.distributed.checkpoint.save` (one process) of
+the model's state dict (`model`) and of a training state after one AdamW step (`train`: `get_state_dict(model,
+optimizer)` as `{"model": ..., "optim": ...}`): parameters must equal `num_parameters()`, buffers the persistent
+buffers, optimizer state the optimizer's tensors.
 tf: tf_keras's `keras.applications` up to `--max` parameters (`weights=None, classes=10`) and `trained` (a small
 convolutional model whose Adam optimizer stepped once), written by `tf.train.Checkpoint(model=...).write` (`ckpt`)
-and `model.save_weights("x.ckpt")` (`weights`): parameters and their trainable part must be `count_params()` and
-the trainable weights', optimizer state the optimizer's variables (its slots, iteration count and learning rate).
+and `model.save_weights("x.ckpt")` (`weights`); keras3: the same models of Keras 3 on the TensorFlow backend, by
+`tf.train.Checkpoint` (Keras 3 saves weights as `.weights.h5` only: bench/sweep_keras.py). Parameters and their
+trainable part must be `count_params()` and the trainable weights', optimizer state the optimizer's variables (its
+slots, iteration count and learning rate).
 Every file must get no warning. Batches run in child processes, so a case that crashes the interpreter costs only
-itself. The summary counts the files with a problem, per format and way.
+itself. The summary counts the files with a problem, per format and way. torchvision may live outside the venv:
+`SWEEP_TORCHVISION=DIR` puts DIR (a `pip install --target DIR --no-deps torchvision`) on the children's path.
 """
 
 from __future__ import annotations
@@ -182,11 +186,12 @@ def onnx_case(name: str, folder: Path) -> Row:
                     torch.onnx.export(model, (), files[way], kwargs=inputs, **ONNX_WAYS[way])
             except Exception as exc:  # noqa: BLE001 - an exporter that cannot export this model
                 files[way] = f"not exported: {type(exc).__name__}: {str(exc)[:100]}"
-        if name == "llama-wide":  # the TorchScript exporter's external data
+        if name == "llama-wide" and isinstance(files["script"], Path):  # external data, as onnx.save writes it
+            import onnx
+
             files["script-external"] = folder / "external" / "model.onnx"
             files["script-external"].parent.mkdir()
-            with torch.no_grad():
-                torch.onnx.export(model, (), files["script-external"], kwargs=inputs, dynamo=False, external_data=True)
+            onnx.save(onnx.load(str(files["script"])), str(files["script-external"]), save_as_external_data=True)
     except Exception as exc:  # noqa: BLE001 - a model that does not build here
         return {"not_built": f"{type(exc).__name__}: {str(exc)[:120]}"}
     finally:

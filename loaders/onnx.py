@@ -67,6 +67,8 @@ WEIGHT_INPUTS: dict[str, tuple[int, ...]] = {
     "Gemm": (0, 1, 2),
     "MatMul": (0, 1),
     "Gather": (0,),
+    "GatherND": (0,),  # the dynamo exporter's indexing of a table (Swin's relative position bias, unoptimized)
+    "GatherElements": (0,),
     "LayerNormalization": (1, 2),
     "BatchNormalization": (1, 2),
     "InstanceNormalization": (1, 2),

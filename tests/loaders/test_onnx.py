@@ -462,3 +462,38 @@ def test_transformers_vit_export(tmp_path: Path, dynamo: bool) -> None:
     assert "embeddings.cls_token" in kept or dynamo
     assert kept and all(kinds[name] is TensorKind.PARAMETER for name in kept)
     assert not [f for f in inspect(path).findings if f.severity.value != "info"]
+
+
+def test_relative_position_bias_table_is_a_parameter(tmp_path: Path) -> None:
+    """Swin's attention bias: a parameter table indexed by a buffer of positions. The dynamo exporter, unoptimized,
+    writes the indexing as GatherND on the transposed table; the table is a weight, the index is not. (Optimized,
+    the exporter folds the bias into a constant: the table is no longer in the file.)"""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxscript", reason="torch's dynamo ONNX exporter needs onnxscript")
+    nn = torch.nn
+
+    class Attention(nn.Module):
+        def __init__(self, window: int = 3, heads: int = 2) -> None:
+            super().__init__()
+            self.table = nn.Parameter(torch.randn((2 * window - 1) ** 2, heads))
+            coords = torch.stack(torch.meshgrid(torch.arange(window), torch.arange(window), indexing="ij")).flatten(1)
+            relative = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0) + window - 1
+            self.register_buffer("index", (relative[..., 0] * (2 * window - 1) + relative[..., 1]).flatten())
+            self.window, self.qkv = window, nn.Linear(4, 3 * 4)
+
+        def forward(self, x: Any) -> Any:
+            n = self.window**2
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+            bias = self.table[self.index].view(n, n, -1).permute(2, 0, 1)
+            return (q @ k.transpose(-1, -2) + bias[:1]).softmax(-1) @ v
+
+    torch.manual_seed(0)
+    model = Attention().eval()
+    path = tmp_path / "attention.onnx"
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):  # the exporter's chatter
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.randn(1, 9, 4),), str(path), dynamo=True, optimize=False)
+    ckpt = _check_against_onnx(path)
+    kinds = {t.name: t.kind for t in ckpt.tensors}
+    assert kinds["table"] is TensorKind.PARAMETER and kinds["index"] is not TensorKind.PARAMETER
+    assert ckpt.n_parameters == sum(p.numel() for p in model.parameters())
