@@ -1,14 +1,15 @@
 """Sweep: files the exporters and checkpointers write from real architectures (ONNX, PyTorch distributed
 checkpoints, TensorFlow checkpoints), against the inspector and the library's own reader.
 
-    PYTHONPATH=. python bench/sweep_exports.py [--formats onnx,dcp,tf,keras3] [--models a,b] [--max N] [--batch N]
+    PYTHONPATH=. python bench/sweep_exports.py [--formats onnx,dcp,tf,keras3] [--models a,b] [--config] [--max N]
 
 onnx: tiny transformers models (a shrunk default config, random weights: the cases of `TRANSFORMERS`) and
 torchvision models (`TORCHVISION`, `weights=None`, up to `--max` parameters), exported by `torch.onnx.export` four
 ways (`ONNX_WAYS`): the TorchScript exporter (`dynamo=False`, weights inside the `.onnx`) with and without constant
 folding, and the dynamo exporter (weights in a `.onnx.data` file beside it) with and without its optimizer;
 `llama-wide`'s (2.4M parameters) TorchScript export is also saved by `onnx.save(..., save_as_external_data=True)`
-(`script-external`: the TorchScript exporter writes external data only past 2 GB). The truth is what `onnx.load`
+(`script-external`: the TorchScript exporter writes external data only past 2 GB); with `--config`, the model's
+`config.json` lies beside its exports (as `optimum-cli export onnx` writes them). The truth is what `onnx.load`
 reports: every initializer's name and shape must be the inspector's, the weights of the PyTorch model that the
 exporter kept under their own name must be parameters and its buffers not. The parameter count is shown beside
 torch's: exporters fold constants (rotary tables, masks, BatchNorm into convolutions), transpose weights and merge
@@ -44,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _sweep import Row, alarm, run_batches, verdict  # noqa: E402
 
 MAX_PARAMETERS = 30_000_000
+ONNX_CONFIG = False  # --config: the model's config.json beside its ONNX files
 SECONDS = 300  # per case
 SMALL = dict(
     hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
@@ -177,6 +179,8 @@ def onnx_case(name: str, folder: Path) -> Row:
         if row["torch"] > MAX_PARAMETERS:
             return {"skipped": f"{row['torch']:,} parameters"}
         parameters = [n for n, _ in model.named_parameters()]
+        if ONNX_CONFIG and hasattr(model, "config"):  # beside the exports, as optimum-cli writes it
+            model.config.to_json_file(folder / "config.json")
         buffers = [n for n, _ in model.named_buffers()]
         files: dict[str, Path | str] = {}
         for way in ONNX_WAYS:
@@ -438,15 +442,16 @@ def summary(results: list[Row]) -> None:
 
 
 def main() -> int:
-    global MAX_PARAMETERS
+    global MAX_PARAMETERS, ONNX_CONFIG
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--formats", default="onnx,dcp,tf,keras3", help="comma-separated: onnx, dcp, tf, keras3")
     ap.add_argument("--models", help="only these cases (comma-separated names as the lines print them)")
     ap.add_argument("--batch", type=int, default=8, help="cases per child process")
     ap.add_argument("--max", type=int, default=MAX_PARAMETERS, help="skip models over this many parameters")
+    ap.add_argument("--config", action="store_true", help="config.json beside the transformers ONNX exports")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    MAX_PARAMETERS = args.max
+    MAX_PARAMETERS, ONNX_CONFIG = args.max, args.config
     if args.child:
         child(json.loads(args.child))
         return 0
@@ -455,7 +460,12 @@ def main() -> int:
         wanted = set(args.models.split(","))
         todo = [case for case in todo if case[1] in wanted]
     results = run_batches(
-        __file__, todo, args.batch, ["--max", str(args.max)], lambda c: {"format": c[0], "case": c[1]}, 3000
+        __file__,
+        todo,
+        args.batch,
+        ["--max", str(args.max)] + ["--config"] * args.config,
+        lambda c: {"format": c[0], "case": c[1]},
+        3000,
     )
     summary(results)
     return 0

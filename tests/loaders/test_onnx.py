@@ -497,3 +497,37 @@ def test_relative_position_bias_table_is_a_parameter(tmp_path: Path) -> None:
     kinds = {t.name: t.kind for t in ckpt.tensors}
     assert kinds["table"] is TensorKind.PARAMETER and kinds["index"] is not TensorKind.PARAMETER
     assert ckpt.n_parameters == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize(
+    "way", [{"dynamo": False}, {"dynamo": False, "do_constant_folding": False}, {"dynamo": True, "optimize": False}]
+)
+def test_export_beside_its_config_json(tmp_path: Path, way: dict[str, Any]) -> None:
+    """model.onnx with the model's config.json beside it (as optimum-cli writes it): the config gives the family,
+    the exporter renamed, transposed or merged weights (constant folding; merged equal norms; GPT-2's tied head
+    kept under lm_head's name), which the family check says in words, not a warning. A config.json of another
+    size is still one."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    if way["dynamo"]:
+        pytest.importorskip("onnxscript", reason="torch's dynamo ONNX exporter needs onnxscript")
+    words = dict(n_embd=32, n_layer=2, n_head=4, vocab_size=128, n_positions=64, use_cache=False)
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(**words)).eval()
+    path = tmp_path / "model.onnx"
+    ids = torch.randint(0, 128, (1, 8))
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):  # the exporters' chatter
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            model, (), str(path), kwargs={"input_ids": ids, "attention_mask": torch.ones_like(ids)}, **way
+        )
+    model.config.to_json_file(tmp_path / "config.json")
+    _check_against_onnx(path)
+    report = inspect(path)
+    exp = report.expectation
+    assert exp is not None and (exp.source, exp.architecture) == ("config", "gpt2")
+    assert not [f for f in report.findings if f.severity.value != "info"]
+    assert any("ONNX export" in note for note in exp.notes)
+    model.config.n_embd = 64  # a config of a wider model: the embeddings the file names are of another size
+    model.config.to_json_file(tmp_path / "config.json")
+    assert "COUNT_MISMATCH" in {f.code for f in inspect(path).findings}
