@@ -17,7 +17,7 @@ initializers of equal value, so it need not be equal, but a `COUNT_MISMATCH` on 
 dcp: the same transformers models and the torchvision ones, `torch.distributed.checkpoint.save` (one process) of
 the model's state dict (`model`) and of a training state after one AdamW step (`train`: `get_state_dict(model,
 optimizer)` as `{"model": ..., "optim": ...}`): parameters must equal `num_parameters()`, buffers the persistent
-buffers, optimizer state the optimizer's tensors.
+buffers, optimizer state the optimizer's tensors (with `--config`, the model's `config.json` in both folders).
 tf: tf_keras's `keras.applications` up to `--max` parameters (`weights=None, classes=10`) and `trained` (a small
 convolutional model whose Adam optimizer stepped once), written by `tf.train.Checkpoint(model=...).write` (`ckpt`)
 and `model.save_weights("x.ckpt")` (`weights`); keras3: the same models of Keras 3 on the TensorFlow backend, by
@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _sweep import Row, alarm, run_batches, verdict  # noqa: E402
 
 MAX_PARAMETERS = 30_000_000
-ONNX_CONFIG = False  # --config: the model's config.json beside its ONNX files
+CONFIG = False  # --config: a transformers model's config.json beside its ONNX files and DCP checkpoints
 SECONDS = 300  # per case
 SMALL = dict(
     hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
@@ -179,7 +179,7 @@ def onnx_case(name: str, folder: Path) -> Row:
         if row["torch"] > MAX_PARAMETERS:
             return {"skipped": f"{row['torch']:,} parameters"}
         parameters = [n for n, _ in model.named_parameters()]
-        if ONNX_CONFIG and hasattr(model, "config"):  # beside the exports, as optimum-cli writes it
+        if CONFIG and hasattr(model, "config"):  # beside the exports, as optimum-cli writes it
             model.config.to_json_file(folder / "config.json")
         buffers = [n for n, _ in model.named_buffers()]
         files: dict[str, Path | str] = {}
@@ -266,6 +266,8 @@ def dcp_case(name: str, folder: Path) -> Row:
             v.numel() for slots in optimizer.state.values() for v in slots.values() if isinstance(v, torch.Tensor)
         )
         dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=folder / "train")
+        for way in DCP_WAYS if CONFIG and hasattr(model, "config") else ():
+            model.config.to_json_file(folder / way / "config.json")
     except Exception as exc:  # noqa: BLE001 - a model that does not build or train here
         return {"not_built": f"{type(exc).__name__}: {str(exc)[:120]}"}
     finally:
@@ -442,16 +444,16 @@ def summary(results: list[Row]) -> None:
 
 
 def main() -> int:
-    global MAX_PARAMETERS, ONNX_CONFIG
+    global MAX_PARAMETERS, CONFIG
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--formats", default="onnx,dcp,tf,keras3", help="comma-separated: onnx, dcp, tf, keras3")
     ap.add_argument("--models", help="only these cases (comma-separated names as the lines print them)")
     ap.add_argument("--batch", type=int, default=8, help="cases per child process")
     ap.add_argument("--max", type=int, default=MAX_PARAMETERS, help="skip models over this many parameters")
-    ap.add_argument("--config", action="store_true", help="config.json beside the transformers ONNX exports")
+    ap.add_argument("--config", action="store_true", help="config.json beside transformers models' files")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    MAX_PARAMETERS, ONNX_CONFIG = args.max, args.config
+    MAX_PARAMETERS, CONFIG = args.max, args.config
     if args.child:
         child(json.loads(args.child))
         return 0
