@@ -24,7 +24,7 @@ from inspector.families import (
     derive_transformer,
     part_role,
 )
-from inspector.formulas import Block, Conv, Dense, Embedding, LayerSpec, Norm, Tensor, total
+from inspector.formulas import Block, Conv, Dense, Embedding, LayerSpec, Norm, Tensor, breakdown, total
 from inspector.modules import file_modules, module_spec, statistic_modules
 from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import field, record
@@ -397,13 +397,14 @@ class _Row:
     diffs: list[str] = field(default_factory=list)
     ties: list[str] = field(default_factory=list)
     missing: int = 0
-    head: bool = False
+    head: str = ""  # a row outside the model, counted from its own shapes: why (HEAD_NOTE, an export's words)
     extra: bool = False  # holds modules the formula does not have
+    resized: bool = False  # holds a module with a tensor of a size the formula does not give it
 
     def layer_check(self, name: str) -> LayerCheck:
         kind = next(iter(self.kinds)) if len(self.kinds) == 1 else "Block"
         if self.head:
-            return LayerCheck(name, kind, self.expected, self.found, "ok", HEAD_NOTE)
+            return LayerCheck(name, kind, self.expected, self.found, "ok", self.head)
         if self.diffs:
             if self.found == 0 and self.missing:
                 status = "missing"
@@ -417,6 +418,20 @@ class _Row:
 
 
 HEAD_NOTE = "a task head outside the model: counted from its own shapes"
+# Formats an exporter writes from a model, rewriting its tensors (format -> what the exporters do, and the note on
+# a tensor no part names). The file holds what the exporter wrote: a module of the formula the file lacks, or a
+# tensor under a name no part has, is the exporter's doing, not a fault; a module the file holds under its own
+# name is still checked for size.
+EXPORTS: dict[str, tuple[str, str]] = {
+    "onnx": (
+        "an ONNX export: exporters fold constants (BatchNorm into convolutions, rotary tables, masks), write "
+        "transposed weights as new initializers, merge initializers of equal value, keep one name of a tied "
+        "weight and drop weights the graph does not use, so modules the file lacks or does not name are the "
+        "exporter's doing; the sizes of the modules it names are checked",
+        "an initializer the exporter made or renamed (a folded, transposed or merged weight, a constant): counted "
+        "from its own shape",
+    ),
+}
 
 
 def check(
@@ -444,7 +459,9 @@ def check(
         if not tensors:
             row.missing += 1
             row.diffs.append(f"{e.path} ({_describe(e.spec)}) is not in the file")
-        elif found != want:
+        elif found != want:  # resized, unless each tensor is one of the module's (an export renamed the others)
+            sizes = set(breakdown(e.spec).values())
+            row.resized |= not all(t.n_elements in sizes for t in tensors if stored(t))
             shapes = ", ".join(f"{t.name.rpartition('.')[2]} {tuple(t.shape)}" for t in tensors)
             row.diffs.append(f"{e.path}: the formula gives {_describe(e.spec)}, the file holds {found:,} ({shapes})")
     leftovers: dict[str, list[TensorInfo]] = {}
@@ -467,13 +484,16 @@ def check(
             row.diffs.append(f"{path} ({kind}, {found:,}) is in the file but not in the {family.name} formula")
             row.extra = True
         else:
-            row = rows.setdefault(path, _Row(head=True))
+            row = rows.setdefault(path, _Row(head=EXPORTS[ckpt.format][1] if ckpt.format in EXPORTS else HEAD_NOTE))
             row.expected += found
         row.found += found
         row.kinds.add(kind)
     checks = tuple(row.layer_check(name) for name, row in rows.items())
     notes = _notes(family, h, source)
-    if source == "inferred":
+    if ckpt.format in EXPORTS:  # what the exporter left out or renamed explains itself; a size does not
+        notes += (EXPORTS[ckpt.format][0],)
+        anomalies = tuple(c.layer for c in checks if rows[c.layer].resized)
+    elif source == "inferred":
         anomalies = _anomalies(outcomes, rows)
     else:  # a config or the user's words state the architecture: every difference is one from what they state
         anomalies = tuple(c.layer for c in checks if c.status not in ("ok", "tied"))

@@ -10,11 +10,12 @@ names decide, by the tables below.
 from __future__ import annotations
 
 import re
-from collections import deque
+from collections import Counter, deque
 
 from inspector.records import TensorKind
 from inspector.roles import NORM_STATISTICS
 from loaders._tf_proto import GraphNode
+from loaders.keras_h5 import FROZEN_VARS
 
 # Edges into an optimizer object (tf.train.Checkpoint(optimizer=...), Keras model.optimizer, TF1 slot keys).
 OPTIMIZER_EDGES = {"optimizer", "_optimizer", ".OPTIMIZER_SLOT"}
@@ -37,16 +38,28 @@ TF1_OTHER_NAMES = re.compile(r"^(?:.*/)?(?:global_step|ExponentialMovingAverage.
 KERAS_EDGE = re.compile(r"^(?:layer_with_weights-\d+|layer-\d+|keras_api|_functional|_operations|_layers)$")
 CELL_SUFFIX = "_cell"  # RNN layers hold their weights in a cell: 'lstm/lstm_cell/kernel' is layer 'lstm'
 NON_TRAINABLE = frozenset(NORM_STATISTICS["keras"])  # Keras BatchNormalization statistics: parameters, not trained
+AUTO_SUFFIX = re.compile(r"_\d+$")  # Keras's auto names: the class in snake case, numbered from the second
 
 
-def _keras_layer(full_name: str) -> tuple[str, str]:
+def trained(layer: str | None, param: str | None) -> bool:
+    """Whether Keras trains a model variable: not the BatchNormalization statistics, nor the variables a layer
+    creates untrainable (`FROZEN_VARS`: a Normalization layer's adapted mean, variance and count). A checkpoint
+    names no layer classes: the layer's auto name (`normalization`, `normalization_1`) says which it is."""
+    if param in NON_TRAINABLE:
+        return False
+    return param not in FROZEN_VARS.get(AUTO_SUFFIX.sub("", layer or ""), ())
+
+
+def _keras_layer(full_name: str, whole: bool = False) -> tuple[str, str]:
     """(layer, variable) of a Keras variable path: 'dense/kernel' (tf_keras), 'sequential/dense/kernel' (Keras 3),
-    'lstm/lstm_cell/kernel' (an RNN's cell belongs to its layer); ('', '') for a name without a layer."""
+    'lstm/lstm_cell/kernel' (an RNN's cell belongs to its layer); ('', '') for a name without a layer. With
+    `whole`, the layer is the whole path before the variable (and cell): tf_keras layer names may hold '/'
+    (DenseNet's 'conv1/bn' beside its last 'bn')."""
     parts = full_name.split("/")
     if len(parts) < 2:
         return "", ""
     owner = -3 if len(parts) >= 3 and parts[-2].endswith(CELL_SUFFIX) else -2
-    return parts[owner], parts[-1]
+    return "/".join(parts[: len(parts) + owner + 1]) if whole else parts[owner], parts[-1]
 
 
 class Kinds:
@@ -62,9 +75,13 @@ class Kinds:
         optimizers |= {child for node in nodes for child, name in node.children if name in OPTIMIZER_EDGES}
         other: dict[int, str] = {}
         model = self._reachable(nodes, optimizers, other)
+        # a layer by the last part of its path, unless two variables of the model would then have one name
+        named = Counter(_keras_layer(n) for i in model - other.keys() for _, n, _ in nodes[i].attributes)
         for i, node in enumerate(nodes):
             for _, full_name, key in node.attributes:
                 layer, param = _keras_layer(full_name)
+                if named[layer, param] > 1:
+                    layer, param = _keras_layer(full_name, whole=True)
                 if i in slots:
                     slot_name, original = slots[i]
                     of = names.get(original, f"node {original}")

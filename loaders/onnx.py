@@ -67,6 +67,8 @@ WEIGHT_INPUTS: dict[str, tuple[int, ...]] = {
     "Gemm": (0, 1, 2),
     "MatMul": (0, 1),
     "Gather": (0,),
+    "GatherND": (0,),  # the dynamo exporter's indexing of a table (Swin's relative position bias, unoptimized)
+    "GatherElements": (0,),
     "LayerNormalization": (1, 2),
     "BatchNormalization": (1, 2),
     "InstanceNormalization": (1, 2),
@@ -90,7 +92,7 @@ ELEMENTWISE = {"Add", "Mul", "Sub"}  # a weight there only when float with more 
 INTEGER_WEIGHTS = {"QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger"}  # weights that need not be float
 BUFFER_INPUTS: dict[str, tuple[int, ...]] = {"BatchNormalization": (3, 4)}  # running mean and variance
 # op_type -> the inputs whose values flow on unchanged in meaning (None: every input): a weight transposed, sliced
-# into gates and concatenated again (the PyTorch LSTM export), cast or dequantized is still a weight.
+# into gates and concatenated again (the PyTorch LSTM export), broadcast, cast or dequantized is still a weight.
 PASS_THROUGH: dict[str, tuple[int, ...] | None] = {
     "Identity": (0,),
     "Transpose": (0,),
@@ -99,6 +101,8 @@ PASS_THROUGH: dict[str, tuple[int, ...] | None] = {
     "Squeeze": (0,),
     "Unsqueeze": (0,),
     "Flatten": (0,),
+    "Expand": (0,),  # ViT's class token broadcast to the batch (the TorchScript exporter), then concatenated
+    "Tile": (0,),
     "Slice": (0,),
     "Split": (0,),
     "Concat": None,

@@ -319,7 +319,7 @@ def _checkpoint(
                 t.size,
                 t.offset,
                 kind=kind,
-                trainable=kind is TensorKind.PARAMETER and param not in _tf_kinds.NON_TRAINABLE,
+                trainable=kind is TensorKind.PARAMETER and _tf_kinds.trained(layer, param),
                 section=kind.value,
                 layer=layer,
                 param=param,

@@ -41,8 +41,9 @@ MAX_METADATA_BYTES = 512 << 20
 MAX_ITEM_PICKLE_BYTES = 64 << 20
 MAX_FILES = 100_000
 # Tied weights: a state dict names a shared tensor under each module, and DCP stores it once per name. An output
-# projection's weight with the shape and dtype of an embedding's is a copy when the first 64 bytes agree too
-# (the only tensor bytes read, as for MXNet's Gluon files).
+# projection's weight, or a second embedding's (T5's `encoder.embed_tokens` is `shared`), with the shape and dtype
+# of an earlier embedding's is a copy when the first 64 bytes agree too (the only tensor bytes read, as for MXNet's
+# Gluon files). That is how DCP writes every tied model: information, not a warning.
 TIE_SOURCES = ("emb", "wte", "embed_tokens", "word_embeddings", "tok_embeddings", "shared")
 TIE_TARGETS = ("head", "decoder", "out", "proj", "lm_head", "output")
 TIE_SAMPLE = 64
@@ -357,16 +358,18 @@ def _read_shard(meta: Probe, shard: Probe, file: int, items: list[_Item], out: _
 
 
 def _ties(paths: list[str], tensors: list[TensorInfo]) -> dict[str, str]:
-    """Duplicate name -> first name, for output weights stored again after the embedding they are tied to."""
+    """Duplicate name -> first name, for output weights (or embeddings) stored again after the embedding they are
+    tied to."""
     sources: dict[tuple[tuple[int, ...], str], TensorInfo] = {}
     ties: dict[str, str] = {}
     for t in tensors:
         if t.kind is not TensorKind.PARAMETER or t.offset is None or not t.name.endswith(".weight"):
             continue
         key, last = (t.shape, t.dtype), t.name.rsplit(".", 2)[-2]
-        if any(w in last for w in TIE_SOURCES):
-            sources.setdefault(key, t)
-        elif key in sources and any(w in last for w in TIE_TARGETS):
+        source = any(w in last for w in TIE_SOURCES)
+        if source and key not in sources:
+            sources[key] = t
+        elif key in sources and (source or any(w in last for w in TIE_TARGETS)):
             first = sources[key]
             n = min(TIE_SAMPLE, t.nbytes)
             samples = []
@@ -387,7 +390,7 @@ def _mark_ties(
     copies = {(t.file, t.offset) for t in tensors if t.name in ties}
     for name, first in ties.items():
         message = f"{name!r} is {first!r} stored a second time (tied weights: DCP stores a tensor once per name)"
-        findings.append(Finding("DUPLICATE_TENSOR", Severity.WARNING, message, subjects=(name, first)))
+        findings.append(Finding("DUPLICATE_TENSOR", Severity.INFO, message, subjects=(name, first)))
     tensors = [replace(t, alias_of=ties[t.name]) if t.name in ties else t for t in tensors]
     regions = [
         replace(r, kind=RegionKind.DUPLICATE) if r.kind is RegionKind.TENSOR_DATA and (r.file, r.start) in copies else r

@@ -16,8 +16,9 @@ import pytest
 from inspector import load
 from inspector.cli import main
 from inspector.errors import FormatError, InspectorError, TruncatedFileError
-from inspector.records import Checkpoint, RegionKind, TensorKind
+from inspector.records import Checkpoint, RegionKind, Severity, TensorKind
 from inspector.registry import detect, member_entry
+from inspector.report import inspect
 from loaders.base import check_invariants
 from tests.conftest import SAMPLES, record_reads
 
@@ -334,3 +335,48 @@ def test_unsafe_metadata_is_reported_even_when_malformed(tmp_path: Path) -> None
                               text=True, timeout=60)  # fmt: skip
         assert proc.returncode == 3 and "system" in proc.stderr, name
     assert not canary.exists()
+
+
+def _tiny_transformers(model_type: str, cls: str, **config: Any) -> Any:
+    transformers = pytest.importorskip("transformers")
+    small = dict(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        vocab_size=128, d_model=32, d_ff=64, d_kv=8, num_layers=2, num_heads=4,
+    )  # fmt: skip
+    default = transformers.AutoConfig.for_model(model_type)
+    words = {k: v for k, v in small.items() if isinstance(getattr(default, k, None), int)}
+    torch.manual_seed(0)
+    return getattr(transformers, cls)(transformers.AutoConfig.for_model(model_type, **words, **config))
+
+
+@pytest.mark.parametrize(
+    ("model_type", "cls", "config"),
+    [("t5", "T5EncoderModel", {}), ("llama", "LlamaForCausalLM", {"tie_word_embeddings": True})],
+)
+def test_tied_transformers_models_and_their_training_state(
+    tmp_path: Path, model_type: str, cls: str, config: dict[str, Any]
+) -> None:
+    """T5's encoder names `shared` again as `encoder.embed_tokens`, a tied Llama names its embedding again as
+    `lm_head`: DCP stores each name (as it does every tied model), the inspector counts the copy once, as
+    `num_parameters()` does, and says so without a warning; AdamW's state after a step is optimizer state."""
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    model = _tiny_transformers(model_type, cls, **config)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model(input_ids=torch.randint(0, 128, (1, 8)))[0].pow(2).mean().backward()
+    optimizer.step()
+    model_state, optim_state = get_state_dict(model, optimizer)
+    dcp.save(model.state_dict(), checkpoint_id=str(tmp_path / "model"))
+    dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=str(tmp_path / "train"))
+    slots = sum(v.numel() for state in optimizer.state.values() for v in state.values())
+    for folder in ("model", "train"):
+        stored = dcp.FileSystemReader(str(tmp_path / folder)).read_metadata().state_dict_metadata
+        report = inspect(tmp_path / folder)
+        ckpt = report.checkpoint
+        check_invariants(ckpt)
+        assert {t.name for t in ckpt.tensors} == {k for k, v in stored.items() if hasattr(v, "chunks")}
+        assert ckpt.n_parameters == model.num_parameters()
+        assert sum(t.n_elements for t in ckpt.unique(TensorKind.OPTIMIZER)) == (slots if folder == "train" else 0)
+        (tie,) = [f for f in report.findings if f.code == "DUPLICATE_TENSOR"]
+        assert tie.severity is Severity.INFO
+        assert not [f for f in report.findings if f.severity is not Severity.INFO]

@@ -19,6 +19,7 @@ from inspector.cli import main
 from inspector.errors import FormatError, InspectorError, LimitExceededError
 from inspector.probe import Probe
 from inspector.records import RegionKind, TensorKind
+from inspector.report import inspect
 from loaders.base import check_invariants
 from loaders.onnx import OnnxLoader
 from tests.conftest import fixture_path
@@ -436,3 +437,97 @@ def test_quantized_weights(tmp_path: Path) -> None:
     kinds = {t.name: t.kind for t in _check_against_onnx(path).tensors}
     assert kinds == {"wq": TensorKind.PARAMETER, "w_scale": TensorKind.OTHER, "w_zp": TensorKind.OTHER,
                      "w2": TensorKind.PARAMETER}  # fmt: skip
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+def test_transformers_vit_export(tmp_path: Path, dynamo: bool) -> None:
+    """A tiny ViT (random weights) as both exporters write it: the initializers are onnx.load's; those that keep the
+    name of a torch parameter are parameters (the TorchScript exporter broadcasts the class token with Expand before
+    concatenating it), and a file holding what the exporter wrote gets no warning."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    if dynamo:
+        pytest.importorskip("onnxscript", reason="torch's dynamo ONNX exporter needs onnxscript")
+    words = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, image_size=32,
+                 patch_size=8)  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.ViTModel(transformers.ViTConfig(**words)).eval()
+    path = tmp_path / "vit.onnx"
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):  # the exporters' chatter
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.randn(1, 3, 32, 32),), str(path), dynamo=dynamo)
+    ckpt = _check_against_onnx(path)
+    kinds = {t.name: t.kind for t in ckpt.tensors}
+    kept = [name for name, _ in model.named_parameters() if name in kinds]
+    assert "embeddings.cls_token" in kept or dynamo
+    assert kept and all(kinds[name] is TensorKind.PARAMETER for name in kept)
+    assert not [f for f in inspect(path).findings if f.severity.value != "info"]
+
+
+def test_relative_position_bias_table_is_a_parameter(tmp_path: Path) -> None:
+    """Swin's attention bias: a parameter table indexed by a buffer of positions. The dynamo exporter, unoptimized,
+    writes the indexing as GatherND on the transposed table; the table is a weight, the index is not. (Optimized,
+    the exporter folds the bias into a constant: the table is no longer in the file.)"""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxscript", reason="torch's dynamo ONNX exporter needs onnxscript")
+    nn = torch.nn
+
+    class Attention(nn.Module):
+        def __init__(self, window: int = 3, heads: int = 2) -> None:
+            super().__init__()
+            self.table = nn.Parameter(torch.randn((2 * window - 1) ** 2, heads))
+            coords = torch.stack(torch.meshgrid(torch.arange(window), torch.arange(window), indexing="ij")).flatten(1)
+            relative = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0) + window - 1
+            self.register_buffer("index", (relative[..., 0] * (2 * window - 1) + relative[..., 1]).flatten())
+            self.window, self.qkv = window, nn.Linear(4, 3 * 4)
+
+        def forward(self, x: Any) -> Any:
+            n = self.window**2
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+            bias = self.table[self.index].view(n, n, -1).permute(2, 0, 1)
+            return (q @ k.transpose(-1, -2) + bias[:1]).softmax(-1) @ v
+
+    torch.manual_seed(0)
+    model = Attention().eval()
+    path = tmp_path / "attention.onnx"
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):  # the exporter's chatter
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.randn(1, 9, 4),), str(path), dynamo=True, optimize=False)
+    ckpt = _check_against_onnx(path)
+    kinds = {t.name: t.kind for t in ckpt.tensors}
+    assert kinds["table"] is TensorKind.PARAMETER and kinds["index"] is not TensorKind.PARAMETER
+    assert ckpt.n_parameters == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize(
+    "way", [{"dynamo": False}, {"dynamo": False, "do_constant_folding": False}, {"dynamo": True, "optimize": False}]
+)
+def test_export_beside_its_config_json(tmp_path: Path, way: dict[str, Any]) -> None:
+    """model.onnx with the model's config.json beside it (as optimum-cli writes it): the config gives the family,
+    the exporter renamed, transposed or merged weights (constant folding; merged equal norms; GPT-2's tied head
+    kept under lm_head's name), which the family check says in words, not a warning. A config.json of another
+    size is still one."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    if way["dynamo"]:
+        pytest.importorskip("onnxscript", reason="torch's dynamo ONNX exporter needs onnxscript")
+    words = dict(n_embd=32, n_layer=2, n_head=4, vocab_size=128, n_positions=64, use_cache=False)
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(**words)).eval()
+    path = tmp_path / "model.onnx"
+    ids = torch.randint(0, 128, (1, 8))
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):  # the exporters' chatter
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            model, (), str(path), kwargs={"input_ids": ids, "attention_mask": torch.ones_like(ids)}, **way
+        )
+    model.config.to_json_file(tmp_path / "config.json")
+    _check_against_onnx(path)
+    report = inspect(path)
+    exp = report.expectation
+    assert exp is not None and (exp.source, exp.architecture) == ("config", "gpt2")
+    assert not [f for f in report.findings if f.severity.value != "info"]
+    assert any("ONNX export" in note for note in exp.notes)
+    model.config.n_embd = 64  # a config of a wider model: the embeddings the file names are of another size
+    model.config.to_json_file(tmp_path / "config.json")
+    assert "COUNT_MISMATCH" in {f.code for f in inspect(path).findings}

@@ -224,6 +224,35 @@ def test_keras2_save_weights_and_saved_model(tf: Any, keras_model: Any, tmp_path
     assert {t.notes[0] for t in saved.unique(TensorKind.OTHER)} == {"Keras metric state"}
 
 
+def test_keras_layer_names_with_a_slash_and_a_normalization_layer(tf: Any, tmp_path: Path) -> None:
+    """keras.applications' idioms: DenseNet names layers 'conv1/bn' and, at the end, 'bn' (a name's last part is not
+    its layer: one BatchNormalization, not two), EfficientNet starts with a Normalization layer whose adapted mean,
+    variance and count Keras counts as parameters it never trains. Both ways tf_keras writes a checkpoint."""
+    keras = pytest.importorskip("tf_keras")
+    import numpy as np
+
+    inp = keras.Input((8, 8, 3))
+    h = keras.layers.Normalization(axis=-1)(inp)  # auto-named 'normalization', as in EfficientNet
+    h = keras.layers.BatchNormalization(name="conv1/bn")(keras.layers.Conv2D(4, 3, name="conv1/conv")(h))
+    h = keras.layers.BatchNormalization(name="bn")(keras.layers.Conv2D(4, 3, name="conv2")(h))
+    model = keras.Model(inp, keras.layers.Dense(2, name="predictions")(keras.layers.GlobalAveragePooling2D()(h)))
+    trainable = sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+    assert trainable < model.count_params() - 4 * 4  # the Normalization variables are not trainable either
+    prefixes = [tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt" / "ckpt"))]
+    model.save_weights(str(tmp_path / "weights" / "x.ckpt"))
+    prefixes.append(str(tmp_path / "weights" / "x.ckpt"))
+    for prefix in prefixes:
+        ckpt = load(prefix + ".index")
+        _compare_with_tensorflow(tf, ckpt, prefix)
+        assert ckpt.n_parameters == model.count_params()
+        assert sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if t.trainable) == trainable
+        layers = {t.layer for t in ckpt.unique(TensorKind.PARAMETER)}
+        assert len(layers) == len([layer for layer in model.layers if layer.weights]) and {"bn", "conv1/bn"} <= layers
+        report = analyse(ckpt)
+        assert report.expectation is not None and report.expectation.total == model.count_params()
+        assert not [f for f in report.findings if f.severity.value != "info"]
+
+
 KERAS3_TF = """
 import json, sys
 import numpy as np, keras, tensorflow as tf
