@@ -263,9 +263,9 @@ class MxnetParamsLoader:
                 regions.append(Region(kind_region, rec.data_offset, rec.data_bytes, name))
             if alias:
                 findings.append(
-                    Finding(
+                    Finding(  # info: Gluon's own default (a correct file), counted once; the bytes it costs are shown
                         "DUPLICATE_TENSOR",
-                        Severity.WARNING,
+                        Severity.INFO,
                         f"{name!r} is {alias!r} saved a second time ({rec.data_bytes:,} bytes): Gluon "
                         "save_parameters without deduplicate=True writes a tied parameter once per path",
                         subjects=(name, alias),
