@@ -120,9 +120,11 @@ def compare(
     names = {spec.name for spec in arch.layers}  # type: ignore[attr-defined]
     if layers is None or not (all(map(attrgetter("layer"), roles)) and names.issuperset(layers)):
         layers = file_layers(ckpt, roles, names)
-    renamed = auto_name_pairs([spec.name for spec in arch.layers], list(layers))  # type: ignore[attr-defined]
+    renamed = (  # (every layer the architecture names is in the file, the usual case: none to pair, no sets made)
+        {} if names <= layers.keys() else auto_name_pairs([spec.name for spec in arch.layers], list(layers))  # type: ignore[attr-defined]
+    )
     checks: list[LayerCheck] = []
-    seen: set[str] = set()
+    seen: set[str] = set() if renamed else names  # (no layer renamed: the names the specs give are those seen)
     total = 0
     offsets: dict[str, int | None] | None = None  # tensor offsets by name, made for the first tie
     formulas, ok = FORMULAS.get, "ok"
@@ -133,7 +135,8 @@ def compare(
         want = sum((formula(spec) if formula is not None else breakdown(spec)).values())
         total += want
         layer = layers.get(name)
-        seen.add(name)
+        if renamed:
+            seen.add(name)
         kind = spec.kind
         if layer is None:
             checks.append(

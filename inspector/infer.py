@@ -265,7 +265,7 @@ def _renamed(spec: LayerSpec, like: LayerSpec) -> LayerSpec:
 def _generic(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
     """Every module as the layer its own tensors imply (nothing assumed), recognised as a column CNN if it is one.
     `layers` are the file's modules here."""
-    specs = file_specs(ckpt, roles, {name: layer.items for name, layer in layers.items()})
+    specs = file_specs(ckpt, roles, ((name, layer.items) for name, layer in layers.items()))
     if not specs:
         return None
     column = _column_cnn(specs)
@@ -301,12 +301,12 @@ def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architec
 def _inferred(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> tuple[Architecture | None, dict[str, Layer]]:
     """The architecture the shapes imply, and the file's layers it was read from (for `compare`)."""
     named, roled = set(map(attrgetter("layer"), roles)), set(map(attrgetter("role"), roles))
+    tried = [d for d, layer, role in DETECTORS if not ((layer and layer not in named) or (role and role not in roled))]
+    del named  # (a name per module: not held while the detectors make theirs)
     layers: dict[str, Layer] | None = None
-    for detector, layer, role in DETECTORS:
+    for detector in tried:
         if detector is _generic:  # one layer per module: the file's modules are the layers, checked as they were read
             layers = {name: Layer(name, tuple(items)) for name, items in module_groups(ckpt, roles).items()}
-        elif (layer and layer not in named) or (role and role not in roled):
-            continue
         elif layers is None:
             layers = file_layers(ckpt, roles)
         try:

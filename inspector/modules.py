@@ -9,7 +9,7 @@ module *should* hold.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 from inspector.formulas import (
     GRU,
@@ -223,17 +223,17 @@ def statistic_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch], framework: s
 def file_specs(
     ckpt: Checkpoint,
     roles: Sequence[RoleMatch],
-    groups: Mapping[str, Sequence[tuple[TensorInfo, RoleMatch]]] | None = None,
+    groups: Iterable[tuple[str, Sequence[tuple[TensorInfo, RoleMatch]]]] | None = None,
 ) -> list[LayerSpec]:
-    """One spec per file module, in file order: what the shapes say, nothing assumed (`groups`: the modules, where
-    the caller has them)."""
+    """One spec per file module, in file order: what the shapes say, nothing assumed (`groups`: the modules as
+    (name, tensors) pairs, where the caller has them)."""
     framework = ckpt.framework
     statistics = statistic_modules(ckpt, roles, framework)
     # A module of one tensor is told by its parameter name, shape, role, rule, whether it is an alias and whether its
     # name says PReLU: its recipe is worked out once for each such combination (a model's repeated layers)
     recipes: dict[tuple[Any, ...], Recipe] = {}
     specs = []
-    for name, items in (module_groups(ckpt, roles) if groups is None else groups).items():
+    for name, items in module_groups(ckpt, roles).items() if groups is None else groups:
         stats = name in statistics
         if len(items) != 1:
             specs.append(module_spec(Module(name, tuple(items)), framework, stats))

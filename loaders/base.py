@@ -102,24 +102,24 @@ def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Regi
     Overlapping regions are a loader bug or a hostile file; the later one is cut to start where the
     earlier ends (the overlap is then visible as a shorter region, never double-counted).
     """
-    kept = list(regions)
-    lengths = list(map(attrgetter("length"), kept))
-    if kept and min(lengths) <= 0:  # (a loader's empty regions are dropped)
+    kept = regions if isinstance(regions, list) else list(regions)  # (a loader's fresh list is taken as it is)
+    get_start, get_length = attrgetter("start"), attrgetter("length")
+    if kept and min(map(get_length, kept)) <= 0:  # (a loader's empty regions are dropped)
         kept = [r for r in kept if r.length > 0]
-        lengths = list(map(attrgetter("length"), kept))
-    starts = list(map(attrgetter("start"), kept))
-    end = starts[-1] + lengths[-1] if kept else 0
+    end = kept[-1].end if kept else 0
     if (
-        starts[:1] == [0]
+        kept
+        and kept[0].start == 0
         and end <= file_size
-        and all(map(eq, islice(starts, 1, None), map(add, starts, lengths)))
+        and all(map(eq, map(get_start, islice(kept, 1, None)), map(add, map(get_start, kept), map(get_length, kept))))
         and all(map(eq, map(attrgetter("file"), kept), repeat(file)))
     ):  # one after the other from byte 0 (most loaders): the regions as they are, and what follows the last
         trailing = [Region(RegionKind.UNKNOWN, end, file_size - end, TRAILING, file)]
         return (*kept, *trailing) if end < file_size else tuple(kept)
+    starts = list(map(get_start, kept))
     if not all(map(lt, starts, islice(starts, 1, None))):  # in order already (most loaders): no sort
-        kept.sort(key=attrgetter("start"))
-        starts = list(map(attrgetter("start"), kept))
+        kept = sorted(kept, key=get_start)  # (a new list: the caller's stays as it was)
+        starts = list(map(get_start, kept))
         if any(map(eq, starts, islice(starts, 1, None))):  # of two regions with one start the longer first
             kept.sort(key=attrgetter("length"), reverse=True)  # (stable sorts: equal ones keep their order)
             kept.sort(key=attrgetter("start"))
