@@ -51,12 +51,34 @@ SECTIONS: Mapping[str, tuple[str, TensorKind]] = {
     },
     **{
         k: ("optimizer", TensorKind.OPTIMIZER)
-        for k in ("optimizer", "optimizer_state_dict", "optim", "opt", "optimizer_state", "optimizers")
+        for k in (
+            "optimizer",
+            "optimizer_state_dict",
+            "optim",
+            "opt",
+            "optimizer_state",
+            "optimizers",
+            "optimizer_states",
+        )
     },
-    **{k: ("scheduler", TensorKind.OTHER) for k in ("scheduler", "lr_scheduler", "scheduler_state_dict")},
+    **{
+        k: ("scheduler", TensorKind.OTHER)
+        for k in ("scheduler", "lr_scheduler", "scheduler_state_dict", "lr_schedulers")  # (Lightning: ..._states, ...s)
+    },
     **{k: ("scaler", TensorKind.OTHER) for k in ("scaler", "grad_scaler", "amp", "scaler_state_dict")},
     **{k: ("rng", TensorKind.OTHER) for k in ("rng_state", "rng", "cuda_rng_state", "torch_rng_state", "rng_states")},
 }
+# Files that are one section as a whole, told by their top-level keys (those it must have, those it may have): an
+# optimizer's own state_dict() (transformers Trainer's optimizer.pt), the RNG states a Trainer or accelerate saves
+# beside a checkpoint (rng_state.pth: Python's and numpy's states and torch's per device)
+WHOLE_SECTIONS: tuple[tuple[frozenset[str], frozenset[str], tuple[str, TensorKind]], ...] = (
+    (frozenset({"state", "param_groups"}), frozenset({"state", "param_groups"}), ("optimizer", TensorKind.OPTIMIZER)),
+    (
+        frozenset({"python", "numpy", "cpu"}),
+        frozenset({"python", "numpy", "cpu", "cuda", "mps", "xpu", "npu", "hpu", "mlu", "musa", "xla", "step"}),
+        ("rng", TensorKind.OTHER),
+    ),
+)
 MODULE_DICTS = {"_parameters": TensorKind.PARAMETER, "_buffers": TensorKind.BUFFER, "_modules": None}
 
 
@@ -182,7 +204,13 @@ def walk(value: Any) -> Iterator[tuple[str, TensorRef, TensorKind | None]]:
 
 def _section(value: Any) -> dict[str, tuple[str, TensorKind]]:
     """Section of each top-level key, when the object is a training checkpoint: a section key holds a state dict,
-    a module or a list of them; a state dict whose own tensor is named `weights` (timm's EfficientViM) is none."""
+    a module or a list of them; a state dict whose own tensor is named `weights` (timm's EfficientViM) is none; a
+    file that is one section as a whole (`WHOLE_SECTIONS`) is that section."""
+    if isinstance(value, dict) and len(value) <= 16:
+        keys = {k if k.__class__ is str else key_name(k) for k in value}
+        for required, allowed, section in WHOLE_SECTIONS:
+            if required <= keys <= allowed:
+                return dict.fromkeys(keys, section)
     if not isinstance(value, dict) or not any(
         (k if k.__class__ is str else key_name(k)) in SECTIONS and not isinstance(v, TensorRef)
         for k, v in value.items()

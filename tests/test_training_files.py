@@ -1,0 +1,93 @@
+"""The files training frameworks write, by the frameworks themselves in tmp_path: each tensor's kind as torch says.
+
+transformers' Trainer saves, in every `checkpoint-N` folder, `optimizer.pt` (the optimizer's own state_dict: state
+and param_groups, nothing else), `rng_state.pth` (Python's, numpy's and torch's random states) and `scheduler.pt`
+beside the model; Lightning saves one `.ckpt` whose optimizer state is under `optimizer_states`. None of them holds
+a parameter but the model's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inspector.records import TensorKind
+from inspector.report import inspect
+
+
+def _tiny_llama() -> object:
+    transformers = pytest.importorskip("transformers")
+    config = transformers.AutoConfig.for_model(
+        "llama", hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, vocab_size=128,
+    )  # fmt: skip
+    return transformers.AutoModelForCausalLM.from_config(config)
+
+
+def test_a_trainer_checkpoint_folder(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("accelerate")
+    from transformers import Trainer, TrainingArguments
+
+    class Tokens(torch.utils.data.Dataset):
+        def __len__(self) -> int:
+            return 4
+
+        def __getitem__(self, i: int) -> dict[str, object]:
+            x = torch.randint(0, 128, (8,))
+            return {"input_ids": x, "labels": x}
+
+    model = _tiny_llama()
+    args = TrainingArguments(
+        output_dir=str(tmp_path), max_steps=1, save_steps=1, per_device_train_batch_size=2, report_to=[], use_cpu=True
+    )
+    trainer = Trainer(model=model, args=args, train_dataset=Tokens())
+    trainer.train()
+    folder = tmp_path / "checkpoint-1"
+    optimizer = inspect(folder / "optimizer.pt").checkpoint
+    assert optimizer.n_parameters == 0
+    state = trainer.optimizer.state_dict()["state"]
+    optimizer_elements = sum(v.numel() for slot in state.values() for v in slot.values() if torch.is_tensor(v))
+    assert sum(t.n_elements for t in optimizer.unique(TensorKind.OPTIMIZER)) == optimizer_elements
+    rng = inspect(folder / "rng_state.pth").checkpoint
+    assert rng.n_parameters == 0 and {t.kind for t in rng.tensors} == {TensorKind.OTHER}
+    assert sum(t.n_elements for t in rng.tensors) == torch.random.get_rng_state().numel()
+    for name in ("optimizer.pt", "rng_state.pth", "scheduler.pt", "model.safetensors"):
+        report = inspect(folder / name)
+        assert not [f for f in report.findings if f.severity != "info"] and not report.unsafe
+    assert inspect(folder / "model.safetensors").checkpoint.n_parameters == model.num_parameters()
+
+
+def test_a_lightning_checkpoint(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    lightning = pytest.importorskip("lightning")
+
+    class Module(lightning.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 1))
+
+        def training_step(self, batch: object, _: int) -> object:
+            x, y = batch  # type: ignore[misc]
+            return torch.nn.functional.mse_loss(self.net(x), y)
+
+        def configure_optimizers(self) -> object:
+            return torch.optim.AdamW(self.parameters())
+
+    data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(8, 4), torch.randn(8, 1)), 4)
+    module = Module()
+    trainer = lightning.Trainer(
+        max_steps=2, default_root_dir=tmp_path, logger=False, enable_progress_bar=False, enable_model_summary=False
+    )
+    trainer.fit(module, data)
+    (path,) = tmp_path.rglob("*.ckpt")
+    report = inspect(path)
+    ckpt = report.checkpoint
+    assert ckpt.n_parameters == sum(p.numel() for p in module.parameters())
+    state = trainer.optimizers[0].state_dict()["state"]
+    optimizer_elements = sum(v.numel() for slot in state.values() for v in slot.values() if torch.is_tensor(v))
+    assert sum(t.n_elements for t in ckpt.unique(TensorKind.OPTIMIZER)) == optimizer_elements
+    buffers = sum(b.numel() for b in module.buffers())
+    assert sum(t.n_elements for t in ckpt.unique(TensorKind.BUFFER)) == buffers
+    assert not [f for f in report.findings if f.severity != "info"] and not report.unsafe
