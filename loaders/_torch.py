@@ -69,13 +69,21 @@ SECTIONS: Mapping[str, tuple[str, TensorKind]] = {
     **{k: ("rng", TensorKind.OTHER) for k in ("rng_state", "rng", "cuda_rng_state", "torch_rng_state", "rng_states")},
 }
 # Files that are one section as a whole, told by their top-level keys (those it must have, those it may have): an
-# optimizer's own state_dict() (transformers Trainer's optimizer.pt), the RNG states a Trainer or accelerate saves
-# beside a checkpoint (rng_state.pth: Python's and numpy's states and torch's per device)
+# optimizer's own state_dict() (transformers Trainer's optimizer.pt, accelerate's optimizer.bin), the random states
+# a Trainer saves beside a checkpoint (rng_state.pth: Python's, numpy's and torch's per device) and accelerate's
+# save_state (random_states_N.pkl)
+DEVICES = ("cuda", "mps", "xpu", "npu", "hpu", "mlu", "musa", "sdaa", "neuron")
 WHOLE_SECTIONS: tuple[tuple[frozenset[str], frozenset[str], tuple[str, TensorKind]], ...] = (
     (frozenset({"state", "param_groups"}), frozenset({"state", "param_groups"}), ("optimizer", TensorKind.OPTIMIZER)),
     (
         frozenset({"python", "numpy", "cpu"}),
-        frozenset({"python", "numpy", "cpu", "cuda", "mps", "xpu", "npu", "hpu", "mlu", "musa", "xla", "step"}),
+        frozenset({"python", "numpy", "cpu", "xla", "step", *DEVICES}),
+        ("rng", TensorKind.OTHER),
+    ),
+    (
+        frozenset({"random_state", "numpy_random_seed", "torch_manual_seed"}),
+        frozenset({"random_state", "numpy_random_seed", "torch_manual_seed", "step", "xm_seed"})
+        | {f"torch_{device}_manual_seed" for device in DEVICES},
         ("rng", TensorKind.OTHER),
     ),
 )

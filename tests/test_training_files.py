@@ -91,3 +91,26 @@ def test_a_lightning_checkpoint(tmp_path: Path) -> None:
     buffers = sum(b.numel() for b in module.buffers())
     assert sum(t.n_elements for t in ckpt.unique(TensorKind.BUFFER)) == buffers
     assert not [f for f in report.findings if f.severity != "info"] and not report.unsafe
+
+
+def test_an_accelerate_saved_state(tmp_path: Path) -> None:
+    """accelerate's `save_state`: the model, the optimizer's state_dict (`optimizer.bin`), the scheduler and the
+    random states (`random_states_0.pkl`: Python's, numpy's and torch's)."""
+    torch = pytest.importorskip("torch")
+    accelerate = pytest.importorskip("accelerate")
+
+    accelerator = accelerate.Accelerator(cpu=True)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 2))
+    optimizer = torch.optim.AdamW(model.parameters())
+    model, optimizer = accelerator.prepare(model, optimizer)
+    accelerator.backward(model(torch.randn(4, 4)).sum())
+    optimizer.step()
+    accelerator.save_state(str(tmp_path))
+    state = optimizer.state_dict()["state"]
+    optimizer_elements = sum(v.numel() for slot in state.values() for v in slot.values() if torch.is_tensor(v))
+    saved = inspect(tmp_path / "optimizer.bin").checkpoint
+    assert saved.n_parameters == 0
+    assert sum(t.n_elements for t in saved.unique(TensorKind.OPTIMIZER)) == optimizer_elements
+    rng = inspect(tmp_path / "random_states_0.pkl").checkpoint
+    assert rng.n_parameters == 0 and {t.kind for t in rng.tensors} == {TensorKind.OTHER}
+    assert inspect(tmp_path / "model.safetensors").checkpoint.n_parameters == sum(p.numel() for p in model.parameters())
