@@ -19,7 +19,7 @@ import tarfile
 import time
 import warnings
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -831,50 +831,66 @@ def test_central_directory_size_past_its_entries(tmp_path: Path, grow: int) -> N
     check_invariants(ckpt)
 
 
+# one sentence of 130 bytes over and over: back-references of distance 130 from the stream's start on, whose distance
+# code (129-192) can be made to reach before it by one bit
+TEXT_BLOCK = (b"pack my box with five dozen liquor jugs; " * 4)[:130] * 120
+LONG_BYTES = b"B" + len(TEXT_BLOCK).to_bytes(4, "little") + TEXT_BLOCK  # a bytes opcode (any content)
+
+
+def _damaged_data_pkl(tmp_path: Path, pickled: bytes, sound: Callable[[bytes, int, str], bool]) -> tuple[Path, int]:
+    """A torch zip whose data.pkl is `pickled`, deflated, with its stream damaged by the first one-bit flip zlib
+    refuses for which `sound(output, bytes before its start, zlib's message)` holds (the lenient inflater's
+    reading); the path and those bytes."""
+    import zlib
+
+    from loaders._inflate import inflate
+
+    base, _ = _torch_zip(tmp_path)
+    with zipfile.ZipFile(base) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    path = tmp_path / "m.pt"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            data = pickled if name.endswith("/data.pkl") else data
+            zf.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED if name.endswith(".pkl") else zipfile.ZIP_STORED)
+    with zipfile.ZipFile(path) as zf:
+        info = next(i for i in zf.infolist() if i.filename.endswith("/data.pkl"))
+    raw = path.read_bytes()
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    stream = raw[start : start + info.compress_size]
+    for bit in range(8 * len(stream)):
+        damaged = bytearray(stream)
+        damaged[bit // 8] ^= 1 << bit % 8
+        try:
+            zlib.decompress(bytes(damaged), -15)
+        except zlib.error as exc:
+            out, unknown = inflate(bytes(damaged), 1 << 20)
+            if sound(out, unknown, str(exc)):
+                break
+    else:
+        pytest.fail("no bit flip damaged the stream so")
+    path.write_bytes(raw[:start] + bytes(damaged) + raw[start + info.compress_size :])
+    return path, unknown
+
+
 @pytest.mark.parametrize("where", ["after", "before"])
 def test_deflated_data_pkl_damaged_near_its_payload(tmp_path: Path, where: str) -> None:
     """A deflated data.pkl whose stream zlib refuses: with the damage after the payload, torch runs the payload
     (found by the zip mutation property test, which also saw torch run one behind a too-far-back reference or not, by
     what lay in memory); the inspector said "corrupt deflate stream" (exit 2). The stream is inflated past the
     damage (`loaders._inflate`) and judged: exit 3 either way (before: conservative)."""
-    import zlib
-
-    from loaders._inflate import inflate
-
-    base, _ = _torch_zip(tmp_path)
-    # one sentence of 130 bytes over and over: back-references of distance 130 from the stream's start on, whose
-    # distance code (129-192) can be made to reach before it by one bit
-    text_block = (b"pack my box with five dozen liquor jugs; " * 4)[:130] * 120
-    string = b"B" + len(text_block).to_bytes(4, "little") + text_block + b"0"  # bytes (any content), popped
+    string = LONG_BYTES + b"0"  # popped
     payload = b"}(" + text("w") + file_handler(Path("/nonexistent/canary")) + b"u."
     evil = P2 + (payload[:-1] + string + b"." if where == "after" else string + payload)
-    with zipfile.ZipFile(base) as zf:
-        members = {n: zf.read(n) for n in zf.namelist()}
-    path = tmp_path / "m.pt"
-    with zipfile.ZipFile(path, "w") as zf:
-        for name, data in members.items():
-            data = evil if name.endswith("/data.pkl") else data
-            zf.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED if name.endswith(".pkl") else zipfile.ZIP_STORED)
-    with zipfile.ZipFile(path) as zf:
-        info = next(i for i in zf.infolist() if i.filename.endswith("/data.pkl"))
-    raw = bytes(path.read_bytes())
-    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
-    stream = raw[start : start + info.compress_size]
     # the damage changes the bytes' content only: the pickle's opcodes before and after them are as they were
     head, tail = (P2 + payload[:-1] + string[:5], b".") if where == "after" else (P2 + string[:5], payload)
-    for bit in range(8 * len(stream)):  # the first flip zlib refuses that leaves them so (before: too far back)
-        damaged = bytearray(stream)
-        damaged[bit // 8] ^= 1 << bit % 8
-        try:
-            zlib.decompress(bytes(damaged), -15)
-        except zlib.error as exc:
-            out, _ = inflate(bytes(damaged), 1 << 20)
-            sound = out.startswith(head) and (where == "after" or len(out) == len(evil) and out.endswith(tail))
-            if sound and (where == "after" or "too far back" in str(exc)):
-                break
-    else:
-        pytest.fail("no bit flip damaged the stream so")
-    path.write_bytes(raw[:start] + bytes(damaged) + raw[start + info.compress_size :])
+
+    def sound(out: bytes, unknown: int, message: str) -> bool:  # (before: a reference too far back)
+        if where == "after":
+            return out.startswith(head)
+        return out.startswith(head) and len(out) == len(evil) and out.endswith(tail) and "too far back" in message
+
+    path, _ = _damaged_data_pkl(tmp_path, evil, sound)
     ckpt = load(path)
     unsafe = [f for f in ckpt.findings if f.code == "UNSAFE_CONTENT"]
     assert unsafe and "logging.FileHandler" in unsafe[0].message
@@ -885,37 +901,12 @@ def test_a_pickle_stream_reaching_before_its_start_is_not_judged_safe(tmp_path: 
     its memory, which an earlier record of the archive can fill with a payload, so no reading of the file can tell
     what runs. Read with zeros there the pickle is harmless; the inspector reports it unsafe all the same (exit 3),
     saying why, instead of judging bytes it did not see."""
-    import zlib
+    benign = P2 + b"}(" + text("w") + LONG_BYTES + b"u."
 
-    from loaders._inflate import inflate
+    def sound(out: bytes, unknown: int, message: str) -> bool:  # a reference too far back, the opcodes intact
+        return "too far back" in message and unknown > 0 and len(out) == len(benign) and out.endswith(b"u.")
 
-    base, _ = _torch_zip(tmp_path)
-    text_block = (b"pack my box with five dozen liquor jugs; " * 4)[:130] * 120  # distance-130 back-references
-    benign = P2 + b"}(" + text("w") + b"B" + len(text_block).to_bytes(4, "little") + text_block + b"u."
-    with zipfile.ZipFile(base) as zf:
-        members = {n: zf.read(n) for n in zf.namelist()}
-    path = tmp_path / "m.pt"
-    with zipfile.ZipFile(path, "w") as zf:
-        for name, data in members.items():
-            data = benign if name.endswith("/data.pkl") else data
-            zf.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED if name.endswith(".pkl") else zipfile.ZIP_STORED)
-    with zipfile.ZipFile(path) as zf:
-        info = next(i for i in zf.infolist() if i.filename.endswith("/data.pkl"))
-    raw = path.read_bytes()
-    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
-    stream = raw[start : start + info.compress_size]
-    for bit in range(8 * len(stream)):  # the first flip that makes a reference too far back, the opcodes intact
-        damaged = bytearray(stream)
-        damaged[bit // 8] ^= 1 << bit % 8
-        try:
-            zlib.decompress(bytes(damaged), -15)
-        except zlib.error as exc:
-            out, unknown = inflate(bytes(damaged), 1 << 20)
-            if "too far back" in str(exc) and unknown and len(out) == len(benign) and out.endswith(b"u."):
-                break
-    else:
-        pytest.fail("no bit flip made a reference before the stream's start")
-    path.write_bytes(raw[:start] + bytes(damaged) + raw[start + info.compress_size :])
+    path, unknown = _damaged_data_pkl(tmp_path, benign, sound)
     assert _reaches_before_its_start(path)
     ckpt = load(path)
     unsafe = [f for f in ckpt.findings if f.code == "UNSAFE_CONTENT"]
