@@ -531,3 +531,33 @@ def test_export_beside_its_config_json(tmp_path: Path, way: dict[str, Any]) -> N
     model.config.n_embd = 64  # a config of a wider model: the embeddings the file names are of another size
     model.config.to_json_file(tmp_path / "config.json")
     assert "COUNT_MISMATCH" in {f.code for f in inspect(path).findings}
+
+
+def test_weights_through_tile_and_gather_elements_are_parameters(tmp_path: Path) -> None:
+    """A table indexed by GatherElements and a weight repeated by Tile before a MatMul are weights; a tensor only
+    read for its shape is not."""
+    rng = np.random.default_rng(0)
+    table = numpy_helper.from_array(rng.random((6, 4), dtype=np.float32), "table")
+    index = numpy_helper.from_array(np.zeros((2, 4), dtype=np.int64), "index")
+    weight = numpy_helper.from_array(rng.random((2, 3), dtype=np.float32), "weight")
+    repeats = numpy_helper.from_array(np.array([2, 1], dtype=np.int64), "repeats")
+    probe = numpy_helper.from_array(rng.random((5, 5), dtype=np.float32), "probe")
+    nodes = [
+        helper.make_node("GatherElements", ["table", "index"], ["rows"], axis=0),
+        helper.make_node("Tile", ["weight", "repeats"], ["tiled"]),
+        helper.make_node("MatMul", ["x", "tiled"], ["y"]),
+        helper.make_node("Shape", ["probe"], ["s"]),
+    ]
+    outputs = [helper.make_tensor_value_info("rows", TensorProto.FLOAT, [2, 4])]
+    outputs += [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])]
+    outputs += [helper.make_tensor_value_info("s", TensorProto.INT64, [2])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])], outputs,
+        [table, index, weight, repeats, probe],
+    )  # fmt: skip
+    path = tmp_path / "tile.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), str(path))
+    onnx.checker.check_model(str(path))
+    kinds = {t.name: t.kind for t in load(path).tensors}
+    assert kinds["table"] is kinds["weight"] is TensorKind.PARAMETER
+    assert TensorKind.PARAMETER not in (kinds["index"], kinds["repeats"], kinds["probe"])
