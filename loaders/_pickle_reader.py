@@ -9,7 +9,6 @@ CPython's C unpickler reads. `scan` finds unsafe globals in a stream without int
 
 from __future__ import annotations
 
-import pickletools
 import re
 from collections.abc import Callable
 
@@ -130,6 +129,8 @@ def scan(data: bytes) -> set[str]:
     unpickler would have reached. STACK_GLOBAL's names are the last two strings pushed or fetched
     (opcode walk, the first `MAX_SCAN_OPS`); GLOBAL and INST lines are found in all of it by a regex.
     """
+    import pickletools  # (a pickle the interpreter could not finish only: not in every PyTorch run's start-up)
+
     found = {f"{m.decode('latin1')}.{n.decode('latin1')}"[:MAX_NAME] for m, n in TEXT_GLOBAL.findall(data)
              if is_unsafe_global(m.decode("latin1"), n.decode("latin1"))}  # fmt: skip
     strings: list[str] = []
