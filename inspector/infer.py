@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from operator import attrgetter
 
 from inspector import family_check
+from inspector.adapters import adapter_architecture
 from inspector.architectures import Architecture, build
 from inspector.checks import Layer, compare, file_layers
 from inspector.errors import SpecError
@@ -27,6 +28,7 @@ from inspector.formulas import (
     Dense,
     LayerSpec,
 )
+from inspector.hfconfig import adapter_config
 from inspector.hfconfig import model_type as config_model_type
 from inspector.modules import file_specs, module_groups
 from inspector.records import Checkpoint, Expectation, RoleMatch, TensorKind
@@ -280,6 +282,12 @@ def _generic(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMat
     return Architecture("sequential", summary, tuple(specs))
 
 
+def _lora_adapter(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
+    """A PEFT LoRA adapter without its adapter_config.json: each module's rank as the file holds it (`layers`: the
+    file's modules)."""
+    return adapter_architecture(ckpt, roles, None, {name: layer.items for name, layer in layers.items()})
+
+
 Detector = Callable[[dict[str, Layer], Checkpoint, Sequence[RoleMatch]], Architecture | None]
 # Each detector with what it cannot work without: a layer of that name among the roles' layers, a tensor of that
 # role (""; nothing). A detector whose need is absent is not tried, so a file of 100,000 modules and no seed family
@@ -290,8 +298,12 @@ DETECTORS: tuple[tuple[Detector, str, str], ...] = (
     (_rau_rnn, "embedding", ""),
     (_rau_stack_transformer, "", "embedding"),
     (_rau_transformer, "embedding", ""),
+    (_lora_adapter, "", "lora_factor"),
     (_generic, "", ""),
 )
+
+
+MODULE_DETECTORS = (_lora_adapter, _generic)  # detectors whose layers are the file's modules
 
 
 def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
@@ -303,10 +315,10 @@ def _inferred(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> tuple[Architectur
     named, roled = set(map(attrgetter("layer"), roles)), set(map(attrgetter("role"), roles))
     layers: dict[str, Layer] | None = None
     for detector, layer, role in DETECTORS:
-        if detector is _generic:  # one layer per module: the file's modules are the layers, checked as they were read
-            layers = {name: Layer(name, tuple(items)) for name, items in module_groups(ckpt, roles).items()}
-        elif (layer and layer not in named) or (role and role not in roled):
+        if (layer and layer not in named) or (role and role not in roled):
             continue
+        if detector in MODULE_DETECTORS:  # one layer per module: the file's modules are the layers, checked as read
+            layers = {name: Layer(name, tuple(items)) for name, items in module_groups(ckpt, roles).items()}
         elif layers is None:
             layers = file_layers(ckpt, roles)
         try:
@@ -361,6 +373,11 @@ def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch], stated: Architecture | 
             h = family_check.stated_hyperparameters(family, stated.hyperparameters)
             return family_check.check_stated(ckpt, roles, family, h)
         return compare(ckpt, roles, stated, "stated")
+    adapter = adapter_config(ckpt.config)
+    if adapter is not None:  # a PEFT adapter with its adapter_config.json: each LoRA module at the config's rank
+        arch = adapter_architecture(ckpt, roles, adapter)
+        if arch is not None:
+            return compare(ckpt, roles, arch, "config")
     if not (ckpt.config and ckpt.config.get("layers")):  # a Keras model config is read below
         checked = family_check.expect(ckpt, roles)
         if checked is not None:
