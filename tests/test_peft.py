@@ -1,4 +1,4 @@
-"""PEFT LoRA adapters written by peft in tmp_path: roles, one LoRA module per adapted module, the adapter config's check.
+"""PEFT LoRA adapters written by peft in tmp_path: roles, one LoRA module per adapted module, the config's check.
 
 Each adapter is `get_peft_model` over a test-sized llama built from its config (random weights, nothing downloaded),
 written by `save_pretrained` (adapter_model.safetensors beside adapter_config.json). The references are peft's:
