@@ -148,6 +148,8 @@ def lora_recipe(module: Module) -> Recipe | None:
     """A LoRA spec when the module holds one pair of factors whose rank agrees (A: rank x in..., B: out x rank...),
     DoRA's magnitude and lora_B's bias of `out` beside them, nothing else."""
     params = module.params()
+    if len(params) != len(module.items):  # two adapters' factors in one state dict ('.default', '.other')
+        return None
     for down, up in LORA_FACTORS:
         a, b = params.get(down), params.get(up)
         if a is not None and b is not None:

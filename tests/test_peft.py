@@ -174,3 +174,31 @@ def test_an_in_memory_state_dict_keeps_the_adapter_name(tmp_path: Path) -> None:
     assert exp.found == model.get_nb_trainable_parameters()[0] and not exp.anomalies
     assert {r.role for r in report.roles} == {"lora_factor"}
     assert {c.layer for c in exp.layers} == set(_ranks(model))
+
+
+def test_torch_save_adapter_reads_the_same(tmp_path: Path) -> None:
+    """save_pretrained(safe_serialization=False): adapter_model.bin, a torch zip, beside the same config."""
+    model, _ = _adapter(tmp_path, ADAPTERS["dora"], safe_serialization=False)
+    report = inspect(tmp_path / "adapter_model.bin")
+    assert report.checkpoint.n_parameters == model.get_nb_trainable_parameters()[0]
+    assert _warnings(report) == []
+    exp = report.expectation
+    assert exp is not None and (exp.architecture, exp.source) == ("lora-adapter", "config")
+    assert {c.layer: int(c.kind.removeprefix("LoRA r=")) for c in exp.layers} == _ranks(model)
+
+
+def test_two_adapters_in_one_state_dict_warn_of_nothing(tmp_path: Path) -> None:
+    """Two adapters' factors of one module ('lora_A.default', 'lora_A.other'): counted as the file holds them."""
+    from safetensors.torch import save_file
+
+    model, _ = _adapter(tmp_path / "saved", ADAPTERS["q_v"])
+    model.add_adapter("other", peft.LoraConfig(r=2, target_modules=["q_proj"]))
+    state = {k: v.contiguous() for k, v in model.state_dict().items() if "lora_" in k}
+    save_file(state, tmp_path / "two.safetensors")
+    report = inspect(tmp_path / "two.safetensors")
+    assert report.checkpoint.n_parameters == sum(v.numel() for v in state.values())
+    assert _warnings(report) == []
+    exp = report.expectation
+    assert exp is not None and exp.architecture == "lora-adapter" and exp.total == exp.found
+    kinds = {c.layer.rpartition(".")[2]: c.kind for c in exp.layers}
+    assert kinds == {"q_proj": "Tensors", "v_proj": "LoRA r=4"}
