@@ -18,7 +18,7 @@ from inspector.architectures import Architecture
 from inspector.formulas import LayerSpec, LoRA
 from inspector.hfconfig import ADAPTER_CONFIG_NAME
 from inspector.modules import file_specs
-from inspector.records import Checkpoint, RoleMatch, TensorInfo
+from inspector.records import Checkpoint, RoleMatch
 from inspector.recordtype import replace
 
 TYPE_CHECKING = False
@@ -125,13 +125,12 @@ def adapter_architecture(
     ckpt: Checkpoint,
     roles: Sequence[RoleMatch],
     config: Mapping[str, Any] | None,
-    groups: Mapping[str, Sequence[tuple[TensorInfo, RoleMatch]]] | None = None,
 ) -> Architecture | None:
     """The adapter as `config` (a parsed adapter_config.json) states it, or as its shapes imply (`config` None):
     one layer per file module, each LoRA module at the config's rank for it (rank_pattern honoured), the other
     modules (modules_to_save copies, saved base layers) as their own tensors imply. None when no module is a LoRA
     module."""
-    specs = file_specs(ckpt, roles, groups)
+    specs = file_specs(ckpt, roles)
     adapted = [s for s in specs if isinstance(s, LoRA)]
     if not adapted:
         return None

@@ -283,9 +283,9 @@ def _generic(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMat
 
 
 def _lora_adapter(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
-    """A PEFT LoRA adapter without its adapter_config.json: each module's rank as the file holds it (`layers`: the
-    file's modules)."""
-    return adapter_architecture(ckpt, roles, None, {name: layer.items for name, layer in layers.items()})
+    """A PEFT LoRA adapter without its adapter_config.json: each module's rank as the file holds it (one layer per
+    file module, as `_generic`'s; `compare` groups the tensors by their names)."""
+    return adapter_architecture(ckpt, roles, None)
 
 
 Detector = Callable[[dict[str, Layer], Checkpoint, Sequence[RoleMatch]], Architecture | None]
@@ -303,9 +303,6 @@ DETECTORS: tuple[tuple[Detector, str, str], ...] = (
 )
 
 
-MODULE_DETECTORS = (_lora_adapter, _generic)  # detectors whose layers are the file's modules
-
-
 def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
     return _inferred(ckpt, roles)[0]
 
@@ -315,10 +312,10 @@ def _inferred(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> tuple[Architectur
     named, roled = set(map(attrgetter("layer"), roles)), set(map(attrgetter("role"), roles))
     layers: dict[str, Layer] | None = None
     for detector, layer, role in DETECTORS:
-        if (layer and layer not in named) or (role and role not in roled):
-            continue
-        if detector in MODULE_DETECTORS:  # one layer per module: the file's modules are the layers, checked as read
+        if detector is _generic:  # one layer per module: the file's modules are the layers, checked as they were read
             layers = {name: Layer(name, tuple(items)) for name, items in module_groups(ckpt, roles).items()}
+        elif (layer and layer not in named) or (role and role not in roled):
+            continue
         elif layers is None:
             layers = file_layers(ckpt, roles)
         try:
