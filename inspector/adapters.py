@@ -13,13 +13,14 @@ key names are then checked against the rank the file holds, and a note says so.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 
 from inspector.architectures import Architecture
 from inspector.formulas import LayerSpec, LoRA
 from inspector.hfconfig import ADAPTER_CONFIG_NAME
 from inspector.modules import file_specs
 from inspector.records import Checkpoint, RoleMatch
-from inspector.recordtype import replace
+from inspector.recordtype import record, replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 ARCHITECTURE = "lora-adapter"
 REGEX_SYNTAX = frozenset("\\^$*+?{}[]|()")  # in a rank_pattern key: a regular expression, not a module name
+SHOWN = 20  # pattern entries shown in the architecture's line (a config of 1 MiB may hold 100,000)
 BASE_LAYER = ".base_layer"  # an adapted embedding's base weight, saved beside the factors (save_embedding_layers)
 
 
@@ -39,7 +41,8 @@ def _text(value: object) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
-        return " ".join(sorted(value))
+        names = sorted(value)
+        return " ".join(names[:SHOWN]) + (f" ... ({len(names) - SHOWN:,} more)" if len(names) > SHOWN else "")
     return None
 
 
@@ -48,27 +51,44 @@ def _pattern(config: Mapping[str, Any], key: str) -> dict[str, Any]:
     return {k: v for k, v in value.items() if isinstance(k, str)} if isinstance(value, dict) else {}
 
 
-def rank_for(config: Mapping[str, Any], module: str) -> tuple[int | None, str]:
-    """The rank the config states for `module` and where it says so ('r', "rank_pattern 'v_proj'"); None when the
-    config does not say (no usable `r`, or a regex key it cannot read may name the module)."""
-    pattern = _pattern(config, "rank_pattern")
-    unread = False
-    for key, value in pattern.items():
-        if REGEX_SYNTAX.intersection(key):
-            unread = True
-            continue
-        if module == key or module.endswith("." + key):
-            rank = _positive(value)
-            return (rank, f"rank_pattern {key!r}") if rank is not None else (None, "")
-    if unread:
-        return None, ""
-    return _positive(config.get("r")), "r"
+@record(frozen=True, slots=True)
+class Ranks:
+    """The ranks an adapter config states: `r`, and `rank_pattern`'s keys by their position in the config.
+
+    As peft matches them, the first key in the config's order that names a module wins; a module's dotted endings are
+    looked up among the plain keys (a few per module, whatever the number of keys). `unread`: the position of the
+    first key with regex syntax (not evaluated), if any."""
+
+    r: int | None
+    keys: Mapping[str, tuple[int, object]]  # plain key -> (position, rank as the config gives it)
+    unread: int | None
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> Ranks:
+        keys: dict[str, tuple[int, object]] = {}
+        unread = None
+        for i, (key, value) in enumerate(_pattern(config, "rank_pattern").items()):
+            if REGEX_SYNTAX.intersection(key):
+                unread = i if unread is None else unread
+            else:
+                keys.setdefault(key, (i, value))
+        return cls(_positive(config.get("r")), keys, unread)
+
+    def rank_for(self, module: str) -> int | None:
+        """The rank the config states for `module`; None when it does not say (no usable `r`, or a regex key comes
+        before every key that names the module)."""
+        parts = module.split(".")
+        found = [self.keys[e] for e in (".".join(parts[i:]) for i in range(len(parts))) if e in self.keys]
+        first = min(found, key=itemgetter(0), default=None)
+        if self.unread is not None and (first is None or self.unread < first[0]):
+            return None
+        return self.r if first is None else _positive(first[1])
 
 
-def _stated(config: Mapping[str, Any], spec: LoRA) -> LoRA:
+def _stated(config: Mapping[str, Any], ranks: Ranks, spec: LoRA) -> LoRA:
     """The LoRA spec the config states for a module the file adapts: its rank, DoRA's magnitude (use_dora) and
     lora_B's bias (lora_bias); what the config does not say is as the file holds it."""
-    rank, _ = rank_for(config, spec.name)
+    rank = ranks.rank_for(spec.name)
     changes: dict[str, Any] = {} if rank is None else {"rank": rank}
     for field, key in (("magnitude", "use_dora"), ("bias", "lora_bias")):
         if isinstance(config.get(key), bool):
@@ -90,7 +110,8 @@ def _hyperparameters(config: Mapping[str, Any] | None, specs: Sequence[LoRA]) ->
     for key in ("rank_pattern", "alpha_pattern"):
         pattern = _pattern(config, key)
         if pattern:
-            hyper[key] = " ".join(f"{k}:{v}" for k, v in pattern.items())
+            shown = " ".join(f"{k}:{v}" for k, v in list(pattern.items())[:SHOWN])
+            hyper[key] = shown + (f" ... ({len(pattern) - SHOWN:,} more)" if len(pattern) > SHOWN else "")
     hyper["modules_to_save"] = _text(config.get("modules_to_save"))
     if config.get("use_dora") is True:
         hyper["use_dora"] = True
@@ -105,9 +126,10 @@ def _notes(config: Mapping[str, Any] | None, specs: Sequence[LayerSpec]) -> tupl
     else:
         unread = [k for k in _pattern(config, "rank_pattern") if REGEX_SYNTAX.intersection(k)]
         if unread:
+            keys = ", ".join(map(repr, unread[:SHOWN])) + (" ..." if len(unread) > SHOWN else "")
             notes.append(
-                f"rank_pattern key(s) {', '.join(map(repr, unread))} are regular expressions, not evaluated: the "
-                "modules no plain key names are checked against the rank the file holds"
+                f"rank_pattern key(s) {keys} are regular expressions, not evaluated: a module one of them may name "
+                "(no plain key before it names the module) is checked against the rank the file holds"
             )
         if config.get("peft_type") != "LORA":
             notes.append(f"peft_type {config.get('peft_type')!r}: the LoRA factors checked against the config's ranks")
@@ -135,6 +157,7 @@ def adapter_architecture(
     if not adapted:
         return None
     if config is not None:
-        specs = [_stated(config, s) if isinstance(s, LoRA) else s for s in specs]
+        ranks = Ranks.of(config)
+        specs = [_stated(config, ranks, s) if isinstance(s, LoRA) else s for s in specs]
     hyper = _hyperparameters(config, adapted)
     return Architecture(ARCHITECTURE, hyper, tuple(specs), _notes(config, specs))

@@ -35,6 +35,7 @@ ADAPTERS: dict[str, dict[str, Any]] = {
         "rank_pattern": {"v_proj": 2, "layers.1.self_attn.q_proj": 6}, "alpha_pattern": {"down_proj": 32},
     },
 }  # fmt: skip
+SECOND = "layers.1.self_attn.q_proj"
 FACTORS = {"lora_A", "lora_B", "lora_embedding_A", "lora_embedding_B", "lora_magnitude_vector", "lora_bias"}
 
 
@@ -202,3 +203,27 @@ def test_two_adapters_in_one_state_dict_warn_of_nothing(tmp_path: Path) -> None:
     assert exp is not None and exp.architecture == "lora-adapter" and exp.total == exp.found
     kinds = {c.layer.rpartition(".")[2]: c.kind for c in exp.layers}
     assert kinds == {"q_proj": "Tensors", "v_proj": "LoRA r=4"}
+
+
+def test_rank_pattern_order_peft_saves_is_the_order_it_loads_by(tmp_path: Path) -> None:
+    """peft matches rank_pattern keys first-come; save_pretrained writes them sorted. {'q_proj': 2,
+    'layers.1.self_attn.q_proj': 6} gives layers.1 rank 2 when built and 6 when loaded: the inspector reads the saved
+    order and warns of the module whose rank peft's own loader refuses."""
+    _, path = _adapter(tmp_path, {"r": 4, "target_modules": ["q_proj"], "rank_pattern": {"q_proj": 2, SECOND: 6}})
+    assert list(json.loads((tmp_path / "adapter_config.json").read_text())["rank_pattern"]) == [SECOND, "q_proj"]
+    base = transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(**LLAMA))
+    with pytest.raises(RuntimeError, match="size mismatch for base_model.model.model.layers.1.self_attn.q_proj"):
+        peft.PeftModel.from_pretrained(base, tmp_path)
+    exp = inspect(path).expectation
+    assert exp is not None and exp.anomalies == ("base_model.model.model.layers.1.self_attn.q_proj",)
+    assert exp.layers[1].explanation.startswith("LoRA factors of rank 2 in the file, the adapter config states r=6")
+
+
+def test_rank_pattern_of_many_keys_is_shown_bounded(tmp_path: Path) -> None:
+    _, path = _adapter(tmp_path, ADAPTERS["q_v"])
+    many = {f"layers.{i}.mlp.up_proj": 2 for i in range(5000)} | {"(x+)+y": 3}
+    _edit_config(tmp_path, rank_pattern=many, target_modules=[f"m{i}" for i in range(5000)])
+    exp = inspect(path).expectation
+    assert exp is not None and not exp.anomalies
+    assert exp.hyperparameters["rank_pattern"].endswith(" ... (4,981 more)")
+    assert exp.hyperparameters["targets"].endswith(" ... (4,980 more)")
