@@ -67,11 +67,15 @@ def adapter_config(config: Mapping[str, Any] | None) -> Mapping[str, Any] | None
     return config if config is not None and config.get("source") == ADAPTER_CONFIG_NAME else None
 
 
-def adapter_config_beside(probe: Probe, ckpt: Checkpoint) -> dict[str, Any] | None:
+def adapter_like(probe: Probe, ckpt: Checkpoint) -> bool:
+    """The file is named as peft names it, or one of its first tensors is a LoRA factor."""
+    if os.path.basename(probe.path).startswith(ADAPTER_FILE_PREFIX):
+        return True
+    return any("lora_" in t.name for t in ckpt.tensors[:ADAPTER_NAMES_LOOKED_AT])
+
+
+def adapter_config_beside(probe: Probe) -> dict[str, Any] | None:
     """The parsed adapter_config.json beside a PEFT adapter file, when it is a JSON object naming its `peft_type`."""
-    named = os.path.basename(probe.path).startswith(ADAPTER_FILE_PREFIX)
-    if not named and not any("lora_" in t.name for t in ckpt.tensors[:ADAPTER_NAMES_LOOKED_AT]):
-        return None
     doc = _json_beside(probe, ADAPTER_CONFIG_NAME)
     if doc is None or not isinstance(doc.get("peft_type"), str):
         return None
@@ -80,9 +84,9 @@ def adapter_config_beside(probe: Probe, ckpt: Checkpoint) -> dict[str, Any] | No
 
 
 def with_config(ckpt: Checkpoint, probe: Probe) -> Checkpoint:
-    """The checkpoint with the config beside it (config.json, else a PEFT adapter's adapter_config.json), when its
-    loader found none in the file itself."""
+    """The checkpoint with the config beside it, when its loader found none in the file itself: config.json, or for
+    a PEFT adapter its adapter_config.json first (a config.json beside an adapter describes the base model)."""
     if ckpt.config is not None:
         return ckpt
-    config = config_beside(probe) or adapter_config_beside(probe, ckpt)
+    config = (adapter_like(probe, ckpt) and adapter_config_beside(probe)) or config_beside(probe)
     return ckpt if config is None else replace(ckpt, config=MappingProxyType(config))

@@ -227,3 +227,15 @@ def test_rank_pattern_of_many_keys_is_shown_bounded(tmp_path: Path) -> None:
     assert exp is not None and not exp.anomalies
     assert exp.hyperparameters["rank_pattern"].endswith(" ... (4,981 more)")
     assert exp.hyperparameters["targets"].endswith(" ... (4,980 more)")
+
+
+def test_adapter_config_wins_over_the_base_models_config_json_beside_it(tmp_path: Path) -> None:
+    """Some repositories keep the base model's config.json beside the adapter: the adapter's own config is read."""
+    model, path = _adapter(tmp_path, ADAPTERS["patterns"])
+    transformers.LlamaConfig(**LLAMA).save_pretrained(tmp_path)
+    assert (tmp_path / "config.json").exists()
+    report = inspect(path)
+    assert _warnings(report) == []
+    exp = report.expectation
+    assert exp is not None and (exp.architecture, exp.source) == ("lora-adapter", "config")
+    assert {c.layer: int(c.kind.removeprefix("LoRA r=")) for c in exp.layers} == _ranks(model)
