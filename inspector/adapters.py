@@ -6,13 +6,14 @@ the config asks for them (`inspector.modules.lora_recipe` reads them as one `LoR
 `modules_to_save`. The config states each adapted module's rank: `r`, or the first `rank_pattern` key that names the
 module. peft's keys are regular expressions matched at a dotted boundary at the end of the module's name; a key is
 read here as the literal it almost always is ('v_proj', 'layers.1.self_attn.q_proj'), and a key with any other
-regex syntax is not evaluated (a file cannot make the tool run a pattern of its choosing): the modules no literal
-key names are then checked against the rank the file holds, and a note says so.
+regex syntax is not evaluated (a file cannot make the tool run a pattern of its choosing): a module such a key may
+name (no plain key before it names the module) is then checked against the rank the file holds, and a note says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import islice
 from operator import itemgetter
 
 from inspector.architectures import Architecture
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 ARCHITECTURE = "lora-adapter"
 REGEX_SYNTAX = frozenset("\\^$*+?{}[]|()")  # in a rank_pattern key: a regular expression, not a module name
 SHOWN = 20  # pattern entries shown in the architecture's line (a config of 1 MiB may hold 100,000)
+SHOWN_CHARS = 120  # characters shown of one entry
 BASE_LAYER = ".base_layer"  # an adapted embedding's base weight, saved beside the factors (save_embedding_layers)
 
 
@@ -36,13 +38,22 @@ def _positive(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+def _short(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
+
+
+def _listed(entries: Iterable[str], total: int) -> str:
+    """The first `SHOWN` of `total` entries joined by spaces, each at most `SHOWN_CHARS` long, and how many more."""
+    more = f" ... ({total - SHOWN:,} more)" if total > SHOWN else ""
+    return " ".join(map(_short, islice(entries, SHOWN))) + more
+
+
 def _text(value: object) -> str | None:
     """A config entry as one line: a string, or a list of strings joined by spaces."""
     if isinstance(value, str):
-        return value
+        return _short(value)
     if isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
-        names = sorted(value)
-        return " ".join(names[:SHOWN]) + (f" ... ({len(names) - SHOWN:,} more)" if len(names) > SHOWN else "")
+        return _listed(sorted(value), len(value))
     return None
 
 
@@ -110,8 +121,7 @@ def _hyperparameters(config: Mapping[str, Any] | None, specs: Sequence[LoRA]) ->
     for key in ("rank_pattern", "alpha_pattern"):
         pattern = _pattern(config, key)
         if pattern:
-            shown = " ".join(f"{k}:{v}" for k, v in list(pattern.items())[:SHOWN])
-            hyper[key] = shown + (f" ... ({len(pattern) - SHOWN:,} more)" if len(pattern) > SHOWN else "")
+            hyper[key] = _listed((f"{k}:{v}" for k, v in pattern.items()), len(pattern))
     hyper["modules_to_save"] = _text(config.get("modules_to_save"))
     if config.get("use_dora") is True:
         hyper["use_dora"] = True
@@ -126,7 +136,7 @@ def _notes(config: Mapping[str, Any] | None, specs: Sequence[LayerSpec]) -> tupl
     else:
         unread = [k for k in _pattern(config, "rank_pattern") if REGEX_SYNTAX.intersection(k)]
         if unread:
-            keys = ", ".join(map(repr, unread[:SHOWN])) + (" ..." if len(unread) > SHOWN else "")
+            keys = ", ".join(repr(_short(k)) for k in unread[:SHOWN]) + (" ..." if len(unread) > SHOWN else "")
             notes.append(
                 f"rank_pattern key(s) {keys} are regular expressions, not evaluated: a module one of them may name "
                 "(no plain key before it names the module) is checked against the rank the file holds"

@@ -222,11 +222,13 @@ def test_rank_pattern_order_peft_saves_is_the_order_it_loads_by(tmp_path: Path) 
 def test_rank_pattern_of_many_keys_is_shown_bounded(tmp_path: Path) -> None:
     _, path = _adapter(tmp_path, ADAPTERS["q_v"])
     many = {f"layers.{i}.mlp.up_proj": 2 for i in range(5000)} | {"(x+)+y": 3}
-    _edit_config(tmp_path, rank_pattern=many, target_modules=[f"m{i}" for i in range(5000)])
+    targets = [f"m{i}" for i in range(5000)]
+    _edit_config(tmp_path, rank_pattern=many, target_modules=targets, base_model_name_or_path="x" * 10_000)
     exp = inspect(path).expectation
     assert exp is not None and not exp.anomalies
     assert exp.hyperparameters["rank_pattern"].endswith(" ... (4,981 more)")
     assert exp.hyperparameters["targets"].endswith(" ... (4,980 more)")
+    assert exp.hyperparameters["base_model"] == "x" * 120 + "..."
 
 
 def test_adapter_config_wins_over_the_base_models_config_json_beside_it(tmp_path: Path) -> None:
