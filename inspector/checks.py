@@ -8,7 +8,7 @@ from math import prod
 from operator import attrgetter
 
 from inspector.architectures import Architecture
-from inspector.formulas import FORMULAS, GRU, LSTM, LayerSpec, SimpleRNN, breakdown
+from inspector.formulas import FORMULAS, GRU, LSTM, LayerSpec, LoRA, SimpleRNN, breakdown
 from inspector.modules import module_name
 from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import record
@@ -60,7 +60,30 @@ def _found(layer: Layer | None) -> int:
     return sum(t.n_elements for t, _ in layer.items if t.alias_of is None)
 
 
+LORA_DOWN = ("lora_A", "lora_embedding_A")  # a LoRA module's factor whose first dimension is its rank
+# a LoRA spec's optional parts: its field, the factor's parameter name, the adapter config's key that asks for it
+LORA_EXTRAS = (("magnitude", "lora_magnitude_vector", "use_dora"), ("bias", "lora_bias", "lora_bias"))
+
+
+def _explain_lora(spec: LoRA, layer: Layer) -> str | None:
+    """A LoRA module against the adapter config: its rank, DoRA's magnitude, lora_B's bias, in words."""
+    params = {r.param for _, r in layer.items}
+    rank = next((t.shape[0] for t, r in layer.items if r.param in LORA_DOWN and t.shape), None)
+    if rank is not None and rank != spec.rank:
+        return f"LoRA factors of rank {rank} in the file, the adapter config states r={spec.rank} for this module"
+    for part, param, key in LORA_EXTRAS:
+        stated = getattr(spec, part)
+        if stated != (param in params):
+            said = "expected" if stated else "not expected"
+            return f"{param} of {spec.outputs:,} {said} ({key} is {stated}), {'none' if stated else 'one'} in the file"
+    return None
+
+
 def _explain(spec: LayerSpec, expected: dict[str, int], layer: Layer) -> str:
+    if isinstance(spec, LoRA):
+        said = _explain_lora(spec, layer)
+        if said is not None:
+            return said
     found = _found(layer)
     diff = sum(expected.values()) - found
     has_bias = any(r.param == "bias" or "bias" in t.name.rsplit(".", 1)[-1] for t, r in layer.items)

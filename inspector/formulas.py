@@ -217,6 +217,24 @@ class InitialState(LayerSpec):
     name: str = ""
 
 
+@record(frozen=True, slots=True)
+class LoRA(LayerSpec):
+    """A PEFT LoRA adapter of one module: lora_A (rank x inputs) and lora_B (outputs x rank), DoRA's magnitude
+    (outputs) and lora_B's bias (outputs) when it has them. An adapted embedding's inputs are its vocabulary and its
+    outputs its dimension (lora_embedding_A, lora_embedding_B); a convolution's inputs are in_channels x kernel."""
+
+    rank: int
+    inputs: int
+    outputs: int
+    magnitude: bool = False
+    bias: bool = False
+    name: str = ""
+
+    @property
+    def kind(self) -> str:
+        return f"LoRA r={self.rank}"
+
+
 Breakdown = dict[str, int]
 
 
@@ -267,6 +285,16 @@ def tensor(s: Tensor) -> Breakdown:
     return {s.label.lower(): prod(s.shape)}
 
 
+def lora(s: LoRA) -> Breakdown:
+    """lora_A = r x in; lora_B = out x r; magnitude = out (DoRA); lora_bias = out."""
+    return {
+        "lora_A": s.rank * s.inputs,
+        "lora_B": s.outputs * s.rank,
+        "magnitude": s.outputs if s.magnitude else 0,
+        "lora_bias": s.outputs if s.bias else 0,
+    }
+
+
 def block(s: Block) -> Breakdown:
     """The sum of each part's formula."""
     return {name: total(part) for name, part in s.parts}
@@ -311,6 +339,7 @@ FORMULAS: Mapping[type[LayerSpec], Callable[[LayerSpec], Breakdown]] = {
     Norm: norm,  # type: ignore[dict-item]
     Tensor: tensor,  # type: ignore[dict-item]
     Block: block,  # type: ignore[dict-item]
+    LoRA: lora,  # type: ignore[dict-item]
 }
 
 

@@ -1,8 +1,10 @@
-"""The transformers `config.json` beside a weights file (or its shard index): read as data, bounded."""
+"""The transformers `config.json` beside a weights file (or its shard index), or the PEFT `adapter_config.json`
+beside an adapter: read as data, bounded."""
 
 from __future__ import annotations
 
 import json
+import os
 from types import MappingProxyType
 
 from inspector.errors import InspectorError
@@ -30,26 +32,61 @@ def model_type(config: Mapping[str, Any] | None) -> str | None:
     return stated if isinstance(stated, str) else None
 
 
-def config_beside(probe: Probe) -> dict[str, Any] | None:
-    """The parsed config.json in the probed file's folder (local or remote), when it is a JSON object that says what
-    the model is (`model_type`); None when there is none or it cannot be read (it is only ever a help, never an
-    error)."""
+# PEFT's adapter_config.json beside adapter_model.safetensors: read when the file is named as peft names it or one
+# of its first tensors is a LoRA factor (a file of another kind never looks for it)
+ADAPTER_CONFIG_NAME = "adapter_config.json"
+ADAPTER_FILE_PREFIX = "adapter_model"
+ADAPTER_NAMES_LOOKED_AT = 1000
+
+
+def _json_beside(probe: Probe, name: str) -> dict[str, Any] | None:
+    """The JSON object in the file `name` in the probed file's folder (local or remote); None when there is none or
+    it cannot be read or is larger than `MAX_CONFIG_BYTES` (it is only ever a help, never an error)."""
     try:
-        with probe.sibling(CONFIG_NAME) as config:
+        with probe.sibling(name) as config:
             if config.size > MAX_CONFIG_BYTES:
                 return None
             doc = json.loads(config.read_at(0, config.size))
     except (InspectorError, OSError, ValueError, RecursionError):
         return None
-    if not isinstance(doc, dict) or model_type(doc) is None:
+    return doc if isinstance(doc, dict) else None
+
+
+def config_beside(probe: Probe) -> dict[str, Any] | None:
+    """The parsed config.json in the probed file's folder, when it is a JSON object that says what the model is
+    (`model_type`)."""
+    doc = _json_beside(probe, CONFIG_NAME)
+    if doc is None or model_type(doc) is None:
         return None
     doc["source"] = CONFIG_NAME
     return doc
 
 
+def adapter_config(config: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The checkpoint's config when it is a PEFT adapter_config.json."""
+    return config if config is not None and config.get("source") == ADAPTER_CONFIG_NAME else None
+
+
+def adapter_like(probe: Probe, ckpt: Checkpoint) -> bool:
+    """The file is named as peft names it, or one of its first tensors is a LoRA factor."""
+    if os.path.basename(probe.path).startswith(ADAPTER_FILE_PREFIX):
+        return True
+    return any("lora_" in t.name for t in ckpt.tensors[:ADAPTER_NAMES_LOOKED_AT])
+
+
+def adapter_config_beside(probe: Probe) -> dict[str, Any] | None:
+    """The parsed adapter_config.json beside a PEFT adapter file, when it is a JSON object naming its `peft_type`."""
+    doc = _json_beside(probe, ADAPTER_CONFIG_NAME)
+    if doc is None or not isinstance(doc.get("peft_type"), str):
+        return None
+    doc["source"] = ADAPTER_CONFIG_NAME
+    return doc
+
+
 def with_config(ckpt: Checkpoint, probe: Probe) -> Checkpoint:
-    """The checkpoint with the config beside it, when its loader found none in the file itself."""
+    """The checkpoint with the config beside it, when its loader found none in the file itself: config.json, or for
+    a PEFT adapter its adapter_config.json first (a config.json beside an adapter describes the base model)."""
     if ckpt.config is not None:
         return ckpt
-    config = config_beside(probe)
+    config = (adapter_like(probe, ckpt) and adapter_config_beside(probe)) or config_beside(probe)
     return ckpt if config is None else replace(ckpt, config=MappingProxyType(config))

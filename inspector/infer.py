@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from operator import attrgetter
 
 from inspector import family_check
+from inspector.adapters import adapter_architecture
 from inspector.architectures import Architecture, build
 from inspector.checks import Layer, compare, file_layers
 from inspector.errors import SpecError
@@ -27,6 +28,7 @@ from inspector.formulas import (
     Dense,
     LayerSpec,
 )
+from inspector.hfconfig import adapter_config
 from inspector.hfconfig import model_type as config_model_type
 from inspector.modules import file_specs, module_groups
 from inspector.records import Checkpoint, Expectation, RoleMatch, TensorKind
@@ -280,6 +282,12 @@ def _generic(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMat
     return Architecture("sequential", summary, tuple(specs))
 
 
+def _lora_adapter(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
+    """A PEFT LoRA adapter without its adapter_config.json: each module's rank as the file holds it (one layer per
+    file module, as `_generic`'s; `compare` groups the tensors by their names)."""
+    return adapter_architecture(ckpt, roles, None)
+
+
 Detector = Callable[[dict[str, Layer], Checkpoint, Sequence[RoleMatch]], Architecture | None]
 # Each detector with what it cannot work without: a layer of that name among the roles' layers, a tensor of that
 # role (""; nothing). A detector whose need is absent is not tried, so a file of 100,000 modules and no seed family
@@ -290,6 +298,7 @@ DETECTORS: tuple[tuple[Detector, str, str], ...] = (
     (_rau_rnn, "embedding", ""),
     (_rau_stack_transformer, "", "embedding"),
     (_rau_transformer, "embedding", ""),
+    (_lora_adapter, "", "lora_factor"),
     (_generic, "", ""),
 )
 
@@ -361,6 +370,11 @@ def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch], stated: Architecture | 
             h = family_check.stated_hyperparameters(family, stated.hyperparameters)
             return family_check.check_stated(ckpt, roles, family, h)
         return compare(ckpt, roles, stated, "stated")
+    adapter = adapter_config(ckpt.config)
+    if adapter is not None:  # a PEFT adapter with its adapter_config.json: each LoRA module at the config's rank
+        arch = adapter_architecture(ckpt, roles, adapter)
+        if arch is not None:
+            return compare(ckpt, roles, arch, "config")
     if not (ckpt.config and ckpt.config.get("layers")):  # a Keras model config is read below
         checked = family_check.expect(ckpt, roles)
         if checked is not None:

@@ -20,6 +20,7 @@ from inspector.formulas import (
     Dense,
     Embedding,
     LayerSpec,
+    LoRA,
     Norm,
     Recurrent,
     SimpleRNN,
@@ -40,7 +41,8 @@ GATE_CELLS: dict[int, type[Recurrent]] = {1: SimpleRNN, 3: GRU, 4: LSTM}
 FRAMEWORK_CONVENTIONS = {"keras": Convention.KERAS, "tensorflow": Convention.KERAS, "mxnet": Convention.MXNET}
 # Roles whose rule names the layer itself (RNN layers 'rnn.l0', Keras and MXNet layers, positional arrays):
 # the role's layer is the module. Elsewhere a dotted name's module is the name without its last part.
-LAYER_FROM_ROLE = ("rnn_input_kernel", "rnn_recurrent_kernel", "rnn_bias", "initial_state")
+# A LoRA factor's layer is the module it adapts: the factors of one adapted module are one module.
+LAYER_FROM_ROLE = ("rnn_input_kernel", "rnn_recurrent_kernel", "rnn_bias", "initial_state", "lora_factor")
 # one value per feature (num_batches_tracked is a counter)
 STATISTICS = frozenset(n for names in NORM_STATISTICS.values() for n in names) - {"num_batches_tracked"}
 DOTTED_STATISTICS = tuple("." + n for n in sorted(STATISTICS))  # a name whose last part is one: str.endswith
@@ -48,7 +50,13 @@ SCALES = ("weight", "gamma", "scale")
 SHIFTS = ("bias", "beta")
 AFFINE = {"weight", "bias"}
 NORM_PARAMS = frozenset(SCALES) | frozenset(SHIFTS) | STATISTICS  # what a norm module holds (EvoNorm's `v` is not)
-STATED_PARAM_RULES = ("keras", "mxnet", "sockeye", "shape.")  # rules whose `param` is the tensor's parameter name
+STATED_PARAM_RULES = (
+    "keras",
+    "mxnet",
+    "sockeye",
+    "shape.",
+    "peft.",
+)  # rules whose `param` is the tensor's parameter name
 
 
 @record(frozen=True)
@@ -131,6 +139,34 @@ def _recurrent(module: Module, framework: str, statistics: bool) -> Recipe | Non
     return cls, (inputs, units, convention), {"bias": vectors > 0, "biases": vectors or None}
 
 
+# A LoRA module's factors by parameter name: (down factor, up factor) of a linear or conv layer and of an embedding
+LORA_FACTORS = (("lora_A", "lora_B"), ("lora_embedding_A", "lora_embedding_B"))
+LORA_EXTRAS = frozenset({"lora_magnitude_vector", "lora_bias"})
+
+
+def lora_recipe(module: Module) -> Recipe | None:
+    """A LoRA spec when the module holds one pair of factors whose rank agrees (A: rank x in..., B: out x rank...),
+    DoRA's magnitude and lora_B's bias of `out` beside them, nothing else."""
+    params = module.params()
+    if len(params) != len(module.items):  # two adapters' factors in one state dict ('.default', '.other')
+        return None
+    for down, up in LORA_FACTORS:
+        a, b = params.get(down), params.get(up)
+        if a is not None and b is not None:
+            break
+    else:
+        return None
+    if params.keys() - {down, up} - LORA_EXTRAS or len(a.shape) < 2 or len(b.shape) < 2:
+        return None
+    rank, out = a.shape[0], b.shape[0]
+    if b.n_elements != out * rank:  # (a conv's lora_B is out x rank x 1 x 1)
+        return None
+    magnitude, bias = params.get("lora_magnitude_vector"), params.get("lora_bias")
+    if any(t is not None and t.n_elements != out for t in (magnitude, bias)):
+        return None
+    return LoRA, (rank, a.n_elements // rank, out), {"magnitude": magnitude is not None, "bias": bias is not None}
+
+
 def _first(params: dict[str, TensorInfo], names: tuple[str, ...]) -> TensorInfo | None:
     for name in names:
         t = params.get(name)
@@ -151,6 +187,10 @@ def module_spec(module: Module, framework: str, statistics: bool = False) -> Lay
 def _recipe(module: Module, framework: str, statistics: bool) -> Recipe:
     """`module_spec`'s spec as its class and arguments, less its name."""
     roles = {r.role for _, r in module.items}
+    if "lora_factor" in roles:
+        lora = lora_recipe(module)
+        if lora is not None:
+            return lora
     if "rnn_recurrent_kernel" in roles:
         recurrent = _recurrent(module, framework, statistics)
         if recurrent is not None:

@@ -64,6 +64,7 @@ class Role(StrEnum):
     STACK_PUSH = "stack_push"
     STACK_READ = "stack_read"
     MOE_ROUTER = "moe_router"
+    LORA = "lora_factor"
     LEARNED_TENSOR = "learned_tensor"
     OPTIMIZER_SLOT = "optimizer_slot"
     BUFFER = "buffer"
@@ -84,6 +85,16 @@ P = r"(?:.*[./])?"  # any module prefix ('first.first.second.', 'model/', 'bert.
 WB = r"(?P<param>weight|bias)"
 
 ROLE_RULES: tuple[RoleRule, ...] = (
+    # PEFT LoRA adapters (adapter_model.safetensors), before every other rule (a factor is one whatever it adapts):
+    # a factor's layer is the module it adapts ('...q_proj'), its param the factor's name. save_pretrained drops the
+    # adapter's name ('.default'), a model's state_dict keeps it; DoRA's magnitude is saved without '.weight'
+    RoleRule("peft.lora", Role.LORA, r"(?P<layer>.+)\.(?P<param>lora_[AB])(?:\.[^.]+)?\.weight", ("torch",)),
+    RoleRule("peft.lora_bias", Role.LORA, r"(?P<layer>.+)\.lora_B(?:\.[^.]+)?\.bias", ("torch",), None, "lora_bias"),
+    RoleRule("peft.lora_embedding", Role.LORA, r"(?P<layer>.+)\.(?P<param>lora_embedding_[AB])(?:\.[^.]+)?", ("torch",)),
+    RoleRule("peft.dora", Role.LORA, r"(?P<layer>.+)\.(?P<param>lora_magnitude_vector)(?:\.[^.]+)?(?:\.weight)?", ("torch",)),
+    # the base weight of an adapted embedding or head, which peft saves beside the factors (save_embedding_layers)
+    RoleRule("peft.base_embedding", Role.EMBEDDING, r"(?P<layer>.*(?:embed|emb|wte|tok)\w*\.base_layer)\.weight", ("torch",), None, "weight"),
+    RoleRule("peft.base_head", Role.HEAD, r"(?P<layer>(?:.*\.)?lm_head\.base_layer)\.weight", ("torch",), None, "weight"),
     # rau (seed 004): rau.models.rnn.language_model / transformer.unidirectional_encoder module paths
     RoleRule("rau.embedding", Role.EMBEDDING, P + r"func\.(?:embedding_layer\.)?embeddings", ("torch",), "embedding", "embeddings"),
     RoleRule("rau.initial_state", Role.INITIAL_STATE, P + r"initial_hidden_state_inputs", ("torch",), "initial_state", "initial_state"),

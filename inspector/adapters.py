@@ -1,0 +1,173 @@
+"""PEFT LoRA adapters: the expectation `adapter_config.json` states for an adapter file, or its shapes imply.
+
+An adapter file (`adapter_model.safetensors`, what peft's `save_pretrained` writes) holds, per adapted module, the
+factors lora_A and lora_B (lora_embedding_A/B for an embedding), DoRA's magnitude vector and lora_B's bias where
+the config asks for them (`inspector.modules.lora_recipe` reads them as one `LoRA` spec), and full copies of the
+`modules_to_save`. The config states each adapted module's rank: `r`, or the first `rank_pattern` key that names the
+module. peft's keys are regular expressions matched at a dotted boundary at the end of the module's name; a key is
+read here as the literal it almost always is ('v_proj', 'layers.1.self_attn.q_proj'), and a key with any other
+regex syntax is not evaluated (a file cannot make the tool run a pattern of its choosing): a module such a key may
+name (no plain key before it names the module) is then checked against the rank the file holds, and a note says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import islice
+from operator import itemgetter
+
+from inspector.architectures import Architecture
+from inspector.formulas import LayerSpec, LoRA
+from inspector.hfconfig import ADAPTER_CONFIG_NAME
+from inspector.modules import file_specs
+from inspector.records import Checkpoint, RoleMatch
+from inspector.recordtype import record, replace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+ARCHITECTURE = "lora-adapter"
+REGEX_SYNTAX = frozenset("\\^$*+?{}[]|()")  # in a rank_pattern key: a regular expression, not a module name
+SHOWN = 20  # pattern entries shown in the architecture's line (a config of 1 MiB may hold 100,000)
+SHOWN_CHARS = 120  # characters shown of one entry
+BASE_LAYER = ".base_layer"  # an adapted embedding's base weight, saved beside the factors (save_embedding_layers)
+
+
+def _positive(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
+
+
+def _listed(entries: Iterable[str], total: int) -> str:
+    """The first `SHOWN` of `total` entries joined by spaces, each at most `SHOWN_CHARS` long, and how many more."""
+    more = f" ... ({total - SHOWN:,} more)" if total > SHOWN else ""
+    return " ".join(map(_short, islice(entries, SHOWN))) + more
+
+
+def _text(value: object) -> str | None:
+    """A config entry as one line: a string, or a list of strings joined by spaces."""
+    if isinstance(value, str):
+        return _short(value)
+    if isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
+        return _listed(sorted(value), len(value))
+    return None
+
+
+def _pattern(config: Mapping[str, Any], key: str) -> dict[str, Any]:
+    value = config.get(key)
+    return {k: v for k, v in value.items() if isinstance(k, str)} if isinstance(value, dict) else {}
+
+
+@record(frozen=True, slots=True)
+class Ranks:
+    """The ranks an adapter config states: `r`, and `rank_pattern`'s keys by their position in the config.
+
+    As peft matches them, the first key in the config's order that names a module wins; a module's dotted endings are
+    looked up among the plain keys (a few per module, whatever the number of keys). `unread`: the position of the
+    first key with regex syntax (not evaluated), if any."""
+
+    r: int | None
+    keys: Mapping[str, tuple[int, object]]  # plain key -> (position, rank as the config gives it)
+    unread: int | None
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> Ranks:
+        keys: dict[str, tuple[int, object]] = {}
+        unread = None
+        for i, (key, value) in enumerate(_pattern(config, "rank_pattern").items()):
+            if REGEX_SYNTAX.intersection(key):
+                unread = i if unread is None else unread
+            else:
+                keys.setdefault(key, (i, value))
+        return cls(_positive(config.get("r")), keys, unread)
+
+    def rank_for(self, module: str) -> int | None:
+        """The rank the config states for `module`; None when it does not say (no usable `r`, or a regex key comes
+        before every key that names the module)."""
+        parts = module.split(".")
+        found = [self.keys[e] for e in (".".join(parts[i:]) for i in range(len(parts))) if e in self.keys]
+        first = min(found, key=itemgetter(0), default=None)
+        if self.unread is not None and (first is None or self.unread < first[0]):
+            return None
+        return self.r if first is None else _positive(first[1])
+
+
+def _stated(config: Mapping[str, Any], ranks: Ranks, spec: LoRA) -> LoRA:
+    """The LoRA spec the config states for a module the file adapts: its rank, DoRA's magnitude (use_dora) and
+    lora_B's bias (lora_bias); what the config does not say is as the file holds it."""
+    rank = ranks.rank_for(spec.name)
+    changes: dict[str, Any] = {} if rank is None else {"rank": rank}
+    for field, key in (("magnitude", "use_dora"), ("bias", "lora_bias")):
+        if isinstance(config.get(key), bool):
+            changes[field] = config[key]
+    return replace(spec, **changes) if changes else spec  # type: ignore[arg-type]
+
+
+def _hyperparameters(config: Mapping[str, Any] | None, specs: Sequence[LoRA]) -> dict[str, Any]:
+    ranks = sorted({s.rank for s in specs})
+    targets = sorted({s.name.rpartition(".")[2] for s in specs})
+    if config is None:
+        return {"r": ranks[0] if len(ranks) == 1 else " ".join(map(str, ranks)), "targets": " ".join(targets)}
+    hyper: dict[str, Any] = {
+        "peft_type": config.get("peft_type"),
+        "r": _positive(config.get("r")),
+        "lora_alpha": config.get("lora_alpha") if isinstance(config.get("lora_alpha"), int | float) else None,
+        "targets": _text(config.get("target_modules")),
+    }
+    for key in ("rank_pattern", "alpha_pattern"):
+        pattern = _pattern(config, key)
+        if pattern:
+            hyper[key] = _listed((f"{k}:{v}" for k, v in pattern.items()), len(pattern))
+    hyper["modules_to_save"] = _text(config.get("modules_to_save"))
+    if config.get("use_dora") is True:
+        hyper["use_dora"] = True
+    hyper["base_model"] = _text(config.get("base_model_name_or_path"))
+    return {k: v for k, v in hyper.items() if v is not None}
+
+
+def _notes(config: Mapping[str, Any] | None, specs: Sequence[LayerSpec]) -> tuple[str, ...]:
+    notes = []
+    if config is None:
+        notes.append(f"no {ADAPTER_CONFIG_NAME} beside the file: each LoRA module's rank read off its lora_A")
+    else:
+        unread = [k for k in _pattern(config, "rank_pattern") if REGEX_SYNTAX.intersection(k)]
+        if unread:
+            keys = ", ".join(repr(_short(k)) for k in unread[:SHOWN]) + (" ..." if len(unread) > SHOWN else "")
+            notes.append(
+                f"rank_pattern key(s) {keys} are regular expressions, not evaluated: a module one of them may name "
+                "(no plain key before it names the module) is checked against the rank the file holds"
+            )
+        if config.get("peft_type") != "LORA":
+            notes.append(f"peft_type {config.get('peft_type')!r}: the LoRA factors checked against the config's ranks")
+    for spec in specs:
+        name: str = spec.name  # type: ignore[attr-defined]
+        if name.endswith(BASE_LAYER):
+            notes.append(
+                f"{name}: the base model's weight of an adapted embedding or head, which peft saves beside the "
+                "adapter (save_embedding_layers); not trained"
+            )
+    return tuple(notes)
+
+
+def adapter_architecture(
+    ckpt: Checkpoint,
+    roles: Sequence[RoleMatch],
+    config: Mapping[str, Any] | None,
+) -> Architecture | None:
+    """The adapter as `config` (a parsed adapter_config.json) states it, or as its shapes imply (`config` None):
+    one layer per file module, each LoRA module at the config's rank for it (rank_pattern honoured), the other
+    modules (modules_to_save copies, saved base layers) as their own tensors imply. None when no module is a LoRA
+    module."""
+    specs = file_specs(ckpt, roles)
+    adapted = [s for s in specs if isinstance(s, LoRA)]
+    if not adapted:
+        return None
+    if config is not None:
+        ranks = Ranks.of(config)
+        specs = [_stated(config, ranks, s) if isinstance(s, LoRA) else s for s in specs]
+    hyper = _hyperparameters(config, adapted)
+    return Architecture(ARCHITECTURE, hyper, tuple(specs), _notes(config, specs))

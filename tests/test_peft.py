@@ -1,0 +1,243 @@
+"""PEFT LoRA adapters written by peft in tmp_path: roles, one LoRA module per adapted module, the config's check.
+
+Each adapter is `get_peft_model` over a test-sized llama built from its config (random weights, nothing downloaded),
+written by `save_pretrained` (adapter_model.safetensors beside adapter_config.json). The references are peft's:
+`get_nb_trainable_parameters()` for the count, each LoRA layer's own `r` for the rank of each module.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inspector.report import Report, inspect
+
+peft = pytest.importorskip("peft")
+transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+
+LLAMA = {
+    "vocab_size": 128, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2,
+}  # fmt: skip
+ADAPTERS: dict[str, dict[str, Any]] = {
+    "q_v": {"r": 4, "target_modules": ["q_proj", "v_proj"]},
+    "all_linear": {"r": 8, "lora_alpha": 16, "target_modules": "all-linear"},
+    "modules_to_save": {"r": 4, "target_modules": ["q_proj", "v_proj"], "modules_to_save": ["lm_head"]},
+    "embedding": {"r": 4, "target_modules": ["embed_tokens", "q_proj"]},
+    "dora": {"r": 4, "target_modules": ["q_proj", "v_proj"], "use_dora": True},
+    "lora_bias": {"r": 2, "target_modules": ["o_proj", "up_proj"], "lora_bias": True},
+    "patterns": {
+        "r": 4, "target_modules": ["q_proj", "v_proj", "down_proj"],
+        "rank_pattern": {"v_proj": 2, "layers.1.self_attn.q_proj": 6}, "alpha_pattern": {"down_proj": 32},
+    },
+}  # fmt: skip
+SECOND = "layers.1.self_attn.q_proj"
+FACTORS = {"lora_A", "lora_B", "lora_embedding_A", "lora_embedding_B", "lora_magnitude_vector", "lora_bias"}
+
+
+def _adapter(tmp_path: Path, config: dict[str, Any], **save: Any) -> tuple[Any, Path]:
+    torch.manual_seed(0)
+    base = transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(**LLAMA))
+    model = peft.get_peft_model(base, peft.LoraConfig(**config))
+    model.save_pretrained(tmp_path, **save)
+    return model, tmp_path / "adapter_model.safetensors"
+
+
+def _ranks(model: Any) -> dict[str, int]:
+    """peft's own rank of each adapted module, by its name in the saved file."""
+    return {
+        name: module.r["default"]
+        for name, module in model.named_modules()
+        if isinstance(module, peft.tuners.lora.LoraLayer) and "default" in module.r
+    }
+
+
+def _warnings(report: Report) -> list[str]:
+    return [f"{f.code}: {f.message}" for f in report.findings if f.severity != "info"]
+
+
+@pytest.mark.parametrize("variant", ADAPTERS)
+def test_adapter_counts_roles_and_ranks_as_peft_has_them(tmp_path: Path, variant: str) -> None:
+    model, path = _adapter(tmp_path, ADAPTERS[variant], save_embedding_layers=False)
+    report = inspect(path)
+    trainable, _ = model.get_nb_trainable_parameters()
+    assert report.checkpoint.n_parameters == trainable
+    assert _warnings(report) == []
+    exp = report.expectation
+    assert exp is not None and (exp.architecture, exp.source) == ("lora-adapter", "config")
+    assert exp.total == exp.found == trainable
+    ranks = _ranks(model)
+    assert ranks
+    lora_layers = {c.layer: c for c in exp.layers if c.kind.startswith("LoRA")}
+    assert {name: int(c.kind.removeprefix("LoRA r=")) for name, c in lora_layers.items()} == ranks
+    assert all(c.status == "ok" for c in exp.layers)
+    for r in report.roles:
+        if r.role == "lora_factor":
+            assert r.layer in ranks and r.param in FACTORS and r.name.startswith(r.layer + ".")
+        else:  # modules_to_save copies keep their own role and kind
+            assert variant == "modules_to_save" and r.role == "output_head"
+    assert exp.hyperparameters["r"] == ADAPTERS[variant]["r"]
+
+
+def test_modules_to_save_copy_stays_what_it_is(tmp_path: Path) -> None:
+    _, path = _adapter(tmp_path, ADAPTERS["modules_to_save"])
+    exp = inspect(path).expectation
+    assert exp is not None
+    head = {c.layer: c for c in exp.layers}["base_model.model.lm_head"]
+    assert (head.kind, head.found, head.status) == ("Dense", 128 * 32, "ok")
+    assert exp.hyperparameters["modules_to_save"] == "lm_head"
+
+
+def test_embedding_base_layer_peft_saves_beside_the_adapter(tmp_path: Path) -> None:
+    """peft's default for an adapted embedding saves the base embedding too: counted, named, no warning."""
+    model, path = _adapter(tmp_path, ADAPTERS["embedding"])
+    report = inspect(path)
+    trainable, _ = model.get_nb_trainable_parameters()
+    assert report.checkpoint.n_parameters == trainable + LLAMA["vocab_size"] * LLAMA["hidden_size"]
+    assert _warnings(report) == []
+    base = "base_model.model.model.embed_tokens.base_layer"
+    assert {r.role for r in report.roles if r.layer == base} == {"embedding"}
+    exp = report.expectation
+    assert exp is not None and any(note.startswith(base) for note in exp.notes)
+    layers = {c.layer: c for c in exp.layers}
+    assert layers["base_model.model.model.embed_tokens"].kind == "LoRA r=4"
+    assert layers["base_model.model.model.embed_tokens"].found == 4 * (LLAMA["vocab_size"] + LLAMA["hidden_size"])
+
+
+def _edit_config(folder: Path, **changes: Any) -> None:
+    path = folder / "adapter_config.json"
+    config = json.loads(path.read_text())
+    path.write_text(json.dumps(config | changes))
+
+
+def test_a_rank_other_than_the_config_states_is_a_count_mismatch(tmp_path: Path) -> None:
+    model, path = _adapter(tmp_path, ADAPTERS["patterns"])
+    _edit_config(tmp_path, r=8)  # v_proj and layers.1's q_proj keep their rank_pattern entries
+    report = inspect(path)
+    assert [f.code for f in report.findings if f.severity == "warning"] == ["COUNT_MISMATCH"]
+    exp = report.expectation
+    assert exp is not None
+    wrong = {c.layer: c for c in exp.layers if c.status == "mismatch"}
+    assert set(wrong) == {name for name, rank in _ranks(model).items() if rank == 4}
+    for check in wrong.values():
+        assert check.kind == "LoRA r=8" and check.found * 2 == check.expected
+        assert check.explanation == "LoRA factors of rank 4 in the file, the adapter config states r=8 for this module"
+    assert exp.anomalies == tuple(wrong)
+
+
+def test_dora_magnitude_the_config_asks_for_and_the_file_lacks(tmp_path: Path) -> None:
+    _, path = _adapter(tmp_path, ADAPTERS["q_v"])
+    _edit_config(tmp_path, use_dora=True)
+    exp = inspect(path).expectation
+    assert exp is not None and exp.anomalies
+    q = {c.layer: c for c in exp.layers}["base_model.model.model.layers.0.self_attn.q_proj"]
+    assert q.explanation == "lora_magnitude_vector of 32 expected (use_dora is True), none in the file"
+    assert q.expected - q.found == LLAMA["hidden_size"]
+
+
+def test_without_its_config_the_ranks_are_read_off_the_shapes(tmp_path: Path) -> None:
+    model, path = _adapter(tmp_path, ADAPTERS["patterns"])
+    (tmp_path / "adapter_config.json").unlink()
+    report = inspect(path)
+    assert _warnings(report) == []
+    exp = report.expectation
+    assert exp is not None and (exp.architecture, exp.source) == ("lora-adapter", "inferred")
+    assert exp.total == exp.found == model.get_nb_trainable_parameters()[0]
+    assert exp.hyperparameters["r"] == "2 4 6"
+    assert {c.layer: int(c.kind.removeprefix("LoRA r=")) for c in exp.layers} == _ranks(model)
+
+
+def test_a_regex_rank_pattern_key_is_not_evaluated(tmp_path: Path) -> None:
+    """A key with regex syntax could take exponential time: not run, its modules checked against their own rank."""
+    _, path = _adapter(tmp_path, ADAPTERS["q_v"])
+    _edit_config(tmp_path, rank_pattern={"(a+)+$": 2, "v_proj": 4})
+    report = inspect(path)
+    assert _warnings(report) == []
+    exp = report.expectation
+    assert exp is not None and any("not evaluated" in note for note in exp.notes)
+
+
+def test_an_in_memory_state_dict_keeps_the_adapter_name(tmp_path: Path) -> None:
+    """A PeftModel's own state_dict names the adapter ('lora_A.default.weight'): the same modules."""
+    from safetensors.torch import save_file
+
+    model, _ = _adapter(tmp_path / "saved", ADAPTERS["dora"])
+    state = {k: v.contiguous() for k, v in model.state_dict().items() if "lora_" in k}
+    assert any(".default." in k for k in state)
+    save_file(state, tmp_path / "state.safetensors")
+    report = inspect(tmp_path / "state.safetensors")
+    exp = report.expectation
+    assert exp is not None and exp.architecture == "lora-adapter" and exp.source == "inferred"
+    assert exp.found == model.get_nb_trainable_parameters()[0] and not exp.anomalies
+    assert {r.role for r in report.roles} == {"lora_factor"}
+    assert {c.layer for c in exp.layers} == set(_ranks(model))
+
+
+def test_torch_save_adapter_reads_the_same(tmp_path: Path) -> None:
+    """save_pretrained(safe_serialization=False): adapter_model.bin, a torch zip, beside the same config."""
+    model, _ = _adapter(tmp_path, ADAPTERS["dora"], safe_serialization=False)
+    report = inspect(tmp_path / "adapter_model.bin")
+    assert report.checkpoint.n_parameters == model.get_nb_trainable_parameters()[0]
+    assert _warnings(report) == []
+    exp = report.expectation
+    assert exp is not None and (exp.architecture, exp.source) == ("lora-adapter", "config")
+    assert {c.layer: int(c.kind.removeprefix("LoRA r=")) for c in exp.layers} == _ranks(model)
+
+
+def test_two_adapters_in_one_state_dict_warn_of_nothing(tmp_path: Path) -> None:
+    """Two adapters' factors of one module ('lora_A.default', 'lora_A.other'): counted as the file holds them."""
+    from safetensors.torch import save_file
+
+    model, _ = _adapter(tmp_path / "saved", ADAPTERS["q_v"])
+    model.add_adapter("other", peft.LoraConfig(r=2, target_modules=["q_proj"]))
+    state = {k: v.contiguous() for k, v in model.state_dict().items() if "lora_" in k}
+    save_file(state, tmp_path / "two.safetensors")
+    report = inspect(tmp_path / "two.safetensors")
+    assert report.checkpoint.n_parameters == sum(v.numel() for v in state.values())
+    assert _warnings(report) == []
+    exp = report.expectation
+    assert exp is not None and exp.architecture == "lora-adapter" and exp.total == exp.found
+    kinds = {c.layer.rpartition(".")[2]: c.kind for c in exp.layers}
+    assert kinds == {"q_proj": "Tensors", "v_proj": "LoRA r=4"}
+
+
+def test_rank_pattern_order_peft_saves_is_the_order_it_loads_by(tmp_path: Path) -> None:
+    """peft matches rank_pattern keys first-come; save_pretrained writes them sorted. {'q_proj': 2,
+    'layers.1.self_attn.q_proj': 6} gives layers.1 rank 2 when built and 6 when loaded: the inspector reads the saved
+    order and warns of the module whose rank peft's own loader refuses."""
+    _, path = _adapter(tmp_path, {"r": 4, "target_modules": ["q_proj"], "rank_pattern": {"q_proj": 2, SECOND: 6}})
+    assert list(json.loads((tmp_path / "adapter_config.json").read_text())["rank_pattern"]) == [SECOND, "q_proj"]
+    base = transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(**LLAMA))
+    with pytest.raises(RuntimeError, match="size mismatch for base_model.model.model.layers.1.self_attn.q_proj"):
+        peft.PeftModel.from_pretrained(base, tmp_path)
+    exp = inspect(path).expectation
+    assert exp is not None and exp.anomalies == ("base_model.model.model.layers.1.self_attn.q_proj",)
+    assert exp.layers[1].explanation.startswith("LoRA factors of rank 2 in the file, the adapter config states r=6")
+
+
+def test_rank_pattern_of_many_keys_is_shown_bounded(tmp_path: Path) -> None:
+    _, path = _adapter(tmp_path, ADAPTERS["q_v"])
+    many = {f"layers.{i}.mlp.up_proj": 2 for i in range(5000)} | {"(x+)+y": 3}
+    targets = [f"m{i}" for i in range(5000)]
+    _edit_config(tmp_path, rank_pattern=many, target_modules=targets, base_model_name_or_path="x" * 10_000)
+    exp = inspect(path).expectation
+    assert exp is not None and not exp.anomalies
+    assert exp.hyperparameters["rank_pattern"].endswith(" ... (4,981 more)")
+    assert exp.hyperparameters["targets"].endswith(" ... (4,980 more)")
+    assert exp.hyperparameters["base_model"] == "x" * 120 + "..."
+
+
+def test_adapter_config_wins_over_the_base_models_config_json_beside_it(tmp_path: Path) -> None:
+    """Some repositories keep the base model's config.json beside the adapter: the adapter's own config is read."""
+    model, path = _adapter(tmp_path, ADAPTERS["patterns"])
+    transformers.LlamaConfig(**LLAMA).save_pretrained(tmp_path)
+    assert (tmp_path / "config.json").exists()
+    report = inspect(path)
+    assert _warnings(report) == []
+    exp = report.expectation
+    assert exp is not None and (exp.architecture, exp.source) == ("lora-adapter", "config")
+    assert {c.layer: int(c.kind.removeprefix("LoRA r=")) for c in exp.layers} == _ranks(model)
