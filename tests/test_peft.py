@@ -8,6 +8,7 @@ written by `save_pretrained` (adapter_model.safetensors beside adapter_config.js
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,10 @@ FACTORS = {"lora_A", "lora_B", "lora_embedding_A", "lora_embedding_B", "lora_mag
 def _adapter(tmp_path: Path, config: dict[str, Any], **save: Any) -> tuple[Any, Path]:
     torch.manual_seed(0)
     base = transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(**LLAMA))
-    model = peft.get_peft_model(base, peft.LoraConfig(**config))
-    model.save_pretrained(tmp_path, **save)
+    with warnings.catch_warnings():  # peft's advice on the configuration (lora_bias without a bias, embeddings saved)
+        warnings.simplefilter("ignore", UserWarning)
+        model = peft.get_peft_model(base, peft.LoraConfig(**config))
+        model.save_pretrained(tmp_path, **save)
     return model, tmp_path / "adapter_model.safetensors"
 
 
