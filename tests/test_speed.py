@@ -183,11 +183,15 @@ def test_remembered_rule_is_the_first_rule_that_matches(batch: list[str], family
         assert (found[0].rule_id if found else None) == _full_scan(matcher, name), name
 
 
+@pytest.mark.parametrize("table", ["roles", "kinds"])
 @settings(max_examples=25, deadline=None)
 @given(st.data())
-def test_a_rule_needle_is_in_every_name_its_pattern_matches(data: st.DataObject) -> None:
-    """A rule is skipped when its needle is not in the name: every name the pattern matches must contain it."""
-    for rule in ROLE_RULES:
+def test_a_rule_needle_is_in_every_name_its_pattern_matches(table: str, data: st.DataObject) -> None:
+    """A rule (of the role table, or the kind table) is skipped when its needle is not in the name: every name the
+    pattern matches must contain it."""
+    from inspector.kinds import KIND_RULES
+
+    for rule in ROLE_RULES if table == "roles" else KIND_RULES:
         name = data.draw(st.from_regex(rule.pattern, fullmatch=True), label=rule.rule_id)
         assert needle(rule.pattern) in name, (rule.rule_id, name)
 

@@ -7,18 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector import recordtype
-from inspector.kinds import KIND_RULES
 from inspector.needles import needle
 from inspector.recordtype import field, record
-
-
-@settings(max_examples=25, deadline=None)
-@given(st.data())
-def test_a_kind_rule_needle_is_in_every_name_its_pattern_matches(data: st.DataObject) -> None:
-    """As for the role rules (tests/test_speed.py): a kind rule is skipped when its needle is not in the name."""
-    for rule in KIND_RULES:
-        name = data.draw(st.from_regex(rule.pattern, fullmatch=True), label=rule.rule_id)
-        assert needle(rule.pattern) in name, (rule.rule_id, name)
 
 
 @pytest.mark.parametrize(
