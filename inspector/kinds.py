@@ -29,9 +29,8 @@ class KindRule:
     kind: TensorKind
     pattern: str  # fullmatch over the tensor name
     why: str
-    unless: tuple[
-        str, ...
-    ] = ()  # config model_types whose modeling code makes the name a parameter (diffusers: classes)
+    # the config model_types (diffusers: model classes) whose modeling code makes the name a parameter
+    unless: tuple[str, ...] = ()
     only: tuple[str, ...] = ()  # the config model_types the rule is limited to (a name that is a parameter elsewhere)
 
 

@@ -50,13 +50,8 @@ SCALES = ("weight", "gamma", "scale")
 SHIFTS = ("bias", "beta")
 AFFINE = {"weight", "bias"}
 NORM_PARAMS = frozenset(SCALES) | frozenset(SHIFTS) | STATISTICS  # what a norm module holds (EvoNorm's `v` is not)
-STATED_PARAM_RULES = (
-    "keras",
-    "mxnet",
-    "sockeye",
-    "shape.",
-    "peft.",
-)  # rules whose `param` is the tensor's parameter name
+# rules whose `param` is the tensor's parameter name
+STATED_PARAM_RULES = ("keras", "mxnet", "sockeye", "shape.", "peft.")
 
 
 @record(frozen=True)
