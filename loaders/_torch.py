@@ -214,17 +214,19 @@ def _section(value: Any) -> dict[str, tuple[str, TensorKind]]:
     """Section of each top-level key, when the object is a training checkpoint: a section key holds a state dict,
     a module or a list of them; a state dict whose own tensor is named `weights` (timm's EfficientViM) is none; a
     file that is one section as a whole (`WHOLE_SECTIONS`) is that section."""
-    if isinstance(value, dict) and len(value) <= 16:
-        keys = {k if k.__class__ is str else key_name(k) for k in value}
+    if not isinstance(value, dict):
+        return {}
+    if len(value) <= 16:
+        keys = set(map(key_name, value))
         for required, allowed, section in WHOLE_SECTIONS:
             if required <= keys <= allowed:
                 return dict.fromkeys(keys, section)
-    if not isinstance(value, dict) or not any(
+    if not any(
         (k if k.__class__ is str else key_name(k)) in SECTIONS and not isinstance(v, TensorRef)
         for k, v in value.items()
     ):
         return {}
-    return {key_name(k): SECTIONS.get(key_name(k), (key_name(k), TensorKind.OTHER)) for k in value}
+    return {name: SECTIONS.get(name, (name, TensorKind.OTHER)) for name in map(key_name, value)}
 
 
 _ONES = repeat(1)  # (shared: it never ends)

@@ -121,8 +121,8 @@ def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Regi
         kept = sorted(kept, key=get_start)  # (a new list: the caller's stays as it was)
         starts = list(map(get_start, kept))
         if any(map(eq, starts, islice(starts, 1, None))):  # of two regions with one start the longer first
-            kept.sort(key=attrgetter("length"), reverse=True)  # (stable sorts: equal ones keep their order)
-            kept.sort(key=attrgetter("start"))
+            kept.sort(key=get_length, reverse=True)  # (stable sorts: equal ones keep their order)
+            kept.sort(key=get_start)
     out: list[Region] = []
     pos = 0
     for r in kept:
