@@ -211,12 +211,12 @@ class Matcher:
 
     rules: tuple[Patterned, ...]  # RoleRule, KindRule: rules with a `pattern`
     regexes: list[re.Pattern[str] | None] = field(default_factory=list, compare=False)  # compiled on first use
-    digits: dict[int, str] = field(default_factory=dict, compare=False)  # str.translate table of shape_key
-    memo: dict[str, int] = field(default_factory=dict, compare=False)  # shape -> rule index (-1: none)
+    digits: bytes = b""  # bytes.translate table of shape_key (empty: no memo)
+    memo: dict[bytes, int] = field(default_factory=dict, compare=False)  # shape -> rule index (-1: none)
     needles: list[str | None] = field(default_factory=list, compare=False)  # read off each pattern on first use
 
     def __post_init__(self) -> None:
-        self.digits.update(_digit_table(frozenset(r.pattern for r in self.rules)))
+        object.__setattr__(self, "digits", _digit_table(frozenset(r.pattern for r in self.rules)))
         self.regexes.extend([None] * (len(self.rules) - len(self.regexes)))
         self.needles.extend([None] * (len(self.rules) - len(self.needles)))
 
@@ -231,11 +231,13 @@ class Matcher:
         """Every rule's pattern, compiled."""
         return tuple(self.regex(i) for i in range(len(self.rules)))
 
-    def shape_key(self, name: str) -> str:
-        return name.translate(self.digits)
+    def shape_key(self, name: str) -> bytes:
+        # (UTF-8 bytes: an ASCII digit's byte is never part of another character's; a byte table is a C lookup, a
+        # str table a dict lookup per character)
+        return name.encode("utf-8", "surrogatepass").translate(self.digits)
 
     def match(self, name: str) -> tuple[Any, dict[str, str]] | None:
-        key = name.translate(self.digits) if self.digits else None
+        key = name.encode("utf-8", "surrogatepass").translate(self.digits) if self.digits else None  # shape_key
         known = self.memo.get(key) if key is not None else None
         if known is not None:
             if known < 0:
@@ -264,11 +266,11 @@ class Matcher:
 
 
 MEMO_LIMIT = 1 << 20  # shapes remembered per matcher (a bound on memory for hostile name sets)
-_DIGIT_TABLES: dict[frozenset[str], dict[int, str]] = {}  # by set of patterns: two matchers of one table share it
+_DIGIT_TABLES: dict[frozenset[str], bytes] = {}  # by set of patterns: two matchers of one table share it
 
 
-def _digit_table(patterns: frozenset[str]) -> dict[int, str]:
-    """The `str.translate` table of `Matcher.shape_key` for a set of patterns (empty: no memo).
+def _digit_table(patterns: frozenset[str]) -> bytes:
+    """The `bytes.translate` table of `Matcher.shape_key` for a set of patterns (empty: no memo).
 
     A digit written in a pattern (':0', a '{2}' count, conservatively) keeps its value in the key; every other digit
     is interchangeable for every pattern (they only meet \\d, \\w, '.' and negated sets). It reads the patterns'
@@ -278,10 +280,9 @@ def _digit_table(patterns: frozenset[str]) -> dict[int, str]:
         text = re.sub(r"\\.", "", "".join(sorted(patterns)))
         spelled = set(text) & set("0123456789")
         free = [d for d in "0123456789" if d not in spelled]
-        table = {}
+        table = b""
         if free and not re.search(r"\[[^\]]*\d", text):  # a digit in a set ([0-5]): no memo
-            # every ASCII character in the table (itself where it is kept): str.translate then never misses
-            table = {i: chr(i) for i in range(128)} | {ord(d): free[0] for d in free}
+            table = bytes.maketrans("".join(free).encode(), free[0].encode() * len(free))
         _DIGIT_TABLES[patterns] = table
     return table
 

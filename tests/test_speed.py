@@ -245,6 +245,10 @@ def test_digits_spelled_in_a_pattern_keep_their_value() -> None:
     matcher = compile_rules(ROLE_RULES)
     assert matcher.shape_key("a/kernel:0") != matcher.shape_key("a/kernel:5")  # ':0' is spelled in a Keras rule
     assert matcher.shape_key("layers.3.x") == matcher.shape_key("layers.9.x")
+    # the key is of the name's UTF-8 bytes: other characters (a lone surrogate a pickle may hold) keep theirs
+    assert matcher.shape_key("層.3.x") == matcher.shape_key("層.7.x") != matcher.shape_key("屋.3.x")
+    assert matcher.shape_key("\udcff.3") == matcher.shape_key("\udcff.4") != matcher.shape_key("\udcfe.4")
+    assert matcher.match("\udcff.3.weight") is not None
 
 
 # -- what a run imports ---------------------------------------------------------------------------------------

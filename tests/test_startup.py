@@ -58,8 +58,8 @@ def test_family_matchers_made_on_first_use_are_the_tables_matchers() -> None:
     for matcher in (*FAMILY_MATCHERS.values(), MATCHER):
         text = re.sub(r"\\.", "", "".join(r.pattern for r in matcher.rules))
         free = [d for d in "0123456789" if d not in text]
-        expected = {i: chr(i) for i in range(128)} | {ord(d): free[0] for d in free}
-        assert matcher.digits == (expected if free and not re.search(r"\[[^\]]*\d", text) else {})
+        expected = bytes(ord(free[0]) if chr(i) in free else i for i in range(256)) if free else b""
+        assert matcher.digits == (expected if not re.search(r"\[[^\]]*\d", text) else b"")
     with pytest.raises(KeyError):
         FAMILY_MATCHERS["tensorflow"]
 
