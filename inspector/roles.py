@@ -203,8 +203,10 @@ class Matcher:
 
     Which rule wins depends only on the name's shape, not on its numbers: `layers.3.mlp` and `layers.17.mlp` go
     to the same rule. The first full scan of a shape is remembered under `shape_key(name)` (the name with every
-    digit no pattern spells out mapped to one digit), and later names of that shape are matched against the
-    remembered rule alone (100,000 tensors: one regex each instead of up to 75). A pattern is compiled when a
+    digit no pattern spells out mapped to one digit) with the spans of its groups: a later name of that shape takes
+    the remembered rule and its groups at those spans (a regular expression meets each of those digits as it meets
+    any other, so it matches such a name as it matched the first, at the same places: 100,000 tensors, no regex
+    each instead of up to 75). A pattern is compiled when a
     name is first tried against it (compiling all 75 costs about 8 ms of every run's start-up), and a rule whose
     needle (`inspector.needles`: a literal every match contains) is not in the name is not tried at all.
     """
@@ -212,7 +214,8 @@ class Matcher:
     rules: tuple[Patterned, ...]  # RoleRule, KindRule: rules with a `pattern`
     regexes: list[re.Pattern[str] | None] = field(default_factory=list, compare=False)  # compiled on first use
     digits: bytes = b""  # bytes.translate table of shape_key (empty: no memo)
-    memo: dict[bytes, int] = field(default_factory=dict, compare=False)  # shape -> rule index (-1: none)
+    # shape -> (rule, its groups' (name, start, end)), (None, ()) for no rule
+    memo: dict[bytes, tuple[Any, tuple[tuple[str, int, int], ...]]] = field(default_factory=dict, compare=False)
     needles: list[str | None] = field(default_factory=list, compare=False)  # read off each pattern on first use
 
     def __post_init__(self) -> None:
@@ -240,14 +243,8 @@ class Matcher:
         key = name.encode("utf-8", "surrogatepass").translate(self.digits) if self.digits else None  # shape_key
         known = self.memo.get(key) if key is not None else None
         if known is not None:
-            if known < 0:
-                return None
-            m = self.regexes[known].fullmatch(name)  # type: ignore[union-attr]  # compiled when remembered
-            if m:  # always, by the argument above; a scan otherwise
-                groups = m.groupdict()
-                if None in groups.values():  # an optional group that took no part
-                    groups = {k: v for k, v in groups.items() if v is not None}
-                return self.rules[known], groups
+            rule, spans = known
+            return None if rule is None else (rule, {group: name[start:end] for group, start, end in spans})
         needles = self.needles
         for index in range(len(self.rules)):
             literal = needles[index]
@@ -257,15 +254,17 @@ class Matcher:
                 continue
             m = (self.regexes[index] or self.regex(index)).fullmatch(name)
             if m:
+                groups = {k: v for k, v in m.groupdict().items() if v is not None}
                 if key is not None and len(self.memo) < MEMO_LIMIT:
-                    self.memo[key] = index
-                return self.rules[index], {k: v for k, v in m.groupdict().items() if v is not None}
+                    self.memo[key] = self.rules[index], tuple((k, *m.span(k)) for k in groups)
+                return self.rules[index], groups
         if key is not None and len(self.memo) < MEMO_LIMIT:
-            self.memo[key] = -1
+            self.memo[key] = NO_RULE
         return None
 
 
 MEMO_LIMIT = 1 << 20  # shapes remembered per matcher (a bound on memory for hostile name sets)
+NO_RULE: tuple[None, tuple[()]] = (None, ())
 _DIGIT_TABLES: dict[frozenset[str], bytes] = {}  # by set of patterns: two matchers of one table share it
 
 
@@ -273,15 +272,16 @@ def _digit_table(patterns: frozenset[str]) -> bytes:
     """The `bytes.translate` table of `Matcher.shape_key` for a set of patterns (empty: no memo).
 
     A digit written in a pattern (':0', a '{2}' count, conservatively) keeps its value in the key; every other digit
-    is interchangeable for every pattern (they only meet \\d, \\w, '.' and negated sets). It reads the patterns'
-    text once per set (the role table's matcher and the one for files that do not say share it)."""
+    is interchangeable for every pattern (they only meet \\d, \\w, '.' and negated sets). A digit in a set, or a
+    backreference (which compares the digits' values), leaves the table empty. It reads the patterns' text once per
+    set (the role table's matcher and the one for files that do not say share it)."""
     table = _DIGIT_TABLES.get(patterns)
     if table is None:
         text = re.sub(r"\\.", "", "".join(sorted(patterns)))
         spelled = set(text) & set("0123456789")
         free = [d for d in "0123456789" if d not in spelled]
         table = b""
-        if free and not re.search(r"\[[^\]]*\d", text):  # a digit in a set ([0-5]): no memo
+        if free and not re.search(r"\[[^\]]*\d", text) and not re.search(r"\(\?P=|\\[1-9]", "".join(patterns)):
             table = bytes.maketrans("".join(free).encode(), free[0].encode() * len(free))
         _DIGIT_TABLES[patterns] = table
     return table

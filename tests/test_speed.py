@@ -153,10 +153,12 @@ def test_rows_made_on_demand_are_written_as_the_list(n: int) -> None:
     assert sorted(made) == list(range(n))  # each row made once
 
 
-def _full_scan(matcher: Matcher, name: str) -> str | None:
+def _full_scan(matcher: Matcher, name: str) -> tuple[str, dict[str, str]] | None:
+    """The first rule whose pattern matches the name, and the groups that took part, without the memo."""
     for rule, regex in zip(matcher.rules, matcher.compiled, strict=True):
-        if regex.fullmatch(name):
-            return str(rule.rule_id)
+        m = regex.fullmatch(name)
+        if m:
+            return str(rule.rule_id), {k: v for k, v in m.groupdict().items() if v is not None}
     return None
 
 
@@ -176,11 +178,12 @@ names = st.builds(
 @settings(max_examples=400, deadline=None)
 @given(st.lists(names, min_size=1, max_size=8), st.sampled_from(sorted(FAMILY_MATCHERS)))
 def test_remembered_rule_is_the_first_rule_that_matches(batch: list[str], family: str) -> None:
-    """Names of one shape with other numbers (layers.3 / layers.17 / norm1 / norm2) get the rule a full scan gives."""
+    """Names of one shape with other numbers (layers.3 / layers.17 / norm1 / norm2) get the rule and the groups a full
+    scan gives."""
     matcher = compile_rules(FAMILY_MATCHERS[family].rules)  # a fresh memo
     for name in batch + [row["name"] for row in CASES] + batch:
-        found = matcher.match(name)
-        assert (found[0].rule_id if found else None) == _full_scan(matcher, name), name
+        found = matcher.match(name)  # the rule and the groups, at the spans remembered for the name's shape
+        assert ((found[0].rule_id, found[1]) if found else None) == _full_scan(matcher, name), name
 
 
 @pytest.mark.parametrize("table", ["roles", "kinds"])
@@ -232,8 +235,8 @@ def test_remembered_kind_rule_is_the_first_kind_rule_that_matches(batch: list[st
 
     matcher = compile_rules(KIND_RULES)
     for name in batch + batch:
-        found = matcher.match(name)
-        assert (found[0].rule_id if found else None) == _full_scan(matcher, name), name
+        found = matcher.match(name)  # the rule and the groups, at the spans remembered for the name's shape
+        assert ((found[0].rule_id, found[1]) if found else None) == _full_scan(matcher, name), name
 
 
 def test_every_rule_pattern_compiles() -> None:
