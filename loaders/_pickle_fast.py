@@ -68,6 +68,8 @@ if TYPE_CHECKING:
 CHUNK = 1 << 16  # bytes handed to the C unpickler per refill: its stack grows by at most this between samples
 RUN = 1024  # opcodes per counted run of the scan
 SHORT = 128  # length-prefixed strings up to this length are matched by the token pattern itself
+SMALL = 1 << 18  # a pickle under this many bytes is scanned with strings up to SMALL_SHORT in its token pattern
+SMALL_SHORT = 8  # (the pattern compiles in a quarter of the time; a longer string costs a step of the scan loop)
 READ_FIRST = 1 << 16  # bytes of a file-backed pickle fetched first (the interpreter reads as much at once)
 MAX_WINDOW = 1 << 28  # bytes of a file-backed pickle fetched at most (larger ones go to the interpreter)
 TOKEN_MAX = 1 + 255 + 1 + 255 + 1  # the longest token of the pattern (a GLOBAL)
@@ -175,16 +177,17 @@ _BUILDERS = {
 # -- the scan --------------------------------------------------------------------------------------------------
 
 
-def _counted(ops: bytes, width: int) -> bytes:
-    """Length-prefixed string or bytes opcodes (`ops`, of one length `width`) with a length up to `SHORT`, as one
+def _counted(ops: bytes, width: int, short: int) -> bytes:
+    """Length-prefixed string or bytes opcodes (`ops`, of one length `width`) with a length up to `short`, as one
     regex alternative: the opcodes share the alternatives of their lengths (fewer to compile: about 8 ms a process)."""
-    lengths = (re.escape(n.to_bytes(width, "little")) + (rb"[\s\S]{%d}" % n if n else b"") for n in range(SHORT + 1))
+    lengths = (re.escape(n.to_bytes(width, "little")) + (rb"[\s\S]{%d}" % n if n else b"") for n in range(short + 1))
     return rb"[" + b"".join(re.escape(bytes([op])) for op in ops) + rb"](?:" + b"|".join(lengths) + rb")"
 
 
 @lru_cache(maxsize=4)
-def _patterns(index_bits: int) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
-    """(exactly RUN tokens, any run of tokens): the opcodes admitted, LONG_BINPUT below 2**index_bits."""
+def _patterns(index_bits: int, short: int) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    """(exactly RUN tokens, any run of tokens): the opcodes admitted, LONG_BINPUT below 2**index_bits, strings and
+    bytes of up to `short` bytes (the scan loop steps over longer ones)."""
     top = (1 << (index_bits - 24)) - 1 if index_bits > 24 else 0
     third = 0xFF if index_bits > 24 else (1 << (index_bits - 16)) - 1
     index = rb"[\s\S]{2}[\x00-" + re.escape(bytes([third])) + rb"][\x00-" + re.escape(bytes([top])) + rb"]"
@@ -192,7 +195,7 @@ def _patterns(index_bits: int) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
         rb"[()NRQtusabe\x85\x86\x87\x88\x89\x93\x94]",  # no-argument opcodes (MARK ... STACK_GLOBAL, MEMOIZE)
         rb"[qhK\x80][\s\S]",  # BINPUT, BINGET, BININT1, PROTO
         rb"r" + index,  # LONG_BINPUT
-        _counted(b"XBT", 4),  # BINUNICODE, BINBYTES, BINSTRING
+        _counted(b"XBT", 4, short),  # BINUNICODE, BINBYTES, BINSTRING
         rb"[Jj][\s\S]{4}",  # BININT, LONG_BINGET
         rb"M[\s\S]{2}",  # BININT2
         rb"G[\s\S]{8}",  # BINFLOAT
@@ -200,13 +203,14 @@ def _patterns(index_bits: int) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
         + b"|".join(bytes([n]) + (rb"[\s\S]{%d}" % n if n else b"") for n in range(17))
         + rb")",  # LONG1 (up to 16 bytes)
         rb"c[^\n]{1,255}\n[^\n]{1,255}\n",  # GLOBAL
-        _counted(b"\x8cUC", 1),  # SHORT_BINUNICODE, SHORT_BINSTRING, SHORT_BINBYTES
+        _counted(b"\x8cUC", 1, short),  # SHORT_BINUNICODE, SHORT_BINSTRING, SHORT_BINBYTES
     ]
     token = rb"(?:" + b"|".join(tokens) + rb")"
     return re.compile(token + rb"{%d}+" % RUN), re.compile(token + rb"*+")
 
 
-_LONG = {ord("X"): 4, ord("B"): 4, ord("T"): 4, 0x8D: 8, 0x8E: 8}  # length-prefixed opcodes beyond SHORT
+# length-prefixed opcodes and the width of their length, for strings the token pattern leaves to the scan loop
+_LONG = {ord("X"): 4, ord("B"): 4, ord("T"): 4, 0x8D: 8, 0x8E: 8, 0x8C: 1, ord("U"): 1, ord("C"): 1}
 
 
 _MORE = object()  # the scan needs more of a file-backed pickle than the window holds
@@ -218,7 +222,7 @@ def _scan(data: bytes, caps: Any, complete: bool) -> tuple[bytes, int] | object 
     `complete`: `data` holds all the bytes the pickle may use; else stopping near its end gives `_MORE`.
     """
     bits = min(31, max(20, len(data).bit_length() + 1))
-    exact, run = _patterns(bits)
+    exact, run = _patterns(bits, SHORT if len(data) >= SMALL else SMALL_SHORT)
     pos, last, ops = 0, 0, 0
     pieces: list[bytes] = []
     end = len(data)

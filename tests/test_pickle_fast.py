@@ -134,7 +134,14 @@ def test_a_pickle_that_holds_itself_reads_the_same_both_ways() -> None:
         assert norm(value) in (("list", "list", [("cycle",)]), ("dict", "dict", [(("str", "a"), ("cycle",))]))
 
 
-def test_same_values_on_every_pickle_of_the_samples_and_fixtures() -> None:
+# The scan's token pattern holds strings up to SHORT bytes for large pickles, up to SMALL_SHORT for small ones (the
+# scan loop steps over longer strings): each way on every pickle
+PATTERNS = {"small": 1 << 62, "large": 0}  # _pickle_fast.SMALL
+
+
+@pytest.mark.parametrize("pattern", sorted(PATTERNS))
+def test_same_values_on_every_pickle_of_the_samples_and_fixtures(pattern: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_pickle_fast, "SMALL", PATTERNS[pattern])
     taken = seen = 0
     for path in files(SAMPLES) + files(FIXTURES):
         try:
@@ -222,7 +229,11 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, Path, boo
     return out
 
 
-def test_torch_save_pickles_read_alike(saved: list[tuple[str, Path, bool]]) -> None:
+@pytest.mark.parametrize("pattern", sorted(PATTERNS))
+def test_torch_save_pickles_read_alike(
+    saved: list[tuple[str, Path, bool]], pattern: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_pickle_fast, "SMALL", PATTERNS[pattern])
     for name, path, plain in saved:
         took = [both(data) for data in pickles_in(path)]
         if plain:
@@ -323,6 +334,28 @@ def test_hostile_files_exercise_the_fast_path_then_the_interpreter(tmp_path: Pat
     assert not canary.exists()
 
 
+@pytest.mark.parametrize("pattern", sorted(PATTERNS))
+def test_strings_longer_than_the_pattern_holds_take_the_fast_path(
+    pattern: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Strings and bytes of every length opcode, of lengths around what the token pattern holds (SMALL_SHORT,
+    SHORT, 255), are stepped over by the scan loop: the fast path reads them, as the interpreter does."""
+    monkeypatch.setattr(_pickle_fast, "SMALL", PATTERNS[pattern])
+    for n in (0, 7, 8, 9, 127, 128, 129, 255):
+        text = ("é" * n).encode()[:n]  # (a cut multi-byte character: the opcode's bytes, whatever they hold)
+        items = [
+            b"\x8c" + bytes([n]) + b"a" * n,  # SHORT_BINUNICODE
+            b"X" + struct.pack("<I", n) + b"b" * n,  # BINUNICODE
+            b"C" + bytes([n]) + text,  # SHORT_BINBYTES
+            b"B" + struct.pack("<I", n) + text,  # BINBYTES
+            b"U" + bytes([n]) + text,  # SHORT_BINSTRING
+            b"T" + struct.pack("<i", n) + text,  # BINSTRING
+            b"\x8d" + struct.pack("<Q", n) + b"c" * n,  # BINUNICODE8
+        ]
+        data = b"\x80\x04](" + b"".join(items) + b"e."  # (protocol 4 without a frame)
+        assert both(data), n  # the fast path took it, with the interpreter's value
+
+
 def test_keys_c_would_hash_forever_or_crash_on_are_opaque_keys() -> None:
     """A key nested 200,000 deep (hashing it in C overflows the C stack) and one with 2**100 shared leaves."""
     deep = _deep_tuple_key(200_000)
@@ -390,9 +423,14 @@ def test_property_mutated_torch_pickles(tmp_path: Path) -> None:
             st.tuples(st.integers(0, 1 << 16), st.integers(0, 255), st.sampled_from("fids"), st.sampled_from(splices)),
             max_size=4,
         ),
+        pattern=st.sampled_from(sorted(PATTERNS)),
     )
-    def check(seed: bytes, edits: list[tuple[int, int, str, bytes]]) -> None:
-        both(mutated(seed, edits))
+    def check(seed: bytes, edits: list[tuple[int, int, str, bytes]], pattern: str) -> None:
+        small, _pickle_fast.SMALL = _pickle_fast.SMALL, PATTERNS[pattern]
+        try:
+            both(mutated(seed, edits))
+        finally:
+            _pickle_fast.SMALL = small
         assert not _audit, _audit
         assert not canary.exists()
 
