@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import chain, repeat
+from itertools import repeat
 from operator import itemgetter
 
 from inspector.errors import SpecError
@@ -108,28 +108,38 @@ def canonical_name(t: TensorInfo) -> str:
 
 @record(frozen=True)
 class FileModules:
-    """A file's parameter tensors, indexed once: by module path (name less its last part) and by name."""
+    """A file's parameter tensors, indexed once: by name, and (`modules`) by module path (name less its last part)."""
 
-    modules: Mapping[str, tuple[TensorInfo, ...]]
-    tensors: Mapping[str, TensorInfo]
+    tensors: Mapping[str, TensorInfo]  # by the name a family table knows each by (`canonical_name`)
     lasts: frozenset[str]  # _shape_key of the last part of every module path and tensor name
-    made: dict[str, frozenset[str]] = field(default_factory=dict, compare=False)  # `keys`, made when first asked
+    named: tuple[list[str], list[TensorInfo]] = field(
+        compare=False
+    )  # every parameter tensor's name and tensor, in order
+    made: dict[str, Any] = field(default_factory=dict, compare=False)  # `keys` and `modules`, made when first asked
 
     @classmethod
     def of(cls, ckpt: Checkpoint) -> FileModules:
-        modules: dict[str, list[TensorInfo]] = {}
-        tensors = {}
         parameter = TensorKind.PARAMETER  # (read once: an enum member read is a descriptor call)
-        for t in ckpt.tensors:
-            if t.kind is parameter:
-                name = t.name if t.layer is None or t.param is None else canonical_name(t)
-                modules.setdefault(name.rpartition(".")[0], []).append(t)
-                tensors[name] = t
-        lasts = set(map(itemgetter(2), map(str.rpartition, chain(modules, tensors), repeat("."))))  # last parts
-        frozen = dict(zip(modules, map(tuple, modules.values()), strict=True))
+        params = [t for t in ckpt.tensors if t.kind is parameter]
+        names = [t.name if t.layer is None or t.param is None else canonical_name(t) for t in params]
+        split = list(map(str.rpartition, names, repeat(".")))
+        paths = set(map(itemgetter(0), split))  # module paths (one of a name without a dot: '')
+        lasts = set(map(itemgetter(2), split)) | set(map(itemgetter(2), map(str.rpartition, paths, repeat("."))))
         # a last part is keyed only if it starts with a digit (`_shape_key` changes no other one: it keys whole
         # segments of digits, and a last part is one segment)
-        return cls(frozen, tensors, frozenset(_shape_key(x) if x[:1].isdecimal() else x for x in lasts))
+        lasts = {_shape_key(x) if x[:1].isdecimal() else x for x in lasts}
+        return cls(dict(zip(names, params, strict=True)), frozenset(lasts), (names, params))
+
+    @property
+    def modules(self) -> Mapping[str, tuple[TensorInfo, ...]]:
+        """The tensors by module path, in file order (a file no family's parts end in never asks)."""
+        modules = self.made.get("modules")
+        if modules is None:
+            grouped: dict[str, list[TensorInfo]] = {}
+            for name, t in zip(*self.named, strict=True):
+                grouped.setdefault(name.rpartition(".")[0], []).append(t)
+            modules = self.made["modules"] = dict(zip(grouped, map(tuple, grouped.values()), strict=True))
+        return modules  # type: ignore[no-any-return]
 
     @property
     def keys(self) -> frozenset[str]:
@@ -137,7 +147,7 @@ class FileModules:
         keys = self.made.get("keys")
         if keys is None:
             keys = self.made["keys"] = _keys(self.modules, self.tensors)
-        return keys
+        return keys  # type: ignore[no-any-return]
 
     def has_key(self, key: str) -> bool:
         """Whether a module path or tensor name has this shape key. A path's key ends with its last part's key, so
