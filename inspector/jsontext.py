@@ -110,6 +110,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
     active: set[int] = set()  # containers being written: a cycle is an error, as in json
     streaming: list[int] = []  # the markers of the containers being streamed (kept when a join is abandoned)
     templates: dict[tuple[tuple[Any, ...], str, tuple[int, ...]], str] = {}  # (keys, indent, ints) -> "{...%s...}"
+    batches: dict[tuple[str, int], str] = {}  # (template, n) -> n of them, with the separator between two
     string, int_repr = _string, int.__repr__
     buffer: list[str] = []
     pending = 0
@@ -159,8 +160,8 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
             templates[keys, nl, ints] = text
         return text
 
-    def records(batch: list[Any] | tuple[Any, ...], nl: str) -> list[str] | None:
-        """The texts of a batch of dicts of one key layout (a report's tensors, regions, layer rows), written
+    def records(batch: list[Any] | tuple[Any, ...], nl: str) -> str | None:
+        """The text of a batch of dicts of one key layout (a report's tensors, regions, layer rows), written
         column by column (`columns`); None for other batches."""
         if set(map(type, batch)) != {dict}:
             return None
@@ -170,10 +171,10 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
             return None  # (keys that are not strings: 1, 1.0 and True are equal keys written differently)
         return columns(keys, list(zip(*map(dict.values, batch), strict=True)), nl)
 
-    def columns(keys: tuple[str, ...], values: Sequence[Sequence[Any]], nl: str) -> list[str]:
-        """The texts of the dicts whose values under `keys` are `values` (a sequence per key): a column of one
-        scalar type (names, offsets) or of lists of ints (shapes) is one `map` of a C function, and each dict is
-        its layout's template filled in."""
+    def columns(keys: tuple[str, ...], values: Sequence[Sequence[Any]], nl: str) -> str:
+        """The text of the dicts whose values under `keys` are `values` (a sequence per key), one after the other: a
+        column of one scalar type (names, offsets) or of lists of ints (shapes) is one `map` of a C function, and
+        the batch is its layout's template, once per dict, filled in at once."""
         inner = nl + INDENT
         texts: list[Any] = []
         ints = []  # the columns of ints, written by '%d' in the template (as repr writes an int)
@@ -204,8 +205,14 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                     continue
             texts.append([value(v, inner) for v in column])  # mixed or nested: value by value
         text = templates.get((keys, nl, tuple(ints))) or template(keys, nl, tuple(ints))
+        n = len(values[0])
+        whole = batches.get((text, n))
+        if whole is None:
+            whole = ("," + nl).join([text] * n)
+            if len(batches) < TEMPLATES:
+                batches[text, n] = whole
         # no dict of the batch is marked active: a cycle through one passes through a nested container, which is marked
-        return list(map(text.__mod__, zip(*texts, strict=True)))
+        return whole % tuple(chain.from_iterable(zip(*texts, strict=True)))
 
     def container(o: list[Any] | tuple[Any, ...] | dict[Any, Any] | Rows, nl: str) -> str:
         if not o:
@@ -304,7 +311,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                         else None
                     )
                     text = (
-                        sep.join(rows)
+                        rows
                         if rows is not None
                         else sep.join(
                             [
