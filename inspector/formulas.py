@@ -220,8 +220,9 @@ class InitialState(LayerSpec):
 @record(frozen=True, slots=True)
 class LoRA(LayerSpec):
     """A PEFT LoRA adapter of one module: lora_A (rank x inputs) and lora_B (outputs x rank), DoRA's magnitude
-    (outputs) and lora_B's bias (outputs) when it has them. An adapted embedding's inputs are its vocabulary and its
-    outputs its dimension (lora_embedding_A, lora_embedding_B); a convolution's inputs are in_channels x kernel."""
+    (outputs) and lora_B's bias (outputs) when it has them, AdaLoRA's singular values lora_E (rank, `singular`). An
+    adapted embedding's inputs are its vocabulary and its outputs its dimension (lora_embedding_A, lora_embedding_B);
+    a convolution's inputs are in_channels x kernel."""
 
     rank: int
     inputs: int
@@ -229,10 +230,11 @@ class LoRA(LayerSpec):
     magnitude: bool = False
     bias: bool = False
     name: str = ""
+    singular: bool = False
 
     @property
     def kind(self) -> str:
-        return f"LoRA r={self.rank}"
+        return f"{'AdaLoRA' if self.singular else 'LoRA'} r={self.rank}"
 
 
 Breakdown = dict[str, int]
@@ -286,12 +288,13 @@ def tensor(s: Tensor) -> Breakdown:
 
 
 def lora(s: LoRA) -> Breakdown:
-    """lora_A = r x in; lora_B = out x r; magnitude = out (DoRA); lora_bias = out."""
+    """lora_A = r x in; lora_B = out x r; magnitude = out (DoRA); lora_bias = out; lora_E = r (AdaLoRA)."""
     return {
         "lora_A": s.rank * s.inputs,
         "lora_B": s.outputs * s.rank,
         "magnitude": s.outputs if s.magnitude else 0,
         "lora_bias": s.outputs if s.bias else 0,
+        "lora_E": s.rank if s.singular else 0,
     }
 
 

@@ -165,7 +165,8 @@ def test_a_regex_rank_pattern_key_is_not_evaluated(tmp_path: Path) -> None:
 
 
 def test_an_in_memory_state_dict_keeps_the_adapter_name(tmp_path: Path) -> None:
-    """A PeftModel's own state_dict names the adapter ('lora_A.default.weight'): the same modules."""
+    """A PeftModel's own state_dict names the adapter ('lora_A.default.weight'): the same modules, each named with
+    its adapter ('...q_proj.default')."""
     from safetensors.torch import save_file
 
     model, _ = _adapter(tmp_path / "saved", ADAPTERS["dora"])
@@ -177,7 +178,10 @@ def test_an_in_memory_state_dict_keeps_the_adapter_name(tmp_path: Path) -> None:
     assert exp is not None and exp.architecture == "lora-adapter" and exp.source == "inferred"
     assert exp.found == model.get_nb_trainable_parameters()[0] and not exp.anomalies
     assert {r.role for r in report.roles} == {"lora_factor"}
-    assert {c.layer for c in exp.layers} == set(_ranks(model))
+    assert {c.layer: int(c.kind.removeprefix("LoRA r=")) for c in exp.layers} == {
+        f"{name}.default": rank for name, rank in _ranks(model).items()
+    }
+    assert (exp.hyperparameters["adapters"], exp.hyperparameters["targets"]) == ("default", "q_proj v_proj")
 
 
 def test_torch_save_adapter_reads_the_same(tmp_path: Path) -> None:
@@ -191,8 +195,9 @@ def test_torch_save_adapter_reads_the_same(tmp_path: Path) -> None:
     assert {c.layer: int(c.kind.removeprefix("LoRA r=")) for c in exp.layers} == _ranks(model)
 
 
-def test_two_adapters_in_one_state_dict_warn_of_nothing(tmp_path: Path) -> None:
-    """Two adapters' factors of one module ('lora_A.default', 'lora_A.other'): counted as the file holds them."""
+def test_two_adapters_in_one_state_dict_are_two_lora_layers(tmp_path: Path) -> None:
+    """Two adapters' factors of one module ('lora_A.default', 'lora_A.other'): each adapter's factors a LoRA layer of
+    their own, at the rank peft gave each; either adapter's own state dict (get_peft_model_state_dict) reads as it."""
     from safetensors.torch import save_file
 
     model, _ = _adapter(tmp_path / "saved", ADAPTERS["q_v"])
@@ -203,9 +208,21 @@ def test_two_adapters_in_one_state_dict_warn_of_nothing(tmp_path: Path) -> None:
     assert report.checkpoint.n_parameters == sum(v.numel() for v in state.values())
     assert _warnings(report) == []
     exp = report.expectation
-    assert exp is not None and exp.architecture == "lora-adapter" and exp.total == exp.found
-    kinds = {c.layer.rpartition(".")[2]: c.kind for c in exp.layers}
-    assert kinds == {"q_proj": "Tensors", "v_proj": "LoRA r=4"}
+    assert exp is not None and exp.architecture == "lora-adapter" and exp.total == exp.found and not exp.anomalies
+    ranks = {
+        f"{name}.{adapter}": rank
+        for name, module in model.named_modules()
+        if isinstance(module, peft.tuners.lora.LoraLayer)
+        for adapter, rank in module.r.items()
+    }
+    assert {c.layer: c.kind for c in exp.layers} == {name: f"LoRA r={rank}" for name, rank in ranks.items()}
+    assert len(ranks) == 6 and exp.hyperparameters["adapters"] == "default other"
+    for adapter, count in (("default", 4 * 4 * (32 + 32) // 2 + 4 * 2 * (32 + 16)), ("other", 2 * 2 * (32 + 32))):
+        own = peft.get_peft_model_state_dict(model, adapter_name=adapter)
+        save_file({k: v.contiguous() for k, v in own.items()}, tmp_path / f"{adapter}.safetensors")
+        alone = inspect(tmp_path / f"{adapter}.safetensors")
+        assert alone.checkpoint.n_parameters == sum(v.numel() for v in own.values()) == count
+        assert _warnings(alone) == [] and alone.expectation is not None and not alone.expectation.anomalies
 
 
 def test_rank_pattern_order_peft_saves_is_the_order_it_loads_by(tmp_path: Path) -> None:
