@@ -39,6 +39,7 @@ LORA_TYPES = ("LORA", "ADALORA")  # peft types whose modules are LoRA modules (`
 # (prefix tuning: a key and a value of token_dim per layer, as `PrefixEncoder` makes them)
 PROMPT_COLUMNS = {"PROMPT_TUNING": 1, "P_TUNING": 1, "PREFIX_TUNING": 2}
 PROMPT_TABLE = "prompt_embeddings"
+PROMPT_KEYS = ("num_virtual_tokens", "token_dim", "num_layers")  # shown among its hyperparameters
 # what a file of a peft type holds that is not what peft's get_nb_trainable_parameters() counts, in words
 SAVED_NOT_TRAINED = {
     "P_TUNING": "peft saves the virtual tokens' embeddings its prompt encoder computes, not the encoder it trains",
@@ -210,10 +211,8 @@ def adapter_architecture(
     module and no config says which peft type the file is."""
     specs = file_specs(ckpt, roles)
     adapted = [s for s in specs if isinstance(s, LoRA)]
-    if config is not None and (not adapted or config.get("peft_type") not in LORA_TYPES):
-        return _other_type(config, specs)
-    if not adapted:
-        return None
+    if not adapted:  # another peft type, as its config says; no adapter without it
+        return None if config is None else _other_type(config, specs)
     if config is not None:
         if config.get("peft_type") == "ADALORA":
             init_r, masks = _positive(config.get("init_r")), _adalora_ranks(config)
@@ -245,9 +244,8 @@ def _other_type(config: Mapping[str, Any], specs: Sequence[LayerSpec]) -> Archit
     if table is not None:
         specs = [table if getattr(s, "name", None) == PROMPT_TABLE else s for s in specs]
     hyper: dict[str, Any] = {"peft_type": peft_type, "r": _positive(config.get("r"))}
-    for key in ("num_virtual_tokens", "token_dim", "num_layers"):
-        if table is not None:
-            hyper[key] = _positive(config.get(key))
+    if table is not None:
+        hyper |= {key: _positive(config.get(key)) for key in PROMPT_KEYS}
     hyper |= {"targets": _text(config.get("target_modules")), "modules_to_save": _text(config.get("modules_to_save"))}
     hyper["base_model"] = _text(config.get("base_model_name_or_path"))
     notes = (
