@@ -11,8 +11,9 @@ name (no plain key before it names the module) is then checked against the rank 
 
 AdaLoRA's modules are LoRA modules with singular values (lora_E), at `init_r` or at the rank its `rank_pattern` (a
 mask per module, as its training left them) keeps. Prompt learning (prompt tuning, P-tuning, prefix tuning) saves one
-table of virtual tokens, of the size its config states. Another peft type (LoHa, LoKr, IA3, OFT, BOFT, VeRA...) is
-`peft-adapter(peft_type, ...)`: each adapted module as the file holds it, with no formula of its own.
+table of virtual tokens, of the size its config states. Another peft type is `peft-adapter(peft_type, ...)`: LoHa's
+modules at the rank the config states for each (`r`, `rank_pattern`, as LoRA's), the modules of a type with no
+formula here (LoKr, IA3, OFT, BOFT, VeRA...) as the file holds them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from itertools import islice
 from operator import itemgetter
 
 from inspector.architectures import Architecture
-from inspector.formulas import Embedding, LayerSpec, LoRA
+from inspector.formulas import Embedding, LayerSpec, LoHa, LoRA
 from inspector.hfconfig import ADAPTER_CONFIG_NAME
 from inspector.modules import file_specs
 from inspector.records import Checkpoint, RoleMatch
@@ -137,6 +138,12 @@ def _stated(config: Mapping[str, Any], ranks: Ranks, spec: LoRA) -> LoRA:
     return replace(spec, **changes) if changes else spec  # type: ignore[arg-type]
 
 
+def _ranked(ranks: Ranks, spec: LoHa) -> LoHa:
+    """A LoHa module at the rank the config states for it (as the file holds it where the config does not say)."""
+    rank = ranks.rank_for(spec.name)
+    return spec if rank is None or rank == spec.rank else replace(spec, rank=rank)  # type: ignore[return-value]
+
+
 def _stated_adalora(init_r: int | None, masks: Mapping[str, int], spec: LoRA) -> LoRA:
     """An AdaLoRA module at the rank its mask keeps, else `init_r` (peft's `r` is LoRA's, unused by AdaLoRA)."""
     name = spec.name.removeprefix(PEFT_PREFIX)
@@ -243,14 +250,25 @@ def _other_type(config: Mapping[str, Any], specs: Sequence[LayerSpec]) -> Archit
     table = _prompt_table(config)
     if table is not None:
         specs = [table if getattr(s, "name", None) == PROMPT_TABLE else s for s in specs]
+    ranked = any(isinstance(s, LoHa) for s in specs)
+    if ranked:  # LoHa's ranks as LoRA's: `r`, `rank_pattern`
+        ranks = Ranks.of(config)
+        specs = [_ranked(ranks, s) if isinstance(s, LoHa) else s for s in specs]
     hyper: dict[str, Any] = {"peft_type": peft_type, "r": _positive(config.get("r"))}
     if table is not None:
         hyper |= {key: _positive(config.get(key)) for key in PROMPT_KEYS}
+    pattern = _pattern(config, "rank_pattern") if ranked else {}
+    if pattern:
+        hyper["rank_pattern"] = _listed((f"{k}:{v}" for k, v in pattern.items()), len(pattern))
     hyper |= {"targets": _text(config.get("target_modules")), "modules_to_save": _text(config.get("modules_to_save"))}
     hyper["base_model"] = _text(config.get("base_model_name_or_path"))
-    notes = (
-        [] if table is not None else [f"peft_type {_short(str(peft_type))!r}: each adapted module as the file holds it"]
-    )
+    said_type = f"peft_type {_short(str(peft_type))!r}"
+    if ranked:
+        notes = [
+            f"{said_type}: each LoHa module checked against the config's rank for it, the others as the file holds them"
+        ]
+    else:
+        notes = [] if table is not None else [f"{said_type}: each adapted module as the file holds it"]
     said = SAVED_NOT_TRAINED.get(peft_type)  # type: ignore[arg-type]
     if said is not None:
         notes.append(said)

@@ -237,6 +237,21 @@ class LoRA(LayerSpec):
         return f"{'AdaLoRA' if self.singular else 'LoRA'} r={self.rank}"
 
 
+@record(frozen=True, slots=True)
+class LoHa(LayerSpec):
+    """A PEFT LoHa adapter of one module (a Hadamard product of two low-rank products): hada_w1_a and hada_w2_a
+    (outputs x rank), hada_w1_b and hada_w2_b (rank x inputs); a convolution's inputs are in_channels x kernel."""
+
+    rank: int
+    inputs: int
+    outputs: int
+    name: str = ""
+
+    @property
+    def kind(self) -> str:
+        return f"LoHa r={self.rank}"
+
+
 Breakdown = dict[str, int]
 
 
@@ -298,6 +313,11 @@ def lora(s: LoRA) -> Breakdown:
     }
 
 
+def loha(s: LoHa) -> Breakdown:
+    """hada_w1 = r x (in + out); hada_w2 = r x (in + out)."""
+    return {"hada_w1": s.rank * (s.inputs + s.outputs), "hada_w2": s.rank * (s.inputs + s.outputs)}
+
+
 def block(s: Block) -> Breakdown:
     """The sum of each part's formula."""
     return {name: total(part) for name, part in s.parts}
@@ -343,6 +363,7 @@ FORMULAS: Mapping[type[LayerSpec], Callable[[LayerSpec], Breakdown]] = {
     Tensor: tensor,  # type: ignore[dict-item]
     Block: block,  # type: ignore[dict-item]
     LoRA: lora,  # type: ignore[dict-item]
+    LoHa: loha,  # type: ignore[dict-item]
 }
 
 

@@ -20,6 +20,7 @@ from inspector.formulas import (
     Dense,
     Embedding,
     LayerSpec,
+    LoHa,
     LoRA,
     Norm,
     Recurrent,
@@ -172,6 +173,21 @@ def lora_recipe(module: Module) -> Recipe | None:
     return LoRA, (rank, a.n_elements // rank, out), extras
 
 
+# A LoHa module's factors: (out x rank, rank x in) twice (with hada_t1/hada_t2, an effective conv: not modelled)
+LOHA_FACTORS = ("hada_w1_a", "hada_w1_b", "hada_w2_a", "hada_w2_b")
+
+
+def loha_recipe(module: Module) -> Recipe | None:
+    """A LoHa spec when the module holds the four factors of one rank, two alike pairs, and nothing else."""
+    params = module.params()
+    if len(params) != len(module.items) or params.keys() != set(LOHA_FACTORS):
+        return None
+    w1_a, w1_b, w2_a, w2_b = (params[name].shape for name in LOHA_FACTORS)
+    if len(w1_a) != 2 or len(w1_b) != 2 or w2_a != w1_a or w2_b != w1_b or w1_a[1] != w1_b[0]:
+        return None
+    return LoHa, (w1_a[1], w1_b[1], w1_a[0]), {}
+
+
 def _first(params: dict[str, TensorInfo], names: tuple[str, ...]) -> TensorInfo | None:
     for name in names:
         t = params.get(name)
@@ -196,6 +212,10 @@ def _recipe(module: Module, framework: str, statistics: bool) -> Recipe:
         lora = lora_recipe(module)
         if lora is not None:
             return lora
+    if "adapter_factor" in roles:
+        adapter = loha_recipe(module)
+        if adapter is not None:
+            return adapter
     if "rnn_recurrent_kernel" in roles:
         recurrent = _recurrent(module, framework, statistics)
         if recurrent is not None:

@@ -390,3 +390,22 @@ def test_prompt_learning_table_as_its_config_states(tmp_path: Path, variant: str
     _edit_config(tmp_path, num_virtual_tokens=6)
     exp = inspect(tmp_path / "adapter_model.safetensors").expectation
     assert exp is not None and exp.anomalies == ("prompt_embeddings",)
+
+
+def test_loha_modules_at_the_ranks_its_config_states(tmp_path: Path) -> None:
+    """LoHa's modules (hada_w1_a/b, hada_w2_a/b: 2 r (in + out)) at the rank peft gave each (r, rank_pattern), and
+    a rank other than the config states is a mismatch."""
+    model = _peft_model(peft.LoHaConfig(r=4, target_modules=QV, rank_pattern={"v_proj": 2}))
+    model.save_pretrained(tmp_path)
+    ranks = {name: m.r["default"] for name, m in model.named_modules() if isinstance(m, peft.tuners.loha.LoHaLayer)}
+    report = inspect(tmp_path / "adapter_model.safetensors")
+    assert report.checkpoint.n_parameters == model.get_nb_trainable_parameters()[0]
+    assert _warnings(report) == []
+    exp = report.expectation
+    assert exp is not None and not exp.anomalies and exp.total == exp.found
+    assert {c.layer: c.kind for c in exp.layers} == {name: f"LoHa r={r}" for name, r in ranks.items()}
+    assert sorted(ranks.values()) == [2, 2, 4, 4] and exp.hyperparameters["rank_pattern"] == "v_proj:2"
+    _edit_config(tmp_path, r=8)
+    exp = inspect(tmp_path / "adapter_model.safetensors").expectation
+    assert exp is not None and set(exp.anomalies) == {name for name, r in ranks.items() if r == 4}
+    assert all(c.expected == 2 * c.found for c in exp.layers if c.status == "mismatch")
