@@ -220,13 +220,20 @@ KIND_RULES: tuple[KindRule, ...] = (
         "Stable Audio 3 duration embedder's Fourier frequencies: a buffer",
         only=("StableAudio3DurationEmbedder",),
     ),
-    # peft adapters: the random projections VeRA, RandLoRA and PVeRA share across modules (saved by default,
-    # `save_projection`), AdaLoRA's current rank (a frozen nn.Parameter peft never saves, a constant): not trained
+    # peft adapters: the random projections VeRA, RandLoRA, PVeRA and TinyLoRA keep (VeRA's shared by every module,
+    # saved by default: `save_projection`), DeLoRA's norms of the base weight, AdaLoRA's current rank (a frozen
+    # nn.Parameter peft never saves, a constant): not trained; SHiRA's indices of its sparse entries: data
     KindRule(
         "peft.projection",
         TensorKind.BUFFER,
-        r"(?:.*\.)?(?:vera|randlora|pvera)_(?:A|B)(?:\.[^.]+)?",
-        "peft's shared random projections (VeRA, RandLoRA, PVeRA): buffers",
+        r"(?:.*\.)?(?:(?:vera|randlora|pvera|tinylora)_(?:A|B)|tinylora_P|delora_w_norm)(?:\.[^.]+)?",
+        "peft's random projections (VeRA, RandLoRA, PVeRA, TinyLoRA) and DeLoRA's weight norms: buffers",
+    ),
+    KindRule(
+        "peft.indices",
+        TensorKind.OTHER,
+        r"(?:.*\.)?shira_indices(?:\.[^.]+)?",
+        "SHiRA's indices of the entries it trains: saved beside them, no parameter",
     ),
     KindRule(
         "peft.ranknum", TensorKind.BUFFER, r"(?:.*\.)?ranknum(?:\.[^.]+)?", "AdaLoRA's rank: a constant, not trained"

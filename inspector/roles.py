@@ -83,12 +83,15 @@ class RoleRule:
 
 
 # The factors of peft's adapter types other than LoRA (each tuner's `adapter_layer_names`, peft 0.21): LoHa, LoKr, IA3
-# (`\d`: a digit spelled in a pattern would split the matcher's memo by that digit), OFT, BOFT, VeRA, HRA, FourierFT,
-# VB-LoRA, SHiRA, RandLoRA, trainable tokens
+# and C3A (`\d`: a digit spelled in a pattern would split the matcher's memo by that digit), OFT, BOFT, VeRA, PVeRA,
+# HRA, FourierFT, WaveFT, VB-LoRA, SHiRA (and the indices of its entries), RandLoRA, DeLoRA, GraLoRA, MiSS, trainable
+# tokens
 PEFT_FACTORS = (
-    r"hada_(?:w1_a|w1_b|w2_a|w2_b|t1|t2)|lokr_(?:w1|w1_a|w1_b|w2|w2_a|w2_b|t2)|ia\d_l|oft_R|oft_embedding_R|boft_R|boft_s"
-    r"|vera_lambda_b|vera_lambda_d|hra_u|fourierft_spectrum|vblora_logits_A|vblora_logits_B|vblora_vector_bank"
-    r"|shira_weight|randlora_lambda|randlora_gamma|trainable_tokens_delta"
+    r"hada_(?:w1_a|w1_b|w2_a|w2_b|t1|t2)|lokr_(?:w1|w1_a|w1_b|w2|w2_a|w2_b|t2)|ia\d_l|c\da_kernel|oft_R|oft_embedding_R"
+    r"|boft_R|boft_s|vera_lambda_b|vera_lambda_d|pvera_lambda_b|pvera_lambda_d|hra_u|fourierft_spectrum|waveft_spectrum"
+    r"|vblora_logits_A|vblora_logits_B|vblora_vector_bank|shira_weight|shira_indices|randlora_lambda|randlora_gamma"
+    r"|delora_A|delora_B|delora_lambda|gralora_A|gralora_B|gralora_A_general|gralora_B_general|miss_block"
+    r"|trainable_tokens_delta"
 )
 P = r"(?:.*[./])?"  # any module prefix ('first.first.second.', 'model/', 'bert.')
 WB = r"(?P<param>weight|bias)"

@@ -276,6 +276,13 @@ OTHER_TYPES: dict[str, tuple[str, dict[str, Any]]] = {
     "hra": ("HRAConfig", {"r": 4, "target_modules": QV}),
     "fourierft": ("FourierFTConfig", {"n_frequency": 10, "target_modules": QV}),
     "vblora": ("VBLoRAConfig", {"r": 4, "target_modules": QV, "vector_length": 8, "num_vectors": 16}),
+    "pvera": ("PveraConfig", {"r": 4, "target_modules": QV}),
+    "shira": ("ShiraConfig", {"r": 4, "target_modules": QV}),  # (its saved indices: data, not parameters)
+    "delora": ("DeloraConfig", {"r": 4, "target_modules": QV}),
+    "c3a": ("C3AConfig", {"block_size": 8, "target_modules": QV}),
+    "miss": ("MissConfig", {"r": 4, "target_modules": QV}),
+    "waveft": ("WaveFTConfig", {"n_frequency": 16, "target_modules": QV}),
+    "gralora": ("GraloraConfig", {"r": 8, "target_modules": QV}),
 }  # fmt: skip
 
 
