@@ -222,11 +222,12 @@ KIND_RULES: tuple[KindRule, ...] = (
     ),
     # peft adapters: the random projections VeRA, RandLoRA, PVeRA and TinyLoRA keep (VeRA's shared by every module,
     # saved by default: `save_projection`), DeLoRA's norms of the base weight, AdaLoRA's current rank (a frozen
-    # nn.Parameter peft never saves, a constant): not trained; SHiRA's indices of its sparse entries: data
+    # nn.Parameter peft never saves, a constant): not trained; SHiRA's indices of its sparse entries: data. (The
+    # projections' names in a PeftModel: 'base_model.vera_A', 'base_model.model....q_proj.vera_A.default')
     KindRule(
         "peft.projection",
         TensorKind.BUFFER,
-        r"(?:.*\.)?(?:(?:vera|randlora|pvera|tinylora)_(?:A|B)|tinylora_P|delora_w_norm)(?:\.[^.]+)?",
+        r".*base_model\.(?:.*\.)?(?:(?:vera|randlora|pvera|tinylora)_(?:A|B)|tinylora_P|delora_w_norm)(?:\.[^.]+)?",
         "peft's random projections (VeRA, RandLoRA, PVeRA, TinyLoRA) and DeLoRA's weight norms: buffers",
     ),
     KindRule(

@@ -113,9 +113,10 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("peft.adalora", Role.LORA, r"(?P<layer>.+)\.(?P<param>lora_[ABE])", ("torch",)),
     RoleRule("peft.adalora.named", Role.LORA, r"(?P<module>.+)\.(?P<param>lora_[ABE])\.(?P<adapter>[^.]+)", ("torch",), "{module}.{adapter}"),
     # peft's other adapter types: each tuner's factors (its `adapter_layer_names`, peft 0.21), bare parameters
-    # ('q_proj.hada_w1_a') or a module's weight ('q_proj.oft_R.weight'), named as LoRA's are
-    RoleRule("peft.factor", Role.ADAPTER, r"(?P<layer>.+)\.(?P<param>" + PEFT_FACTORS + r")(?:\.weight)?", ("torch",)),
-    RoleRule("peft.factor.named", Role.ADAPTER, r"(?P<module>.+)\.(?P<param>" + PEFT_FACTORS + r")\.(?P<adapter>[^.]+)(?:\.weight)?", ("torch",), "{module}.{adapter}"),
+    # ('q_proj.hada_w1_a') or a module's weight ('q_proj.oft_R.weight'), named as LoRA's are, in a PeftModel
+    # ('base_model.model.', which every other name lacks: the matcher tries the rules on no other name)
+    RoleRule("peft.factor", Role.ADAPTER, r"(?P<layer>.*base_model(?:\..+)?)\.(?P<param>" + PEFT_FACTORS + r")(?:\.weight)?", ("torch",)),
+    RoleRule("peft.factor.named", Role.ADAPTER, r"(?P<module>.*base_model(?:\..+)?)\.(?P<param>" + PEFT_FACTORS + r")\.(?P<adapter>[^.]+)(?:\.weight)?", ("torch",), "{module}.{adapter}"),
     # prompt learning (prompt tuning, prefix tuning, P-tuning): the virtual tokens' embeddings, one table
     RoleRule("peft.prompt", Role.EMBEDDING, r"prompt_embeddings", ("torch",), "prompt_embeddings", "weight"),
     # the base weight of an adapted embedding or head, which peft saves beside the factors (save_embedding_layers)
