@@ -325,6 +325,9 @@ def test_other_adapter_types_count_as_peft_trains_them(tmp_path: Path, variant: 
     assert exp is not None and (exp.architecture, exp.source) == ("peft-adapter", "config")
     assert exp.total == exp.found == trainable and not exp.anomalies
     assert exp.hyperparameters["peft_type"] == model.peft_config["default"].peft_type.value
+    (tmp_path / "adapter_model.safetensors").rename(tmp_path / f"{variant}.safetensors")  # named as a user names it
+    renamed = inspect(tmp_path / f"{variant}.safetensors").expectation  # its PeftModel names: the config beside it
+    assert renamed is not None and (renamed.source, renamed.layers) == ("config", exp.layers)
 
 
 def test_adalora_modules_at_the_ranks_its_rank_pattern_keeps(tmp_path: Path) -> None:
