@@ -183,18 +183,24 @@ def _hyperparameters(
     return {k: v for k, v in hyper.items() if v is not None}
 
 
+def _unread(config: Mapping[str, Any]) -> list[str]:
+    """A note on the rank_pattern keys with regex syntax, not evaluated (none when there are none)."""
+    unread = [k for k in _pattern(config, "rank_pattern") if REGEX_SYNTAX.intersection(k)]
+    if not unread:
+        return []
+    keys = ", ".join(repr(_short(k)) for k in unread[:SHOWN]) + (" ..." if len(unread) > SHOWN else "")
+    return [
+        f"rank_pattern key(s) {keys} are regular expressions, not evaluated: a module one of them may name "
+        "(no plain key before it names the module) is checked against the rank the file holds"
+    ]
+
+
 def _notes(config: Mapping[str, Any] | None, specs: Sequence[LayerSpec]) -> tuple[str, ...]:
     notes = []
     if config is None:
         notes.append(f"no {ADAPTER_CONFIG_NAME} beside the file: each LoRA module's rank read off its lora_A")
     else:
-        unread = [k for k in _pattern(config, "rank_pattern") if REGEX_SYNTAX.intersection(k)]
-        if unread:
-            keys = ", ".join(repr(_short(k)) for k in unread[:SHOWN]) + (" ..." if len(unread) > SHOWN else "")
-            notes.append(
-                f"rank_pattern key(s) {keys} are regular expressions, not evaluated: a module one of them may name "
-                "(no plain key before it names the module) is checked against the rank the file holds"
-            )
+        notes.extend(_unread(config))
         if config.get("peft_type") not in LORA_TYPES:
             notes.append(f"peft_type {config.get('peft_type')!r}: the LoRA factors checked against the config's ranks")
     for spec in specs:
@@ -265,8 +271,9 @@ def _other_type(config: Mapping[str, Any], specs: Sequence[LayerSpec]) -> Archit
     said_type = f"peft_type {_short(str(peft_type))!r}"
     if ranked:
         notes = [
-            f"{said_type}: each LoHa module checked against the config's rank for it, the others as the file holds them"
+            f"{said_type}: each LoHa module checked against the config's rank for it, the others as the file holds"
         ]
+        notes.extend(_unread(config))
     else:
         notes = [] if table is not None else [f"{said_type}: each adapted module as the file holds it"]
     said = SAVED_NOT_TRAINED.get(peft_type)  # type: ignore[arg-type]

@@ -419,3 +419,7 @@ def test_loha_modules_at_the_ranks_its_config_states(tmp_path: Path) -> None:
     exp = inspect(tmp_path / "adapter_model.safetensors").expectation
     assert exp is not None and set(exp.anomalies) == {name for name, r in ranks.items() if r == 4}
     assert all(c.expected == 2 * c.found for c in exp.layers if c.status == "mismatch")
+    _edit_config(tmp_path, r=4, rank_pattern={"(a+)+$": 2, "v_proj": 2})  # a regex key: not run, a note says so
+    report = inspect(tmp_path / "adapter_model.safetensors")
+    assert _warnings(report) == [] and report.expectation is not None
+    assert any("not evaluated" in note for note in report.expectation.notes)
