@@ -7,8 +7,9 @@ Flux, Wan, LTX... up to billions of parameters, no memory taken), and its state 
 file whose header is exactly what `save_pretrained` writes (names, dtypes, shapes, offsets; a tied tensor once)
 over a sparse data section, with `config.json` beside it (`save_config`; `--no-config`: without it). The
 inspector reads headers only, so such a file is, for it, the model's own. Each line says what torch counts
-(`parameters()`, the persistent buffers the state dict holds) and what the inspector counts, with its warnings;
-the summary lists the classes whose counts differ and the files that get a warning. Batches run in child
+(`parameters()`, the persistent buffers the state dict holds) and what the inspector counts, with its warnings
+(and, where the counts differ, the first names read as the other kind); the summary lists the classes whose counts
+differ and the files that get a warning. Batches run in child
 processes, so a class that crashes the interpreter costs only itself.
 """
 
@@ -68,6 +69,18 @@ def write_header_file(model: object, folder: Path) -> Path:
     return path
 
 
+def differing(path: Path, buffers: set[str]) -> dict[str, list[str]]:
+    """The names the inspector reads as another kind than torch has them (the first few of each way)."""
+    from inspector.records import TensorKind
+    from inspector.report import inspect
+
+    read = {t.name for t in inspect(path).checkpoint.tensors if t.kind is TensorKind.BUFFER}
+    return {
+        "buffers_read_as_parameters": sorted(buffers - read)[:5],
+        "parameters_read_as_buffers": sorted(read - buffers)[:5],
+    }
+
+
 def child(classes: list[str], config: bool) -> None:
     import warnings
 
@@ -88,7 +101,10 @@ def child(classes: list[str], config: bool) -> None:
             with tempfile.TemporaryDirectory() as tmp:
                 if config:
                     model.save_config(tmp)
-                row |= verdict(write_header_file(model, Path(tmp)))
+                path = write_header_file(model, Path(tmp))
+                row |= verdict(path)
+                if (row["inspector"], row["buffers"]) != (row["torch"], row["torch_buffers"]):
+                    row |= differing(path, {k for k in state if k in buffers})
         except Exception as exc:  # noqa: BLE001 - a class its default config cannot build
             row["not_built"] = f"{type(exc).__name__}: {exc}"[:200]
         finally:

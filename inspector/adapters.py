@@ -1,4 +1,4 @@
-"""PEFT LoRA adapters: the expectation `adapter_config.json` states for an adapter file, or its shapes imply.
+"""PEFT adapters: the expectation `adapter_config.json` states for an adapter file, or its shapes imply.
 
 An adapter file (`adapter_model.safetensors`, what peft's `save_pretrained` writes) holds, per adapted module, the
 factors lora_A and lora_B (lora_embedding_A/B for an embedding), DoRA's magnitude vector and lora_B's bias where
@@ -8,6 +8,12 @@ module. peft's keys are regular expressions matched at a dotted boundary at the 
 read here as the literal it almost always is ('v_proj', 'layers.1.self_attn.q_proj'), and a key with any other
 regex syntax is not evaluated (a file cannot make the tool run a pattern of its choosing): a module such a key may
 name (no plain key before it names the module) is then checked against the rank the file holds, and a note says so.
+
+AdaLoRA's modules are LoRA modules with singular values (lora_E), at `init_r` or at the rank its `rank_pattern` (a
+mask per module, as its training left them) keeps. Prompt learning (prompt tuning, P-tuning, prefix tuning) saves one
+table of virtual tokens, of the size its config states. Another peft type is `peft-adapter(peft_type, ...)`: LoHa's
+modules at the rank the config states for each (`r`, `rank_pattern`, as LoRA's), the modules of a type with no
+formula here (LoKr, IA3, OFT, BOFT, VeRA...) as the file holds them.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from itertools import islice
 from operator import itemgetter
 
 from inspector.architectures import Architecture
-from inspector.formulas import LayerSpec, LoRA
+from inspector.formulas import Embedding, LayerSpec, LoHa, LoRA
 from inspector.hfconfig import ADAPTER_CONFIG_NAME
 from inspector.modules import file_specs
 from inspector.records import Checkpoint, RoleMatch
@@ -28,9 +34,24 @@ if TYPE_CHECKING:
     from typing import Any
 
 ARCHITECTURE = "lora-adapter"
+OTHER_ARCHITECTURE = "peft-adapter"  # a peft type whose factors have no formula here
+LORA_TYPES = ("LORA", "ADALORA")  # peft types whose modules are LoRA modules (`formulas.LoRA`)
+# prompt learning: the table of virtual tokens it saves (`prompt_embeddings`), by peft type: its columns in token_dim
+# (prefix tuning: a key and a value of token_dim per layer, as `PrefixEncoder` makes them)
+PROMPT_COLUMNS = {"PROMPT_TUNING": 1, "P_TUNING": 1, "PREFIX_TUNING": 2}
+PROMPT_TABLE = "prompt_embeddings"
+PROMPT_KEYS = ("num_virtual_tokens", "token_dim", "num_layers")  # shown among its hyperparameters
+# what a file of a peft type holds that is not what peft's get_nb_trainable_parameters() counts, in words
+SAVED_NOT_TRAINED = {
+    "P_TUNING": "peft saves the virtual tokens' embeddings its prompt encoder computes, not the encoder it trains",
+    "VERA": "vera_A and vera_B: random projections shared by every module (save_projection), buffers, not trained",
+    "RANDLORA": "randlora_A and randlora_B: random bases shared by every module, buffers, not trained",
+}
 REGEX_SYNTAX = frozenset("\\^$*+?{}[]|()")  # in a rank_pattern key: a regular expression, not a module name
 SHOWN = 20  # pattern entries shown in the architecture's line (a config of 1 MiB may hold 100,000)
 SHOWN_CHARS = 120  # characters shown of one entry
+NAMED = ".named"  # the role rules of factors whose names hold the adapter's ('lora_A.default.weight')
+PEFT_PREFIX = "base_model.model."  # what a PeftModel's names begin with (the base model's own names follow)
 BASE_LAYER = ".base_layer"  # an adapted embedding's base weight, saved beside the factors (save_embedding_layers)
 
 
@@ -96,6 +117,16 @@ class Ranks:
         return self.r if first is None else _positive(first[1])
 
 
+def _adalora_ranks(config: Mapping[str, Any]) -> dict[str, int]:
+    """AdaLoRA's rank per module its `rank_pattern` names ('model.layers.0.self_attn.q_proj.lora_E': a mask of init_r
+    booleans, the ranks its training kept), by the module's name under the base model."""
+    ranks = {}
+    for key, mask in _pattern(config, "rank_pattern").items():
+        if isinstance(mask, list) and all(isinstance(m, bool) for m in mask):
+            ranks[key.removesuffix(".lora_E")] = sum(mask)
+    return ranks
+
+
 def _stated(config: Mapping[str, Any], ranks: Ranks, spec: LoRA) -> LoRA:
     """The LoRA spec the config states for a module the file adapts: its rank, DoRA's magnitude (use_dora) and
     lora_B's bias (lora_bias); what the config does not say is as the file holds it."""
@@ -107,18 +138,41 @@ def _stated(config: Mapping[str, Any], ranks: Ranks, spec: LoRA) -> LoRA:
     return replace(spec, **changes) if changes else spec  # type: ignore[arg-type]
 
 
-def _hyperparameters(config: Mapping[str, Any] | None, specs: Sequence[LoRA]) -> dict[str, Any]:
-    ranks = sorted({s.rank for s in specs})
-    targets = sorted({s.name.rpartition(".")[2] for s in specs})
+def _ranked(ranks: Ranks, spec: LoHa) -> LoHa:
+    """A LoHa module at the rank the config states for it (as the file holds it where the config does not say)."""
+    rank = ranks.rank_for(spec.name)
+    return spec if rank is None or rank == spec.rank else replace(spec, rank=rank)  # type: ignore[return-value]
+
+
+def _stated_adalora(init_r: int | None, masks: Mapping[str, int], spec: LoRA) -> LoRA:
+    """An AdaLoRA module at the rank its mask keeps, else `init_r` (peft's `r` is LoRA's, unused by AdaLoRA)."""
+    name = spec.name.removeprefix(PEFT_PREFIX)
+    rank = masks.get(name, init_r)
+    return spec if rank is None or rank == spec.rank else replace(spec, rank=rank)  # type: ignore[return-value]
+
+
+def _hyperparameters(
+    config: Mapping[str, Any] | None, specs: Sequence[LoRA], roles: Sequence[RoleMatch]
+) -> dict[str, Any]:
     if config is None:
-        return {"r": ranks[0] if len(ranks) == 1 else " ".join(map(str, ranks)), "targets": " ".join(targets)}
+        ranks = sorted({s.rank for s in specs})
+        # a model's own state dict names each adapter: its factors' layer is the module and the adapter's name
+        named = {r.layer for r in roles if r.rule_id.endswith(NAMED)}
+        modules = [s.name.rpartition(".")[0] if s.name in named else s.name for s in specs]
+        inferred: dict[str, Any] = {
+            "r": ranks[0] if len(ranks) == 1 else " ".join(map(str, ranks)),
+            "targets": " ".join(sorted({m.rpartition(".")[2] for m in modules})),
+        }
+        adapters = sorted({s.name.rpartition(".")[2] for s in specs if s.name in named})
+        return inferred | ({"adapters": " ".join(adapters)} if adapters else {})
+    adalora = config.get("peft_type") == "ADALORA"
     hyper: dict[str, Any] = {
         "peft_type": config.get("peft_type"),
-        "r": _positive(config.get("r")),
+        "r": _positive(config.get("init_r" if adalora else "r")),
         "lora_alpha": config.get("lora_alpha") if isinstance(config.get("lora_alpha"), int | float) else None,
         "targets": _text(config.get("target_modules")),
     }
-    for key in ("rank_pattern", "alpha_pattern"):
+    for key in ("alpha_pattern",) if adalora else ("rank_pattern", "alpha_pattern"):
         pattern = _pattern(config, key)
         if pattern:
             hyper[key] = _listed((f"{k}:{v}" for k, v in pattern.items()), len(pattern))
@@ -129,19 +183,25 @@ def _hyperparameters(config: Mapping[str, Any] | None, specs: Sequence[LoRA]) ->
     return {k: v for k, v in hyper.items() if v is not None}
 
 
+def _unread(config: Mapping[str, Any]) -> list[str]:
+    """A note on the rank_pattern keys with regex syntax, not evaluated (none when there are none)."""
+    unread = [k for k in _pattern(config, "rank_pattern") if REGEX_SYNTAX.intersection(k)]
+    if not unread:
+        return []
+    keys = ", ".join(repr(_short(k)) for k in unread[:SHOWN]) + (" ..." if len(unread) > SHOWN else "")
+    return [
+        f"rank_pattern key(s) {keys} are regular expressions, not evaluated: a module one of them may name "
+        "(no plain key before it names the module) is checked against the rank the file holds"
+    ]
+
+
 def _notes(config: Mapping[str, Any] | None, specs: Sequence[LayerSpec]) -> tuple[str, ...]:
     notes = []
     if config is None:
         notes.append(f"no {ADAPTER_CONFIG_NAME} beside the file: each LoRA module's rank read off its lora_A")
     else:
-        unread = [k for k in _pattern(config, "rank_pattern") if REGEX_SYNTAX.intersection(k)]
-        if unread:
-            keys = ", ".join(repr(_short(k)) for k in unread[:SHOWN]) + (" ..." if len(unread) > SHOWN else "")
-            notes.append(
-                f"rank_pattern key(s) {keys} are regular expressions, not evaluated: a module one of them may name "
-                "(no plain key before it names the module) is checked against the rank the file holds"
-            )
-        if config.get("peft_type") != "LORA":
+        notes.extend(_unread(config))
+        if config.get("peft_type") not in LORA_TYPES:
             notes.append(f"peft_type {config.get('peft_type')!r}: the LoRA factors checked against the config's ranks")
     for spec in specs:
         name: str = spec.name  # type: ignore[attr-defined]
@@ -161,13 +221,63 @@ def adapter_architecture(
     """The adapter as `config` (a parsed adapter_config.json) states it, or as its shapes imply (`config` None):
     one layer per file module, each LoRA module at the config's rank for it (rank_pattern honoured), the other
     modules (modules_to_save copies, saved base layers) as their own tensors imply. None when no module is a LoRA
-    module."""
+    module and no config says which peft type the file is."""
     specs = file_specs(ckpt, roles)
     adapted = [s for s in specs if isinstance(s, LoRA)]
-    if not adapted:
-        return None
+    if not adapted:  # another peft type, as its config says; no adapter without it
+        return None if config is None else _other_type(config, specs)
     if config is not None:
-        ranks = Ranks.of(config)
-        specs = [_stated(config, ranks, s) if isinstance(s, LoRA) else s for s in specs]
-    hyper = _hyperparameters(config, adapted)
+        if config.get("peft_type") == "ADALORA":
+            init_r, masks = _positive(config.get("init_r")), _adalora_ranks(config)
+            specs = [_stated_adalora(init_r, masks, s) if isinstance(s, LoRA) else s for s in specs]
+        else:
+            ranks = Ranks.of(config)
+            specs = [_stated(config, ranks, s) if isinstance(s, LoRA) else s for s in specs]
+    hyper = _hyperparameters(config, adapted, roles)
     return Architecture(ARCHITECTURE, hyper, tuple(specs), _notes(config, specs))
+
+
+def _prompt_table(config: Mapping[str, Any]) -> Embedding | None:
+    """The virtual tokens' table a prompt-learning config states: num_virtual_tokens x num_transformer_submodules
+    rows of token_dim (prefix tuning: of num_layers x 2 x token_dim)."""
+    columns = PROMPT_COLUMNS.get(config.get("peft_type"))  # type: ignore[arg-type]
+    tokens, dim = _positive(config.get("num_virtual_tokens")), _positive(config.get("token_dim"))
+    submodules = _positive(config.get("num_transformer_submodules")) or 1
+    layers = _positive(config.get("num_layers")) if columns == 2 else 1
+    if columns is None or tokens is None or dim is None or layers is None:
+        return None
+    return Embedding(tokens * submodules, columns * layers * dim, name=PROMPT_TABLE)
+
+
+def _other_type(config: Mapping[str, Any], specs: Sequence[LayerSpec]) -> Architecture:
+    """A peft type other than LoRA: its modules as the file holds them, a prompt-learning table as its config
+    states it."""
+    peft_type = config.get("peft_type")
+    table = _prompt_table(config)
+    if table is not None:
+        specs = [table if getattr(s, "name", None) == PROMPT_TABLE else s for s in specs]
+    ranked = any(isinstance(s, LoHa) for s in specs)
+    if ranked:  # LoHa's ranks as LoRA's: `r`, `rank_pattern`
+        ranks = Ranks.of(config)
+        specs = [_ranked(ranks, s) if isinstance(s, LoHa) else s for s in specs]
+    hyper: dict[str, Any] = {"peft_type": peft_type, "r": _positive(config.get("r"))}
+    if table is not None:
+        hyper |= {key: _positive(config.get(key)) for key in PROMPT_KEYS}
+    pattern = _pattern(config, "rank_pattern") if ranked else {}
+    if pattern:
+        hyper["rank_pattern"] = _listed((f"{k}:{v}" for k, v in pattern.items()), len(pattern))
+    hyper |= {"targets": _text(config.get("target_modules")), "modules_to_save": _text(config.get("modules_to_save"))}
+    hyper["base_model"] = _text(config.get("base_model_name_or_path"))
+    said_type = f"peft_type {_short(str(peft_type))!r}"
+    if ranked:
+        notes = [
+            f"{said_type}: each LoHa module checked against the config's rank for it, the others as the file holds"
+        ]
+        notes.extend(_unread(config))
+    else:
+        notes = [] if table is not None else [f"{said_type}: each adapted module as the file holds it"]
+    said = SAVED_NOT_TRAINED.get(peft_type)  # type: ignore[arg-type]
+    if said is not None:
+        notes.append(said)
+    hyper = {k: v for k, v in hyper.items() if v is not None}
+    return Architecture(OTHER_ARCHITECTURE, hyper, tuple(specs), tuple(notes))

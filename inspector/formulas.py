@@ -220,8 +220,9 @@ class InitialState(LayerSpec):
 @record(frozen=True, slots=True)
 class LoRA(LayerSpec):
     """A PEFT LoRA adapter of one module: lora_A (rank x inputs) and lora_B (outputs x rank), DoRA's magnitude
-    (outputs) and lora_B's bias (outputs) when it has them. An adapted embedding's inputs are its vocabulary and its
-    outputs its dimension (lora_embedding_A, lora_embedding_B); a convolution's inputs are in_channels x kernel."""
+    (outputs) and lora_B's bias (outputs) when it has them, AdaLoRA's singular values lora_E (rank, `singular`). An
+    adapted embedding's inputs are its vocabulary and its outputs its dimension (lora_embedding_A, lora_embedding_B);
+    a convolution's inputs are in_channels x kernel."""
 
     rank: int
     inputs: int
@@ -229,10 +230,26 @@ class LoRA(LayerSpec):
     magnitude: bool = False
     bias: bool = False
     name: str = ""
+    singular: bool = False
 
     @property
     def kind(self) -> str:
-        return f"LoRA r={self.rank}"
+        return f"{'AdaLoRA' if self.singular else 'LoRA'} r={self.rank}"
+
+
+@record(frozen=True, slots=True)
+class LoHa(LayerSpec):
+    """A PEFT LoHa adapter of one module (a Hadamard product of two low-rank products): hada_w1_a and hada_w2_a
+    (outputs x rank), hada_w1_b and hada_w2_b (rank x inputs); a convolution's inputs are in_channels x kernel."""
+
+    rank: int
+    inputs: int
+    outputs: int
+    name: str = ""
+
+    @property
+    def kind(self) -> str:
+        return f"LoHa r={self.rank}"
 
 
 Breakdown = dict[str, int]
@@ -286,13 +303,19 @@ def tensor(s: Tensor) -> Breakdown:
 
 
 def lora(s: LoRA) -> Breakdown:
-    """lora_A = r x in; lora_B = out x r; magnitude = out (DoRA); lora_bias = out."""
+    """lora_A = r x in; lora_B = out x r; magnitude = out (DoRA); lora_bias = out; lora_E = r (AdaLoRA)."""
     return {
         "lora_A": s.rank * s.inputs,
         "lora_B": s.outputs * s.rank,
         "magnitude": s.outputs if s.magnitude else 0,
         "lora_bias": s.outputs if s.bias else 0,
+        "lora_E": s.rank if s.singular else 0,
     }
+
+
+def loha(s: LoHa) -> Breakdown:
+    """hada_w1 = r x (in + out); hada_w2 = r x (in + out)."""
+    return {"hada_w1": s.rank * (s.inputs + s.outputs), "hada_w2": s.rank * (s.inputs + s.outputs)}
 
 
 def block(s: Block) -> Breakdown:
@@ -340,6 +363,7 @@ FORMULAS: Mapping[type[LayerSpec], Callable[[LayerSpec], Breakdown]] = {
     Tensor: tensor,  # type: ignore[dict-item]
     Block: block,  # type: ignore[dict-item]
     LoRA: lora,  # type: ignore[dict-item]
+    LoHa: loha,  # type: ignore[dict-item]
 }
 
 

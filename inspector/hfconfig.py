@@ -33,9 +33,11 @@ def model_type(config: Mapping[str, Any] | None) -> str | None:
 
 
 # PEFT's adapter_config.json beside adapter_model.safetensors: read when the file is named as peft names it or one
-# of its first tensors is a LoRA factor (a file of another kind never looks for it)
+# of its first tensors is a LoRA factor or named as a PeftModel names its tensors (a file of another kind never
+# looks for it)
 ADAPTER_CONFIG_NAME = "adapter_config.json"
 ADAPTER_FILE_PREFIX = "adapter_model"
+PEFT_MODEL_PREFIX = "base_model.model."  # a PeftModel's tensors, of every peft type but prompt learning
 ADAPTER_NAMES_LOOKED_AT = 1000
 
 
@@ -68,10 +70,12 @@ def adapter_config(config: Mapping[str, Any] | None) -> Mapping[str, Any] | None
 
 
 def adapter_like(probe: Probe, ckpt: Checkpoint) -> bool:
-    """The file is named as peft names it, or one of its first tensors is a LoRA factor."""
+    """The file is named as peft names it, or one of its first tensors is a LoRA factor or a PeftModel's."""
     if os.path.basename(probe.path).startswith(ADAPTER_FILE_PREFIX):
         return True
-    return any("lora_" in t.name for t in ckpt.tensors[:ADAPTER_NAMES_LOOKED_AT])
+    return any(
+        "lora_" in t.name or t.name.startswith(PEFT_MODEL_PREFIX) for t in ckpt.tensors[:ADAPTER_NAMES_LOOKED_AT]
+    )
 
 
 def adapter_config_beside(probe: Probe) -> dict[str, Any] | None:

@@ -184,6 +184,61 @@ KIND_RULES: tuple[KindRule, ...] = (
     KindRule(
         "flax.other", TensorKind.OTHER, r"(?:.*/)?(?:cache|intermediates|losses)/.+", "flax non-params collection"
     ),
+    # diffusers models with a buffer of a name of their own (bench/sweep_diffusers.py), limited to their classes
+    KindRule(
+        "diffusers.silence_latent",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?silence_latent",
+        "ACE-Step's latent of silence: a buffer",
+        only=("AceStepConditionEncoder",),
+    ),
+    KindRule(
+        "diffusers.recall_gate",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?attn\.recall_gate",
+        "SanaWM attention's recall gate: a buffer",
+        only=("SanaWMTransformer3DModel",),
+    ),
+    KindRule(
+        "diffusers.zero_k_bias",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?attn\.zero_k_bias",
+        "MiniMax H3 audio autoencoder attention's zero key bias: a buffer",
+        only=("AutoencoderKLMiniMaxH3Audio",),
+    ),
+    KindRule(
+        "diffusers.running_std",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?bottleneck\.running_std",
+        "AutoencoderSAME bottleneck's running standard deviation: a buffer",
+        only=("AutoencoderSAME",),
+    ),
+    KindRule(
+        "diffusers.freqs",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?freqs",
+        "Stable Audio 3 duration embedder's Fourier frequencies: a buffer",
+        only=("StableAudio3DurationEmbedder",),
+    ),
+    # peft adapters: the random projections VeRA, RandLoRA, PVeRA and TinyLoRA keep (VeRA's shared by every module,
+    # saved by default: `save_projection`), DeLoRA's norms of the base weight, AdaLoRA's current rank (a frozen
+    # nn.Parameter peft never saves, a constant): not trained; SHiRA's indices of its sparse entries: data. (The
+    # projections' names in a PeftModel: 'base_model.vera_A', 'base_model.model....q_proj.vera_A.default')
+    KindRule(
+        "peft.projection",
+        TensorKind.BUFFER,
+        r".*base_model\.(?:.*\.)?(?:(?:vera|randlora|pvera|tinylora)_(?:A|B)|tinylora_P|delora_w_norm)(?:\.[^.]+)?",
+        "peft's random projections (VeRA, RandLoRA, PVeRA, TinyLoRA) and DeLoRA's weight norms: buffers",
+    ),
+    KindRule(
+        "peft.indices",
+        TensorKind.OTHER,
+        r"(?:.*\.)?shira_indices(?:\.[^.]+)?",
+        "SHiRA's indices of the entries it trains: saved beside them, no parameter",
+    ),
+    KindRule(
+        "peft.ranknum", TensorKind.BUFFER, r"(?:.*\.)?ranknum(?:\.[^.]+)?", "AdaLoRA's rank: a constant, not trained"
+    ),
     # Last (a name it matches in another model type is a parameter, and no later rule may be shadowed by it): the
     # router's score correction under the name these model types' checkpoints give it, which transformers'
     # conversion mapping turns into `e_score_correction_bias` on load and back on save (a buffer in each model)

@@ -22,6 +22,7 @@ from inspector.formulas import (
     Dense,
     Embedding,
     LayerSpec,
+    LoHa,
     LoRA,
     Norm,
     Recurrent,
@@ -43,8 +44,15 @@ GATE_CELLS: dict[int, type[Recurrent]] = {1: SimpleRNN, 3: GRU, 4: LSTM}
 FRAMEWORK_CONVENTIONS = {"keras": Convention.KERAS, "tensorflow": Convention.KERAS, "mxnet": Convention.MXNET}
 # Roles whose rule names the layer itself (RNN layers 'rnn.l0', Keras and MXNet layers, positional arrays):
 # the role's layer is the module. Elsewhere a dotted name's module is the name without its last part.
-# A LoRA factor's layer is the module it adapts: the factors of one adapted module are one module.
-LAYER_FROM_ROLE = ("rnn_input_kernel", "rnn_recurrent_kernel", "rnn_bias", "initial_state", "lora_factor")
+# A peft adapter's factor (LoRA's and others') has the module it adapts as layer: one adapted module, one module.
+LAYER_FROM_ROLE = (
+    "rnn_input_kernel",
+    "rnn_recurrent_kernel",
+    "rnn_bias",
+    "initial_state",
+    "lora_factor",
+    "adapter_factor",
+)
 # one value per feature (num_batches_tracked is a counter)
 STATISTICS = frozenset(n for names in NORM_STATISTICS.values() for n in names) - {"num_batches_tracked"}
 DOTTED_STATISTICS = tuple("." + n for n in sorted(STATISTICS))  # a name whose last part is one: str.endswith
@@ -138,12 +146,12 @@ def _recurrent(module: Module, framework: str, statistics: bool) -> Recipe | Non
 
 # A LoRA module's factors by parameter name: (down factor, up factor) of a linear or conv layer and of an embedding
 LORA_FACTORS = (("lora_A", "lora_B"), ("lora_embedding_A", "lora_embedding_B"))
-LORA_EXTRAS = frozenset({"lora_magnitude_vector", "lora_bias"})
+LORA_EXTRAS = frozenset({"lora_magnitude_vector", "lora_bias", "lora_E"})  # (lora_E: AdaLoRA's singular values)
 
 
 def lora_recipe(module: Module) -> Recipe | None:
     """A LoRA spec when the module holds one pair of factors whose rank agrees (A: rank x in..., B: out x rank...),
-    DoRA's magnitude and lora_B's bias of `out` beside them, nothing else."""
+    DoRA's magnitude and lora_B's bias of `out` and AdaLoRA's singular values of `rank` beside them, nothing else."""
     params = module.params()
     if len(params) != len(module.items):  # two adapters' factors in one state dict ('.default', '.other')
         return None
@@ -158,10 +166,28 @@ def lora_recipe(module: Module) -> Recipe | None:
     rank, out = a.shape[0], b.shape[0]
     if b.n_elements != out * rank:  # (a conv's lora_B is out x rank x 1 x 1)
         return None
-    magnitude, bias = params.get("lora_magnitude_vector"), params.get("lora_bias")
+    magnitude, bias, singular = params.get("lora_magnitude_vector"), params.get("lora_bias"), params.get("lora_E")
     if any(t is not None and t.n_elements != out for t in (magnitude, bias)):
         return None
-    return LoRA, (rank, a.n_elements // rank, out), {"magnitude": magnitude is not None, "bias": bias is not None}
+    if singular is not None and singular.n_elements != rank:
+        return None
+    extras = {"magnitude": magnitude is not None, "bias": bias is not None, "singular": singular is not None}
+    return LoRA, (rank, a.n_elements // rank, out), extras
+
+
+# A LoHa module's factors: (out x rank, rank x in) twice (with hada_t1/hada_t2, an effective conv: not modelled)
+LOHA_FACTORS = ("hada_w1_a", "hada_w1_b", "hada_w2_a", "hada_w2_b")
+
+
+def loha_recipe(module: Module) -> Recipe | None:
+    """A LoHa spec when the module holds the four factors of one rank, two alike pairs, and nothing else."""
+    params = module.params()
+    if len(params) != len(module.items) or params.keys() != set(LOHA_FACTORS):
+        return None
+    w1_a, w1_b, w2_a, w2_b = (params[name].shape for name in LOHA_FACTORS)
+    if len(w1_a) != 2 or len(w1_b) != 2 or w2_a != w1_a or w2_b != w1_b or w1_a[1] != w1_b[0]:
+        return None
+    return LoHa, (w1_a[1], w1_b[1], w1_a[0]), {}
 
 
 def _first(params: dict[str, TensorInfo], names: tuple[str, ...]) -> TensorInfo | None:
@@ -188,6 +214,10 @@ def _recipe(module: Module, framework: str, statistics: bool) -> Recipe:
         lora = lora_recipe(module)
         if lora is not None:
             return lora
+    if "adapter_factor" in roles:
+        adapter = loha_recipe(module)
+        if adapter is not None:
+            return adapter
     if "rnn_recurrent_kernel" in roles:
         recurrent = _recurrent(module, framework, statistics)
         if recurrent is not None:

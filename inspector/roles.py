@@ -65,6 +65,7 @@ class Role(StrEnum):
     STACK_READ = "stack_read"
     MOE_ROUTER = "moe_router"
     LORA = "lora_factor"
+    ADAPTER = "adapter_factor"
     LEARNED_TENSOR = "learned_tensor"
     OPTIMIZER_SLOT = "optimizer_slot"
     BUFFER = "buffer"
@@ -81,17 +82,43 @@ class RoleRule:
     param: str | None = None  # fixed parameter name when the pattern has no `param` group
 
 
+# The factors of peft's adapter types other than LoRA (each tuner's `adapter_layer_names`, peft 0.21): LoHa, LoKr, IA3
+# and C3A (`\d`: a digit spelled in a pattern would split the matcher's memo by that digit), OFT, BOFT, VeRA, PVeRA,
+# HRA, FourierFT, WaveFT, VB-LoRA, SHiRA (and the indices of its entries), RandLoRA, DeLoRA, GraLoRA, MiSS, trainable
+# tokens
+PEFT_FACTORS = (
+    r"hada_(?:w1_a|w1_b|w2_a|w2_b|t1|t2)|lokr_(?:w1|w1_a|w1_b|w2|w2_a|w2_b|t2)|ia\d_l|c\da_kernel|oft_R|oft_embedding_R"
+    r"|boft_R|boft_s|vera_lambda_b|vera_lambda_d|pvera_lambda_b|pvera_lambda_d|hra_u|fourierft_spectrum|waveft_spectrum"
+    r"|vblora_logits_A|vblora_logits_B|vblora_vector_bank|shira_weight|shira_indices|randlora_lambda|randlora_gamma"
+    r"|delora_A|delora_B|delora_lambda|gralora_A|gralora_B|gralora_A_general|gralora_B_general|miss_block"
+    r"|trainable_tokens_delta"
+)
 P = r"(?:.*[./])?"  # any module prefix ('first.first.second.', 'model/', 'bert.')
 WB = r"(?P<param>weight|bias)"
 
 ROLE_RULES: tuple[RoleRule, ...] = (
     # PEFT LoRA adapters (adapter_model.safetensors), before every other rule (a factor is one whatever it adapts):
     # a factor's layer is the module it adapts ('...q_proj'), its param the factor's name. save_pretrained drops the
-    # adapter's name ('.default'), a model's state_dict keeps it; DoRA's magnitude is saved without '.weight'
-    RoleRule("peft.lora", Role.LORA, r"(?P<layer>.+)\.(?P<param>lora_[AB])(?:\.[^.]+)?\.weight", ("torch",)),
-    RoleRule("peft.lora_bias", Role.LORA, r"(?P<layer>.+)\.lora_B(?:\.[^.]+)?\.bias", ("torch",), None, "lora_bias"),
-    RoleRule("peft.lora_embedding", Role.LORA, r"(?P<layer>.+)\.(?P<param>lora_embedding_[AB])(?:\.[^.]+)?", ("torch",)),
-    RoleRule("peft.dora", Role.LORA, r"(?P<layer>.+)\.(?P<param>lora_magnitude_vector)(?:\.[^.]+)?(?:\.weight)?", ("torch",)),
+    # adapter's name ('.default'); a model's state_dict keeps it, and each adapter's factors are a layer of their own
+    # ('...q_proj.default', '...q_proj.other': two adapters of one module are two). DoRA's magnitude is saved without
+    # '.weight'; AdaLoRA's factors and singular values (lora_E) are bare parameters ('q_proj.lora_A')
+    RoleRule("peft.lora", Role.LORA, r"(?P<layer>.+)\.(?P<param>lora_[AB])\.weight", ("torch",)),
+    RoleRule("peft.lora.named", Role.LORA, r"(?P<module>.+)\.(?P<param>lora_[AB])\.(?P<adapter>[^.]+)\.weight", ("torch",), "{module}.{adapter}"),
+    RoleRule("peft.lora_bias", Role.LORA, r"(?P<layer>.+)\.lora_B\.bias", ("torch",), None, "lora_bias"),
+    RoleRule("peft.lora_bias.named", Role.LORA, r"(?P<module>.+)\.lora_B\.(?P<adapter>[^.]+)\.bias", ("torch",), "{module}.{adapter}", "lora_bias"),
+    RoleRule("peft.lora_embedding", Role.LORA, r"(?P<layer>.+)\.(?P<param>lora_embedding_[AB])", ("torch",)),
+    RoleRule("peft.lora_embedding.named", Role.LORA, r"(?P<module>.+)\.(?P<param>lora_embedding_[AB])\.(?P<adapter>[^.]+)", ("torch",), "{module}.{adapter}"),
+    RoleRule("peft.dora", Role.LORA, r"(?P<layer>.+)\.(?P<param>lora_magnitude_vector)(?:\.weight)?", ("torch",)),
+    RoleRule("peft.dora.named", Role.LORA, r"(?P<module>.+)\.(?P<param>lora_magnitude_vector)\.(?P<adapter>[^.]+)(?:\.weight)?", ("torch",), "{module}.{adapter}"),
+    RoleRule("peft.adalora", Role.LORA, r"(?P<layer>.+)\.(?P<param>lora_[ABE])", ("torch",)),
+    RoleRule("peft.adalora.named", Role.LORA, r"(?P<module>.+)\.(?P<param>lora_[ABE])\.(?P<adapter>[^.]+)", ("torch",), "{module}.{adapter}"),
+    # peft's other adapter types: each tuner's factors (its `adapter_layer_names`, peft 0.21), bare parameters
+    # ('q_proj.hada_w1_a') or a module's weight ('q_proj.oft_R.weight'), named as LoRA's are, in a PeftModel
+    # ('base_model.model.', which every other name lacks: the matcher tries the rules on no other name)
+    RoleRule("peft.factor", Role.ADAPTER, r"(?P<layer>.*base_model(?:\..+)?)\.(?P<param>" + PEFT_FACTORS + r")(?:\.weight)?", ("torch",)),
+    RoleRule("peft.factor.named", Role.ADAPTER, r"(?P<module>.*base_model(?:\..+)?)\.(?P<param>" + PEFT_FACTORS + r")\.(?P<adapter>[^.]+)(?:\.weight)?", ("torch",), "{module}.{adapter}"),
+    # prompt learning (prompt tuning, prefix tuning, P-tuning): the virtual tokens' embeddings, one table
+    RoleRule("peft.prompt", Role.EMBEDDING, r"prompt_embeddings", ("torch",), "prompt_embeddings", "weight"),
     # the base weight of an adapted embedding or head, which peft saves beside the factors (save_embedding_layers)
     RoleRule("peft.base_embedding", Role.EMBEDDING, r"(?P<layer>.*(?:embed|emb|wte|tok)\w*\.base_layer)\.weight", ("torch",), None, "weight"),
     RoleRule("peft.base_head", Role.HEAD, r"(?P<layer>(?:.*\.)?lm_head\.base_layer)\.weight", ("torch",), None, "weight"),

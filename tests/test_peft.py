@@ -165,7 +165,8 @@ def test_a_regex_rank_pattern_key_is_not_evaluated(tmp_path: Path) -> None:
 
 
 def test_an_in_memory_state_dict_keeps_the_adapter_name(tmp_path: Path) -> None:
-    """A PeftModel's own state_dict names the adapter ('lora_A.default.weight'): the same modules."""
+    """A PeftModel's own state_dict names the adapter ('lora_A.default.weight'): the same modules, each named with
+    its adapter ('...q_proj.default')."""
     from safetensors.torch import save_file
 
     model, _ = _adapter(tmp_path / "saved", ADAPTERS["dora"])
@@ -177,7 +178,10 @@ def test_an_in_memory_state_dict_keeps_the_adapter_name(tmp_path: Path) -> None:
     assert exp is not None and exp.architecture == "lora-adapter" and exp.source == "inferred"
     assert exp.found == model.get_nb_trainable_parameters()[0] and not exp.anomalies
     assert {r.role for r in report.roles} == {"lora_factor"}
-    assert {c.layer for c in exp.layers} == set(_ranks(model))
+    assert {c.layer: int(c.kind.removeprefix("LoRA r=")) for c in exp.layers} == {
+        f"{name}.default": rank for name, rank in _ranks(model).items()
+    }
+    assert (exp.hyperparameters["adapters"], exp.hyperparameters["targets"]) == ("default", "q_proj v_proj")
 
 
 def test_torch_save_adapter_reads_the_same(tmp_path: Path) -> None:
@@ -191,8 +195,9 @@ def test_torch_save_adapter_reads_the_same(tmp_path: Path) -> None:
     assert {c.layer: int(c.kind.removeprefix("LoRA r=")) for c in exp.layers} == _ranks(model)
 
 
-def test_two_adapters_in_one_state_dict_warn_of_nothing(tmp_path: Path) -> None:
-    """Two adapters' factors of one module ('lora_A.default', 'lora_A.other'): counted as the file holds them."""
+def test_two_adapters_in_one_state_dict_are_two_lora_layers(tmp_path: Path) -> None:
+    """Two adapters' factors of one module ('lora_A.default', 'lora_A.other'): each adapter's factors a LoRA layer of
+    their own, at the rank peft gave each; either adapter's own state dict (get_peft_model_state_dict) reads as it."""
     from safetensors.torch import save_file
 
     model, _ = _adapter(tmp_path / "saved", ADAPTERS["q_v"])
@@ -203,9 +208,21 @@ def test_two_adapters_in_one_state_dict_warn_of_nothing(tmp_path: Path) -> None:
     assert report.checkpoint.n_parameters == sum(v.numel() for v in state.values())
     assert _warnings(report) == []
     exp = report.expectation
-    assert exp is not None and exp.architecture == "lora-adapter" and exp.total == exp.found
-    kinds = {c.layer.rpartition(".")[2]: c.kind for c in exp.layers}
-    assert kinds == {"q_proj": "Tensors", "v_proj": "LoRA r=4"}
+    assert exp is not None and exp.architecture == "lora-adapter" and exp.total == exp.found and not exp.anomalies
+    ranks = {
+        f"{name}.{adapter}": rank
+        for name, module in model.named_modules()
+        if isinstance(module, peft.tuners.lora.LoraLayer)
+        for adapter, rank in module.r.items()
+    }
+    assert {c.layer: c.kind for c in exp.layers} == {name: f"LoRA r={rank}" for name, rank in ranks.items()}
+    assert len(ranks) == 6 and exp.hyperparameters["adapters"] == "default other"
+    for adapter, count in (("default", 4 * 4 * (32 + 32) // 2 + 4 * 2 * (32 + 16)), ("other", 2 * 2 * (32 + 32))):
+        own = peft.get_peft_model_state_dict(model, adapter_name=adapter)
+        save_file({k: v.contiguous() for k, v in own.items()}, tmp_path / f"{adapter}.safetensors")
+        alone = inspect(tmp_path / f"{adapter}.safetensors")
+        assert alone.checkpoint.n_parameters == sum(v.numel() for v in own.values()) == count
+        assert _warnings(alone) == [] and alone.expectation is not None and not alone.expectation.anomalies
 
 
 def test_rank_pattern_order_peft_saves_is_the_order_it_loads_by(tmp_path: Path) -> None:
@@ -244,3 +261,165 @@ def test_adapter_config_wins_over_the_base_models_config_json_beside_it(tmp_path
     exp = report.expectation
     assert exp is not None and (exp.architecture, exp.source) == ("lora-adapter", "config")
     assert {c.layer: int(c.kind.removeprefix("LoRA r=")) for c in exp.layers} == _ranks(model)
+
+
+# peft's other adapter types, each over the same llama (q_proj and v_proj unless said)
+QV = ["q_proj", "v_proj"]
+OTHER_TYPES: dict[str, tuple[str, dict[str, Any]]] = {
+    "loha": ("LoHaConfig", {"r": 4, "target_modules": QV}),
+    "lokr": ("LoKrConfig", {"r": 2, "target_modules": QV, "decompose_both": True, "decompose_factor": 4}),
+    "ia3": ("IA3Config", {"target_modules": ["k_proj", "v_proj", "down_proj"], "feedforward_modules": ["down_proj"]}),
+    "oft": ("OFTConfig", {"r": 0, "oft_block_size": 8, "target_modules": QV}),
+    "boft": ("BOFTConfig", {"boft_block_size": 4, "target_modules": QV}),
+    "vera": ("VeraConfig", {"r": 4, "target_modules": QV}),
+    "randlora": ("RandLoraConfig", {"r": 4, "target_modules": QV}),
+    "hra": ("HRAConfig", {"r": 4, "target_modules": QV}),
+    "fourierft": ("FourierFTConfig", {"n_frequency": 10, "target_modules": QV}),
+    "vblora": ("VBLoRAConfig", {"r": 4, "target_modules": QV, "vector_length": 8, "num_vectors": 16}),
+    "pvera": ("PveraConfig", {"r": 4, "target_modules": QV}),
+    "shira": ("ShiraConfig", {"r": 4, "target_modules": QV}),  # (its saved indices: data, not parameters)
+    "delora": ("DeloraConfig", {"r": 4, "target_modules": QV}),
+    "c3a": ("C3AConfig", {"block_size": 8, "target_modules": QV}),
+    "miss": ("MissConfig", {"r": 4, "target_modules": QV}),
+    "waveft": ("WaveFTConfig", {"n_frequency": 16, "target_modules": QV}),
+    "gralora": ("GraloraConfig", {"r": 8, "target_modules": QV}),
+}  # fmt: skip
+
+
+SHARED_FACTORS = {"vblora_vector_bank"}  # one parameter all modules share (saved as 'base_model.vblora_vector_bank')
+
+
+def _peft_model(config: Any) -> Any:
+    torch.manual_seed(0)
+    base = transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(**LLAMA))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return peft.get_peft_model(base, config)
+
+
+def _saved(folder: Path) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    return load_file(folder / "adapter_model.safetensors")
+
+
+@pytest.mark.parametrize("variant", OTHER_TYPES)
+def test_other_adapter_types_count_as_peft_trains_them(tmp_path: Path, variant: str) -> None:
+    """No false warning, no unmatched tensor, the count peft's get_nb_trainable_parameters() prints, each factor's
+    layer the module peft adapts, and what peft keeps as buffers (VeRA's, RandLoRA's shared projections) buffers."""
+    cls, kwargs = OTHER_TYPES[variant]
+    model = _peft_model(getattr(peft, cls)(**kwargs))
+    model.save_pretrained(tmp_path)
+    report = inspect(tmp_path / "adapter_model.safetensors")
+    trainable, _ = model.get_nb_trainable_parameters()
+    assert report.checkpoint.n_parameters == trainable
+    assert _warnings(report) == []
+    saved = _saved(tmp_path)
+    peft_buffers = {name.replace(".default", "") for name, _ in model.named_buffers(remove_duplicate=False)}
+    assert {t.name for t in report.checkpoint.tensors if t.kind == "buffer"} == saved.keys() & peft_buffers
+    adapted = {n for n, m in model.named_modules() if isinstance(m, peft.tuners.tuners_utils.BaseTunerLayer)}
+    factors = [r for r in report.roles if r.role == "adapter_factor" and r.param not in SHARED_FACTORS]
+    assert factors and {r.layer for r in factors} == adapted
+    assert all(r.role in ("adapter_factor", "buffer") for r in report.roles)
+    exp = report.expectation
+    assert exp is not None and (exp.architecture, exp.source) == ("peft-adapter", "config")
+    assert exp.total == exp.found == trainable and not exp.anomalies
+    assert exp.hyperparameters["peft_type"] == model.peft_config["default"].peft_type.value
+    (tmp_path / "adapter_model.safetensors").rename(tmp_path / f"{variant}.safetensors")  # named as a user names it
+    renamed = inspect(tmp_path / f"{variant}.safetensors").expectation  # its PeftModel names: the config beside it
+    assert renamed is not None and (renamed.source, renamed.layers) == ("config", exp.layers)
+
+
+def test_adalora_modules_at_the_ranks_its_rank_pattern_keeps(tmp_path: Path) -> None:
+    """AdaLoRA saves each module at the rank its rank_pattern mask keeps (init_r where it has none): LoRA modules
+    with singular values (lora_E), each at the rank peft's own loader gives it, counted as peft counts them."""
+    model = _peft_model(peft.AdaLoraConfig(init_r=4, target_r=2, target_modules=QV, total_step=10))
+    masks = {f"model.layers.{i}.self_attn.q_proj.lora_E.default": [True, False, i == 1, False] for i in range(2)}
+    model.peft_config["default"].rank_pattern = masks
+    model.save_pretrained(tmp_path)
+    base = transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(**LLAMA))
+    with warnings.catch_warnings():  # peft also reads AdaLoRA's masks as LoRA's rank_pattern, and says they match none
+        warnings.simplefilter("ignore", RuntimeWarning)
+        loaded = peft.PeftModel.from_pretrained(base, tmp_path, is_trainable=True)
+    report = inspect(tmp_path / "adapter_model.safetensors")
+    assert report.checkpoint.n_parameters == loaded.get_nb_trainable_parameters()[0]
+    assert _warnings(report) == []
+    exp = report.expectation
+    assert exp is not None and (exp.architecture, exp.source) == ("lora-adapter", "config")
+    assert {c.layer: c.kind for c in exp.layers} == {n: f"AdaLoRA r={r}" for n, r in _ranks(loaded).items()}
+    assert sorted(_ranks(loaded).values()) == [1, 2, 4, 4] and exp.hyperparameters["r"] == 4
+    _edit_config(tmp_path, init_r=8)  # the modules its rank_pattern does not name: rank 4 in the file
+    exp = inspect(tmp_path / "adapter_model.safetensors").expectation
+    assert exp is not None and set(exp.anomalies) == {n for n, r in _ranks(loaded).items() if r == 4}
+
+
+def test_adapter_state_dicts_keep_their_buffers_out_of_the_count(tmp_path: Path) -> None:
+    """A PeftModel's own state dict: AdaLoRA's ranknum (a frozen constant peft never saves) and VeRA's per-module
+    projections are buffers; the count is what peft trains."""
+    for config, words in (
+        (peft.AdaLoraConfig(init_r=4, target_r=2, target_modules=QV, total_step=10), ("lora_", "ranknum")),
+        (peft.VeraConfig(r=4, target_modules=QV), ("vera_",)),
+    ):
+        model = _peft_model(config)
+        state = {k: v for k, v in model.state_dict().items() if any(w in k for w in words)}
+        torch.save(state, tmp_path / "state.pt")  # (VeRA's modules share their projections: one storage)
+        report = inspect(tmp_path / "state.pt")
+        assert report.checkpoint.n_parameters == model.get_nb_trainable_parameters()[0]
+        trained = {name for name, p in model.named_parameters() if p.requires_grad}
+        assert {t.name for t in report.checkpoint.tensors if t.kind == "parameter"} == trained
+        assert _warnings(report) == [] and {r.role for r in report.roles} <= {"lora_factor", "adapter_factor", "buffer"}
+
+
+PROMPT_TYPES: dict[str, tuple[str, dict[str, Any]]] = {
+    "prompt_tuning": ("PromptTuningConfig", {}),
+    "prefix_tuning": ("PrefixTuningConfig", {}),
+    "p_tuning": ("PromptEncoderConfig", {"encoder_hidden_size": 16}),
+}
+
+
+@pytest.mark.parametrize("variant", PROMPT_TYPES)
+def test_prompt_learning_table_as_its_config_states(tmp_path: Path, variant: str) -> None:
+    """Prompt learning saves its virtual tokens' table ('prompt_embeddings'), checked against the config's
+    num_virtual_tokens x token_dim (prefix tuning: x 2 x num_layers). P-tuning trains a prompt encoder and saves only
+    its output: the file holds fewer parameters than peft trains, and a note says why."""
+    cls, kwargs = PROMPT_TYPES[variant]
+    model = _peft_model(getattr(peft, cls)(task_type="CAUSAL_LM", num_virtual_tokens=5, **kwargs))
+    model.save_pretrained(tmp_path)
+    report = inspect(tmp_path / "adapter_model.safetensors")
+    saved = _saved(tmp_path)
+    assert report.checkpoint.n_parameters == sum(v.numel() for v in saved.values())
+    trainable = model.get_nb_trainable_parameters()[0]
+    assert (report.checkpoint.n_parameters == trainable) is (variant != "p_tuning")
+    assert _warnings(report) == []
+    exp = report.expectation
+    assert exp is not None and (exp.architecture, exp.source) == ("peft-adapter", "config") and not exp.anomalies
+    assert [(c.layer, c.kind, c.found) for c in exp.layers] == [
+        ("prompt_embeddings", "Embedding", saved["prompt_embeddings"].numel())
+    ]
+    assert any("prompt encoder" in n for n in exp.notes) is (variant == "p_tuning")
+    _edit_config(tmp_path, num_virtual_tokens=6)
+    exp = inspect(tmp_path / "adapter_model.safetensors").expectation
+    assert exp is not None and exp.anomalies == ("prompt_embeddings",)
+
+
+def test_loha_modules_at_the_ranks_its_config_states(tmp_path: Path) -> None:
+    """LoHa's modules (hada_w1_a/b, hada_w2_a/b: 2 r (in + out)) at the rank peft gave each (r, rank_pattern), and
+    a rank other than the config states is a mismatch."""
+    model = _peft_model(peft.LoHaConfig(r=4, target_modules=QV, rank_pattern={"v_proj": 2}))
+    model.save_pretrained(tmp_path)
+    ranks = {name: m.r["default"] for name, m in model.named_modules() if isinstance(m, peft.tuners.loha.LoHaLayer)}
+    report = inspect(tmp_path / "adapter_model.safetensors")
+    assert report.checkpoint.n_parameters == model.get_nb_trainable_parameters()[0]
+    assert _warnings(report) == []
+    exp = report.expectation
+    assert exp is not None and not exp.anomalies and exp.total == exp.found
+    assert {c.layer: c.kind for c in exp.layers} == {name: f"LoHa r={r}" for name, r in ranks.items()}
+    assert sorted(ranks.values()) == [2, 2, 4, 4] and exp.hyperparameters["rank_pattern"] == "v_proj:2"
+    _edit_config(tmp_path, r=8)
+    exp = inspect(tmp_path / "adapter_model.safetensors").expectation
+    assert exp is not None and set(exp.anomalies) == {name for name, r in ranks.items() if r == 4}
+    assert all(c.expected == 2 * c.found for c in exp.layers if c.status == "mismatch")
+    _edit_config(tmp_path, r=4, rank_pattern={"(a+)+$": 2, "v_proj": 2})  # a regex key: not run, a note says so
+    report = inspect(tmp_path / "adapter_model.safetensors")
+    assert _warnings(report) == [] and report.expectation is not None
+    assert any("not evaluated" in note for note in report.expectation.notes)
