@@ -9,7 +9,6 @@ Three comparisons:
 
 from __future__ import annotations
 
-import bisect
 from collections import Counter
 from collections.abc import Iterable
 from operator import attrgetter, eq, itemgetter, sub
@@ -107,6 +106,8 @@ def _region_kinds(ckpt: Checkpoint, data: dict[int, list[int]] | None = None) ->
             out[file] = dict(zip(indices, map(itemgetter(2), spans), strict=True))
         else:
             general += indices
+    if general:
+        import bisect  # (a layout other than one tensor per data region)
     for i in sorted(general):
         r = regions[i]
         spans = by_file.get(r.file, [])

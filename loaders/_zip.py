@@ -17,7 +17,6 @@ read, except the first bytes of a deflated member when a loader asks `inflate_he
 from __future__ import annotations
 
 import struct
-import zlib
 from itertools import chain, islice
 from operator import attrgetter, lt
 
@@ -431,6 +430,8 @@ def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str) -> bytes:
     if member.method != DEFLATED:
         method = COMPRESSION_NAMES.get(member.method, str(member.method))
         raise FormatError(probe.path, fmt, f"member {member.name!r} uses unsupported compression {method}")
+    import zlib  # (deflated members only: torch stores its records)
+
     out = bytearray()
     inflater = zlib.decompressobj(-15)
     pos, end = member.data_offset, member.data_end
@@ -458,6 +459,8 @@ def inflate_damaged(probe: Probe, member: ZipMember, n: int, fmt: str) -> tuple[
     try:
         return inflate_head(probe, member, n, fmt), 0
     except FormatError as exc:
+        import zlib
+
         if not isinstance(exc.__cause__, zlib.error):
             raise
     from loaders._inflate import inflate  # (pure Python, for damaged streams only)

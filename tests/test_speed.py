@@ -275,6 +275,7 @@ NEVER_FOR_A_HEADER = (
     "ast",  # npy headers in other spellings than numpy's only
     "pickletools",  # a pickle the interpreter cannot finish only
     "traceback",  # --debug only
+    "zlib",  # deflated zip members only
 )
 TORCH_HELPERS = ("loaders._pickle",)
 
