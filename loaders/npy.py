@@ -120,6 +120,11 @@ def _literal(text: str, major: int) -> Any:
         return ast.literal_eval(re.sub(PY2_LONG, "", text))
 
 
+# Bytes of a member read first for its npy header, within the header's page: numpy pads a header to a multiple of 64
+# bytes, 128 for most arrays (one read instead of two per member)
+FIRST_READ = 128
+
+
 def parse_npy_header(buf: bytes, probe: Probe, fmt: str, where: str) -> NpyHeader | int:
     """Parse an npy header from the start of `buf`; return the bytes needed if `buf` is too short."""
     if len(buf) < 10:
@@ -268,7 +273,9 @@ class NpzLoader:
         deflated = 0
         for m in members:
             name = m.name[: -len(".npy")]
-            need = 12
+            need = max(
+                12, min(FIRST_READ, _zip.PAGE - m.data_offset % _zip.PAGE)
+            )  # (no page past the header's is read)
             while True:
                 buf = _zip.inflate_head(probe, m, need, NPZ_FORMAT)
                 h = parse_npy_header(buf, probe, NPZ_FORMAT, f"member {m.name!r}")
