@@ -1,21 +1,25 @@
-"""The literal every match of a table's pattern contains, read off the pattern's text without compiling it.
+"""The literals every match of a table's pattern contains, read off the pattern's text without compiling it.
 
 Compiling a regular expression costs about 0.1 ms (mostly `re`'s pure-Python parser), and a name that only the last
-of 75 role rules explains used to compile all 75 on every run. A rule whose needle is not in the name cannot match
-it, so a matcher skips the rule with one `in` test and compiles only the rules left (issue 16).
+of 75 role rules explains used to compile all 75 on every run. A rule one of whose needles is not in the name cannot
+match it, so a matcher skips the rule with a few `in` tests and compiles only the rules left (issue 16).
 
-`needle(pattern)` is conservative: it reads the top level of the pattern and the groups that must match exactly
-once, joins the characters that stand for themselves into runs, and returns the longest run. Anything it does not
-follow (a class, a quantifier, an alternative, a flag group, a look-around) ends a run; an alternative at the top
-discards all runs, and a group of alternatives gives the prefix or suffix its alternatives share
-(`(?:position_ids|token_type_ids)`: `_ids`), as each match of the group is one alternative's match. An empty needle
-means "no cheap test": the rule is always tried.
+`needles(pattern)` is conservative: it reads the top level of the pattern and the groups that must match exactly
+once, joins the characters that stand for themselves into runs, and returns the runs, the longest first (`needle`:
+the longest). Anything it does not follow (a class, a quantifier, an alternative, a flag group, a look-around) ends
+a run; an alternative at the top discards all runs, and a group of alternatives gives the prefix or suffix its
+alternatives share (`(?:position_ids|token_type_ids)`: `_ids`), as each match of the group is one alternative's
+match. No needle means "no cheap test": the rule is always tried.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ESCAPED_LITERALS = frozenset(".-/:_[](){}?*+|^$\\ ")  # `\.` and the like: the character itself
 FLAGS = frozenset("aiLmsux-")
@@ -26,10 +30,23 @@ TOKENS = r"(\\.|\((?:\?P<[^>]*>|\?:?)?|\)|\||\[\^?\]?(?:\\.|[^\]\\])*\]|[^\\()|\
 
 
 def needle(pattern: str) -> str:
+    """The longest literal every match contains ("" for none)."""
+    return next((n for n in needles(pattern) if n.__class__ is str), "")  # type: ignore[misc]
+
+
+def needles(pattern: str) -> tuple[str | tuple[str, ...], ...]:
+    """What every match contains: literals (each run of two characters or more, or the one run there is, the longest
+    first), then clauses, a tuple of literals of which every match contains one (a group of alternatives, each with
+    a literal: `(?:running_mean|running_var)`). A rule is tried on a name only when all are in it (`lora_A.weight`
+    needs 'lora_' as much as '.weight') and one literal of each clause is."""
     if _global_flags(pattern):  # (?i) and the like change what every character means
-        return ""
+        return ()
     runs, _, alternatives = _sequence(iter(re.findall(TOKENS, pattern, re.DOTALL)))
-    return "" if alternatives else max(runs, key=len, default="")
+    if alternatives or not runs:
+        return ()
+    literals = sorted(dict.fromkeys(r for r in runs if r.__class__ is str), key=len, reverse=True)  # (stable)
+    clauses = [r for r in dict.fromkeys(runs) if r.__class__ is tuple]
+    return (*([r for r in literals if len(r) > 1] or literals[:1]), *clauses)  # type: ignore[arg-type]
 
 
 def _global_flags(p: str) -> bool:
@@ -45,11 +62,12 @@ def _global_flags(p: str) -> bool:
     return False
 
 
-def _sequence(tokens: Iterator[tuple[str, str]]) -> tuple[list[str], str, bool]:
-    """Required literal runs of the sequence the tokens go on with, up to its closing ')' or the end; the closing's
-    quantifier; and whether the level has alternatives (then its runs are what all of them hold, `_common`)."""
-    runs: list[str] = []
-    branches: list[list[str]] = []  # the runs of each alternative before the last
+def _sequence(tokens: Iterator[tuple[str, str]]) -> tuple[list[Any], str, bool]:
+    """Required literal runs and clauses of the sequence the tokens go on with, up to its closing ')' or the end; the
+    closing's quantifier; and whether the level has alternatives (then its runs are what all of them hold,
+    `_common`)."""
+    runs: list[Any] = []  # literals (str) and clauses (tuple)
+    branches: list[list[Any]] = []  # the runs of each alternative before the last
     current = ""
     closing = ""
     for token, quantifier in tokens:
@@ -88,17 +106,21 @@ def _sequence(tokens: Iterator[tuple[str, str]]) -> tuple[list[str], str, bool]:
     return [r for r in runs if r], closing, False
 
 
-def _common(branches: list[list[str]]) -> list[str]:
-    """What every alternative holds for sure, as a one-run list (or none): the longer of the prefix their first runs
-    share and the suffix their last runs share, two characters or more (one letter, in most names, would only hide a
-    better run beside it)."""
-    runs = [[r for r in branch if r] for branch in branches]
+def _common(branches: list[list[Any]]) -> list[Any]:
+    """What every alternative holds for sure: the longer of the prefix their first runs share and the suffix their
+    last runs share, two characters or more (one letter, in most names, would only hide a better run beside it), and
+    the clause of each alternative's longest run, when each has one of two characters or more."""
+    runs = [[r for r in branch if r and r.__class__ is str] for branch in branches]
     if not all(runs):
         return []
     prefix = _prefix([branch[0] for branch in runs])
     suffix = _prefix([branch[-1][::-1] for branch in runs])[::-1]
     best = max(prefix, suffix, key=len)
-    return [best] if len(best) > 1 else []
+    out: list[Any] = [best] if len(best) > 1 else []
+    longest = tuple(dict.fromkeys(max(branch, key=len) for branch in runs))
+    if min(map(len, longest)) > 1 and longest != (best,):
+        out.append(longest if len(longest) > 1 else longest[0])
+    return out
 
 
 def _prefix(words: list[str]) -> str:

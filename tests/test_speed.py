@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from inspector import jsontext
 from inspector.jsontext import dumps, write
-from inspector.needles import needle
+from inspector.needles import needle, needles
 from inspector.roles import FAMILY_MATCHERS, ROLE_RULES, Matcher, compile_rules, match_roles
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -190,13 +190,36 @@ def test_remembered_rule_is_the_first_rule_that_matches(batch: list[str], family
 @settings(max_examples=25, deadline=None)
 @given(st.data())
 def test_a_rule_needle_is_in_every_name_its_pattern_matches(table: str, data: st.DataObject) -> None:
-    """A rule (of the role table, or the kind table) is skipped when its needle is not in the name: every name the
-    pattern matches must contain it."""
+    """A rule (of the role table, or the kind table) is skipped when one of its needles is not in the name: every
+    name the pattern matches must contain each literal and one literal of each clause."""
     from inspector.kinds import KIND_RULES
 
     for rule in ROLE_RULES if table == "roles" else KIND_RULES:
         name = data.draw(st.from_regex(rule.pattern, fullmatch=True), label=rule.rule_id)
-        assert needle(rule.pattern) in name, (rule.rule_id, name)
+        held = [n in name if n.__class__ is str else any(a in name for a in n) for n in needles(rule.pattern)]
+        assert all(held), (rule.rule_id, name)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        (
+            r"(?P<layer>.+)\.(?P<param>lora_[AB])\.weight",
+            (".weight", "lora_"),
+        ),  # every run of two or more, longest first
+        (r"(?P<layer>.+)\.weight", (".weight",)),
+        (r".+\..+", (".",)),  # the one run there is, of one character
+        (r"ab\.ab", ("ab.ab",)),
+        (r"ab|cd", ()),  # alternatives at the top: nothing is required
+        # a group of alternatives: the prefix or suffix they share, and the clause of each one's longest run
+        (r"(?:.*\.)?(?:running_mean|running_var)", ("running_", ("running_mean", "running_var"))),
+        (r"x_(?:mean|std)\.w", ("x_", ".w", ("mean", "std"))),  # (of equal lengths, the first first)
+        (r"(?:ab|b)c", ("c",)),  # an alternative of one letter: no clause
+        (r"a(?:bc|de)?f", ("a",)),  # an optional group: nothing of it
+    ],
+)
+def test_needles_are_the_runs_every_match_holds(pattern: str, expected: tuple[str, ...]) -> None:
+    assert needles(pattern) == expected
 
 
 @pytest.mark.parametrize(
@@ -252,6 +275,12 @@ def test_digits_spelled_in_a_pattern_keep_their_value() -> None:
     assert matcher.shape_key("層.3.x") == matcher.shape_key("層.7.x") != matcher.shape_key("屋.3.x")
     assert matcher.shape_key("\udcff.3") == matcher.shape_key("\udcff.4") != matcher.shape_key("\udcfe.4")
     assert matcher.match("\udcff.3.weight") is not None
+    # a backreference compares the digits' values (and a digit in a set tells them apart): no memo for such a table
+    from inspector.roles import _digit_table
+
+    for pattern in (r"(\d)\1\.w", r"(?P<a>\d)(?P=a)\.w", r"[0-4]\.w"):
+        assert _digit_table(frozenset({pattern, r"(?P<layer>.+)\.w"})) == b"", pattern
+    assert _digit_table(frozenset({r"(?P<layer>.+)\.w"})) != b""
 
 
 # -- what a run imports ---------------------------------------------------------------------------------------
