@@ -36,8 +36,20 @@ _watching = [False]
 
 
 def _hook(event: str, args: tuple[Any, ...]) -> None:
-    if _watching[0] and event in _EVENTS:
+    if _watching[0] and event in _EVENTS and not _ours(sys._getframe(1)):
         _audit.append(f"{event} {str(args)[:200]}")
+
+
+def _ours(frame: Any) -> bool:
+    """Whether the event comes from `inspector.recordtype` compiling a record's `__init__` (at the record's first
+    instances, whenever they are made: code of ours, from the class's own field names)."""
+    for _ in range(4):
+        if frame is None:
+            return False
+        if frame.f_code.co_filename.endswith(os.path.join("inspector", "recordtype.py")):
+            return True
+        frame = frame.f_back
+    return False
 
 
 sys.addaudithook(_hook)
