@@ -372,9 +372,14 @@ def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None
             if part.tied is not None:
                 if view is None:
                     tied = bool(h.get("tied"))
-                else:  # not stored (absent, or only an alias): tied, unless a config says it is not
-                    stored = any(t.alias_of is None for t in tensors or ())
+                else:  # its matrix not stored (absent, or only an alias): tied, unless a config says it is not
+                    stored = any(t.alias_of is None and len(t.shape) > 1 for t in tensors or ())
                     tied = not stored and (h.get("from_shapes") or h.get("tied") is not False)
+                bias = [t for t in tensors or () if t.alias_of is None and len(t.shape) == 1]
+                if tied and bias:  # a tied head's own bias (GPT-J's lm_head): the weight counted once, the bias here
+                    spec = Tensor(bias[0].shape, "Bias", name=full)
+                    out.append(ExpectedModule(full, full, spec, role, base + part.tied, part.path))
+                    continue
                 if tied:
                     out.append(ExpectedModule(full, full, None, role, base + part.tied))
                     continue
@@ -424,7 +429,7 @@ class _Row:
             return LayerCheck(name, kind, self.expected, self.found, status, "; ".join(shown))
         if self.ties and self.expected == 0:
             return LayerCheck(name, "tied", 0, 0, "tied", "; ".join(self.ties))
-        return LayerCheck(name, kind, self.expected, self.found, "ok")
+        return LayerCheck(name, kind, self.expected, self.found, "ok", "; ".join(self.ties))
 
 
 HEAD_NOTE = "a task head outside the model: counted from its own shapes"
@@ -461,6 +466,10 @@ def check(
             row.ties.append(f"{e.path!r} tied to {e.tied_to!r}: stored once, counted once")
             row.kinds.add("tied")
             continue
+        if e.tied_to is not None:
+            row.ties.append(
+                f"{e.path!r} weight tied to {e.tied_to!r}: stored once, counted once; its bias counted here"
+            )
         want = total(e.spec)
         row.expected += want
         row.kinds.add(e.spec.kind if e.row == e.path else "Block")

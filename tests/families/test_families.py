@@ -181,8 +181,8 @@ SMALL = dict(
 )  # fmt: skip
 
 
-def _small_model(model_type: str, auto: str, folder: Path) -> int:
-    """A tiny model of a transformers type the family tables do not list, saved with save_pretrained."""
+def _small_model(model_type: str, auto: str, folder: Path, **flags: bool) -> int:
+    """A tiny model of a transformers type (with config `flags` set), saved with save_pretrained."""
     import torch
     import transformers
 
@@ -190,11 +190,34 @@ def _small_model(model_type: str, auto: str, folder: Path) -> int:
         config = transformers.AutoConfig.for_model(model_type)
     except (KeyError, ValueError):
         pytest.skip(f"this transformers has no {model_type!r}")
-    words = {k: v for k, v in SMALL.items() if isinstance(getattr(config, k, None), int)}
+    words: dict[str, object] = {k: v for k, v in SMALL.items() if isinstance(getattr(config, k, None), int)}
+    words |= flags
     torch.manual_seed(0)
     model = getattr(transformers, auto).from_config(transformers.AutoConfig.for_model(model_type, **words))
     model.save_pretrained(folder)
     return int(model.num_parameters())
+
+
+@pytest.mark.parametrize(
+    ("model_type", "flags"),
+    [
+        ("gptj", {"tie_word_embeddings": True}),  # a tied head that keeps its own bias
+        ("llama", {"tie_word_embeddings": True, "attention_bias": True, "mlp_bias": True}),
+        ("gpt2", {"tie_word_embeddings": False}),
+        ("qwen2", {"tie_word_embeddings": True}),
+    ],
+)
+def test_config_flags_other_than_the_defaults_are_read_from_the_file(
+    model_type: str, flags: dict[str, bool], tmp_path: Path
+) -> None:
+    """What `bench/sweep_transformers.py --flip` checks for every class, for a few: a flag turned from its default
+    (a bias, tied embeddings) is a fact of the file, not a warning."""
+    n = _small_model(model_type, "AutoModelForCausalLM", tmp_path, **flags)
+    report = inspect(tmp_path / "model.safetensors")
+    exp = report.expectation
+    assert report.checkpoint.n_parameters == n
+    assert exp is not None and exp.source == "config" and exp.total == n and exp.matches, exp.layers
+    assert "COUNT_MISMATCH" not in {f.code for f in report.findings}
 
 
 @pytest.mark.parametrize(
