@@ -165,9 +165,10 @@ def misnamed(arch: str, names: list[str], keys: list[str]) -> list[str]:
     """GGUF tensors whose `hf_name` is not the state-dict key gguf-py's own mapping turns into that GGUF name."""
     import gguf
 
-    from loaders.gguf import hf_name
+    from loaders.gguf import hf_name, names_table
 
     model_arch = next(a for a, name in gguf.MODEL_ARCH_NAMES.items() if name == arch)
+    table = names_table(arch, names)
     mapping = gguf.get_tensor_name_map(model_arch, blocks(names))
     source = {}
     for key in keys:
@@ -175,7 +176,7 @@ def misnamed(arch: str, names: list[str], keys: list[str]) -> list[str]:
         if name is not None:
             source.setdefault(name, key)
     return [
-        f"{n} -> {hf_name(n, arch)} (not {source[n]})" for n in names if n in source and hf_name(n, arch) != source[n]
+        f"{n} -> {hf_name(n, table)} (not {source[n]})" for n in names if n in source and hf_name(n, table) != source[n]
     ]
 
 
@@ -185,7 +186,7 @@ def compare(path: Path, keys: list[str]) -> Row:
     import gguf
 
     from inspector.report import inspect
-    from loaders.gguf import NOT_PARAMETERS, hf_name
+    from loaders.gguf import NOT_PARAMETERS, hf_name, names_table
 
     reader = gguf.GGUFReader(str(path))
     arch = str(bytes(reader.fields["general.architecture"].parts[-1]), "utf-8")
@@ -199,7 +200,7 @@ def compare(path: Path, keys: list[str]) -> Row:
         "not_parameters": sorted(n for n in names if n in NOT_PARAMETERS),
         **verdict(path),
         "unmatched": [r.name for r in report.roles if r.role == "unmatched"][:6],
-        "unmapped": [n for n in names if hf_name(n, arch) is None and n not in NOT_PARAMETERS][:6],
+        "unmapped": [n for n in names if hf_name(n, names_table(arch, names)) is None and n not in NOT_PARAMETERS][:6],
         "misnamed": misnamed(arch, names, keys)[:6],
         "expectation": f"{exp.architecture} ({exp.source})" if exp else None,
     }
@@ -281,6 +282,7 @@ def main() -> int:
     ap.add_argument("--outtypes", default=",".join(OUTTYPES), help="converter --outtype values (comma-separated)")
     ap.add_argument("--keep", type=Path, help="copy every GGUF file written into this folder")
     ap.add_argument("--batch", type=int, default=10, help="model types per child process")
+    ap.add_argument("--out", type=Path, help="write every row (uncut) to this JSON file")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     outtypes = args.outtypes.split(",")
@@ -296,6 +298,8 @@ def main() -> int:
     argv = ["--llama-cpp", str(args.llama_cpp), "--outtypes", args.outtypes]
     argv += ["--keep", str(args.keep)] if args.keep else []
     results = run_batches(__file__, types, args.batch, argv, lambda case: {"type": case[0]}, limit=2000)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1))
     summary(results, outtypes)
     return 0
 

@@ -109,6 +109,13 @@ MODEL_TYPES = {
     "phi2": "phi",
     "command-r": "cohere",
     "stablelm": "stablelm",
+    "gemma3": "gemma3_text",  # the text model: a Gemma 3 vision tower goes to a separate mmproj file
+    "ernie4_5-moe": "ernie4_5_moe",
+    "gpt-oss": "gpt_oss",
+    "llama4": "llama4_text",
+    "mistral3": "ministral3",
+    "qwen35": "qwen3_5_text",
+    "qwen3next": "qwen3_next",
 }
 # general.architecture -> (a tensor, the model_type a file holding it is): the converter writes these models under
 # another's architecture, and the tensor tells them apart

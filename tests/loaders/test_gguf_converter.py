@@ -13,7 +13,7 @@ import pytest
 
 from inspector.records import Severity, TensorKind
 from inspector.report import inspect
-from loaders.gguf import HF_NAMES_BY_ARCH, NOT_PARAMETERS, hf_name, names_table
+from loaders.gguf import HF_NAMES_BY_ARCH, MODEL_TYPE_MARKS, MODEL_TYPES, NOT_PARAMETERS, _config, hf_name, names_table
 from tests.loaders.test_gguf import _compare_with_reader
 
 gguf = pytest.importorskip("gguf")
@@ -113,3 +113,30 @@ def test_hf_name_tables_invert_gguf_py_mapping(model_type: str, cls: str, model_
     assert len(mapped) >= 10, mapped
     assert {key: hf_name(name, table) for key, name in mapped.items()} == {key: key for key in mapped}
     assert table in HF_NAMES_BY_ARCH  # its own table, not the llama fallback
+
+
+def test_model_types_are_transformers_and_gguf_py_names() -> None:
+    """Each MODEL_TYPES row maps one of gguf-py's architecture names to one of transformers' model types."""
+    auto = pytest.importorskip("transformers.models.auto.configuration_auto")
+    archs = set(gguf.MODEL_ARCH_NAMES.values())
+    assert set(MODEL_TYPES) <= archs and set(MODEL_TYPE_MARKS) <= archs
+    marked = {model_type for marks in MODEL_TYPE_MARKS.values() for _, model_type in marks}
+    assert set(MODEL_TYPES.values()) | marked <= set(auto.CONFIG_MAPPING_NAMES)
+
+
+@pytest.mark.parametrize(("model_type", "cls", "marked"), [("umt5", "UMT5ForConditionalGeneration", True),
+                                                          ("t5", "T5ForConditionalGeneration", False)])  # fmt: skip
+def test_umt5_is_told_from_t5_by_the_tensor_it_has(model_type: str, cls: str, marked: bool) -> None:
+    """The tensor that marks UMT5 is gguf-py's name for its second block's relative bias, which T5 has not."""
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    fields = transformers.AutoConfig.for_model(model_type).to_dict()
+    config = transformers.AutoConfig.for_model(model_type, **{k: v for k, v in SMALL.items() if k in fields})
+    with torch.device("meta"):
+        keys = list(getattr(transformers, cls)(config).state_dict())
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.T5, 2)
+    converted = {names.get_name(key, try_suffixes=(".weight", ".bias")) for key in keys}
+    ((tensor, marks),) = MODEL_TYPE_MARKS["t5"]
+    assert (tensor in converted) is marked and marks == "umt5"
+    ckpt_config = _config({"general.architecture": "t5"}, {n for n in converted if n}, {})
+    assert ckpt_config["model_type"] == ("umt5" if marked else "t5")
