@@ -266,6 +266,77 @@ _T5_GATED = {  # T5 v1.1, mT5, UMT5, Flan-T5: a gated FFN (wi_0 gate, wi_1 up)
     "dec.blk.{i}.ffn_gate.{p}": "decoder.block.{i}.layer.2.DenseReluDense.wi_0.{p}",
     "dec.blk.{i}.ffn_up.{p}": "decoder.block.{i}.layer.2.DenseReluDense.wi_1.{p}",
 }
+_APERTUS = {
+    "blk.{i}.attn_norm.{p}": "model.layers.{i}.attention_layernorm.{p}",
+    "blk.{i}.ffn_norm.{p}": "model.layers.{i}.feedforward_layernorm.{p}",
+}
+_MLA = {  # multi-head latent attention (minicpm3): q and kv through low-rank projections with norms between
+    "blk.{i}.attn_q_a.{p}": "model.layers.{i}.self_attn.q_a_proj.{p}",
+    "blk.{i}.attn_q_a_norm.{p}": "model.layers.{i}.self_attn.q_a_layernorm.{p}",
+    "blk.{i}.attn_q_b.{p}": "model.layers.{i}.self_attn.q_b_proj.{p}",
+    "blk.{i}.attn_kv_a_mqa.{p}": "model.layers.{i}.self_attn.kv_a_proj_with_mqa.{p}",
+    "blk.{i}.attn_kv_a_norm.{p}": "model.layers.{i}.self_attn.kv_a_layernorm.{p}",
+    "blk.{i}.attn_kv_b.{p}": "model.layers.{i}.self_attn.kv_b_proj.{p}",
+}
+_SHARED_EXPERT = {  # qwen2moe: one gated shared expert beside the routed ones
+    "blk.{i}.ffn_gate_shexp.{p}": "model.layers.{i}.mlp.shared_expert.gate_proj.{p}",
+    "blk.{i}.ffn_up_shexp.{p}": "model.layers.{i}.mlp.shared_expert.up_proj.{p}",
+    "blk.{i}.ffn_down_shexp.{p}": "model.layers.{i}.mlp.shared_expert.down_proj.{p}",
+    "blk.{i}.ffn_gate_inp_shexp.{p}": "model.layers.{i}.mlp.shared_expert_gate.{p}",
+}
+_SHARED_EXPERTS = {  # ernie4_5-moe, afmoe: shared_experts
+    "blk.{i}.ffn_gate_shexp.{p}": "model.layers.{i}.mlp.shared_experts.gate_proj.{p}",
+    "blk.{i}.ffn_up_shexp.{p}": "model.layers.{i}.mlp.shared_experts.up_proj.{p}",
+    "blk.{i}.ffn_down_shexp.{p}": "model.layers.{i}.mlp.shared_experts.down_proj.{p}",
+}
+_AFMOE = {
+    "blk.{i}.attn_gate.{p}": "model.layers.{i}.self_attn.gate_proj.{p}",
+    "blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}",
+    "blk.{i}.ffn_norm.{p}": "model.layers.{i}.pre_mlp_layernorm.{p}",
+    "blk.{i}.post_ffw_norm.{p}": "model.layers.{i}.post_mlp_layernorm.{p}",
+    "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.mlp.router.gate.{p}",
+    "blk.{i}.exp_probs_b": "model.layers.{i}.mlp.expert_bias",
+}
+_GPT_OSS = {
+    "blk.{i}.attn_sinks": "model.layers.{i}.self_attn.sinks",
+    "blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}",
+    "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.mlp.router.{p}",
+}
+_LLAMA4 = {  # llama4: a feed_forward with a router and a shared expert
+    "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.feed_forward.router.{p}",
+    "blk.{i}.ffn_gate_shexp.{p}": "model.layers.{i}.feed_forward.shared_expert.gate_proj.{p}",
+    "blk.{i}.ffn_up_shexp.{p}": "model.layers.{i}.feed_forward.shared_expert.up_proj.{p}",
+    "blk.{i}.ffn_down_shexp.{p}": "model.layers.{i}.feed_forward.shared_expert.down_proj.{p}",
+}
+_JAMBA = {  # attention and Mamba layers, each with a dense or MoE feed_forward
+    "blk.{i}.ssm_in.{p}": "model.layers.{i}.mamba.in_proj.{p}",
+    "blk.{i}.ssm_conv1d.{p}": "model.layers.{i}.mamba.conv1d.{p}",
+    "blk.{i}.ssm_x.{p}": "model.layers.{i}.mamba.x_proj.{p}",
+    "blk.{i}.ssm_dt.{p}": "model.layers.{i}.mamba.dt_proj.{p}",
+    "blk.{i}.ssm_a": "model.layers.{i}.mamba.A_log",
+    "blk.{i}.ssm_d": "model.layers.{i}.mamba.D",
+    "blk.{i}.ssm_out.{p}": "model.layers.{i}.mamba.out_proj.{p}",
+    "blk.{i}.ssm_dt_norm.{p}": "model.layers.{i}.mamba.dt_layernorm.{p}",
+    "blk.{i}.ssm_b_norm.{p}": "model.layers.{i}.mamba.b_layernorm.{p}",
+    "blk.{i}.ssm_c_norm.{p}": "model.layers.{i}.mamba.c_layernorm.{p}",
+    "blk.{i}.ffn_norm.{p}": "model.layers.{i}.pre_ff_layernorm.{p}",
+    "blk.{i}.ffn_gate.{p}": "model.layers.{i}.feed_forward.gate_proj.{p}",
+    "blk.{i}.ffn_up.{p}": "model.layers.{i}.feed_forward.up_proj.{p}",
+    "blk.{i}.ffn_down.{p}": "model.layers.{i}.feed_forward.down_proj.{p}",
+    "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.feed_forward.router.{p}",
+    "output_norm.{p}": "model.final_layernorm.{p}",
+}
+_LFM2 = {  # attention layers among short convolutions; w1 gate, w3 up, w2 down
+    "token_embd_norm.{p}": "model.embedding_norm.{p}",
+    "blk.{i}.attn_norm.{p}": "model.layers.{i}.operator_norm.{p}",
+    "blk.{i}.attn_output.{p}": "model.layers.{i}.self_attn.out_proj.{p}",
+    "blk.{i}.attn_q_norm.{p}": "model.layers.{i}.self_attn.q_layernorm.{p}",
+    "blk.{i}.attn_k_norm.{p}": "model.layers.{i}.self_attn.k_layernorm.{p}",
+    "blk.{i}.ffn_norm.{p}": "model.layers.{i}.ffn_norm.{p}",
+    "blk.{i}.ffn_gate.{p}": "model.layers.{i}.feed_forward.w1.{p}",
+    "blk.{i}.ffn_up.{p}": "model.layers.{i}.feed_forward.w3.{p}",
+    "blk.{i}.ffn_down.{p}": "model.layers.{i}.feed_forward.w2.{p}",
+}
 # general.architecture -> its whole table (the llama table for every other architecture)
 HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
     "gemma2": {**HF_NAMES, **_GEMMA2},
@@ -285,6 +356,15 @@ HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
     "mamba": _MAMBA,
     "t5": _T5,
     "t5-gated": {**_T5, **_T5_GATED},
+    "apertus": {**HF_NAMES, **_APERTUS},
+    "minicpm3": {**HF_NAMES, **_MLA},
+    "qwen2moe": {**HF_NAMES, **_SHARED_EXPERT},
+    "ernie4_5-moe": {**HF_NAMES, **_SHARED_EXPERTS},
+    "afmoe": {**HF_NAMES, **_SHARED_EXPERTS, **_AFMOE},
+    "gpt-oss": {**HF_NAMES, **_GPT_OSS},
+    "llama4": {**HF_NAMES, **_LLAMA4},
+    "jamba": {**HF_NAMES, **_JAMBA},
+    "lfm2": {**HF_NAMES, **_LFM2},
 }
 # an architecture whose table depends on a tensor the file holds: arch -> (that tensor, the table to use)
 HF_NAMES_VARIANTS = {"t5": ("enc.blk.0.ffn_gate.weight", "t5-gated")}
