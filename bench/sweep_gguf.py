@@ -10,11 +10,14 @@ default config is shrunk, the model built with random weights and saved with `sa
 tokenizer (a 256-piece sentencepiece `tokenizer.model` and a byte-level BPE `tokenizer.json`, both trained here on
 the text of Python's argparse module), then converted once per `--outtype`. The converter recognises a BPE
 tokenizer by hashing how it splits a test text; a tiny tokenizer matches no known hash, so its pre-tokenizer name
-is set to "gpt-2" (only `tokenizer.ggml.pre` depends on it, never a tensor).
+is set to "gpt-2" (only `tokenizer.ggml.pre` depends on it, never a tensor), and the converter reads config.json's own
+keys under transformers 5's `to_dict` (which drops `rotary_pct` and others the converter still reads). Needs
+torch, transformers, sentencepiece and tokenizers (test-only packages; never on the inspector's path).
 
-One line per conversion: the source model's `num_parameters()`, what gguf-py's `GGUFReader` holds (tensors,
-elements), what the inspector counts, its warnings, tensors whose role is `unmatched`, tensors `hf_name` cannot
-map, and the expectation (architecture, source). Then a summary: conversions with a warning (any warning on a
+One line per model type, with each outtype's results: the source model's `num_parameters()`, what gguf-py's
+`GGUFReader` holds (tensors, elements), what the inspector counts, its warnings, tensors whose role is
+`unmatched`, tensors `hf_name` cannot map or maps to another name than the state-dict key gguf-py's map turns into
+that tensor, and the expectation (architecture, source). Then a summary: conversions with a warning (any warning on a
 converter's output is a bug), counts that differ from GGUFReader's, and counts that differ from the source model
 (what the converter drops or adds: tied heads, rotary tables, fused or split tensors).
 """
