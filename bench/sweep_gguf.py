@@ -50,6 +50,7 @@ SMALL = dict(
 # keys real checkpoints' config.json files hold that a default config no longer writes (the converter reads them)
 EXTRA: dict[str, dict[str, Any]] = {
     "gpt2": {"n_ctx": 64}, "gpt-sw3": {"n_ctx": 64}, "t5": {"decoder_start_token_id": 0},
+    "falcon": {"multi_query": False},  # the default config says 4 kv heads but builds 1 (multi_query)
 }  # fmt: skip
 VOCAB = 256
 TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")  # ids past VOCAB become 0

@@ -337,6 +337,10 @@ _LFM2 = {  # attention layers among short convolutions; w1 gate, w3 up, w2 down
     "blk.{i}.ffn_up.{p}": "model.layers.{i}.feed_forward.w3.{p}",
     "blk.{i}.ffn_down.{p}": "model.layers.{i}.feed_forward.w2.{p}",
 }
+_FALCON_NEW = {  # Falcon 40B/180B (new_decoder_architecture): two norms per block, as gguf-py pairs them
+    "blk.{i}.attn_norm.{p}": "transformer.h.{i}.ln_mlp.{p}",
+    "blk.{i}.attn_norm_2.{p}": "transformer.h.{i}.ln_attn.{p}",
+}
 # general.architecture -> its whole table (the llama table for every other architecture)
 HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
     "gemma2": {**HF_NAMES, **_GEMMA2},
@@ -352,6 +356,7 @@ HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
     "gptneox": _GPTNEOX,
     "bloom": _BLOOM,
     "falcon": _BLOOM,
+    "falcon-new": {**_BLOOM, **_FALCON_NEW},
     "bert": _BERT,
     "mamba": _MAMBA,
     "t5": _T5,
@@ -367,7 +372,10 @@ HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
     "lfm2": {**HF_NAMES, **_LFM2},
 }
 # an architecture whose table depends on a tensor the file holds: arch -> (that tensor, the table to use)
-HF_NAMES_VARIANTS = {"t5": ("enc.blk.0.ffn_gate.weight", "t5-gated")}
+HF_NAMES_VARIANTS = {
+    "t5": ("enc.blk.0.ffn_gate.weight", "t5-gated"),
+    "falcon": ("blk.0.attn_norm_2.weight", "falcon-new"),
+}
 # Tensors a GGUF stores that are not trainable parameters in the source model.
 NOT_PARAMETERS = {"rope_freqs.weight": TensorKind.BUFFER}
 

@@ -88,6 +88,7 @@ TABLES = [
     ("gpt_neox", "GPTNeoXForCausalLM", "GPTNEOX", "gptneox"),
     ("bloom", "BloomForCausalLM", "BLOOM", "bloom"),
     ("falcon", "FalconForCausalLM", "FALCON", "falcon"),
+    ("falcon", "FalconForCausalLM", "FALCON", "falcon-new"),
     ("bert", "BertModel", "BERT", "bert"),
     ("mamba", "MambaForCausalLM", "MAMBA", "mamba"),
     ("t5", "T5ForConditionalGeneration", "T5", "t5"),
@@ -105,6 +106,7 @@ TABLES = [
 SMALL = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=64,
              d_model=32, num_layers=2, num_heads=4, d_ff=64, d_kv=8, n_embd=32, n_layer=2, n_head=4,
              pad_token_id=0)  # fmt: skip
+NEW_LAYOUT = {"falcon-new": {"new_decoder_architecture": True, "num_kv_heads": 2}}  # Falcon 40B's layout
 
 
 @pytest.mark.parametrize(("model_type", "cls", "model_arch", "table"), TABLES)
@@ -113,11 +115,14 @@ def test_hf_name_tables_invert_gguf_py_mapping(model_type: str, cls: str, model_
     transformers = pytest.importorskip("transformers")
     torch = pytest.importorskip("torch")
     fields = transformers.AutoConfig.for_model(model_type).to_dict()
-    config = transformers.AutoConfig.for_model(model_type, **{k: v for k, v in SMALL.items() if k in fields})
+    words = {k: v for k, v in SMALL.items() if k in fields} | NEW_LAYOUT.get(table, {})
+    config = transformers.AutoConfig.for_model(model_type, **words)
     with torch.device("meta"):
         keys = list(getattr(transformers, cls)(config).state_dict())
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[model_arch], 2)
     mapped = {key: names.get_name(key, try_suffixes=(".weight", ".bias")) for key in keys}
+    arch = gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH[model_arch]]
+    assert names_table(arch, set(mapped.values())) == table  # the file's own tensors pick the variant
     # experts stacked into one tensor per projection (`ffn_*_exps`) have no one-to-one name: hf_name gives None
     mapped = {key: name for key, name in mapped.items() if name is not None and "_exps" not in name}
     assert len(mapped) >= 10, mapped
