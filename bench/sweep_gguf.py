@@ -1,7 +1,8 @@
 """Sweep: llama.cpp's converter (convert_hf_to_gguf.py) on every architecture it shares with transformers, against
 the inspector.
 
-    python bench/sweep_gguf.py --llama-cpp DIR [--types a,b] [--outtypes f32,f16,q8_0] [--keep DIR] [--batch 10]
+    python bench/sweep_gguf.py --llama-cpp DIR [--types a,b] [--outtypes f32,f16,q8_0] [--tied] [--keep DIR]
+                               [--out FILE] [--batch 10]
 
 DIR holds `convert_hf_to_gguf.py` and `gguf-py/` of one llama.cpp commit (e.g. `git archive COMMIT
 convert_hf_to_gguf.py gguf-py | tar -x -C DIR`); it is not a pip package, so nothing here is a test. For every
@@ -53,6 +54,7 @@ EXTRA: dict[str, dict[str, Any]] = {
     "falcon": {"multi_query": False},  # the default config says 4 kv heads but builds 1 (multi_query)
 }  # fmt: skip
 VOCAB = 256
+TIED = False  # --tied: every model whose config has tie_word_embeddings ties its head to the embedding
 TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")  # ids past VOCAB become 0
 PARTIAL_ROTARY = ("partial_rotary_factor", "rotary_pct", "rope_pct")  # names the converter reads, by architecture
 OUTTYPES = ("f32", "f16", "q8_0")
@@ -137,6 +139,8 @@ def build(model_type: str, cls_name: str, folder: Path, tokenizer: Path) -> Row:
     fields = config.to_dict()
     words = {k: v for k, v in SMALL.items() if isinstance(fields.get(k), int)}
     words |= {k: 0 for k in TOKEN_IDS if isinstance(fields.get(k), int) and fields[k] >= VOCAB}
+    if TIED and isinstance(fields.get("tie_word_embeddings"), bool):
+        words["tie_word_embeddings"] = True
     config = transformers.AutoConfig.for_model(model_type, **words, **EXTRA.get(model_type, {}))
     for sub in ("text_config", "decoder", "encoder"):  # composite configs: shrink the language model too
         inner = getattr(config, sub, None)
@@ -285,11 +289,14 @@ def main() -> int:
     ap.add_argument("--types", help="only these model types (comma-separated)")
     ap.add_argument("--outtypes", default=",".join(OUTTYPES), help="converter --outtype values (comma-separated)")
     ap.add_argument("--keep", type=Path, help="copy every GGUF file written into this folder")
+    ap.add_argument("--tied", action="store_true", help="tie the LM head to the embedding wherever the config can")
     ap.add_argument("--batch", type=int, default=10, help="model types per child process")
     ap.add_argument("--out", type=Path, help="write every row (uncut) to this JSON file")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     outtypes = args.outtypes.split(",")
+    global TIED
+    TIED = args.tied
     if args.child:
         child(json.loads(args.child), args.llama_cpp, outtypes, args.keep)
         return 0
@@ -299,7 +306,7 @@ def main() -> int:
         types = [t for t in types if t[0] in wanted]
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
-    argv = ["--llama-cpp", str(args.llama_cpp), "--outtypes", args.outtypes]
+    argv = ["--llama-cpp", str(args.llama_cpp), "--outtypes", args.outtypes] + (["--tied"] if args.tied else [])
     argv += ["--keep", str(args.keep)] if args.keep else []
     results = run_batches(__file__, types, args.batch, argv, lambda case: {"type": case[0]}, limit=2000)
     if args.out:
