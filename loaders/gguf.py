@@ -37,7 +37,7 @@ from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, check_shape, parsing, til
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Iterable
     from typing import Any, ClassVar
 
 FORMAT = "gguf"
@@ -409,9 +409,9 @@ def hf_name(gguf_name: str, arch: str = "llama") -> str | None:
     return None
 
 
-def names_table(arch: str, names: Collection[str]) -> str:
+def names_table(arch: str, names: Iterable[str]) -> str:
     """The `hf_name` table of a file's tensors: its architecture's, or a variant when the file (the shard) holds the
-    tensor that marks it (`HF_NAMES_VARIANTS`)."""
+    tensor that marks it (`HF_NAMES_VARIANTS`). `names` is read only for an architecture that has a variant."""
     variant = HF_NAMES_VARIANTS.get(arch)
     return variant[1] if variant is not None and variant[0] in names else arch
 
@@ -617,7 +617,7 @@ def _parse(probe: Probe, index: int = 0) -> _File:
     data_start = -(-cur.pos // alignment) * alignment
     regions.append(Region(RegionKind.PADDING, cur.pos, data_start - cur.pos, f"padding to {alignment} bytes", index))
     gguf = _File(version, order, alignment, data_start, kv, [], regions, [])
-    arch = names_table(str(kv.get("general.architecture", "")), {info[0] for info in infos})
+    arch = names_table(str(kv.get("general.architecture", "")), (info[0] for info in infos))
     _place_tensors(probe, gguf, infos, index, arch)
     return gguf
 
