@@ -37,6 +37,7 @@ from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, check_shape, parsing, til
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any, ClassVar
 
 FORMAT = "gguf"
@@ -80,7 +81,7 @@ HF_CONFIG: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("num_hidden_layers", ("{arch}.block_count",)),
     ("num_attention_heads", ("{arch}.attention.head_count",)),
     ("num_key_value_heads", ("{arch}.attention.head_count_kv",)),
-    ("head_dim", ("{arch}.attention.key_length", "{arch}.rope.dimension_count")),
+    ("head_dim", ("{arch}.attention.key_length",)),  # not rope.dimension_count: partial rotary (gptneox, phi2)
     ("rms_norm_eps", ("{arch}.attention.layer_norm_rms_epsilon",)),
     ("layer_norm_eps", ("{arch}.attention.layer_norm_epsilon",)),
     ("rope_theta", ("{arch}.rope.freq_base",)),
@@ -90,6 +91,15 @@ HF_CONFIG: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("bos_token_id", ("tokenizer.ggml.bos_token_id",)),
     ("eos_token_id", ("tokenizer.ggml.eos_token_id",)),
 )
+# rows that replace HF_CONFIG's for one architecture (its Hugging Face config names a size differently)
+HF_CONFIG_BY_ARCH: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "mamba": (  # MambaConfig: intermediate_size is the SSM's inner size; the converter writes no FFN (length 0)
+        ("intermediate_size", ("{arch}.ssm.inner_size",)),
+        ("state_size", ("{arch}.ssm.state_size",)),
+        ("conv_kernel", ("{arch}.ssm.conv_kernel",)),
+        ("time_step_rank", ("{arch}.ssm.time_step_rank",)),
+    ),
+}
 # general.architecture -> Hugging Face model_type where the two differ (identity otherwise)
 MODEL_TYPES = {
     "gptneox": "gpt_neox",
@@ -99,6 +109,18 @@ MODEL_TYPES = {
     "phi2": "phi",
     "command-r": "cohere",
     "stablelm": "stablelm",
+    "gemma3": "gemma3_text",  # the text model: a Gemma 3 vision tower goes to a separate mmproj file
+    "ernie4_5-moe": "ernie4_5_moe",
+    "gpt-oss": "gpt_oss",
+    "llama4": "llama4_text",
+    "mistral3": "ministral3",
+    "qwen35": "qwen3_5_text",
+    "qwen3next": "qwen3_next",
+}
+# general.architecture -> (a tensor, the model_type a file holding it is): the converter writes these models under
+# another's architecture, and the tensor tells them apart
+MODEL_TYPE_MARKS: dict[str, tuple[tuple[str, str], ...]] = {
+    "t5": (("enc.blk.1.attn_rel_b.weight", "umt5"),),  # UMT5: a relative position bias in every block
 }
 
 # GGUF tensor name -> Hugging Face name, llama family (llama-hf in gguf-py's tensor_mapping.py). {i} is the
@@ -133,7 +155,7 @@ _PHI3 = {  # fused projections
     "blk.{i}.attn_qkv.{p}": "model.layers.{i}.self_attn.qkv_proj.{p}",
     "blk.{i}.ffn_up.{p}": "model.layers.{i}.mlp.gate_up_proj.{p}",
 }
-_GPT2: dict[str, str | None] = {  # gpt2 in gguf-py's tensor_mapping.py (HF Conv1D weights)
+_GPT2: dict[str, str | None] = {  # gpt2 and starcoder (gpt_bigcode) in gguf-py's tensor_mapping.py
     "token_embd.{p}": "transformer.wte.{p}",
     "position_embd.{p}": "transformer.wpe.{p}",
     "blk.{i}.attn_norm.{p}": "transformer.h.{i}.ln_1.{p}",
@@ -145,12 +167,214 @@ _GPT2: dict[str, str | None] = {  # gpt2 in gguf-py's tensor_mapping.py (HF Conv
     "output_norm.{p}": "transformer.ln_f.{p}",
     "output.{p}": "lm_head.{p}",
 }
+_POST_NORMS = {  # olmo2, exaone4, seed_oss: norms after attention and FFN, none before
+    "blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}",
+    "blk.{i}.post_ffw_norm.{p}": "model.layers.{i}.post_feedforward_layernorm.{p}",
+}
+_STARCODER2 = {  # an ungated MLP (c_fc, c_proj)
+    "blk.{i}.ffn_up.{p}": "model.layers.{i}.mlp.c_fc.{p}",
+    "blk.{i}.ffn_down.{p}": "model.layers.{i}.mlp.c_proj.{p}",
+}
+_PHI2 = {  # phi-1/1.5/2 (PhiForCausalLM): dense, fc1, fc2, final_layernorm
+    "blk.{i}.attn_output.{p}": "model.layers.{i}.self_attn.dense.{p}",
+    "blk.{i}.ffn_up.{p}": "model.layers.{i}.mlp.fc1.{p}",
+    "blk.{i}.ffn_down.{p}": "model.layers.{i}.mlp.fc2.{p}",
+    "output_norm.{p}": "model.final_layernorm.{p}",
+}
+_GPTNEOX: dict[str, str | None] = {
+    "token_embd.{p}": "gpt_neox.embed_in.{p}",
+    "blk.{i}.attn_norm.{p}": "gpt_neox.layers.{i}.input_layernorm.{p}",
+    "blk.{i}.attn_qkv.{p}": "gpt_neox.layers.{i}.attention.query_key_value.{p}",
+    "blk.{i}.attn_output.{p}": "gpt_neox.layers.{i}.attention.dense.{p}",
+    "blk.{i}.ffn_norm.{p}": "gpt_neox.layers.{i}.post_attention_layernorm.{p}",
+    "blk.{i}.ffn_up.{p}": "gpt_neox.layers.{i}.mlp.dense_h_to_4h.{p}",
+    "blk.{i}.ffn_down.{p}": "gpt_neox.layers.{i}.mlp.dense_4h_to_h.{p}",
+    "output_norm.{p}": "gpt_neox.final_layer_norm.{p}",
+    "output.{p}": "lm_head.{p}",
+}
+_BLOOM: dict[str, str | None] = {  # bloom; falcon (7B layout) shares its names but the embedding norm
+    "token_embd.{p}": "transformer.word_embeddings.{p}",
+    "token_embd_norm.{p}": "transformer.word_embeddings_layernorm.{p}",
+    "blk.{i}.attn_norm.{p}": "transformer.h.{i}.input_layernorm.{p}",
+    "blk.{i}.attn_qkv.{p}": "transformer.h.{i}.self_attention.query_key_value.{p}",
+    "blk.{i}.attn_output.{p}": "transformer.h.{i}.self_attention.dense.{p}",
+    "blk.{i}.ffn_norm.{p}": "transformer.h.{i}.post_attention_layernorm.{p}",
+    "blk.{i}.ffn_up.{p}": "transformer.h.{i}.mlp.dense_h_to_4h.{p}",
+    "blk.{i}.ffn_down.{p}": "transformer.h.{i}.mlp.dense_4h_to_h.{p}",
+    "output_norm.{p}": "transformer.ln_f.{p}",
+    "output.{p}": "lm_head.{p}",
+}
+_BERT: dict[str, str | None] = {  # bert (BertModel's names; the converter writes roberta, distilbert... as bert)
+    "token_embd.{p}": "embeddings.word_embeddings.{p}",
+    "position_embd.{p}": "embeddings.position_embeddings.{p}",
+    "token_types.{p}": "embeddings.token_type_embeddings.{p}",
+    "token_embd_norm.{p}": "embeddings.LayerNorm.{p}",
+    "blk.{i}.attn_q.{p}": "encoder.layer.{i}.attention.self.query.{p}",
+    "blk.{i}.attn_k.{p}": "encoder.layer.{i}.attention.self.key.{p}",
+    "blk.{i}.attn_v.{p}": "encoder.layer.{i}.attention.self.value.{p}",
+    "blk.{i}.attn_output.{p}": "encoder.layer.{i}.attention.output.dense.{p}",
+    "blk.{i}.attn_output_norm.{p}": "encoder.layer.{i}.attention.output.LayerNorm.{p}",
+    "blk.{i}.ffn_up.{p}": "encoder.layer.{i}.intermediate.dense.{p}",
+    "blk.{i}.ffn_down.{p}": "encoder.layer.{i}.output.dense.{p}",
+    "blk.{i}.layer_output_norm.{p}": "encoder.layer.{i}.output.LayerNorm.{p}",
+}
+_MAMBA: dict[str, str | None] = {  # A_log and D are bare parameters: GGUF names them without a suffix
+    "token_embd.{p}": "backbone.embeddings.{p}",
+    "blk.{i}.attn_norm.{p}": "backbone.layers.{i}.norm.{p}",
+    "blk.{i}.ssm_in.{p}": "backbone.layers.{i}.mixer.in_proj.{p}",
+    "blk.{i}.ssm_conv1d.{p}": "backbone.layers.{i}.mixer.conv1d.{p}",
+    "blk.{i}.ssm_x.{p}": "backbone.layers.{i}.mixer.x_proj.{p}",
+    "blk.{i}.ssm_dt.{p}": "backbone.layers.{i}.mixer.dt_proj.{p}",
+    "blk.{i}.ssm_a": "backbone.layers.{i}.mixer.A_log",
+    "blk.{i}.ssm_d": "backbone.layers.{i}.mixer.D",
+    "blk.{i}.ssm_out.{p}": "backbone.layers.{i}.mixer.out_proj.{p}",
+    "output_norm.{p}": "backbone.norm_f.{p}",
+    "output.{p}": "lm_head.{p}",
+}
+_T5: dict[str, str | None] = {  # T5ForConditionalGeneration; the encoder's and decoder's embed_tokens are `shared`
+    "token_embd.{p}": "shared.{p}",
+    "enc.blk.{i}.attn_q.{p}": "encoder.block.{i}.layer.0.SelfAttention.q.{p}",
+    "enc.blk.{i}.attn_k.{p}": "encoder.block.{i}.layer.0.SelfAttention.k.{p}",
+    "enc.blk.{i}.attn_v.{p}": "encoder.block.{i}.layer.0.SelfAttention.v.{p}",
+    "enc.blk.{i}.attn_o.{p}": "encoder.block.{i}.layer.0.SelfAttention.o.{p}",
+    "enc.blk.{i}.attn_rel_b.{p}": "encoder.block.{i}.layer.0.SelfAttention.relative_attention_bias.{p}",
+    "enc.blk.{i}.attn_norm.{p}": "encoder.block.{i}.layer.0.layer_norm.{p}",
+    "enc.blk.{i}.ffn_up.{p}": "encoder.block.{i}.layer.1.DenseReluDense.wi.{p}",
+    "enc.blk.{i}.ffn_down.{p}": "encoder.block.{i}.layer.1.DenseReluDense.wo.{p}",
+    "enc.blk.{i}.ffn_norm.{p}": "encoder.block.{i}.layer.1.layer_norm.{p}",
+    "enc.output_norm.{p}": "encoder.final_layer_norm.{p}",
+    "dec.blk.{i}.attn_q.{p}": "decoder.block.{i}.layer.0.SelfAttention.q.{p}",
+    "dec.blk.{i}.attn_k.{p}": "decoder.block.{i}.layer.0.SelfAttention.k.{p}",
+    "dec.blk.{i}.attn_v.{p}": "decoder.block.{i}.layer.0.SelfAttention.v.{p}",
+    "dec.blk.{i}.attn_o.{p}": "decoder.block.{i}.layer.0.SelfAttention.o.{p}",
+    "dec.blk.{i}.attn_rel_b.{p}": "decoder.block.{i}.layer.0.SelfAttention.relative_attention_bias.{p}",
+    "dec.blk.{i}.attn_norm.{p}": "decoder.block.{i}.layer.0.layer_norm.{p}",
+    "dec.blk.{i}.cross_attn_q.{p}": "decoder.block.{i}.layer.1.EncDecAttention.q.{p}",
+    "dec.blk.{i}.cross_attn_k.{p}": "decoder.block.{i}.layer.1.EncDecAttention.k.{p}",
+    "dec.blk.{i}.cross_attn_v.{p}": "decoder.block.{i}.layer.1.EncDecAttention.v.{p}",
+    "dec.blk.{i}.cross_attn_o.{p}": "decoder.block.{i}.layer.1.EncDecAttention.o.{p}",
+    "dec.blk.{i}.cross_attn_norm.{p}": "decoder.block.{i}.layer.1.layer_norm.{p}",
+    "dec.blk.{i}.ffn_up.{p}": "decoder.block.{i}.layer.2.DenseReluDense.wi.{p}",
+    "dec.blk.{i}.ffn_down.{p}": "decoder.block.{i}.layer.2.DenseReluDense.wo.{p}",
+    "dec.blk.{i}.ffn_norm.{p}": "decoder.block.{i}.layer.2.layer_norm.{p}",
+    "dec.output_norm.{p}": "decoder.final_layer_norm.{p}",
+    "output.{p}": "lm_head.{p}",
+}
+_T5_GATED = {  # T5 v1.1, mT5, UMT5, Flan-T5: a gated FFN (wi_0 gate, wi_1 up)
+    "enc.blk.{i}.ffn_gate.{p}": "encoder.block.{i}.layer.1.DenseReluDense.wi_0.{p}",
+    "enc.blk.{i}.ffn_up.{p}": "encoder.block.{i}.layer.1.DenseReluDense.wi_1.{p}",
+    "dec.blk.{i}.ffn_gate.{p}": "decoder.block.{i}.layer.2.DenseReluDense.wi_0.{p}",
+    "dec.blk.{i}.ffn_up.{p}": "decoder.block.{i}.layer.2.DenseReluDense.wi_1.{p}",
+}
+_APERTUS = {
+    "blk.{i}.attn_norm.{p}": "model.layers.{i}.attention_layernorm.{p}",
+    "blk.{i}.ffn_norm.{p}": "model.layers.{i}.feedforward_layernorm.{p}",
+}
+_MLA = {  # multi-head latent attention (minicpm3): q and kv through low-rank projections with norms between
+    "blk.{i}.attn_q_a.{p}": "model.layers.{i}.self_attn.q_a_proj.{p}",
+    "blk.{i}.attn_q_a_norm.{p}": "model.layers.{i}.self_attn.q_a_layernorm.{p}",
+    "blk.{i}.attn_q_b.{p}": "model.layers.{i}.self_attn.q_b_proj.{p}",
+    "blk.{i}.attn_kv_a_mqa.{p}": "model.layers.{i}.self_attn.kv_a_proj_with_mqa.{p}",
+    "blk.{i}.attn_kv_a_norm.{p}": "model.layers.{i}.self_attn.kv_a_layernorm.{p}",
+    "blk.{i}.attn_kv_b.{p}": "model.layers.{i}.self_attn.kv_b_proj.{p}",
+}
+_SHARED_EXPERT = {  # qwen2moe: one gated shared expert beside the routed ones
+    "blk.{i}.ffn_gate_shexp.{p}": "model.layers.{i}.mlp.shared_expert.gate_proj.{p}",
+    "blk.{i}.ffn_up_shexp.{p}": "model.layers.{i}.mlp.shared_expert.up_proj.{p}",
+    "blk.{i}.ffn_down_shexp.{p}": "model.layers.{i}.mlp.shared_expert.down_proj.{p}",
+    "blk.{i}.ffn_gate_inp_shexp.{p}": "model.layers.{i}.mlp.shared_expert_gate.{p}",
+}
+_SHARED_EXPERTS = {  # ernie4_5-moe, afmoe: shared_experts
+    "blk.{i}.ffn_gate_shexp.{p}": "model.layers.{i}.mlp.shared_experts.gate_proj.{p}",
+    "blk.{i}.ffn_up_shexp.{p}": "model.layers.{i}.mlp.shared_experts.up_proj.{p}",
+    "blk.{i}.ffn_down_shexp.{p}": "model.layers.{i}.mlp.shared_experts.down_proj.{p}",
+}
+_AFMOE = {
+    "blk.{i}.attn_gate.{p}": "model.layers.{i}.self_attn.gate_proj.{p}",
+    "blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}",
+    "blk.{i}.ffn_norm.{p}": "model.layers.{i}.pre_mlp_layernorm.{p}",
+    "blk.{i}.post_ffw_norm.{p}": "model.layers.{i}.post_mlp_layernorm.{p}",
+    "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.mlp.router.gate.{p}",
+    "blk.{i}.exp_probs_b": "model.layers.{i}.mlp.expert_bias",
+}
+_GPT_OSS = {
+    "blk.{i}.attn_sinks": "model.layers.{i}.self_attn.sinks",
+    "blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}",
+    "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.mlp.router.{p}",
+}
+_LLAMA4 = {  # llama4: a feed_forward with a router and a shared expert
+    "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.feed_forward.router.{p}",
+    "blk.{i}.ffn_gate_shexp.{p}": "model.layers.{i}.feed_forward.shared_expert.gate_proj.{p}",
+    "blk.{i}.ffn_up_shexp.{p}": "model.layers.{i}.feed_forward.shared_expert.up_proj.{p}",
+    "blk.{i}.ffn_down_shexp.{p}": "model.layers.{i}.feed_forward.shared_expert.down_proj.{p}",
+}
+_JAMBA = {  # attention and Mamba layers, each with a dense or MoE feed_forward
+    "blk.{i}.ssm_in.{p}": "model.layers.{i}.mamba.in_proj.{p}",
+    "blk.{i}.ssm_conv1d.{p}": "model.layers.{i}.mamba.conv1d.{p}",
+    "blk.{i}.ssm_x.{p}": "model.layers.{i}.mamba.x_proj.{p}",
+    "blk.{i}.ssm_dt.{p}": "model.layers.{i}.mamba.dt_proj.{p}",
+    "blk.{i}.ssm_a": "model.layers.{i}.mamba.A_log",
+    "blk.{i}.ssm_d": "model.layers.{i}.mamba.D",
+    "blk.{i}.ssm_out.{p}": "model.layers.{i}.mamba.out_proj.{p}",
+    "blk.{i}.ssm_dt_norm.{p}": "model.layers.{i}.mamba.dt_layernorm.{p}",
+    "blk.{i}.ssm_b_norm.{p}": "model.layers.{i}.mamba.b_layernorm.{p}",
+    "blk.{i}.ssm_c_norm.{p}": "model.layers.{i}.mamba.c_layernorm.{p}",
+    "blk.{i}.ffn_norm.{p}": "model.layers.{i}.pre_ff_layernorm.{p}",
+    "blk.{i}.ffn_gate.{p}": "model.layers.{i}.feed_forward.gate_proj.{p}",
+    "blk.{i}.ffn_up.{p}": "model.layers.{i}.feed_forward.up_proj.{p}",
+    "blk.{i}.ffn_down.{p}": "model.layers.{i}.feed_forward.down_proj.{p}",
+    "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.feed_forward.router.{p}",
+    "output_norm.{p}": "model.final_layernorm.{p}",
+}
+_LFM2 = {  # attention layers among short convolutions; w1 gate, w3 up, w2 down
+    "token_embd_norm.{p}": "model.embedding_norm.{p}",
+    "blk.{i}.attn_norm.{p}": "model.layers.{i}.operator_norm.{p}",
+    "blk.{i}.attn_output.{p}": "model.layers.{i}.self_attn.out_proj.{p}",
+    "blk.{i}.attn_q_norm.{p}": "model.layers.{i}.self_attn.q_layernorm.{p}",
+    "blk.{i}.attn_k_norm.{p}": "model.layers.{i}.self_attn.k_layernorm.{p}",
+    "blk.{i}.ffn_norm.{p}": "model.layers.{i}.ffn_norm.{p}",
+    "blk.{i}.ffn_gate.{p}": "model.layers.{i}.feed_forward.w1.{p}",
+    "blk.{i}.ffn_up.{p}": "model.layers.{i}.feed_forward.w3.{p}",
+    "blk.{i}.ffn_down.{p}": "model.layers.{i}.feed_forward.w2.{p}",
+}
+_FALCON_NEW = {  # Falcon 40B/180B (new_decoder_architecture): two norms per block, as gguf-py pairs them
+    "blk.{i}.attn_norm.{p}": "transformer.h.{i}.ln_mlp.{p}",
+    "blk.{i}.attn_norm_2.{p}": "transformer.h.{i}.ln_attn.{p}",
+}
 # general.architecture -> its whole table (the llama table for every other architecture)
 HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
     "gemma2": {**HF_NAMES, **_GEMMA2},
     "gemma3": {**HF_NAMES, **_GEMMA2},
     "phi3": {**HF_NAMES, **_PHI3},
     "gpt2": _GPT2,
+    "starcoder": _GPT2,
+    "olmo2": {**HF_NAMES, **_POST_NORMS},
+    "exaone4": {**HF_NAMES, **_POST_NORMS},
+    "seed_oss": {**HF_NAMES, **_POST_NORMS},
+    "starcoder2": {**HF_NAMES, **_STARCODER2},
+    "phi2": {**HF_NAMES, **_PHI2},
+    "gptneox": _GPTNEOX,
+    "bloom": _BLOOM,
+    "falcon": _BLOOM,
+    "falcon-new": {**_BLOOM, **_FALCON_NEW},
+    "bert": _BERT,
+    "mamba": _MAMBA,
+    "t5": _T5,
+    "t5-gated": {**_T5, **_T5_GATED},
+    "apertus": {**HF_NAMES, **_APERTUS},
+    "minicpm3": {**HF_NAMES, **_MLA},
+    "qwen2moe": {**HF_NAMES, **_SHARED_EXPERT},
+    "ernie4_5-moe": {**HF_NAMES, **_SHARED_EXPERTS},
+    "afmoe": {**HF_NAMES, **_SHARED_EXPERTS, **_AFMOE},
+    "gpt-oss": {**HF_NAMES, **_GPT_OSS},
+    "llama4": {**HF_NAMES, **_LLAMA4},
+    "jamba": {**HF_NAMES, **_JAMBA},
+    "lfm2": {**HF_NAMES, **_LFM2},
+}
+# an architecture whose table depends on a tensor the file holds: arch -> (that tensor, the table to use)
+HF_NAMES_VARIANTS = {
+    "t5": ("enc.blk.0.ffn_gate.weight", "t5-gated"),
+    "falcon": ("blk.0.attn_norm_2.weight", "falcon-new"),
 }
 # Tensors a GGUF stores that are not trainable parameters in the source model.
 NOT_PARAMETERS = {"rope_freqs.weight": TensorKind.BUFFER}
@@ -170,8 +394,9 @@ _HF_RULES: dict[str, list[tuple[re.Pattern[str], str | None]]] = {}  # compiled 
 def hf_name(gguf_name: str, arch: str = "llama") -> str | None:
     """The Hugging Face name of a GGUF tensor (`blk.3.attn_q.weight` -> `model.layers.3.self_attn.q_proj.weight`).
 
-    The llama table (llama, mistral, qwen2, qwen3...) unless `arch` has its own (gemma2/3, phi3, gpt2). None when
-    the tensor has no one-to-one Hugging Face counterpart or the name is not in the table.
+    The llama table (llama, mistral, qwen2, qwen3...) unless `arch` has its own (`HF_NAMES_BY_ARCH`: gemma2/3, phi2,
+    phi3, gpt2, starcoder, starcoder2, olmo2, gptneox, bloom, falcon, bert, mamba, t5...; `names_table` picks a
+    variant). None when the tensor has no one-to-one Hugging Face counterpart or the name is not in the table.
     """
     table = arch if arch in HF_NAMES_BY_ARCH else ""
     rules = _HF_RULES.get(table)
@@ -182,6 +407,13 @@ def hf_name(gguf_name: str, arch: str = "llama") -> str | None:
         if m:
             return None if target is None else target.format(**m.groupdict())
     return None
+
+
+def names_table(arch: str, names: Iterable[str]) -> str:
+    """The `hf_name` table of a file's tensors: its architecture's, or a variant when the file (the shard) holds the
+    tensor that marks it (`HF_NAMES_VARIANTS`). `names` is read only for an architecture that has a variant."""
+    variant = HF_NAMES_VARIANTS.get(arch)
+    return variant[1] if variant is not None and variant[0] in names else arch
 
 
 class _Cursor:
@@ -291,11 +523,15 @@ def _header(probe: Probe) -> tuple[str, int]:
 
 def _config(kv: dict[str, Any], names: set[str], shapes: dict[str, tuple[int, ...]]) -> dict[str, Any]:
     arch = str(kv.get("general.architecture", ""))
-    config: dict[str, Any] = {"source": "gguf", "model_type": MODEL_TYPES.get(arch, arch)}
-    for hf_key, keys in HF_CONFIG:
+    marked = [model_type for tensor, model_type in MODEL_TYPE_MARKS.get(arch, ()) if tensor in names]
+    config: dict[str, Any] = {"source": "gguf", "model_type": marked[0] if marked else MODEL_TYPES.get(arch, arch)}
+    rows = dict(HF_CONFIG) | dict(HF_CONFIG_BY_ARCH.get(arch, ()))
+    for hf_key, keys in rows.items():
         values = [kv.get(key.format(arch=arch)) for key in keys]
         found = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
-        if found:  # the first key present wins; arrays (per-layer values) are left out
+        # the first key present wins; arrays (per-layer values) are left out, and so is a size of 0 (what the
+        # converter writes for a part the model has none of: mamba's attention heads and FFN)
+        if found and (found[0] or hf_key.endswith("_token_id")):
             config[hf_key] = found[0]
     tokens = kv.get("tokenizer.ggml.tokens")
     if "vocab_size" not in config and isinstance(tokens, tuple):
@@ -381,7 +617,8 @@ def _parse(probe: Probe, index: int = 0) -> _File:
     data_start = -(-cur.pos // alignment) * alignment
     regions.append(Region(RegionKind.PADDING, cur.pos, data_start - cur.pos, f"padding to {alignment} bytes", index))
     gguf = _File(version, order, alignment, data_start, kv, [], regions, [])
-    _place_tensors(probe, gguf, infos, index, str(kv.get("general.architecture", "")))
+    arch = names_table(str(kv.get("general.architecture", "")), (info[0] for info in infos))
+    _place_tensors(probe, gguf, infos, index, arch)
     return gguf
 
 
@@ -495,7 +732,7 @@ class GgufLoader:
         attributes |= {f"gguf.{k}": _show(v) for k, v in kv.items()}
         attributes |= _type_summary(tensors)
         shapes = {t.name: t.shape for t in tensors}
-        arch = str(kv.get("general.architecture", ""))
+        arch = names_table(str(kv.get("general.architecture", "")), shapes)
         if arch:
             unmapped = [t.name for t in tensors if hf_name(t.name, arch) is None and t.name not in NOT_PARAMETERS]
             attributes["gguf.hf_names"] = f"{len(tensors) - len(unmapped):,} of {len(tensors):,} tensors"
