@@ -20,6 +20,7 @@ report of 100,000 tensors makes half a million records, and that was 0.23 s of i
 
 from __future__ import annotations
 
+from itertools import repeat
 from operator import attrgetter
 
 TYPE_CHECKING = False
@@ -207,6 +208,14 @@ def _lazy_init(all_fields: tuple[Field, ...], required: int) -> tuple[Callable[.
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         nonlocal calls
         calls += 1
+        if calls <= COMPILE_AFTER and not kwargs and required <= len(args) <= len(names) and not factories:
+            # (the usual call: the fields in order, none with a factory; one C loop of setattr)
+            any(map(setattr, repeat(self), names, args))
+            for name in names[len(args) :]:
+                setattr(self, name, defaults[name])
+            if post_init:
+                self.__post_init__()
+            return
         if calls <= COMPILE_AFTER and required <= len(args) + len(kwargs) and len(args) <= len(names):
             values = dict(zip(names, args, strict=False))
             if not kwargs or (known.issuperset(kwargs) and values.keys().isdisjoint(kwargs)):

@@ -552,3 +552,38 @@ def test_a_file_of_no_family_imports_no_family_table(tmp_path: Path) -> None:
         )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
         assert out.stdout.split() == [str(imported)] * 2
+
+
+def test_first_positional_instances_are_the_compiled_inits() -> None:
+    """A record without factories binds its first positional calls in one C loop: the same fields, defaults and
+    `__post_init__` as the compiled `__init__`, whose own errors a call that does not bind still gets."""
+    from inspector import recordtype
+    from inspector.recordtype import record
+
+    seen: list[tuple[object, ...]] = []
+
+    def make() -> Any:
+        @record(frozen=True, slots=True)
+        class Row:
+            a: int
+            b: str = "x"
+            c: tuple[int, ...] = ()
+
+            def __post_init__(self) -> None:
+                seen.append((self.a, self.b, self.c))
+
+        return Row
+
+    calls = [(1,), (2, "y"), (3, "z", (4,)), (recordtype.MISSING,)]
+    bound = make()
+    first = [repr(bound(*args)) for args in calls]
+    assert bound.__init__.__code__.co_filename != "<string>"  # not compiled yet
+    compiled = make()
+    for _ in range(recordtype.COMPILE_AFTER):
+        compiled(0)
+    del seen[:]
+    after = [repr(compiled(*args)) for args in calls]
+    assert compiled.__init__.__code__.co_filename == "<string>"
+    assert first == after and len(seen) == len(calls)
+    with pytest.raises(TypeError, match="takes from 2 to 4 positional arguments but 5 were given"):
+        make()(1, "b", (), 4)
