@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from itertools import chain
 from operator import attrgetter
 
-from inspector.adapters import adapter_architecture
 from inspector.architectures import Architecture, build
 from inspector.checks import Layer, compare, file_layers
 from inspector.errors import SpecError
@@ -286,6 +285,8 @@ def _generic(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMat
 def _lora_adapter(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
     """A PEFT LoRA adapter without its adapter_config.json: each module's rank as the file holds it (one layer per
     file module, as `_generic`'s; `compare` groups the tensors by their names)."""
+    from inspector.adapters import adapter_architecture  # (a file of LoRA factors only)
+
     return adapter_architecture(ckpt, roles, None)
 
 
@@ -401,6 +402,8 @@ def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch], stated: Architecture | 
         return compare(ckpt, roles, stated, "stated")
     adapter = adapter_config(ckpt.config)
     if adapter is not None:  # a PEFT adapter with its adapter_config.json: each LoRA module at the config's rank
+        from inspector.adapters import adapter_architecture
+
         arch = adapter_architecture(ckpt, roles, adapter)
         if arch is not None:
             return compare(ckpt, roles, arch, "config")
