@@ -587,3 +587,47 @@ def test_first_positional_instances_are_the_compiled_inits() -> None:
     assert first == after and len(seen) == len(calls)
     with pytest.raises(TypeError, match="takes from 2 to 4 positional arguments but 5 were given"):
         make()(1, "b", (), 4)
+
+
+def test_classes_of_one_shape_share_one_compiled_init() -> None:
+    """Compiled `__init__`s are made from one compile per shape with each class's own names, defaults and factories
+    put in: keywords, defaults, factories, `__post_init__` and Python's errors are each class's own."""
+    from inspector import recordtype
+    from inspector.recordtype import field, record
+
+    @record(frozen=True, slots=True)
+    class A:
+        x: int
+        y: list[int] = field(default_factory=list)
+        z: str = "a"
+
+    @record(frozen=True, slots=True)
+    class B:
+        p: int
+        q: list[int] = field(default_factory=lambda: [7])
+        r: str = "b"
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "r", self.r.upper())
+
+    @record(frozen=True, slots=True)
+    class C:
+        u: int
+        v: dict[str, int] = field(default_factory=dict)
+        w: str = "c"
+
+    for cls in (A, B, C):
+        for _ in range(recordtype.COMPILE_AFTER + 1):  # (the call after them compiles)
+            cls(0)
+    assert A.__init__.__code__.co_code == C.__init__.__code__.co_code  # (one shape, one compile)
+    assert A.__init__.__code__.co_varnames == ("self", "x", "y", "z")
+    assert repr(A(1)).endswith("A(x=1, y=[], z='a')") and A(1).y is not A(1).y
+    assert repr(B(2, r="k")).endswith("B(p=2, q=[7], r='K')")
+    assert repr(C(w="d", u=3)).endswith("C(u=3, v={}, w='d')")
+    assert repr(A(1, recordtype.MISSING)).endswith("A(x=1, y=[], z='a')")  # as the factory reads a MISSING
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'u'"):
+        C()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'x'"):
+        C(1, x=2)
+    with pytest.raises(TypeError, match="multiple values for argument 'p'"):
+        B(1, p=2)
