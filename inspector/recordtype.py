@@ -266,7 +266,7 @@ def _compile_init(cls: type, all_fields: tuple[Field, ...]) -> Callable[..., Non
     return _FUNCTION(code, namespace, "__init__", defaults or None)  # type: ignore[no-any-return]
 
 
-_FUNCTION = type(_compile_init)  # types.FunctionType
+_FUNCTION: Any = type(_compile_init)  # types.FunctionType
 # `__init__` code by shape (fields, those with a factory, __post_init__), compiled once a process
 _TEMPLATES: dict[tuple[int, tuple[int, ...], bool], Any] = {}
 

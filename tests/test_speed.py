@@ -516,7 +516,7 @@ def test_a_file_without_a_part_of_digits_is_no_family(data: st.DataObject) -> No
     family = data.draw(st.sampled_from(FAMILIES))
     base = data.draw(st.sampled_from(family.bases))
     index = data.draw(INDEX_PARTS)
-    names = {}
+    names: dict[str, None] = {}
     for p in family.parts:
         path = p.path[1:] if p.path.startswith("/") else base + p.path
         for placeholder in "ijke":
@@ -626,8 +626,8 @@ def test_classes_of_one_shape_share_one_compiled_init() -> None:
     assert repr(C(w="d", u=3)).endswith("C(u=3, v={}, w='d')")
     assert repr(A(1, recordtype.MISSING)).endswith("A(x=1, y=[], z='a')")  # as the factory reads a MISSING
     with pytest.raises(TypeError, match="missing 1 required positional argument: 'u'"):
-        C()
+        C()  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="unexpected keyword argument 'x'"):
-        C(1, x=2)
+        C(1, x=2)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="multiple values for argument 'p'"):
-        B(1, p=2)
+        B(1, p=2)  # type: ignore[misc]
