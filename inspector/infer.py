@@ -15,14 +15,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
+from itertools import chain
 from operator import attrgetter
 
-from inspector import family_check
-from inspector.adapters import adapter_architecture
 from inspector.architectures import Architecture, build
 from inspector.checks import Layer, compare, file_layers
 from inspector.errors import SpecError
-from inspector.families import FAMILY_BY_NAME
 from inspector.formulas import (
     Conv,
     Dense,
@@ -33,6 +31,8 @@ from inspector.hfconfig import model_type as config_model_type
 from inspector.modules import file_specs, module_groups
 from inspector.records import Checkpoint, Expectation, RoleMatch, TensorKind
 from inspector.recordtype import replace
+
+TYPE_CHECKING = False
 
 
 def _rule(layers: dict[str, Layer], prefix: str) -> list[Layer]:
@@ -128,10 +128,12 @@ def _rau_stack_rnn(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[R
     return build("rau-stack-rnn", vocab=vocab, hidden=hidden, layers=n, controller=controller or "lstm", stack=stack)
 
 
-RAU_STACK_UNITS = (  # rau stack transformer files: each unit's name pattern; its prefix names the unit
-    ("stack", re.compile(r"(?P<p>.+)\.wrapped_module\.first\.second\.action_layer\.linear\.weight")),
-    ("feedforward", re.compile(r"(?P<p>.+)\.wrapped_module\.first\.second\.func\.0\.linear\.weight")),
-    ("transformer", re.compile(r"(?P<p>.+\.layers\.layers)\.\d+\.self_attn\.in_proj_weight")),
+# rau stack transformer files: each unit's name pattern (compiled by `re`'s cache when a file has such names); its
+# prefix names the unit
+RAU_STACK_UNITS = (
+    ("stack", r"(?P<p>.+)\.wrapped_module\.first\.second\.action_layer\.linear\.weight"),
+    ("feedforward", r"(?P<p>.+)\.wrapped_module\.first\.second\.func\.0\.linear\.weight"),
+    ("transformer", r"(?P<p>.+\.layers\.layers)\.\d+\.self_attn\.in_proj_weight"),
 )
 RAU_STACK_ENDINGS = (".linear.weight", ".self_attn.in_proj_weight")  # every unit pattern ends so: a cheap first test
 
@@ -154,8 +156,8 @@ def _rau_stack_transformer(
     for name in shapes:
         if not name.endswith(RAU_STACK_ENDINGS):
             continue
-        for kind, regex in RAU_STACK_UNITS:
-            m = regex.fullmatch(name)
+        for kind, pattern in RAU_STACK_UNITS:
+            m = re.fullmatch(pattern, name)
             if m is None:
                 continue
             p = m["p"]
@@ -285,10 +287,13 @@ def _generic(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMat
 def _lora_adapter(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
     """A PEFT LoRA adapter without its adapter_config.json: each module's rank as the file holds it (one layer per
     file module, as `_generic`'s; `compare` groups the tensors by their names)."""
+    from inspector.adapters import adapter_architecture  # (a file of LoRA factors only)
+
     return adapter_architecture(ckpt, roles, None)
 
 
-Detector = Callable[[dict[str, Layer], Checkpoint, Sequence[RoleMatch]], Architecture | None]
+if TYPE_CHECKING:  # (an alias for the annotations only: subscripting `Callable` at run time costs about 0.05 ms)
+    Detector = Callable[[dict[str, Layer], Checkpoint, Sequence[RoleMatch]], Architecture | None]
 # Each detector with what it cannot work without: a layer of that name among the roles' layers, a tensor of that
 # role (""; nothing). A detector whose need is absent is not tried, so a file of 100,000 modules and no seed family
 # is not grouped by role layers for nothing.
@@ -359,12 +364,45 @@ def from_config(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | 
     return Architecture(f"keras-{str(name).lower()}", hyper, tuple(specs), notes)
 
 
+def may_be_family(ckpt: Checkpoint) -> bool:
+    """False when no family of `inspector.families` can be found in the file (`family_check.detect` finds none and
+    `family_check.refine_roles` changes nothing), told without importing the family tables (about 10 million
+    instructions of a run, issue 16).
+
+    Without a config naming a model type a family is found only when all its layer parts are in the file, and
+    every family has a layer part whose path keys (`family_check._shape_key`) to one holding '#', a whole part of
+    digits (`layers.{i}.mlp`: `layers.#.mlp`; `tests/test_speed.py` checks every family and base): so a
+    file needs some name or module path with a part of digits only (or a '#', or a newline, which `$` reads
+    specially), and its module paths are its names less a part. Names, layers and parameter names are read
+    joined by '.', which keeps every part a part, a few hundred tensors at a time (a file with layer indices has
+    one in its first names; 100,000 names split at once would hold 300,000 strings)."""
+    config = ckpt.config
+    if config and "model_type" in config:
+        return True
+    tensors = ckpt.tensors
+    for start in range(0, len(tensors), 512):
+        chunk = tensors[start : start + 512]
+        text = ".".join(
+            chain(
+                map(attrgetter("name"), chunk),
+                filter(None, map(attrgetter("layer"), chunk)),
+                filter(None, map(attrgetter("param"), chunk)),
+            )
+        )
+        if "#" in text or "\n" in text or any(map(str.isdecimal, text.split("."))):
+            return True
+    return False
+
+
 def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch], stated: Architecture | None = None) -> Expectation | None:
     """The stated architecture's check, else the file's own config, else the one the shapes imply.
 
     With a config, the inference from shapes is checked against it and a note says where they differ.
     """
     if stated is not None:
+        from inspector import family_check
+        from inspector.families import FAMILY_BY_NAME
+
         family = FAMILY_BY_NAME.get(stated.family or "")
         if family is not None:  # module by module, under the prefix the file uses
             h = family_check.stated_hyperparameters(family, stated.hyperparameters)
@@ -372,10 +410,14 @@ def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch], stated: Architecture | 
         return compare(ckpt, roles, stated, "stated")
     adapter = adapter_config(ckpt.config)
     if adapter is not None:  # a PEFT adapter with its adapter_config.json: each LoRA module at the config's rank
+        from inspector.adapters import adapter_architecture
+
         arch = adapter_architecture(ckpt, roles, adapter)
         if arch is not None:
             return compare(ckpt, roles, arch, "config")
-    if not (ckpt.config and ckpt.config.get("layers")):  # a Keras model config is read below
+    if not (ckpt.config and ckpt.config.get("layers")) and may_be_family(ckpt):  # (a Keras config: read below)
+        from inspector import family_check
+
         checked = family_check.expect(ckpt, roles)
         if checked is not None:
             return checked

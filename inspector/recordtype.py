@@ -20,6 +20,7 @@ report of 100,000 tensors makes half a million records, and that was 0.23 s of i
 
 from __future__ import annotations
 
+from itertools import repeat
 from operator import attrgetter
 
 TYPE_CHECKING = False
@@ -207,6 +208,14 @@ def _lazy_init(all_fields: tuple[Field, ...], required: int) -> tuple[Callable[.
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         nonlocal calls
         calls += 1
+        if calls <= COMPILE_AFTER and not kwargs and required <= len(args) <= len(names) and not factories:
+            # (the usual call: the fields in order, none with a factory; one C loop of setattr)
+            any(map(setattr, repeat(self), names, args))
+            for name in names[len(args) :]:
+                setattr(self, name, defaults[name])
+            if post_init:
+                self.__post_init__()
+            return
         if calls <= COMPILE_AFTER and required <= len(args) + len(kwargs) and len(args) <= len(names):
             values = dict(zip(names, args, strict=False))
             if not kwargs or (known.issuperset(kwargs) and values.keys().isdisjoint(kwargs)):
@@ -235,6 +244,48 @@ COMPILE_AFTER = 8  # instances a record class makes before its own `__init__` is
 
 
 def _compile_init(cls: type, all_fields: tuple[Field, ...]) -> Callable[..., None]:
+    """The class's own `__init__`: the compiled code of its shape with its field names put in.
+
+    The names are not in a function's instructions (they are its `co_varnames` and `co_names`), so classes of one
+    shape (the number of fields, which have a factory, whether `__post_init__` is called) share one compile, as
+    `def __init__(self, name, shape=_d_shape, ...)` would be for each (about 0.1 ms a compile, issue 16)."""
+    names = tuple([f.name for f in all_fields])
+    if "self" in names:  # (the parameter `self` repeated: Python's own SyntaxError)
+        return _compile_source(cls, all_fields)
+    made = tuple([i for i, f in enumerate(all_fields) if f.default is MISSING and f.default_factory is not MISSING])
+    key = (len(names), made, hasattr(cls, "__post_init__"))
+    template = _TEMPLATES.get(key)
+    if template is None:
+        template = _TEMPLATES[key] = _template(*key)
+    placed = {f"n{i}": name for i, name in enumerate(names)}
+    code = template.replace(co_varnames=("self", *names), co_names=tuple([placed.get(n, n) for n in template.co_names]))
+    namespace: dict[str, Any] = {"MISSING": MISSING}
+    for i in made:
+        namespace[f"_f{i}"] = all_fields[i].default_factory
+    defaults = tuple([f.default for f in all_fields if f.default is not MISSING or f.default_factory is not MISSING])
+    return _FUNCTION(code, namespace, "__init__", defaults or None)  # type: ignore[no-any-return]
+
+
+_FUNCTION: Any = type(_compile_init)  # types.FunctionType
+# `__init__` code by shape (fields, those with a factory, __post_init__), compiled once a process
+_TEMPLATES: dict[tuple[int, tuple[int, ...], bool], Any] = {}
+
+
+def _template(count: int, made: tuple[int, ...], post_init: bool) -> Any:
+    """`__init__` code for `count` fields named n0, n1... from parameters a0, a1... (a factory field's parameter
+    defaults to MISSING, and `_f<i>` makes its value)."""
+    body = [f"self.n{i} = _f{i}() if a{i} is MISSING else a{i}" if i in made else f"self.n{i} = a{i}" for i in
+            range(count)]  # fmt: skip
+    if post_init:
+        body.append("self.__post_init__()")
+    params = "".join(f", a{i}" for i in range(count))
+    source = f"def __init__(self{params}):\n" + "".join(f"    {line}\n" for line in body or ["pass"])
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)  # noqa: S102 - the source is built above from numbered names only
+    return namespace["__init__"].__code__
+
+
+def _compile_source(cls: type, all_fields: tuple[Field, ...]) -> Callable[..., None]:
     namespace: dict[str, Any] = {"MISSING": MISSING}
     params, body = [], []
     for f in all_fields:

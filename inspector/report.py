@@ -38,8 +38,8 @@ def analyse(ckpt: Checkpoint, expect: str | None = None) -> Report:
         SpecError: `expect` is not a valid spec.
     """
     from inspector.architectures import parse_spec
-    from inspector.family_check import refine_roles
     from inspector.infer import expect as expectation_of
+    from inspector.infer import may_be_family
     from inspector.roles import match_roles
 
     roles = match_roles(ckpt)
@@ -47,7 +47,10 @@ def analyse(ckpt: Checkpoint, expect: str | None = None) -> Report:
     # one shard of a sharded model holds part of it: the expectation belongs to the index (or the folder)
     shard = "shard" in ckpt.attributes and stated is None
     expectation = None if shard else expectation_of(ckpt, roles, stated)
-    roles = refine_roles(ckpt, roles, expectation)
+    if may_be_family(ckpt):  # (else the family tables are not imported: `refine_roles` would change nothing)
+        from inspector.family_check import refine_roles
+
+        roles = refine_roles(ckpt, roles, expectation)
     acc = account(ckpt)
     found = list(ckpt.findings) + accounting_findings(ckpt, acc)
     unmatched = [r.name for r in roles if r.role == "unmatched"]

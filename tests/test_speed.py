@@ -504,3 +504,163 @@ def test_tile_is_region_by_region(spans: list[tuple[int, int, str, int]], file_s
         Region(RegionKind(kind), start, length, f"r{i}", file) for i, (start, length, kind, file) in enumerate(spans)
     ]
     assert tile(regions, file_size) == _tile_one_by_one(regions, file_size, 0)
+
+
+def _layer_parts(family: Any) -> list[Any]:
+    """The parts `family_check.detect` needs all of when no config names the model type (its own list)."""
+    from inspector.family_check import PLACEHOLDER, _in_stack
+
+    return [
+        p
+        for p in family.parts
+        if not p.when and "{" in p.path and PLACEHOLDER.search(p.path) and not (family.stacks and _in_stack(p, family))
+    ]
+
+
+def test_every_family_needs_a_name_with_a_part_of_digits() -> None:
+    """What `infer.may_be_family` stands on: from every base of every family, some layer part keys to a path holding
+    '#' (a whole part of digits), or the family has no layer part and is never found without a config."""
+    from inspector.families import FAMILIES
+    from inspector.family_check import PLACEHOLDER, FileView, _shape_key
+
+    for family in FAMILIES:
+        parts = _layer_parts(family)
+        for base in family.bases:
+            view = FileView(None, base)  # type: ignore[arg-type]  # (only `full` is read)
+            keys = [_shape_key(PLACEHOLDER.sub("0", view.full(p.path))) for p in parts]
+            assert not parts or any("#" in k for k in keys), (family.name, base, keys)
+
+
+# a part in place of a layer index: digits (a family may be found) or parts that are not all digits
+INDEX_PARTS = st.sampled_from(["0", "3", "12", "x1", "1x", "l0", "0_", "", "a", "٣"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_a_file_without_a_part_of_digits_is_no_family(data: st.DataObject) -> None:
+    """Names made from family parts, their indices replaced: where `may_be_family` is false, `detect` finds no
+    family and `refine_roles` keeps every role (what the run then skips), and the expectation is the same."""
+    from inspector.families import FAMILIES
+    from inspector.family_check import detect, refine_roles
+    from inspector.family_check import expect as family_expect
+    from inspector.infer import may_be_family
+    from inspector.records import Checkpoint, TensorInfo
+
+    family = data.draw(st.sampled_from(FAMILIES))
+    base = data.draw(st.sampled_from(family.bases))
+    index = data.draw(INDEX_PARTS)
+    names: dict[str, None] = {}
+    for p in family.parts:
+        path = p.path[1:] if p.path.startswith("/") else base + p.path
+        for placeholder in "ijke":
+            path = path.replace("{" + placeholder + "}", index)
+        for leaf in data.draw(st.lists(st.sampled_from(["weight", "bias", "0", "scale"]), min_size=1, max_size=2)):
+            names[f"{path}.{leaf}"] = None
+    tensors = tuple(TensorInfo(n, (4, 4), "F32", 64, None) for n in names)
+    ckpt = Checkpoint("x.safetensors", "safetensors", "safetensors", (("x.safetensors", 0),), tensors, ())
+    roles = match_roles(ckpt)
+    assert may_be_family(ckpt) == (index.isdecimal() or any(x.isdecimal() for n in names for x in n.split(".")))
+    if not may_be_family(ckpt):
+        assert detect(ckpt) == []
+        assert family_expect(ckpt, roles) is None
+        for f in FAMILIES:
+            fake = type("E", (), {"architecture": f.name})()
+            assert refine_roles(ckpt, roles, fake) == roles  # type: ignore[arg-type]
+
+
+def test_a_file_of_no_family_imports_no_family_table(tmp_path: Path) -> None:
+    """A `--json` run on a file whose names have no part of digits (`layer_000.weight`) imports neither
+    `inspector.families` nor `inspector.family_check`; one with layer indices does, and finds its family."""
+    safetensors_numpy = pytest.importorskip("safetensors.numpy", reason="safetensors writes the files")
+    import numpy as np
+
+    plain, indexed = tmp_path / "plain.safetensors", tmp_path / "indexed.safetensors"
+    safetensors_numpy.save_file({f"layer_{i:03d}.weight": np.zeros((4, 4), np.float32) for i in range(4)}, plain)
+    safetensors_numpy.save_file({f"layers.{i}.weight": np.zeros((4, 4), np.float32) for i in range(4)}, indexed)
+    for path, imported in ((plain, False), (indexed, True)):
+        code = (
+            "import sys, io, contextlib\nfrom inspector.cli import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()): main([{str(path)!r}, '--json'])\n"
+            "print('inspector.families' in sys.modules, 'inspector.family_check' in sys.modules)"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+        assert out.stdout.split() == [str(imported)] * 2
+
+
+def test_first_positional_instances_are_the_compiled_inits() -> None:
+    """A record without factories binds its first positional calls in one C loop: the same fields, defaults and
+    `__post_init__` as the compiled `__init__`, whose own errors a call that does not bind still gets."""
+    from inspector import recordtype
+    from inspector.recordtype import record
+
+    seen: list[tuple[object, ...]] = []
+
+    def make() -> Any:
+        @record(frozen=True, slots=True)
+        class Row:
+            a: int
+            b: str = "x"
+            c: tuple[int, ...] = ()
+
+            def __post_init__(self) -> None:
+                seen.append((self.a, self.b, self.c))
+
+        return Row
+
+    calls = [(1,), (2, "y"), (3, "z", (4,)), (recordtype.MISSING,)]
+    bound = make()
+    first = [repr(bound(*args)) for args in calls]
+    assert bound.__init__.__code__.co_filename != "<string>"  # not compiled yet
+    compiled = make()
+    for _ in range(recordtype.COMPILE_AFTER):
+        compiled(0)
+    del seen[:]
+    after = [repr(compiled(*args)) for args in calls]
+    assert compiled.__init__.__code__.co_filename == "<string>"
+    assert first == after and len(seen) == len(calls)
+    with pytest.raises(TypeError, match="takes from 2 to 4 positional arguments but 5 were given"):
+        make()(1, "b", (), 4)
+
+
+def test_classes_of_one_shape_share_one_compiled_init() -> None:
+    """Compiled `__init__`s are made from one compile per shape with each class's own names, defaults and factories
+    put in: keywords, defaults, factories, `__post_init__` and Python's errors are each class's own."""
+    from inspector import recordtype
+    from inspector.recordtype import field, record
+
+    @record(frozen=True, slots=True)
+    class A:
+        x: int
+        y: list[int] = field(default_factory=list)
+        z: str = "a"
+
+    @record(frozen=True, slots=True)
+    class B:
+        p: int
+        q: list[int] = field(default_factory=lambda: [7])
+        r: str = "b"
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "r", self.r.upper())
+
+    @record(frozen=True, slots=True)
+    class C:
+        u: int
+        v: dict[str, int] = field(default_factory=dict)
+        w: str = "c"
+
+    for cls in (A, B, C):
+        for _ in range(recordtype.COMPILE_AFTER + 1):  # (the call after them compiles)
+            cls(0)
+    assert A.__init__.__code__.co_code == C.__init__.__code__.co_code  # (one shape, one compile)
+    assert A.__init__.__code__.co_varnames == ("self", "x", "y", "z")
+    assert repr(A(1)).endswith("A(x=1, y=[], z='a')") and A(1).y is not A(1).y
+    assert repr(B(2, r="k")).endswith("B(p=2, q=[7], r='K')")
+    assert repr(C(w="d", u=3)).endswith("C(u=3, v={}, w='d')")
+    assert repr(A(1, recordtype.MISSING)).endswith("A(x=1, y=[], z='a')")  # as the factory reads a MISSING
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'u'"):
+        C()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'x'"):
+        C(1, x=2)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="multiple values for argument 'p'"):
+        B(1, p=2)  # type: ignore[misc]
