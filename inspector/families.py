@@ -368,6 +368,23 @@ FAMILIES: tuple[Family, ...] = (
         {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
     ),
     Family(
+        "mixtral-stacked",
+        "Mixtral as llama.cpp's converter writes it (GGUF): a router and the experts stacked into gate_proj and "
+        "up_proj (experts, ff, d) and down_proj (experts, d, ff) per layer",
+        ("mixtral",),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *LLAMA_LAYER,
+            _linear("layers.{i}.mlp.gate", "d_model", "experts"),
+            Part("layers.{i}.mlp.experts.gate_proj", "tensor", ("experts", "feedforward", "d_model")),
+            Part("layers.{i}.mlp.experts.up_proj", "tensor", ("experts", "feedforward", "d_model")),
+            Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "feedforward")),
+        ),
+        LLAMA_READS | {"feedforward": ("layers.0.mlp.experts.down_proj", 2), "experts": ("layers.0.mlp.gate", 0)},
+        {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
+    ),
+    Family(
         "qwen2_moe",
         "Qwen2-MoE / Qwen3-MoE: a router, `experts` gated experts of expert_ff and an optional gated shared expert",
         ("qwen2_moe", "qwen3_moe"),
@@ -400,6 +417,29 @@ FAMILIES: tuple[Family, ...] = (
             *LLAMA_LAYER,
             _linear("layers.{i}.mlp.gate", "d_model", "experts"),
             Part("layers.{i}.mlp.experts.gate_up_proj", "tensor", ("experts", "expert_ff*2", "d_model")),
+            Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
+            *QWEN_SHARED_EXPERT,
+        ),
+        LLAMA_READS
+        | {
+            "expert_ff": ("layers.0.mlp.experts.down_proj", 2),
+            "experts": ("layers.0.mlp.gate", 0),
+            "shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0),
+        },  # fmt: skip
+        {"tied": False, "attention_bias": True, "norm_shift": False, "head_bias": False},
+    ),
+    Family(
+        "qwen2_moe-stacked",
+        "Qwen2/3-MoE as llama.cpp's converter writes it (GGUF): a router, the experts stacked into gate_proj and "
+        "up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
+        ("qwen2_moe", "qwen3_moe"),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *LLAMA_LAYER,
+            _linear("layers.{i}.mlp.gate", "d_model", "experts"),
+            Part("layers.{i}.mlp.experts.gate_proj", "tensor", ("experts", "expert_ff", "d_model")),
+            Part("layers.{i}.mlp.experts.up_proj", "tensor", ("experts", "expert_ff", "d_model")),
             Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
             *QWEN_SHARED_EXPERT,
         ),

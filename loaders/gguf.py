@@ -121,10 +121,11 @@ MODEL_TYPES = {
 # another's architecture, and the tensor tells them apart
 MODEL_TYPE_MARKS: dict[str, tuple[tuple[str, str], ...]] = {
     "t5": (("enc.blk.1.attn_rel_b.weight", "umt5"),),  # UMT5: a relative position bias in every block
+    "llama": (("blk.0.ffn_gate_exps.weight", "mixtral"),),  # Mixtral: the converter writes it as llama, with experts
 }
 
 # GGUF tensor name -> Hugging Face name, llama family (llama-hf in gguf-py's tensor_mapping.py). {i} is the
-# block number. Names with no Hugging Face counterpart (rope_freqs, stacked experts) map to None.
+# block number. Names with no Hugging Face counterpart (rope_freqs) map to None.
 HF_NAMES: dict[str, str | None] = {
     "token_embd.{p}": "model.embed_tokens.{p}",
     "output_norm.{p}": "model.norm.{p}",
@@ -142,9 +143,10 @@ HF_NAMES: dict[str, str | None] = {
     "blk.{i}.ffn_up.{p}": "model.layers.{i}.mlp.up_proj.{p}",
     "blk.{i}.ffn_down.{p}": "model.layers.{i}.mlp.down_proj.{p}",
     "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.mlp.gate.{p}",  # qwen2moe olmoe router
-    "blk.{i}.ffn_gate_exps.{p}": None,  # experts stacked into one tensor; HF keeps one per expert
-    "blk.{i}.ffn_up_exps.{p}": None,
-    "blk.{i}.ffn_down_exps.{p}": None,
+    # experts stacked into one tensor (experts, out, in), as the families' "-stacked" layouts name them
+    "blk.{i}.ffn_gate_exps.{p}": "model.layers.{i}.mlp.experts.gate_proj.{p}",
+    "blk.{i}.ffn_up_exps.{p}": "model.layers.{i}.mlp.experts.up_proj.{p}",
+    "blk.{i}.ffn_down_exps.{p}": "model.layers.{i}.mlp.experts.down_proj.{p}",
 }
 _GEMMA2 = {  # gemma2/gemma3: a norm before and after both attention and FFN
     "blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}",

@@ -37,6 +37,7 @@ SAMPLES = {
     "gptneox-f16.gguf": ("gpt_neox", "GPTNeoXForCausalLM", "f16"),
     "mt5-q8_0.gguf": ("mt5", "MT5ForConditionalGeneration", "q8_0"),
     "mamba-f16.gguf": ("mamba", "MambaForCausalLM", "f16"),
+    "mixtral-q8_0.gguf": ("mixtral", "MixtralForCausalLM", "q8_0"),  # written as 'llama', its experts stacked
 }
 
 

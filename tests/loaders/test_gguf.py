@@ -218,7 +218,9 @@ def test_hf_name_inverts_gguf_py_mapping(arch: str, model_arch: str) -> None:
         gguf_name = names.get_name(key, try_suffixes=(".weight", ".bias"))
         assert gguf_name is not None, key
         assert hf_name(gguf_name, arch) == key, (gguf_name, key)
-    assert hf_name("rope_freqs.weight") is None and hf_name("blk.0.ffn_up_exps.weight") is None
+    assert hf_name("rope_freqs.weight") is None
+    # stacked experts: the name of the families' "-stacked" layouts (transformers 5 holds them fused, no one key)
+    assert hf_name("blk.0.ffn_up_exps.weight") == "model.layers.0.mlp.experts.up_proj.weight"
     assert hf_name("not.a.gguf.name") is None
 
 
