@@ -49,6 +49,46 @@ def needles(pattern: str) -> tuple[str | tuple[str, ...], ...]:
     return (*([r for r in literals if len(r) > 1] or literals[:1]), *clauses)  # type: ignore[arg-type]
 
 
+Split = tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]  # (literals, clauses): what a matcher tests
+
+
+def split(pattern: str) -> Split:
+    """A pattern's needles as (literals, clauses): from the table written for the rule tables (`rule_needles`), else
+    read off the pattern now."""
+    from inspector.rule_needles import NEEDLES  # (written by `python -m inspector.needles`)
+
+    known = NEEDLES.get(pattern)
+    return known if known is not None else _split(needles(pattern))
+
+
+def _split(found: tuple[str | tuple[str, ...], ...]) -> Split:
+    literals = tuple(n for n in found if n.__class__ is str)
+    return literals, tuple(n for n in found if n.__class__ is tuple)  # type: ignore[misc]
+
+
+def table() -> dict[str, Split]:
+    """The needles of every role and kind rule's pattern, read off the patterns."""
+    from inspector.kinds import KIND_RULES
+    from inspector.roles import ROLE_RULES
+
+    return {rule.pattern: _split(needles(rule.pattern)) for rule in (*ROLE_RULES, *KIND_RULES)}
+
+
+HEADER = '''"""The needles of every role and kind rule's pattern (`inspector.needles`), read off the patterns when this
+file was written, as (literals, clauses): reading them at each run's start cost about 1.5 ms of 25. Written by
+`python -m inspector.needles`; tests/test_speed.py checks it is current (a pattern it lacks is read at run time)."""
+
+# fmt: off
+'''
+
+
+def write(path: str) -> None:
+    """Write `table()` as the module `inspector.rule_needles`."""
+    rows = "".join(f"    {pattern!r}: {found!r},\n" for pattern, found in table().items())
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(HEADER + "NEEDLES = {\n" + rows + "}\n")
+
+
 def _global_flags(p: str) -> bool:
     """Whether the pattern sets flags for all of itself, as `(?i)` does (a group `(?i:...)` is only that group)."""
     at = p.find("(?")
@@ -129,3 +169,9 @@ def _prefix(words: list[str]) -> str:
     while n < len(low) and low[n] == high[n]:
         n += 1
     return low[:n]
+
+
+if __name__ == "__main__":
+    import os
+
+    write(os.path.join(os.path.dirname(os.path.abspath(__file__)), "rule_needles.py"))

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from enum import StrEnum
 from sys import intern
 
-from inspector.needles import needles as required
+from inspector.needles import Split, split
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import field, record
 
@@ -243,10 +243,7 @@ class Matcher:
     digits: bytes = b""  # bytes.translate table of shape_key (empty: no memo)
     # shape -> (rule, its groups' (name, start, end)), (None, ()) for no rule
     memo: dict[bytes, tuple[Any, tuple[tuple[str, int, int], ...]]] = field(default_factory=dict, compare=False)
-    # each pattern's needles on first use: its literals, and its clauses (one literal of each)
-    needles: list[tuple[tuple[str, ...], tuple[tuple[str, ...], ...]] | None] = field(
-        default_factory=list, compare=False
-    )
+    needles: list[Split | None] = field(default_factory=list, compare=False)  # each pattern's, on first use
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "digits", _digit_table(frozenset(r.pattern for r in self.rules)))
@@ -280,7 +277,7 @@ class Matcher:
         for index in range(len(self.rules)):
             found = needles[index]
             if found is None:
-                found = needles[index] = _split(required(self.rules[index].pattern))
+                found = needles[index] = split(self.rules[index].pattern)
             literals, clauses = found
             if not all(map(contains, literals)) or (clauses and not all(any(map(contains, c)) for c in clauses)):
                 continue
@@ -293,11 +290,6 @@ class Matcher:
         if key is not None and len(self.memo) < MEMO_LIMIT:
             self.memo[key] = NO_RULE
         return None
-
-
-def _split(found: tuple[str | tuple[str, ...], ...]) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
-    """A pattern's needles as (literals, clauses)."""
-    return tuple(n for n in found if n.__class__ is str), tuple(n for n in found if n.__class__ is tuple)  # type: ignore[return-value]
 
 
 MEMO_LIMIT = 1 << 20  # shapes remembered per matcher (a bound on memory for hostile name sets)
