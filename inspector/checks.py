@@ -100,13 +100,13 @@ def _explain(spec: LayerSpec, expected: dict[str, int], layer: Layer) -> str:
     return f"{sum(expected.values()):,} expected by the formula, {found:,} in the file ({-diff:+,})"
 
 
-AUTO_SUFFIX = re.compile(r"_(\d+)$")
+AUTO_SUFFIX = r"_(\d+)$"  # (compiled by `re`'s cache when a Keras name is first paired)
 
 
 def _auto_base(name: str) -> tuple[str, str, int]:
     """'conv2d_3/forward' -> ('conv2d', '/forward', 3): Keras's auto name, its counter, and what follows it."""
     head, slash, tail = name.partition("/")
-    m = AUTO_SUFFIX.search(head)
+    m = re.search(AUTO_SUFFIX, head)
     return (head[: m.start()], slash + tail, int(m.group(1))) if m else (head, slash + tail, 0)
 
 

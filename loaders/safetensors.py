@@ -268,7 +268,8 @@ def _as_shard(ckpt: Checkpoint, index: str) -> Checkpoint:
 
 def _sibling_index(path: str) -> str | None:
     """The index of the sharded checkpoint a shard belongs to, if one lies beside it and names it."""
-    if not re.match(SHARD_NAME, os.path.basename(path)):
+    name = os.path.basename(path)
+    if "-of-" not in name or not re.match(SHARD_NAME, name):  # (most files: no pattern compiled)
         return None
     folder = os.path.dirname(path) or "."
     try:
