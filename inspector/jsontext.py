@@ -219,6 +219,11 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
             return "{}" if isinstance(o, dict) else "[]"
         if len(o) >= STREAM_ITEMS:
             raise _Large
+        if o.__class__ is Rows and o.columns is not None:  # (a small file's tensors: column by column, as a batch)
+            laid = o.columns(o.items)
+            if laid is not None:
+                inner = nl + INDENT
+                return "[" + inner + columns(laid[0], laid[1], inner) + nl + "]"
         marker = id(o)
         if marker in active:
             raise ValueError("Circular reference detected")
