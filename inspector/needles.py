@@ -31,7 +31,8 @@ TOKENS = r"(\\.|\((?:\?P<[^>]*>|\?:?)?|\)|\||\[\^?\]?(?:\\.|[^\]\\])*\]|[^\\()|\
 
 def needle(pattern: str) -> str:
     """The longest literal every match contains ("" for none)."""
-    return next((n for n in needles(pattern) if n.__class__ is str), "")  # type: ignore[misc]
+    literals = split(pattern)[0]
+    return literals[0] if literals else ""
 
 
 def needles(pattern: str) -> tuple[str | tuple[str, ...], ...]:
@@ -67,16 +68,19 @@ def _split(found: tuple[str | tuple[str, ...], ...]) -> Split:
 
 
 def table() -> dict[str, Split]:
-    """The needles of every role and kind rule's pattern, read off the patterns."""
+    """The needles of every role and kind rule's pattern and of the registry's file-name patterns, read off them."""
     from inspector.kinds import KIND_RULES
     from inspector.roles import ROLE_RULES
+    from loaders import FORMATS
 
-    return {rule.pattern: _split(needles(rule.pattern)) for rule in (*ROLE_RULES, *KIND_RULES)}
+    patterns = [rule.pattern for rule in (*ROLE_RULES, *KIND_RULES)] + [row.names for row in FORMATS if row.names]
+    return {pattern: _split(needles(pattern)) for pattern in patterns}
 
 
-HEADER = '''"""The needles of every role and kind rule's pattern (`inspector.needles`), read off the patterns when this
-file was written, as (literals, clauses): reading them at each run's start cost about 1.5 ms of 25. Written by
-`python -m inspector.needles`; tests/test_speed.py checks it is current (a pattern it lacks is read at run time)."""
+HEADER = '''"""The needles (`inspector.needles`) of every role and kind rule's pattern and of the registry's file-name
+patterns, read off them when this file was written, as (literals, clauses): reading them at each run's start cost
+about 1.5 ms of 25. Written by `python -m inspector.needles`; tests/test_speed.py checks it is current (a pattern it
+lacks is read at run time)."""
 
 # fmt: off
 '''

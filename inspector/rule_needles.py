@@ -1,6 +1,7 @@
-"""The needles of every role and kind rule's pattern (`inspector.needles`), read off the patterns when this
-file was written, as (literals, clauses): reading them at each run's start cost about 1.5 ms of 25. Written by
-`python -m inspector.needles`; tests/test_speed.py checks it is current (a pattern it lacks is read at run time)."""
+"""The needles (`inspector.needles`) of every role and kind rule's pattern and of the registry's file-name
+patterns, read off them when this file was written, as (literals, clauses): reading them at each run's start cost
+about 1.5 ms of 25. Written by `python -m inspector.needles`; tests/test_speed.py checks it is current (a pattern it
+lacks is read at run time)."""
 
 # fmt: off
 NEEDLES = {
@@ -142,4 +143,5 @@ NEEDLES = {
     '(?:.*\\.)?shira_indices(?:\\.[^.]+)?': (('shira_indices',), ()),
     '(?:.*\\.)?ranknum(?:\\.[^.]+)?': (('ranknum',), ()),
     '(?:.*\\.)?(?:gate\\.bias|expert_bias|router_bias)': (('bias',), (('gate.bias', 'expert_bias', 'router_bias'),)),
+    '.+\\.data-\\d{5}-of-\\d{5}$': (('.data-', '-of-'), ()),
 }

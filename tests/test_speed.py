@@ -201,8 +201,8 @@ def test_a_rule_needle_is_in_every_name_its_pattern_matches(table: str, data: st
 
 
 def test_the_written_needles_are_the_rules_needles() -> None:
-    """`inspector/rule_needles.py` is what `python -m inspector.needles` writes now (run it after changing a rule);
-    a pattern not in it has its needles read at run time."""
+    """`inspector/rule_needles.py` is what `python -m inspector.needles` writes now (run it after changing a rule or
+    a registry row's file-name pattern); a pattern not in it has its needles read at run time."""
     from inspector.needles import split, table
     from inspector.rule_needles import NEEDLES
 
