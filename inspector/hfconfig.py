@@ -3,7 +3,6 @@ beside an adapter: read as data, bounded."""
 
 from __future__ import annotations
 
-import json
 import os
 from types import MappingProxyType
 
@@ -48,6 +47,8 @@ def _json_beside(probe: Probe, name: str) -> dict[str, Any] | None:
         with probe.sibling(name) as config:
             if config.size > MAX_CONFIG_BYTES:
                 return None
+            import json  # (a file with a config beside it only)
+
             doc = json.loads(config.read_at(0, config.size))
     except (InspectorError, OSError, ValueError, RecursionError):
         return None

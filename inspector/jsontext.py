@@ -15,7 +15,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
-from json.encoder import encode_basestring_ascii as _string  # the C escaper, ensure_ascii=True
+
+try:  # the C escaper json.encoder uses, ensure_ascii=True (the json package's decoder compiles patterns at import)
+    from _json import encode_basestring_ascii as _string
+except ImportError:  # an interpreter without CPython's accelerator
+    from json.encoder import encode_basestring_ascii as _string
 from operator import mod
 
 TYPE_CHECKING = False

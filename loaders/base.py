@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 from collections.abc import Callable, Iterable, Mapping
@@ -46,8 +45,7 @@ class Claim(IntEnum):
 PARSE_ERRORS = (
     struct.error,
     EOFError,
-    UnicodeDecodeError,
-    json.JSONDecodeError,
+    UnicodeDecodeError,  # (json.JSONDecodeError is a ValueError)
     IndexError,
     KeyError,
     SyntaxError,
