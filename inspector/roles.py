@@ -207,6 +207,8 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("timm.layer_scale", Role.LEARNED_TENSOR, r"(?P<layer>.+)\.(?P<param>gamma(?:_\d)?)", ("torch",)),
     # diffusers DiT-style transformers (PixArt, Sana...): the adaLN-single modulation table, learned
     RoleRule("diffusers.scale_shift", Role.LEARNED_TENSOR, r"(?:(?P<layer>.+)\.)?(?P<param>scale_shift_table)", ("torch",)),
+    # state-space mixers (Mamba, Mamba2, Jamba, FalconMamba...): the state matrix (as its log) and the skip, learned
+    RoleRule("ssm.params", Role.LEARNED_TENSOR, r"(?P<layer>.+\.mixer)\.(?P<param>A_log|D)", ("torch",)),
     # Generic PyTorch module paths
     RoleRule("torch.stat", Role.NORM_STAT, r"(?P<layer>.+)\.(?P<param>" + TORCH_STATS + ")", ("torch",)),
     RoleRule("torch.rnn_input", Role.RNN_INPUT, r"(?P<layer>.+)\.weight_ih_l(?P<i>\d+)(?P<rev>(?:_reverse)?)", ("torch",), "{layer}.l{i}{rev}", "kernel"),

@@ -93,6 +93,7 @@ NEEDLES = {
     '(?:(?P<layer>.+)\\.)?(?P<param>(?:absolute_)?pos_embed)': (('pos_embed',), ()),
     '(?P<layer>.+)\\.(?P<param>gamma(?:_\\d)?)': (('gamma',), ()),
     '(?:(?P<layer>.+)\\.)?(?P<param>scale_shift_table)': (('scale_shift_table',), ()),
+    '(?P<layer>.+\\.mixer)\\.(?P<param>A_log|D)': (('.mixer',), ()),
     '(?P<layer>.+)\\.(?P<param>running_mean|running_var|num_batches_tracked)': (('.',), (('running_mean', 'running_var', 'num_batches_tracked'),)),
     '(?P<layer>.+)\\.weight_ih_l(?P<i>\\d+)(?P<rev>(?:_reverse)?)': (('.weight_ih_l',), ()),
     '(?P<layer>.+)\\.weight_hh_l(?P<i>\\d+)(?P<rev>(?:_reverse)?)': (('.weight_hh_l',), ()),
