@@ -209,6 +209,11 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("diffusers.scale_shift", Role.LEARNED_TENSOR, r"(?:(?P<layer>.+)\.)?(?P<param>scale_shift_table)", ("torch",)),
     # state-space mixers (Mamba, Mamba2, Jamba, FalconMamba...): the state matrix (as its log) and the skip, learned
     RoleRule("ssm.params", Role.LEARNED_TENSOR, r"(?P<layer>.+\.mixer)\.(?P<param>A_log|D)", ("torch",)),
+    # a mixture of experts' projections stacked one tensor per projection (experts, out, in): transformers 5's fused
+    # experts ('mlp.experts.gate_up_proj'), llama.cpp's stacked ones named as HF's ('mlp.experts.gate_proj.weight')
+    RoleRule("moe.experts_gate", Role.FFN_GATE, r"(?P<layer>.+\.experts)\.(?P<param>gate_proj)(?:\.weight)?", ("torch",)),
+    RoleRule("moe.experts_up", Role.FFN_UP, r"(?P<layer>.+\.experts)\.(?P<param>gate_up_proj|up_proj)(?:\.weight)?", ("torch",)),
+    RoleRule("moe.experts_down", Role.FFN_DOWN, r"(?P<layer>.+\.experts)\.(?P<param>down_proj)(?:\.weight)?", ("torch",)),
     # Generic PyTorch module paths
     RoleRule("torch.stat", Role.NORM_STAT, r"(?P<layer>.+)\.(?P<param>" + TORCH_STATS + ")", ("torch",)),
     RoleRule("torch.rnn_input", Role.RNN_INPUT, r"(?P<layer>.+)\.weight_ih_l(?P<i>\d+)(?P<rev>(?:_reverse)?)", ("torch",), "{layer}.l{i}{rev}", "kernel"),
