@@ -73,7 +73,7 @@ def table() -> dict[str, Split]:
     from inspector.roles import ROLE_RULES
     from loaders import FORMATS
 
-    patterns = [rule.pattern for rule in (*ROLE_RULES, *KIND_RULES)] + [row.names for row in FORMATS if row.names]
+    patterns = [r.pattern for r in ROLE_RULES] + [r.pattern for r in KIND_RULES] + [f.names for f in FORMATS if f.names]
     return {pattern: _split(needles(pattern)) for pattern in patterns}
 
 
