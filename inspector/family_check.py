@@ -112,9 +112,8 @@ class FileModules:
 
     tensors: Mapping[str, TensorInfo]  # by the name a family table knows each by (`canonical_name`)
     lasts: frozenset[str]  # _shape_key of the last part of every module path and tensor name
-    named: tuple[list[str], list[TensorInfo]] = field(
-        compare=False
-    )  # every parameter tensor's name and tensor, in order
+    # every parameter tensor's name and the tensor, in file order
+    named: tuple[list[str], list[TensorInfo]] = field(compare=False)
     made: dict[str, Any] = field(default_factory=dict, compare=False)  # `keys` and `modules`, made when first asked
 
     @classmethod

@@ -273,9 +273,7 @@ class NpzLoader:
         deflated = 0
         for m in members:
             name = m.name[: -len(".npy")]
-            need = max(
-                12, min(FIRST_READ, _zip.PAGE - m.data_offset % _zip.PAGE)
-            )  # (no page past the header's is read)
+            need = max(12, min(FIRST_READ, _zip.PAGE - m.data_offset % _zip.PAGE))  # (no page past the header's)
             while True:
                 buf = _zip.inflate_head(probe, m, need, NPZ_FORMAT)
                 h = parse_npy_header(buf, probe, NPZ_FORMAT, f"member {m.name!r}")
