@@ -56,10 +56,28 @@ def _shard_path(prefix: str, shard: int, n_shards: int) -> str:
 
 
 def _sibling_index(path: str) -> str | None:
+    """The `.index` beside a data shard (its prefix's); None for any other file."""
     m = re.match(DATA_SHARD, path)
-    if m is None:
-        return None
-    index = m.group("prefix") + INDEX_SUFFIX
+    return _sstable_index(m.group("prefix") + INDEX_SUFFIX) if m is not None else None
+
+
+def _member_entry(path: str) -> str | None:
+    """The `.index` whose report holds this other file of its checkpoint (a folder audit lists it there once): a
+    data shard's, a SavedModel's graph and metadata files' (`variables/variables.index`), the state file's latest
+    prefix's; None for any other file."""
+    if re.match(DATA_SHARD, path):
+        return _sibling_index(path)
+    folder, name = os.path.split(path)
+    if name in SAVED_MODEL_METADATA and any(os.path.isfile(os.path.join(folder, n)) for n in SAVED_MODEL_FILES):
+        return _sstable_index(os.path.join(folder, "variables", "variables.index"))
+    if name == STATE_FILE:
+        latest = _latest_prefix(path)
+        return _sstable_index(os.path.join(folder, latest + INDEX_SUFFIX)) if latest is not None else None
+    return None
+
+
+def _sstable_index(index: str) -> str | None:
+    """`index` when it is a file ending with the SSTable magic, else None."""
     try:
         with open(index, "rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -411,7 +429,7 @@ class TfCheckpointLoader:
     name: ClassVar[str] = FORMAT
     extensions: ClassVar[tuple[str, ...]] = (".index",)
     folder_entry = staticmethod(folder_entry)
-    member_entry = staticmethod(_sibling_index)
+    member_entry = staticmethod(_member_entry)
 
     def claim(self, probe: Probe) -> Claim | None:
         if probe.size <= len(probe.head) and self.late_claim(probe):  # the whole file is in the head

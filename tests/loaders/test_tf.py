@@ -187,6 +187,8 @@ def test_object_based_checkpoint_with_adam(tf: Any, keras_model: Any, tmp_path: 
     shard = next(p for p, _ in ckpt.files if ".data-" in p)
     assert detect(shard) == "tensorflow-checkpoint" and load(shard).tensors == ckpt.tensors
     assert member_entry(shard) == ckpt.path and member_entry(ckpt.path) is None
+    state = next(p for p, _ in ckpt.files if p.endswith("checkpoint"))  # the state file: in the latest's report
+    assert member_entry(state) == ckpt.path
     report = analyse(ckpt)
     assert report.expectation is not None and report.expectation.total == keras_model.count_params()
 
@@ -222,6 +224,12 @@ def test_keras2_save_weights_and_saved_model(tf: Any, keras_model: Any, tmp_path
     _compare_with_tensorflow(tf, saved, str(tmp_path / "sm" / "variables" / "variables"))
     _keras_counts(keras_model, saved)
     assert {t.notes[0] for t in saved.unique(TensorKind.OTHER)} == {"Keras metric state"}
+    # a folder audit lists the SavedModel once, under its index: the graph and metadata files are in its report
+    from inspector.audit import audit
+
+    rows = audit([str(tmp_path / "sm")], jobs=1)
+    assert [(r.path, r.status) for r in rows] == [(saved.path, "ok")], rows
+    assert rows[0].file_bytes == saved.file_size
 
 
 def test_keras_layer_names_with_a_slash_and_a_normalization_layer(tf: Any, tmp_path: Path) -> None:
