@@ -150,8 +150,8 @@ def main() -> int:
     warned = [said(r) for r in built if r["warnings"]]
     beside = "without" if args.no_config else "with"
     print(f"\n{len(results)} classes, {len(built)} built and inspected ({beside} config.json)")
-    print(f"count differs from num_parameters(): {len(differs)} {' '.join(map(str, differs))}")
-    print(f"warnings on a correct file: {len(warned)} {' '.join(map(str, warned))}")
+    print(f"count differs from num_parameters(): {len(differs)} {' '.join(differs)}")
+    print(f"warnings on a correct file: {len(warned)} {' '.join(warned)}")
     return 0
 
 

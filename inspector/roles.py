@@ -313,11 +313,11 @@ def _digit_table(patterns: frozenset[str]) -> bytes:
     set (the role table's matcher and the one for files that do not say share it)."""
     table = _DIGIT_TABLES.get(patterns)
     if table is None:
-        text = re.sub(r"\\.", "", "".join(sorted(patterns)))
+        joined = "".join(sorted(patterns))
+        text = re.sub(r"\\.", "", joined)
         spelled = set(text) & set("0123456789")
         free = [d for d in "0123456789" if d not in spelled]
         table = b""
-        joined = "".join(patterns)
         backreference = "(?P=" in joined or any(f"\\{d}" in joined for d in "123456789")
         if free and not backreference and not re.search(r"\[[^\]]*\d", text):
             table = bytes.maketrans("".join(free).encode(), free[0].encode() * len(free))

@@ -68,12 +68,23 @@ def _member_entry(path: str) -> str | None:
     if re.match(DATA_SHARD, path):
         return _sibling_index(path)
     folder, name = os.path.split(path)
-    if name in SAVED_MODEL_METADATA and any(os.path.isfile(os.path.join(folder, n)) for n in SAVED_MODEL_FILES):
+    if name in SAVED_MODEL_METADATA and _is_saved_model(folder):
         return _sstable_index(os.path.join(folder, "variables", "variables.index"))
     if name == STATE_FILE:
-        latest = _latest_prefix(path)
-        return _sstable_index(os.path.join(folder, latest + INDEX_SUFFIX)) if latest is not None else None
+        index = _latest_index(path)
+        return _sstable_index(index) if index is not None else None
     return None
+
+
+def _is_saved_model(folder: str) -> bool:
+    """Whether the folder holds a SavedModel's graph (beside its `variables/`)."""
+    return any(os.path.isfile(os.path.join(folder, name)) for name in SAVED_MODEL_FILES)
+
+
+def _latest_index(state: str) -> str | None:
+    """The `.index` path of the latest prefix a checkpoint state file names (whether or not it exists), or None."""
+    latest = _latest_prefix(state)
+    return os.path.join(os.path.dirname(state), latest + INDEX_SUFFIX) if latest is not None else None
 
 
 def _sstable_index(index: str) -> str | None:
@@ -94,10 +105,9 @@ def folder_entry(folder: str) -> str | None:
     for candidate in (os.path.join(folder, "variables", "variables.index"), os.path.join(folder, "variables.index")):
         if os.path.isfile(candidate):
             return candidate
-    state = os.path.join(folder, STATE_FILE)
-    latest = _latest_prefix(state) if os.path.isfile(state) else None
-    if latest is not None and os.path.isfile(os.path.join(folder, latest + INDEX_SUFFIX)):
-        return os.path.join(folder, latest + INDEX_SUFFIX)
+    latest = _latest_index(os.path.join(folder, STATE_FILE))
+    if latest is not None and os.path.isfile(latest):
+        return latest
     try:
         indexes = sorted(name for name in os.listdir(folder) if name.endswith(INDEX_SUFFIX))
     except OSError:  # unreadable: the Probe will say what is wrong with the folder
@@ -362,9 +372,7 @@ def _checkpoint(
         files.append((state, size))
         attributes["tf.latest"] = latest
     folder = os.path.dirname(os.path.dirname(os.path.abspath(index.path)))
-    if os.path.basename(os.path.dirname(os.path.abspath(index.path))) == "variables" and any(
-        os.path.isfile(os.path.join(folder, name)) for name in SAVED_MODEL_FILES
-    ):
+    if os.path.basename(os.path.dirname(os.path.abspath(index.path))) == "variables" and _is_saved_model(folder):
         attributes["tf.saved_model"] = folder
         for name in SAVED_MODEL_METADATA:
             path = os.path.join(folder, name)
