@@ -284,6 +284,34 @@ def _clip_tower(prefix: str, placeholder: str, d: str, ff: str) -> tuple[Part, .
     )
 
 
+def _mamba_derive(h: dict[str, Any]) -> None:
+    """Mamba's sizes as MambaConfig relates them: inner = expand x d_model, the time-step rank ceil(d_model / 16),
+    x_proj's output the rank and two state vectors (B and C); MambaConfig's defaults for what nothing gave."""
+    for name, value in (("state", 16), ("conv_kernel", 4), ("expand", 2)):
+        h.setdefault(name, value)
+    d = h.get("d_model")
+    if d and not h.get("inner"):
+        h["inner"] = h.get("expand", 2) * d
+    if d and not h.get("dt_rank"):
+        h["dt_rank"] = -(-d // 16)
+    if h.get("dt_rank") and h.get("state") and not h.get("x_dim"):
+        h["x_dim"] = h["dt_rank"] + 2 * h["state"]
+
+
+def _mamba2_derive(h: dict[str, Any]) -> None:
+    """Mamba-2's sizes as Mamba2Config relates them: inner = heads x head_dim, the convolution over x, B and C
+    (inner + 2 x groups x state channels), in_proj's output z, x, B, C and one time step per head; Mamba2Config's
+    defaults for what nothing gave."""
+    for name, value in (("state", 128), ("groups", 8), ("conv_kernel", 4), ("head_dim", 64)):
+        h.setdefault(name, value)
+    if h.get("heads") and not h.get("inner"):
+        h["inner"] = h["heads"] * h["head_dim"]
+    if h.get("inner") and h.get("groups") and h.get("state"):
+        h.setdefault("conv_dim", h["inner"] + 2 * h["groups"] * h["state"])
+    if h.get("conv_dim") and h.get("inner") and h.get("heads"):
+        h.setdefault("in_dim", h["conv_dim"] + h["inner"] + h["heads"])
+
+
 def _clip_derive(h: dict[str, Any]) -> None:
     if h.get("v_image") and h.get("patch") and not h.get("v_pos"):
         h["v_pos"] = (h["v_image"] // h["patch"]) ** 2 + 1
@@ -770,6 +798,76 @@ FAMILIES: tuple[Family, ...] = (
         },  # fmt: skip
         {"attention_bias": True, "mlp_bias": True, "norm_shift": True, "conv_bias": True, "channels": 3},
         derive=_vit_derive,
+    ),
+    Family(
+        "mamba",
+        "Mamba / FalconMamba: selective state-space blocks (in, x, dt and out projections, a depthwise conv1d, A_log "
+        "and D), RMSNorm, tied LM head",
+        ("mamba", "falcon_mamba"),
+        ("backbone.", ""),
+        (
+            Part("embeddings", "embedding", ("vocab", "d_model")),
+            _norm("layers.{i}.norm"),
+            _linear("layers.{i}.mixer.in_proj", "d_model", "inner*2", "ssm_bias", role="dense"),
+            Part("layers.{i}.mixer.conv1d", "conv", ("inner", 1, "conv_kernel"), "conv_bias"),
+            _linear("layers.{i}.mixer.x_proj", "inner", "x_dim", role="dense"),
+            _linear("layers.{i}.mixer.dt_proj", "dt_rank", "inner", "dt_bias", role="dense"),
+            _linear("layers.{i}.mixer.out_proj", "inner", "d_model", "ssm_bias", role="dense"),
+            Part("layers.{i}.mixer.A_log", "tensor", ("inner", "state"), role="learned_tensor"),
+            Part("layers.{i}.mixer.D", "tensor", ("inner",), role="learned_tensor"),
+            _norm("norm_f"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embeddings"),
+        ),
+        {
+            "vocab": ("embeddings", 0),
+            "d_model": ("embeddings", 1),
+            "inner": ("layers.0.mixer.A_log", 0),
+            "state": ("layers.0.mixer.A_log", 1),
+            "dt_rank": ("layers.0.mixer.dt_proj", 1),
+            "x_dim": ("layers.0.mixer.x_proj", 0),
+            "conv_kernel": ("layers.0.mixer.conv1d", 2),
+        },
+        {"tied": True, "ssm_bias": False, "conv_bias": True, "dt_bias": True, "norm_shift": False, "head_bias": False},
+        {
+            "intermediate_size": "inner",
+            "state_size": "state",
+            "time_step_rank": "dt_rank",
+            "conv_kernel": "conv_kernel",
+            "expand": "expand",
+        },
+        derive=_mamba_derive,
+    ),
+    Family(
+        "mamba2",
+        "Mamba-2: state-space blocks with one fused in_proj (z, x, B, C, dt), a conv1d over x, B and C, per-head "
+        "A_log, D and dt_bias, a gated RMSNorm before out_proj; RMSNorm, LM head",
+        ("mamba2",),
+        ("backbone.", ""),
+        (
+            Part("embeddings", "embedding", ("vocab", "d_model")),
+            _norm("layers.{i}.norm"),
+            _linear("layers.{i}.mixer.in_proj", "d_model", "in_dim", "ssm_bias", role="dense"),
+            Part("layers.{i}.mixer.conv1d", "conv", ("conv_dim", 1, "conv_kernel"), "conv_bias"),
+            Part("layers.{i}.mixer.dt_bias", "tensor", ("heads",), role="learned_tensor"),
+            Part("layers.{i}.mixer.A_log", "tensor", ("heads",), role="learned_tensor"),
+            Part("layers.{i}.mixer.D", "tensor", ("heads",), role="learned_tensor"),
+            _norm("layers.{i}.mixer.norm", "inner"),
+            _linear("layers.{i}.mixer.out_proj", "inner", "d_model", "ssm_bias", role="dense"),
+            _norm("norm_f"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embeddings"),
+        ),
+        {
+            "vocab": ("embeddings", 0),
+            "d_model": ("embeddings", 1),
+            "heads": ("layers.0.mixer.A_log", 0),
+            "inner": ("layers.0.mixer.out_proj", 1),
+            "in_dim": ("layers.0.mixer.in_proj", 0),
+            "conv_dim": ("layers.0.mixer.conv1d", 0),
+            "conv_kernel": ("layers.0.mixer.conv1d", 2),
+        },
+        {"tied": False, "ssm_bias": False, "conv_bias": True, "norm_shift": False, "head_bias": False},
+        {"state_size": "state", "n_groups": "groups", "conv_kernel": "conv_kernel"},
+        derive=_mamba2_derive,
     ),
     Family(
         "clip",

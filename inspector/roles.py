@@ -208,7 +208,9 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     # diffusers DiT-style transformers (PixArt, Sana...): the adaLN-single modulation table, learned
     RoleRule("diffusers.scale_shift", Role.LEARNED_TENSOR, r"(?:(?P<layer>.+)\.)?(?P<param>scale_shift_table)", ("torch",)),
     # state-space mixers (Mamba, Mamba2, Jamba, FalconMamba...): the state matrix (as its log) and the skip, learned
-    RoleRule("ssm.params", Role.LEARNED_TENSOR, r"(?P<layer>.+\.mixer)\.(?P<param>A_log|D)", ("torch",)),
+    # (Jamba and Zamba name their mixer `mamba`, Qwen3-Next and Qwen3.5 their Gated DeltaNet `linear_attn`; Mamba2's
+    # mixers, Bamba's and the other hybrids' add a per-head time-step bias)
+    RoleRule("ssm.params", Role.LEARNED_TENSOR, r"(?P<layer>.+\.(?:mixer|mamba|linear_attn))\.(?P<param>A_log|D|dt_bias)", ("torch",)),
     # a mixture of experts' projections stacked one tensor per projection (experts, out, in): transformers 5's fused
     # experts ('mlp.experts.gate_up_proj'), llama.cpp's stacked ones named as HF's ('mlp.experts.gate_proj.weight')
     RoleRule("moe.experts_gate", Role.FFN_GATE, r"(?P<layer>.+\.experts)\.(?P<param>gate_proj)(?:\.weight)?", ("torch",)),
@@ -331,17 +333,24 @@ def compile_rules(rules: Sequence[Any]) -> Matcher:
 
 MATCHER = compile_rules(ROLE_RULES)
 FAMILY = {"pytorch": "torch", "keras": "keras", "mxnet": "mxnet"}
+# Loaders whose tensors carry their source model's module and parameter names (`layer`, `param`), by the framework
+# of those names: a GGUF tensor's are the Hugging Face names `loaders.gguf.hf_name` maps it to. Its role is read off
+# those names with that framework's rules, its layer the source module (as the same model's safetensors file reads),
+# and off its own name only where it has none.
+SOURCE_NAMED = {"llama.cpp": "torch"}
 
 
 ROLE_TEXT = {role: role.value for role in Role}  # (a dict lookup: no enum descriptor per tensor)
 
 
-def _by_rule(t: TensorInfo, matcher: Matcher) -> RoleMatch | None:
-    found = matcher.match(t.name)
+def _by_rule(t: TensorInfo, matcher: Matcher, name: str | None = None) -> RoleMatch | None:
+    """The role the first matching rule gives `t`, read off `name` (its source name) or else its own."""
+    name = name or t.name
+    found = matcher.match(name)
     if found is None:
         return None
     rule, groups = found
-    layer = rule.layer.format(**groups) if rule.layer else groups.get("layer") or t.name.rpartition(".")[0] or t.name
+    layer = rule.layer.format(**groups) if rule.layer else groups.get("layer") or name.rpartition(".")[0] or name
     param = rule.param
     if param is None and (param := groups.get("param")) is not None:
         param = intern(param)  # one string per parameter name ('weight'), not one per tensor
@@ -474,6 +483,8 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
     """One `RoleMatch` per tensor, in the checkpoint's order."""
     if matcher is MATCHER:
         matcher = FAMILY_MATCHERS[FAMILY.get(ckpt.framework, "")]
+    source = SOURCE_NAMED.get(ckpt.framework)
+    by_source = FAMILY_MATCHERS[source] if source is not None else None
     recurrent_layers = {t.layer for t in ckpt.tensors if t.layer and (t.param or "").startswith("recurrent_kernel")}
     results: dict[str, RoleMatch] = {}
     optimizer, buffer, generic = TensorKind.OPTIMIZER, TensorKind.BUFFER, GENERIC_RULES
@@ -487,7 +498,10 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
         if t.kind is optimizer:  # (a buffer's role comes from its name first)
             results[t.name] = RoleMatch(t.name, t.section or t.kind.value, KIND_ROLES[t.kind].value, t.param, "kind")
             continue
-        found = (t.layer is not None and _keras(t, recurrent_layers)) or _by_rule(t, matcher)
+        if by_source is not None and t.layer is not None and t.param is not None:
+            found = _by_rule(t, by_source, f"{t.layer}.{t.param}") or _by_rule(t, matcher)
+        else:
+            found = (t.layer is not None and _keras(t, recurrent_layers)) or _by_rule(t, matcher)
         if found is None and t.kind is buffer:
             found = RoleMatch(t.name, t.name.rpartition(".")[0], Role.BUFFER.value, t.param, "kind")
         if found is not None:

@@ -93,7 +93,7 @@ NEEDLES = {
     '(?:(?P<layer>.+)\\.)?(?P<param>(?:absolute_)?pos_embed)': (('pos_embed',), ()),
     '(?P<layer>.+)\\.(?P<param>gamma(?:_\\d)?)': (('gamma',), ()),
     '(?:(?P<layer>.+)\\.)?(?P<param>scale_shift_table)': (('scale_shift_table',), ()),
-    '(?P<layer>.+\\.mixer)\\.(?P<param>A_log|D)': (('.mixer',), ()),
+    '(?P<layer>.+\\.(?:mixer|mamba|linear_attn))\\.(?P<param>A_log|D|dt_bias)': (('.',), (('mixer', 'mamba', 'linear_attn'),)),
     '(?P<layer>.+\\.experts)\\.(?P<param>gate_proj)(?:\\.weight)?': (('gate_proj', '.experts'), ()),
     '(?P<layer>.+\\.experts)\\.(?P<param>gate_up_proj|up_proj)(?:\\.weight)?': (('.experts', 'up_proj'), (('gate_up_proj', 'up_proj'),)),
     '(?P<layer>.+\\.experts)\\.(?P<param>down_proj)(?:\\.weight)?': (('down_proj', '.experts'), ()),

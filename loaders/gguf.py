@@ -298,9 +298,14 @@ _AFMOE = {
     "blk.{i}.post_ffw_norm.{p}": "model.layers.{i}.post_mlp_layernorm.{p}",
     "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.mlp.router.gate.{p}",
     "blk.{i}.exp_probs_b": "model.layers.{i}.mlp.expert_bias",
+    "blk.{i}.exp_probs_b.bias": "model.layers.{i}.mlp.expert_bias",  # (the converter adds '.bias' to the name)
+}
+_ERNIE_MOE = {  # the expert-selection bias: the converter writes `e_score_correction_bias` as exp_probs_b.bias
+    "blk.{i}.exp_probs_b.bias": "model.layers.{i}.mlp.moe_statics.e_score_correction_bias",
 }
 _GPT_OSS = {
     "blk.{i}.attn_sinks": "model.layers.{i}.self_attn.sinks",
+    "blk.{i}.attn_sinks.weight": "model.layers.{i}.self_attn.sinks",  # (the converter adds '.weight' to the name)
     "blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}",
     "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.mlp.router.{p}",
 }
@@ -339,6 +344,27 @@ _LFM2 = {  # attention layers among short convolutions; w1 gate, w3 up, w2 down
     "blk.{i}.ffn_up.{p}": "model.layers.{i}.feed_forward.w3.{p}",
     "blk.{i}.ffn_down.{p}": "model.layers.{i}.feed_forward.w2.{p}",
 }
+_GATED_DELTANET = {  # Qwen3-Next, Qwen3.5: Gated DeltaNet layers (linear_attn) among full-attention ones
+    "blk.{i}.ssm_a": "model.layers.{i}.linear_attn.A_log",
+    "blk.{i}.ssm_dt.bias": "model.layers.{i}.linear_attn.dt_bias",
+    "blk.{i}.ssm_conv1d.{p}": "model.layers.{i}.linear_attn.conv1d.{p}",
+    "blk.{i}.ssm_norm.{p}": "model.layers.{i}.linear_attn.norm.{p}",
+    "blk.{i}.ssm_out.{p}": "model.layers.{i}.linear_attn.out_proj.{p}",
+    "blk.{i}.attn_norm.{p}": "model.layers.{i}.input_layernorm.{p}",
+    "blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}",
+}
+_QWEN3NEXT = {  # in_proj_qkvz is split by the converter into attn_qkv and attn_gate: no one-to-one name
+    "blk.{i}.ssm_in.{p}": "model.layers.{i}.linear_attn.in_proj_qkvz.{p}",  # (gguf-py's name for the whole)
+    "blk.{i}.ssm_ba.{p}": "model.layers.{i}.linear_attn.in_proj_ba.{p}",
+    "blk.{i}.attn_qkv.{p}": None,
+    "blk.{i}.attn_gate.{p}": None,
+}
+_QWEN35 = {
+    "blk.{i}.attn_qkv.{p}": "model.layers.{i}.linear_attn.in_proj_qkv.{p}",
+    "blk.{i}.attn_gate.{p}": "model.layers.{i}.linear_attn.in_proj_z.{p}",
+    "blk.{i}.ssm_beta.{p}": "model.layers.{i}.linear_attn.in_proj_b.{p}",
+    "blk.{i}.ssm_alpha.{p}": "model.layers.{i}.linear_attn.in_proj_a.{p}",
+}
 _FALCON_NEW = {  # Falcon 40B/180B (new_decoder_architecture): two norms per block, as gguf-py pairs them
     "blk.{i}.attn_norm.{p}": "transformer.h.{i}.ln_mlp.{p}",
     "blk.{i}.attn_norm_2.{p}": "transformer.h.{i}.ln_attn.{p}",
@@ -366,12 +392,14 @@ HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
     "apertus": {**HF_NAMES, **_APERTUS},
     "minicpm3": {**HF_NAMES, **_MLA},
     "qwen2moe": {**HF_NAMES, **_SHARED_EXPERT},
-    "ernie4_5-moe": {**HF_NAMES, **_SHARED_EXPERTS},
+    "ernie4_5-moe": {**HF_NAMES, **_SHARED_EXPERTS, **_ERNIE_MOE},
     "afmoe": {**HF_NAMES, **_SHARED_EXPERTS, **_AFMOE},
     "gpt-oss": {**HF_NAMES, **_GPT_OSS},
     "llama4": {**HF_NAMES, **_LLAMA4},
     "jamba": {**HF_NAMES, **_JAMBA},
     "lfm2": {**HF_NAMES, **_LFM2},
+    "qwen3next": {**HF_NAMES, **_SHARED_EXPERT, **_GATED_DELTANET, **_QWEN3NEXT},
+    "qwen35": {**HF_NAMES, **_GATED_DELTANET, **_QWEN35},
 }
 # an architecture whose table depends on a tensor the file holds: arch -> (that tensor, the table to use)
 HF_NAMES_VARIANTS = {

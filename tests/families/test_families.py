@@ -18,6 +18,7 @@ pytest.importorskip("transformers", reason="transformers builds the tiny models"
 FAMILY = {
     **dict.fromkeys(("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2"), "llama"),
     **dict.fromkeys(("bert", "bert-cls", "roberta"), "bert"),
+    **dict.fromkeys(("mamba", "falcon_mamba"), "mamba"),
     **dict.fromkeys(("resnet", "convnext"), "sequential"),  # no family table: one layer per module
 }
 
@@ -123,6 +124,10 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
             "v_pos=50 proj=512",
             151_277_313,
         ),
+        # num_parameters() of MambaForCausalLM(MambaConfig(hidden_size=768, num_hidden_layers=24, vocab_size=50280))
+        # (mamba-130m's sizes) and of Mamba2ForCausalLM at mamba2-130m's (24 heads of 64, one group, untied)
+        ("mamba vocab=50280 d_model=768 layers=24", 129_135_360),
+        ("mamba2 vocab=50288 d_model=768 layers=24 heads=24 inner=1536 conv_dim=1792 in_dim=3352", 167_610_816),
     ],
 )
 def test_family_formulas_give_the_published_counts(spec: str, count: int) -> None:
@@ -181,7 +186,7 @@ SMALL = dict(
 )  # fmt: skip
 
 
-def _small_model(model_type: str, auto: str, folder: Path, **flags: bool) -> int:
+def _small_model(model_type: str, auto: str, folder: Path, **flags: object) -> int:
     """A tiny model of a transformers type (with config `flags` set), saved with save_pretrained."""
     import torch
     import transformers
@@ -205,10 +210,12 @@ def _small_model(model_type: str, auto: str, folder: Path, **flags: bool) -> int
         ("llama", {"tie_word_embeddings": True, "attention_bias": True, "mlp_bias": True}),
         ("gpt2", {"tie_word_embeddings": False}),
         ("qwen2", {"tie_word_embeddings": True}),
+        ("mamba", {"use_bias": True, "use_conv_bias": False, "tie_word_embeddings": False}),
+        ("mamba2", {"use_bias": True, "use_conv_bias": False, "tie_word_embeddings": True, "num_heads": 8}),
     ],
 )
 def test_config_flags_other_than_the_defaults_are_read_from_the_file(
-    model_type: str, flags: dict[str, bool], tmp_path: Path
+    model_type: str, flags: dict[str, object], tmp_path: Path
 ) -> None:
     """What `bench/sweep_transformers.py --flip` checks for every class, for a few: a flag turned from its default
     (a bias, tied embeddings) is a fact of the file, not a warning."""

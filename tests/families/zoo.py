@@ -213,6 +213,12 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             projection_dim=16,
         ),
     ),
+    "mamba": ("AutoModelForCausalLM", dict(hidden_size=32, num_hidden_layers=2, state_size=8, conv_kernel=4)),
+    "falcon_mamba": ("AutoModelForCausalLM", dict(hidden_size=32, num_hidden_layers=2, state_size=8)),
+    "mamba2": (
+        "AutoModelForCausalLM",
+        dict(hidden_size=32, num_hidden_layers=2, state_size=8, num_heads=8, head_dim=8, n_groups=2, expand=2),
+    ),
     "resnet": ("AutoModel", dict(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic")),
     "convnext": ("AutoModel", dict(hidden_sizes=[16, 32], depths=[1, 1], num_stages=2)),
 }
