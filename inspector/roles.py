@@ -336,7 +336,7 @@ FAMILY = {"pytorch": "torch", "keras": "keras", "mxnet": "mxnet"}
 # Loaders whose tensors carry their source model's module and parameter names (`layer`, `param`), by the framework
 # of those names: a GGUF tensor's are the Hugging Face names `loaders.gguf.hf_name` maps it to. Its role is read off
 # those names with that framework's rules, its layer the source module (as the same model's safetensors file reads),
-# and off its own name only where it has none.
+# and off its own name only where it has none or no rule reads it.
 SOURCE_NAMED = {"llama.cpp": "torch"}
 
 
