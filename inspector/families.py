@@ -317,6 +317,65 @@ def _clip_derive(h: dict[str, Any]) -> None:
         h["v_pos"] = (h["v_image"] // h["patch"]) ** 2 + 1
 
 
+ROUTER = _linear("layers.{i}.mlp.gate", "d_model", "experts")
+# a layer's experts stacked one tensor per projection, as llama.cpp's converter writes them (GGUF: `ffn_gate_exps`...)
+STACKED_EXPERTS = (
+    Part("layers.{i}.mlp.experts.gate_proj", "tensor", ("experts", "expert_ff", "d_model")),
+    Part("layers.{i}.mlp.experts.up_proj", "tensor", ("experts", "expert_ff", "d_model")),
+    Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
+)
+
+
+def _expert_layouts(
+    name: str,
+    descriptions: tuple[str, str, str],
+    model_types: tuple[str, ...],
+    layer: tuple[Part, ...],
+    shared: tuple[Part, ...],
+    reads: Mapping[str, tuple[str, int]],
+    defaults: Mapping[str, Any],
+    config: Mapping[str, str] | None = None,
+) -> tuple[Family, Family, Family]:
+    """A mixture-of-experts family (a router `mlp.gate`, gated experts of expert_ff under `mlp.experts`) in its three
+    layouts: one module per expert as the hub holds it, the experts fused as transformers 5 holds them in memory
+    (what torch.save of its state dict writes), and stacked one tensor per projection as llama.cpp's converter
+    writes them (GGUF); the file's tensors pick one (`FAMILIES_BY_MODEL_TYPE`)."""
+    experts = "layers.{i}.mlp.experts"
+    layouts = (
+        (
+            "",
+            (
+                _linear(experts + ".{e}.gate_proj", "d_model", "expert_ff"),
+                _linear(experts + ".{e}.up_proj", "d_model", "expert_ff"),
+                _linear(experts + ".{e}.down_proj", "expert_ff", "d_model"),
+            ),
+            ("layers.0.mlp.experts.0.up_proj", 0),
+        ),
+        (
+            "-fused",
+            (
+                Part(experts + ".gate_up_proj", "tensor", ("experts", "expert_ff*2", "d_model")),
+                Part(experts + ".down_proj", "tensor", ("experts", "d_model", "expert_ff")),
+            ),
+            ("layers.0.mlp.experts.down_proj", 2),
+        ),
+        ("-stacked", STACKED_EXPERTS, ("layers.0.mlp.experts.down_proj", 2)),
+    )
+    return tuple(  # type: ignore[return-value]
+        Family(
+            name + suffix,
+            description,
+            model_types,
+            ("model.", ""),
+            (*layer, ROUTER, *parts, *shared),
+            {**reads, "expert_ff": expert_ff, "experts": ("layers.0.mlp.gate", 0)},
+            defaults,
+            config or {},
+        )
+        for (suffix, parts, expert_ff), description in zip(layouts, descriptions, strict=True)
+    )
+
+
 FAMILIES: tuple[Family, ...] = (
     Family(
         "llama",
@@ -412,72 +471,93 @@ FAMILIES: tuple[Family, ...] = (
         LLAMA_READS | {"feedforward": ("layers.0.mlp.experts.down_proj", 2), "experts": ("layers.0.mlp.gate", 0)},
         {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
     ),
-    Family(
+    *_expert_layouts(
         "qwen2_moe",
-        "Qwen2-MoE / Qwen3-MoE: a router, `experts` gated experts of expert_ff and an optional gated shared expert",
+        (
+            "Qwen2-MoE / Qwen3-MoE: a router, `experts` gated experts of expert_ff and an optional gated shared expert",
+            "Qwen2/3-MoE as transformers 5 holds it (torch.save of its state dict): a router, the experts fused into "
+            "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
+            "Qwen2/3-MoE as llama.cpp's converter writes it (GGUF): a router, the experts stacked into gate_proj and "
+            "up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
+        ),
         ("qwen2_moe", "qwen3_moe"),
+        (*DECODER_ENDS, *LLAMA_LAYER),
+        QWEN_SHARED_EXPERT,
+        LLAMA_READS | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0)},
+        {"tied": False, "attention_bias": True, "norm_shift": False, "head_bias": False},
+    ),
+    *_expert_layouts(
+        "olmoe",
+        (
+            "OLMoE: Llama-style attention with q/k norms over the whole projection, a router and `experts` gated "
+            "experts of expert_ff per layer",
+            "OLMoE as transformers 5 holds it (torch.save of its state dict): the experts fused into gate_up_proj "
+            "(experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
+            "OLMoE as llama.cpp's converter writes it (GGUF): the experts stacked into gate_proj and up_proj "
+            "(experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+        ),
+        ("olmoe",),
+        (
+            *DECODER_ENDS,
+            *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+            _norm("layers.{i}.self_attn.q_norm", "q_dim"),
+            _norm("layers.{i}.self_attn.k_norm", "kv_dim"),
+            _norm("layers.{i}.input_layernorm"),
+            _norm("layers.{i}.post_attention_layernorm"),
+        ),
+        (),
+        {k: v for k, v in LLAMA_READS.items() if k != "head_dim"},  # (its q_norm is as wide as q_proj)
+        {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
+        {"intermediate_size": "expert_ff"},  # (OLMoE's experts are its intermediate_size)
+    ),
+    Family(
+        "granitemoe",
+        "Granite MoE: Llama-style attention, a router (router.layer) and the experts fused into input_linear "
+        "(experts, 2 expert_ff, d) and output_linear (experts, d, expert_ff); GraniteMoeShared adds a shared MLP",
+        ("granitemoe", "granitemoeshared"),
         ("model.", ""),
         (
             *DECODER_ENDS,
             *LLAMA_LAYER,
-            _linear("layers.{i}.mlp.gate", "d_model", "experts"),
-            _linear("layers.{i}.mlp.experts.{e}.gate_proj", "d_model", "expert_ff"),
-            _linear("layers.{i}.mlp.experts.{e}.up_proj", "d_model", "expert_ff"),
-            _linear("layers.{i}.mlp.experts.{e}.down_proj", "expert_ff", "d_model"),
-            *QWEN_SHARED_EXPERT,
+            _linear("layers.{i}.block_sparse_moe.router.layer", "d_model", "experts"),
+            Part("layers.{i}.block_sparse_moe.input_linear", "tensor", ("experts", "expert_ff*2", "d_model")),
+            Part("layers.{i}.block_sparse_moe.output_linear", "tensor", ("experts", "d_model", "expert_ff")),
+            _linear("layers.{i}.shared_mlp.input_linear", "d_model", "shared_ff*2", when="shared_mlp"),
+            _linear("layers.{i}.shared_mlp.output_linear", "shared_ff", "d_model", when="shared_mlp"),
         ),
         LLAMA_READS
         | {
-            "expert_ff": ("layers.0.mlp.experts.0.up_proj", 0),
-            "experts": ("layers.0.mlp.gate", 0),
-            "shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0),
+            "expert_ff": ("layers.0.block_sparse_moe.output_linear", 2),
+            "experts": ("layers.0.block_sparse_moe.router.layer", 0),
+            "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
         },  # fmt: skip
-        {"tied": False, "attention_bias": True, "norm_shift": False, "head_bias": False},
+        {"tied": True, "attention_bias": False, "norm_shift": False, "head_bias": False},
+        {"intermediate_size": "expert_ff", "shared_intermediate_size": "shared_ff"},
     ),
     Family(
-        "qwen2_moe-fused",
-        "Qwen2/3-MoE as transformers 5 holds it (torch.save of its state dict): a router, the experts fused into "
-        "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
-        ("qwen2_moe", "qwen3_moe"),
+        "granitemoe-stacked",
+        "Granite MoE as llama.cpp's converter writes it (GGUF): each input_linear split into two halves, the experts' "
+        "named as stacked gate_proj and up_proj (experts, expert_ff, d) and down_proj, the shared MLP's gate_proj and "
+        "up_proj",
+        ("granitemoe", "granitemoeshared"),
         ("model.", ""),
         (
             *DECODER_ENDS,
             *LLAMA_LAYER,
-            _linear("layers.{i}.mlp.gate", "d_model", "experts"),
-            Part("layers.{i}.mlp.experts.gate_up_proj", "tensor", ("experts", "expert_ff*2", "d_model")),
-            Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
-            *QWEN_SHARED_EXPERT,
+            _linear("layers.{i}.block_sparse_moe.router.layer", "d_model", "experts"),
+            *STACKED_EXPERTS,
+            _linear("layers.{i}.shared_mlp.gate_proj", "d_model", "shared_ff", when="shared_mlp"),
+            _linear("layers.{i}.shared_mlp.up_proj", "d_model", "shared_ff", when="shared_mlp"),
+            _linear("layers.{i}.shared_mlp.output_linear", "shared_ff", "d_model", when="shared_mlp"),
         ),
         LLAMA_READS
         | {
             "expert_ff": ("layers.0.mlp.experts.down_proj", 2),
-            "experts": ("layers.0.mlp.gate", 0),
-            "shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0),
+            "experts": ("layers.0.block_sparse_moe.router.layer", 0),
+            "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
         },  # fmt: skip
-        {"tied": False, "attention_bias": True, "norm_shift": False, "head_bias": False},
-    ),
-    Family(
-        "qwen2_moe-stacked",
-        "Qwen2/3-MoE as llama.cpp's converter writes it (GGUF): a router, the experts stacked into gate_proj and "
-        "up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
-        ("qwen2_moe", "qwen3_moe"),
-        ("model.", ""),
-        (
-            *DECODER_ENDS,
-            *LLAMA_LAYER,
-            _linear("layers.{i}.mlp.gate", "d_model", "experts"),
-            Part("layers.{i}.mlp.experts.gate_proj", "tensor", ("experts", "expert_ff", "d_model")),
-            Part("layers.{i}.mlp.experts.up_proj", "tensor", ("experts", "expert_ff", "d_model")),
-            Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
-            *QWEN_SHARED_EXPERT,
-        ),
-        LLAMA_READS
-        | {
-            "expert_ff": ("layers.0.mlp.experts.down_proj", 2),
-            "experts": ("layers.0.mlp.gate", 0),
-            "shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0),
-        },  # fmt: skip
-        {"tied": False, "attention_bias": True, "norm_shift": False, "head_bias": False},
+        {"tied": True, "attention_bias": False, "norm_shift": False, "head_bias": False},
+        {"intermediate_size": "expert_ff", "shared_intermediate_size": "shared_ff"},
     ),
     Family(
         "gpt2",

@@ -693,14 +693,25 @@ def refine_roles(ckpt: Checkpoint, roles: Sequence[RoleMatch], exp: Expectation 
 
 
 def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Expectation | None:
-    """The family expectation of a file, or None when no family fits."""
+    """The family expectation of a file, or None when no family fits.
+
+    Where the names tie two families (the same parts found: OLMoE's and Qwen3-MoE's q/k norms differ only in
+    width), the shapes decide: the first of them whose formula gives the file, else the first that sizes it."""
+    first: Expectation | None = None
+    score = (0, 0)
     for family, view, source in detect(ckpt):
+        if first is not None and _score(view, family) != score:
+            break  # (the names rank this family below the one found)
         config = ckpt.config if source == "config" else None
         try:
             h = hyperparameters(family, view, config)
             if config:
                 h["model_type"] = config["model_type"]
-            return check(ckpt, roles, family, view, source, h)
+            exp = check(ckpt, roles, family, view, source, h)
         except (SpecError, ValueError, ZeroDivisionError):
             continue  # the file's shapes do not size this family
-    return None
+        if exp.matches:
+            return exp
+        if first is None:
+            first, score = exp, _score(view, family)
+    return first

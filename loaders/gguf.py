@@ -365,6 +365,12 @@ _QWEN35 = {
     "blk.{i}.ssm_beta.{p}": "model.layers.{i}.linear_attn.in_proj_b.{p}",
     "blk.{i}.ssm_alpha.{p}": "model.layers.{i}.linear_attn.in_proj_a.{p}",
 }
+_GRANITE_MOE = {  # the router; GraniteMoeShared's shared MLP, its input_linear split by the converter in two halves
+    "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.block_sparse_moe.router.layer.{p}",
+    "blk.{i}.ffn_gate_shexp.{p}": "model.layers.{i}.shared_mlp.gate_proj.{p}",
+    "blk.{i}.ffn_up_shexp.{p}": "model.layers.{i}.shared_mlp.up_proj.{p}",
+    "blk.{i}.ffn_down_shexp.{p}": "model.layers.{i}.shared_mlp.output_linear.{p}",
+}
 _FALCON_NEW = {  # Falcon 40B/180B (new_decoder_architecture): two norms per block, as gguf-py pairs them
     "blk.{i}.attn_norm.{p}": "transformer.h.{i}.ln_mlp.{p}",
     "blk.{i}.attn_norm_2.{p}": "transformer.h.{i}.ln_attn.{p}",
@@ -398,6 +404,7 @@ HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
     "llama4": {**HF_NAMES, **_LLAMA4},
     "jamba": {**HF_NAMES, **_JAMBA},
     "lfm2": {**HF_NAMES, **_LFM2},
+    "granitemoe": {**HF_NAMES, **_GRANITE_MOE},
     "qwen3next": {**HF_NAMES, **_SHARED_EXPERT, **_GATED_DELTANET, **_QWEN3NEXT},
     "qwen35": {**HF_NAMES, **_GATED_DELTANET, **_QWEN35},
 }

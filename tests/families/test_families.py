@@ -19,6 +19,8 @@ FAMILY = {
     **dict.fromkeys(("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2"), "llama"),
     **dict.fromkeys(("bert", "bert-cls", "roberta"), "bert"),
     **dict.fromkeys(("mamba", "falcon_mamba"), "mamba"),
+    **dict.fromkeys(("granitemoe", "granitemoeshared"), "granitemoe"),
+    "qwen3_moe": "qwen2_moe",
     **dict.fromkeys(("resnet", "convnext"), "sequential"),  # no family table: one layer per module
 }
 
@@ -345,6 +347,7 @@ def test_frozen_batchnorms_of_a_detection_backbone_are_buffers_by_the_config(tmp
         ("mixtral", "AutoModelForCausalLM", "experts fused into gate_up_proj and down_proj, as held in memory"),
         ("qwen2_moe", "AutoModelForCausalLM", "fused experts beside a shared expert"),
         ("gpt_neox", "AutoModelForCausalLM", "the head named lm_head in memory, embed_out on the hub"),
+        ("olmoe", "AutoModelForCausalLM", "experts fused in memory, one module each on the hub"),
     ],
 )
 def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(

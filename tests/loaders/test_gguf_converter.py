@@ -131,6 +131,7 @@ TABLES = [
     ("llama4_text", "Llama4ForCausalLM", "LLAMA4", "llama4"),
     ("jamba", "JambaForCausalLM", "JAMBA", "jamba"),
     ("lfm2", "Lfm2ForCausalLM", "LFM2", "lfm2"),
+    ("granitemoeshared", "GraniteMoeSharedForCausalLM", "GRANITE_MOE", "granitemoe"),
     ("qwen3_next", "Qwen3NextForCausalLM", "QWEN3NEXT", "qwen3next"),
     ("qwen3_5_text", "Qwen3_5ForCausalLM", "QWEN35", "qwen35"),
 ]
