@@ -32,6 +32,9 @@ class KindRule:
     # the config model_types (diffusers: model classes) whose modeling code makes the name a parameter
     unless: tuple[str, ...] = ()
     only: tuple[str, ...] = ()  # the config model_types the rule is limited to (a name that is a parameter elsewhere)
+    # a tensor (its name's last part) only the models in `unless` hold: without a config, a file holding it is one of
+    # them (AuraFlow's `register_tokens` beside its learned `pos_embed.pos_embed`)
+    unless_beside: str = ""
 
 
 KIND_RULES: tuple[KindRule, ...] = (
@@ -160,6 +163,7 @@ KIND_RULES: tuple[KindRule, ...] = (
         r"(?:.*\.)?pos_embed\.pos_embed",
         "diffusers PatchEmbed sin-cos position table: a registered buffer",
         ("AuraFlowTransformer2DModel",),
+        unless_beside="register_tokens",
     ),
     KindRule(
         "diffusers.sinusoidal", TensorKind.BUFFER, r"(?:.*\.)?pos_embed\.pe", "sinusoidal position table: a buffer"
@@ -295,15 +299,19 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
     model_type = config_model_type(ckpt.config)
     layout = model_type in FROZEN_BATCHNORM  # whether modules' layouts may make more buffers (see `_by_layout`)
     changed = False
+    lasts: set[str] | None = None  # the last parts of the file's names, gathered for a rule's `unless_beside`
     for i, t in enumerate(tensors):
         if t.kind is TensorKind.PARAMETER:  # the container's own word is never overridden
             rule = kind_rule(t.name)
             if rule is not None:
                 layout = layout or rule.rule_id in LAYOUT_RULES
+                if rule.unless_beside and model_type is None and lasts is None:
+                    lasts = {x.name.rpartition(".")[2] for x in tensors}
                 if (
                     rule.kind is not t.kind
                     and model_type not in rule.unless
                     and (not rule.only or model_type in rule.only)
+                    and not (rule.unless_beside and model_type is None and rule.unless_beside in (lasts or ()))
                 ):
                     tensors[i] = replace(t, kind=rule.kind, trainable=False)
                     changed = True

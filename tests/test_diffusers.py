@@ -94,7 +94,6 @@ MODELS: dict[str, Callable[[], Any]] = {
 # the classes whose own buffer is told by their config alone (a torch.save'd state dict has none beside it)
 OWN_BUFFER = {"AceStepConditionEncoder", "AutoencoderKLMiniMaxH3Audio", "AutoencoderSAME", "SanaWMTransformer3DModel",
               "StableAudio3DurationEmbedder"}  # fmt: skip
-BY_CONFIG = OWN_BUFFER | {"AuraFlowTransformer2DModel"}
 
 
 def _check(model: Any, path: Path, roles: bool = True) -> Report:
@@ -120,24 +119,24 @@ def test_diffusers_models_count_as_torch(name: str, tmp_path: Path) -> None:
     model.save_pretrained(tmp_path / "saved")
     torch.save(model.state_dict(), tmp_path / "state.pth")
     _check(model, tmp_path / "saved" / "diffusion_pytorch_model.safetensors", name not in OWN_BUFFER)
-    if name not in BY_CONFIG:  # (AuraFlow's learned table is told from SD3's buffer by the config alone)
+    if name not in OWN_BUFFER:
         _check(model, tmp_path / "state.pth")
 
 
-def test_a_diffusers_config_decides_a_name_two_models_use_differently(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("name", "kind"), [("AuraFlowTransformer2DModel", "parameter"),
+                                            ("SD3Transformer2DModel", "buffer")])  # fmt: skip
+def test_a_name_two_models_use_differently_is_told_by_config_or_beside(name: str, kind: str, tmp_path: Path) -> None:
     """`pos_embed.pos_embed` is SD3's sin-cos buffer and AuraFlow's learned table: with config.json beside the
-    weights (diffusers' `_class_name`) each counts as torch does; without it the name reads as SD3's."""
-    import torch
-
-    model = MODELS["AuraFlowTransformer2DModel"]()
+    weights (diffusers' `_class_name`) each counts as torch does, and without it too: AuraFlow's `register_tokens`,
+    which SD3 has not, tell the two apart."""
+    model = MODELS[name]()
     model.save_pretrained(tmp_path)
     weights = tmp_path / "diffusion_pytorch_model.safetensors"
-    kinds = {t.name: t.kind for t in inspect(weights).checkpoint.tensors}
-    assert kinds["pos_embed.pos_embed"] is TensorKind.PARAMETER
+    learned = "pos_embed.pos_embed" in dict(model.named_parameters())
+    assert learned is (kind == "parameter")
+    assert {t.name: t.kind for t in inspect(weights).checkpoint.tensors}["pos_embed.pos_embed"] == kind
     (tmp_path / "config.json").unlink()
-    kinds = {t.name: t.kind for t in inspect(weights).checkpoint.tensors}
-    assert kinds["pos_embed.pos_embed"] is TensorKind.BUFFER
-    assert isinstance(model.pos_embed.pos_embed, torch.nn.Parameter)
+    assert {t.name: t.kind for t in inspect(weights).checkpoint.tensors}["pos_embed.pos_embed"] == kind
 
 
 @pytest.mark.parametrize(
