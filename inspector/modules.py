@@ -60,8 +60,8 @@ SCALES = ("weight", "gamma", "scale")
 SHIFTS = ("bias", "beta")
 AFFINE = {"weight", "bias"}
 NORM_PARAMS = frozenset(SCALES) | frozenset(SHIFTS) | STATISTICS  # what a norm module holds (EvoNorm's `v` is not)
-# rules whose `param` is the tensor's parameter name
-STATED_PARAM_RULES = ("keras", "mxnet", "sockeye", "shape.", "peft.")
+# rules whose `param` is the tensor's parameter name (an ONNX graph's use: the name PyTorch gives that input)
+STATED_PARAM_RULES = ("keras", "mxnet", "sockeye", "shape.", "peft.", "onnx.")
 
 
 @record(frozen=True)
@@ -93,7 +93,12 @@ def _param(prefix: str, t: TensorInfo, r: RoleMatch) -> str:
 
 
 def module_name(t: TensorInfo, r: RoleMatch, framework: str) -> str:
-    if t.layer or framework in FRAMEWORK_CONVENTIONS or r.role in LAYER_FROM_ROLE or r.rule_id.startswith("shape."):
+    if (
+        t.layer
+        or framework in FRAMEWORK_CONVENTIONS
+        or r.role in LAYER_FROM_ROLE
+        or r.rule_id.startswith(("shape.", "onnx."))  # (the layer of a positional array, of an ONNX graph's node)
+    ):
         return t.layer or r.layer
     if "." in t.name:
         return t.name.rpartition(".")[0]
@@ -119,6 +124,8 @@ def _kernel_out_last(t: TensorInfo, r: RoleMatch, framework: str) -> bool:
     """Keras/TensorFlow kernels are (..., in, out); PyTorch, MXNet and Theano weights are (out, in, ...)."""
     if r.rule_id.startswith("shape."):
         return r.rule_id.endswith("out_last") or r.rule_id == "shape.dense_in_out"
+    if r.rule_id.startswith("onnx."):  # (a MatMul's B: x @ B, an (in, out) kernel)
+        return r.param == "kernel"
     return FRAMEWORK_CONVENTIONS.get(framework) is Convention.KERAS
 
 

@@ -68,6 +68,8 @@ class TensorInfo:
         notes: free-form remarks from the loader (stride-0 expand, view of a larger storage...).
         span: bytes the tensor spans from `offset` when that differs from nbytes (strided views,
             stride-0 expands); None means nbytes.
+        use: what the file's own graph does with it, where it has one (ONNX): the operator, the name of the input
+            it feeds and the consuming node ('Conv', 'W', '/features/features.0/Conv').
     """
 
     name: str
@@ -85,6 +87,7 @@ class TensorInfo:
     file: int = 0
     notes: tuple[str, ...] = ()
     span: int | None = None
+    use: tuple[str, str, str] | None = None
 
     @property
     def n_elements(self) -> int:

@@ -394,6 +394,47 @@ def _is_conv_bias(t: TensorInfo) -> bool:
     return "conv" in (t.layer or "").lower()
 
 
+# ONNX: what a weight is to the node it feeds (`TensorInfo.use`: operator, input name) -> its role and its parameter
+# name as PyTorch would call it, for tensors whose names say nothing (the TorchScript exporter's `onnx::LSTM_129`,
+# tf2onnx's `const_fold_opt__738`); a name a rule reads wins. Other weight inputs (PRelu's slope, an Add's or Mul's
+# operand, a GatherND table) are learned tensors under their input's name.
+_W, _B = "weight", "bias"
+ONNX_INPUT_ROLES: dict[tuple[str, str], tuple[Role, str]] = {
+    ("Conv", "W"): (Role.CONV, _W), ("Conv", "B"): (Role.CONV, _B),
+    ("ConvTranspose", "W"): (Role.CONV, _W), ("ConvTranspose", "B"): (Role.CONV, _B),
+    ("QLinearConv", "w"): (Role.CONV, _W), ("QLinearConv", "B"): (Role.CONV, _B), ("ConvInteger", "w"): (Role.CONV, _W),
+    ("Gemm", "A"): (Role.DENSE, _W), ("Gemm", "B"): (Role.DENSE, _W), ("Gemm", "C"): (Role.DENSE, _B),
+    # (x @ B: an (in, out) matrix, what Keras calls a kernel; Gemm's B is (out, in) as the exporters write it, transB)
+    ("MatMul", "A"): (Role.DENSE, _W), ("MatMul", "B"): (Role.DENSE, "kernel"),
+    ("QLinearMatMul", "a"): (Role.DENSE, _W), ("QLinearMatMul", "b"): (Role.DENSE, "kernel"),
+    ("MatMulInteger", "A"): (Role.DENSE, _W), ("MatMulInteger", "B"): (Role.DENSE, "kernel"),
+    ("SkipLayerNormalization", "bias"): (Role.DENSE, _B),
+    ("Gather", "data"): (Role.EMBEDDING, _W),
+    ("LayerNormalization", "Scale"): (Role.NORM, _W), ("LayerNormalization", "B"): (Role.NORM, _B),
+    ("BatchNormalization", "scale"): (Role.NORM, _W), ("BatchNormalization", "B"): (Role.NORM, _B),
+    ("InstanceNormalization", "scale"): (Role.NORM, _W), ("InstanceNormalization", "B"): (Role.NORM, _B),
+    ("GroupNormalization", "scale"): (Role.NORM, _W), ("GroupNormalization", "bias"): (Role.NORM, _B),
+    ("RMSNormalization", "scale"): (Role.NORM, _W), ("SimplifiedLayerNormalization", "scale"): (Role.NORM, _W),
+    ("SkipLayerNormalization", "gamma"): (Role.NORM, _W), ("SkipLayerNormalization", "beta"): (Role.NORM, _B),
+    ("BatchNormalization", "input_mean"): (Role.NORM_STAT, "running_mean"),
+    ("BatchNormalization", "input_var"): (Role.NORM_STAT, "running_var"),
+    **{(op, "W"): (Role.RNN_INPUT, "weight_ih") for op in ("LSTM", "GRU", "RNN")},
+    **{(op, "R"): (Role.RNN_RECURRENT, "weight_hh") for op in ("LSTM", "GRU", "RNN")},
+    **{(op, "B"): (Role.RNN_BIAS, _B) for op in ("LSTM", "GRU", "RNN")},  # (ONNX's holds both of torch's biases)
+}  # fmt: skip
+
+
+def _by_use(t: TensorInfo, use: tuple[str, str, str]) -> RoleMatch:
+    """The role the graph gives a tensor (`ONNX_INPUT_ROLES`), its layer the consuming node's scope (the node's name
+    less its last '/' part: '/lstm/LSTM' -> 'lstm', 'model_1/conv2d_4/Conv2D' -> 'model_1/conv2d_4'; of a name
+    tf2onnx joined from the TensorFlow ops it fused, 'a/Relu;...;a/conv2d_4/Conv2D', the last)."""
+    op, name, node = use
+    role, param = ONNX_INPUT_ROLES.get((op, name), (Role.LEARNED_TENSOR, name))
+    node = node.rpartition(";")[2]
+    scope = node.rpartition("/")[0].lstrip("/") or node
+    return RoleMatch(t.name, scope, ROLE_TEXT[role], param, f"onnx.{op}.{name}")
+
+
 # -- shape and order: names that say nothing (arr_0, arr_1, ... as np.savez(*arrays) writes them) --------
 
 
@@ -502,7 +543,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
             found = _by_rule(t, by_source, f"{t.layer}.{t.param}") or _by_rule(t, matcher)
         else:
             found = (t.layer is not None and _keras(t, recurrent_layers)) or _by_rule(t, matcher)
-        if found is None and t.kind is buffer:
+        if found is None and t.kind is buffer and t.use is None:
             found = RoleMatch(t.name, t.name.rpartition(".")[0], Role.BUFFER.value, t.param, "kind")
         if found is not None:
             results[t.name] = found
@@ -517,8 +558,11 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
     unnamed = [
         t for t in ckpt.tensors if "." not in t.name and "/" not in t.name and t.kind is parameter and t.name not in results
     ]
+    for t in ckpt.tensors:  # what an ONNX graph does with the rest (`_by_use`): a fact, before shapes and order
+        if t.use is not None and t.name not in results:
+            results[t.name] = _by_use(t, t.use)
     if unnamed:
-        results.update(_by_shape(unnamed))
+        results.update(_by_shape([t for t in unnamed if t.name not in results]))
     _recurrent_layers(results, recurrent)
     _module_facts(results, normed, conv)
     return tuple(

@@ -91,6 +91,34 @@ WEIGHT_INPUTS: dict[str, tuple[int, ...]] = {
 ELEMENTWISE = {"Add", "Mul", "Sub"}  # a weight there only when float with more than one element
 INTEGER_WEIGHTS = {"QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger"}  # weights that need not be float
 BUFFER_INPUTS: dict[str, tuple[int, ...]] = {"BatchNormalization": (3, 4)}  # running mean and variance
+# op_type -> its inputs' names in the operator specs: what a weight is to the node it feeds (`TensorInfo.use`)
+INPUT_NAMES: dict[str, tuple[str, ...]] = {
+    "Conv": ("X", "W", "B"),
+    "ConvTranspose": ("X", "W", "B"),
+    "Gemm": ("A", "B", "C"),
+    "MatMul": ("A", "B"),
+    "Gather": ("data", "indices"),
+    "GatherND": ("data", "indices"),
+    "GatherElements": ("data", "indices"),
+    "LayerNormalization": ("X", "Scale", "B"),
+    "BatchNormalization": ("X", "scale", "B", "input_mean", "input_var"),
+    "InstanceNormalization": ("input", "scale", "B"),
+    "GroupNormalization": ("X", "scale", "bias"),
+    "RMSNormalization": ("X", "scale"),
+    "SimplifiedLayerNormalization": ("X", "scale"),
+    "SkipLayerNormalization": ("input", "skip", "gamma", "beta", "bias"),
+    "LSTM": ("X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"),
+    "GRU": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
+    "RNN": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
+    "PRelu": ("X", "slope"),
+    "QLinearConv": ("x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale", "y_zero_point", "B"),
+    "QLinearMatMul": ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"),
+    "ConvInteger": ("x", "w", "x_zero_point", "w_zero_point"),
+    "MatMulInteger": ("A", "B", "a_zero_point", "b_zero_point"),
+    "Add": ("A", "B"),
+    "Mul": ("A", "B"),
+    "Sub": ("A", "B"),
+}
 # op_type -> the inputs whose values flow on unchanged in meaning (None: every input): a weight transposed, sliced
 # into gates and concatenated again (the PyTorch LSTM export), broadcast, cast or dequantized is still a weight.
 PASS_THROUGH: dict[str, tuple[int, ...] | None] = {
@@ -128,6 +156,12 @@ class _Consumer:
     op_type: str
     index: int
     outputs: tuple[str, ...]
+    node: str  # its name (or first output)
+
+    def use(self) -> tuple[str, str, str]:
+        """(operator, the input's name, node): what the value is to this node."""
+        names = INPUT_NAMES.get(self.op_type, ())
+        return self.op_type, names[self.index] if self.index < len(names) else str(self.index), self.node
 
 
 class _Walk:
@@ -240,9 +274,10 @@ class _Walk:
             elif g.number == 5 and g.wire == LEN:
                 attributes.append(g)
         self.op_types[op_type] += 1
+        node = name or (outputs[0] if outputs else op_type)
         for i, value in enumerate(inputs):
             if value:
-                self.consumers[value].append(_Consumer(op_type, i, tuple(outputs)))
+                self.consumers[value].append(_Consumer(op_type, i, tuple(outputs), node))
         children: list[tuple[int, int]] = []
         owner = outputs[0] if op_type == "Constant" and outputs else (name or (outputs[0] if outputs else op_type))
         for a in attributes:
@@ -361,11 +396,12 @@ class _Walk:
         self.fill(f.start, f.end, children, RegionKind.HEADER, f"sparse tensor header {name!r}"[:120])
 
 
-def _kind(name: str, dtype: str, consumers: dict[str, list[_Consumer]], n: int) -> TensorKind:
-    """What the graph does with a value: weight inputs make parameters, running statistics buffers."""
+def _kind(name: str, dtype: str, consumers: dict[str, list[_Consumer]], n: int) -> tuple[TensorKind, _Consumer | None]:
+    """What the graph does with a value: weight inputs make parameters, running statistics buffers; with the node
+    input that says so (None for other state)."""
     is_float = (dt := dtypes.lookup(dtype)) is not None and dt.kind is DKind.FLOAT
     seen: set[str] = set()
-    stack, found = [(name, False)], TensorKind.OTHER
+    stack, found, by = [(name, False)], TensorKind.OTHER, None
     while stack:
         value, dequantized = stack.pop()
         if value in seen or len(seen) > 64:
@@ -375,13 +411,14 @@ def _kind(name: str, dtype: str, consumers: dict[str, list[_Consumer]], n: int) 
             if c.op_type in PASS_THROUGH and c.index in (PASS_THROUGH[c.op_type] or (c.index,)):
                 stack += [(o, dequantized or c.op_type == "DequantizeLinear") for o in c.outputs]
             elif c.index in BUFFER_INPUTS.get(c.op_type, ()):
-                found = TensorKind.BUFFER if found is TensorKind.OTHER else found
+                if found is TensorKind.OTHER:
+                    found, by = TensorKind.BUFFER, c
             elif c.index in WEIGHT_INPUTS.get(c.op_type, ()) and (
                 is_float or dequantized or c.op_type in INTEGER_WEIGHTS
             ):
                 if c.op_type not in ELEMENTWISE or n > 1:
-                    return TensorKind.PARAMETER
-    return found
+                    return TensorKind.PARAMETER, c
+    return found, by
 
 
 def _sniff(head: bytes, size: int) -> bool:
@@ -455,8 +492,9 @@ class OnnxLoader:
 
     @staticmethod
     def _record(t: _Tensor, walk: _Walk, externals: ExternalFiles) -> TensorInfo:
+        by = None
         if t.source in ("initializer", "subgraph initializer", "constant", "sparse initializer"):
-            t.kind = _kind(t.name, t.dtype, walk.consumers, _numel(t.shape))
+            t.kind, by = _kind(t.name, t.dtype, walk.consumers, _numel(t.shape))
         file, offset = 0, t.offset
         if t.external is not None:
             file, offset = externals.place(t.name, t.external, t.dtype, t.shape, t.nbytes, t.notes)
@@ -471,6 +509,7 @@ class OnnxLoader:
             trainable=t.kind is TensorKind.PARAMETER,
             file=file,
             notes=tuple(t.notes),
+            use=by.use() if by is not None else None,
         )
 
 

@@ -312,6 +312,11 @@ def test_torch_export_counts_equal_torch(tmp_path: Path, exporter: str) -> None:
     ckpt = _check_against_onnx(path)
     assert ckpt.n_parameters == sum(p.numel() for p in model.parameters())
     assert {t.name for t in ckpt.tensors if t.kind is TensorKind.PARAMETER} >= {"fc.weight", "emb.weight"}
+    # every weight has a role: a name a rule reads, or what the graph does with it (the folded LSTM's onnx::LSTM_*)
+    report = inspect(path)
+    pairs = zip(report.checkpoint.tensors, report.roles, strict=True)
+    roles = {r.name: r.role for t, r in pairs if t.kind is TensorKind.PARAMETER}
+    assert "unmatched" not in roles.values(), roles
     assert ckpt.attributes["onnx.producer"] == "pytorch"
     if exporter == "dynamo":
         assert len(ckpt.files) == 2 and ckpt.files[1][0].endswith("net.onnx.data")
@@ -383,6 +388,60 @@ def test_batch_norm_statistics_are_buffers(tmp_path: Path) -> None:
     kinds = {t.name: t.kind for t in ckpt.tensors}
     assert kinds == {"scale": TensorKind.PARAMETER, "bias": TensorKind.PARAMETER, "mean": TensorKind.BUFFER,
                      "var": TensorKind.BUFFER}  # fmt: skip
+
+
+def test_weights_whose_names_say_nothing_take_their_role_from_the_graph(tmp_path: Path) -> None:
+    """Initializers named as exporters name folded constants get the role of the node input they feed (through a
+    Transpose too), the name PyTorch gives that input, and the node's scope as layer; what each feeds is what onnx's
+    own graph says."""
+    rng = np.random.default_rng(0)
+    arrays = {"c0": (8, 3, 3, 3), "c1": (8,), "c2": (8,), "c3": (8,), "c4": (8,), "c5": (8,), "c6": (4, 8),
+              "c7": (4,), "c8": (1, 16, 4), "c9": (1, 16, 4), "c10": (1, 32), "c11": (10, 4), "c12": (4,)}  # fmt: skip
+    inits = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), n) for n, shape in arrays.items()]
+    nodes = [
+        helper.make_node("Transpose", ["c0"], ["w"], "block/conv/Transpose", perm=[0, 1, 2, 3]),
+        helper.make_node("Conv", ["x", "w", "c1"], ["h"], "block/conv/Conv2D"),
+        helper.make_node("BatchNormalization", ["h", "c2", "c3", "c4", "c5"], ["n"], "block/bn/FusedBatchNorm"),
+        helper.make_node("GlobalAveragePool", ["n"], ["p"], "pool"),
+        helper.make_node("Flatten", ["p"], ["f"], "flatten"),
+        helper.make_node("Gemm", ["f", "c6", "c7"], ["g"], "/head/Gemm", transB=1),
+        helper.make_node("Unsqueeze", ["g", "axes"], ["s"], "unsqueeze"),
+        helper.make_node("LSTM", ["s", "c8", "c9", "c10"], ["o"], "/rnn/LSTM", hidden_size=4),
+        helper.make_node("Gather", ["c11", "ids"], ["e"], "/emb/Gather"),
+        helper.make_node("PRelu", ["e", "c12"], ["y"], "/act/PRelu"),
+    ]
+    axes = numpy_helper.from_array(np.array([0], np.int64), "axes")
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", 1, [1, 3, 8, 8]), helper.make_tensor_value_info("ids", 7, [2])],
+        [helper.make_tensor_value_info("o", 1, None), helper.make_tensor_value_info("y", 1, None)], [*inits, axes],
+    )  # fmt: skip
+    path = tmp_path / "opaque.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    report = inspect(path)
+    read = {r.name: (r.role, r.param, r.layer) for r in report.roles}
+    assert read == {
+        "c0": ("conv", "weight", "block/conv"),
+        "c1": ("conv", "bias", "block/conv"),
+        "c2": ("norm", "weight", "block/bn"),
+        "c3": ("norm", "bias", "block/bn"),
+        "c4": ("norm_statistic", "running_mean", "block/bn"),
+        "c5": ("norm_statistic", "running_var", "block/bn"),
+        "c6": ("dense", "weight", "head"),
+        "c7": ("dense", "bias", "head"),
+        "c8": ("rnn_input_kernel", "weight_ih", "rnn"),
+        "c9": ("rnn_recurrent_kernel", "weight_hh", "rnn"),
+        "c10": ("rnn_bias", "bias", "rnn"),
+        "c11": ("embedding", "weight", "emb"),
+        "c12": ("learned_tensor", "slope", "act"),
+        "axes": ("unmatched", None, "axes"),
+    }
+    model = onnx.load(str(path))
+    feeds = {name: (n.op_type, i) for n in model.graph.node for i, name in enumerate(n.input)}
+    for t in report.checkpoint.tensors:
+        if t.use is not None:
+            op, index = feeds[t.name] if t.name != "c0" else feeds["w"]  # (c0 reaches the Conv through the Transpose)
+            assert (t.use[0], t.use[1]) == (op, onnx.defs.get_schema(op).inputs[index].name), t.name
+    assert report.checkpoint.n_parameters == sum(int(np.prod(s)) for n, s in arrays.items() if n not in ("c4", "c5"))
 
 
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "sample_models" / "gguf_onnx"
