@@ -32,7 +32,7 @@ from inspector.dtypes import DTYPES, GGML_TYPES
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError, UnsupportedVariantError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
-from inspector.recordtype import record
+from inspector.recordtype import record, replace
 from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, check_shape, parsing, tile
 
 TYPE_CHECKING = False
@@ -624,6 +624,7 @@ class _File:
     tensors: list[TensorInfo]
     regions: list[Region]
     findings: list[Finding]
+    table: str = ""  # the `hf_name` table its tensors were named by (`names_table` of its own tensors)
 
 
 def _parse(probe: Probe, index: int = 0) -> _File:
@@ -654,8 +655,8 @@ def _parse(probe: Probe, index: int = 0) -> _File:
     data_start = -(-cur.pos // alignment) * alignment
     regions.append(Region(RegionKind.PADDING, cur.pos, data_start - cur.pos, f"padding to {alignment} bytes", index))
     gguf = _File(version, order, alignment, data_start, kv, [], regions, [])
-    arch = names_table(str(kv.get("general.architecture", "")), (info[0] for info in infos))
-    _place_tensors(probe, gguf, infos, index, arch)
+    gguf.table = names_table(str(kv.get("general.architecture", "")), (info[0] for info in infos))
+    _place_tensors(probe, gguf, infos, index, gguf.table)
     return gguf
 
 
@@ -718,6 +719,12 @@ def _place_tensors(
         gguf.findings.append(Finding("TRAILING_BYTES", Severity.WARNING, message))
 
 
+def _renamed(t: TensorInfo, arch: str) -> TensorInfo:
+    """`t` with the Hugging Face module and parameter the table `arch` gives it."""
+    layer, _, param = (hf_name(t.name, arch) or "").rpartition(".")
+    return replace(t, layer=layer or None, param=param or None)
+
+
 def _split_paths(probe: Probe, kv: dict[str, Any]) -> list[str]:
     """Every shard of a split model (gguf-split, GGUFWriter(split_max_tensors=...)), the given one first."""
     count = kv.get("split.count")
@@ -755,7 +762,10 @@ class GgufLoader:
         kv: dict[str, Any] = {}
         for part in sorted(parsed, key=lambda p: -1 if p.kv.get("split.no") == 0 else 0):
             kv = {**part.kv, **kv}  # the first shard's metadata wins; the others hold only split.* keys
-        tensors = [t for part in parsed for t in part.tensors]
+        shapes = {t.name: t.shape for part in parsed for t in part.tensors}
+        arch = names_table(str(kv.get("general.architecture", "")), shapes)
+        # a split model's table is the whole model's: the tensor that marks a variant lies in one shard only
+        tensors = [t if part.table == arch else _renamed(t, arch) for part in parsed for t in part.tensors]
         findings = [f for part in parsed for f in part.findings] + _split_findings(parsed, len(tensors))
         regions = tuple(r for i, part in enumerate(parsed) for r in tile(part.regions, files[i][1], i))
         attributes = {
@@ -768,8 +778,6 @@ class GgufLoader:
             attributes["gguf.split_files"] = str(len(files))
         attributes |= {f"gguf.{k}": _show(v) for k, v in kv.items()}
         attributes |= _type_summary(tensors)
-        shapes = {t.name: t.shape for t in tensors}
-        arch = names_table(str(kv.get("general.architecture", "")), shapes)
         if arch:
             unmapped = [t.name for t in tensors if hf_name(t.name, arch) is None and t.name not in NOT_PARAMETERS]
             attributes["gguf.hf_names"] = f"{len(tensors) - len(unmapped):,} of {len(tensors):,} tensors"

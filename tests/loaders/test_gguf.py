@@ -372,6 +372,28 @@ def test_split_model_is_one_checkpoint(tmp_path: Path) -> None:
         load(shards[0])
 
 
+def test_a_split_model_names_every_shard_by_the_whole_models_table(tmp_path: Path) -> None:
+    """Falcon 40B's layout is told by `attn_norm_2`, which only the first shard holds, and the later shards hold no
+    `general.architecture`: their tensors are named by the model's table all the same (`ln_mlp`, not llama's
+    `input_layernorm`)."""
+    w = gguf.GGUFWriter(str(tmp_path / "model.gguf"), "falcon", split_max_tensors=2)
+    w.add_block_count(2)
+    for name in ("blk.0.attn_norm.weight", "blk.0.attn_norm_2.weight", "blk.1.attn_norm.weight",
+                 "blk.1.attn_norm_2.weight", "blk.1.ffn_up.weight"):  # fmt: skip
+        w.add_tensor(name, np.ones(8, np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    shards = sorted(tmp_path.glob("model-*-of-00003.gguf"))
+    assert "general.architecture" not in gguf.GGUFReader(shards[1]).fields
+    for shard in shards:
+        ckpt = load(shard)
+        named = {t.name: f"{t.layer}.{t.param}" for t in ckpt.tensors}
+        assert named == {n: hf_name(n, "falcon-new") for n in named}
+        assert named["blk.1.attn_norm.weight"] == "transformer.h.1.ln_mlp.weight"
+
+
 def test_no_architecture_no_config(tmp_path: Path) -> None:
     w = gguf.GGUFWriter(str(tmp_path / "bare.gguf"), "llama")
     w.kv_data[0].pop("general.architecture")  # GGUFWriter always adds it; a file may lack it
