@@ -45,7 +45,7 @@ SMALL = dict(
     vocab_size=256, max_position_embeddings=64, d_model=32, num_layers=2, num_heads=4, d_ff=64, d_kv=8,
     n_embd=32, n_layer=2, n_head=4, n_positions=64, ffn_dim=64, head_dim=8, moe_intermediate_size=32,
     num_experts=4, num_local_experts=4, n_routed_experts=4, num_experts_per_tok=2, shared_expert_intermediate_size=32,
-    shared_intermediate_size=32,
+    shared_intermediate_size=32, intermediate_size_mlp=48, interleave_moe_layer_step=2,
     state_size=8, time_step_rank=4, expand=2, conv_kernel=4, kv_lora_rank=16, q_lora_rank=16, qk_rope_head_dim=8,
     qk_nope_head_dim=8, v_head_dim=8, num_decoder_layers=2, hidden_dim=32, dim=32, n_layers=2, n_heads=4,
 )  # fmt: skip

@@ -45,6 +45,8 @@ class Part:
         when: an optional part: expected where the file has it (or, in a formula, where this hyperparameter is true).
         tied: the part this one shares its matrix with when the config ties them (an LM head).
         role: the role of its tensors (`inspector.roles.Role` values); empty: `part_role` decides from kind and dims.
+        over: the hyperparameter listing the layers `{i}` runs over where not all have the part (Llama 4's MoE and
+            dense layers): read off the file (the layers holding the part), else the family's `derive`.
     """
 
     path: str
@@ -54,6 +56,7 @@ class Part:
     when: str | None = None
     tied: str | None = None
     role: str = ""
+    over: str | None = None
 
 
 FEEDFORWARD = ("feedforward", "feedforward*2", "expert_ff", "shared_ff")
@@ -312,6 +315,19 @@ def _mamba2_derive(h: dict[str, Any]) -> None:
         h.setdefault("in_dim", h["conv_dim"] + h["inner"] + h["heads"])
 
 
+def _llama4_derive(h: dict[str, Any]) -> None:
+    """Llama 4's MoE layers as Llama4TextConfig places them (every `interleave_moe_layer_step`-th, the last of each
+    step) where the file did not say, and the others dense."""
+    derive_transformer(h)
+    layers = int(h.get("layers") or 0)
+    if "moe_layers" not in h:
+        step = int(h.get("moe_step") or 1)
+        h["moe_layers"] = list(range(step - 1, layers, step))
+    if "dense_layers" not in h:
+        moe = set(h["moe_layers"])
+        h["dense_layers"] = [i for i in range(layers) if i not in moe]
+
+
 def _clip_derive(h: dict[str, Any]) -> None:
     if h.get("v_image") and h.get("patch") and not h.get("v_pos"):
         h["v_pos"] = (h["v_image"] // h["patch"]) ** 2 + 1
@@ -558,6 +574,82 @@ FAMILIES: tuple[Family, ...] = (
         },  # fmt: skip
         {"tied": True, "attention_bias": False, "norm_shift": False, "head_bias": False},
         {"intermediate_size": "expert_ff", "shared_intermediate_size": "shared_ff"},
+    ),
+    *(
+        Family(
+            name,
+            f"Llama 4 (text){how}: Llama-style attention; MoE layers (a router, {experts} and a shared expert of "
+            "expert_ff) interleaved with dense MLP layers of feedforward",
+            ("llama4_text",),
+            ("model.", ""),
+            (
+                *DECODER_ENDS,
+                *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+                _norm("layers.{i}.input_layernorm"),
+                _norm("layers.{i}.post_attention_layernorm"),
+                *(
+                    Part(p.path, p.kind, p.dims, p.bias, when="moe", role=p.role, over="moe_layers")
+                    for p in (
+                        _linear("layers.{i}.feed_forward.router", "d_model", "experts"),
+                        *experts_parts,
+                        _linear("layers.{i}.feed_forward.shared_expert.gate_proj", "d_model", "expert_ff"),
+                        _linear("layers.{i}.feed_forward.shared_expert.up_proj", "d_model", "expert_ff"),
+                        _linear("layers.{i}.feed_forward.shared_expert.down_proj", "expert_ff", "d_model"),
+                    )
+                ),
+                *(
+                    Part(p.path, p.kind, p.dims, p.bias, when="dense_mlp", over="dense_layers")
+                    for p in (
+                        _linear("layers.{i}.feed_forward.gate_proj", "d_model", "feedforward"),
+                        _linear("layers.{i}.feed_forward.up_proj", "d_model", "feedforward"),
+                        _linear("layers.{i}.feed_forward.down_proj", "feedforward", "d_model"),
+                    )
+                ),
+            ),
+            {
+                "vocab": ("embed_tokens", 0),
+                "d_model": ("embed_tokens", 1),
+                "q_dim": ("layers.0.self_attn.q_proj", 0),
+                "kv_dim": ("layers.0.self_attn.k_proj", 0),
+                "experts": ("layers.0.feed_forward.router", 0),
+                "expert_ff": ("layers.0.feed_forward.shared_expert.up_proj", 0),
+                "feedforward": ("layers.0.feed_forward.up_proj", 0),
+            },
+            {
+                "tied": False,
+                "attention_bias": False,
+                "norm_shift": False,
+                "head_bias": False,
+                "moe": True,
+                "dense_mlp": True,
+            },  # fmt: skip
+            {
+                "intermediate_size": "expert_ff",
+                "intermediate_size_mlp": "feedforward",
+                "interleave_moe_layer_step": "moe_step",
+            },  # fmt: skip
+            derive=_llama4_derive,
+        )
+        for name, how, experts, experts_parts in (
+            (
+                "llama4",
+                "",
+                "experts fused into gate_up_proj (experts, d, 2 expert_ff) and down_proj (experts, expert_ff, d)",
+                (
+                    Part(
+                        "layers.{i}.feed_forward.experts.gate_up_proj", "tensor", ("experts", "d_model", "expert_ff*2")
+                    ),
+                    Part("layers.{i}.feed_forward.experts.down_proj", "tensor", ("experts", "expert_ff", "d_model")),
+                ),
+            ),
+            (
+                "llama4-stacked",
+                " as llama.cpp's converter writes it (GGUF)",
+                "experts stacked into gate_proj and up_proj (experts, expert_ff, d) and down_proj (experts, d, "
+                "expert_ff)",
+                tuple(Part(p.path.replace(".mlp.", ".feed_forward."), p.kind, p.dims) for p in STACKED_EXPERTS),
+            ),
+        )
     ),
     Family(
         "gpt2",

@@ -288,6 +288,10 @@ def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, 
             found = max((view.count(t, placeholder) for t in templates), default=0)
             if found:
                 h[hyper] = found
+        layers = range(int(h.get("layers") or 0))
+        for part in family.parts:  # the layers holding a part not all have (`Part.over`): a fact of the file
+            if part.over and part.over not in h:
+                h[part.over] = [i for i in layers if view.module(view.full(part.path.replace("{i}", str(i))))]
     h["from_shapes"] = not config
     if config:
         h.update(from_config(family, config))
@@ -303,13 +307,14 @@ def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, 
 # -- the expectation ---------------------------------------------------------------------------------------------
 
 
-def _expand(path: str, h: Mapping[str, Any]) -> list[str]:
+def _expand(path: str, h: Mapping[str, Any], over: str | None = None) -> list[str]:
+    """The part's module paths: `{i}` over every layer (or the layers `h[over]` lists), `{j}`, `{k}`, `{e}` too."""
     paths = [path]
     for placeholder, hyper in COUNTS.items():
         token = "{" + placeholder + "}"
         if any(token in p for p in paths):
-            n = int(h.get(hyper) or 0)
-            paths = [p.replace(token, str(i)) for p in paths for i in range(n)]
+            indices = h.get(over) or () if over and placeholder == "i" else range(int(h.get(hyper) or 0))
+            paths = [p.replace(token, str(i)) for p in paths for i in indices]
     return paths
 
 
@@ -365,7 +370,7 @@ def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None
             continue
         template = part.path.removeprefix("/")
         role = part_role(part)
-        for path in _expand(template, h):
+        for path in _expand(template, h, part.over):
             full = path if part.path.startswith("/") else base + path
             tensors = view.module(full) if view is not None else None
             if part.tied is not None:

@@ -99,6 +99,11 @@ HF_CONFIG_BY_ARCH: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("conv_kernel", ("{arch}.ssm.conv_kernel",)),
         ("time_step_rank", ("{arch}.ssm.time_step_rank",)),
     ),
+    "llama4": (  # Llama4TextConfig: intermediate_size is the experts', intermediate_size_mlp the dense layers'
+        ("intermediate_size", ("{arch}.expert_feed_forward_length",)),
+        ("intermediate_size_mlp", ("{arch}.feed_forward_length",)),
+        ("interleave_moe_layer_step", ("{arch}.interleave_moe_layer_step",)),
+    ),
 }
 # general.architecture -> Hugging Face model_type where the two differ (identity otherwise)
 MODEL_TYPES = {
@@ -309,8 +314,14 @@ _GPT_OSS = {
     "blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}",
     "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.mlp.router.{p}",
 }
-_LLAMA4 = {  # llama4: a feed_forward with a router and a shared expert
+_LLAMA4 = {  # llama4: a feed_forward (dense, or a router, experts stacked by the converter and a shared expert)
     "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.feed_forward.router.{p}",
+    "blk.{i}.ffn_gate.{p}": "model.layers.{i}.feed_forward.gate_proj.{p}",
+    "blk.{i}.ffn_up.{p}": "model.layers.{i}.feed_forward.up_proj.{p}",
+    "blk.{i}.ffn_down.{p}": "model.layers.{i}.feed_forward.down_proj.{p}",
+    "blk.{i}.ffn_gate_exps.{p}": "model.layers.{i}.feed_forward.experts.gate_proj.{p}",
+    "blk.{i}.ffn_up_exps.{p}": "model.layers.{i}.feed_forward.experts.up_proj.{p}",
+    "blk.{i}.ffn_down_exps.{p}": "model.layers.{i}.feed_forward.experts.down_proj.{p}",
     "blk.{i}.ffn_gate_shexp.{p}": "model.layers.{i}.feed_forward.shared_expert.gate_proj.{p}",
     "blk.{i}.ffn_up_shexp.{p}": "model.layers.{i}.feed_forward.shared_expert.up_proj.{p}",
     "blk.{i}.ffn_down_shexp.{p}": "model.layers.{i}.feed_forward.shared_expert.down_proj.{p}",

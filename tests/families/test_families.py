@@ -21,6 +21,7 @@ FAMILY = {
     **dict.fromkeys(("mamba", "falcon_mamba"), "mamba"),
     **dict.fromkeys(("granitemoe", "granitemoeshared"), "granitemoe"),
     "qwen3_moe": "qwen2_moe",
+    "llama4_text": "llama4",
     **dict.fromkeys(("resnet", "convnext"), "sequential"),  # no family table: one layer per module
 }
 
@@ -129,6 +130,11 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
         # num_parameters() of MambaForCausalLM(MambaConfig(hidden_size=768, num_hidden_layers=24, vocab_size=50280))
         # (mamba-130m's sizes) and of Mamba2ForCausalLM at mamba2-130m's (24 heads of 64, one group, untied)
         ("mamba vocab=50280 d_model=768 layers=24", 129_135_360),
+        # Llama4ForCausalLM(Llama4TextConfig()): Llama 4 Scout's sizes, every layer a MoE layer
+        (
+            "llama4 vocab=202048 d_model=5120 layers=48 heads=40 kv_heads=8 head_dim=128 experts=16 expert_ff=8192",
+            107_769_861_120,
+        ),
         ("mamba2 vocab=50288 d_model=768 layers=24 heads=24 inner=1536 conv_dim=1792 in_dim=3352", 167_610_816),
     ],
 )
@@ -214,6 +220,8 @@ def _small_model(model_type: str, auto: str, folder: Path, **flags: object) -> i
         ("qwen2", {"tie_word_embeddings": True}),
         ("mamba", {"use_bias": True, "use_conv_bias": False, "tie_word_embeddings": False}),
         ("mamba2", {"use_bias": True, "use_conv_bias": False, "tie_word_embeddings": True, "num_heads": 8}),
+        # MoE layers interleaved with dense ones (Llama 4 Maverick's layout): each layer as it is
+        ("llama4_text", {"interleave_moe_layer_step": 2, "intermediate_size_mlp": 48}),
     ],
 )
 def test_config_flags_other_than_the_defaults_are_read_from_the_file(

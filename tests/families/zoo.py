@@ -264,6 +264,19 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             shared_intermediate_size=24,
         ),
     ),
+    "llama4_text": (
+        "AutoModelForCausalLM",
+        dict(
+            hidden_size=32,
+            intermediate_size=16,
+            intermediate_size_mlp=48,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=8,
+            num_local_experts=4,
+        ),
+    ),
     "mamba": ("AutoModelForCausalLM", dict(hidden_size=32, num_hidden_layers=2, state_size=8, conv_kernel=4)),
     "falcon_mamba": ("AutoModelForCausalLM", dict(hidden_size=32, num_hidden_layers=2, state_size=8)),
     "mamba2": (
