@@ -551,6 +551,30 @@ FAMILIES: tuple[Family, ...] = (
         {"intermediate_size": "expert_ff", "shared_intermediate_size": "shared_ff"},
     ),
     Family(
+        "granitemoe-fused",
+        "Granite MoE as transformers 5 holds it (torch.save of its state dict): the router as router, the experts as "
+        "experts.gate_up_proj (experts, 2 expert_ff, d) and experts.down_proj (experts, d, expert_ff)",
+        ("granitemoe", "granitemoeshared"),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *LLAMA_LAYER,
+            _linear("layers.{i}.block_sparse_moe.router", "d_model", "experts"),
+            Part("layers.{i}.block_sparse_moe.experts.gate_up_proj", "tensor", ("experts", "expert_ff*2", "d_model")),
+            Part("layers.{i}.block_sparse_moe.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
+            _linear("layers.{i}.shared_mlp.input_linear", "d_model", "shared_ff*2", when="shared_mlp"),
+            _linear("layers.{i}.shared_mlp.output_linear", "shared_ff", "d_model", when="shared_mlp"),
+        ),
+        LLAMA_READS
+        | {
+            "expert_ff": ("layers.0.block_sparse_moe.experts.down_proj", 2),
+            "experts": ("layers.0.block_sparse_moe.router", 0),
+            "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
+        },  # fmt: skip
+        {"tied": True, "attention_bias": False, "norm_shift": False, "head_bias": False},
+        {"intermediate_size": "expert_ff", "shared_intermediate_size": "shared_ff"},
+    ),
+    Family(
         "granitemoe-stacked",
         "Granite MoE as llama.cpp's converter writes it (GGUF): each input_linear split into two halves, the experts' "
         "named as stacked gate_proj and up_proj (experts, expert_ff, d) and down_proj, the shared MLP's gate_proj and "

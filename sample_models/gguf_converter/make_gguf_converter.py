@@ -38,6 +38,9 @@ SAMPLES = {
     "mt5-q8_0.gguf": ("mt5", "MT5ForConditionalGeneration", "q8_0"),
     "mamba-f16.gguf": ("mamba", "MambaForCausalLM", "f16"),
     "mixtral-q8_0.gguf": ("mixtral", "MixtralForCausalLM", "q8_0"),  # written as 'llama', its experts stacked
+    "olmoe-q8_0.gguf": ("olmoe", "OlmoeForCausalLM", "q8_0"),
+    "granitemoeshared-f16.gguf": ("granitemoeshared", "GraniteMoeSharedForCausalLM", "f16"),  # input_linear split
+    "llama4-q8_0.gguf": ("llama4_text", "Llama4ForCausalLM", "q8_0"),  # MoE layers interleaved with dense ones
 }
 
 

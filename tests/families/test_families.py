@@ -356,6 +356,7 @@ def test_frozen_batchnorms_of_a_detection_backbone_are_buffers_by_the_config(tmp
         ("qwen2_moe", "AutoModelForCausalLM", "fused experts beside a shared expert"),
         ("gpt_neox", "AutoModelForCausalLM", "the head named lm_head in memory, embed_out on the hub"),
         ("olmoe", "AutoModelForCausalLM", "experts fused in memory, one module each on the hub"),
+        ("granitemoeshared", "AutoModelForCausalLM", "router and experts renamed in memory"),
     ],
 )
 def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(

@@ -31,6 +31,9 @@ EXPECTED = {
     "mt5-q8_0.gguf": ("t5", "config"),
     "mamba-f16.gguf": ("mamba", "config"),
     "mixtral-q8_0.gguf": ("mixtral-stacked", "config"),  # written as 'llama': its stacked experts say mixtral
+    "olmoe-q8_0.gguf": ("olmoe-stacked", "config"),
+    "granitemoeshared-f16.gguf": ("granitemoe-stacked", "config"),  # written as 'granitemoe'
+    "llama4-q8_0.gguf": ("llama4-stacked", "config"),  # a dense layer and a MoE layer
 }
 
 
@@ -85,17 +88,24 @@ def test_converter_output_names_and_config_are_the_source_models(name: str) -> N
     ckpt = inspect(SAMPLES_DIR / name).checkpoint
     table = names_table(entry["architecture"], {t.name for t in ckpt.tensors})
     keys = entry["hf_keys"]
-    # the converter stacks each layer's experts (transformers 5 holds them fused): no one state-dict key each, the
-    # names of the families' "-stacked" layouts
+    # the converter stacks each layer's experts (transformers 5 holds them fused) and splits Granite's fused gate and
+    # up projections in two: no one state-dict key each, the names of the families' "-stacked" layouts (and Granite's
+    # router, whose hub name transformers 5 changes in memory, keeps the hub's)
     stacked = [t for t in ckpt.tensors if t.name not in keys]
-    assert all(re.fullmatch(r"blk\.\d+\.ffn_(?:gate|up|down)_exps\.weight", t.name) for t in stacked), stacked
+    assert all(
+        re.fullmatch(r"blk\.\d+\.ffn_(?:(?:gate|up|down)_(?:exps|shexp)|gate_inp)\.weight", t.name) for t in stacked
+    )
+    made = (
+        r"model\.layers\.\d+\.(?:(?:mlp|feed_forward)\.experts\.(?:gate|up|down)_proj|shared_mlp\.(?:gate|up)_proj"
+        r"|block_sparse_moe\.router\.layer)\.weight"
+    )
     for t in ckpt.tensors:
         name = hf_name(t.name, table)
         assert name == f"{t.layer}.{t.param}", t.name
         if t.name in keys:
             assert name == keys[t.name], t.name
         else:
-            assert re.fullmatch(r"model\.layers\.\d+\.mlp\.experts\.(?:gate|up|down)_proj\.weight", name or ""), name
+            assert re.fullmatch(made, name or ""), name
     assert ckpt.config is not None
     shared = {k for k in entry["hf_config"] if k in ckpt.config and not k.endswith("_token_id")}
     assert len(shared) >= (1 if entry["architecture"] == "t5" else 4)  # T5's config names its sizes d_model, d_ff...
