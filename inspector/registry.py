@@ -155,9 +155,14 @@ def detect(path: str | os.PathLike[str]) -> str:
 
 
 def _entry(hook: str, path: str | os.PathLike[str]) -> str | None:
-    """The first answer of the loaders' optional `hook` (`folder_entry`, `member_entry`) for `path`, or None."""
+    """The first answer of the loaders' optional `hook` (`folder_entry`, `member_entry`) for `path`, or None (asked
+    of the built-in rows marked `entries` only: a folder audit asks it of every file, importing no other loader)."""
+    from loaders import Format
+
     _ensure_loaded()
-    for name in list(_LOADERS):
+    for name, row in list(_LOADERS.items()):
+        if isinstance(row, Format) and not row.entries:
+            continue
         find = getattr(_class(name), hook, None)
         entry = find(os.fspath(path)) if find is not None else None
         if entry is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections import Counter
@@ -21,6 +20,8 @@ def rows_to_json(rows: Sequence[AuditRow]) -> str:
 
 
 def rows_to_csv(rows: Sequence[AuditRow]) -> str:
+    import csv  # (--csv only)
+
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)

@@ -73,8 +73,9 @@ class Format:
     `suffixes` and `names` (a name it is found by, as a suffix or a regular expression over the path: a shard whose
     index lies beside it), `small` (a file that fits in the head: a claim that reads its end), `container` (the
     probe found a zip or an HDF5 signature in the head), `member` (a zip: some member's name ends so, or the
-    directory could not be read; the probe reads it once for every zip row and claim), and `late` (the class has a
-    `late_claim`, asked when no loader claims).
+    directory could not be read; the probe reads it once for every zip row and claim), `late` (the class has a
+    `late_claim`, asked when no loader claims), and `entries` (the class has `folder_entry` and `member_entry`: its
+    checkpoints are folders or several files, `inspector.registry.folder_entry`).
     """
 
     name: str
@@ -87,6 +88,7 @@ class Format:
     container: str = ""  # "zip" or "hdf5"
     member: str = ""  # container "zip": a name some member ends with
     late: bool = False
+    entries: bool = False
 
     def asks(self, probe: Probe) -> bool:
         """Whether this file is worth the loader's claim."""
@@ -144,7 +146,8 @@ FORMATS: tuple[Format, ...] = (
         names=r".+\.data-\d{5}-of-\d{5}$",
         small=True,
         late=True,
+        entries=True,
     ),  # fmt: skip
-    Format("torch-dcp", "loaders.torch_dcp:TorchDcpLoader", starts=(PICKLE,), suffixes=(".distcp",)),
+    Format("torch-dcp", "loaders.torch_dcp:TorchDcpLoader", starts=(PICKLE,), suffixes=(".distcp",), entries=True),
     Format("pickle", "loaders.pickle_raw:PickleRawLoader", starts=(*PICKLE_2_5, *PICKLE_0)),
 )

@@ -91,6 +91,7 @@ def test_every_row_names_its_class() -> None:
         cls = row.load()
         assert cls.name == row.name
         assert row.late == hasattr(cls, "late_claim"), row.name
+        assert row.entries == hasattr(cls, "folder_entry") == hasattr(cls, "member_entry"), row.name
 
 
 def _claims_hidden_by_rows(path: Path) -> list[str]:
