@@ -113,8 +113,8 @@ class Sniffed:
 def sniff(path: str, named: bool = False) -> Sniffed:
     """Sniff one file (here, in a worker process or on a Dask worker).
 
-    A file no loader claims is "not recognised", or unreadable when it was `named` (given explicitly, or
-    with a checkpoint extension: it was meant to be one).
+    A file no loader claims is "not recognised", or unreadable when it was `named` (given explicitly) or has a
+    checkpoint extension: it was meant to be one.
 
     Raises:
         MissingDependencyError: the file is behind a URL and fsspec (or its protocol's package) is missing.
@@ -124,7 +124,8 @@ def sniff(path: str, named: bool = False) -> Sniffed:
             fmt = detect_probe(probe).name
             return Sniffed(path, fmt, probe.size, _shards_of(probe) if fmt == SHARDED else frozenset())
     except UnknownFormatError as exc:
-        return Sniffed(path, f"{UNREADABLE_PREFIX}{exc}" if named else NOT_RECOGNISED, exc.size)
+        meant = named or _checkpoint_extension(path)
+        return Sniffed(path, f"{UNREADABLE_PREFIX}{exc}" if meant else NOT_RECOGNISED, exc.size)
     except MissingDependencyError:
         raise  # every remote file would fail the same way: one error, not a row each
     except InspectorError as exc:
@@ -147,16 +148,22 @@ def _shards_of(index: Probe) -> frozenset[str]:
     return frozenset(os.path.join(os.path.dirname(_key(index.path)), name) for name in names)
 
 
-def _items(paths: Sequence[str]) -> list[tuple[str, bool]]:
-    """(path, named) of every file below `paths`: named when given explicitly or with a checkpoint extension."""
+def _checkpoint_extension(path: str) -> bool:
+    """Whether the file's extension is one a loader reads (`.json` aside). Every loader's module is imported: asked
+    only of a file no loader claims."""
     from inspector.registry import loaders
 
-    extensions = {ext for cls in loaders().values() for ext in cls.extensions if ext != ".json"}
+    ext = os.path.splitext(path.split("?")[0])[1].lower()
+    return ext != ".json" and any(ext in cls.extensions for cls in loaders().values())
+
+
+def _items(paths: Sequence[str]) -> list[tuple[str, bool]]:
+    """(path, named) of every file below `paths`: named when given explicitly."""
     items = []
     for n, path in enumerate(_files(paths)):
         if n >= MAX_FILES:
             break
-        items.append((path, path in paths or os.path.splitext(path.split("?")[0])[1].lower() in extensions))
+        items.append((path, path in paths))
     return items
 
 
