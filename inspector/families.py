@@ -611,8 +611,8 @@ FAMILIES: tuple[Family, ...] = (
                 *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
                 _norm("layers.{i}.input_layernorm"),
                 _norm("layers.{i}.post_attention_layernorm"),
-                *(
-                    Part(p.path, p.kind, p.dims, p.bias, when="moe", role=p.role, over="moe_layers")
+                *(  # (mandatory: a Llama 4 file has MoE layers, and a Llama-like file without them is not one)
+                    Part(p.path, p.kind, p.dims, p.bias, role=p.role, over="moe_layers")
                     for p in (
                         _linear("layers.{i}.feed_forward.router", "d_model", "experts"),
                         *experts_parts,
@@ -639,19 +639,12 @@ FAMILIES: tuple[Family, ...] = (
                 "expert_ff": ("layers.0.feed_forward.shared_expert.up_proj", 0),
                 "feedforward": ("layers.0.feed_forward.up_proj", 0),
             },
-            {
-                "tied": False,
-                "attention_bias": False,
-                "norm_shift": False,
-                "head_bias": False,
-                "moe": True,
-                "dense_mlp": True,
-            },  # fmt: skip
+            {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False, "dense_mlp": True},
             {
                 "intermediate_size": "expert_ff",
                 "intermediate_size_mlp": "feedforward",
                 "interleave_moe_layer_step": "moe_step",
-            },  # fmt: skip
+            },
             derive=_llama4_derive,
         )
         for name, how, experts, experts_parts in (
