@@ -98,6 +98,9 @@ class Family:
     config: Mapping[str, str] = field(default_factory=dict)  # family-specific config keys (dotted: nested)
     stacks: tuple[str, ...] = ()  # prefixes expected only when the file has them (a decoder, a second tower)
     derive: Callable[[dict[str, Any]], None] | None = None
+    # without a config, found only where every layer holds its layer parts: a hybrid whose other layers are attention
+    # (Nemotron-H, Falcon-H1, Bamba) is another model, not this one with modules missing
+    uniform: bool = False
 
 
 # config.json keys, by hyperparameter, across transformers' families (the first present wins)
@@ -305,6 +308,8 @@ def _mamba2_derive(h: dict[str, Any]) -> None:
     """Mamba-2's sizes as Mamba2Config relates them: inner = heads x head_dim, the convolution over x, B and C
     (inner + 2 x groups x state channels), in_proj's output z, x, B, C and one time step per head; Mamba2Config's
     defaults for what nothing gave."""
+    if h.get("inner") and h.get("heads") and not h.get("head_dim"):
+        h["head_dim"] = h["inner"] // h["heads"]
     for name, value in (("state", 128), ("groups", 8), ("conv_kernel", 4), ("head_dim", 64)):
         h.setdefault(name, value)
     if h.get("heads") and not h.get("inner"):
@@ -1025,6 +1030,7 @@ FAMILIES: tuple[Family, ...] = (
             "expand": "expand",
         },
         derive=_mamba_derive,
+        uniform=True,
     ),
     Family(
         "mamba2",
@@ -1057,6 +1063,7 @@ FAMILIES: tuple[Family, ...] = (
         {"tied": False, "ssm_bias": False, "conv_bias": True, "norm_shift": False, "head_bias": False},
         {"state_size": "state", "n_groups": "groups", "conv_kernel": "conv_kernel"},
         derive=_mamba2_derive,
+        uniform=True,
     ),
     Family(
         "clip",

@@ -248,11 +248,20 @@ def detect(ckpt: Checkpoint, families: Sequence[Family] = FAMILIES) -> list[tupl
             view = FileView(file, base)
             if source == "inferred" and (not layer_parts or not all(view.has_any(p.path) for p in layer_parts)):
                 continue  # without a config every mandatory layer part must be there
+            if source == "inferred" and family.uniform and not all(_in_every_layer(view, p.path) for p in layer_parts):
+                continue
             score = _score(view, family)
             if score[0]:
                 ranked.append((score, family, view))
     ranked.sort(key=lambda x: (-x[0][0], -x[0][1]))
     return [(family, view, source) for _, family, view in ranked]
+
+
+def _in_every_layer(view: FileView, template: str) -> bool:
+    """Whether every layer the file has for the template's `{i}` holds its module."""
+    if "{i}" not in template:
+        return view.has_any(template)
+    return all(view.module(view.full(template.replace("{i}", str(i)))) for i in range(view.count(template, "i")))
 
 
 def _ends_there(file: FileModules, parts: Sequence[Part], bases: Sequence[str]) -> bool:
