@@ -342,6 +342,27 @@ def test_json_run_imports_nothing_it_does_not_use(sample: str, allowed: tuple[st
     assert not {m for m in NEVER_FOR_A_HEADER if m in loaded and m not in allowed}
 
 
+def test_a_lazy_helper_runs_when_first_read() -> None:
+    """`from loaders import _x` binds a module whose body has not run; the first attribute read runs it, in place, and
+    a torch zip run imports no `importlib.util` (with `importlib._abc` and `contextlib`) for that."""
+    path = ROOT / "sample_models" / "torch" / "lstm_tied.pt"
+    code = (
+        "import sys, types\nbefore = set(sys.modules)\nimport loaders\nfrom loaders import _sstable\n"
+        "assert type(_sstable).__name__ == '_LazyModule' and sys.modules['loaders._sstable'] is _sstable\n"
+        "assert _sstable.MAGIC_BYTES == bytes.fromhex('57fb808b247547db')\n"
+        "assert type(_sstable) is types.ModuleType and sys.modules['loaders._sstable'] is _sstable\n"
+        "assert _sstable.__file__ == _sstable.__spec__.origin and _sstable.__spec__.name == 'loaders._sstable'\n"
+        "assert _sstable.__package__ == 'loaders' and _sstable.__loader__ is _sstable.__spec__.loader\n"
+        "import loaders._sstable as again\nassert again is _sstable\n"
+        "import io, contextlib\nfrom inspector.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()): main([{str(path)!r}])\n"
+        "assert type(sys.modules['loaders._pickle']) is types.ModuleType\n"
+        "print(' '.join(sorted(set(sys.modules) - before)))"  # (an editable install imports importlib.util itself)
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert "importlib.util" not in out.split()
+
+
 def test_a_declared_plugin_is_still_loaded(tmp_path: Path) -> None:
     """importlib.metadata is skipped only when no distribution declares the group: a declared one is loaded."""
     from inspector.registry import _declares_plugins
