@@ -700,3 +700,24 @@ def test_classes_of_one_shape_share_one_compiled_init() -> None:
         C(1, x=2)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="multiple values for argument 'p'"):
         B(1, p=2)  # type: ignore[misc]
+
+
+def test_the_written_inits_are_the_compiled_templates(tmp_path: Path) -> None:
+    """`inspector/record_inits.py` is what `python -m inspector.recordtype` writes now, and the code read from it for
+    each shape is the code `_template` compiles (the same instructions, names, lines, file name): a record's
+    `__init__` is the same whichever it came from."""
+    from inspector import record_inits, recordtype
+
+    recordtype.write(str(tmp_path / "record_inits.py"))
+    assert (tmp_path / "record_inits.py").read_text() == Path(record_inits.__file__).read_text()
+    for count in range(recordtype.WRITTEN_FIELDS + 1):
+        for post_init in (False, True):
+            written, compiled = recordtype._written((count, (), post_init)), recordtype._template(count, (), post_init)
+            assert written == compiled and written.co_filename == compiled.co_filename == "<string>"
+            assert (written.co_varnames, written.co_names, written.co_qualname) == (
+                compiled.co_varnames,
+                compiled.co_names,
+                compiled.co_qualname,
+            )
+    assert recordtype._written((3, (1,), False)) is None  # a factory: compiled
+    assert recordtype._written((recordtype.WRITTEN_FIELDS + 1, (), False)) is None
