@@ -721,3 +721,30 @@ def test_the_written_inits_are_the_compiled_templates(tmp_path: Path) -> None:
             )
     assert recordtype._written((3, (1,), False)) is None  # a factory: compiled
     assert recordtype._written((recordtype.WRITTEN_FIELDS + 1, (), False)) is None
+
+
+def test_zip_names_without_the_utf8_flag_read_as_cp437(tmp_path: Path) -> None:
+    """A member name without the UTF-8 flag is cp437 (as zipfile reads it); an ASCII one is read without that codec."""
+    import io
+    import zipfile
+
+    np = pytest.importorskip("numpy")
+    from inspector.registry import load
+
+    path = tmp_path / "names.npz"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name in ("plain", "caf\u00e9"):
+            buf = io.BytesIO()
+            np.save(buf, np.zeros(3, np.float32))
+            zf.writestr(f"{name}.npy", buf.getvalue())  # (zipfile sets the UTF-8 flag of a non-ASCII name)
+    data = bytearray(path.read_bytes())
+    for sig, at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # the flag bits of local headers and directory entries
+        pos = data.find(sig)
+        while pos >= 0:
+            data[pos + at + 1] &= ~0x08
+            pos = data.find(sig, pos + 4)
+    path.write_bytes(bytes(data))
+    with zipfile.ZipFile(path) as zf:
+        expected = [n.removesuffix(".npy") for n in zf.namelist()]
+    assert expected[1] != "caf\u00e9"  # (its UTF-8 bytes read as cp437)
+    assert [t.name for t in load(path).tensors] == expected
