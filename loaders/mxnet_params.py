@@ -63,15 +63,29 @@ AUX_NAMES = {1: ("indices",), 2: ("indptr", "indices")}
 NOT_TRAINABLE = ("aux:", *NORM_STATISTICS["mxnet"])
 
 
+PAGE = 4096
+RECORD_WINDOW = 96  # bytes read at once at a record's start: a dense record's header up to 9 dimensions
+
+
 class _Cursor:
-    def __init__(self, probe: Probe, pos: int) -> None:
-        self.probe, self.pos = probe, pos
+    """Fields read in order from one read at a time (a record's header is one read instead of six). A read goes from
+    the next field to at most `window` bytes on, never past the end of that field's page: it pulls no page from
+    storage that a read of exactly the field would not."""
+
+    def __init__(self, probe: Probe, pos: int, window: int = RECORD_WINDOW) -> None:
+        self.probe, self.pos, self.window = probe, pos, window
+        self.buf, self.buf_at = b"", pos
+
+    def take(self, size: int, what: str) -> bytes:
+        at = self.pos - self.buf_at
+        if at < 0 or at + size > len(self.buf):  # (past the window: read from here; past the file: the same error)
+            n = max(size, min(self.window, PAGE - self.pos % PAGE, self.probe.size - self.pos))
+            self.buf, self.buf_at, at = self.probe.read_at(self.pos, n, fmt=FORMAT, what=what), self.pos, 0
+        self.pos += size
+        return self.buf[at : at + size]
 
     def unpack(self, fmt: str, what: str) -> tuple[int, ...]:
-        size = struct.calcsize(fmt)
-        values = struct.unpack(fmt, self.probe.read_at(self.pos, size, fmt=FORMAT, what=what))
-        self.pos += size
-        return values
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))
 
     def shape(self, what: str, wide: bool = True) -> tuple[int, ...]:
         (ndim,) = self.unpack("<i" if wide else "<I", what)
@@ -171,7 +185,7 @@ def _record(probe: Probe, pos: int) -> _Record:
 
 
 def _names(probe: Probe, pos: int, count: int) -> tuple[list[str], int]:
-    cur = _Cursor(probe, pos)
+    cur = _Cursor(probe, pos, PAGE)  # (the names block is structure to its end: a page at a time)
     (n,) = cur.unpack("<Q", "name count")
     if n not in (0, count):
         raise FormatError(probe.path, FORMAT, f"{n:,} names for {count:,} arrays", pos)
@@ -180,8 +194,7 @@ def _names(probe: Probe, pos: int, count: int) -> tuple[list[str], int]:
         (length,) = cur.unpack("<Q", "name length")
         if length > MAX_NAME_BYTES:
             raise LimitExceededError(probe.path, FORMAT, f"a name of {length:,} bytes", cur.pos - 8)
-        names.append(probe.read_at(cur.pos, length, fmt=FORMAT, what="name").decode("utf-8", "replace"))
-        cur.pos += length
+        names.append(cur.take(length, "name").decode("utf-8", "replace"))
     return names, cur.pos
 
 

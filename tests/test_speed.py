@@ -748,3 +748,24 @@ def test_zip_names_without_the_utf8_flag_read_as_cp437(tmp_path: Path) -> None:
         expected = [n.removesuffix(".npy") for n in zf.namelist()]
     assert expected[1] != "caf\u00e9"  # (its UTF-8 bytes read as cp437)
     assert [t.name for t in load(path).tensors] == expected
+
+
+@pytest.mark.parametrize("sample", ["sockeye_gru.params", "sockeye_lstm.params", "sockeye_lstm_arg_fp16.params"])
+def test_mxnet_record_headers_are_one_read_each(sample: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An MXNet record's header fields come from one read (not one per field), and no read pulls a page holding no
+    byte of a header or of the names block (what reads of exactly those structures pull)."""
+    from inspector.registry import load
+    from tests.conftest import record_reads
+
+    path = ROOT / "sample_models" / "mxnet" / sample
+    if not path.exists():
+        pytest.skip(f"{sample} not in sample_models")
+    reads = record_reads(monkeypatch)
+    ckpt = load(path)
+    monkeypatch.undo()
+    structure = [(r.start, r.start + r.length) for r in ckpt.regions if r.kind.value in ("header", "metadata")]
+    pages = {p for start, end in structure for p in range(start // 4096, (end - 1) // 4096 + 1)}
+    past_head = sum(1 for r in ckpt.regions if r.kind.value == "header" and r.start + r.length > 4096)
+    assert past_head > 10 and len(reads) <= past_head + len(pages), (len(reads), past_head)
+    for _, offset, n in reads:
+        assert set(range(offset // 4096, (offset + n - 1) // 4096 + 1)) <= pages, (offset, n)
