@@ -275,9 +275,7 @@ def _template(count: int, made: tuple[int, ...], post_init: bool) -> Any:
     """`__init__` code for `count` fields named n0, n1... from parameters a0, a1... (a factory field's parameter
     defaults to MISSING, and `_f<i>` makes its value)."""
     namespace: dict[str, Any] = {}
-    # (no future flags inherited from this module: the code is the written one's, `_written`)
-    code = compile(_template_source(count, made, post_init), "<string>", "exec", dont_inherit=True)
-    exec(code, namespace)  # noqa: S102 - built from numbered names only
+    exec(_template_source(count, made, post_init), namespace)  # noqa: S102 - built from numbered names only
     return namespace["__init__"].__code__
 
 
