@@ -776,3 +776,25 @@ def test_mxnet_record_headers_are_one_read_each(sample: str, monkeypatch: pytest
     assert past_head > 10 and len(reads) <= past_head + len(pages), (len(reads), past_head)
     for _, offset, n in reads:
         assert set(range(offset // 4096, (offset + n - 1) // 4096 + 1)) <= pages, (offset, n)
+
+
+def test_importing_the_package_leaves_the_collector_as_it_was() -> None:
+    """The package's imports leave the collector on (off if it was off) and nothing frozen, and their objects go to
+    the oldest generation: no young collection walks them after (the largest young generation a collection met
+    during the import is printed)."""
+    code = (
+        "import gc\nseen = [0]\n"
+        "gc.callbacks.append(lambda phase, info: phase == 'start' and seen.append(len(gc.get_objects(0))))\n"
+        "import inspector\ngc.callbacks.clear()\n"
+        "print(gc.isenabled(), gc.get_freeze_count(), max(seen) < 1000)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.split() == ["True", "0", "True"]
+    off = subprocess.run(
+        [sys.executable, "-c", "import gc\ngc.disable()\nimport inspector\nprint(gc.isenabled())"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    ).stdout
+    assert off.split() == ["False"]
