@@ -50,10 +50,10 @@ def _lazy(name: str) -> object:
         return sys.modules[name]
     # the spec the import system would find: the first meta path finder's that has one
     spec = next(filter(None, (finder.find_spec(name, __path__) for finder in sys.meta_path)), None)
-    if spec is None or spec.loader is None or spec.loader.create_module(spec) is not None:  # pragma: no cover
-        __import__(name)  # (a broken install: the real import fails; a module of another kind: run now)
+    if spec is None or spec.loader is None:  # pragma: no cover - a broken install: let the real import fail
+        __import__(name)
         return sys.modules[name]
-    module = _MODULE(name)
+    module = spec.loader.create_module(spec) or _MODULE(name)  # (as `importlib.util.module_from_spec`)
     module.__spec__, module.__loader__, module.__package__ = spec, spec.loader, spec.parent
     if spec.has_location:
         module.__file__, module.__cached__ = spec.origin, spec.cached  # type: ignore[attr-defined]
