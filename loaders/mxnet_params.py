@@ -65,6 +65,7 @@ NOT_TRAINABLE = ("aux:", *NORM_STATISTICS["mxnet"])
 
 PAGE = 4096
 RECORD_WINDOW = 96  # bytes read at once at a record's start: a dense record's header up to 9 dimensions
+_LAYOUTS: dict[str, struct.Struct] = {}  # by format: a field's layout, read in place from the window
 
 
 class _Cursor:
@@ -77,15 +78,23 @@ class _Cursor:
         self.buf, self.buf_at = b"", pos
 
     def take(self, size: int, what: str) -> bytes:
-        at = self.pos - self.buf_at
-        if at < 0 or at + size > len(self.buf):  # (past the window: read from here; past the file: the same error)
-            n = max(size, min(self.window, PAGE - self.pos % PAGE, self.probe.size - self.pos))
-            self.buf, self.buf_at, at = self.probe.read_at(self.pos, n, fmt=FORMAT, what=what), self.pos, 0
+        at = self._at(size, what)
         self.pos += size
         return self.buf[at : at + size]
 
     def unpack(self, fmt: str, what: str) -> tuple[int, ...]:
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))
+        layout = _LAYOUTS.get(fmt) or _LAYOUTS.setdefault(fmt, struct.Struct(fmt))
+        at = self._at(layout.size, what)
+        self.pos += layout.size
+        return layout.unpack_from(self.buf, at)
+
+    def _at(self, size: int, what: str) -> int:
+        """Where the `size` bytes at the cursor start in `buf`, read first when they are not all in it."""
+        at = self.pos - self.buf_at
+        if at < 0 or at + size > len(self.buf):  # (past the window: read from here; past the file: the same error)
+            n = max(size, min(self.window, PAGE - self.pos % PAGE, self.probe.size - self.pos))
+            self.buf, self.buf_at, at = self.probe.read_at(self.pos, n, fmt=FORMAT, what=what), self.pos, 0
+        return at
 
     def shape(self, what: str, wide: bool = True) -> tuple[int, ...]:
         (ndim,) = self.unpack("<i" if wide else "<I", what)
