@@ -27,6 +27,7 @@ listed after it as `<name>#values`, `<name>#indices`, `<name>#indptr` (kind othe
 from __future__ import annotations
 
 import struct
+from math import prod
 
 from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
 from inspector.probe import Probe
@@ -105,13 +106,6 @@ class _Cursor:
         return self.unpack(f"<{ndim}{'q' if wide else 'I'}", what)
 
 
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
 class _Record:
     """One array: where its header and data are, and what it holds."""
 
@@ -128,11 +122,11 @@ class _Record:
 
     @property
     def data_bytes(self) -> int:
-        return 0 if self.none else _numel(self.storage_shape or self.shape) * self.itemsize
+        return 0 if self.none else prod(self.storage_shape or self.shape) * self.itemsize
 
     @property
     def end(self) -> int:
-        return self.data_offset + self.data_bytes + sum(_numel(s) * size for _, size, s in self.aux)
+        return self.data_offset + self.data_bytes + sum(prod(s) * size for _, size, s in self.aux)
 
 
 def _type(probe: Probe, flag: int, at: int) -> tuple[str, int]:
@@ -144,7 +138,7 @@ def _type(probe: Probe, flag: int, at: int) -> tuple[str, int]:
 def _storage_shape(rec: _Record) -> tuple[int, ...]:
     """The stored values' shape. A storage shape of size 0 is derived from the index array, as MXNet's
     NDArray constructor does: row_sparse (idx rows, *shape[1:]), csr the idx shape (aux arrays in file order)."""
-    if not rec.stype or _numel(rec.storage_shape) or not rec.aux or not rec.aux[-1][2]:
+    if not rec.stype or prod(rec.storage_shape) != 0 or not rec.aux or not rec.aux[-1][2]:
         return rec.storage_shape
     idx = rec.aux[-1][2]  # row_sparse: its only aux array; csr: indptr, then idx
     if rec.stype == 1:
@@ -182,7 +176,7 @@ def _record(probe: Probe, pos: int) -> _Record:
         (aux_flag,) = cur.unpack("<i", "aux type flag")
         dtype, size = _type(probe, aux_flag, cur.pos - 4)
         rec.aux.append((dtype, size, cur.shape("aux shape")))
-    if any(d < 0 for d in rec.shape + rec.storage_shape):
+    if min(rec.shape + rec.storage_shape, default=0) < 0:
         raise FormatError(probe.path, FORMAT, "negative dimension", pos)
     rec.storage_shape = _storage_shape(rec)
     rec.data_offset = cur.pos
@@ -263,10 +257,10 @@ class MxnetParamsLoader:
                     RegionKind.HEADER, rec.start, rec.data_offset - rec.start, f"{rec.version} record header {name!r}"
                 )
             )
-            trainable = not any(k in name for k in NOT_TRAINABLE)
+            trainable = not any(map(name.__contains__, NOT_TRAINABLE))
             alias = ties.get(name)
             kind_region = RegionKind.DUPLICATE if alias else RegionKind.TENSOR_DATA
-            nbytes = _numel(rec.shape) * rec.itemsize if not rec.none else 0
+            nbytes = prod(rec.shape) * rec.itemsize if not rec.none else 0
             notes = (f"{STYPES[rec.stype]}: {rec.data_bytes:,} bytes of values stored",) if rec.stype else ()
             tensors.append(
                 TensorInfo(
@@ -305,7 +299,7 @@ class MxnetParamsLoader:
                 )
                 tensors.append(values)
             for aux_name, (dtype, size, shape) in zip(AUX_NAMES.get(rec.stype, ()), rec.aux, strict=True):
-                n = _numel(shape) * size
+                n = prod(shape) * size
                 tensors.append(TensorInfo(f"{name}#{aux_name}", shape, dtype, n, at, kind=TensorKind.OTHER))
                 if n:
                     regions.append(Region(RegionKind.TENSOR_DATA, at, n, f"{name}#{aux_name}"))
