@@ -803,16 +803,16 @@ def test_importing_the_package_leaves_the_collector_as_it_was() -> None:
 def test_a_pickle_shorter_than_the_opcode_cap_is_scanned_without_counting_runs() -> None:
     """Each opcode the scan counts takes a byte at least: a pickle of fewer bytes than `MAX_OPS` cannot reach the cap,
     is scanned without the exact-run pattern (not compiled for it) and gives the stream and end a counted scan gives,
-    on every pickle of the samples and fixtures and on the benchmark's 128-tensor one."""
+    on every pickle of the samples and fixtures."""
     from types import SimpleNamespace
 
     from loaders import _pickle, _pickle_fast
     from tests.test_pickle_fast import FIXTURES, SAMPLES, files, pickles_in
 
     found = []
-    for path in [*files(SAMPLES), *files(FIXTURES), Path("/work/benchfiles/startup_1g_pytorch-zip.pt")]:
+    for path in [*files(SAMPLES), *files(FIXTURES)]:
         try:
-            found += list(pickles_in(path)) if path.exists() else []
+            found += list(pickles_in(path))
         except Exception:  # noqa: BLE001 - files that are no torch file or bare pickle
             continue
     caps = {k: getattr(_pickle, k) for k in ("MAX_OPS", "MAX_INLINE", "MAX_STACK", "MAX_MARKS")}
@@ -822,7 +822,7 @@ def test_a_pickle_shorter_than_the_opcode_cap_is_scanned_without_counting_runs()
         counted = _pickle_fast._scan(data, SimpleNamespace(**caps | {"MAX_OPS": len(data)}), True)
         assert uncounted == counted, data[:80]
         scanned += [data] if uncounted is not None else []
-    assert len(scanned) >= 5, len(scanned)
+    assert len(scanned) >= 20, len(scanned)
     _pickle_fast._patterns.cache_clear()
     assert _pickle_fast._scan(scanned[0], SimpleNamespace(**caps), True) is not None
     bits = min(31, max(20, len(scanned[0]).bit_length() + 1))
