@@ -304,6 +304,7 @@ class Matcher:
 MEMO_LIMIT = 1 << 20  # shapes remembered per matcher (a bound on memory for hostile name sets)
 NO_RULE: tuple[None, tuple[()]] = (None, ())
 _DIGIT_TABLES: dict[frozenset[str], bytes] = {}  # by set of patterns: two matchers of one table share it
+BACKREFERENCES = tuple(f"\\{d}" for d in "123456789")  # \1 ... \9
 
 
 def _digit_table(patterns: frozenset[str]) -> bytes:
@@ -317,10 +318,9 @@ def _digit_table(patterns: frozenset[str]) -> bytes:
     if table is None:
         joined = "".join(sorted(patterns))
         text = re.sub(r"\\.", "", joined)
-        spelled = set(text) & set("0123456789")
-        free = [d for d in "0123456789" if d not in spelled]
+        free = [d for d in "0123456789" if d not in text]  # (ten C searches, not a set of the whole text)
         table = b""
-        backreference = "(?P=" in joined or any(f"\\{d}" in joined for d in "123456789")
+        backreference = "(?P=" in joined or any(map(joined.__contains__, BACKREFERENCES))
         if free and not backreference and not re.search(r"\[[^\]]*\d", text):
             table = bytes.maketrans("".join(free).encode(), free[0].encode() * len(free))
         _DIGIT_TABLES[patterns] = table

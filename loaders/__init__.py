@@ -30,20 +30,35 @@ LAZY_HELPERS = (
 )
 
 
+_MODULE = type(sys)  # types.ModuleType
+
+
+class _LazyModule(_MODULE):  # type: ignore[misc,valid-type]
+    """A helper module whose body has not run yet: reading any of its attributes runs it first (what
+    `importlib.util.LazyLoader` makes, without importing `importlib.util`, `importlib._abc` and `contextlib` into
+    every run that reads a zip or a pickle: about 0.5 ms)."""
+
+    def __getattribute__(self, attr: str) -> object:
+        self.__class__ = _MODULE  # type: ignore[assignment]  # a plain module from now on (this runs once)
+        self.__spec__.loader.exec_module(self)  # type: ignore[attr-defined]
+        return getattr(self, attr)
+
+
 def _lazy(name: str) -> object:
     """Put a module in sys.modules whose body runs when one of its attributes is first read."""
-    from importlib.util import LazyLoader, find_spec, module_from_spec
-
     if name in sys.modules:
         return sys.modules[name]
-    spec = find_spec(name)
+    # the spec the import system would find: the first meta path finder's that has one
+    spec = next(filter(None, (finder.find_spec(name, __path__) for finder in sys.meta_path)), None)
     if spec is None or spec.loader is None:  # pragma: no cover - a broken install: let the real import fail
         __import__(name)
         return sys.modules[name]
-    spec.loader = LazyLoader(spec.loader)
-    module = module_from_spec(spec)
+    module = spec.loader.create_module(spec) or _MODULE(name)  # (as `importlib.util.module_from_spec`)
+    module.__spec__, module.__loader__, module.__package__ = spec, spec.loader, spec.parent
+    if spec.has_location:
+        module.__file__, module.__cached__ = spec.origin, spec.cached  # type: ignore[attr-defined]
+    module.__class__ = _LazyModule
     sys.modules[name] = module
-    spec.loader.exec_module(module)
     # `from loaders import _x` then finds the attribute on the package and touches nothing of the module (the
     # import system's own look-up in sys.modules would read its __spec__, which runs it)
     setattr(sys.modules[__name__], name.rpartition(".")[2], module)
@@ -52,7 +67,7 @@ def _lazy(name: str) -> object:
 
 def __getattr__(name: str) -> object:
     """A helper named by `from loaders import _x` (the import asks the package for the attribute first): made lazy
-    then, so a run sets up only the helpers of the loaders it imports (`importlib.util` too: none for safetensors)."""
+    then, so a run sets up only the helpers of the loaders it imports (none for safetensors)."""
     if name in LAZY_HELPERS:
         return _lazy(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -31,7 +31,8 @@ Why this is as safe as the interpreter, and gives the same values when it succee
   the C unpickler does not enforce frames as the interpreter does; no text numbers or strings, which C
   parses more leniently; strings and bytes up to `MAX_INLINE` only, as larger ones become `Blob`s there).
   Any other byte at an opcode boundary sends the pickle to the interpreter.
-- Bounds. The caps of the interpreter are kept: the scan counts opcodes (`MAX_OPS`, an upper bound);
+- Bounds. The caps of the interpreter are kept: the scan counts opcodes (`MAX_OPS`, an upper bound; a pickle of
+  fewer bytes than that cannot have more opcodes);
   stack growth between two refills of the C unpickler's input is at most one item per byte, so sampling
   the stack's size at every refill of at most `CHUNK` bytes bounds its peak (`MAX_STACK`); the marks'
   capacity, never shrunk during a load, is read back from ``__sizeof__`` (`MAX_MARKS`); memo entries are
@@ -185,9 +186,9 @@ def _counted(ops: bytes, width: int, short: int) -> bytes:
 
 
 @lru_cache(maxsize=4)
-def _patterns(index_bits: int, short: int) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
-    """(exactly RUN tokens, any run of tokens): the opcodes admitted, LONG_BINPUT below 2**index_bits, strings and
-    bytes of up to `short` bytes (the scan loop steps over longer ones)."""
+def _patterns(index_bits: int, short: int, counted: bool) -> tuple[re.Pattern[bytes] | None, re.Pattern[bytes]]:
+    """(exactly RUN tokens, or None for a scan not `counted`; any run of tokens): the opcodes admitted, LONG_BINPUT
+    below 2**index_bits, strings and bytes of up to `short` bytes (the scan loop steps over longer ones)."""
     top = (1 << (index_bits - 24)) - 1 if index_bits > 24 else 0
     third = 0xFF if index_bits > 24 else (1 << (index_bits - 16)) - 1
     index = rb"[\s\S]{2}[\x00-" + re.escape(bytes([third])) + rb"][\x00-" + re.escape(bytes([top])) + rb"]"
@@ -206,7 +207,7 @@ def _patterns(index_bits: int, short: int) -> tuple[re.Pattern[bytes], re.Patter
         _counted(b"\x8cUC", 1, short),  # SHORT_BINUNICODE, SHORT_BINSTRING, SHORT_BINBYTES
     ]
     token = rb"(?:" + b"|".join(tokens) + rb")"
-    return re.compile(token + rb"{%d}+" % RUN), re.compile(token + rb"*+")
+    return re.compile(token + rb"{%d}+" % RUN) if counted else None, re.compile(token + rb"*+")
 
 
 # length-prefixed opcodes and the width of their length, for strings the token pattern leaves to the scan loop
@@ -222,12 +223,15 @@ def _scan(data: bytes, caps: Any, complete: bool) -> tuple[bytes, int] | object 
     `complete`: `data` holds all the bytes the pickle may use; else stopping near its end gives `_MORE`.
     """
     bits = min(31, max(20, len(data).bit_length() + 1))
-    exact, run = _patterns(bits, SHORT if len(data) >= SMALL else SMALL_SHORT)
+    # Each opcode counted takes a byte of `data` at least (the end one more): a pickle shorter than the opcode cap
+    # cannot reach it, and its runs are not counted RUN tokens at a time (the exact pattern, compiled only for longer
+    # ones, was about 7 million of the 200 million instructions of a 128-tensor PyTorch run)
+    exact, run = _patterns(bits, SHORT if len(data) >= SMALL else SMALL_SHORT, len(data) >= caps.MAX_OPS)
     pos, last, ops = 0, 0, 0
     pieces: list[bytes] = []
     end = len(data)
     while ops <= caps.MAX_OPS:
-        m = exact.match(data, pos)
+        m = exact.match(data, pos) if exact is not None else None
         if m is not None:
             pos = m.end()
             ops += RUN

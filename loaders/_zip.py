@@ -331,7 +331,9 @@ def _entries(
             pos = start + name_len + extra_len + comment_len
             if pos > cd_len:
                 raise _fail(probe, fmt, "central directory entry runs past the directory", cd_offset)
-            name = cd[start : start + name_len].decode("utf-8" if flags & 0x800 else "cp437")
+            raw = cd[start : start + name_len]
+            # (an ASCII name reads the same in UTF-8: cp437's codec is imported for other names only, about 0.2 ms)
+            name = raw.decode("utf-8" if flags & 0x800 or raw.isascii() else "cp437")
             if 0xFFFFFFFF in (usize, csize, at):
                 values = {"usize": usize, "csize": csize, "offset": at}
                 need = [k for k, v in values.items() if v == 0xFFFFFFFF]

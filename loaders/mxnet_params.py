@@ -27,6 +27,7 @@ listed after it as `<name>#values`, `<name>#indices`, `<name>#indptr` (kind othe
 from __future__ import annotations
 
 import struct
+from math import prod
 
 from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
 from inspector.probe import Probe
@@ -63,15 +64,38 @@ AUX_NAMES = {1: ("indices",), 2: ("indptr", "indices")}
 NOT_TRAINABLE = ("aux:", *NORM_STATISTICS["mxnet"])
 
 
+PAGE = 4096
+RECORD_WINDOW = 96  # bytes read at once at a record's start: a dense record's header up to 9 dimensions
+_LAYOUTS: dict[str, struct.Struct] = {}  # by format: a field's layout, read in place from the window
+
+
 class _Cursor:
-    def __init__(self, probe: Probe, pos: int) -> None:
-        self.probe, self.pos = probe, pos
+    """Fields read in order from one read at a time (a record's header is one read instead of six). A read goes from
+    the next field to at most `window` bytes on, never past the end of that field's page: it pulls no page from
+    storage that a read of exactly the field would not."""
+
+    def __init__(self, probe: Probe, pos: int, window: int = RECORD_WINDOW) -> None:
+        self.probe, self.pos, self.window = probe, pos, window
+        self.buf, self.buf_at = b"", pos
+
+    def take(self, size: int, what: str) -> bytes:
+        at = self._at(size, what)
+        self.pos += size
+        return self.buf[at : at + size]
 
     def unpack(self, fmt: str, what: str) -> tuple[int, ...]:
-        size = struct.calcsize(fmt)
-        values = struct.unpack(fmt, self.probe.read_at(self.pos, size, fmt=FORMAT, what=what))
-        self.pos += size
-        return values
+        layout = _LAYOUTS.get(fmt) or _LAYOUTS.setdefault(fmt, struct.Struct(fmt))
+        at = self._at(layout.size, what)
+        self.pos += layout.size
+        return layout.unpack_from(self.buf, at)
+
+    def _at(self, size: int, what: str) -> int:
+        """Where the `size` bytes at the cursor start in `buf`, read first when they are not all in it."""
+        at = self.pos - self.buf_at
+        if at < 0 or at + size > len(self.buf):  # (past the window: read from here; past the file: the same error)
+            n = max(size, min(self.window, PAGE - self.pos % PAGE, self.probe.size - self.pos))
+            self.buf, self.buf_at, at = self.probe.read_at(self.pos, n, fmt=FORMAT, what=what), self.pos, 0
+        return at
 
     def shape(self, what: str, wide: bool = True) -> tuple[int, ...]:
         (ndim,) = self.unpack("<i" if wide else "<I", what)
@@ -80,13 +104,6 @@ class _Cursor:
         if not 0 <= ndim <= MAX_DIMS:
             raise LimitExceededError(self.probe.path, FORMAT, f"{what}: {ndim} dimensions", self.pos - 4)
         return self.unpack(f"<{ndim}{'q' if wide else 'I'}", what)
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 class _Record:
@@ -105,11 +122,11 @@ class _Record:
 
     @property
     def data_bytes(self) -> int:
-        return 0 if self.none else _numel(self.storage_shape or self.shape) * self.itemsize
+        return 0 if self.none else prod(self.storage_shape or self.shape) * self.itemsize
 
     @property
     def end(self) -> int:
-        return self.data_offset + self.data_bytes + sum(_numel(s) * size for _, size, s in self.aux)
+        return self.data_offset + self.data_bytes + sum(prod(s) * size for _, size, s in self.aux)
 
 
 def _type(probe: Probe, flag: int, at: int) -> tuple[str, int]:
@@ -121,7 +138,7 @@ def _type(probe: Probe, flag: int, at: int) -> tuple[str, int]:
 def _storage_shape(rec: _Record) -> tuple[int, ...]:
     """The stored values' shape. A storage shape of size 0 is derived from the index array, as MXNet's
     NDArray constructor does: row_sparse (idx rows, *shape[1:]), csr the idx shape (aux arrays in file order)."""
-    if not rec.stype or _numel(rec.storage_shape) or not rec.aux or not rec.aux[-1][2]:
+    if not rec.stype or prod(rec.storage_shape) != 0 or not rec.aux or not rec.aux[-1][2]:
         return rec.storage_shape
     idx = rec.aux[-1][2]  # row_sparse: its only aux array; csr: indptr, then idx
     if rec.stype == 1:
@@ -159,7 +176,7 @@ def _record(probe: Probe, pos: int) -> _Record:
         (aux_flag,) = cur.unpack("<i", "aux type flag")
         dtype, size = _type(probe, aux_flag, cur.pos - 4)
         rec.aux.append((dtype, size, cur.shape("aux shape")))
-    if any(d < 0 for d in rec.shape + rec.storage_shape):
+    if min(rec.shape + rec.storage_shape, default=0) < 0:
         raise FormatError(probe.path, FORMAT, "negative dimension", pos)
     rec.storage_shape = _storage_shape(rec)
     rec.data_offset = cur.pos
@@ -171,7 +188,7 @@ def _record(probe: Probe, pos: int) -> _Record:
 
 
 def _names(probe: Probe, pos: int, count: int) -> tuple[list[str], int]:
-    cur = _Cursor(probe, pos)
+    cur = _Cursor(probe, pos, PAGE)  # (the names block is structure to its end: a page at a time)
     (n,) = cur.unpack("<Q", "name count")
     if n not in (0, count):
         raise FormatError(probe.path, FORMAT, f"{n:,} names for {count:,} arrays", pos)
@@ -180,8 +197,7 @@ def _names(probe: Probe, pos: int, count: int) -> tuple[list[str], int]:
         (length,) = cur.unpack("<Q", "name length")
         if length > MAX_NAME_BYTES:
             raise LimitExceededError(probe.path, FORMAT, f"a name of {length:,} bytes", cur.pos - 8)
-        names.append(probe.read_at(cur.pos, length, fmt=FORMAT, what="name").decode("utf-8", "replace"))
-        cur.pos += length
+        names.append(cur.take(length, "name").decode("utf-8", "replace"))
     return names, cur.pos
 
 
@@ -241,10 +257,10 @@ class MxnetParamsLoader:
                     RegionKind.HEADER, rec.start, rec.data_offset - rec.start, f"{rec.version} record header {name!r}"
                 )
             )
-            trainable = not any(k in name for k in NOT_TRAINABLE)
+            trainable = not any(map(name.__contains__, NOT_TRAINABLE))
             alias = ties.get(name)
             kind_region = RegionKind.DUPLICATE if alias else RegionKind.TENSOR_DATA
-            nbytes = _numel(rec.shape) * rec.itemsize if not rec.none else 0
+            nbytes = prod(rec.shape) * rec.itemsize if not rec.none else 0
             notes = (f"{STYPES[rec.stype]}: {rec.data_bytes:,} bytes of values stored",) if rec.stype else ()
             tensors.append(
                 TensorInfo(
@@ -283,7 +299,7 @@ class MxnetParamsLoader:
                 )
                 tensors.append(values)
             for aux_name, (dtype, size, shape) in zip(AUX_NAMES.get(rec.stype, ()), rec.aux, strict=True):
-                n = _numel(shape) * size
+                n = prod(shape) * size
                 tensors.append(TensorInfo(f"{name}#{aux_name}", shape, dtype, n, at, kind=TensorKind.OTHER))
                 if n:
                     regions.append(Region(RegionKind.TENSOR_DATA, at, n, f"{name}#{aux_name}"))

@@ -342,6 +342,27 @@ def test_json_run_imports_nothing_it_does_not_use(sample: str, allowed: tuple[st
     assert not {m for m in NEVER_FOR_A_HEADER if m in loaded and m not in allowed}
 
 
+def test_a_lazy_helper_runs_when_first_read() -> None:
+    """`from loaders import _x` binds a module whose body has not run; the first attribute read runs it, in place, and
+    a torch zip run imports no `importlib.util` (with `importlib._abc` and `contextlib`) for that."""
+    path = ROOT / "sample_models" / "torch" / "lstm_tied.pt"
+    code = (
+        "import sys, types\nbefore = set(sys.modules)\nimport loaders\nfrom loaders import _sstable\n"
+        "assert type(_sstable).__name__ == '_LazyModule' and sys.modules['loaders._sstable'] is _sstable\n"
+        "assert _sstable.MAGIC_BYTES == bytes.fromhex('57fb808b247547db')\n"
+        "assert type(_sstable) is types.ModuleType and sys.modules['loaders._sstable'] is _sstable\n"
+        "assert _sstable.__file__ == _sstable.__spec__.origin and _sstable.__spec__.name == 'loaders._sstable'\n"
+        "assert _sstable.__package__ == 'loaders' and _sstable.__loader__ is _sstable.__spec__.loader\n"
+        "import loaders._sstable as again\nassert again is _sstable\n"
+        "import io, contextlib\nfrom inspector.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()): main([{str(path)!r}])\n"
+        "assert type(sys.modules['loaders._pickle']) is types.ModuleType\n"
+        "print(' '.join(sorted(set(sys.modules) - before)))"  # (an editable install imports importlib.util itself)
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert "importlib.util" not in out.split()
+
+
 def test_a_declared_plugin_is_still_loaded(tmp_path: Path) -> None:
     """importlib.metadata is skipped only when no distribution declares the group: a declared one is loaded."""
     from inspector.registry import _declares_plugins
@@ -679,3 +700,132 @@ def test_classes_of_one_shape_share_one_compiled_init() -> None:
         C(1, x=2)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="multiple values for argument 'p'"):
         B(1, p=2)  # type: ignore[misc]
+
+
+def test_the_written_inits_are_the_compiled_templates(tmp_path: Path) -> None:
+    """`inspector/record_inits.py` is what `python -m inspector.recordtype` writes now, and the code read from it for
+    each shape is the code `_template` compiles (the same instructions, names, lines, file name): a record's
+    `__init__` is the same whichever it came from."""
+    import __future__
+
+    from inspector import record_inits, recordtype
+
+    recordtype.write(str(tmp_path / "record_inits.py"))
+    assert (tmp_path / "record_inits.py").read_text() == Path(record_inits.__file__).read_text()
+    for count in range(recordtype.WRITTEN_FIELDS + 1):
+        for post_init in (False, True):
+            written, compiled = recordtype._written((count, (), post_init)), recordtype._template(count, (), post_init)
+            # (`exec` gives the template recordtype's `from __future__ import annotations` flag: no annotation in it)
+            future = __future__.annotations.compiler_flag
+            assert written.replace(co_flags=written.co_flags | future) == compiled.replace(
+                co_flags=compiled.co_flags | future
+            )
+            assert written.co_filename == compiled.co_filename == "<string>"
+            assert (written.co_varnames, written.co_names, written.co_qualname) == (
+                compiled.co_varnames,
+                compiled.co_names,
+                compiled.co_qualname,
+            )
+    assert recordtype._written((3, (1,), False)) is None  # a factory: compiled
+    assert recordtype._written((recordtype.WRITTEN_FIELDS + 1, (), False)) is None
+
+
+def test_zip_names_without_the_utf8_flag_read_as_cp437(tmp_path: Path) -> None:
+    """A member name without the UTF-8 flag is cp437 (as zipfile reads it); an ASCII one is read without that codec."""
+    import io
+    import zipfile
+
+    np = pytest.importorskip("numpy")
+    from inspector.registry import load
+
+    path = tmp_path / "names.npz"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name in ("plain", "caf\u00e9"):
+            buf = io.BytesIO()
+            np.save(buf, np.zeros(3, np.float32))
+            zf.writestr(f"{name}.npy", buf.getvalue())  # (zipfile sets the UTF-8 flag of a non-ASCII name)
+    data = bytearray(path.read_bytes())
+    for sig, at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # the flag bits of local headers and directory entries
+        pos = data.find(sig)
+        while pos >= 0:
+            data[pos + at + 1] &= ~0x08
+            pos = data.find(sig, pos + 4)
+    path.write_bytes(bytes(data))
+    with zipfile.ZipFile(path) as zf:
+        expected = [n.removesuffix(".npy") for n in zf.namelist()]
+    assert expected[1] != "caf\u00e9"  # (its UTF-8 bytes read as cp437)
+    assert [t.name for t in load(path).tensors] == expected
+
+
+@pytest.mark.parametrize("sample", ["sockeye_gru.params", "sockeye_lstm.params", "sockeye_lstm_arg_fp16.params"])
+def test_mxnet_record_headers_are_one_read_each(sample: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An MXNet record's header fields come from one read (not one per field), and no read pulls a page holding no
+    byte of a header or of the names block (what reads of exactly those structures pull)."""
+    from inspector.registry import load
+    from tests.conftest import record_reads
+
+    path = ROOT / "sample_models" / "mxnet" / sample
+    if not path.exists():
+        pytest.skip(f"{sample} not in sample_models")
+    reads = record_reads(monkeypatch)
+    ckpt = load(path)
+    monkeypatch.undo()
+    structure = [(r.start, r.start + r.length) for r in ckpt.regions if r.kind.value in ("header", "metadata")]
+    pages = {p for start, end in structure for p in range(start // 4096, (end - 1) // 4096 + 1)}
+    past_head = sum(1 for r in ckpt.regions if r.kind.value == "header" and r.start + r.length > 4096)
+    assert past_head > 10 and len(reads) <= past_head + len(pages), (len(reads), past_head)
+    for _, offset, n in reads:
+        assert set(range(offset // 4096, (offset + n - 1) // 4096 + 1)) <= pages, (offset, n)
+
+
+def test_importing_the_package_leaves_the_collector_as_it_was() -> None:
+    """The package's imports leave the collector on (off if it was off) and nothing frozen, and their objects go to
+    the oldest generation: no young collection walks them after (the largest young generation a collection met
+    during the import is printed)."""
+    code = (
+        "import gc\nseen = [0]\n"
+        "gc.callbacks.append(lambda phase, info: phase == 'start' and seen.append(len(gc.get_objects(0))))\n"
+        "import inspector\ngc.callbacks.clear()\n"
+        "print(gc.isenabled(), gc.get_freeze_count(), max(seen) < 1000)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.split() == ["True", "0", "True"]
+    off = subprocess.run(
+        [sys.executable, "-c", "import gc\ngc.disable()\nimport inspector\nprint(gc.isenabled())"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    ).stdout
+    assert off.split() == ["False"]
+
+
+def test_a_pickle_shorter_than_the_opcode_cap_is_scanned_without_counting_runs() -> None:
+    """Each opcode the scan counts takes a byte at least: a pickle of fewer bytes than `MAX_OPS` cannot reach the cap,
+    is scanned without the exact-run pattern (not compiled for it) and gives the stream and end a counted scan gives,
+    on every pickle of the samples and fixtures."""
+    from types import SimpleNamespace
+
+    from loaders import _pickle, _pickle_fast
+    from tests.test_pickle_fast import FIXTURES, SAMPLES, files, pickles_in
+
+    found = []
+    for path in [*files(SAMPLES), *files(FIXTURES)]:
+        try:
+            found += list(pickles_in(path))
+        except Exception:  # noqa: BLE001 - files that are no torch file or bare pickle
+            continue
+    caps = {k: getattr(_pickle, k) for k in ("MAX_OPS", "MAX_INLINE", "MAX_STACK", "MAX_MARKS")}
+    scanned = []
+    for data in found:
+        uncounted = _pickle_fast._scan(data, SimpleNamespace(**caps | {"MAX_OPS": len(data) + 1}), True)
+        counted = _pickle_fast._scan(data, SimpleNamespace(**caps | {"MAX_OPS": len(data)}), True)
+        assert uncounted == counted, data[:80]
+        scanned += [data] if uncounted is not None else []
+    assert len(scanned) >= 20, len(scanned)
+    _pickle_fast._patterns.cache_clear()
+    assert _pickle_fast._scan(scanned[0], SimpleNamespace(**caps), True) is not None
+    bits = min(31, max(20, len(scanned[0]).bit_length() + 1))
+    assert _pickle_fast._patterns.cache_info().currsize == 1  # the uncounted scan's patterns only
+    assert _pickle_fast._patterns(bits, _pickle_fast.SMALL_SHORT, False)[0] is None
+    assert _pickle_fast._patterns.cache_info().hits == 1
