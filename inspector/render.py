@@ -126,7 +126,7 @@ def _tensor_columns(roles: dict[int, RoleMatch]) -> Callable[[Sequence[TensorInf
             list(TENSOR_KEYS),
             [
                 list(map(attrgetter("name"), batch)),
-                list(map(list, shapes)),
+                shapes,  # (tuples: written as the lists of `_tensor_json`)
                 list(map(attrgetter("dtype"), batch)),
                 list(map(prod, shapes)),
                 list(map(attrgetter("nbytes"), batch)),
