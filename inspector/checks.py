@@ -11,7 +11,12 @@ from inspector.architectures import Architecture
 from inspector.formulas import FORMULAS, GRU, LSTM, LayerSpec, LoRA, SimpleRNN, breakdown
 from inspector.modules import module_name
 from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
-from inspector.recordtype import record
+from inspector.recordtype import fields, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 
 @record(frozen=True, slots=True)
@@ -151,16 +156,33 @@ def compare(
     total = 0
     offsets: dict[str, int | None] | None = None  # tensor offsets by name, made for the first tie
     formulas, ok = FORMULAS.get, "ok"
+    # A spec's count and kind by its class and fields but its name (no formula reads a name): a model's repeated
+    # layers (100,000 modules of a few shapes) are counted once a shape
+    sizes: dict[type, Callable[[Any], Any]] = {}
+    counted: dict[tuple[type, Any], tuple[int, str]] = {}
     for spec in arch.layers:
         spec_name: str = spec.name  # type: ignore[attr-defined]
-        name = renamed.get(spec_name, spec_name)
-        formula = formulas(spec.__class__)  # breakdown(spec) but for its zero entries (raises for no formula)
-        want = sum((formula(spec) if formula is not None else breakdown(spec)).values())
+        name = renamed.get(spec_name, spec_name) if renamed else spec_name
+        cls = spec.__class__
+        size = sizes.get(cls)
+        if size is None:
+            size = sizes[cls] = attrgetter(*[f.name for f in fields(cls) if f.name != "name"] or ["__class__"])
+        try:
+            key = (cls, size(spec))
+            want, kind = counted[key]
+        except KeyError:
+            formula = formulas(cls)  # breakdown(spec) but for its zero entries (raises for no formula)
+            want = sum((formula(spec) if formula is not None else breakdown(spec)).values())
+            kind = spec.kind
+            counted[key] = want, kind
+        except TypeError:  # (a field that is not hashable: counted on its own)
+            formula = formulas(cls)
+            want = sum((formula(spec) if formula is not None else breakdown(spec)).values())
+            kind = spec.kind
         total += want
         layer = layers.get(name)
         if renamed:
             seen.add(name)
-        kind = spec.kind
         if layer is None:
             checks.append(
                 LayerCheck(name, kind, want, 0, "missing", f"{kind} expected by the formula is not in the file")
