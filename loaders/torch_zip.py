@@ -126,13 +126,20 @@ class TorchZipLoader:
         grouped = _torch.by_storage(tensors)
         skip = len(data_dir)
 
+        tensor_data = RegionKind.TENSOR_DATA
+
         def payload(m: _zip.ZipMember) -> list[Region]:
             """A member's payload, as its regions."""
             name = m.name
             if name.startswith(data_dir):
                 key = name[skip:]
                 if key in offsets:
-                    return _torch.storage_regions(key, m.data_offset, m.compress_size, grouped.get(key, []))
+                    mine, start, length = grouped.get(key, []), m.data_offset, m.compress_size
+                    if len(mine) == 1:  # (storage_regions' common case, in line: one tensor, the whole storage)
+                        t = mine[0]
+                        if t.offset == start and (t.nbytes if t.span is None else t.span) == length:
+                            return [Region(tensor_data, start, length, f"storage {key!r}")]
+                    return _torch.storage_regions(key, start, length, mine)
                 return [
                     Region(
                         RegionKind.UNREFERENCED, m.data_offset, m.compress_size, f"record {name!r}: no tensor uses it"
