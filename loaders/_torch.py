@@ -265,7 +265,15 @@ def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[Ten
             if at is None:
                 raise PickleError(f"tensor {path!r} refers to storage {root!r}, which the file does not hold")
             offset = at + base + t.offset * size if base or t.offset else at  # (the offset's int, shared)
-            span_bytes = _span(shape, t.stride) * size
+            stride = t.stride
+            ndim = len(shape)
+            if ndim == 1 == len(stride):  # (_span of a vector or a matrix, in line: most tensors of a large file)
+                span_bytes = (1 + (shape[0] - 1) * stride[0] if shape[0] else 0) * size
+            elif ndim == 2 == len(stride):
+                rows, cols = shape
+                span_bytes = (1 + (rows - 1) * stride[0] + (cols - 1) * stride[1] if rows and cols else 0) * size
+            else:
+                span_bytes = _span(shape, stride) * size
             stored = storage.numel * storage.itemsize  # storage.nbytes
             if t.offset * size + span_bytes > stored + base and n:
                 raise PickleError(f"tensor {path!r} reaches past the end of its storage {root!r}")
