@@ -95,11 +95,18 @@ REGION_KEYS = ("kind", "start", "length", "label")
 LAYER_FIELDS = ("layer", "kind", "expected", "found", "status", "explanation")  # a LayerCheck's, all written
 
 
-def _optional(batch: Sequence[Any], optional: tuple[tuple[str, str], ...], keys: list[str], values: list[Any]) -> bool:
+def _optional(
+    batch: Sequence[Any],
+    optional: tuple[tuple[str, str], ...],
+    keys: list[str],
+    values: list[Any],
+    read: Sequence[Sequence[Any]] | None = None,
+) -> bool:
     """`_with_optional` for a batch: add the columns written for every item; False if one is written for some items
-    only (their dicts differ in layout: the batch is made dict by dict)."""
-    for key, when in optional:
-        column = list(map(attrgetter(key), batch))
+    only (their dicts differ in layout: the batch is made dict by dict). `read`: the optional fields' columns, in
+    order, where the caller has read them."""
+    for index, (key, when) in enumerate(optional):
+        column = list(read[index]) if read is not None else list(map(attrgetter(key), batch))
         if when == "set":  # written when not None
             absent = column.count(None)
             if absent == len(column):
@@ -121,23 +128,27 @@ def _tensor_columns(roles: dict[int, RoleMatch]) -> Callable[[Sequence[TensorInf
         matches = list(map(roles.get, map(id, batch)))
         if None in matches:
             return None
-        shapes = list(map(attrgetter("shape"), batch))
+        # every field read in one C call per tensor, the rows then turned into columns
+        name, shape, dtype, nbytes, offset, kind, trainable, *optional = zip(*map(read, batch), strict=True)
         keys, values = (
             list(TENSOR_KEYS),
             [
-                list(map(attrgetter("name"), batch)),
-                shapes,  # (tuples: written as the lists of `_tensor_json`)
-                list(map(attrgetter("dtype"), batch)),
-                list(map(prod, shapes)),
-                list(map(attrgetter("nbytes"), batch)),
-                list(map(attrgetter("offset"), batch)),
-                list(map(KIND_TEXT.__getitem__, map(attrgetter("kind"), batch))),
+                name,
+                shape,  # (tuples: written as the lists of `_tensor_json`)
+                dtype,
+                list(map(prod, shape)),
+                nbytes,
+                offset,
+                list(map(KIND_TEXT.__getitem__, kind)),
                 list(map(attrgetter("layer"), matches)),
                 list(map(attrgetter("role"), matches)),
-                list(map(attrgetter("trainable"), batch)),
+                trainable,
             ],
         )
-        return (tuple(keys), values) if _optional(batch, TENSOR_OPTIONAL, keys, values) else None
+        return (tuple(keys), values) if _optional(batch, TENSOR_OPTIONAL, keys, values, optional) else None
+
+    read = attrgetter("name", "shape", "dtype", "nbytes", "offset", "kind", "trainable",
+                      *[key for key, _ in TENSOR_OPTIONAL])  # fmt: skip
 
     return columns
 

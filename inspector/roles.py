@@ -604,7 +604,9 @@ class Matcher:
         known = self.memo.get(key) if key is not None else None
         if known is not None:
             rule, spans = known
-            return None if rule is None else (rule, {group: name[start:end] for group, start, end in spans})
+            if rule is None or not spans:  # (no rule, or one without groups: no comprehension)
+                return None if rule is None else (rule, {})
+            return rule, {group: name[start:end] for group, start, end in spans}
         needles = self.needles
         contains = name.__contains__
         for index in range(len(self.rules)):

@@ -97,10 +97,11 @@ class PersistentLoader:
     those a reading it gives up on added (`loaders._pickle_fast`).
     """
 
-    __slots__ = ("storages",)
+    __slots__ = ("storages", "named")
 
     def __init__(self, storages: dict[str, StorageRef]) -> None:
         self.storages = storages
+        self.named: dict[str, Callable[[], Any]] = {}  # string ids a reader adds, and what each gives (`_pickle_fast`)
 
     def undo_point(self) -> Callable[[], None]:
         storages, known = self.storages, len(self.storages)
@@ -129,6 +130,10 @@ class PersistentLoader:
         return self._load(pid)
 
     def _load(self, pid: Any) -> Any:
+        if pid.__class__ is str and self.named:
+            make = self.named.get(pid)
+            if make is not None:
+                return make()
         if not isinstance(pid, tuple) or not pid:
             raise PickleError(f"unexpected persistent id {type(pid).__name__}")
         if pid[0] == "module":
