@@ -161,6 +161,10 @@ def _of_kind(ckpt: Checkpoint, kind: RegionKind, by_kind: dict[str, int]) -> lis
 
 
 def _dominant_dtype(tensors: Iterable[TensorInfo]) -> str | None:
+    tensors = tensors if isinstance(tensors, (list, tuple)) else list(tensors)
+    names = list(map(attrgetter("dtype"), tensors))
+    if names and names.count(names[0]) == len(names):  # one dtype (most files: no weight per tensor added up)
+        return names[0]
     weights: Counter[str] = Counter()
     for t in tensors:
         weights[t.dtype] += t.nbytes
@@ -171,7 +175,7 @@ def account(ckpt: Checkpoint) -> Accounting:
     """Attribute every byte and walk from the file size to the parameter count."""
     by_kind = bucket_bytes(ckpt)
     params = ckpt.unique(TensorKind.PARAMETER)
-    parameter_bytes = sum(t.nbytes for t in params)
+    parameter_bytes = sum(map(attrgetter("nbytes"), params))
     dtype = _dominant_dtype(params)
     dt = dtypes.lookup(dtype) if dtype else None
     size = ckpt.file_size
@@ -231,7 +235,7 @@ def _walk(ckpt: Checkpoint, by_kind: dict[str, int], saved: int, parameter_bytes
 
 def _notes(ckpt: Checkpoint, by_kind: dict[str, int], params: tuple[TensorInfo, ...], dtype: str | None) -> list[str]:
     notes = []
-    kinds = Counter(t.dtype for t in params)
+    kinds = Counter(map(attrgetter("dtype"), params))
     if len(kinds) > 1:
         notes.append("parameters use several dtypes: " + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()))
     dt = dtypes.lookup(dtype) if dtype else None

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from itertools import compress, repeat
 from math import prod
-from operator import attrgetter
+from operator import attrgetter, eq
 
 from inspector.jsontext import Rows, dumps, write
 from inspector.reconcile import BUCKETS, human, unit_trap
@@ -178,16 +179,19 @@ def _layer_columns(batch: Sequence[LayerCheck]) -> Columns:
 def _counts(ckpt: Checkpoint) -> dict[str, Any]:
     # one pass over the tensors (unique ones, by kind): tensors, elements, bytes, trainable elements
     sums = {kind: [0, 0, 0, 0] for kind in TensorKind}
-    for t in ckpt.tensors:
-        if t.alias_of is None:
-            row = sums.get(t.kind)
-            if row is not None:
-                n = t.n_elements
-                row[0] += 1
-                row[1] += n
-                row[2] += t.nbytes
-                if t.trainable:
-                    row[3] += n
+    unique = ckpt.unique()
+    kinds = list(map(attrgetter("kind"), unique))
+    for kind in dict.fromkeys(kinds):  # (a few kinds: each summed in C calls)
+        row = sums.get(kind)
+        if row is not None:
+            of_kind = (
+                unique if kinds.count(kind) == len(kinds) else tuple(compress(unique, map(eq, kinds, repeat(kind))))
+            )
+            elements = list(map(prod, map(attrgetter("shape"), of_kind)))
+            row[0] = len(of_kind)
+            row[1] = sum(elements)
+            row[2] = sum(map(attrgetter("nbytes"), of_kind))
+            row[3] = sum(compress(elements, map(attrgetter("trainable"), of_kind)))
     params, buffers, opt, other = (sums[k] for k in (TensorKind.PARAMETER, TensorKind.BUFFER, TensorKind.OPTIMIZER,
                                                         TensorKind.OTHER))  # fmt: skip
     known = ckpt.count_known  # pickled objects: null in JSON, "unknown" in text
