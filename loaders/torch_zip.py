@@ -102,7 +102,7 @@ class TorchZipLoader:
             record = by_name.get(data_dir + key)
             if record is None:
                 raise FormatError(probe.path, FORMAT, f"storage {key!r} named in data.pkl has no data/{key} record")
-            if record.file_size < ref.nbytes:
+            if record.file_size < ref.numel * ref.itemsize:  # (ref.nbytes, without the property)
                 raise FormatError(
                     probe.path,
                     FORMAT,
