@@ -127,7 +127,7 @@ def _tensor_columns(roles: dict[int, RoleMatch]) -> Callable[[Sequence[TensorInf
     def columns(batch: Sequence[TensorInfo]) -> Columns | None:
         """`_tensor_json` of every tensor of the batch, as columns (None: the dicts differ in layout)."""
         matches = list(map(roles.get, map(id, batch)))
-        if None in matches:
+        if not all(matches):  # (a tensor without a role: no `None in`, which would call a record's __eq__ a tensor)
             return None
         # every field read in one C call per tensor, the rows then turned into columns
         name, shape, dtype, nbytes, offset, kind, trainable, *optional = zip(*map(read, batch), strict=True)

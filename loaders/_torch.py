@@ -226,7 +226,10 @@ def _section(value: Any) -> dict[str, tuple[str, TensorKind]]:
         for required, allowed, section in WHOLE_SECTIONS:
             if required <= keys <= allowed:
                 return dict.fromkeys(keys, section)
-    if not any(
+    named = SECTIONS.keys() & value.keys() if set(map(type, value)) == {str} else None  # (keys all names: no pass)
+    if named is not None and not any(not isinstance(value[k], TensorRef) for k in named):
+        return {}
+    if named is None and not any(
         (k if k.__class__ is str else key_name(k)) in SECTIONS and not isinstance(v, TensorRef)
         for k, v in value.items()
     ):

@@ -23,6 +23,8 @@ A deflated data.pkl is legal (torch reads it) and is inflated, bounded.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from inspector.errors import FormatError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Region, RegionKind
@@ -115,7 +117,8 @@ class TorchZipLoader:
             tensors, findings = _torch.build_tensors(result.value, offsets)
         except _pickle.PickleError as exc:
             raise FormatError(probe.path, FORMAT, str(exc)) from exc
-        torchscript = any(m.name == prefix + TORCHSCRIPT_MARKER for m in members)
+        marker = prefix + TORCHSCRIPT_MARKER
+        torchscript = marker in map(attrgetter("name"), members)
         if torchscript:  # the archive declares its parameters and buffers in code/__torch__/**.py, and its enums
             from loaders import _torchscript  # (TorchScript archives only)
 
