@@ -105,9 +105,10 @@ def module_groups(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, lis
     groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
     framework, parameter = ckpt.framework, TensorKind.PARAMETER
     stated = framework in FRAMEWORK_CONVENTIONS  # (module_name's tests, the framework's once: no call per tensor)
+    from_role = frozenset(LAYER_FROM_ROLE)
     for t, r in zip(ckpt.tensors, roles, strict=True):
         if t.kind is parameter:
-            if stated or t.layer or r.role in LAYER_FROM_ROLE or r.rule_id.startswith("shape."):
+            if stated or t.layer or r.role in from_role or r.rule_id.startswith("shape."):
                 name = t.layer or r.layer
             else:
                 name = t.name.rpartition(".")[0] if "." in t.name else r.layer

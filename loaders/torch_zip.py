@@ -126,7 +126,10 @@ class TorchZipLoader:
             evidence -= _torchscript.enum_constructions(probe, members, prefix, FORMAT, evidence)
         names = result.globals
         del result  # the pickle's object graph: the tensors hold what they need of it
-        grouped = _torch.by_storage(tensors)
+        keys = list(map(attrgetter("storage"), tensors))
+        # each storage one tensor's, every tensor in one (most files): the tensor of each, without a list a storage
+        alone = dict(zip(keys, tensors, strict=True)) if None not in keys and len(set(keys)) == len(keys) else None
+        grouped = _torch.by_storage(tensors) if alone is None else {}
         skip = len(data_dir)
 
         tensor_data = RegionKind.TENSOR_DATA
@@ -137,7 +140,12 @@ class TorchZipLoader:
             if name.startswith(data_dir):
                 key = name[skip:]
                 if key in offsets:
-                    mine, start, length = grouped.get(key, []), m.data_offset, m.compress_size
+                    start, length = m.data_offset, m.compress_size
+                    if alone is not None:
+                        t = alone.get(key)
+                        mine = [] if t is None else [t]
+                    else:
+                        mine = grouped.get(key, [])
                     if len(mine) == 1:  # (storage_regions' common case, in line: one tensor, the whole storage)
                         t = mine[0]
                         if t.offset == start and (t.nbytes if t.span is None else t.span) == length:
@@ -152,6 +160,9 @@ class TorchZipLoader:
 
         regions = _zip.in_file_order(zip_ends, members, payload)
         grouped.clear()  # (its lists: not held through the tiling)
+        del keys
+        if alone is not None:
+            alone.clear()
         attributes = {
             "torch.archive": prefix.rstrip("/"),
             "torch.kind": "torchscript" if torchscript else "torch.save",
