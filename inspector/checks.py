@@ -10,7 +10,7 @@ from operator import attrgetter
 from inspector.architectures import Architecture
 from inspector.formulas import FORMULAS, GRU, LSTM, LayerSpec, LoRA, SimpleRNN, breakdown
 from inspector.modules import module_name
-from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
+from inspector.records import CHECKED, Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import fields, record
 
 TYPE_CHECKING = False
@@ -145,7 +145,7 @@ def compare(
     `layers`: `file_layers(ckpt, roles)` where the caller has it, used as it is when every tensor's role names a
     layer and each is one of the architecture's (then grouping by `arch`'s names gives the same layers).
     """
-    names = {spec.name for spec in arch.layers}  # type: ignore[attr-defined]
+    names = set(map(attrgetter("name"), arch.layers))
     if layers is None or not (all(map(attrgetter("layer"), roles)) and names.issuperset(layers)):
         layers = file_layers(ckpt, roles, names)
     renamed = (  # (every layer the architecture names is in the file, the usual case: none to pair, no sets made)
@@ -225,7 +225,7 @@ def compare(
             )
         else:
             checks.append(LayerCheck(name, kind, want, found, "mismatch", _explain(spec, breakdown(spec), layer)))
-    for name, layer in layers.items():
+    for name, layer in layers.items() if not layers.keys() <= seen else ():  # (every layer seen: no pass)
         if name in seen:
             continue
         aliases = [t for t, _ in layer.items if t.alias_of is not None]
@@ -244,7 +244,11 @@ def compare(
                     f"{found:,} parameters in the file that the formula does not have",
                 )
             )
-    anomalies = tuple(c.layer for c in checks if c.status not in ("ok", "tied"))
+    anomalies = (
+        ()
+        if CHECKED.issuperset(map(attrgetter("status"), checks))  # (every layer agrees: one C pass)
+        else tuple(c.layer for c in checks if c.status not in ("ok", "tied"))
+    )
     return Expectation(
         source,
         arch.name,
