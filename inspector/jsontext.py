@@ -58,6 +58,7 @@ def _key(key: object) -> str:
 # longest such string
 FIXED = frozenset({str, int, bool, type(None)})
 FIXED_LENGTH = 64
+SHAPES = frozenset({list, tuple})  # of ints: a shape all the batch's rows have, written into the template too
 BATCHED = 1 << 24  # characters of batch templates remembered
 STREAM_ITEMS = 256  # a container of this many items is written item by item instead of joined in memory
 CHUNK = 1 << 16  # characters gathered before a write
@@ -200,11 +201,12 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         for index, column in enumerate(values):
             first = column[0]
             if (
-                first.__class__ in FIXED
+                (first.__class__ in FIXED or (first.__class__ in SHAPES and len(first) <= FIXED_LENGTH))
                 and (n == 1 or (column[1] == first and column[-1] == first))  # (most columns: told here)
                 and column.count(first) == n
                 and len(set(map(type, column))) == 1  # (1, 1.0 and True are equal, written differently)
                 and (first.__class__ is not str or len(first) <= FIXED_LENGTH)
+                and (first.__class__ not in SHAPES or set(map(type, chain.from_iterable(column))) <= {int})
             ):
                 fixed.append((index, value(first, inner)))
                 continue
