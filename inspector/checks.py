@@ -160,40 +160,46 @@ def compare(
     # layers (100,000 modules of a few shapes) are counted once a shape
     sizes: dict[type, Callable[[Any], Any]] = {}
     counted: dict[tuple[type, Any], tuple[int, str]] = {}
+    last: tuple[Any, ...] = (None, None, 0, "")  # the previous spec's class, fields, count and kind (repeated layers)
+    layer_of, append = layers.get, checks.append
     for spec in arch.layers:
-        spec_name: str = spec.name  # type: ignore[attr-defined]
-        name = renamed.get(spec_name, spec_name) if renamed else spec_name
+        name: str = spec.name  # type: ignore[attr-defined]
+        if renamed:
+            name = renamed.get(name, name)
+            seen.add(name)
         cls = spec.__class__
         size = sizes.get(cls)
         if size is None:
             size = sizes[cls] = attrgetter(*[f.name for f in fields(cls) if f.name != "name"] or ["__class__"])
-        try:
-            key = (cls, size(spec))
-            want, kind = counted[key]
-        except KeyError:
-            formula = formulas(cls)  # breakdown(spec) but for its zero entries (raises for no formula)
-            want = sum((formula(spec) if formula is not None else breakdown(spec)).values())
-            kind = spec.kind
-            counted[key] = want, kind
-        except TypeError:  # (a field that is not hashable: counted on its own)
-            formula = formulas(cls)
-            want = sum((formula(spec) if formula is not None else breakdown(spec)).values())
-            kind = spec.kind
+        values = size(spec)
+        if cls is last[0] and values == last[1]:
+            want, kind = last[2], last[3]
+        else:
+            try:
+                want, kind = counted[cls, values]
+            except KeyError:
+                formula = formulas(cls)  # breakdown(spec) but for its zero entries (raises for no formula)
+                want = sum((formula(spec) if formula is not None else breakdown(spec)).values())
+                kind = spec.kind
+                counted[cls, values] = want, kind
+            except TypeError:  # (a field that is not hashable: counted on its own)
+                formula = formulas(cls)
+                want = sum((formula(spec) if formula is not None else breakdown(spec)).values())
+                kind = spec.kind
+            last = (cls, values, want, kind)
         total += want
-        layer = layers.get(name)
-        if renamed:
-            seen.add(name)
+        layer = layer_of(name)
         if layer is None:
-            checks.append(
-                LayerCheck(name, kind, want, 0, "missing", f"{kind} expected by the formula is not in the file")
-            )
+            append(LayerCheck(name, kind, want, 0, "missing", f"{kind} expected by the formula is not in the file"))
             continue
         items = layer.items
-        if len(items) == 1 and items[0][0].alias_of is None:  # a module of one tensor (most, in large files)
-            found = prod(items[0][0].shape)
-            if found == want:
-                checks.append(LayerCheck(name, kind, found, found, ok))
-                continue
+        if len(items) == 1:  # a module of one tensor (most, in large files)
+            t = items[0][0]
+            if t.alias_of is None:
+                found = prod(t.shape)
+                if found == want:
+                    append(LayerCheck(name, kind, found, found, ok))
+                    continue
         found = 0
         tied = []
         for t, _ in items:  # _found(layer), and the tied tensors
