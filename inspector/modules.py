@@ -100,20 +100,24 @@ def module_name(t: TensorInfo, r: RoleMatch, framework: str) -> str:
     return r.layer
 
 
-def module_groups(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, list[tuple[TensorInfo, RoleMatch]]]:
+def module_groups(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, Sequence[tuple[TensorInfo, RoleMatch]]]:
     """Parameter tensors (with their roles) by module, in file order."""
-    groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
     framework, parameter = ckpt.framework, TensorKind.PARAMETER
     stated = framework in FRAMEWORK_CONVENTIONS  # (module_name's tests, the framework's once: no call per tensor)
     from_role = frozenset(LAYER_FROM_ROLE)
-    for t, r in zip(ckpt.tensors, roles, strict=True):
-        if t.kind is parameter:
-            if stated or t.layer or r.role in from_role or r.rule_id.startswith("shape."):
-                name = t.layer or r.layer
-            else:
-                name = t.name.rpartition(".")[0] if "." in t.name else r.layer
-            groups.setdefault(name, []).append((t, r))
-    return groups
+    pairs = [(t, r) for t, r in zip(ckpt.tensors, roles, strict=True) if t.kind is parameter]
+    names = []
+    for t, r in pairs:
+        if stated or t.layer or r.role in from_role or r.rule_id.startswith("shape."):
+            names.append(t.layer or r.layer)
+        else:
+            names.append(t.name.rpartition(".")[0] if "." in t.name else r.layer)
+    if len(set(names)) == len(names):  # a module a tensor (a large file's usual case): each its one pair, in C calls
+        return dict(zip(names, zip(pairs), strict=True))
+    groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
+    for name, pair in zip(names, pairs, strict=True):
+        groups.setdefault(name, []).append(pair)
+    return groups  # type: ignore[return-value]
 
 
 def file_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, Module]:
@@ -340,5 +344,5 @@ def file_specs(
             append(spec)
             continue
         cls, before, after = made
-        append(cls(*before, name, *after))
+        append(cls(*before, name, *after))  # type: ignore[call-arg]  # (every kind of spec has a name)
     return specs

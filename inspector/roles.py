@@ -492,6 +492,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
     shapes: dict[bytes, Any] = {}
     ordered: list[RoleMatch | None] = []  # each tensor's answer, in file order
     unmatched = False
+    found: RoleMatch | None
     for t in ckpt.tensors:
         if t.kind is optimizer:  # (a buffer's role comes from its name first)
             found = RoleMatch(t.name, t.section or t.kind.value, KIND_ROLES[t.kind].value, t.param, "kind")
@@ -544,7 +545,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
     if unnamed:
         results.update(_by_shape(unnamed))
     if not (unnamed or recurrent or normed or conv) and len(results) == len(ordered) and not unmatched:
-        return tuple(ordered)  # (every tensor matched, names unique, nothing revised: the answers as they came)
+        return tuple(ordered)  # type: ignore[arg-type]  # (every tensor matched, names unique, nothing revised)
     _recurrent_layers(results, recurrent)
     _module_facts(results, normed, conv)
     return tuple(

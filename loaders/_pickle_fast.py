@@ -311,9 +311,9 @@ class _Unpickler(_CUnpickler):  # type: ignore[misc]
         named = getattr(persistent_load, "named", None)  # torch's loader (`_torch.PersistentLoader`): string ids too
         if named is not None:  # (the C unpickler calls it itself: one call a storage, not two)
             named.update(CONTAINER_IDS)
-            self.persistent_load = persistent_load
+            self.persistent_load = persistent_load  # type: ignore[method-assign]
         else:
-            self.persistent_load = self._containers
+            self.persistent_load = self._containers  # type: ignore[method-assign]
 
     def find_class(self, module: str, name: str) -> Any:
         # as the interpreter's GLOBAL: Python 2 names mapped, the global recorded, only inert data admitted
