@@ -389,6 +389,16 @@ def _scanned(reader: Reader, caps: Any) -> tuple[bytes, int] | None:
 
 
 def _run(stream: bytes, persistent_load: Callable[[Any], Any], caps: Any) -> tuple[Any, set[str]]:
+    try:
+        return _unpickled(stream, persistent_load, caps)
+    finally:
+        named = getattr(persistent_load, "named", None)
+        if named is not None:  # (the interpreter, if it reads the pickle after, knows no such ids)
+            for key in CONTAINER_IDS:
+                named.pop(key, None)
+
+
+def _unpickled(stream: bytes, persistent_load: Callable[[Any], Any], caps: Any) -> tuple[Any, set[str]]:
     peak = [0]
     feed = _Feed(stream, lambda: None)
     unpickler = _Unpickler(feed, persistent_load)
@@ -406,13 +416,7 @@ def _run(stream: bytes, persistent_load: Callable[[Any], Any], caps: Any) -> tup
             peak[0] = live
 
     feed.sample = sample
-    try:
-        value = unpickler.load()
-    finally:
-        named = getattr(persistent_load, "named", None)
-        if named is not None:  # (the interpreter, if it reads the pickle after, knows no such ids)
-            for key in CONTAINER_IDS:
-                named.pop(key, None)
+    value = unpickler.load()
     sample()
     unpickler.memo = {}  # frees the memo array; what __sizeof__ then adds is the marks' capacity
     marks = (unpickler.__sizeof__() - size_bare) // 8  # plus the last GLOBAL line copied, if any: an overestimate
