@@ -269,14 +269,14 @@ def _renamed(spec: LayerSpec, like: LayerSpec) -> LayerSpec:
 def _generic(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
     """Every module as the layer its own tensors imply (nothing assumed), recognised as a column CNN if it is one.
     `layers` are the file's modules here."""
-    specs = file_specs(ckpt, roles, ((name, layer.items) for name, layer in layers.items()))
+    specs = file_specs(ckpt, roles, zip(layers, map(attrgetter("items"), layers.values()), strict=True))
     if not specs:
         return None
     column = _column_cnn(specs)
     if column is not None:
         renamed = tuple(_renamed(s, f) for s, f in zip(column.layers, specs, strict=True))
         return Architecture(column.name, column.hyperparameters, renamed, column.notes)
-    summary = {"layers": len(specs), "kinds": " ".join(s.kind for s in specs)}
+    summary = {"layers": len(specs), "kinds": " ".join(map(attrgetter("kind"), specs))}
     model_type = config_model_type(ckpt.config)
     if model_type is not None:  # a transformers model without a family table (ResNet, ConvNeXt...), a diffusers one
         note = f"config.json names {model_type!r}: no family table for it yet, each module counted as its shapes imply"
@@ -320,7 +320,9 @@ def _inferred(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> tuple[Architectur
     layers: dict[str, Layer] | None = None
     for detector in tried:
         if detector is _generic:  # one layer per module: the file's modules are the layers, checked as they were read
-            layers = {name: Layer(name, tuple(items)) for name, items in module_groups(ckpt, roles).items()}
+            groups = module_groups(ckpt, roles)
+            layers = dict(zip(groups, map(Layer, groups, map(tuple, groups.values())), strict=True))
+            del groups
         elif layers is None:
             layers = file_layers(ckpt, roles)
         try:

@@ -54,6 +54,12 @@ def _key(key: object) -> str:
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
+# The scalar types of a column whose one value is written into its batch's template (not once per item), and the
+# longest such string
+FIXED = frozenset({str, int, bool, type(None)})
+FIXED_LENGTH = 64
+SHAPES = frozenset({list, tuple})  # of ints: a shape all the batch's rows have, written into the template too
+BATCHED = 1 << 24  # characters of batch templates remembered
 STREAM_ITEMS = 256  # a container of this many items is written item by item instead of joined in memory
 CHUNK = 1 << 16  # characters gathered before a write
 TEMPLATES = 4096  # dict layouts remembered (a bound for documents of many different key sets)
@@ -113,8 +119,10 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
     (100,000 tensors: 200 MiB less at the peak)."""
     active: set[int] = set()  # containers being written: a cycle is an error, as in json
     streaming: list[int] = []  # the markers of the containers being streamed (kept when a join is abandoned)
-    templates: dict[tuple[tuple[Any, ...], str, tuple[int, ...]], str] = {}  # (keys, indent, ints) -> "{...%s...}"
+    # (keys, indent, ints, fixed values) -> "{...%s...}"
+    templates: dict[tuple[tuple[Any, ...], str, tuple[int, ...], tuple[tuple[int, str], ...]], str] = {}
     batches: dict[tuple[str, int], str] = {}  # (template, n) -> n of them, with the separator between two
+    batched = [0]  # characters `batches` holds
     string, int_repr = _string, int.__repr__
     buffer: list[str] = []
     pending = 0
@@ -152,16 +160,22 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         active.discard(marker)
         return text
 
-    def template(keys: tuple[Any, ...], nl: str, ints: tuple[int, ...] = ()) -> str:
-        """A dict's text with '%s' for each value, '%d' for the values at `ints` (ints, as repr writes them)."""
+    def template(
+        keys: tuple[Any, ...], nl: str, ints: tuple[int, ...] = (), fixed: tuple[tuple[int, str], ...] = ()
+    ) -> str:
+        """A dict's text with '%s' for each value, '%d' for the values at `ints` (ints, as repr writes them), and the
+        text of the value at an index of `fixed` written in."""
         inner = nl + INDENT
+        written = dict(fixed)
         items = ("," + inner).join(
-            _key(k).replace("%", "%%") + (": %d" if i in ints else ": %s") for i, k in enumerate(keys)
+            _key(k).replace("%", "%%")
+            + (": " + written[i].replace("%", "%%") if i in written else ": %d" if i in ints else ": %s")
+            for i, k in enumerate(keys)
         )
         text = "{" + inner + items + nl + "}"
         # only str keys are remembered: 1, 1.0 and True are equal as keys of a dict but written differently
         if len(templates) < TEMPLATES and all(k.__class__ is str for k in keys):
-            templates[keys, nl, ints] = text
+            templates[keys, nl, ints, fixed] = text
         return text
 
     def records(batch: list[Any] | tuple[Any, ...], nl: str) -> str | None:
@@ -182,8 +196,21 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         inner = nl + INDENT
         texts: list[Any] = []
         ints = []  # the columns of ints, written by '%d' in the template (as repr writes an int)
-        for column in values:
-            if column[0].__class__ is str:  # names: the C escaper takes any str and refuses anything else
+        fixed = []  # (index, text) of the columns of one value (a dtype, a kind, a status): written in the template
+        n = len(values[0])
+        for index, column in enumerate(values):
+            first = column[0]
+            if (
+                (first.__class__ in FIXED or (first.__class__ in SHAPES and len(first) <= FIXED_LENGTH))
+                and (n == 1 or (column[1] == first and column[-1] == first))  # (most columns: told here)
+                and column.count(first) == n
+                and len(set(map(type, column))) == 1  # (1, 1.0 and True are equal, written differently)
+                and (first.__class__ is not str or len(first) <= FIXED_LENGTH)
+                and (first.__class__ not in SHAPES or set(map(type, chain.from_iterable(column))) <= {int})
+            ):
+                fixed.append((index, value(first, inner)))
+                continue
+            if first.__class__ is str:  # names: the C escaper takes any str and refuses anything else
                 try:
                     texts.append(list(map(string, column)))
                     continue
@@ -193,28 +220,35 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
             if len(kinds) == 1:
                 kind = kinds.pop()
                 if kind is int:
-                    ints.append(len(texts))
+                    ints.append(index)
                     texts.append(column)
                     continue
                 scalar = SCALAR_TEXT.get(kind)
                 if scalar is not None:
                     texts.append(map(scalar, column))
                     continue
-                if kind is list and set(map(type, chain.from_iterable(column))) <= {int}:
+                if (kind is list or kind is tuple) and set(map(type, chain.from_iterable(column))) <= {int}:
                     # lists of ints (shapes): a "%d" template per length ('%d' writes an int as repr does)
                     deeper = inner + INDENT
                     lists = {n: "[" + deeper + ("," + deeper).join(["%d"] * n) + inner + "]" if n else "[]"
                              for n in set(map(len, column))}  # fmt: skip
-                    texts.append(map(mod, map(lists.__getitem__, map(len, column)), map(tuple, column)))
+                    texts.append(
+                        map(
+                            mod,
+                            map(lists.__getitem__, map(len, column)),
+                            column if kind is tuple else map(tuple, column),
+                        )
+                    )
                     continue
             texts.append([value(v, inner) for v in column])  # mixed or nested: value by value
-        text = templates.get((keys, nl, tuple(ints))) or template(keys, nl, tuple(ints))
-        n = len(values[0])
+        key = (keys, nl, tuple(ints), tuple(fixed))
+        text = templates.get(key) or template(*key)
         whole = batches.get((text, n))
         if whole is None:
             whole = ("," + nl).join([text] * n)
-            if len(batches) < TEMPLATES:
+            if len(batches) < TEMPLATES and batched[0] < BATCHED:
                 batches[text, n] = whole
+                batched[0] += len(whole)
         # no dict of the batch is marked active: a cycle through one passes through a nested container, which is marked
         return whole % tuple(chain.from_iterable(zip(*texts, strict=True)))
 
@@ -235,7 +269,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         inner = nl + INDENT
         if isinstance(o, dict):
             keys = tuple(o)
-            text = templates.get((keys, nl, ())) or template(keys, nl)
+            text = templates.get((keys, nl, (), ())) or template(keys, nl)
             text %= tuple(
                 [
                     string(v)

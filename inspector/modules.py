@@ -30,7 +30,7 @@ from inspector.formulas import (
     Tensor,
 )
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
-from inspector.recordtype import record
+from inspector.recordtype import fields, record
 from inspector.roles import NORM_STATISTICS
 
 TYPE_CHECKING = False
@@ -105,14 +105,24 @@ def module_name(t: TensorInfo, r: RoleMatch, framework: str) -> str:
     return r.layer
 
 
-def module_groups(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, list[tuple[TensorInfo, RoleMatch]]]:
+def module_groups(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, Sequence[tuple[TensorInfo, RoleMatch]]]:
     """Parameter tensors (with their roles) by module, in file order."""
-    groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
     framework, parameter = ckpt.framework, TensorKind.PARAMETER
-    for t, r in zip(ckpt.tensors, roles, strict=True):
-        if t.kind is parameter:
-            groups.setdefault(module_name(t, r, framework), []).append((t, r))
-    return groups
+    stated = framework in FRAMEWORK_CONVENTIONS  # (module_name's tests, the framework's once: no call per tensor)
+    from_role = frozenset(LAYER_FROM_ROLE)
+    pairs = [(t, r) for t, r in zip(ckpt.tensors, roles, strict=True) if t.kind is parameter]
+    names = []
+    for t, r in pairs:
+        if stated or t.layer or r.role in from_role or r.rule_id.startswith("shape."):
+            names.append(t.layer or r.layer)
+        else:
+            names.append(t.name.rpartition(".")[0] if "." in t.name else r.layer)
+    if len(set(names)) == len(names):  # a module a tensor (a large file's usual case): each its one pair, in C calls
+        return dict(zip(names, zip(pairs), strict=True))
+    groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
+    for name, pair in zip(names, pairs, strict=True):
+        groups.setdefault(name, []).append(pair)
+    return groups  # type: ignore[return-value]
 
 
 def file_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, Module]:
@@ -312,18 +322,34 @@ def file_specs(
     statistics = statistic_modules(ckpt, roles, framework)
     # A module of one tensor is told by its parameter name, shape, role, rule, whether it is an alias and whether its
     # name says PReLU: its recipe is worked out once for each such combination (a model's repeated layers)
-    recipes: dict[tuple[Any, ...], Recipe] = {}
-    specs = []
+    # (each as its class, and its fields before and after `name`, positional: the first spec of a recipe was made
+    # from the recipe and checked, the others are made of the same values)
+    recipes: dict[tuple[Any, ...], tuple[type[LayerSpec], tuple[Any, ...], tuple[Any, ...]]] = {}
+    specs: list[LayerSpec] = []
+    append = specs.append
     for name, items in module_groups(ckpt, roles).items() if groups is None else groups:
         stats = name in statistics
         if len(items) != 1:
-            specs.append(module_spec(Module(name, tuple(items)), framework, stats))
+            append(module_spec(Module(name, tuple(items)), framework, stats))
             continue
         t, r = items[0]
-        key = (_param(name + ".", t, r), t.shape, r.role, r.rule_id, t.alias_of is None, stats, "prelu" in name.lower())
-        recipe = recipes.get(key)
-        if recipe is None:
-            recipe = recipes[key] = _recipe(Module(name, tuple(items)), framework, stats)
-        cls, args, kwargs = recipe
-        specs.append(cls(*args, name=name, **kwargs))  # type: ignore[call-arg]
+        # _param(name + ".", t, r), inline
+        if r.param and r.rule_id.startswith(STATED_PARAM_RULES):
+            param = r.param.removesuffix(":0")
+        else:
+            tensor = t.name
+            prefix = name + "."
+            param = tensor[len(prefix) :] if tensor.startswith(prefix) else (r.param or tensor)
+        key = (param, t.shape, r.role, r.rule_id, t.alias_of is None, stats, "prelu" in name.lower())
+        made = recipes.get(key)
+        if made is None:
+            cls, args, kwargs = _recipe(Module(name, tuple(items)), framework, stats)
+            spec = cls(*args, name=name, **kwargs)  # type: ignore[call-arg]
+            values = [getattr(spec, f.name) for f in fields(spec)]
+            at = [f.name for f in fields(spec)].index("name")
+            recipes[key] = (cls, tuple(values[:at]), tuple(values[at + 1 :]))
+            append(spec)
+            continue
+        cls, before, after = made
+        append(cls(*before, name, *after))  # type: ignore[call-arg]  # (every kind of spec has a name)
     return specs

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from operator import attrgetter, eq, itemgetter, sub
+from itertools import compress, islice, repeat
+from operator import attrgetter, eq, is_, itemgetter, lt, sub
 
 from inspector import dtypes
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
@@ -75,8 +76,32 @@ class Accounting:
 def _region_kinds(ckpt: Checkpoint, data: dict[int, list[int]] | None = None) -> dict[int, dict[int, TensorKind]]:
     """For each TENSOR_DATA region (by index), the kind of the tensors lying in it (`data`: those regions' indices by
     file, where the caller has them)."""
+    regions, tensors = ckpt.regions, ckpt.tensors
+    get_start, get_length = attrgetter("start"), attrgetter("length")
+    if data is not None and len(data) == 1 and 0 in data and len(data[0]) == len(tensors):
+        # One file whose tensors, in order, are its data regions one for one (a torch zip, safetensors): told column
+        # by column, without a span made per tensor. (Any other layout: below.)
+        offsets = list(map(attrgetter("offset"), tensors))
+        spans = list(map(attrgetter("span"), tensors))
+        sizes = (
+            list(map(attrgetter("nbytes"), tensors))
+            if spans.count(None) == len(spans)
+            else [t.nbytes if t.span is None else t.span for t in tensors]
+        )
+        if 0 in sizes:
+            sizes = [max(size, 1) for size in sizes]
+        indices = data[0]
+        laid = list(map(regions.__getitem__, indices))
+        if (
+            None not in offsets
+            and not any(map(attrgetter("file"), tensors))
+            and all(map(lt, offsets, islice(offsets, 1, None)))
+            and list(map(get_start, laid)) == offsets
+            and list(map(get_length, laid)) == sizes
+        ):
+            return {0: dict(zip(indices, map(attrgetter("kind"), tensors), strict=True))}
     by_file: dict[int, list[tuple[int, int, TensorKind]]] = {}
-    for t in ckpt.tensors:
+    for t in tensors:
         if t.offset is not None:
             span = t.nbytes if t.span is None else t.span  # t.span_bytes
             by_file.setdefault(t.file, []).append((t.offset, t.offset + max(span, 1), t.kind))
@@ -89,9 +114,7 @@ def _region_kinds(ckpt: Checkpoint, data: dict[int, list[int]] | None = None) ->
         for i, r in enumerate(ckpt.regions):
             if r.kind is tensor_data:
                 data.setdefault(r.file, []).append(i)
-    regions = ckpt.regions
     general = []
-    get_start, get_length = attrgetter("start"), attrgetter("length")
     for file, indices in data.items():
         spans = by_file.get(file, [])
         # The common layout (safetensors, npz...): the file's tensors are its data regions, one each. The regions
@@ -144,11 +167,12 @@ def bucket_bytes(ckpt: Checkpoint) -> dict[str, int]:
         else:
             totals[region_bucket[region_kind]] += r.length
     kinds = _region_kinds(ckpt, data)
-    for file, indices in data.items():
-        found = kinds.get(file, {})
-        for i in indices:
-            kind = found.get(i)
-            totals[KIND_BUCKET[kind] if kind is not None else "tensor_data"] += regions[i].length
+    for file, indices in data.items():  # (each kind's lengths summed in C calls)
+        found = list(map(kinds.get(file, {}).get, indices))
+        lengths = list(map(attrgetter("length"), map(regions.__getitem__, indices)))
+        for kind in dict.fromkeys(found):
+            of_kind = lengths if found.count(kind) == len(found) else compress(lengths, map(is_, found, repeat(kind)))
+            totals[KIND_BUCKET[kind] if kind is not None else "tensor_data"] += sum(of_kind)
     return {name: n for name, n in totals.items() if n}
 
 
@@ -161,6 +185,10 @@ def _of_kind(ckpt: Checkpoint, kind: RegionKind, by_kind: dict[str, int]) -> lis
 
 
 def _dominant_dtype(tensors: Iterable[TensorInfo]) -> str | None:
+    tensors = tensors if isinstance(tensors, (list, tuple)) else list(tensors)
+    names = list(map(attrgetter("dtype"), tensors))
+    if names and names.count(names[0]) == len(names):  # one dtype (most files: no weight per tensor added up)
+        return names[0]
     weights: Counter[str] = Counter()
     for t in tensors:
         weights[t.dtype] += t.nbytes
@@ -171,7 +199,7 @@ def account(ckpt: Checkpoint) -> Accounting:
     """Attribute every byte and walk from the file size to the parameter count."""
     by_kind = bucket_bytes(ckpt)
     params = ckpt.unique(TensorKind.PARAMETER)
-    parameter_bytes = sum(t.nbytes for t in params)
+    parameter_bytes = sum(map(attrgetter("nbytes"), params))
     dtype = _dominant_dtype(params)
     dt = dtypes.lookup(dtype) if dtype else None
     size = ckpt.file_size
@@ -231,7 +259,7 @@ def _walk(ckpt: Checkpoint, by_kind: dict[str, int], saved: int, parameter_bytes
 
 def _notes(ckpt: Checkpoint, by_kind: dict[str, int], params: tuple[TensorInfo, ...], dtype: str | None) -> list[str]:
     notes = []
-    kinds = Counter(t.dtype for t in params)
+    kinds = Counter(map(attrgetter("dtype"), params))
     if len(kinds) > 1:
         notes.append("parameters use several dtypes: " + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()))
     dt = dtypes.lookup(dtype) if dtype else None

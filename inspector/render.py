@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from itertools import compress, repeat
 from math import prod
-from operator import attrgetter
+from operator import attrgetter, eq
 
 from inspector.jsontext import Rows, dumps, write
 from inspector.reconcile import BUCKETS, human, unit_trap
@@ -95,11 +96,18 @@ REGION_KEYS = ("kind", "start", "length", "label")
 LAYER_FIELDS = ("layer", "kind", "expected", "found", "status", "explanation")  # a LayerCheck's, all written
 
 
-def _optional(batch: Sequence[Any], optional: tuple[tuple[str, str], ...], keys: list[str], values: list[Any]) -> bool:
+def _optional(
+    batch: Sequence[Any],
+    optional: tuple[tuple[str, str], ...],
+    keys: list[str],
+    values: list[Any],
+    read: Sequence[Sequence[Any]] | None = None,
+) -> bool:
     """`_with_optional` for a batch: add the columns written for every item; False if one is written for some items
-    only (their dicts differ in layout: the batch is made dict by dict)."""
-    for key, when in optional:
-        column = list(map(attrgetter(key), batch))
+    only (their dicts differ in layout: the batch is made dict by dict). `read`: the optional fields' columns, in
+    order, where the caller has read them."""
+    for index, (key, when) in enumerate(optional):
+        column = list(read[index]) if read is not None else list(map(attrgetter(key), batch))
         if when == "set":  # written when not None
             absent = column.count(None)
             if absent == len(column):
@@ -119,25 +127,29 @@ def _tensor_columns(roles: dict[int, RoleMatch]) -> Callable[[Sequence[TensorInf
     def columns(batch: Sequence[TensorInfo]) -> Columns | None:
         """`_tensor_json` of every tensor of the batch, as columns (None: the dicts differ in layout)."""
         matches = list(map(roles.get, map(id, batch)))
-        if None in matches:
+        if not all(matches):  # (a tensor without a role: no `None in`, which would call a record's __eq__ a tensor)
             return None
-        shapes = list(map(attrgetter("shape"), batch))
+        # every field read in one C call per tensor, the rows then turned into columns
+        name, shape, dtype, nbytes, offset, kind, trainable, *optional = zip(*map(read, batch), strict=True)
         keys, values = (
             list(TENSOR_KEYS),
             [
-                list(map(attrgetter("name"), batch)),
-                list(map(list, shapes)),
-                list(map(attrgetter("dtype"), batch)),
-                list(map(prod, shapes)),
-                list(map(attrgetter("nbytes"), batch)),
-                list(map(attrgetter("offset"), batch)),
-                list(map(KIND_TEXT.__getitem__, map(attrgetter("kind"), batch))),
+                name,
+                shape,  # (tuples: written as the lists of `_tensor_json`)
+                dtype,
+                list(map(prod, shape)),
+                nbytes,
+                offset,
+                list(map(KIND_TEXT.__getitem__, kind)),
                 list(map(attrgetter("layer"), matches)),
                 list(map(attrgetter("role"), matches)),
-                list(map(attrgetter("trainable"), batch)),
+                trainable,
             ],
         )
-        return (tuple(keys), values) if _optional(batch, TENSOR_OPTIONAL, keys, values) else None
+        return (tuple(keys), values) if _optional(batch, TENSOR_OPTIONAL, keys, values, optional) else None
+
+    read = attrgetter("name", "shape", "dtype", "nbytes", "offset", "kind", "trainable",
+                      *[key for key, _ in TENSOR_OPTIONAL])  # fmt: skip
 
     return columns
 
@@ -167,16 +179,19 @@ def _layer_columns(batch: Sequence[LayerCheck]) -> Columns:
 def _counts(ckpt: Checkpoint) -> dict[str, Any]:
     # one pass over the tensors (unique ones, by kind): tensors, elements, bytes, trainable elements
     sums = {kind: [0, 0, 0, 0] for kind in TensorKind}
-    for t in ckpt.tensors:
-        if t.alias_of is None:
-            row = sums.get(t.kind)
-            if row is not None:
-                n = t.n_elements
-                row[0] += 1
-                row[1] += n
-                row[2] += t.nbytes
-                if t.trainable:
-                    row[3] += n
+    unique = ckpt.unique()
+    kinds = list(map(attrgetter("kind"), unique))
+    for kind in dict.fromkeys(kinds):  # (a few kinds: each summed in C calls)
+        row = sums.get(kind)
+        if row is not None:
+            of_kind = (
+                unique if kinds.count(kind) == len(kinds) else tuple(compress(unique, map(eq, kinds, repeat(kind))))
+            )
+            elements = list(map(prod, map(attrgetter("shape"), of_kind)))
+            row[0] = len(of_kind)
+            row[1] = sum(elements)
+            row[2] = sum(map(attrgetter("nbytes"), of_kind))
+            row[3] = sum(compress(elements, map(attrgetter("trainable"), of_kind)))
     params, buffers, opt, other = (sums[k] for k in (TensorKind.PARAMETER, TensorKind.BUFFER, TensorKind.OPTIMIZER,
                                                         TensorKind.OTHER))  # fmt: skip
     known = ckpt.count_known  # pickled objects: null in JSON, "unknown" in text
@@ -199,7 +214,7 @@ def report_dict(report: Report, lazy: bool = False) -> dict[str, Any]:
     100,000 tensors' dicts are never all held), instead of lists.
     """
     ckpt, acc, exp = report.checkpoint, report.accounting, report.expectation
-    roles = {id(t): r for t, r in zip(ckpt.tensors, report.roles, strict=False)}
+    roles = dict(zip(map(id, ckpt.tensors), report.roles, strict=False))  # (made in C calls: 100,000 tensors)
 
     def tensor(t: TensorInfo) -> dict[str, Any]:
         return _tensor_json(t, roles.get(id(t)))

@@ -280,7 +280,9 @@ class Matcher:
         known = self.memo.get(key) if key is not None else None
         if known is not None:
             rule, spans = known
-            return None if rule is None else (rule, {group: name[start:end] for group, start, end in spans})
+            if rule is None or not spans:  # (no rule, or one without groups: no comprehension)
+                return None if rule is None else (rule, {})
+            return rule, {group: name[start:end] for group, start, end in spans}
         needles = self.needles
         contains = name.__contains__
         for index in range(len(self.rules)):
@@ -535,34 +537,73 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
     normed: set[str] = set()
     conv: set[str] = set()
     watched = {Role.RNN_RECURRENT.value: recurrent, Role.NORM_STAT.value: normed}
+    # What `_by_rule` answers for a name shape (the matcher's memo key): the rule's role and id, the parameter name
+    # and where the layer lies in the name, so a name of a known shape makes its RoleMatch without a call (False: a
+    # shape whose answer depends on more than these, asked of `_by_rule` each time)
+    digits, memo = matcher.digits, matcher.memo
+    shapes: dict[bytes, Any] = {}
+    ordered: list[RoleMatch | None] = []  # each tensor's answer, in file order
+    unmatched = False
+    found: RoleMatch | None
     for t in ckpt.tensors:
         if t.kind is optimizer:  # (a buffer's role comes from its name first)
-            results[t.name] = RoleMatch(t.name, t.section or t.kind.value, KIND_ROLES[t.kind].value, t.param, "kind")
+            found = RoleMatch(t.name, t.section or t.kind.value, KIND_ROLES[t.kind].value, t.param, "kind")
+            results[t.name] = found
+            ordered.append(found)
             continue
         if by_source is not None and t.layer is not None and t.param is not None:
             found = _by_rule(t, by_source, f"{t.layer}.{t.param}") or _by_rule(t, matcher)
+        elif t.layer is None and digits:
+            name = t.name
+            key = name.encode("utf-8", "surrogatepass").translate(digits)  # (matcher.shape_key)
+            shape = shapes.get(key)
+            if shape:
+                start, end, role, param, rule_id = shape
+                found = RoleMatch(name, name[start:end] if start >= 0 else name.rpartition(".")[0] or name, role,
+                                  param, rule_id)  # fmt: skip
+            elif shape is None and key in memo:  # (a shape the matcher remembers: its rule and its groups' spans)
+                found = _by_rule(t, matcher)
+                rule, spans = memo[key]
+                shape = False
+                if found is None:
+                    shape = ()
+                elif not rule.layer and (rule.param is not None or not any(map(str.isdigit, found.param or ""))):
+                    where = {group: (start, end) for group, start, end in spans}
+                    start, end = where.get("layer", (-1, -1))
+                    if end <= start:  # (no `layer` group, or an empty one: the name less its last part)
+                        start = -1
+                    shape = (start, end, found.role, found.param, found.rule_id)
+                shapes[key] = shape
+            else:
+                found = None if shape == () else _by_rule(t, matcher)
         else:
             found = (t.layer is not None and _keras(t, recurrent_layers)) or _by_rule(t, matcher)
         if found is None and t.kind is buffer and t.use is None:
             found = RoleMatch(t.name, t.name.rpartition(".")[0], Role.BUFFER.value, t.param, "kind")
-        if found is not None:
-            results[t.name] = found
-            layers = watched.get(found.role)
-            if layers is not None:
-                layers.add(found.layer)
-            elif found.param == "weight" and len(t.shape) >= 3 and found.rule_id in generic:
-                conv.add(found.layer)
+        ordered.append(found)
+        if found is None:
+            unmatched = True
+            continue
+        results[t.name] = found
+        layers = watched.get(found.role)
+        if layers is not None:
+            layers.add(found.layer)
+        elif found.param == "weight" and len(t.shape) >= 3 and found.rule_id in generic:
+            conv.add(found.layer)
     # names that say nothing (arr_0, arr_1...): a dotted or slashed name says where it is, and pairing it with the
     # tensor before it by shape alone would invent a layer (a cls_token "kernel" with a layer-scale "bias")
     parameter = TensorKind.PARAMETER
     unnamed = [
         t for t in ckpt.tensors if "." not in t.name and "/" not in t.name and t.kind is parameter and t.name not in results
     ]
-    for t in ckpt.tensors:  # what an ONNX graph does with the rest (`_by_use`): a fact, before shapes and order
-        if t.use is not None and t.name not in results:
-            results[t.name] = _by_use(t, t.use)
+    if unmatched:  # what an ONNX graph does with the rest (`_by_use`): a fact, before shapes and order
+        for t in ckpt.tensors:
+            if t.use is not None and t.name not in results:
+                results[t.name] = _by_use(t, t.use)
     if unnamed:
         results.update(_by_shape([t for t in unnamed if t.name not in results]))
+    if not (unnamed or recurrent or normed or conv) and len(results) == len(ordered) and not unmatched:
+        return tuple(ordered)  # type: ignore[arg-type]  # (every tensor matched, names unique, nothing revised)
     _recurrent_layers(results, recurrent)
     _module_facts(results, normed, conv)
     return tuple(

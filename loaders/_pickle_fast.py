@@ -166,10 +166,22 @@ class _ContainerBuilder(_Builder):
         return _FastDict(value) if kind is dict else _FastList(value) if kind is list else value
 
 
-_Builder.__name__ = _ContainerBuilder.__name__ = "Global"  # as messages name the interpreter's uncalled globals
+_TENSOR = "torch._utils._rebuild_tensor_v2"
+
+
+class _TensorBuilder(_Builder):
+    """torch's tensor rebuild, once a tensor: REDUCE calls the builder's function itself (no frame of ours between)."""
+
+    __slots__ = ()
+    __call__ = staticmethod(BUILDERS[_TENSOR])  # (a static `__call__`: called with REDUCE's arguments, no self)
+
+
+# as messages name the interpreter's uncalled globals
+_Builder.__name__ = _ContainerBuilder.__name__ = _TensorBuilder.__name__ = "Global"
 _CONTAINERS = frozenset({"collections.OrderedDict", "builtins.dict", "builtins.list"})
+CONTAINER_IDS = {_DICT_ID: _FastDict, _LIST_ID: _FastList}  # the rewritten ids -> what each makes
 _BUILDERS = {
-    name: (_ContainerBuilder if name in _CONTAINERS else _Builder)(name, build)
+    name: (_ContainerBuilder if name in _CONTAINERS else _TensorBuilder if name == _TENSOR else _Builder)(name, build)
     for name, build in BUILDERS.items()
     if name not in TRAMPOLINES
 }
@@ -300,6 +312,12 @@ class _Unpickler(_CUnpickler):  # type: ignore[misc]
         super().__init__(feed, fix_imports=False, encoding="latin1", errors="strict")
         self.pid_load = persistent_load
         self.globals: set[str] = set()
+        named = getattr(persistent_load, "named", None)  # torch's loader (`_torch.PersistentLoader`): string ids too
+        if named is not None:  # (the C unpickler calls it itself: one call a storage, not two)
+            named.update(CONTAINER_IDS)
+            self.persistent_load = persistent_load  # type: ignore[method-assign]
+        else:
+            self.persistent_load = self._containers  # type: ignore[method-assign]
 
     def find_class(self, module: str, name: str) -> Any:
         # as the interpreter's GLOBAL: Python 2 names mapped, the global recorded, only inert data admitted
@@ -316,7 +334,8 @@ class _Unpickler(_CUnpickler):  # type: ignore[misc]
             raise _Abort("a global outside the data builders")
         return builder
 
-    def persistent_load(self, pid: Any) -> Any:
+    def _containers(self, pid: Any) -> Any:
+        """The persistent_load of the rewritten stream: the ids of its empty dicts and lists, then the caller's."""
         if pid.__class__ is str:
             if pid == _DICT_ID:
                 return _FastDict()
@@ -374,6 +393,16 @@ def _scanned(reader: Reader, caps: Any) -> tuple[bytes, int] | None:
 
 
 def _run(stream: bytes, persistent_load: Callable[[Any], Any], caps: Any) -> tuple[Any, set[str]]:
+    try:
+        return _unpickled(stream, persistent_load, caps)
+    finally:
+        named = getattr(persistent_load, "named", None)
+        if named is not None:  # (the interpreter, if it reads the pickle after, knows no such ids)
+            for key in CONTAINER_IDS:
+                named.pop(key, None)
+
+
+def _unpickled(stream: bytes, persistent_load: Callable[[Any], Any], caps: Any) -> tuple[Any, set[str]]:
     peak = [0]
     feed = _Feed(stream, lambda: None)
     unpickler = _Unpickler(feed, persistent_load)

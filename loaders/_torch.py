@@ -97,10 +97,11 @@ class PersistentLoader:
     those a reading it gives up on added (`loaders._pickle_fast`).
     """
 
-    __slots__ = ("storages",)
+    __slots__ = ("storages", "named")
 
     def __init__(self, storages: dict[str, StorageRef]) -> None:
         self.storages = storages
+        self.named: dict[str, Callable[[], Any]] = {}  # string ids a reader adds, and what each gives (`_pickle_fast`)
 
     def undo_point(self) -> Callable[[], None]:
         storages, known = self.storages, len(self.storages)
@@ -129,6 +130,10 @@ class PersistentLoader:
         return self._load(pid)
 
     def _load(self, pid: Any) -> Any:
+        if pid.__class__ is str and self.named:
+            make = self.named.get(pid)
+            if make is not None:
+                return make()
         if not isinstance(pid, tuple) or not pid:
             raise PickleError(f"unexpected persistent id {type(pid).__name__}")
         if pid[0] == "module":
@@ -221,7 +226,10 @@ def _section(value: Any) -> dict[str, tuple[str, TensorKind]]:
         for required, allowed, section in WHOLE_SECTIONS:
             if required <= keys <= allowed:
                 return dict.fromkeys(keys, section)
-    if not any(
+    named = SECTIONS.keys() & value.keys() if set(map(type, value)) == {str} else None  # (keys all names: no pass)
+    if named is not None and not any(not isinstance(value[k], TensorRef) for k in named):
+        return {}
+    if named is None and not any(
         (k if k.__class__ is str else key_name(k)) in SECTIONS and not isinstance(v, TensorRef)
         for k, v in value.items()
     ):
@@ -265,7 +273,15 @@ def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[Ten
             if at is None:
                 raise PickleError(f"tensor {path!r} refers to storage {root!r}, which the file does not hold")
             offset = at + base + t.offset * size if base or t.offset else at  # (the offset's int, shared)
-            span_bytes = _span(shape, t.stride) * size
+            stride = t.stride
+            ndim = len(shape)
+            if ndim == 1 == len(stride):  # (_span of a vector or a matrix, in line: most tensors of a large file)
+                span_bytes = (1 + (shape[0] - 1) * stride[0] if shape[0] else 0) * size
+            elif ndim == 2 == len(stride):
+                rows, cols = shape
+                span_bytes = (1 + (rows - 1) * stride[0] + (cols - 1) * stride[1] if rows and cols else 0) * size
+            else:
+                span_bytes = _span(shape, stride) * size
             stored = storage.numel * storage.itemsize  # storage.nbytes
             if t.offset * size + span_bytes > stored + base and n:
                 raise PickleError(f"tensor {path!r} reaches past the end of its storage {root!r}")

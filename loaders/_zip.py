@@ -414,8 +414,8 @@ def in_file_order(
     """
     ordered = _member_regions(members, payload)
     ordered += sorted(ends, key=attrgetter("start"))  # directory, zip64 end records, end record
-    start = attrgetter("start")
-    if all(map(lt, map(start, ordered), map(start, islice(ordered, 1, None)))):
+    starts = list(map(attrgetter("start"), ordered))
+    if all(map(lt, starts, islice(starts, 1, None))):
         return ordered
     del ordered
     return [*_structure_regions(ends, members), *chain.from_iterable(map(payload, members))]

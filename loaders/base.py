@@ -102,19 +102,21 @@ def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Regi
     """
     kept = regions if isinstance(regions, list) else list(regions)  # (a loader's fresh list is taken as it is)
     get_start, get_length = attrgetter("start"), attrgetter("length")
-    if kept and min(map(get_length, kept)) <= 0:  # (a loader's empty regions are dropped)
+    lengths = list(map(get_length, kept))
+    if kept and min(lengths) <= 0:  # (a loader's empty regions are dropped)
         kept = [r for r in kept if r.length > 0]
+        lengths = list(map(get_length, kept))
     end = kept[-1].end if kept else 0
+    starts = list(map(get_start, kept))  # (each field read once: 400,000 regions of a zip of 100,000 tensors)
     if (
         kept
-        and kept[0].start == 0
+        and starts[0] == 0
         and end <= file_size
-        and all(map(eq, map(get_start, islice(kept, 1, None)), map(add, map(get_start, kept), map(get_length, kept))))
+        and all(map(eq, islice(starts, 1, None), map(add, starts, lengths)))
         and all(map(eq, map(attrgetter("file"), kept), repeat(file)))
     ):  # one after the other from byte 0 (most loaders): the regions as they are, and what follows the last
         trailing = [Region(RegionKind.UNKNOWN, end, file_size - end, TRAILING, file)]
         return (*kept, *trailing) if end < file_size else tuple(kept)
-    starts = list(map(get_start, kept))
     if not all(map(lt, starts, islice(starts, 1, None))):  # in order already (most loaders): no sort
         kept = sorted(kept, key=get_start)  # (a new list: the caller's stays as it was)
         starts = list(map(get_start, kept))

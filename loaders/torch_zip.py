@@ -23,6 +23,8 @@ A deflated data.pkl is legal (torch reads it) and is inflated, bounded.
 
 from __future__ import annotations
 
+from operator import attrgetter, ge, mul
+
 from inspector.errors import FormatError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Region, RegionKind
@@ -98,11 +100,20 @@ class TorchZipLoader:
         del data  # (the pickle's bytes: only its values are kept)
         data_dir = prefix + "data/"
         offsets: dict[str, int] = {}  # storage key -> its record's data offset
-        for key, ref in storages.items():
+        # every storage's record, and its size, in C calls (100,000 storages); any that is missing or short: below
+        refs = list(storages.values())
+        records = list(map(by_name.get, map(data_dir.__add__, storages)))
+        if all(records) and all(
+            map(ge, map(attrgetter("file_size"), records), map(mul, map(attrgetter("numel"), refs),
+                                                              map(attrgetter("itemsize"), refs)))
+        ):  # fmt: skip
+            offsets = dict(zip(storages, map(attrgetter("data_offset"), records), strict=True))
+        del refs, records
+        for key, ref in storages.items() if not offsets else ():
             record = by_name.get(data_dir + key)
             if record is None:
                 raise FormatError(probe.path, FORMAT, f"storage {key!r} named in data.pkl has no data/{key} record")
-            if record.file_size < ref.nbytes:
+            if record.file_size < ref.numel * ref.itemsize:  # (ref.nbytes, without the property)
                 raise FormatError(
                     probe.path,
                     FORMAT,
@@ -115,7 +126,8 @@ class TorchZipLoader:
             tensors, findings = _torch.build_tensors(result.value, offsets)
         except _pickle.PickleError as exc:
             raise FormatError(probe.path, FORMAT, str(exc)) from exc
-        torchscript = any(m.name == prefix + TORCHSCRIPT_MARKER for m in members)
+        marker = prefix + TORCHSCRIPT_MARKER
+        torchscript = marker in map(attrgetter("name"), members)
         if torchscript:  # the archive declares its parameters and buffers in code/__torch__/**.py, and its enums
             from loaders import _torchscript  # (TorchScript archives only)
 
@@ -123,8 +135,13 @@ class TorchZipLoader:
             evidence -= _torchscript.enum_constructions(probe, members, prefix, FORMAT, evidence)
         names = result.globals
         del result  # the pickle's object graph: the tensors hold what they need of it
-        grouped = _torch.by_storage(tensors)
+        keys = list(map(attrgetter("storage"), tensors))
+        # each storage one tensor's, every tensor in one (most files): the tensor of each, without a list a storage
+        alone = dict(zip(keys, tensors, strict=True)) if None not in keys and len(set(keys)) == len(keys) else None
+        grouped = _torch.by_storage(tensors) if alone is None else {}
         skip = len(data_dir)
+
+        tensor_data = RegionKind.TENSOR_DATA
 
         def payload(m: _zip.ZipMember) -> list[Region]:
             """A member's payload, as its regions."""
@@ -132,7 +149,17 @@ class TorchZipLoader:
             if name.startswith(data_dir):
                 key = name[skip:]
                 if key in offsets:
-                    return _torch.storage_regions(key, m.data_offset, m.compress_size, grouped.get(key, []))
+                    start, length = m.data_offset, m.compress_size
+                    if alone is not None:
+                        t = alone.get(key)
+                        mine = [] if t is None else [t]
+                    else:
+                        mine = grouped.get(key, [])
+                    if len(mine) == 1:  # (storage_regions' common case, in line: one tensor, the whole storage)
+                        t = mine[0]
+                        if t.offset == start and (t.nbytes if t.span is None else t.span) == length:
+                            return [Region(tensor_data, start, length, f"storage {key!r}")]
+                    return _torch.storage_regions(key, start, length, mine)
                 return [
                     Region(
                         RegionKind.UNREFERENCED, m.data_offset, m.compress_size, f"record {name!r}: no tensor uses it"
@@ -142,6 +169,9 @@ class TorchZipLoader:
 
         regions = _zip.in_file_order(zip_ends, members, payload)
         grouped.clear()  # (its lists: not held through the tiling)
+        del keys
+        if alone is not None:
+            alone.clear()
         attributes = {
             "torch.archive": prefix.rstrip("/"),
             "torch.kind": "torchscript" if torchscript else "torch.save",

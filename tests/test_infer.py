@@ -295,3 +295,24 @@ def test_rau_stack_transformer_from_its_nesting(spec: str, units: list, count: i
     assert exp.hyperparameters["spec"] == spec and exp.matches and exp.total == ckpt.n_parameters
     assert count is None or exp.total == count  # rau's parameters() for the two strings it was checked on
     assert not [c for c in exp.layers if c.status != "ok"]
+
+
+def test_a_repeated_module_recipe_makes_the_spec_module_spec_makes() -> None:
+    """`file_specs` makes a module of one tensor from the first spec of its recipe, positionally: the specs equal
+    `module_spec`'s for each module (dense, conv with a bias on the other axis, norms, embeddings, PReLU, aliases)."""
+    from inspector.modules import Module, file_specs, module_groups, module_spec, statistic_modules
+    from inspector.roles import match_roles
+
+    shapes = [(4, 3), (4,), (8, 4, 3, 3), (8,), (10, 4), (4,), (4, 4, 1)]
+    names = ["fc.weight", "norm.weight", "conv.weight", "conv.bias", "embed_tokens.weight", "act.prelu.weight",
+             "c1d.weight"]  # fmt: skip
+    tensors = []
+    for i in range(40):
+        for name, shape in zip(names, shapes, strict=True):
+            tensors.append(TensorInfo(f"blocks.{i}.{name}", shape, "F32", 4, None, alias_of="x" if i == 7 else None))
+    ckpt = Checkpoint("x", "safetensors", "safetensors", (("x", 0),), tuple(tensors), ())
+    roles = match_roles(ckpt)
+    stats = statistic_modules(ckpt, roles, ckpt.framework)
+    expected = [module_spec(Module(n, tuple(items)), ckpt.framework, n in stats) for n, items in
+                module_groups(ckpt, roles).items()]  # fmt: skip
+    assert file_specs(ckpt, roles) == expected and len({type(s) for s in expected}) >= 4

@@ -447,3 +447,35 @@ def test_property_mutated_torch_pickles(tmp_path: Path) -> None:
         assert not canary.exists()
 
     check()
+
+
+# -- the builder REDUCE calls directly, the persistent ids torch's loader answers --------------------------------
+
+
+def test_tensor_rebuild_uncalled_or_built_reads_as_the_interpreter_reads_it() -> None:
+    """torch's tensor rebuild is called by REDUCE without a frame of ours (`_TensorBuilder`): left uncalled it is the
+    interpreter's Global, BUILD on it steps aside, and a bad call gives the interpreter's error."""
+    rebuild = glob("torch._utils", "_rebuild_tensor_v2")
+    storage = b"(" + short("storage") + glob("torch", "FloatStorage") + short("0") + short("cpu") + b"K\x02tQ"
+    called = P2 + rebuild + b"(" + storage + b"K\x00K\x02\x85K\x01\x85\x89)tR."
+    assert both(called)
+    uncalled = P2 + b"}" + short("f") + rebuild + b"s" + short("g") + b"]" + rebuild + b"as."  # a value, an item
+    assert both(uncalled)
+    for data in (P2 + rebuild + b"}b.", P2 + rebuild + b"(K\x01tR."):  # BUILD on it; a call without a storage
+        assert _pickle_fast.load(_pickle.Reader(data), _torch.persistent_loader({}), _pickle) is None
+
+
+def test_the_loader_answers_the_rewritten_ids_only_while_the_fast_path_reads() -> None:
+    """The C unpickler calls torch's PersistentLoader itself; the ids of the rewritten empty dicts and lists it answers
+    during that reading only (an interpreter reading after knows no such id)."""
+    pickle = P2 + b"}(" + b"".join(short(f"k{i}") + b"]" for i in range(3000)) + b"u."
+    loader = _torch.persistent_loader({})
+    fast = _pickle_fast.load(_pickle.Reader(pickle), loader, _pickle)
+    assert fast is not None and len(fast[0]) == 3000 and all(v == [] for v in fast[0].values())
+    assert loader.named == {}
+    aborted = P2 + b"}(" + b"".join(short(f"k{i}") + b"]" for i in range(3000)) + b"u" + glob("os", "system") + b"."
+    loader = _torch.persistent_loader({})
+    assert _pickle_fast.load(_pickle.Reader(aborted), loader, _pickle) is None
+    assert loader.named == {}
+    with pytest.raises(PickleError, match="unexpected persistent id"):
+        loader(_pickle_fast._DICT_ID)

@@ -100,3 +100,31 @@ def test_unit_note_skipped_where_it_does_not_apply() -> None:
     assert unit_trap(account(_ckpt([small, big_other], regions, 4000 + (1 << 22)))) is None  # params < 1 MiB
     meta = Region(RegionKind.METADATA, 0, 3 * MIB)
     assert unit_trap(account(_ckpt([], [meta], 3 * MIB))) is None  # no parameters at all
+
+
+def test_tensors_that_are_the_data_regions_are_told_as_any_layout(tmp_path: Path) -> None:
+    """The byte buckets of a file whose tensors, in order, are its data regions one for one are read column by
+    column; the kinds are those of the search any other layout takes, on real files (torch: parameters, buffers,
+    a view of a storage, a tie; safetensors) and on the samples."""
+    torch = __import__("pytest").importorskip("torch")
+    from safetensors.numpy import save_file
+
+    from inspector.reconcile import _region_kinds
+
+    lin = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    state = dict(lin.state_dict())
+    torch.save(state, tmp_path / "plain.pt")
+    state["view"] = state["0.weight"][1:]
+    state["tied"] = state["0.weight"]
+    torch.save(state, tmp_path / "views.pt")
+    save_file({k: v.numpy() for k, v in lin.state_dict().items()}, tmp_path / "m.safetensors")
+    paths = [tmp_path / "plain.pt", tmp_path / "views.pt", tmp_path / "m.safetensors", *sorted(SAMPLES.rglob("*.pt")),
+             *sorted(SAMPLES.rglob("*.safetensors"))]  # fmt: skip
+    for path in paths:
+        ckpt = load(path)
+        data: dict[int, list[int]] = {}
+        for i, r in enumerate(ckpt.regions):
+            if r.kind is RegionKind.TENSOR_DATA:
+                data.setdefault(r.file, []).append(i)
+        assert _region_kinds(ckpt, data) == _region_kinds(ckpt), path
+        assert sum(bucket_bytes(ckpt).values()) == ckpt.file_size

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from inspector import jsontext
 from inspector.jsontext import dumps, write
 from inspector.needles import needle, needles
+from inspector.records import TensorKind
 from inspector.roles import FAMILY_MATCHERS, ROLE_RULES, Matcher, compile_rules, match_roles
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -829,3 +830,52 @@ def test_a_pickle_shorter_than_the_opcode_cap_is_scanned_without_counting_runs()
     assert _pickle_fast._patterns.cache_info().currsize == 1  # the uncounted scan's patterns only
     assert _pickle_fast._patterns(bits, _pickle_fast.SMALL_SHORT, False)[0] is None
     assert _pickle_fast._patterns.cache_info().hits == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(names, st.sampled_from([(4,), (4, 4), (4, 4, 3), ()]), st.sampled_from(list(TensorKind))),
+             min_size=1, max_size=12),
+    st.sampled_from(["pytorch", "safetensors", "mxnet"]),
+)  # fmt: skip
+def test_roles_made_from_a_remembered_shape_are_the_rules_answers(
+    tensors: list[tuple[str, tuple[int, ...], TensorKind]], framework: str
+) -> None:
+    """`match_roles` makes a name's RoleMatch from the answer remembered for its shape (role, rule, parameter name,
+    where the layer lies): the same roles as asking the rules of every name without a memo, names of one shape with
+    other numbers, repeated names, buffers and optimizer state included."""
+    from inspector.records import Checkpoint, TensorInfo
+    from inspector.roles import FAMILY
+
+    family = FAMILY.get(framework, "")
+    remembered = compile_rules(FAMILY_MATCHERS[family].rules)  # a fresh memo, shapes remembered
+    asked = compile_rules(FAMILY_MATCHERS[family].rules)
+    object.__setattr__(asked, "digits", b"")  # no memo: every name asked of the rules
+    assert remembered.digits
+    for repeated in (1, 2, 3):  # (twice: repeated names; the first time, a shape's answer is not yet remembered)
+        made = [TensorInfo(name, shape, "F32", 4, None, kind=kind) for name, shape, kind in tensors * repeated]
+        ckpt = Checkpoint("x", "x", framework, (("x", 0),), tuple(made), ())
+        assert match_roles(ckpt, remembered) == match_roles(ckpt, asked)
+
+
+def test_json_columns_of_one_value_are_written_into_the_template() -> None:
+    """A batch column of one value (a dtype, a kind, a status) is written once into the batch's template: values
+    equal but written differently (1, 1.0, True), strings with '%', long ones, None, shapes as tuples or lists."""
+    n = 3 * jsontext.STREAM_ITEMS + 7
+    rows: list[dict[str, object]] = [
+        {"k": "parameter", "p": "100%s%d%%", "i": 7, "b": True, "z": None, "l": "x" * 100, "s": (2, 3), "m": [i, 1],
+         "e": 1 if i % 2 else True, "f": 1.0 if i % 3 else 1, "t": (i,) if i % 5 else [i], "u": "\u2603\n\""}
+        for i in range(n)
+    ]  # fmt: skip
+    doc = {"rows": rows}
+    assert dumps(doc) == json.dumps(doc, indent=2, default=str)
+    keys = tuple(rows[0])
+
+    def columns(batch: list[dict[str, object]]) -> tuple[tuple[str, ...], list[object]]:
+        return keys, [tuple(row[k] for row in batch) for k in keys]  # (columns as tuples, as render gives them)
+
+    laid = {"rows": jsontext.Rows(rows, dict, columns)}
+    assert dumps(laid) == json.dumps(doc, indent=2, default=str)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jsontext, "STREAM_ITEMS", 2)
+        assert dumps(laid) == json.dumps(doc, indent=2, default=str)
