@@ -253,9 +253,14 @@ class Matcher:
     # shape -> (rule, its groups' (name, start, end)), (None, ()) for no rule
     memo: dict[bytes, tuple[Any, tuple[tuple[str, int, int], ...]]] = field(default_factory=dict, compare=False)
     needles: list[Split | None] = field(default_factory=list, compare=False)  # each pattern's, on first use
+    # a literal of each rule that spells a digit (one every match of it holds), or None: a name holding none of them
+    # meets no such rule, and its digits are all interchangeable (its shape in `memo` under FREE + the name with
+    # every digit one: `layer_000` ... `layer_127`, 28 shapes under `digits`, are one)
+    triggers: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "digits", _digit_table(frozenset(r.pattern for r in self.rules)))
+        object.__setattr__(self, "triggers", _triggers(self.rules) if self.digits else None)
         self.regexes.extend([None] * (len(self.rules) - len(self.regexes)))
         self.needles.extend([None] * (len(self.rules) - len(self.needles)))
 
@@ -278,11 +283,28 @@ class Matcher:
     def match(self, name: str) -> tuple[Any, dict[str, str]] | None:
         key = name.encode("utf-8", "surrogatepass").translate(self.digits) if self.digits else None  # shape_key
         known = self.memo.get(key) if key is not None else None
+        free = None
+        if known is None and key is not None and self.triggers is not None:  # (a shape not seen: once a shape)
+            if not any(map(name.__contains__, self.triggers)):
+                free = FREE + name.encode("utf-8", "surrogatepass").translate(ALL_DIGITS)
+                known = self.memo.get(free)
+                if known is not None and len(self.memo) < MEMO_LIMIT:
+                    self.memo[key] = known
         if known is not None:
             rule, spans = known
             if rule is None or not spans:  # (no rule, or one without groups: no comprehension)
                 return None if rule is None else (rule, {})
             return rule, {group: name[start:end] for group, start, end in spans}
+        found = self._scan(name)
+        if key is not None and len(self.memo) < MEMO_LIMIT - 1:
+            remembered = NO_RULE if found is None else (found[0], found[2])
+            self.memo[key] = remembered
+            if free is not None:
+                self.memo[free] = remembered
+        return None if found is None else found[:2]
+
+    def _scan(self, name: str) -> tuple[Any, dict[str, str], tuple[tuple[str, int, int], ...]] | None:
+        """The first rule that matches `name`, its groups and their spans (every rule tried, needles first)."""
         needles = self.needles
         contains = name.__contains__
         for index in range(len(self.rules)):
@@ -295,15 +317,13 @@ class Matcher:
             m = (self.regexes[index] or self.regex(index)).fullmatch(name)
             if m:
                 groups = {k: v for k, v in m.groupdict().items() if v is not None}
-                if key is not None and len(self.memo) < MEMO_LIMIT:
-                    self.memo[key] = self.rules[index], tuple((k, *m.span(k)) for k in groups)
-                return self.rules[index], groups
-        if key is not None and len(self.memo) < MEMO_LIMIT:
-            self.memo[key] = NO_RULE
+                return self.rules[index], groups, tuple((k, *m.span(k)) for k in groups)
         return None
 
 
 MEMO_LIMIT = 1 << 20  # shapes remembered per matcher (a bound on memory for hostile name sets)
+FREE = b"\xff"  # the prefix of a shape whose digits are all one (no UTF-8 text holds the byte)
+ALL_DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
 NO_RULE: tuple[None, tuple[()]] = (None, ())
 _DIGIT_TABLES: dict[frozenset[str], bytes] = {}  # by set of patterns: two matchers of one table share it
 BACKREFERENCES = tuple(f"\\{d}" for d in "123456789")  # \1 ... \9
@@ -327,6 +347,20 @@ def _digit_table(patterns: frozenset[str]) -> bytes:
             table = bytes.maketrans("".join(free).encode(), free[0].encode() * len(free))
         _DIGIT_TABLES[patterns] = table
     return table
+
+
+def _triggers(rules: Sequence[Any]) -> tuple[str, ...] | None:
+    """The longest literal of each rule whose pattern spells a digit (`Matcher.triggers`), or None when such a rule
+    has no literal every match holds."""
+    out = []
+    for rule in rules:
+        if set(re.sub(r"\\.", "", rule.pattern)).isdisjoint("0123456789"):
+            continue
+        literals = split(rule.pattern)[0]
+        if not literals:
+            return None
+        out.append(max(literals, key=len))
+    return tuple(dict.fromkeys(out))
 
 
 def compile_rules(rules: Sequence[Any]) -> Matcher:

@@ -170,7 +170,8 @@ names = st.builds(
                                        "bn", "mlp", "rnn", "self_attn", "in_proj_weight", "dense_1", "i2h",
                                        "q_proj", "embed_tokens", "encoder", "layer", "attention", "output", "wte",
                                        "attn", "c_attn", "LayerNorm", "running_mean", "func", "embeddings", "cell",
-                                       "arg:source_embed", "aux:bn", "gamma", "moving_mean", "recurrent_kernel"]),
+                                       "arg:source_embed", "aux:bn", "gamma", "moving_mean", "recurrent_kernel",
+                                       "base_model", "pushed_vector_layer", "hada_w1_a", "linear1", "gate"]),
              min_size=1, max_size=6),
     st.sampled_from([".", "/", "_"]),
 )  # fmt: skip
@@ -185,6 +186,28 @@ def test_remembered_rule_is_the_first_rule_that_matches(batch: list[str], family
     for name in batch + [row["name"] for row in CASES] + batch:
         found = matcher.match(name)  # the rule and the groups, at the spans remembered for the name's shape
         assert ((found[0].rule_id, found[1]) if found else None) == _full_scan(matcher, name), name
+
+
+def test_names_no_rule_spelling_a_digit_can_meet_share_one_shape() -> None:
+    """`layer_000` ... `layer_127`: the digits 0, 1 and 2 are spelled in some rules (keeping their values in the shape
+    key: 28 shapes), but none of those rules can match a name without their literals (`Matcher.triggers`), so the
+    names share one shape with every digit one: one full scan, the same answers."""
+    from inspector.roles import FREE
+
+    matcher = compile_rules(FAMILY_MATCHERS[""].rules)  # a fresh memo
+    assert matcher.triggers and "base_model" in matcher.triggers
+    names = [f"layer_{i:03d}.weight" for i in range(128)]
+    scans = []
+    scan = matcher._scan
+    object.__setattr__(matcher, "_scan", lambda name: scans.append(name) or scan(name))
+    for name in names:
+        found = matcher.match(name)
+        assert ((found[0].rule_id, found[1]) if found else None) == _full_scan(matcher, name), name
+    assert scans == ["layer_000.weight"]
+    assert len({matcher.shape_key(n) for n in names}) > 20  # (what the shape key alone tells apart)
+    assert [k for k in matcher.memo if k.startswith(FREE)] == [FREE + b"layer_000.weight"]
+    # a name holding a trigger keeps the spelled digits' values: ':0' against ':5' in a Keras variable's name
+    assert matcher.match("a/kernel:0") != matcher.match("a/kernel:5")
 
 
 @pytest.mark.parametrize("table", ["roles", "kinds"])
