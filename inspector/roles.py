@@ -67,6 +67,7 @@ class Role(StrEnum):
     LORA = "lora_factor"
     ADAPTER = "adapter_factor"
     LEARNED_TENSOR = "learned_tensor"
+    GRAPH_CONSTANT = "graph_constant"  # an input of a graph's node that is no weight (a Reshape's shape, Pad's pads)
     OPTIMIZER_SLOT = "optimizer_slot"
     BUFFER = "buffer"
     UNMATCHED = "unmatched"
@@ -470,7 +471,10 @@ def _by_use(t: TensorInfo, use: tuple[str, str, str]) -> RoleMatch:
     less its last '/' part: '/lstm/LSTM' -> 'lstm', 'model_1/conv2d_4/Conv2D' -> 'model_1/conv2d_4'; of a name
     tf2onnx joined from the TensorFlow ops it fused, 'a/Relu;...;a/conv2d_4/Conv2D', the last)."""
     op, name, node = use
-    role, param = ONNX_INPUT_ROLES.get((op, name), (Role.LEARNED_TENSOR, name))
+    if t.kind is TensorKind.OTHER:  # (a constant the node takes: shapes, axes, pads, scalars)
+        role, param = Role.GRAPH_CONSTANT, name
+    else:
+        role, param = ONNX_INPUT_ROLES.get((op, name), (Role.LEARNED_TENSOR, name))
     node = node.rpartition(";")[2]
     scope = node.rpartition("/")[0].lstrip("/") or node
     return RoleMatch(t.name, scope, ROLE_TEXT[role], param, f"onnx.{op}.{name}")

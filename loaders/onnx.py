@@ -118,6 +118,32 @@ INPUT_NAMES: dict[str, tuple[str, ...]] = {
     "Add": ("A", "B"),
     "Mul": ("A", "B"),
     "Sub": ("A", "B"),
+    # operators whose other inputs are constants of the graph (shapes, axes, pads, bounds)
+    "Div": ("A", "B"),
+    "Pow": ("X", "Y"),
+    "Reshape": ("data", "shape"),
+    "Expand": ("input", "shape"),
+    "Tile": ("input", "repeats"),
+    "Unsqueeze": ("data", "axes"),
+    "Squeeze": ("data", "axes"),
+    "Slice": ("data", "starts", "ends", "axes", "steps"),
+    "Pad": ("data", "pads", "constant_value", "axes"),
+    "Split": ("input", "split"),
+    "Clip": ("input", "min", "max"),
+    "Range": ("start", "limit", "delta"),
+    "Resize": ("X", "roi", "scales", "sizes"),
+    "ConstantOfShape": ("input",),
+    "ReduceMean": ("data", "axes"),
+    "ReduceSum": ("data", "axes"),
+    "Where": ("condition", "X", "Y"),
+    "Equal": ("A", "B"),
+    "Less": ("A", "B"),
+    "Greater": ("A", "B"),
+    "TopK": ("X", "K"),
+    "OneHot": ("indices", "depth", "values"),
+    "Transpose": ("data",),
+    "Cast": ("input",),
+    "Identity": ("input",),
 }
 # op_type -> the inputs whose values flow on unchanged in meaning (None: every input): a weight transposed, sliced
 # into gates and concatenated again (the PyTorch LSTM export), broadcast, cast or dequantized is still a weight.
@@ -398,10 +424,11 @@ class _Walk:
 
 def _kind(name: str, dtype: str, consumers: dict[str, list[_Consumer]], n: int) -> tuple[TensorKind, _Consumer | None]:
     """What the graph does with a value: weight inputs make parameters, running statistics buffers; with the node
-    input that says so (None for other state)."""
+    input that says so (other state: the first node input it reaches, a Reshape's shape, a Pad's pads; None when no
+    node takes it)."""
     is_float = (dt := dtypes.lookup(dtype)) is not None and dt.kind is DKind.FLOAT
     seen: set[str] = set()
-    stack, found, by = [(name, False)], TensorKind.OTHER, None
+    stack, found, by, other = [(name, False)], TensorKind.OTHER, None, None
     while stack:
         value, dequantized = stack.pop()
         if value in seen or len(seen) > 64:
@@ -418,7 +445,10 @@ def _kind(name: str, dtype: str, consumers: dict[str, list[_Consumer]], n: int) 
             ):
                 if c.op_type not in ELEMENTWISE or n > 1:
                     return TensorKind.PARAMETER, c
-    return found, by
+                other = other or c
+            else:
+                other = other or c
+    return found, by or other
 
 
 def _sniff(head: bytes, size: int) -> bool:

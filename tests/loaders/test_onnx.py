@@ -433,7 +433,7 @@ def test_weights_whose_names_say_nothing_take_their_role_from_the_graph(tmp_path
         "c10": ("rnn_bias", "bias", "rnn"),
         "c11": ("embedding", "weight", "emb"),
         "c12": ("learned_tensor", "slope", "act"),
-        "axes": ("unmatched", None, "axes"),
+        "axes": ("graph_constant", "axes", "unsqueeze"),  # (other state: a constant the node takes)
     }
     model = onnx.load(str(path))
     feeds = {name: (n.op_type, i) for n in model.graph.node for i, name in enumerate(n.input)}
@@ -442,6 +442,16 @@ def test_weights_whose_names_say_nothing_take_their_role_from_the_graph(tmp_path
             op, index = feeds[t.name] if t.name != "c0" else feeds["w"]  # (c0 reaches the Conv through the Transpose)
             assert (t.use[0], t.use[1]) == (op, onnx.defs.get_schema(op).inputs[index].name), t.name
     assert report.checkpoint.n_parameters == sum(int(np.prod(s)) for n, s in arrays.items() if n not in ("c4", "c5"))
+
+
+def test_input_names_are_the_operator_schemas() -> None:
+    """`INPUT_NAMES` are onnx's own names of each operator's inputs (onnxruntime's contrib ops aside)."""
+    from loaders.onnx import INPUT_NAMES
+
+    contrib = {"SimplifiedLayerNormalization", "SkipLayerNormalization"}
+    for op, names in INPUT_NAMES.items():
+        if op not in contrib:
+            assert names == tuple(i.name for i in onnx.defs.get_schema(op).inputs), op
 
 
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "sample_models" / "gguf_onnx"
