@@ -70,7 +70,7 @@ class TensorInfo:
         span: bytes the tensor spans from `offset` when that differs from nbytes (strided views,
             stride-0 expands); None means nbytes.
         use: what the file's own graph does with it, where it has one (ONNX): the operator, the name of the input
-            it feeds and the consuming node ('Conv', 'W', '/features/features.0/Conv').
+            it feeds, the consuming node and whether it reads it transposed ('Conv', 'W', '/features.0/Conv', False).
     """
 
     name: str
@@ -88,7 +88,7 @@ class TensorInfo:
     file: int = 0
     notes: tuple[str, ...] = ()
     span: int | None = None
-    use: tuple[str, str, str] | None = None
+    use: tuple[str, str, str, bool] | None = None
 
     @property
     def n_elements(self) -> int:

@@ -445,8 +445,9 @@ ONNX_INPUT_ROLES: dict[tuple[str, str], tuple[Role, str]] = {
     ("Conv", "W"): (Role.CONV, _W), ("Conv", "B"): (Role.CONV, _B),
     ("ConvTranspose", "W"): (Role.CONV, _W), ("ConvTranspose", "B"): (Role.CONV, _B),
     ("QLinearConv", "w"): (Role.CONV, _W), ("QLinearConv", "B"): (Role.CONV, _B), ("ConvInteger", "w"): (Role.CONV, _W),
-    ("Gemm", "A"): (Role.DENSE, _W), ("Gemm", "B"): (Role.DENSE, _W), ("Gemm", "C"): (Role.DENSE, _B),
-    # (x @ B: an (in, out) matrix, what Keras calls a kernel; Gemm's B is (out, in) as the exporters write it, transB)
+    # (x @ B: an (in, out) matrix, what Keras calls a kernel; a Gemm's B is one unless the node transposes it, transB,
+    # as exporters write a Linear: (out, in), a weight)
+    ("Gemm", "A"): (Role.DENSE, _W), ("Gemm", "B"): (Role.DENSE, "kernel"), ("Gemm", "C"): (Role.DENSE, _B),
     ("MatMul", "A"): (Role.DENSE, _W), ("MatMul", "B"): (Role.DENSE, "kernel"),
     ("QLinearMatMul", "a"): (Role.DENSE, _W), ("QLinearMatMul", "b"): (Role.DENSE, "kernel"),
     ("MatMulInteger", "A"): (Role.DENSE, _W), ("MatMulInteger", "B"): (Role.DENSE, "kernel"),
@@ -466,15 +467,17 @@ ONNX_INPUT_ROLES: dict[tuple[str, str], tuple[Role, str]] = {
 }  # fmt: skip
 
 
-def _by_use(t: TensorInfo, use: tuple[str, str, str]) -> RoleMatch:
+def _by_use(t: TensorInfo, use: tuple[str, str, str, bool]) -> RoleMatch:
     """The role the graph gives a tensor (`ONNX_INPUT_ROLES`), its layer the consuming node's scope (the node's name
     less its last '/' part: '/lstm/LSTM' -> 'lstm', 'model_1/conv2d_4/Conv2D' -> 'model_1/conv2d_4'; of a name
     tf2onnx joined from the TensorFlow ops it fused, 'a/Relu;...;a/conv2d_4/Conv2D', the last)."""
-    op, name, node = use
+    op, name, node, transposed = use
     if t.kind is TensorKind.OTHER:  # (a constant the node takes: shapes, axes, pads, scalars)
         role, param = Role.GRAPH_CONSTANT, name
     else:
         role, param = ONNX_INPUT_ROLES.get((op, name), (Role.LEARNED_TENSOR, name))
+        if transposed and param == "kernel":  # (read transposed: stored (out, in))
+            param = _W
     node = node.rpartition(";")[2]
     scope = node.rpartition("/")[0].lstrip("/") or node
     return RoleMatch(t.name, scope, ROLE_TEXT[role], param, f"onnx.{op}.{name}")

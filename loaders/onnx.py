@@ -145,6 +145,8 @@ INPUT_NAMES: dict[str, tuple[str, ...]] = {
     "Cast": ("input",),
     "Identity": ("input",),
 }
+# op_type -> its attributes that transpose an input, and that input
+TRANSPOSES: dict[str, dict[str, int]] = {"Gemm": {"transA": 0, "transB": 1}}
 # op_type -> the inputs whose values flow on unchanged in meaning (None: every input): a weight transposed, sliced
 # into gates and concatenated again (the PyTorch LSTM export), broadcast, cast or dequantized is still a weight.
 PASS_THROUGH: dict[str, tuple[int, ...] | None] = {
@@ -183,11 +185,13 @@ class _Consumer:
     index: int
     outputs: tuple[str, ...]
     node: str  # its name (or first output)
+    transposed: bool = False  # the node reads the input transposed (Gemm's transA, transB)
 
-    def use(self) -> tuple[str, str, str]:
-        """(operator, the input's name, node): what the value is to this node."""
+    def use(self) -> tuple[str, str, str, bool]:
+        """(operator, the input's name, node, transposed): what the value is to this node."""
         names = INPUT_NAMES.get(self.op_type, ())
-        return self.op_type, names[self.index] if self.index < len(names) else str(self.index), self.node
+        name = names[self.index] if self.index < len(names) else str(self.index)
+        return self.op_type, name, self.node, self.transposed
 
 
 class _Walk:
@@ -301,14 +305,26 @@ class _Walk:
                 attributes.append(g)
         self.op_types[op_type] += 1
         node = name or (outputs[0] if outputs else op_type)
+        transposed = self.transposes(attributes) if op_type in TRANSPOSES else ()
         for i, value in enumerate(inputs):
             if value:
-                self.consumers[value].append(_Consumer(op_type, i, tuple(outputs), node))
+                self.consumers[value].append(_Consumer(op_type, i, tuple(outputs), node, i in transposed))
         children: list[tuple[int, int]] = []
         owner = outputs[0] if op_type == "Constant" and outputs else (name or (outputs[0] if outputs else op_type))
         for a in attributes:
             children += self.attribute(a, owner, op_type, depth)
         return children
+
+    def transposes(self, attributes: list[Field]) -> set[int]:
+        """The inputs a Gemm node reads transposed: its `transA` and `transB` attributes (AttributeProto: 1 name,
+        3 i)."""
+        out = set()
+        for a in attributes:
+            fields = list(self.wire.fields(a.start, a.end))
+            name = next((self.wire.text(g, 16) for g in fields if g.number == 1 and g.wire == LEN), "")
+            if name in TRANSPOSES["Gemm"] and any(g.number == 3 and g.wire == VARINT and g.value for g in fields):
+                out.add(TRANSPOSES["Gemm"][name])
+        return out
 
     def attribute(self, f: Field, owner: str, op_type: str, depth: int) -> list[tuple[int, int]]:
         """Tensors and subgraphs inside one AttributeProto (the spans they emit regions for)."""

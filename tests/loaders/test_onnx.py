@@ -444,6 +444,23 @@ def test_weights_whose_names_say_nothing_take_their_role_from_the_graph(tmp_path
     assert report.checkpoint.n_parameters == sum(int(np.prod(s)) for n, s in arrays.items() if n not in ("c4", "c5"))
 
 
+def test_a_gemm_reads_its_b_as_its_trans_b_says(tmp_path: Path) -> None:
+    """A Gemm's B is (in, out), a kernel, unless `transB` is set (as exporters write a Linear: (out, in), a weight); the
+    expectation reads either as the Dense it is."""
+    for trans_b, shape, param in ((0, (3, 4), "kernel"), (1, (4, 3), "weight")):
+        weight = numpy_helper.from_array(np.ones(shape, np.float32), "w")
+        bias = numpy_helper.from_array(np.ones(4, np.float32), "b")
+        node = helper.make_node("Gemm", ["x", "w", "b"], ["y"], "/fc/Gemm", transB=trans_b)
+        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", 1, [1, 3])],
+                                  [helper.make_tensor_value_info("y", 1, None)], [weight, bias])  # fmt: skip
+        path = tmp_path / f"gemm{trans_b}.onnx"
+        onnx.save(helper.make_model(graph), str(path))
+        report = inspect(path)
+        assert [(r.role, r.param, r.layer) for r in report.roles] == [("dense", param, "fc"), ("dense", "bias", "fc")]
+        exp = report.expectation
+        assert exp is not None and [(c.layer, c.kind, c.expected) for c in exp.layers] == [("fc", "Dense", 16)]
+
+
 def test_input_names_are_the_operator_schemas() -> None:
     """`INPUT_NAMES` are onnx's own names of each operator's inputs (onnxruntime's contrib ops aside)."""
     from loaders.onnx import INPUT_NAMES
