@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from inspector.errors import SpecError
-from inspector.recordtype import field, record
+from inspector.recordtype import field, record, replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -338,6 +338,11 @@ def _clip_derive(h: dict[str, Any]) -> None:
         h["v_pos"] = (h["v_image"] // h["patch"]) ** 2 + 1
 
 
+# Granite MoE's defaults and config keys, in each of its layouts (its experts' size is the config's intermediate_size)
+GRANITE_MOE_FACTS: tuple[Mapping[str, Any], Mapping[str, str]] = (
+    {"tied": True, "attention_bias": False, "norm_shift": False, "head_bias": False},
+    {"intermediate_size": "expert_ff", "shared_intermediate_size": "shared_ff"},
+)
 ROUTER = _linear("layers.{i}.mlp.gate", "d_model", "experts")
 # a layer's experts stacked one tensor per projection, as llama.cpp's converter writes them (GGUF: `ffn_gate_exps`...)
 STACKED_EXPERTS = (
@@ -552,8 +557,7 @@ FAMILIES: tuple[Family, ...] = (
             "experts": ("layers.0.block_sparse_moe.router.layer", 0),
             "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
         },  # fmt: skip
-        {"tied": True, "attention_bias": False, "norm_shift": False, "head_bias": False},
-        {"intermediate_size": "expert_ff", "shared_intermediate_size": "shared_ff"},
+        *GRANITE_MOE_FACTS,
     ),
     Family(
         "granitemoe-fused",
@@ -576,8 +580,7 @@ FAMILIES: tuple[Family, ...] = (
             "experts": ("layers.0.block_sparse_moe.router", 0),
             "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
         },  # fmt: skip
-        {"tied": True, "attention_bias": False, "norm_shift": False, "head_bias": False},
-        {"intermediate_size": "expert_ff", "shared_intermediate_size": "shared_ff"},
+        *GRANITE_MOE_FACTS,
     ),
     Family(
         "granitemoe-stacked",
@@ -601,8 +604,7 @@ FAMILIES: tuple[Family, ...] = (
             "experts": ("layers.0.block_sparse_moe.router.layer", 0),
             "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
         },  # fmt: skip
-        {"tied": True, "attention_bias": False, "norm_shift": False, "head_bias": False},
-        {"intermediate_size": "expert_ff", "shared_intermediate_size": "shared_ff"},
+        *GRANITE_MOE_FACTS,
     ),
     *(
         Family(
@@ -617,7 +619,7 @@ FAMILIES: tuple[Family, ...] = (
                 _norm("layers.{i}.input_layernorm"),
                 _norm("layers.{i}.post_attention_layernorm"),
                 *(  # (mandatory: a Llama 4 file has MoE layers, and a Llama-like file without them is not one)
-                    Part(p.path, p.kind, p.dims, p.bias, role=p.role, over="moe_layers")
+                    replace(p, over="moe_layers")
                     for p in (
                         _linear("layers.{i}.feed_forward.router", "d_model", "experts"),
                         *experts_parts,
@@ -627,7 +629,7 @@ FAMILIES: tuple[Family, ...] = (
                     )
                 ),
                 *(
-                    Part(p.path, p.kind, p.dims, p.bias, when="dense_mlp", over="dense_layers")
+                    replace(p, when="dense_mlp", over="dense_layers")
                     for p in (
                         _linear("layers.{i}.feed_forward.gate_proj", "d_model", "feedforward"),
                         _linear("layers.{i}.feed_forward.up_proj", "d_model", "feedforward"),
@@ -669,7 +671,7 @@ FAMILIES: tuple[Family, ...] = (
                 " as llama.cpp's converter writes it (GGUF)",
                 "experts stacked into gate_proj and up_proj (experts, expert_ff, d) and down_proj (experts, d, "
                 "expert_ff)",
-                tuple(Part(p.path.replace(".mlp.", ".feed_forward."), p.kind, p.dims) for p in STACKED_EXPERTS),
+                tuple(replace(p, path=p.path.replace(".mlp.", ".feed_forward.")) for p in STACKED_EXPERTS),
             ),
         )
     ),

@@ -261,7 +261,13 @@ def _in_every_layer(view: FileView, template: str) -> bool:
     """Whether every layer the file has for the template's `{i}` holds its module."""
     if "{i}" not in template:
         return view.has_any(template)
-    return all(view.module(view.full(template.replace("{i}", str(i)))) for i in range(view.count(template, "i")))
+    layers = view.count(template, "i")
+    return len(_layers_holding(view, template, layers)) == layers
+
+
+def _layers_holding(view: FileView, template: str, layers: int) -> list[int]:
+    """The layers `{i}` of `range(layers)` whose module of the template the file holds."""
+    return [i for i in range(layers) if view.module(view.full(template.replace("{i}", str(i))))]
 
 
 def _ends_there(file: FileModules, parts: Sequence[Part], bases: Sequence[str]) -> bool:
@@ -297,10 +303,9 @@ def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, 
             found = max((view.count(t, placeholder) for t in templates), default=0)
             if found:
                 h[hyper] = found
-        layers = range(int(h.get("layers") or 0))
         for part in family.parts:  # the layers holding a part not all have (`Part.over`): a fact of the file
             if part.over and part.over not in h:
-                h[part.over] = [i for i in layers if view.module(view.full(part.path.replace("{i}", str(i))))]
+                h[part.over] = _layers_holding(view, part.path, int(h.get("layers") or 0))
     h["from_shapes"] = not config
     if config:
         h.update(from_config(family, config))

@@ -282,12 +282,13 @@ class Matcher:
         return name.encode("utf-8", "surrogatepass").translate(self.digits)
 
     def match(self, name: str) -> tuple[Any, dict[str, str]] | None:
-        key = name.encode("utf-8", "surrogatepass").translate(self.digits) if self.digits else None  # shape_key
+        raw = name.encode("utf-8", "surrogatepass")
+        key = raw.translate(self.digits) if self.digits else None  # shape_key
         known = self.memo.get(key) if key is not None else None
         free = None
         if known is None and key is not None and self.triggers is not None:  # (a shape not seen: once a shape)
             if not any(map(name.__contains__, self.triggers)):
-                free = FREE + name.encode("utf-8", "surrogatepass").translate(ALL_DIGITS)
+                free = FREE + raw.translate(ALL_DIGITS)
                 known = self.memo.get(free)
                 if known is not None and len(self.memo) < MEMO_LIMIT:
                     self.memo[key] = known
@@ -340,8 +341,8 @@ def _digit_table(patterns: frozenset[str]) -> bytes:
     table = _DIGIT_TABLES.get(patterns)
     if table is None:
         joined = "".join(sorted(patterns))
-        text = re.sub(r"\\.", "", joined)
-        free = [d for d in "0123456789" if d not in text]  # (ten C searches, not a set of the whole text)
+        text = _unescaped(joined)
+        free = [d for d in DIGITS if d not in text]  # (ten C searches, not a set of the whole text)
         table = b""
         backreference = "(?P=" in joined or any(map(joined.__contains__, BACKREFERENCES))
         if free and not backreference and not re.search(r"\[[^\]]*\d", text):
@@ -356,8 +357,8 @@ def _triggers(rules: Sequence[Any]) -> tuple[str, ...] | None:
     out = []
     for rule in rules:
         pattern = rule.pattern
-        # (ten C searches a pattern; the escapes taken out, by `_digit_table`'s pattern, only where a digit is)
-        if not any(map(pattern.__contains__, DIGITS)) or not any(map(re.sub(r"\\.", "", pattern).__contains__, DIGITS)):
+        # (ten C searches a pattern; the escapes taken out only where a digit is)
+        if not any(map(pattern.__contains__, DIGITS)) or not any(map(_unescaped(pattern).__contains__, DIGITS)):
             continue
         literals = split(pattern)[0]
         if not literals:
@@ -367,6 +368,12 @@ def _triggers(rules: Sequence[Any]) -> tuple[str, ...] | None:
 
 
 DIGITS = "0123456789"
+
+
+def _unescaped(pattern: str) -> str:
+    """A pattern's text with every escape (`\\d`, `\\.`) and the character it escapes taken out: the digits left are
+    spelled."""
+    return re.sub(r"\\.", "", pattern)
 
 
 def compile_rules(rules: Sequence[Any]) -> Matcher:
@@ -638,16 +645,16 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
             conv.add(found.layer)
     # names that say nothing (arr_0, arr_1...): a dotted or slashed name says where it is, and pairing it with the
     # tensor before it by shape alone would invent a layer (a cls_token "kernel" with a layer-scale "bias")
-    parameter = TensorKind.PARAMETER
-    unnamed = [
-        t for t in ckpt.tensors if "." not in t.name and "/" not in t.name and t.kind is parameter and t.name not in results
-    ]
     if unmatched:  # what an ONNX graph does with the rest (`_by_use`): a fact, before shapes and order
         for t in ckpt.tensors:
             if t.use is not None and t.name not in results:
                 results[t.name] = _by_use(t, t.use)
+    parameter = TensorKind.PARAMETER
+    unnamed = [
+        t for t in ckpt.tensors if "." not in t.name and "/" not in t.name and t.kind is parameter and t.name not in results
+    ]
     if unnamed:
-        results.update(_by_shape([t for t in unnamed if t.name not in results]))
+        results.update(_by_shape(unnamed))
     if not (unnamed or recurrent or normed or conv) and len(results) == len(ordered) and not unmatched:
         return tuple(ordered)  # type: ignore[arg-type]  # (every tensor matched, names unique, nothing revised)
     _recurrent_layers(results, recurrent)

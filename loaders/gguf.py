@@ -696,7 +696,7 @@ def _place_tensors(
             gguf.findings.append(Finding("MISALIGNED", Severity.WARNING, message, (name,)))
         kind = NOT_PARAMETERS.get(name, TensorKind.PARAMETER)
         notes = (f"{dtype}: blocks of {block} elements in {size} bytes, {_bits(dtype):g} bits per weight",)
-        layer, _, param = (hf_name(name, arch) or "").rpartition(".")
+        layer, param = _source_name(name, arch)
         gguf.tensors.append(
             TensorInfo(
                 name,
@@ -705,8 +705,8 @@ def _place_tensors(
                 nbytes,
                 start,
                 kind=kind,
-                layer=layer or None,
-                param=param or None,
+                layer=layer,
+                param=param,
                 file=index,
                 notes=notes if block > 1 else (),
             )  # fmt: skip
@@ -730,10 +730,16 @@ def _place_tensors(
         gguf.findings.append(Finding("TRAILING_BYTES", Severity.WARNING, message))
 
 
+def _source_name(name: str, arch: str) -> tuple[str | None, str | None]:
+    """The Hugging Face module and parameter the table `arch` gives a GGUF tensor (`hf_name`), or Nones."""
+    layer, _, param = (hf_name(name, arch) or "").rpartition(".")
+    return layer or None, param or None
+
+
 def _renamed(t: TensorInfo, arch: str) -> TensorInfo:
     """`t` with the Hugging Face module and parameter the table `arch` gives it."""
-    layer, _, param = (hf_name(t.name, arch) or "").rpartition(".")
-    return replace(t, layer=layer or None, param=param or None)
+    layer, param = _source_name(t.name, arch)
+    return replace(t, layer=layer, param=param)
 
 
 def _split_paths(probe: Probe, kv: dict[str, Any]) -> list[str]:

@@ -305,7 +305,7 @@ class _Walk:
                 attributes.append(g)
         self.op_types[op_type] += 1
         node = name or (outputs[0] if outputs else op_type)
-        transposed = self.transposes(attributes) if op_type in TRANSPOSES else ()
+        transposed = self.transposes(TRANSPOSES[op_type], attributes) if op_type in TRANSPOSES else ()
         for i, value in enumerate(inputs):
             if value:
                 self.consumers[value].append(_Consumer(op_type, i, tuple(outputs), node, i in transposed))
@@ -315,15 +315,15 @@ class _Walk:
             children += self.attribute(a, owner, op_type, depth)
         return children
 
-    def transposes(self, attributes: list[Field]) -> set[int]:
-        """The inputs a Gemm node reads transposed: its `transA` and `transB` attributes (AttributeProto: 1 name,
-        3 i)."""
+    def transposes(self, flags: dict[str, int], attributes: list[Field]) -> set[int]:
+        """The inputs a node reads transposed: those of its `flags` attributes set (Gemm's `transA`, `transB`;
+        AttributeProto: 1 name, 3 i)."""
         out = set()
         for a in attributes:
             fields = list(self.wire.fields(a.start, a.end))
             name = next((self.wire.text(g, 16) for g in fields if g.number == 1 and g.wire == LEN), "")
-            if name in TRANSPOSES["Gemm"] and any(g.number == 3 and g.wire == VARINT and g.value for g in fields):
-                out.add(TRANSPOSES["Gemm"][name])
+            if name in flags and any(g.number == 3 and g.wire == VARINT and g.value for g in fields):
+                out.add(flags[name])
         return out
 
     def attribute(self, f: Field, owner: str, op_type: str, depth: int) -> list[tuple[int, int]]:
