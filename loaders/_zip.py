@@ -48,6 +48,7 @@ _LOCAL_FIXED = struct.Struct("<4s22xHH")  # a local header's signature, and its 
 _FIELD_HEAD = struct.Struct("<HH")  # an extra field's tag and body length
 PAGE = 4096  # the smallest page size of the systems we run on: a larger one only widens what a window may span
 MAX_WINDOW = 1 << 20  # bytes of one read of structures (`_Windows`)
+ALIGNMENT = 64  # where torch's padding field puts every member's data (a multiple of it)
 LENIENT_LIMIT = 8 << 20  # bytes a damaged deflate stream is inflated to in pure Python (about 5 s at most)
 
 
@@ -262,7 +263,7 @@ def _members(
     """
     entries, error, pos = _entries(probe, fmt, cd, cd_offset, n_total)
     size = probe.size
-    windows = _Windows(probe, fmt, [e[5] for e in entries])
+    windows = _Windows(probe, fmt, [e[5] for e in entries], [len(e[4]) for e in entries])
     fetch = windows.fetch
     local_fixed, field_head = _LOCAL_FIXED.unpack_from, _FIELD_HEAD.unpack_from
     members: list[ZipMember] = []
@@ -291,9 +292,11 @@ def _members(
                 )
             if local_extra_len >= 4 and field_head(window, extra_at - win_at) == (PADDING_TAG, local_extra_len - 4):
                 padding, zip64 = local_extra_len, False  # torch's local extra: its padding field alone
+                windows.extra = -1 if data_offset % ALIGNMENT == 0 else local_extra_len
             else:
                 fields = _extra_fields(window[extra_at - win_at : extra_at - win_at + local_extra_len])
                 padding, zip64 = fields.get(PADDING_TAG, 0), 0x0001 in fields
+                windows.extra = local_extra_len
             descriptor = 0
             if flags & 0x8:
                 if not win_at <= data_end <= win_end - 4:
@@ -355,6 +358,11 @@ class _Windows:
     a page or more ends the window. The first `HEAD_BYTES` come from the probe's head. A read that does not lie
     in the file, or comes back short, is made again through `Probe.read_at` for its error.
 
+    A window that ends with a member's fixed part also takes in the name and extra field after it, as long as the
+    member before them says they are (`extra`: an npz's zip64 field of one length, or torch's padding to the next
+    multiple of `ALIGNMENT` past its 4-byte head), on the same page and never past where the data then starts:
+    members pages apart cost one read each instead of two, and no payload byte is read.
+
     A window is planned from a member only past the members earlier windows took in: a structure of those that
     falls outside (a data descriptor far away, an extra field past the window's end: a hostile layout) is read
     exactly, so the planning looks at each member once and the bytes read stay within a page a member of what
@@ -363,10 +371,12 @@ class _Windows:
     member's fixed part, nothing else.
     """
 
-    __slots__ = ("probe", "fmt", "offsets", "read", "direct", "planned")
+    __slots__ = ("probe", "fmt", "offsets", "names", "read", "direct", "planned", "extra")
 
-    def __init__(self, probe: Probe, fmt: str, offsets: list[int]) -> None:
+    def __init__(self, probe: Probe, fmt: str, offsets: list[int], names: list[int]) -> None:
         self.probe, self.fmt, self.offsets = probe, fmt, offsets  # each member's local header offset
+        self.names = names  # each member's name length (as its directory entry gives it)
+        self.extra = 0  # the last member's local extra field's length; -1: torch's padding alone
         self.direct = type(probe).read_at is Probe.read_at
         self.planned = 0  # the last member whose fixed part a window took in: those before it are not looked at again
         if self.direct:
@@ -382,6 +392,8 @@ class _Windows:
             if end <= len(probe.head):
                 return 0, probe.head
             offsets, stop, last = self.offsets, min(probe.size, at + MAX_WINDOW), end
+            # the member whose fixed part ends the window (-1: none)
+            fixed = index if n == 30 and at == offsets[index] and not descriptor else -1
             if self.direct and index >= self.planned:  # (a miss before it: a hostile layout, read exactly)
                 i = index + 1
                 while i < len(offsets):  # each next member's fixed part, while it is near
@@ -389,12 +401,18 @@ class _Windows:
                     if not 0 <= following - last < PAGE or following + 30 > stop:
                         break
                     last = following + 30
+                    fixed = i
                     i += 1
                 self.planned = i - 1  # each member is looked at by one window's planning: linear in all
             elif descriptor and index + 1 < len(offsets):  # the descriptor, then the next member's fixed part
                 following = offsets[index + 1]
                 if following - at in DESCRIPTOR_LENGTHS and following + 30 <= stop:
                     last = following + 30
+                    fixed = index + 1
+            if fixed >= 0 and self.direct:  # its name and extra field, where they are as the last member's were
+                tail = last + self.names[fixed]
+                tail = -(-(tail + 4) // ALIGNMENT) * ALIGNMENT if self.extra < 0 else tail + self.extra
+                last = max(last, min(tail, (last - 1) // PAGE * PAGE + PAGE, stop))
             data = self.read(at, last - at, self.fmt)
             if len(data) >= n:
                 return at, data

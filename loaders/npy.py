@@ -18,7 +18,6 @@ restricted reader to say what it names (`loaders._objects`), never loaded. Tenso
 
 from __future__ import annotations
 
-import re
 import struct
 from collections.abc import Callable
 from functools import partial
@@ -94,22 +93,39 @@ def _dtype_of(descr: Any) -> tuple[str, int | None, tuple[str, ...]]:
 
 
 # The header as numpy writes it (`np.lib.format._write_array_header`: the dict's repr, padded with spaces and a
-# newline), read without `ast` (about 1 ms of imports); any other spelling goes to `ast.literal_eval`, as numpy
-# reads it. Integers as Python 3 writes them (no leading zeros, which `ast` refuses).
-NUMPY_SPELLING = (
-    r"\{'descr': '([^'\\\n]*)', 'fortran_order': (True|False), "
-    r"'shape': \(((?:(?:0|[1-9]\d*), )*(?:0|[1-9]\d*),?|)\), \}[ \n]*"
-)
+# newline), read without `ast` (about 1 ms of imports) and without a regular expression (its compile, 0.2 ms of an
+# npz run): the text around the three values, then the values; any other spelling goes to `ast.literal_eval`, as
+# numpy reads it. A descr holds no quote, backslash or newline; a shape's integers are written as Python 3 writes them
+# (no leading zeros, which `ast` refuses), ', '-separated, a trailing comma after one.
+NUMPY_SPELLING = ("{'descr': '", "', 'fortran_order': ", ", 'shape': (", "), }")
+FORTRAN_ORDER = {"True": True, "False": False}
+
+
+def _numpy_spelled(text: str) -> dict[str, Any] | None:
+    """The header's dict when `text` is spelled as numpy writes it, else None."""
+    opening, after_descr, after_order, closing = NUMPY_SPELLING
+    if not text.startswith(opening):
+        return None
+    descr, found, rest = text[len(opening) :].partition(after_descr)
+    fortran, found_order, rest = rest.partition(after_order)
+    dims, found_shape, padding = rest.partition(closing)
+    if not (found and found_order and found_shape) or fortran not in FORTRAN_ORDER or padding.strip(" \n"):
+        return None
+    if "'" in descr or "\\" in descr or "\n" in descr:
+        return None
+    values = dims[:-1].split(", ") if dims.endswith(",") else dims.split(", ") if dims else []
+    if not all(d.isdecimal() and (d[0] in "123456789" or d == "0") for d in values):
+        return None
+    if len(values) == 1 and not dims.endswith(","):  # '(5)' is an int, not a tuple: `ast` says what is wrong
+        return None
+    return {"descr": descr, "fortran_order": FORTRAN_ORDER[fortran], "shape": tuple(map(int, values))}
 
 
 def _literal(text: str, major: int) -> Any:
     """The header's dict literal."""
-    m = re.fullmatch(NUMPY_SPELLING, text)
-    if m is not None:
-        descr, fortran, dims = m.groups()
-        shape = tuple(int(d) for d in dims.split(",") if d.strip())
-        if not dims or "," in dims:  # '()', '(5,)', '(2, 3)' are tuples; '(5)' is an int (ast says what is wrong)
-            return {"descr": descr, "fortran_order": fortran == "True", "shape": shape}
+    spelled = _numpy_spelled(text)
+    if spelled is not None:
+        return spelled
     import ast  # any other spelling (structured dtypes, Python 2 longs, hand-written headers)
 
     try:
@@ -117,6 +133,8 @@ def _literal(text: str, major: int) -> Any:
     except SyntaxError:
         if major > 2:  # as numpy: only headers of versions 1.0 and 2.0 may come from Python 2
             raise
+        import re
+
         return ast.literal_eval(re.sub(PY2_LONG, "", text))
 
 
