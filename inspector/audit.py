@@ -20,7 +20,7 @@ from enum import StrEnum
 from inspector.errors import InputError, InspectorError, MissingDependencyError, UnknownFormatError
 from inspector.probe import Probe, is_url
 from inspector.records import SEVERITY_ORDER, TensorKind
-from inspector.recordtype import record
+from inspector.recordtype import StrEnumBody, fast_enum, record
 from inspector.registry import detect_probe
 
 TYPE_CHECKING = False
@@ -38,7 +38,8 @@ UNREADABLE_PREFIX = "error: "
 NOT_RECOGNISED = "not recognised"
 
 
-class Status(StrEnum):
+@fast_enum(StrEnum)
+class Status(StrEnumBody):
     """What became of one file of an audit."""
 
     OK = "ok"  # read; its findings are in the row

@@ -27,7 +27,7 @@ from types import MappingProxyType
 
 from inspector.errors import SpecError
 from inspector.records import TensorKind
-from inspector.recordtype import field, record
+from inspector.recordtype import StrEnumBody, fast_enum, field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from inspector.values import ValueComparison
 
 
-class DiffKind(StrEnum):
+@fast_enum(StrEnum)
+class DiffKind(StrEnumBody):
     RENAMED = "renamed"  # matched by shape and order, names differ
     MISSING = "missing"  # in A, not in B
     EXTRA = "extra"  # in B, not in A

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from inspector.recordtype import record
+from inspector.recordtype import StrEnumBody, fast_enum, record
 
 
-class DKind(StrEnum):
+@fast_enum(StrEnum)
+class DKind(StrEnumBody):
     FLOAT = "float"
     INT = "int"
     UINT = "uint"

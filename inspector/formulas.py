@@ -12,10 +12,11 @@ from enum import StrEnum
 from math import prod
 
 from inspector.errors import SpecError
-from inspector.recordtype import fields, record
+from inspector.recordtype import StrEnumBody, fast_enum, fields, record
 
 
-class Convention(StrEnum):
+@fast_enum(StrEnum)
+class Convention(StrEnumBody):
     KERAS = "keras"
     TORCH = "torch"
     MXNET = "mxnet"

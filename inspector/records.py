@@ -14,7 +14,7 @@ from math import prod
 from operator import and_, attrgetter, eq, is_
 from types import MappingProxyType
 
-from inspector.recordtype import field, record
+from inspector.recordtype import StrEnumBody, fast_enum, field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,7 +24,8 @@ SCHEMA_VERSION = 1
 PICKLED_DTYPE = "OBJECT"  # the dtype of an array of pickled Python objects
 
 
-class TensorKind(StrEnum):
+@fast_enum(StrEnum)
+class TensorKind(StrEnumBody):
     """Which part of a checkpoint a tensor belongs to."""
 
     PARAMETER = "parameter"  # counted by the framework's own parameter count
@@ -34,7 +35,8 @@ class TensorKind(StrEnum):
     METADATA = "metadata"  # not numbers: pickled Python objects (npy object arrays), counted as nothing
 
 
-class RegionKind(StrEnum):
+@fast_enum(StrEnum)
+class RegionKind(StrEnumBody):
     """Where a byte of the file goes. Tensor bytes are split further by `TensorKind` when reported."""
 
     TENSOR_DATA = "tensor_data"  # bytes inside some tensor's span
@@ -127,7 +129,8 @@ class Region:
         return self.start + self.length
 
 
-class Severity(StrEnum):
+@fast_enum(StrEnum)
+class Severity(StrEnumBody):
     INFO = "info"
     WARNING = "warning"
     ERROR = "error"

@@ -16,20 +16,27 @@ holds that (`record` is a PEP 681 `dataclass_transform`: mypy reports an assignm
 `tests/test_recordtype.py` runs it); at run time the assignment is not intercepted, as on a plain `__slots__`
 class, because intercepting it makes every record's `__init__` set its fields through `object.__setattr__`: a
 report of 100,000 tensors makes half a million records, and that was 0.23 s of its 1.6 s.
+
+`fast_enum` is the same for the project's enums: the standard library's own quick way of making one.
 """
 
 from __future__ import annotations
 
+from enum import _simple_enum  # type: ignore[attr-defined]  # (CPython 3.11+, not in typeshed)
 from itertools import repeat
 from operator import attrgetter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from enum import Enum
+    from enum import IntEnum as IntEnumBody
+    from enum import StrEnum as StrEnumBody
     from typing import Any, TypeVar, dataclass_transform
 
     T = TypeVar("T")
 else:
+    IntEnumBody = StrEnumBody = object
 
     def dataclass_transform(**_: object) -> Callable[[T], T]:
         return lambda f: f
@@ -117,6 +124,19 @@ def record(cls: type[T] | None = None, /, *, frozen: bool = False, slots: bool =
         return _make(cls, frozen, slots, eq)
 
     return wrap if cls is None else wrap(cls)
+
+
+def fast_enum(etype: type[Enum]) -> Callable[[type[T]], type[T]]:
+    """Make a plain class body an enum of `etype` (`StrEnum`, `IntEnum`) the way the standard library makes its own
+    (`enum._simple_enum`: `re.RegexFlag`, `http.HTTPStatus`), without `EnumType`'s checks and hooks: 40-170 us less an
+    enum, about 0.4 ms of every run's start-up (issue 16). The same members, values, lookups, `str` and pickling. The
+    body subclasses `StrEnumBody` or `IntEnumBody`: `object` at run time, the enum type for the type checker::
+
+        @fast_enum(StrEnum)
+        class Severity(StrEnumBody):
+            INFO = "info"
+    """
+    return _simple_enum(etype)  # type: ignore[no-any-return]
 
 
 def _make(cls: type[T], frozen: bool, slots: bool, eq: bool) -> type[T]:

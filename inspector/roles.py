@@ -16,7 +16,7 @@ from sys import intern
 
 from inspector.needles import Split, split
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
-from inspector.recordtype import field, record
+from inspector.recordtype import StrEnumBody, fast_enum, field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,7 +40,8 @@ NORM_STATISTICS = {
 TORCH_STATS, KERAS_STATS, MXNET_STATS = ("|".join(NORM_STATISTICS[f]) for f in ("torch", "keras", "mxnet"))
 
 
-class Role(StrEnum):
+@fast_enum(StrEnum)
+class Role(StrEnumBody):
     EMBEDDING = "embedding"
     POSITION_EMBEDDING = "position_embedding"
     DENSE = "dense"

@@ -12,6 +12,7 @@ from operator import add, attrgetter, eq, lt
 from inspector.errors import FormatError, InspectorError, TruncatedFileError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, TensorInfo
+from inspector.recordtype import IntEnumBody, fast_enum
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,7 +34,8 @@ MAX_TENSORS = 1_000_000
 MAX_DIMS = 64
 
 
-class Claim(IntEnum):
+@fast_enum(IntEnum)
+class Claim(IntEnumBody):
     """How sure a loader is that a file is its format. `detect()` keeps the strongest."""
 
     CONTAINER = 1  # the container matches (a zip, an HDF5 file) but not the inner layout
