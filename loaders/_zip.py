@@ -263,7 +263,7 @@ def _members(
     """
     entries, error, pos = _entries(probe, fmt, cd, cd_offset, n_total)
     size = probe.size
-    windows = _Windows(probe, fmt, [e[5] for e in entries], [len(e[4]) for e in entries])
+    windows = _Windows(probe, fmt, [e[5] for e in entries], entries)
     fetch = windows.fetch
     local_fixed, field_head = _LOCAL_FIXED.unpack_from, _FIELD_HEAD.unpack_from
     members: list[ZipMember] = []
@@ -371,11 +371,11 @@ class _Windows:
     member's fixed part, nothing else.
     """
 
-    __slots__ = ("probe", "fmt", "offsets", "names", "read", "direct", "planned", "extra")
+    __slots__ = ("probe", "fmt", "offsets", "entries", "read", "direct", "planned", "extra")
 
-    def __init__(self, probe: Probe, fmt: str, offsets: list[int], names: list[int]) -> None:
+    def __init__(self, probe: Probe, fmt: str, offsets: list[int], entries: list[_Entry]) -> None:
         self.probe, self.fmt, self.offsets = probe, fmt, offsets  # each member's local header offset
-        self.names = names  # each member's name length (as its directory entry gives it)
+        self.entries = entries  # the directory's (each member's name, as its entry gives it)
         self.extra = 0  # the last member's local extra field's length; -1: torch's padding alone
         self.direct = type(probe).read_at is Probe.read_at
         self.planned = 0  # the last member whose fixed part a window took in: those before it are not looked at again
@@ -410,7 +410,7 @@ class _Windows:
                     last = following + 30
                     fixed = index + 1
             if fixed >= 0 and self.direct:  # its name and extra field, where they are as the last member's were
-                tail = last + self.names[fixed]
+                tail = last + len(self.entries[fixed][4])
                 tail = -(-(tail + 4) // ALIGNMENT) * ALIGNMENT if self.extra < 0 else tail + self.extra
                 last = max(last, min(tail, (last - 1) // PAGE * PAGE + PAGE, stop))
             data = self.read(at, last - at, self.fmt)
