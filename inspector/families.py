@@ -406,9 +406,9 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "llama",
         "Llama-style decoders: Llama, Mistral, Qwen2/3, Gemma 1-3, Granite (RMSNorm, gated MLP, GQA from k/v shapes)",
-        # the config types whose files this formula gives exactly (OLMo's norms have no weights, OLMo 2 norms the
-        # whole q/k projections after them, Cohere has no post-attention norm: they are read as inferred, their
-        # differences explained from the file, not warned about)
+        # the config types whose files this formula gives exactly (OLMo's norms have no weights, Cohere has no
+        # post-attention norm: they are read as inferred, their differences explained from the file, not warned about;
+        # OLMo 2 is a family of its own)
         ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "granite"),
         ("model.", ""),
         (
@@ -443,6 +443,83 @@ FAMILIES: tuple[Family, ...] = (
             "feedforward": ("layers.0.mlp.down_proj", 1),
         },  # fmt: skip
         {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+    ),
+    Family(
+        "olmo2",
+        "OLMo 2 and 3: a Llama-style decoder normed after attention and after the MLP (no input norm), its q/k norms "
+        "over the whole projections",
+        ("olmo2", "olmo3"),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+            _norm("layers.{i}.self_attn.q_norm", "q_dim"),
+            _norm("layers.{i}.self_attn.k_norm", "kv_dim"),
+            _norm("layers.{i}.post_attention_layernorm"),
+            _norm("layers.{i}.post_feedforward_layernorm"),
+            _linear("layers.{i}.mlp.gate_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+        ),
+        {
+            "vocab": ("embed_tokens", 0),
+            "d_model": ("embed_tokens", 1),
+            "q_dim": ("layers.0.self_attn.q_proj", 0),
+            "kv_dim": ("layers.0.self_attn.k_proj", 0),
+            "feedforward": ("layers.0.mlp.up_proj", 0),
+        },  # fmt: skip
+        {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+    ),
+    Family(
+        "starcoder2",
+        "StarCoder2: Llama-style attention and LayerNorms, all with biases (`use_bias`), a two-layer MLP (c_fc, "
+        "c_proj), a tied LM head",
+        ("starcoder2",),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+            _norm("layers.{i}.input_layernorm"),
+            _norm("layers.{i}.post_attention_layernorm"),
+            _linear("layers.{i}.mlp.c_fc", "d_model", "feedforward", "attention_bias"),
+            _linear("layers.{i}.mlp.c_proj", "feedforward", "d_model", "attention_bias"),
+        ),
+        {
+            "vocab": ("embed_tokens", 0),
+            "d_model": ("embed_tokens", 1),
+            "q_dim": ("layers.0.self_attn.q_proj", 0),
+            "kv_dim": ("layers.0.self_attn.k_proj", 0),
+            "feedforward": ("layers.0.mlp.c_fc", 0),
+        },  # fmt: skip
+        {"tied": True, "attention_bias": True, "norm_shift": True, "head_bias": False},
+        config={"use_bias": "attention_bias"},  # (one flag for every projection's bias)
+    ),
+    Family(
+        "phi",
+        "Phi-1, 1.5 and 2: attention and MLP in parallel after one LayerNorm, q/k/v and a dense output with biases, "
+        "fc1/fc2, an untied LM head with a bias; q/k LayerNorms per head where `qk_layernorm`",
+        ("phi",),
+        ("model.", ""),
+        (
+            Part("embed_tokens", "embedding", ("vocab", "d_model")),
+            *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "dense"),
+            _norm("layers.{i}.self_attn.q_layernorm", "head_dim", when="qk_norm"),
+            _norm("layers.{i}.self_attn.k_layernorm", "head_dim", when="qk_norm"),
+            _norm("layers.{i}.input_layernorm"),
+            _linear("layers.{i}.mlp.fc1", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.fc2", "feedforward", "d_model", "mlp_bias"),
+            _norm("final_layernorm"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+        ),
+        {
+            "vocab": ("embed_tokens", 0),
+            "d_model": ("embed_tokens", 1),
+            "q_dim": ("layers.0.self_attn.q_proj", 0),
+            "kv_dim": ("layers.0.self_attn.k_proj", 0),
+            "feedforward": ("layers.0.mlp.fc1", 0),
+            "head_dim": ("layers.0.self_attn.q_layernorm", 0),
+        },  # fmt: skip
+        {"tied": False, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": True},
     ),
     Family(
         "mixtral",

@@ -41,6 +41,7 @@ SAMPLES = {
     "olmoe-q8_0.gguf": ("olmoe", "OlmoeForCausalLM", "q8_0"),
     "granitemoeshared-f16.gguf": ("granitemoeshared", "GraniteMoeSharedForCausalLM", "f16"),  # input_linear split
     "llama4-q8_0.gguf": ("llama4_text", "Llama4ForCausalLM", "q8_0"),  # MoE layers interleaved with dense ones
+    "phi2-f16.gguf": ("phi", "PhiForCausalLM", "f16"),  # feed_forward_length written as 4 x n_embd, not the model's
 }
 
 

@@ -22,6 +22,9 @@ FAMILY = {
     **dict.fromkeys(("granitemoe", "granitemoeshared"), "granitemoe"),
     "qwen3_moe": "qwen2_moe",
     "llama4_text": "llama4",
+    "olmo3": "olmo2",
+    "starcoder2+no_bias": "starcoder2",
+    "phi+qk_norm": "phi",
     **dict.fromkeys(("resnet", "convnext"), "sequential"),  # no family table: one layer per module
 }
 
@@ -136,6 +139,11 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
             107_769_861_120,
         ),
         ("mamba2 vocab=50288 d_model=768 layers=24 heads=24 inner=1536 conv_dim=1792 in_dim=3352", 167_610_816),
+        # num_parameters() on the meta device of PhiForCausalLM at Phi-2's sizes, Starcoder2ForCausalLM at
+        # StarCoder2-3B's (tied, biases) and Olmo2ForCausalLM at OLMo-2-7B's
+        ("phi vocab=51200 d_model=2560 layers=32 heads=32 feedforward=10240", 2_779_683_840),
+        ("starcoder2 vocab=49152 d_model=3072 layers=30 heads=24 kv_heads=2 feedforward=12288", 3_030_371_328),
+        ("olmo2 vocab=100352 d_model=4096 layers=32 heads=32 feedforward=11008", 7_298_617_344),
     ],
 )
 def test_family_formulas_give_the_published_counts(spec: str, count: int) -> None:

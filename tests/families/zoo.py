@@ -251,6 +251,44 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             num_experts_per_tok=2,
         ),
     ),
+    "olmo2": (
+        "AutoModelForCausalLM",
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+    ),
+    "olmo3": (
+        "AutoModelForCausalLM",
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+    ),
+    "starcoder2": (
+        "AutoModelForCausalLM",
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+    ),
+    "starcoder2+no_bias": (  # use_bias=False: no projection has a bias, the LayerNorms keep theirs
+        "AutoModelForCausalLM",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            use_bias=False,
+        ),
+    ),
+    "phi": (
+        "AutoModelForCausalLM",
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+    ),
+    "phi+qk_norm": (  # qk_layernorm: a LayerNorm over each head's queries and keys
+        "AutoModelForCausalLM",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            qk_layernorm=True,
+        ),
+    ),
     "granitemoeshared": (
         "AutoModelForCausalLM",
         dict(
@@ -290,7 +328,7 @@ NO_VOCAB = ("resnet", "convnext", "vit", "clip", "whisper")
 
 
 def model_type(case: str) -> str:
-    return case.split("-cls")[0]
+    return case.split("-cls")[0].split("+")[0]  # ('bert-cls', 'phi+qk_norm': a variant of the model type)
 
 
 def build(case: str, folder: Path) -> int:

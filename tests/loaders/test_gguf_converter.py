@@ -34,6 +34,7 @@ EXPECTED = {
     "olmoe-q8_0.gguf": ("olmoe-stacked", "config"),
     "granitemoeshared-f16.gguf": ("granitemoe-stacked", "config"),  # written as 'granitemoe'
     "llama4-q8_0.gguf": ("llama4-stacked", "config"),  # a dense layer and a MoE layer
+    "phi2-f16.gguf": ("phi", "config"),  # its FFN and k/v heads read off the shapes, not the converter's keys
 }
 
 
@@ -197,3 +198,19 @@ def test_umt5_is_told_from_t5_by_the_tensor_it_has(model_type: str, cls: str, ma
     assert (tensor in converted) is marked and marks == "umt5"
     ckpt_config = _config({"general.architecture": "t5"}, {n for n in converted if n}, {})
     assert ckpt_config["model_type"] == ("umt5" if marked else "t5")
+
+
+def test_sizes_the_converter_misstates_for_phi2_are_read_off_the_shapes() -> None:
+    """Phi2Model writes the FFN length as 4 x n_embd and the key/value heads as the heads, whatever PhiConfig says:
+    the sample's model (FFN 64, two key/value heads of 8) is sized by its shapes, and no difference is warned."""
+    entry = MANIFEST["phi2-f16.gguf"]
+    report = inspect(SAMPLES_DIR / "phi2-f16.gguf")
+    attributes = report.checkpoint.attributes
+    assert (attributes["gguf.phi2.feed_forward_length"], attributes["gguf.phi2.attention.head_count_kv"]) == (
+        "128",
+        "4",
+    )
+    assert (entry["hf_config"]["intermediate_size"], entry["hf_config"]["num_key_value_heads"]) == (64, 2)
+    exp = report.expectation
+    assert exp is not None and exp.matches
+    assert (exp.hyperparameters["feedforward"], exp.hyperparameters["kv_dim"]) == (64, 16)
