@@ -406,9 +406,8 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "llama",
         "Llama-style decoders: Llama, Mistral, Qwen2/3, Gemma 1-3, Granite (RMSNorm, gated MLP, GQA from k/v shapes)",
-        # the config types whose files this formula gives exactly (OLMo's norms have no weights, Cohere has no
-        # post-attention norm: they are read as inferred, their differences explained from the file, not warned about;
-        # OLMo 2 is a family of its own)
+        # the config types whose files this formula gives exactly (OLMo's norms have no weights: read as inferred, its
+        # differences explained from the file, not warned about; OLMo 2 and Cohere are families of their own)
         ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "granite"),
         ("model.", ""),
         (
@@ -520,6 +519,34 @@ FAMILIES: tuple[Family, ...] = (
             "head_dim": ("layers.0.self_attn.q_layernorm", 0),
         },  # fmt: skip
         {"tied": False, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": True},
+    ),
+    Family(
+        "cohere",
+        "Cohere (Command R, R7B): attention and a gated MLP in parallel after one LayerNorm without a shift, a tied "
+        "LM head; per-head q/k norms where `use_qk_norm`",
+        ("cohere", "cohere2"),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+            Part("layers.{i}.self_attn.q_norm", "tensor", ("heads", "head_dim"), when="qk_norm", role="norm"),
+            Part("layers.{i}.self_attn.k_norm", "tensor", ("kv_heads", "head_dim"), when="qk_norm", role="norm"),
+            _norm("layers.{i}.input_layernorm"),
+            _linear("layers.{i}.mlp.gate_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+        ),
+        {
+            "vocab": ("embed_tokens", 0),
+            "d_model": ("embed_tokens", 1),
+            "q_dim": ("layers.0.self_attn.q_proj", 0),
+            "kv_dim": ("layers.0.self_attn.k_proj", 0),
+            "feedforward": ("layers.0.mlp.up_proj", 0),
+            "heads": ("layers.0.self_attn.q_norm", 0),
+            "kv_heads": ("layers.0.self_attn.k_norm", 0),
+            "head_dim": ("layers.0.self_attn.q_norm", 1),
+        },  # fmt: skip
+        {"tied": True, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
     ),
     Family(
         "mixtral",

@@ -25,6 +25,7 @@ FAMILY = {
     "olmo3": "olmo2",
     "starcoder2+no_bias": "starcoder2",
     "phi+qk_norm": "phi",
+    **dict.fromkeys(("cohere+qk_norm", "cohere2"), "cohere"),
     **dict.fromkeys(("resnet", "convnext"), "sequential"),  # no family table: one layer per module
 }
 
@@ -144,6 +145,9 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
         ("phi vocab=51200 d_model=2560 layers=32 heads=32 feedforward=10240", 2_779_683_840),
         ("starcoder2 vocab=49152 d_model=3072 layers=30 heads=24 kv_heads=2 feedforward=12288", 3_030_371_328),
         ("olmo2 vocab=100352 d_model=4096 layers=32 heads=32 feedforward=11008", 7_298_617_344),
+        # CohereForCausalLM at Command R's sizes (tied, no q/k norms) and Cohere2ForCausalLM at Command R7B's
+        ("cohere vocab=256000 d_model=8192 layers=40 heads=64 feedforward=22528", 34_980_831_232),
+        ("cohere vocab=256000 d_model=4096 layers=32 heads=32 kv_heads=8 feedforward=14336", 8_028_033_024),
     ],
 )
 def test_family_formulas_give_the_published_counts(spec: str, count: int) -> None:

@@ -289,6 +289,25 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             qk_layernorm=True,
         ),
     ),
+    "cohere": (
+        "AutoModelForCausalLM",
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+    ),
+    "cohere+qk_norm": (  # use_qk_norm: a norm of (heads, head_dim) over the queries, (kv_heads, head_dim) the keys
+        "AutoModelForCausalLM",
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            use_qk_norm=True,
+        ),
+    ),
+    "cohere2": (
+        "AutoModelForCausalLM",
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+    ),
     "granitemoeshared": (
         "AutoModelForCausalLM",
         dict(
