@@ -202,6 +202,23 @@ GPT_NEOX_SIZES: tuple[Mapping[str, tuple[str, int]], Mapping[str, Any]] = (  # i
     {"vocab": ("embed_in", 0), "d_model": ("embed_in", 1), "feedforward": ("layers.0.mlp.dense_h_to_4h", 0)},
     {"tied": False, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
 )
+
+
+def _post_normed_layer(q_norm: str, k_norm: str) -> tuple[Part, ...]:
+    """OLMo 2's and EXAONE 4's layer: Llama's attention and gated MLP, each normed after (no norm before), q/k norms
+    `q_norm` and `k_norm` wide (the whole projections, or a head)."""
+    return (
+        *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+        _norm("layers.{i}.self_attn.q_norm", q_norm),
+        _norm("layers.{i}.self_attn.k_norm", k_norm),
+        _norm("layers.{i}.post_attention_layernorm"),
+        _norm("layers.{i}.post_feedforward_layernorm"),
+        _linear("layers.{i}.mlp.gate_proj", "d_model", "feedforward", "mlp_bias"),
+        _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
+        _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+    )
+
+
 LLAMA_READS = {
     "vocab": ("embed_tokens", 0),
     "d_model": ("embed_tokens", 1),
@@ -449,24 +466,23 @@ FAMILIES: tuple[Family, ...] = (
         "over the whole projections",
         ("olmo2", "olmo3"),
         ("model.", ""),
-        (
-            *DECODER_ENDS,
-            *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
-            _norm("layers.{i}.self_attn.q_norm", "q_dim"),
-            _norm("layers.{i}.self_attn.k_norm", "kv_dim"),
-            _norm("layers.{i}.post_attention_layernorm"),
-            _norm("layers.{i}.post_feedforward_layernorm"),
-            _linear("layers.{i}.mlp.gate_proj", "d_model", "feedforward", "mlp_bias"),
-            _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
-            _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
-        ),
-        {
+        (*DECODER_ENDS, *_post_normed_layer("q_dim", "kv_dim")),
+        {  # (its q_norm is no head wide: LLAMA_READS but head_dim)
             "vocab": ("embed_tokens", 0),
             "d_model": ("embed_tokens", 1),
             "q_dim": ("layers.0.self_attn.q_proj", 0),
             "kv_dim": ("layers.0.self_attn.k_proj", 0),
             "feedforward": ("layers.0.mlp.up_proj", 0),
         },  # fmt: skip
+        {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+    ),
+    Family(
+        "exaone4",
+        "EXAONE 4: OLMo 2's layers (normed after attention and after the MLP) with q/k norms per head",
+        ("exaone4",),
+        ("model.", ""),
+        (*DECODER_ENDS, *_post_normed_layer("head_dim", "head_dim")),
+        {**LLAMA_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},
         {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
     ),
     Family(

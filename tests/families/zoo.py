@@ -259,6 +259,10 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
     ),
+    "exaone4": (
+        "AutoModelForCausalLM",
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+    ),
     "starcoder2": (
         "AutoModelForCausalLM",
         dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
