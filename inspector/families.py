@@ -203,6 +203,19 @@ GPT_NEOX_SIZES: tuple[Mapping[str, tuple[str, int]], Mapping[str, Any]] = (  # i
     {"tied": False, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
 )
 
+GPT2_PARTS = (  # GPT-2's modules, as Conv1D (in, out) weights in GPT-2, Linear (out, in) ones in GPTBigCode
+    Part("wte", "embedding", ("vocab", "d_model")),
+    Part("wpe", "embedding", ("positions", "d_model")),
+    _norm("h.{i}.ln_1"),
+    _linear("h.{i}.attn.c_attn", "d_model", "qkv_dim", "attention_bias"),
+    _linear("h.{i}.attn.c_proj", "d_model", "d_model", "attention_bias", role="attention_output"),
+    _norm("h.{i}.ln_2"),
+    _linear("h.{i}.mlp.c_fc", "d_model", "feedforward", "mlp_bias"),
+    _linear("h.{i}.mlp.c_proj", "feedforward", "d_model", "mlp_bias"),
+    _norm("ln_f"),
+    _linear("/lm_head", "d_model", "vocab", "head_bias", tied="wte"),
+)
+
 
 def _post_normed_layer(q_norm: str, k_norm: str) -> tuple[Part, ...]:
     """OLMo 2's and EXAONE 4's layer: Llama's attention and gated MLP, each normed after (no norm before), q/k norms
@@ -800,19 +813,24 @@ FAMILIES: tuple[Family, ...] = (
         "GPT-2: token and position embeddings, fused qkv (Conv1D, (in, out) weights), pre-norm blocks, tied LM head",
         ("gpt2",),
         ("transformer.", ""),
-        (
-            Part("wte", "embedding", ("vocab", "d_model")),
-            Part("wpe", "embedding", ("positions", "d_model")),
-            _norm("h.{i}.ln_1"),
-            _linear("h.{i}.attn.c_attn", "d_model", "qkv_dim", "attention_bias"),
-            _linear("h.{i}.attn.c_proj", "d_model", "d_model", "attention_bias", role="attention_output"),
-            _norm("h.{i}.ln_2"),
-            _linear("h.{i}.mlp.c_fc", "d_model", "feedforward", "mlp_bias"),
-            _linear("h.{i}.mlp.c_proj", "feedforward", "d_model", "mlp_bias"),
-            _norm("ln_f"),
-            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="wte"),
-        ),
+        GPT2_PARTS,
         {"vocab": ("wte", 0), "d_model": ("wte", 1), "positions": ("wpe", 0), "feedforward": ("h.0.mlp.c_fc", 1)},
+        {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+    ),
+    Family(
+        "gpt_bigcode",
+        "GPTBigCode (StarCoder, SantaCoder): GPT-2's modules as (out, in) Linear weights, the fused qkv multi-query "
+        "(one key/value head) where the config says",
+        ("gpt_bigcode",),
+        ("transformer.", ""),
+        GPT2_PARTS,
+        {
+            "vocab": ("wte", 0),
+            "d_model": ("wte", 1),
+            "positions": ("wpe", 0),
+            "qkv_dim": ("h.0.attn.c_attn", 0),
+            "feedforward": ("h.0.mlp.c_fc", 0),
+        },  # fmt: skip
         {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
     ),
     Family(

@@ -26,6 +26,7 @@ FAMILY = {
     "starcoder2+no_bias": "starcoder2",
     "phi+qk_norm": "phi",
     **dict.fromkeys(("cohere+qk_norm", "cohere2"), "cohere"),
+    "gpt_bigcode+mha": "gpt_bigcode",
     **dict.fromkeys(("resnet", "convnext"), "sequential"),  # no family table: one layer per module
 }
 
@@ -148,6 +149,11 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
         # CohereForCausalLM at Command R's sizes (tied, no q/k norms) and Cohere2ForCausalLM at Command R7B's
         ("cohere vocab=256000 d_model=8192 layers=40 heads=64 feedforward=22528", 34_980_831_232),
         ("cohere vocab=256000 d_model=4096 layers=32 heads=32 kv_heads=8 feedforward=14336", 8_028_033_024),
+        # GPTBigCodeForCausalLM at StarCoder's sizes (multi-query: one key/value head)
+        (
+            "gpt_bigcode vocab=49152 positions=8192 d_model=6144 layers=40 heads=48 kv_heads=1 feedforward=24576",
+            15_517_456_384,
+        ),
     ],
 )
 def test_family_formulas_give_the_published_counts(spec: str, count: int) -> None:

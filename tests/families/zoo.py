@@ -263,6 +263,14 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
     ),
+    "gpt_bigcode": (  # multi_query (the default): one key/value head
+        "AutoModelForCausalLM",
+        dict(n_embd=32, n_layer=2, n_head=4, n_positions=64),
+    ),
+    "gpt_bigcode+mha": (
+        "AutoModelForCausalLM",
+        dict(n_embd=32, n_layer=2, n_head=4, n_positions=64, multi_query=False),
+    ),
     "starcoder2": (
         "AutoModelForCausalLM",
         dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
