@@ -194,3 +194,36 @@ def test_npy_headers_numpy_writes_read_as_the_pattern_read_them(
     inserted = data.draw(st.text(" ,0123456789()'\\\n}{:TrueFals\u0663", max_size=3))
     changed = text[:at] + inserted + text[at + cut :]
     assert _numpy_spelled(changed) == _read_by_pattern(changed)
+
+
+def test_enums_made_the_quick_way_behave_as_class_statement_enums() -> None:
+    """`recordtype.fast_enum` (the standard library's `enum._simple_enum`) gives the enum `class X(StrEnum)` would:
+    the same members in order, values, lookups, str, format, repr, JSON text and pickling."""
+    import json
+    import pickle
+    from enum import Enum, IntEnum, StrEnum
+
+    from inspector.audit import Status
+    from inspector.diff import DiffKind
+    from inspector.dtypes import DKind
+    from inspector.formulas import Convention
+    from inspector.records import RegionKind, Severity, TensorKind
+    from inspector.roles import Role
+    from loaders.base import Claim
+
+    for made in (TensorKind, RegionKind, Severity, Role, DKind, Convention, Claim, DiffKind, Status):
+        base: type[Enum] = IntEnum if issubclass(made, int) else StrEnum
+        plain = base(made.__name__, [(m.name, m.value) for m in made])  # (EnumType, as a class statement makes it)
+        assert [(m.name, m.value) for m in made] == [(m.name, m.value) for m in plain]
+        assert issubclass(made, base) and made.__mro__[1:] == plain.__mro__[1:]
+        for m, p in zip(made, plain, strict=True):
+            assert made(m.value) is m and made[m.name] is m and pickle.loads(pickle.dumps(m)) is m
+            assert (str(m), format(m), f"{m}", m == m.value, hash(m) == hash(m.value)) == (
+                str(p),
+                format(p),
+                f"{p}",
+                p == p.value,
+                hash(p) == hash(p.value),
+            )
+            assert repr(m).replace(made.__name__, "") == repr(p).replace(made.__name__, "")
+            assert json.dumps(m) == json.dumps(p)
