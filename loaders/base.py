@@ -113,7 +113,11 @@ def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Regi
         and starts[0] == 0
         and end <= file_size
         and all(map(eq, islice(starts, 1, None), map(add, starts, lengths)))
-        and all(map(eq, map(attrgetter("file"), kept), repeat(file)))
+        and (
+            not any(map(attrgetter("file"), kept))  # (file 0: no comparison made a region)
+            if file == 0
+            else all(map(eq, map(attrgetter("file"), kept), repeat(file)))
+        )
     ):  # one after the other from byte 0 (most loaders): the regions as they are, and what follows the last
         trailing = [Region(RegionKind.UNKNOWN, end, file_size - end, TRAILING, file)]
         return (*kept, *trailing) if end < file_size else tuple(kept)
