@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import re
 import sys
-from itertools import repeat
-from operator import attrgetter
 
 from inspector.needles import needle
 from inspector.recordtype import record
@@ -130,8 +128,13 @@ def _has_member(probe: Probe, ending: str) -> bool:
     """Whether some member of the zip's directory ends with `ending` (True when the directory cannot be read: a
     damaged archive, an empty one, is the claims' to judge)."""
     members = probe.zip_members
+    if members is None:
+        return True
+    from itertools import repeat  # (loaded already: bound here, not in every run's start-up)
+    from operator import attrgetter
+
     # (one C pass over the names: 100,000 members, a row asking costs no Python step per member)
-    return members is None or any(map(str.endswith, map(attrgetter("name"), members), repeat(ending)))
+    return any(map(str.endswith, map(attrgetter("name"), members), repeat(ending)))
 
 
 def _named(pattern: str, path: str) -> bool:
