@@ -566,6 +566,40 @@ def test_tile_is_region_by_region(spans: list[tuple[int, int, str, int]], file_s
     assert tile(regions, file_size) == _tile_one_by_one(regions, file_size, 0)
 
 
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 60), st.integers(0, 12), st.sampled_from(["header", "padding"]), st.integers(0, 1))
+    ),
+    st.integers(0, 70),
+    st.booleans(),
+)
+def test_laid_regions_are_those_one_after_the_other_and_tile_as_the_others(
+    spans: list[tuple[int, int, str, int]], file_size: int, contiguous: bool
+) -> None:
+    """`laid` marks a list of regions (a zip's, `_zip.in_file_order`) as one after the other from byte 0 of file 0,
+    each of positive length, exactly when they are; tile takes a marked list as it is and gives what it gives for
+    the unmarked one (and what walking them one by one gives), whatever the file's size."""
+    from inspector.records import Region, RegionKind
+    from loaders.base import Laid, laid, tile
+
+    if contiguous:  # the common layout: each region where the last one ended (maybe empty, or in another file)
+        starts = [sum(length for _, length, _, _ in spans[:i]) for i in range(len(spans))]
+        spans = [(start, length, kind, file) for start, (_, length, kind, file) in zip(starts, spans, strict=True)]
+    regions = [
+        Region(RegionKind(kind), start, length, f"r{i}", file) for i, (start, length, kind, file) in enumerate(spans)
+    ]
+    checked = laid(list(regions))
+    one_after_the_other = (
+        bool(regions)
+        and all(r.length > 0 and r.file == 0 for r in regions)
+        and [r.start for r in regions] == [sum(r.length for r in regions[:i]) for i in range(len(regions))]
+    )
+    assert (checked.__class__ is Laid) == one_after_the_other
+    assert checked == regions
+    assert tile(checked, file_size) == tile(regions, file_size) == _tile_one_by_one(regions, file_size, 0)
+
+
 def _layer_parts(family: Any) -> list[Any]:
     """The parts `family_check.detect` needs all of when no config names the model type (its own list)."""
     from inspector.family_check import PLACEHOLDER, _in_stack
