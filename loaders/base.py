@@ -96,7 +96,7 @@ TRAILING = "trailing bytes no structure explains"
 
 class Laid(list):  # type: ignore[type-arg]
     """Regions checked (`laid`) to lie one after the other from byte 0 of file 0, each of positive length: `tile`
-    takes them as they are, without checking them again."""
+    takes them as they are, without checking them again (so a `Laid` list is handed on as made, never changed)."""
 
     __slots__ = ()
 
