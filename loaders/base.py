@@ -127,7 +127,7 @@ def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Regi
     earlier ends (the overlap is then visible as a shorter region, never double-counted).
     """
     if regions.__class__ is Laid and file == 0:  # (checked by `laid`: one after the other from byte 0)
-        end = regions[-1].end  # type: ignore[index]
+        end = regions[-1].end
         if end <= file_size:
             trailing = [Region(RegionKind.UNKNOWN, end, file_size - end, TRAILING, file)]
             return (*regions, *trailing) if end < file_size else tuple(regions)
