@@ -250,7 +250,12 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                 batches[text, n] = whole
                 batched[0] += len(whole)
         # no dict of the batch is marked active: a cycle through one passes through a nested container, which is marked
-        return whole % tuple(chain.from_iterable(zip(*texts, strict=True)))
+        # (the values in the template's order, each column laid into every `width`-th place: a C copy per column)
+        width = len(texts)
+        filled: list[Any] = [None] * (width * n)
+        for place, texts_of_column in enumerate(texts):
+            filled[place::width] = texts_of_column
+        return whole % tuple(filled)
 
     def container(o: list[Any] | tuple[Any, ...] | dict[Any, Any] | Rows, nl: str) -> str:
         if not o:

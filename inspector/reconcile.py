@@ -160,12 +160,19 @@ def bucket_bytes(ckpt: Checkpoint) -> dict[str, int]:
     totals = dict.fromkeys(BUCKETS, 0)
     tensor_data, region_bucket = RegionKind.TENSOR_DATA, REGION_BUCKET
     data: dict[int, list[int]] = {}  # TENSOR_DATA regions (indices by file): their bucket is their tensors' kind
+    first: list[int] = []  # (those of file 0, most checkpoints' only one: no list made for each region)
+    add = first.append
     for i, r in enumerate(regions := ckpt.regions):
         region_kind = r.kind
         if region_kind is tensor_data:
-            data.setdefault(r.file, []).append(i)
+            if r.file:
+                data.setdefault(r.file, []).append(i)
+            else:
+                add(i)
         else:
             totals[region_bucket[region_kind]] += r.length
+    if first:
+        data[0] = first
     kinds = _region_kinds(ckpt, data)
     for file, indices in data.items():  # (each kind's lengths summed in C calls)
         found = list(map(kinds.get(file, {}).get, indices))

@@ -128,7 +128,13 @@ def _has_member(probe: Probe, ending: str) -> bool:
     """Whether some member of the zip's directory ends with `ending` (True when the directory cannot be read: a
     damaged archive, an empty one, is the claims' to judge)."""
     members = probe.zip_members
-    return members is None or any(m.name.endswith(ending) for m in members)
+    if members is None:
+        return True
+    from itertools import repeat  # (loaded already: bound here, not in every run's start-up)
+    from operator import attrgetter
+
+    # (one C pass over the names: 100,000 members, a row asking costs no Python step per member)
+    return any(map(str.endswith, map(attrgetter("name"), members), repeat(ending)))
 
 
 def _named(pattern: str, path: str) -> bool:

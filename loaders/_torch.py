@@ -250,7 +250,11 @@ def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[Ten
     sections = _section(value)
     tensors: list[TensorInfo] = []
     findings: list[Finding] = []
+    # The first tensor of each (root, offset, shape, stride, dtype): a later one is its alias. A root's first tensor is
+    # remembered by its index (no key made and hashed a tensor); a root met again keys its tensors (`first`)
     first: dict[tuple[Any, ...], str] = {}
+    roots: dict[Any, int] = {}  # root -> index of its first tensor, or -1 once its tensors are keyed in `first`
+    strides: list[tuple[int, ...]] = []  # each tensor's stride, by index
     plain = ("", TensorKind.PARAMETER)
     buffer, append, info, itemsizes = TensorKind.BUFFER, tensors.append, TensorInfo, ITEMSIZES.get
     for path, t, hint in walk(value):
@@ -291,10 +295,20 @@ def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[Ten
                 notes = (f"stride-0 expand: {span_bytes:,} bytes stored for {n * size:,} logical",)
             elif stored > n * size:
                 notes = (f"view of storage {root!r}: {stored:,} bytes stored for {n * size:,}",)
-        alias_key = (root, offset, shape, t.stride, dtype)
-        alias_of = first.get(alias_key)
-        if alias_of is None:
-            first[alias_key] = path
+        alias_of = None
+        index = roots.get(root)
+        if index is None:
+            roots[root] = len(tensors)
+        else:
+            if index >= 0:  # the root's second tensor: its first one keyed now
+                earlier = tensors[index]
+                first[root, earlier.offset, earlier.shape, strides[index], earlier.dtype] = earlier.name
+                roots[root] = -1
+            alias_key = (root, offset, shape, t.stride, dtype)
+            alias_of = first.get(alias_key)
+            if alias_of is None:
+                first[alias_key] = path
+        strides.append(t.stride)
         # TensorInfo(name, shape, dtype, nbytes, offset, storage, alias_of, kind, trainable, section, layer, param,
         # file, notes, span), positionally: a call per tensor
         append(

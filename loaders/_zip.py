@@ -427,11 +427,17 @@ def in_file_order(
 
     In file order (each member's local header, padding, payload and descriptor, then the directory and the end
     records) when that is an order of strictly increasing starts, as in any archive whose members follow one
-    another: `tile` then has nothing to sort. Else (overlapping or shuffled members) those of `read_zip`, then the
+    another: `tile` then has nothing to sort (and, for regions one after the other from byte 0, a `base.Laid` list
+    it takes as it is). Else (overlapping or shuffled members) those of `read_zip`, then the
     payloads, as `tile` always had them to sort: it sorts ties stably, so this order is part of its result.
     """
     ordered = _member_regions(members, payload)
     ordered += sorted(ends, key=attrgetter("start"))  # directory, zip64 end records, end record
+    from loaders.base import laid  # (imported by the loaders that call this)
+
+    checked = laid(ordered)  # one after the other from byte 0 (any sound archive): in order, and `tile` told so
+    if checked is not ordered:
+        return checked
     starts = list(map(attrgetter("start"), ordered))
     if all(map(lt, starts, islice(starts, 1, None))):
         return ordered

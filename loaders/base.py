@@ -96,12 +96,43 @@ def check_shape(probe: Probe, fmt: str, name: str, shape: Iterable[object]) -> t
 TRAILING = "trailing bytes no structure explains"
 
 
+class Laid(list):  # type: ignore[type-arg]
+    """Regions checked (`laid`) to lie one after the other from byte 0 of file 0, each of positive length: `tile`
+    takes them as they are, without checking them again (so a `Laid` list is handed on as made, never changed)."""
+
+    __slots__ = ()
+
+
+def laid(regions: list[Region]) -> list[Region]:
+    """`regions` as a `Laid` list when they lie one after the other from byte 0 of file 0, each of positive length
+    (so in strictly increasing order), else `regions` itself. Each field is read once, in C calls (a zip of 100,000
+    tensors: 400,000 regions)."""
+    if not regions:
+        return regions
+    lengths = list(map(attrgetter("length"), regions))
+    if min(lengths) <= 0:
+        return regions
+    starts = list(map(attrgetter("start"), regions))
+    if (
+        starts[0] == 0
+        and all(map(eq, islice(starts, 1, None), map(add, starts, lengths)))
+        and not any(map(attrgetter("file"), regions))
+    ):
+        return Laid(regions)
+    return regions
+
+
 def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Region, ...]:
     """Sort regions of one file, clip nothing, and fill every gap with an UNKNOWN region.
 
     Overlapping regions are a loader bug or a hostile file; the later one is cut to start where the
     earlier ends (the overlap is then visible as a shorter region, never double-counted).
     """
+    if regions.__class__ is Laid and file == 0:  # (checked by `laid`: one after the other from byte 0)
+        end = regions[-1].end
+        if end <= file_size:
+            trailing = [Region(RegionKind.UNKNOWN, end, file_size - end, TRAILING, file)]
+            return (*regions, *trailing) if end < file_size else tuple(regions)
     kept = regions if isinstance(regions, list) else list(regions)  # (a loader's fresh list is taken as it is)
     get_start, get_length = attrgetter("start"), attrgetter("length")
     lengths = list(map(get_length, kept))
@@ -115,7 +146,11 @@ def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Regi
         and starts[0] == 0
         and end <= file_size
         and all(map(eq, islice(starts, 1, None), map(add, starts, lengths)))
-        and all(map(eq, map(attrgetter("file"), kept), repeat(file)))
+        and (
+            not any(map(attrgetter("file"), kept))  # (file 0: no comparison made a region)
+            if file == 0
+            else all(map(eq, map(attrgetter("file"), kept), repeat(file)))
+        )
     ):  # one after the other from byte 0 (most loaders): the regions as they are, and what follows the last
         trailing = [Region(RegionKind.UNKNOWN, end, file_size - end, TRAILING, file)]
         return (*kept, *trailing) if end < file_size else tuple(kept)

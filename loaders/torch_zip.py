@@ -152,13 +152,12 @@ class TorchZipLoader:
                     start, length = m.data_offset, m.compress_size
                     if alone is not None:
                         t = alone.get(key)
+                        # (storage_regions' common case, in line: the storage's one tensor, all of it)
+                        if t is not None and t.offset == start and (t.nbytes if t.span is None else t.span) == length:
+                            return [Region(tensor_data, start, length, f"storage {key!r}")]
                         mine = [] if t is None else [t]
                     else:
                         mine = grouped.get(key, [])
-                    if len(mine) == 1:  # (storage_regions' common case, in line: one tensor, the whole storage)
-                        t = mine[0]
-                        if t.offset == start and (t.nbytes if t.span is None else t.span) == length:
-                            return [Region(tensor_data, start, length, f"storage {key!r}")]
                     return _torch.storage_regions(key, start, length, mine)
                 return [
                     Region(

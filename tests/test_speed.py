@@ -135,6 +135,40 @@ def test_rows_written_column_by_column_are_the_dicts(tmp_path: Path) -> None:
     assert True in laid and False in laid  # both ways were taken
 
 
+def test_region_rows_with_files_and_logical_sizes_are_the_dicts(tmp_path: Path) -> None:
+    """A checkpoint whose regions have a file index (a sharded safetensors model: its second shard's) or a logical size
+    (a compressed npz's members) writes its region rows with those keys, as the dicts `report_dict` makes; one whose
+    regions have neither writes them without (`render._region_columns` tells which once for all the regions)."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    from inspector.render import render_json, report_dict
+    from inspector.report import inspect
+
+    n = 2 * jsontext.STREAM_ITEMS
+    arrays = {f"layers.{i}.weight": np.full((2, i % 3 + 1), i, dtype=np.float32) for i in range(n)}
+    np.savez_compressed(tmp_path / "packed.npz", **arrays)
+    names = list(arrays)
+    weight_map = {}
+    for shard, part in (
+        ("model-00001-of-00002.safetensors", names[:20]),
+        ("model-00002-of-00002.safetensors", names[20:]),
+    ):
+        save_file({k: arrays[k] for k in part}, tmp_path / shard)
+        weight_map.update(dict.fromkeys(part, shard))
+    index = {"metadata": {"total_size": sum(a.nbytes for a in arrays.values())}, "weight_map": weight_map}
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    save_file(arrays, tmp_path / "plain.safetensors")
+    paths = [tmp_path / "packed.npz", tmp_path / "model.safetensors.index.json", tmp_path / "plain.safetensors"]
+    reports = [inspect(p) for p in paths]
+    regions = [r.checkpoint.regions for r in reports]
+    assert any(r.logical is not None for r in regions[0]) and any(r.file == 1 for r in regions[1])
+    assert not any(r.file or r.logical is not None for r in regions[2])
+    text = json.dumps([report_dict(r) for r in reports], indent=2, default=str)
+    assert render_json([report_dict(r, lazy=True) for r in reports], many=True) == text
+    assert '"logical": ' in text and '"file": 1' in text
+
+
 @pytest.mark.parametrize("n", [0, 3, jsontext.STREAM_ITEMS, 3 * jsontext.STREAM_ITEMS + 5])
 def test_rows_made_on_demand_are_written_as_the_list(n: int) -> None:
     def row(i: int) -> dict[str, object]:
@@ -564,6 +598,40 @@ def test_tile_is_region_by_region(spans: list[tuple[int, int, str, int]], file_s
         Region(RegionKind(kind), start, length, f"r{i}", file) for i, (start, length, kind, file) in enumerate(spans)
     ]
     assert tile(regions, file_size) == _tile_one_by_one(regions, file_size, 0)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 60), st.integers(0, 12), st.sampled_from(["header", "padding"]), st.integers(0, 1))
+    ),
+    st.integers(0, 70),
+    st.booleans(),
+)
+def test_laid_regions_are_those_one_after_the_other_and_tile_as_the_others(
+    spans: list[tuple[int, int, str, int]], file_size: int, contiguous: bool
+) -> None:
+    """`laid` marks a list of regions (a zip's, `_zip.in_file_order`) as one after the other from byte 0 of file 0,
+    each of positive length, exactly when they are; tile takes a marked list as it is and gives what it gives for
+    the unmarked one (and what walking them one by one gives), whatever the file's size."""
+    from inspector.records import Region, RegionKind
+    from loaders.base import Laid, laid, tile
+
+    if contiguous:  # the common layout: each region where the last one ended (maybe empty, or in another file)
+        starts = [sum(length for _, length, _, _ in spans[:i]) for i in range(len(spans))]
+        spans = [(start, length, kind, file) for start, (_, length, kind, file) in zip(starts, spans, strict=True)]
+    regions = [
+        Region(RegionKind(kind), start, length, f"r{i}", file) for i, (start, length, kind, file) in enumerate(spans)
+    ]
+    checked = laid(list(regions))
+    one_after_the_other = (
+        bool(regions)
+        and all(r.length > 0 and r.file == 0 for r in regions)
+        and [r.start for r in regions] == [sum(r.length for r in regions[:i]) for i in range(len(regions))]
+    )
+    assert (checked.__class__ is Laid) == one_after_the_other
+    assert checked == regions
+    assert tile(checked, file_size) == tile(regions, file_size) == _tile_one_by_one(regions, file_size, 0)
 
 
 def _layer_parts(family: Any) -> list[Any]:
