@@ -368,6 +368,15 @@ def test_strings_longer_than_the_pattern_holds_take_the_fast_path(
         assert both(data), n  # the fast path took it, with the interpreter's value
 
 
+def test_long1_integers_are_stepped_over_by_the_scan() -> None:
+    """LONG1 integers (a size or offset past 2**31) of up to 16 bytes are stepped over by the scan loop and read by the
+    fast path as the interpreter reads them, anywhere in a run of tokens; a longer one is left to the interpreter."""
+    for n in (0, 1, 5, 8, 16, 17, 255):
+        for value in (b"\xff" * n, b"\x01" * n):
+            data = b"\x80\x02](K\x07\x8a" + bytes([n]) + value + b"K\x08e."
+            assert both(data) == (n <= 16), n
+
+
 def test_keys_c_would_hash_forever_or_crash_on_are_opaque_keys() -> None:
     """A key nested 200,000 deep (hashing it in C overflows the C stack) and one with 2**100 shared leaves."""
     deep = _deep_tuple_key(200_000)
