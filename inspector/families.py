@@ -232,13 +232,13 @@ def _post_normed_layer(q_norm: str, k_norm: str) -> tuple[Part, ...]:
     )
 
 
-LLAMA_READS = {
+DECODER_READS = {  # the sizes a Llama-style decoder's embedding and attention give
     "vocab": ("embed_tokens", 0),
     "d_model": ("embed_tokens", 1),
     "q_dim": ("layers.0.self_attn.q_proj", 0),
     "kv_dim": ("layers.0.self_attn.k_proj", 0),
-    "head_dim": ("layers.0.self_attn.q_norm", 0),
 }
+LLAMA_READS = {**DECODER_READS, "head_dim": ("layers.0.self_attn.q_norm", 0)}
 
 
 def _seq2seq_layer(stack: str, placeholder: str, cross: bool) -> tuple[Part, ...]:
@@ -436,8 +436,7 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "llama",
         "Llama-style decoders: Llama, Mistral, Qwen2/3, Gemma 1-3, Granite (RMSNorm, gated MLP, GQA from k/v shapes)",
-        # the config types whose files this formula gives exactly (OLMo's norms have no weights: read as inferred, its
-        # differences explained from the file, not warned about; OLMo 2 and Cohere are families of their own)
+        # the config types whose files this formula gives exactly (OLMo, OLMo 2, Cohere, Arcee: families of their own)
         ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "granite"),
         ("model.", ""),
         (
@@ -480,13 +479,7 @@ FAMILIES: tuple[Family, ...] = (
         ("olmo2", "olmo3"),
         ("model.", ""),
         (*DECODER_ENDS, *_post_normed_layer("q_dim", "kv_dim")),
-        {  # (its q_norm is no head wide: LLAMA_READS but head_dim)
-            "vocab": ("embed_tokens", 0),
-            "d_model": ("embed_tokens", 1),
-            "q_dim": ("layers.0.self_attn.q_proj", 0),
-            "kv_dim": ("layers.0.self_attn.k_proj", 0),
-            "feedforward": ("layers.0.mlp.up_proj", 0),
-        },  # fmt: skip
+        {**DECODER_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},  # (q_norm over q_dim: no head_dim read)
         {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
     ),
     Family(
@@ -512,13 +505,7 @@ FAMILIES: tuple[Family, ...] = (
             _linear("layers.{i}.mlp.c_fc", "d_model", "feedforward", "attention_bias"),
             _linear("layers.{i}.mlp.c_proj", "feedforward", "d_model", "attention_bias"),
         ),
-        {
-            "vocab": ("embed_tokens", 0),
-            "d_model": ("embed_tokens", 1),
-            "q_dim": ("layers.0.self_attn.q_proj", 0),
-            "kv_dim": ("layers.0.self_attn.k_proj", 0),
-            "feedforward": ("layers.0.mlp.c_fc", 0),
-        },  # fmt: skip
+        {**DECODER_READS, "feedforward": ("layers.0.mlp.c_fc", 0)},
         {"tied": True, "attention_bias": True, "norm_shift": True, "head_bias": False},
         config={"use_bias": "attention_bias"},  # (one flag for every projection's bias)
     ),
@@ -540,14 +527,44 @@ FAMILIES: tuple[Family, ...] = (
             _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
         ),
         {
-            "vocab": ("embed_tokens", 0),
-            "d_model": ("embed_tokens", 1),
-            "q_dim": ("layers.0.self_attn.q_proj", 0),
-            "kv_dim": ("layers.0.self_attn.k_proj", 0),
+            **DECODER_READS,
             "feedforward": ("layers.0.mlp.fc1", 0),
             "head_dim": ("layers.0.self_attn.q_layernorm", 0),
         },  # fmt: skip
         {"tied": False, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": True},
+    ),
+    Family(
+        "olmo",
+        "OLMo (1): a Llama-style decoder whose LayerNorms have no weights (nothing stored for them)",
+        ("olmo",),
+        ("model.", ""),
+        (
+            Part("embed_tokens", "embedding", ("vocab", "d_model")),
+            *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+            _linear("layers.{i}.mlp.gate_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+        ),
+        {**DECODER_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},
+        {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+    ),
+    Family(
+        "arcee",
+        "Arcee (AFM) and Jais 2: a Llama-style decoder with a two-layer MLP (up_proj, down_proj), biases and norm "
+        "shifts where the file has them (Jais 2)",
+        ("arcee", "jais2"),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+            _norm("layers.{i}.input_layernorm"),
+            _norm("layers.{i}.post_attention_layernorm"),
+            _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+        ),
+        {**DECODER_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},
+        {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
     ),
     Family(
         "cohere",
@@ -566,10 +583,7 @@ FAMILIES: tuple[Family, ...] = (
             _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
         ),
         {
-            "vocab": ("embed_tokens", 0),
-            "d_model": ("embed_tokens", 1),
-            "q_dim": ("layers.0.self_attn.q_proj", 0),
-            "kv_dim": ("layers.0.self_attn.k_proj", 0),
+            **DECODER_READS,
             "feedforward": ("layers.0.mlp.up_proj", 0),
             "heads": ("layers.0.self_attn.q_norm", 0),
             "kv_heads": ("layers.0.self_attn.k_norm", 0),

@@ -27,6 +27,7 @@ FAMILY = {
     "phi+qk_norm": "phi",
     **dict.fromkeys(("cohere+qk_norm", "cohere2"), "cohere"),
     "gpt_bigcode+mha": "gpt_bigcode",
+    "jais2": "arcee",
     **dict.fromkeys(("resnet", "convnext"), "sequential"),  # no family table: one layer per module
 }
 
@@ -149,6 +150,9 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
         # CohereForCausalLM at Command R's sizes (tied, no q/k norms) and Cohere2ForCausalLM at Command R7B's
         ("cohere vocab=256000 d_model=8192 layers=40 heads=64 feedforward=22528", 34_980_831_232),
         ("cohere vocab=256000 d_model=4096 layers=32 heads=32 kv_heads=8 feedforward=14336", 8_028_033_024),
+        # OlmoForCausalLM at OLMo-7B's sizes and OLMo-1B's (tied): no norm weights at all
+        ("olmo vocab=50304 d_model=4096 layers=32 heads=32 feedforward=11008", 6_888_095_744),
+        ("olmo vocab=50304 d_model=2048 layers=16 heads=16 feedforward=8192 tied=true", 1_176_764_416),
         # GPTBigCodeForCausalLM at StarCoder's sizes (multi-query: one key/value head)
         (
             "gpt_bigcode vocab=49152 positions=8192 d_model=6144 layers=40 heads=48 kv_heads=1 feedforward=24576",

@@ -301,6 +301,18 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             qk_layernorm=True,
         ),
     ),
+    "olmo": (
+        "AutoModelForCausalLM",
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+    ),
+    "arcee": (
+        "AutoModelForCausalLM",
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+    ),
+    "jais2": (
+        "AutoModelForCausalLM",
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+    ),
     "cohere": (
         "AutoModelForCausalLM",
         dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
