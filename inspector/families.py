@@ -567,6 +567,34 @@ FAMILIES: tuple[Family, ...] = (
         {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
     ),
     Family(
+        "apertus",
+        "Apertus: Llama-style attention with per-head q/k norms, a two-layer MLP (up_proj, down_proj) whose xIELU "
+        "activation learns two scalars (its beta and eps are buffers), norms before attention and before the MLP",
+        ("apertus",),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+            _norm("layers.{i}.self_attn.q_norm", "head_dim", when="qk_norm"),
+            _norm("layers.{i}.self_attn.k_norm", "head_dim", when="qk_norm"),
+            _norm("layers.{i}.attention_layernorm"),
+            _norm("layers.{i}.feedforward_layernorm"),
+            _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+            # alpha_p and alpha_n, one each (llama.cpp's converter makes them metadata: a GGUF file has none)
+            Part("layers.{i}.mlp.act_fn", "tensor", (2,), when="xielu", role="learned_tensor"),
+        ),
+        {**LLAMA_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},
+        {
+            "tied": False,
+            "attention_bias": False,
+            "mlp_bias": False,
+            "norm_shift": False,
+            "head_bias": False,
+            "xielu": True,
+        },
+    ),
+    Family(
         "cohere",
         "Cohere (Command R, R7B): attention and a gated MLP in parallel after one LayerNorm without a shift, a tied "
         "LM head; per-head q/k norms where `use_qk_norm`",

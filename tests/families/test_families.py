@@ -153,6 +153,8 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
         # OlmoForCausalLM at OLMo-7B's sizes and OLMo-1B's (tied): no norm weights at all
         ("olmo vocab=50304 d_model=4096 layers=32 heads=32 feedforward=11008", 6_888_095_744),
         ("olmo vocab=50304 d_model=2048 layers=16 heads=16 feedforward=8192 tied=true", 1_176_764_416),
+        # ApertusForCausalLM(ApertusConfig()): q/k norms, two xIELU scalars a layer
+        ("apertus vocab=131072 d_model=4096 layers=32 heads=32 feedforward=14336 qk_norm=true", 6_979_596_352),
         # GPTBigCodeForCausalLM at StarCoder's sizes (multi-query: one key/value head)
         (
             "gpt_bigcode vocab=49152 positions=8192 d_model=6144 layers=40 heads=48 kv_heads=1 feedforward=24576",

@@ -313,6 +313,10 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
     ),
+    "apertus": (
+        "AutoModelForCausalLM",
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+    ),
     "cohere": (
         "AutoModelForCausalLM",
         dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
