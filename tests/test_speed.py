@@ -577,14 +577,14 @@ def _tile_one_by_one(regions: list[Any], file_size: int, file: int) -> tuple[Any
     return tuple(out)
 
 
-@settings(max_examples=400, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.integers(0, 60), st.integers(0, 12), st.sampled_from(["header", "padding"]), st.integers(0, 1))
-    ),
-    st.integers(0, 70),
-    st.booleans(),
+# regions as (start, length, kind, file), a file size, whether the regions are laid one after the other from byte 0
+SPANS = st.lists(
+    st.tuples(st.integers(0, 60), st.integers(0, 12), st.sampled_from(["header", "padding"]), st.integers(0, 1))
 )
+
+
+@settings(max_examples=400, deadline=None)
+@given(SPANS, st.integers(0, 70), st.booleans())
 def test_tile_is_region_by_region(spans: list[tuple[int, int, str, int]], file_size: int, contiguous: bool) -> None:
     """Regions in order, one after the other from byte 0, or shuffled, overlapping, empty, past the end, of another
     file: tile gives what sorting and walking them one by one gives."""
@@ -601,13 +601,7 @@ def test_tile_is_region_by_region(spans: list[tuple[int, int, str, int]], file_s
 
 
 @settings(max_examples=400, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.integers(0, 60), st.integers(0, 12), st.sampled_from(["header", "padding"]), st.integers(0, 1))
-    ),
-    st.integers(0, 70),
-    st.booleans(),
-)
+@given(SPANS, st.integers(0, 70), st.booleans())
 def test_laid_regions_are_those_one_after_the_other_and_tile_as_the_others(
     spans: list[tuple[int, int, str, int]], file_size: int, contiguous: bool
 ) -> None:

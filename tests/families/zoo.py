@@ -9,36 +9,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+SMALL_DECODER = dict(  # a Llama-style decoder's words, shrunk (grouped-query: 2 key/value heads of 4)
+    hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2
+)
 ZOO: dict[str, tuple[str, dict[str, Any]]] = {
     "llama": (
         "AutoModelForCausalLM",
-        dict(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=64,
-        ),
+        {**SMALL_DECODER, "max_position_embeddings": 64},
     ),
     "mistral": (
         "AutoModelForCausalLM",
-        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+        SMALL_DECODER,
     ),
     "qwen2": (
         "AutoModelForCausalLM",
-        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+        SMALL_DECODER,
     ),
     "qwen3": (
         "AutoModelForCausalLM",
-        dict(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            head_dim=16,
-        ),
+        {**SMALL_DECODER, "head_dim": 16},
     ),
     "gemma": (
         "AutoModelForCausalLM",
@@ -53,25 +42,11 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "gemma2": (
         "AutoModelForCausalLM",
-        dict(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            head_dim=16,
-        ),
+        {**SMALL_DECODER, "head_dim": 16},
     ),
     "phi3": (
         "AutoModelForCausalLM",
-        dict(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            pad_token_id=0,
-        ),
+        {**SMALL_DECODER, "pad_token_id": 0},
     ),
     "mixtral": (
         "AutoModelForCausalLM",
@@ -253,15 +228,15 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "olmo2": (
         "AutoModelForCausalLM",
-        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+        SMALL_DECODER,
     ),
     "olmo3": (
         "AutoModelForCausalLM",
-        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+        SMALL_DECODER,
     ),
     "exaone4": (
         "AutoModelForCausalLM",
-        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+        SMALL_DECODER,
     ),
     "gpt_bigcode": (  # multi_query (the default): one key/value head
         "AutoModelForCausalLM",
@@ -273,68 +248,47 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "starcoder2": (
         "AutoModelForCausalLM",
-        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+        SMALL_DECODER,
     ),
     "starcoder2+no_bias": (  # use_bias=False: no projection has a bias, the LayerNorms keep theirs
         "AutoModelForCausalLM",
-        dict(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            use_bias=False,
-        ),
+        {**SMALL_DECODER, "use_bias": False},
     ),
     "phi": (
         "AutoModelForCausalLM",
-        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+        SMALL_DECODER,
     ),
     "phi+qk_norm": (  # qk_layernorm: a LayerNorm over each head's queries and keys
         "AutoModelForCausalLM",
-        dict(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            qk_layernorm=True,
-        ),
+        {**SMALL_DECODER, "qk_layernorm": True},
     ),
     "olmo": (
         "AutoModelForCausalLM",
-        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+        SMALL_DECODER,
     ),
     "arcee": (
         "AutoModelForCausalLM",
-        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+        SMALL_DECODER,
     ),
     "jais2": (
         "AutoModelForCausalLM",
-        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+        SMALL_DECODER,
     ),
     "apertus": (
         "AutoModelForCausalLM",
-        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+        SMALL_DECODER,
     ),
     "cohere": (
         "AutoModelForCausalLM",
-        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+        SMALL_DECODER,
     ),
     "cohere+qk_norm": (  # use_qk_norm: a norm of (heads, head_dim) over the queries, (kv_heads, head_dim) the keys
         "AutoModelForCausalLM",
-        dict(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            use_qk_norm=True,
-        ),
+        {**SMALL_DECODER, "use_qk_norm": True},
     ),
     "cohere2": (
         "AutoModelForCausalLM",
-        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+        SMALL_DECODER,
     ),
     "granitemoeshared": (
         "AutoModelForCausalLM",
