@@ -22,7 +22,7 @@ report of 100,000 tensors makes half a million records, and that was 0.23 s of i
 
 from __future__ import annotations
 
-from enum import _simple_enum  # type: ignore[attr-defined]  # (CPython 3.11+, not in typeshed)
+from functools import partial
 from itertools import repeat
 from operator import attrgetter
 
@@ -137,7 +137,20 @@ def fast_enum(etype: type[Enum]) -> Callable[[type[T]], type[T]]:
         class Severity(StrEnumBody):
             INFO = "info"
     """
+    try:
+        from enum import _simple_enum  # type: ignore[attr-defined]  # (CPython 3.11+, not in typeshed)
+    except ImportError:  # an `enum` without it: the enum made the usual way, of the same members
+        return partial(_enum_by_call, etype)
     return _simple_enum(etype)  # type: ignore[no-any-return]
+
+
+def _enum_by_call(etype: type[Enum], cls: type[T]) -> type[T]:
+    """The enum `class X(etype)` with the body of `cls` makes, made by calling `etype` (its functional API)."""
+    members = {name: value for name, value in cls.__dict__.items() if not name.startswith("_")}
+    functional: Any = etype  # (the type checker knows a call of an enum type as a lookup of one member)
+    made = functional(cls.__name__, members, module=cls.__module__, qualname=cls.__qualname__)
+    made.__doc__ = cls.__doc__
+    return made  # type: ignore[no-any-return]
 
 
 def _make(cls: type[T], frozen: bool, slots: bool, eq: bool) -> type[T]:

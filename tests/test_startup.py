@@ -208,12 +208,18 @@ def test_enums_made_the_quick_way_behave_as_class_statement_enums() -> None:
     from inspector.dtypes import DKind
     from inspector.formulas import Convention
     from inspector.records import RegionKind, Severity, TensorKind
+    from inspector.recordtype import _enum_by_call
     from inspector.roles import Role
     from loaders.base import Claim
 
     for made in (TensorKind, RegionKind, Severity, Role, DKind, Convention, Claim, DiffKind, Status):
         base: type[Enum] = IntEnum if issubclass(made, int) else StrEnum
         plain = base(made.__name__, [(m.name, m.value) for m in made])  # (EnumType, as a class statement makes it)
+        # and the way an `enum` without `_simple_enum` would have it made: the same members, values and lookups
+        body = type(made.__name__, (), {m.name: m.value for m in made} | {"__module__": made.__module__})
+        by_call = _enum_by_call(base, body)
+        assert [(m.name, m.value) for m in by_call] == [(m.name, m.value) for m in made]
+        assert all(by_call(m.value).name == m.name for m in made) and issubclass(by_call, base)
         assert [(m.name, m.value) for m in made] == [(m.name, m.value) for m in plain]
         assert issubclass(made, base) and made.__mro__[1:] == plain.__mro__[1:]
         for m, p in zip(made, plain, strict=True):
