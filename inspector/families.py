@@ -134,6 +134,8 @@ def derive_transformer(h: dict[str, Any]) -> None:
         if d % h["heads"]:
             raise SpecError(f"heads={h['heads']} does not divide d_model={d}")
         h["head_dim"] = d // h["heads"]
+    if h.get("kv_dim") and h.get("head_dim") and not h.get("kv_heads") and h["kv_dim"] % h["head_dim"] == 0:
+        h["kv_heads"] = h["kv_dim"] // h["head_dim"]  # (the k/v projection's shape says how many heads it holds)
     if h.get("heads") and not h.get("kv_heads"):
         h["kv_heads"] = h["heads"]
     if h.get("head_dim") and h.get("heads") and not h.get("q_dim"):

@@ -213,4 +213,5 @@ def test_sizes_the_converter_misstates_for_phi2_are_read_off_the_shapes() -> Non
     assert (entry["hf_config"]["intermediate_size"], entry["hf_config"]["num_key_value_heads"]) == (64, 2)
     exp = report.expectation
     assert exp is not None and exp.matches
-    assert (exp.hyperparameters["feedforward"], exp.hyperparameters["kv_dim"]) == (64, 16)
+    h = exp.hyperparameters
+    assert (h["feedforward"], h["kv_dim"], h["kv_heads"]) == (64, 16, 2)  # (the heads the k/v shape holds, not 4)
