@@ -175,6 +175,8 @@ def _read_by_pattern(text: str) -> dict[str, object] | None:
 def test_npy_headers_numpy_writes_read_as_the_pattern_read_them(
     shape: list[int], descr: str, fortran: bool, data: st.DataObject
 ) -> None:
+    """Headers numpy's own writer makes, and each changed at one place, read by string partitions as the pattern read
+    them (the same dict, or None where `ast` reads the text)."""
     np = pytest.importorskip("numpy")
     import io
 
