@@ -41,7 +41,8 @@ def run_batches(
 
 
 def verdict(path: Any) -> Row:
-    """The inspector on one file: its parameter and buffer counts, warnings (and `unsafe`)."""
+    """The inspector on one file: its parameter and buffer counts, warnings (and `unsafe`), and the expectation it
+    checked the file against (a family or the per-module one, from the config or inferred, and whether it matched)."""
     from inspector.records import TensorKind
     from inspector.report import inspect
 
@@ -49,7 +50,14 @@ def verdict(path: Any) -> Row:
     warnings = [f"{f.code}: {f.message}" for f in report.findings if f.severity.value != "info"]
     warnings += ["unsafe"] if report.unsafe else []
     buffers = sum(t.n_elements for t in report.checkpoint.unique(TensorKind.BUFFER))
-    return {"inspector": report.checkpoint.n_parameters, "buffers": buffers, "warnings": warnings}
+    exp = report.expectation
+    expected = f"{exp.architecture} ({exp.source}{'' if exp.matches else ', explained'})" if exp else None
+    return {
+        "inspector": report.checkpoint.n_parameters,
+        "buffers": buffers,
+        "warnings": warnings,
+        "expectation": expected,
+    }
 
 
 def alarm(seconds: int) -> None:

@@ -201,7 +201,6 @@ def compare(path: Path, keys: list[str]) -> Row:
     arch = str(bytes(reader.fields["general.architecture"].parts[-1]), "utf-8")
     names = [t.name for t in reader.tensors]
     report = inspect(path)
-    exp = report.expectation
     return {
         "arch": arch,
         "reader": sum(int(t.n_elements) for t in reader.tensors),
@@ -211,7 +210,6 @@ def compare(path: Path, keys: list[str]) -> Row:
         "unmatched": [r.name for r in report.roles if r.role == "unmatched"][:6],
         "unmapped": [n for n in names if hf_name(n, names_table(arch, names)) is None and n not in NOT_PARAMETERS][:6],
         "misnamed": misnamed(arch, names, keys)[:6],
-        "expectation": f"{exp.architecture} ({exp.source})" if exp else None,
     }
 
 

@@ -7,9 +7,10 @@ size words below, where the config has them as integers), the model is built on 
 over 30M parameters), then for real, saved with `save_pretrained` into a temporary folder (with `--no-config`
 the weights are inspected without the `config.json` beside them; with `--bin` the state dict is written by
 `torch.save` as `pytorch_model.bin` instead) and inspected. It prints one line per class (what transformers'
-`num_parameters()` says, what the inspector counts, its warnings) and a summary: the classes whose count
-differs and those that get a warning or are called unsafe. A correct file should get neither (README, "The analytic
-expectation" and "Counting"). Classes transformers cannot build from a default config are listed as such.
+`num_parameters()` says, what the inspector counts, its warnings, the expectation it checked the file against) and a
+summary: the classes whose count differs and those that get a warning or are called unsafe. A correct file should get
+neither (README, "The analytic expectation" and "Counting"). Classes transformers cannot build from a default config
+are listed as such.
 With `--flip`, each class is built once per flag of `FLAGS` its config has as a boolean, with that flag turned from
 its default (a bias, tied embeddings, a norm's affine...: what checkpoints people ship vary and a formula that
 assumed the default would then warn).

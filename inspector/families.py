@@ -101,6 +101,10 @@ class Family:
     # without a config, found only where every layer holds its layer parts: a hybrid whose other layers are attention
     # (Nemotron-H, Falcon-H1, Bamba) is another model, not this one with modules missing
     uniform: bool = False
+    # found only where the file's config names one of its model types: its modules are a part of other models' too (an
+    # MLA decoder's are DeepSeek's, Cohere's and OLMo's a Llama's but norms), so names alone would take another model
+    # for it
+    stated_only: bool = False
 
 
 # config.json keys, by hyperparameter, across transformers' families (the first present wins)
@@ -232,6 +236,48 @@ def _post_normed_layer(q_norm: str, k_norm: str) -> tuple[Part, ...]:
         _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
         _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
     )
+
+
+# multi-head latent attention (MiniCPM3's, DeepSeek-V2/V3's): low-rank queries, keys and values from one latent (`kv_a`:
+# the latent and the shared rotary key), each latent normed
+MLA_ATTENTION = (
+    _linear("layers.{i}.self_attn.q_a_proj", "d_model", "q_lora", "attention_bias", role="attention_query"),
+    _norm("layers.{i}.self_attn.q_a_layernorm", "q_lora"),
+    _linear("layers.{i}.self_attn.q_b_proj", "q_lora", "q_mla", role="attention_query"),
+    _linear("layers.{i}.self_attn.kv_a_proj_with_mqa", "d_model", "kv_a", "attention_bias"),
+    _norm("layers.{i}.self_attn.kv_a_layernorm", "kv_lora"),
+    _linear("layers.{i}.self_attn.kv_b_proj", "kv_lora", "kv_b"),
+    _linear("layers.{i}.self_attn.o_proj", "o_in", "d_model", "attention_bias", role="attention_output"),
+)
+MLA_READS = {
+    "q_lora": ("layers.0.self_attn.q_a_proj", 0),
+    "q_mla": ("layers.0.self_attn.q_b_proj", 0),
+    "kv_a": ("layers.0.self_attn.kv_a_proj_with_mqa", 0),
+    "kv_lora": ("layers.0.self_attn.kv_a_layernorm", 0),
+    "kv_b": ("layers.0.self_attn.kv_b_proj", 0),
+    "o_in": ("layers.0.self_attn.o_proj", 1),
+}
+MLA_CONFIG = {  # (the config's words for the latent's sizes)
+    "q_lora_rank": "q_lora",
+    "kv_lora_rank": "kv_lora",
+    "qk_nope_head_dim": "nope",
+    "qk_rope_head_dim": "rope",
+    "v_head_dim": "v_head",
+}
+
+
+def _mla_derive(h: dict[str, Any]) -> None:
+    """The latent attention's projection sizes from its heads and head parts, where the file's shapes gave none."""
+    heads, nope, rope, v = (h.get(k) for k in ("heads", "nope", "rope", "v_head"))
+    if heads and nope and rope:
+        h.setdefault("q_mla", heads * (nope + rope))
+    if h.get("kv_lora") and rope:
+        h.setdefault("kv_a", h["kv_lora"] + rope)
+    if heads and nope and v:
+        h.setdefault("kv_b", heads * (nope + v))
+    if heads and v:
+        h.setdefault("o_in", heads * v)
+    derive_transformer(h)
 
 
 DECODER_READS = {  # the sizes a Llama-style decoder's embedding and attention give
@@ -550,6 +596,7 @@ FAMILIES: tuple[Family, ...] = (
         ),
         {**DECODER_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},
         {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+        stated_only=True,
     ),
     Family(
         "arcee",
@@ -597,6 +644,26 @@ FAMILIES: tuple[Family, ...] = (
         },
     ),
     Family(
+        "minicpm3",
+        "MiniCPM3: a Llama-style decoder whose attention is multi-head latent attention (low-rank q, one k/v latent)",
+        ("minicpm3",),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *MLA_ATTENTION,
+            _norm("layers.{i}.input_layernorm"),
+            _norm("layers.{i}.post_attention_layernorm"),
+            _linear("layers.{i}.mlp.gate_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+        ),
+        {**DECODER_READS, **MLA_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},
+        {"tied": True, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+        config=MLA_CONFIG,
+        derive=_mla_derive,
+        stated_only=True,
+    ),
+    Family(
         "cohere",
         "Cohere (Command R, R7B): attention and a gated MLP in parallel after one LayerNorm without a shift, a tied "
         "LM head; per-head q/k norms where `use_qk_norm`",
@@ -620,6 +687,7 @@ FAMILIES: tuple[Family, ...] = (
             "head_dim": ("layers.0.self_attn.q_norm", 1),
         },  # fmt: skip
         {"tied": True, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+        stated_only=True,
     ),
     Family(
         "mixtral",

@@ -242,6 +242,8 @@ def detect(ckpt: Checkpoint, families: Sequence[Family] = FAMILIES) -> list[tupl
     file = FileModules.of(ckpt)
     ranked: list[tuple[tuple[int, int], Family, FileView]] = []
     for family in candidates:
+        if source == "inferred" and family.stated_only:
+            continue
         stacks = family.stacks
         layer_parts = [
             p
@@ -652,8 +654,9 @@ def family_words(family: Family) -> dict[str, Any]:
     sizes = {DIM.fullmatch(d).group(1) for p in family.parts for d in p.dims if isinstance(d, str)}  # type: ignore[union-attr]
     sizes |= {"heads", "kv_heads", "head_dim"} & set(FORMULA_DEFAULTS)
     sizes |= {COUNTS[m] for p in family.parts for m in PLACEHOLDER.findall(p.path)}
-    words: dict[str, Any] = {k: FORMULA_DEFAULTS.get(k, 0) for k in sorted(sizes, key=_word_order)}
     flags = {p.when for p in family.parts if p.when} | {p.bias for p in family.parts if p.bias} | {"tied"}
+    sizes |= set(family.config.values()) - flags  # (what its own config keys size: MLA's head parts, which derive uses)
+    words: dict[str, Any] = {k: FORMULA_DEFAULTS.get(k, 0) for k in sorted(sizes, key=_word_order)}
     words |= {flag: bool(family.defaults.get(flag, False)) for flag in sorted(flags)}
     return words
 

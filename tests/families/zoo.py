@@ -278,6 +278,17 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         SMALL_DECODER,
     ),
+    "minicpm3": (  # multi-head latent attention: q through a rank-16 latent, k and v through one of rank 8
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "q_lora_rank": 16,
+            "kv_lora_rank": 8,
+            "qk_nope_head_dim": 8,
+            "qk_rope_head_dim": 4,
+            "v_head_dim": 8,
+        },  # fmt: skip
+    ),
     "cohere": (
         "AutoModelForCausalLM",
         SMALL_DECODER,
