@@ -99,8 +99,8 @@ HF_CONFIG_BY_ARCH: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("conv_kernel", ("{arch}.ssm.conv_kernel",)),
         ("time_step_rank", ("{arch}.ssm.time_step_rank",)),
     ),
-    "phi2": (  # the converter writes 4 x n_embd as the FFN length and the head count as the key/value heads',
-        ("intermediate_size", ()),  # whatever PhiConfig says (Phi2Model.set_gguf_parameters): the shapes decide
+    "phi2": (  # Phi2Model.set_gguf_parameters writes 4 x n_embd as the FFN length and the head count as the
+        ("intermediate_size", ()),  # key/value head count, whatever PhiConfig says: the shapes decide both
         ("num_key_value_heads", ()),
     ),
     "llama4": (  # Llama4TextConfig: intermediate_size is the experts', intermediate_size_mlp the dense layers'
