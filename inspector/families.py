@@ -174,6 +174,11 @@ def _attention(prefix: str, q: str, k: str, v: str, o: str, bias: str = "attenti
     )
 
 
+UP_DOWN_MLP = (  # a two-layer MLP named as Llama's (Arcee, Jais 2, Apertus)
+    _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
+    _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+)
+GATED_MLP = (_linear("layers.{i}.mlp.gate_proj", "d_model", "feedforward", "mlp_bias"), *UP_DOWN_MLP)  # Llama's
 LLAMA_LAYER = (
     *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
     _norm("layers.{i}.self_attn.q_norm", "head_dim", when="qk_norm"),
@@ -232,9 +237,7 @@ def _post_normed_layer(q_norm: str, k_norm: str) -> tuple[Part, ...]:
         _norm("layers.{i}.self_attn.k_norm", k_norm),
         _norm("layers.{i}.post_attention_layernorm"),
         _norm("layers.{i}.post_feedforward_layernorm"),
-        _linear("layers.{i}.mlp.gate_proj", "d_model", "feedforward", "mlp_bias"),
-        _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
-        _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+        *GATED_MLP,
     )
 
 
@@ -286,6 +289,8 @@ DECODER_READS = {  # the sizes a Llama-style decoder's embedding and attention g
     "q_dim": ("layers.0.self_attn.q_proj", 0),
     "kv_dim": ("layers.0.self_attn.k_proj", 0),
 }
+# a Llama-style decoder's facts for a formula: untied, no biases, norms without a shift (a file says its own)
+DECODER_DEFAULTS = {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False}
 LLAMA_READS = {**DECODER_READS, "head_dim": ("layers.0.self_attn.q_norm", 0)}
 
 
@@ -490,12 +495,10 @@ FAMILIES: tuple[Family, ...] = (
         (
             *DECODER_ENDS,
             *LLAMA_LAYER,
-            _linear("layers.{i}.mlp.gate_proj", "d_model", "feedforward", "mlp_bias"),
-            _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
-            _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+            *GATED_MLP,
         ),
         LLAMA_READS | {"feedforward": ("layers.0.mlp.up_proj", 0)},
-        {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+        DECODER_DEFAULTS,
     ),
     Family(
         "phi3",
@@ -518,7 +521,7 @@ FAMILIES: tuple[Family, ...] = (
             "q_dim": ("layers.0.self_attn.o_proj", 1),
             "feedforward": ("layers.0.mlp.down_proj", 1),
         },  # fmt: skip
-        {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+        DECODER_DEFAULTS,
     ),
     Family(
         "olmo2",
@@ -528,7 +531,7 @@ FAMILIES: tuple[Family, ...] = (
         ("model.", ""),
         (*DECODER_ENDS, *_post_normed_layer("q_dim", "kv_dim")),
         {**DECODER_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},  # (q_norm over q_dim: no head_dim read)
-        {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+        DECODER_DEFAULTS,
     ),
     Family(
         "exaone4",
@@ -537,7 +540,7 @@ FAMILIES: tuple[Family, ...] = (
         ("model.", ""),
         (*DECODER_ENDS, *_post_normed_layer("head_dim", "head_dim")),
         {**LLAMA_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},
-        {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+        DECODER_DEFAULTS,
     ),
     Family(
         "starcoder2",
@@ -589,13 +592,11 @@ FAMILIES: tuple[Family, ...] = (
         (
             Part("embed_tokens", "embedding", ("vocab", "d_model")),
             *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
-            _linear("layers.{i}.mlp.gate_proj", "d_model", "feedforward", "mlp_bias"),
-            _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
-            _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+            *GATED_MLP,
             _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
         ),
         {**DECODER_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},
-        {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+        DECODER_DEFAULTS,
         stated_only=True,
     ),
     Family(
@@ -609,11 +610,10 @@ FAMILIES: tuple[Family, ...] = (
             *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
             _norm("layers.{i}.input_layernorm"),
             _norm("layers.{i}.post_attention_layernorm"),
-            _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
-            _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+            *UP_DOWN_MLP,
         ),
         {**DECODER_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},
-        {"tied": False, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+        DECODER_DEFAULTS,
     ),
     Family(
         "apertus",
@@ -628,8 +628,7 @@ FAMILIES: tuple[Family, ...] = (
             _norm("layers.{i}.self_attn.k_norm", "head_dim", when="qk_norm"),
             _norm("layers.{i}.attention_layernorm"),
             _norm("layers.{i}.feedforward_layernorm"),
-            _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
-            _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+            *UP_DOWN_MLP,
             # alpha_p and alpha_n, one each (llama.cpp's converter makes them metadata: a GGUF file has none)
             Part("layers.{i}.mlp.act_fn", "tensor", (2,), when="xielu", role="learned_tensor"),
         ),
@@ -653,12 +652,10 @@ FAMILIES: tuple[Family, ...] = (
             *MLA_ATTENTION,
             _norm("layers.{i}.input_layernorm"),
             _norm("layers.{i}.post_attention_layernorm"),
-            _linear("layers.{i}.mlp.gate_proj", "d_model", "feedforward", "mlp_bias"),
-            _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
-            _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+            *GATED_MLP,
         ),
         {**DECODER_READS, **MLA_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},
-        {"tied": True, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+        {**DECODER_DEFAULTS, "tied": True},
         config=MLA_CONFIG,
         derive=_mla_derive,
         stated_only=True,
@@ -675,9 +672,7 @@ FAMILIES: tuple[Family, ...] = (
             Part("layers.{i}.self_attn.q_norm", "tensor", ("heads", "head_dim"), when="qk_norm", role="norm"),
             Part("layers.{i}.self_attn.k_norm", "tensor", ("kv_heads", "head_dim"), when="qk_norm", role="norm"),
             _norm("layers.{i}.input_layernorm"),
-            _linear("layers.{i}.mlp.gate_proj", "d_model", "feedforward", "mlp_bias"),
-            _linear("layers.{i}.mlp.up_proj", "d_model", "feedforward", "mlp_bias"),
-            _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+            *GATED_MLP,
         ),
         {
             **DECODER_READS,
@@ -686,7 +681,7 @@ FAMILIES: tuple[Family, ...] = (
             "kv_heads": ("layers.0.self_attn.k_norm", 0),
             "head_dim": ("layers.0.self_attn.q_norm", 1),
         },  # fmt: skip
-        {"tied": True, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+        {**DECODER_DEFAULTS, "tied": True},
         stated_only=True,
     ),
     Family(

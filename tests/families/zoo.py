@@ -12,6 +12,7 @@ from typing import Any
 SMALL_DECODER = dict(  # a Llama-style decoder's words, shrunk (grouped-query: 2 key/value heads of 4)
     hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2
 )
+SMALL_GRANITE_MOE = {**SMALL_DECODER, "intermediate_size": 16, "num_local_experts": 4, "num_experts_per_tok": 2}
 ZOO: dict[str, tuple[str, dict[str, Any]]] = {
     "llama": (
         "AutoModelForCausalLM",
@@ -214,18 +215,7 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             num_experts_per_tok=2,
         ),
     ),
-    "granitemoe": (
-        "AutoModelForCausalLM",
-        dict(
-            hidden_size=32,
-            intermediate_size=16,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            num_local_experts=4,
-            num_experts_per_tok=2,
-        ),
-    ),
+    "granitemoe": ("AutoModelForCausalLM", SMALL_GRANITE_MOE),
     "olmo2": (
         "AutoModelForCausalLM",
         SMALL_DECODER,
@@ -303,16 +293,7 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "granitemoeshared": (
         "AutoModelForCausalLM",
-        dict(
-            hidden_size=32,
-            intermediate_size=16,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            num_local_experts=4,
-            num_experts_per_tok=2,
-            shared_intermediate_size=24,
-        ),
+        {**SMALL_GRANITE_MOE, "shared_intermediate_size": 24},
     ),
     "llama4_text": (
         "AutoModelForCausalLM",
