@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from itertools import compress, islice, repeat
+from itertools import compress, count, islice, repeat
 from operator import attrgetter, eq, is_, itemgetter, lt, sub
 
 from inspector import dtypes
-from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
+from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind, region_column
 from inspector.recordtype import record
 
 MB = 1_000_000
@@ -77,7 +77,6 @@ def _region_kinds(ckpt: Checkpoint, data: dict[int, list[int]] | None = None) ->
     """For each TENSOR_DATA region (by index), the kind of the tensors lying in it (`data`: those regions' indices by
     file, where the caller has them)."""
     regions, tensors = ckpt.regions, ckpt.tensors
-    get_start, get_length = attrgetter("start"), attrgetter("length")
     if data is not None and len(data) == 1 and 0 in data and len(data[0]) == len(tensors):
         # One file whose tensors, in order, are its data regions one for one (a torch zip, safetensors): told column
         # by column, without a span made per tensor. (Any other layout: below.)
@@ -91,13 +90,12 @@ def _region_kinds(ckpt: Checkpoint, data: dict[int, list[int]] | None = None) ->
         if 0 in sizes:
             sizes = [max(size, 1) for size in sizes]
         indices = data[0]
-        laid = list(map(regions.__getitem__, indices))
         if (
             None not in offsets
             and not any(map(attrgetter("file"), tensors))
             and all(map(lt, offsets, islice(offsets, 1, None)))
-            and list(map(get_start, laid)) == offsets
-            and list(map(get_length, laid)) == sizes
+            and list(map(region_column(regions, "start").__getitem__, indices)) == offsets
+            and list(map(region_column(regions, "length").__getitem__, indices)) == sizes
         ):
             return {0: dict(zip(indices, map(attrgetter("kind"), tensors), strict=True))}
     by_file: dict[int, list[tuple[int, int, TensorKind]]] = {}
@@ -115,6 +113,7 @@ def _region_kinds(ckpt: Checkpoint, data: dict[int, list[int]] | None = None) ->
             if r.kind is tensor_data:
                 data.setdefault(r.file, []).append(i)
     general = []
+    starts, lengths = region_column(regions, "start"), region_column(regions, "length")
     for file, indices in data.items():
         spans = by_file.get(file, [])
         # The common layout (safetensors, npz...): the file's tensors are its data regions, one each. The regions
@@ -122,9 +121,9 @@ def _region_kinds(ckpt: Checkpoint, data: dict[int, list[int]] | None = None) ->
         # (Compared column by column: no list of 100,000 extents is made.)
         if (
             len(spans) == len(indices)
-            and all(map(eq, map(get_start, map(regions.__getitem__, indices)), map(itemgetter(0), spans)))
-            and all(map(eq, map(get_length, map(regions.__getitem__, indices)), map(sub, map(itemgetter(1), spans),
-                                                                                      map(itemgetter(0), spans))))
+            and all(map(eq, map(starts.__getitem__, indices), map(itemgetter(0), spans)))
+            and all(map(eq, map(lengths.__getitem__, indices), map(sub, map(itemgetter(1), spans),
+                                                                    map(itemgetter(0), spans))))
         ):  # fmt: skip
             out[file] = dict(zip(indices, map(itemgetter(2), spans), strict=True))
         else:
@@ -162,21 +161,24 @@ def bucket_bytes(ckpt: Checkpoint) -> dict[str, int]:
     data: dict[int, list[int]] = {}  # TENSOR_DATA regions (indices by file): their bucket is their tensors' kind
     first: list[int] = []  # (those of file 0, most checkpoints' only one: no list made for each region)
     add = first.append
-    for i, r in enumerate(regions := ckpt.regions):
-        region_kind = r.kind
+    regions = ckpt.regions  # (read column by column: a zip's `RegionColumns` makes no `Region`)
+    region_lengths = region_column(regions, "length")
+    for i, region_kind, length, file in zip(
+        count(), region_column(regions, "kind"), region_lengths, region_column(regions, "file")
+    ):
         if region_kind is tensor_data:
-            if r.file:
-                data.setdefault(r.file, []).append(i)
+            if file:
+                data.setdefault(file, []).append(i)
             else:
                 add(i)
         else:
-            totals[region_bucket[region_kind]] += r.length
+            totals[region_bucket[region_kind]] += length
     if first:
         data[0] = first
     kinds = _region_kinds(ckpt, data)
     for file, indices in data.items():  # (each kind's lengths summed in C calls)
         found = list(map(kinds.get(file, {}).get, indices))
-        lengths = list(map(attrgetter("length"), map(regions.__getitem__, indices)))
+        lengths = list(map(region_lengths.__getitem__, indices))
         for kind in dict.fromkeys(found):
             of_kind = lengths if found.count(kind) == len(found) else compress(lengths, map(is_, found, repeat(kind)))
             totals[KIND_BUCKET[kind] if kind is not None else "tensor_data"] += sum(of_kind)

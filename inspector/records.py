@@ -7,11 +7,11 @@ tested with hand-built records.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from enum import StrEnum
 from itertools import compress, repeat
 from math import prod
-from operator import and_, attrgetter, eq, is_
+from operator import and_, attrgetter, eq, is_, mod
 from types import MappingProxyType
 
 from inspector.recordtype import StrEnumBody, fast_enum, field, record
@@ -129,6 +129,97 @@ class Region:
         return self.start + self.length
 
 
+class RegionColumns(Sequence[Region]):
+    """Regions of file 0, none compressed, held as one list a field: a zip of 100,000 members has four regions a member,
+    made here without a `Region` each (a list of each field from the members' own, in C calls) and read column by
+    column by `loaders.base.tile`, the byte buckets and `--json` (issue 16). To everything else a sequence of
+    `Region`s, each made as it is read (`file` 0, `logical` None)."""
+
+    __slots__ = ("kinds", "starts", "lengths", "texts", "subjects")
+
+    def __init__(
+        self,
+        kinds: list[RegionKind],
+        starts: list[int],
+        lengths: list[int],
+        texts: list[str],
+        subjects: list[str | None],
+    ) -> None:
+        self.kinds, self.starts, self.lengths, self.texts, self.subjects = kinds, starts, lengths, texts, subjects
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, index: Any) -> Any:  # (an int: a Region; a slice: RegionColumns)
+        if isinstance(index, slice):
+            return RegionColumns(
+                self.kinds[index], self.starts[index], self.lengths[index], self.texts[index], self.subjects[index]
+            )
+        return Region(self.kinds[index], self.starts[index], self.lengths[index], self.texts[index], 0, None,
+                      self.subjects[index])  # fmt: skip
+
+    def __iter__(self) -> Iterator[Region]:
+        return map(Region, self.kinds, self.starts, self.lengths, self.texts, repeat(0), repeat(None), self.subjects)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (RegionColumns, tuple, list)):
+            return NotImplemented
+        return len(self) == len(other) and all(map(eq, self, other))
+
+    __hash__ = None  # type: ignore[assignment]  # (as a list's: its columns can grow, `followed_by`)
+
+    def __repr__(self) -> str:
+        return f"RegionColumns({list(self)!r})"
+
+    def column(self, name: str) -> list[Any]:
+        """The field `name` of every region (`Region`'s field names, and `label`)."""
+        n = len(self.starts)
+        if name == "label":
+            return self.labels()
+        if name == "file":
+            return [0] * n
+        if name == "logical":
+            return [None] * n
+        return list(getattr(self, COLUMNS[name]))
+
+    def labels(self) -> list[str]:
+        """Each region's `label`, its text with its subject written in: one C call a column where every region has a
+        subject, the few that have none (a zip's end records) found by `list.index`."""
+        texts, subjects = self.texts, self.subjects
+        plain = subjects.count(None)
+        if plain == len(subjects):
+            return list(texts)
+        if plain:
+            texts, subjects, at = texts.copy(), subjects.copy(), -1
+            for _ in range(plain):  # a region without a subject: its text, as the subject of "%s"
+                at = subjects.index(None, at + 1)
+                subjects[at], texts[at] = texts[at], "%s"
+        return list(map(mod, texts, subjects))
+
+    def followed_by(self, regions: Iterable[Region]) -> RegionColumns:
+        """These regions and then `regions` (of file 0, none compressed), as new columns."""
+        kinds, starts, lengths, texts, subjects = (
+            self.kinds.copy(), self.starts.copy(), self.lengths.copy(), self.texts.copy(), self.subjects.copy()
+        )  # fmt: skip
+        for r in regions:
+            kinds.append(r.kind)
+            starts.append(r.start)
+            lengths.append(r.length)
+            texts.append(r.text)
+            subjects.append(r.subject)
+        return RegionColumns(kinds, starts, lengths, texts, subjects)
+
+
+COLUMNS = {"kind": "kinds", "start": "starts", "length": "lengths", "text": "texts", "subject": "subjects"}
+
+
+def region_column(regions: Sequence[Region], name: str) -> list[Any]:
+    """The field `name` of every region: a `RegionColumns`' own column, else read in one C pass."""
+    if regions.__class__ is RegionColumns:
+        return regions.column(name)  # type: ignore[attr-defined, no-any-return]
+    return list(map(attrgetter(name), regions))
+
+
 @fast_enum(StrEnum)
 class Severity(StrEnumBody):
     INFO = "info"
@@ -176,7 +267,7 @@ class Checkpoint:
     framework: str
     files: tuple[tuple[str, int], ...]
     tensors: tuple[TensorInfo, ...]
-    regions: tuple[Region, ...]
+    regions: Sequence[Region]  # a tuple, or a zip's `RegionColumns`
     attributes: Mapping[str, str] = field(default_factory=_frozen_map)
     config: Mapping[str, Any] | None = None
     findings: tuple[Finding, ...] = ()

@@ -17,17 +17,18 @@ read, except the first bytes of a deflated member when a loader asks `inflate_he
 from __future__ import annotations
 
 import struct
-from itertools import chain, islice
-from operator import attrgetter, lt
+from itertools import chain, compress, count, islice, repeat
+from operator import add, attrgetter, lt, sub
 
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
-from inspector.records import Finding, Region, RegionKind, Severity
+from inspector.records import Finding, Region, RegionColumns, RegionKind, Severity
 from inspector.recordtype import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 EOCD_SIG = b"PK\x05\x06"
 ZIP64_EOCD_SIG = b"PK\x06\x06"
@@ -158,26 +159,88 @@ def read_members(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[R
     return cached  # type: ignore[return-value]
 
 
-def _member_regions(
-    members: tuple[ZipMember, ...], payload: Callable[[ZipMember], list[Region]] | None
-) -> list[Region]:
+@record(frozen=True, slots=True)
+class Payloads:
+    """What each member's payload holds, as its loader tells `in_file_order`. Most members' payload is one region, all
+    of its bytes: its kind, text and subject (as a `Region`'s) at the member's index of the columns. A member whose
+    payload is several regions (a storage that tensors use a part of) has them in `split`, by index (its entries in
+    the columns are not read)."""
+
+    kinds: list[RegionKind | None]
+    texts: list[str]
+    subjects: list[str | None]
+    split: dict[int, list[Region]]
+
+    def of(self, index: int, member: ZipMember) -> list[Region]:
+        """The regions of the payload of `member`, the member at `index`."""
+        regions = self.split.get(index)
+        if regions is not None:
+            return regions
+        kind = self.kinds[index]
+        assert kind is not None  # (None only where `split` has the member)
+        return [
+            Region(kind, member.data_offset, member.compress_size, self.texts[index], 0, None, self.subjects[index])
+        ]
+
+
+def _member_regions(members: tuple[ZipMember, ...], payloads: Payloads | None) -> list[Region]:
     """Each member's regions in file order: its local header, the alignment padding in it, its payload's regions
-    (`payload(member)`, which the loader knows; none without it), its data descriptor."""
+    (which the loader knows: `payloads`; none without it), its data descriptor."""
     out: list[Region] = []
     add, extend = out.append, out.extend
     header, alignment = RegionKind.HEADER, RegionKind.PADDING
-    for m in members:  # (labels made when read: the name, quoted once, is their subject)
+    for index, m in enumerate(members):  # (labels made when read: the name, quoted once, is their subject)
         name, padding, data_offset = repr(m.name), m.padding_len, m.data_offset
         add(Region(header, m.header_offset, m.local_header_len - padding, "zip local header %s", 0, None, name))
         if padding:
             add(Region(alignment, data_offset - padding, padding, "alignment padding %s", 0, None, name))
-        if payload is not None:
-            extend(payload(m))
+        if payloads is not None:
+            extend(payloads.of(index, m))
         if m.descriptor_len:
             add(
                 Region(header, data_offset + m.compress_size, m.descriptor_len, "zip data descriptor %s", 0, None, name)
             )
     return out
+
+
+def _member_columns(members: tuple[ZipMember, ...], payloads: Payloads, after: list[Region]) -> RegionColumns:
+    """`_member_regions` of members whose payloads are one region each (no `split`), then the regions `after`, as
+    columns: each field of each of a member's four regions a column read from the members' in C calls, and the four
+    woven together (a zip of 100,000 tensors: 400,000 regions, no `Region` made). Empty regions (no padding, no
+    descriptor, an empty payload) are left out, as `base.tile` would leave them."""
+    n = len(members)
+    subjects = list(map(repr, map(attrgetter("name"), members)))
+    data = list(map(attrgetter("data_offset"), members))
+    sizes = list(map(attrgetter("compress_size"), members))
+    padding = list(map(attrgetter("padding_len"), members))
+    descriptors = list(map(attrgetter("descriptor_len"), members))
+    header, alignment = RegionKind.HEADER, RegionKind.PADDING
+    per_member = (  # each of a member's regions: its kind, start, length, text and subject columns
+        (repeat(header, n), map(attrgetter("header_offset"), members),
+         map(sub, map(attrgetter("local_header_len"), members), padding), repeat("zip local header %s", n), subjects),
+        (repeat(alignment, n), map(sub, data, padding), padding, repeat("alignment padding %s", n), subjects),
+        (payloads.kinds, data, sizes, payloads.texts, payloads.subjects),
+        (repeat(header, n), map(add, data, sizes), descriptors, repeat("zip data descriptor %s", n), subjects),
+    )  # fmt: skip
+    columns: list[list[Any]] = []
+    for field in zip(
+        *per_member, strict=True
+    ):  # a field's four columns, woven: member 0's four regions, then member 1's...
+        woven: list[Any] = [None] * (4 * n)
+        for i, column in enumerate(field):
+            woven[i::4] = column  # type: ignore[call-overload]  # (any iterable of n items)
+        columns.append(woven)
+    kinds, starts, lengths, texts, names = columns
+    if 0 in lengths:  # (most archives' members all have padding and a descriptor, or none has: see below)
+        columns = [list(compress(column, lengths)) for column in columns]
+        kinds, starts, lengths, texts, names = columns
+    for r in after:
+        kinds.append(r.kind)
+        starts.append(r.start)
+        lengths.append(r.length)
+        texts.append(r.text)
+        names.append(r.subject)
+    return RegionColumns(kinds, starts, lengths, texts, names)
 
 
 def readable_members(probe: Probe, fmt: str) -> tuple[ZipMember, ...]:
@@ -420,29 +483,30 @@ class _Windows:
 
 
 def in_file_order(
-    ends: tuple[Region, ...], members: tuple[ZipMember, ...], payload: Callable[[ZipMember], list[Region]]
-) -> list[Region]:
+    ends: tuple[Region, ...], members: tuple[ZipMember, ...], payload: Callable[[tuple[ZipMember, ...]], Payloads]
+) -> Sequence[Region]:
     """The regions of the archive: those of `read_members` (`ends`), each member's local header, padding and data
-    descriptor, and its payload's (`payload(member)`: the loader knows what it holds).
+    descriptor, and its payload's (`payload(members)`: the loader knows what they hold).
 
     In file order (each member's local header, padding, payload and descriptor, then the directory and the end
     records) when that is an order of strictly increasing starts, as in any archive whose members follow one
-    another: `tile` then has nothing to sort (and, for regions one after the other from byte 0, a `base.Laid` list
-    it takes as it is). Else (overlapping or shuffled members) those of `read_zip`, then the
-    payloads, as `tile` always had them to sort: it sorts ties stably, so this order is part of its result.
+    another: `tile` then has nothing to sort; as `RegionColumns` where each payload is one region (a zip of 100,000
+    tensors). Else (overlapping or shuffled members) those of `read_zip`, then the payloads, as `tile` always had them
+    to sort: it sorts ties stably, so this order is part of its result.
     """
-    ordered = _member_regions(members, payload)
-    ordered += sorted(ends, key=attrgetter("start"))  # directory, zip64 end records, end record
-    from loaders.base import laid  # (imported by the loaders that call this)
-
-    checked = laid(ordered)  # one after the other from byte 0 (any sound archive): in order, and `tile` told so
-    if checked is not ordered:
-        return checked
-    starts = list(map(attrgetter("start"), ordered))
+    payloads = payload(members)
+    last = sorted(ends, key=attrgetter("start"))  # directory, zip64 end records, end record
+    ordered: Sequence[Region]
+    if payloads.split:
+        ordered = _member_regions(members, payloads) + last
+        starts = list(map(attrgetter("start"), ordered))
+    else:
+        ordered = _member_columns(members, payloads, last)
+        starts = ordered.starts
     if all(map(lt, starts, islice(starts, 1, None))):
         return ordered
-    del ordered
-    return [*_structure_regions(ends, members), *chain.from_iterable(map(payload, members))]
+    del ordered, starts
+    return [*_structure_regions(ends, members), *chain.from_iterable(map(payloads.of, count(), members))]
 
 
 def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str) -> bytes:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import IntEnum
 from itertools import islice, repeat
 from operator import add, attrgetter, eq, lt
 
 from inspector.errors import FormatError, InspectorError, TruncatedFileError
 from inspector.probe import Probe
-from inspector.records import Checkpoint, Finding, Region, RegionKind, TensorInfo
+from inspector.records import Checkpoint, Finding, Region, RegionColumns, RegionKind, TensorInfo, region_column
 from inspector.recordtype import IntEnumBody, fast_enum
 
 TYPE_CHECKING = False
@@ -96,64 +96,37 @@ def check_shape(probe: Probe, fmt: str, name: str, shape: Iterable[object]) -> t
 TRAILING = "trailing bytes no structure explains"
 
 
-class Laid(list):  # type: ignore[type-arg]
-    """Regions checked (`laid`) to lie one after the other from byte 0 of file 0, each of positive length: `tile`
-    takes them as they are, without checking them again (so a `Laid` list is handed on as made, never changed)."""
-
-    __slots__ = ()
-
-
-def laid(regions: list[Region]) -> list[Region]:
-    """`regions` as a `Laid` list when they lie one after the other from byte 0 of file 0, each of positive length
-    (so in strictly increasing order), else `regions` itself. Each field is read once, in C calls (a zip of 100,000
-    tensors: 400,000 regions)."""
-    if not regions:
-        return regions
-    lengths = list(map(attrgetter("length"), regions))
-    if min(lengths) <= 0:
-        return regions
-    starts = list(map(attrgetter("start"), regions))
-    if (
-        starts[0] == 0
-        and all(map(eq, islice(starts, 1, None), map(add, starts, lengths)))
-        and not any(map(attrgetter("file"), regions))
-    ):
-        return Laid(regions)
-    return regions
-
-
-def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> tuple[Region, ...]:
+def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> Sequence[Region]:
     """Sort regions of one file, clip nothing, and fill every gap with an UNKNOWN region.
 
     Overlapping regions are a loader bug or a hostile file; the later one is cut to start where the
-    earlier ends (the overlap is then visible as a shorter region, never double-counted).
+    earlier ends (the overlap is then visible as a shorter region, never double-counted). `RegionColumns` that lie one
+    after the other from byte 0 (a zip's) are returned as columns.
     """
-    if regions.__class__ is Laid and file == 0:  # (checked by `laid`: one after the other from byte 0)
-        end = regions[-1].end
-        if end <= file_size:
-            trailing = [Region(RegionKind.UNKNOWN, end, file_size - end, TRAILING, file)]
-            return (*regions, *trailing) if end < file_size else tuple(regions)
-    kept = regions if isinstance(regions, list) else list(regions)  # (a loader's fresh list is taken as it is)
+    kept = regions if isinstance(regions, (list, RegionColumns)) else list(regions)  # (a loader's: taken as it is)
     get_start, get_length = attrgetter("start"), attrgetter("length")
-    lengths = list(map(get_length, kept))
+    lengths = region_column(kept, "length")  # (each field read once: 400,000 regions of a zip of 100,000 tensors)
     if kept and min(lengths) <= 0:  # (a loader's empty regions are dropped)
         kept = [r for r in kept if r.length > 0]
         lengths = list(map(get_length, kept))
-    end = kept[-1].end if kept else 0
-    starts = list(map(get_start, kept))  # (each field read once: 400,000 regions of a zip of 100,000 tensors)
+    starts = region_column(kept, "start")
+    end = starts[-1] + lengths[-1] if kept else 0
     if (
         kept
         and starts[0] == 0
         and end <= file_size
         and all(map(eq, islice(starts, 1, None), map(add, starts, lengths)))
         and (
-            not any(map(attrgetter("file"), kept))  # (file 0: no comparison made a region)
+            not any(region_column(kept, "file"))  # (file 0: no comparison made a region)
             if file == 0
-            else all(map(eq, map(attrgetter("file"), kept), repeat(file)))
+            else all(map(eq, region_column(kept, "file"), repeat(file)))
         )
     ):  # one after the other from byte 0 (most loaders): the regions as they are, and what follows the last
-        trailing = [Region(RegionKind.UNKNOWN, end, file_size - end, TRAILING, file)]
-        return (*kept, *trailing) if end < file_size else tuple(kept)
+        trailing = [Region(RegionKind.UNKNOWN, end, file_size - end, TRAILING, file)] if end < file_size else []
+        if kept.__class__ is RegionColumns:
+            return kept.followed_by(trailing) if trailing else kept  # type: ignore[attr-defined, no-any-return]
+        return (*kept, *trailing)
+    kept = list(kept)  # (regions to sort or mend: `Region`s)
     if not all(map(lt, starts, islice(starts, 1, None))):  # in order already (most loaders): no sort
         kept = sorted(kept, key=get_start)  # (a new list: the caller's stays as it was)
         starts = list(map(get_start, kept))

@@ -473,7 +473,7 @@ def _checkpoint(meta: Probe, result: _pickle.Result, out: _Read) -> Checkpoint:
         "pytorch",
         tuple(files),
         tuple(tensors),
-        tile(regions[:1], meta.size, 0) + tuple(regions[1:]),
+        (*tile(regions[:1], meta.size, 0), *regions[1:]),
         attributes,
         findings=tuple(findings),
     )

@@ -143,30 +143,44 @@ class TorchZipLoader:
 
         tensor_data = RegionKind.TENSOR_DATA
 
-        def payload(m: _zip.ZipMember) -> list[Region]:
-            """A member's payload, as its regions."""
-            name = m.name
-            if name.startswith(data_dir):
-                key = name[skip:]
-                if key in offsets:
-                    start, length = m.data_offset, m.compress_size
-                    if alone is not None:
-                        t = alone.get(key)
-                        # (storage_regions' common case, in line: the storage's one tensor, all of it)
-                        if t is not None and t.offset == start and (t.nbytes if t.span is None else t.span) == length:
-                            return [Region(tensor_data, start, length, f"storage {key!r}")]
-                        mine = [] if t is None else [t]
+        def payloads(members: tuple[_zip.ZipMember, ...]) -> _zip.Payloads:
+            """The members' payloads: a storage, a record no tensor uses, another record."""
+            rows: list[tuple[RegionKind | None, str, str | None]] = []
+            add = rows.append
+            split: dict[int, list[Region]] = {}
+            for index, m in enumerate(members):
+                name = m.name
+                if name.startswith(data_dir):
+                    key = name[skip:]
+                    if key in offsets:
+                        start, length = m.data_offset, m.compress_size
+                        if alone is not None:
+                            t = alone.get(key)
+                            # (storage_regions' common case, in line: the storage's one tensor, all of it)
+                            if (
+                                t is not None
+                                and t.offset == start
+                                and (t.nbytes if t.span is None else t.span) == length
+                            ):
+                                add((tensor_data, "storage %s", repr(key)))
+                                continue
+                            mine = [] if t is None else [t]
+                        else:
+                            mine = grouped.get(key, [])
+                        regions = _torch.storage_regions(key, start, length, mine)
+                        if len(regions) == 1 and regions[0].length == length:  # (the record's bytes, all of them)
+                            add((regions[0].kind, regions[0].text, regions[0].subject))
+                        else:
+                            split[index] = regions
+                            add((None, "", None))
                     else:
-                        mine = grouped.get(key, [])
-                    return _torch.storage_regions(key, start, length, mine)
-                return [
-                    Region(
-                        RegionKind.UNREFERENCED, m.data_offset, m.compress_size, f"record {name!r}: no tensor uses it"
-                    )
-                ]
-            return [Region(RegionKind.METADATA, m.data_offset, m.compress_size, f"record {name!r}")]
+                        add((RegionKind.UNREFERENCED, "record %s: no tensor uses it", repr(name)))
+                else:
+                    add((RegionKind.METADATA, "record %s", repr(name)))
+            kinds, texts, subjects = map(list, zip(*rows, strict=True)) if rows else ([], [], [])
+            return _zip.Payloads(kinds, texts, subjects, split)
 
-        regions = _zip.in_file_order(zip_ends, members, payload)
+        regions = _zip.in_file_order(zip_ends, members, payloads)
         grouped.clear()  # (its lists: not held through the tiling)
         del keys
         if alone is not None:

@@ -601,31 +601,41 @@ def test_tile_is_region_by_region(spans: list[tuple[int, int, str, int]], file_s
 
 
 @settings(max_examples=400, deadline=None)
-@given(SPANS, st.integers(0, 70), st.booleans())
-def test_laid_regions_are_those_one_after_the_other_and_tile_as_the_others(
-    spans: list[tuple[int, int, str, int]], file_size: int, contiguous: bool
+@given(SPANS, st.integers(0, 70), st.booleans(), st.booleans())
+def test_region_columns_are_the_regions_and_tile_as_they_do(
+    spans: list[tuple[int, int, str, int]], file_size: int, contiguous: bool, subjects: bool
 ) -> None:
-    """`laid` marks a list of regions (a zip's, `_zip.in_file_order`) as one after the other from byte 0 of file 0,
-    each of positive length, exactly when they are; tile takes a marked list as it is and gives what it gives for
-    the unmarked one (and what walking them one by one gives), whatever the file's size."""
-    from inspector.records import Region, RegionKind
-    from loaders.base import Laid, laid, tile
+    """`RegionColumns` (a zip's regions, `_zip.in_file_order`) are the regions they hold: item by item, sliced, as
+    labels and field columns; `tile` gives for them what it gives for the list (and what walking them one by one
+    gives), whatever the file's size, and columns again when they lie one after the other from byte 0."""
+    from inspector.records import Region, RegionColumns, RegionKind, region_column
+    from loaders.base import tile
 
-    if contiguous:  # the common layout: each region where the last one ended (maybe empty, or in another file)
+    if contiguous:  # the common layout: each region where the last one ended (maybe empty)
         starts = [sum(length for _, length, _, _ in spans[:i]) for i in range(len(spans))]
-        spans = [(start, length, kind, file) for start, (_, length, kind, file) in zip(starts, spans, strict=True)]
-    regions = [
-        Region(RegionKind(kind), start, length, f"r{i}", file) for i, (start, length, kind, file) in enumerate(spans)
+        spans = [(start, length, kind, 0) for start, (_, length, kind, _) in zip(starts, spans, strict=True)]
+    regions = [  # (a subject for some: "%" in a label written as it is)
+        Region(RegionKind(kind), start, length, *(("r%s", 0, None, f"{i}%") if subjects and i % 2 else (f"r{i}%",)))
+        for i, (start, length, kind, _) in enumerate(spans)
     ]
-    checked = laid(list(regions))
+    columns = RegionColumns(*[region_column(regions, name) for name in ("kind", "start", "length", "text", "subject")])
+    assert list(columns) == regions and columns == regions and len(columns) == len(regions)
+    assert list(columns[1:-1]) == regions[1:-1] and [columns[i] for i in range(len(regions))] == regions
+    assert columns.labels() == [r.label for r in regions] == region_column(columns, "label")
+    for name in ("kind", "start", "length", "text", "file", "logical", "subject"):
+        assert region_column(columns, name) == [getattr(r, name) for r in regions]
     one_after_the_other = (
         bool(regions)
-        and all(r.length > 0 and r.file == 0 for r in regions)
+        and all(r.length > 0 for r in regions)
         and [r.start for r in regions] == [sum(r.length for r in regions[:i]) for i in range(len(regions))]
+        and regions[-1].end <= file_size
     )
-    assert (checked.__class__ is Laid) == one_after_the_other
-    assert checked == regions
-    assert tile(checked, file_size) == tile(regions, file_size) == _tile_one_by_one(regions, file_size, 0)
+    tiled = tile(columns, file_size)
+    assert (tiled.__class__ is RegionColumns) == one_after_the_other
+    assert tuple(tiled) == tile(regions, file_size)
+    assert [(r.kind, r.start, r.length, r.label) for r in tiled] == [
+        (r.kind, r.start, r.length, r.label) for r in _tile_one_by_one(regions, file_size, 0)
+    ]
 
 
 def _layer_parts(family: Any) -> list[Any]:
