@@ -326,12 +326,16 @@ def by_storage(tensors: list[TensorInfo]) -> dict[str, list[TensorInfo]]:
     return out
 
 
+UNUSED_BYTES = "storage %s: no tensor uses these bytes"
+
+
 def storage_regions(key: str, start: int, length: int, tensors: list[TensorInfo], file: int = 0) -> list[Region]:
     """TENSOR_DATA where `tensors` (those of this storage) reach, UNREFERENCED for the rest of it."""
     if len(tensors) == 1:  # the common case: one tensor, the whole storage (its span_bytes, without the property)
         t = tensors[0]
         if t.offset == start and (t.nbytes if t.span is None else t.span) == length:
-            return [Region(RegionKind.TENSOR_DATA, start, length, f"storage {key!r}", file)]
+            return [Region(RegionKind.TENSOR_DATA, start, length, "storage %s", file, None, repr(key))]
+    subject = repr(key)  # (the labels' subject: made when a label is read)
     spans = sorted((t.offset, t.offset + t.span_bytes) for t in tensors if t.offset is not None)
     regions: list[Region] = []
     pos = start
@@ -340,18 +344,12 @@ def storage_regions(key: str, start: int, length: int, tensors: list[TensorInfo]
         if e <= pos:
             continue
         if s > pos:
-            regions.append(
-                Region(RegionKind.UNREFERENCED, pos, s - pos, f"storage {key!r}: no tensor uses these bytes", file)
-            )
+            regions.append(Region(RegionKind.UNREFERENCED, pos, s - pos, UNUSED_BYTES, file, None, subject))
             pos = s
-        regions.append(Region(RegionKind.TENSOR_DATA, pos, e - pos, f"storage {key!r}", file))
+        regions.append(Region(RegionKind.TENSOR_DATA, pos, e - pos, "storage %s", file, None, subject))
         pos = e
     if pos < start + length:
-        regions.append(
-            Region(
-                RegionKind.UNREFERENCED, pos, start + length - pos, f"storage {key!r}: no tensor uses these bytes", file
-            )
-        )
+        regions.append(Region(RegionKind.UNREFERENCED, pos, start + length - pos, UNUSED_BYTES, file, None, subject))
     return regions
 
 

@@ -17,7 +17,7 @@ read, except the first bytes of a deflated member when a loader asks `inflate_he
 from __future__ import annotations
 
 import struct
-from itertools import chain, compress, count, islice, repeat
+from itertools import chain, compress, count, islice
 from operator import add, attrgetter, lt, sub
 
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
@@ -27,7 +27,7 @@ from inspector.recordtype import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any
 
 EOCD_SIG = b"PK\x05\x06"
@@ -213,27 +213,19 @@ def _member_columns(members: tuple[ZipMember, ...], payloads: Payloads, after: l
     data = list(map(attrgetter("data_offset"), members))
     sizes = list(map(attrgetter("compress_size"), members))
     padding = list(map(attrgetter("padding_len"), members))
-    descriptors = list(map(attrgetter("descriptor_len"), members))
     header, alignment = RegionKind.HEADER, RegionKind.PADDING
-    per_member = (  # each of a member's regions: its kind, start, length, text and subject columns
-        (repeat(header, n), map(attrgetter("header_offset"), members),
-         map(sub, map(attrgetter("local_header_len"), members), padding), repeat("zip local header %s", n), subjects),
-        (repeat(alignment, n), map(sub, data, padding), padding, repeat("alignment padding %s", n), subjects),
-        (payloads.kinds, data, sizes, payloads.texts, payloads.subjects),
-        (repeat(header, n), map(add, data, sizes), descriptors, repeat("zip data descriptor %s", n), subjects),
-    )  # fmt: skip
-    columns: list[list[Any]] = []
-    for field in zip(
-        *per_member, strict=True
-    ):  # a field's four columns, woven: member 0's four regions, then member 1's...
-        woven: list[Any] = [None] * (4 * n)
-        for i, column in enumerate(field):
-            woven[i::4] = column  # type: ignore[call-overload]  # (any iterable of n items)
-        columns.append(woven)
-    kinds, starts, lengths, texts, names = columns
+    # a member's regions: its local header, its padding, its payload and its data descriptor, one after the other
+    kinds = _woven([header, alignment, None, header], n, payloads.kinds)
+    texts = _woven(["zip local header %s", "alignment padding %s", None, "zip data descriptor %s"], n, payloads.texts)
+    starts = _woven([None] * 4, n, map(attrgetter("header_offset"), members), map(sub, data, padding), data,
+                    map(add, data, sizes))  # fmt: skip
+    lengths = _woven([None] * 4, n, map(sub, map(attrgetter("local_header_len"), members), padding), padding, sizes,
+                     map(attrgetter("descriptor_len"), members))  # fmt: skip
+    names = _woven([None] * 4, n, subjects, subjects, payloads.subjects, subjects)
     if 0 in lengths:  # (most archives' members all have padding and a descriptor, or none has: see below)
-        columns = [list(compress(column, lengths)) for column in columns]
-        kinds, starts, lengths, texts, names = columns
+        kinds, starts, lengths, texts, names = (
+            list(compress(column, lengths)) for column in (kinds, starts, lengths, texts, names)
+        )
     for r in after:
         kinds.append(r.kind)
         starts.append(r.start)
@@ -241,6 +233,16 @@ def _member_columns(members: tuple[ZipMember, ...], payloads: Payloads, after: l
         texts.append(r.text)
         names.append(r.subject)
     return RegionColumns(kinds, starts, lengths, texts, names)
+
+
+def _woven(pattern: list[Any], n: int, *columns: Iterable[Any]) -> list[Any]:
+    """`pattern` (a value for each of a member's four regions) repeated for `n` members, with the None places filled
+    from `columns` (n values each, one column a None place, in order): member 0's four values, then member 1's..."""
+    woven = pattern * n
+    places = [i for i, value in enumerate(pattern) if value is None]
+    for place, column in zip(places, columns, strict=True):
+        woven[place :: len(pattern)] = column  # type: ignore[call-overload]  # (any iterable of n items)
+    return woven
 
 
 def readable_members(probe: Probe, fmt: str) -> tuple[ZipMember, ...]:

@@ -23,6 +23,7 @@ A deflated data.pkl is legal (torch reads it) and is inflated, bounded.
 
 from __future__ import annotations
 
+from itertools import chain, repeat
 from operator import attrgetter, ge, mul
 
 from inspector.errors import FormatError
@@ -143,41 +144,59 @@ class TorchZipLoader:
 
         tensor_data = RegionKind.TENSOR_DATA
 
+        split: dict[int, list[Region]] = {}  # a member's payload regions, where they are more than one
+
+        def payload(index: int, m: _zip.ZipMember) -> tuple[RegionKind | None, str, str | None]:
+            """A member's payload when it is one region (kind, text, subject): a storage, a record no tensor uses,
+            another record; else its regions put in `split` (and a kind of None)."""
+            name = m.name
+            if not name.startswith(data_dir):
+                return RegionKind.METADATA, "record %s", repr(name)
+            key = name[skip:]
+            if key not in offsets:
+                return RegionKind.UNREFERENCED, "record %s: no tensor uses it", repr(name)
+            start, length = m.data_offset, m.compress_size
+            if alone is not None:
+                t = alone.get(key)
+                mine = [] if t is None else [t]
+            else:
+                mine = grouped.get(key, [])
+            regions = _torch.storage_regions(key, start, length, mine)
+            if len(regions) == 1 and regions[0].length == length:  # (the record's bytes, all of them)
+                return regions[0].kind, regions[0].text, regions[0].subject
+            split[index] = regions
+            return None, "", None
+
+        def storage_block(members: tuple[_zip.ZipMember, ...]) -> tuple[int, int]:
+            """Where the members are the tensors' storages one for one, in order, each all of its one tensor (torch.save
+            writes them so): (start, end) of that block of members, or (0, 0). (A member's data offset is its own, so
+            the tensor at a member's data offset is that record's storage's.)"""
+            if alone is None or not alone:
+                return 0, 0
+            mine = list(alone.values())
+            at = list(map(attrgetter("offset"), mine))
+            data = list(map(attrgetter("data_offset"), members))
+            start = data.index(at[0]) if at[0] in data else 0
+            end = start + len(mine)
+            block = members[start:end]
+            if (
+                data[start:end] == at
+                and list(map(attrgetter("span"), mine)).count(None) == len(mine)
+                and list(map(attrgetter("nbytes"), mine)) == list(map(attrgetter("compress_size"), block))
+            ):
+                return start, end
+            return 0, 0
+
         def payloads(members: tuple[_zip.ZipMember, ...]) -> _zip.Payloads:
-            """The members' payloads: a storage, a record no tensor uses, another record."""
-            rows: list[tuple[RegionKind | None, str, str | None]] = []
-            add = rows.append
-            split: dict[int, list[Region]] = {}
-            for index, m in enumerate(members):
-                name = m.name
-                if name.startswith(data_dir):
-                    key = name[skip:]
-                    if key in offsets:
-                        start, length = m.data_offset, m.compress_size
-                        if alone is not None:
-                            t = alone.get(key)
-                            # (storage_regions' common case, in line: the storage's one tensor, all of it)
-                            if (
-                                t is not None
-                                and t.offset == start
-                                and (t.nbytes if t.span is None else t.span) == length
-                            ):
-                                add((tensor_data, "storage %s", repr(key)))
-                                continue
-                            mine = [] if t is None else [t]
-                        else:
-                            mine = grouped.get(key, [])
-                        regions = _torch.storage_regions(key, start, length, mine)
-                        if len(regions) == 1 and regions[0].length == length:  # (the record's bytes, all of them)
-                            add((regions[0].kind, regions[0].text, regions[0].subject))
-                        else:
-                            split[index] = regions
-                            add((None, "", None))
-                    else:
-                        add((RegionKind.UNREFERENCED, "record %s: no tensor uses it", repr(name)))
-                else:
-                    add((RegionKind.METADATA, "record %s", repr(name)))
+            """The members' payloads; a block of the tensors' storages (most of an archive) told in C calls."""
+            start, end = storage_block(members)
+            rows = [payload(index, members[index]) for index in chain(range(start), range(end, len(members)))]
             kinds, texts, subjects = map(list, zip(*rows, strict=True)) if rows else ([], [], [])
+            if end:  # (the block's storage keys are its tensors')
+                n = end - start
+                kinds[start:start] = repeat(tensor_data, n)
+                texts[start:start] = repeat("storage %s", n)
+                subjects[start:start] = map(repr, map(attrgetter("storage"), alone.values()))  # type: ignore[union-attr]
             return _zip.Payloads(kinds, texts, subjects, split)
 
         regions = _zip.in_file_order(zip_ends, members, payloads)
