@@ -73,6 +73,16 @@ SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
 }
 
 
+class Written(list):  # type: ignore[type-arg]
+    """A column of `Rows.columns` whose values are already JSON text, each as `dumps` writes it (a few values met
+    again and again, their text made once): put in as they are."""
+
+    __slots__ = ()
+
+
+json_string = _string  # a str as JSON writes it (ensure_ascii), quotes included
+
+
 class Rows:
     """A long list written on demand: the dicts `make` gives for `items`, made a batch at a time as they are written
     (a report's 100,000 tensors and 400,000 regions are never all held as dicts). Written as the list would be.
@@ -200,6 +210,12 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         n = len(values[0])
         for index, column in enumerate(values):
             first = column[0]
+            if column.__class__ is Written:
+                if column.count(first) == n:  # (one text for the whole batch: written into the template)
+                    fixed.append((index, first))
+                else:
+                    texts.append(column)
+                continue
             if (
                 (first.__class__ in FIXED or (first.__class__ in SHAPES and len(first) <= FIXED_LENGTH))
                 and (n == 1 or (column[1] == first and column[-1] == first))  # (most columns: told here)

@@ -15,7 +15,17 @@ from itertools import compress, count, islice, repeat
 from operator import attrgetter, eq, is_, itemgetter, lt, sub
 
 from inspector import dtypes
-from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind, region_column
+from inspector.records import (
+    Checkpoint,
+    Finding,
+    Region,
+    RegionKind,
+    Severity,
+    TensorInfo,
+    TensorKind,
+    elements,
+    region_column,
+)
 from inspector.recordtype import record
 
 MB = 1_000_000
@@ -223,7 +233,7 @@ def account(ckpt: Checkpoint) -> Accounting:
         by_kind,
         unexplained,
         parameter_bytes,
-        ckpt.n_parameters if ckpt.count_known else None,
+        elements(params) if ckpt.count_known else None,  # (ckpt.n_parameters: the unique parameters' elements)
         dtype,
         implied_dtype,
         size // 4,

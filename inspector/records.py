@@ -279,16 +279,19 @@ class Checkpoint:
     def unique(self, kind: TensorKind | None = None) -> tuple[TensorInfo, ...]:
         """Tensors that are not aliases of another, optionally of one kind."""
         tensors = self.tensors
-        # (selected in C calls: 100,000 tensors, three callers a report)
-        selected = map(is_, map(attrgetter("alias_of"), tensors), repeat(None))
+        # (selected in C calls: 100,000 tensors, four callers a report; most files: no alias, one kind, told by counts)
+        aliases = list(map(attrgetter("alias_of"), tensors))
+        kinds = list(map(attrgetter("kind"), tensors)) if kind is not None else []
+        if aliases.count(None) == len(aliases) and kinds.count(kind) == len(kinds):
+            return tensors
+        selected = map(is_, aliases, repeat(None))
         if kind is not None:
-            selected = map(and_, selected, map(eq, map(attrgetter("kind"), tensors), repeat(kind)))
+            selected = map(and_, selected, map(eq, kinds, repeat(kind)))
         return tuple(compress(tensors, selected))
 
     @property
     def n_parameters(self) -> int:
-        # sum of n_elements over unique(PARAMETER), as one chain of C calls (100,000 tensors)
-        return sum(map(prod, map(attrgetter("shape"), self.unique(TensorKind.PARAMETER))))
+        return elements(self.unique(TensorKind.PARAMETER))
 
     @property
     def count_known(self) -> bool:
@@ -296,6 +299,11 @@ class Checkpoint:
         if PICKLED_DTYPE not in map(attrgetter("dtype"), self.tensors):  # (most files: one C pass)
             return True
         return not any(t.kind is TensorKind.METADATA and t.dtype == PICKLED_DTYPE for t in self.tensors)
+
+
+def elements(tensors: Iterable[TensorInfo]) -> int:
+    """The elements of `tensors`, all told (one chain of C calls: 100,000 tensors)."""
+    return sum(map(prod, map(attrgetter("shape"), tensors)))
 
 
 @record(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from itertools import compress, repeat
 from math import prod
 from operator import attrgetter, eq, is_
 
-from inspector.jsontext import Rows, dumps, write
+from inspector.jsontext import Rows, Written, dumps, json_string, write
 from inspector.reconcile import BUCKETS, human, unit_trap
 from inspector.records import (
     Checkpoint,
@@ -60,6 +60,7 @@ def _n(value: int) -> str:
 
 KIND_TEXT = {kind: kind.value for kind in TensorKind}  # (a dict lookup: no enum descriptor per tensor)
 REGION_TEXT = {kind: kind.value for kind in RegionKind}
+REGION_JSON = {kind: json_string(text) for kind, text in REGION_TEXT.items()}  # (each kind's JSON text, made once)
 
 
 # The optional facts of a tensor's and a region's dict, in the order written, each with when it is written ("set":
@@ -170,7 +171,7 @@ def _region_columns(regions: Sequence[Region]) -> Callable[[Sequence[Region]], C
     if isinstance(regions, RegionColumns):  # (a zip's: its columns, of file 0, none compressed)
         return lambda batch: (
             REGION_KEYS,
-            [list(map(REGION_TEXT.__getitem__, batch.kinds)), batch.starts, batch.lengths, batch.labels()],  # type: ignore[attr-defined]
+            [Written(map(REGION_JSON.__getitem__, batch.kinds)), batch.starts, batch.lengths, batch.labels()],  # type: ignore[attr-defined]
         )
     written = any(
         any(map(attrgetter(key), regions))
@@ -183,7 +184,7 @@ def _region_columns(regions: Sequence[Region]) -> Callable[[Sequence[Region]], C
         keys, values = (
             list(REGION_KEYS),
             [
-                list(map(REGION_TEXT.__getitem__, map(attrgetter("kind"), batch))),
+                Written(map(REGION_JSON.__getitem__, map(attrgetter("kind"), batch))),
                 list(map(attrgetter("start"), batch)),
                 list(map(attrgetter("length"), batch)),
                 list(map(attrgetter("label"), batch)),
