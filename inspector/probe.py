@@ -152,6 +152,17 @@ class Probe:
         except Exception:  # sniffing must not raise; load() re-reads and reports the error
             return None
 
+    @cached_property
+    def zip_names(self) -> str | None:
+        """The zip's member names, each followed by a newline (`name + "\n" in zip_names`: one C search over them all,
+        true for every member so named, and for a name holding a newline maybe another's), or None as `zip_members`."""
+        members = self.zip_members
+        if members is None:
+            return None
+        from operator import attrgetter  # (loaded already: bound here, not in every run's start-up)
+
+        return "\n".join(map(attrgetter("name"), members)) + "\n"
+
     @property
     def hdf5_head_offset(self) -> int | None:
         """Where the HDF5 signature sits within the head (0, 512, 1024 or 2048), or None: no read."""

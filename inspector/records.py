@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from enum import StrEnum
 from itertools import compress, repeat
 from math import prod
-from operator import and_, attrgetter, eq, is_, mod
+from operator import add, and_, attrgetter, eq, is_, mod
 from types import MappingProxyType
 
 from inspector.recordtype import StrEnumBody, fast_enum, field, record
@@ -135,7 +135,7 @@ class RegionColumns(Sequence[Region]):
     column by `loaders.base.tile`, the byte buckets and `--json` (issue 16). To everything else a sequence of
     `Region`s, each made as it is read (`file` 0, `logical` None)."""
 
-    __slots__ = ("kinds", "starts", "lengths", "texts", "subjects")
+    __slots__ = ("kinds", "starts", "lengths", "texts", "subjects", "_laid")
 
     def __init__(
         self,
@@ -146,6 +146,20 @@ class RegionColumns(Sequence[Region]):
         subjects: list[str | None],
     ) -> None:
         self.kinds, self.starts, self.lengths, self.texts, self.subjects = kinds, starts, lengths, texts, subjects
+        self._laid: bool | None = None
+
+    def laid(self) -> bool:
+        """Whether the regions lie one after the other from byte 0, each of positive length (so in order): told once,
+        in C calls (asked by the zip reader and by `tile`)."""
+        if self._laid is None:
+            starts, lengths = self.starts, self.lengths
+            self._laid = (
+                bool(starts)
+                and starts[0] == 0
+                and min(lengths) > 0
+                and starts[1:] == list(map(add, starts, lengths))[:-1]
+            )
+        return self._laid
 
     def __len__(self) -> int:
         return len(self.starts)

@@ -126,15 +126,11 @@ class Format:
 
 def _has_member(probe: Probe, ending: str) -> bool:
     """Whether some member of the zip's directory ends with `ending` (True when the directory cannot be read: a
-    damaged archive, an empty one, is the claims' to judge)."""
-    members = probe.zip_members
-    if members is None:
-        return True
-    from itertools import repeat  # (loaded already: bound here, not in every run's start-up)
-    from operator import attrgetter
-
-    # (one C pass over the names: 100,000 members, a row asking costs no Python step per member)
-    return any(map(str.endswith, map(attrgetter("name"), members), repeat(ending)))
+    damaged archive, an empty one, is the claims' to judge; maybe true for a name holding a newline: the claim
+    judges it)."""
+    names = probe.zip_names
+    # (one C search of the names: 100,000 members, a row asking costs no Python step per member)
+    return names is None or ending + "\n" in names
 
 
 def _named(pattern: str, path: str) -> bool:

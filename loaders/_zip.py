@@ -504,6 +504,8 @@ def in_file_order(
         starts = list(map(attrgetter("start"), ordered))
     else:
         ordered = _member_columns(members, payloads, last)
+        if ordered.laid():  # (any sound archive: told once, for `tile` too)
+            return ordered
         starts = ordered.starts
     if all(map(lt, starts, islice(starts, 1, None))):
         return ordered

@@ -11,7 +11,7 @@ from operator import add, attrgetter, eq, lt
 
 from inspector.errors import FormatError, InspectorError, TruncatedFileError
 from inspector.probe import Probe
-from inspector.records import Checkpoint, Finding, Region, RegionColumns, RegionKind, TensorInfo, region_column
+from inspector.records import Checkpoint, Finding, Region, RegionColumns, RegionKind, TensorInfo
 from inspector.recordtype import IntEnumBody, fast_enum
 
 TYPE_CHECKING = False
@@ -103,30 +103,32 @@ def tile(regions: Iterable[Region], file_size: int, file: int = 0) -> Sequence[R
     earlier ends (the overlap is then visible as a shorter region, never double-counted). `RegionColumns` that lie one
     after the other from byte 0 (a zip's) are returned as columns.
     """
-    kept = regions if isinstance(regions, (list, RegionColumns)) else list(regions)  # (a loader's: taken as it is)
+    if isinstance(regions, RegionColumns) and file == 0 and regions.laid():
+        end = regions.starts[-1] + regions.lengths[-1]
+        if end <= file_size:  # (as laid as they were told: the regions as they are, and what follows the last)
+            trailing = [Region(RegionKind.UNKNOWN, end, file_size - end, TRAILING, file)]
+            return regions.followed_by(trailing) if end < file_size else regions
+    kept = regions if isinstance(regions, list) else list(regions)  # (a loader's fresh list is taken as it is)
     get_start, get_length = attrgetter("start"), attrgetter("length")
-    lengths = region_column(kept, "length")  # (each field read once: 400,000 regions of a zip of 100,000 tensors)
+    lengths = list(map(get_length, kept))
     if kept and min(lengths) <= 0:  # (a loader's empty regions are dropped)
         kept = [r for r in kept if r.length > 0]
         lengths = list(map(get_length, kept))
-    starts = region_column(kept, "start")
-    end = starts[-1] + lengths[-1] if kept else 0
+    end = kept[-1].end if kept else 0
+    starts = list(map(get_start, kept))  # (each field read once: 400,000 regions of a zip of 100,000 tensors)
     if (
         kept
         and starts[0] == 0
         and end <= file_size
         and all(map(eq, islice(starts, 1, None), map(add, starts, lengths)))
         and (
-            not any(region_column(kept, "file"))  # (file 0: no comparison made a region)
+            not any(map(attrgetter("file"), kept))  # (file 0: no comparison made a region)
             if file == 0
-            else all(map(eq, region_column(kept, "file"), repeat(file)))
+            else all(map(eq, map(attrgetter("file"), kept), repeat(file)))
         )
     ):  # one after the other from byte 0 (most loaders): the regions as they are, and what follows the last
-        trailing = [Region(RegionKind.UNKNOWN, end, file_size - end, TRAILING, file)] if end < file_size else []
-        if kept.__class__ is RegionColumns:
-            return kept.followed_by(trailing) if trailing else kept  # type: ignore[attr-defined, no-any-return]
-        return (*kept, *trailing)
-    kept = list(kept)  # (regions to sort or mend: `Region`s)
+        trailing = [Region(RegionKind.UNKNOWN, end, file_size - end, TRAILING, file)]
+        return (*kept, *trailing) if end < file_size else tuple(kept)
     if not all(map(lt, starts, islice(starts, 1, None))):  # in order already (most loaders): no sort
         kept = sorted(kept, key=get_start)  # (a new list: the caller's stays as it was)
         starts = list(map(get_start, kept))

@@ -624,14 +624,14 @@ def test_region_columns_are_the_regions_and_tile_as_they_do(
     assert columns.labels() == [r.label for r in regions] == region_column(columns, "label")
     for name in ("kind", "start", "length", "text", "file", "logical", "subject"):
         assert region_column(columns, name) == [getattr(r, name) for r in regions]
-    one_after_the_other = (
+    laid = (
         bool(regions)
         and all(r.length > 0 for r in regions)
         and [r.start for r in regions] == [sum(r.length for r in regions[:i]) for i in range(len(regions))]
-        and regions[-1].end <= file_size
     )
+    assert columns.laid() == laid
     tiled = tile(columns, file_size)
-    assert (tiled.__class__ is RegionColumns) == one_after_the_other
+    assert (tiled.__class__ is RegionColumns) == (laid and regions[-1].end <= file_size)
     assert tuple(tiled) == tile(regions, file_size)
     assert [(r.kind, r.start, r.length, r.label) for r in tiled] == [
         (r.kind, r.start, r.length, r.label) for r in _tile_one_by_one(regions, file_size, 0)
@@ -974,3 +974,18 @@ def test_json_columns_of_one_value_are_written_into_the_template() -> None:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(jsontext, "STREAM_ITEMS", 2)
         assert dumps(laid) == json.dumps(doc, indent=2, default=str)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text("ab/.\n", max_size=6), max_size=6), st.sampled_from(["a", "b.a", "/a", "data.pkl", ".b"]))
+def test_zip_member_search_is_endswith_over_the_names(names: list[str], ending: str) -> None:
+    """`loaders._has_member`'s one search of the names joined by newlines: true for every directory with a name
+    ending so, and exactly `endswith` over the names where no name holds a newline (a claim judges the others)."""
+    from types import SimpleNamespace
+
+    from loaders import _has_member
+
+    probe: Any = SimpleNamespace(zip_names="".join(name + "\n" for name in names))
+    found = any(name.endswith(ending) for name in names)
+    assert _has_member(probe, ending) == found or (not found and any("\n" in name for name in names))
+    assert _has_member(SimpleNamespace(zip_names=None), ending)  # type: ignore[arg-type]
