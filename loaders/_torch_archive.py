@@ -11,6 +11,8 @@ the verdict, not only the one torch reads: what would be called anywhere is evid
 from __future__ import annotations
 
 from collections import Counter
+from itertools import repeat
+from operator import attrgetter
 
 from inspector.errors import InspectorError, LimitExceededError
 from inspector.probe import Probe
@@ -36,10 +38,13 @@ def archive_folder(members: tuple[_zip.ZipMember, ...]) -> str | None:
 
 def layout_findings(members: tuple[_zip.ZipMember, ...], prefix: str) -> list[Finding]:
     """Members torch would refuse or never read: outside the folder, a second data.pkl, duplicate names."""
-    names = [m.name for m in members]
-    outside = [name for name in names if not name.startswith(prefix)]
-    suffix, read = "/" + PICKLE_NAME, prefix + PICKLE_NAME
-    extra = [name for name in names if name.endswith(suffix) and name != read]
+    names = list(map(attrgetter("name"), members))
+    suffix, read = "/" + PICKLE_NAME, prefix + PICKLE_NAME  # (`read` ends with `suffix`: prefix ends with "/")
+    # (most archives, told in C passes over the names: all in the folder, no data.pkl but the one read)
+    inside = all(map(str.startswith, names, repeat(prefix)))
+    outside = [] if inside else [name for name in names if not name.startswith(prefix)]
+    alone = sum(map(str.endswith, names, repeat(suffix))) == names.count(read)
+    extra = [] if alone else [name for name in names if name.endswith(suffix) and name != read]
     unique = len(set(names)) == len(names)  # (the usual case: no names counted)
     dups = [] if unique else [name for name, n in Counter(names).items() if n > 1]
     cases = (
