@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from enum import StrEnum
-from itertools import compress, repeat
+from itertools import compress, islice, repeat
 from math import prod
 from operator import add, and_, attrgetter, eq, is_, mod
 from types import MappingProxyType
@@ -152,9 +152,10 @@ class RegionColumns(_Regions):
         lengths: list[int],
         texts: list[str],
         subjects: list[str | None],
+        laid: bool | None = None,
     ) -> None:
         self.kinds, self.starts, self.lengths, self.texts, self.subjects = kinds, starts, lengths, texts, subjects
-        self._laid: bool | None = None
+        self._laid = laid  # (None: told when asked; a maker that knows it from fewer facts, a zip's members, tells it)
 
     def laid(self) -> bool:
         """Whether the regions lie one after the other from byte 0, each of positive length (so in order): told once,
@@ -165,7 +166,7 @@ class RegionColumns(_Regions):
                 bool(starts)
                 and starts[0] == 0
                 and min(lengths) > 0
-                and starts[1:] == list(map(add, starts, lengths))[:-1]
+                and all(map(eq, islice(starts, 1, None), map(add, starts, lengths)))
             )
         return self._laid
 

@@ -218,26 +218,35 @@ def _member_columns(members: tuple[ZipMember, ...], payloads: Payloads, after: l
     data = list(map(attrgetter("data_offset"), members))
     sizes = list(map(attrgetter("compress_size"), members))
     padding = list(map(attrgetter("padding_len"), members))
+    heads = list(map(attrgetter("header_offset"), members))
+    descriptors = list(map(attrgetter("descriptor_len"), members))
+    ends = list(map(add, map(add, data, sizes), descriptors))
     header, alignment = RegionKind.HEADER, RegionKind.PADDING
     # a member's regions: its local header, its padding, its payload and its data descriptor, one after the other
     kinds = _woven([header, alignment, None, header], n, payloads.kinds)
     texts = _woven(["zip local header %s", "alignment padding %s", None, "zip data descriptor %s"], n, payloads.texts)
-    starts = _woven([None] * 4, n, map(attrgetter("header_offset"), members), map(sub, data, padding), data,
-                    map(add, data, sizes))  # fmt: skip
+    starts = _woven([None] * 4, n, heads, map(sub, data, padding), data, map(add, data, sizes))
     lengths = _woven([None] * 4, n, map(sub, map(attrgetter("local_header_len"), members), padding), padding, sizes,
-                     map(attrgetter("descriptor_len"), members))  # fmt: skip
+                     descriptors)  # fmt: skip
     names = _woven([None] * 4, n, subjects, subjects, payloads.subjects, subjects)
-    if 0 in lengths:  # (most archives' members all have padding and a descriptor, or none has: see below)
+    if 0 in lengths:  # (a member without padding or a descriptor, or an empty payload: those regions left out)
         kinds, starts, lengths, texts, names = (
             list(compress(column, lengths)) for column in (kinds, starts, lengths, texts, names)
         )
+    # A member's regions lie one after the other (its data follows its header's name and extra field, and its
+    # descriptor its data; a header is 30 bytes at least): the regions are laid from byte 0 exactly when each member
+    # starts where the one before ends, from byte 0, and the regions after them follow on (told a member, not a region)
+    laid = bool(n) and heads[0] == 0 and heads[1:] == ends[:-1]
+    position = ends[-1] if n else 0
     for r in after:
+        laid = laid and r.start == position and r.length > 0
+        position = r.start + r.length
         kinds.append(r.kind)
         starts.append(r.start)
         lengths.append(r.length)
         texts.append(r.text)
         names.append(r.subject)
-    return RegionColumns(kinds, starts, lengths, texts, names)
+    return RegionColumns(kinds, starts, lengths, texts, names, laid if n else None)
 
 
 def _woven(pattern: list[Any], n: int, *columns: Iterable[Any]) -> list[Any]:

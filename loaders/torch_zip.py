@@ -24,7 +24,7 @@ A deflated data.pkl is legal (torch reads it) and is inflated, bounded.
 from __future__ import annotations
 
 from itertools import chain, repeat
-from operator import attrgetter, ge, mul
+from operator import add, attrgetter, ge, mul
 
 from inspector.errors import FormatError
 from inspector.probe import Probe
@@ -87,7 +87,8 @@ class TorchZipLoader:
             other_pickles(probe, FORMAT, members, None, evidence)
             raise FormatError(probe.path, FORMAT, f"the first member {members[0].name!r} is not in a folder with a "
                               "data.pkl: torch.load refuses this archive")  # fmt: skip
-        by_name = {m.name: m for m in members}  # of duplicate names the last wins, as in torch
+        member_names = list(map(attrgetter("name"), members))
+        by_name = dict(zip(member_names, members, strict=True))  # of duplicate names the last wins, as in torch
         pkl = by_name[prefix + PICKLE_NAME]
         other_pickles(probe, FORMAT, members, pkl, evidence)
         storages: dict[str, _pickle.StorageRef] = {}
@@ -103,13 +104,27 @@ class TorchZipLoader:
         offsets: dict[str, int] = {}  # storage key -> its record's data offset
         # every storage's record, and its size, in C calls (100,000 storages); any that is missing or short: below
         refs = list(storages.values())
-        records = list(map(by_name.get, map(data_dir.__add__, storages)))
+        first = data_dir + next(iter(storages), "")
+        start = member_names.index(first) if first in by_name else 0
+        end = start + len(refs)
+        block = member_names[start:end]  # (in torch's order: the storages' records, named data_dir + key, no copy)
+        records: list[_zip.ZipMember | None]
+        if (
+            len(by_name) == len(member_names)
+            and len(block) == len(refs)
+            and all(map(str.startswith, block, repeat(data_dir)))
+            and all(map(str.endswith, block, storages))
+            and list(map(len, block)) == list(map(add, map(len, storages), repeat(len(data_dir))))
+        ):  # (each record's name is data_dir + its key: no name made a storage)
+            records = list(members[start:end])
+        else:
+            records = list(map(by_name.get, map(data_dir.__add__, storages)))
         if all(records) and all(
             map(ge, map(attrgetter("file_size"), records), map(mul, map(attrgetter("numel"), refs),
                                                               map(attrgetter("itemsize"), refs)))
         ):  # fmt: skip
             offsets = dict(zip(storages, map(attrgetter("data_offset"), records), strict=True))
-        del refs, records
+        del refs, records, block, member_names
         for key, ref in storages.items() if not offsets else ():
             record = by_name.get(data_dir + key)
             if record is None:

@@ -989,3 +989,35 @@ def test_zip_member_search_is_endswith_over_the_names(names: list[str], ending: 
     found = any(name.endswith(ending) for name in names)
     assert _has_member(probe, ending) == found or (not found and any("\n" in name for name in names))
     assert _has_member(SimpleNamespace(zip_names=None), ending)  # type: ignore[arg-type]
+
+
+MEMBERS = st.lists(  # (gap before, name length, padding, payload, descriptor) of each member
+    st.tuples(
+        st.integers(0, 2), st.integers(1, 3), st.sampled_from([0, 0, 5]), st.integers(0, 4), st.sampled_from([0, 16])
+    ),  # fmt: skip
+    max_size=6,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(MEMBERS, st.integers(0, 2))
+def test_zip_member_columns_tell_laid_as_the_regions_are(
+    members: list[tuple[int, int, int, int, int]], gap: int
+) -> None:
+    """`_zip._member_columns` tells whether a zip's regions are laid from what its members' offsets say (a member's
+    regions follow one another): what `RegionColumns.laid` finds over the regions themselves, members with gaps,
+    without padding, descriptors or payload bytes, and end records after a gap or none."""
+    from inspector.records import Region, RegionColumns, RegionKind
+    from loaders._zip import Payloads, ZipMember, _member_columns
+
+    made, at = [], 0
+    for before, name, padding, size, descriptor in members:
+        at += before
+        header = 30 + name + padding
+        made.append(ZipMember("n" * name, at, at + header, size, size, 0, header, padding, descriptor))
+        at += header + size + descriptor
+    payloads = Payloads([RegionKind.TENSOR_DATA] * len(made), ["p %s"] * len(made), ["'x'"] * len(made), {})
+    ends = [Region(RegionKind.HEADER, at + gap, 22, "zip end of central directory")]
+    columns = _member_columns(tuple(made), payloads, ends)
+    again = RegionColumns(columns.kinds, columns.starts, columns.lengths, columns.texts, columns.subjects)
+    assert columns.laid() == again.laid()
