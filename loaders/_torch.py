@@ -326,6 +326,7 @@ def by_storage(tensors: list[TensorInfo]) -> dict[str, list[TensorInfo]]:
     return out
 
 
+STORAGE = "storage %s"  # a storage's bytes (a `Region` text: the storage key, quoted, its subject)
 UNUSED_BYTES = "storage %s: no tensor uses these bytes"
 
 
@@ -334,7 +335,7 @@ def storage_regions(key: str, start: int, length: int, tensors: list[TensorInfo]
     if len(tensors) == 1:  # the common case: one tensor, the whole storage (its span_bytes, without the property)
         t = tensors[0]
         if t.offset == start and (t.nbytes if t.span is None else t.span) == length:
-            return [Region(RegionKind.TENSOR_DATA, start, length, "storage %s", file, None, repr(key))]
+            return [Region(RegionKind.TENSOR_DATA, start, length, STORAGE, file, None, repr(key))]
     subject = repr(key)  # (the labels' subject: made when a label is read)
     spans = sorted((t.offset, t.offset + t.span_bytes) for t in tensors if t.offset is not None)
     regions: list[Region] = []
@@ -346,7 +347,7 @@ def storage_regions(key: str, start: int, length: int, tensors: list[TensorInfo]
         if s > pos:
             regions.append(Region(RegionKind.UNREFERENCED, pos, s - pos, UNUSED_BYTES, file, None, subject))
             pos = s
-        regions.append(Region(RegionKind.TENSOR_DATA, pos, e - pos, "storage %s", file, None, subject))
+        regions.append(Region(RegionKind.TENSOR_DATA, pos, e - pos, STORAGE, file, None, subject))
         pos = e
     if pos < start + length:
         regions.append(Region(RegionKind.UNREFERENCED, pos, start + length - pos, UNUSED_BYTES, file, None, subject))

@@ -210,7 +210,7 @@ class TorchZipLoader:
             if end:  # (the block's storage keys are its tensors')
                 n = end - start
                 kinds[start:start] = repeat(tensor_data, n)
-                texts[start:start] = repeat("storage %s", n)
+                texts[start:start] = repeat(_torch.STORAGE, n)
                 subjects[start:start] = map(repr, map(attrgetter("storage"), alone.values()))  # type: ignore[union-attr]
             return _zip.Payloads(kinds, texts, subjects, split)
 
