@@ -10,6 +10,7 @@ from operator import attrgetter
 from inspector.architectures import Architecture
 from inspector.formulas import FORMULAS, GRU, LSTM, LayerSpec, LoRA, SimpleRNN, breakdown
 from inspector.modules import module_name
+from inspector.quantized import QUANTIZATION_KIND, QUANTIZATION_ROW, described, side_tensors
 from inspector.records import CHECKED, Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import fields, record
 
@@ -52,8 +53,9 @@ def file_layers(ckpt: Checkpoint, roles: Sequence[RoleMatch], names: Set[str] | 
     role layer is not one of them goes to the longest of `names` that is a dotted prefix of its name, else to its
     module (`inspector.modules.module_name`)."""
     groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
+    beside = set(map(id, side_tensors(ckpt.tensors)))  # (a quantization's tensors: counted apart, `compare`)
     for t, r in zip(ckpt.tensors, roles, strict=True):
-        if t.kind is TensorKind.PARAMETER:
+        if t.kind is TensorKind.PARAMETER and id(t) not in beside:
             key = r.layer if names is None or r.layer in names else _prefix_in(t.name, names)
             groups.setdefault(key or module_name(t, r, ckpt.framework), []).append((t, r))
     return {name: Layer(name, tuple(items)) for name, items in groups.items()}
@@ -250,6 +252,11 @@ def compare(
                     f"{found:,} parameters in the file that the formula does not have",
                 )
             )
+    side = side_tensors(ckpt.tensors)
+    if side:  # a quantized file: its quantization's tensors, beside the formula's weights, a row of their own
+        found = sum(t.n_elements for t in side if t.alias_of is None)
+        total += found
+        checks.append(LayerCheck(QUANTIZATION_ROW, QUANTIZATION_KIND, found, found, "ok", described(side)))
     anomalies = (
         ()
         if CHECKED.issuperset(map(attrgetter("status"), checks))  # (every layer agrees: one C pass)

@@ -26,6 +26,7 @@ from inspector.families import (
 )
 from inspector.formulas import Block, Conv, Dense, Embedding, LayerSpec, Norm, Tensor, breakdown, total
 from inspector.modules import file_modules, module_spec, statistic_modules
+from inspector.quantized import QUANTIZATION_KIND, QUANTIZATION_ROW, described, side_tensors
 from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import field, record
 
@@ -484,7 +485,11 @@ def check(
     assigned = {canonical_name(t) for _, tensors in expected for t in tensors}
     stored = _stored_once(view, expected, assigned)
     outcomes: dict[str, list[tuple[str, str]]] = {}  # part template -> (row, "ok" / "absent" / "size") per repetition
+    side = side_tensors(ckpt.tensors)  # a quantization's tensors beside its weights: a row of their own (below)
+    beside = set(map(id, side))
     for e, tensors in expected:
+        if beside and tensors:
+            tensors = tuple(t for t in tensors if id(t) not in beside)
         row = rows.setdefault(e.row, _Row())
         found = sum(t.n_elements for t in tensors if stored(t))
         row.found += found
@@ -511,7 +516,7 @@ def check(
             row.diffs.append(f"{e.path}: the formula gives {_describe(e.spec)}, the file holds {found:,} ({shapes})")
     leftovers: dict[str, list[TensorInfo]] = {}
     for name, t in view.file.tensors.items():
-        if name not in assigned:
+        if name not in assigned and id(t) not in beside:
             leftovers.setdefault(name.rpartition(".")[0], []).append(t)
     if leftovers:  # what kind of layer each one is, for the sentence (heads, modules no part names)
         statistics = statistic_modules(ckpt, roles, ckpt.framework)
@@ -533,6 +538,11 @@ def check(
             row.expected += found
         row.found += found
         row.kinds.add(kind)
+    if side:
+        row = rows.setdefault(QUANTIZATION_ROW, _Row(head=described(side)))
+        row.expected += (found := sum(t.n_elements for t in side if stored(t)))
+        row.found += found
+        row.kinds.add(QUANTIZATION_KIND)
     checks = tuple(row.layer_check(name) for name, row in rows.items())
     notes = _notes(family, h, source)
     if ckpt.format in EXPORTS:  # what the exporter left out or renamed explains itself; a size does not
@@ -704,7 +714,8 @@ def refine_roles(ckpt: Checkpoint, roles: Sequence[RoleMatch], exp: Expectation 
             expected = expected_modules(family, h, view)
         except (SpecError, ValueError, ZeroDivisionError):
             return tuple(roles)
-        by_tensor = {t.name: e for e in expected for t in view.module(e.path)}
+        beside = set(map(id, side_tensors(ckpt.tensors)))  # (a quantization's tensors keep their own role)
+        by_tensor = {t.name: e for e in expected for t in view.module(e.path) if id(t) not in beside}
         return tuple(
             RoleMatch(
                 r.name,

@@ -29,6 +29,7 @@ from inspector.formulas import (
     SimpleRNN,
     Tensor,
 )
+from inspector.quantized import side_tensors
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import fields, record
 from inspector.roles import NORM_STATISTICS
@@ -106,11 +107,16 @@ def module_name(t: TensorInfo, r: RoleMatch, framework: str) -> str:
 
 
 def module_groups(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, Sequence[tuple[TensorInfo, RoleMatch]]]:
-    """Parameter tensors (with their roles) by module, in file order."""
+    """Parameter tensors (with their roles) by module, in file order; a quantization's tensors beside a quantized
+    weight are not a module's (`inspector.quantized`: the layer check counts them apart)."""
     framework, parameter = ckpt.framework, TensorKind.PARAMETER
     stated = framework in FRAMEWORK_CONVENTIONS  # (module_name's tests, the framework's once: no call per tensor)
     from_role = frozenset(LAYER_FROM_ROLE)
     pairs = [(t, r) for t, r in zip(ckpt.tensors, roles, strict=True) if t.kind is parameter]
+    side = side_tensors(ckpt.tensors)
+    if side:
+        beside = set(map(id, side))
+        pairs = [(t, r) for t, r in pairs if id(t) not in beside]
     names = []
     for t, r in pairs:
         if stated or t.layer or r.role in from_role or r.rule_id.startswith("shape."):

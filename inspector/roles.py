@@ -15,6 +15,7 @@ from enum import StrEnum
 from sys import intern
 
 from inspector.needles import Split, split
+from inspector.quantized import SIDE_TENSORS
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import StrEnumBody, fast_enum, field, record
 
@@ -68,6 +69,7 @@ class Role(StrEnumBody):
     LORA = "lora_factor"
     ADAPTER = "adapter_factor"
     LEARNED_TENSOR = "learned_tensor"
+    QUANT_SCALE = "quantization_scale"  # a quantized weight's scales or zero points (`inspector.quantized`)
     GRAPH_CONSTANT = "graph_constant"  # an input of a graph's node that is no weight (a Reshape's shape, Pad's pads)
     OPTIMIZER_SLOT = "optimizer_slot"
     BUFFER = "buffer"
@@ -213,6 +215,9 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     # (Jamba and Zamba name their mixer `mamba`, Qwen3-Next and Qwen3.5 their Gated DeltaNet `linear_attn`; Mamba2's
     # mixers, Bamba's and the other hybrids' add a per-head time-step bias)
     RoleRule("ssm.params", Role.LEARNED_TENSOR, r"(?P<layer>.+\.(?:mixer|mamba|linear_attn))\.(?P<param>A_log|D|dt_bias)", ("torch",)),
+    # a quantized weight's scales and zero points beside it (compressed-tensors' FP8 and INT8, transformers'
+    # fine-grained FP8 of DeepSeek-V3 and Qwen3: `inspector.quantized`)
+    RoleRule("quant.scale", Role.QUANT_SCALE, r"(?P<layer>.+)\.(?P<param>" + "|".join(SIDE_TENSORS) + ")", ("torch",)),
     # a mixture of experts' projections stacked one tensor per projection (experts, out, in): transformers 5's fused
     # experts ('mlp.experts.gate_up_proj'), llama.cpp's stacked ones named as HF's ('mlp.experts.gate_proj.weight')
     RoleRule("moe.experts_gate", Role.FFN_GATE, r"(?P<layer>.+\.experts)\.(?P<param>gate_proj)(?:\.weight)?", ("torch",)),
