@@ -33,6 +33,8 @@ SIDE_TENSORS: dict[str, str] = {
 # dtypes a weight quantized element for element is stored in
 QUANTIZED_DTYPES = frozenset({"F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I8"})
 WEIGHT = "weight"
+QUANTIZATION_ROW = "quantization"  # the layer check's row of them, and its kind
+QUANTIZATION_KIND = "Scales"
 
 
 _last: list[tuple[Sequence[TensorInfo], list[TensorInfo]]] = []  # (a file's tensors, its quantization's): asked by
@@ -65,7 +67,3 @@ def described(side: Sequence[TensorInfo]) -> str:
         f"the quantization's tensors beside {modules:,} quantized weights: {what}; the loading frameworks hold them "
         "as parameters, no formula has them: counted from their own shapes"
     )
-
-
-QUANTIZATION_ROW = "quantization"  # the layer check's row of them
-QUANTIZATION_KIND = "Scales"
