@@ -44,8 +44,9 @@ _last: list[tuple[Sequence[TensorInfo], list[TensorInfo]]] = []  # (a file's ten
 def side_tensors(tensors: Sequence[TensorInfo]) -> list[TensorInfo]:
     """The quantization's tensors of a file: `SIDE_TENSORS` of a module whose `weight` is stored in a quantized dtype
     (none in most files, told by one C pass over the dtypes)."""
-    if _last and _last[0][0] is tensors:
-        return _last[0][1]
+    last = _last[0] if _last else None  # (read once: another thread may replace it)
+    if last is not None and last[0] is tensors:
+        return last[1]
     from operator import attrgetter  # (loaded already: bound here, not in every run's start-up)
 
     side: list[TensorInfo] = []
