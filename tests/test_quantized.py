@@ -166,3 +166,25 @@ def test_side_tensors_need_the_module_weight_quantized() -> None:
     )
     assert [t.name for t in side_tensors(tensors)] == ["a.weight_scale", "a.input_scale"]
     assert side_tensors(tensors[3:]) == []
+
+
+def test_diff_of_a_model_and_its_fp8_quantization_takes_the_scales_as_the_quantization_s(tmp_path: Path) -> None:
+    """`inspector diff` of a float model and its fine-grained FP8 file: each quantized weight's narrowing is a
+    difference that changes the model, each scale beside it an expected one (it comes with the 8-bit weight)."""
+    from safetensors.torch import save_file
+
+    from inspector.diff import DiffKind, match
+    from inspector.diff import diff as diff_records
+
+    model = _llama()
+    save_file(
+        {name: value.contiguous() for name, value in model.state_dict().items()}, str(tmp_path / "float.safetensors")
+    )
+    _fine_grained_fp8(tmp_path / "fp8")
+    a, b = load(tmp_path / "float.safetensors"), load(tmp_path / "fp8" / "model.safetensors")
+    result = diff_records(a, b, match(a, b))
+    extra = [d for d in result.differences if d.kind is DiffKind.EXTRA]
+    narrowed = [d for d in result.differences if d.kind is DiffKind.DTYPE_CHANGED]
+    assert {d.b for d in extra} == {t.name for t in side_tensors(b.tensors)} and len(extra) == LINEARS
+    assert all(d.expected and "quantization's weight scales" in d.message for d in extra)
+    assert len(narrowed) == LINEARS and not any(d.expected for d in narrowed)
