@@ -240,6 +240,14 @@ KIND_RULES: tuple[KindRule, ...] = (
         r"(?:.*\.)?shira_indices(?:\.[^.]+)?",
         "SHiRA's indices of the entries it trains: saved beside them, no parameter",
     ),
+    # bitsandbytes' 8-bit linear layers save their int8 weight's row scales and layout beside it (`SCB`,
+    # `weight_format`: the Int8Params' state, outside parameters(); transformers' num_parameters() counts the weight)
+    KindRule(
+        "bnb.int8_state",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?(?:SCB|weight_format)",
+        "bitsandbytes int8 weight's row scales and layout: state of the weight, outside parameters()",
+    ),
     KindRule(
         "peft.ranknum", TensorKind.BUFFER, r"(?:.*\.)?ranknum(?:\.[^.]+)?", "AdaLoRA's rank: a constant, not trained"
     ),

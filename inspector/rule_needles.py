@@ -146,6 +146,7 @@ NEEDLES = {
     '(?:.*\\.)?freqs': (('freqs',), ()),
     '.*base_model\\.(?:.*\\.)?(?:(?:vera|randlora|pvera|tinylora)_(?:A|B)|tinylora_P|delora_w_norm)(?:\\.[^.]+)?': (('base_model.',), (('ra', 'tinylora_P', 'delora_w_norm'),)),
     '(?:.*\\.)?shira_indices(?:\\.[^.]+)?': (('shira_indices',), ()),
+    '(?:.*\\.)?(?:SCB|weight_format)': ((), (('SCB', 'weight_format'),)),
     '(?:.*\\.)?ranknum(?:\\.[^.]+)?': (('ranknum',), ()),
     '(?:.*\\.)?(?:gate\\.bias|expert_bias|router_bias)': (('bias',), (('gate.bias', 'expert_bias', 'router_bias'),)),
     '.+\\.data-\\d{5}-of-\\d{5}$': (('.data-', '-of-'), ()),

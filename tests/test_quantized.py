@@ -4,8 +4,10 @@ transformers' fine-grained FP8 (the layout of the DeepSeek-V3, Kimi-K2 and Qwen3
 scale a 128 x 128 block) is a test-sized llama whose linear layers transformers' own `replace_with_fp8_linear` made
 `FP8Linear`, written by `save_pretrained`; compressed-tensors' FP8 and INT8 (RedHat's and Neural Magic's models:
 `weight_scale` a channel, `input_scale` a tensor) is the same llama quantized by `apply_quantization_config` and
-`ModelCompressor.compress_model`, written by `save_pretrained`. The reference count is the loaded model's own
-parameters (both libraries hold the scales as parameters). Weights are random or uninitialised: only headers are read.
+`ModelCompressor.compress_model`, written by `save_pretrained`; bitsandbytes' 8-bit layers (transformers'
+`load_in_8bit` on the CPU), written by `save_pretrained`. The reference count is the loaded model's own
+(`num_parameters()`: the FP8 scales are parameters, bitsandbytes' row scales are not). Weights are random or
+uninitialised: only headers are read.
 """
 
 from __future__ import annotations
@@ -188,3 +190,25 @@ def test_diff_of_a_model_and_its_fp8_quantization_takes_the_scales_as_the_quanti
     assert {d.b for d in extra} == {t.name for t in side_tensors(b.tensors)} and len(extra) == LINEARS
     assert all(d.expected and "quantization's weight scales" in d.message for d in extra)
     assert len(narrowed) == LINEARS and not any(d.expected for d in narrowed)
+
+
+def test_bitsandbytes_int8_checkpoint_counts_as_transformers_does(tmp_path: Path) -> None:
+    """bitsandbytes' 8-bit layers (transformers' `load_in_8bit`, on the CPU) saved by `save_pretrained`: the int8
+    weight is the parameter, its row scales and layout (`SCB`, `weight_format`) the weight's state, buffers, as
+    transformers' `num_parameters()` counts them; the family check matches the config."""
+    pytest.importorskip("bitsandbytes")
+    _llama().save_pretrained(tmp_path / "float")
+    config = transformers.BitsAndBytesConfig(load_in_8bit=True)
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        tmp_path / "float", quantization_config=config, device_map="cpu"
+    )
+    model.save_pretrained(tmp_path / "int8")
+    report = inspect(tmp_path / "int8" / "model.safetensors")
+    ckpt = report.checkpoint
+    assert ckpt.n_parameters == model.num_parameters()
+    state = [t for t in ckpt.tensors if t.name.rpartition(".")[2] in ("SCB", "weight_format")]
+    assert len(state) == 2 * LINEARS and all(t.kind is TensorKind.BUFFER for t in state)
+    assert [t.dtype for t in ckpt.tensors if t.name.endswith("q_proj.weight")] == ["I8", "I8"]
+    exp = report.expectation
+    assert exp is not None and exp.source == "config" and exp.matches and not exp.anomalies
+    assert {f.code for f in report.findings}.isdisjoint({"COUNT_MISMATCH", "UNMATCHED_NAME"})
