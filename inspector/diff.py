@@ -26,7 +26,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from inspector.errors import SpecError
-from inspector.quantized import SIDE_TENSORS, side_tensors
+from inspector.quantized import COLUMN_DTYPES, quantization_tensors
 from inspector.records import TensorKind
 from inspector.recordtype import StrEnumBody, fast_enum, field, record
 
@@ -382,9 +382,12 @@ def _tie_differences(ga: _Ties, gb: _Ties, pairs: Sequence[Pair]) -> list[Differ
     return out
 
 
-def _unpaired(ties: _Ties, t: TensorInfo, side: str, partners: Mapping[str, str], scale: bool = False) -> Difference:
+def _unpaired(
+    ties: _Ties, t: TensorInfo, side: str, partners: Mapping[str, str], quantization: str | None = None
+) -> Difference:
     """A tensor only one file has: a name of a tie the other file holds (expected), else missing / extra (expected
-    for a quantization's scale, `scale`: it comes and goes with its weight's 8-bit dtype, itself a difference)."""
+    for a quantization's tensor, `quantization` saying what it is: it comes and goes with its weight's quantized
+    dtype, itself a difference)."""
     kept = next((n for n in sorted(ties.group(t.name)) if n != t.name and n in partners), None)
     if kept is not None:
         other = partners[kept]
@@ -398,8 +401,8 @@ def _unpaired(ties: _Ties, t: TensorInfo, side: str, partners: Mapping[str, str]
                            if twice else 0)  # fmt: skip
     state = t.kind in TRAINING_STATE  # optimizer slots and the like: not model weights, dropping them is routine
     note = f" ({t.kind.value} state, not model weights)" if state else ""
-    if scale:  # (a quantization's tensor beside its module's 8-bit weight)
-        state, note = True, f" (the quantization's {SIDE_TENSORS[t.name.rpartition('.')[2]]} beside its 8-bit weight)"
+    if quantization:
+        state, note = True, f" ({quantization})"
     if side == "a":
         msg = f"only in A: {_describe(t)}{note}"
         return _difference(DiffKind.MISSING, t, None, msg, expected=state, elements=t.n_elements)
@@ -428,7 +431,12 @@ def _pair_differences(p: Pair) -> list[Difference]:
         out.append(_difference(DiffKind.TRANSPOSED, a, b, msg, permutation=list(p.perm)))
     elif a.shape != b.shape:
         msg = f"shape {list(a.shape)} -> {list(b.shape)}"
-        out.append(_difference(DiffKind.SHAPE_CHANGED, a, b, msg, shape_a=list(a.shape), shape_b=list(b.shape)))
+        # the same values packed into a column (bitsandbytes 4-bit): its dtype's change is the difference
+        packed = {a.dtype, b.dtype} & COLUMN_DTYPES and a.n_elements == b.n_elements
+        if packed:
+            msg += f": the same {a.n_elements:,} values, packed into a column (the shape is in its quant_state record)"
+        out.append(_difference(DiffKind.SHAPE_CHANGED, a, b, msg, expected=bool(packed) or None,
+                               shape_a=list(a.shape), shape_b=list(b.shape)))  # fmt: skip
     if a.dtype != b.dtype:
         saved = a.nbytes - b.nbytes
         widening = (a.dtype, b.dtype) in WIDENINGS
@@ -471,9 +479,9 @@ def diff(
     a_to_b = {p.a.name: p.b.name for p in pairs}
     b_to_a = {p.b.name: p.a.name for p in pairs}
     paired_a, paired_b = {id(p.a) for p in pairs}, {id(p.b) for p in pairs}
-    qa, qb = set(map(id, side_tensors(a.tensors))), set(map(id, side_tensors(b.tensors)))  # (quantizations' scales)
-    differences += [_unpaired(ta, t, "a", a_to_b, id(t) in qa) for t in a.tensors if id(t) not in paired_a]
-    differences += [_unpaired(tb, t, "b", b_to_a, id(t) in qb) for t in b.tensors if id(t) not in paired_b]
+    qa, qb = quantization_tensors(a.tensors), quantization_tensors(b.tensors)  # (scales and states of quantizations)
+    differences += [_unpaired(ta, t, "a", a_to_b, qa.get(id(t))) for t in a.tensors if id(t) not in paired_a]
+    differences += [_unpaired(tb, t, "b", b_to_a, qb.get(id(t))) for t in b.tensors if id(t) not in paired_b]
     return Diff(a, b, tuple(pairs), tuple(differences), None if values is None else tuple(values), tolerance)
 
 

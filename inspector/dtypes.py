@@ -136,6 +136,10 @@ DTYPES.update(
             _t("U4", 4, DKind.UINT),
             _t("I2", 2, DKind.INT),
             _t("U2", 2, DKind.UINT),
+            # bitsandbytes' 4-bit values (NormalFloat4 and its FP4), packed two a byte, scaled by block scales held
+            # apart (`inspector.quantized`)
+            _t("NF4", 4, DKind.QUANT),
+            _t("BNB_FP4", 4, DKind.QUANT),
         ]
     )
 )

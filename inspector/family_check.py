@@ -26,7 +26,7 @@ from inspector.families import (
 )
 from inspector.formulas import Block, Conv, Dense, Embedding, LayerSpec, Norm, Tensor, breakdown, total
 from inspector.modules import file_modules, module_spec, statistic_modules
-from inspector.quantized import QUANTIZATION_KIND, QUANTIZATION_ROW, described, side_tensors
+from inspector.quantized import COLUMN_DTYPES, QUANTIZATION_KIND, QUANTIZATION_ROW, described, side_tensors
 from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import field, record
 
@@ -304,7 +304,7 @@ def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, 
                 (t for t in view.module(full) if canonical_name(t) == full or t.name.endswith((".weight", ".kernel"))),
                 None,
             )
-            if weight is not None and len(weight.shape) > axis:
+            if weight is not None and len(weight.shape) > axis and weight.dtype not in COLUMN_DTYPES:
                 name, _, offset = hyper.partition("+")  # 'positions+2': the table has 2 rows more
                 h[name] = weight.shape[axis] - int(offset or 0)
         for placeholder, hyper in COUNTS.items():

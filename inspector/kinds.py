@@ -5,7 +5,8 @@ states it (PyTorch module `_buffers` dicts and checkpoint sections, TorchScript 
 trainability and optimizer groups, MXNet `aux:` states). Where the container is silent (a state dict in
 safetensors, npz or a plain `torch.save`) a tensor the loader left as a parameter is decided here, by
 `KIND_RULES` over its name (the role table names the same tensors `norm_statistic` and `buffer`, from the same
-`roles.NORM_STATISTICS`).
+`roles.NORM_STATISTICS`). A packed weight's record (bitsandbytes 4-bit) is unpacked here too, where its state's
+kind is decided: counts read the values it holds.
 `inspector.registry.load` applies it to every checkpoint, so counts, the trainable split, byte buckets,
 the roles and the expectation all read one decision.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import re
 
 from inspector.hfconfig import model_type as config_model_type
+from inspector.quantized import BNB_4BIT_NAMES, BNB_INT8_NAMES, unpacked
 from inspector.records import Checkpoint, TensorKind
 from inspector.recordtype import record, replace
 from inspector.roles import TORCH_STATS, compile_rules
@@ -240,13 +242,21 @@ KIND_RULES: tuple[KindRule, ...] = (
         r"(?:.*\.)?shira_indices(?:\.[^.]+)?",
         "SHiRA's indices of the entries it trains: saved beside them, no parameter",
     ),
-    # bitsandbytes' 8-bit linear layers save their int8 weight's row scales and layout beside it (`SCB`,
-    # `weight_format`: the Int8Params' state, outside parameters(); transformers' num_parameters() counts the weight)
+    # bitsandbytes' linear layers save their quantized weight's state beside it: the 8-bit layers' row scales and
+    # layout (`SCB`, `weight_format`), the 4-bit layers' block scales, code map and the state's record, named after the
+    # weight (`inspector.quantized`); outside parameters(), transformers' num_parameters() counts the weight alone.
+    # A file holding a 4-bit state has packed weights: `decide` unpacks their records (`quantized.unpacked`)
     KindRule(
         "bnb.int8_state",
         TensorKind.BUFFER,
-        r"(?:.*\.)?(?:SCB|weight_format)",
+        r"(?:.*\.)?(?:" + BNB_INT8_NAMES + ")",
         "bitsandbytes int8 weight's row scales and layout: state of the weight, outside parameters()",
+    ),
+    KindRule(
+        "bnb.4bit_state",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?" + BNB_4BIT_NAMES,
+        "bitsandbytes 4-bit weight's block scales, code map and state record: its state, outside parameters()",
     ),
     KindRule(
         "peft.ranknum", TensorKind.BUFFER, r"(?:.*\.)?ranknum(?:\.[^.]+)?", "AdaLoRA's rank: a constant, not trained"
@@ -308,6 +318,7 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
     layout = model_type in FROZEN_BATCHNORM  # whether modules' layouts may make more buffers (see `_by_layout`)
     changed = False
     lasts: set[str] | None = None  # the last parts of the file's names, gathered for a rule's `unless_beside`
+    packed = False  # whether a 4-bit weight's state is in the file
     parameter, match = TensorKind.PARAMETER, _MATCHER.match  # (kind_rule in line: 100,000 tensors)
     for i, t in enumerate(tensors):
         if t.kind is parameter:  # the container's own word is never overridden
@@ -315,6 +326,7 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
             if found is not None:
                 rule = found[0]
                 layout = layout or rule.rule_id in LAYOUT_RULES
+                packed = packed or rule.rule_id == "bnb.4bit_state"
                 if rule.unless_beside and model_type is None and lasts is None:
                     lasts = {x.name.rpartition(".")[2] for x in tensors}
                 if (
@@ -331,6 +343,9 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
             if t.kind is TensorKind.PARAMETER and (t.name in names or t.name.rpartition(".")[0] in modules):
                 tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)
                 changed = True
+    if packed:
+        unpacked(tensors)
+        changed = True
     return replace(ckpt, tensors=tuple(tensors)) if changed else ckpt
 
 

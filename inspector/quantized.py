@@ -9,8 +9,17 @@ such a file hold them as parameters of the layer (compressed-tensors' and transf
 them so, and `num_parameters()` counts them), so the file's count has them; no architecture's formula does: the
 analytic check counts them beside the formula, as the quantization's (a row of their own), never as a difference.
 
-Packed formats (GPTQ, AWQ, compressed-tensors' pack-quantized, bitsandbytes' 4 bit) keep a weight in fewer elements
-than its shape has: not read as quantized here (their weights are checked as the tensors they are).
+bitsandbytes' layers keep their quantization's state beside the weight, outside `parameters()`: the 8-bit layers their
+row scales and layout (`SCB`, `weight_format`), the 4-bit layers (transformers' `load_in_4bit`, QLoRA's base models,
+the `-bnb-4bit` releases) their block scales, code map and the state's record, named after the weight
+(`weight.absmax`, `weight.quant_map`, `weight.nested_absmax`, `weight.nested_quant_map`,
+`weight.quant_state.bitsandbytes__nf4`). A 4-bit weight is stored packed, two 4-bit values a byte of its storage dtype,
+in a column (`bnb_4bit_quant_storage`, uint8 unless said): its record says so (`unpacked`), with the values it holds
+as its elements, as transformers' `num_parameters()` counts them; the shape it unpacks to is only in the state's
+record (tensor data), so the column stays a column.
+
+Other packed formats (GPTQ, AWQ, compressed-tensors' pack-quantized) are not read as quantized here (their weights
+are checked as the tensors they are).
 """
 
 from __future__ import annotations
@@ -33,6 +42,19 @@ SIDE_TENSORS: dict[str, str] = {
 # dtypes a weight quantized element for element is stored in
 QUANTIZED_DTYPES = frozenset({"F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I8"})
 WEIGHT = "weight"
+# bitsandbytes' state of a quantized weight (after "<module>."): its 8-bit layers' (a buffer each, as `SCB` is held)
+BNB_INT8_STATE = ("SCB", "weight_format")
+# the record of a 4-bit weight's state (after "<module>.weight.") -> the dtype of the values the weight packs
+PACKED_BY = {"quant_state.bitsandbytes__nf4": "NF4", "quant_state.bitsandbytes__fp4": "BNB_FP4"}
+# and the rest of the state (after "<module>.weight."): block scales, the code map, the scales' own (double
+# quantization)
+BNB_4BIT_STATE = ("absmax", "quant_map", "nested_absmax", "nested_quant_map", *PACKED_BY)
+# their names as patterns (after "<module>."), for the kind and role tables (`\d` for the digit in
+# `bitsandbytes__nf4`: a digit spelled in a pattern would split the matchers' memo by it)
+BNB_INT8_NAMES = "|".join(BNB_INT8_STATE)
+BNB_4BIT_NAMES = WEIGHT + r"\.(?:" + "|".join(BNB_4BIT_STATE).replace(".", r"\.").replace("4", r"\d") + ")"
+BNB_STATE = r"(?:.*\.)?(?:" + BNB_INT8_NAMES + "|" + BNB_4BIT_NAMES + ")"  # any of them, a whole name
+COLUMN_DTYPES = frozenset(PACKED_BY.values())  # a weight unpacked to a column: its shape says none of the layer's sizes
 QUANTIZATION_ROW = "quantization"  # the layer check's row of them, and its kind
 QUANTIZATION_KIND = "Scales"
 
@@ -59,6 +81,18 @@ def side_tensors(tensors: Sequence[TensorInfo]) -> list[TensorInfo]:
     return side
 
 
+def quantization_tensors(tensors: Sequence[TensorInfo]) -> dict[int, str]:
+    """What each tensor of a file's quantization is, by the tensor's id: the scales and zero points beside its 8-bit
+    weights (`side_tensors`), bitsandbytes' state of its weights (told by name)."""
+    import re
+
+    what = {id(t): f"the quantization's {SIDE_TENSORS[t.name.rpartition('.')[2]]} beside its 8-bit weight"
+            for t in side_tensors(tensors)}  # fmt: skip
+    state = re.compile(BNB_STATE)
+    what.update((id(t), "bitsandbytes' state of its quantized weight") for t in tensors if state.fullmatch(t.name))
+    return what
+
+
 def described(side: Sequence[TensorInfo]) -> str:
     """The sentence of a layer check's row of the quantization's tensors: what they are, beside how many weights."""
     modules = len({t.name.rpartition(".")[0] for t in side})
@@ -68,3 +102,27 @@ def described(side: Sequence[TensorInfo]) -> str:
         f"the quantization's tensors beside {modules:,} quantized weights: {what}; the loading frameworks hold them "
         "as parameters, no formula has them: counted from their own shapes"
     )
+
+
+def unpacked(tensors: list[TensorInfo]) -> None:
+    """Each bitsandbytes 4-bit weight of `tensors` (one with a `PACKED_BY` record beside it) made the values it packs:
+    its dtype theirs, its shape the column of them (the stored column unpacked), its elements as many as its bytes
+    hold (the storage dtype's bits / 4 a stored element)."""
+    from inspector.dtypes import DTYPES
+    from inspector.recordtype import replace
+
+    packed = {}
+    for t in tensors:
+        weight, _, state = t.name.partition(".quant_state.")
+        if state and (dtype := PACKED_BY.get("quant_state." + state)) is not None:
+            packed[weight] = dtype
+    for i, t in enumerate(tensors):
+        dtype = packed.get(t.name)
+        if dtype is not None and t.dtype not in COLUMN_DTYPES:
+            n = t.nbytes * 8 // DTYPES[dtype].bits
+            what = dtype.removeprefix("BNB_").lower()
+            note = (
+                f"bitsandbytes {what} weight stored packed as {t.dtype} {tuple(t.shape)}: {n:,} 4-bit values; the "
+                "shape they unpack to is in its quant_state record"
+            )
+            tensors[i] = replace(t, shape=(n, 1), dtype=dtype, notes=(*t.notes, note))

@@ -15,7 +15,7 @@ from enum import StrEnum
 from sys import intern
 
 from inspector.needles import Split, split
-from inspector.quantized import SIDE_TENSORS
+from inspector.quantized import BNB_4BIT_NAMES, BNB_INT8_NAMES, SIDE_TENSORS
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import StrEnumBody, fast_enum, field, record
 
@@ -70,6 +70,7 @@ class Role(StrEnumBody):
     ADAPTER = "adapter_factor"
     LEARNED_TENSOR = "learned_tensor"
     QUANT_SCALE = "quantization_scale"  # a quantized weight's scales or zero points (`inspector.quantized`)
+    QUANT_STATE = "quantization_state"  # a quantized weight's state outside parameters() (bitsandbytes' `SCB`, `absmax`)
     GRAPH_CONSTANT = "graph_constant"  # an input of a graph's node that is no weight (a Reshape's shape, Pad's pads)
     OPTIMIZER_SLOT = "optimizer_slot"
     BUFFER = "buffer"
@@ -218,6 +219,8 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     # a quantized weight's scales and zero points beside it (compressed-tensors' FP8 and INT8, transformers'
     # fine-grained FP8 of DeepSeek-V3 and Qwen3: `inspector.quantized`)
     RoleRule("quant.scale", Role.QUANT_SCALE, r"(?P<layer>.+)\.(?P<param>" + "|".join(SIDE_TENSORS) + ")", ("torch",)),
+    # bitsandbytes' state of its 8-bit and 4-bit weights, buffers (`inspector.quantized`): the layer is the module
+    RoleRule("bnb.state", Role.QUANT_STATE, r"(?P<layer>.+)\.(?P<param>" + BNB_INT8_NAMES + "|" + BNB_4BIT_NAMES + ")", ("torch",)),
     # a mixture of experts' projections stacked one tensor per projection (experts, out, in): transformers 5's fused
     # experts ('mlp.experts.gate_up_proj'), llama.cpp's stacked ones named as HF's ('mlp.experts.gate_proj.weight')
     RoleRule("moe.experts_gate", Role.FFN_GATE, r"(?P<layer>.+\.experts)\.(?P<param>gate_proj)(?:\.weight)?", ("torch",)),

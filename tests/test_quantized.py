@@ -208,7 +208,116 @@ def test_bitsandbytes_int8_checkpoint_counts_as_transformers_does(tmp_path: Path
     assert ckpt.n_parameters == model.num_parameters()
     state = [t for t in ckpt.tensors if t.name.rpartition(".")[2] in ("SCB", "weight_format")]
     assert len(state) == 2 * LINEARS and all(t.kind is TensorKind.BUFFER for t in state)
+    roles = {t.name: r for t, r in zip(ckpt.tensors, report.roles, strict=True)}
+    assert {(roles[t.name].role, roles[t.name].layer) for t in state} == {
+        ("quantization_state", t.name.rpartition(".")[0]) for t in state
+    }
     assert [t.dtype for t in ckpt.tensors if t.name.endswith("q_proj.weight")] == ["I8", "I8"]
     exp = report.expectation
     assert exp is not None and exp.source == "config" and exp.matches and not exp.anomalies
     assert {f.code for f in report.findings}.isdisjoint({"COUNT_MISMATCH", "UNMATCHED_NAME"})
+
+
+def _bnb_4bit(folder: Path, quant_type: str, double: bool, storage: str) -> Any:
+    """A test-sized llama loaded 4-bit by transformers and bitsandbytes on the CPU: the loaded model."""
+    pytest.importorskip("bitsandbytes")
+    _llama().save_pretrained(folder / "float")
+    config = transformers.BitsAndBytesConfig(
+        load_in_4bit=True, bnb_4bit_quant_type=quant_type, bnb_4bit_use_double_quant=double,
+        bnb_4bit_quant_storage=getattr(torch, storage),
+    )  # fmt: skip
+    return transformers.AutoModelForCausalLM.from_pretrained(folder / "float", quantization_config=config,
+                                                              device_map="cpu")  # fmt: skip
+
+
+BNB_4BIT = {  # quant type, double quantization, storage dtype -> the weights' dtype here, the state a weight keeps
+    "nf4_double": ("nf4", True, "uint8", "NF4", {"absmax", "quant_map", "nested_absmax", "nested_quant_map"}),
+    "fp4": ("fp4", False, "uint8", "BNB_FP4", {"absmax", "quant_map"}),
+    "nf4_bf16_storage": ("nf4", False, "bfloat16", "NF4", {"absmax", "quant_map"}),
+}
+
+
+@pytest.mark.parametrize("layout", list(BNB_4BIT))
+def test_bitsandbytes_4bit_checkpoint_counts_its_packed_values(tmp_path: Path, layout: str) -> None:
+    """bitsandbytes' 4-bit layers (transformers' `load_in_4bit`, on the CPU) saved by `save_pretrained`: each weight
+    is stored packed (two 4-bit values a byte of its storage dtype, in a column); its record holds the values it
+    packs, so the count is transformers' `num_parameters()` (which counts them so; the tensors' own elements are
+    fewer), its state (block scales, code maps, the state's record) are buffers of role `quantization_state` in the
+    weight's module, and the family check matches the config (it warned COUNT_MISMATCH, reading q_dim off the
+    packed column)."""
+    quant_type, double, storage, dtype, state = BNB_4BIT[layout]
+    model = _bnb_4bit(tmp_path, quant_type, double, storage)
+    model.save_pretrained(tmp_path / "4bit")
+    report = inspect(tmp_path / "4bit" / "model.safetensors")
+    ckpt = report.checkpoint
+    stored = sum(p.numel() for p in model.parameters())
+    assert ckpt.n_parameters == model.num_parameters() > stored
+    weights = [t for t in ckpt.tensors if t.dtype == dtype]
+    assert len(weights) == LINEARS and all(t.shape[1:] == (1,) and t.kind is TensorKind.PARAMETER for t in weights)
+    packed = {name: p for name, p in model.named_parameters() if p.dtype == getattr(torch, storage) and p.ndim == 2}
+    for t in weights:  # the values a weight packs: 8 / 4 a byte of its storage
+        assert t.n_elements == packed[t.name].numel() * 2 * packed[t.name].element_size() == t.nbytes * 2
+        assert f"stored packed as {'U8' if storage == 'uint8' else 'BF16'}" in t.notes[-1]
+    roles = {t.name: r for t, r in zip(ckpt.tensors, report.roles, strict=True)}
+    kept = [t for t in ckpt.tensors if ".weight." in t.name]
+    assert {t.name.split(".weight.")[1] for t in kept} == state | {f"quant_state.bitsandbytes__{quant_type}"}
+    for t in kept:
+        assert t.kind is TensorKind.BUFFER and not t.trainable
+        assert roles[t.name].role == "quantization_state" and roles[t.name].layer == t.name.split(".weight.")[0]
+    exp = report.expectation
+    assert exp is not None and exp.source == "config" and exp.matches and not exp.anomalies
+    assert exp.hyperparameters["q_dim"] == LLAMA["hidden_size"]
+    assert {f.code for f in report.findings}.isdisjoint({"COUNT_MISMATCH", "UNMATCHED_NAME"})
+
+
+def test_bitsandbytes_4bit_state_dict_without_config_is_explained(tmp_path: Path) -> None:
+    """The same 4-bit model's `torch.save(state_dict())` alone (a PyTorch zip, no config): the same count, and the
+    family inferred from names cannot read a packed weight's sizes, so it differs where the file shows how (an
+    explanation, never a warning)."""
+    model = _bnb_4bit(tmp_path, "nf4", True, "uint8")
+    torch.save(model.state_dict(), tmp_path / "model.pt")
+    report = inspect(tmp_path / "model.pt")
+    assert report.checkpoint.format == "pytorch-zip"
+    assert report.checkpoint.n_parameters == model.num_parameters()
+    assert {t.dtype for t in report.checkpoint.tensors if t.name.endswith("proj.weight")} == {"NF4"}
+    exp = report.expectation
+    assert exp is not None and exp.source == "inferred" and (exp.matches or exp.explained)
+    assert not [f for f in report.findings if f.severity != "info"]
+
+
+def test_a_weight_named_absmax_without_a_quant_state_is_not_unpacked() -> None:
+    """Only a weight with its 4-bit state's record beside it is read as packed: the record names the format."""
+    from inspector.quantized import unpacked
+
+    def tensor(name: str, dtype: str, shape: tuple[int, ...]) -> TensorInfo:
+        return TensorInfo(name, shape, dtype, shape[0], 0, kind=TensorKind.PARAMETER)
+
+    tensors = [
+        tensor("a.weight", "U8", (8, 1)),
+        tensor("a.weight.absmax", "F32", (1,)),
+        tensor("b.weight", "U8", (8, 1)),
+        tensor("b.weight.quant_state.bitsandbytes__fp4", "U8", (90,)),
+    ]
+    unpacked(tensors)
+    assert [(t.shape, t.dtype) for t in tensors[::2]] == [((8, 1), "U8"), ((16, 1), "BNB_FP4")]
+
+
+def test_diff_of_a_model_and_its_4bit_quantization(tmp_path: Path) -> None:
+    """`inspector diff` of a float model and its bitsandbytes 4-bit file: each weight's narrowing to NF4 changes the
+    model; its packing into a column (the same values) and its state only B has are expected differences."""
+    from inspector.diff import DiffKind, match
+    from inspector.diff import diff as diff_records
+
+    model = _bnb_4bit(tmp_path, "nf4", True, "uint8")
+    model.save_pretrained(tmp_path / "4bit")
+    a, b = load(tmp_path / "float" / "model.safetensors"), load(tmp_path / "4bit" / "model.safetensors")
+    result = diff_records(a, b, match(a, b))
+    by_kind: dict[DiffKind, list[Any]] = {}
+    for d in result.differences:
+        by_kind.setdefault(d.kind, []).append(d)
+    narrowed, packed = by_kind[DiffKind.DTYPE_CHANGED], by_kind[DiffKind.SHAPE_CHANGED]
+    assert len(narrowed) == LINEARS and not any(d.expected for d in narrowed)
+    assert len(packed) == LINEARS and all(d.expected and "packed into a column" in d.message for d in packed)
+    assert len(by_kind[DiffKind.EXTRA]) == 5 * LINEARS
+    assert all(d.expected and "bitsandbytes' state" in d.message for d in by_kind[DiffKind.EXTRA])
+    assert set(by_kind) == {DiffKind.DTYPE_CHANGED, DiffKind.SHAPE_CHANGED, DiffKind.EXTRA}
