@@ -18,15 +18,18 @@ in a column (`bnb_4bit_quant_storage`, uint8 unless said): its record says so (`
 as its elements, as transformers' `num_parameters()` counts them; the shape it unpacks to is only in the state's
 record (tensor data), so the column stays a column.
 
-Other packed formats (GPTQ, AWQ, compressed-tensors' pack-quantized) are not read as quantized here (their weights
-are checked as the tensors they are).
+compressed-tensors' pack-quantized format packs a weight's values into int32 elements along its last axis
+(`weight_packed`), its config saying how many bits a value: with the config, the record is unpacked to the weight's
+own shape, and its scales, zero points and shape beside it are the quantization's (`SIDE_TENSORS`). GPTQ and AWQ in
+their own layouts (`qweight`, `qzeros`) are not read as quantized here (their tensors are checked as they are).
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
+    from typing import Any
 
     from inspector.records import TensorInfo
 
@@ -38,10 +41,13 @@ SIDE_TENSORS: dict[str, str] = {
     "input_scale": "activation scales",
     "input_zero_point": "activation zero points",
     "activation_scale": "activation scales",
+    "weight_shape": "weight shapes",
+    "weight_g_idx": "weight group indices",
 }
 # dtypes a weight quantized element for element is stored in
-QUANTIZED_DTYPES = frozenset({"F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I8"})
+QUANTIZED_DTYPES = frozenset({"F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I8", "I4", "I2"})
 WEIGHT = "weight"
+WEIGHTS = (WEIGHT, "weight_packed")  # a quantized weight's names: as it is, packed (`unpacked`)
 # bitsandbytes' state of a quantized weight (after "<module>."): its 8-bit layers' (a buffer each, as `SCB` is held)
 BNB_INT8_STATE = ("SCB", "weight_format")
 # the record of a 4-bit weight's state (after "<module>.weight.") -> the dtype of the values the weight packs
@@ -53,6 +59,13 @@ BNB_4BIT_STATE = ("absmax", "quant_map", "nested_absmax", "nested_quant_map", *P
 # `bitsandbytes__nf4`: a digit spelled in a pattern would split the matchers' memo by it)
 BNB_INT8_NAMES = "|".join(BNB_INT8_STATE)
 BNB_4BIT_NAMES = WEIGHT + r"\.(?:" + "|".join(BNB_4BIT_STATE).replace(".", r"\.").replace("4", r"\d") + ")"
+# compressed-tensors' `pack-quantized` format (RedHat's and Neural Magic's W4A16 models, GPTQ and AWQ checkpoints
+# converted to it): a weight's values packed into int32 elements along its last axis (`weight_packed`, 32 / num_bits
+# values an element; the config's num_bits), its shape, scales, zero points and group indices beside it
+PACK_QUANTIZED = "pack-quantized"
+PACKED_WEIGHT = "weight_packed"
+PACK_STORAGE = "I32"
+PACK_DTYPES = {2: "I2", 4: "I4", 8: "I8"}  # num_bits -> the dtype of the values
 BNB_STATE = r"(?:.*\.)?(?:" + BNB_INT8_NAMES + "|" + BNB_4BIT_NAMES + ")"  # any of them, a whole name
 COLUMN_DTYPES = frozenset(PACKED_BY.values())  # a weight unpacked to a column: its shape says none of the layer's sizes
 QUANTIZATION_ROW = "quantization"  # the layer check's row of them, and its kind
@@ -74,7 +87,7 @@ def side_tensors(tensors: Sequence[TensorInfo]) -> list[TensorInfo]:
     side: list[TensorInfo] = []
     if not QUANTIZED_DTYPES.isdisjoint(map(attrgetter("dtype"), tensors)):
         quantized = {
-            parts[0] for t in tensors if t.dtype in QUANTIZED_DTYPES and (parts := t.name.rpartition("."))[2] == WEIGHT
+            parts[0] for t in tensors if t.dtype in QUANTIZED_DTYPES and (parts := t.name.rpartition("."))[2] in WEIGHTS
         }
         side = [t for t in tensors if (parts := t.name.rpartition("."))[2] in SIDE_TENSORS and parts[0] in quantized]
     _last[:] = [(tensors, side)]
@@ -86,7 +99,7 @@ def quantization_tensors(tensors: Sequence[TensorInfo]) -> dict[int, str]:
     weights (`side_tensors`), bitsandbytes' state of its weights (told by name)."""
     import re
 
-    what = {id(t): f"the quantization's {SIDE_TENSORS[t.name.rpartition('.')[2]]} beside its 8-bit weight"
+    what = {id(t): f"the quantization's {SIDE_TENSORS[t.name.rpartition('.')[2]]} beside its quantized weight"
             for t in side_tensors(tensors)}  # fmt: skip
     state = re.compile(BNB_STATE)
     what.update((id(t), "bitsandbytes' state of its quantized weight") for t in tensors if state.fullmatch(t.name))
@@ -104,10 +117,37 @@ def described(side: Sequence[TensorInfo]) -> str:
     )
 
 
-def unpacked(tensors: list[TensorInfo]) -> None:
-    """Each bitsandbytes 4-bit weight of `tensors` (one with a `PACKED_BY` record beside it) made the values it packs:
-    its dtype theirs, its shape the column of them (the stored column unpacked), its elements as many as its bytes
-    hold (the storage dtype's bits / 4 a stored element)."""
+def pack_quantized_bits(config: Mapping[str, Any] | None) -> int | None:
+    """The bits of each value a compressed-tensors `pack-quantized` config packs into its weights' int32 elements
+    (`num_bits`, one for every group of its weights), or None for any other config."""
+    quantization = (config or {}).get("quantization_config")
+    if not isinstance(quantization, dict) or quantization.get("quant_method") != "compressed-tensors":
+        return None
+    groups = quantization.get("config_groups")
+    if not isinstance(groups, dict):
+        return None
+    bits, formats = set(), {quantization.get("format")}
+    for group in groups.values():
+        weights = group.get("weights") if isinstance(group, dict) else None
+        if isinstance(weights, dict):
+            bits.add(weights.get("num_bits"))
+            formats.add(group.get("format") or quantization.get("format"))
+    formats.discard(None)
+    if formats != {PACK_QUANTIZED} or len(bits) != 1:
+        return None
+    (found,) = bits
+    return found if found in PACK_DTYPES else None
+
+
+def unpacked(tensors: list[TensorInfo], bits: int | None = None) -> None:
+    """Each packed weight of `tensors` made the values it packs, its dtype theirs and its elements as many as its
+    bytes hold, with a note of how it is stored:
+
+    - a bitsandbytes 4-bit weight (one with a `PACKED_BY` record beside it): its shape the stored column unpacked
+      (the storage dtype's bits / 4 values a stored element);
+    - with `bits` (a compressed-tensors `pack-quantized` config's), every `weight_packed`: its last axis unpacked
+      (32 / bits values an int32), the weight's own shape (the last axis padded up to a whole int32).
+    """
     from inspector.dtypes import DTYPES
     from inspector.recordtype import replace
 
@@ -126,3 +166,11 @@ def unpacked(tensors: list[TensorInfo]) -> None:
                 "shape they unpack to is in its quant_state record"
             )
             tensors[i] = replace(t, shape=(n, 1), dtype=dtype, notes=(*t.notes, note))
+        elif bits is not None and t.dtype == PACK_STORAGE and t.shape and t.name.rpartition(".")[2] == PACKED_WEIGHT:
+            each = DTYPES[PACK_STORAGE].bits // bits
+            shape = (*t.shape[:-1], t.shape[-1] * each)
+            note = (
+                f"compressed-tensors pack-quantized weight stored as {t.dtype} {tuple(t.shape)}: {each} {bits}-bit "
+                f"values an element along its last axis; its shape, padding less, is in its weight_shape"
+            )
+            tensors[i] = replace(t, shape=shape, dtype=PACK_DTYPES[bits], notes=(*t.notes, note))

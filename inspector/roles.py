@@ -69,7 +69,7 @@ class Role(StrEnumBody):
     LORA = "lora_factor"
     ADAPTER = "adapter_factor"
     LEARNED_TENSOR = "learned_tensor"
-    QUANT_SCALE = "quantization_scale"  # a quantized weight's scales or zero points (`inspector.quantized`)
+    QUANT_SCALE = "quantization_scale"  # a quantized weight's scales, zero points, shape (`inspector.quantized`)
     QUANT_STATE = "quantization_state"  # a quantized weight's state outside parameters() (bitsandbytes' `SCB`, `absmax`)
     GRAPH_CONSTANT = "graph_constant"  # an input of a graph's node that is no weight (a Reshape's shape, Pad's pads)
     OPTIMIZER_SLOT = "optimizer_slot"

@@ -13,6 +13,7 @@ uninitialised: only headers are read.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -321,3 +322,84 @@ def test_diff_of_a_model_and_its_4bit_quantization(tmp_path: Path) -> None:
     assert len(by_kind[DiffKind.EXTRA]) == 5 * LINEARS
     assert all(d.expected and "bitsandbytes' state" in d.message for d in by_kind[DiffKind.EXTRA])
     assert set(by_kind) == {DiffKind.DTYPE_CHANGED, DiffKind.SHAPE_CHANGED, DiffKind.EXTRA}
+
+
+PACK_QUANTIZED = {  # num_bits, symmetric -> the values' dtype, the tensors beside each packed weight
+    "w4_symmetric": (4, True, "I4", {"weight_scale", "weight_shape"}),
+    "w4_asymmetric": (4, False, "I4", {"weight_scale", "weight_zero_point", "weight_shape"}),
+    "w8_symmetric": (8, True, "I8", {"weight_scale", "weight_shape"}),
+}
+
+
+@pytest.mark.parametrize("layout", list(PACK_QUANTIZED))
+def test_compressed_tensors_pack_quantized_checkpoint_unpacks_its_weights(tmp_path: Path, layout: str) -> None:
+    """compressed-tensors' `pack-quantized` format (RedHat's W4A16 models: a weight's values packed into int32 along
+    its last axis, `weight_packed`, 32 / num_bits an element), a group's scales, zero points and the weight's shape
+    beside it, written by `ModelCompressor` and `save_pretrained`: each packed weight is read at the float model's
+    own shape in its values' dtype (the config's num_bits), the tensors beside it are the quantization's (their own
+    row), and the family check matches (it warned COUNT_MISMATCH, counting the int32 elements). The compressed
+    model's own `num_parameters()` counts the int32 elements: the file's count is the float model's and the
+    quantization's tensors, said in README."""
+    ct = pytest.importorskip("compressed_tensors")
+    from compressed_tensors.compressors import ModelCompressor
+    from compressed_tensors.quantization import QuantizationConfig, QuantizationStatus, apply_quantization_config
+
+    bits, symmetric, dtype, beside = PACK_QUANTIZED[layout]
+    scheme = {"num_bits": bits, "type": "int", "symmetric": symmetric, "dynamic": False, "strategy": "group",
+              "group_size": 32}  # fmt: skip
+    config = QuantizationConfig.model_validate(
+        {
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": scheme}},
+            "format": "pack-quantized",
+            "ignore": ["lm_head"],
+            "quantization_status": "initialized",
+        }
+    )
+    model = _llama()
+    shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
+    apply_quantization_config(model, config)
+    with torch.no_grad():  # (a calibration's result: any scale will do, the values are never read)
+        for module in model.modules():
+            if hasattr(module, "weight_scale"):
+                module.weight_scale.fill_(0.01)
+    config.quantization_status = QuantizationStatus.COMPRESSED
+    compressor = ModelCompressor(quantization_config=config)
+    compressor.compress_model(model)
+    model.save_pretrained(tmp_path)
+    compressor.update_config(str(tmp_path))
+    del ct
+    report = inspect(tmp_path / "model.safetensors")
+    ckpt = report.checkpoint
+    weights = [t for t in ckpt.tensors if t.name.endswith(".weight_packed")]
+    assert len(weights) == LINEARS
+    for t in weights:  # the float model's own shape, in the values' dtype
+        assert (t.dtype, t.shape) == (dtype, shapes[t.name.replace("weight_packed", "weight")])
+        assert t.nbytes == t.n_elements * bits // 8 and "pack-quantized" in t.notes[-1]
+    side = side_tensors(ckpt.tensors)
+    assert {t.name.rpartition(".")[2] for t in side} == beside and len(side) == len(beside) * LINEARS
+    float_count = sum(map(math.prod, shapes.values()))
+    assert ckpt.n_parameters == float_count + sum(t.n_elements for t in side) > model.num_parameters()
+    exp = report.expectation
+    assert exp is not None and exp.source == "config" and exp.matches and not exp.anomalies
+    assert exp.total - exp.layers[-1].expected == float_count and exp.layers[-1].layer == QUANTIZATION_ROW
+    assert {f.code for f in report.findings}.isdisjoint({"COUNT_MISMATCH", "UNMATCHED_NAME"})
+    (tmp_path / "config.json").unlink()  # alone, its num_bits unknown: the int32 elements, as compressed-tensors counts
+    alone = inspect(tmp_path / "model.safetensors")
+    assert alone.checkpoint.n_parameters == model.num_parameters()
+    assert not [f for f in alone.findings if f.severity != "info"]
+
+
+def test_pack_quantized_bits_read_from_the_config() -> None:
+    """Only a compressed-tensors config whose weights are all packed with one num_bits unpacks them."""
+    from inspector.quantized import pack_quantized_bits
+
+    def config(fmt: str, *bits: int, method: str = "compressed-tensors") -> dict[str, Any]:
+        groups = {f"g{i}": {"targets": ["Linear"], "weights": {"num_bits": b}} for i, b in enumerate(bits)}
+        return {"quantization_config": {"quant_method": method, "format": fmt, "config_groups": groups}}
+
+    assert pack_quantized_bits(config("pack-quantized", 4)) == 4
+    assert pack_quantized_bits(config("pack-quantized", 4, 4)) == 4
+    assert pack_quantized_bits(config("pack-quantized", 4, 8)) is None
+    assert pack_quantized_bits(config("float-quantized", 8)) is None
+    assert pack_quantized_bits(config("pack-quantized", 4, method="gptq")) is None
+    assert pack_quantized_bits(None) is None and pack_quantized_bits({"model_type": "llama"}) is None
