@@ -258,6 +258,24 @@ KIND_RULES: tuple[KindRule, ...] = (
         r"(?:.*\.)?" + BNB_4BIT_NAMES,
         "bitsandbytes 4-bit weight's block scales, code map and state record: its state, outside parameters()",
     ),
+    # Latent diffusion's LitEma (CompVis' and Stability's Stable Diffusion 1.x/2.x checkpoints, `model_ema.*` beside
+    # `model.diffusion_model.*`): the EMA copy of each trained weight is a registered buffer, named without its dots
+    # (`model_ema.diffusion_modelinput_blocks00weight`), beside the `decay` and `num_updates` buffers. An EMA model
+    # kept as a submodule has dotted names (`model_ema.module.conv.weight`) and stays as it is
+    KindRule(
+        "ldm.lit_ema",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?model_ema\.[^.]+",
+        "latent diffusion's LitEma: the weights' EMA copies and its decay, registered buffers",
+    ),
+    # openai-whisper's own checkpoints: the audio encoder's sinusoidal position table is a registered buffer (the text
+    # decoder's `decoder.positional_embedding` is learned, a parameter)
+    KindRule(
+        "whisper.sinusoids",
+        TensorKind.BUFFER,
+        r"(?:model_state_dict\.)?encoder\.positional_embedding",
+        "openai-whisper audio encoder's sinusoidal positions: a registered buffer",
+    ),
     KindRule(
         "peft.ranknum", TensorKind.BUFFER, r"(?:.*\.)?ranknum(?:\.[^.]+)?", "AdaLoRA's rank: a constant, not trained"
     ),

@@ -100,6 +100,7 @@ PEFT_FACTORS = (
 )
 P = r"(?:.*[./])?"  # any module prefix ('first.first.second.', 'model/', 'bert.')
 WB = r"(?P<param>weight|bias)"
+WHISPER_BLOCK = r"(?P<layer>(?:model_state_dict\.)?(?:encoder|decoder)\.blocks\.\d+)"  # openai-whisper's, its section's
 
 ROLE_RULES: tuple[RoleRule, ...] = (
     # PEFT LoRA adapters (adapter_model.safetensors), before every other rule (a factor is one whatever it adapts):
@@ -155,6 +156,14 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("hf.gpt2.attn_buffer", Role.BUFFER, r"(?:transformer\.)?h\.(?P<i>\d+)\.attn\.(?P<param>bias|masked_bias)", ("torch",), "h.{i}"),
     RoleRule("hf.gpt2.ln_f", Role.NORM, r"(?:transformer\.)?ln_f\." + WB, ("torch",), "ln_f"),
     RoleRule("hf.lm_head", Role.HEAD, r"lm_head\." + WB, ("torch",), "lm_head"),
+    # openai-whisper's own checkpoints ({"dims", "model_state_dict"}: the files `whisper.load_model` downloads): its
+    # blocks' attention (self and cross) as query/key/value/out, the MLP as a Sequential (0: up, 2: down)
+    RoleRule("whisper.attn_q", Role.ATTN_Q, WHISPER_BLOCK + r"\.(?:attn|cross_attn)\.query\." + WB, ("torch",)),
+    RoleRule("whisper.attn_k", Role.ATTN_K, WHISPER_BLOCK + r"\.(?:attn|cross_attn)\.key\." + WB, ("torch",)),
+    RoleRule("whisper.attn_v", Role.ATTN_V, WHISPER_BLOCK + r"\.(?:attn|cross_attn)\.value\." + WB, ("torch",)),
+    RoleRule("whisper.attn_o", Role.ATTN_O, WHISPER_BLOCK + r"\.(?:attn|cross_attn)\.out\." + WB, ("torch",)),
+    RoleRule("whisper.ffn_up", Role.FFN_UP, WHISPER_BLOCK + r"\.mlp\.0\." + WB, ("torch",)),
+    RoleRule("whisper.ffn_down", Role.FFN_DOWN, WHISPER_BLOCK + r"\.mlp\.2\." + WB, ("torch",)),
     # Hugging Face BERT (transformers BertModel / BertFor*)
     RoleRule("hf.bert.word", Role.EMBEDDING, r"(?:bert\.)?embeddings\.word_embeddings\.weight", ("torch",), "embeddings.word_embeddings", "weight"),
     RoleRule("hf.bert.position", Role.POSITION_EMBEDDING, r"(?:bert\.)?embeddings\.(?:position|token_type)_embeddings\.weight", ("torch",), None, "weight"),
@@ -208,7 +217,7 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     # timm vision transformers: learned tokens (also diffusers' AuraFlow register tokens), position embeddings and
     # LayerScale factors beside the modules
     RoleRule("timm.token", Role.LEARNED_TENSOR, r"(?:(?P<layer>.+)\.)?(?P<param>(?:cls|dist|reg|mask)_token|register_tokens)", ("torch",)),
-    RoleRule("timm.pos_embed", Role.POSITION_EMBEDDING, r"(?:(?P<layer>.+)\.)?(?P<param>(?:absolute_)?pos_embed)", ("torch",)),
+    RoleRule("timm.pos_embed", Role.POSITION_EMBEDDING, r"(?:(?P<layer>.+)\.)?(?P<param>(?:absolute_)?pos_embed|positional_embedding)", ("torch",)),
     RoleRule("timm.layer_scale", Role.LEARNED_TENSOR, r"(?P<layer>.+)\.(?P<param>gamma(?:_\d)?)", ("torch",)),
     # diffusers DiT-style transformers (PixArt, Sana...): the adaLN-single modulation table, learned
     RoleRule("diffusers.scale_shift", Role.LEARNED_TENSOR, r"(?:(?P<layer>.+)\.)?(?P<param>scale_shift_table)", ("torch",)),

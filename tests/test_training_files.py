@@ -114,3 +114,54 @@ def test_an_accelerate_saved_state(tmp_path: Path) -> None:
     rng = inspect(tmp_path / "random_states_0.pkl").checkpoint
     assert rng.n_parameters == 0 and {t.kind for t in rng.tensors} == {TensorKind.OTHER}
     assert inspect(tmp_path / "model.safetensors").checkpoint.n_parameters == sum(p.numel() for p in model.parameters())
+
+
+def test_a_latent_diffusion_checkpoint_with_its_ema(tmp_path: Path) -> None:
+    """Stable Diffusion 1.x/2.x checkpoints (CompVis' latent diffusion) keep the EMA of the denoiser's weights in
+    `model_ema`, a LitEma: one registered buffer per trained weight, named without its dots, and `decay` and
+    `num_updates`. LitEma below is latent diffusion's own (`ldm/modules/ema.py` of CompVis/stable-diffusion at
+    21f890f, not on PyPI: its constructor as written there); the file is the Lightning module's state dict as
+    `ModelCheckpoint` writes it. The count is torch's `parameters()`: the EMA copies are buffers, not a second model."""
+    torch = pytest.importorskip("torch")
+    from torch import nn
+
+    class LitEma(nn.Module):  # (ldm/modules/ema.py, CompVis/stable-diffusion 21f890f, its constructor)
+        def __init__(self, model: nn.Module, decay: float = 0.9999, use_num_upates: bool = True) -> None:
+            super().__init__()
+            if decay < 0.0 or decay > 1.0:
+                raise ValueError("Decay must be between 0 and 1")
+
+            self.m_name2s_name = {}
+            self.register_buffer("decay", torch.tensor(decay, dtype=torch.float32))
+            self.register_buffer(
+                "num_updates", torch.tensor(0, dtype=torch.int) if use_num_upates else torch.tensor(-1, dtype=torch.int)
+            )
+
+            for name, p in model.named_parameters():
+                if p.requires_grad:
+                    # remove as '.'-character is not allowed in buffers
+                    s_name = name.replace(".", "")
+                    self.m_name2s_name.update({name: s_name})
+                    self.register_buffer(s_name, p.clone().detach().data)
+
+    class DiffusionWrapper(nn.Module):  # (ldm/models/diffusion/ddpm.py: the denoiser under `diffusion_model`)
+        def __init__(self) -> None:
+            super().__init__()
+            self.diffusion_model = nn.Sequential(nn.Conv2d(4, 8, 3), nn.GroupNorm(2, 8), nn.Conv2d(8, 4, 3))
+
+    class LatentDiffusion(nn.Module):  # (its modules as ddpm.py names them; the autoencoder frozen, still counted)
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = DiffusionWrapper()
+            self.model_ema = LitEma(self.model)
+            self.first_stage_model = nn.Conv2d(3, 4, 1).requires_grad_(False)
+
+    torch.manual_seed(0)
+    model = LatentDiffusion()
+    path = tmp_path / "sd.ckpt"
+    torch.save({"state_dict": model.state_dict(), "global_step": 0, "epoch": 0}, path)
+    ckpt = inspect(path).checkpoint
+    assert ckpt.n_parameters == sum(p.numel() for p in model.parameters())
+    buffers = {f"state_dict.{n}" for n, _ in model.named_buffers()}
+    assert len(buffers) == 2 + len(list(model.model.parameters()))
+    assert {t.name for t in ckpt.tensors if t.kind is TensorKind.BUFFER} == buffers
