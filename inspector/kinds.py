@@ -89,10 +89,12 @@ KIND_RULES: tuple[KindRule, ...] = (
         r"(?:.*\.)?(?:relative_position_index|relative_coords_table)",
         "Swin relative position index (and Swin V2's coordinates table): buffers",
     ),
+    # EnCodec's EMA codebooks: transformers' (`quantizer.layers.N.codebook.*`) and the original package's and
+    # audiocraft's (`quantizer.vq.layers.N._codebook.*`: Bark's and MusicGen's compression models)
     KindRule(
         "hf.codebook",
         TensorKind.BUFFER,
-        r"(?:.*\.)?codebook\.(?:inited|cluster_size|embed|embed_avg)",
+        r"(?:.*\.)?_?codebook\.(?:inited|cluster_size|embed|embed_avg)",
         "EnCodec EMA codebook: buffers",
     ),
     KindRule(
@@ -267,6 +269,14 @@ KIND_RULES: tuple[KindRule, ...] = (
         TensorKind.BUFFER,
         r"(?:.*\.)?model_ema\.[^.]+",
         "latent diffusion's LitEma: the weights' EMA copies and its decay, registered buffers",
+    ),
+    # Segment Anything's own checkpoints (`segment_anything`, the sam_vit_*.pth files; SAM 2's prompt encoder too): the
+    # prompt encoder's random Fourier features are a registered buffer (transformers' SAM learns its own, named apart)
+    KindRule(
+        "sam.fourier",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?pe_layer\.positional_encoding_gaussian_matrix",
+        "Segment Anything prompt encoder's random Fourier features: a registered buffer",
     ),
     # openai-whisper's own checkpoints: the audio encoder's sinusoidal position table is a registered buffer (the text
     # decoder's `decoder.positional_embedding` is learned, a parameter)
