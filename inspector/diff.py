@@ -26,7 +26,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from inspector.errors import SpecError
-from inspector.quantized import COLUMN_DTYPES, quantization_tensors
+from inspector.quantized import BNB_4BIT_NAMES, BNB_INT8_NAMES, COLUMN_DTYPES, quantization_tensors
 from inspector.records import TensorKind
 from inspector.recordtype import StrEnumBody, fast_enum, field, record
 
@@ -109,6 +109,7 @@ WIDENINGS = frozenset(
      ("U8", "I32"), ("U8", "I64"), ("U16", "I32"), ("U16", "I64"), ("U32", "I64")}
 )  # fmt: skip
 _COMPILED = tuple((re.compile(r.pattern), r.replacement) for r in NAMING_RULES)
+_QUANTIZATION_STATE = re.compile(r"(.+)\.(?:" + BNB_INT8_NAMES + "|" + BNB_4BIT_NAMES + ")")  # bitsandbytes'
 _PARAM_END = re.compile(r"(?:^|[._/])(" + "|".join(PARAM_NAMES) + r")(?::\d+)?$")
 
 
@@ -197,10 +198,14 @@ def param_of(name: str) -> str:
 
 
 def layer_of(name: str) -> str:
-    """The layer part of a normalised name: what precedes its parameter name ('' at the top level)."""
+    """The layer part of a normalised name: what precedes its parameter name ('' at the top level; a quantized
+    weight's state, named after the weight, is its module's)."""
     found = _PARAM_END.search(name)
     if found and found.start() > 0:
         return name[: found.start()]
+    state = _QUANTIZATION_STATE.fullmatch(name)
+    if state:
+        return state[1]
     return name.rsplit(".", 1)[0] if "." in name else ""
 
 

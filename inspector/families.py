@@ -403,14 +403,15 @@ def _mamba2_derive(h: dict[str, Any]) -> None:
         h.setdefault("in_dim", h["conv_dim"] + h["inner"] + h["heads"])
 
 
-def _llama4_derive(h: dict[str, Any]) -> None:
-    """Llama 4's MoE layers as Llama4TextConfig places them (every `interleave_moe_layer_step`-th, the last of each
-    step) where the file did not say, and the others dense."""
+def _moe_derive(h: dict[str, Any]) -> None:
+    """A mixture of experts' MoE layers as the configs place them (every `moe_step`-th, the last of each step:
+    Llama 4's `interleave_moe_layer_step`, Qwen2/3-MoE's `decoder_sparse_step`; less Qwen's `mlp_only_layers`) where
+    the file did not say, and the others dense."""
     derive_transformer(h)
     layers = int(h.get("layers") or 0)
     if "moe_layers" not in h:
-        step = int(h.get("moe_step") or 1)
-        h["moe_layers"] = list(range(step - 1, layers, step))
+        step, dense = int(h.get("moe_step") or 1), set(h.get("mlp_only") or ())
+        h["moe_layers"] = [i for i in range(step - 1, layers, step) if i not in dense]
     if "dense_layers" not in h:
         moe = set(h["moe_layers"])
         h["dense_layers"] = [i for i in range(layers) if i not in moe]
@@ -444,11 +445,14 @@ def _expert_layouts(
     reads: Mapping[str, tuple[str, int]],
     defaults: Mapping[str, Any],
     config: Mapping[str, str] | None = None,
+    dense: tuple[Part, ...] = (),
 ) -> tuple[Family, Family, Family]:
     """A mixture-of-experts family (a router `mlp.gate`, gated experts of expert_ff under `mlp.experts`) in its three
     layouts: one module per expert as the hub holds it, the experts fused as transformers 5 holds them in memory
     (what torch.save of its state dict writes), and stacked one tensor per projection as llama.cpp's converter
-    writes them (GGUF); the file's tensors pick one (`FAMILIES_BY_MODEL_TYPE`)."""
+    writes them (GGUF); the file's tensors pick one (`FAMILIES_BY_MODEL_TYPE`). The router, experts and `shared`
+    parts are in the MoE layers, `dense` (a dense MLP) in the others: the layers holding each, read off the file
+    (else placed as the config says, `_moe_derive`)."""
     experts = "layers.{i}.mlp.experts"
     layouts = (
         (
@@ -476,10 +480,15 @@ def _expert_layouts(
             description,
             model_types,
             ("model.", ""),
-            (*layer, ROUTER, *parts, *shared),
+            (
+                *layer,
+                *(replace(p, over="moe_layers") for p in (ROUTER, *parts, *shared)),
+                *(replace(p, when="dense_mlp", over="dense_layers") for p in dense),
+            ),
             {**reads, "expert_ff": expert_ff, "experts": ("layers.0.mlp.gate", 0)},
-            defaults,
+            {**defaults, "dense_mlp": True} if dense else defaults,
             config or {},
+            derive=_moe_derive,
         )
         for (suffix, parts, expert_ff), description in zip(layouts, descriptions, strict=True)
     )
@@ -740,7 +749,8 @@ FAMILIES: tuple[Family, ...] = (
     *_expert_layouts(
         "qwen2_moe",
         (
-            "Qwen2-MoE / Qwen3-MoE: a router, `experts` gated experts of expert_ff and an optional gated shared expert",
+            "Qwen2-MoE / Qwen3-MoE: a router, `experts` gated experts of expert_ff and an optional gated shared expert "
+            "(dense MLP layers of feedforward where the config says)",
             "Qwen2/3-MoE as transformers 5 holds it (torch.save of its state dict): a router, the experts fused into "
             "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
             "Qwen2/3-MoE as llama.cpp's converter writes it (GGUF): a router, the experts stacked into gate_proj and "
@@ -749,8 +759,12 @@ FAMILIES: tuple[Family, ...] = (
         ("qwen2_moe", "qwen3_moe"),
         (*DECODER_ENDS, *LLAMA_LAYER),
         QWEN_SHARED_EXPERT,
-        LLAMA_READS | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0)},
+        LLAMA_READS
+        | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0), "feedforward": ("layers.0.mlp.up_proj", 0)},
         {"tied": False, "attention_bias": True, "norm_shift": False, "head_bias": False},
+        # its dense layers (`mlp_only_layers`, and those `decoder_sparse_step` skips) hold a dense MLP of feedforward
+        {"decoder_sparse_step": "moe_step", "mlp_only_layers": "mlp_only"},
+        GATED_MLP,
     ),
     *_expert_layouts(
         "olmoe",
@@ -892,7 +906,7 @@ FAMILIES: tuple[Family, ...] = (
                 "intermediate_size_mlp": "feedforward",
                 "interleave_moe_layer_step": "moe_step",
             },
-            derive=_llama4_derive,
+            derive=_moe_derive,
         )
         for name, how, experts, experts_parts in (
             (

@@ -51,11 +51,15 @@ def _config_value(config: Mapping[str, Any], key: str) -> Any:
 
 
 FLAGS = frozenset({"tied", "attention_bias", "mlp_bias"})  # the config's true/false facts; the rest are sizes
+FIRST_LAYER = "layers.0."  # where a family reads a layer's sizes
+LAYER_LISTS = frozenset({"mlp_only"})  # the config's lists of layer indices
 
 
 def _usable(hyper: str, value: Any) -> bool:
     if hyper in FLAGS:
         return isinstance(value, bool)
+    if hyper in LAYER_LISTS:  # (layer indices: Qwen-MoE's `mlp_only_layers`)
+        return isinstance(value, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in value)
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
@@ -300,6 +304,11 @@ def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, 
     if view is not None:
         for hyper, (path, axis) in family.reads.items():
             full = view.full(path)
+            if not view.module(full) and path.startswith(FIRST_LAYER):  # (a part not every layer holds: a dense
+                # first layer has no router) read in the first layer that holds it
+                template = "layers.{i}." + path.removeprefix(FIRST_LAYER)
+                full = next((f for f in map(view.full, _expand(template, {"layers": view.count(template, "i")}))
+                             if view.module(f)), full)  # fmt: skip
             weight = next(
                 (t for t in view.module(full) if canonical_name(t) == full or t.name.endswith((".weight", ".kernel"))),
                 None,

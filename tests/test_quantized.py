@@ -322,6 +322,7 @@ def test_diff_of_a_model_and_its_4bit_quantization(tmp_path: Path) -> None:
     assert len(by_kind[DiffKind.EXTRA]) == 5 * LINEARS
     assert all(d.expected and "bitsandbytes' state" in d.message for d in by_kind[DiffKind.EXTRA])
     assert set(by_kind) == {DiffKind.DTYPE_CHANGED, DiffKind.SHAPE_CHANGED, DiffKind.EXTRA}
+    assert len({d.layer for d in result.differences}) == LINEARS  # (each weight's state in its module's row)
 
 
 PACK_QUANTIZED = {  # num_bits, symmetric -> the values' dtype, the tensors beside each packed weight

@@ -20,7 +20,7 @@ FAMILY = {
     **dict.fromkeys(("bert", "bert-cls", "roberta"), "bert"),
     **dict.fromkeys(("mamba", "falcon_mamba"), "mamba"),
     **dict.fromkeys(("granitemoe", "granitemoeshared"), "granitemoe"),
-    "qwen3_moe": "qwen2_moe",
+    **dict.fromkeys(("qwen3_moe", "qwen2_moe+dense", "qwen3_moe+sparse_step"), "qwen2_moe"),
     "llama4_text": "llama4",
     "olmo3": "olmo2",
     "starcoder2+no_bias": "starcoder2",

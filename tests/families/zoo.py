@@ -203,6 +203,28 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             num_experts_per_tok=2,
         ),
     ),
+    "qwen2_moe+dense": (  # mlp_only_layers: its first layer a dense MLP of intermediate_size, no router
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "moe_intermediate_size": 16,
+            "shared_expert_intermediate_size": 48,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "mlp_only_layers": [0],
+        },
+    ),  # fmt: skip
+    "qwen3_moe+sparse_step": (  # decoder_sparse_step=2: every second layer MoE (layer 1 of 2), the others dense
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "moe_intermediate_size": 16,
+            "head_dim": 8,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "decoder_sparse_step": 2,
+        },
+    ),  # fmt: skip
     "olmoe": (
         "AutoModelForCausalLM",
         dict(
