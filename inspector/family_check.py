@@ -7,8 +7,9 @@ shapes the family `reads`; facts (biases, norm shifts, optional parts, a tied he
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import compress, repeat
 from operator import itemgetter
 
@@ -186,15 +187,17 @@ def _keys(modules: Iterable[str], tensors: Iterable[str]) -> frozenset[str]:
 
 @record(frozen=True)
 class FileView:
-    """The file seen from a family prefix ('model.', 'bert.', '')."""
+    """The file seen from a family prefix ('model.', 'bert.', ''), under the prefix of what holds the model where the
+    file nests it (`outer`: a training checkpoint's section and the module wrapping the model, 'state_dict.model.')."""
 
     file: FileModules
-    base: str
+    base: str  # `outer` and the family's prefix
+    outer: str = ""
     counts: dict[str, int] = field(default_factory=dict, compare=False)  # layer counts by prefix, computed once
 
     def full(self, path: str) -> str:
-        """A part path made absolute: the family prefix before it, unless it starts with '/'."""
-        return path[1:] if path.startswith("/") else self.base + path
+        """A part path made absolute: the family prefix before it, or only `outer` when it starts with '/'."""
+        return self.outer + path[1:] if path.startswith("/") else self.base + path
 
     def module(self, full: str) -> tuple[TensorInfo, ...]:
         """The tensors of a module, or the bare tensor of that name (a class token)."""
@@ -246,6 +249,7 @@ def detect(ckpt: Checkpoint, families: Sequence[Family] = FAMILIES) -> list[tupl
     candidates = list(stated) if stated else list(families)
     file = FileModules.of(ckpt)
     ranked: list[tuple[tuple[int, int], Family, FileView]] = []
+    layers: list[tuple[Family, list[Part]]] = []  # each candidate and its mandatory layer parts
     for family in candidates:
         if source == "inferred" and family.stated_only:
             continue
@@ -257,17 +261,39 @@ def detect(ckpt: Checkpoint, families: Sequence[Family] = FAMILIES) -> list[tupl
         ]
         if source == "inferred" and not _ends_there(file, layer_parts, family.bases):
             continue  # (the test below fails from every base: no view of the file is made)
-        for base in family.bases:
-            view = FileView(file, base)
-            if source == "inferred" and (not layer_parts or not all(view.has_any(p.path) for p in layer_parts)):
-                continue  # without a config every mandatory layer part must be there
-            if source == "inferred" and family.uniform and not all(_in_every_layer(view, p.path) for p in layer_parts):
-                continue
-            score = _score(view, family)
-            if score[0]:
-                ranked.append((score, family, view))
+        layers.append((family, layer_parts))
+    for outer in ("", *_outer_prefixes(file)):  # (from the file's root; else under what nests the model, if anything)
+        for family, layer_parts in layers:
+            for base in family.bases:
+                view = FileView(file, outer + base, outer)
+                if source == "inferred" and (not layer_parts or not all(view.has_any(p.path) for p in layer_parts)):
+                    continue  # without a config every mandatory layer part must be there
+                if (
+                    source == "inferred"
+                    and family.uniform
+                    and not all(_in_every_layer(view, p.path) for p in layer_parts)
+                ):
+                    continue
+                score = _score(view, family)
+                if score[0]:
+                    ranked.append((score, family, view))
+        if ranked:
+            break
     ranked.sort(key=lambda x: (-x[0][0], -x[0][1]))
     return [(family, view, source) for _, family, view in ranked]
+
+
+def _outer_prefixes(file: FileModules) -> Iterator[str]:
+    """The prefixes every parameter's name shares, shortest first, each ending at a dot ('state_dict.', then
+    'state_dict.model.'): where a training checkpoint's section and the module wrapping the model put it."""
+    names = file.named[0]
+    if not names:
+        return
+    common = os.path.commonprefix([min(names), max(names)])
+    end = common.find(".")
+    while end >= 0:
+        yield common[: end + 1]
+        end = common.find(".", end + 1)
 
 
 def _in_every_layer(view: FileView, template: str) -> bool:
@@ -403,7 +429,7 @@ def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None
         template = part.path.removeprefix("/")
         role = part_role(part)
         for path in _expand(template, h, part.over):
-            full = path if part.path.startswith("/") else base + path
+            full = (view.outer if view is not None else "") + path if part.path.startswith("/") else base + path
             tensors = view.module(full) if view is not None else None
             if part.tied is not None:
                 if view is None:

@@ -93,6 +93,42 @@ def test_a_lightning_checkpoint(tmp_path: Path) -> None:
     assert not [f for f in report.findings if f.severity != "info"] and not report.unsafe
 
 
+def test_a_lightning_checkpoint_of_a_transformers_model(tmp_path: Path) -> None:
+    """A LightningModule fine-tuning a transformers Llama (`self.model`): the checkpoint nests the model under its
+    section and the module's attribute (`state_dict.model.model.layers.0...`); the family is found under that prefix
+    (it was checked module by module), the layer rows are the model's own and every weight has its role."""
+    torch = pytest.importorskip("torch")
+    lightning = pytest.importorskip("lightning")
+    llama = _tiny_llama()
+
+    class Module(lightning.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = llama
+
+        def training_step(self, batch: object, _: int) -> object:
+            (ids,) = batch  # type: ignore[misc]
+            return self.model(input_ids=ids, labels=ids).loss
+
+        def configure_optimizers(self) -> object:
+            return torch.optim.AdamW(self.parameters())
+
+    data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randint(0, 128, (4, 8))), 2)
+    trainer = lightning.Trainer(
+        max_steps=1, default_root_dir=tmp_path, logger=False, enable_progress_bar=False, enable_model_summary=False
+    )
+    trainer.fit(Module(), data)
+    (path,) = tmp_path.rglob("*.ckpt")
+    report = inspect(path)
+    assert report.checkpoint.n_parameters == llama.num_parameters()  # type: ignore[attr-defined]
+    exp = report.expectation
+    assert exp is not None and exp.architecture == "llama" and exp.source == "inferred" and exp.matches
+    assert {c.layer for c in exp.layers} >= {"state_dict.model.model.layers.0", "state_dict.model.lm_head"}
+    roles = {r.name: r.role for r in report.roles}
+    assert roles["state_dict.model.model.layers.1.self_attn.q_proj.weight"] == "attention_query"
+    assert not [f for f in report.findings if f.severity != "info"]
+
+
 def test_an_accelerate_saved_state(tmp_path: Path) -> None:
     """accelerate's `save_state`: the model, the optimizer's state_dict (`optimizer.bin`), the scheduler and the
     random states (`random_states_0.pkl`: Python's, numpy's and torch's)."""
