@@ -215,6 +215,56 @@ def walk(value: Any) -> Iterator[tuple[str, TensorRef, TensorKind | None]]:
         stack.extend((v, p, h, depth + 1) for v, p, h in reversed(children))
 
 
+# The scalars a checkpoint keeps beside its tensors, shown as attributes (`checkpoint_values`)
+VALUES_PREFIX = "checkpoint."
+MAX_VALUES = 40  # attributes of them at most
+MAX_TOP_KEYS = 256  # a top-level dict of more keys is a state dict: its values are tensors
+MAX_VALUE_TEXT = 120  # characters of a string value shown
+MAX_LISTED_VALUES = 16  # items of a list of scalars shown
+
+
+def _text(value: Any, nested: bool = False) -> str | None:
+    """A scalar's text (a short list of them too), or None for anything else: a tensor, a structure, a number too
+    large to print in bounded time. Text a terminal would act on is shown escaped."""
+    if value is None or isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value) if value.bit_length() <= 64 else None
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        text = value if len(value) <= MAX_VALUE_TEXT else value[:MAX_VALUE_TEXT] + "..."
+        return text if text.isprintable() else repr(text)
+    if isinstance(value, (list, tuple)) and not nested and len(value) <= MAX_LISTED_VALUES:
+        items = [_text(v, True) for v in value]
+        return None if None in items else "[" + ", ".join(items) + "]"  # type: ignore[arg-type]
+    return None
+
+
+def checkpoint_values(value: Any) -> dict[str, str]:
+    """The scalars a training checkpoint keeps beside its tensors, as text by dotted key: its top-level ones (epoch,
+    step, versions) and those of a top-level dict of scalars (the model's own hyperparameters: openai-whisper's
+    `dims`, nanoGPT's `model_args`, Lightning's `hyper_parameters`), at most `MAX_VALUES`; none for a state dict. Read
+    from what the pickle built, never by calling anything."""
+    if not isinstance(value, dict) or len(value) > MAX_TOP_KEYS:  # (the fast reader's dicts are a subclass)
+        return {}
+    out: dict[str, str] = {}
+    for key, item in value.items():
+        name = key_name(key)
+        name = name if name.isprintable() else repr(name)
+        text = _text(item)
+        if text is not None:
+            out[VALUES_PREFIX + name] = text
+        elif isinstance(item, dict) and len(item) <= MAX_VALUES:
+            texts = [(key_name(k), _text(v)) for k, v in item.items()]
+            out.update(
+                (f"{VALUES_PREFIX}{name}.{k if k.isprintable() else repr(k)}", t) for k, t in texts if t is not None
+            )
+        if len(out) >= MAX_VALUES:
+            return dict(list(out.items())[:MAX_VALUES])
+    return out
+
+
 def _section(value: Any) -> dict[str, tuple[str, TensorKind]]:
     """Section of each top-level key, when the object is a training checkpoint: a section key holds a state dict,
     a module or a list of them; a state dict whose own tensor is named `weights` (timm's EfficientViM) is none; a

@@ -131,6 +131,7 @@ def _load_legacy(probe: Probe, pickles: _Pickles) -> Checkpoint:
         "torch.container": "legacy",
         "torch.storages": str(len(keys)),
         "torch.little_endian": _pickle.key_name(sys_info.get("little_endian", "?")),
+        **_torch.checkpoint_values(results[3].value),
     }
     return single_file(probe, FORMAT, "pytorch", tensors, regions, attributes, findings)
 

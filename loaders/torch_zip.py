@@ -150,6 +150,8 @@ class TorchZipLoader:
             tensors = _torchscript.apply(probe, members, prefix, FORMAT, result.value, tensors)
             evidence -= _torchscript.enum_constructions(probe, members, prefix, FORMAT, evidence)
         names = result.globals
+        # the scalars a training checkpoint keeps (a TorchScript archive's data.pkl is its module's attributes)
+        values = {} if torchscript else _torch.checkpoint_values(result.value)
         del result  # the pickle's object graph: the tensors hold what they need of it
         keys = list(map(attrgetter("storage"), tensors))
         # each storage one tensor's, every tensor in one (most files): the tensor of each, without a list a storage
@@ -229,6 +231,7 @@ class TorchZipLoader:
             attributes["torch.version_record"] = (
                 probe.read_at(version.data_offset, version.compress_size).decode("ascii", "replace").strip()
             )
+        attributes.update(values)
         findings += layout_findings(members, prefix) + _zip.directory_findings(probe)
         findings += _torch.unsafe_finding(evidence) + _torch.globals_finding(names)
         return single_file(probe, FORMAT, "pytorch", tensors, regions, attributes, findings)

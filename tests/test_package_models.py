@@ -40,6 +40,7 @@ def test_openai_whisper_checkpoint_counts_as_the_model(tmp_path: Path) -> None:
     report = inspect(path)
     ckpt = report.checkpoint
     assert ckpt.n_parameters == sum(p.numel() for p in model.parameters())
+    assert {k: ckpt.attributes[f"checkpoint.dims.{k}"] for k in DIMS} == {k: str(v) for k, v in DIMS.items()}
     saved_buffers = {f"model_state_dict.{n}" for n in model.state_dict()} - {
         f"model_state_dict.{n}" for n, _ in model.named_parameters()
     }

@@ -121,6 +121,9 @@ def test_a_lightning_checkpoint_of_a_transformers_model(tmp_path: Path) -> None:
     (path,) = tmp_path.rglob("*.ckpt")
     report = inspect(path)
     assert report.checkpoint.n_parameters == llama.num_parameters()  # type: ignore[attr-defined]
+    values = report.checkpoint.attributes
+    assert (values["checkpoint.epoch"], values["checkpoint.global_step"]) == ("0", "1")
+    assert values["checkpoint.pytorch-lightning_version"] == lightning.__version__
     exp = report.expectation
     assert exp is not None and exp.architecture == "llama" and exp.source == "inferred" and exp.matches
     assert {c.layer for c in exp.layers} >= {"state_dict.model.model.layers.0", "state_dict.model.lm_head"}

@@ -87,6 +87,44 @@ def test_views_expands_and_meta_tensors() -> None:
     }
 
 
+def test_a_checkpoint_s_scalars_are_attributes() -> None:
+    """What a training checkpoint keeps beside its tensors is shown (the fixture's `epoch` and `note`): read from the
+    pickle's values, never by running it."""
+    ckpt = load(fixture_path("torch/checkpoint_with_optim.pt"))
+    assert {k: v for k, v in ckpt.attributes.items() if k.startswith("checkpoint.")} == {
+        "checkpoint.epoch": "3",
+        "checkpoint.note": "hello",
+    }
+
+
+@pytest.mark.parametrize("zipped", [True, False])
+def test_checkpoint_scalars_are_bounded_and_escaped(tmp_path: Path, zipped: bool) -> None:
+    """A dict of scalars is shown key by key (a model's hyperparameters), a short list of scalars as a list; text a
+    terminal would act on is escaped, a long string cut, a number too large to print in bounded time, a structure
+    and a tensor left out (written by torch.save: the zip container and the legacy one)."""
+    torch = pytest.importorskip("torch")
+    state = {
+        "model": {"w": torch.zeros(2)},
+        "args": {"n_layer": 2, "lr": 0.5, "name": "gpt", "layers": [0, 3], "deep": {"x": 1}},
+        "note": "red\x1b[31m\nline",
+        "long": "y" * 500,
+        "big": 2**100,
+        "step": 7,
+    }
+    path = tmp_path / "ckpt.pt"
+    torch.save(state, path, _use_new_zipfile_serialization=zipped)
+    values = {k: v for k, v in load(path).attributes.items() if k.startswith("checkpoint.")}
+    assert values == {
+        "checkpoint.args.n_layer": "2",
+        "checkpoint.args.lr": "0.5",
+        "checkpoint.args.name": "gpt",
+        "checkpoint.args.layers": "[0, 3]",
+        "checkpoint.note": repr("red\x1b[31m\nline"),
+        "checkpoint.long": "y" * 120 + "...",
+        "checkpoint.step": "7",
+    }
+
+
 def test_legacy_and_tar_formats() -> None:
     legacy = load(fixture_path("torch/legacy.pt"))
     assert legacy.format == "pytorch-legacy" and legacy.attributes["torch.container"] == "legacy"
