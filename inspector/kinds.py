@@ -5,8 +5,8 @@ states it (PyTorch module `_buffers` dicts and checkpoint sections, TorchScript 
 trainability and optimizer groups, MXNet `aux:` states). Where the container is silent (a state dict in
 safetensors, npz or a plain `torch.save`) a tensor the loader left as a parameter is decided here, by
 `KIND_RULES` over its name (the role table names the same tensors `norm_statistic` and `buffer`, from the same
-`roles.NORM_STATISTICS`). A packed weight's record (bitsandbytes 4-bit, compressed-tensors' pack-quantized) is
-unpacked here too, where its state's kind is decided: counts read the values it holds.
+`roles.NORM_STATISTICS`). A packed weight's record (bitsandbytes 4-bit, compressed-tensors' pack-quantized, GPTQ,
+AWQ) is unpacked here too, where its state's kind is decided: counts read the values it holds.
 `inspector.registry.load` applies it to every checkpoint, so counts, the trainable split, byte buckets,
 the roles and the expectation all read one decision.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from inspector.hfconfig import model_type as config_model_type
-from inspector.quantized import BNB_4BIT_NAMES, BNB_INT8_NAMES, pack_quantized_bits, unpacked
+from inspector.quantized import BNB_4BIT_NAMES, BNB_INT8_NAMES, packing_of, unpacked
 from inspector.records import Checkpoint, TensorKind
 from inspector.recordtype import record, replace
 from inspector.roles import TORCH_STATS, compile_rules
@@ -371,9 +371,9 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
             if t.kind is TensorKind.PARAMETER and (t.name in names or t.name.rpartition(".")[0] in modules):
                 tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)
                 changed = True
-    bits = pack_quantized_bits(ckpt.config)
-    if packed or bits:
-        unpacked(tensors, bits)
+    packing = packing_of(ckpt.config)
+    if packed or packing:
+        unpacked(tensors, packing)
         changed = True
     return replace(ckpt, tensors=tuple(tensors)) if changed else ckpt
 

@@ -18,10 +18,10 @@ in a column (`bnb_4bit_quant_storage`, uint8 unless said): its record says so (`
 as its elements, as transformers' `num_parameters()` counts them; the shape it unpacks to is only in the state's
 record (tensor data), so the column stays a column.
 
-compressed-tensors' pack-quantized format packs a weight's values into int32 elements along its last axis
-(`weight_packed`), its config saying how many bits a value: with the config, the record is unpacked to the weight's
-own shape, and its scales, zero points and shape beside it are the quantization's (`SIDE_TENSORS`). GPTQ and AWQ in
-their own layouts (`qweight`, `qzeros`) are not read as quantized here (their tensors are checked as they are).
+compressed-tensors' pack-quantized format, GPTQ and AWQ pack a weight's values into int32 elements (`PACKINGS`), their
+config saying how many bits a value: with the config, the record is unpacked to the weight's own shape (torch's Linear
+orientation); compressed-tensors' scales, zero points and shape beside it are the quantization's (`SIDE_TENSORS`),
+GPTQ's and AWQ's are buffers, as their libraries hold them.
 """
 
 from __future__ import annotations
@@ -59,13 +59,40 @@ BNB_4BIT_STATE = ("absmax", "quant_map", "nested_absmax", "nested_quant_map", *P
 # `bitsandbytes__nf4`: a digit spelled in a pattern would split the matchers' memo by it)
 BNB_INT8_NAMES = "|".join(BNB_INT8_STATE)
 BNB_4BIT_NAMES = WEIGHT + r"\.(?:" + "|".join(BNB_4BIT_STATE).replace(".", r"\.").replace("4", r"\d") + ")"
-# compressed-tensors' `pack-quantized` format (RedHat's and Neural Magic's W4A16 models, GPTQ and AWQ checkpoints
-# converted to it): a weight's values packed into int32 elements along its last axis (`weight_packed`, 32 / num_bits
-# values an element; the config's num_bits), its shape, scales, zero points and group indices beside it
-PACK_QUANTIZED = "pack-quantized"
-PACKED_WEIGHT = "weight_packed"
+
+
+class Packing:
+    """How a quantization method packs a linear layer's values into int32 elements (`PACKINGS`)."""
+
+    __slots__ = ("name", "weight", "axis", "transposed", "dtypes", "state")
+
+    def __init__(
+        self, name: str, weight: str, axis: int, transposed: bool, dtypes: Mapping[int, str], state: tuple[str, ...]
+    ) -> None:
+        self.name = name  # as the notes say it
+        self.weight = weight  # the packed weight's parameter name
+        self.axis = axis  # the stored axis its values are packed along
+        self.transposed = transposed  # stored as the layer's (in, out), the transpose of torch's Linear weight
+        self.dtypes = dtypes  # bits -> the dtype of the values (signed or not)
+        self.state = state  # the tensors beside it that hold its quantization's state: buffers where it is loaded
+
+
+# Quantization methods (a config's `quantization_config.quant_method`) whose weights are packed into int32 elements, 32
+# / bits values an element: compressed-tensors' `pack-quantized` format (RedHat's and Neural Magic's W4A16 models:
+# `weight_packed` (out, in / 8), its scales, zero points, group indices and shape beside it as the layer's parameters,
+# `SIDE_TENSORS`), GPTQ (AutoGPTQ's and GPTQModel's QuantLinear, TheBloke's releases: `qweight` (in / 8, out), and
+# `qzeros`, `scales`, `g_idx`, buffers there) and AWQ's GEMM layout (AutoAWQ's WQLinear_GEMM: `qweight` (in, out / 8),
+# `qzeros`, `scales`). The bits are the config's; only the layouts named here are unpacked (GPTQ's Marlin and AWQ's GEMV
+# pack otherwise, and are read as the tensors they are)
+PACKINGS = {
+    "compressed-tensors": Packing("compressed-tensors pack-quantized", "weight_packed", -1, False,
+                                  {2: "I2", 4: "I4", 8: "I8"}, ()),
+    "gptq": Packing("GPTQ", "qweight", 0, True, {2: "U2", 4: "U4", 8: "U8"}, ("qzeros", "scales", "g_idx")),
+    "awq": Packing("AWQ", "qweight", 1, True, {4: "U4"}, ("qzeros", "scales")),
+}  # fmt: skip
+PACK_QUANTIZED = "pack-quantized"  # compressed-tensors' format of them
+PACKED_LAYOUTS = {"gptq": ("", "gptq", "gptq_v2"), "awq": ("", "gemm")}  # GPTQ's checkpoint_format, AWQ's version
 PACK_STORAGE = "I32"
-PACK_DTYPES = {2: "I2", 4: "I4", 8: "I8"}  # num_bits -> the dtype of the values
 BNB_STATE = r"(?:.*\.)?(?:" + BNB_INT8_NAMES + "|" + BNB_4BIT_NAMES + ")"  # any of them, a whole name
 COLUMN_DTYPES = frozenset(PACKED_BY.values())  # a weight unpacked to a column: its shape says none of the layer's sizes
 QUANTIZATION_ROW = "quantization"  # the layer check's row of them, and its kind
@@ -117,38 +144,49 @@ def described(side: Sequence[TensorInfo]) -> str:
     )
 
 
-def pack_quantized_bits(config: Mapping[str, Any] | None) -> int | None:
-    """The bits of each value a compressed-tensors `pack-quantized` config packs into its weights' int32 elements
-    (`num_bits`, one for every group of its weights), or None for any other config."""
+def packing_of(config: Mapping[str, Any] | None) -> tuple[Packing, int] | None:
+    """How a config's quantization packs its weights, and the bits of each value (`PACKINGS`), or None: another
+    method, another layout of these, or bits its layout does not pack so."""
     quantization = (config or {}).get("quantization_config")
-    if not isinstance(quantization, dict) or quantization.get("quant_method") != "compressed-tensors":
+    if not isinstance(quantization, dict):
         return None
-    groups = quantization.get("config_groups")
-    if not isinstance(groups, dict):
+    method = quantization.get("quant_method")
+    packing = PACKINGS.get(method) if isinstance(method, str) else None
+    if packing is None or not isinstance(method, str):
         return None
-    bits, formats = set(), {quantization.get("format")}
-    for group in groups.values():
-        weights = group.get("weights") if isinstance(group, dict) else None
-        if isinstance(weights, dict):
-            bits.add(weights.get("num_bits"))
-            formats.add(group.get("format") or quantization.get("format"))
-    formats.discard(None)
-    if formats != {PACK_QUANTIZED} or len(bits) != 1:
-        return None
-    (found,) = bits
-    return found if found in PACK_DTYPES else None
+    if method == "compressed-tensors":  # its `num_bits`, one for every group of weights, all pack-quantized
+        groups = quantization.get("config_groups")
+        if not isinstance(groups, dict):
+            return None
+        found, formats = set(), {quantization.get("format")}
+        for group in groups.values():
+            weights = group.get("weights") if isinstance(group, dict) else None
+            if isinstance(weights, dict):
+                found.add(weights.get("num_bits"))
+                formats.add(group.get("format") or quantization.get("format"))
+        formats.discard(None)
+        bits = found.pop() if formats == {PACK_QUANTIZED} and len(found) == 1 else None
+    else:  # GPTQ's `bits` (its own checkpoint format: not Marlin's), AWQ's `bits` or `w_bit` (its GEMM version)
+        layout = quantization.get("checkpoint_format" if method == "gptq" else "version") or ""
+        if not isinstance(layout, str) or layout.lower() not in PACKED_LAYOUTS[method]:
+            return None
+        bits = quantization.get("bits", quantization.get("w_bit"))
+    return (packing, bits) if isinstance(bits, int) and bits in packing.dtypes else None
 
 
-def unpacked(tensors: list[TensorInfo], bits: int | None = None) -> None:
+def unpacked(tensors: list[TensorInfo], packing: tuple[Packing, int] | None = None) -> None:
     """Each packed weight of `tensors` made the values it packs, its dtype theirs and its elements as many as its
     bytes hold, with a note of how it is stored:
 
     - a bitsandbytes 4-bit weight (one with a `PACKED_BY` record beside it): its shape the stored column unpacked
       (the storage dtype's bits / 4 values a stored element);
-    - with `bits` (a compressed-tensors `pack-quantized` config's), every `weight_packed`: its last axis unpacked
-      (32 / bits values an int32), the weight's own shape (the last axis padded up to a whole int32).
+    - with a config's `packing` (`packing_of`), every weight of its name stored in int32: its packed axis unpacked
+      (32 / bits values an element), in torch's Linear orientation (out, in) (the last axis padded up to a whole
+      int32 where it is not a multiple); the tensors beside it that hold its state are buffers, as they are where it
+      is loaded.
     """
     from inspector.dtypes import DTYPES
+    from inspector.records import TensorKind
     from inspector.recordtype import replace
 
     packed = {}
@@ -156,6 +194,8 @@ def unpacked(tensors: list[TensorInfo], bits: int | None = None) -> None:
         weight, _, state = t.name.partition(".quant_state.")
         if state and (dtype := PACKED_BY.get("quant_state." + state)) is not None:
             packed[weight] = dtype
+    how, bits = packing if packing is not None else (None, 0)
+    modules = set()  # the modules of the packed weights `how` unpacks
     for i, t in enumerate(tensors):
         dtype = packed.get(t.name)
         if dtype is not None and t.dtype not in COLUMN_DTYPES:
@@ -166,11 +206,25 @@ def unpacked(tensors: list[TensorInfo], bits: int | None = None) -> None:
                 "shape they unpack to is in its quant_state record"
             )
             tensors[i] = replace(t, shape=(n, 1), dtype=dtype, notes=(*t.notes, note))
-        elif bits is not None and t.dtype == PACK_STORAGE and t.shape and t.name.rpartition(".")[2] == PACKED_WEIGHT:
-            each = DTYPES[PACK_STORAGE].bits // bits
-            shape = (*t.shape[:-1], t.shape[-1] * each)
-            note = (
-                f"compressed-tensors pack-quantized weight stored as {t.dtype} {tuple(t.shape)}: {each} {bits}-bit "
-                f"values an element along its last axis; its shape, padding less, is in its weight_shape"
-            )
-            tensors[i] = replace(t, shape=shape, dtype=PACK_DTYPES[bits], notes=(*t.notes, note))
+            continue
+        if how is None or t.dtype != PACK_STORAGE or len(t.shape) != 2:
+            continue
+        module, _, name = t.name.rpartition(".")
+        if name != how.weight:
+            continue
+        each = DTYPES[PACK_STORAGE].bits // bits
+        shape = list(t.shape)
+        shape[how.axis] *= each
+        rows, cols = shape[::-1] if how.transposed else shape
+        turned = ", the layer's (in, out): torch's Linear weight transposed" if how.transposed else ""
+        note = (
+            f"{how.name} weight stored packed as {t.dtype} {tuple(t.shape)}: {each} {bits}-bit values an element "
+            f"along its {'first' if how.axis == 0 else 'last'} axis{turned}"
+        )
+        tensors[i] = replace(t, shape=(rows, cols), dtype=how.dtypes[bits], notes=(*t.notes, note))
+        modules.add(module)
+    if modules and how is not None and how.state:
+        for i, t in enumerate(tensors):
+            module, _, name = t.name.rpartition(".")
+            if name in how.state and module in modules and t.kind is TensorKind.PARAMETER:
+                tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)

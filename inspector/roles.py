@@ -228,6 +228,8 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     # a quantized weight's scales and zero points beside it (compressed-tensors' FP8 and INT8, transformers'
     # fine-grained FP8 of DeepSeek-V3 and Qwen3: `inspector.quantized`)
     RoleRule("quant.scale", Role.QUANT_SCALE, r"(?P<layer>.+)\.(?P<param>" + "|".join(SIDE_TENSORS) + ")", ("torch",)),
+    # a linear layer's packed weight (GPTQ's and AWQ's `qweight`, compressed-tensors' `weight_packed`)
+    RoleRule("quant.packed", Role.DENSE, r"(?P<layer>.+)\.(?P<param>qweight|weight_packed)", ("torch",)),
     # bitsandbytes' state of its 8-bit and 4-bit weights, buffers (`inspector.quantized`): the layer is the module
     RoleRule("bnb.state", Role.QUANT_STATE, r"(?P<layer>.+)\.(?P<param>" + BNB_INT8_NAMES + "|" + BNB_4BIT_NAMES + ")", ("torch",)),
     # a mixture of experts' projections stacked one tensor per projection (experts, out, in): transformers 5's fused

@@ -390,17 +390,114 @@ def test_compressed_tensors_pack_quantized_checkpoint_unpacks_its_weights(tmp_pa
     assert not [f for f in alone.findings if f.severity != "info"]
 
 
-def test_pack_quantized_bits_read_from_the_config() -> None:
-    """Only a compressed-tensors config whose weights are all packed with one num_bits unpacks them."""
-    from inspector.quantized import pack_quantized_bits
+def test_packing_read_from_the_config() -> None:
+    """Only a config naming a packed layout with bits it packs so unpacks its weights: compressed-tensors whose
+    weights are all pack-quantized with one num_bits, GPTQ in its own checkpoint format, AWQ's GEMM version."""
+    from inspector.quantized import PACKINGS, packing_of
 
-    def config(fmt: str, *bits: int, method: str = "compressed-tensors") -> dict[str, Any]:
+    def config(fmt: str, *bits: int) -> dict[str, Any]:
         groups = {f"g{i}": {"targets": ["Linear"], "weights": {"num_bits": b}} for i, b in enumerate(bits)}
-        return {"quantization_config": {"quant_method": method, "format": fmt, "config_groups": groups}}
+        return {"quantization_config": {"quant_method": "compressed-tensors", "format": fmt, "config_groups": groups}}
 
-    assert pack_quantized_bits(config("pack-quantized", 4)) == 4
-    assert pack_quantized_bits(config("pack-quantized", 4, 4)) == 4
-    assert pack_quantized_bits(config("pack-quantized", 4, 8)) is None
-    assert pack_quantized_bits(config("float-quantized", 8)) is None
-    assert pack_quantized_bits(config("pack-quantized", 4, method="gptq")) is None
-    assert pack_quantized_bits(None) is None and pack_quantized_bits({"model_type": "llama"}) is None
+    def quantization(**words: Any) -> dict[str, Any]:
+        return {"quantization_config": words}
+
+    compressed = PACKINGS["compressed-tensors"]
+    assert packing_of(config("pack-quantized", 4)) == (compressed, 4)
+    assert packing_of(config("pack-quantized", 4, 4)) == (compressed, 4)
+    assert packing_of(config("pack-quantized", 4, 8)) is None
+    assert packing_of(config("float-quantized", 8)) is None
+    assert packing_of(quantization(quant_method="gptq", bits=4, group_size=128)) == (PACKINGS["gptq"], 4)
+    assert packing_of(quantization(quant_method="gptq", bits=8, checkpoint_format="gptq_v2")) == (PACKINGS["gptq"], 8)
+    assert packing_of(quantization(quant_method="gptq", bits=4, checkpoint_format="marlin")) is None
+    assert packing_of(quantization(quant_method="gptq", bits=3)) is None
+    assert packing_of(quantization(quant_method="awq", bits=4, version="GEMM")) == (PACKINGS["awq"], 4)
+    assert packing_of(quantization(quant_method="awq", w_bit=4, version="gemv")) is None
+    assert packing_of(quantization(quant_method="bitsandbytes", load_in_4bit=True)) is None
+    assert packing_of(None) is None and packing_of({"model_type": "llama"}) is None
+
+
+# GPTQ and AWQ checkpoints as their libraries write them: each linear layer but the head replaced by the library's own
+# quantized layer, packed by its own code (AutoGPTQ's QuantLinear.pack, AutoAWQ's WQLinear_GEMM.from_linear) and saved
+# with the config's quantization_config. Neither package imports beside transformers 5 (their __init__ loads their
+# model classes), so the writing process loads only the layer's module: AutoGPTQ's from its file, AutoAWQ's with its
+# package folders standing without their __init__. Prints the float model's count and the quantized one's buffers.
+PACKED_WRITER = """
+from tests.vision import make_importable
+make_importable()  # (transformers imports torchvision where it is installed)
+import importlib.util, json, sys, types, torch, transformers
+from pathlib import Path
+from safetensors.torch import save_file
+method, folder = sys.argv[1], Path(sys.argv[2])
+root = Path(importlib.util.find_spec({"gptq": "auto_gptq", "awq": "awq"}[method]).submodule_search_locations[0])
+if method == "gptq":
+    spec = importlib.util.spec_from_file_location("qlinear", root / "nn_modules/qlinear/qlinear_cuda_old.py")
+    layer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(layer)
+else:
+    for package in ("awq", "awq.utils", "awq.modules", "awq.modules.linear"):
+        stand_in = types.ModuleType(package)
+        stand_in.__path__ = [str(root.parent / package.replace(".", "/"))]
+        sys.modules[package] = stand_in
+    import awq.modules.linear.gemm as layer
+torch.manual_seed(0)
+config = transformers.AutoConfig.for_model("llama", **json.loads(sys.argv[3]))
+model = transformers.AutoModelForCausalLM.from_config(config)
+count, group = model.num_parameters(), 32
+for module in list(model.modules()):
+    for name, linear in list(module.named_children()):
+        if isinstance(linear, torch.nn.Linear) and name != "lm_head":
+            groups = linear.in_features // group
+            if method == "gptq":
+                packed = layer.QuantLinear(4, group, linear.in_features, linear.out_features, False)
+                g_idx = torch.arange(linear.in_features, dtype=torch.int32) // group
+                packed.pack(linear, torch.full((linear.out_features, groups), 0.01),
+                            torch.full((linear.out_features, groups), 8.0), g_idx)
+            else:
+                packed = layer.WQLinear_GEMM.from_linear(linear, 4, group, scales=torch.full(
+                    (groups, linear.out_features), 0.01), zeros=torch.full((groups, linear.out_features), 8.0))
+            setattr(module, name, packed)
+save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(folder / "model.safetensors"),
+          metadata={"format": "pt"})
+words = {"quant_method": method, "bits": 4, "group_size": group}
+words.update({"desc_act": False, "sym": True} if method == "gptq" else {"version": "gemm", "zero_point": True})
+(folder / "config.json").write_text(json.dumps({**config.to_dict(), "quantization_config": words}))
+print(count, sum(b.numel() for n, b in model.named_buffers() if not n.endswith(("qweight", "inv_freq"))))
+"""
+
+
+@pytest.mark.parametrize(("method", "package"), [("gptq", "auto_gptq"), ("awq", "awq")])
+def test_gptq_and_awq_checkpoints_unpack_their_weights(tmp_path: Path, method: str, package: str) -> None:
+    """GPTQ (`qweight` (in / 8, out), `qzeros`, `scales`, `g_idx`) and AWQ's GEMM layout (`qweight` (in, out / 8),
+    `qzeros`, `scales`), written by their libraries' own layers: each `qweight` is read as its 4-bit values at torch's
+    Linear shape, the tensors beside it are buffers (as the libraries hold them), so the count is the float model's
+    and the family check matches the config (it warned COUNT_MISMATCH, counting int32 elements as parameters)."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec(package) is None:
+        pytest.skip(f"{package} is not installed (pip install --no-deps {package.replace('_', '-')})")
+    root = Path(__file__).resolve().parent.parent  # (the writer imports tests.vision)
+    written = subprocess.run(
+        [sys.executable, "-c", PACKED_WRITER, method, str(tmp_path), json.dumps(LLAMA)],
+        capture_output=True, text=True, cwd=root,
+    )  # fmt: skip
+    assert written.returncode == 0, written.stderr[-3000:]
+    count, state = map(int, written.stdout.split()[-2:])
+    shapes = {name: tuple(p.shape) for name, p in _llama().named_parameters()}
+    report = inspect(tmp_path / "model.safetensors")
+    ckpt = report.checkpoint
+    assert ckpt.n_parameters == count
+    packed = [t for t in ckpt.tensors if t.name.endswith(".qweight")]
+    assert len(packed) == LINEARS
+    for t in packed:  # torch's Linear shape, as the float model has it
+        assert (t.dtype, t.shape, t.kind) == ("U4", shapes[t.name.replace("qweight", "weight")], TensorKind.PARAMETER)
+        assert t.nbytes * 2 == t.n_elements and f"{method.upper()} weight stored packed" in t.notes[-1]
+    buffers = [t for t in ckpt.tensors if t.kind is TensorKind.BUFFER and "rotary" not in t.name]
+    names = {"qzeros", "scales", "g_idx"} if method == "gptq" else {"qzeros", "scales"}
+    assert {t.name.rpartition(".")[2] for t in buffers} == names and len(buffers) == len(names) * LINEARS
+    assert sum(t.n_elements for t in buffers) == state
+    exp = report.expectation
+    assert exp is not None and exp.source == "config" and exp.matches and exp.total == count
+    assert {f.code for f in report.findings}.isdisjoint({"COUNT_MISMATCH", "UNMATCHED_NAME"})
