@@ -88,10 +88,29 @@ def adapter_config_beside(probe: Probe) -> dict[str, Any] | None:
     return doc
 
 
+# The quantization configs AutoGPTQ and AutoAWQ wrote beside their checkpoints before transformers read one from
+# config.json: the file's name -> (the quant_method it stands for, a key only it has)
+QUANTIZATION_CONFIGS = {"quantize_config.json": ("gptq", "bits"), "quant_config.json": ("awq", "w_bit")}
+PACKED_WEIGHT_NAME = ".qweight"  # a name ending so: a GPTQ or AWQ layer's packed weight
+
+
 def with_config(ckpt: Checkpoint, probe: Probe) -> Checkpoint:
     """The checkpoint with the config beside it, when its loader found none in the file itself: config.json, or for
-    a PEFT adapter its adapter_config.json first (a config.json beside an adapter describes the base model)."""
+    a PEFT adapter its adapter_config.json first (a config.json beside an adapter describes the base model). A GPTQ or
+    AWQ checkpoint whose config.json says nothing of its quantization takes it from the file its library wrote beside
+    it (`QUANTIZATION_CONFIGS`), looked for only when a packed weight's name is among its first tensors."""
     if ckpt.config is not None:
         return ckpt
     config = (adapter_like(probe, ckpt) and adapter_config_beside(probe)) or config_beside(probe)
+    if (
+        config is not None
+        and config.get("source") == CONFIG_NAME
+        and "quantization_config" not in config
+        and any(t.name.endswith(PACKED_WEIGHT_NAME) for t in ckpt.tensors[:ADAPTER_NAMES_LOOKED_AT])
+    ):
+        for name, (method, key) in QUANTIZATION_CONFIGS.items():
+            words = _json_beside(probe, name)
+            if words is not None and key in words:
+                config["quantization_config"] = {"quant_method": method, **words, "source": name}
+                break
     return ckpt if config is None else replace(ckpt, config=MappingProxyType(config))

@@ -461,17 +461,30 @@ save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(folder
           metadata={"format": "pt"})
 words = {"quant_method": method, "bits": 4, "group_size": group}
 words.update({"desc_act": False, "sym": True} if method == "gptq" else {"version": "gemm", "zero_point": True})
-(folder / "config.json").write_text(json.dumps({**config.to_dict(), "quantization_config": words}))
+if sys.argv[4] == "beside":  # before transformers read it from config.json: the libraries' own files beside it
+    (folder / "config.json").write_text(json.dumps(config.to_dict()))
+    if method == "gptq":  # (AutoGPTQ's BaseQuantizeConfig.to_dict before it named its quant_method)
+        words = {"bits": 4, "group_size": group, "damp_percent": 0.01, "desc_act": False, "static_groups": False,
+                 "sym": True, "true_sequential": True, "model_name_or_path": None, "model_file_base_name": None}
+        (folder / "quantize_config.json").write_text(json.dumps(words))
+    else:  # (AutoAWQ's quant_config.json)
+        words = {"zero_point": True, "q_group_size": group, "w_bit": 4, "version": "GEMM"}
+        (folder / "quant_config.json").write_text(json.dumps(words))
+else:
+    (folder / "config.json").write_text(json.dumps({**config.to_dict(), "quantization_config": words}))
 print(count, sum(b.numel() for n, b in model.named_buffers() if not n.endswith(("qweight", "inv_freq"))))
 """
 
 
+@pytest.mark.parametrize("config", ["in_config", "beside"])
 @pytest.mark.parametrize(("method", "package"), [("gptq", "auto_gptq"), ("awq", "awq")])
-def test_gptq_and_awq_checkpoints_unpack_their_weights(tmp_path: Path, method: str, package: str) -> None:
+def test_gptq_and_awq_checkpoints_unpack_their_weights(tmp_path: Path, method: str, package: str, config: str) -> None:
     """GPTQ (`qweight` (in / 8, out), `qzeros`, `scales`, `g_idx`) and AWQ's GEMM layout (`qweight` (in, out / 8),
     `qzeros`, `scales`), written by their libraries' own layers: each `qweight` is read as its 4-bit values at torch's
     Linear shape, the tensors beside it are buffers (as the libraries hold them), so the count is the float model's
-    and the family check matches the config (it warned COUNT_MISMATCH, counting int32 elements as parameters)."""
+    and the family check matches the config (it warned COUNT_MISMATCH, counting int32 elements as parameters). The
+    quantization is read from config.json, or from the file the library wrote beside it (`beside`: AutoGPTQ's
+    quantize_config.json, AutoAWQ's quant_config.json) where config.json does not say it."""
     import importlib.util
     import subprocess
     import sys
@@ -480,7 +493,7 @@ def test_gptq_and_awq_checkpoints_unpack_their_weights(tmp_path: Path, method: s
         pytest.skip(f"{package} is not installed (pip install --no-deps {package.replace('_', '-')})")
     root = Path(__file__).resolve().parent.parent  # (the writer imports tests.vision)
     written = subprocess.run(
-        [sys.executable, "-c", PACKED_WRITER, method, str(tmp_path), json.dumps(LLAMA)],
+        [sys.executable, "-c", PACKED_WRITER, method, str(tmp_path), json.dumps(LLAMA), config],
         capture_output=True, text=True, cwd=root,
     )  # fmt: skip
     assert written.returncode == 0, written.stderr[-3000:]
