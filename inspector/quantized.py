@@ -122,14 +122,24 @@ def side_tensors(tensors: Sequence[TensorInfo]) -> list[TensorInfo]:
 
 
 def quantization_tensors(tensors: Sequence[TensorInfo]) -> dict[int, str]:
-    """What each tensor of a file's quantization is, by the tensor's id: the scales and zero points beside its 8-bit
-    weights (`side_tensors`), bitsandbytes' state of its weights (told by name)."""
+    """What each tensor of a file's quantization is, by the tensor's id: the scales and zero points beside its
+    quantized weights (`side_tensors`), bitsandbytes' state of its weights (told by name), the state of GPTQ's and
+    AWQ's packed weights (the buffers `unpacked` made beside them)."""
     import re
+
+    from inspector.records import TensorKind
 
     what = {id(t): f"the quantization's {SIDE_TENSORS[t.name.rpartition('.')[2]]} beside its quantized weight"
             for t in side_tensors(tensors)}  # fmt: skip
     state = re.compile(BNB_STATE)
     what.update((id(t), "bitsandbytes' state of its quantized weight") for t in tensors if state.fullmatch(t.name))
+    for how in PACKINGS.values():
+        packed = {t.name.rpartition(".")[0] for t in tensors if t.name.endswith("." + how.weight)} if how.state else ()
+        what.update(
+            (id(t), f"{how.name}'s state beside its packed weight")
+            for t in tensors
+            if t.kind is TensorKind.BUFFER and (parts := t.name.rpartition("."))[2] in how.state and parts[0] in packed
+        )
     return what
 
 

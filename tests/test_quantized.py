@@ -514,3 +514,16 @@ def test_gptq_and_awq_checkpoints_unpack_their_weights(tmp_path: Path, method: s
     exp = report.expectation
     assert exp is not None and exp.source == "config" and exp.matches and exp.total == count
     assert {f.code for f in report.findings}.isdisjoint({"COUNT_MISMATCH", "UNMATCHED_NAME"})
+    if config == "in_config":  # a diff against the float model: each weight's narrowing, its state expected
+        from safetensors.torch import save_file
+
+        from inspector.diff import DiffKind, match
+        from inspector.diff import diff as diff_records
+
+        save_file({k: v.contiguous() for k, v in _llama().state_dict().items()}, str(tmp_path / "float.safetensors"))
+        a, b = load(tmp_path / "float.safetensors"), load(tmp_path / "model.safetensors")
+        result = diff_records(a, b, match(a, b))
+        changes = {d.kind for d in result.differences if not d.expected}
+        assert changes == {DiffKind.DTYPE_CHANGED}
+        extra = [d for d in result.differences if d.kind is DiffKind.EXTRA]
+        assert len(extra) == len(names) * LINEARS and all("state beside its packed weight" in d.message for d in extra)
