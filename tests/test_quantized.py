@@ -56,8 +56,7 @@ def _compressed_tensors(folder: Path, kind: str) -> int:
     """compressed-tensors' FP8 ("float") or INT8 ("int") weights a channel and static activations, compressed and
     saved: the compressed model's parameter count."""
     ct = pytest.importorskip("compressed_tensors")
-    from compressed_tensors.compressors import ModelCompressor
-    from compressed_tensors.quantization import QuantizationConfig, QuantizationStatus, apply_quantization_config
+    from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config
 
     scheme = {"num_bits": 8, "type": kind, "symmetric": True, "dynamic": False}
     config = QuantizationConfig.model_validate(
@@ -82,13 +81,21 @@ def _compressed_tensors(folder: Path, kind: str) -> int:
             if hasattr(module, "weight_scale"):
                 module.weight_scale.copy_(module.weight.abs().amax(dim=1, keepdim=True) / top)
                 module.input_scale.fill_(1.0)
+    _compress_and_save(model, config, folder)
+    del ct
+    return sum(p.numel() for p in model.parameters())
+
+
+def _compress_and_save(model: Any, config: Any, folder: Path) -> None:
+    """compressed-tensors' compression of a calibrated model (its config's format), saved with its config."""
+    from compressed_tensors.compressors import ModelCompressor
+    from compressed_tensors.quantization import QuantizationStatus
+
     config.quantization_status = QuantizationStatus.COMPRESSED
     compressor = ModelCompressor(quantization_config=config)
     compressor.compress_model(model)
     model.save_pretrained(folder)
     compressor.update_config(str(folder))
-    del ct
-    return sum(p.numel() for p in model.parameters())
 
 
 WRITERS = {
@@ -342,8 +349,7 @@ def test_compressed_tensors_pack_quantized_checkpoint_unpacks_its_weights(tmp_pa
     model's own `num_parameters()` counts the int32 elements: the file's count is the float model's and the
     quantization's tensors, said in README."""
     ct = pytest.importorskip("compressed_tensors")
-    from compressed_tensors.compressors import ModelCompressor
-    from compressed_tensors.quantization import QuantizationConfig, QuantizationStatus, apply_quantization_config
+    from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config
 
     bits, symmetric, dtype, beside = PACK_QUANTIZED[layout]
     scheme = {"num_bits": bits, "type": "int", "symmetric": symmetric, "dynamic": False, "strategy": "group",
@@ -363,11 +369,7 @@ def test_compressed_tensors_pack_quantized_checkpoint_unpacks_its_weights(tmp_pa
         for module in model.modules():
             if hasattr(module, "weight_scale"):
                 module.weight_scale.fill_(0.01)
-    config.quantization_status = QuantizationStatus.COMPRESSED
-    compressor = ModelCompressor(quantization_config=config)
-    compressor.compress_model(model)
-    model.save_pretrained(tmp_path)
-    compressor.update_config(str(tmp_path))
+    _compress_and_save(model, config, tmp_path)
     del ct
     report = inspect(tmp_path / "model.safetensors")
     ckpt = report.checkpoint
