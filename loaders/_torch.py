@@ -248,6 +248,8 @@ def checkpoint_values(value: Any) -> dict[str, str]:
     from what the pickle built, never by calling anything."""
     if not isinstance(value, dict) or len(value) > MAX_TOP_KEYS:  # (the fast reader's dicts are a subclass)
         return {}
+    if set(map(type, value.values())) == {TensorRef}:
+        return {}  # (a state dict: its values all tensors, told in C calls)
     out: dict[str, str] = {}
     for key, item in value.items():
         name = key_name(key)
