@@ -27,7 +27,15 @@ from inspector.families import (
 )
 from inspector.formulas import Block, Conv, Dense, Embedding, LayerSpec, Norm, Tensor, breakdown, total
 from inspector.modules import file_modules, module_spec, statistic_modules
-from inspector.quantized import COLUMN_DTYPES, QUANTIZATION_KIND, QUANTIZATION_ROW, described, side_tensors
+from inspector.quantized import (
+    COLUMN_DTYPES,
+    QUANTIZATION_KIND,
+    QUANTIZATION_ROW,
+    declared_method,
+    described,
+    side_tensors,
+    stored_packed,
+)
 from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import field, record
 
@@ -477,6 +485,7 @@ class _Row:
     head: str = ""  # a row outside the model, counted from its own shapes: why (HEAD_NOTE, an export's words)
     extra: bool = False  # holds modules the formula does not have
     resized: bool = False  # holds a module with a tensor of a size the formula does not give it
+    packed: int = 0  # of its differences, those of modules a declared quantization packs in a way not read here
 
     def layer_check(self, name: str) -> LayerCheck:
         kind = next(iter(self.kinds)) if len(self.kinds) == 1 else "Block"
@@ -522,6 +531,7 @@ def check(
     outcomes: dict[str, list[tuple[str, str]]] = {}  # part template -> (row, "ok" / "absent" / "size") per repetition
     side = side_tensors(ckpt.tensors)  # a quantization's tensors beside its weights: a row of their own (below)
     beside = set(map(id, side))
+    method = declared_method(ckpt.config) if source == "config" else None  # (a quantization the config declares)
     for e, tensors in expected:
         if beside and tensors:
             tensors = tuple(t for t in tensors if id(t) not in beside)
@@ -548,7 +558,12 @@ def check(
             sizes = set(breakdown(e.spec).values())
             row.resized |= not all(t.n_elements in sizes for t in tensors if stored(t))
             shapes = ", ".join(f"{t.name.rpartition('.')[2]} {tuple(t.shape)}" for t in tensors)
-            row.diffs.append(f"{e.path}: the formula gives {_describe(e.spec)}, the file holds {found:,} ({shapes})")
+            packed = method is not None and stored_packed(tensors)
+            how = f": packed by {method}, its values are not counted from these shapes" if packed else ""
+            row.packed += packed
+            row.diffs.append(
+                f"{e.path}: the formula gives {_describe(e.spec)}, the file holds {found:,} ({shapes}){how}"
+            )
     leftovers: dict[str, list[TensorInfo]] = {}
     for name, t in view.file.tensors.items():
         if name not in assigned and id(t) not in beside:
@@ -585,8 +600,16 @@ def check(
         anomalies = tuple(c.layer for c in checks if rows[c.layer].resized)
     elif source == "inferred":
         anomalies = _anomalies(outcomes, rows)
-    else:  # a config or the user's words state the architecture: every difference is one from what they state
-        anomalies = tuple(c.layer for c in checks if c.status not in ("ok", "tied"))
+    else:  # a config or the user's words state the architecture: every difference is one from what they state, but
+        # for a module a quantization the config declares stores packed in a way not read here (`PACKINGS` has not it)
+        anomalies = tuple(
+            c.layer
+            for c in checks
+            if c.status not in ("ok", "tied") and len(rows[c.layer].diffs) > rows[c.layer].packed
+        )
+        if any(row.packed for row in rows.values()):
+            notes += (f"quantized by {method}: its packed weights are not read as values here, so their modules' "
+                      "sizes are not checked",)  # fmt: skip
     return Expectation(
         source, family.name, _shown(h), sum(c.expected for c in checks), ckpt.n_parameters, checks, notes, anomalies
     )

@@ -184,6 +184,24 @@ def packing_of(config: Mapping[str, Any] | None) -> tuple[Packing, int] | None:
     return (packing, bits) if isinstance(bits, int) and bits in packing.dtypes else None
 
 
+def declared_method(config: Mapping[str, Any] | None) -> str | None:
+    """The quantization method a config declares (`quantization_config.quant_method`), or None."""
+    quantization = (config or {}).get("quantization_config")
+    if not isinstance(quantization, dict):
+        return None
+    method = quantization.get("quant_method")
+    return method if isinstance(method, str) and method.isprintable() else "quantized"
+
+
+def stored_packed(tensors: Sequence[TensorInfo]) -> bool:
+    """Whether a module holds its values in integer or block-quantized elements (or in a dtype of no known size): a
+    packing not read here, where a config declares a quantization."""
+    from inspector.dtypes import DKind, lookup
+
+    packed = (DKind.INT, DKind.UINT, DKind.QUANT, DKind.OPAQUE)
+    return any((dt := lookup(t.dtype)) is None or dt.kind in packed for t in tensors)
+
+
 def unpacked(tensors: list[TensorInfo], packing: tuple[Packing, int] | None = None) -> None:
     """Each packed weight of `tensors` made the values it packs, its dtype theirs and its elements as many as its
     bytes hold, with a note of how it is stored:

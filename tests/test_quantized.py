@@ -529,3 +529,33 @@ def test_gptq_and_awq_checkpoints_unpack_their_weights(tmp_path: Path, method: s
         assert changes == {DiffKind.DTYPE_CHANGED}
         extra = [d for d in result.differences if d.kind is DiffKind.EXTRA]
         assert len(extra) == len(names) * LINEARS and all("state beside its packed weight" in d.message for d in extra)
+
+
+def test_a_quantization_packed_in_a_layout_not_read_explains_its_modules(tmp_path: Path) -> None:
+    """A config declaring a quantization whose packing `PACKINGS` does not read (GPTQ's Marlin format here, over the
+    bytes AutoGPTQ packs) leaves the packed weights as the tensors they are; the modules they are in differ from the
+    formula, explained by the declared quantization (a note), never a warning: the family still checks every other
+    module (a config naming a quantization the inspector does not know would otherwise cry wolf)."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("auto_gptq") is None:
+        pytest.skip("auto_gptq is not installed (pip install --no-deps auto-gptq)")
+    root = Path(__file__).resolve().parent.parent
+    written = subprocess.run(
+        [sys.executable, "-c", PACKED_WRITER, "gptq", str(tmp_path), json.dumps(LLAMA), "in_config"],
+        capture_output=True, text=True, cwd=root,
+    )  # fmt: skip
+    assert written.returncode == 0, written.stderr[-3000:]
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["quantization_config"]["checkpoint_format"] = "marlin"
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    report = inspect(tmp_path / "model.safetensors")
+    assert {t.dtype for t in report.checkpoint.tensors if t.name.endswith(".qweight")} == {"I32"}  # (not unpacked)
+    exp = report.expectation
+    assert exp is not None and exp.source == "config" and exp.explained and not exp.anomalies
+    assert any(note.startswith("quantized by gptq") for note in exp.notes)
+    assert {c.layer for c in exp.layers if c.status != "ok"} == {"model.layers.0", "model.layers.1"}
+    assert "COUNT_MISMATCH" not in {f.code for f in report.findings}
+    assert "COUNT_EXPLAINED" in {f.code for f in report.findings}
