@@ -327,6 +327,18 @@ def _ends_there(file: FileModules, parts: Sequence[Part], bases: Sequence[str]) 
     return all(_shape_key(PLACEHOLDER.sub("0", p.path.rpartition(".")[2].lstrip("/"))) in lasts for p in parts)
 
 
+def _stored_in_out(t: TensorInfo) -> bool:
+    """Whether a weight an exporter named after its module (`layer`) is stored as the layer's (in, out), the transpose
+    of torch's Linear weight: what an ONNX MatMul (or a Gemm not told to transpose it) reads directly."""
+    return (
+        t.layer is not None
+        and t.use is not None
+        and t.use[0] in ("MatMul", "Gemm")
+        and not t.use[3]
+        and len(t.shape) == 2
+    )
+
+
 def _encoder_decoder(family: Family) -> bool:
     """Whether the family has decoder layers beside its encoder's (parts over `{j}`)."""
     return any("{j}" in p.path for p in family.parts)
@@ -344,10 +356,16 @@ def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, 
                 full = next((f for f in map(view.full, _expand(template, {"layers": view.count(template, "i")}))
                              if view.module(f)), full)  # fmt: skip
             weight = next(
-                (t for t in view.module(full) if canonical_name(t) == full or t.name.endswith((".weight", ".kernel"))),
+                (
+                    t
+                    for t in view.module(full)
+                    if (name := canonical_name(t)) == full or name.endswith((".weight", ".kernel"))
+                ),
                 None,
             )
             if weight is not None and len(weight.shape) > axis and weight.dtype not in COLUMN_DTYPES:
+                if _stored_in_out(weight):
+                    axis = 1 - axis
                 name, _, offset = hyper.partition("+")  # 'positions+2': the table has 2 rows more
                 h[name] = weight.shape[axis] - int(offset or 0)
         for placeholder, hyper in COUNTS.items():

@@ -406,7 +406,7 @@ FAMILY = {"pytorch": "torch", "keras": "keras", "mxnet": "mxnet"}
 # of those names: a GGUF tensor's are the Hugging Face names `loaders.gguf.hf_name` maps it to. Its role is read off
 # those names with that framework's rules, its layer the source module (as the same model's safetensors file reads),
 # and off its own name only where it has none or no rule reads it.
-SOURCE_NAMED = {"llama.cpp": "torch"}
+SOURCE_NAMED = {"llama.cpp": "torch", "onnx": "torch"}
 
 
 ROLE_TEXT = {role: role.value for role in Role}  # (a dict lookup: no enum descriptor per tensor)

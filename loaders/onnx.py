@@ -25,14 +25,14 @@ statistics are buffers; everything else (shapes, axes, scalars, unused tensors) 
 from __future__ import annotations
 
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from inspector import dtypes
 from inspector.dtypes import DKind
 from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, TensorInfo, TensorKind
-from inspector.recordtype import field, record
+from inspector.recordtype import field, record, replace
 from loaders._onnx_external import ExternalFiles
 from loaders._protobuf import LEN, VARINT, Field, Wire, signed
 from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, check_shape, tile
@@ -523,6 +523,7 @@ class OnnxLoader:
         externals = ExternalFiles(probe, files, regions, findings)
         try:
             tensors = [self._record(t, walk, externals) for t in walk.tensors]
+            tensors = _named_by_scope(tensors)
         finally:
             externals.close()
 
@@ -544,6 +545,7 @@ class OnnxLoader:
         file, offset = 0, t.offset
         if t.external is not None:
             file, offset = externals.place(t.name, t.external, t.dtype, t.shape, t.nbytes, t.notes)
+        layer = _exported_module(t.name, by, walk.consumers) if by is not None else None  # (`_named_by_scope`)
         return TensorInfo(
             t.name,
             t.shape,
@@ -553,10 +555,49 @@ class OnnxLoader:
             kind=t.kind,
             section=t.source,
             trainable=t.kind is TensorKind.PARAMETER,
+            layer=layer,
+            param=WEIGHT if layer is not None else None,
             file=file,
             notes=tuple(t.notes),
             use=by.use() if by is not None else None,
         )
+
+
+# torch.onnx's TorchScript exporter (dynamo=False: Optimum's exports, transformers.js' models) writes a Linear layer's
+# weight as a new initializer `onnx::MatMul_N`, transposed, and names the node that reads it by its module's scope
+# ('/bert/encoder/layer.0/attention/self/query/MatMul'): that scope is the module the weight is (its `layer`)
+EXPORTED_WEIGHT_PREFIX = "onnx::"
+SCOPED_WEIGHT_INPUTS = {"MatMul": 1, "Gemm": 1}  # op -> the input a layer's weight is
+WEIGHT = "weight"
+
+
+def _exported_module(name: str, by: _Consumer, consumers: dict[str, list[_Consumer]]) -> str | None:
+    """The module an exporter-named weight belongs to, from the scope of the node reading it directly; else None.
+    A scope names a module relative to its parent, or a Sequential's child with its parent's name before it
+    ('/features/features.1/features.1.0/attn': `features.1.0.attn`)."""
+    if not name.startswith(EXPORTED_WEIGHT_PREFIX) or SCOPED_WEIGHT_INPUTS.get(by.op_type) != by.index:
+        return None
+    if by not in consumers.get(name, ()) or not by.node.startswith("/"):  # (read directly, by a scoped node)
+        return None
+    scope = by.node.split("/")[1:-1]
+    if not scope or not all(scope):
+        return None
+    path = scope[0]
+    for part in scope[1:]:
+        path = part if part.startswith(path + ".") else f"{path}.{part}"
+    return path
+
+
+def _named_by_scope(tensors: list[TensorInfo]) -> list[TensorInfo]:
+    """The tensors, with a module (`layer`) kept only where it is that module's one weight: a module whose scope reads
+    several exported weights (a functional call inside it: torchvision's Swin attention) or that the file holds a
+    weight of under its own name is none of theirs."""
+    claimed = Counter(t.layer for t in tensors if t.layer is not None)
+    if not claimed:
+        return tensors
+    named = {t.name for t in tensors}
+    kept = {m for m, n in claimed.items() if n == 1 and f"{m}.{WEIGHT}" not in named}
+    return [t if t.layer is None or t.layer in kept else replace(t, layer=None, param=None) for t in tensors]
 
 
 def _numel(shape: tuple[int, ...]) -> int:

@@ -647,3 +647,54 @@ def test_weights_through_tile_and_gather_elements_are_parameters(tmp_path: Path)
     kinds = {t.name: t.kind for t in load(path).tensors}
     assert kinds["table"] is kinds["weight"] is TensorKind.PARAMETER
     assert TensorKind.PARAMETER not in (kinds["index"], kinds["repeats"], kinds["probe"])
+
+
+def test_legacy_export_weights_belong_to_their_modules(tmp_path: Path) -> None:
+    """The TorchScript exporter (dynamo=False: Optimum's exports) writes a transformers model's Linear weights as
+    `onnx::MatMul_N` initializers, transposed, read by nodes named after their module's scope: each is that module's
+    weight (`layer`), with the module's role, and the family check beside the config counts every row as the model
+    holds it (it counted each such module as missing and the initializers as an exporter's extra row). The model's
+    norms are random, so the exporter merges none of them; its zero biases it does merge (as the file then holds)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    words = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, vocab_size=128,
+                 max_position_embeddings=64)  # fmt: skip
+    torch.manual_seed(0)
+    config = transformers.BertConfig(**words)
+    model = transformers.BertModel(config).eval()
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.LayerNorm):
+                module.weight.normal_()
+                module.bias.normal_()
+
+    class Outputs(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = model
+
+        def forward(self, ids: Any) -> Any:
+            out = self.bert(input_ids=ids)
+            return out.last_hidden_state, out.pooler_output
+
+    config.save_pretrained(tmp_path)
+    path = tmp_path / "model.onnx"
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):  # the exporter's chatter
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Outputs().eval(), (torch.ones(1, 8, dtype=torch.long),), str(path), dynamo=False)
+    report = inspect(path)
+    exported = {t.name: t for t in report.checkpoint.tensors if t.name.startswith("onnx::MatMul")}
+    assert len(exported) == 2 * 6  # q, k, v, o, up, down a layer (the pooler is a Gemm of its own weight's name)
+    roles = {r.name: r for r in report.roles}
+    layers = {t.layer for t in exported.values()}
+    assert "bert.encoder.layer.1.attention.self.value" in layers
+    ffn = {roles[name].role for name, t in exported.items() if t.layer and t.layer.endswith("intermediate.dense")}
+    assert ffn == {"feedforward_up"}
+    exp = report.expectation
+    assert exp is not None and exp.source == "config" and exp.architecture == "bert" and exp.matches
+    embeddings = ("word_embeddings", "position_embeddings", "token_type_embeddings", "LayerNorm")
+    assert {c.layer for c in exp.layers} == {
+        *(f"bert.embeddings.{e}" for e in embeddings), "bert.encoder.layer.0", "bert.encoder.layer.1",
+        "bert.pooler.dense",
+    }  # fmt: skip
+    assert not [f for f in report.findings if f.severity.value != "info"]
