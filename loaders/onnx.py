@@ -186,6 +186,7 @@ class _Consumer:
     outputs: tuple[str, ...]
     node: str  # its name (or first output)
     transposed: bool = False  # the node reads the input transposed (Gemm's transA, transB)
+    scope: str = ""  # the module the dynamo exporter says the node is in (`NAME_SCOPES`), where it says
 
     def use(self) -> tuple[str, str, str, bool]:
         """(operator, the input's name, node, transposed): what the value is to this node."""
@@ -290,7 +291,7 @@ class _Walk:
         self.nodes += 1
         if self.nodes > MAX_NODES:
             raise LimitExceededError(self.probe.path, FORMAT, f"more than {MAX_NODES:,} nodes", f.start)
-        inputs, outputs, attributes = [], [], []
+        inputs, outputs, attributes, metadata = [], [], [], []
         op_type = name = ""
         for g in self.wire.fields(f.start, f.end):
             if g.number == 1 and g.wire == LEN:
@@ -303,17 +304,35 @@ class _Walk:
                 op_type = self.wire.text(g, 200)
             elif g.number == 5 and g.wire == LEN:
                 attributes.append(g)
+            elif g.number == 9 and g.wire == LEN:
+                metadata.append(g)
         self.op_types[op_type] += 1
+        scope = self.scope(metadata) if metadata and op_type in SCOPED_WEIGHT_INPUTS else ""
         node = name or (outputs[0] if outputs else op_type)
         transposed = self.transposes(TRANSPOSES[op_type], attributes) if op_type in TRANSPOSES else ()
         for i, value in enumerate(inputs):
             if value:
-                self.consumers[value].append(_Consumer(op_type, i, tuple(outputs), node, i in transposed))
+                self.consumers[value].append(_Consumer(op_type, i, tuple(outputs), node, i in transposed, scope))
         children: list[tuple[int, int]] = []
         owner = outputs[0] if op_type == "Constant" and outputs else (name or (outputs[0] if outputs else op_type))
         for a in attributes:
             children += self.attribute(a, owner, op_type, depth)
         return children
+
+    def scope(self, metadata: list[Field]) -> str:
+        """The module a node is in, as the dynamo exporter writes it in the node's metadata (StringStringEntryProto: 1
+        key, 2 value; `NAME_SCOPES`: "['', 'bert', ..., 'bert.encoder.layer.0.attention.self.query', 'linear']", the
+        call last): the scope before the call, or ''."""
+        for m in metadata:
+            fields = list(self.wire.fields(m.start, m.end))
+            key = next((self.wire.text(g, 64) for g in fields if g.number == 1 and g.wire == LEN), "")
+            if key != NAME_SCOPES:
+                continue
+            text = next((self.wire.text(g, 4096) for g in fields if g.number == 2 and g.wire == LEN), "")
+            if text.startswith("['") and text.endswith("']"):
+                scopes = text[2:-2].split("', '")
+                return scopes[-2] if len(scopes) >= 2 else ""
+        return ""
 
     def transposes(self, flags: dict[str, int], attributes: list[Field]) -> set[int]:
         """The inputs a node reads transposed: those of its `flags` attributes set (Gemm's `transA`, `transB`;
@@ -569,15 +588,20 @@ class OnnxLoader:
 EXPORTED_WEIGHT_PREFIX = "onnx::"
 SCOPED_WEIGHT_INPUTS = {"MatMul": 1, "Gemm": 1}  # op -> the input a layer's weight is
 WEIGHT = "weight"
+# The dynamo exporter (torch's default) names such an initializer `val_N` and says each node's module in its metadata
+NAME_SCOPES = "pkg.torch.onnx.name_scopes"
+EXPORTED_VALUE_PREFIX = "val_"
 
 
 def _exported_module(name: str, by: _Consumer, consumers: dict[str, list[_Consumer]]) -> str | None:
     """The module an exporter-named weight belongs to, from the scope of the node reading it directly; else None.
     A scope names a module relative to its parent, or a Sequential's child with its parent's name before it
     ('/features/features.1/features.1.0/attn': `features.1.0.attn`)."""
-    if not name.startswith(EXPORTED_WEIGHT_PREFIX) or SCOPED_WEIGHT_INPUTS.get(by.op_type) != by.index:
+    if SCOPED_WEIGHT_INPUTS.get(by.op_type) != by.index or by not in consumers.get(name, ()):  # (read directly)
         return None
-    if by not in consumers.get(name, ()) or not by.node.startswith("/"):  # (read directly, by a scoped node)
+    if name.startswith(EXPORTED_VALUE_PREFIX) and by.scope:  # (the dynamo exporter's, its module in the metadata)
+        return by.scope if all(by.scope.split(".")) else None
+    if not name.startswith(EXPORTED_WEIGHT_PREFIX) or not by.node.startswith("/"):  # (the TorchScript exporter's)
         return None
     scope = by.node.split("/")[1:-1]
     if not scope or not all(scope):
