@@ -347,6 +347,7 @@ def _encoder_decoder(family: Family) -> bool:
 def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, Any] | None) -> dict[str, Any]:
     """Defaults, then the file's shapes, then the config; the usual relations fill the rest."""
     h: dict[str, Any] = dict(family.defaults)
+    quantized = declared_method(config) is not None  # (sizes are the config's, not a quantized weight's elements)
     if view is not None:
         for hyper, (path, axis) in family.reads.items():
             full = view.full(path)
@@ -363,7 +364,12 @@ def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, 
                 ),
                 None,
             )
-            if weight is not None and len(weight.shape) > axis and weight.dtype not in COLUMN_DTYPES:
+            if (
+                weight is not None
+                and len(weight.shape) > axis
+                and weight.dtype not in COLUMN_DTYPES
+                and not (quantized and stored_packed((weight,)))
+            ):
                 if _stored_in_out(weight):
                     axis = 1 - axis
                 name, _, offset = hyper.partition("+")  # 'positions+2': the table has 2 rows more

@@ -559,3 +559,23 @@ def test_a_quantization_packed_in_a_layout_not_read_explains_its_modules(tmp_pat
     assert {c.layer for c in exp.layers if c.status != "ok"} == {"model.layers.0", "model.layers.1"}
     assert "COUNT_MISMATCH" not in {f.code for f in report.findings}
     assert "COUNT_EXPLAINED" in {f.code for f in report.findings}
+
+
+@pytest.mark.parametrize(("rows", "warned"), [(16, False), (256, True)])
+def test_a_declared_quantization_explains_only_fewer_elements(tmp_path: Path, rows: int, warned: bool) -> None:
+    """A config declaring a quantization the inspector does not unpack explains a module stored in integers with
+    fewer elements than the formula gives (a packing's mark); one holding more is still a difference (the llama's
+    q_proj weight here replaced by an int32 tensor of 16 x 64 (fewer than its 64 x 64) or 256 x 64 (more))."""
+    from safetensors.torch import save_file
+
+    model = _llama()
+    state = {name: value.contiguous() for name, value in model.state_dict().items()}
+    state["model.layers.0.self_attn.q_proj.weight"] = torch.zeros(rows, LLAMA["hidden_size"], dtype=torch.int32)
+    save_file(state, str(tmp_path / "model.safetensors"))
+    config = {**model.config.to_dict(), "quantization_config": {"quant_method": "exl2", "bits": 4}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    report = inspect(tmp_path / "model.safetensors")
+    exp = report.expectation
+    assert exp is not None and exp.source == "config" and not exp.matches
+    assert ("COUNT_MISMATCH" in {f.code for f in report.findings}) is warned
+    assert bool(exp.anomalies) is warned and any(n.startswith("quantized by exl2") for n in exp.notes) is not warned
