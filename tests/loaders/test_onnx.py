@@ -525,15 +525,21 @@ def test_quantized_weights(tmp_path: Path) -> None:
                      "w2": TensorKind.PARAMETER}  # fmt: skip
 
 
+def _exporting(dynamo: bool) -> tuple[Any, Any]:
+    """torch and transformers, to export a transformers model (the dynamo exporter needs onnxscript): else a skip."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    if dynamo:
+        pytest.importorskip("onnxscript", reason="torch's dynamo ONNX exporter needs onnxscript")
+    return torch, transformers
+
+
 @pytest.mark.parametrize("dynamo", [False, True])
 def test_transformers_vit_export(tmp_path: Path, dynamo: bool) -> None:
     """A tiny ViT (random weights) as both exporters write it: the initializers are onnx.load's; those that keep the
     name of a torch parameter are parameters (the TorchScript exporter broadcasts the class token with Expand before
     concatenating it), and a file holding what the exporter wrote gets no warning."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    if dynamo:
-        pytest.importorskip("onnxscript", reason="torch's dynamo ONNX exporter needs onnxscript")
+    torch, transformers = _exporting(dynamo)
     words = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, image_size=32,
                  patch_size=8)  # fmt: skip
     torch.manual_seed(0)
@@ -658,10 +664,7 @@ def test_exported_weights_belong_to_their_modules(tmp_path: Path, dynamo: bool) 
     module (it counted each such module as missing and the initializers as an exporter's extra row): the TorchScript
     export matches row for row (the model's norms are random, so the exporter merges none of them; its zero biases it
     does merge, as the file then holds), the dynamo export differs only where its exporter folded (explained)."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    if dynamo:
-        pytest.importorskip("onnxscript", reason="torch's dynamo ONNX exporter needs onnxscript")
+    torch, transformers = _exporting(dynamo)
     words = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, vocab_size=128,
                  max_position_embeddings=64)  # fmt: skip
     torch.manual_seed(0)
