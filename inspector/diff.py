@@ -26,7 +26,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from inspector.errors import SpecError
-from inspector.quantized import BNB_4BIT_NAMES, BNB_INT8_NAMES, COLUMN_DTYPES, quantization_tensors
+from inspector.quantized import BNB_STATE_NAMES, COLUMN_DTYPES, quantization_tensors
 from inspector.records import TensorKind
 from inspector.recordtype import StrEnumBody, fast_enum, field, record
 
@@ -109,7 +109,7 @@ WIDENINGS = frozenset(
      ("U8", "I32"), ("U8", "I64"), ("U16", "I32"), ("U16", "I64"), ("U32", "I64")}
 )  # fmt: skip
 _COMPILED = tuple((re.compile(r.pattern), r.replacement) for r in NAMING_RULES)
-_QUANTIZATION_STATE = re.compile(r"(.+)\.(?:" + BNB_INT8_NAMES + "|" + BNB_4BIT_NAMES + ")")  # bitsandbytes'
+_QUANTIZATION_STATE = re.compile(r"(.+)\.(?:" + BNB_STATE_NAMES + ")")  # bitsandbytes'
 _PARAM_END = re.compile(r"(?:^|[._/])(" + "|".join(PARAM_NAMES) + r")(?::\d+)?$")
 
 

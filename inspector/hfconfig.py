@@ -91,7 +91,13 @@ def adapter_config_beside(probe: Probe) -> dict[str, Any] | None:
 # The quantization configs AutoGPTQ and AutoAWQ wrote beside their checkpoints before transformers read one from
 # config.json: the file's name -> (the quant_method it stands for, a key only it has)
 QUANTIZATION_CONFIGS = {"quantize_config.json": ("gptq", "bits"), "quant_config.json": ("awq", "w_bit")}
-PACKED_WEIGHT_NAME = ".qweight"  # a name ending so: a GPTQ or AWQ layer's packed weight
+
+
+def _packed_weights() -> tuple[str, ...]:
+    """How the packed weight of a method `QUANTIZATION_CONFIGS` names ends ('.qweight'): `quantized.PACKINGS`' word."""
+    from inspector.quantized import PACKINGS  # (loaded already: bound here, not in every run's start-up)
+
+    return tuple({"." + PACKINGS[method].weight for method, _ in QUANTIZATION_CONFIGS.values()})
 
 
 def with_config(ckpt: Checkpoint, probe: Probe) -> Checkpoint:
@@ -102,15 +108,12 @@ def with_config(ckpt: Checkpoint, probe: Probe) -> Checkpoint:
     if ckpt.config is not None:
         return ckpt
     config = (adapter_like(probe, ckpt) and adapter_config_beside(probe)) or config_beside(probe)
-    if (
-        config is not None
-        and config.get("source") == CONFIG_NAME
-        and "quantization_config" not in config
-        and any(t.name.endswith(PACKED_WEIGHT_NAME) for t in ckpt.tensors[:ADAPTER_NAMES_LOOKED_AT])
-    ):
-        for name, (method, key) in QUANTIZATION_CONFIGS.items():
-            words = _json_beside(probe, name)
-            if words is not None and key in words:
-                config["quantization_config"] = {"quant_method": method, **words, "source": name}
-                break
+    if config is not None and config.get("source") == CONFIG_NAME and "quantization_config" not in config:
+        packed = _packed_weights()
+        if any(t.name.endswith(packed) for t in ckpt.tensors[:ADAPTER_NAMES_LOOKED_AT]):
+            for name, (method, key) in QUANTIZATION_CONFIGS.items():
+                words = _json_beside(probe, name)
+                if words is not None and key in words:
+                    config["quantization_config"] = {"quant_method": method, **words, "source": name}
+                    break
     return ckpt if config is None else replace(ckpt, config=MappingProxyType(config))

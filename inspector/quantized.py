@@ -59,6 +59,7 @@ BNB_4BIT_STATE = ("absmax", "quant_map", "nested_absmax", "nested_quant_map", *P
 # `bitsandbytes__nf4`: a digit spelled in a pattern would split the matchers' memo by it)
 BNB_INT8_NAMES = "|".join(BNB_INT8_STATE)
 BNB_4BIT_NAMES = WEIGHT + r"\.(?:" + "|".join(BNB_4BIT_STATE).replace(".", r"\.").replace("4", r"\d") + ")"
+BNB_STATE_NAMES = BNB_INT8_NAMES + "|" + BNB_4BIT_NAMES  # either
 
 
 class Packing:
@@ -93,7 +94,7 @@ PACKINGS = {
 PACK_QUANTIZED = "pack-quantized"  # compressed-tensors' format of them
 PACKED_LAYOUTS = {"gptq": ("", "gptq", "gptq_v2"), "awq": ("", "gemm")}  # GPTQ's checkpoint_format, AWQ's version
 PACK_STORAGE = "I32"
-BNB_STATE = r"(?:.*\.)?(?:" + BNB_INT8_NAMES + "|" + BNB_4BIT_NAMES + ")"  # any of them, a whole name
+BNB_STATE = r"(?:.*\.)?(?:" + BNB_STATE_NAMES + ")"  # any of them, a whole name
 COLUMN_DTYPES = frozenset(PACKED_BY.values())  # a weight unpacked to a column: its shape says none of the layer's sizes
 QUANTIZATION_ROW = "quantization"  # the layer check's row of them, and its kind
 QUANTIZATION_KIND = "Scales"

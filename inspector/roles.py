@@ -15,7 +15,7 @@ from enum import StrEnum
 from sys import intern
 
 from inspector.needles import Split, split
-from inspector.quantized import BNB_4BIT_NAMES, BNB_INT8_NAMES, SIDE_TENSORS
+from inspector.quantized import BNB_STATE_NAMES, SIDE_TENSORS
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import StrEnumBody, fast_enum, field, record
 
@@ -231,7 +231,7 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     # a linear layer's packed weight (GPTQ's and AWQ's `qweight`, compressed-tensors' `weight_packed`)
     RoleRule("quant.packed", Role.DENSE, r"(?P<layer>.+)\.(?P<param>qweight|weight_packed)", ("torch",)),
     # bitsandbytes' state of its 8-bit and 4-bit weights, buffers (`inspector.quantized`): the layer is the module
-    RoleRule("bnb.state", Role.QUANT_STATE, r"(?P<layer>.+)\.(?P<param>" + BNB_INT8_NAMES + "|" + BNB_4BIT_NAMES + ")", ("torch",)),
+    RoleRule("bnb.state", Role.QUANT_STATE, r"(?P<layer>.+)\.(?P<param>" + BNB_STATE_NAMES + ")", ("torch",)),
     # a mixture of experts' projections stacked one tensor per projection (experts, out, in): transformers 5's fused
     # experts ('mlp.experts.gate_up_proj'), llama.cpp's stacked ones named as HF's ('mlp.experts.gate_proj.weight')
     RoleRule("moe.experts_gate", Role.FFN_GATE, r"(?P<layer>.+\.experts)\.(?P<param>gate_proj)(?:\.weight)?", ("torch",)),
