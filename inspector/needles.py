@@ -67,20 +67,53 @@ def _split(found: tuple[str | tuple[str, ...], ...]) -> Split:
     return literals, tuple(n for n in found if n.__class__ is tuple)  # type: ignore[misc]
 
 
+DIGITS = "0123456789"
+BACKREFERENCES = ("(?P=", *(f"\\{d}" for d in "123456789"))  # (?P=name), \1 ... \9
+
+
+def spelled(pattern: str) -> str | None:
+    """The digits a pattern spells out (in its text outside escapes: `layers.0.`, a `{2}` count), or None when a
+    digit's value means more to it than that (a digit in a set, a backreference): what `roles.Matcher` keys its
+    memo by. From the table written for the rule tables (`rule_needles`), else read off the pattern now."""
+    from inspector.rule_needles import NEEDLES, SPELLED
+
+    if pattern in NEEDLES:  # (the table was written from it: a pattern it does not list spells no digit)
+        return SPELLED.get(pattern, "")
+    return _spelled(pattern)
+
+
+def _spelled(pattern: str) -> str | None:
+    if any(map(pattern.__contains__, BACKREFERENCES)):
+        return None
+    text = re.sub(r"\\.", "", pattern)  # (every escape and the character it escapes taken out)
+    if re.search(r"\[[^\]]*\d", text):
+        return None
+    return "".join(d for d in DIGITS if d in text)
+
+
 def table() -> dict[str, Split]:
     """The needles of every role and kind rule's pattern and of the registry's file-name patterns, read off them."""
+    return {pattern: _split(needles(pattern)) for pattern in _patterns()}
+
+
+def spelled_table() -> dict[str, str | None]:
+    """The digits the same patterns spell (`spelled`), for those that spell any."""
+    return {pattern: found for pattern in _patterns() if (found := _spelled(pattern)) != ""}
+
+
+def _patterns() -> list[str]:
     from inspector.kinds import KIND_RULES
     from inspector.roles import ROLE_RULES
     from loaders import FORMATS
 
-    patterns = [r.pattern for r in ROLE_RULES] + [r.pattern for r in KIND_RULES] + [f.names for f in FORMATS if f.names]
-    return {pattern: _split(needles(pattern)) for pattern in patterns}
+    return [r.pattern for r in ROLE_RULES] + [r.pattern for r in KIND_RULES] + [f.names for f in FORMATS if f.names]
 
 
 HEADER = '''"""The needles (`inspector.needles`) of every role and kind rule's pattern and of the registry's file-name
 patterns, read off them when this file was written, as (literals, clauses): reading them at each run's start cost
-about 1.5 ms of 25. Written by `python -m inspector.needles`; tests/test_speed.py checks it is current (a pattern it
-lacks is read at run time)."""
+about 1.5 ms of 25; and the digits those that spell any spell (`SPELLED`, `inspector.needles.spelled`: 0.2 ms a
+run). Written by `python -m inspector.needles`; tests/test_speed.py checks it is current (a pattern it lacks is read
+at run time)."""
 
 # fmt: off
 '''
@@ -89,8 +122,9 @@ lacks is read at run time)."""
 def write(path: str) -> None:
     """Write `table()` as the module `inspector.rule_needles`."""
     rows = "".join(f"    {pattern!r}: {found!r},\n" for pattern, found in table().items())
+    digits = "".join(f"    {pattern!r}: {found!r},\n" for pattern, found in spelled_table().items())
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write(HEADER + "NEEDLES = {\n" + rows + "}\n")
+        fh.write(HEADER + "NEEDLES = {\n" + rows + "}\nSPELLED = {\n" + digits + "}\n")
 
 
 def _global_flags(p: str) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from operator import methodcaller
 from types import MappingProxyType
 
@@ -56,7 +56,7 @@ def _declares_plugins(paths: list[str] | None = None) -> bool:
     header = f"[{ENTRY_POINT_GROUP}]".encode()
     for folder in sys.path if paths is None else paths:
         try:
-            names = os.listdir(folder or ".")
+            names = _listing(folder or ".")
         except OSError:  # a zip on sys.path, a missing folder: importlib.metadata finds nothing there either
             continue
         for name in filter(_METADATA, names):  # (a C loop over the standard library's hundreds of names)
@@ -70,6 +70,17 @@ def _declares_plugins(paths: list[str] | None = None) -> bool:
             except OSError:
                 continue
     return False
+
+
+def _listing(folder: str) -> Iterable[str]:
+    """The names in a folder: the listing the import system keeps of a `sys.path` folder it has searched, while the
+    folder is unchanged (as its own finder checks it: one stat, where listing the standard library's folder anew
+    costs 0.05 ms), else read now."""
+    finder = sys.path_importer_cache.get(os.getcwd() if folder == "." else folder)
+    cached = getattr(finder, "_path_cache", None)  # (importlib's FileFinder: the names, and the folder's mtime)
+    if cached and getattr(finder, "_path_mtime", None) == os.stat(folder).st_mtime:
+        return cached  # type: ignore[no-any-return]
+    return os.listdir(folder)
 
 
 def _class(name: str) -> type[Loader]:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from enum import StrEnum
+from operator import attrgetter
 from sys import intern
 
-from inspector.needles import Split, split
+from inspector.needles import DIGITS, Split, spelled, split
 from inspector.quantized import BNB_STATE_NAMES, SIDE_TENSORS
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import StrEnumBody, fast_enum, field, record
@@ -280,8 +281,9 @@ class Matcher:
     triggers: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "digits", _digit_table(frozenset(r.pattern for r in self.rules)))
-        object.__setattr__(self, "triggers", _triggers(self.rules) if self.digits else None)
+        digits = list(map(spelled, map(attrgetter("pattern"), self.rules)))  # (written with the needles: no regex)
+        object.__setattr__(self, "digits", _digit_table(digits))
+        object.__setattr__(self, "triggers", _triggers(self.rules, digits) if self.digits else None)
         self.regexes.extend([None] * (len(self.rules) - len(self.regexes)))
         self.needles.extend([None] * (len(self.rules) - len(self.needles)))
 
@@ -347,53 +349,34 @@ MEMO_LIMIT = 1 << 20  # shapes remembered per matcher (a bound on memory for hos
 FREE = b"\xff"  # the prefix of a shape whose digits are all one (no UTF-8 text holds the byte)
 ALL_DIGITS = bytes.maketrans(b"0123456789", b"0000000000")
 NO_RULE: tuple[None, tuple[()]] = (None, ())
-_DIGIT_TABLES: dict[frozenset[str], bytes] = {}  # by set of patterns: two matchers of one table share it
-BACKREFERENCES = tuple(f"\\{d}" for d in "123456789")  # \1 ... \9
 
 
-def _digit_table(patterns: frozenset[str]) -> bytes:
-    """The `bytes.translate` table of `Matcher.shape_key` for a set of patterns (empty: no memo).
+def _digit_table(spelled: Sequence[str | None]) -> bytes:
+    """The `bytes.translate` table of `Matcher.shape_key` for patterns that spell these digits (`needles.spelled`;
+    empty: no memo).
 
     A digit written in a pattern (':0', a '{2}' count, conservatively) keeps its value in the key; every other digit
     is interchangeable for every pattern (they only meet \\d, \\w, '.' and negated sets). A digit in a set, or a
-    backreference (which compares the digits' values), leaves the table empty. It reads the patterns' text once per
-    set (the role table's matcher and the one for files that do not say share it)."""
-    table = _DIGIT_TABLES.get(patterns)
-    if table is None:
-        joined = "".join(sorted(patterns))
-        text = _unescaped(joined)
-        free = [d for d in DIGITS if d not in text]  # (ten C searches, not a set of the whole text)
-        table = b""
-        backreference = "(?P=" in joined or any(map(joined.__contains__, BACKREFERENCES))
-        if free and not backreference and not re.search(r"\[[^\]]*\d", text):
-            table = bytes.maketrans("".join(free).encode(), free[0].encode() * len(free))
-        _DIGIT_TABLES[patterns] = table
-    return table
+    backreference (which compares the digits' values), leaves the table empty."""
+    if None in spelled:
+        return b""
+    text = "".join(spelled)  # type: ignore[arg-type]
+    free = [d for d in DIGITS if d not in text]
+    return bytes.maketrans("".join(free).encode(), free[0].encode() * len(free)) if free else b""
 
 
-def _triggers(rules: Sequence[Any]) -> tuple[str, ...] | None:
+def _triggers(rules: Sequence[Any], spelled: Sequence[str | None]) -> tuple[str, ...] | None:
     """The longest literal of each rule whose pattern spells a digit (`Matcher.triggers`), or None when such a rule
     has no literal every match holds."""
     out = []
-    for rule in rules:
-        pattern = rule.pattern
-        # (ten C searches a pattern; the escapes taken out only where a digit is)
-        if not any(map(pattern.__contains__, DIGITS)) or not any(map(_unescaped(pattern).__contains__, DIGITS)):
+    for rule, digits in zip(rules, spelled, strict=True):
+        if not digits:
             continue
-        literals = split(pattern)[0]
+        literals = split(rule.pattern)[0]
         if not literals:
             return None
         out.append(max(literals, key=len))
     return tuple(dict.fromkeys(out))
-
-
-DIGITS = "0123456789"
-
-
-def _unescaped(pattern: str) -> str:
-    """A pattern's text with every escape (`\\d`, `\\.`) and the character it escapes taken out: the digits left are
-    spelled."""
-    return re.sub(r"\\.", "", pattern)
 
 
 def compile_rules(rules: Sequence[Any]) -> Matcher:

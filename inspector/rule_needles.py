@@ -1,7 +1,8 @@
 """The needles (`inspector.needles`) of every role and kind rule's pattern and of the registry's file-name
 patterns, read off them when this file was written, as (literals, clauses): reading them at each run's start cost
-about 1.5 ms of 25. Written by `python -m inspector.needles`; tests/test_speed.py checks it is current (a pattern it
-lacks is read at run time)."""
+about 1.5 ms of 25; and the digits those that spell any spell (`SPELLED`, `inspector.needles.spelled`: 0.2 ms a
+run). Written by `python -m inspector.needles`; tests/test_speed.py checks it is current (a pattern it lacks is read
+at run time)."""
 
 # fmt: off
 NEEDLES = {
@@ -162,4 +163,26 @@ NEEDLES = {
     '(?:.*\\.)?ranknum(?:\\.[^.]+)?': (('ranknum',), ()),
     '(?:.*\\.)?(?:gate\\.bias|expert_bias|router_bias)': (('bias',), (('gate.bias', 'expert_bias', 'router_bias'),)),
     '.+\\.data-\\d{5}-of-\\d{5}$': (('.data-', '-of-'), ()),
+}
+SPELLED = {
+    '(?P<layer>.*base_model(?:\\..+)?)\\.(?P<param>hada_(?:w1_a|w1_b|w2_a|w2_b|t1|t2)|lokr_(?:w1|w1_a|w1_b|w2|w2_a|w2_b|t2)|ia\\d_l|c\\da_kernel|oft_R|oft_embedding_R|boft_R|boft_s|vera_lambda_b|vera_lambda_d|pvera_lambda_b|pvera_lambda_d|hra_u|fourierft_spectrum|waveft_spectrum|vblora_logits_A|vblora_logits_B|vblora_vector_bank|shira_weight|shira_indices|randlora_lambda|randlora_gamma|delora_A|delora_B|delora_lambda|gralora_A|gralora_B|gralora_A_general|gralora_B_general|miss_block|trainable_tokens_delta)(?:\\.weight)?': '12',
+    '(?P<module>.*base_model(?:\\..+)?)\\.(?P<param>hada_(?:w1_a|w1_b|w2_a|w2_b|t1|t2)|lokr_(?:w1|w1_a|w1_b|w2|w2_a|w2_b|t2)|ia\\d_l|c\\da_kernel|oft_R|oft_embedding_R|boft_R|boft_s|vera_lambda_b|vera_lambda_d|pvera_lambda_b|pvera_lambda_d|hra_u|fourierft_spectrum|waveft_spectrum|vblora_logits_A|vblora_logits_B|vblora_vector_bank|shira_weight|shira_indices|randlora_lambda|randlora_gamma|delora_A|delora_B|delora_lambda|gralora_A|gralora_B|gralora_A_general|gralora_B_general|miss_block|trainable_tokens_delta)\\.(?P<adapter>[^.]+)(?:\\.weight)?': '12',
+    '(?:.*[./])?pushed_vector_layer\\.0\\.(?P<param>weight|bias)': '0',
+    '(?:.*[./])?layers\\.layers\\.(?P<i>\\d+)\\.linear1\\.(?P<param>weight|bias)': '1',
+    '(?:.*[./])?layers\\.layers\\.(?P<i>\\d+)\\.linear2\\.(?P<param>weight|bias)': '2',
+    '(?P<layer>(?:model_state_dict\\.)?(?:encoder|decoder)\\.blocks\\.\\d+)\\.mlp\\.0\\.(?P<param>weight|bias)': '0',
+    '(?P<layer>(?:model_state_dict\\.)?(?:encoder|decoder)\\.blocks\\.\\d+)\\.mlp\\.2\\.(?P<param>weight|bias)': '2',
+    '(?:arg:)?(?P<layer>.+_l\\d+)_i2h_weight': '2',
+    '(?:arg:)?(?P<layer>.+_l\\d+)_h2h_weight': '2',
+    '(?:arg:)?(?P<layer>.+_l\\d+)_[ih]2h_bias': '2',
+    '(?:arg:)?(?P<layer>decoder_rnn_enc2decinit_\\d+)_(?P<param>weight|bias)': '2',
+    '(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*\\w*cell/(?P<param>kernel)(?::0)?': '0',
+    '(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*\\w*cell/(?P<param>bias)(?::0)?': '0',
+    '(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>embeddings)(?::0)?': '0',
+    '(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>recurrent_kernel)(?::0)?': '0',
+    '(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>gamma|beta)(?::0)?': '0',
+    '(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>moving_mean|moving_variance)(?::0)?': '0',
+    '(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>kernel|bias)(?::0)?': '0',
+    '(?:.*\\.)?gate\\.(?:tid2eid|balancing_biases)': '2',
+    '.+\\.data-\\d{5}-of-\\d{5}$': '5',
 }

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import struct
 import sys
-from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
 from collections.abc import Callable
 
 from inspector.recordtype import record
 from loaders._pickle_builders import BUILDERS, INERT_DATA, TRAMPOLINES, check_state, resolve
-from loaders._pickle_policy import INERT_CALLABLES, is_dotted, is_unsafe_global
+from loaders._pickle_policy import INERT_CALLABLES, is_dotted, is_unsafe_global, python3_name
 from loaders._pickle_reader import Reader, scan
 from loaders._pickle_values import (
     MAX_NAME,
@@ -145,7 +144,7 @@ class PickleMachine:
 
     def global_(self, module: str, name: str) -> None:
         # protocols 0-2 write Python 2 names ('__builtin__', 'commands'): map them as pickle itself does (a data table)
-        module, name = NAME_MAPPING.get((module, name), (IMPORT_MAPPING.get(module, module), name))
+        module, name = python3_name(module, name)
         g = Global(module, name)
         self.globals.add(g.qualname[:MAX_NAME])
         if is_dotted(name):

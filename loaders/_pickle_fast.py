@@ -53,13 +53,12 @@ import gc
 import os
 import re
 import sys
-from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
 from _pickle import Unpickler as _CUnpickler
 from collections.abc import Callable
 from functools import lru_cache
 
 from loaders._pickle_builders import BUILDERS, TRAMPOLINES, resolve
-from loaders._pickle_policy import dunder_keys, is_dotted, is_unsafe_global
+from loaders._pickle_policy import dunder_keys, is_dotted, is_unsafe_global, python3_name
 from loaders._pickle_reader import Reader
 from loaders._pickle_values import MAX_NAME, DTypeRef, Global, PickleError, StorageType, safe_key
 
@@ -71,7 +70,9 @@ CHUNK = 1 << 16  # bytes handed to the C unpickler per refill: its stack grows b
 RUN = 1024  # opcodes per counted run of the scan
 SHORT = 128  # length-prefixed strings up to this length are matched by the token pattern itself
 SMALL = 1 << 18  # a pickle under this many bytes is scanned with strings up to SMALL_SHORT in its token pattern
-SMALL_SHORT = 8  # (the pattern compiles in a quarter of the time; a longer string costs a step of the scan loop)
+# (the pattern compiles in 0.27 ms, 0.5 with 8, 2.8 with SHORT; a longer string costs a step of the scan loop, and a torch
+# pickle of that size writes few: a storage key of up to 4 digits, 'storage' and 'cpu' once, then memo references)
+SMALL_SHORT = 4
 READ_FIRST = 1 << 16  # bytes of a file-backed pickle fetched first (the interpreter reads as much at once)
 MAX_WINDOW = 1 << 28  # bytes of a file-backed pickle fetched at most (larger ones go to the interpreter)
 TOKEN_MAX = 1 + 255 + 1 + 255 + 1  # the longest token of the pattern (a GLOBAL)
@@ -322,7 +323,7 @@ class _Unpickler(_CUnpickler):  # type: ignore[misc]
 
     def find_class(self, module: str, name: str) -> Any:
         # as the interpreter's GLOBAL: Python 2 names mapped, the global recorded, only inert data admitted
-        module, name = NAME_MAPPING.get((module, name), (IMPORT_MAPPING.get(module, module), name))
+        module, name = python3_name(module, name)
         g = Global(module, name)
         self.globals.add(g.qualname[:MAX_NAME])
         if is_dotted(name) or is_unsafe_global(module, name):

@@ -175,6 +175,21 @@ SAFE_ENCODINGS = frozenset({"latin1", "latin-1", "iso-8859-1", "utf-8", "utf8", 
 UNSAFE_STATE_KEYS = "__"  # any key that starts and ends with two underscores
 
 
+# Top-level modules no Python 2 name maps to (`python3_name`): those torch.save writes
+PYTHON3_ONLY = frozenset({"torch", "collections", "builtins", "numpy", "_codecs"})
+
+
+def python3_name(module: str, name: str) -> tuple[str, str]:
+    """A GLOBAL's module and name as CPython's unpickler reads them: protocols 0-2 write Python 2 names
+    ('__builtin__', 'copy_reg', 'itertools.izip'), mapped by the standard library's table, imported only for a
+    module it may hold (a torch file's are not: about 0.1 ms of each run)."""
+    if module.partition(".")[0] in PYTHON3_ONLY:
+        return module, name
+    from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
+
+    return NAME_MAPPING.get((module, name), (IMPORT_MAPPING.get(module, module), name))  # type: ignore[no-any-return]
+
+
 def is_dotted(name: str) -> bool:
     """A GLOBAL name with a dot walks attributes from the module (protocol 4 semantics): any object is reachable."""
     return "." in name

@@ -342,6 +342,27 @@ def test_damaged_neighbour_of_the_read_data_pkl(tmp_path: Path, capsys: pytest.C
     assert not canary.exists()
 
 
+def test_python2_names_are_read_as_the_unpickler_maps_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Protocols 0-2 may name `__builtin__.eval` or `copy_reg._reconstructor`: CPython's unpickler maps them to
+    Python 3's (`_compat_pickle`), and so does the reader, on both of its paths, with the standard library's table."""
+    import _compat_pickle
+
+    from loaders._pickle_policy import PYTHON3_ONLY, python3_name
+
+    for (module, name), mapped in _compat_pickle.NAME_MAPPING.items():
+        assert python3_name(module, name) == mapped
+    for module, mapped in _compat_pickle.IMPORT_MAPPING.items():
+        assert python3_name(module, "x") == _compat_pickle.NAME_MAPPING.get((module, "x"), (mapped, "x"))
+    named = [*_compat_pickle.IMPORT_MAPPING, *(module for module, _ in _compat_pickle.NAME_MAPPING)]
+    modules = {m.partition(".")[0] for m in named}
+    assert not modules & PYTHON3_ONLY  # (the modules whose names are taken as they are)
+    canary = tmp_path / "canary"
+    path = tmp_path / "model.pkl"
+    path.write_bytes(P2 + glob("__builtin__", "exec") + text(f"open({str(canary)!r}, 'w')") + b"\x85R.")
+    assert runs(tmp_path, PICKLE_LOAD, path, canary)
+    verdict(path, capsys, "builtins.exec")
+
+
 def test_zip_of_bare_pickles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A zip with a top-level pickle (picklescan's malicious1.zip): torch refuses it, the pickle is judged."""
     path = tmp_path / "model.zip"

@@ -261,10 +261,11 @@ def test_a_rule_needle_is_in_every_name_its_pattern_matches(table: str, data: st
 def test_the_written_needles_are_the_rules_needles() -> None:
     """`inspector/rule_needles.py` is what `python -m inspector.needles` writes now (run it after changing a rule or
     a registry row's file-name pattern); a pattern not in it has its needles read at run time."""
-    from inspector.needles import split, table
-    from inspector.rule_needles import NEEDLES
+    from inspector.needles import spelled_table, split, table
+    from inspector.rule_needles import NEEDLES, SPELLED
 
     assert table() == NEEDLES
+    assert spelled_table() == SPELLED
     assert r"abc\.(?:xx|yy)" not in NEEDLES and split(r"abc\.(?:xx|yy)") == (("abc.",), (("xx", "yy"),))
 
 
@@ -344,11 +345,14 @@ def test_digits_spelled_in_a_pattern_keep_their_value() -> None:
     assert matcher.shape_key("\udcff.3") == matcher.shape_key("\udcff.4") != matcher.shape_key("\udcfe.4")
     assert matcher.match("\udcff.3.weight") is not None
     # a backreference compares the digits' values (and a digit in a set tells them apart): no memo for such a table
-    from inspector.roles import _digit_table
+    from types import SimpleNamespace as Rule  # (a matcher's rules need only a pattern)
 
     for pattern in (r"(\d)\1\.w", r"(?P<a>\d)(?P=a)\.w", r"[0-4]\.w"):
-        assert _digit_table(frozenset({pattern, r"(?P<layer>.+)\.w"})) == b"", pattern
-    assert _digit_table(frozenset({r"(?P<layer>.+)\.w"})) != b""
+        assert compile_rules([Rule(pattern=pattern), Rule(pattern=r"(?P<layer>.+)\.w")]).digits == b"", pattern
+    assert compile_rules([Rule(pattern=r"(?P<layer>.+)\.w")]).digits != b""
+    # the digits a pattern spells, escapes aside: the written table's and those read off a pattern agree
+    assert compile_rules([Rule(pattern=r"a\.0\.\d+\.w")]).shape_key("a.0.5.w") == b"a.0.1.w"
+    assert compile_rules([Rule(pattern=r"a\.0\.\d+\.w")]).triggers == ("a.0.",)
 
 
 # -- what a run imports ---------------------------------------------------------------------------------------
@@ -374,6 +378,7 @@ NEVER_FOR_A_HEADER = (
     "traceback",  # --debug only
     "zlib",  # deflated zip members only
     "json",  # JSON headers (safetensors) and configs beside a file only: jsontext escapes with `_json` itself
+    "_compat_pickle",  # a pickle naming a Python 2 module only (`_pickle_policy.python3_name`)
 )
 TORCH_HELPERS = ("loaders._pickle",)
 
