@@ -450,6 +450,28 @@ def test_a_declared_plugin_is_still_loaded(tmp_path: Path) -> None:
     assert out.strip() == "plug-format"
 
 
+def test_the_plugin_scan_sees_a_folder_changed_since_the_import_system_listed_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `sys.path` folder's names come from the import system's listing of it while the folder is unchanged: a
+    distribution installed there after that listing is still found."""
+    import importlib
+
+    from inspector.registry import _declares_plugins, _listing
+
+    (tmp_path / "listed_module_x.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("listed_module_x")  # (the import system lists the folder)
+    monkeypatch.delitem(sys.modules, "listed_module_x")
+    finder = sys.path_importer_cache[str(tmp_path)]
+    assert _listing(str(tmp_path)) is finder._path_cache  # type: ignore[attr-defined]
+    assert not _declares_plugins([str(tmp_path)])
+    meta = tmp_path / "later_loader-1.0.dist-info"
+    meta.mkdir()
+    (meta / "entry_points.txt").write_text("[inspector.loaders]\nplug = later_loader:PlugLoader\n")
+    assert _declares_plugins([str(tmp_path)])
+
+
 def test_an_hdf5_file_behind_a_large_user_block_is_still_found(tmp_path: Path) -> None:
     """The user-block scan past the head runs only for a file nothing claims by its head, and still finds it."""
     h5py = pytest.importorskip("h5py")
