@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from inspector.architectures import Architecture
 from inspector.formulas import Embedding, LayerSpec, LoHa, LoRA
@@ -53,6 +53,8 @@ SHOWN_CHARS = 120  # characters shown of one entry
 NAMED = ".named"  # the role rules of factors whose names hold the adapter's ('lora_A.default.weight')
 PEFT_PREFIX = "base_model.model."  # what a PeftModel's names begin with (the base model's own names follow)
 BASE_LAYER = ".base_layer"  # an adapted embedding's base weight, saved beside the factors (save_embedding_layers)
+KOHYA_RULE = "kohya.lora"  # the role rule of kohya-ss' and LyCORIS' factors (lora_down, lora_up)
+KOHYA_SECTIONS = ("lora_", "lycoris_")  # how their module names begin ('lora_unet_...', 'lora_te1_...', 'lycoris_...')
 
 
 def _positive(value: object) -> int | None:
@@ -161,7 +163,7 @@ def _hyperparameters(
         modules = [s.name.rpartition(".")[0] if s.name in named else s.name for s in specs]
         inferred: dict[str, Any] = {
             "r": ranks[0] if len(ranks) == 1 else " ".join(map(str, ranks)),
-            "targets": " ".join(sorted({m.rpartition(".")[2] for m in modules})),
+            "targets": " ".join(sorted({_target(m) for m in modules})),
         }
         adapters = sorted({s.name.rpartition(".")[2] for s in specs if s.name in named})
         return inferred | ({"adapters": " ".join(adapters)} if adapters else {})
@@ -183,6 +185,14 @@ def _hyperparameters(
     return {k: v for k, v in hyper.items() if v is not None}
 
 
+def _target(module: str) -> str:
+    """What a module's name says it adapts: its last part ('q_proj'); of kohya-ss' names, whose dots are underscores
+    ('lora_unet_down_blocks_0_..._to_q', where the last part cannot be told), the section ('lora_unet', 'lora_te1')."""
+    if "." not in module and module.startswith(KOHYA_SECTIONS):
+        return "_".join(module.split("_", 2)[:2])
+    return module.rpartition(".")[2]
+
+
 def _unread(config: Mapping[str, Any]) -> list[str]:
     """A note on the rank_pattern keys with regex syntax, not evaluated (none when there are none)."""
     unread = [k for k in _pattern(config, "rank_pattern") if REGEX_SYNTAX.intersection(k)]
@@ -195,9 +205,14 @@ def _unread(config: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _notes(config: Mapping[str, Any] | None, specs: Sequence[LayerSpec]) -> tuple[str, ...]:
+def _notes(config: Mapping[str, Any] | None, specs: Sequence[LayerSpec], roles: Sequence[RoleMatch]) -> tuple[str, ...]:
     notes = []
-    if config is None:
+    if config is None and KOHYA_RULE in map(attrgetter("rule_id"), roles):
+        notes.append(
+            "kohya-ss' layout (sd-scripts, LyCORIS, ComfyUI): each module's rank read off its lora_down, its scale "
+            "`alpha` a buffer beside it (its value is data, not read)"
+        )
+    elif config is None:
         notes.append(f"no {ADAPTER_CONFIG_NAME} beside the file: each LoRA module's rank read off its lora_A")
     else:
         notes.extend(_unread(config))
@@ -234,7 +249,7 @@ def adapter_architecture(
             ranks = Ranks.of(config)
             specs = [_stated(config, ranks, s) if isinstance(s, LoRA) else s for s in specs]
     hyper = _hyperparameters(config, adapted, roles)
-    return Architecture(ARCHITECTURE, hyper, tuple(specs), _notes(config, specs))
+    return Architecture(ARCHITECTURE, hyper, tuple(specs), _notes(config, specs, roles))
 
 
 def _prompt_table(config: Mapping[str, Any]) -> Embedding | None:

@@ -21,6 +21,12 @@ from inspector.records import Checkpoint, TensorKind
 from inspector.recordtype import record, replace
 from inspector.roles import TORCH_STATS, compile_rules
 
+# The first factor of each kind of kohya-ss / LyCORIS adapter module (LoRA, LoHa, LoKr): a module holding one holds
+# its scale `alpha` as a buffer
+# (the rule's pattern: `\d` where the suffixes spell a digit, which would split the kind matcher's memo by it)
+ALPHA_SUFFIXES = (".lora_down.weight", ".hada_w1_a", ".lokr_w1", ".lokr_w1_a")
+ALPHA_BESIDE = r"lora_down\.weight|hada_w\d_a|lokr_w\d(?:_a)?"
+
 # Frameworks whose loaders state every tensor's kind (their statistics are parameters they count).
 STATED = ("keras", "mxnet", "tensorflow")
 
@@ -286,6 +292,15 @@ KIND_RULES: tuple[KindRule, ...] = (
         r"(?:model_state_dict\.)?encoder\.positional_embedding",
         "openai-whisper audio encoder's sinusoidal positions: a registered buffer",
     ),
+    # kohya-ss' and LyCORIS' adapter modules register their scale `alpha` as a buffer, saved beside the factors: a
+    # module holding one of these factors makes its `alpha` a buffer (`_by_layout`; an `alpha` elsewhere, a Snake
+    # activation's, is a parameter)
+    KindRule(
+        "lycoris.factor",
+        TensorKind.PARAMETER,
+        r".+\.(?:" + ALPHA_BESIDE + ")",
+        "a LoRA or LyCORIS factor of kohya-ss' layout: the module's `alpha` beside it is a buffer",
+    ),
     KindRule(
         "peft.ranknum", TensorKind.BUFFER, r"(?:.*\.)?ranknum(?:\.[^.]+)?", "AdaLoRA's rank: a constant, not trained"
     ),
@@ -379,7 +394,7 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
 
 
 # The rules whose names tell that a module's layout may make its other tensors buffers (`_by_layout`)
-LAYOUT_RULES = frozenset({"torch.running_stat", "torch.ao.zero_point"})
+LAYOUT_RULES = frozenset({"torch.running_stat", "torch.ao.zero_point", "lycoris.factor"})
 
 
 def _by_layout(ckpt: Checkpoint, everywhere: bool) -> tuple[set[str], set[str]]:
@@ -388,7 +403,9 @@ def _by_layout(ckpt: Checkpoint, everywhere: bool) -> tuple[set[str], set[str]]:
     - frozen BatchNorms: modules with running statistics and no num_batches_tracked, wherever they are (a config's
       `FROZEN_BATCHNORM` model type) or in `FROZEN_BATCHNORM_MODULES` only;
     - a quantized module's `scale` beside its `zero_point` (torch.ao's converted Conv2d, Linear, QFunctional,
-      Quantize: their output quantization, saved beside the quantized weight; torch's parameters() lists neither).
+      Quantize: their output quantization, saved beside the quantized weight; torch's parameters() lists neither);
+    - an adapter module's `alpha` beside its first factor (kohya-ss' and LyCORIS' LoRA, LoHa, LoKr modules: a
+      registered buffer, its value the scale).
     """
     stats, counted, names = set(), set(), set()
     for t in ckpt.tensors:
@@ -401,4 +418,6 @@ def _by_layout(ckpt: Checkpoint, everywhere: bool) -> tuple[set[str], set[str]]:
             counted.add(name[: -len(".num_batches_tracked")])
         elif name.endswith(".zero_point"):
             names.add(name[: -len("zero_point")] + "scale")
+        elif name.endswith(ALPHA_SUFFIXES):
+            names.add(name.removesuffix(".weight").rpartition(".")[0] + ".alpha")
     return stats - counted, names

@@ -62,7 +62,7 @@ SHIFTS = ("bias", "beta")
 AFFINE = {"weight", "bias"}
 NORM_PARAMS = frozenset(SCALES) | frozenset(SHIFTS) | STATISTICS  # what a norm module holds (EvoNorm's `v` is not)
 # rules whose `param` is the tensor's parameter name (an ONNX graph's use: the name PyTorch gives that input)
-STATED_PARAM_RULES = ("keras", "mxnet", "sockeye", "shape.", "peft.", "onnx.")
+STATED_PARAM_RULES = ("keras", "mxnet", "sockeye", "shape.", "peft.", "kohya.", "lycoris.", "onnx.")
 
 
 @record(frozen=True)
@@ -168,8 +168,10 @@ def _recurrent(module: Module, framework: str, statistics: bool) -> Recipe | Non
 
 
 # A LoRA module's factors by parameter name: (down factor, up factor) of a linear or conv layer and of an embedding
-LORA_FACTORS = (("lora_A", "lora_B"), ("lora_embedding_A", "lora_embedding_B"))
-LORA_EXTRAS = frozenset({"lora_magnitude_vector", "lora_bias", "lora_E"})  # (lora_E: AdaLoRA's singular values)
+# (peft's; kohya-ss' and LyCORIS' lora_down and lora_up)
+LORA_FACTORS = (("lora_A", "lora_B"), ("lora_embedding_A", "lora_embedding_B"), ("lora_down", "lora_up"))
+# (lora_E: AdaLoRA's singular values; dora_scale: DoRA's magnitude as kohya-ss and LyCORIS name it)
+LORA_EXTRAS = frozenset({"lora_magnitude_vector", "lora_bias", "lora_E", "dora_scale"})
 
 
 def lora_recipe(module: Module) -> Recipe | None:
@@ -189,7 +191,8 @@ def lora_recipe(module: Module) -> Recipe | None:
     rank, out = a.shape[0], b.shape[0]
     if b.n_elements != out * rank:  # (a conv's lora_B is out x rank x 1 x 1)
         return None
-    magnitude, bias, singular = params.get("lora_magnitude_vector"), params.get("lora_bias"), params.get("lora_E")
+    magnitude = params.get("lora_magnitude_vector", params.get("dora_scale"))
+    bias, singular = params.get("lora_bias"), params.get("lora_E")
     if any(t is not None and t.n_elements != out for t in (magnitude, bias)):
         return None
     if singular is not None and singular.n_elements != rank:

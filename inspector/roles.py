@@ -99,6 +99,10 @@ PEFT_FACTORS = (
     r"|delora_A|delora_B|delora_lambda|gralora_A|gralora_B|gralora_A_general|gralora_B_general|miss_block"
     r"|trainable_tokens_delta"
 )
+# LyCORIS' LoHa and LoKr factors (`lycoris.modules.loha`, `lokr`: Tucker cores hada_t1/hada_t2 and lokr_t2 for a conv;
+# spelled out, as PEFT_FACTORS are: a digit in a set would leave the matchers without their memo)
+LOHA_FACTORS = r"hada_(?:w1_a|w1_b|w2_a|w2_b|t1|t2)"
+LOKR_FACTORS = r"lokr_(?:w1|w1_a|w1_b|w2|w2_a|w2_b|t2)"
 P = r"(?:.*[./])?"  # any module prefix ('first.first.second.', 'model/', 'bert.')
 WB = r"(?P<param>weight|bias)"
 WHISPER_BLOCK = r"(?P<layer>(?:model_state_dict\.)?(?:encoder|decoder)\.blocks\.\d+)"  # openai-whisper's, its section's
@@ -119,6 +123,15 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("peft.dora.named", Role.LORA, r"(?P<module>.+)\.(?P<param>lora_magnitude_vector)\.(?P<adapter>[^.]+)(?:\.weight)?", ("torch",), "{module}.{adapter}"),
     RoleRule("peft.adalora", Role.LORA, r"(?P<layer>.+)\.(?P<param>lora_[ABE])", ("torch",)),
     RoleRule("peft.adalora.named", Role.LORA, r"(?P<module>.+)\.(?P<param>lora_[ABE])\.(?P<adapter>[^.]+)", ("torch",), "{module}.{adapter}"),
+    # kohya-ss' and LyCORIS' adapters (sd-scripts, LyCORIS, OneTrainer, ComfyUI: the LoRAs of image models): each
+    # adapted module's path with its dots written as underscores ('lora_unet_down_blocks_0_..._to_q', 'lora_te1_...'),
+    # its factors lora_down (rank x inputs), lora_up (outputs x rank) and a Tucker core lora_mid, DoRA's dora_scale;
+    # LyCORIS' LoHa and LoKr factors (the same names as peft's, outside a PeftModel); the scale `alpha` beside them
+    # is a buffer (`inspector.kinds`)
+    RoleRule("kohya.lora", Role.LORA, r"(?P<layer>.+)\.(?P<param>lora_(?:down|up|mid))\.weight", ("torch",)),
+    RoleRule("kohya.dora", Role.LORA, r"(?P<layer>.+)\.(?P<param>dora_scale)", ("torch",)),
+    RoleRule("lycoris.loha", Role.ADAPTER, r"(?P<layer>.+)\.(?P<param>" + LOHA_FACTORS + r")", ("torch",)),
+    RoleRule("lycoris.lokr", Role.ADAPTER, r"(?P<layer>.+)\.(?P<param>" + LOKR_FACTORS + r")", ("torch",)),
     # peft's other adapter types: each tuner's factors (its `adapter_layer_names`, peft 0.21), bare parameters
     # ('q_proj.hada_w1_a') or a module's weight ('q_proj.oft_R.weight'), named as LoRA's are, in a PeftModel
     # ('base_model.model.', which every other name lacks: the matcher tries the rules on no other name)

@@ -70,8 +70,8 @@ CHUNK = 1 << 16  # bytes handed to the C unpickler per refill: its stack grows b
 RUN = 1024  # opcodes per counted run of the scan
 SHORT = 128  # length-prefixed strings up to this length are matched by the token pattern itself
 SMALL = 1 << 18  # a pickle under this many bytes is scanned with strings up to SMALL_SHORT in its token pattern
-# (the pattern compiles in 0.27 ms, 0.5 with 8, 2.8 with SHORT; a longer string costs a step of the scan loop, and a torch
-# pickle of that size writes few: a storage key of up to 4 digits, 'storage' and 'cpu' once, then memo references)
+# (the pattern compiles in 0.27 ms, 0.5 with 8, 2.8 with SHORT; a longer string costs a step of the scan loop, and a
+# torch pickle of that size writes few: a storage key of up to 4 digits, 'storage' and 'cpu' once, then memo references)
 SMALL_SHORT = 4
 READ_FIRST = 1 << 16  # bytes of a file-backed pickle fetched first (the interpreter reads as much at once)
 MAX_WINDOW = 1 << 28  # bytes of a file-backed pickle fetched at most (larger ones go to the interpreter)
