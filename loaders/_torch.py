@@ -88,6 +88,9 @@ WHOLE_SECTIONS: tuple[tuple[frozenset[str], frozenset[str], tuple[str, TensorKin
     ),
 )
 MODULE_DICTS = {"_parameters": TensorKind.PARAMETER, "_buffers": TensorKind.BUFFER, "_modules": None}
+# A pickled nn.Module's other attributes (`self.stride = torch.zeros(3)`: ultralytics' Detect head) are neither its
+# parameters nor its buffers: torch's parameters() and state_dict() leave them out
+MODULE_ATTRIBUTE = TensorKind.OTHER
 
 
 class PersistentLoader:
@@ -189,12 +192,13 @@ def walk(value: Any) -> Iterator[tuple[str, TensorRef, TensorKind | None]]:
         children: list[tuple[Any, str, TensorKind | None]] = []
         if isinstance(obj, dict):
             direct = depth < MAX_DEPTH  # its children pass the depth check: its tensors are given directly
+            attribute = MODULE_ATTRIBUTE if "_parameters" in obj else hint  # (a module's state: its other attributes)
             for k, v in obj.items():
                 key = k if k.__class__ is str else key_name(k)  # (a name: as it is, without a call)
                 if key in MODULE_DICTS:  # nn.Module internals: names as state_dict() gives them
                     child_path, child_hint = path, MODULE_DICTS[key] or hint
                 else:
-                    child_path, child_hint = f"{path}.{key}" if path else key, hint
+                    child_path, child_hint = f"{path}.{key}" if path else key, attribute
                 if direct and v.__class__ is TensorRef:
                     budget -= 1
                     if budget < 0:
@@ -309,11 +313,14 @@ def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[Ten
     strides: list[tuple[int, ...]] = []  # each tensor's stride, by index
     plain = ("", TensorKind.PARAMETER)
     buffer, append, info, itemsizes = TensorKind.BUFFER, tensors.append, TensorInfo, ITEMSIZES.get
+    attribute = MODULE_ATTRIBUTE
     for path, t, hint in walk(value):
         storage, shape, dtype = t.storage, t.shape, t.dtype
         section, kind = sections.get(path.split(".", 1)[0], plain) if sections else plain
         if hint is buffer:  # a module's _buffers; names decide in inspector.kinds
             kind = buffer
+        elif hint is attribute:  # a module's attribute outside its parameters and buffers
+            kind = attribute
         size = itemsizes(dtype, 1)  # itemsize(dtype)
         n = prod(shape)
         notes: tuple[str, ...] = ()

@@ -143,6 +143,43 @@ def test_torchscript_and_whole_module() -> None:
     assert "UNSAFE_CONTENT" not in {f.code for f in whole.findings}
 
 
+WHOLE_MODULE_WRITER = """
+import sys, torch
+class Head(torch.nn.Module):  # as ultralytics' Detect head: tensors kept as plain attributes beside its layers
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 1)
+        self.norm = torch.nn.BatchNorm2d(4)
+        self.register_buffer("anchor_grid", torch.zeros(2, 3))
+        self.register_buffer("scratch", torch.zeros(5), persistent=False)
+        self.stride = torch.tensor([8.0, 16.0, 32.0])
+        self.strides = [torch.ones(2)]
+model = torch.nn.Sequential(torch.nn.Linear(3, 3), Head()).half()
+torch.save({"model": model, "epoch": 3}, sys.argv[1])
+print(sum(p.numel() for p in model.parameters()), sum(b.numel() for b in model.buffers()))
+"""
+
+
+@pytest.mark.reference
+def test_a_pickled_module_s_tensor_attributes_are_neither_parameters_nor_buffers(tmp_path: Path) -> None:
+    """`torch.save(model)` pickles each module's __dict__: `_parameters`, `_buffers` (the persistent ones), `_modules`,
+    and its other attributes, which may hold tensors (ultralytics' YOLO checkpoints: `stride`, `anchors`): those are
+    other state, outside the count torch prints and outside its buffers."""
+    pytest.importorskip("torch")
+    path = tmp_path / "whole.pt"
+    out = subprocess.run([sys.executable, "-c", WHOLE_MODULE_WRITER, str(path)], capture_output=True, text=True,
+                         check=True, cwd=tmp_path).stdout  # fmt: skip
+    n_parameters, n_buffers = map(int, out.split())
+    ckpt = load(path)
+    assert ckpt.n_parameters == n_parameters
+    kinds = {t.name: t.kind for t in ckpt.tensors}
+    other = TensorKind.OTHER
+    assert {n for n, k in kinds.items() if k is other} == {"model.1.stride", "model.1.strides.0"}
+    buffers = sum(t.n_elements for t in ckpt.tensors if t.kind is TensorKind.BUFFER)
+    assert buffers == n_buffers  # (a non-persistent one too: a module's __dict__ is pickled whole)
+    assert "UNSAFE_CONTENT" not in {f.code for f in ckpt.findings}
+
+
 def test_reconciliation_names_optimizer_half_precision_and_views() -> None:
     adam = inspect(TORCH_SAMPLES / "adam_checkpoint.pt").accounting
     assert adam.by_kind["optimizer"] == 4 * MANIFEST["adam_checkpoint.pt"]["n_optimizer_elements"]
