@@ -15,7 +15,7 @@ match. No needle means "no cheap test": the rule is always tried.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -71,15 +71,14 @@ DIGITS = "0123456789"
 BACKREFERENCES = ("(?P=", *(f"\\{d}" for d in "123456789"))  # (?P=name), \1 ... \9
 
 
-def spelled(pattern: str) -> str | None:
-    """The digits a pattern spells out (in its text outside escapes: `layers.0.`, a `{2}` count), or None when a
+def spelled(patterns: Iterable[str]) -> list[str | None]:
+    """The digits each pattern spells out (in its text outside escapes: `layers.0.`, a `{2}` count), or None when a
     digit's value means more to it than that (a digit in a set, a backreference): what `roles.Matcher` keys its
     memo by. From the table written for the rule tables (`rule_needles`), else read off the pattern now."""
-    from inspector.rule_needles import NEEDLES, SPELLED
+    from inspector.rule_needles import NEEDLES, SPELLED  # (once for all: an import statement costs a lookup a call)
 
-    if pattern in NEEDLES:  # (the table was written from it: a pattern it does not list spells no digit)
-        return SPELLED.get(pattern, "")
-    return _spelled(pattern)
+    # (a pattern the table was written from and does not list spells no digit)
+    return [SPELLED.get(p, "") if p in NEEDLES else _spelled(p) for p in patterns]
 
 
 def _spelled(pattern: str) -> str | None:

@@ -294,7 +294,7 @@ class Matcher:
     triggers: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        digits = list(map(spelled, map(attrgetter("pattern"), self.rules)))  # (written with the needles: no regex)
+        digits = spelled(map(attrgetter("pattern"), self.rules))  # (written with the needles: no regex)
         object.__setattr__(self, "digits", _digit_table(digits))
         object.__setattr__(self, "triggers", _triggers(self.rules, digits) if self.digits else None)
         self.regexes.extend([None] * (len(self.rules) - len(self.regexes)))
