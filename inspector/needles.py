@@ -17,6 +17,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
+try:  # the tables written for the rule tables (by `python -m inspector.needles`, which runs without them)
+    from inspector.rule_needles import NEEDLES, SPELLED
+except ImportError:  # pragma: no cover - a checkout whose table is being rewritten
+    NEEDLES, SPELLED = {}, {}
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -56,8 +61,6 @@ Split = tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]  # (literals, clause
 def split(pattern: str) -> Split:
     """A pattern's needles as (literals, clauses): from the table written for the rule tables (`rule_needles`), else
     read off the pattern now."""
-    from inspector.rule_needles import NEEDLES  # (written by `python -m inspector.needles`)
-
     known = NEEDLES.get(pattern)
     return known if known is not None else _split(needles(pattern))
 
@@ -75,8 +78,6 @@ def spelled(patterns: Iterable[str]) -> list[str | None]:
     """The digits each pattern spells out (in its text outside escapes: `layers.0.`, a `{2}` count), or None when a
     digit's value means more to it than that (a digit in a set, a backreference): what `roles.Matcher` keys its
     memo by. From the table written for the rule tables (`rule_needles`), else read off the pattern now."""
-    from inspector.rule_needles import NEEDLES, SPELLED  # (once for all: an import statement costs a lookup a call)
-
     # (a pattern the table was written from and does not list spells no digit)
     return [SPELLED.get(p, "") if p in NEEDLES else _spelled(p) for p in patterns]
 
