@@ -141,7 +141,16 @@ def fast_enum(etype: type[Enum]) -> Callable[[type[T]], type[T]]:
         from enum import _simple_enum  # type: ignore[attr-defined]  # (CPython 3.11+, not in typeshed)
     except ImportError:  # an `enum` without it: the enum made the usual way, of the same members
         return partial(_enum_by_call, etype)
-    return _simple_enum(etype)  # type: ignore[no-any-return]
+    return partial(_members_held, _simple_enum(etype))
+
+
+def _members_held(simple: Callable[[type[T]], type[T]], cls: type[T]) -> type[T]:
+    """The enum `simple` makes of `cls`, its members held in its class dict, as a class statement's enum holds them:
+    `_simple_enum` puts a descriptor there instead, a Python call on every `Role.DENSE` read (470 a run)."""
+    made = simple(cls)
+    for name, member in made._member_map_.items():  # type: ignore[attr-defined]
+        type.__setattr__(made, name, member)  # (EnumType.__setattr__ refuses to rebind a member)
+    return made
 
 
 def _enum_by_call(etype: type[Enum], cls: type[T]) -> type[T]:

@@ -226,6 +226,8 @@ def test_enums_made_the_quick_way_behave_as_class_statement_enums() -> None:
         assert issubclass(made, base) and made.__mro__[1:] == plain.__mro__[1:]
         for m, p in zip(made, plain, strict=True):
             assert made(m.value) is m and made[m.name] is m and pickle.loads(pickle.dumps(m)) is m
+            # held in the class dict as a class statement holds them (a read is no descriptor call)
+            assert made.__dict__[m.name] is m and type(plain.__dict__[p.name]) is plain
             assert (str(m), format(m), f"{m}", m == m.value, hash(m) == hash(m.value)) == (
                 str(p),
                 format(p),
