@@ -21,6 +21,7 @@ LAZY_HELPERS = (
     "_hdf5_structures",
     "_objects",
     "_pickle",
+    "_pickle_machine",
     "_sstable",
     "_tf_kinds",
     "_tf_proto",

@@ -1,7 +1,7 @@
 """The restricted pickle reader at C speed: CPython's C unpickler, given only our inert builders, for plain data.
 
-`loaders._pickle.load` tries this first and falls back to the opcode interpreter (`PickleMachine`) whenever
-it returns None: any doubt, any abort, any exception here means "read it the slow way", and the slow
+`loaders._pickle.load` tries this first and falls back to the opcode interpreter (`loaders._pickle_machine`)
+whenever it returns None: any doubt, any abort, any exception here means "read it the slow way", and the slow
 reader then produces the values, the unsafe evidence and the errors exactly as before. So a pickle is
 judged unsafe or malformed by the same code as before; only pickles made entirely of allowlisted data
 builders (torch state dicts, legacy storages, sys_info...) are read here, into the same values.

@@ -26,7 +26,7 @@ from inspector.errors import FormatError, InspectorError, LimitExceededError, Tr
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from inspector.recordtype import field, record, replace
-from loaders import _pickle, _torch, _zip
+from loaders import _pickle, _pickle_machine, _torch, _zip
 from loaders.base import MAX_TENSORS, Claim, check_in_shard, check_shape, parsing, through_entry, tile
 
 TYPE_CHECKING = False
@@ -403,7 +403,7 @@ def _load(meta: Probe) -> Checkpoint:
     if meta.size > MAX_METADATA_BYTES:
         raise LimitExceededError(meta.path, FORMAT, f"metadata of {meta.size:,} bytes")
     raw = meta.read_at(0, meta.size, fmt=FORMAT, what="metadata pickle")
-    machine = _pickle.PickleMachine(_pickle.Reader(raw), _no_persistent_ids)
+    machine = _pickle_machine.PickleMachine(_pickle.Reader(raw), _no_persistent_ids)
     out = _Read([], [], [], set())
     try:
         try:

@@ -22,6 +22,7 @@ import pytest
 
 from inspector import load as inspect
 from loaders import _pickle, _pickle_fast, _torch
+from loaders._pickle_machine import PickleMachine
 from loaders._pickle_values import Call, Global, OpaqueKey, PickleError, StorageRef, TensorRef
 from loaders.torch_legacy import MAGIC
 from tests.conftest import FIXTURES, SAMPLES
@@ -98,7 +99,7 @@ def both(data: bytes, make: Callable[[dict[str, StorageRef]], Any] = _torch.pers
         _watching[0] = False
     slow_storages: dict[str, StorageRef] = {}
     try:
-        slow = _pickle.PickleMachine(_pickle.Reader(data), make(slow_storages)).load()
+        slow = PickleMachine(_pickle.Reader(data), make(slow_storages)).load()
     except PickleError:
         assert fast is None, data[:200]
         return False
@@ -124,7 +125,7 @@ def pickles_in(path: Path) -> Iterator[bytes]:
         data = path.read_bytes()
         pos = 0
         for _ in range(5):
-            machine = _pickle.PickleMachine(_pickle.Reader(data[pos:]), _torch.persistent_loader({}))
+            machine = PickleMachine(_pickle.Reader(data[pos:]), _torch.persistent_loader({}))
             end = machine.load().end
             yield data[pos : pos + end]
             pos += end
@@ -142,7 +143,7 @@ def test_a_pickle_that_holds_itself_reads_the_same_both_ways() -> None:
     # a list appended to itself and a dict holding itself (the memo makes cycles; found by the mutation test)
     for data in (b"\x80\x02]q\x00h\x00a.", b"\x80\x02}q\x00X\x01\x00\x00\x00ah\x00s."):
         both(data)
-        value = _pickle.PickleMachine(_pickle.Reader(data), _torch.persistent_loader({})).load().value
+        value = PickleMachine(_pickle.Reader(data), _torch.persistent_loader({})).load().value
         assert norm(value) in (("list", "list", [("cycle",)]), ("dict", "dict", [(("str", "a"), ("cycle",))]))
 
 
@@ -383,7 +384,7 @@ def test_keys_c_would_hash_forever_or_crash_on_are_opaque_keys() -> None:
     shared = P2 + b"}(" + b")q\x00" + b"h\x00h\x00\x86q\x00" * 100 + b"tK\x01s."  # the chain in one tuple
     for data in (deep, shared):
         fast = _pickle_fast.load(_pickle.Reader(data), _torch.persistent_loader({}), _pickle)
-        slow = _pickle.PickleMachine(_pickle.Reader(data), _torch.persistent_loader({})).load()
+        slow = PickleMachine(_pickle.Reader(data), _torch.persistent_loader({})).load()
         assert fast is not None
         ((key, value),) = fast[0].items()
         ((slow_key, slow_value),) = slow.value.items()

@@ -405,6 +405,27 @@ def test_json_run_imports_nothing_it_does_not_use(sample: str, allowed: tuple[st
     assert not {m for m in NEVER_FOR_A_HEADER if m in loaded and m not in allowed}
 
 
+@pytest.mark.reference
+def test_a_pickle_the_c_path_reads_imports_no_interpreter(tmp_path: Path) -> None:
+    """A torch.save state dict of a few hundred tensors (a pickle over `FAST_MIN_BYTES`) is read by the C path: the
+    opcode interpreter's module (`loaders._pickle_machine`) is not imported; a small one's is."""
+    torch = pytest.importorskip("torch")
+    large, small = tmp_path / "large.pt", tmp_path / "small.pt"
+    torch.save({f"layers.{i}.weight": torch.zeros(2) for i in range(300)}, large)
+    torch.save({"w": torch.zeros(2)}, small)
+    code = (
+        "import sys, io, contextlib\nfrom inspector.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()): main([sys.argv[1], '--json'])\n"
+        "print(' '.join(sorted(n for n, m in sys.modules.items() if type(m).__name__ != '_LazyModule')))"
+    )
+    loaded = {}
+    for path in (large, small):
+        run = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=ROOT)
+        loaded[path] = set(run.stdout.split())
+    assert "loaders._pickle_fast" in loaded[large] and "loaders._pickle_machine" not in loaded[large]
+    assert "loaders._pickle_machine" in loaded[small] and "loaders._pickle_fast" not in loaded[small]
+
+
 def test_a_lazy_helper_runs_when_first_read() -> None:
     """`from loaders import _x` binds a module whose body has not run; the first attribute read runs it, in place, and
     a torch zip run imports no `importlib.util` (with `importlib._abc` and `contextlib`) for that."""
