@@ -258,6 +258,12 @@ STEP_LABELS = (
 )
 
 
+NOT_STORED = (
+    "parameter bytes not stored as their own (meta tensors, stride-0 expands, views, sparse or unwritten data, arrays "
+    "a pickle writes as text)"
+)
+
+
 def _walk(ckpt: Checkpoint, by_kind: dict[str, int], saved: int, parameter_bytes: int) -> list[Step]:
     steps = [Step(label, by_kind[key]) for key, label in STEP_LABELS if by_kind.get(key)]
     if saved:
@@ -265,7 +271,7 @@ def _walk(ckpt: Checkpoint, by_kind: dict[str, int], saved: int, parameter_bytes
     # Compressed members hold tensors of every kind; their logical parameter bytes come from the tensors.
     stored = by_kind.get("parameters", 0) + by_kind.get("compressed", 0) + saved
     residue = stored - parameter_bytes
-    if residue:
+    if residue > 0:
         steps.append(
             Step(
                 "parameter bytes stored beyond the unique parameters (aliases, non-parameter data in "
@@ -273,6 +279,8 @@ def _walk(ckpt: Checkpoint, by_kind: dict[str, int], saved: int, parameter_bytes
                 residue,
             )
         )
+    elif residue:  # (logical parameter bytes beyond those stored in parameter regions)
+        steps.append(Step(NOT_STORED, residue))
     return steps
 
 

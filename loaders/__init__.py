@@ -19,6 +19,7 @@ from inspector.recordtype import record
 LAZY_HELPERS = (
     "_hdf5",
     "_hdf5_structures",
+    "_numpy_pickle",
     "_objects",
     "_pickle",
     "_pickle_machine",

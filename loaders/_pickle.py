@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from inspector.recordtype import record
+from inspector.recordtype import field, record
 from loaders._pickle_builders import BUILDERS
 from loaders._pickle_reader import Reader, scan
 from loaders._pickle_values import (
@@ -79,6 +79,9 @@ class Result:
     globals: set[str]
     unsafe: set[str]
     end: int  # position after STOP
+    # where each bytes value of two bytes or more lies in the file, by the value's id (the interpreter's; numpy arrays
+    # keep their data in one: `loaders._numpy_pickle`); the values are alive in `value`
+    located: dict[int, int] = field(default_factory=dict)
 
 
 STOP = b"."

@@ -16,6 +16,7 @@ from loaders._pickle_values import (
     MAX_NAME,
     STORAGE_DTYPES,
     TORCH_DTYPES,
+    Blob,
     Call,
     DTypeRef,
     Global,
@@ -233,6 +234,15 @@ def _np_reconstruct(m: Machine, args: tuple[Any, ...]) -> Any:
     return Call(Global("numpy.core.multiarray", "_reconstruct"), args)
 
 
+def _np_frombuffer(m: Machine, args: tuple[Any, ...]) -> Any:
+    """numpy's _frombuffer(buffer, dtype, shape, order) (protocol 5's arrays) reads the buffer an object exports: inert
+    on bytes (BYTEARRAY8 in-band), not on an object the pickle built (its buffer hook would run)."""
+    buffer = _pad(args, 1)[0]
+    if not isinstance(buffer, (bytes, Blob)):
+        m.flag(f"{callable_name(buffer)} (a buffer read by numpy _frombuffer)")
+    return Call(Global("numpy.core.numeric", "_frombuffer"), args)
+
+
 def _defaultdict(m: Machine, args: tuple[Any, ...]) -> Any:
     """collections.defaultdict(factory) calls factory() for every missing key, long after loading."""
     factory = _pad(args, 1)[0]
@@ -280,6 +290,8 @@ TRAMPOLINES: dict[str, Callable[[Machine, tuple[Any, ...]], Any]] = {
     "copyreg._reconstructor": _reconstructor,
     "numpy.core.multiarray._reconstruct": _np_reconstruct,
     "numpy._core.multiarray._reconstruct": _np_reconstruct,
+    "numpy.core.numeric._frombuffer": _np_frombuffer,
+    "numpy._core.numeric._frombuffer": _np_frombuffer,
     "collections.defaultdict": _defaultdict,
     "_codecs.encode": _encode,
 }

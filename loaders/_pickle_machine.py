@@ -48,6 +48,7 @@ class PickleMachine:
         self.memo: dict[int, Any] = {}
         self.globals: set[str] = set()
         self.unsafe: set[str] = set()
+        self.located: dict[int, int] = {}  # id of a bytes value -> its first byte in the file (`Result.located`)
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -165,7 +166,7 @@ class PickleMachine:
         for _ in range(limits.MAX_OPS):
             op = r.read(1)
             if op == STOP:
-                return Result(self.pop(), self.globals, self.unsafe, r.pos)
+                return Result(self.pop(), self.globals, self.unsafe, r.pos, self.located)
             handler = OPS.get(op)
             if handler is None:
                 raise PickleError(f"unsupported pickle opcode {op!r} at byte {r.pos - 1:,}")
@@ -215,6 +216,16 @@ def _blob(r: Reader, n: int, encoding: str = "") -> Any:
 
 def _text(r: Reader, n: int) -> Any:
     return _blob(r, n, "utf-8")
+
+
+def _raw(u: PickleMachine, r: Reader, n: int, encoding: str = "") -> Any:
+    """A length-prefixed bytes value (or a Python 2 string, its bytes as they are), where it lies remembered: a
+    numpy array's data is one. (A value of fewer than two bytes may be a shared object: not remembered.)"""
+    at = r.pos
+    value = _blob(r, n, encoding)
+    if n > 1:
+        u.located[id(value)] = at
+    return value
 
 
 def _mark(u: PickleMachine, r: Reader) -> None:
@@ -387,16 +398,16 @@ OPS: dict[bytes, Callable[[PickleMachine, Reader], Any]] = {
     b"\x8b": lambda u, r: u.push(_long(r.read(_I4(r)))),
     b"G": lambda u, r: u.push(struct.unpack(">d", r.read(8))[0]),
     b"S": _string,
-    b"T": lambda u, r: u.push(_blob(r, _I4(r), "latin1")),
-    b"U": lambda u, r: u.push(r.read(_U1(r)).decode("latin1")),
+    b"T": lambda u, r: u.push(_raw(u, r, _I4(r), "latin1")),
+    b"U": lambda u, r: u.push(_raw(u, r, _U1(r), "latin1")),
     b"V": lambda u, r: u.push(r.readline()[:-1].decode("raw_unicode_escape")),
     b"X": lambda u, r: u.push(_text(r, _U4(r))),
     b"\x8c": lambda u, r: u.push(_text(r, _U1(r))),
     b"\x8d": lambda u, r: u.push(_text(r, _U8(r))),
-    b"B": lambda u, r: u.push(_blob(r, _U4(r))),
-    b"C": lambda u, r: u.push(r.read(_U1(r))),
-    b"\x8e": lambda u, r: u.push(_blob(r, _U8(r))),
-    b"\x96": lambda u, r: u.push(_blob(r, _U8(r))),
+    b"B": lambda u, r: u.push(_raw(u, r, _U4(r))),
+    b"C": lambda u, r: u.push(_raw(u, r, _U1(r))),
+    b"\x8e": lambda u, r: u.push(_raw(u, r, _U8(r))),
+    b"\x96": lambda u, r: u.push(_raw(u, r, _U8(r))),
     b")": lambda u, r: u.push(()),
     b"t": lambda u, r: u.push(tuple(u.pop_mark())),
     b"\x85": _tuple_n(1),

@@ -271,10 +271,15 @@ def checkpoint_values(value: Any) -> dict[str, str]:
     return out
 
 
-def _section(value: Any) -> dict[str, tuple[str, TensorKind]]:
+def _is_tensor(value: Any) -> bool:
+    return isinstance(value, TensorRef)
+
+
+def section_kinds(value: Any, is_tensor: Callable[[Any], bool] = _is_tensor) -> dict[str, tuple[str, TensorKind]]:
     """Section of each top-level key, when the object is a training checkpoint: a section key holds a state dict,
     a module or a list of them; a state dict whose own tensor is named `weights` (timm's EfficientViM) is none; a
-    file that is one section as a whole (`WHOLE_SECTIONS`) is that section."""
+    file that is one section as a whole (`WHOLE_SECTIONS`) is that section. (`is_tensor`: what a tensor is in the
+    object: a torch tensor, or a pickled numpy array, `loaders._numpy_pickle`.)"""
     if not isinstance(value, dict):
         return {}
     if len(value) <= 16:
@@ -283,11 +288,10 @@ def _section(value: Any) -> dict[str, tuple[str, TensorKind]]:
             if required <= keys <= allowed:
                 return dict.fromkeys(keys, section)
     named = SECTIONS.keys() & value.keys() if set(map(type, value)) == {str} else None  # (keys all names: no pass)
-    if named is not None and not any(not isinstance(value[k], TensorRef) for k in named):
+    if named is not None and not any(not is_tensor(value[k]) for k in named):
         return {}
     if named is None and not any(
-        (k if k.__class__ is str else key_name(k)) in SECTIONS and not isinstance(v, TensorRef)
-        for k, v in value.items()
+        (k if k.__class__ is str else key_name(k)) in SECTIONS and not is_tensor(v) for k, v in value.items()
     ):
         return {}
     return {name: SECTIONS.get(name, (name, TensorKind.OTHER)) for name in map(key_name, value)}
@@ -303,7 +307,7 @@ def _span(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
 
 def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[TensorInfo], list[Finding]]:
     """TensorInfos with kinds, sections, aliases and absolute offsets (`data_offsets`: storage key -> offset)."""
-    sections = _section(value)
+    sections = section_kinds(value)
     tensors: list[TensorInfo] = []
     findings: list[Finding] = []
     # The first tensor of each (root, offset, shape, stride, dtype): a later one is its alias. A root's first tensor is

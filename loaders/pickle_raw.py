@@ -10,17 +10,21 @@ checkpoint as the first pickle of the legacy format, so a bare pickle runs in fu
 notices the missing magic number; ``pickle.load`` and ``joblib.load`` run it too. This loader claims
 such files at the weakest strength (torch's own formats win) and interprets the stream with our
 restricted reader: the verdict is either the callables it would run (UNSAFE_CONTENT, exit 3) or
-inert data. It lists no tensors: a bare pickle holds no addressable tensor data (torch tensors in it
-are nested torch.save archives rebuilt by `torch.storage._load_from_bytes`, itself a nested
-``torch.load`` and so reported).
+inert data. The numpy arrays of the first pickle are its tensors (`loaders._numpy_pickle`: Detectron's model
+zoo, JAX and Haiku parameters keep their arrays' bytes inline, each at a definite place in the stream), named by
+their dotted paths, of the kinds a training checkpoint's sections give (`loaders._torch.section_kinds`); the rest
+of the stream is metadata. Torch tensors in a bare pickle are nested torch.save archives rebuilt by
+`torch.storage._load_from_bytes`, itself a nested ``torch.load`` and so reported, and listed as no tensors.
 """
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from inspector.errors import FormatError
 from inspector.probe import Probe
-from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity
-from loaders import _pickle, _torch
+from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
+from loaders import _numpy_pickle, _pickle, _torch
 from loaders.base import Claim, single_file
 
 TYPE_CHECKING = False
@@ -81,7 +85,8 @@ class PickleRawLoader:
                 return _torch.refused(probe, FORMAT, set(exc.unsafe), exc, "python")
             raise FormatError(probe.path, FORMAT, f"not a readable pickle: {exc}") from exc
         unsafe, names = set(result.unsafe), set(result.globals)
-        regions = [Region(RegionKind.METADATA, 0, result.end, "pickle stream")]
+        tensors, regions = _arrays(result)
+        streams = 1
         end = result.end
         for _ in range(MAX_PICKLES):  # pickles after the first: pickle.load stops at STOP, a second load reads on
             if end >= probe.size:
@@ -94,6 +99,7 @@ class PickleRawLoader:
             unsafe |= more.unsafe
             names |= more.globals
             regions.append(Region(RegionKind.METADATA, end, more.end - end, "another pickle stream"))
+            streams += 1
             end = more.end
         protocol = probe.head[1] if probe.head[0] == PROTO else "0 or 1"
         findings: list[Finding] = _torch.unsafe_finding(unsafe) + _torch.globals_finding(names)
@@ -101,8 +107,36 @@ class PickleRawLoader:
             what = f"a bare pickle of inert data (a {type(result.value).__name__}): nothing it names would be called"
             findings.append(Finding("PICKLE_DATA", Severity.INFO, what))
         attributes = {"pickle.protocol": str(protocol), "pickle.verdict": "would run code" if unsafe else "inert data",
-                      "pickle.top_level": type(result.value).__name__, "pickle.streams": str(len(regions))}  # fmt: skip
-        return single_file(probe, FORMAT, "python", (), regions, attributes, findings)
+                      "pickle.top_level": type(result.value).__name__, "pickle.streams": str(streams)}  # fmt: skip
+        return single_file(probe, FORMAT, "python", tensors, regions, attributes, findings)
+
+
+def _arrays(result: _pickle.Result) -> tuple[list[TensorInfo], list[Region]]:
+    """The first pickle's numpy arrays as tensors, and its stream's regions: each array's bytes where they lie (an
+    array Python 3's protocol 2 wrote as latin-1 text lies at no one offset: its bytes stay the stream's), the rest
+    metadata."""
+    found = list(_numpy_pickle.arrays(result.value, result.located))
+    sections = _torch.section_kinds(result.value, _numpy_pickle.is_array) if found else {}
+    plain = ("", TensorKind.PARAMETER)
+    tensors, data = [], []
+    for path, array, alias in found:
+        section, kind = sections.get(path.split(".", 1)[0], plain) if sections else plain
+        notes = ("big-endian",) if array.big_endian else ()
+        if array.offset is None:
+            notes += ("its bytes are latin-1 text in the pickle (protocol 2): at no one offset",)
+        elif alias is None and array.nbytes:
+            data.append(Region(RegionKind.TENSOR_DATA, array.offset, array.nbytes, path))
+        tensors.append(TensorInfo(path, array.shape, array.dtype, array.nbytes, array.offset, None, alias, kind,
+                                  section=section, notes=notes))  # fmt: skip
+    regions, at = [], 0
+    for region in sorted(data, key=attrgetter("start")):
+        if region.start > at:
+            regions.append(Region(RegionKind.METADATA, at, region.start - at, "pickle stream"))
+        regions.append(region)
+        at = region.start + region.length
+    if result.end > at:
+        regions.append(Region(RegionKind.METADATA, at, result.end - at, "pickle stream"))
+    return tensors, regions
 
 
 def _read(probe: Probe, start: int) -> _pickle.Result:

@@ -1,0 +1,125 @@
+"""numpy arrays in a pickle, read as tensors from the inert values the restricted reader built.
+
+A bare pickle of numpy arrays (`pickle.dump` of a dict of arrays: Detectron's model zoo `.pkl` files, JAX and Haiku
+parameters, research checkpoints) holds each array's bytes inline, so its data lies at a definite place in the file.
+`ndarray.__reduce_ex__` writes an array one of two ways (numpy's `numpy/_core/numeric.py`, `multiarray`):
+
+- protocols 0-4: ``numpy.core.multiarray._reconstruct(ndarray, (0,), b'b')``, then BUILD with the state
+  ``(version, shape, dtype, is_fortran, data)``: the data is the array's bytes (BINBYTES from protocol 3, a Python 2
+  `str` in Python 2's pickles); Python 3's protocol 2 writes them as latin-1 text through `_codecs.encode`, UTF-8 in
+  the file, so they lie at no one offset (the tensor is listed without one, its bytes stay in the pickle's region);
+- protocol 5: ``numpy.core.numeric._frombuffer(data, dtype, shape, order)``, the data in-band (BYTEARRAY8).
+
+The dtype is ``numpy.dtype(code, False, True)`` with BUILD state ``(3, byteorder, ...)``. Arrays of objects,
+strings or structured dtypes are not tensors here (their pickled values stay the pickle's). Names are the dotted
+paths of dicts, lists and objects' state, as `loaders._torch.walk` names tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from math import prod
+
+from loaders._pickle_values import Blob, Call, PickleError, key_name
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+RECONSTRUCT = "numpy.core.multiarray._reconstruct"  # (both numpy 1's and numpy 2's module names: `_pickle_builders`)
+FROMBUFFER = "numpy.core.numeric._frombuffer"
+DTYPES = ("numpy.dtype",)
+MAX_WALK = 5_000_000  # values visited at most (as `loaders._torch.walk`)
+MAX_DEPTH = 1000
+
+
+class Array:
+    """An array found in a pickle: its shape, canonical dtype, byte order, data bytes and where they lie (or None)."""
+
+    __slots__ = ("shape", "dtype", "big_endian", "nbytes", "offset")
+
+    def __init__(self, shape: tuple[int, ...], dtype: str, big_endian: bool, nbytes: int, offset: int | None) -> None:
+        self.shape, self.dtype, self.big_endian, self.nbytes, self.offset = shape, dtype, big_endian, nbytes, offset
+
+
+def arrays(value: Any, located: Mapping[int, int]) -> Iterator[tuple[str, Array, str | None]]:
+    """Every array in the pickled value with its dotted path, depth first, and the path it was first met at when the
+    pickle names the same array again (a memo reference: one array, an alias)."""
+    seen: set[int] = set()
+    first: dict[int, str] = {}  # id of an array's call -> its first path
+    budget = MAX_WALK
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while stack:
+        obj, path, depth = stack.pop()
+        budget -= 1
+        if budget < 0 or depth > MAX_DEPTH:
+            raise PickleError("object graph too large or too deep")
+        if obj.__class__ is Call:
+            found = _array(obj, located)
+            if found is not None:
+                path = path or "array"
+                earlier = first.get(id(obj))
+                if earlier is None:
+                    first[id(obj)] = path
+                yield path, found, earlier
+                continue
+        if not isinstance(obj, (dict, list, tuple, Call)) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        children: list[tuple[Any, str]]
+        if isinstance(obj, dict):
+            children = [(v, f"{path}.{key_name(k)}" if path else key_name(k)) for k, v in obj.items()]
+        elif isinstance(obj, (list, tuple)):
+            children = [(v, f"{path}.{i}" if path else str(i)) for i, v in enumerate(obj)]
+        else:  # an object: its state holds its attributes (`__dict__`), its items what was appended or set in it
+            children = [(obj.state, path), *((item, path) for item in obj.items)]
+        stack.extend((v, p, depth + 1) for v, p in reversed(children))
+
+
+def is_array(value: Any) -> bool:
+    """Whether a pickled value is an array this module reads (as `loaders._torch.section_kinds` asks of a tensor)."""
+    return value.__class__ is Call and _array(value, {}) is not None
+
+
+def _array(call: Call, located: Mapping[int, int]) -> Array | None:
+    """The array a `_reconstruct` (with its state) or `_frombuffer` call makes, when it is a plain numeric array whose
+    data is its bytes."""
+    name = getattr(call.func, "qualname", None)
+    if name == RECONSTRUCT:
+        state = call.state
+        if not (isinstance(state, tuple) and len(state) == 5):
+            return None
+        _version, shape, dtype, _fortran, data = state
+    elif name == FROMBUFFER:
+        if len(call.args) < 3:
+            return None
+        data, dtype, shape = call.args[:3]
+    else:
+        return None
+    code = _dtype(dtype)
+    if code is None or not (isinstance(shape, tuple) and all(type(n) is int and n >= 0 for n in shape)):
+        return None
+    from inspector.dtypes import DTYPES as KNOWN  # (a pickle of arrays only)
+    from inspector.dtypes import NUMPY_DTYPES
+
+    canonical = NUMPY_DTYPES.get(code[1:])
+    if canonical is None:
+        return None
+    nbytes = prod(shape) * (KNOWN[canonical].bits // 8)
+    size = data.nbytes if isinstance(data, Blob) else len(data) if isinstance(data, (bytes, str)) else -1
+    if size != nbytes:  # (object arrays pickle a list; a short buffer is no array numpy would make)
+        return None
+    return Array(shape, canonical, code[0] == ">", nbytes, located.get(id(data)))
+
+
+def _dtype(dtype: Any) -> str | None:
+    """The dtype's descr ('<f4', '|b1'), from `numpy.dtype(code, False, True)` and its BUILD state, or None."""
+    if not (isinstance(dtype, Call) and getattr(dtype.func, "qualname", None) in DTYPES and dtype.args):
+        return None
+    code, state = dtype.args[0], dtype.state
+    if not isinstance(code, str) or not isinstance(state, tuple) or len(state) < 2:
+        return None
+    order = state[1] if state[1] in ("<", ">", "|", "=") else None
+    if order is None or any(field is not None for field in state[2:5]):  # (a structured or subarray dtype)
+        return None
+    return ("<" if order in ("|", "=") else order) + code.lstrip("<>|=")

@@ -1,0 +1,125 @@
+"""numpy arrays in bare pickles (Detectron's model zoo `.pkl`, JAX and Haiku parameters), read as tensors.
+
+Every file is written by `pickle.dump` of real numpy arrays, at each protocol numpy writes differently (`_reconstruct`
+with a BUILD state, protocol 5's `_frombuffer`); the references are the arrays themselves: shapes, dtypes, and the
+bytes at each tensor's offset, read back from the file.
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inspector import load
+from inspector.cli import main
+from inspector.records import RegionKind, TensorKind
+from inspector.report import inspect
+from loaders.base import check_invariants
+
+ARRAYS = {
+    "w": np.arange(24, dtype=np.float32).reshape(2, 3, 4),
+    "h": np.linspace(0, 1, 7).astype(np.float16),
+    "i": np.arange(5, dtype=np.int64),
+    "u": np.arange(9, dtype=np.uint8).reshape(3, 3),
+    "flag": np.array([True, False, True]),
+    "big": np.arange(4, dtype=">f8"),
+    "fortran": np.asfortranarray(np.arange(6, dtype=np.float32).reshape(2, 3)),
+}
+DTYPES = {"w": "F32", "h": "F16", "i": "I64", "u": "U8", "flag": "BOOL", "big": "F64", "fortran": "F32"}
+
+
+@pytest.mark.parametrize("protocol", [3, 4, 5])
+def test_arrays_are_tensors_at_their_bytes(tmp_path: Path, protocol: int) -> None:
+    path = tmp_path / "arrays.pkl"
+    with open(path, "wb") as fh:
+        pickle.dump(ARRAYS, fh, protocol=protocol)
+    ckpt = load(path)
+    check_invariants(ckpt)
+    data = path.read_bytes()
+    by_name = {t.name: t for t in ckpt.tensors}
+    assert set(by_name) == set(ARRAYS)
+    for name, array in ARRAYS.items():
+        t = by_name[name]
+        assert (t.shape, t.dtype, t.nbytes) == (array.shape, DTYPES[name], array.nbytes)
+        assert t.offset is not None
+        stored = data[t.offset : t.offset + t.nbytes]
+        assert stored == (array.tobytes(order="F") if name == "fortran" else array.tobytes())
+    assert by_name["big"].notes == ("big-endian",)
+    assert ckpt.n_parameters == sum(a.size for a in ARRAYS.values())
+    data_regions = [r for r in ckpt.regions if r.kind is RegionKind.TENSOR_DATA]
+    assert sum(r.length for r in data_regions) == sum(a.nbytes for a in ARRAYS.values())
+    assert ckpt.attributes["pickle.verdict"] == "inert data" and ckpt.attributes["pickle.streams"] == "1"
+
+
+def test_protocol_2_arrays_are_listed_without_an_offset(tmp_path: Path) -> None:
+    """Python 3's protocol 2 writes an array's bytes as latin-1 text (`_codecs.encode`), UTF-8 in the file: the
+    tensor is there, its bytes at no one offset, accounted inside the pickle's metadata."""
+    path = tmp_path / "p2.pkl"
+    with open(path, "wb") as fh:
+        pickle.dump({"w": ARRAYS["w"], "h": ARRAYS["h"]}, fh, protocol=2)
+    report = inspect(path)
+    ckpt = report.checkpoint
+    assert [(t.name, t.shape, t.dtype, t.offset) for t in ckpt.tensors] == [
+        ("w", (2, 3, 4), "F32", None),
+        ("h", (7,), "F16", None),
+    ]
+    assert all("latin-1 text" in t.notes[0] for t in ckpt.tensors)
+    assert [r.kind for r in ckpt.regions] == [RegionKind.METADATA]
+    from inspector.reconcile import NOT_STORED
+
+    steps = {s.label: s.nbytes for s in report.accounting.steps}
+    assert steps[NOT_STORED] == -(96 + 14)
+
+
+def test_a_model_zoo_pickle_has_sections_kinds_and_aliases(tmp_path: Path) -> None:
+    """Detectron's layout: {'model': {name: array}, '__author__': ...}; running statistics are buffers, the same
+    array named twice is one tensor, arrays of objects and strings are the pickle's data, not tensors."""
+    shared = np.ones((4, 3), np.float32)
+    model = {
+        "backbone.conv1.weight": np.zeros((8, 3, 3, 3), np.float32),
+        "backbone.bn1.weight": np.ones(8, np.float32),
+        "backbone.bn1.running_mean": np.zeros(8, np.float32),
+        "head.weight": shared,
+        "head_copy.weight": shared,
+        "names": np.array(["a", "bb"]),
+        "objects": np.array([{"x": 1}, None], dtype=object),
+        "big": np.zeros((600, 600), np.float32),  # (over 1 MiB: passed over by the reader, located all the same)
+    }
+    path = tmp_path / "model_final.pkl"
+    with open(path, "wb") as fh:
+        pickle.dump({"model": model, "__author__": "Detectron", "matching_heuristics": True}, fh)
+    ckpt = load(path)
+    check_invariants(ckpt)
+    by_name = {t.name: t for t in ckpt.tensors}
+    assert set(by_name) == {f"model.{k}" for k in model if k not in ("names", "objects")}
+    assert by_name["model.backbone.bn1.running_mean"].kind is TensorKind.BUFFER
+    assert by_name["model.head_copy.weight"].alias_of == "model.head.weight"
+    assert {t.section for t in ckpt.tensors} == {"model"}
+    data = path.read_bytes()
+    big = by_name["model.big"]
+    assert big.offset is not None and data[big.offset : big.offset + big.nbytes] == model["big"].tobytes()
+    assert ckpt.n_parameters == 8 * 27 + 8 + 12 + 360_000
+
+
+def test_frombuffer_on_an_object_is_flagged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Protocol 5's `_frombuffer` reads a buffer: on bytes it is data, on an object the pickle builds it would call
+    that object's buffer hook."""
+    body = b"".join(
+        [
+            b"\x80\x05",
+            b"cnumpy._core.numeric\n_frombuffer\n",
+            b"(",
+            b"clogging\nFileHandler\n)\x81",  # an object built by NEWOBJ, passed as the buffer
+            b"cnumpy\ndtype\n(X\x02\x00\x00\x00f4\x89\x88tR",
+            b"K\x02\x85X\x01\x00\x00\x00Ct",
+            b"R.",
+        ]
+    )
+    path = tmp_path / "frombuffer.pkl"
+    path.write_bytes(body)
+    capsys.readouterr()
+    assert main([str(path)]) == 3
+    assert "a buffer read by numpy _frombuffer" in capsys.readouterr().err
