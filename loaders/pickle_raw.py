@@ -121,7 +121,7 @@ def _arrays(result: _pickle.Result) -> tuple[list[TensorInfo], list[Region]]:
     tensors, data = [], []
     for path, array, alias in found:
         section, kind = sections.get(path.split(".", 1)[0], plain) if sections else plain
-        notes = ("big-endian",) if array.big_endian else ()
+        notes: tuple[str, ...] = ("big-endian",) if array.big_endian else ()
         if array.offset is None:
             notes += ("its bytes are latin-1 text in the pickle (protocol 2): at no one offset",)
         elif alias is None and array.nbytes:
