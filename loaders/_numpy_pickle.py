@@ -31,6 +31,7 @@ FROMBUFFER = "numpy.core.numeric._frombuffer"
 DTYPES = ("numpy.dtype",)
 MAX_WALK = 5_000_000  # values visited at most (as `loaders._torch.walk`)
 MAX_DEPTH = 1000
+MAX_DIMS = 64  # numpy's own limit (NPY_MAXDIMS): a longer shape is no array it would make
 
 
 class Array:
@@ -97,7 +98,9 @@ def _array(call: Call, located: Mapping[int, int]) -> Array | None:
     else:
         return None
     code = _dtype(dtype)
-    if code is None or not (isinstance(shape, tuple) and all(type(n) is int and n >= 0 for n in shape)):
+    if code is None or not (
+        isinstance(shape, tuple) and len(shape) <= MAX_DIMS and all(type(n) is int and 0 <= n < 1 << 62 for n in shape)
+    ):
         return None
     from inspector.dtypes import DTYPES as KNOWN  # (a pickle of arrays only)
     from inspector.dtypes import NUMPY_DTYPES

@@ -119,12 +119,16 @@ def _arrays(result: _pickle.Result) -> tuple[list[TensorInfo], list[Region]]:
     sections = _torch.section_kinds(result.value, _numpy_pickle.is_array) if found else {}
     plain = ("", TensorKind.PARAMETER)
     tensors, data = [], []
+    claimed: dict[int, str] = {}  # offset -> the first array whose bytes lie there (two arrays may share one value)
     for path, array, alias in found:
         section, kind = sections.get(path.split(".", 1)[0], plain) if sections else plain
         notes: tuple[str, ...] = ("big-endian",) if array.big_endian else ()
         if array.offset is None:
             notes += ("its bytes are latin-1 text in the pickle (protocol 2): at no one offset",)
+        elif alias is None and array.offset in claimed:
+            alias = claimed[array.offset]  # (one bytes value, the same length: the same data)
         elif alias is None and array.nbytes:
+            claimed[array.offset] = path
             data.append(Region(RegionKind.TENSOR_DATA, array.offset, array.nbytes, path))
         tensors.append(TensorInfo(path, array.shape, array.dtype, array.nbytes, array.offset, None, alias, kind,
                                   section=section, notes=notes))  # fmt: skip

@@ -123,3 +123,30 @@ def test_frombuffer_on_an_object_is_flagged(tmp_path: Path, capsys: pytest.Captu
     capsys.readouterr()
     assert main([str(path)]) == 3
     assert "a buffer read by numpy _frombuffer" in capsys.readouterr().err
+
+
+class _SharedData:
+    """Pickled as numpy's own `_frombuffer` of one bytes object (pickle's memo writes it once, then refers to it)."""
+
+    data = np.arange(6, dtype=np.float32).tobytes()
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+
+    def __reduce__(self) -> tuple[object, ...]:
+        from numpy._core.numeric import _frombuffer  # type: ignore[attr-defined]
+
+        return (_frombuffer, (self.data, np.dtype("f4"), self.shape, "C"))
+
+
+def test_two_arrays_of_one_bytes_value_are_one_tensor_and_an_alias(tmp_path: Path) -> None:
+    path = tmp_path / "shared.pkl"
+    with open(path, "wb") as fh:
+        pickle.dump({"a": _SharedData((6,)), "b": _SharedData((2, 3))}, fh, protocol=5)
+    loaded = pickle.loads(path.read_bytes())
+    assert loaded["a"].tobytes() == loaded["b"].tobytes() and loaded["b"].shape == (2, 3)  # (numpy reads it so)
+    ckpt = load(path)
+    check_invariants(ckpt)
+    a, b = ckpt.tensors
+    assert (a.shape, b.shape, b.alias_of, a.offset == b.offset) == ((6,), (2, 3), "a", True)
+    assert ckpt.n_parameters == 6
