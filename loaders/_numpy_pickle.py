@@ -43,7 +43,7 @@ class Array:
         self.shape, self.dtype, self.big_endian, self.nbytes, self.offset = shape, dtype, big_endian, nbytes, offset
 
 
-def arrays(value: Any, located: Mapping[int, int]) -> Iterator[tuple[str, Array, str | None]]:
+def arrays(value: Any, located: Mapping[int, tuple[int, Any]]) -> Iterator[tuple[str, Array, str | None]]:
     """Every array in the pickled value with its dotted path, depth first, and the path it was first met at when the
     pickle names the same array again (a memo reference: one array, an alias)."""
     seen: set[int] = set()
@@ -82,7 +82,7 @@ def is_array(value: Any) -> bool:
     return value.__class__ is Call and _array(value, {}) is not None
 
 
-def _array(call: Call, located: Mapping[int, int]) -> Array | None:
+def _array(call: Call, located: Mapping[int, tuple[int, Any]]) -> Array | None:
     """The array a `_reconstruct` (with its state) or `_frombuffer` call makes, when it is a plain numeric array whose
     data is its bytes."""
     name = getattr(call.func, "qualname", None)
@@ -112,7 +112,8 @@ def _array(call: Call, located: Mapping[int, int]) -> Array | None:
     size = data.nbytes if isinstance(data, Blob) else len(data) if isinstance(data, (bytes, str)) else -1
     if size != nbytes:  # (object arrays pickle a list; a short buffer is no array numpy would make)
         return None
-    return Array(shape, canonical, code[0] == ">", nbytes, located.get(id(data)))
+    at = located.get(id(data))
+    return Array(shape, canonical, code[0] == ">", nbytes, at[0] if at is not None and at[1] is data else None)
 
 
 def _dtype(dtype: Any) -> str | None:

@@ -79,9 +79,9 @@ class Result:
     globals: set[str]
     unsafe: set[str]
     end: int  # position after STOP
-    # where each bytes value of two bytes or more lies in the file, by the value's id (the interpreter's; numpy arrays
-    # keep their data in one: `loaders._numpy_pickle`); the values are alive in `value`
-    located: dict[int, int] = field(default_factory=dict)
+    # where each bytes value of two bytes or more lies in the file, by the value's id, with the value (the
+    # interpreter's; numpy arrays keep their data in one: `loaders._numpy_pickle`)
+    located: dict[int, tuple[int, Any]] = field(default_factory=dict)
 
 
 STOP = b"."

@@ -48,7 +48,8 @@ class PickleMachine:
         self.memo: dict[int, Any] = {}
         self.globals: set[str] = set()
         self.unsafe: set[str] = set()
-        self.located: dict[int, int] = {}  # id of a bytes value -> its first byte in the file (`Result.located`)
+        # id of a bytes value -> its first byte in the file, and the value (held: an id is never reused meanwhile)
+        self.located: dict[int, tuple[int, Any]] = {}
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -224,7 +225,7 @@ def _raw(u: PickleMachine, r: Reader, n: int, encoding: str = "") -> Any:
     at = r.pos
     value = _blob(r, n, encoding)
     if n > 1:
-        u.located[id(value)] = at
+        u.located[id(value)] = (at, value)
     return value
 
 
