@@ -161,7 +161,11 @@ def parse_npy_header(buf: bytes, probe: Probe, fmt: str, where: str) -> NpyHeade
         raise LimitExceededError(probe.path, fmt, f"{where}: npy header of {hlen:,} bytes (cap {MAX_HEADER_BYTES:,})")
     if len(buf) < prefix + hlen:
         return prefix + hlen
-    text = buf[prefix : prefix + hlen].decode("utf-8" if major == 3 else "latin-1")
+    raw = bytes(buf[: prefix + hlen])
+    known = _PARSED.get(raw)
+    if known is not None:  # (an npz's members of one shape and dtype: one header, parsed once)
+        return known
+    text = raw[prefix:].decode("utf-8" if major == 3 else "latin-1")
     literal = _literal(text, major)
     if not isinstance(literal, dict) or set(literal) != {"descr", "fortran_order", "shape"}:
         raise FormatError(probe.path, fmt, f"{where}: npy header is not a dict of descr, fortran_order, shape")
@@ -171,7 +175,16 @@ def parse_npy_header(buf: bytes, probe: Probe, fmt: str, where: str) -> NpyHeade
     dtype, itemsize, notes = _dtype_of(literal["descr"])
     if literal["fortran_order"]:
         notes += ("Fortran order",)
-    return NpyHeader((major, minor), prefix, hlen, text, shape, dtype, itemsize, notes)
+    header = NpyHeader((major, minor), prefix, hlen, text, shape, dtype, itemsize, notes)
+    if len(_PARSED) < MAX_PARSED:
+        _PARSED[raw] = header
+    return header
+
+
+# Headers read, by their bytes: a header means the same wherever it is (its parse and checks depend on nothing else),
+# and a model's arrays share a few (about 4 us each of an npz run's members)
+_PARSED: dict[bytes, NpyHeader] = {}
+MAX_PARSED = 4096
 
 
 def _header_regions(h: NpyHeader, start: int, label: str) -> list[Region]:

@@ -1069,3 +1069,18 @@ def test_zip_member_columns_tell_laid_as_the_regions_are(
     columns = _member_columns(tuple(made), payloads, ends)
     again = RegionColumns(columns.kinds, columns.starts, columns.lengths, columns.texts, columns.subjects)
     assert columns.laid() == again.laid()
+
+
+def test_an_npz_parses_each_distinct_npy_header_once(tmp_path: Path) -> None:
+    """Members of one shape and dtype share one header: it is parsed once (a model's repeated layers)."""
+    import numpy as np
+
+    from inspector import load
+    from loaders import npy
+
+    path = tmp_path / "layers.npz"
+    np.savez(path, a=np.zeros((3, 4), np.float32), b=np.ones((3, 4), np.float32), c=np.zeros(5, np.float16))
+    npy._PARSED.clear()
+    ckpt = load(path)
+    assert len(npy._PARSED) == 2 and [t.shape for t in ckpt.tensors] == [(3, 4), (3, 4), (5,)]
+    assert [t.dtype for t in ckpt.tensors] == ["F32", "F32", "F16"]
