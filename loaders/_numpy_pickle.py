@@ -17,10 +17,11 @@ paths of dicts, lists and objects' state, as `loaders._torch.walk` names tensors
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from math import prod
 
-from loaders._pickle_values import Blob, Call, PickleError, key_name
+from loaders._pickle_reader import Reader
+from loaders._pickle_values import Blob, Call, Global, PickleError, key_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -75,6 +76,56 @@ def arrays(value: Any, located: Mapping[int, tuple[int, Any]]) -> Iterator[tuple
         else:  # an object: its state holds its attributes (`__dict__`), its items what was appended or set in it
             children = [(obj.state, path), *((item, path) for item in obj.items)]
         stack.extend((v, p, depth + 1) for v, p in reversed(children))
+
+
+# opaque dtype kinds' itemsize per count ('S10': 10 bytes, '<U5': 20)
+SIZED_KINDS = {"S": 1, "a": 1, "U": 4, "V": 1}
+
+
+def joblib_array(reader: Reader, wrapper: Call, located: dict[int, tuple[int, Any]], nested: Callable[[], Any]) -> Any:
+    """What joblib's unpickler puts on the stack in place of a `NumpyArrayWrapper` once BUILD has set its state: the
+    array whose bytes follow the BUILD in the file, outside any opcode (`NumpyArrayWrapper.read_array`): a byte that
+    gives the padding's length and the padding, where the state names an alignment (joblib 1.2 on), then the bytes,
+    passed over and located as a `_frombuffer` call's (`arrays` finds it). An array of objects is a pickle stream of its
+    own there, read by `nested` (what it would call is the file's: joblib reads it with the outer `find_class`).
+
+    Raises:
+        PickleError: the state is not an array's, or its dtype's size cannot be told (the reading cannot go on).
+    """
+    state = wrapper.state
+    if not isinstance(state, dict):
+        raise PickleError("a joblib array wrapper without its state")
+    shape, dtype, order = state.get("shape"), state.get("dtype"), state.get("order")
+    if not (isinstance(shape, tuple) and len(shape) <= MAX_DIMS and all(type(n) is int and 0 <= n < 1 << 62
+                                                                       for n in shape)):  # fmt: skip
+        raise PickleError("a joblib array wrapper with no shape")
+    code = _dtype(dtype)
+    if code is not None and code[1:2] == "O":  # ('O8': objects)
+        return nested()  # (the array of objects, as numpy pickles it)
+    size = _itemsize(code)
+    if size is None:
+        raise PickleError(f"a joblib array of dtype {key_name(dtype)[:80]}: its bytes cannot be told")
+    if state.get("numpy_array_alignment_bytes") is not None:
+        reader.skip(reader.read(1)[0])  # (the padding's length, then the padding)
+    at, nbytes = reader.pos, prod(shape) * size
+    reader.skip(nbytes)
+    data = Blob(nbytes, False)
+    located[id(data)] = (at, data)
+    return Call(Global("numpy.core.numeric", "_frombuffer"), (data, dtype, shape, order if order == "F" else "C"))
+
+
+def _itemsize(code: str | None) -> int | None:
+    """Bytes of one element of a dtype's descr: a numeric type's, or a sized string or void type's."""
+    if code is None:
+        return None
+    from inspector.dtypes import DTYPES as KNOWN  # (a pickle of arrays only)
+    from inspector.dtypes import NUMPY_DTYPES
+
+    canonical = NUMPY_DTYPES.get(code[1:])
+    if canonical is not None:
+        return KNOWN[canonical].bits // 8
+    kind, count = code[1:2], code[2:]
+    return SIZED_KINDS[kind] * int(count) if kind in SIZED_KINDS and count.isdecimal() and len(count) < 10 else None
 
 
 def is_array(value: Any) -> bool:

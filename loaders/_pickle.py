@@ -69,6 +69,7 @@ MAX_STACK = 1_000_000
 MAX_MEMO = 10_000_000
 MAX_MARKS = 100_000
 MAX_INLINE = 1 << 20  # bytes and text values above this are skipped (a raw pickle may embed gigabytes of arrays)
+MAX_NESTED = 16  # pickle streams inside a pickle (joblib's arrays of objects)
 # smaller pickles are interpreted here: faster than importing and compiling the C path (tests set 0)
 FAST_MIN_BYTES = 1 << 13
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from loaders import _pickle as limits  # (its caps, read at each use: tests and the C path read them there too)
 from loaders._pickle import STOP, Result
 from loaders._pickle_builders import BUILDERS, INERT_DATA, TRAMPOLINES, check_state, resolve
-from loaders._pickle_policy import INERT_CALLABLES, is_dotted, is_unsafe_global, python3_name
+from loaders._pickle_policy import INERT_CALLABLES, JOBLIB_WRAPPERS, is_dotted, is_unsafe_global, python3_name
 from loaders._pickle_reader import Reader, scan
 from loaders._pickle_values import (
     MAX_NAME,
@@ -50,6 +50,7 @@ class PickleMachine:
         self.unsafe: set[str] = set()
         # id of a bytes value -> its first byte in the file, and the value (held: an id is never reused meanwhile)
         self.located: dict[int, tuple[int, Any]] = {}
+        self.depth = 0  # pickle streams this one is nested in (`nested`: joblib's arrays of objects)
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -128,6 +129,26 @@ class PickleMachine:
             # a lenient reading goes on through bytes it cannot decode: only names count there as evidence
             self.flag(f"<call of {callable_name(func)}>")
         return Call(func, args)
+
+    def joblib_array(self, wrapper: Call) -> Any:
+        """joblib's array in place of its wrapper (`loaders._numpy_pickle.joblib_array`): its bytes, which follow
+        outside the opcodes, passed over; an array of objects read as the pickle stream of its own it is there."""
+        from loaders._numpy_pickle import joblib_array  # (joblib's files only)
+
+        return joblib_array(self.r, wrapper, self.located, self.nested)
+
+    def nested(self) -> Any:
+        """A pickle stream inside this one, read from here to its STOP; what it would call is this pickle's."""
+        if self.depth >= limits.MAX_NESTED:
+            raise CapError(f"pickle streams nested beyond {limits.MAX_NESTED}")
+        inner = PickleMachine(self.r, self.persistent_load, self.lenient)
+        inner.depth = self.depth + 1
+        inner.located = self.located
+        try:
+            return inner._run().value
+        finally:
+            self.unsafe |= inner.unsafe
+            self.globals |= inner.globals
 
     def new(self, cls: Any, args: tuple[Any, ...]) -> Any:
         """NEWOBJ: `cls.__new__(cls, *args)` constructs without calling; kept as a placeholder."""
@@ -268,6 +289,8 @@ def _build(u: PickleMachine, r: Reader) -> None:
     check_state(u, state, callable_name(target.func) if isinstance(target, Call) else type(target).__name__)
     if isinstance(target, Call):
         target.state = state
+        if target.newobj and isinstance(target.func, Global) and target.func.qualname in JOBLIB_WRAPPERS:
+            u.stack[-1] = u.joblib_array(target)  # (the array's bytes follow, outside the opcodes)
     elif isinstance(target, dict) and isinstance(state, dict):
         target.update(state)
     # BUILD on tensors (their Python attributes) and other values: state kept nowhere, nothing runs

@@ -175,6 +175,12 @@ SAFE_ENCODINGS = frozenset({"latin1", "latin-1", "iso-8859-1", "utf-8", "utf8", 
 UNSAFE_STATE_KEYS = "__"  # any key that starts and ends with two underscores
 
 
+# joblib's stand-in for an array (`joblib.dump`: scikit-learn's models), and the one scikit-learn once bundled: once
+# BUILD has set its state, joblib's unpickler reads the array's bytes that follow, outside the opcodes
+JOBLIB_WRAPPERS = frozenset(
+    {"joblib.numpy_pickle.NumpyArrayWrapper", "sklearn.externals.joblib.numpy_pickle.NumpyArrayWrapper"}
+)
+
 # Top-level modules no Python 2 name maps to (`python3_name`): those torch.save writes
 PYTHON3_ONLY = frozenset({"torch", "collections", "builtins", "numpy", "_codecs"})
 

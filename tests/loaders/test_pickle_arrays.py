@@ -150,3 +150,80 @@ def test_two_arrays_of_one_bytes_value_are_one_tensor_and_an_alias(tmp_path: Pat
     a, b = ckpt.tensors
     assert (a.shape, b.shape, b.alias_of, a.offset == b.offset) == ((6,), (2, 3), "a", True)
     assert ckpt.n_parameters == 6
+
+
+# -- joblib (`joblib.dump`: scikit-learn's models): each array's bytes follow its wrapper outside the opcodes --------
+
+
+class Estimator:
+    """A fitted model as scikit-learn keeps one: attributes, arrays among them (pickled by reference to this class)."""
+
+    def __init__(self) -> None:
+        self.coef_ = np.arange(12, dtype=np.float64).reshape(3, 4)
+        self.intercept_ = np.zeros(3, np.float32)
+        self.classes_ = np.array(["a", "bb", "ccc"])
+        self.n_features_in_ = 4
+
+
+class Payload:
+    def __init__(self, canary: Path) -> None:
+        self.canary = canary
+
+    def __reduce__(self) -> tuple[object, ...]:
+        import os
+
+        return (os.system, (f"touch {self.canary}",))
+
+
+JOBLIB_LOAD = "import joblib, sys; joblib.load(sys.argv[1])"
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("protocol", [3, 4, 5])
+def test_joblib_arrays_are_tensors_at_their_bytes(tmp_path: Path, protocol: int) -> None:
+    joblib = pytest.importorskip("joblib")
+    arrays = {name: ARRAYS[name] for name in ("w", "i", "flag", "fortran")}
+    path = tmp_path / "model.joblib"
+    joblib.dump({"arrays": arrays, "estimator": Estimator(), "objects": np.array([1, "x"], dtype=object)}, path,
+                protocol=protocol)  # fmt: skip
+    ckpt = load(path)
+    check_invariants(ckpt)
+    data = path.read_bytes()
+    by_name = {t.name: t for t in ckpt.tensors}
+    for name, array in arrays.items():
+        t = by_name[f"arrays.{name}"]
+        assert (t.shape, t.dtype) == (array.shape, DTYPES[name]) and t.offset is not None
+        assert data[t.offset : t.offset + t.nbytes] == array.tobytes(order="F" if name == "fortran" else "C")
+    coef = by_name["estimator.coef_"]
+    assert data[coef.offset : coef.offset + coef.nbytes] == Estimator().coef_.tobytes()
+    # the strings' array is its bytes (not a tensor), the objects' array a pickle of its own: both the file's data
+    assert "estimator.classes_" not in by_name and "objects" not in by_name
+    assert ckpt.attributes["pickle.verdict"] == "inert data"
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("where", ["after an array", "inside an array of objects"])
+def test_a_joblib_payload_beyond_an_array_is_found(
+    tmp_path: Path, where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """joblib reads each array's bytes itself and goes on: what follows (or what an array of objects, a pickle of its
+    own read with joblib's `find_class`, holds) runs under `joblib.load`, and is reported (it read as no pickle)."""
+    joblib = pytest.importorskip("joblib")
+    import subprocess
+    import sys
+
+    canary = tmp_path / "canary"
+    payload = Payload(canary)
+    value = [np.arange(1000, dtype=np.float32), payload]
+    if where != "after an array":
+        value = [np.arange(10, dtype=np.float32), np.array([1, payload], dtype=object)]
+    path = tmp_path / "evil.joblib"
+    joblib.dump(value, path)
+    subprocess.run([sys.executable, "-c", JOBLIB_LOAD, str(path)], cwd=tmp_path, capture_output=True, timeout=120)
+    assert canary.exists(), "the payload must really run under joblib.load"
+    canary.unlink()
+    capsys.readouterr()
+    assert main([str(path)]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "system" in err
+    assert not canary.exists()
