@@ -88,11 +88,12 @@ class Result:
 STOP = b"."
 
 
-def load(reader: Reader, persistent_load: Callable[[Any], Any]) -> Result:
+def load(reader: Reader, persistent_load: Callable[[Any], Any], joblib: bool = False) -> Result:
     """Interpret one pickle from `reader` into inert values.
 
     A pickle made only of data builders is read by CPython's C unpickler (`loaders._pickle_fast`, same
     values); anything else, and any doubt there, by the interpreter here, which gives the evidence and errors.
+    `joblib`: read as `joblib.load` reads, each array's bytes after its wrapper passed over (`PickleMachine`).
 
     Raises:
         PickleError: the stream is malformed or beyond a cap; `.unsafe` holds what it would have called.
@@ -106,4 +107,4 @@ def load(reader: Reader, persistent_load: Callable[[Any], Any]) -> Result:
             return Result(value, names, set(), end)
     from loaders._pickle_machine import PickleMachine  # (the interpreter: imported when a pickle needs it)
 
-    return PickleMachine(reader, persistent_load).load()
+    return PickleMachine(reader, persistent_load, joblib=joblib).load()

@@ -39,10 +39,15 @@ if TYPE_CHECKING:
 class PickleMachine:
     """Interpret one pickle (up to its STOP) into inert values."""
 
-    def __init__(self, reader: Reader, persistent_load: Callable[[Any], Any], lenient: bool = False) -> None:
+    def __init__(
+        self, reader: Reader, persistent_load: Callable[[Any], Any], lenient: bool = False, joblib: bool = False
+    ) -> None:
         self.r = reader
         self.persistent_load = persistent_load
         self.lenient = lenient  # go on past what CPython's C unpickler might accept (a second reading, for evidence)
+        # read as joblib's unpickler reads (`joblib_array`): only a bare pickle, which joblib.load may be given (the
+        # caller judges it as pickle.load reads it too: the bytes joblib passes over are opcodes there)
+        self.joblib = joblib
         self.stack: list[Any] = []
         self.marks: list[int] = []
         self.memo: dict[int, Any] = {}
@@ -141,7 +146,7 @@ class PickleMachine:
         """A pickle stream inside this one, read from here to its STOP; what it would call is this pickle's."""
         if self.depth >= limits.MAX_NESTED:
             raise CapError(f"pickle streams nested beyond {limits.MAX_NESTED}")
-        inner = PickleMachine(self.r, self.persistent_load, self.lenient)
+        inner = PickleMachine(self.r, self.persistent_load, self.lenient, self.joblib)
         inner.depth = self.depth + 1
         inner.located = self.located
         try:
@@ -289,7 +294,7 @@ def _build(u: PickleMachine, r: Reader) -> None:
     check_state(u, state, callable_name(target.func) if isinstance(target, Call) else type(target).__name__)
     if isinstance(target, Call):
         target.state = state
-        if target.newobj and isinstance(target.func, Global) and target.func.qualname in JOBLIB_WRAPPERS:
+        if u.joblib and target.newobj and isinstance(target.func, Global) and target.func.qualname in JOBLIB_WRAPPERS:
             u.stack[-1] = u.joblib_array(target)  # (the array's bytes follow, outside the opcodes)
     elif isinstance(target, dict) and isinstance(state, dict):
         target.update(state)

@@ -25,6 +25,7 @@ from inspector.errors import FormatError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from loaders import _numpy_pickle, _pickle, _torch
+from loaders._pickle_policy import JOBLIB_WRAPPERS
 from loaders.base import Claim, single_file
 
 TYPE_CHECKING = False
@@ -144,5 +145,21 @@ def _arrays(result: _pickle.Result) -> tuple[list[TensorInfo], list[Region]]:
 
 
 def _read(probe: Probe, start: int) -> _pickle.Result:
+    """The pickle at `start` read as `joblib.load` reads it (a joblib file's arrays are its bytes outside the opcodes),
+    and, when it holds such an array, judged as `pickle.load` and `torch.load` read it as well: the bytes joblib passes
+    over are opcodes to them, and what they would call there is evidence too (a file may be given to either)."""
+    result = _pickle.load(_reader(probe, start), _no_persistent_ids, joblib=True)
+    if JOBLIB_WRAPPERS.isdisjoint(result.globals):
+        return result
+    try:
+        plain = _pickle.load(_reader(probe, start), _no_persistent_ids)
+    except _pickle.PickleError as exc:  # (a joblib file read so breaks at its first array: its evidence counts)
+        result.unsafe |= exc.unsafe
+    else:
+        result.unsafe |= plain.unsafe
+    return result
+
+
+def _reader(probe: Probe, start: int) -> _pickle.Reader:
     fetch = lambda off, n: probe.read_at(off, n, fmt=FORMAT, what="pickle")  # noqa: E731
-    return _pickle.load(_pickle.Reader(fetch=fetch, start=start, end=probe.size), _no_persistent_ids)
+    return _pickle.Reader(fetch=fetch, start=start, end=probe.size)

@@ -176,6 +176,7 @@ class Payload:
 
 
 JOBLIB_LOAD = "import joblib, sys; joblib.load(sys.argv[1])"
+PICKLE_LOAD = "import pickle, sys; pickle.load(open(sys.argv[1], 'rb'))"
 
 
 @pytest.mark.reference
@@ -227,3 +228,43 @@ def test_a_joblib_payload_beyond_an_array_is_found(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "system" in err
     assert not canary.exists()
+
+
+class _NoTell:
+    """A stream joblib cannot ask its position (a pipe): it writes each array's bytes right after its wrapper."""
+
+    def __init__(self) -> None:
+        import io
+
+        self.buffer = io.BytesIO()
+
+    def write(self, data: bytes) -> int:
+        return self.buffer.write(data)
+
+    def tell(self) -> int:
+        import io
+
+        raise io.UnsupportedOperation("not seekable")
+
+
+@pytest.mark.reference
+def test_bytes_joblib_passes_over_are_opcodes_to_pickle(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An array's bytes, which joblib reads as data, are opcodes to `pickle.load` (and `torch.load`): a payload there
+    runs under those, so a bare pickle holding joblib arrays is judged both ways."""
+    joblib = pytest.importorskip("joblib")
+    import subprocess
+    import sys
+
+    canary = tmp_path / "canary"
+    hidden = f"cos\nsystem\n(S'touch {canary}'\ntR".encode()
+    stream = _NoTell()
+    joblib.dump([np.frombuffer(hidden, np.uint8)], stream, protocol=2)
+    path = tmp_path / "hidden.joblib"
+    path.write_bytes(stream.buffer.getvalue())
+    subprocess.run([sys.executable, "-c", JOBLIB_LOAD, str(path)], cwd=tmp_path, capture_output=True, timeout=120)
+    assert not canary.exists(), "joblib reads the bytes as the array's"
+    subprocess.run([sys.executable, "-c", PICKLE_LOAD, str(path)], cwd=tmp_path, capture_output=True, timeout=120)
+    assert canary.exists(), "pickle.load runs them"
+    canary.unlink()
+    capsys.readouterr()
+    assert main([str(path)]) == 3 and "system" in capsys.readouterr().err
