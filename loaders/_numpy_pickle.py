@@ -12,7 +12,9 @@ parameters, research checkpoints) holds each array's bytes inline, so its data l
 
 The dtype is ``numpy.dtype(code, False, True)`` with BUILD state ``(3, byteorder, ...)``. Arrays of objects,
 strings or structured dtypes are not tensors here (their pickled values stay the pickle's). Names are the dotted
-paths of dicts, lists and objects' state, as `loaders._torch.walk` names tensors.
+paths of dicts, lists and objects' state, as `loaders._torch.walk` names tensors. joblib's files put each array's
+bytes after its wrapper, outside the opcodes (`joblib_array`, which the interpreter calls where joblib's unpickler
+would read them).
 """
 
 from __future__ import annotations

@@ -86,7 +86,12 @@ class PickleRawLoader:
                 return _torch.refused(probe, FORMAT, set(exc.unsafe), exc, "python")
             raise FormatError(probe.path, FORMAT, f"not a readable pickle: {exc}") from exc
         unsafe, names = set(result.unsafe), set(result.globals)
-        tensors, regions = _arrays(result)
+        findings: list[Finding] = []
+        try:
+            tensors, regions = _arrays(result)
+        except _pickle.PickleError as exc:  # (a value graph too large or deep to walk: its arrays are not listed)
+            tensors, regions = [], [Region(RegionKind.METADATA, 0, result.end, "pickle stream")]
+            findings.append(Finding("PICKLE_ARRAYS", Severity.INFO, f"the pickle's arrays are not listed: {exc}"))
         streams = 1
         end = result.end
         for _ in range(MAX_PICKLES):  # pickles after the first: pickle.load stops at STOP, a second load reads on
@@ -103,7 +108,7 @@ class PickleRawLoader:
             streams += 1
             end = more.end
         protocol = probe.head[1] if probe.head[0] == PROTO else "0 or 1"
-        findings: list[Finding] = _torch.unsafe_finding(unsafe) + _torch.globals_finding(names)
+        findings += _torch.unsafe_finding(unsafe) + _torch.globals_finding(names)
         if not unsafe:
             what = f"a bare pickle of inert data (a {type(result.value).__name__}): nothing it names would be called"
             findings.append(Finding("PICKLE_DATA", Severity.INFO, what))

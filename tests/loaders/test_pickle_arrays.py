@@ -268,3 +268,25 @@ def test_bytes_joblib_passes_over_are_opcodes_to_pickle(tmp_path: Path, capsys: 
     canary.unlink()
     capsys.readouterr()
     assert main([str(path)]) == 3 and "system" in capsys.readouterr().err
+
+
+def test_a_value_graph_too_deep_to_walk_lists_no_arrays_and_keeps_the_verdict(tmp_path: Path) -> None:
+    import sys
+
+    deep: list[object] = []
+    cur = deep
+    for _ in range(1500):
+        cur.append([])
+        cur = cur[0]  # type: ignore[assignment]
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(10_000)
+    try:
+        data = pickle.dumps([np.zeros(3, np.float32), deep], protocol=4)
+    finally:
+        sys.setrecursionlimit(limit)
+    path = tmp_path / "deep.pkl"
+    path.write_bytes(data)
+    ckpt = load(path)
+    check_invariants(ckpt)
+    assert ckpt.tensors == () and ckpt.attributes["pickle.verdict"] == "inert data"
+    assert {f.code for f in ckpt.findings} >= {"PICKLE_ARRAYS", "PICKLE_DATA"}
