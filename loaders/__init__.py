@@ -144,6 +144,7 @@ def _named(pattern: str, path: str) -> bool:
 PICKLE = b"\x80"  # PROTO: the first opcode of every pickle of protocol 2 and later
 PICKLE_2_5 = tuple(PICKLE + bytes([v]) for v in range(2, 6))  # PROTO and the versions pickle writes
 PICKLE_0 = tuple(bytes([b]) for b in b"(}])cNIJKLMFGSVXUT\x88\x89")  # what protocol 0/1 pickles open with
+JOBLIB_CODECS = (b"\x78", b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"]\x00\x00")
 TORCH_LEGACY = bytes.fromhex("80028a0a6cfc9c46f9206aa850192e")  # the pickled magic number torch.save writes first
 
 # Every built-in format, in the order loaders are asked (the strongest claim wins; the order breaks no ties).
@@ -169,4 +170,6 @@ FORMATS: tuple[Format, ...] = (
     ),  # fmt: skip
     Format("torch-dcp", "loaders.torch_dcp:TorchDcpLoader", starts=(PICKLE,), suffixes=(".distcp",), entries=True),
     Format("pickle", "loaders.pickle_raw:PickleRawLoader", starts=(*PICKLE_2_5, *PICKLE_0)),
+    # joblib's compressors' headers (`loaders.joblib_compressed.CODECS`): zlib, gzip, bz2, xz, lzma
+    Format("joblib-compressed", "loaders.joblib_compressed:JoblibCompressedLoader", starts=JOBLIB_CODECS),
 )

@@ -290,3 +290,61 @@ def test_a_value_graph_too_deep_to_walk_lists_no_arrays_and_keeps_the_verdict(tm
     check_invariants(ckpt)
     assert ckpt.tensors == () and ckpt.attributes["pickle.verdict"] == "inert data"
     assert {f.code for f in ckpt.findings} >= {"PICKLE_ARRAYS", "PICKLE_DATA"}
+
+
+# -- joblib's compressed files: the whole stream through one compressor ---------------------------------------------
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("codec", ["zlib", "gzip", "bz2", "xz", "lzma"])
+def test_compressed_joblib_files_are_judged_and_their_arrays_listed(tmp_path: Path, codec: str) -> None:
+    joblib = pytest.importorskip("joblib")
+    path = tmp_path / "model.joblib"
+    joblib.dump({"coef": Estimator().coef_, "intercept": np.zeros(3, np.float32)}, path, compress=(codec, 3))
+    ckpt = load(path)
+    check_invariants(ckpt)
+    assert ckpt.format == "joblib-compressed" and ckpt.attributes["joblib.compression"] == codec
+    assert [(t.name, t.shape, t.dtype, t.offset) for t in ckpt.tensors] == [
+        ("coef", (3, 4), "F64", None),
+        ("intercept", (3,), "F32", None),
+    ]
+    assert all(f"of the {codec} stream" in t.notes[-1] for t in ckpt.tensors)
+    assert [(r.kind, r.start, r.length) for r in ckpt.regions] == [(RegionKind.COMPRESSED, 0, path.stat().st_size)]
+    assert ckpt.attributes["pickle.verdict"] == "inert data"
+
+
+@pytest.mark.reference
+def test_a_compressed_joblib_payload_is_found(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    joblib = pytest.importorskip("joblib")
+    import subprocess
+    import sys
+
+    canary = tmp_path / "canary"
+    path = tmp_path / "evil.joblib"
+    joblib.dump([np.arange(1000, dtype=np.float32), Payload(canary)], path, compress=3)
+    subprocess.run([sys.executable, "-c", JOBLIB_LOAD, str(path)], cwd=tmp_path, capture_output=True, timeout=120)
+    assert canary.exists(), "the payload must really run under joblib.load"
+    canary.unlink()
+    capsys.readouterr()
+    assert main([str(path)]) == 3 and "system" in capsys.readouterr().err
+    assert not canary.exists()
+
+
+def test_a_compressed_stream_that_is_corrupt_or_too_large_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import zlib
+
+    from loaders import joblib_compressed
+
+    stream = zlib.compress(pickle.dumps({"w": np.zeros(1000, np.float32)}, protocol=4))
+    cut = tmp_path / "cut.joblib"
+    cut.write_bytes(stream[: len(stream) // 2])
+    large = tmp_path / "large.joblib"
+    large.write_bytes(stream)
+    monkeypatch.setattr(joblib_compressed, "MAX_INFLATED", 1000)
+    for path, said in ((cut, "ends before its end"), (large, "decompresses beyond 1,000 bytes")):
+        capsys.readouterr()
+        assert main([str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err and str(path) in err and "Traceback" not in err
