@@ -361,6 +361,7 @@ READERS: Mapping[str, Reader] = MappingProxyType(
         "pytorch-zip": RAW,
         "pytorch-legacy": RAW,
         "mxnet-params": RAW,
+        "pickle": RAW,  # (a bare pickle's numpy arrays, inline: `loaders._numpy_pickle`)
         "keras-h5": HDF5,
         "keras3-weights-h5": HDF5,
         "hdf5": HDF5,

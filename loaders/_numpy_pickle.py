@@ -40,10 +40,13 @@ MAX_DIMS = 64  # numpy's own limit (NPY_MAXDIMS): a longer shape is no array it 
 class Array:
     """An array found in a pickle: its shape, canonical dtype, byte order, data bytes and where they lie (or None)."""
 
-    __slots__ = ("shape", "dtype", "big_endian", "nbytes", "offset")
+    __slots__ = ("shape", "dtype", "big_endian", "fortran", "nbytes", "offset")
 
-    def __init__(self, shape: tuple[int, ...], dtype: str, big_endian: bool, nbytes: int, offset: int | None) -> None:
-        self.shape, self.dtype, self.big_endian, self.nbytes, self.offset = shape, dtype, big_endian, nbytes, offset
+    def __init__(
+        self, shape: tuple[int, ...], dtype: str, big_endian: bool, fortran: bool, nbytes: int, offset: int | None
+    ) -> None:
+        self.shape, self.dtype, self.big_endian, self.fortran = shape, dtype, big_endian, fortran
+        self.nbytes, self.offset = nbytes, offset
 
 
 def arrays(value: Any, located: Mapping[int, tuple[int, Any]]) -> Iterator[tuple[str, Array, str | None]]:
@@ -143,11 +146,12 @@ def _array(call: Call, located: Mapping[int, tuple[int, Any]]) -> Array | None:
         state = call.state
         if not (isinstance(state, tuple) and len(state) == 5):
             return None
-        _version, shape, dtype, _fortran, data = state
+        _version, shape, dtype, fortran, data = state
     elif name == FROMBUFFER:
         if len(call.args) < 3:
             return None
         data, dtype, shape = call.args[:3]
+        fortran = len(call.args) > 3 and call.args[3] == "F"
     else:
         return None
     code = _dtype(dtype)
@@ -166,7 +170,8 @@ def _array(call: Call, located: Mapping[int, tuple[int, Any]]) -> Array | None:
     if size != nbytes:  # (object arrays pickle a list; a short buffer is no array numpy would make)
         return None
     at = located.get(id(data))
-    return Array(shape, canonical, code[0] == ">", nbytes, at[0] if at is not None and at[1] is data else None)
+    offset = at[0] if at is not None and at[1] is data else None
+    return Array(shape, canonical, code[0] == ">", isinstance(fortran, int) and bool(fortran), nbytes, offset)
 
 
 def _dtype(dtype: Any) -> str | None:

@@ -129,6 +129,8 @@ def _arrays(result: _pickle.Result) -> tuple[list[TensorInfo], list[Region]]:
     for path, array, alias in found:
         section, kind = sections.get(path.split(".", 1)[0], plain) if sections else plain
         notes: tuple[str, ...] = ("big-endian",) if array.big_endian else ()
+        if array.fortran:
+            notes += ("Fortran order",)  # (as the npy loader says it: values are read in that order)
         if array.offset is None:
             notes += ("its bytes are latin-1 text in the pickle (protocol 2): at no one offset",)
         elif alias is None and array.offset in claimed:

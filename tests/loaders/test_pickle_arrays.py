@@ -47,11 +47,29 @@ def test_arrays_are_tensors_at_their_bytes(tmp_path: Path, protocol: int) -> Non
         assert t.offset is not None
         stored = data[t.offset : t.offset + t.nbytes]
         assert stored == (array.tobytes(order="F") if name == "fortran" else array.tobytes())
-    assert by_name["big"].notes == ("big-endian",)
+    assert by_name["big"].notes == ("big-endian",) and by_name["fortran"].notes == ("Fortran order",)
     assert ckpt.n_parameters == sum(a.size for a in ARRAYS.values())
     data_regions = [r for r in ckpt.regions if r.kind is RegionKind.TENSOR_DATA]
     assert sum(r.length for r in data_regions) == sum(a.nbytes for a in ARRAYS.values())
     assert ckpt.attributes["pickle.verdict"] == "inert data" and ckpt.attributes["pickle.streams"] == "1"
+
+
+@pytest.mark.parametrize("protocol", [4, 5])
+def test_their_values_stream_as_the_same_arrays_in_an_npz(
+    tmp_path: Path, protocol: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--data` reads a pickle's arrays at their bytes (byte order and Fortran order as numpy stored them): `diff
+    --data` against an npz of the same arrays finds every value equal."""
+    import json
+
+    path = tmp_path / "arrays.pkl"
+    with open(path, "wb") as fh:
+        pickle.dump(ARRAYS, fh, protocol=protocol)
+    np.savez(tmp_path / "arrays.npz", **ARRAYS)
+    capsys.readouterr()
+    status = main(["diff", str(path), str(tmp_path / "arrays.npz"), "--data", "--json"])
+    values = json.loads(capsys.readouterr().out)["values"]
+    assert status == 0 and {v["a"] for v in values if v["equal"]} == set(ARRAYS)
 
 
 def test_protocol_2_arrays_are_listed_without_an_offset(tmp_path: Path) -> None:
