@@ -150,6 +150,13 @@ def lookup(name: str) -> DType | None:
     return DTYPES.get(name)
 
 
+def numpy_code(code: str) -> tuple[str, int] | None:
+    """The canonical dtype and itemsize of a numpy type code ('f4', 'b1'; its byte order apart), or None for one of
+    no canonical dtype (strings, objects, structured types)."""
+    name = NUMPY_DTYPES.get(code)
+    return None if name is None else (name, DTYPES[name].bits // 8)
+
+
 def nbytes_for(name: str, n_elements: int) -> int | None:
     """Bytes that ``n_elements`` of a canonical dtype occupy, or None when the dtype is opaque."""
     dt = DTYPES.get(name)

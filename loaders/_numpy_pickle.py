@@ -27,7 +27,7 @@ from loaders._pickle_values import Blob, Call, Global, PickleError, key_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeGuard
 
 RECONSTRUCT = "numpy.core.multiarray._reconstruct"  # (both numpy 1's and numpy 2's module names: `_pickle_builders`)
 FROMBUFFER = "numpy.core.numeric._frombuffer"
@@ -101,8 +101,7 @@ def joblib_array(reader: Reader, wrapper: Call, located: dict[int, tuple[int, An
     if not isinstance(state, dict):
         raise PickleError("a joblib array wrapper without its state")
     shape, dtype, order = state.get("shape"), state.get("dtype"), state.get("order")
-    if not (isinstance(shape, tuple) and len(shape) <= MAX_DIMS and all(type(n) is int and 0 <= n < 1 << 62
-                                                                       for n in shape)):  # fmt: skip
+    if not _plain_shape(shape):
         raise PickleError("a joblib array wrapper with no shape")
     code = _dtype(dtype)
     if code is not None and code[1:2] == "O":  # ('O8': objects)
@@ -116,19 +115,25 @@ def joblib_array(reader: Reader, wrapper: Call, located: dict[int, tuple[int, An
     reader.skip(nbytes)
     data = Blob(nbytes, False)
     located[id(data)] = (at, data)
-    return Call(Global("numpy.core.numeric", "_frombuffer"), (data, dtype, shape, order if order == "F" else "C"))
+    return Call(Global(*FROMBUFFER.rsplit(".", 1)), (data, dtype, shape, order if order == "F" else "C"))
+
+
+def _plain_shape(shape: Any) -> TypeGuard[tuple[int, ...]]:
+    """Whether a pickled shape is one numpy makes: at most `MAX_DIMS` sizes, each an int of a size an array has."""
+    if not isinstance(shape, tuple) or len(shape) > MAX_DIMS:
+        return False
+    return all(type(n) is int and 0 <= n < 1 << 62 for n in shape)
 
 
 def _itemsize(code: str | None) -> int | None:
     """Bytes of one element of a dtype's descr: a numeric type's, or a sized string or void type's."""
     if code is None:
         return None
-    from inspector.dtypes import DTYPES as KNOWN  # (a pickle of arrays only)
-    from inspector.dtypes import NUMPY_DTYPES
+    from inspector.dtypes import numpy_code  # (a pickle of arrays only)
 
-    canonical = NUMPY_DTYPES.get(code[1:])
-    if canonical is not None:
-        return KNOWN[canonical].bits // 8
+    known = numpy_code(code[1:])
+    if known is not None:
+        return known[1]
     kind, count = code[1:2], code[2:]
     return SIZED_KINDS[kind] * int(count) if kind in SIZED_KINDS and count.isdecimal() and len(count) < 10 else None
 
@@ -155,17 +160,15 @@ def _array(call: Call, located: Mapping[int, tuple[int, Any]]) -> Array | None:
     else:
         return None
     code = _dtype(dtype)
-    if code is None or not (
-        isinstance(shape, tuple) and len(shape) <= MAX_DIMS and all(type(n) is int and 0 <= n < 1 << 62 for n in shape)
-    ):
+    if code is None or not _plain_shape(shape):
         return None
-    from inspector.dtypes import DTYPES as KNOWN  # (a pickle of arrays only)
-    from inspector.dtypes import NUMPY_DTYPES
+    from inspector.dtypes import numpy_code  # (a pickle of arrays only)
 
-    canonical = NUMPY_DTYPES.get(code[1:])
-    if canonical is None:
+    known = numpy_code(code[1:])
+    if known is None:
         return None
-    nbytes = prod(shape) * (KNOWN[canonical].bits // 8)
+    canonical, itemsize = known
+    nbytes = prod(shape) * itemsize
     size = data.nbytes if isinstance(data, Blob) else len(data) if isinstance(data, (bytes, str)) else -1
     if size != nbytes:  # (object arrays pickle a list; a short buffer is no array numpy would make)
         return None

@@ -71,14 +71,14 @@ class NpyHeader:
 
 def _dtype_of(descr: Any) -> tuple[str, int | None, tuple[str, ...]]:
     """(canonical name, itemsize or None for objects, notes) of an npy ``descr``."""
-    from inspector.dtypes import DTYPES, NUMPY_DTYPES
+    from inspector.dtypes import numpy_code
 
     if isinstance(descr, str) and len(descr) >= 2:
         order, code = descr[0], descr[1:]
         notes = ("big-endian",) if order == ">" else ()
-        if code in NUMPY_DTYPES:
-            name = NUMPY_DTYPES[code]
-            return name, DTYPES[name].bits // 8, notes
+        known = numpy_code(code)
+        if known is not None:
+            return *known, notes
         if code == "O":
             return OBJECT, None, ("holds pickled Python objects",)
     import numpy as np  # only for structured and string dtypes
