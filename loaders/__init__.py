@@ -145,7 +145,16 @@ PICKLE = b"\x80"  # PROTO: the first opcode of every pickle of protocol 2 and la
 PICKLE_2_5 = tuple(PICKLE + bytes([v]) for v in range(2, 6))  # PROTO and the versions pickle writes
 PICKLE_0 = tuple(bytes([b]) for b in b"(}])cNIJKLMFGSVXUT\x88\x89")  # what protocol 0/1 pickles open with
 JOBLIB_CODECS = (b"\x78", b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"]\x00\x00")
-TORCH_LEGACY = bytes.fromhex("80028a0a6cfc9c46f9206aa850192e")  # the pickled magic number torch.save writes first
+# the pickled magic number torch.save writes first, at each pickle_protocol it takes (2, 3; 4 and 5 open a frame)
+TORCH_LEGACY = tuple(
+    bytes.fromhex(h)
+    for h in (
+        "80028a0a6cfc9c46f9206aa850192e",
+        "80038a0a6cfc9c46f9206aa850192e",
+        "8004950d000000000000008a0a6cfc9c46f9206aa850192e",
+        "8005950d000000000000008a0a6cfc9c46f9206aa850192e",
+    )
+)
 
 # Every built-in format, in the order loaders are asked (the strongest claim wins; the order breaks no ties).
 FORMATS: tuple[Format, ...] = (
@@ -154,7 +163,7 @@ FORMATS: tuple[Format, ...] = (
     Format("npy", "loaders.npy:NpyLoader", starts=(b"\x93NUMPY",)),
     Format("npz", "loaders.npy:NpzLoader", container="zip", member=".npy"),  # (all members, or an empty zip)
     Format("pytorch-zip", "loaders.torch_zip:TorchZipLoader", container="zip", member=".pkl"),  # data.pkl...
-    Format("pytorch-legacy", "loaders.torch_legacy:TorchLegacyLoader", starts=(TORCH_LEGACY, b"sys_info")),
+    Format("pytorch-legacy", "loaders.torch_legacy:TorchLegacyLoader", starts=(*TORCH_LEGACY, b"sys_info")),
     Format("keras-h5", "loaders.keras_h5:KerasH5Loader", container="hdf5", late=True),
     Format("keras3-zip", "loaders.keras_zip:KerasZipLoader", container="zip", member="config.json"),
     Format("mxnet-params", "loaders.mxnet_params:MxnetParamsLoader", starts=((0x112).to_bytes(8, "little"),)),

@@ -20,10 +20,12 @@ would read them).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from math import prod
 
+from inspector.records import Region, RegionKind, TensorInfo, TensorKind
 from loaders._pickle_reader import Reader
-from loaders._pickle_values import Blob, Call, Global, PickleError, key_name
+from loaders._pickle_values import Blob, Call, Global, PickleError, TensorRef, key_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,55 +34,119 @@ if TYPE_CHECKING:
 RECONSTRUCT = "numpy.core.multiarray._reconstruct"  # (both numpy 1's and numpy 2's module names: `_pickle_builders`)
 FROMBUFFER = "numpy.core.numeric._frombuffer"
 DTYPES = ("numpy.dtype",)
-MAX_WALK = 5_000_000  # values visited at most (as `loaders._torch.walk`)
-MAX_DEPTH = 1000
 MAX_DIMS = 64  # numpy's own limit (NPY_MAXDIMS): a longer shape is no array it would make
 
 
 class Array:
-    """An array found in a pickle: its shape, canonical dtype, byte order, data bytes and where they lie (or None)."""
+    """An array found in a pickle: its shape, canonical dtype, byte order, data bytes and where they lie (or None), and
+    the id of the call that makes it (a memo reference meets that call again)."""
 
-    __slots__ = ("shape", "dtype", "big_endian", "fortran", "nbytes", "offset")
+    __slots__ = ("shape", "dtype", "big_endian", "fortran", "nbytes", "offset", "call")
 
     def __init__(
-        self, shape: tuple[int, ...], dtype: str, big_endian: bool, fortran: bool, nbytes: int, offset: int | None
+        self,
+        shape: tuple[int, ...],
+        dtype: str,
+        big_endian: bool,
+        fortran: bool,
+        nbytes: int,
+        offset: int | None,
+        call: int,
     ) -> None:
         self.shape, self.dtype, self.big_endian, self.fortran = shape, dtype, big_endian, fortran
-        self.nbytes, self.offset = nbytes, offset
+        self.nbytes, self.offset, self.call = nbytes, offset, call
 
 
-def arrays(value: Any, located: Mapping[int, tuple[int, Any]]) -> Iterator[tuple[str, Array, str | None]]:
-    """Every array in the pickled value with its dotted path, depth first, and the path it was first met at when the
-    pickle names the same array again (a memo reference: one array, an alias)."""
-    seen: set[int] = set()
+def arrays(value: Any, located: Mapping[int, tuple[int, Any]]) -> Iterator[tuple[str, Array, str | None, TensorKind | None]]:
+    """Every array in the pickled value with its dotted path (as `loaders._torch.walk` names tensors, in its order),
+    the path it was first met at when the pickle names the same array again (a memo reference: one array, an alias),
+    and the walk's kind hint (a pickled module's buffers and other attributes).
+
+    Raises:
+        PickleError: the value graph is too large or too deep to walk (`loaders._torch.walk`'s bounds).
+    """
+    from loaders._torch import walk
+
     first: dict[int, str] = {}  # id of an array's call -> its first path
-    budget = MAX_WALK
-    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
-    while stack:
-        obj, path, depth = stack.pop()
-        budget -= 1
-        if budget < 0 or depth > MAX_DEPTH:
-            raise PickleError("object graph too large or too deep")
-        if obj.__class__ is Call:
-            found = _array(obj, located)
-            if found is not None:
-                path = path or "array"
-                earlier = first.get(id(obj))
-                if earlier is None:
-                    first[id(obj)] = path
-                yield path, found, earlier
-                continue
-        if not isinstance(obj, (dict, list, tuple, Call)) or id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        children: list[tuple[Any, str]]
-        if isinstance(obj, dict):
-            children = [(v, f"{path}.{key_name(k)}" if path else key_name(k)) for k, v in obj.items()]
-        elif isinstance(obj, (list, tuple)):
-            children = [(v, f"{path}.{i}" if path else str(i)) for i, v in enumerate(obj)]
-        else:  # an object: its state holds its attributes (`__dict__`), its items what was appended or set in it
-            children = [(obj.state, path), *((item, path) for item in obj.items)]
-        stack.extend((v, p, depth + 1) for v, p in reversed(children))
+    for path, found, hint in walk(value, partial(_array, located=located)):
+        if isinstance(found, TensorRef):
+            continue  # (a torch tensor: the torch loaders list those)
+        earlier = first.get(found.call)
+        if earlier is None:
+            first[found.call] = path
+        yield path, found, earlier, hint
+
+
+def tensors(
+    value: Any,
+    located: Mapping[int, tuple[int, Any]],
+    base: int | None,
+    kind: TensorKind | None = None,
+    note: str | None = None,
+) -> list[TensorInfo]:
+    """The pickle's arrays as tensors: at `base` + where their bytes lie in the pickle (`base` None: the pickle is not
+    where its bytes are stored in the file, a deflated member: no offsets), of `kind`, or of the kinds a training
+    checkpoint's sections and a pickled module's dicts give (`loaders._torch.section_kinds`); `note` on each. An array
+    whose bytes are another's (one bytes value, or a memo reference) is its alias.
+
+    Raises:
+        PickleError: the value graph is too large or too deep to walk.
+    """
+    from loaders._torch import MODULE_ATTRIBUTE, section_kinds  # (a pickle of arrays only)
+
+    found = list(arrays(value, located))
+    if not found:
+        return []
+    sections = section_kinds(value, _is_tensor_or_array)
+    plain = ("", TensorKind.PARAMETER)
+    out = []
+    claimed: dict[int, str] = {}  # offset -> the first array whose bytes lie there (two arrays may share one value)
+    for path, array, alias, hint in found:
+        section, its_kind = sections.get(path.split(".", 1)[0], plain) if sections else plain
+        if kind is not None:
+            its_kind = kind
+        elif hint is TensorKind.BUFFER or hint is MODULE_ATTRIBUTE:  # (a module's buffer, or its other attribute)
+            its_kind = hint
+        notes: tuple[str, ...] = ("big-endian",) if array.big_endian else ()
+        if array.fortran:
+            notes += ("Fortran order",)  # (as the npy loader says it: values are read in that order)
+        offset = None if array.offset is None or base is None else base + array.offset
+        if array.offset is None:
+            notes += ("its bytes are latin-1 text in the pickle (protocol 2): at no one offset",)
+        elif base is None:
+            notes += ("its bytes are in a compressed pickle: at no one offset",)
+        elif alias is None and offset in claimed:
+            alias = claimed[offset]  # (one bytes value, the same length: the same data)
+        elif alias is None and array.nbytes:
+            claimed[offset] = path  # type: ignore[index]
+        if note is not None:
+            notes += (note,)
+        out.append(TensorInfo(path, array.shape, array.dtype, array.nbytes, offset, None, alias, its_kind,
+                              section=section, notes=notes))  # fmt: skip
+    return out
+
+
+def stream_regions(
+    start: int, end: int, arrays: list[TensorInfo], text: str, subject: str | None = None
+) -> list[Region]:
+    """The regions of a pickle stream at [start, end) of the file: its arrays' bytes (those at an offset of their own,
+    not an alias's), and the rest as metadata labelled `text` (with `subject`)."""
+    data = sorted(
+        (t.offset, t.nbytes, t.name) for t in arrays if t.offset is not None and t.alias_of is None and t.nbytes
+    )
+    regions, at = [], start
+    for offset, nbytes, name in data:
+        if offset > at:
+            regions.append(Region(RegionKind.METADATA, at, offset - at, text, subject=subject))
+        regions.append(Region(RegionKind.TENSOR_DATA, offset, nbytes, name))
+        at = offset + nbytes
+    if end > at:
+        regions.append(Region(RegionKind.METADATA, at, end - at, text, subject=subject))
+    return regions
+
+
+def _is_tensor_or_array(value: Any) -> bool:
+    return value.__class__ is Call and is_array(value) or value.__class__ is TensorRef
 
 
 # opaque dtype kinds' itemsize per count ('S10': 10 bytes, '<U5': 20)
@@ -174,7 +240,7 @@ def _array(call: Call, located: Mapping[int, tuple[int, Any]]) -> Array | None:
         return None
     at = located.get(id(data))
     offset = at[0] if at is not None and at[1] is data else None
-    return Array(shape, canonical, code[0] == ">", isinstance(fortran, int) and bool(fortran), nbytes, offset)
+    return Array(shape, canonical, code[0] == ">", isinstance(fortran, int) and bool(fortran), nbytes, offset, id(call))
 
 
 def _dtype(dtype: Any) -> str | None:

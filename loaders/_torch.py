@@ -16,18 +16,21 @@ from operator import mul, sub
 
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
-from loaders._pickle import Call, PickleError, StorageRef, StorageType, TensorRef, itemsize, key_name
+from loaders._pickle import Call, PickleError, Result, StorageRef, StorageType, TensorRef, itemsize, key_name
 from loaders._pickle_values import ITEMSIZES
 from loaders.base import single_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeVar
+
+    Array = TypeVar("Array")  # what `walk`'s `array` makes of an array's call (`loaders._numpy_pickle.Array`)
 
 MAX_DEPTH = 200
 MAX_WALK = 5_000_000
 MAX_LISTED = 20  # callables and globals named in one finding
 ROOT_NAME = "tensor"  # the name of a tensor saved on its own (torch.save(t, f))
+ARRAY_ROOT_NAME = "array"  # and of a numpy array pickled on its own
 
 # Top-level keys of training checkpoints -> (section, kind of the tensors under them).
 SECTIONS: Mapping[str, tuple[str, TensorKind]] = {
@@ -166,9 +169,12 @@ def persistent_loader(storages: dict[str, StorageRef]) -> PersistentLoader:
     return PersistentLoader(storages)
 
 
-def walk(value: Any) -> Iterator[tuple[str, TensorRef, TensorKind | None]]:
+def walk(
+    value: Any, array: Callable[[Call], Array | None] | None = None
+) -> Iterator[tuple[str, TensorRef | Array, TensorKind | None]]:
     """Every tensor in the object with its dotted path and kind hint (from a module's _parameters/_buffers dict),
-    depth first (dicts, lists, placeholder objects' state).
+    depth first (dicts, lists, placeholder objects' state); with `array`, also every call it says makes an array
+    (what it returns for it: a numpy array pickled inline, `loaders._numpy_pickle`), each time it is met.
 
     The tensors of a dict are given as they are met, until its first other value (a state dict: all of them);
     the order, the budget and the depth checks are those of pushing each on the stack and popping it again.
@@ -185,6 +191,11 @@ def walk(value: Any) -> Iterator[tuple[str, TensorRef, TensorKind | None]]:
         if isinstance(obj, TensorRef):
             yield path or ROOT_NAME, obj, hint if hint is not None else (parameter if obj.is_parameter else None)
             continue
+        if array is not None and obj.__class__ is Call:
+            found = array(obj)
+            if found is not None:
+                yield path or ARRAY_ROOT_NAME, found, hint
+                continue
         if isinstance(obj, (dict, list, tuple, Call)) and id(obj) in seen:
             continue
         if isinstance(obj, (dict, list, tuple, Call)):
@@ -217,6 +228,33 @@ def walk(value: Any) -> Iterator[tuple[str, TensorRef, TensorKind | None]]:
             children += [(a, path, hint) for a in obj.args if isinstance(a, (dict, list, tuple, Call, TensorRef))]
             children += [(a, path, hint) for a in obj.items]
         stack.extend((v, p, h, depth + 1) for v, p, h in reversed(children))
+
+
+# The globals a pickled numpy array names (its builders in `loaders._pickle_builders`): a pickle naming none holds none
+ARRAY_GLOBALS = frozenset(
+    (
+        "numpy.core.multiarray._reconstruct",
+        "numpy._core.multiarray._reconstruct",
+        "numpy.core.numeric._frombuffer",
+        "numpy._core.numeric._frombuffer",
+    )
+)
+ARRAY_NOTE = "a numpy array in the pickle: not a torch tensor (torch counts no parameter of it)"
+
+
+def pickled_arrays(result: Result, base: int | None) -> list[TensorInfo]:
+    """The numpy arrays a torch pickle holds inline (numpy's random state in a Trainer's rng_state.pth, statistics a
+    checkpoint keeps as arrays), at `base` + where their bytes lie in the pickle (None: no offsets, a deflated
+    data.pkl): other state, as torch counts only its own tensors (`loaders._numpy_pickle`).
+
+    Raises:
+        PickleError: the value graph is too large or too deep to walk.
+    """
+    if ARRAY_GLOBALS.isdisjoint(result.globals):
+        return []
+    from loaders import _numpy_pickle  # (pickles naming numpy only)
+
+    return _numpy_pickle.tensors(result.value, result.located, base, TensorKind.OTHER, ARRAY_NOTE)
 
 
 # The scalars a checkpoint keeps beside its tensors, shown as attributes (`checkpoint_values`)

@@ -19,11 +19,9 @@ of the stream is metadata. Torch tensors in a bare pickle are nested torch.save 
 
 from __future__ import annotations
 
-from operator import attrgetter
-
 from inspector.errors import FormatError
 from inspector.probe import Probe
-from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
+from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo
 from loaders import _numpy_pickle, _pickle, _torch
 from loaders._pickle_policy import JOBLIB_WRAPPERS
 from loaders.base import Claim, single_file
@@ -121,34 +119,8 @@ def _arrays(result: _pickle.Result) -> tuple[list[TensorInfo], list[Region]]:
     """The first pickle's numpy arrays as tensors, and its stream's regions: each array's bytes where they lie (an
     array Python 3's protocol 2 wrote as latin-1 text lies at no one offset: its bytes stay the stream's), the rest
     metadata."""
-    found = list(_numpy_pickle.arrays(result.value, result.located))
-    sections = _torch.section_kinds(result.value, _numpy_pickle.is_array) if found else {}
-    plain = ("", TensorKind.PARAMETER)
-    tensors, data = [], []
-    claimed: dict[int, str] = {}  # offset -> the first array whose bytes lie there (two arrays may share one value)
-    for path, array, alias in found:
-        section, kind = sections.get(path.split(".", 1)[0], plain) if sections else plain
-        notes: tuple[str, ...] = ("big-endian",) if array.big_endian else ()
-        if array.fortran:
-            notes += ("Fortran order",)  # (as the npy loader says it: values are read in that order)
-        if array.offset is None:
-            notes += ("its bytes are latin-1 text in the pickle (protocol 2): at no one offset",)
-        elif alias is None and array.offset in claimed:
-            alias = claimed[array.offset]  # (one bytes value, the same length: the same data)
-        elif alias is None and array.nbytes:
-            claimed[array.offset] = path
-            data.append(Region(RegionKind.TENSOR_DATA, array.offset, array.nbytes, path))
-        tensors.append(TensorInfo(path, array.shape, array.dtype, array.nbytes, array.offset, None, alias, kind,
-                                  section=section, notes=notes))  # fmt: skip
-    regions, at = [], 0
-    for region in sorted(data, key=attrgetter("start")):
-        if region.start > at:
-            regions.append(Region(RegionKind.METADATA, at, region.start - at, "pickle stream"))
-        regions.append(region)
-        at = region.start + region.length
-    if result.end > at:
-        regions.append(Region(RegionKind.METADATA, at, result.end - at, "pickle stream"))
-    return tensors, regions
+    tensors = _numpy_pickle.tensors(result.value, result.located, 0)
+    return tensors, _numpy_pickle.stream_regions(0, result.end, tensors, "pickle stream")
 
 
 def _read(probe: Probe, start: int) -> _pickle.Result:

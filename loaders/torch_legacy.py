@@ -25,7 +25,7 @@ import struct
 from inspector.errors import FormatError, LimitExceededError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind
-from loaders import _pickle, _torch
+from loaders import TORCH_LEGACY, _pickle, _torch
 from loaders.base import MAX_TENSORS, Claim, single_file
 
 TYPE_CHECKING = False
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from typing import Any, ClassVar
 
 FORMAT = "pytorch-legacy"
-MAGIC = bytes.fromhex("80028a0a6cfc9c46f9206aa850192e")  # pickle of the magic number 0x1950A86A20F9469CFC6C
+MAGICS = TORCH_LEGACY  # pickles of the magic number 0x1950A86A20F9469CFC6C, at protocols 2-5
 TAR_MAGIC_AT, TAR_MAGIC = 257, b"ustar"
 TAR_MEMBERS = ("sys_info", "pickle", "storages", "tensors")
 BLOCK = 512
@@ -78,7 +78,7 @@ class TorchLegacyLoader:
     extensions: ClassVar[tuple[str, ...]] = (".pt", ".pth", ".bin", ".tar")
 
     def claim(self, probe: Probe) -> Claim | None:
-        if probe.head.startswith(MAGIC):
+        if probe.head.startswith(MAGICS):
             return Claim.EXACT
         if probe.head[TAR_MAGIC_AT : TAR_MAGIC_AT + 5] == TAR_MAGIC and probe.head[:8] == b"sys_info":
             return Claim.EXACT
@@ -87,7 +87,7 @@ class TorchLegacyLoader:
     def load(self, probe: Probe) -> Checkpoint:
         pickles = _Pickles(probe)
         try:
-            return _load_legacy(probe, pickles) if probe.head.startswith(MAGIC) else _load_tar(probe, pickles)
+            return _load_legacy(probe, pickles) if probe.head.startswith(MAGICS) else _load_tar(probe, pickles)
         except Exception as exc:
             if not pickles.unsafe:
                 raise
@@ -122,6 +122,15 @@ def _load_legacy(probe: Probe, pickles: _Pickles) -> Checkpoint:
         if pos > probe.size:
             raise _fail(probe, f"storage {key!r} data ends at byte {pos:,} but the file has {probe.size:,} bytes")
     tensors, findings = _tensors(probe, results[3].value, offsets)
+    try:
+        arrays = _torch.pickled_arrays(results[3], 0)  # (numpy arrays pickled in the object: their bytes there)
+    except _pickle.PickleError as exc:
+        raise _fail(probe, str(exc)) from exc
+    if arrays:
+        from loaders._numpy_pickle import stream_regions  # (pickles naming numpy only)
+
+        regions[3:4] = stream_regions(regions[3].start, results[3].end, arrays, "object pickle")  # (the object's)
+        tensors += arrays
     grouped = _torch.by_storage(tensors)
     for key in keys:
         regions += _torch.storage_regions(key, offsets[key], storages[key].nbytes, grouped.get(key, []))

@@ -28,7 +28,7 @@ from operator import add, attrgetter, ge, mul
 
 from inspector.errors import FormatError
 from inspector.probe import Probe
-from inspector.records import Checkpoint, Region, RegionKind
+from inspector.records import Checkpoint, Region, RegionKind, TensorInfo
 from loaders import _pickle, _torch, _zip
 from loaders._torch_archive import (
     PICKLE_SUFFIX,
@@ -150,6 +150,20 @@ class TorchZipLoader:
             tensors = _torchscript.apply(probe, members, prefix, FORMAT, result.value, tensors)
             evidence -= _torchscript.enum_constructions(probe, members, prefix, FORMAT, evidence)
         names = result.globals
+        arrays: list[TensorInfo] = []  # numpy arrays pickled in data.pkl, at their bytes there when it is stored
+        pkl_regions: list[Region] = []
+        if not torchscript:
+            stored = pkl.method == _zip.STORED
+            try:
+                arrays = _torch.pickled_arrays(result, pkl.data_offset if stored else None)
+            except _pickle.PickleError as exc:
+                raise FormatError(probe.path, FORMAT, str(exc)) from exc
+            if arrays and stored:
+                from loaders._numpy_pickle import stream_regions  # (pickles naming numpy only)
+
+                end = pkl.data_offset + pkl.compress_size
+                pkl_regions = stream_regions(pkl.data_offset, end, arrays, "record %s", repr(pkl.name))
+            tensors += arrays
         # the scalars a training checkpoint keeps (a TorchScript archive's data.pkl is its module's attributes)
         values = {} if torchscript else _torch.checkpoint_values(result.value)
         del result  # the pickle's object graph: the tensors hold what they need of it
@@ -168,6 +182,9 @@ class TorchZipLoader:
             another record; else its regions put in `split` (and a kind of None)."""
             name = m.name
             if not name.startswith(data_dir):
+                if m is pkl and pkl_regions:  # (numpy arrays' bytes in data.pkl)
+                    split[index] = pkl_regions
+                    return None, "", None
                 return RegionKind.METADATA, "record %s", repr(name)
             key = name[skip:]
             if key not in offsets:

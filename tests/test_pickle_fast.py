@@ -24,7 +24,7 @@ from inspector import load as inspect
 from loaders import _pickle, _pickle_fast, _torch
 from loaders._pickle_machine import PickleMachine
 from loaders._pickle_values import Call, Global, OpaqueKey, PickleError, StorageRef, TensorRef
-from loaders.torch_legacy import MAGIC
+from loaders.torch_legacy import MAGICS
 from tests.conftest import FIXTURES, SAMPLES
 from tests.test_safety import P2, P4, file_handler, frame, glob, mutated, payloads, short, text
 
@@ -115,13 +115,13 @@ def both(data: bytes, make: Callable[[dict[str, StorageRef]], Any] = _torch.pers
 
 def pickles_in(path: Path) -> Iterator[bytes]:
     """The pickles of a torch zip, a legacy torch file or a bare pickle."""
-    head = path.read_bytes()[:16]
+    head = path.read_bytes()[:32]
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as zf:
             for name in zf.namelist():
                 if name.endswith(".pkl"):
                     yield zf.read(name)
-    elif head.startswith(MAGIC):
+    elif head.startswith(MAGICS):
         data = path.read_bytes()
         pos = 0
         for _ in range(5):

@@ -366,3 +366,67 @@ def test_a_compressed_stream_that_is_corrupt_or_too_large_is_a_clear_error(
         assert main([str(path)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and said in err and str(path) in err and "Traceback" not in err
+
+
+# -- numpy arrays in torch's own files: other state, never parameters -------------------------------------------------
+
+
+def _torch_checkpoint(torch: object) -> dict[str, object]:
+    model = torch.nn.Linear(3, 2)  # type: ignore[attr-defined]
+    return {
+        "model": model.state_dict(),
+        "mean": np.arange(12, dtype=np.float32).reshape(3, 4),
+        "stats": {"var": np.linspace(0, 1, 5), "count": np.arange(4, dtype=">i4")},
+        "rng": np.random.get_state(),
+    }
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("zipped", [True, False])
+@pytest.mark.parametrize("protocol", [2, 4])
+def test_numpy_arrays_in_a_torch_checkpoint_are_other_state(tmp_path: Path, zipped: bool, protocol: int) -> None:
+    """torch.save pickles numpy arrays inline in data.pkl (or the legacy file's object pickle): each is listed, of kind
+    other (torch counts only its own tensors), at its bytes from protocol 3 on; torch.save's default protocol 2 writes
+    them as latin-1 text, listed without an offset."""
+    torch = pytest.importorskip("torch")
+    path = tmp_path / "checkpoint.pt"
+    torch.save(_torch_checkpoint(torch), path, pickle_protocol=protocol, _use_new_zipfile_serialization=zipped)
+    saved = torch.load(path, weights_only=False)
+    arrays = {
+        "mean": saved["mean"],
+        "stats.var": saved["stats"]["var"],
+        "stats.count": saved["stats"]["count"],
+        "rng.1": saved["rng"][1],
+    }
+    ckpt = load(path)
+    check_invariants(ckpt)
+    assert ckpt.format == ("pytorch-zip" if zipped else "pytorch-legacy")
+    by_name = {t.name: t for t in ckpt.tensors}
+    assert set(by_name) == {f"model.{k}" for k in saved["model"]} | set(arrays)
+    assert ckpt.n_parameters == sum(v.numel() for v in saved["model"].values())
+    raw = path.read_bytes()
+    for name, array in arrays.items():
+        t = by_name[name]
+        assert (t.shape, t.nbytes, t.kind) == (array.shape, array.nbytes, TensorKind.OTHER)
+        assert "not a torch tensor" in " ".join(t.notes)
+        if protocol == 2:
+            assert t.offset is None
+        else:  # (the values torch.load gives, from the bytes at the offset in the byte order noted)
+            assert t.offset is not None
+            order = ">" if "big-endian" in t.notes else "<"
+            stored = np.frombuffer(raw[t.offset : t.offset + t.nbytes], order + array.dtype.str[1:])
+            assert np.array_equal(stored.reshape(array.shape), array)
+    assert by_name["stats.count"].notes[0] == "big-endian"
+    if protocol > 2:
+        data = {r.subject or r.label for r in ckpt.regions if r.kind is RegionKind.TENSOR_DATA}
+        assert set(arrays) <= data
+
+
+@pytest.mark.reference
+def test_a_torch_save_of_a_bare_array_names_it_array(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    path = tmp_path / "array.pt"
+    torch.save(np.arange(6, dtype=np.int16), path, pickle_protocol=4)
+    (t,) = load(path).tensors
+    assert (t.name, t.shape, t.dtype, t.kind) == ("array", (6,), "I16", TensorKind.OTHER)
+    assert path.read_bytes()[t.offset : t.offset + t.nbytes] == np.arange(6, dtype=np.int16).tobytes()
