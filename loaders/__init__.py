@@ -144,7 +144,7 @@ def _named(pattern: str, path: str) -> bool:
 PICKLE = b"\x80"  # PROTO: the first opcode of every pickle of protocol 2 and later
 PICKLE_2_5 = tuple(PICKLE + bytes([v]) for v in range(2, 6))  # PROTO and the versions pickle writes
 PICKLE_0 = tuple(bytes([b]) for b in b"(}])cNIJKLMFGSVXUT\x88\x89")  # what protocol 0/1 pickles open with
-JOBLIB_CODECS = (b"\x78", b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"]\x00\x00")
+JOBLIB_CODECS = (b"\x78", b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"]\x00\x00", b"\x04\x22\x4d\x18")
 # the pickled magic number torch.save writes first, at each pickle_protocol it takes (2, 3; 4 and 5 open a frame)
 TORCH_LEGACY = tuple(
     bytes.fromhex(h)

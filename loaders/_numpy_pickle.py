@@ -57,7 +57,9 @@ class Array:
         self.nbytes, self.offset, self.call = nbytes, offset, call
 
 
-def arrays(value: Any, located: Mapping[int, tuple[int, Any]]) -> Iterator[tuple[str, Array, str | None, TensorKind | None]]:
+def arrays(
+    value: Any, located: Mapping[int, tuple[int, Any]]
+) -> Iterator[tuple[str, Array, str | None, TensorKind | None]]:
     """Every array in the pickled value with its dotted path (as `loaders._torch.walk` names tensors, in its order),
     the path it was first met at when the pickle names the same array again (a memo reference: one array, an alias),
     and the walk's kind hint (a pickled module's buffers and other attributes).

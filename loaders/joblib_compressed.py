@@ -2,7 +2,8 @@
 
 Layout: the whole of a joblib file (one pickle stream, each array's bytes after its wrapper: `loaders.pickle_raw`)
 through one compressor, the file starting with that compressor's own header (`joblib.compressor`): zlib, gzip, bz2,
-xz or lzma (lz4 needs a package joblib does not require: not read). ``joblib.load`` decompresses and unpickles it,
+xz, lzma, or an LZ4 frame (read with the `lz4` package, which joblib needs for it too: without it such a file is a
+clear error, not judged). ``joblib.load`` decompresses and unpickles it,
 running what it names, so it is judged as a bare pickle is: the stream is decompressed into a temporary file (at most
 `MAX_INFLATED` bytes, a larger one is not judged; the inspected file is only read) and read there by
 `loaders.pickle_raw`, the verdict, the arrays and the findings kept. The file is one compressed region; an array's
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from inspector.errors import FormatError, InspectorError, LimitExceededError
+from inspector.errors import FormatError, InspectorError, LimitExceededError, UnsupportedVariantError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Region, RegionKind
 from inspector.recordtype import replace
@@ -46,6 +47,18 @@ def _lzma(form: str) -> Any:
     return lzma.LZMADecompressor(getattr(lzma, form))
 
 
+def _lz4() -> Any:
+    try:
+        import lz4.frame  # (not in the standard library: joblib's lz4 files need it to load as well)
+    except ImportError as exc:
+        raise MissingCodecError("an lz4-compressed stream: reading it needs the lz4 package (pip install lz4)") from exc
+    return lz4.frame.LZ4FrameDecompressor()
+
+
+class MissingCodecError(Exception):
+    """The compressor's package is not installed: the file is joblib's, and cannot be judged here."""
+
+
 # joblib's compressors: the bytes each one's files begin with, and a decompressor of its stream
 CODECS: dict[str, tuple[bytes, Callable[[], Any]]] = {
     "zlib": (b"\x78", lambda: _zlib(15)),
@@ -53,6 +66,7 @@ CODECS: dict[str, tuple[bytes, Callable[[], Any]]] = {
     "bz2": (b"BZh", _bz2),
     "xz": (b"\xfd7zXZ\x00", lambda: _lzma("FORMAT_XZ")),
     "lzma": (b"]\x00\x00", lambda: _lzma("FORMAT_ALONE")),
+    "lz4": (b"\x04\x22\x4d\x18", _lz4),  # (an LZ4 frame's magic number)
 }
 PICKLE_HEADS = tuple(b"\x80" + bytes([v]) for v in range(2, 6))  # (joblib writes protocol 2 and later)
 MAX_INFLATED = 256 << 20  # decompressed bytes judged at most (about 0.7 s of zlib; the temporary file's size)
@@ -75,6 +89,8 @@ class JoblibCompressedLoader:
         name = codec(probe.head)
         if name is None:
             return None
+        if name == "lz4":  # (a frame gives nothing before its first block ends, 64 KiB to 4 MiB on: its descriptor's
+            return Claim.CONTAINER if probe.head[4:5] and probe.head[4] >> 6 == 1 else None  # version bits, 01)
         try:  # (the head's first bytes, decompressed: a pickle's PROTO)
             opened = CODECS[name][1]().decompress(probe.head, 16)
         except Exception:  # noqa: BLE001 - sniffing never raises: no stream of that compressor, no claim
@@ -118,9 +134,9 @@ def _inflate(probe: Probe, name: str, write: Callable[[bytes], Any]) -> int:
         LimitExceededError: the stream decompresses to more than `MAX_INFLATED` bytes.
         FormatError: the stream is corrupt, or ends before its compressor's end.
     """
-    decompressor = CODECS[name][1]()
     total = 0
     try:
+        decompressor = CODECS[name][1]()
         for at in range(0, probe.size, CHUNK):
             data: bytes | None = probe.read_at(at, min(CHUNK, probe.size - at), fmt=FORMAT)
             while data is not None:
@@ -134,6 +150,8 @@ def _inflate(probe: Probe, name: str, write: Callable[[bytes], Any]) -> int:
                 break
     except InspectorError:
         raise
+    except MissingCodecError as exc:
+        raise UnsupportedVariantError(probe.path, FORMAT, f"{exc}; not judged") from exc
     except Exception as exc:  # noqa: BLE001 - the decompressor's own errors (zlib.error, LZMAError, OSError...)
         raise FormatError(probe.path, FORMAT, f"corrupt {name} stream: {exc}") from exc
     if not decompressor.eof:

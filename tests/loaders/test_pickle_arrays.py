@@ -314,9 +314,11 @@ def test_a_value_graph_too_deep_to_walk_lists_no_arrays_and_keeps_the_verdict(tm
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("codec", ["zlib", "gzip", "bz2", "xz", "lzma"])
+@pytest.mark.parametrize("codec", ["zlib", "gzip", "bz2", "xz", "lzma", "lz4"])
 def test_compressed_joblib_files_are_judged_and_their_arrays_listed(tmp_path: Path, codec: str) -> None:
     joblib = pytest.importorskip("joblib")
+    if codec == "lz4":
+        pytest.importorskip("lz4")  # (joblib writes and reads lz4 files with it)
     path = tmp_path / "model.joblib"
     joblib.dump({"coef": Estimator().coef_, "intercept": np.zeros(3, np.float32)}, path, compress=(codec, 3))
     ckpt = load(path)
@@ -345,6 +347,30 @@ def test_a_compressed_joblib_payload_is_found(tmp_path: Path, capsys: pytest.Cap
     canary.unlink()
     capsys.readouterr()
     assert main([str(path)]) == 3 and "system" in capsys.readouterr().err
+    assert not canary.exists()
+
+
+@pytest.mark.reference
+def test_an_lz4_joblib_payload_is_found_and_without_lz4_the_file_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    joblib = pytest.importorskip("joblib")
+    pytest.importorskip("lz4")
+    import subprocess
+    import sys
+
+    canary = tmp_path / "canary"
+    path = tmp_path / "evil.joblib"
+    joblib.dump([np.arange(1000, dtype=np.float32), Payload(canary)], path, compress="lz4")
+    subprocess.run([sys.executable, "-c", JOBLIB_LOAD, str(path)], cwd=tmp_path, capture_output=True, timeout=120)
+    assert canary.exists(), "the payload must really run under joblib.load"
+    canary.unlink()
+    capsys.readouterr()
+    assert main([str(path)]) == 3 and "system" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "lz4.frame", None)  # (as where lz4 is not installed: its import fails)
+    assert main([str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs the lz4 package" in err and str(path) in err and "Traceback" not in err
     assert not canary.exists()
 
 
