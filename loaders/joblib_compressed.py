@@ -47,16 +47,16 @@ def _lzma(form: str) -> Any:
     return lzma.LZMADecompressor(getattr(lzma, form))
 
 
+class MissingCodecError(Exception):
+    """The compressor's package is not installed: the file is joblib's, and cannot be judged here."""
+
+
 def _lz4() -> Any:
     try:
         import lz4.frame  # (not in the standard library: joblib's lz4 files need it to load as well)
     except ImportError as exc:
         raise MissingCodecError("an lz4-compressed stream: reading it needs the lz4 package (pip install lz4)") from exc
     return lz4.frame.LZ4FrameDecompressor()
-
-
-class MissingCodecError(Exception):
-    """The compressor's package is not installed: the file is joblib's, and cannot be judged here."""
 
 
 # joblib's compressors: the bytes each one's files begin with, and a decompressor of its stream
