@@ -966,7 +966,7 @@ def test_a_pickle_shorter_than_the_opcode_cap_is_scanned_without_counting_runs()
         counted = _pickle_fast._scan(data, SimpleNamespace(**caps | {"MAX_OPS": len(data)}), True)
         assert uncounted == counted, data[:80]
         scanned += [data] if uncounted is not None else []
-    assert len(scanned) >= 20, len(scanned)
+    assert len(scanned) >= (20 if FIXTURES.is_dir() else 10), len(scanned)  # (the samples alone hold 12)
     _pickle_fast._patterns.cache_clear()
     assert _pickle_fast._scan(scanned[0], SimpleNamespace(**caps), True) is not None
     bits = min(31, max(20, len(scanned[0]).bit_length() + 1))
