@@ -112,15 +112,17 @@ def tensors(
         notes: tuple[str, ...] = ("big-endian",) if array.big_endian else ()
         if array.fortran:
             notes += ("Fortran order",)  # (as the npy loader says it: values are read in that order)
-        offset = None if array.offset is None or base is None else base + array.offset
+        offset = None
         if array.offset is None:
             notes += ("its bytes are latin-1 text in the pickle (protocol 2): at no one offset",)
         elif base is None:
             notes += ("its bytes are in a compressed pickle: at no one offset",)
-        elif alias is None and offset in claimed:
-            alias = claimed[offset]  # (one bytes value, the same length: the same data)
-        elif alias is None and array.nbytes:
-            claimed[offset] = path  # type: ignore[index]
+        else:
+            offset = base + array.offset
+            if alias is None and offset in claimed:
+                alias = claimed[offset]  # (one bytes value, the same length: the same data)
+            elif alias is None and array.nbytes:
+                claimed[offset] = path
         if note is not None:
             notes += (note,)
         out.append(TensorInfo(path, array.shape, array.dtype, array.nbytes, offset, None, alias, its_kind,

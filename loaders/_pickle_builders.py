@@ -281,6 +281,13 @@ def _type(m: Machine, args: tuple[Any, ...]) -> Any:
     return Call(Global("builtins", "type"), args)
 
 
+# numpy's array builders, under numpy 1's and numpy 2's module names (the arrays they make: `loaders._numpy_pickle`)
+NUMPY_ARRAY_BUILDERS: dict[str, Callable[[Machine, tuple[Any, ...]], Any]] = {
+    "numpy.core.multiarray._reconstruct": _np_reconstruct,
+    "numpy._core.multiarray._reconstruct": _np_reconstruct,
+    "numpy.core.numeric._frombuffer": _np_frombuffer,
+    "numpy._core.numeric._frombuffer": _np_frombuffer,
+}
 TRAMPOLINES: dict[str, Callable[[Machine, tuple[Any, ...]], Any]] = {
     **{f"builtins.{kind}": partial(_scalar, kind=kind) for kind in ("int", "float", "str", "bool")},
     "builtins.type": _type,
@@ -288,10 +295,7 @@ TRAMPOLINES: dict[str, Callable[[Machine, tuple[Any, ...]], Any]] = {
     "torch._tensor._rebuild_from_type": _from_type,
     "torch._utils._rebuild_parameter_with_state": _parameter_with_state,
     "copyreg._reconstructor": _reconstructor,
-    "numpy.core.multiarray._reconstruct": _np_reconstruct,
-    "numpy._core.multiarray._reconstruct": _np_reconstruct,
-    "numpy.core.numeric._frombuffer": _np_frombuffer,
-    "numpy._core.numeric._frombuffer": _np_frombuffer,
+    **NUMPY_ARRAY_BUILDERS,
     "collections.defaultdict": _defaultdict,
     "_codecs.encode": _encode,
 }

@@ -17,6 +17,7 @@ from operator import mul, sub
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from loaders._pickle import Call, PickleError, Result, StorageRef, StorageType, TensorRef, itemsize, key_name
+from loaders._pickle_builders import NUMPY_ARRAY_BUILDERS
 from loaders._pickle_values import ITEMSIZES
 from loaders.base import single_file
 
@@ -230,15 +231,8 @@ def walk(
         stack.extend((v, p, h, depth + 1) for v, p, h in reversed(children))
 
 
-# The globals a pickled numpy array names (its builders in `loaders._pickle_builders`): a pickle naming none holds none
-ARRAY_GLOBALS = frozenset(
-    (
-        "numpy.core.multiarray._reconstruct",
-        "numpy._core.multiarray._reconstruct",
-        "numpy.core.numeric._frombuffer",
-        "numpy._core.numeric._frombuffer",
-    )
-)
+# The globals a pickled numpy array names (its builders): a pickle naming none holds none
+ARRAY_GLOBALS = NUMPY_ARRAY_BUILDERS.keys()
 ARRAY_NOTE = "a numpy array in the pickle: not a torch tensor (torch counts no parameter of it)"
 
 
