@@ -326,12 +326,16 @@ def test_a_layer_missing_a_module_the_others_hold_is_warned_even_when_inferred(t
         # renames the buffer; the same names are parameters in other model types (`KindRule.only`)
         ("hy_v3", "AutoModelForCausalLM", "MoE router score correction, renamed on save"),
         ("inkling2_text", "AutoModelForCausalLM", "MoE router score correction, renamed on save"),
+        ("sarvam_moe", "AutoModelForCausalLM", "MoE router score correction, renamed on save"),
     ],
 )
 def test_buffers_transformers_saves_beside_the_weights_are_not_counted(
     model_type: str, auto: str, buffers: str, tmp_path: Path
 ) -> None:
-    n = _small_model(model_type, auto, tmp_path)
+    # (Inkling 2's head is unpadded_vocab_size rows in memory, padded with zero rows to vocab_size on save: the
+    # default, 200,058, is over the shrunk vocabulary, which transformers 5.24 refuses; here the two are one size)
+    flags = {"unpadded_vocab_size": SMALL["vocab_size"]} if model_type == "inkling2_text" else {}
+    n = _small_model(model_type, auto, tmp_path, **flags)
     report = inspect(tmp_path / "model.safetensors")
     assert report.checkpoint.n_parameters == n, buffers  # num_parameters(): buffers apart
     assert any(t.kind.value == "buffer" for t in report.checkpoint.tensors), buffers
