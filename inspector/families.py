@@ -446,13 +446,14 @@ def _expert_layouts(
     defaults: Mapping[str, Any],
     config: Mapping[str, str] | None = None,
     dense: tuple[Part, ...] = (),
+    derive: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[Family, Family, Family]:
     """A mixture-of-experts family (a router `mlp.gate`, gated experts of expert_ff under `mlp.experts`) in its three
     layouts: one module per expert as the hub holds it, the experts fused as transformers 5 holds them in memory
     (what torch.save of its state dict writes), and stacked one tensor per projection as llama.cpp's converter
     writes them (GGUF); the file's tensors pick one (`FAMILIES_BY_MODEL_TYPE`). The router, experts and `shared`
     parts are in the MoE layers, `dense` (a dense MLP) in the others: the layers holding each, read off the file
-    (else placed as the config says, `_moe_derive`)."""
+    (else placed as the config says, `_moe_derive`, or `derive` where the family places them its own way)."""
     experts = "layers.{i}.mlp.experts"
     layouts = (
         (
@@ -488,10 +489,69 @@ def _expert_layouts(
             {**reads, "expert_ff": expert_ff, "experts": ("layers.0.mlp.gate", 0)},
             {**defaults, "dense_mlp": True} if dense else defaults,
             config or {},
-            derive=_moe_derive,
+            derive=derive or _moe_derive,
         )
         for (suffix, parts, expert_ff), description in zip(layouts, descriptions, strict=True)
     )
+
+
+# DeepSeek-V2/V3's MoE layers (GLM-4.5's too): a router (V3: beside a score correction, a buffer), routed experts of
+# expert_ff and `n_shared` shared experts as one gated MLP of n_shared x expert_ff; the first `first_dense` layers
+# (and, in V2, those off `moe_freq`) hold a dense MLP of feedforward
+# (every DeepSeek and GLM-4.5 checkpoint has its shared experts: what tells a file of these from a Qwen-MoE one)
+DEEPSEEK_SHARED_EXPERTS = (
+    _linear("layers.{i}.mlp.shared_experts.gate_proj", "d_model", "shared_ff"),
+    _linear("layers.{i}.mlp.shared_experts.up_proj", "d_model", "shared_ff"),
+    _linear("layers.{i}.mlp.shared_experts.down_proj", "shared_ff", "d_model"),
+)
+DEEPSEEK_MOE_CONFIG = {
+    "n_routed_experts": "experts",
+    "n_shared_experts": "n_shared",
+    "first_k_dense_replace": "first_dense",
+    "moe_layer_freq": "moe_freq",
+    "num_nextn_predict_layers": "mtp",
+}
+# The multi-token-prediction module the hub checkpoints of DeepSeek-V3 and GLM-4.5 hold after the last layer
+# (`layers.{num_hidden_layers}`: a whole decoder layer, its two input norms, the projection of their concatenation, a
+# head of its own; V3's own `embed_tokens` too): transformers drops it on load, so a file of such a layer holds more
+# than `num_parameters()` prints, by exactly that layer. Expected where the file has them, in the layers that do.
+MTP_PARTS = tuple(
+    replace(p, when="mtp_module", over="mtp_layers")
+    for p in (
+        _norm("layers.{i}.enorm"),
+        _norm("layers.{i}.hnorm"),
+        _linear("layers.{i}.eh_proj", "d_model*2", "d_model"),
+        _norm("layers.{i}.shared_head.norm"),
+        _linear("layers.{i}.shared_head.head", "d_model", "vocab", role="output_head"),
+        Part("layers.{i}.embed_tokens", "embedding", ("vocab", "d_model")),
+    )
+)
+
+
+# DeepSeek's latent attention: its queries low-rank (q_a, q_b: V3, V2) or one projection (`q_lora_rank` null: V2-Lite)
+DEEPSEEK_ATTENTION = (
+    *(replace(p, when="q_lora") for p in MLA_ATTENTION[:3]),
+    _linear("layers.{i}.self_attn.q_proj", "d_model", "q_mla", when="q_direct", role="attention_query"),
+    *MLA_ATTENTION[3:],
+)
+
+
+def _deepseek_derive(h: dict[str, Any]) -> None:
+    """DeepSeek's layer placement where the file did not say (MoE from layer `first_dense` on, every `moe_freq`-th),
+    its shared experts' width, the MTP layers counted among the layers where the file holds them, and the latent
+    attention's sizes (`_mla_derive`) where it has one."""
+    mtp = h.get("mtp_layers") or []
+    if mtp:  # (the file's layers beyond the config's count: the hub's MTP module, each a whole decoder layer too)
+        h["layers"] = max(int(h.get("layers") or 0), max(mtp) + 1)
+    layers, first, freq = int(h.get("layers") or 0), int(h.get("first_dense") or 0), int(h.get("moe_freq") or 1)
+    h.setdefault("moe_layers", [i for i in range(layers) if i >= first and i % freq == 0])
+    if h.get("expert_ff") and h.get("n_shared"):
+        h.setdefault("shared_ff", h["expert_ff"] * h["n_shared"])
+    if h.get("q_direct_dim"):  # (read off q_proj: the queries' width without a low-rank latent)
+        h.setdefault("q_mla", h["q_direct_dim"])
+    h.setdefault("q_direct", not h.get("q_lora"))
+    _mla_derive(h)
+    _moe_derive(h)
 
 
 FAMILIES: tuple[Family, ...] = (
@@ -668,6 +728,60 @@ FAMILIES: tuple[Family, ...] = (
         config=MLA_CONFIG,
         derive=_mla_derive,
         stated_only=True,
+    ),
+    *_expert_layouts(
+        "deepseek",
+        (
+            "DeepSeek-V2/V3 (Kimi K2): multi-head latent attention, MoE layers (a router, `experts` gated experts of "
+            "expert_ff and shared experts of n_shared x expert_ff) after `first_dense` dense MLP layers; the hub's MTP "
+            "module where the file holds it",
+            "DeepSeek-V2/V3 as transformers 5 holds it (torch.save of its state dict): the experts fused into "
+            "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
+            "DeepSeek-V2/V3 as llama.cpp's converter writes it (GGUF): the experts stacked into gate_proj and up_proj "
+            "(experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+        ),
+        ("deepseek_v2", "deepseek_v3", "kimi_k2", "sarvam_mla"),
+        (
+            *DECODER_ENDS,
+            *DEEPSEEK_ATTENTION,
+            _norm("layers.{i}.input_layernorm"),
+            _norm("layers.{i}.post_attention_layernorm"),
+            *MTP_PARTS,
+        ),
+        DEEPSEEK_SHARED_EXPERTS,
+        {
+            "vocab": ("embed_tokens", 0),
+            "d_model": ("embed_tokens", 1),
+            **MLA_READS,
+            "q_direct_dim": ("layers.0.self_attn.q_proj", 0),
+            "shared_ff": ("layers.0.mlp.shared_experts.up_proj", 0),
+            "feedforward": ("layers.0.mlp.up_proj", 0),
+        },
+        DECODER_DEFAULTS,
+        {**MLA_CONFIG, **DEEPSEEK_MOE_CONFIG},
+        GATED_MLP,
+        _deepseek_derive,
+    ),
+    *_expert_layouts(
+        "glm4_moe",
+        (
+            "GLM-4.5 / 4.6 (GLM-4-MoE): Llama-style attention (q/k/v biases, per-head q/k norms where `use_qk_norm`), "
+            "DeepSeek-style MoE layers (a router, `experts` gated experts of expert_ff, shared experts) after "
+            "`first_dense` dense MLP layers; the hub's MTP module where the file holds it",
+            "GLM-4-MoE as transformers 5 holds it (torch.save of its state dict): the experts fused into gate_up_proj "
+            "(experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
+            "GLM-4-MoE as llama.cpp's converter writes it (GGUF): the experts stacked into gate_proj and up_proj "
+            "(experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+        ),
+        ("glm4_moe",),
+        (*DECODER_ENDS, *LLAMA_LAYER, *MTP_PARTS),
+        DEEPSEEK_SHARED_EXPERTS,
+        LLAMA_READS
+        | {"shared_ff": ("layers.0.mlp.shared_experts.up_proj", 0), "feedforward": ("layers.0.mlp.up_proj", 0)},
+        DECODER_DEFAULTS,
+        {**DEEPSEEK_MOE_CONFIG, "use_qk_norm": "qk_norm"},
+        GATED_MLP,
+        _deepseek_derive,
     ),
     Family(
         "cohere",

@@ -510,6 +510,7 @@ class _Row:
     extra: bool = False  # holds modules the formula does not have
     resized: bool = False  # holds a module with a tensor of a size the formula does not give it
     packed: int = 0  # of its differences, those of modules a declared quantization packs in a way not read here
+    about: str = ""  # what the row is, where the formula's part alone does not say (the hub's MTP module)
 
     def layer_check(self, name: str) -> LayerCheck:
         kind = next(iter(self.kinds)) if len(self.kinds) == 1 else "Block"
@@ -524,10 +525,12 @@ class _Row:
             return LayerCheck(name, kind, self.expected, self.found, status, "; ".join(shown))
         if self.ties and self.expected == 0:
             return LayerCheck(name, "tied", 0, 0, "tied", "; ".join(self.ties))
-        return LayerCheck(name, kind, self.expected, self.found, "ok", "; ".join(self.ties))
+        said = [*self.ties, self.about] if self.about else self.ties
+        return LayerCheck(name, kind, self.expected, self.found, "ok", "; ".join(said))
 
 
 HEAD_NOTE = "a task head outside the model: counted from its own shapes"
+MTP_ROW = "the multi-token-prediction module the hub's checkpoints keep after the last layer (num_nextn_predict_layers)"
 # Formats an exporter writes from a model, rewriting its tensors (format -> what the exporters do, and the note on
 # a tensor no part names). The file holds what the exporter wrote: a module of the formula the file lacks, or a
 # tensor under a name no part has, is the exporter's doing, not a fault; a module the file holds under its own
@@ -617,8 +620,15 @@ def check(
         row.expected += (found := sum(t.n_elements for t in side if stored(t)))
         row.found += found
         row.kinds.add(QUANTIZATION_KIND)
-    checks = tuple(row.layer_check(name) for name, row in rows.items())
     notes = _notes(family, h, source)
+    mtp = [name for name in dict.fromkeys(view.full(f"layers.{i}") for i in h.get("mtp_layers") or ()) if name in rows]
+    if mtp:  # (the hub's checkpoints hold it, transformers' model has none: what its num_parameters() leaves out)
+        for name in mtp:
+            rows[name].about = MTP_ROW
+        held = sum(rows[name].found for name in mtp)
+        notes += (f"{', '.join(mtp)}: {MTP_ROW} ({held:,} parameters, counted here); transformers drops it on load, "
+                  f"so its num_parameters() prints {ckpt.n_parameters - held:,}",)  # fmt: skip
+    checks = tuple(row.layer_check(name) for name, row in rows.items())
     if ckpt.format in EXPORTS:  # what the exporter left out or renamed explains itself; a size does not
         notes += (EXPORTS[ckpt.format][0],)
         anomalies = tuple(c.layer for c in checks if rows[c.layer].resized)

@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from inspector import load
@@ -22,6 +23,7 @@ FAMILY = {
     **dict.fromkeys(("granitemoe", "granitemoeshared"), "granitemoe"),
     **dict.fromkeys(("qwen3_moe", "qwen2_moe+dense", "qwen3_moe+sparse_step"), "qwen2_moe"),
     "llama4_text": "llama4",
+    **dict.fromkeys(("deepseek_v3", "deepseek_v2"), "deepseek"),
     "olmo3": "olmo2",
     "starcoder2+no_bias": "starcoder2",
     "phi+qk_norm": "phi",
@@ -412,3 +414,46 @@ def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
     exp = report.expectation
     assert report.checkpoint.n_parameters == n, why
     assert exp is not None and exp.source == "config" and exp.matches, (why, exp.anomalies)
+
+
+@pytest.mark.parametrize("case", ["deepseek_v3", "glm4_moe"])
+def test_the_hubs_mtp_layer_is_explained_not_warned(case: str, tmp_path: Path) -> None:
+    # DeepSeek-V3's and GLM-4.5's hub checkpoints keep the multi-token-prediction module after the last layer
+    # (`layers.{num_hidden_layers}`: a whole decoder layer, enorm, hnorm, eh_proj, shared_head, V3's own embed_tokens),
+    # which transformers drops on load. Here transformers writes the decoder layer (a model of one layer more) and the
+    # MTP modules are added under the hub's names; the config then states the layers the hub's does.
+    import transformers
+    from safetensors.numpy import load_file, save_file
+
+    auto, words = ZOO[case]
+    layers = words["num_hidden_layers"]
+    transformers.AutoModelForCausalLM.from_config(
+        transformers.AutoConfig.for_model(case, **{**words, "num_hidden_layers": layers + 1, "vocab_size": 128})
+    ).save_pretrained(tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    rng = np.random.default_rng(0)
+    mtp = {"enorm.weight": (32,), "hnorm.weight": (32,), "eh_proj.weight": (32, 64), "shared_head.norm.weight": (32,)}
+    if case == "deepseek_v3":
+        mtp |= {"shared_head.head.weight": (128, 32), "embed_tokens.weight": (128, 32)}
+    for name, shape in mtp.items():
+        tensors[f"model.layers.{layers}.{name}"] = rng.standard_normal(shape).astype(np.float32)
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    config = json.loads((tmp_path / "config.json").read_text())
+    config |= {"num_hidden_layers": layers, "num_nextn_predict_layers": 1}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    n = transformers.AutoModelForCausalLM.from_pretrained(tmp_path).num_parameters()  # (the MTP layer left out)
+
+    report = inspect(tmp_path / "model.safetensors")
+    exp = report.expectation
+    held = sum(
+        t.n_elements
+        for t in report.checkpoint.tensors
+        if t.name.startswith(f"model.layers.{layers}.") and t.kind.value == "parameter"
+    )
+    assert held > sum(int(np.prod(s)) for s in mtp.values())  # (the decoder layer's modules too)
+    assert report.checkpoint.n_parameters == n + held  # every parameter the file holds
+    assert exp is not None and exp.source == "config" and exp.matches and not exp.anomalies
+    assert "COUNT_MISMATCH" not in {f.code for f in report.findings}
+    row = next(c for c in exp.layers if c.layer == f"model.layers.{layers}")
+    assert row.found == held and "multi-token-prediction" in row.explanation
+    assert any(f"transformers drops it on load, so its num_parameters() prints {n:,}" in note for note in exp.notes)

@@ -13,6 +13,11 @@ SMALL_DECODER = dict(  # a Llama-style decoder's words, shrunk (grouped-query: 2
     hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2
 )
 SMALL_GRANITE_MOE = {**SMALL_DECODER, "intermediate_size": 16, "num_local_experts": 4, "num_experts_per_tok": 2}
+SMALL_DEEPSEEK = {
+    **SMALL_DECODER, "num_key_value_heads": 4, "moe_intermediate_size": 16, "n_routed_experts": 4,
+    "n_shared_experts": 2, "num_experts_per_tok": 2, "first_k_dense_replace": 1, "n_group": 2, "topk_group": 1,
+    "q_lora_rank": 16, "kv_lora_rank": 8, "qk_nope_head_dim": 4, "qk_rope_head_dim": 4, "v_head_dim": 4,
+}  # fmt: skip
 ZOO: dict[str, tuple[str, dict[str, Any]]] = {
     "llama": (
         "AutoModelForCausalLM",
@@ -225,6 +230,18 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             "decoder_sparse_step": 2,
         },
     ),  # fmt: skip
+    # DeepSeek-style MoE: a dense first layer (first_k_dense_replace), then MoE layers of a router (V3, GLM: beside a
+    # score-correction buffer), 4 routed experts and 2 shared ones; DeepSeek's latent attention with low-rank queries
+    "deepseek_v3": ("AutoModelForCausalLM", {**SMALL_DEEPSEEK, "num_hidden_layers": 3}),
+    # V2-Lite's queries (q_lora_rank null: one q_proj) and MoE every second layer from the first (moe_layer_freq=2)
+    "deepseek_v2": (
+        "AutoModelForCausalLM",
+        {**SMALL_DEEPSEEK, "num_hidden_layers": 4, "q_lora_rank": None, "moe_layer_freq": 2},
+    ),
+    "glm4_moe": (  # Llama-style attention with q/k/v biases and per-head q/k norms, DeepSeek's MoE layers
+        "AutoModelForCausalLM",
+        {**SMALL_DEEPSEEK, "num_hidden_layers": 3, "attention_bias": True, "use_qk_norm": True},
+    ),
     "olmoe": (
         "AutoModelForCausalLM",
         dict(
