@@ -530,7 +530,7 @@ MTP_PARTS = tuple(
 
 # DeepSeek's latent attention: its queries low-rank (q_a, q_b: V3, V2) or one projection (`q_lora_rank` null: V2-Lite)
 DEEPSEEK_ATTENTION = (
-    *(replace(p, when="q_lora") for p in MLA_ATTENTION[:3]),
+    *(replace(p, when="q_low_rank") for p in MLA_ATTENTION[:3]),
     _linear("layers.{i}.self_attn.q_proj", "d_model", "q_mla", when="q_direct", role="attention_query"),
     *MLA_ATTENTION[3:],
 )
@@ -545,11 +545,13 @@ def _deepseek_derive(h: dict[str, Any]) -> None:
         h["layers"] = max(int(h.get("layers") or 0), max(mtp) + 1)
     layers, first, freq = int(h.get("layers") or 0), int(h.get("first_dense") or 0), int(h.get("moe_freq") or 1)
     h.setdefault("moe_layers", [i for i in range(layers) if i >= first and i % freq == 0])
-    if h.get("expert_ff") and h.get("n_shared"):
-        h.setdefault("shared_ff", h["expert_ff"] * h["n_shared"])
+    if h.get("expert_ff") and h.get("n_shared"):  # (what the config or the words state: a formula's default not)
+        h["shared_ff"] = h["expert_ff"] * h["n_shared"]
     if h.get("q_direct_dim"):  # (read off q_proj: the queries' width without a low-rank latent)
         h.setdefault("q_mla", h["q_direct_dim"])
-    h.setdefault("q_direct", not h.get("q_lora"))
+    # (the latent's rank says which queries there are: a file's own parts say it where there is a file)
+    h["q_low_rank"] = bool(h.get("q_lora"))
+    h["q_direct"] = not h["q_low_rank"]
     _mla_derive(h)
     _moe_derive(h)
 
@@ -774,7 +776,11 @@ FAMILIES: tuple[Family, ...] = (
             "(experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
         ),
         ("glm4_moe",),
-        (*DECODER_ENDS, *LLAMA_LAYER, *MTP_PARTS),
+        (  # (attention_bias is q/k/v's: its o_proj has none)
+            *DECODER_ENDS,
+            *(replace(p, bias=None) if p.path.endswith(".o_proj") else p for p in LLAMA_LAYER),
+            *MTP_PARTS,
+        ),
         DEEPSEEK_SHARED_EXPERTS,
         LLAMA_READS
         | {"shared_ff": ("layers.0.mlp.shared_experts.up_proj", 0), "feedforward": ("layers.0.mlp.up_proj", 0)},

@@ -167,6 +167,30 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
             "rope=32 v_head=64 tied=true",
             4_073_875_968,
         ),
+        # DeepseekV3ForCausalLM(DeepseekV3Config()): DeepSeek-V3's sizes (671B: 3 dense layers, 58 MoE layers of 256
+        # experts and a shared one); DeepseekV2ForCausalLM(DeepseekV2Config()) (MoE in every layer, 2 shared experts)
+        (
+            "deepseek vocab=129280 d_model=7168 layers=61 heads=128 feedforward=18432 experts=256 expert_ff=2048 "
+            "n_shared=1 first_dense=3 q_lora=1536 kv_lora=512 nope=128 rope=64 v_head=128",
+            671_026_404_352,
+        ),
+        (
+            "deepseek vocab=102400 d_model=4096 layers=32 heads=32 feedforward=11008 experts=64 expert_ff=1407 "
+            "n_shared=2 q_lora=1536 kv_lora=512 nope=128 rope=64 v_head=128",
+            38_612_307_968,
+        ),
+        # ... and at DeepSeek-V2-Lite's (q_lora_rank null: queries by one q_proj; no q_lora word says so)
+        (
+            "deepseek vocab=102400 d_model=2048 layers=27 heads=16 feedforward=10944 experts=64 expert_ff=1408 "
+            "n_shared=2 first_dense=1 kv_lora=512 nope=128 rope=64 v_head=128",
+            15_706_484_224,
+        ),
+        # Glm4MoeForCausalLM at GLM-4.5-Air's sizes (q/k/v biases, heads of 128 over a d_model of 4,096)
+        (
+            "glm4_moe vocab=151552 d_model=4096 layers=46 heads=96 kv_heads=8 head_dim=128 feedforward=10944 "
+            "experts=128 expert_ff=1408 n_shared=1 first_dense=1 attention_bias=true",
+            106_852_245_504,
+        ),
         # GPTBigCodeForCausalLM at StarCoder's sizes (multi-query: one key/value head)
         (
             "gpt_bigcode vocab=49152 positions=8192 d_model=6144 layers=40 heads=48 kv_heads=1 feedforward=24576",
