@@ -536,6 +536,19 @@ DEEPSEEK_ATTENTION = (
 )
 
 
+# DeepSeek-V3.2's sparse attention (DSA): a lightning indexer beside the latent attention, its queries from the query
+# latent (`index_heads` heads of `index_dim`), one key head through a LayerNorm, a weight per head
+DSA_INDEXER = tuple(
+    replace(p, when="dsa_indexer", over="indexer_layers")
+    for p in (
+        _linear("layers.{i}.self_attn.indexer.wq_b", "q_lora", "index_q"),
+        _linear("layers.{i}.self_attn.indexer.wk", "d_model", "index_dim"),
+        _norm("layers.{i}.self_attn.indexer.k_norm", "index_dim", "index_norm_shift"),
+        _linear("layers.{i}.self_attn.indexer.weights_proj", "d_model", "index_heads"),
+    )
+)
+
+
 def _deepseek_derive(h: dict[str, Any]) -> None:
     """DeepSeek's layer placement where the file did not say (MoE from layer `first_dense` on, every `moe_freq`-th),
     its shared experts' width, the MTP layers counted among the layers where the file holds them, and the latent
@@ -547,8 +560,14 @@ def _deepseek_derive(h: dict[str, Any]) -> None:
     h.setdefault("moe_layers", [i for i in range(layers) if i >= first and i % freq == 0])
     if h.get("expert_ff") and h.get("n_shared"):  # (what the config or the words state: a formula's default not)
         h["shared_ff"] = h["expert_ff"] * h["n_shared"]
+    h["dsa_indexer"] = bool(h.get("index_heads"))  # (a formula's words: the indexer's heads say there is one)
+    h.setdefault("indexer_layers", list(range(layers)))
+    if h.get("index_heads") and h.get("index_dim"):
+        h.setdefault("index_q", h["index_heads"] * h["index_dim"])
     if h.get("q_direct_dim"):  # (read off q_proj: the queries' width without a low-rank latent)
         h.setdefault("q_mla", h["q_direct_dim"])
+    if h.get("nope") and h.get("rope"):  # (a query head's width: d_model need not divide by the heads, GLM-4.7-Flash)
+        h.setdefault("head_dim", h["nope"] + h["rope"])
     # (the latent's rank says which queries there are: a file's own parts say it where there is a file)
     h["q_low_rank"] = bool(h.get("q_lora"))
     h["q_direct"] = not h["q_low_rank"]
@@ -734,18 +753,20 @@ FAMILIES: tuple[Family, ...] = (
     *_expert_layouts(
         "deepseek",
         (
-            "DeepSeek-V2/V3 (Kimi K2): multi-head latent attention, MoE layers (a router, `experts` gated experts of "
-            "expert_ff and shared experts of n_shared x expert_ff) after `first_dense` dense MLP layers; the hub's MTP "
-            "module where the file holds it",
+            "DeepSeek-V2/V3/V3.2 (Kimi K2, GLM-4.7-Flash, GLM-5): multi-head latent attention (V3.2: beside its "
+            "sparse-attention indexer), MoE layers (a router, `experts` gated experts of expert_ff and shared "
+            "experts of n_shared x expert_ff) after `first_dense` dense MLP layers; the hub's MTP module where the "
+            "file holds it",
             "DeepSeek-V2/V3 as transformers 5 holds it (torch.save of its state dict): the experts fused into "
             "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
             "DeepSeek-V2/V3 as llama.cpp's converter writes it (GGUF): the experts stacked into gate_proj and up_proj "
             "(experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
         ),
-        ("deepseek_v2", "deepseek_v3", "kimi_k2", "sarvam_mla"),
+        ("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm4_moe_lite", "glm_moe_dsa", "sarvam_mla"),
         (
             *DECODER_ENDS,
             *DEEPSEEK_ATTENTION,
+            *DSA_INDEXER,
             _norm("layers.{i}.input_layernorm"),
             _norm("layers.{i}.post_attention_layernorm"),
             *MTP_PARTS,
@@ -758,9 +779,12 @@ FAMILIES: tuple[Family, ...] = (
             "q_direct_dim": ("layers.0.self_attn.q_proj", 0),
             "shared_ff": ("layers.0.mlp.shared_experts.up_proj", 0),
             "feedforward": ("layers.0.mlp.up_proj", 0),
+            "index_q": ("layers.0.self_attn.indexer.wq_b", 0),
+            "index_dim": ("layers.0.self_attn.indexer.wk", 0),
+            "index_heads": ("layers.0.self_attn.indexer.weights_proj", 0),
         },
-        DECODER_DEFAULTS,
-        {**MLA_CONFIG, **DEEPSEEK_MOE_CONFIG},
+        {**DECODER_DEFAULTS, "index_norm_shift": True},
+        {**MLA_CONFIG, **DEEPSEEK_MOE_CONFIG, "index_n_heads": "index_heads", "index_head_dim": "index_dim"},
         GATED_MLP,
         _deepseek_derive,
     ),

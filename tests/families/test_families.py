@@ -23,7 +23,7 @@ FAMILY = {
     **dict.fromkeys(("granitemoe", "granitemoeshared"), "granitemoe"),
     **dict.fromkeys(("qwen3_moe", "qwen2_moe+dense", "qwen3_moe+sparse_step"), "qwen2_moe"),
     "llama4_text": "llama4",
-    **dict.fromkeys(("deepseek_v3", "deepseek_v2"), "deepseek"),
+    **dict.fromkeys(("deepseek_v3", "deepseek_v2", "deepseek_v32", "glm4_moe_lite"), "deepseek"),
     "olmo3": "olmo2",
     "starcoder2+no_bias": "starcoder2",
     "phi+qk_norm": "phi",
@@ -184,6 +184,26 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
             "deepseek vocab=102400 d_model=2048 layers=27 heads=16 feedforward=10944 experts=64 expert_ff=1408 "
             "n_shared=2 first_dense=1 kv_lora=512 nope=128 rope=64 v_head=128",
             15_706_484_224,
+        ),
+        # DeepseekV32ForCausalLM(DeepseekV32Config()): V3's sizes and the sparse-attention indexer (64 heads of 128);
+        # GlmMoeDsaForCausalLM(GlmMoeDsaConfig()) (GLM-5's: the same layers, other sizes); and
+        # Glm4MoeLiteForCausalLM(Glm4MoeLiteConfig()) (GLM-4.7-Flash: 20 heads, which do not divide d_model)
+        (
+            "deepseek vocab=129280 d_model=7168 layers=61 heads=128 feedforward=18432 experts=256 expert_ff=2048 "
+            "n_shared=1 first_dense=3 q_lora=1536 kv_lora=512 nope=128 rope=64 v_head=128 index_heads=64 "
+            "index_dim=128",
+            671_877_929_216,
+        ),
+        (
+            "deepseek vocab=154880 d_model=6144 layers=78 heads=64 feedforward=12288 experts=256 expert_ff=2048 "
+            "n_shared=1 first_dense=3 q_lora=2048 kv_lora=512 nope=192 rope=64 v_head=256 index_heads=32 "
+            "index_dim=128",
+            743_911_199_232,
+        ),
+        (
+            "deepseek vocab=154880 d_model=2048 layers=47 heads=20 feedforward=10240 experts=64 expert_ff=1536 "
+            "n_shared=1 first_dense=1 q_lora=768 kv_lora=512 nope=192 rope=64 v_head=256",
+            29_943_390_976,
         ),
         # Glm4MoeForCausalLM at GLM-4.5-Air's sizes (q/k/v biases, heads of 128 over a d_model of 4,096)
         (

@@ -238,6 +238,12 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         {**SMALL_DEEPSEEK, "num_hidden_layers": 4, "q_lora_rank": None, "moe_layer_freq": 2},
     ),
+    # V3.2's sparse attention: a lightning indexer in every layer (4 heads of 8, a LayerNorm on its key)
+    "deepseek_v32": (
+        "AutoModelForCausalLM",
+        {**SMALL_DEEPSEEK, "num_hidden_layers": 3, "index_n_heads": 4, "index_head_dim": 8, "index_topk": 4},
+    ),
+    "glm4_moe_lite": ("AutoModelForCausalLM", {**SMALL_DEEPSEEK, "num_hidden_layers": 3}),  # (GLM-4.7-Flash: V3's)
     "glm4_moe": (  # Llama-style attention with q/k/v biases and per-head q/k norms, DeepSeek's MoE layers
         "AutoModelForCausalLM",
         {**SMALL_DEEPSEEK, "num_hidden_layers": 3, "attention_bias": True, "use_qk_norm": True},
