@@ -575,6 +575,88 @@ def _deepseek_derive(h: dict[str, Any]) -> None:
     _moe_derive(h)
 
 
+# Qwen3-Next's and Qwen3.5's layers: Gated DeltaNet (`linear_attn`) in most, gated full attention (a query twice as
+# wide: the output gate's half) every `full_every`-th; the DeltaNet's input projections as each writes them (Qwen3-Next
+# fused `in_proj_qkvz` and `in_proj_ba`, Qwen3.5 four of them; llama.cpp's converter splits Qwen3-Next's qkvz as Qwen3.5
+# has it): the file's spelling is the one expected
+GATED_DELTA_NET = tuple(  # (a part every such layer has first: the layers holding it are the DeltaNet's)
+    replace(p, over="linear_layers")
+    for p in (
+        Part("layers.{i}.linear_attn.conv1d", "conv", ("lin_conv", 1, "lin_kernel")),
+        _linear("layers.{i}.linear_attn.in_proj_qkvz", "d_model", "lin_qkvz", when="lin_fused"),
+        _linear("layers.{i}.linear_attn.in_proj_ba", "d_model", "lin_v_heads*2", when="lin_fused"),
+        _linear("layers.{i}.linear_attn.in_proj_qkv", "d_model", "lin_conv", when="lin_split"),
+        _linear("layers.{i}.linear_attn.in_proj_z", "d_model", "lin_v", when="lin_split"),
+        _linear("layers.{i}.linear_attn.in_proj_b", "d_model", "lin_v_heads", when="lin_split"),
+        _linear("layers.{i}.linear_attn.in_proj_a", "d_model", "lin_v_heads", when="lin_split"),
+        Part("layers.{i}.linear_attn.dt_bias", "tensor", ("lin_v_heads",), role="learned_tensor"),
+        Part("layers.{i}.linear_attn.A_log", "tensor", ("lin_v_heads",), role="learned_tensor"),
+        _norm("layers.{i}.linear_attn.norm", "lin_v_dim"),
+        _linear("layers.{i}.linear_attn.out_proj", "lin_v", "d_model"),
+    )
+)
+GATED_ATTENTION = tuple(
+    replace(p, over="attention_layers")
+    for p in (
+        _linear("layers.{i}.self_attn.q_proj", "d_model", "q_dim*2", "attention_bias", role="attention_query"),
+        *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj")[1:],
+        _norm("layers.{i}.self_attn.q_norm", "head_dim"),
+        _norm("layers.{i}.self_attn.k_norm", "head_dim"),
+    )
+)
+HYBRID_QWEN_LAYER = (
+    *DECODER_ENDS,
+    _norm("layers.{i}.input_layernorm"),
+    _norm("layers.{i}.post_attention_layernorm"),
+    *GATED_DELTA_NET,
+    *GATED_ATTENTION,
+)
+HYBRID_QWEN_READS = {
+    "vocab": ("embed_tokens", 0),
+    "d_model": ("embed_tokens", 1),
+    "q_dim": ("layers.0.self_attn.o_proj", 1),
+    "kv_dim": ("layers.0.self_attn.k_proj", 0),
+    "head_dim": ("layers.0.self_attn.q_norm", 0),
+    "lin_v_heads": ("layers.0.linear_attn.dt_bias", 0),
+    "lin_v_dim": ("layers.0.linear_attn.norm", 0),
+    "lin_v": ("layers.0.linear_attn.out_proj", 1),
+    "lin_conv": ("layers.0.linear_attn.conv1d", 0),
+    "lin_kernel": ("layers.0.linear_attn.conv1d", 2),
+}
+HYBRID_QWEN_CONFIG = {
+    "linear_num_key_heads": "lin_k_heads",
+    "linear_key_head_dim": "lin_k_dim",
+    "linear_num_value_heads": "lin_v_heads",
+    "linear_value_head_dim": "lin_v_dim",
+    "linear_conv_kernel_dim": "lin_kernel",
+    "full_attention_interval": "full_every",
+}
+
+
+def _gated_delta_derive(h: dict[str, Any]) -> None:
+    """The DeltaNet's widths from its heads (keys and values), or the keys' from the convolution's width where the
+    shapes gave that; the layers of each kind where the file did not say (full attention every `full_every`-th,
+    Qwen3-Next's 4 unless said); then the usual transformer relations."""
+    if h.get("lin_v_heads") and h.get("lin_v_dim"):
+        h.setdefault("lin_v", h["lin_v_heads"] * h["lin_v_dim"])
+    if h.get("lin_k_heads") and h.get("lin_k_dim"):
+        h.setdefault("lin_conv", 2 * h["lin_k_heads"] * h["lin_k_dim"] + int(h.get("lin_v") or 0))
+    if h.get("lin_conv") and h.get("lin_v"):
+        h.setdefault("lin_qkvz", h["lin_conv"] + h["lin_v"])
+    h.setdefault("lin_kernel", 4)
+    layers, every = int(h.get("layers") or 0), int(h.get("full_every") or 4)
+    h.setdefault("attention_layers", [i for i in range(layers) if (i + 1) % every == 0])
+    attention = set(h["attention_layers"])
+    h.setdefault("linear_layers", [i for i in range(layers) if i not in attention])
+    h["lin_split"] = not h.get("lin_fused")  # (a formula's words: one spelling or the other; a file says its own)
+    derive_transformer(h)
+
+
+def _gated_delta_moe_derive(h: dict[str, Any]) -> None:
+    _gated_delta_derive(h)
+    _moe_derive(h)
+
+
 FAMILIES: tuple[Family, ...] = (
     Family(
         "llama",
@@ -812,6 +894,38 @@ FAMILIES: tuple[Family, ...] = (
         {**DEEPSEEK_MOE_CONFIG, "use_qk_norm": "qk_norm"},
         GATED_MLP,
         _deepseek_derive,
+    ),
+    Family(
+        "qwen3_5",
+        "Qwen3.5 (dense): Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated full attention (q_proj "
+        "twice q_dim: the output gate) with per-head q/k norms; a gated MLP",
+        ("qwen3_5_text",),
+        ("model.", ""),
+        (*HYBRID_QWEN_LAYER, *GATED_MLP),
+        HYBRID_QWEN_READS | {"feedforward": ("layers.0.mlp.up_proj", 0)},
+        DECODER_DEFAULTS,
+        HYBRID_QWEN_CONFIG,
+        derive=_gated_delta_derive,
+    ),
+    *_expert_layouts(
+        "qwen3_next",
+        (
+            "Qwen3-Next / Qwen3.5-MoE: Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated full "
+            "attention with per-head q/k norms; in every layer a router, `experts` gated experts of expert_ff and a "
+            "gated shared expert",
+            "Qwen3-Next / Qwen3.5-MoE as transformers 5 holds it (torch.save of its state dict): the experts fused "
+            "into gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
+            "Qwen3-Next / Qwen3.5-MoE as llama.cpp's converter writes it (GGUF): the experts stacked into gate_proj "
+            "and up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+        ),
+        ("qwen3_next", "qwen3_5_moe_text"),
+        HYBRID_QWEN_LAYER,
+        QWEN_SHARED_EXPERT,
+        HYBRID_QWEN_READS | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0)},
+        DECODER_DEFAULTS,
+        {**HYBRID_QWEN_CONFIG, "decoder_sparse_step": "moe_step", "mlp_only_layers": "mlp_only"},
+        GATED_MLP,
+        _gated_delta_moe_derive,
     ),
     Family(
         "cohere",

@@ -23,6 +23,8 @@ FAMILY = {
     **dict.fromkeys(("granitemoe", "granitemoeshared"), "granitemoe"),
     **dict.fromkeys(("qwen3_moe", "qwen2_moe+dense", "qwen3_moe+sparse_step"), "qwen2_moe"),
     "llama4_text": "llama4",
+    "qwen3_5_text": "qwen3_5",
+    "qwen3_5_moe_text": "qwen3_next",
     **dict.fromkeys(("deepseek_v3", "deepseek_v2", "deepseek_v32", "glm4_moe_lite"), "deepseek"),
     "olmo3": "olmo2",
     "starcoder2+no_bias": "starcoder2",
@@ -210,6 +212,23 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
             "glm4_moe vocab=151552 d_model=4096 layers=46 heads=96 kv_heads=8 head_dim=128 feedforward=10944 "
             "experts=128 expert_ff=1408 n_shared=1 first_dense=1 attention_bias=true",
             106_852_245_504,
+        ),
+        # Qwen3NextForCausalLM(Qwen3NextConfig()) (Qwen3-Next-80B-A3B), Qwen3_5ForCausalLM(Qwen3_5TextConfig()) and
+        # Qwen3_5MoeForCausalLM(Qwen3_5MoeTextConfig()): Gated DeltaNet layers, every 4th gated full attention
+        (
+            "qwen3_next vocab=151936 d_model=2048 layers=48 heads=16 kv_heads=2 head_dim=256 experts=512 expert_ff=512 "
+            "shared_ff=512 shared_expert=true lin_k_heads=16 lin_k_dim=128 lin_v_heads=32 lin_v_dim=128 lin_fused=true",
+            79_674_391_296,
+        ),
+        (
+            "qwen3_5 vocab=248320 d_model=4096 layers=32 heads=16 kv_heads=4 head_dim=256 feedforward=12288 "
+            "lin_k_heads=16 lin_k_dim=128 lin_v_heads=32 lin_v_dim=128",
+            8_953_803_264,
+        ),
+        (
+            "qwen3_next vocab=248320 d_model=2048 layers=40 heads=16 kv_heads=2 head_dim=256 experts=256 expert_ff=512 "
+            "shared_ff=512 shared_expert=true lin_k_heads=16 lin_k_dim=128 lin_v_heads=32 lin_v_dim=128",
+            34_660_610_688,
         ),
         # GPTBigCodeForCausalLM at StarCoder's sizes (multi-query: one key/value head)
         (

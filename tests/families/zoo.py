@@ -18,6 +18,10 @@ SMALL_DEEPSEEK = {
     "n_shared_experts": 2, "num_experts_per_tok": 2, "first_k_dense_replace": 1, "n_group": 2, "topk_group": 1,
     "q_lora_rank": 16, "kv_lora_rank": 8, "qk_nope_head_dim": 4, "qk_rope_head_dim": 4, "v_head_dim": 4,
 }  # fmt: skip
+SMALL_GATED_DELTA = {
+    **SMALL_DECODER, "num_hidden_layers": 4, "head_dim": 8, "moe_intermediate_size": 16, "num_experts_per_tok": 2,
+    "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8, "linear_value_head_dim": 8,
+}  # fmt: skip
 ZOO: dict[str, tuple[str, dict[str, Any]]] = {
     "llama": (
         "AutoModelForCausalLM",
@@ -244,6 +248,17 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         {**SMALL_DEEPSEEK, "num_hidden_layers": 3, "index_n_heads": 4, "index_head_dim": 8, "index_topk": 4},
     ),
     "glm4_moe_lite": ("AutoModelForCausalLM", {**SMALL_DEEPSEEK, "num_hidden_layers": 3}),  # (GLM-4.7-Flash: V3's)
+    # Gated DeltaNet layers and, every 4th, gated full attention: Qwen3-Next's fused in_proj_qkvz/in_proj_ba with MoE
+    # layers, Qwen3.5's four input projections with a dense MLP, and with MoE layers
+    "qwen3_next": (
+        "AutoModelForCausalLM",
+        {**SMALL_GATED_DELTA, "num_experts": 4, "shared_expert_intermediate_size": 32},
+    ),
+    "qwen3_5_text": ("AutoModelForCausalLM", SMALL_GATED_DELTA),
+    "qwen3_5_moe_text": (
+        "AutoModelForCausalLM",
+        {**SMALL_GATED_DELTA, "num_experts": 4, "shared_expert_intermediate_size": 32},
+    ),
     "glm4_moe": (  # Llama-style attention with q/k/v biases and per-head q/k norms, DeepSeek's MoE layers
         "AutoModelForCausalLM",
         {**SMALL_DEEPSEEK, "num_hidden_layers": 3, "attention_bias": True, "use_qk_norm": True},
