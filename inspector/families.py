@@ -662,7 +662,8 @@ FAMILIES: tuple[Family, ...] = (
         "llama",
         "Llama-style decoders: Llama, Mistral, Qwen2/3, Gemma 1-3, Granite (RMSNorm, gated MLP, GQA from k/v shapes)",
         # the config types whose files this formula gives exactly (OLMo, OLMo 2, Cohere, Arcee: families of their own)
-        ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "granite"),
+        # (and EXAONE's as transformers holds it: a torch.save of its state dict)
+        ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "granite", "exaone"),
         ("model.", ""),
         (
             *DECODER_ENDS,
@@ -1186,6 +1187,32 @@ FAMILIES: tuple[Family, ...] = (
                 tuple(replace(p, path=p.path.replace(".mlp.", ".feed_forward.")) for p in STACKED_EXPERTS),
             ),
         )
+    ),
+    Family(
+        "exaone",
+        "EXAONE 3 / 3.5: a Llama-style decoder under GPT-2-like names (wte, h.N.attn.attention.*, a gated MLP "
+        "c_fc_0/c_fc_1/c_proj, ln_1/ln_2/ln_f), as its hub checkpoints hold it (in memory: Llama's names)",
+        ("exaone",),
+        ("transformer.", ""),
+        (
+            Part("wte", "embedding", ("vocab", "d_model")),
+            _norm("h.{i}.ln_1"),
+            *_attention("h.{i}.attn.attention", "q_proj", "k_proj", "v_proj", "out_proj"),
+            _norm("h.{i}.ln_2"),
+            _linear("h.{i}.mlp.c_fc_0", "d_model", "feedforward", "mlp_bias", role="feedforward_gate"),
+            _linear("h.{i}.mlp.c_fc_1", "d_model", "feedforward", "mlp_bias", role="feedforward_up"),
+            _linear("h.{i}.mlp.c_proj", "feedforward", "d_model", "mlp_bias", role="feedforward_down"),
+            _norm("ln_f"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="wte"),
+        ),
+        {
+            "vocab": ("wte", 0),
+            "d_model": ("wte", 1),
+            "q_dim": ("h.0.attn.attention.q_proj", 0),
+            "kv_dim": ("h.0.attn.attention.k_proj", 0),
+            "feedforward": ("h.0.mlp.c_fc_0", 0),
+        },
+        DECODER_DEFAULTS,
     ),
     Family(
         "gpt2",

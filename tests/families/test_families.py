@@ -479,6 +479,23 @@ def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
     assert exp is not None and exp.source == "config" and exp.matches, (why, exp.anomalies)
 
 
+def test_exaone_state_dicts_in_transformers_names_are_read_as_llama(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # EXAONE's hub checkpoints (what save_pretrained writes) name its modules as GPT-2 does; transformers holds them
+    # under Llama's names, which a torch.save of its state dict keeps: the config's model_type has both layouts
+    import torch
+    import transformers
+
+    folder, n = zoo("exaone")
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder)
+    torch.save(model.state_dict(), tmp_path / "pytorch_model.bin")
+    shutil.copy(folder / "config.json", tmp_path / "config.json")
+    report = inspect(tmp_path / "pytorch_model.bin")
+    exp = report.expectation
+    assert any(t.name.startswith("model.layers.0.self_attn") for t in report.checkpoint.tensors)
+    assert report.checkpoint.n_parameters == n
+    assert exp is not None and exp.source == "config" and exp.architecture == "llama" and exp.matches
+
+
 @pytest.mark.parametrize("case", ["deepseek_v3", "glm4_moe"])
 def test_the_hubs_mtp_layer_is_explained_not_warned(case: str, tmp_path: Path) -> None:
     # DeepSeek-V3's and GLM-4.5's hub checkpoints keep the multi-token-prediction module after the last layer
