@@ -657,6 +657,25 @@ def _gated_delta_moe_derive(h: dict[str, Any]) -> None:
     _moe_derive(h)
 
 
+def _lfm2_derive(h: dict[str, Any]) -> None:
+    """LFM2's feed-forward width from its config's (`block_auto_adjust_ff_dim`: two thirds of it, times the multiplier,
+    rounded up to `block_multiple_of`; Lfm2MLP's rule), its layers' kinds where the file did not say (attention in
+    every layer, as Lfm2Config's default `layer_types`), then the usual relations."""
+    ff = h.get("feedforward")
+    if ff and h.pop("ff_auto", False):  # (only a config says so: a feed-forward read off the shapes is the width)
+        ff = int(2 * ff / 3)
+        if h.get("ff_multiplier"):
+            ff = int(h["ff_multiplier"] * ff)
+        multiple = int(h.get("ff_multiple") or 1)
+        h["feedforward"] = multiple * ((ff + multiple - 1) // multiple)
+    layers = int(h.get("layers") or 0)
+    h.setdefault("attention_layers", list(range(layers)))
+    attention = set(h["attention_layers"])
+    h.setdefault("conv_layers", [i for i in range(layers) if i not in attention])
+    h.setdefault("conv_cache", 3)
+    derive_transformer(h)
+
+
 FAMILIES: tuple[Family, ...] = (
     Family(
         "llama",
@@ -892,7 +911,7 @@ FAMILIES: tuple[Family, ...] = (
         LLAMA_READS
         | {"shared_ff": ("layers.0.mlp.shared_experts.up_proj", 0), "feedforward": ("layers.0.mlp.up_proj", 0)},
         DECODER_DEFAULTS,
-        {**DEEPSEEK_MOE_CONFIG, "use_qk_norm": "qk_norm"},
+        DEEPSEEK_MOE_CONFIG,
         GATED_MLP,
         _deepseek_derive,
     ),
@@ -1213,6 +1232,59 @@ FAMILIES: tuple[Family, ...] = (
             "feedforward": ("h.0.mlp.c_fc_0", 0),
         },
         DECODER_DEFAULTS,
+    ),
+    Family(
+        "lfm2",
+        "LFM2 (Liquid): gated short convolutions (conv.in_proj to 3 d_model, a depthwise conv over conv_cache steps, "
+        "out_proj) in some layers, grouped-query attention with per-head q/k norms in the others; a SwiGLU "
+        "feed-forward (w1, w3, w2) of the width the config's auto-adjust rule gives; the final norm named "
+        "embedding_norm",
+        ("lfm2",),
+        ("model.", ""),
+        (
+            Part("embed_tokens", "embedding", ("vocab", "d_model")),
+            _norm("embedding_norm"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+            _norm("layers.{i}.operator_norm"),
+            _norm("layers.{i}.ffn_norm"),
+            *(
+                replace(p, over="conv_layers")
+                for p in (
+                    Part("layers.{i}.conv.conv", "conv", ("d_model", 1, "conv_cache"), "conv_bias"),
+                    _linear("layers.{i}.conv.in_proj", "d_model", "d_model*3", "conv_bias"),
+                    _linear("layers.{i}.conv.out_proj", "d_model", "d_model", "conv_bias"),
+                )
+            ),
+            *(
+                replace(p, over="attention_layers")
+                for p in (
+                    *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "out_proj"),
+                    _norm("layers.{i}.self_attn.q_layernorm", "head_dim"),
+                    _norm("layers.{i}.self_attn.k_layernorm", "head_dim"),
+                )
+            ),
+            _linear("layers.{i}.feed_forward.w1", "d_model", "feedforward", role="feedforward_gate"),
+            _linear("layers.{i}.feed_forward.w3", "d_model", "feedforward", role="feedforward_up"),
+            _linear("layers.{i}.feed_forward.w2", "feedforward", "d_model", role="feedforward_down"),
+        ),
+        {
+            "vocab": ("embed_tokens", 0),
+            "d_model": ("embed_tokens", 1),
+            "q_dim": ("layers.0.self_attn.q_proj", 0),
+            "kv_dim": ("layers.0.self_attn.k_proj", 0),
+            "head_dim": ("layers.0.self_attn.q_layernorm", 0),
+            "feedforward": ("layers.0.feed_forward.w1", 0),
+            "conv_cache": ("layers.0.conv.conv", 2),
+        },
+        {**DECODER_DEFAULTS, "tied": True, "conv_bias": False},
+        {
+            "conv_L_cache": "conv_cache",
+            "conv_bias": "conv_bias",
+            "block_auto_adjust_ff_dim": "ff_auto",
+            "block_ffn_dim_multiplier": "ff_multiplier",
+            "block_multiple_of": "ff_multiple",
+        },
+        derive=_lfm2_derive,
     ),
     Family(
         "gpt2",

@@ -59,7 +59,9 @@ def _config_value(config: Mapping[str, Any], key: str) -> Any:
     return value
 
 
-FLAGS = frozenset({"tied", "attention_bias", "mlp_bias"})  # the config's true/false facts; the rest are sizes
+# the config's true/false facts and its fractions (LFM2's feed-forward rule); the rest are sizes
+FLAGS = frozenset({"tied", "attention_bias", "mlp_bias", "conv_bias", "ff_auto"})
+FRACTIONS = frozenset({"ff_multiplier"})
 FIRST_LAYER = "layers.0."  # where a family reads a layer's sizes
 LAYER_LISTS = frozenset({"mlp_only"})  # the config's lists of layer indices
 
@@ -67,6 +69,8 @@ LAYER_LISTS = frozenset({"mlp_only"})  # the config's lists of layer indices
 def _usable(hyper: str, value: Any) -> bool:
     if hyper in FLAGS:
         return isinstance(value, bool)
+    if hyper in FRACTIONS:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
     if hyper in LAYER_LISTS:  # (layer indices: Qwen-MoE's `mlp_only_layers`)
         return isinstance(value, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in value)
     return isinstance(value, int) and not isinstance(value, bool) and value > 0

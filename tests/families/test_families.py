@@ -230,6 +230,8 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
             "shared_ff=512 shared_expert=true lin_k_heads=16 lin_k_dim=128 lin_v_heads=32 lin_v_dim=128",
             34_660_610_688,
         ),
+        # Lfm2ForCausalLM(Lfm2Config()): attention in every layer, the feed-forward 2/3 of its 12,288 (w1 of 8,192)
+        ("lfm2 vocab=65536 d_model=2560 layers=32 heads=32 kv_heads=8 feedforward=8192 tied=true", 2_705_497_600),
         # GPTBigCodeForCausalLM at StarCoder's sizes (multi-query: one key/value head)
         (
             "gpt_bigcode vocab=49152 positions=8192 d_model=6144 layers=40 heads=48 kv_heads=1 feedforward=24576",

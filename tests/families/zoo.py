@@ -259,6 +259,12 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         {**SMALL_GATED_DELTA, "num_experts": 4, "shared_expert_intermediate_size": 32},
     ),
+    # LFM2: gated short convolutions in layers 0 and 2, attention in 1 and 3; its feed-forward 2/3 of intermediate_size
+    # rounded up to 256 (block_auto_adjust_ff_dim): the config's 64 is a 256-wide w1
+    "lfm2": (
+        "AutoModelForCausalLM",
+        {**SMALL_DECODER, "num_hidden_layers": 4, "layer_types": ["conv", "full_attention"] * 2},
+    ),
     "exaone": ("AutoModelForCausalLM", {**SMALL_DECODER, "num_layers": 2}),  # Llama's layers under GPT-2-like names
     "glm4_moe": (  # Llama-style attention with q/k/v biases and per-head q/k norms, DeepSeek's MoE layers
         "AutoModelForCausalLM",
