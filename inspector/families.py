@@ -60,6 +60,7 @@ class Part:
 
 
 FEEDFORWARD = ("feedforward", "feedforward*2", "expert_ff", "shared_ff")
+FFN_UP, FFN_DOWN = "feedforward_up", "feedforward_down"  # (roles: `inspector.roles.Role` values)
 GATES = ("gate_proj", "w1", "wi_0")
 
 
@@ -1285,6 +1286,76 @@ FAMILIES: tuple[Family, ...] = (
             "block_multiple_of": "ff_multiple",
         },
         derive=_lfm2_derive,
+    ),
+    *(
+        Family(
+            name,
+            f"gpt-oss{how}: attention with biases and a learned sink per head (sliding and full layers alike), a "
+            f"router with a bias, `experts` experts {experts}, each projection with a bias per expert",
+            ("gpt_oss",),
+            ("model.", ""),
+            (
+                *DECODER_ENDS,
+                *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+                Part("layers.{i}.self_attn.sinks", "tensor", ("heads",), role="learned_tensor"),
+                _norm("layers.{i}.input_layernorm"),
+                _norm("layers.{i}.post_attention_layernorm"),
+                _linear("layers.{i}.mlp.router", "d_model", "experts", "router_bias", role="moe_router"),
+                *(Part(f"layers.{{i}}.mlp.experts.{path}", "tensor", dims, role=role) for path, dims, role in parts),
+            ),
+            {
+                "vocab": ("embed_tokens", 0),
+                "d_model": ("embed_tokens", 1),
+                "q_dim": ("layers.0.self_attn.q_proj", 0),
+                "kv_dim": ("layers.0.self_attn.k_proj", 0),
+                "heads": ("layers.0.self_attn.sinks", 0),
+                "experts": ("layers.0.mlp.router", 0),
+                "feedforward": ("layers.0.mlp.experts." + parts[-1][0].replace("_bias", ""), ff_axis),
+            },
+            {**DECODER_DEFAULTS, "attention_bias": True, "router_bias": True},
+        )
+        for name, how, experts, parts, ff_axis in (
+            (
+                "gpt_oss",
+                " as transformers holds it (save_pretrained, torch.save, bf16 re-releases)",
+                "fused into gate_up_proj (experts, d, 2 ff) and down_proj (experts, ff, d)",
+                (
+                    ("gate_up_proj", ("experts", "d_model", "feedforward*2"), FFN_UP),
+                    ("gate_up_proj_bias", ("experts", "feedforward*2"), FFN_UP),
+                    ("down_proj_bias", ("experts", "d_model"), FFN_DOWN),
+                    ("down_proj", ("experts", "feedforward", "d_model"), FFN_DOWN),
+                ),
+                1,
+            ),
+            (
+                "gpt_oss-mxfp4",
+                " as OpenAI releases it (MXFP4 experts, read as the values they pack)",
+                "as MXFP4 blocks, gate_up_proj_blocks (experts, 2 ff, d values) and down_proj_blocks (experts, d, ff), "
+                "a scale a block of 32 beside each",
+                (
+                    ("gate_up_proj_blocks", ("experts", "feedforward*2", "d_model"), FFN_UP),
+                    ("gate_up_proj_bias", ("experts", "feedforward*2"), FFN_UP),
+                    ("down_proj_bias", ("experts", "d_model"), FFN_DOWN),
+                    ("down_proj_blocks", ("experts", "d_model", "feedforward"), FFN_DOWN),
+                ),
+                2,
+            ),
+            (
+                "gpt_oss-stacked",
+                " as llama.cpp's converter writes it (GGUF)",
+                "stacked into gate_proj and up_proj (experts, ff, d) and down_proj (experts, d, ff), the fused "
+                "projection's halves apart",
+                (
+                    ("gate_proj.weight", ("experts", "feedforward", "d_model"), "feedforward_gate"),
+                    ("gate_proj.bias", ("experts", "feedforward"), "feedforward_gate"),
+                    ("up_proj.weight", ("experts", "feedforward", "d_model"), FFN_UP),
+                    ("up_proj.bias", ("experts", "feedforward"), FFN_UP),
+                    ("down_proj.bias", ("experts", "d_model"), FFN_DOWN),
+                    ("down_proj.weight", ("experts", "d_model", "feedforward"), FFN_DOWN),
+                ),
+                2,
+            ),
+        )
     ),
     Family(
         "gpt2",

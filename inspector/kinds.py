@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from inspector.hfconfig import model_type as config_model_type
-from inspector.quantized import BNB_4BIT_NAMES, BNB_INT8_NAMES, packing_of, unpacked
+from inspector.quantized import BNB_4BIT_NAMES, BNB_INT8_NAMES, block_packing_of, packing_of, unpacked
 from inspector.records import Checkpoint, TensorKind
 from inspector.recordtype import record, replace
 from inspector.roles import TORCH_STATS, compile_rules
@@ -387,9 +387,9 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
             if t.kind is TensorKind.PARAMETER and (t.name in names or t.name.rpartition(".")[0] in modules):
                 tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)
                 changed = True
-    packing = packing_of(ckpt.config)
-    if packed or packing:
-        unpacked(tensors, packing)
+    packing, blocks = packing_of(ckpt.config), block_packing_of(ckpt.config, tensors)
+    if packed or packing or blocks:
+        unpacked(tensors, packing, blocks)
         changed = True
     return replace(ckpt, tensors=tuple(tensors)) if changed else ckpt
 

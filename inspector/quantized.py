@@ -92,6 +92,28 @@ PACKINGS = {
     "awq": Packing("AWQ", "qweight", 1, True, {4: "U4"}, ("qzeros", "scales")),
 }  # fmt: skip
 PACK_QUANTIZED = "pack-quantized"  # compressed-tensors' format of them
+
+
+class BlockPacking:
+    """How a quantization method packs a weight's values into bytes, in blocks that share a scale (`BLOCK_PACKINGS`)."""
+
+    __slots__ = ("name", "blocks", "scales", "per_byte", "block", "dtype")
+
+    def __init__(self, name: str, blocks: str, scales: str, per_byte: int, block: int, dtype: str) -> None:
+        self.name = name  # as the notes say it
+        self.blocks = blocks  # the suffix of a packed weight's name ('gate_up_proj' + '_blocks')
+        self.scales = scales  # the suffix of its scales' name, beside it
+        self.per_byte = per_byte  # values a stored byte holds
+        self.block = block  # values a block (one scale) holds
+        self.dtype = dtype  # the dtype of the values
+
+
+# Quantization methods (a config's `quant_method`) whose weights are stored as blocks of bytes with a scale a block:
+# gpt-oss's MXFP4 (OpenAI's releases: each expert projection `<name>_blocks`, U8 (..., rows, blocks, 16), two 4-bit
+# E2M1 values a byte, 32 a block, and `<name>_scales`, U8 (..., rows, blocks), one E8M0 exponent a block). transformers
+# loads them as the values (dequantized where its kernels are not there, as on a CPU) and keeps no scale among the
+# parameters: `num_parameters()` counts the values, so the count does too, and the scales are the quantization's state
+BLOCK_PACKINGS = {"mxfp4": BlockPacking("MXFP4", "_blocks", "_scales", 2, 32, "F4")}
 PACKED_LAYOUTS = {"gptq": ("", "gptq", "gptq_v2"), "awq": ("", "gemm")}  # GPTQ's checkpoint_format, AWQ's version
 PACK_STORAGE = "I32"
 BNB_STATE = r"(?:.*\.)?(?:" + BNB_STATE_NAMES + ")"  # any of them, a whole name
@@ -194,6 +216,32 @@ def declared_method(config: Mapping[str, Any] | None) -> str | None:
     return method if isinstance(method, str) and method.isprintable() else "quantized"
 
 
+def block_packing_of(config: Mapping[str, Any] | None, tensors: Sequence[TensorInfo]) -> BlockPacking | None:
+    """How a config's quantization packs its weights into blocks of bytes (`BLOCK_PACKINGS`), or None; without a
+    quantization in the config (or without a config), the packing whose layout the file holds: a U8 weight named with
+    its suffix whose last axis is one block's bytes, and its scales beside it, one a block (their shape less that axis).
+    """
+    method = declared_method(config)
+    if method is not None:
+        return BLOCK_PACKINGS.get(method)
+    from operator import attrgetter  # (loaded already: bound here, not in every run's start-up)
+
+    if "U8" not in map(attrgetter("dtype"), tensors):  # (most files: one C pass)
+        return None
+    for packing in BLOCK_PACKINGS.values():
+        suffixes = (packing.blocks, packing.scales)
+        shapes = {t.name: t.shape for t in tensors if t.dtype == "U8" and t.name.endswith(suffixes)}
+        for name, shape in shapes.items():
+            if (
+                name.endswith(packing.blocks)
+                and len(shape) >= 2
+                and shape[-1] * packing.per_byte == packing.block
+                and shapes.get(name.removesuffix(packing.blocks) + packing.scales) == shape[:-1]
+            ):
+                return packing
+    return None
+
+
 def stored_packed(tensors: Sequence[TensorInfo]) -> bool:
     """Whether a module holds its values in integer or block-quantized elements (or in a dtype of no known size): a
     packing not read here, where a config declares a quantization."""
@@ -203,7 +251,9 @@ def stored_packed(tensors: Sequence[TensorInfo]) -> bool:
     return any((dt := lookup(t.dtype)) is None or dt.kind in packed for t in tensors)
 
 
-def unpacked(tensors: list[TensorInfo], packing: tuple[Packing, int] | None = None) -> None:
+def unpacked(
+    tensors: list[TensorInfo], packing: tuple[Packing, int] | None = None, blocks: BlockPacking | None = None
+) -> None:
     """Each packed weight of `tensors` made the values it packs, its dtype theirs and its elements as many as its
     bytes hold, with a note of how it is stored:
 
@@ -212,7 +262,9 @@ def unpacked(tensors: list[TensorInfo], packing: tuple[Packing, int] | None = No
     - with a config's `packing` (`packing_of`), every weight of its name stored in int32: its packed axis unpacked
       (32 / bits values an element), in torch's Linear orientation (out, in) (the last axis padded up to a whole
       int32 where it is not a multiple); the tensors beside it that hold its state are buffers, as they are where it
-      is loaded.
+      is loaded;
+    - with a config's `blocks` (`block_packing_of`), every U8 weight named with its blocks' suffix: its last two axes
+      (blocks, bytes a block) one axis of the values they hold, its scales beside it buffers.
     """
     from inspector.dtypes import DTYPES
     from inspector.records import TensorKind
@@ -252,8 +304,35 @@ def unpacked(tensors: list[TensorInfo], packing: tuple[Packing, int] | None = No
         )
         tensors[i] = replace(t, shape=(rows, cols), dtype=how.dtypes[bits], notes=(*t.notes, note))
         modules.add(module)
+    if blocks is not None:
+        _unblocked(tensors, blocks)
     if modules and how is not None and how.state:
         for i, t in enumerate(tensors):
             module, _, name = t.name.rpartition(".")
             if name in how.state and module in modules and t.kind is TensorKind.PARAMETER:
                 tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)
+
+
+def _unblocked(tensors: list[TensorInfo], blocks: BlockPacking) -> None:
+    """`unpacked`'s block-packed weights (MXFP4): values for bytes, the scales beside them buffers."""
+    from inspector.records import TensorKind
+    from inspector.recordtype import replace
+
+    stems = set()
+    for i, t in enumerate(tensors):
+        stem = t.name.removesuffix(blocks.blocks)
+        if stem == t.name or t.dtype != "U8" or len(t.shape) < 2:
+            continue
+        *lead, count, width = t.shape
+        per_block = width * blocks.per_byte
+        scales = stem.rpartition(".")[2] + blocks.scales
+        note = (
+            f"{blocks.name} weight stored packed as {t.dtype} {tuple(t.shape)}: {blocks.per_byte} values a byte, "
+            f"{per_block} a block sharing one scale ({scales})"
+        )
+        tensors[i] = replace(t, shape=(*lead, count * per_block), dtype=blocks.dtype, notes=(*t.notes, note))
+        stems.add(stem)
+    for i, t in enumerate(tensors):
+        stem = t.name.removesuffix(blocks.scales)
+        if stem != t.name and stem in stems and t.kind is TensorKind.PARAMETER:
+            tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)

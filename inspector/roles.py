@@ -249,8 +249,13 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     # a mixture of experts' projections stacked one tensor per projection (experts, out, in): transformers 5's fused
     # experts ('mlp.experts.gate_up_proj'), llama.cpp's stacked ones named as HF's ('mlp.experts.gate_proj.weight')
     RoleRule("moe.experts_gate", Role.FFN_GATE, r"(?P<layer>.+\.experts)\.(?P<param>gate_proj)(?:\.weight)?", ("torch",)),
-    RoleRule("moe.experts_up", Role.FFN_UP, r"(?P<layer>.+\.experts)\.(?P<param>gate_up_proj|up_proj)(?:\.weight)?", ("torch",)),
-    RoleRule("moe.experts_down", Role.FFN_DOWN, r"(?P<layer>.+\.experts)\.(?P<param>down_proj)(?:\.weight)?", ("torch",)),
+    # (gpt-oss's: a bias per expert beside each, and in OpenAI's MXFP4 release the projections as blocks of packed values
+    # with a scale a block, `inspector.quantized.BLOCK_PACKINGS`)
+    RoleRule("moe.experts_up", Role.FFN_UP, r"(?P<layer>.+\.experts)\.(?P<param>(?:gate_up_proj|up_proj)(?:_bias|_blocks)?)(?:\.weight)?", ("torch",)),
+    RoleRule("moe.experts_down", Role.FFN_DOWN, r"(?P<layer>.+\.experts)\.(?P<param>down_proj(?:_bias|_blocks)?)(?:\.weight)?", ("torch",)),
+    RoleRule("moe.experts_scales", Role.QUANT_STATE, r"(?P<layer>.+\.experts)\.(?P<param>(?:gate_up_proj|down_proj)_scales)", ("torch",)),
+    # gpt-oss's attention sinks: a learned logit per head
+    RoleRule("attn.sinks", Role.LEARNED_TENSOR, r"(?P<layer>.+\.self_attn)\.(?P<param>sinks)", ("torch",)),
     # Generic PyTorch module paths
     RoleRule("torch.stat", Role.NORM_STAT, r"(?P<layer>.+)\.(?P<param>" + TORCH_STATS + ")", ("torch",)),
     RoleRule("torch.rnn_input", Role.RNN_INPUT, r"(?P<layer>.+)\.weight_ih_l(?P<i>\d+)(?P<rev>(?:_reverse)?)", ("torch",), "{layer}.l{i}{rev}", "kernel"),

@@ -579,3 +579,75 @@ def test_a_declared_quantization_explains_only_fewer_elements(tmp_path: Path, ro
     assert exp is not None and exp.source == "config" and not exp.matches
     assert ("COUNT_MISMATCH" in {f.code for f in report.findings}) is warned
     assert bool(exp.anomalies) is warned and any(n.startswith("quantized by exl2") for n in exp.notes) is not warned
+
+
+def _gpt_oss_mxfp4(folder: Path) -> tuple[int, dict[str, Any]]:
+    """A test-sized gpt-oss in OpenAI's release layout: `save_pretrained` writes its experts as values, then each
+    fused projection is rewritten as MXFP4 blocks (U8 (experts, out, in / 32, 16)) and scales (U8 (experts, out,
+    in / 32)) under the release's names, and the config declares `quant_method: mxfp4` as the release's does. The
+    reference is transformers' own reading of that file: `from_pretrained` (which dequantizes the blocks on a CPU)
+    and `num_parameters()`."""
+    from safetensors.torch import load_file, save_file
+
+    config = transformers.AutoConfig.for_model(
+        "gpt_oss", vocab_size=128, hidden_size=64, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
+        layer_types=["sliding_attention", "full_attention"],
+    )  # fmt: skip
+    torch.manual_seed(0)
+    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(folder)
+    tensors = load_file(folder / "model.safetensors")
+    g = torch.Generator().manual_seed(1)
+    for name in [n for n in tensors if n.endswith(("experts.gate_up_proj", "experts.down_proj"))]:
+        experts, inputs, outputs = tensors.pop(name).shape  # (transformers holds them (experts, in, out))
+        tensors[name + "_blocks"] = torch.randint(
+            0, 256, (experts, outputs, inputs // 32, 16), dtype=torch.uint8, generator=g
+        )
+        tensors[name + "_scales"] = torch.randint(
+            120, 130, (experts, outputs, inputs // 32), dtype=torch.uint8, generator=g
+        )
+    save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
+    words = json.loads((folder / "config.json").read_text())
+    kept = ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]
+    words["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": kept}
+    (folder / "config.json").write_text(json.dumps(words))
+    n = int(transformers.AutoModelForCausalLM.from_pretrained(folder).num_parameters())
+    return n, tensors
+
+
+def test_gpt_oss_mxfp4_release_counts_the_values_its_blocks_pack(tmp_path: Path) -> None:
+    n, tensors = _gpt_oss_mxfp4(tmp_path)
+    stored = sum(t.numel() for t in tensors.values())
+    blocks = [name for name in tensors if name.endswith("_blocks")]
+    report = inspect(tmp_path / "model.safetensors")
+    ckpt = report.checkpoint
+    assert n > stored and ckpt.n_parameters == n  # the values, as transformers counts them: not the bytes
+    by_name = {t.name: t for t in ckpt.tensors}
+    for name in blocks:
+        t = by_name[name]
+        e, rows, count, width = tensors[name].shape
+        assert t.shape == (e, rows, count * width * 2) and t.dtype == "F4" and "MXFP4" in t.notes[-1]
+        scales = by_name[name.removesuffix("_blocks") + "_scales"]
+        assert scales.kind is TensorKind.BUFFER and scales.n_elements == e * rows * count
+    exp = report.expectation
+    assert exp is not None and exp.source == "config" and exp.architecture == "gpt_oss-mxfp4" and exp.matches
+    assert "COUNT_MISMATCH" not in {f.code for f in report.findings}
+    (tmp_path / "config.json").unlink()  # without the config: the layout itself says how the blocks pack
+    report = inspect(tmp_path / "model.safetensors")
+    assert report.checkpoint.n_parameters == n
+    assert report.expectation is not None and report.expectation.architecture == "gpt_oss-mxfp4"
+    assert report.expectation.matches
+
+
+def test_u8_tensors_named_as_blocks_without_their_scales_are_not_unpacked() -> None:
+    from inspector.quantized import block_packing_of
+
+    def u8(name: str, shape: tuple[int, ...]) -> TensorInfo:
+        return TensorInfo(name, shape, "U8", math.prod(shape), 0)
+
+    release = [u8("e.gate_up_proj_blocks", (4, 8, 2, 16)), u8("e.gate_up_proj_scales", (4, 8, 2))]
+    assert block_packing_of(None, release) is not None
+    assert block_packing_of(None, release[:1]) is None  # (no scales beside it)
+    assert block_packing_of(None, [release[0], u8("e.gate_up_proj_scales", (4, 8, 3))]) is None  # (not one a block)
+    assert block_packing_of(None, [u8("e.gate_up_proj_blocks", (4, 8, 2, 8)), release[1]]) is None  # (a block's bytes)
+    assert block_packing_of({"quantization_config": {"quant_method": "gptq"}}, release) is None  # (the config's word)

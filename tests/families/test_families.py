@@ -232,6 +232,16 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
         ),
         # Lfm2ForCausalLM(Lfm2Config()): attention in every layer, the feed-forward 2/3 of its 12,288 (w1 of 8,192)
         ("lfm2 vocab=65536 d_model=2560 layers=32 heads=32 kv_heads=8 feedforward=8192 tied=true", 2_705_497_600),
+        # GptOssForCausalLM at gpt-oss-20b's sizes (24 layers of 32 experts: OpenAI's 20.9B) and GptOssConfig()'s,
+        # gpt-oss-120b's (36 layers of 128)
+        (
+            "gpt_oss vocab=201088 d_model=2880 layers=24 heads=64 kv_heads=8 head_dim=64 feedforward=2880 experts=32",
+            20_914_757_184,
+        ),
+        (
+            "gpt_oss vocab=201088 d_model=2880 layers=36 heads=64 kv_heads=8 head_dim=64 feedforward=2880 experts=128",
+            116_829_156_672,
+        ),
         # GPTBigCodeForCausalLM at StarCoder's sizes (multi-query: one key/value head)
         (
             "gpt_bigcode vocab=49152 positions=8192 d_model=6144 layers=40 heads=48 kv_heads=1 feedforward=24576",
@@ -539,3 +549,62 @@ def test_the_hubs_mtp_layer_is_explained_not_warned(case: str, tmp_path: Path) -
     row = next(c for c in exp.layers if c.layer == f"model.layers.{layers}")
     assert row.found == held and "multi-token-prediction" in row.explanation
     assert any(f"transformers drops it on load, so its num_parameters() prints {n:,}" in note for note in exp.notes)
+
+
+def test_gpt_oss_in_llama_cpps_layout_is_checked_from_its_metadata(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # llama.cpp's converter writes gpt-oss's fused experts as stacked gate, up and down projections, each with its
+    # bias per expert (GptOssModel.modify_tensors: gate_up_proj's interleaved halves apart), under gguf-py's names for
+    # the GPT_OSS architecture; written here with gguf-py's GGUFWriter from the model transformers wrote
+    gguf = pytest.importorskip("gguf")
+    from safetensors.numpy import load_file
+
+    folder, n = zoo("gpt_oss")
+    config = json.loads((folder / "config.json").read_text())
+    hf = load_file(folder / "model.safetensors")
+    writer = gguf.GGUFWriter(str(tmp_path / "gpt-oss.gguf"), "gpt-oss")
+    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_head_count(config["num_attention_heads"])
+    writer.add_head_count_kv(config["num_key_value_heads"])
+    writer.add_key_length(config["head_dim"])
+    writer.add_expert_count(config["num_local_experts"])
+    writer.add_expert_used_count(config["num_experts_per_tok"])
+    names = {"embed_tokens.weight": "token_embd.weight", "norm.weight": "output_norm.weight"}
+    tensors = {"output.weight": hf.pop("lm_head.weight")}
+    tensors |= {names[k.removeprefix("model.")]: hf.pop(k) for k in list(hf) if k.removeprefix("model.") in names}
+    block = {
+        "input_layernorm": "attn_norm", "post_attention_layernorm": "post_attention_norm", "self_attn.q_proj": "attn_q",
+        "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+        "self_attn.sinks": "attn_sinks", "mlp.router": "ffn_gate_inp",
+    }  # fmt: skip
+    for name, value in hf.items():
+        layer, rest = name.removeprefix("model.layers.").split(".", 1)
+        if rest.startswith("mlp.experts."):
+            what = rest.removeprefix("mlp.experts.")
+            bias = what.endswith("_bias")
+            if what.startswith("gate_up_proj"):
+                halves = value if bias else value.transpose(0, 2, 1)  # (experts, 2 ff[, d]): gate and up interleaved
+                for half, stem in ((halves[:, ::2], "ffn_gate_exps"), (halves[:, 1::2], "ffn_up_exps")):
+                    tensors[f"blk.{layer}.{stem}.{'bias' if bias else 'weight'}"] = half.copy()
+            else:
+                tensors[f"blk.{layer}.ffn_down_exps.{'bias' if bias else 'weight'}"] = (
+                    value if bias else value.transpose(0, 2, 1).copy()
+                )
+            continue
+        module, _, param = rest.rpartition(".")
+        if rest == "self_attn.sinks":
+            module, param = rest, "weight"  # (the converter adds '.weight')
+        tensors[f"blk.{layer}.{block[module]}.{param}"] = value
+    for name, value in tensors.items():
+        writer.add_tensor(name, value)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+    report = inspect(tmp_path / "gpt-oss.gguf")
+    exp = report.expectation
+    assert report.checkpoint.n_parameters == n == sum(v.size for v in tensors.values())
+    assert exp is not None and exp.source == "config" and exp.architecture == "gpt_oss-stacked" and exp.matches
+    assert "COUNT_MISMATCH" not in {f.code for f in report.findings}

@@ -265,6 +265,18 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         {**SMALL_DECODER, "num_hidden_layers": 4, "layer_types": ["conv", "full_attention"] * 2},
     ),
+    # gpt-oss as transformers writes it: fused experts with a bias per expert, attention sinks, a router with a bias
+    "gpt_oss": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "num_hidden_layers": 2,
+            "head_dim": 8,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 2,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),  # fmt: skip
     "exaone": ("AutoModelForCausalLM", {**SMALL_DECODER, "num_layers": 2}),  # Llama's layers under GPT-2-like names
     "glm4_moe": (  # Llama-style attention with q/k/v biases and per-head q/k norms, DeepSeek's MoE layers
         "AutoModelForCausalLM",
