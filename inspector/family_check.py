@@ -629,7 +629,8 @@ def check(
     if mtp:  # (the hub's checkpoints hold it, transformers' model has none: what its num_parameters() leaves out)
         for name in mtp:
             rows[name].about = MTP_ROW
-        held = sum(rows[name].found for name in mtp)
+        held = sum(rows[name].found for name in mtp)  # (and the quantization's tensors of those layers: dropped too)
+        held += sum(t.n_elements for t in side if stored(t) and t.name.startswith(tuple(name + "." for name in mtp)))
         notes += (f"{', '.join(mtp)}: {MTP_ROW} ({held:,} parameters, counted here); transformers drops it on load, "
                   f"so its num_parameters() prints {ckpt.n_parameters - held:,}",)  # fmt: skip
     checks = tuple(row.layer_check(name) for name, row in rows.items())

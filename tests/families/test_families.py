@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from inspector import load
@@ -508,14 +508,16 @@ def test_exaone_state_dicts_in_transformers_names_are_read_as_llama(zoo, tmp_pat
     assert exp is not None and exp.source == "config" and exp.architecture == "llama" and exp.matches
 
 
-@pytest.mark.parametrize("case", ["deepseek_v3", "glm4_moe"])
-def test_the_hubs_mtp_layer_is_explained_not_warned(case: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("case", "fp8"), [("deepseek_v3", False), ("glm4_moe", False), ("deepseek_v3", True)])
+def test_the_hubs_mtp_layer_is_explained_not_warned(case: str, fp8: bool, tmp_path: Path) -> None:
     # DeepSeek-V3's and GLM-4.5's hub checkpoints keep the multi-token-prediction module after the last layer
     # (`layers.{num_hidden_layers}`: a whole decoder layer, enorm, hnorm, eh_proj, shared_head, V3's own embed_tokens),
     # which transformers drops on load. Here transformers writes the decoder layer (a model of one layer more) and the
-    # MTP modules are added under the hub's names; the config then states the layers the hub's does.
+    # MTP modules are added under the hub's names; the config then states the layers the hub's does. With `fp8`, as
+    # DeepSeek releases V3: each linear weight of the layers in float8 with its `weight_scale_inv` (a 128 x 128 block)
+    import torch
     import transformers
-    from safetensors.numpy import load_file, save_file
+    from safetensors.torch import load_file, save_file
 
     auto, words = ZOO[case]
     layers = words["num_hidden_layers"]
@@ -523,17 +525,28 @@ def test_the_hubs_mtp_layer_is_explained_not_warned(case: str, tmp_path: Path) -
         transformers.AutoConfig.for_model(case, **{**words, "num_hidden_layers": layers + 1, "vocab_size": 128})
     ).save_pretrained(tmp_path)
     tensors = load_file(tmp_path / "model.safetensors")
-    rng = np.random.default_rng(0)
+    g = torch.Generator().manual_seed(0)
     mtp = {"enorm.weight": (32,), "hnorm.weight": (32,), "eh_proj.weight": (32, 64), "shared_head.norm.weight": (32,)}
     if case == "deepseek_v3":
         mtp |= {"shared_head.head.weight": (128, 32), "embed_tokens.weight": (128, 32)}
     for name, shape in mtp.items():
-        tensors[f"model.layers.{layers}.{name}"] = rng.standard_normal(shape).astype(np.float32)
+        tensors[f"model.layers.{layers}.{name}"] = torch.randn(shape, generator=g)
     save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
     config = json.loads((tmp_path / "config.json").read_text())
     config |= {"num_hidden_layers": layers, "num_nextn_predict_layers": 1}
     (tmp_path / "config.json").write_text(json.dumps(config))
     n = transformers.AutoModelForCausalLM.from_pretrained(tmp_path).num_parameters()  # (the MTP layer left out)
+    mtp_scales = 0
+    if fp8:  # (the loaded FP8 layers hold their scales as parameters: num_parameters() counts those outside the MTP)
+        for name in [k for k, v in tensors.items() if ".layers." in k and k.endswith("proj.weight") and v.dim() == 2]:
+            tensors[name] = tensors[name].to(torch.float8_e4m3fn)
+            scales = tensors[name.removesuffix("weight") + "weight_scale_inv"] = torch.ones(1, 1)
+            in_mtp = name.startswith(f"model.layers.{layers}.")
+            mtp_scales += in_mtp
+            n += 0 if in_mtp else scales.numel()
+        save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+        config["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}
+        (tmp_path / "config.json").write_text(json.dumps(config))
 
     report = inspect(tmp_path / "model.safetensors")
     exp = report.expectation
@@ -542,12 +555,12 @@ def test_the_hubs_mtp_layer_is_explained_not_warned(case: str, tmp_path: Path) -
         for t in report.checkpoint.tensors
         if t.name.startswith(f"model.layers.{layers}.") and t.kind.value == "parameter"
     )
-    assert held > sum(int(np.prod(s)) for s in mtp.values())  # (the decoder layer's modules too)
+    assert held > sum(math.prod(s) for s in mtp.values())  # (the decoder layer's modules too)
     assert report.checkpoint.n_parameters == n + held  # every parameter the file holds
     assert exp is not None and exp.source == "config" and exp.matches and not exp.anomalies
     assert "COUNT_MISMATCH" not in {f.code for f in report.findings}
     row = next(c for c in exp.layers if c.layer == f"model.layers.{layers}")
-    assert row.found == held and "multi-token-prediction" in row.explanation
+    assert row.found == held - mtp_scales and "multi-token-prediction" in row.explanation
     assert any(f"transformers drops it on load, so its num_parameters() prints {n:,}" in note for note in exp.notes)
 
 
