@@ -60,7 +60,7 @@ class Part:
 
 
 FEEDFORWARD = ("feedforward", "feedforward*2", "expert_ff", "shared_ff")
-FFN_UP, FFN_DOWN = "feedforward_up", "feedforward_down"  # (roles: `inspector.roles.Role` values)
+FFN_GATE, FFN_UP, FFN_DOWN = "feedforward_gate", "feedforward_up", "feedforward_down"  # (`inspector.roles.Role`s)
 GATES = ("gate_proj", "w1", "wi_0")
 
 
@@ -80,9 +80,9 @@ def part_role(part: Part) -> str:
         if outputs == "vocab":
             return "output_head"
         if inputs in FEEDFORWARD:
-            return "feedforward_down"
+            return FFN_DOWN
         if outputs in FEEDFORWARD:
-            return "feedforward_gate" if leaf in GATES else "feedforward_up"
+            return FFN_GATE if leaf in GATES else FFN_UP
         return "dense"
     return {"norm": "norm", "conv": "conv"}.get(part.kind, "learned_tensor")
 
@@ -368,8 +368,8 @@ def _clip_tower(prefix: str, placeholder: str, d: str, ff: str) -> tuple[Part, .
         *(Part(f"{layer}.self_attn.{n}", "linear", (d, d), "attention_bias", role=r) for n, r in roles.items()),
         Part(f"{layer}.self_attn.out_proj", "linear", (d, d), "attention_bias", role="attention_output"),
         _norm(f"{layer}.layer_norm1", d),
-        Part(f"{layer}.mlp.fc1", "linear", (d, ff), "mlp_bias", role="feedforward_up"),
-        Part(f"{layer}.mlp.fc2", "linear", (ff, d), "mlp_bias", role="feedforward_down"),
+        Part(f"{layer}.mlp.fc1", "linear", (d, ff), "mlp_bias", role=FFN_UP),
+        Part(f"{layer}.mlp.fc2", "linear", (ff, d), "mlp_bias", role=FFN_DOWN),
         _norm(f"{layer}.layer_norm2", d),
     )
 
@@ -510,7 +510,6 @@ DEEPSEEK_MOE_CONFIG = {
     "n_shared_experts": "n_shared",
     "first_k_dense_replace": "first_dense",
     "moe_layer_freq": "moe_freq",
-    "num_nextn_predict_layers": "mtp",
 }
 # The multi-token-prediction module the hub checkpoints of DeepSeek-V3 and GLM-4.5 hold after the last layer
 # (`layers.{num_hidden_layers}`: a whole decoder layer, its two input norms, the projection of their concatenation, a
@@ -1219,9 +1218,9 @@ FAMILIES: tuple[Family, ...] = (
             _norm("h.{i}.ln_1"),
             *_attention("h.{i}.attn.attention", "q_proj", "k_proj", "v_proj", "out_proj"),
             _norm("h.{i}.ln_2"),
-            _linear("h.{i}.mlp.c_fc_0", "d_model", "feedforward", "mlp_bias", role="feedforward_gate"),
-            _linear("h.{i}.mlp.c_fc_1", "d_model", "feedforward", "mlp_bias", role="feedforward_up"),
-            _linear("h.{i}.mlp.c_proj", "feedforward", "d_model", "mlp_bias", role="feedforward_down"),
+            _linear("h.{i}.mlp.c_fc_0", "d_model", "feedforward", "mlp_bias", role=FFN_GATE),
+            _linear("h.{i}.mlp.c_fc_1", "d_model", "feedforward", "mlp_bias", role=FFN_UP),
+            _linear("h.{i}.mlp.c_proj", "feedforward", "d_model", "mlp_bias", role=FFN_DOWN),
             _norm("ln_f"),
             _linear("/lm_head", "d_model", "vocab", "head_bias", tied="wte"),
         ),
@@ -1264,9 +1263,9 @@ FAMILIES: tuple[Family, ...] = (
                     _norm("layers.{i}.self_attn.k_layernorm", "head_dim"),
                 )
             ),
-            _linear("layers.{i}.feed_forward.w1", "d_model", "feedforward", role="feedforward_gate"),
-            _linear("layers.{i}.feed_forward.w3", "d_model", "feedforward", role="feedforward_up"),
-            _linear("layers.{i}.feed_forward.w2", "feedforward", "d_model", role="feedforward_down"),
+            _linear("layers.{i}.feed_forward.w1", "d_model", "feedforward", role=FFN_GATE),
+            _linear("layers.{i}.feed_forward.w3", "d_model", "feedforward", role=FFN_UP),
+            _linear("layers.{i}.feed_forward.w2", "feedforward", "d_model", role=FFN_DOWN),
         ),
         {
             "vocab": ("embed_tokens", 0),
@@ -1310,7 +1309,7 @@ FAMILIES: tuple[Family, ...] = (
                 "kv_dim": ("layers.0.self_attn.k_proj", 0),
                 "heads": ("layers.0.self_attn.sinks", 0),
                 "experts": ("layers.0.mlp.router", 0),
-                "feedforward": ("layers.0.mlp.experts." + parts[-1][0].replace("_bias", ""), ff_axis),
+                "feedforward": ("layers.0.mlp.experts." + parts[-1][0], ff_axis),  # (the down projection's weight)
             },
             {**DECODER_DEFAULTS, "attention_bias": True, "router_bias": True},
         )
@@ -1346,8 +1345,8 @@ FAMILIES: tuple[Family, ...] = (
                 "stacked into gate_proj and up_proj (experts, ff, d) and down_proj (experts, d, ff), the fused "
                 "projection's halves apart",
                 (
-                    ("gate_proj.weight", ("experts", "feedforward", "d_model"), "feedforward_gate"),
-                    ("gate_proj.bias", ("experts", "feedforward"), "feedforward_gate"),
+                    ("gate_proj.weight", ("experts", "feedforward", "d_model"), FFN_GATE),
+                    ("gate_proj.bias", ("experts", "feedforward"), FFN_GATE),
                     ("up_proj.weight", ("experts", "feedforward", "d_model"), FFN_UP),
                     ("up_proj.bias", ("experts", "feedforward"), FFN_UP),
                     ("down_proj.bias", ("experts", "d_model"), FFN_DOWN),
