@@ -676,6 +676,25 @@ def _lfm2_derive(h: dict[str, Any]) -> None:
     derive_transformer(h)
 
 
+def _nemotron_h_derive(h: dict[str, Any]) -> None:
+    """Nemotron-H's Mamba-2 widths from its Mamba heads (inner = heads x head_dim, the convolution over x, B and C, the
+    input projection's z, x, B, C and a time step per head: Mamba2Config's relations, under words of their own beside
+    the attention's), its shared expert's and the layer kinds where the file did not say (every layer Mamba's)."""
+    if h.get("ssm_heads") and h.get("ssm_head_dim"):
+        h.setdefault("ssm_inner", h["ssm_heads"] * h["ssm_head_dim"])
+    if h.get("ssm_inner") and h.get("groups") and h.get("state"):
+        h.setdefault("ssm_conv", h["ssm_inner"] + 2 * h["groups"] * h["state"])
+    if h.get("ssm_conv") and h.get("ssm_inner") and h.get("ssm_heads"):
+        h.setdefault("ssm_in", h["ssm_conv"] + h["ssm_inner"] + h["ssm_heads"])
+    h.setdefault("conv_kernel", 4)
+    layers = int(h.get("layers") or 0)
+    for kind in ("attention_layers", "mlp_layers", "moe_layers"):
+        h.setdefault(kind, [])
+    others = {*h["attention_layers"], *h["mlp_layers"], *h["moe_layers"]}
+    h.setdefault("mamba_layers", [i for i in range(layers) if i not in others])
+    derive_transformer(h)
+
+
 FAMILIES: tuple[Family, ...] = (
     Family(
         "llama",
@@ -1353,6 +1372,106 @@ FAMILIES: tuple[Family, ...] = (
                     ("down_proj.weight", ("experts", "d_model", "feedforward"), FFN_DOWN),
                 ),
                 2,
+            ),
+        )
+    ),
+    *(
+        Family(
+            name,
+            f"Nemotron-H (Nemotron Nano 2, Nemotron 3){how}: each layer one mixer after a norm, a Mamba-2 block (fused "
+            "in_proj, conv1d, per-head A_log, D and dt_bias, a gated norm, out_proj), grouped-query attention, a "
+            f"squared-ReLU MLP (up_proj, down_proj) or a MoE block (a router, experts {experts}, a shared expert)",
+            ("nemotron_h",),
+            bases,
+            (
+                Part("embeddings", "embedding", ("vocab", "d_model")),
+                _norm("layers.{i}.norm"),
+                _norm("norm_f"),
+                _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embeddings"),
+                *(
+                    replace(p, over="mamba_layers")
+                    for p in (
+                        Part("layers.{i}.mixer.conv1d", "conv", ("ssm_conv", 1, "conv_kernel"), "conv_bias"),
+                        _linear("layers.{i}.mixer.in_proj", "d_model", "ssm_in", "ssm_bias", role="dense"),
+                        Part("layers.{i}.mixer.dt_bias", "tensor", ("ssm_heads",), role="learned_tensor"),
+                        Part("layers.{i}.mixer.A_log", "tensor", ("ssm_heads",), role="learned_tensor"),
+                        Part("layers.{i}.mixer.D", "tensor", ("ssm_heads",), role="learned_tensor"),
+                        _norm("layers.{i}.mixer.norm", "ssm_inner"),
+                        _linear("layers.{i}.mixer.out_proj", "ssm_inner", "d_model", "ssm_bias", role="dense"),
+                    )
+                ),
+                *(
+                    replace(p, over="attention_layers")
+                    for p in _attention("layers.{i}.mixer", "q_proj", "k_proj", "v_proj", "o_proj")
+                ),
+                *(
+                    replace(p, over="mlp_layers")
+                    for p in (
+                        _linear("layers.{i}.mixer.up_proj", "d_model", "feedforward", "mlp_bias"),
+                        _linear("layers.{i}.mixer.down_proj", "feedforward", "d_model", "mlp_bias"),
+                    )
+                ),
+                *(
+                    replace(p, over="moe_layers")
+                    for p in (
+                        _linear("layers.{i}.mixer.gate", "d_model", "experts"),
+                        *expert_parts,
+                        _linear("layers.{i}.mixer.shared_experts.up_proj", "d_model", "shared_ff", "mlp_bias"),
+                        _linear("layers.{i}.mixer.shared_experts.down_proj", "shared_ff", "d_model", "mlp_bias"),
+                    )
+                ),
+            ),
+            {
+                "vocab": ("embeddings", 0),
+                "d_model": ("embeddings", 1),
+                "ssm_heads": ("layers.0.mixer.A_log", 0),
+                "ssm_inner": ("layers.0.mixer.out_proj", 1),
+                "ssm_in": ("layers.0.mixer.in_proj", 0),
+                "ssm_conv": ("layers.0.mixer.conv1d", 0),
+                "conv_kernel": ("layers.0.mixer.conv1d", 2),
+                "q_dim": ("layers.0.mixer.q_proj", 0),
+                "kv_dim": ("layers.0.mixer.k_proj", 0),
+                "feedforward": ("layers.0.mixer.up_proj", 0),
+                "experts": ("layers.0.mixer.gate", 0),
+                "expert_ff": expert_ff,
+                "shared_ff": ("layers.0.mixer.shared_experts.up_proj", 0),
+            },
+            {**DECODER_DEFAULTS, "conv_bias": True, "ssm_bias": False},
+            {
+                "mamba_num_heads": "ssm_heads",
+                "mamba_head_dim": "ssm_head_dim",
+                "n_groups": "groups",
+                "ssm_state_size": "state",
+                "conv_kernel": "conv_kernel",
+                "use_conv_bias": "conv_bias",
+                "mamba_proj_bias": "ssm_bias",
+                "n_routed_experts": "experts",
+                "moe_shared_expert_intermediate_size": "shared_ff",
+            },
+            derive=_nemotron_h_derive,
+        )
+        for name, how, bases, experts, expert_parts, expert_ff in (
+            (
+                "nemotron_h",
+                "",
+                ("backbone.", ""),
+                "of up_proj and down_proj each",
+                (
+                    _linear("layers.{i}.mixer.experts.{e}.up_proj", "d_model", "expert_ff"),
+                    _linear("layers.{i}.mixer.experts.{e}.down_proj", "expert_ff", "d_model"),
+                ),
+                ("layers.0.mixer.experts.0.up_proj", 0),
+            ),
+            (
+                "nemotron_h-fused",
+                " as transformers holds it (torch.save of its state dict)",
+                ("model.", ""),
+                "fused into up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+                (
+                    Part("layers.{i}.mixer.experts.up_proj", "tensor", ("experts", "expert_ff", "d_model")),
+                    Part("layers.{i}.mixer.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
+                ),
+                ("layers.0.mixer.experts.down_proj", 2),
             ),
         )
     ),

@@ -491,6 +491,44 @@ def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
     assert exp is not None and exp.source == "config" and exp.matches, (why, exp.anomalies)
 
 
+@pytest.mark.parametrize(
+    ("case", "layout"),
+    [
+        ("deepseek_v3", "deepseek-fused"),
+        ("glm4_moe", "glm4_moe-fused"),
+        ("qwen3_next", "qwen3_next-fused"),
+        ("qwen3_5_moe_text", "qwen3_next-fused"),
+        ("nemotron_h", "nemotron_h-fused"),  # (and `model.` for the hub's `backbone.`)
+        ("gpt_oss", "gpt_oss"),
+        ("lfm2", "lfm2"),
+    ],
+)
+def test_the_new_families_state_dicts_in_transformers_names(zoo, case: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # what a torch.save of the model transformers loads from the zoo's files writes: its own names and fused experts
+    import torch
+    import transformers
+
+    folder, n = zoo(case)
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder)
+    torch.save(model.state_dict(), tmp_path / "pytorch_model.bin")
+    shutil.copy(folder / "config.json", tmp_path / "config.json")
+    report = inspect(tmp_path / "pytorch_model.bin")
+    exp = report.expectation
+    assert report.checkpoint.n_parameters == n
+    assert exp is not None and exp.source == "config" and exp.architecture == layout and exp.matches
+
+
+def test_every_familys_prefixes_are_dotted() -> None:
+    from inspector.families import FAMILIES
+
+    assert all(
+        isinstance(f.bases, tuple)
+        and f.bases
+        and all(isinstance(b, str) and b in ("", b.rstrip(".") + ".") for b in f.bases)
+        for f in FAMILIES
+    ), [f.name for f in FAMILIES if not isinstance(f.bases, tuple)]
+
+
 def test_exaone_state_dicts_in_transformers_names_are_read_as_llama(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # EXAONE's hub checkpoints (what save_pretrained writes) name its modules as GPT-2 does; transformers holds them
     # under Llama's names, which a torch.save of its state dict keeps: the config's model_type has both layouts

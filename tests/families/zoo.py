@@ -277,6 +277,23 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             "layer_types": ["sliding_attention", "full_attention"],
         },
     ),  # fmt: skip
+    # Nemotron-H: a Mamba-2 layer, a MoE layer (router, 4 experts, a shared expert), an attention layer, an MLP layer
+    "nemotron_h": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "head_dim": 8,
+            "mamba_num_heads": 4,
+            "mamba_head_dim": 8,
+            "n_groups": 2,
+            "ssm_state_size": 8,
+            "layers_block_type": ["mamba", "moe", "attention", "mlp"],
+            "n_routed_experts": 4,
+            "moe_intermediate_size": 16,
+            "moe_shared_expert_intermediate_size": 24,
+            "num_experts_per_tok": 2,
+        },
+    ),  # fmt: skip
     "exaone": ("AutoModelForCausalLM", {**SMALL_DECODER, "num_layers": 2}),  # Llama's layers under GPT-2-like names
     "glm4_moe": (  # Llama-style attention with q/k/v biases and per-head q/k norms, DeepSeek's MoE layers
         "AutoModelForCausalLM",
