@@ -695,6 +695,79 @@ def _nemotron_h_derive(h: dict[str, Any]) -> None:
     derive_transformer(h)
 
 
+# Mixtral in its three layouts (the hub's per-expert modules, transformers 5's fused experts, llama.cpp's stacked
+# ones); MiniMax-M2 is each with q/k norms over the whole projections (`_whole_qk_norms`)
+MIXTRAL_FAMILIES = (
+    Family(
+        "mixtral",
+        "Mixtral: Llama-style attention, a router and `experts` gated experts (w1, w3: d->ff; w2: ff->d) per layer",
+        ("mixtral",),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *LLAMA_LAYER,
+            _linear("layers.{i}.block_sparse_moe.gate", "d_model", "experts"),
+            _linear("layers.{i}.block_sparse_moe.experts.{e}.w1", "d_model", "feedforward"),
+            _linear("layers.{i}.block_sparse_moe.experts.{e}.w2", "feedforward", "d_model"),
+            _linear("layers.{i}.block_sparse_moe.experts.{e}.w3", "d_model", "feedforward"),
+        ),
+        LLAMA_READS
+        | {
+            "feedforward": ("layers.0.block_sparse_moe.experts.0.w1", 0),
+            "experts": ("layers.0.block_sparse_moe.gate", 0),
+        },  # fmt: skip
+        {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
+    ),
+    Family(
+        "mixtral-fused",
+        "Mixtral as transformers 5 holds it (torch.save of its state dict): a router and the experts fused into "
+        "gate_up_proj (experts, 2 ff, d) and down_proj (experts, d, ff) per layer",
+        ("mixtral",),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *LLAMA_LAYER,
+            _linear("layers.{i}.mlp.gate", "d_model", "experts"),
+            Part("layers.{i}.mlp.experts.gate_up_proj", "tensor", ("experts", "feedforward*2", "d_model")),
+            Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "feedforward")),
+        ),
+        LLAMA_READS | {"feedforward": ("layers.0.mlp.experts.down_proj", 2), "experts": ("layers.0.mlp.gate", 0)},
+        {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
+    ),
+    Family(
+        "mixtral-stacked",
+        "Mixtral as llama.cpp's converter writes it (GGUF): a router and the experts stacked into gate_proj and "
+        "up_proj (experts, ff, d) and down_proj (experts, d, ff) per layer",
+        ("mixtral",),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *LLAMA_LAYER,
+            _linear("layers.{i}.mlp.gate", "d_model", "experts"),
+            Part("layers.{i}.mlp.experts.gate_proj", "tensor", ("experts", "feedforward", "d_model")),
+            Part("layers.{i}.mlp.experts.up_proj", "tensor", ("experts", "feedforward", "d_model")),
+            Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "feedforward")),
+        ),
+        LLAMA_READS | {"feedforward": ("layers.0.mlp.experts.down_proj", 2), "experts": ("layers.0.mlp.gate", 0)},
+        {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
+    ),
+)
+
+
+def _whole_qk_norms(family: Family, name: str, model_types: tuple[str, ...], what: str) -> Family:
+    """`family` with q/k norms over the whole q and k projections (in every layer) instead of Llama's optional per-head
+    ones, and no head size read off them."""
+    per_head = {"layers.{i}.self_attn.q_norm", "layers.{i}.self_attn.k_norm"}
+    parts = (
+        *(p for p in family.parts if p.path not in per_head),
+        _norm("layers.{i}.self_attn.q_norm", "q_dim"),
+        _norm("layers.{i}.self_attn.k_norm", "kv_dim"),
+    )
+    reads = {k: v for k, v in family.reads.items() if k != "head_dim"}
+    description = f"{what}:{family.description.partition(':')[2]}"
+    return replace(family, name=name, description=description, model_types=model_types, parts=parts, reads=reads)
+
+
 FAMILIES: tuple[Family, ...] = (
     Family(
         "llama",
@@ -990,58 +1063,15 @@ FAMILIES: tuple[Family, ...] = (
         {**DECODER_DEFAULTS, "tied": True},
         stated_only=True,
     ),
-    Family(
-        "mixtral",
-        "Mixtral: Llama-style attention, a router and `experts` gated experts (w1, w3: d->ff; w2: ff->d) per layer",
-        ("mixtral",),
-        ("model.", ""),
-        (
-            *DECODER_ENDS,
-            *LLAMA_LAYER,
-            _linear("layers.{i}.block_sparse_moe.gate", "d_model", "experts"),
-            _linear("layers.{i}.block_sparse_moe.experts.{e}.w1", "d_model", "feedforward"),
-            _linear("layers.{i}.block_sparse_moe.experts.{e}.w2", "feedforward", "d_model"),
-            _linear("layers.{i}.block_sparse_moe.experts.{e}.w3", "d_model", "feedforward"),
-        ),
-        LLAMA_READS
-        | {
-            "feedforward": ("layers.0.block_sparse_moe.experts.0.w1", 0),
-            "experts": ("layers.0.block_sparse_moe.gate", 0),
-        },  # fmt: skip
-        {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
-    ),
-    Family(
-        "mixtral-fused",
-        "Mixtral as transformers 5 holds it (torch.save of its state dict): a router and the experts fused into "
-        "gate_up_proj (experts, 2 ff, d) and down_proj (experts, d, ff) per layer",
-        ("mixtral",),
-        ("model.", ""),
-        (
-            *DECODER_ENDS,
-            *LLAMA_LAYER,
-            _linear("layers.{i}.mlp.gate", "d_model", "experts"),
-            Part("layers.{i}.mlp.experts.gate_up_proj", "tensor", ("experts", "feedforward*2", "d_model")),
-            Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "feedforward")),
-        ),
-        LLAMA_READS | {"feedforward": ("layers.0.mlp.experts.down_proj", 2), "experts": ("layers.0.mlp.gate", 0)},
-        {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
-    ),
-    Family(
-        "mixtral-stacked",
-        "Mixtral as llama.cpp's converter writes it (GGUF): a router and the experts stacked into gate_proj and "
-        "up_proj (experts, ff, d) and down_proj (experts, d, ff) per layer",
-        ("mixtral",),
-        ("model.", ""),
-        (
-            *DECODER_ENDS,
-            *LLAMA_LAYER,
-            _linear("layers.{i}.mlp.gate", "d_model", "experts"),
-            Part("layers.{i}.mlp.experts.gate_proj", "tensor", ("experts", "feedforward", "d_model")),
-            Part("layers.{i}.mlp.experts.up_proj", "tensor", ("experts", "feedforward", "d_model")),
-            Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "feedforward")),
-        ),
-        LLAMA_READS | {"feedforward": ("layers.0.mlp.experts.down_proj", 2), "experts": ("layers.0.mlp.gate", 0)},
-        {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
+    *MIXTRAL_FAMILIES,
+    *(
+        _whole_qk_norms(
+            f,
+            f.name.replace("mixtral", "minimax_m2"),
+            ("minimax_m2",),
+            "MiniMax-M2 (q/k norms over the whole projections)",
+        )
+        for f in MIXTRAL_FAMILIES
     ),
     *_expert_layouts(
         "qwen2_moe",

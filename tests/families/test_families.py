@@ -242,6 +242,12 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
             "gpt_oss vocab=201088 d_model=2880 layers=36 heads=64 kv_heads=8 head_dim=64 feedforward=2880 experts=128",
             116_829_156_672,
         ),
+        # MiniMaxM2ForCausalLM(MiniMaxM2Config()): MiniMax-M2's sizes (62 layers of 256 experts)
+        (
+            "minimax_m2 vocab=200064 d_model=3072 layers=62 heads=48 kv_heads=8 head_dim=128 feedforward=1536 "
+            "experts=256",
+            228_689_748_992,
+        ),
         # GPTBigCodeForCausalLM at StarCoder's sizes (multi-query: one key/value head)
         (
             "gpt_bigcode vocab=49152 positions=8192 d_model=6144 layers=40 heads=48 kv_heads=1 feedforward=24576",
@@ -501,6 +507,7 @@ def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
         ("nemotron_h", "nemotron_h-fused"),  # (and `model.` for the hub's `backbone.`)
         ("gpt_oss", "gpt_oss"),
         ("lfm2", "lfm2"),
+        ("minimax_m2", "minimax_m2-fused"),
     ],
 )
 def test_the_new_families_state_dicts_in_transformers_names(zoo, case: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -294,6 +294,11 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             "num_experts_per_tok": 2,
         },
     ),  # fmt: skip
+    # MiniMax-M2: Mixtral's layers with q/k norms over the whole q and k projections (not a head's)
+    "minimax_m2": (
+        "AutoModelForCausalLM",
+        {**SMALL_DECODER, "head_dim": 8, "num_local_experts": 4, "num_experts_per_tok": 2},
+    ),
     "exaone": ("AutoModelForCausalLM", {**SMALL_DECODER, "num_layers": 2}),  # Llama's layers under GPT-2-like names
     "glm4_moe": (  # Llama-style attention with q/k/v biases and per-head q/k norms, DeepSeek's MoE layers
         "AutoModelForCausalLM",
