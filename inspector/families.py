@@ -388,20 +388,49 @@ def _mamba_derive(h: dict[str, Any]) -> None:
         h["x_dim"] = h["dt_rank"] + 2 * h["state"]
 
 
+def _mamba2_mixer(heads: str, inner: str, conv: str, in_dim: str) -> tuple[Part, ...]:
+    """A Mamba-2 mixer's parts (`layers.{i}.mixer`: the fused in_proj, the conv1d over x, B and C, per-head dt_bias,
+    A_log and D, the gated norm, out_proj), sized by the words given (Nemotron-H's stand beside its attention's)."""
+    return (
+        _linear("layers.{i}.mixer.in_proj", "d_model", in_dim, "ssm_bias", role="dense"),
+        Part("layers.{i}.mixer.conv1d", "conv", (conv, 1, "conv_kernel"), "conv_bias"),
+        Part("layers.{i}.mixer.dt_bias", "tensor", (heads,), role="learned_tensor"),
+        Part("layers.{i}.mixer.A_log", "tensor", (heads,), role="learned_tensor"),
+        Part("layers.{i}.mixer.D", "tensor", (heads,), role="learned_tensor"),
+        _norm("layers.{i}.mixer.norm", inner),
+        _linear("layers.{i}.mixer.out_proj", inner, "d_model", "ssm_bias", role="dense"),
+    )
+
+
+def _mamba2_widths(
+    h: dict[str, Any], heads: str = "heads", head_dim: str = "head_dim", inner: str = "inner", conv: str = "conv_dim",
+    in_dim: str = "in_dim",
+) -> None:  # fmt: skip
+    """Mamba2Config's relations, under the words given: inner = heads x head_dim, the convolution over x, B and C
+    (inner + 2 x groups x state channels), in_proj's output z, x, B, C and one time step per head."""
+    if h.get(heads) and h.get(head_dim) and not h.get(inner):
+        h[inner] = h[heads] * h[head_dim]
+    if h.get(inner) and h.get("groups") and h.get("state"):
+        h.setdefault(conv, h[inner] + 2 * h["groups"] * h["state"])
+    if h.get(conv) and h.get(inner) and h.get(heads):
+        h.setdefault(in_dim, h[conv] + h[inner] + h[heads])
+
+
 def _mamba2_derive(h: dict[str, Any]) -> None:
-    """Mamba-2's sizes as Mamba2Config relates them: inner = heads x head_dim, the convolution over x, B and C
-    (inner + 2 x groups x state channels), in_proj's output z, x, B, C and one time step per head; Mamba2Config's
-    defaults for what nothing gave."""
+    """Mamba-2's sizes as Mamba2Config relates them (`_mamba2_widths`), its defaults for what nothing gave."""
     if h.get("inner") and h.get("heads") and not h.get("head_dim"):
         h["head_dim"] = h["inner"] // h["heads"]
     for name, value in (("state", 128), ("groups", 8), ("conv_kernel", 4), ("head_dim", 64)):
         h.setdefault(name, value)
-    if h.get("heads") and not h.get("inner"):
-        h["inner"] = h["heads"] * h["head_dim"]
-    if h.get("inner") and h.get("groups") and h.get("state"):
-        h.setdefault("conv_dim", h["inner"] + 2 * h["groups"] * h["state"])
-    if h.get("conv_dim") and h.get("inner") and h.get("heads"):
-        h.setdefault("in_dim", h["conv_dim"] + h["inner"] + h["heads"])
+    _mamba2_widths(h)
+
+
+def _other_layers(h: dict[str, Any], name: str, *placed: str) -> None:
+    """`h[name]` where neither the file nor the config said: the layers none of the `placed` lists holds (a hybrid's
+    layers of its other kind, a mixture of experts' dense ones)."""
+    if name not in h:
+        taken = set().union(*(h[p] for p in placed))
+        h[name] = [i for i in range(int(h.get("layers") or 0)) if i not in taken]
 
 
 def _moe_derive(h: dict[str, Any]) -> None:
@@ -413,9 +442,7 @@ def _moe_derive(h: dict[str, Any]) -> None:
     if "moe_layers" not in h:
         step, dense = int(h.get("moe_step") or 1), set(h.get("mlp_only") or ())
         h["moe_layers"] = [i for i in range(step - 1, layers, step) if i not in dense]
-    if "dense_layers" not in h:
-        moe = set(h["moe_layers"])
-        h["dense_layers"] = [i for i in range(layers) if i not in moe]
+    _other_layers(h, "dense_layers", "moe_layers")
 
 
 def _clip_derive(h: dict[str, Any]) -> None:
@@ -646,8 +673,7 @@ def _gated_delta_derive(h: dict[str, Any]) -> None:
     h.setdefault("lin_kernel", 4)
     layers, every = int(h.get("layers") or 0), int(h.get("full_every") or 4)
     h.setdefault("attention_layers", [i for i in range(layers) if (i + 1) % every == 0])
-    attention = set(h["attention_layers"])
-    h.setdefault("linear_layers", [i for i in range(layers) if i not in attention])
+    _other_layers(h, "linear_layers", "attention_layers")
     h["lin_split"] = not h.get("lin_fused")  # (a formula's words: one spelling or the other; a file says its own)
     derive_transformer(h)
 
@@ -668,10 +694,8 @@ def _lfm2_derive(h: dict[str, Any]) -> None:
             ff = int(h["ff_multiplier"] * ff)
         multiple = int(h.get("ff_multiple") or 1)
         h["feedforward"] = multiple * ((ff + multiple - 1) // multiple)
-    layers = int(h.get("layers") or 0)
-    h.setdefault("attention_layers", list(range(layers)))
-    attention = set(h["attention_layers"])
-    h.setdefault("conv_layers", [i for i in range(layers) if i not in attention])
+    h.setdefault("attention_layers", list(range(int(h.get("layers") or 0))))
+    _other_layers(h, "conv_layers", "attention_layers")
     h.setdefault("conv_cache", 3)
     derive_transformer(h)
 
@@ -680,18 +704,11 @@ def _nemotron_h_derive(h: dict[str, Any]) -> None:
     """Nemotron-H's Mamba-2 widths from its Mamba heads (inner = heads x head_dim, the convolution over x, B and C, the
     input projection's z, x, B, C and a time step per head: Mamba2Config's relations, under words of their own beside
     the attention's), its shared expert's and the layer kinds where the file did not say (every layer Mamba's)."""
-    if h.get("ssm_heads") and h.get("ssm_head_dim"):
-        h.setdefault("ssm_inner", h["ssm_heads"] * h["ssm_head_dim"])
-    if h.get("ssm_inner") and h.get("groups") and h.get("state"):
-        h.setdefault("ssm_conv", h["ssm_inner"] + 2 * h["groups"] * h["state"])
-    if h.get("ssm_conv") and h.get("ssm_inner") and h.get("ssm_heads"):
-        h.setdefault("ssm_in", h["ssm_conv"] + h["ssm_inner"] + h["ssm_heads"])
+    _mamba2_widths(h, "ssm_heads", "ssm_head_dim", "ssm_inner", "ssm_conv", "ssm_in")
     h.setdefault("conv_kernel", 4)
-    layers = int(h.get("layers") or 0)
     for kind in ("attention_layers", "mlp_layers", "moe_layers"):
         h.setdefault(kind, [])
-    others = {*h["attention_layers"], *h["mlp_layers"], *h["moe_layers"]}
-    h.setdefault("mamba_layers", [i for i in range(layers) if i not in others])
+    _other_layers(h, "mamba_layers", "attention_layers", "mlp_layers", "moe_layers")
     derive_transformer(h)
 
 
@@ -1420,15 +1437,7 @@ FAMILIES: tuple[Family, ...] = (
                 _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embeddings"),
                 *(
                     replace(p, over="mamba_layers")
-                    for p in (
-                        Part("layers.{i}.mixer.conv1d", "conv", ("ssm_conv", 1, "conv_kernel"), "conv_bias"),
-                        _linear("layers.{i}.mixer.in_proj", "d_model", "ssm_in", "ssm_bias", role="dense"),
-                        Part("layers.{i}.mixer.dt_bias", "tensor", ("ssm_heads",), role="learned_tensor"),
-                        Part("layers.{i}.mixer.A_log", "tensor", ("ssm_heads",), role="learned_tensor"),
-                        Part("layers.{i}.mixer.D", "tensor", ("ssm_heads",), role="learned_tensor"),
-                        _norm("layers.{i}.mixer.norm", "ssm_inner"),
-                        _linear("layers.{i}.mixer.out_proj", "ssm_inner", "d_model", "ssm_bias", role="dense"),
-                    )
+                    for p in _mamba2_mixer("ssm_heads", "ssm_inner", "ssm_conv", "ssm_in")
                 ),
                 *(
                     replace(p, over="attention_layers")
@@ -1878,13 +1887,7 @@ FAMILIES: tuple[Family, ...] = (
         (
             Part("embeddings", "embedding", ("vocab", "d_model")),
             _norm("layers.{i}.norm"),
-            _linear("layers.{i}.mixer.in_proj", "d_model", "in_dim", "ssm_bias", role="dense"),
-            Part("layers.{i}.mixer.conv1d", "conv", ("conv_dim", 1, "conv_kernel"), "conv_bias"),
-            Part("layers.{i}.mixer.dt_bias", "tensor", ("heads",), role="learned_tensor"),
-            Part("layers.{i}.mixer.A_log", "tensor", ("heads",), role="learned_tensor"),
-            Part("layers.{i}.mixer.D", "tensor", ("heads",), role="learned_tensor"),
-            _norm("layers.{i}.mixer.norm", "inner"),
-            _linear("layers.{i}.mixer.out_proj", "inner", "d_model", "ssm_bias", role="dense"),
+            *_mamba2_mixer("heads", "inner", "conv_dim", "in_dim"),
             _norm("norm_f"),
             _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embeddings"),
         ),

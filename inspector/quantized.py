@@ -92,6 +92,12 @@ PACKINGS = {
     "awq": Packing("AWQ", "qweight", 1, True, {4: "U4"}, ("qzeros", "scales")),
 }  # fmt: skip
 PACK_QUANTIZED = "pack-quantized"  # compressed-tensors' format of them
+PACKED_LAYOUTS = {"gptq": ("", "gptq", "gptq_v2"), "awq": ("", "gemm")}  # GPTQ's checkpoint_format, AWQ's version
+PACK_STORAGE = "I32"
+BNB_STATE = r"(?:.*\.)?(?:" + BNB_STATE_NAMES + ")"  # any of them, a whole name
+COLUMN_DTYPES = frozenset(PACKED_BY.values())  # a weight unpacked to a column: its shape says none of the layer's sizes
+QUANTIZATION_ROW = "quantization"  # the layer check's row of them, and its kind
+QUANTIZATION_KIND = "Scales"
 
 
 class BlockPacking:
@@ -114,12 +120,6 @@ class BlockPacking:
 # loads them as the values (dequantized where its kernels are not there, as on a CPU) and keeps no scale among the
 # parameters: `num_parameters()` counts the values, so the count does too, and the scales are the quantization's state
 BLOCK_PACKINGS = {"mxfp4": BlockPacking("MXFP4", "_blocks", "_scales", 2, 32, "F4")}
-PACKED_LAYOUTS = {"gptq": ("", "gptq", "gptq_v2"), "awq": ("", "gemm")}  # GPTQ's checkpoint_format, AWQ's version
-PACK_STORAGE = "I32"
-BNB_STATE = r"(?:.*\.)?(?:" + BNB_STATE_NAMES + ")"  # any of them, a whole name
-COLUMN_DTYPES = frozenset(PACKED_BY.values())  # a weight unpacked to a column: its shape says none of the layer's sizes
-QUANTIZATION_ROW = "quantization"  # the layer check's row of them, and its kind
-QUANTIZATION_KIND = "Scales"
 
 
 _last: list[tuple[Sequence[TensorInfo], list[TensorInfo]]] = []  # (a file's tensors, its quantization's): asked by
