@@ -31,6 +31,7 @@ from inspector.quantized import (
     COLUMN_DTYPES,
     QUANTIZATION_KIND,
     QUANTIZATION_ROW,
+    WEIGHTS,
     declared_method,
     described,
     side_tensors,
@@ -348,6 +349,10 @@ def _encoder_decoder(family: Family) -> bool:
     return any("{j}" in p.path for p in family.parts)
 
 
+WEIGHT_ENDINGS = (*("." + w for w in WEIGHTS), ".kernel")  # a module's weight, its size read from its shape (a packed
+# one, `weight_packed`, once `quantized.unpacked` made it its values)
+
+
 def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, Any] | None) -> dict[str, Any]:
     """Defaults, then the file's shapes, then the config; the usual relations fill the rest."""
     h: dict[str, Any] = dict(family.defaults)
@@ -361,11 +366,7 @@ def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, 
                 full = next((f for f in map(view.full, _expand(template, {"layers": view.count(template, "i")}))
                              if view.module(f)), full)  # fmt: skip
             weight = next(
-                (
-                    t
-                    for t in view.module(full)
-                    if (name := canonical_name(t)) == full or name.endswith((".weight", ".kernel"))
-                ),
+                (t for t in view.module(full) if (name := canonical_name(t)) == full or name.endswith(WEIGHT_ENDINGS)),
                 None,
             )
             if (

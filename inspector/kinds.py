@@ -387,7 +387,7 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
             if t.kind is TensorKind.PARAMETER and (t.name in names or t.name.rpartition(".")[0] in modules):
                 tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)
                 changed = True
-    packing, blocks = packing_of(ckpt.config), block_packing_of(ckpt.config, tensors)
+    packing, blocks = packing_of(ckpt.config, tensors), block_packing_of(ckpt.config, tensors)
     if packed or packing or blocks:
         unpacked(tensors, packing, blocks)
         changed = True

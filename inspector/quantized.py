@@ -43,9 +43,18 @@ SIDE_TENSORS: dict[str, str] = {
     "activation_scale": "activation scales",
     "weight_shape": "weight shapes",
     "weight_g_idx": "weight group indices",
+    "weight_scale_2": "per-tensor scales of the weight scales",
+    "weight_global_scale": "global weight scales",
+    "input_global_scale": "global activation scales",
+    "pre_quant_scale": "activation smoothing scales (AWQ)",
+    "k_scale": "key cache scales",
+    "v_scale": "value cache scales",
 }
+# their names as a pattern (`\d` for a digit, as in `weight_scale_2`: a digit spelled in a pattern would split the role
+# matchers' memo by it)
+SIDE_TENSOR_NAMES = "|".join(SIDE_TENSORS).translate({ord(digit): r"\d" for digit in "0123456789"})
 # dtypes a weight quantized element for element is stored in
-QUANTIZED_DTYPES = frozenset({"F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I8", "I4", "I2"})
+QUANTIZED_DTYPES = frozenset({"F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I8", "I4", "I2", "F4", "F6_E2M3"})
 WEIGHT = "weight"
 WEIGHTS = (WEIGHT, "weight_packed")  # a quantized weight's names: as it is, packed (`unpacked`)
 # bitsandbytes' state of a quantized weight (after "<module>."): its 8-bit layers' (a buffer each, as `SCB` is held)
@@ -63,12 +72,20 @@ BNB_STATE_NAMES = BNB_INT8_NAMES + "|" + BNB_4BIT_NAMES  # either
 
 
 class Packing:
-    """How a quantization method packs a linear layer's values into int32 elements (`PACKINGS`)."""
+    """How a quantization method packs a linear layer's values into the elements of a tensor (`PACKINGS`)."""
 
-    __slots__ = ("name", "weight", "axis", "transposed", "dtypes", "state")
+    __slots__ = ("name", "weight", "axis", "transposed", "dtypes", "state", "storage", "scales")
 
     def __init__(
-        self, name: str, weight: str, axis: int, transposed: bool, dtypes: Mapping[int, str], state: tuple[str, ...]
+        self,
+        name: str,
+        weight: str,
+        axis: int,
+        transposed: bool,
+        dtypes: Mapping[int, str],
+        state: tuple[str, ...] = (),
+        storage: str = "I32",
+        scales: tuple[str, str, int] | None = None,
     ) -> None:
         self.name = name  # as the notes say it
         self.weight = weight  # the packed weight's parameter name
@@ -76,24 +93,54 @@ class Packing:
         self.transposed = transposed  # stored as the layer's (in, out), the transpose of torch's Linear weight
         self.dtypes = dtypes  # bits -> the dtype of the values (signed or not)
         self.state = state  # the tensors beside it that hold its quantization's state: buffers where it is loaded
+        self.storage = storage  # the dtype of the stored elements the values are packed into
+        # (parameter name, dtype, values a scale) of the group scales beside a packed weight: the layout that tells the
+        # packing where no config does (`packing_of`); None: only a config tells it
+        self.scales = scales
 
 
-# Quantization methods (a config's `quantization_config.quant_method`) whose weights are packed into int32 elements, 32
-# / bits values an element: compressed-tensors' `pack-quantized` format (RedHat's and Neural Magic's W4A16 models:
-# `weight_packed` (out, in / 8), its scales, zero points, group indices and shape beside it as the layer's parameters,
-# `SIDE_TENSORS`), GPTQ (AutoGPTQ's and GPTQModel's QuantLinear, TheBloke's releases: `qweight` (in / 8, out), and
-# `qzeros`, `scales`, `g_idx`, buffers there) and AWQ's GEMM layout (AutoAWQ's WQLinear_GEMM: `qweight` (in, out / 8),
-# `qzeros`, `scales`). The bits are the config's; only the layouts named here are unpacked (GPTQ's Marlin and AWQ's GEMV
-# pack otherwise, and are read as the tensors they are)
+# A config's quantization (`quantization_config`: its `quant_method`, and compressed-tensors' `format` or ModelOpt's
+# `quant_algo`) -> how its weights are packed (`packing_of`).
+# - Into int32 elements, 32 / bits values an element: compressed-tensors' `pack-quantized` format (RedHat's and Neural
+#   Magic's W4A16 models: `weight_packed` (out, in / 8), its scales, zero points, group indices and shape beside it as
+#   the layer's parameters, `SIDE_TENSORS`), GPTQ (AutoGPTQ's and GPTQModel's QuantLinear, TheBloke's releases:
+#   `qweight` (in / 8, out), and `qzeros`, `scales`, `g_idx`, buffers there) and AWQ's GEMM layout (AutoAWQ's
+#   WQLinear_GEMM: `qweight` (in, out / 8), `qzeros`, `scales`).
+# - Into bytes: the 4-bit floats (E2M1) of NVFP4 and MXFP4, two a byte along the input axis, a scale each 16 values
+#   (FP8 E4M3, NVFP4) or 32 (an E8M0 exponent, MXFP4), and MXFP6's 6-bit floats (E2M3), four in three bytes:
+#   compressed-tensors' `nvfp4-`, `mxfp4-` and `mxfp6-pack-quantized` formats (RedHat's NVFP4 models: `weight_packed`,
+#   `weight_scale`, `weight_global_scale`, `input_global_scale`) and NVIDIA ModelOpt's exports (the `nvidia/*-FP4`
+#   releases: `weight`, `weight_scale`, `weight_scale_2`, `input_scale`); ModelOpt's INT4 AWQ, signed 4-bit integers
+#   two a byte along the output axis, `pre_quant_scale` beside them. The tensors beside a byte-packed weight are the
+#   quantization's (`SIDE_TENSORS`: parameters of the layer where vLLM and compressed-tensors load it); the count is the
+#   float model's values and those tensors, as for pack-quantized (the model cards' count; the compressed layers' own
+#   `num_parameters()` counts bytes).
+# The bits are the config's; only the layouts named here are unpacked (GPTQ's Marlin and AWQ's GEMV pack otherwise,
+# and are read as the tensors they are)
 PACKINGS = {
-    "compressed-tensors": Packing("compressed-tensors pack-quantized", "weight_packed", -1, False,
-                                  {2: "I2", 4: "I4", 8: "I8"}, ()),
+    "pack-quantized": Packing("compressed-tensors pack-quantized", "weight_packed", -1, False,
+                              {2: "I2", 4: "I4", 8: "I8"}),
+    "nvfp4-pack-quantized": Packing("compressed-tensors NVFP4", "weight_packed", -1, False, {4: "F4"}, (), "U8",
+                                    ("weight_scale", "F8_E4M3", 16)),
+    "mxfp4-pack-quantized": Packing("compressed-tensors MXFP4", "weight_packed", -1, False, {4: "F4"}, (), "U8",
+                                    ("weight_scale", "U8", 32)),
+    "mxfp6-pack-quantized": Packing("compressed-tensors MXFP6", "weight_packed", -1, False, {6: "F6_E2M3"}, (), "U8",
+                                    ("weight_scale", "U8", 32)),
+    "modelopt-nvfp4": Packing("ModelOpt NVFP4", "weight", -1, False, {4: "F4"}, (), "U8",
+                              ("weight_scale", "F8_E4M3", 16)),
+    "modelopt-mxfp4": Packing("ModelOpt MXFP4", "weight", -1, False, {4: "F4"}, (), "U8", ("weight_scale", "U8", 32)),
+    "modelopt-int4-awq": Packing("ModelOpt INT4 AWQ", "weight", -2, False, {4: "I4"}, (), "U8"),
     "gptq": Packing("GPTQ", "qweight", 0, True, {2: "U2", 4: "U4", 8: "U8"}, ("qzeros", "scales", "g_idx")),
     "awq": Packing("AWQ", "qweight", 1, True, {4: "U4"}, ("qzeros", "scales")),
 }  # fmt: skip
-PACK_QUANTIZED = "pack-quantized"  # compressed-tensors' format of them
+COMPRESSED_TENSORS = "compressed-tensors"  # its `format`s of packed weights are `PACKINGS` keys
+# ModelOpt's `quant_algo` (as its hf_quant_config.json and config.json give it, any case) -> its packing
+MODELOPT_ALGOS = {
+    "nvfp4": "modelopt-nvfp4", "w4a16_nvfp4": "modelopt-nvfp4", "nvfp4_awq": "modelopt-nvfp4",
+    "w4a8_nvfp4_fp8": "modelopt-nvfp4", "mxfp4": "modelopt-mxfp4", "w4a8_mxfp4_fp8": "modelopt-mxfp4",
+    "w4a16_awq": "modelopt-int4-awq", "w4a8_awq": "modelopt-int4-awq",
+}  # fmt: skip
 PACKED_LAYOUTS = {"gptq": ("", "gptq", "gptq_v2"), "awq": ("", "gemm")}  # GPTQ's checkpoint_format, AWQ's version
-PACK_STORAGE = "I32"
 BNB_STATE = r"(?:.*\.)?(?:" + BNB_STATE_NAMES + ")"  # any of them, a whole name
 COLUMN_DTYPES = frozenset(PACKED_BY.values())  # a weight unpacked to a column: its shape says none of the layer's sizes
 QUANTIZATION_ROW = "quantization"  # the layer check's row of them, and its kind
@@ -147,7 +194,7 @@ def side_tensors(tensors: Sequence[TensorInfo]) -> list[TensorInfo]:
 def quantization_tensors(tensors: Sequence[TensorInfo]) -> dict[int, str]:
     """What each tensor of a file's quantization is, by the tensor's id: the scales and zero points beside its
     quantized weights (`side_tensors`), bitsandbytes' state of its weights (told by name), the state of GPTQ's and
-    AWQ's packed weights (the buffers `unpacked` made beside them)."""
+    AWQ's packed weights and the scales of block-packed ones (the buffers `unpacked` made beside them)."""
     import re
 
     from inspector.records import TensorKind
@@ -163,6 +210,14 @@ def quantization_tensors(tensors: Sequence[TensorInfo]) -> dict[int, str]:
             for t in tensors
             if t.kind is TensorKind.BUFFER and (parts := t.name.rpartition("."))[2] in how.state and parts[0] in packed
         )
+    for blocks in BLOCK_PACKINGS.values():  # the scales of block-packed weights (`_unblocked` made them buffers)
+        stems = {t.name.removesuffix(blocks.blocks) for t in tensors if t.name.endswith(blocks.blocks)}
+        what.update(
+            (id(t), f"{blocks.name}'s scales beside its packed weight")
+            for t in tensors
+            if t.kind is TensorKind.BUFFER and t.name.endswith(blocks.scales)
+            and t.name.removesuffix(blocks.scales) in stems
+        )  # fmt: skip
     return what
 
 
@@ -177,17 +232,15 @@ def described(side: Sequence[TensorInfo]) -> str:
     )
 
 
-def packing_of(config: Mapping[str, Any] | None) -> tuple[Packing, int] | None:
+def packing_of(config: Mapping[str, Any] | None, tensors: Sequence[TensorInfo] = ()) -> tuple[Packing, int] | None:
     """How a config's quantization packs its weights, and the bits of each value (`PACKINGS`), or None: another
-    method, another layout of these, or bits its layout does not pack so."""
+    method, another layout of these, or bits its layout does not pack so. Without a quantization in the config (or
+    without a config), the byte packing whose layout `tensors` hold (`_packing_in`)."""
     quantization = (config or {}).get("quantization_config")
     if not isinstance(quantization, dict):
-        return None
+        return _packing_in(tensors) if tensors else None
     method = quantization.get("quant_method")
-    packing = PACKINGS.get(method) if isinstance(method, str) else None
-    if packing is None or not isinstance(method, str):
-        return None
-    if method == "compressed-tensors":  # its `num_bits`, one for every group of weights, all pack-quantized
+    if method == COMPRESSED_TENSORS:  # one `format` of packed weights and one `num_bits` for every group of weights
         groups = quantization.get("config_groups")
         if not isinstance(groups, dict):
             return None
@@ -198,13 +251,50 @@ def packing_of(config: Mapping[str, Any] | None) -> tuple[Packing, int] | None:
                 found.add(weights.get("num_bits"))
                 formats.add(group.get("format") or quantization.get("format"))
         formats.discard(None)
-        bits = found.pop() if formats == {PACK_QUANTIZED} and len(found) == 1 else None
-    else:  # GPTQ's `bits` (its own checkpoint format: not Marlin's), AWQ's `bits` or `w_bit` (its GEMM version)
-        layout = quantization.get("checkpoint_format" if method == "gptq" else "version") or ""
-        if not isinstance(layout, str) or layout.lower() not in PACKED_LAYOUTS[method]:
+        (layout,) = formats if len(formats) == 1 else (None,)
+        bits = found.pop() if len(found) == 1 else None
+    elif method == "modelopt":  # its `quant_algo` (a mixed precision's layers are not read here)
+        algo = quantization.get("quant_algo")
+        layout = MODELOPT_ALGOS.get(algo.lower()) if isinstance(algo, str) else None
+        bits = next(iter(PACKINGS[layout].dtypes)) if layout is not None else None
+    elif method in PACKED_LAYOUTS:  # GPTQ's `bits` (its own checkpoint format: not Marlin's), AWQ's `bits` or `w_bit`
+        words = quantization.get("checkpoint_format" if method == "gptq" else "version") or ""
+        if not isinstance(words, str) or words.lower() not in PACKED_LAYOUTS[method]:
             return None
-        bits = quantization.get("bits", quantization.get("w_bit"))
-    return (packing, bits) if isinstance(bits, int) and bits in packing.dtypes else None
+        layout, bits = method, quantization.get("bits", quantization.get("w_bit"))
+    else:
+        return None
+    packing = PACKINGS.get(layout) if isinstance(layout, str) else None
+    return (packing, bits) if packing is not None and isinstance(bits, int) and bits in packing.dtypes else None
+
+
+def _packing_in(tensors: Sequence[TensorInfo]) -> tuple[Packing, int] | None:
+    """The byte packing whose layout a file holds, told without a config: a weight of its name stored in its bytes
+    whose group scales beside it, of their dtype, are one for each of its values' groups along the packed axis."""
+    from operator import attrgetter  # (loaded already: bound here, not in every run's start-up)
+
+    if "U8" not in map(attrgetter("dtype"), tensors):  # (most files: one C pass)
+        return None
+    by_name = {t.name: t for t in tensors}
+    for packing in PACKINGS.values():
+        if packing.scales is None:
+            continue
+        scale, dtype, group = packing.scales
+        ((bits, _),) = packing.dtypes.items()
+        suffix = "." + packing.weight
+        for name, t in by_name.items():
+            if t.dtype != packing.storage or not name.endswith(suffix) or len(t.shape) < 2:
+                continue
+            beside = by_name.get(name.removesuffix(packing.weight) + scale)
+            values = t.shape[-1] * 8 // bits
+            if (
+                beside is not None
+                and beside.dtype == dtype
+                and beside.shape == (*t.shape[:-1], values // group)
+                and values % group == 0
+            ):
+                return packing, bits
+    return None
 
 
 def declared_method(config: Mapping[str, Any] | None) -> str | None:
@@ -259,10 +349,10 @@ def unpacked(
 
     - a bitsandbytes 4-bit weight (one with a `PACKED_BY` record beside it): its shape the stored column unpacked
       (the storage dtype's bits / 4 values a stored element);
-    - with a config's `packing` (`packing_of`), every weight of its name stored in int32: its packed axis unpacked
-      (32 / bits values an element), in torch's Linear orientation (out, in) (the last axis padded up to a whole
-      int32 where it is not a multiple); the tensors beside it that hold its state are buffers, as they are where it
-      is loaded;
+    - with a `packing` (`packing_of`), every weight of its name stored in its storage dtype: its packed axis unpacked
+      (32 / bits values an int32 element, two 4-bit values a byte...), in torch's Linear orientation (out, in) (the
+      axis padded up to a whole element where it is not a multiple); the tensors beside it that hold its state are
+      buffers, as they are where it is loaded;
     - with a config's `blocks` (`block_packing_of`), every U8 weight named with its blocks' suffix: its last two axes
       (blocks, bytes a block) one axis of the values they hold, its scales beside it buffers.
     """
@@ -276,6 +366,8 @@ def unpacked(
         if state and (dtype := PACKED_BY.get("quant_state." + state)) is not None:
             packed[weight] = dtype
     how, bits = packing if packing is not None else (None, 0)
+    stored = DTYPES[how.storage].bits if how is not None else 0
+    each = _values_an_element(stored, bits) if how is not None else ""
     modules = set()  # the modules of the packed weights `how` unpacks
     for i, t in enumerate(tensors):
         dtype = packed.get(t.name)
@@ -288,21 +380,24 @@ def unpacked(
             )
             tensors[i] = replace(t, shape=(n, 1), dtype=dtype, notes=(*t.notes, note))
             continue
-        if how is None or t.dtype != PACK_STORAGE or len(t.shape) != 2:
-            continue
+        if (
+            how is None
+            or t.dtype != how.storage
+            or not (len(t.shape) == 2 or (len(t.shape) > 2 and not how.transposed))
+        ):
+            continue  # (GPTQ's and AWQ's transposed weights are matrices; the others may be experts stacked)
         module, _, name = t.name.rpartition(".")
-        if name != how.weight:
+        axis = how.axis % len(t.shape)
+        if name != how.weight or t.shape[axis] * stored % bits:
             continue
-        each = DTYPES[PACK_STORAGE].bits // bits
         shape = list(t.shape)
-        shape[how.axis] *= each
-        rows, cols = shape[::-1] if how.transposed else shape
+        shape[axis] = shape[axis] * stored // bits
+        if how.transposed:  # (the layer's (in, out): torch's (out, in))
+            shape.reverse()
         turned = ", the layer's (in, out): torch's Linear weight transposed" if how.transposed else ""
-        note = (
-            f"{how.name} weight stored packed as {t.dtype} {tuple(t.shape)}: {each} {bits}-bit values an element "
-            f"along its {'first' if how.axis == 0 else 'last'} axis{turned}"
-        )
-        tensors[i] = replace(t, shape=(rows, cols), dtype=how.dtypes[bits], notes=(*t.notes, note))
+        where = "first" if axis == 0 else "last" if axis == len(shape) - 1 else f"axis {axis}"
+        note = f"{how.name} weight stored packed as {t.dtype} {tuple(t.shape)}: {each} along its {where} axis{turned}"
+        tensors[i] = replace(t, shape=tuple(shape), dtype=how.dtypes[bits], notes=(*t.notes, note))
         modules.add(module)
     if blocks is not None:
         _unblocked(tensors, blocks)
@@ -311,6 +406,17 @@ def unpacked(
             module, _, name = t.name.rpartition(".")
             if name in how.state and module in modules and t.kind is TensorKind.PARAMETER:
                 tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)
+
+
+def _values_an_element(stored: int, bits: int) -> str:
+    """How many values of `bits` bits the elements of `stored` bits hold: '8 4-bit values an element', '4 6-bit values
+    in 3 elements'."""
+    from math import lcm
+
+    common = lcm(stored, bits)
+    return f"{common // bits} {bits}-bit values " + (
+        "an element" if common == stored else f"in {common // stored} elements"
+    )
 
 
 def _unblocked(tensors: list[TensorInfo], blocks: BlockPacking) -> None:

@@ -16,7 +16,7 @@ from operator import attrgetter
 from sys import intern
 
 from inspector.needles import DIGITS, Split, spelled, split
-from inspector.quantized import BNB_STATE_NAMES, SIDE_TENSORS
+from inspector.quantized import BNB_STATE_NAMES, SIDE_TENSOR_NAMES
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import StrEnumBody, fast_enum, field, record
 
@@ -241,7 +241,7 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("ssm.params", Role.LEARNED_TENSOR, r"(?P<layer>.+\.(?:mixer|mamba|linear_attn))\.(?P<param>A_log|D|dt_bias)", ("torch",)),
     # a quantized weight's scales and zero points beside it (compressed-tensors' FP8 and INT8, transformers'
     # fine-grained FP8 of DeepSeek-V3 and Qwen3: `inspector.quantized`)
-    RoleRule("quant.scale", Role.QUANT_SCALE, r"(?P<layer>.+)\.(?P<param>" + "|".join(SIDE_TENSORS) + ")", ("torch",)),
+    RoleRule("quant.scale", Role.QUANT_SCALE, r"(?P<layer>.+)\.(?P<param>" + SIDE_TENSOR_NAMES + ")", ("torch",)),
     # a linear layer's packed weight (GPTQ's and AWQ's `qweight`, compressed-tensors' `weight_packed`)
     RoleRule("quant.packed", Role.DENSE, r"(?P<layer>.+)\.(?P<param>qweight|weight_packed)", ("torch",)),
     # bitsandbytes' state of its 8-bit and 4-bit weights, buffers (`inspector.quantized`): the layer is the module

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from inspector.quantized import QUANTIZATION_ROW, side_tensors
+from inspector.quantized import QUANTIZATION_ROW, quantization_tensors, side_tensors
 from inspector.records import TensorInfo, TensorKind
 from inspector.registry import load
 from inspector.report import Report, inspect
@@ -404,7 +404,7 @@ def test_packing_read_from_the_config() -> None:
     def quantization(**words: Any) -> dict[str, Any]:
         return {"quantization_config": words}
 
-    compressed = PACKINGS["compressed-tensors"]
+    compressed = PACKINGS["pack-quantized"]
     assert packing_of(config("pack-quantized", 4)) == (compressed, 4)
     assert packing_of(config("pack-quantized", 4, 4)) == (compressed, 4)
     assert packing_of(config("pack-quantized", 4, 8)) is None
@@ -629,6 +629,7 @@ def test_gpt_oss_mxfp4_release_counts_the_values_its_blocks_pack(tmp_path: Path)
         assert t.shape == (e, rows, count * width * 2) and t.dtype == "F4" and "MXFP4" in t.notes[-1]
         scales = by_name[name.removesuffix("_blocks") + "_scales"]
         assert scales.kind is TensorKind.BUFFER and scales.n_elements == e * rows * count
+        assert "MXFP4's scales" in quantization_tensors(ckpt.tensors)[id(scales)]  # (`inspector diff` groups them so)
     exp = report.expectation
     assert exp is not None and exp.source == "config" and exp.architecture == "gpt_oss-mxfp4" and exp.matches
     assert "COUNT_MISMATCH" not in {f.code for f in report.findings}
@@ -651,3 +652,148 @@ def test_u8_tensors_named_as_blocks_without_their_scales_are_not_unpacked() -> N
     assert block_packing_of(None, [release[0], u8("e.gate_up_proj_scales", (4, 8, 3))]) is None  # (not one a block)
     assert block_packing_of(None, [u8("e.gate_up_proj_blocks", (4, 8, 2, 8)), release[1]]) is None  # (a block's bytes)
     assert block_packing_of({"quantization_config": {"quant_method": "gptq"}}, release) is None  # (the config's word)
+
+
+# compressed-tensors' byte-packed float formats: preset scheme -> (format, the values' dtype, the tensors beside each
+# packed weight in the compressed file)
+BYTE_PACKED = {
+    "NVFP4": ("nvfp4-pack-quantized", "F4", {"weight_scale", "weight_global_scale", "input_global_scale"}),
+    "NVFP4A16": ("nvfp4-pack-quantized", "F4", {"weight_scale", "weight_global_scale"}),
+    "MXFP4": ("mxfp4-pack-quantized", "F4", {"weight_scale"}),
+    "MXFP6A16": ("mxfp6-pack-quantized", "F6_E2M3", {"weight_scale"}),
+}
+
+
+def _assert_unpacked_and_matched(report: Report, shapes: dict[str, tuple[int, ...]], weight: str, dtype: str,
+                                 beside: set[str], source: str) -> None:  # fmt: skip
+    """Each packed weight read at the float model's shape in its values' dtype, the tensors beside it the
+    quantization's (their own row), the count the float model's values and those tensors, the family check matching
+    its formula with no warning."""
+    ckpt = report.checkpoint
+    weights = [t for t in ckpt.tensors if t.name.endswith("." + weight) and t.dtype == dtype]
+    assert len(weights) == LINEARS
+    for t in weights:
+        assert t.shape == shapes[t.name.removesuffix(weight) + "weight"] and "packed" in t.notes[-1]
+    side = side_tensors(ckpt.tensors)
+    assert {t.name.rpartition(".")[2] for t in side} == beside and len(side) == len(beside) * LINEARS
+    float_count = sum(map(math.prod, shapes.values()))
+    assert ckpt.n_parameters == float_count + sum(t.n_elements for t in side)
+    exp = report.expectation
+    assert exp is not None and exp.source == source and exp.architecture == "llama"
+    assert exp.matches and not exp.anomalies and all(c.status == "ok" for c in exp.layers)
+    assert exp.layers[-1].layer == QUANTIZATION_ROW and exp.total - exp.layers[-1].expected == float_count
+    assert not [f for f in report.findings if f.severity != "info"]
+
+
+@pytest.mark.parametrize("preset", list(BYTE_PACKED))
+def test_compressed_tensors_nvfp4_and_mx_formats_unpack_their_bytes(tmp_path: Path, preset: str) -> None:
+    """compressed-tensors' NVFP4 (RedHat's `-NVFP4` models), MXFP4 and MXFP6 formats, written by `ModelCompressor`
+    and `save_pretrained` from its own preset schemes: `weight_packed` holds two 4-bit floats a byte (four 6-bit in
+    three), its group scales and global scales beside it. Each is read as the float model's weight in its values'
+    dtype, as for pack-quantized (the file counted its bytes, and its modules' sizes went unchecked); without
+    config.json the layout itself (a byte weight, its scales one a group of its values) says how it packs."""
+    ct = pytest.importorskip("compressed_tensors")
+    from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config, preset_name_to_scheme
+
+    fmt, dtype, beside = BYTE_PACKED[preset]
+    config = QuantizationConfig(
+        config_groups={"group_0": preset_name_to_scheme(preset, ["Linear"])},
+        ignore=["lm_head"],
+        quantization_status="initialized",
+        format=fmt,
+    )
+    model = _llama()
+    shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
+    apply_quantization_config(model, config)
+    with torch.no_grad():  # (a calibration's result: any scale will do, the values are never read)
+        for module in model.modules():
+            for name in ("weight_scale", "weight_global_scale", "input_global_scale"):
+                if hasattr(module, name):
+                    getattr(module, name).fill_(1.0)
+    _compress_and_save(model, config, tmp_path)
+    del ct
+    assert json.loads((tmp_path / "config.json").read_text())["quantization_config"]["format"] == fmt
+    report = inspect(tmp_path / "model.safetensors")
+    _assert_unpacked_and_matched(report, shapes, "weight_packed", dtype, beside, "config")
+    assert model.num_parameters() < report.checkpoint.n_parameters  # (the compressed layers count bytes)
+    (tmp_path / "config.json").unlink()
+    _assert_unpacked_and_matched(inspect(tmp_path / "model.safetensors"), shapes, "weight_packed", dtype, beside,
+                                 "inferred")  # fmt: skip
+
+
+# NVIDIA ModelOpt's export of a test-sized llama quantized by its own configs (`mtq.quantize` with a calibration pass,
+# `export_hf_checkpoint`: config.json with its quantization_config, hf_quant_config.json, model.safetensors), in a
+# process of its own (ModelOpt registers its quantized modules with transformers). Prints the float model's count.
+MODELOPT_WRITER = """
+from tests.vision import make_importable
+make_importable()  # (transformers imports torchvision where it is installed)
+import copy, json, sys, torch, transformers
+import modelopt.torch.quantization as mtq
+from modelopt.torch.export import export_hf_checkpoint
+torch.manual_seed(0)
+config = transformers.AutoConfig.for_model("llama", **json.loads(sys.argv[3]))
+model = transformers.AutoModelForCausalLM.from_config(config)
+model.config.architectures = ["LlamaForCausalLM"]  # (the exporter reads it)
+count = model.num_parameters()
+config = copy.deepcopy(getattr(mtq, sys.argv[1]))
+for extra in sys.argv[4:]:  # a KV cache configuration added to the weights'
+    config["quant_cfg"] = config["quant_cfg"] + getattr(mtq, extra)["quant_cfg"]
+model = mtq.quantize(model, config, lambda m: m(torch.randint(0, 256, (2, 16))))
+export_hf_checkpoint(model, export_dir=sys.argv[2])
+print(count)
+"""
+MODELOPT_LLAMA = {**LLAMA, "hidden_size": 128, "intermediate_size": 384}  # (INT4 AWQ packs blocks of 128 inputs)
+# ModelOpt's configuration (and the KV cache's) -> the packed weights' dtype, the tensors beside each, whether the
+# layout alone (no config.json) tells the packing
+MODELOPT = {
+    "NVFP4_DEFAULT_CFG": ("F4", {"weight_scale", "weight_scale_2", "input_scale"}, True, ()),
+    "W4A16_NVFP4_CFG": ("F4", {"weight_scale", "weight_scale_2"}, True, ()),
+    "MXFP4_DEFAULT_CFG": ("F4", {"weight_scale"}, True, ()),
+    "INT4_AWQ_CFG": ("I4", {"weight_scale", "pre_quant_scale"}, False, ()),
+    "FP8_DEFAULT_CFG": ("F8_E4M3", {"weight_scale", "input_scale", "k_scale", "v_scale"}, True, ("FP8_KV_CFG",)),
+}
+
+
+@pytest.mark.parametrize("config", list(MODELOPT))
+def test_modelopt_exports_count_their_values_and_scales(tmp_path: Path, config: str) -> None:
+    """NVIDIA ModelOpt's Hugging Face exports (the `nvidia/*-FP4` and `-FP8` releases), written by ModelOpt itself:
+    NVFP4 and MXFP4 weights two 4-bit floats a byte (`weight`, U8), INT4 AWQ two signed 4-bit integers a byte along
+    the output axis, each read as the float model's weight; the scales beside them (`weight_scale_2`, `input_scale`,
+    AWQ's `pre_quant_scale`, the KV cache's `k_scale` and `v_scale` on k_proj and v_proj) are the quantization's.
+    The FP8 export with its KV cache scales warned COUNT_MISMATCH (two scales a layer the formula lacks)."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("modelopt") is None:
+        pytest.skip("nvidia-modelopt is not installed")
+    dtype, beside, by_layout, kv = MODELOPT[config]
+    root = Path(__file__).resolve().parent.parent  # (the writer imports tests.vision)
+    written = subprocess.run(
+        [sys.executable, "-c", MODELOPT_WRITER, config, str(tmp_path), json.dumps(MODELOPT_LLAMA), *kv],
+        capture_output=True, text=True, cwd=root,
+    )  # fmt: skip
+    assert written.returncode == 0, written.stderr[-2000:]
+    quantization = json.loads((tmp_path / "config.json").read_text())["quantization_config"]
+    assert quantization["quant_method"] == "modelopt" and quantization["quant_algo"]
+    float_count = int(written.stdout.split()[-1])
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model("llama", **MODELOPT_LLAMA))
+    shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
+    assert sum(map(math.prod, shapes.values())) == float_count
+    report = inspect(tmp_path / "model.safetensors")
+    side = side_tensors(report.checkpoint.tensors)
+    assert {t.name.rpartition(".")[2] for t in side} == beside
+    kv_scales = [t.name.rpartition(".")[0] for t in side if t.name.endswith(("k_scale", "v_scale"))]
+    assert {name.rpartition(".")[2] for name in kv_scales} == ({"k_proj", "v_proj"} if kv else set())
+    ckpt = report.checkpoint
+    weights = [t for t in ckpt.tensors if t.name.endswith(".weight") and t.dtype == dtype]
+    assert len(weights) == LINEARS and all(t.shape == shapes[t.name] for t in weights)
+    assert ckpt.n_parameters == float_count + sum(t.n_elements for t in side)
+    exp = report.expectation
+    assert exp is not None and exp.source == "config" and exp.matches and not exp.anomalies
+    assert exp.layers[-1].layer == QUANTIZATION_ROW and exp.total - exp.layers[-1].expected == float_count
+    assert not [f for f in report.findings if f.severity != "info"]
+    (tmp_path / "config.json").unlink()
+    alone = inspect(tmp_path / "model.safetensors")
+    assert (alone.checkpoint.n_parameters == ckpt.n_parameters) is by_layout
+    assert not [f for f in alone.findings if f.severity != "info"]
