@@ -49,7 +49,11 @@ SIDE_TENSORS: dict[str, str] = {
     "pre_quant_scale": "activation smoothing scales (AWQ)",
     "k_scale": "key cache scales",
     "v_scale": "value cache scales",
+    "q_scale": "query scales",
 }
+# the attention's scales among them: on the key and value projections (ModelOpt's `k_proj.k_scale`) or on the
+# attention module that holds them (compressed-tensors' and llm-compressor's `self_attn.k_scale`)
+ATTENTION_SCALES = frozenset({"k_scale", "v_scale", "q_scale"})
 # their names as a pattern (`\d` for a digit, as in `weight_scale_2`: a digit spelled in a pattern would split the role
 # matchers' memo by it)
 SIDE_TENSOR_NAMES = "|".join(SIDE_TENSORS).translate({ord(digit): r"\d" for digit in "0123456789"})
@@ -174,8 +178,8 @@ _last: list[tuple[Sequence[TensorInfo], list[TensorInfo]]] = []  # (a file's ten
 
 
 def side_tensors(tensors: Sequence[TensorInfo]) -> list[TensorInfo]:
-    """The quantization's tensors of a file: `SIDE_TENSORS` of a module whose `weight` is stored in a quantized dtype
-    (none in most files, told by one C pass over the dtypes)."""
+    """The quantization's tensors of a file: `SIDE_TENSORS` of a module whose `weight` is stored in a quantized dtype,
+    and `ATTENTION_SCALES` of a module holding such modules (none in most files, told by one C pass over the dtypes)."""
     last = _last[0] if _last else None  # (read once: another thread may replace it)
     if last is not None and last[0] is tensors:
         return last[1]
@@ -186,7 +190,13 @@ def side_tensors(tensors: Sequence[TensorInfo]) -> list[TensorInfo]:
         quantized = {
             parts[0] for t in tensors if t.dtype in QUANTIZED_DTYPES and (parts := t.name.rpartition("."))[2] in WEIGHTS
         }
-        side = [t for t in tensors if (parts := t.name.rpartition("."))[2] in SIDE_TENSORS and parts[0] in quantized]
+        holding = {module.rpartition(".")[0] for module in quantized}  # (an attention holding quantized projections)
+        side = [
+            t
+            for t in tensors
+            if (parts := t.name.rpartition("."))[2] in SIDE_TENSORS
+            and (parts[0] in quantized or (parts[2] in ATTENTION_SCALES and parts[0] in holding))
+        ]
     _last[:] = [(tensors, side)]
     return side
 
@@ -223,7 +233,7 @@ def quantization_tensors(tensors: Sequence[TensorInfo]) -> dict[int, str]:
 
 def described(side: Sequence[TensorInfo]) -> str:
     """The sentence of a layer check's row of the quantization's tensors: what they are, beside how many weights."""
-    modules = len({t.name.rpartition(".")[0] for t in side})
+    modules = len({parts[0] for t in side if (parts := t.name.rpartition("."))[2] not in ATTENTION_SCALES})
     params = dict.fromkeys(t.name.rpartition(".")[2] for t in side)
     what = ", ".join(f"{SIDE_TENSORS[p]} ({p})" for p in params)
     return (

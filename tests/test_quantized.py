@@ -654,6 +654,54 @@ def test_u8_tensors_named_as_blocks_without_their_scales_are_not_unpacked() -> N
     assert block_packing_of({"quantization_config": {"quant_method": "gptq"}}, release) is None  # (the config's word)
 
 
+def test_compressed_tensors_kv_cache_scales_on_the_attention_are_the_quantization_s(tmp_path: Path) -> None:
+    """compressed-tensors' FP8 with a KV cache scheme (RedHat's `-FP8-KV` models, llm-compressor's layout) registers
+    `k_scale` and `v_scale` on the attention module itself, beside its quantized projections: they are the
+    quantization's (the check warned COUNT_MISMATCH, a module the formula lacks), and the count is the compressed
+    model's `num_parameters()`. compressed-tensors 0.20 tells an attention by a forward taking `past_key_values`, which
+    transformers 5 calls `cache`: the test tells it the attention modules (its own check, less that argument)."""
+    pytest.importorskip("compressed_tensors")
+    import compressed_tensors.quantization.lifecycle.apply as apply_module
+    import compressed_tensors.quantization.lifecycle.initialize as initialize_module
+    from compressed_tensors.quantization import (
+        QuantizationArgs,
+        QuantizationConfig,
+        apply_quantization_config,
+        preset_name_to_scheme,
+    )
+
+    attention = initialize_module._is_attention_module
+    kv = QuantizationArgs(num_bits=8, type="float", strategy="tensor", dynamic=False, symmetric=True)
+    config = QuantizationConfig(
+        config_groups={"group_0": preset_name_to_scheme("FP8", ["Linear"])},
+        ignore=["lm_head"],
+        quantization_status="initialized",
+        format="float-quantized",
+        kv_cache_scheme=kv,
+    )
+    model = _llama()
+    with pytest.MonkeyPatch.context() as patch:
+        for module in (apply_module, initialize_module):
+            patch.setattr(module, "is_cached_attention_module", attention)
+        apply_quantization_config(model, config)
+    with torch.no_grad():  # (a calibration's result: any scale will do)
+        for module in model.modules():
+            for name in ("weight_scale", "input_scale", "k_scale", "v_scale"):
+                if hasattr(module, name):
+                    getattr(module, name).fill_(0.01)
+    _compress_and_save(model, config, tmp_path)
+    report = inspect(tmp_path / "model.safetensors")
+    side = side_tensors(report.checkpoint.tensors)
+    cache = sorted(t.name for t in side if t.name.endswith(("k_scale", "v_scale")))
+    layers = range(LLAMA["num_hidden_layers"])
+    assert cache == [f"model.layers.{i}.self_attn.{s}_scale" for i in layers for s in "kv"]
+    assert report.checkpoint.n_parameters == model.num_parameters()
+    exp = report.expectation
+    assert exp is not None and exp.source == "config" and exp.matches and not exp.anomalies
+    assert "beside 14 quantized weights" in exp.layers[-1].explanation
+    assert not [f for f in report.findings if f.severity != "info"]
+
+
 # compressed-tensors' byte-packed float formats: preset scheme -> (format, the values' dtype, the tensors beside each
 # packed weight in the compressed file)
 BYTE_PACKED = {
