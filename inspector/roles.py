@@ -479,6 +479,7 @@ ONNX_INPUT_ROLES: dict[tuple[str, str], tuple[Role, str]] = {
     ("MatMul", "A"): (Role.DENSE, _W), ("MatMul", "B"): (Role.DENSE, "kernel"),
     ("QLinearMatMul", "a"): (Role.DENSE, _W), ("QLinearMatMul", "b"): (Role.DENSE, "kernel"),
     ("MatMulInteger", "A"): (Role.DENSE, _W), ("MatMulInteger", "B"): (Role.DENSE, "kernel"),
+    ("MatMulNBits", "B"): (Role.DENSE, _W), ("MatMulNBits", "bias"): (Role.DENSE, _B),  # (B unpacked: (out, in))
     ("SkipLayerNormalization", "bias"): (Role.DENSE, _B),
     ("Gather", "data"): (Role.EMBEDDING, _W),
     ("LayerNormalization", "Scale"): (Role.NORM, _W), ("LayerNormalization", "B"): (Role.NORM, _B),
@@ -487,6 +488,7 @@ ONNX_INPUT_ROLES: dict[tuple[str, str], tuple[Role, str]] = {
     ("GroupNormalization", "scale"): (Role.NORM, _W), ("GroupNormalization", "bias"): (Role.NORM, _B),
     ("RMSNormalization", "scale"): (Role.NORM, _W), ("SimplifiedLayerNormalization", "scale"): (Role.NORM, _W),
     ("SkipLayerNormalization", "gamma"): (Role.NORM, _W), ("SkipLayerNormalization", "beta"): (Role.NORM, _B),
+    ("SkipSimplifiedLayerNormalization", "gamma"): (Role.NORM, _W),
     ("BatchNormalization", "input_mean"): (Role.NORM_STAT, "running_mean"),
     ("BatchNormalization", "input_var"): (Role.NORM_STAT, "running_var"),
     **{(op, "W"): (Role.RNN_INPUT, "weight_ih") for op in ("LSTM", "GRU", "RNN")},

@@ -60,7 +60,8 @@ TYPED_FIELDS = {
 }
 
 # op_type -> input positions holding weights, from the operator specs (onnx/docs/Operators.md) and the exporters'
-# contrib ops (onnxruntime SkipLayerNormalization, SimplifiedLayerNormalization).
+# contrib ops (onnxruntime SkipLayerNormalization, SkipSimplifiedLayerNormalization, SimplifiedLayerNormalization,
+# MatMulNBits).
 WEIGHT_INPUTS: dict[str, tuple[int, ...]] = {
     "Conv": (1, 2),
     "ConvTranspose": (1, 2),
@@ -76,6 +77,7 @@ WEIGHT_INPUTS: dict[str, tuple[int, ...]] = {
     "RMSNormalization": (1,),
     "SimplifiedLayerNormalization": (1,),
     "SkipLayerNormalization": (2, 3, 4),
+    "SkipSimplifiedLayerNormalization": (2, 3),  # (onnxruntime-genai's RMSNorm with the residual add)
     "LSTM": (1, 2, 3),
     "GRU": (1, 2, 3),
     "RNN": (1, 2, 3),
@@ -84,12 +86,14 @@ WEIGHT_INPUTS: dict[str, tuple[int, ...]] = {
     "QLinearMatMul": (0, 3),
     "ConvInteger": (1,),
     "MatMulInteger": (0, 1),
+    "MatMulNBits": (1,),  # onnxruntime's block-quantized MatMul (its int4 models): B, packed (`PACKED_WEIGHTS`)
     "Add": (0, 1),  # MatMul + Add is how exporters write a Linear layer's bias (and decomposed LayerNorms)
     "Mul": (0, 1),
     "Sub": (0, 1),
 }
 ELEMENTWISE = {"Add", "Mul", "Sub"}  # a weight there only when float with more than one element
-INTEGER_WEIGHTS = {"QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger"}  # weights that need not be float
+# weights that need not be float
+INTEGER_WEIGHTS = {"QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "MatMulNBits"}
 BUFFER_INPUTS: dict[str, tuple[int, ...]] = {"BatchNormalization": (3, 4)}  # running mean and variance
 # op_type -> its inputs' names in the operator specs: what a weight is to the node it feeds (`TensorInfo.use`)
 INPUT_NAMES: dict[str, tuple[str, ...]] = {
@@ -107,6 +111,7 @@ INPUT_NAMES: dict[str, tuple[str, ...]] = {
     "RMSNormalization": ("X", "scale"),
     "SimplifiedLayerNormalization": ("X", "scale"),
     "SkipLayerNormalization": ("input", "skip", "gamma", "beta", "bias"),
+    "SkipSimplifiedLayerNormalization": ("input", "skip", "gamma", "bias"),
     "LSTM": ("X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"),
     "GRU": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
     "RNN": ("X", "W", "R", "B", "sequence_lens", "initial_h"),
@@ -115,6 +120,7 @@ INPUT_NAMES: dict[str, tuple[str, ...]] = {
     "QLinearMatMul": ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"),
     "ConvInteger": ("x", "w", "x_zero_point", "w_zero_point"),
     "MatMulInteger": ("A", "B", "a_zero_point", "b_zero_point"),
+    "MatMulNBits": ("A", "B", "scales", "zero_points", "g_idx", "bias"),
     "Add": ("A", "B"),
     "Mul": ("A", "B"),
     "Sub": ("A", "B"),
@@ -145,6 +151,11 @@ INPUT_NAMES: dict[str, tuple[str, ...]] = {
     "Cast": ("input",),
     "Identity": ("input",),
 }
+# op_type -> the input whose values it reads packed, and the attributes that say how: onnxruntime's MatMulNBits (the
+# int4 models of onnxruntime's quantizer and of onnxruntime-genai's builder) keeps B as uint8 (N, blocks, block bytes),
+# each of the N output rows' K inputs in blocks of `block_size` values of `bits` bits, the last block padded
+PACKED_WEIGHTS: dict[str, tuple[int, tuple[str, ...]]] = {"MatMulNBits": (1, ("K", "N", "bits", "block_size"))}
+PACKED_DTYPES = {2: "U2", 4: "U4", 8: "U8"}  # a packed B's values: unsigned, their zero point apart (8 for 4 bits)
 # op_type -> its attributes that transpose an input, and that input
 TRANSPOSES: dict[str, dict[str, int]] = {"Gemm": {"transA": 0, "transB": 1}}
 # op_type -> the inputs whose values flow on unchanged in meaning (None: every input): a weight transposed, sliced
@@ -206,6 +217,7 @@ class _Walk:
         self.attributes: dict[str, str] = {}
         self.nodes = 0
         self.op_types: dict[str, int] = defaultdict(int)
+        self.packed: dict[str, dict[str, int]] = {}  # a value read packed (`PACKED_WEIGHTS`) -> the node's attributes
 
     def error(self, reason: str, at: int | None = None) -> FormatError:
         return FormatError(self.probe.path, FORMAT, reason, at)
@@ -310,6 +322,8 @@ class _Walk:
         scope = self.scope(metadata) if metadata and op_type in SCOPED_WEIGHT_INPUTS else ""
         node = name or (outputs[0] if outputs else op_type)
         transposed = self.transposes(TRANSPOSES[op_type], attributes) if op_type in TRANSPOSES else ()
+        if op_type in PACKED_WEIGHTS and len(inputs) > PACKED_WEIGHTS[op_type][0]:
+            self.packed[inputs[PACKED_WEIGHTS[op_type][0]]] = self.ints(attributes, PACKED_WEIGHTS[op_type][1])
         for i, value in enumerate(inputs):
             if value:
                 self.consumers[value].append(_Consumer(op_type, i, tuple(outputs), node, i in transposed, scope))
@@ -333,6 +347,17 @@ class _Walk:
                 scopes = text[2:-2].split("', '")
                 return scopes[-2] if len(scopes) >= 2 else ""
         return ""
+
+    def ints(self, attributes: list[Field], names: tuple[str, ...]) -> dict[str, int]:
+        """The integer attributes of these names a node has (AttributeProto: 1 name, 3 i)."""
+        out = {}
+        for a in attributes:
+            fields = list(self.wire.fields(a.start, a.end))
+            name = next((self.wire.text(g, 32) for g in fields if g.number == 1 and g.wire == LEN), "")
+            value = next((signed(g.value) for g in fields if g.number == 3 and g.wire == VARINT), None)
+            if name in names and value is not None:
+                out[name] = value
+        return out
 
     def transposes(self, flags: dict[str, int], attributes: list[Field]) -> set[int]:
         """The inputs a node reads transposed: those of its `flags` attributes set (Gemm's `transA`, `transB`;
@@ -564,6 +589,8 @@ class OnnxLoader:
         file, offset = 0, t.offset
         if t.external is not None:
             file, offset = externals.place(t.name, t.external, t.dtype, t.shape, t.nbytes, t.notes)
+        if t.kind is TensorKind.PARAMETER and t.name in walk.packed:
+            _unpacked(t, walk.packed[t.name])
         layer = _exported_module(t.name, by, walk.consumers) if by is not None else None  # (`_named_by_scope`)
         return TensorInfo(
             t.name,
@@ -622,6 +649,20 @@ def _named_by_scope(tensors: list[TensorInfo]) -> list[TensorInfo]:
     named = {t.name for t in tensors}
     kept = {m for m, n in claimed.items() if n == 1 and f"{m}.{WEIGHT}" not in named}
     return [t if t.layer is None or t.layer in kept else replace(t, layer=None, param=None) for t in tensors]
+
+
+def _unpacked(t: _Tensor, words: dict[str, int]) -> None:
+    """A MatMulNBits B made the (N, K) values it packs, in torch's Linear orientation (out, in), where its stored
+    shape is the one its attributes give (uint8 (N, blocks, block bytes)); else as it is."""
+    k, n, bits, block = (words.get(key, 0) for key in ("K", "N", "bits", "block_size"))
+    dtype = PACKED_DTYPES.get(bits)
+    if dtype is None or t.dtype != "U8" or min(k, n, block) <= 0 or block * bits % 8:
+        return
+    if t.shape != (n, -(-k // block), block * bits // 8):
+        return
+    t.notes.append(f"MatMulNBits weight stored packed as {t.dtype} {t.shape}: {8 // bits} {bits}-bit values a byte, "
+                   f"{block} a block, {k:,} inputs a row")  # fmt: skip
+    t.shape, t.dtype = (n, k), dtype
 
 
 def _numel(shape: tuple[int, ...]) -> int:

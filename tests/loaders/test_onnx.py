@@ -6,6 +6,7 @@ import ast
 import contextlib
 import io
 import json
+import math
 import re
 import warnings
 from pathlib import Path
@@ -462,13 +463,18 @@ def test_a_gemm_reads_its_b_as_its_trans_b_says(tmp_path: Path) -> None:
 
 
 def test_input_names_are_the_operator_schemas() -> None:
-    """`INPUT_NAMES` are onnx's own names of each operator's inputs (onnxruntime's contrib ops aside)."""
+    """`INPUT_NAMES` are onnx's own names of each operator's inputs, and onnxruntime's of its contrib ops (where
+    onnxruntime is installed)."""
     from loaders.onnx import INPUT_NAMES
 
-    contrib = {"SimplifiedLayerNormalization", "SkipLayerNormalization"}
+    contrib = {"SimplifiedLayerNormalization", "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
+               "MatMulNBits"}  # fmt: skip
     for op, names in INPUT_NAMES.items():
         if op not in contrib:
             assert names == tuple(i.name for i in onnx.defs.get_schema(op).inputs), op
+    runtime = pytest.importorskip("onnxruntime.capi.onnxruntime_pybind11_state")
+    schemas = {s.name: tuple(i.name for i in s.inputs) for s in runtime.get_all_operator_schema() if s.name in contrib}
+    assert {op: INPUT_NAMES[op] for op in contrib} == schemas
 
 
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "sample_models" / "gguf_onnx"
@@ -711,3 +717,117 @@ def test_exported_weights_belong_to_their_modules(tmp_path: Path, dynamo: bool) 
         *(f"bert.embeddings.{e}" for e in embeddings), "bert.encoder.layer.0", "bert.encoder.layer.1",
         "bert.pooler.dense",
     }  # fmt: skip
+
+
+# onnxruntime-genai's model builder on a test-sized llama saved by `save_pretrained` (with a word-level tokenizer: the
+# builder writes the tokenizer's files too), run in a process of its own (it imports transformers' vision classes)
+GENAI_BUILDER = """
+from tests.vision import make_importable
+make_importable()  # (transformers imports torchvision where it is installed)
+import json, runpy, sys, torch, transformers
+from tokenizers import Tokenizer, models
+source, out, precision = sys.argv[1], sys.argv[2], sys.argv[3]
+torch.manual_seed(0)
+config = transformers.AutoConfig.for_model("llama", **json.loads(sys.argv[4]))
+model = transformers.AutoModelForCausalLM.from_config(config)
+model.config.architectures = ["LlamaForCausalLM"]
+model.save_pretrained(source)
+words = Tokenizer(models.WordLevel({f"t{i}": i for i in range(config.vocab_size)}, unk_token="t0"))
+transformers.PreTrainedTokenizerFast(tokenizer_object=words, unk_token="t0", bos_token="t1", eos_token="t2"
+                                     ).save_pretrained(source)
+sys.argv = ["builder", "-i", source, "-o", out, "-p", precision, "-e", "cpu", "-c", out + "-cache"]
+runpy.run_module("onnxruntime_genai.models.builder", run_name="__main__")
+print(model.num_parameters())
+"""
+GENAI_LLAMA = {"vocab_size": 256, "hidden_size": 64, "intermediate_size": 320, "num_hidden_layers": 2,
+               "num_attention_heads": 4, "num_key_value_heads": 2}  # fmt: skip
+
+
+def _packed_weights(path: Path) -> dict[str, tuple[int, int]]:
+    """Each MatMulNBits node's B and the (N, K) its attributes give, as onnx reads them."""
+    graph = onnx.load(str(path), load_external_data=False).graph
+    out = {}
+    for node in graph.node:
+        if node.op_type == "MatMulNBits":
+            words = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+            out[node.input[1]] = (words["N"], words["K"])
+    return out
+
+
+def _assert_packed_read_as_values(path: Path, packed: dict[str, tuple[int, int]]) -> Any:
+    """Every MatMulNBits B a parameter of its (N, K) values, 4-bit, its bytes as stored; its scales and zero points
+    not parameters."""
+    ckpt = load(path)
+    check_invariants(ckpt)
+    by_name = {t.name: t for t in ckpt.tensors}
+    reference = _reference(path)
+    for name, (n, k) in packed.items():
+        t = by_name[name]
+        assert (t.shape, t.dtype, t.kind) == ((n, k), "U4", TensorKind.PARAMETER) and "MatMulNBits" in t.notes[-1]
+        assert tuple(reference[name].dims)[0] == n and t.nbytes == math.prod(reference[name].dims)  # (as stored)
+    assert all(by_name[name].kind is not TensorKind.PARAMETER for name in reference if name.endswith("scales"))
+    return ckpt
+
+
+@pytest.mark.parametrize("precision", ["int4", "fp32"])
+def test_onnxruntime_genai_builds_count_the_model(tmp_path: Path, precision: str) -> None:
+    """onnxruntime-genai's builder (the int4 and fp32 ONNX models of Phi, Llama, Qwen... for onnxruntime-genai): its
+    int4 linear layers are MatMulNBits nodes, B stored uint8 (N, blocks, block bytes), and its RMSNorms after the
+    first are SkipSimplifiedLayerNormalization (the residual add fused). Both read as the model's weights: the count
+    is `num_parameters()` of the model the builder read (the int4 file counted only its embedding and first norm;
+    the fp32 one missed its fused norms), the inferred layers match, no warning."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("onnxruntime_genai") is None or importlib.util.find_spec("transformers") is None:
+        pytest.skip("onnxruntime-genai (and transformers) not installed")
+    root = Path(__file__).resolve().parent.parent.parent  # (the builder's process imports tests.vision)
+    out = tmp_path / precision
+    built = subprocess.run(
+        [sys.executable, "-c", GENAI_BUILDER, str(tmp_path / "hf"), str(out), precision, json.dumps(GENAI_LLAMA)],
+        capture_output=True, text=True, cwd=root,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr[-2000:]
+    count = int(built.stdout.split()[-1])
+    path = out / "model.onnx"
+    packed = _packed_weights(path)
+    layers = GENAI_LLAMA["num_hidden_layers"]  # (q, k and v fused in one: five projections a layer, and the head)
+    assert len(packed) == (5 * layers + 1 if precision == "int4" else 0)
+    ckpt = _assert_packed_read_as_values(path, packed)
+    assert ckpt.n_parameters == count
+    norms = [t for t in ckpt.tensors if t.name.endswith("layernorm.weight")]
+    assert len(norms) == 2 * GENAI_LLAMA["num_hidden_layers"] + 1 and all(t.kind is TensorKind.PARAMETER for t in norms)
+    report = inspect(path)
+    assert report.expectation is not None and report.expectation.matches
+    assert not [f for f in report.findings if f.severity.value != "info"]
+
+
+def test_matmul_nbits_quantizer_keeps_the_export_s_count(tmp_path: Path) -> None:
+    """onnxruntime's MatMulNBitsQuantizer (4 bits, blocks of 32) over torch's dynamo export of a llama, beside its
+    config.json: each MatMul's weight becomes a MatMulNBits B, read as its values, so the count is the float
+    export's (it was the embedding and the norms alone); the family check explains the renamed weights, no warning."""
+    torch, transformers = _exporting(True)
+    quantizer = pytest.importorskip("onnxruntime.quantization.matmul_nbits_quantizer")
+    torch.manual_seed(0)
+    config = transformers.AutoConfig.for_model("llama", **GENAI_LLAMA, use_cache=False)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    path = tmp_path / "model.onnx"
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):  # the exporter's chatter
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (), str(path), kwargs={"input_ids": torch.randint(0, 256, (1, 8))}, dynamo=True)
+    model.config.to_json_file(tmp_path / "config.json")
+    exported = load(path).n_parameters
+    quantized = tmp_path / "q4"
+    quantized.mkdir()
+    q = quantizer.MatMulNBitsQuantizer(onnx.load(str(path)), block_size=32, is_symmetric=False)
+    with contextlib.redirect_stderr(io.StringIO()):  # (its log of each node)
+        q.process()
+    q.model.save_model_to_file(str(quantized / "model.onnx"))
+    model.config.to_json_file(quantized / "config.json")
+    packed = _packed_weights(quantized / "model.onnx")
+    assert len(packed) == 7 * GENAI_LLAMA["num_hidden_layers"] + 1  # (every projection and the head)
+    assert _assert_packed_read_as_values(quantized / "model.onnx", packed).n_parameters == exported
+    report = inspect(quantized / "model.onnx")
+    assert report.expectation is not None and report.expectation.source == "config"
+    assert not [f for f in report.findings if f.severity.value != "info"]
