@@ -244,11 +244,16 @@ def described(side: Sequence[TensorInfo]) -> str:
 
 def packing_of(config: Mapping[str, Any] | None, tensors: Sequence[TensorInfo] = ()) -> tuple[Packing, int] | None:
     """How a config's quantization packs its weights, and the bits of each value (`PACKINGS`), or None: another
-    method, another layout of these, or bits its layout does not pack so. Without a quantization in the config (or
-    without a config), the byte packing whose layout `tensors` hold (`_packing_in`)."""
+    method, another layout of these, or bits its layout does not pack so. Where the config says none of the packings
+    (no quantization, no config, or one whose words name no packing: ModelOpt's mixed precision, a packing a layer),
+    the byte packing whose layout `tensors` hold (`_packing_in`)."""
     quantization = (config or {}).get("quantization_config")
-    if not isinstance(quantization, dict):
-        return _packing_in(tensors) if tensors else None
+    declared = _declared_packing(quantization) if isinstance(quantization, dict) else None
+    return declared or (_packing_in(tensors) if tensors else None)
+
+
+def _declared_packing(quantization: Mapping[str, Any]) -> tuple[Packing, int] | None:
+    """`packing_of` a config's `quantization_config`."""
     method = quantization.get("quant_method")
     if method == COMPRESSED_TENSORS:  # one `format` of packed weights and one `num_bits` for every group of weights
         groups = quantization.get("config_groups")
@@ -263,7 +268,7 @@ def packing_of(config: Mapping[str, Any] | None, tensors: Sequence[TensorInfo] =
         formats.discard(None)
         (layout,) = formats if len(formats) == 1 else (None,)
         bits = found.pop() if len(found) == 1 else None
-    elif method == "modelopt":  # its `quant_algo` (a mixed precision's layers are not read here)
+    elif method == "modelopt":  # its `quant_algo`
         algo = quantization.get("quant_algo")
         layout = MODELOPT_ALGOS.get(algo.lower()) if isinstance(algo, str) else None
         bits = next(iter(PACKINGS[layout].dtypes)) if layout is not None else None

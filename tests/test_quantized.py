@@ -784,8 +784,10 @@ model = transformers.AutoModelForCausalLM.from_config(config)
 model.config.architectures = ["LlamaForCausalLM"]  # (the exporter reads it)
 count = model.num_parameters()
 config = copy.deepcopy(getattr(mtq, sys.argv[1]))
-for extra in sys.argv[4:]:  # a KV cache configuration added to the weights'
-    config["quant_cfg"] = config["quant_cfg"] + getattr(mtq, extra)["quant_cfg"]
+for extra in sys.argv[4:]:  # a KV cache configuration added to the weights', or FP8 for the attention's projections
+    config["quant_cfg"] = config["quant_cfg"] + (getattr(mtq, extra)["quant_cfg"] if extra != "ATTENTION_FP8" else [
+        {"quantizer_name": f"*self_attn*{q}_quantizer", "cfg": {"num_bits": (4, 3), "axis": None}}
+        for q in ("weight", "input")])
 model = mtq.quantize(model, config, lambda m: m(torch.randint(0, 256, (2, 16))))
 export_hf_checkpoint(model, export_dir=sys.argv[2])
 print(count)
@@ -794,11 +796,18 @@ MODELOPT_LLAMA = {**LLAMA, "hidden_size": 128, "intermediate_size": 384}  # (INT
 # ModelOpt's configuration (and the KV cache's) -> the packed weights' dtype, the tensors beside each, whether the
 # layout alone (no config.json) tells the packing
 MODELOPT = {
-    "NVFP4_DEFAULT_CFG": ("F4", {"weight_scale", "weight_scale_2", "input_scale"}, True, ()),
-    "W4A16_NVFP4_CFG": ("F4", {"weight_scale", "weight_scale_2"}, True, ()),
-    "MXFP4_DEFAULT_CFG": ("F4", {"weight_scale"}, True, ()),
-    "INT4_AWQ_CFG": ("I4", {"weight_scale", "pre_quant_scale"}, False, ()),
-    "FP8_DEFAULT_CFG": ("F8_E4M3", {"weight_scale", "input_scale", "k_scale", "v_scale"}, True, ("FP8_KV_CFG",)),
+    "NVFP4_DEFAULT_CFG": ({"F4"}, {"weight_scale", "weight_scale_2", "input_scale"}, True, ()),
+    "W4A16_NVFP4_CFG": ({"F4"}, {"weight_scale", "weight_scale_2"}, True, ()),
+    "MXFP4_DEFAULT_CFG": ({"F4"}, {"weight_scale"}, True, ()),
+    "INT4_AWQ_CFG": ({"I4"}, {"weight_scale", "pre_quant_scale"}, False, ()),
+    "FP8_DEFAULT_CFG": ({"F8_E4M3"}, {"weight_scale", "input_scale", "k_scale", "v_scale"}, True, ("FP8_KV_CFG",)),
+    # (its quant_algo MIXED_PRECISION, the layers' algorithms in `quantized_layers`: the layout tells the NVFP4 ones)
+    "NVFP4_DEFAULT_CFG+ATTENTION_FP8": (
+        {"F4", "F8_E4M3"},
+        {"weight_scale", "weight_scale_2", "input_scale"},
+        True,
+        ("ATTENTION_FP8",),
+    ),
 }
 
 
@@ -815,10 +824,11 @@ def test_modelopt_exports_count_their_values_and_scales(tmp_path: Path, config: 
 
     if importlib.util.find_spec("modelopt") is None:
         pytest.skip("nvidia-modelopt is not installed")
-    dtype, beside, by_layout, kv = MODELOPT[config]
+    dtypes, beside, by_layout, extra = MODELOPT[config]
     root = Path(__file__).resolve().parent.parent  # (the writer imports tests.vision)
     written = subprocess.run(
-        [sys.executable, "-c", MODELOPT_WRITER, config, str(tmp_path), json.dumps(MODELOPT_LLAMA), *kv],
+        [sys.executable, "-c", MODELOPT_WRITER, config.partition("+")[0], str(tmp_path), json.dumps(MODELOPT_LLAMA),
+         *extra],
         capture_output=True, text=True, cwd=root,
     )  # fmt: skip
     assert written.returncode == 0, written.stderr[-2000:]
@@ -832,10 +842,12 @@ def test_modelopt_exports_count_their_values_and_scales(tmp_path: Path, config: 
     side = side_tensors(report.checkpoint.tensors)
     assert {t.name.rpartition(".")[2] for t in side} == beside
     kv_scales = [t.name.rpartition(".")[0] for t in side if t.name.endswith(("k_scale", "v_scale"))]
-    assert {name.rpartition(".")[2] for name in kv_scales} == ({"k_proj", "v_proj"} if kv else set())
+    cache = "FP8_KV_CFG" in extra
+    assert {name.rpartition(".")[2] for name in kv_scales} == ({"k_proj", "v_proj"} if cache else set())
     ckpt = report.checkpoint
-    weights = [t for t in ckpt.tensors if t.name.endswith(".weight") and t.dtype == dtype]
+    weights = [t for t in ckpt.tensors if t.name.endswith(".weight") and t.dtype in dtypes]
     assert len(weights) == LINEARS and all(t.shape == shapes[t.name] for t in weights)
+    assert {t.dtype for t in weights} == dtypes
     assert ckpt.n_parameters == float_count + sum(t.n_elements for t in side)
     exp = report.expectation
     assert exp is not None and exp.source == "config" and exp.matches and not exp.anomalies
