@@ -301,7 +301,7 @@ def _packing_in(tensors: Sequence[TensorInfo]) -> tuple[Packing, int] | None:
             if t.dtype != packing.storage or not name.endswith(suffix) or len(t.shape) < 2:
                 continue
             beside = by_name.get(name.removesuffix(packing.weight) + scale)
-            values = t.shape[-1] * 8 // bits
+            values = t.shape[-1] * 8 // bits  # (the byte packings': their values along the last axis)
             if (
                 beside is not None
                 and beside.dtype == dtype
