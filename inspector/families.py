@@ -374,6 +374,20 @@ def _clip_tower(prefix: str, placeholder: str, d: str, ff: str) -> tuple[Part, .
     )
 
 
+def _mamba_mixer(mixer: str) -> tuple[Part, ...]:
+    """A Mamba (1) mixer's parts (`layers.{i}.<mixer>`: in_proj to x and the gate, a depthwise conv1d over x, x_proj to
+    the time-step rank and B and C, dt_proj, per-channel A_log and D, out_proj): Mamba's `mixer`, Jamba's `mamba`."""
+    return (
+        _linear(f"layers.{{i}}.{mixer}.in_proj", "d_model", "inner*2", "ssm_bias", role="dense"),
+        Part(f"layers.{{i}}.{mixer}.conv1d", "conv", ("inner", 1, "conv_kernel"), "conv_bias"),
+        _linear(f"layers.{{i}}.{mixer}.x_proj", "inner", "x_dim", role="dense"),
+        _linear(f"layers.{{i}}.{mixer}.dt_proj", "dt_rank", "inner", "dt_bias", role="dense"),
+        _linear(f"layers.{{i}}.{mixer}.out_proj", "inner", "d_model", "ssm_bias", role="dense"),
+        Part(f"layers.{{i}}.{mixer}.A_log", "tensor", ("inner", "state"), role="learned_tensor"),
+        Part(f"layers.{{i}}.{mixer}.D", "tensor", ("inner",), role="learned_tensor"),
+    )
+
+
 def _mamba_derive(h: dict[str, Any]) -> None:
     """Mamba's sizes as MambaConfig relates them: inner = expand x d_model, the time-step rank ceil(d_model / 16),
     x_proj's output the rank and two state vectors (B and C); MambaConfig's defaults for what nothing gave."""
@@ -709,6 +723,26 @@ def _nemotron_h_derive(h: dict[str, Any]) -> None:
     for kind in ("attention_layers", "mlp_layers", "moe_layers"):
         h.setdefault(kind, [])
     _other_layers(h, "mamba_layers", "attention_layers", "mlp_layers", "moe_layers")
+    derive_transformer(h)
+
+
+def _jamba_derive(h: dict[str, Any]) -> None:
+    """Jamba's Mamba sizes as Mamba's (`_mamba_derive`: JambaConfig's mamba_* defaults are MambaConfig's), its MLP's
+    width read off its experts (both are intermediate_size) where no layer holds a dense MLP, and its layers' kinds
+    where the file did not say, as JambaConfig places them: attention every `attn_period`-th layer from `attn_offset`
+    (8 and 4), Mamba in the others; experts every `expert_period`-th from `expert_offset` (2 and 1) where there is
+    more than one, a gated MLP in the others."""
+    _mamba_derive(h)
+    if not h.get("feedforward") and h.get("experts_ff"):
+        h["feedforward"] = h["experts_ff"]
+    layers = range(int(h.get("layers") or 0))
+    period, offset = int(h.get("attn_period") or 8), int(h.get("attn_offset") or 4)
+    h.setdefault("attention_layers", [i for i in layers if i % period == offset])
+    _other_layers(h, "mamba_layers", "attention_layers")
+    period, offset = int(h.get("expert_period") or 2), int(h.get("expert_offset") or 1)
+    moe = int(h.get("experts") or 0) > 1
+    h.setdefault("moe_layers", [i for i in layers if moe and i % period == offset])
+    _other_layers(h, "dense_layers", "moe_layers")
     derive_transformer(h)
 
 
@@ -1514,6 +1548,112 @@ FAMILIES: tuple[Family, ...] = (
             ),
         )
     ),
+    *(
+        Family(
+            name,
+            f"Jamba{how}: Mamba layers (Mamba's mixer, RMSNorms over its time step, B and C) and, every "
+            "`attn_period`-th, grouped-query attention; every `expert_period`-th layer a router and `experts` gated "
+            f"experts{experts}, the others a gated MLP",
+            ("jamba",),
+            ("model.", ""),
+            (
+                Part("embed_tokens", "embedding", ("vocab", "d_model")),
+                _norm("final_layernorm"),
+                _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+                _norm("layers.{i}.input_layernorm"),
+                _norm("layers.{i}.pre_ff_layernorm"),
+                *(
+                    replace(p, over="mamba_layers")
+                    for p in (
+                        *_mamba_mixer("mamba"),
+                        _norm("layers.{i}.mamba.dt_layernorm", "dt_rank"),
+                        _norm("layers.{i}.mamba.b_layernorm", "state"),
+                        _norm("layers.{i}.mamba.c_layernorm", "state"),
+                    )
+                ),
+                # (a kind of layer a small Jamba may have none of: 2 layers have no attention, one expert no MoE)
+                *(
+                    replace(p, when="attention", over="attention_layers")
+                    for p in _attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj")
+                ),
+                *(
+                    replace(p, when="moe", over="moe_layers")
+                    for p in (_linear("layers.{i}.feed_forward.router", "d_model", "experts"), *expert_parts)
+                ),
+                *(
+                    replace(p, when="dense_mlp", over="dense_layers")
+                    for p in (
+                        _linear("layers.{i}.feed_forward.gate_proj", "d_model", "feedforward"),
+                        _linear("layers.{i}.feed_forward.up_proj", "d_model", "feedforward"),
+                        _linear("layers.{i}.feed_forward.down_proj", "feedforward", "d_model"),
+                    )
+                ),
+            ),
+            {
+                "vocab": ("embed_tokens", 0),
+                "d_model": ("embed_tokens", 1),
+                "inner": ("layers.0.mamba.A_log", 0),
+                "state": ("layers.0.mamba.A_log", 1),
+                "dt_rank": ("layers.0.mamba.dt_proj", 1),
+                "x_dim": ("layers.0.mamba.x_proj", 0),
+                "conv_kernel": ("layers.0.mamba.conv1d", 2),
+                "q_dim": ("layers.0.self_attn.q_proj", 0),
+                "kv_dim": ("layers.0.self_attn.k_proj", 0),
+                "feedforward": ("layers.0.feed_forward.up_proj", 0),
+                "experts": ("layers.0.feed_forward.router", 0),
+                "experts_ff": experts_ff,  # (the MLP's width where no layer holds a dense MLP)
+            },
+            {
+                **DECODER_DEFAULTS,
+                "ssm_bias": False,
+                "conv_bias": True,
+                "dt_bias": True,
+                "attention": True,
+                "moe": True,
+                "dense_mlp": True,
+            },
+            {
+                "mamba_d_state": "state",
+                "mamba_d_conv": "conv_kernel",
+                "mamba_expand": "expand",
+                "mamba_dt_rank": "dt_rank",
+                "mamba_conv_bias": "conv_bias",
+                "mamba_proj_bias": "ssm_bias",
+                "attn_layer_period": "attn_period",
+                "attn_layer_offset": "attn_offset",
+                "expert_layer_period": "expert_period",
+                "expert_layer_offset": "expert_offset",
+            },
+            derive=_jamba_derive,
+        )
+        for name, how, experts, expert_parts, experts_ff in (
+            (
+                "jamba",
+                "",
+                " of feedforward (gate_proj, up_proj, down_proj each)",
+                (
+                    _linear("layers.{i}.feed_forward.experts.{e}.gate_proj", "d_model", "feedforward"),
+                    _linear("layers.{i}.feed_forward.experts.{e}.up_proj", "d_model", "feedforward"),
+                    _linear("layers.{i}.feed_forward.experts.{e}.down_proj", "feedforward", "d_model"),
+                ),
+                ("layers.0.feed_forward.experts.0.up_proj", 0),
+            ),
+            (
+                "jamba-fused",
+                " as transformers 5 holds it (torch.save of its state dict)",
+                " fused into gate_up_proj (experts, 2 ff, d) and down_proj (experts, d, ff)",
+                (
+                    Part(
+                        "layers.{i}.feed_forward.experts.gate_up_proj",
+                        "tensor",
+                        ("experts", "feedforward*2", "d_model"),
+                    ),
+                    Part("layers.{i}.feed_forward.experts.down_proj", "tensor", ("experts", "d_model", "feedforward")),
+                ),
+                ("layers.0.feed_forward.experts.down_proj", 2),
+            ),
+        )
+    ),
     Family(
         "gpt2",
         "GPT-2: token and position embeddings, fused qkv (Conv1D, (in, out) weights), pre-norm blocks, tied LM head",
@@ -1848,13 +1988,7 @@ FAMILIES: tuple[Family, ...] = (
         (
             Part("embeddings", "embedding", ("vocab", "d_model")),
             _norm("layers.{i}.norm"),
-            _linear("layers.{i}.mixer.in_proj", "d_model", "inner*2", "ssm_bias", role="dense"),
-            Part("layers.{i}.mixer.conv1d", "conv", ("inner", 1, "conv_kernel"), "conv_bias"),
-            _linear("layers.{i}.mixer.x_proj", "inner", "x_dim", role="dense"),
-            _linear("layers.{i}.mixer.dt_proj", "dt_rank", "inner", "dt_bias", role="dense"),
-            _linear("layers.{i}.mixer.out_proj", "inner", "d_model", "ssm_bias", role="dense"),
-            Part("layers.{i}.mixer.A_log", "tensor", ("inner", "state"), role="learned_tensor"),
-            Part("layers.{i}.mixer.D", "tensor", ("inner",), role="learned_tensor"),
+            *_mamba_mixer("mixer"),
             _norm("norm_f"),
             _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embeddings"),
         ),

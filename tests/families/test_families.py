@@ -248,6 +248,9 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
             "experts=256",
             228_689_748_992,
         ),
+        # JambaForCausalLM(JambaConfig()): Jamba-v0.1's sizes (attention in every 8th layer from the 5th, 16 experts in
+        # every second layer from the 2nd, gated MLPs in the others)
+        ("jamba vocab=65536 d_model=4096 layers=32 heads=32 kv_heads=8 feedforward=14336 experts=16", 51_570_323_328),
         # GPTBigCodeForCausalLM at StarCoder's sizes (multi-query: one key/value head)
         (
             "gpt_bigcode vocab=49152 positions=8192 d_model=6144 layers=40 heads=48 kv_heads=1 feedforward=24576",
@@ -508,6 +511,7 @@ def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
         ("gpt_oss", "gpt_oss"),
         ("lfm2", "lfm2"),
         ("minimax_m2", "minimax_m2-fused"),
+        ("jamba", "jamba-fused"),
     ],
 )
 def test_the_new_families_state_dicts_in_transformers_names(zoo, case: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

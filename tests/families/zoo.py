@@ -299,6 +299,12 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         {**SMALL_DECODER, "head_dim": 8, "num_local_experts": 4, "num_experts_per_tok": 2},
     ),
+    # Jamba: Mamba layers 0, 1 and 3, attention in layer 2 (attn_layer_period 4, offset 2); a gated MLP in layers 0
+    # and 2, a router and 4 experts in layers 1 and 3
+    "jamba": (
+        "AutoModelForCausalLM",
+        {**SMALL_DECODER, "num_hidden_layers": 4, "num_experts": 4, "attn_layer_period": 4, "attn_layer_offset": 2},
+    ),
     "exaone": ("AutoModelForCausalLM", {**SMALL_DECODER, "num_layers": 2}),  # Llama's layers under GPT-2-like names
     "glm4_moe": (  # Llama-style attention with q/k/v biases and per-head q/k norms, DeepSeek's MoE layers
         "AutoModelForCausalLM",
