@@ -402,17 +402,19 @@ def _mamba_derive(h: dict[str, Any]) -> None:
         h["x_dim"] = h["dt_rank"] + 2 * h["state"]
 
 
-def _mamba2_mixer(heads: str, inner: str, conv: str, in_dim: str) -> tuple[Part, ...]:
-    """A Mamba-2 mixer's parts (`layers.{i}.mixer`: the fused in_proj, the conv1d over x, B and C, per-head dt_bias,
-    A_log and D, the gated norm, out_proj), sized by the words given (Nemotron-H's stand beside its attention's)."""
+def _mamba2_mixer(heads: str, inner: str, conv: str, in_dim: str, mixer: str = "mixer") -> tuple[Part, ...]:
+    """A Mamba-2 mixer's parts (`layers.{i}.<mixer>`: the fused in_proj, the conv1d over x, B and C, per-head dt_bias,
+    A_log and D, the gated norm, out_proj), sized by the words given (Nemotron-H's and Falcon-H1's stand beside their
+    attention's); Mamba-2's and Nemotron-H's `mixer`, Falcon-H1's `mamba`."""
+    layer = f"layers.{{i}}.{mixer}"
     return (
-        _linear("layers.{i}.mixer.in_proj", "d_model", in_dim, "ssm_bias", role="dense"),
-        Part("layers.{i}.mixer.conv1d", "conv", (conv, 1, "conv_kernel"), "conv_bias"),
-        Part("layers.{i}.mixer.dt_bias", "tensor", (heads,), role="learned_tensor"),
-        Part("layers.{i}.mixer.A_log", "tensor", (heads,), role="learned_tensor"),
-        Part("layers.{i}.mixer.D", "tensor", (heads,), role="learned_tensor"),
-        _norm("layers.{i}.mixer.norm", inner),
-        _linear("layers.{i}.mixer.out_proj", inner, "d_model", "ssm_bias", role="dense"),
+        _linear(f"{layer}.in_proj", "d_model", in_dim, "ssm_bias", role="dense"),
+        Part(f"{layer}.conv1d", "conv", (conv, 1, "conv_kernel"), "conv_bias"),
+        Part(f"{layer}.dt_bias", "tensor", (heads,), role="learned_tensor"),
+        Part(f"{layer}.A_log", "tensor", (heads,), role="learned_tensor"),
+        Part(f"{layer}.D", "tensor", (heads,), role="learned_tensor"),
+        _norm(f"{layer}.norm", inner),
+        _linear(f"{layer}.out_proj", inner, "d_model", "ssm_bias", role="dense"),
     )
 
 
@@ -743,6 +745,24 @@ def _jamba_derive(h: dict[str, Any]) -> None:
     moe = int(h.get("experts") or 0) > 1
     h.setdefault("moe_layers", [i for i in layers if moe and i % period == offset])
     _other_layers(h, "dense_layers", "moe_layers")
+    derive_transformer(h)
+
+
+def _falcon_h1_derive(h: dict[str, Any]) -> None:
+    """Falcon-H1's Mamba-2 widths (`_mamba2_widths`, under Nemotron-H's words for them): its inner width the config's
+    `mamba_d_ssm`, else `mamba_expand` x d_model, a head's the inner width over the heads where `mamba_d_head` is
+    "auto"; FalconH1Config's defaults for the rest. Where a config states the sizes, the convolution's and in_proj's
+    widths are its (the state and groups no tensor shows alone), not the file's."""
+    if h.get("from_shapes") is False:
+        h.pop("ssm_conv", None)
+        h.pop("ssm_in", None)
+    for name, value in (("ssm_heads", 128), ("groups", 1), ("state", 256), ("conv_kernel", 4), ("expand", 2)):
+        h.setdefault(name, value)
+    if h.get("d_model") and not h.get("ssm_inner") and not h.get("ssm_head_dim"):
+        h["ssm_inner"] = int(h["expand"]) * int(h["d_model"])
+    if h.get("ssm_inner") and not h.get("ssm_head_dim"):
+        h["ssm_head_dim"] = int(h["ssm_inner"]) // int(h["ssm_heads"])
+    _mamba2_widths(h, "ssm_heads", "ssm_head_dim", "ssm_inner", "ssm_conv", "ssm_in")
     derive_transformer(h)
 
 
@@ -1653,6 +1673,56 @@ FAMILIES: tuple[Family, ...] = (
                 ("layers.0.feed_forward.experts.down_proj", 2),
             ),
         )
+    ),
+    Family(
+        "falcon_h1",
+        "Falcon-H1: in every layer a Mamba-2 mixer (fused in_proj, conv1d, per-head A_log, D and dt_bias, the gated "
+        "norm where `mamba_rms_norm`, out_proj) beside grouped-query attention, after one norm, then a gated MLP",
+        ("falcon_h1",),
+        ("model.", ""),
+        (
+            Part("embed_tokens", "embedding", ("vocab", "d_model")),
+            _norm("final_layernorm"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+            _norm("layers.{i}.input_layernorm"),
+            *(
+                replace(p, when="ssm_norm") if p.path.endswith(".norm") else p
+                for p in _mamba2_mixer("ssm_heads", "ssm_inner", "ssm_conv", "ssm_in", "mamba")[:-1]
+            ),
+            # (its bias `projectors_bias`, not in_proj's `mamba_proj_bias`)
+            _linear("layers.{i}.mamba.out_proj", "ssm_inner", "d_model", "projectors_bias", role="dense"),
+            *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+            _norm("layers.{i}.pre_ff_layernorm"),
+            _linear("layers.{i}.feed_forward.gate_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.feed_forward.up_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.feed_forward.down_proj", "feedforward", "d_model", "mlp_bias"),
+        ),
+        {
+            "vocab": ("embed_tokens", 0),
+            "d_model": ("embed_tokens", 1),
+            "ssm_heads": ("layers.0.mamba.A_log", 0),
+            "ssm_inner": ("layers.0.mamba.out_proj", 1),
+            "ssm_in": ("layers.0.mamba.in_proj", 0),
+            "ssm_conv": ("layers.0.mamba.conv1d", 0),
+            "conv_kernel": ("layers.0.mamba.conv1d", 2),
+            "q_dim": ("layers.0.self_attn.q_proj", 0),
+            "kv_dim": ("layers.0.self_attn.k_proj", 0),
+            "feedforward": ("layers.0.feed_forward.up_proj", 0),
+        },
+        {**DECODER_DEFAULTS, "ssm_bias": False, "projectors_bias": False, "conv_bias": True, "ssm_norm": False},
+        {
+            "mamba_d_ssm": "ssm_inner",
+            "mamba_n_heads": "ssm_heads",
+            "mamba_d_head": "ssm_head_dim",
+            "mamba_n_groups": "groups",
+            "mamba_d_state": "state",
+            "mamba_d_conv": "conv_kernel",
+            "mamba_expand": "expand",
+            "mamba_conv_bias": "conv_bias",
+            "mamba_proj_bias": "ssm_bias",
+        },
+        derive=_falcon_h1_derive,
+        uniform=True,
     ),
     Family(
         "gpt2",

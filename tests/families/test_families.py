@@ -29,6 +29,7 @@ FAMILY = {
     "olmo3": "olmo2",
     "starcoder2+no_bias": "starcoder2",
     "phi+qk_norm": "phi",
+    "falcon_h1+no_norm": "falcon_h1",
     **dict.fromkeys(("cohere+qk_norm", "cohere2"), "cohere"),
     "gpt_bigcode+mha": "gpt_bigcode",
     "jais2": "arcee",
@@ -251,6 +252,13 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
         # JambaForCausalLM(JambaConfig()): Jamba-v0.1's sizes (attention in every 8th layer from the 5th, 16 experts in
         # every second layer from the 2nd, gated MLPs in the others)
         ("jamba vocab=65536 d_model=4096 layers=32 heads=32 kv_heads=8 feedforward=14336 experts=16", 51_570_323_328),
+        # FalconH1ForCausalLM(FalconH1Config()): Mamba-2 of 128 heads over mamba_d_ssm=1,024 beside attention in every
+        # layer (no gated norm: mamba_rms_norm is false)
+        (
+            "falcon_h1 vocab=128000 d_model=4096 layers=32 heads=32 kv_heads=8 feedforward=14336 ssm_inner=1024 "
+            "ssm_heads=128 state=256 groups=1",
+            8_514_961_408,
+        ),
         # GPTBigCodeForCausalLM at StarCoder's sizes (multi-query: one key/value head)
         (
             "gpt_bigcode vocab=49152 positions=8192 d_model=6144 layers=40 heads=48 kv_heads=1 feedforward=24576",
@@ -512,6 +520,7 @@ def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
         ("lfm2", "lfm2"),
         ("minimax_m2", "minimax_m2-fused"),
         ("jamba", "jamba-fused"),
+        ("falcon_h1", "falcon_h1"),
     ],
 )
 def test_the_new_families_state_dicts_in_transformers_names(zoo, case: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -305,6 +305,23 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         {**SMALL_DECODER, "num_hidden_layers": 4, "num_experts": 4, "attn_layer_period": 4, "attn_layer_offset": 2},
     ),
+    # Falcon-H1: Mamba-2 (4 heads of 8, 2 groups) beside attention in every layer; the gated norm (mamba_rms_norm), and
+    # without it
+    "falcon_h1": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "mamba_d_ssm": 32,
+            "mamba_n_heads": 4,
+            "mamba_n_groups": 2,
+            "mamba_d_state": 8,
+            "mamba_rms_norm": True,
+        },
+    ),
+    "falcon_h1+no_norm": (
+        "AutoModelForCausalLM",
+        {**SMALL_DECODER, "mamba_d_ssm": 32, "mamba_n_heads": 4, "mamba_d_state": 8, "head_dim": 16},
+    ),
     "exaone": ("AutoModelForCausalLM", {**SMALL_DECODER, "num_layers": 2}),  # Llama's layers under GPT-2-like names
     "glm4_moe": (  # Llama-style attention with q/k/v biases and per-head q/k norms, DeepSeek's MoE layers
         "AutoModelForCausalLM",
