@@ -766,6 +766,56 @@ def _falcon_h1_derive(h: dict[str, Any]) -> None:
     derive_transformer(h)
 
 
+# LFM2's layers but their feed-forward (LFM2-MoE's too): gated short convolutions in some, grouped-query attention with
+# per-head q/k norms in the others, each checked in the layers holding it
+LFM2_LAYER = (
+    Part("embed_tokens", "embedding", ("vocab", "d_model")),
+    _norm("embedding_norm"),
+    _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+    _norm("layers.{i}.operator_norm"),
+    _norm("layers.{i}.ffn_norm"),
+    *(
+        replace(p, over="conv_layers")
+        for p in (
+            Part("layers.{i}.conv.conv", "conv", ("d_model", 1, "conv_cache"), "conv_bias"),
+            _linear("layers.{i}.conv.in_proj", "d_model", "d_model*3", "conv_bias"),
+            _linear("layers.{i}.conv.out_proj", "d_model", "d_model", "conv_bias"),
+        )
+    ),
+    *(
+        replace(p, over="attention_layers")
+        for p in (
+            *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "out_proj"),
+            _norm("layers.{i}.self_attn.q_layernorm", "head_dim"),
+            _norm("layers.{i}.self_attn.k_layernorm", "head_dim"),
+        )
+    ),
+)
+LFM2_MLP = (  # its SwiGLU feed-forward
+    _linear("layers.{i}.feed_forward.w1", "d_model", "feedforward", role=FFN_GATE),
+    _linear("layers.{i}.feed_forward.w3", "d_model", "feedforward", role=FFN_UP),
+    _linear("layers.{i}.feed_forward.w2", "feedforward", "d_model", role=FFN_DOWN),
+)
+LFM2_READS = {
+    "vocab": ("embed_tokens", 0),
+    "d_model": ("embed_tokens", 1),
+    "q_dim": ("layers.0.self_attn.q_proj", 0),
+    "kv_dim": ("layers.0.self_attn.k_proj", 0),
+    "head_dim": ("layers.0.self_attn.q_layernorm", 0),
+    "conv_cache": ("layers.0.conv.conv", 2),
+}
+LFM2_CONFIG = {"conv_L_cache": "conv_cache", "conv_bias": "conv_bias"}
+
+
+def _lfm2_moe_derive(h: dict[str, Any]) -> None:
+    """LFM2-MoE's layers as LFM2's (`_lfm2_derive`), its MoE layers where the file did not say: all but the first
+    `first_dense` (Lfm2MoeConfig's 2), which hold a SwiGLU feed-forward of its intermediate_size."""
+    _lfm2_derive(h)
+    first = int(h.get("first_dense") or 2)
+    h.setdefault("moe_layers", list(range(first, int(h.get("layers") or 0))))
+    _other_layers(h, "dense_layers", "moe_layers")
+
+
 # Mixtral in its three layouts (the hub's per-expert modules, transformers 5's fused experts, llama.cpp's stacked
 # ones); MiniMax-M2 is each with q/k norms over the whole projections (`_whole_qk_norms`)
 MIXTRAL_FAMILIES = (
@@ -1361,50 +1411,74 @@ FAMILIES: tuple[Family, ...] = (
         "embedding_norm",
         ("lfm2",),
         ("model.", ""),
-        (
-            Part("embed_tokens", "embedding", ("vocab", "d_model")),
-            _norm("embedding_norm"),
-            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
-            _norm("layers.{i}.operator_norm"),
-            _norm("layers.{i}.ffn_norm"),
-            *(
-                replace(p, over="conv_layers")
-                for p in (
-                    Part("layers.{i}.conv.conv", "conv", ("d_model", 1, "conv_cache"), "conv_bias"),
-                    _linear("layers.{i}.conv.in_proj", "d_model", "d_model*3", "conv_bias"),
-                    _linear("layers.{i}.conv.out_proj", "d_model", "d_model", "conv_bias"),
-                )
-            ),
-            *(
-                replace(p, over="attention_layers")
-                for p in (
-                    *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "out_proj"),
-                    _norm("layers.{i}.self_attn.q_layernorm", "head_dim"),
-                    _norm("layers.{i}.self_attn.k_layernorm", "head_dim"),
-                )
-            ),
-            _linear("layers.{i}.feed_forward.w1", "d_model", "feedforward", role=FFN_GATE),
-            _linear("layers.{i}.feed_forward.w3", "d_model", "feedforward", role=FFN_UP),
-            _linear("layers.{i}.feed_forward.w2", "feedforward", "d_model", role=FFN_DOWN),
-        ),
-        {
-            "vocab": ("embed_tokens", 0),
-            "d_model": ("embed_tokens", 1),
-            "q_dim": ("layers.0.self_attn.q_proj", 0),
-            "kv_dim": ("layers.0.self_attn.k_proj", 0),
-            "head_dim": ("layers.0.self_attn.q_layernorm", 0),
-            "feedforward": ("layers.0.feed_forward.w1", 0),
-            "conv_cache": ("layers.0.conv.conv", 2),
-        },
+        (*LFM2_LAYER, *LFM2_MLP),
+        {**LFM2_READS, "feedforward": ("layers.0.feed_forward.w1", 0)},
         {**DECODER_DEFAULTS, "tied": True, "conv_bias": False},
         {
-            "conv_L_cache": "conv_cache",
-            "conv_bias": "conv_bias",
+            **LFM2_CONFIG,
             "block_auto_adjust_ff_dim": "ff_auto",
             "block_ffn_dim_multiplier": "ff_multiplier",
             "block_multiple_of": "ff_multiple",
         },
         derive=_lfm2_derive,
+    ),
+    *(
+        Family(
+            name,
+            f"LFM2-MoE (Liquid){how}: LFM2's layers (gated short convolutions or attention with per-head q/k norms); a "
+            "SwiGLU feed-forward (w1, w3, w2) in the first `first_dense` layers, a router and `experts` SwiGLU experts "
+            f"of expert_ff{experts} in the others",
+            ("lfm2_moe",),
+            ("model.", ""),
+            (
+                *LFM2_LAYER,
+                *(replace(p, when="dense_mlp", over="dense_layers") for p in LFM2_MLP),
+                *(
+                    replace(p, over="moe_layers")
+                    for p in (_linear("layers.{i}.feed_forward.gate", "d_model", "experts"), *expert_parts)
+                ),
+                # the router's score correction (`use_expert_bias`): a buffer in transformers, so no part of the model
+                # where the file's tensors are read so; where they are read as a parameter (no rule makes this name a
+                # buffer), the file's own tensor, counted as it is counted
+                Part(
+                    "layers.{i}.feed_forward.expert_bias", "tensor", ("experts",), when="expert_bias", over="moe_layers"
+                ),
+            ),
+            {
+                **LFM2_READS,
+                "feedforward": ("layers.0.feed_forward.w1", 0),
+                "experts": ("layers.0.feed_forward.gate", 0),
+                "expert_ff": expert_ff,
+            },
+            {**DECODER_DEFAULTS, "tied": True, "conv_bias": False, "dense_mlp": True},
+            {**LFM2_CONFIG, "num_dense_layers": "first_dense"},
+            derive=_lfm2_moe_derive,
+        )
+        for name, how, experts, expert_parts, expert_ff in (
+            (
+                "lfm2_moe",
+                "",
+                " (w1, w3, w2 each)",
+                (
+                    _linear("layers.{i}.feed_forward.experts.{e}.w1", "d_model", "expert_ff", role=FFN_GATE),
+                    _linear("layers.{i}.feed_forward.experts.{e}.w3", "d_model", "expert_ff", role=FFN_UP),
+                    _linear("layers.{i}.feed_forward.experts.{e}.w2", "expert_ff", "d_model", role=FFN_DOWN),
+                ),
+                ("layers.0.feed_forward.experts.0.w1", 0),
+            ),
+            (
+                "lfm2_moe-fused",
+                " as transformers 5 holds it (torch.save of its state dict)",
+                " fused into gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
+                (
+                    Part(
+                        "layers.{i}.feed_forward.experts.gate_up_proj", "tensor", ("experts", "expert_ff*2", "d_model")
+                    ),
+                    Part("layers.{i}.feed_forward.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
+                ),
+                ("layers.0.feed_forward.experts.down_proj", 2),
+            ),
+        )
     ),
     *(
         Family(

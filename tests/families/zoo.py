@@ -265,6 +265,21 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         {**SMALL_DECODER, "num_hidden_layers": 4, "layer_types": ["conv", "full_attention"] * 2},
     ),
+    # LFM2-MoE: LFM2's layers (convolutions in 0 and 2, attention in 1 and 3), a SwiGLU feed-forward in the first
+    # (num_dense_layers), a router and 4 experts of 16 in the others; without the router's expert_bias, a buffer no kind
+    # rule names yet (tests/families/test_families.py: test_lfm2_moe_router_correction_is_matched_as_the_file_holds_it)
+    "lfm2_moe": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "num_hidden_layers": 4,
+            "layer_types": ["conv", "full_attention"] * 2,
+            "num_dense_layers": 1,
+            "num_experts": 4,
+            "moe_intermediate_size": 16,
+            "use_expert_bias": False,
+        },
+    ),
     # gpt-oss as transformers writes it: fused experts with a bias per expert, attention sinks, a router with a bias
     "gpt_oss": (
         "AutoModelForCausalLM",
