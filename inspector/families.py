@@ -1883,6 +1883,31 @@ FAMILIES: tuple[Family, ...] = (
         {"tied": True, "attention_bias": False, "norm_shift": True, "head_bias": False},
     ),
     Family(
+        "mpt",
+        "MPT: ALiBi (no position table), pre-norm blocks (norm_1, a fused Wqkv and out_proj, norm_2, a two-layer MLP "
+        "up_proj/down_proj), LayerNorms and projections without biases (`no_bias`: the file says), a tied LM head",
+        ("mpt",),
+        ("transformer.", ""),
+        (
+            Part("wte", "embedding", ("vocab", "d_model")),
+            _norm("blocks.{i}.norm_1"),
+            _linear("blocks.{i}.attn.Wqkv", "d_model", "qkv_dim", "attention_bias"),
+            _linear("blocks.{i}.attn.out_proj", "d_model", "d_model", "attention_bias", role="attention_output"),
+            _norm("blocks.{i}.norm_2"),
+            _linear("blocks.{i}.ffn.up_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("blocks.{i}.ffn.down_proj", "feedforward", "d_model", "mlp_bias"),
+            _norm("norm_f"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="wte"),
+        ),
+        {
+            "vocab": ("wte", 0),
+            "d_model": ("wte", 1),
+            "qkv_dim": ("blocks.0.attn.Wqkv", 0),
+            "feedforward": ("blocks.0.ffn.up_proj", 0),
+        },  # fmt: skip
+        {"tied": True, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
+    ),
+    Family(
         "opt",
         "OPT: learned positions (offset 2), pre-norm decoder layers with biases, tied LM head",
         ("opt",),

@@ -101,6 +101,7 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             max_position_embeddings=64,
         ),
     ),
+    "mpt": ("AutoModelForCausalLM", dict(d_model=32, n_layers=2, n_heads=4, max_seq_len=64)),  # (its MLP 4 x d_model)
     "bloom": ("AutoModelForCausalLM", dict(hidden_size=32, n_layer=2, n_head=4)),
     "gpt2": ("AutoModelForCausalLM", dict(n_embd=32, n_layer=2, n_head=4, n_positions=64)),
     "bert": (
