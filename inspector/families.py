@@ -1857,6 +1857,30 @@ FAMILIES: tuple[Family, ...] = (
         {"tied": False, "attention_bias": False, "mlp_bias": True, "norm_shift": True, "head_bias": True},
     ),
     Family(
+        "codegen",
+        "CodeGen: GPT-J's blocks (one LayerNorm, attention and MLP in parallel, an untied LM head with a bias) with "
+        "q, k and v fused into one bias-free qkv_proj",
+        ("codegen",),
+        ("transformer.", ""),
+        (
+            Part("wte", "embedding", ("vocab", "d_model")),
+            _norm("h.{i}.ln_1"),
+            _linear("h.{i}.attn.qkv_proj", "d_model", "qkv_dim", "attention_bias"),
+            _linear("h.{i}.attn.out_proj", "d_model", "d_model", "attention_bias", role="attention_output"),
+            _linear("h.{i}.mlp.fc_in", "d_model", "feedforward", "mlp_bias"),
+            _linear("h.{i}.mlp.fc_out", "feedforward", "d_model", "mlp_bias"),
+            _norm("ln_f"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="wte"),
+        ),
+        {
+            "vocab": ("wte", 0),
+            "d_model": ("wte", 1),
+            "qkv_dim": ("h.0.attn.qkv_proj", 0),
+            "feedforward": ("h.0.mlp.fc_in", 0),
+        },  # fmt: skip
+        {"tied": False, "attention_bias": False, "mlp_bias": True, "norm_shift": True, "head_bias": True},
+    ),
+    Family(
         "falcon",
         "Falcon: fused query_key_value (multi-query: one k/v head), parallel attention and MLP, tied LM head",
         ("falcon",),

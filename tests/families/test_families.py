@@ -268,6 +268,8 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
         ),
         # MptForCausalLM(MptConfig()): MPT-1B's sizes (ALiBi, no biases, an MLP of 4 x d_model, a tied head)
         ("mpt vocab=50368 d_model=2048 layers=24 heads=16", 1_311_213_568),
+        # CodeGenForCausalLM(CodeGenConfig()): CodeGen-6B's sizes (an LM head with a bias, untied)
+        ("codegen vocab=50400 d_model=4096 layers=28 heads=16", 6_050_882_784),
         # GPTBigCodeForCausalLM at StarCoder's sizes (multi-query: one key/value head)
         (
             "gpt_bigcode vocab=49152 positions=8192 d_model=6144 layers=40 heads=48 kv_heads=1 feedforward=24576",
@@ -532,6 +534,7 @@ def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
         ("falcon_h1", "falcon_h1"),
         ("lfm2_moe", "lfm2_moe-fused"),
         ("mpt", "mpt"),  # (the tied head's name kept beside the embedding's)
+        ("codegen", "codegen"),
     ],
 )
 def test_the_new_families_state_dicts_in_transformers_names(zoo, case: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -89,6 +89,7 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4),
     ),
     "gptj": ("AutoModelForCausalLM", dict(n_embd=32, n_layer=2, n_head=4, n_positions=64, rotary_dim=4)),
+    "codegen": ("AutoModelForCausalLM", dict(n_embd=32, n_layer=2, n_head=4, n_positions=64, rotary_dim=4)),
     "falcon": ("AutoModelForCausalLM", dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4)),
     "opt": (
         "AutoModelForCausalLM",
