@@ -816,6 +816,14 @@ def _lfm2_moe_derive(h: dict[str, Any]) -> None:
     _other_layers(h, "dense_layers", "moe_layers")
 
 
+def _cohere2_moe_derive(h: dict[str, Any]) -> None:
+    """Cohere2-MoE's shared experts as one gated MLP of `n_shared` x its experts' width (intermediate_size), its MoE
+    layers where the file did not say (`_moe_derive`: every layer, as Cohere2MoeConfig's default `mlp_layer_types`)."""
+    if h.get("expert_ff") and h.get("n_shared"):
+        h["shared_ff"] = h["expert_ff"] * h["n_shared"]
+    _moe_derive(h)
+
+
 # Mixtral in its three layouts (the hub's per-expert modules, transformers 5's fused experts, llama.cpp's stacked
 # ones); MiniMax-M2 is each with q/k norms over the whole projections (`_whole_qk_norms`)
 MIXTRAL_FAMILIES = (
@@ -1183,6 +1191,42 @@ FAMILIES: tuple[Family, ...] = (
         },  # fmt: skip
         {**DECODER_DEFAULTS, "tied": True},
         stated_only=True,
+    ),
+    *(
+        replace(f, stated_only=True)  # (its modules are a Llama's attention and a Qwen-MoE's: found from its config)
+        for f in _expert_layouts(
+            "cohere2_moe",
+            (
+                "Cohere2-MoE (Command A+): attention and an MLP in parallel after one norm without a shift, a tied LM "
+                "head; MoE layers of a router, `experts` gated experts of expert_ff (intermediate_size) and, where "
+                "`num_shared_experts`, shared experts of n_shared x expert_ff; dense layers (`mlp_layer_types`) a "
+                "gated MLP of feedforward (prefix_dense_intermediate_size)",
+                "Cohere2-MoE as transformers 5 holds it (torch.save of its state dict): the experts fused into "
+                "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
+                "Cohere2-MoE as llama.cpp's converter writes it (GGUF): the experts stacked into gate_proj and "
+                "up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+            ),
+            ("cohere2_moe",),
+            (
+                *DECODER_ENDS,
+                *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+                _norm("layers.{i}.input_layernorm"),
+            ),
+            tuple(replace(p, when="shared_expert") for p in DEEPSEEK_SHARED_EXPERTS),
+            {
+                **DECODER_READS,
+                "shared_ff": ("layers.0.mlp.shared_experts.up_proj", 0),
+                "feedforward": ("layers.0.mlp.up_proj", 0),
+            },
+            {**DECODER_DEFAULTS, "tied": True},
+            {
+                "intermediate_size": "expert_ff",
+                "prefix_dense_intermediate_size": "feedforward",
+                "num_shared_experts": "n_shared",
+            },
+            GATED_MLP,
+            _cohere2_moe_derive,
+        )
     ),
     *MIXTRAL_FAMILIES,
     *(

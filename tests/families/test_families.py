@@ -36,7 +36,7 @@ FAMILY = {
     **dict.fromkeys(("resnet", "convnext"), "sequential"),  # no family table: one layer per module
 }
 
-STATED_ONLY = {"olmo", "cohere", "cohere+qk_norm", "cohere2", "minicpm3"}  # `Family.stated_only`
+STATED_ONLY = {"olmo", "cohere", "cohere+qk_norm", "cohere2", "minicpm3", "cohere2_moe"}  # `Family.stated_only`
 
 
 @pytest.fixture(scope="session")
@@ -270,6 +270,11 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
         ("mpt vocab=50368 d_model=2048 layers=24 heads=16", 1_311_213_568),
         # CodeGenForCausalLM(CodeGenConfig()): CodeGen-6B's sizes (an LM head with a bias, untied)
         ("codegen vocab=50400 d_model=4096 layers=28 heads=16", 6_050_882_784),
+        # Cohere2MoeForCausalLM(Cohere2MoeConfig()): 40 MoE layers of 8 experts of 22,528, no shared expert, tied
+        (
+            "cohere2_moe vocab=256000 d_model=8192 layers=40 heads=64 head_dim=128 experts=8 expert_ff=22528",
+            190_004_928_512,
+        ),
         # GPTBigCodeForCausalLM at StarCoder's sizes (multi-query: one key/value head)
         (
             "gpt_bigcode vocab=49152 positions=8192 d_model=6144 layers=40 heads=48 kv_heads=1 feedforward=24576",
@@ -535,6 +540,7 @@ def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
         ("lfm2_moe", "lfm2_moe-fused"),
         ("mpt", "mpt"),  # (the tied head's name kept beside the embedding's)
         ("codegen", "codegen"),
+        ("cohere2_moe", "cohere2_moe-fused"),
     ],
 )
 def test_the_new_families_state_dicts_in_transformers_names(zoo, case: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

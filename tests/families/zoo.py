@@ -432,6 +432,20 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         SMALL_DECODER,
     ),
+    # Cohere2-MoE: a dense first layer (mlp_layer_types) of prefix_dense_intermediate_size, then a MoE layer of 4
+    # experts of intermediate_size and 2 shared ones (one gated MLP of 2 x intermediate_size)
+    "cohere2_moe": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "head_dim": 8,
+            "intermediate_size": 16,
+            "prefix_dense_intermediate_size": 48,
+            "mlp_layer_types": ["dense", "sparse"],
+            "num_experts": 4,
+            "num_shared_experts": 2,
+        },
+    ),
     "granitemoeshared": (
         "AutoModelForCausalLM",
         {**SMALL_GRANITE_MOE, "shared_intermediate_size": 24},
