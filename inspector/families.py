@@ -897,6 +897,53 @@ def _whole_qk_norms(family: Family, name: str, model_types: tuple[str, ...], wha
     return replace(family, name=name, description=description, model_types=model_types, parts=parts, reads=reads)
 
 
+# MiniMax-Text-01's lightning attention (its `linear_attention` layers): q, k and v fused into one projection, an output
+# gate, an RMSNorm over the heads' output, out_proj (its decays are buffers)
+LIGHTNING_ATTENTION = tuple(
+    replace(p, over="linear_layers")
+    for p in (
+        _linear("layers.{i}.self_attn.qkv_proj", "d_model", "q_dim*3", role="attention_qkv"),
+        _linear("layers.{i}.self_attn.output_gate", "d_model", "q_dim"),
+        _norm("layers.{i}.self_attn.norm", "q_dim"),
+        _linear("layers.{i}.self_attn.out_proj", "q_dim", "d_model", role="attention_output"),
+    )
+)
+
+
+def _lightning_layers(family: Family) -> Family:
+    """MiniMax-Text-01 as Mixtral's `family` (a layout of it): Mixtral's attention in its `full_attention` layers,
+    lightning attention (`LIGHTNING_ATTENTION`) in the others, each checked in the layers holding it."""
+    parts = (
+        *(
+            replace(p, over="attention_layers") if p.path.startswith("layers.{i}.self_attn.") else p
+            for p in family.parts
+        ),
+        *LIGHTNING_ATTENTION,
+    )
+    head, _, tail = family.description.partition(":")
+    description = (
+        f"{head.replace('Mixtral', 'MiniMax-Text-01')}:{tail}; Mixtral's attention only in the `full_attention` "
+        "layers (every second from the first), lightning attention (a fused qkv_proj, an output_gate, a norm, "
+        "out_proj) in the others"
+    )
+    return replace(
+        family,
+        name=family.name.replace("mixtral", "minimax"),
+        description=description,
+        model_types=("minimax",),
+        parts=parts,
+        derive=_minimax_derive,
+    )
+
+
+def _minimax_derive(h: dict[str, Any]) -> None:
+    """MiniMax-Text-01's layers' kinds where the file did not say (MiniMaxConfig's default `layer_types`: full attention
+    in every second layer from the first, lightning attention in the others), then the usual relations."""
+    h.setdefault("attention_layers", list(range(0, int(h.get("layers") or 0), 2)))
+    _other_layers(h, "linear_layers", "attention_layers")
+    derive_transformer(h)
+
+
 FAMILIES: tuple[Family, ...] = (
     Family(
         "llama",
@@ -1238,6 +1285,7 @@ FAMILIES: tuple[Family, ...] = (
         )
         for f in MIXTRAL_FAMILIES
     ),
+    *(_lightning_layers(f) for f in MIXTRAL_FAMILIES[:2]),  # (llama.cpp has no lightning attention: no GGUF layout)
     *_expert_layouts(
         "qwen2_moe",
         (

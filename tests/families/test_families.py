@@ -275,6 +275,8 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
             "cohere2_moe vocab=256000 d_model=8192 layers=40 heads=64 head_dim=128 experts=8 expert_ff=22528",
             190_004_928_512,
         ),
+        # MiniMaxForCausalLM(MiniMaxConfig()): Mixtral's sizes, lightning attention in every second layer
+        ("minimax vocab=32000 d_model=4096 layers=32 heads=32 kv_heads=8 feedforward=14336 experts=8", 47_373_946_880),
         # GPTBigCodeForCausalLM at StarCoder's sizes (multi-query: one key/value head)
         (
             "gpt_bigcode vocab=49152 positions=8192 d_model=6144 layers=40 heads=48 kv_heads=1 feedforward=24576",
@@ -541,6 +543,7 @@ def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
         ("mpt", "mpt"),  # (the tied head's name kept beside the embedding's)
         ("codegen", "codegen"),
         ("cohere2_moe", "cohere2_moe-fused"),
+        ("minimax", "minimax-fused"),
     ],
 )
 def test_the_new_families_state_dicts_in_transformers_names(zoo, case: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

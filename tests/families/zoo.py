@@ -339,6 +339,12 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         {**SMALL_DECODER, "mamba_d_ssm": 32, "mamba_n_heads": 4, "mamba_d_state": 8, "head_dim": 16},
     ),
+    # MiniMax-Text-01: Mixtral's layers, full attention in layers 0 and 2, lightning attention in 1 and 3 (its decays,
+    # buffers, over blocks of 16)
+    "minimax": (
+        "AutoModelForCausalLM",
+        {**SMALL_DECODER, "num_hidden_layers": 4, "head_dim": 8, "num_local_experts": 4, "block_size": 16},
+    ),
     "exaone": ("AutoModelForCausalLM", {**SMALL_DECODER, "num_layers": 2}),  # Llama's layers under GPT-2-like names
     "glm4_moe": (  # Llama-style attention with q/k/v biases and per-head q/k norms, DeepSeek's MoE layers
         "AutoModelForCausalLM",
