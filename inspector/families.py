@@ -374,6 +374,20 @@ def _clip_tower(prefix: str, placeholder: str, d: str, ff: str) -> tuple[Part, .
     )
 
 
+def _mamba_mixer(mixer: str) -> tuple[Part, ...]:
+    """A Mamba (1) mixer's parts (`layers.{i}.<mixer>`: in_proj to x and the gate, a depthwise conv1d over x, x_proj to
+    the time-step rank and B and C, dt_proj, per-channel A_log and D, out_proj): Mamba's `mixer`, Jamba's `mamba`."""
+    return (
+        _linear(f"layers.{{i}}.{mixer}.in_proj", "d_model", "inner*2", "ssm_bias", role="dense"),
+        Part(f"layers.{{i}}.{mixer}.conv1d", "conv", ("inner", 1, "conv_kernel"), "conv_bias"),
+        _linear(f"layers.{{i}}.{mixer}.x_proj", "inner", "x_dim", role="dense"),
+        _linear(f"layers.{{i}}.{mixer}.dt_proj", "dt_rank", "inner", "dt_bias", role="dense"),
+        _linear(f"layers.{{i}}.{mixer}.out_proj", "inner", "d_model", "ssm_bias", role="dense"),
+        Part(f"layers.{{i}}.{mixer}.A_log", "tensor", ("inner", "state"), role="learned_tensor"),
+        Part(f"layers.{{i}}.{mixer}.D", "tensor", ("inner",), role="learned_tensor"),
+    )
+
+
 def _mamba_derive(h: dict[str, Any]) -> None:
     """Mamba's sizes as MambaConfig relates them: inner = expand x d_model, the time-step rank ceil(d_model / 16),
     x_proj's output the rank and two state vectors (B and C); MambaConfig's defaults for what nothing gave."""
@@ -388,17 +402,19 @@ def _mamba_derive(h: dict[str, Any]) -> None:
         h["x_dim"] = h["dt_rank"] + 2 * h["state"]
 
 
-def _mamba2_mixer(heads: str, inner: str, conv: str, in_dim: str) -> tuple[Part, ...]:
-    """A Mamba-2 mixer's parts (`layers.{i}.mixer`: the fused in_proj, the conv1d over x, B and C, per-head dt_bias,
-    A_log and D, the gated norm, out_proj), sized by the words given (Nemotron-H's stand beside its attention's)."""
+def _mamba2_mixer(heads: str, inner: str, conv: str, in_dim: str, mixer: str = "mixer") -> tuple[Part, ...]:
+    """A Mamba-2 mixer's parts (`layers.{i}.<mixer>`: the fused in_proj, the conv1d over x, B and C, per-head dt_bias,
+    A_log and D, the gated norm, out_proj), sized by the words given (Nemotron-H's and Falcon-H1's stand beside their
+    attention's); Mamba-2's and Nemotron-H's `mixer`, Falcon-H1's `mamba`."""
+    layer = f"layers.{{i}}.{mixer}"
     return (
-        _linear("layers.{i}.mixer.in_proj", "d_model", in_dim, "ssm_bias", role="dense"),
-        Part("layers.{i}.mixer.conv1d", "conv", (conv, 1, "conv_kernel"), "conv_bias"),
-        Part("layers.{i}.mixer.dt_bias", "tensor", (heads,), role="learned_tensor"),
-        Part("layers.{i}.mixer.A_log", "tensor", (heads,), role="learned_tensor"),
-        Part("layers.{i}.mixer.D", "tensor", (heads,), role="learned_tensor"),
-        _norm("layers.{i}.mixer.norm", inner),
-        _linear("layers.{i}.mixer.out_proj", inner, "d_model", "ssm_bias", role="dense"),
+        _linear(f"{layer}.in_proj", "d_model", in_dim, "ssm_bias", role="dense"),
+        Part(f"{layer}.conv1d", "conv", (conv, 1, "conv_kernel"), "conv_bias"),
+        Part(f"{layer}.dt_bias", "tensor", (heads,), role="learned_tensor"),
+        Part(f"{layer}.A_log", "tensor", (heads,), role="learned_tensor"),
+        Part(f"{layer}.D", "tensor", (heads,), role="learned_tensor"),
+        _norm(f"{layer}.norm", inner),
+        _linear(f"{layer}.out_proj", inner, "d_model", "ssm_bias", role="dense"),
     )
 
 
@@ -712,6 +728,102 @@ def _nemotron_h_derive(h: dict[str, Any]) -> None:
     derive_transformer(h)
 
 
+def _jamba_derive(h: dict[str, Any]) -> None:
+    """Jamba's Mamba sizes as Mamba's (`_mamba_derive`: JambaConfig's mamba_* defaults are MambaConfig's), its MLP's
+    width read off its experts (both are intermediate_size) where no layer holds a dense MLP, and its layers' kinds
+    where the file did not say, as JambaConfig places them: attention every `attn_period`-th layer from `attn_offset`
+    (8 and 4), Mamba in the others; experts every `expert_period`-th from `expert_offset` (2 and 1) where there is
+    more than one, a gated MLP in the others."""
+    _mamba_derive(h)
+    if not h.get("feedforward") and h.get("experts_ff"):
+        h["feedforward"] = h["experts_ff"]
+    layers = range(int(h.get("layers") or 0))
+    period, offset = int(h.get("attn_period") or 8), int(h.get("attn_offset") or 4)
+    h.setdefault("attention_layers", [i for i in layers if i % period == offset])
+    _other_layers(h, "mamba_layers", "attention_layers")
+    period, offset = int(h.get("expert_period") or 2), int(h.get("expert_offset") or 1)
+    moe = int(h.get("experts") or 0) > 1
+    h.setdefault("moe_layers", [i for i in layers if moe and i % period == offset])
+    _other_layers(h, "dense_layers", "moe_layers")
+    derive_transformer(h)
+
+
+def _falcon_h1_derive(h: dict[str, Any]) -> None:
+    """Falcon-H1's Mamba-2 widths (`_mamba2_widths`, under Nemotron-H's words for them): its inner width the config's
+    `mamba_d_ssm`, else `mamba_expand` x d_model, a head's the inner width over the heads where `mamba_d_head` is
+    "auto"; FalconH1Config's defaults for the rest. Where a config states the sizes, the convolution's and in_proj's
+    widths are its (the state and groups no tensor shows alone), not the file's."""
+    if h.get("from_shapes") is False:
+        h.pop("ssm_conv", None)
+        h.pop("ssm_in", None)
+    for name, value in (("ssm_heads", 128), ("groups", 1), ("state", 256), ("conv_kernel", 4), ("expand", 2)):
+        h.setdefault(name, value)
+    if h.get("d_model") and not h.get("ssm_inner") and not h.get("ssm_head_dim"):
+        h["ssm_inner"] = int(h["expand"]) * int(h["d_model"])
+    if h.get("ssm_inner") and not h.get("ssm_head_dim"):
+        h["ssm_head_dim"] = int(h["ssm_inner"]) // int(h["ssm_heads"])
+    _mamba2_widths(h, "ssm_heads", "ssm_head_dim", "ssm_inner", "ssm_conv", "ssm_in")
+    derive_transformer(h)
+
+
+# LFM2's layers but their feed-forward (LFM2-MoE's too): gated short convolutions in some, grouped-query attention with
+# per-head q/k norms in the others, each checked in the layers holding it
+LFM2_LAYER = (
+    Part("embed_tokens", "embedding", ("vocab", "d_model")),
+    _norm("embedding_norm"),
+    _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+    _norm("layers.{i}.operator_norm"),
+    _norm("layers.{i}.ffn_norm"),
+    *(
+        replace(p, over="conv_layers")
+        for p in (
+            Part("layers.{i}.conv.conv", "conv", ("d_model", 1, "conv_cache"), "conv_bias"),
+            _linear("layers.{i}.conv.in_proj", "d_model", "d_model*3", "conv_bias"),
+            _linear("layers.{i}.conv.out_proj", "d_model", "d_model", "conv_bias"),
+        )
+    ),
+    *(
+        replace(p, over="attention_layers")
+        for p in (
+            *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "out_proj"),
+            _norm("layers.{i}.self_attn.q_layernorm", "head_dim"),
+            _norm("layers.{i}.self_attn.k_layernorm", "head_dim"),
+        )
+    ),
+)
+LFM2_MLP = (  # its SwiGLU feed-forward
+    _linear("layers.{i}.feed_forward.w1", "d_model", "feedforward", role=FFN_GATE),
+    _linear("layers.{i}.feed_forward.w3", "d_model", "feedforward", role=FFN_UP),
+    _linear("layers.{i}.feed_forward.w2", "feedforward", "d_model", role=FFN_DOWN),
+)
+LFM2_READS = {
+    "vocab": ("embed_tokens", 0),
+    "d_model": ("embed_tokens", 1),
+    "q_dim": ("layers.0.self_attn.q_proj", 0),
+    "kv_dim": ("layers.0.self_attn.k_proj", 0),
+    "head_dim": ("layers.0.self_attn.q_layernorm", 0),
+    "conv_cache": ("layers.0.conv.conv", 2),
+}
+LFM2_CONFIG = {"conv_L_cache": "conv_cache", "conv_bias": "conv_bias"}
+
+
+def _lfm2_moe_derive(h: dict[str, Any]) -> None:
+    """LFM2-MoE's layers as LFM2's (`_lfm2_derive`), its MoE layers where the file did not say: all but the first
+    `first_dense` (Lfm2MoeConfig's 2), which hold a SwiGLU feed-forward of its intermediate_size."""
+    _lfm2_derive(h)
+    first = int(h.get("first_dense") or 2)
+    h.setdefault("moe_layers", list(range(first, int(h.get("layers") or 0))))
+    _other_layers(h, "dense_layers", "moe_layers")
+
+
+def _cohere2_moe_derive(h: dict[str, Any]) -> None:
+    """Cohere2-MoE's shared experts as one gated MLP of `n_shared` x its experts' width (intermediate_size), its MoE
+    layers where the file did not say (`_moe_derive`: every layer, as Cohere2MoeConfig's default `mlp_layer_types`)."""
+    if h.get("expert_ff") and h.get("n_shared"):
+        h["shared_ff"] = h["expert_ff"] * h["n_shared"]
+    _moe_derive(h)
+
+
 # Mixtral in its three layouts (the hub's per-expert modules, transformers 5's fused experts, llama.cpp's stacked
 # ones); MiniMax-M2 is each with q/k norms over the whole projections (`_whole_qk_norms`)
 MIXTRAL_FAMILIES = (
@@ -783,6 +895,53 @@ def _whole_qk_norms(family: Family, name: str, model_types: tuple[str, ...], wha
     reads = {k: v for k, v in family.reads.items() if k != "head_dim"}
     description = f"{what}:{family.description.partition(':')[2]}"
     return replace(family, name=name, description=description, model_types=model_types, parts=parts, reads=reads)
+
+
+# MiniMax-Text-01's lightning attention (its `linear_attention` layers): q, k and v fused into one projection, an output
+# gate, an RMSNorm over the heads' output, out_proj (its decays are buffers)
+LIGHTNING_ATTENTION = tuple(
+    replace(p, over="linear_layers")
+    for p in (
+        _linear("layers.{i}.self_attn.qkv_proj", "d_model", "q_dim*3", role="attention_qkv"),
+        _linear("layers.{i}.self_attn.output_gate", "d_model", "q_dim"),
+        _norm("layers.{i}.self_attn.norm", "q_dim"),
+        _linear("layers.{i}.self_attn.out_proj", "q_dim", "d_model", role="attention_output"),
+    )
+)
+
+
+def _lightning_layers(family: Family) -> Family:
+    """MiniMax-Text-01 as Mixtral's `family` (a layout of it): Mixtral's attention in its `full_attention` layers,
+    lightning attention (`LIGHTNING_ATTENTION`) in the others, each checked in the layers holding it."""
+    parts = (
+        *(
+            replace(p, over="attention_layers") if p.path.startswith("layers.{i}.self_attn.") else p
+            for p in family.parts
+        ),
+        *LIGHTNING_ATTENTION,
+    )
+    head, _, tail = family.description.partition(":")
+    description = (
+        f"{head.replace('Mixtral', 'MiniMax-Text-01')}:{tail}; Mixtral's attention only in the `full_attention` "
+        "layers (every second from the first), lightning attention (a fused qkv_proj, an output_gate, a norm, "
+        "out_proj) in the others"
+    )
+    return replace(
+        family,
+        name=family.name.replace("mixtral", "minimax"),
+        description=description,
+        model_types=("minimax",),
+        parts=parts,
+        derive=_minimax_derive,
+    )
+
+
+def _minimax_derive(h: dict[str, Any]) -> None:
+    """MiniMax-Text-01's layers' kinds where the file did not say (MiniMaxConfig's default `layer_types`: full attention
+    in every second layer from the first, lightning attention in the others), then the usual relations."""
+    h.setdefault("attention_layers", list(range(0, int(h.get("layers") or 0), 2)))
+    _other_layers(h, "linear_layers", "attention_layers")
+    derive_transformer(h)
 
 
 FAMILIES: tuple[Family, ...] = (
@@ -1080,6 +1239,42 @@ FAMILIES: tuple[Family, ...] = (
         {**DECODER_DEFAULTS, "tied": True},
         stated_only=True,
     ),
+    *(
+        replace(f, stated_only=True)  # (its modules are a Llama's attention and a Qwen-MoE's: found from its config)
+        for f in _expert_layouts(
+            "cohere2_moe",
+            (
+                "Cohere2-MoE (Command A+): attention and an MLP in parallel after one norm without a shift, a tied LM "
+                "head; MoE layers of a router, `experts` gated experts of expert_ff (intermediate_size) and, where "
+                "`num_shared_experts`, shared experts of n_shared x expert_ff; dense layers (`mlp_layer_types`) a "
+                "gated MLP of feedforward (prefix_dense_intermediate_size)",
+                "Cohere2-MoE as transformers 5 holds it (torch.save of its state dict): the experts fused into "
+                "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
+                "Cohere2-MoE as llama.cpp's converter writes it (GGUF): the experts stacked into gate_proj and "
+                "up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+            ),
+            ("cohere2_moe",),
+            (
+                *DECODER_ENDS,
+                *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+                _norm("layers.{i}.input_layernorm"),
+            ),
+            tuple(replace(p, when="shared_expert") for p in DEEPSEEK_SHARED_EXPERTS),
+            {
+                **DECODER_READS,
+                "shared_ff": ("layers.0.mlp.shared_experts.up_proj", 0),
+                "feedforward": ("layers.0.mlp.up_proj", 0),
+            },
+            {**DECODER_DEFAULTS, "tied": True},
+            {
+                "intermediate_size": "expert_ff",
+                "prefix_dense_intermediate_size": "feedforward",
+                "num_shared_experts": "n_shared",
+            },
+            GATED_MLP,
+            _cohere2_moe_derive,
+        )
+    ),
     *MIXTRAL_FAMILIES,
     *(
         _whole_qk_norms(
@@ -1090,6 +1285,7 @@ FAMILIES: tuple[Family, ...] = (
         )
         for f in MIXTRAL_FAMILIES
     ),
+    *(_lightning_layers(f) for f in MIXTRAL_FAMILIES[:2]),  # (llama.cpp has no lightning attention: no GGUF layout)
     *_expert_layouts(
         "qwen2_moe",
         (
@@ -1307,50 +1503,74 @@ FAMILIES: tuple[Family, ...] = (
         "embedding_norm",
         ("lfm2",),
         ("model.", ""),
-        (
-            Part("embed_tokens", "embedding", ("vocab", "d_model")),
-            _norm("embedding_norm"),
-            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
-            _norm("layers.{i}.operator_norm"),
-            _norm("layers.{i}.ffn_norm"),
-            *(
-                replace(p, over="conv_layers")
-                for p in (
-                    Part("layers.{i}.conv.conv", "conv", ("d_model", 1, "conv_cache"), "conv_bias"),
-                    _linear("layers.{i}.conv.in_proj", "d_model", "d_model*3", "conv_bias"),
-                    _linear("layers.{i}.conv.out_proj", "d_model", "d_model", "conv_bias"),
-                )
-            ),
-            *(
-                replace(p, over="attention_layers")
-                for p in (
-                    *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "out_proj"),
-                    _norm("layers.{i}.self_attn.q_layernorm", "head_dim"),
-                    _norm("layers.{i}.self_attn.k_layernorm", "head_dim"),
-                )
-            ),
-            _linear("layers.{i}.feed_forward.w1", "d_model", "feedforward", role=FFN_GATE),
-            _linear("layers.{i}.feed_forward.w3", "d_model", "feedforward", role=FFN_UP),
-            _linear("layers.{i}.feed_forward.w2", "feedforward", "d_model", role=FFN_DOWN),
-        ),
-        {
-            "vocab": ("embed_tokens", 0),
-            "d_model": ("embed_tokens", 1),
-            "q_dim": ("layers.0.self_attn.q_proj", 0),
-            "kv_dim": ("layers.0.self_attn.k_proj", 0),
-            "head_dim": ("layers.0.self_attn.q_layernorm", 0),
-            "feedforward": ("layers.0.feed_forward.w1", 0),
-            "conv_cache": ("layers.0.conv.conv", 2),
-        },
+        (*LFM2_LAYER, *LFM2_MLP),
+        {**LFM2_READS, "feedforward": ("layers.0.feed_forward.w1", 0)},
         {**DECODER_DEFAULTS, "tied": True, "conv_bias": False},
         {
-            "conv_L_cache": "conv_cache",
-            "conv_bias": "conv_bias",
+            **LFM2_CONFIG,
             "block_auto_adjust_ff_dim": "ff_auto",
             "block_ffn_dim_multiplier": "ff_multiplier",
             "block_multiple_of": "ff_multiple",
         },
         derive=_lfm2_derive,
+    ),
+    *(
+        Family(
+            name,
+            f"LFM2-MoE (Liquid){how}: LFM2's layers (gated short convolutions or attention with per-head q/k norms); a "
+            "SwiGLU feed-forward (w1, w3, w2) in the first `first_dense` layers, a router and `experts` SwiGLU experts "
+            f"of expert_ff{experts} in the others",
+            ("lfm2_moe",),
+            ("model.", ""),
+            (
+                *LFM2_LAYER,
+                *(replace(p, when="dense_mlp", over="dense_layers") for p in LFM2_MLP),
+                *(
+                    replace(p, over="moe_layers")
+                    for p in (_linear("layers.{i}.feed_forward.gate", "d_model", "experts"), *expert_parts)
+                ),
+                # the router's score correction (`use_expert_bias`): a buffer in transformers, so no part of the model
+                # where the file's tensors are read so; where they are read as a parameter (no rule makes this name a
+                # buffer), the file's own tensor, counted as it is counted
+                Part(
+                    "layers.{i}.feed_forward.expert_bias", "tensor", ("experts",), when="expert_bias", over="moe_layers"
+                ),
+            ),
+            {
+                **LFM2_READS,
+                "feedforward": ("layers.0.feed_forward.w1", 0),
+                "experts": ("layers.0.feed_forward.gate", 0),
+                "expert_ff": expert_ff,
+            },
+            {**DECODER_DEFAULTS, "tied": True, "conv_bias": False, "dense_mlp": True},
+            {**LFM2_CONFIG, "num_dense_layers": "first_dense"},
+            derive=_lfm2_moe_derive,
+        )
+        for name, how, experts, expert_parts, expert_ff in (
+            (
+                "lfm2_moe",
+                "",
+                " (w1, w3, w2 each)",
+                (
+                    _linear("layers.{i}.feed_forward.experts.{e}.w1", "d_model", "expert_ff", role=FFN_GATE),
+                    _linear("layers.{i}.feed_forward.experts.{e}.w3", "d_model", "expert_ff", role=FFN_UP),
+                    _linear("layers.{i}.feed_forward.experts.{e}.w2", "expert_ff", "d_model", role=FFN_DOWN),
+                ),
+                ("layers.0.feed_forward.experts.0.w1", 0),
+            ),
+            (
+                "lfm2_moe-fused",
+                " as transformers 5 holds it (torch.save of its state dict)",
+                " fused into gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
+                (
+                    Part(
+                        "layers.{i}.feed_forward.experts.gate_up_proj", "tensor", ("experts", "expert_ff*2", "d_model")
+                    ),
+                    Part("layers.{i}.feed_forward.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
+                ),
+                ("layers.0.feed_forward.experts.down_proj", 2),
+            ),
+        )
     ),
     *(
         Family(
@@ -1514,6 +1734,162 @@ FAMILIES: tuple[Family, ...] = (
             ),
         )
     ),
+    *(
+        Family(
+            name,
+            f"Jamba{how}: Mamba layers (Mamba's mixer, RMSNorms over its time step, B and C) and, every "
+            "`attn_period`-th, grouped-query attention; every `expert_period`-th layer a router and `experts` gated "
+            f"experts{experts}, the others a gated MLP",
+            ("jamba",),
+            ("model.", ""),
+            (
+                Part("embed_tokens", "embedding", ("vocab", "d_model")),
+                _norm("final_layernorm"),
+                _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+                _norm("layers.{i}.input_layernorm"),
+                _norm("layers.{i}.pre_ff_layernorm"),
+                *(
+                    replace(p, over="mamba_layers")
+                    for p in (
+                        *_mamba_mixer("mamba"),
+                        _norm("layers.{i}.mamba.dt_layernorm", "dt_rank"),
+                        _norm("layers.{i}.mamba.b_layernorm", "state"),
+                        _norm("layers.{i}.mamba.c_layernorm", "state"),
+                    )
+                ),
+                # (a kind of layer a small Jamba may have none of: 2 layers have no attention, one expert no MoE)
+                *(
+                    replace(p, when="attention", over="attention_layers")
+                    for p in _attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj")
+                ),
+                *(
+                    replace(p, when="moe", over="moe_layers")
+                    for p in (_linear("layers.{i}.feed_forward.router", "d_model", "experts"), *expert_parts)
+                ),
+                *(
+                    replace(p, when="dense_mlp", over="dense_layers")
+                    for p in (
+                        _linear("layers.{i}.feed_forward.gate_proj", "d_model", "feedforward"),
+                        _linear("layers.{i}.feed_forward.up_proj", "d_model", "feedforward"),
+                        _linear("layers.{i}.feed_forward.down_proj", "feedforward", "d_model"),
+                    )
+                ),
+            ),
+            {
+                "vocab": ("embed_tokens", 0),
+                "d_model": ("embed_tokens", 1),
+                "inner": ("layers.0.mamba.A_log", 0),
+                "state": ("layers.0.mamba.A_log", 1),
+                "dt_rank": ("layers.0.mamba.dt_proj", 1),
+                "x_dim": ("layers.0.mamba.x_proj", 0),
+                "conv_kernel": ("layers.0.mamba.conv1d", 2),
+                "q_dim": ("layers.0.self_attn.q_proj", 0),
+                "kv_dim": ("layers.0.self_attn.k_proj", 0),
+                "feedforward": ("layers.0.feed_forward.up_proj", 0),
+                "experts": ("layers.0.feed_forward.router", 0),
+                "experts_ff": experts_ff,  # (the MLP's width where no layer holds a dense MLP)
+            },
+            {
+                **DECODER_DEFAULTS,
+                "ssm_bias": False,
+                "conv_bias": True,
+                "dt_bias": True,
+                "attention": True,
+                "moe": True,
+                "dense_mlp": True,
+            },
+            {
+                "mamba_d_state": "state",
+                "mamba_d_conv": "conv_kernel",
+                "mamba_expand": "expand",
+                "mamba_dt_rank": "dt_rank",
+                "mamba_conv_bias": "conv_bias",
+                "mamba_proj_bias": "ssm_bias",
+                "attn_layer_period": "attn_period",
+                "attn_layer_offset": "attn_offset",
+                "expert_layer_period": "expert_period",
+                "expert_layer_offset": "expert_offset",
+            },
+            derive=_jamba_derive,
+        )
+        for name, how, experts, expert_parts, experts_ff in (
+            (
+                "jamba",
+                "",
+                " of feedforward (gate_proj, up_proj, down_proj each)",
+                (
+                    _linear("layers.{i}.feed_forward.experts.{e}.gate_proj", "d_model", "feedforward"),
+                    _linear("layers.{i}.feed_forward.experts.{e}.up_proj", "d_model", "feedforward"),
+                    _linear("layers.{i}.feed_forward.experts.{e}.down_proj", "feedforward", "d_model"),
+                ),
+                ("layers.0.feed_forward.experts.0.up_proj", 0),
+            ),
+            (
+                "jamba-fused",
+                " as transformers 5 holds it (torch.save of its state dict)",
+                " fused into gate_up_proj (experts, 2 ff, d) and down_proj (experts, d, ff)",
+                (
+                    Part(
+                        "layers.{i}.feed_forward.experts.gate_up_proj",
+                        "tensor",
+                        ("experts", "feedforward*2", "d_model"),
+                    ),
+                    Part("layers.{i}.feed_forward.experts.down_proj", "tensor", ("experts", "d_model", "feedforward")),
+                ),
+                ("layers.0.feed_forward.experts.down_proj", 2),
+            ),
+        )
+    ),
+    Family(
+        "falcon_h1",
+        "Falcon-H1: in every layer a Mamba-2 mixer (fused in_proj, conv1d, per-head A_log, D and dt_bias, the gated "
+        "norm where `mamba_rms_norm`, out_proj) beside grouped-query attention, after one norm, then a gated MLP",
+        ("falcon_h1",),
+        ("model.", ""),
+        (
+            Part("embed_tokens", "embedding", ("vocab", "d_model")),
+            _norm("final_layernorm"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+            _norm("layers.{i}.input_layernorm"),
+            *(
+                replace(p, when="ssm_norm") if p.path.endswith(".norm") else p
+                for p in _mamba2_mixer("ssm_heads", "ssm_inner", "ssm_conv", "ssm_in", "mamba")[:-1]
+            ),
+            # (its bias `projectors_bias`, not in_proj's `mamba_proj_bias`)
+            _linear("layers.{i}.mamba.out_proj", "ssm_inner", "d_model", "projectors_bias", role="dense"),
+            *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+            _norm("layers.{i}.pre_ff_layernorm"),
+            _linear("layers.{i}.feed_forward.gate_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.feed_forward.up_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.feed_forward.down_proj", "feedforward", "d_model", "mlp_bias"),
+        ),
+        {
+            "vocab": ("embed_tokens", 0),
+            "d_model": ("embed_tokens", 1),
+            "ssm_heads": ("layers.0.mamba.A_log", 0),
+            "ssm_inner": ("layers.0.mamba.out_proj", 1),
+            "ssm_in": ("layers.0.mamba.in_proj", 0),
+            "ssm_conv": ("layers.0.mamba.conv1d", 0),
+            "conv_kernel": ("layers.0.mamba.conv1d", 2),
+            "q_dim": ("layers.0.self_attn.q_proj", 0),
+            "kv_dim": ("layers.0.self_attn.k_proj", 0),
+            "feedforward": ("layers.0.feed_forward.up_proj", 0),
+        },
+        {**DECODER_DEFAULTS, "ssm_bias": False, "projectors_bias": False, "conv_bias": True, "ssm_norm": False},
+        {
+            "mamba_d_ssm": "ssm_inner",
+            "mamba_n_heads": "ssm_heads",
+            "mamba_d_head": "ssm_head_dim",
+            "mamba_n_groups": "groups",
+            "mamba_d_state": "state",
+            "mamba_d_conv": "conv_kernel",
+            "mamba_expand": "expand",
+            "mamba_conv_bias": "conv_bias",
+            "mamba_proj_bias": "ssm_bias",
+        },
+        derive=_falcon_h1_derive,
+        uniform=True,
+    ),
     Family(
         "gpt2",
         "GPT-2: token and position embeddings, fused qkv (Conv1D, (in, out) weights), pre-norm blocks, tied LM head",
@@ -1573,6 +1949,30 @@ FAMILIES: tuple[Family, ...] = (
         {"tied": False, "attention_bias": False, "mlp_bias": True, "norm_shift": True, "head_bias": True},
     ),
     Family(
+        "codegen",
+        "CodeGen: GPT-J's blocks (one LayerNorm, attention and MLP in parallel, an untied LM head with a bias) with "
+        "q, k and v fused into one bias-free qkv_proj",
+        ("codegen",),
+        ("transformer.", ""),
+        (
+            Part("wte", "embedding", ("vocab", "d_model")),
+            _norm("h.{i}.ln_1"),
+            _linear("h.{i}.attn.qkv_proj", "d_model", "qkv_dim", "attention_bias"),
+            _linear("h.{i}.attn.out_proj", "d_model", "d_model", "attention_bias", role="attention_output"),
+            _linear("h.{i}.mlp.fc_in", "d_model", "feedforward", "mlp_bias"),
+            _linear("h.{i}.mlp.fc_out", "feedforward", "d_model", "mlp_bias"),
+            _norm("ln_f"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="wte"),
+        ),
+        {
+            "vocab": ("wte", 0),
+            "d_model": ("wte", 1),
+            "qkv_dim": ("h.0.attn.qkv_proj", 0),
+            "feedforward": ("h.0.mlp.fc_in", 0),
+        },  # fmt: skip
+        {"tied": False, "attention_bias": False, "mlp_bias": True, "norm_shift": True, "head_bias": True},
+    ),
+    Family(
         "falcon",
         "Falcon: fused query_key_value (multi-query: one k/v head), parallel attention and MLP, tied LM head",
         ("falcon",),
@@ -1597,6 +1997,31 @@ FAMILIES: tuple[Family, ...] = (
             "feedforward": ("h.0.mlp.dense_h_to_4h", 0),
         },  # fmt: skip
         {"tied": True, "attention_bias": False, "norm_shift": True, "head_bias": False},
+    ),
+    Family(
+        "mpt",
+        "MPT: ALiBi (no position table), pre-norm blocks (norm_1, a fused Wqkv and out_proj, norm_2, a two-layer MLP "
+        "up_proj/down_proj), LayerNorms and projections without biases (`no_bias`: the file says), a tied LM head",
+        ("mpt",),
+        ("transformer.", ""),
+        (
+            Part("wte", "embedding", ("vocab", "d_model")),
+            _norm("blocks.{i}.norm_1"),
+            _linear("blocks.{i}.attn.Wqkv", "d_model", "qkv_dim", "attention_bias"),
+            _linear("blocks.{i}.attn.out_proj", "d_model", "d_model", "attention_bias", role="attention_output"),
+            _norm("blocks.{i}.norm_2"),
+            _linear("blocks.{i}.ffn.up_proj", "d_model", "feedforward", "mlp_bias"),
+            _linear("blocks.{i}.ffn.down_proj", "feedforward", "d_model", "mlp_bias"),
+            _norm("norm_f"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="wte"),
+        ),
+        {
+            "vocab": ("wte", 0),
+            "d_model": ("wte", 1),
+            "qkv_dim": ("blocks.0.attn.Wqkv", 0),
+            "feedforward": ("blocks.0.ffn.up_proj", 0),
+        },  # fmt: skip
+        {"tied": True, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
     ),
     Family(
         "opt",
@@ -1848,13 +2273,7 @@ FAMILIES: tuple[Family, ...] = (
         (
             Part("embeddings", "embedding", ("vocab", "d_model")),
             _norm("layers.{i}.norm"),
-            _linear("layers.{i}.mixer.in_proj", "d_model", "inner*2", "ssm_bias", role="dense"),
-            Part("layers.{i}.mixer.conv1d", "conv", ("inner", 1, "conv_kernel"), "conv_bias"),
-            _linear("layers.{i}.mixer.x_proj", "inner", "x_dim", role="dense"),
-            _linear("layers.{i}.mixer.dt_proj", "dt_rank", "inner", "dt_bias", role="dense"),
-            _linear("layers.{i}.mixer.out_proj", "inner", "d_model", "ssm_bias", role="dense"),
-            Part("layers.{i}.mixer.A_log", "tensor", ("inner", "state"), role="learned_tensor"),
-            Part("layers.{i}.mixer.D", "tensor", ("inner",), role="learned_tensor"),
+            *_mamba_mixer("mixer"),
             _norm("norm_f"),
             _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embeddings"),
         ),

@@ -89,6 +89,7 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4),
     ),
     "gptj": ("AutoModelForCausalLM", dict(n_embd=32, n_layer=2, n_head=4, n_positions=64, rotary_dim=4)),
+    "codegen": ("AutoModelForCausalLM", dict(n_embd=32, n_layer=2, n_head=4, n_positions=64, rotary_dim=4)),
     "falcon": ("AutoModelForCausalLM", dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4)),
     "opt": (
         "AutoModelForCausalLM",
@@ -101,6 +102,7 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             max_position_embeddings=64,
         ),
     ),
+    "mpt": ("AutoModelForCausalLM", dict(d_model=32, n_layers=2, n_heads=4, max_seq_len=64)),  # (its MLP 4 x d_model)
     "bloom": ("AutoModelForCausalLM", dict(hidden_size=32, n_layer=2, n_head=4)),
     "gpt2": ("AutoModelForCausalLM", dict(n_embd=32, n_layer=2, n_head=4, n_positions=64)),
     "bert": (
@@ -265,6 +267,21 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         {**SMALL_DECODER, "num_hidden_layers": 4, "layer_types": ["conv", "full_attention"] * 2},
     ),
+    # LFM2-MoE: LFM2's layers (convolutions in 0 and 2, attention in 1 and 3), a SwiGLU feed-forward in the first
+    # (num_dense_layers), a router and 4 experts of 16 in the others; without the router's expert_bias, a buffer no kind
+    # rule names yet (tests/families/test_families.py: test_lfm2_moe_router_correction_is_matched_as_the_file_holds_it)
+    "lfm2_moe": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "num_hidden_layers": 4,
+            "layer_types": ["conv", "full_attention"] * 2,
+            "num_dense_layers": 1,
+            "num_experts": 4,
+            "moe_intermediate_size": 16,
+            "use_expert_bias": False,
+        },
+    ),
     # gpt-oss as transformers writes it: fused experts with a bias per expert, attention sinks, a router with a bias
     "gpt_oss": (
         "AutoModelForCausalLM",
@@ -298,6 +315,35 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
     "minimax_m2": (
         "AutoModelForCausalLM",
         {**SMALL_DECODER, "head_dim": 8, "num_local_experts": 4, "num_experts_per_tok": 2},
+    ),
+    # Jamba: Mamba layers 0, 1 and 3, attention in layer 2 (attn_layer_period 4, offset 2); a gated MLP in layers 0
+    # and 2, a router and 4 experts in layers 1 and 3
+    "jamba": (
+        "AutoModelForCausalLM",
+        {**SMALL_DECODER, "num_hidden_layers": 4, "num_experts": 4, "attn_layer_period": 4, "attn_layer_offset": 2},
+    ),
+    # Falcon-H1: Mamba-2 (4 heads of 8, 2 groups) beside attention in every layer; the gated norm (mamba_rms_norm), and
+    # without it
+    "falcon_h1": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "mamba_d_ssm": 32,
+            "mamba_n_heads": 4,
+            "mamba_n_groups": 2,
+            "mamba_d_state": 8,
+            "mamba_rms_norm": True,
+        },
+    ),
+    "falcon_h1+no_norm": (
+        "AutoModelForCausalLM",
+        {**SMALL_DECODER, "mamba_d_ssm": 32, "mamba_n_heads": 4, "mamba_d_state": 8, "head_dim": 16},
+    ),
+    # MiniMax-Text-01: Mixtral's layers, full attention in layers 0 and 2, lightning attention in 1 and 3 (its decays,
+    # buffers, over blocks of 16)
+    "minimax": (
+        "AutoModelForCausalLM",
+        {**SMALL_DECODER, "num_hidden_layers": 4, "head_dim": 8, "num_local_experts": 4, "block_size": 16},
     ),
     "exaone": ("AutoModelForCausalLM", {**SMALL_DECODER, "num_layers": 2}),  # Llama's layers under GPT-2-like names
     "glm4_moe": (  # Llama-style attention with q/k/v biases and per-head q/k norms, DeepSeek's MoE layers
@@ -391,6 +437,20 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
     "cohere2": (
         "AutoModelForCausalLM",
         SMALL_DECODER,
+    ),
+    # Cohere2-MoE: a dense first layer (mlp_layer_types) of prefix_dense_intermediate_size, then a MoE layer of 4
+    # experts of intermediate_size and 2 shared ones (one gated MLP of 2 x intermediate_size)
+    "cohere2_moe": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "head_dim": 8,
+            "intermediate_size": 16,
+            "prefix_dense_intermediate_size": 48,
+            "mlp_layer_types": ["dense", "sparse"],
+            "num_experts": 4,
+            "num_shared_experts": 2,
+        },
     ),
     "granitemoeshared": (
         "AutoModelForCausalLM",
