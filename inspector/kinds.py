@@ -320,6 +320,7 @@ KIND_RULES: tuple[KindRule, ...] = (
             "inkling2_text",
             "inkling_mm_model",
             "kolibri1",
+            "lfm2_moe",
             "sarvam_moe",
         ),
     ),  # fmt: skip

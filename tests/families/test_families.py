@@ -706,8 +706,9 @@ def test_gpt_oss_in_llama_cpps_layout_is_checked_from_its_metadata(zoo, tmp_path
 
 def test_lfm2_moe_router_correction_is_matched_as_the_file_holds_it(tmp_path: Path) -> None:
     # LFM2-MoE's router keeps a score correction, `feed_forward.expert_bias` (use_expert_bias, the default), a buffer
-    # transformers saves beside the weights. No kind rule makes the name a buffer for lfm2_moe yet (inspector/kinds.py,
-    # `hf.router_bias_saved`), so the file's count holds it; the family matches the file either way, with no warning
+    # transformers saves beside the weights: with the config naming lfm2_moe the kind rule `hf.router_bias_saved`
+    # makes it one (the count is `num_parameters()`); without it nothing tells the name is a buffer, so the file's
+    # count holds it; the family matches the file either way, with no warning
     import transformers
 
     words = {**ZOO["lfm2_moe"][1], "use_expert_bias": True, "vocab_size": 128}
@@ -726,6 +727,6 @@ def test_lfm2_moe_router_correction_is_matched_as_the_file_holds_it(tmp_path: Pa
             for t in report.checkpoint.tensors
             if t.name.endswith("feed_forward.expert_bias") and t.kind.value == "parameter"
         )
-        assert report.checkpoint.n_parameters == n + counted
+        assert report.checkpoint.n_parameters == n + counted and (counted == 0) is config
         assert exp is not None and exp.architecture == "lfm2_moe" and exp.matches and exp.total == n + counted
         assert "COUNT_MISMATCH" not in {f.code for f in report.findings}
