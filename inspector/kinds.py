@@ -16,7 +16,14 @@ from __future__ import annotations
 import re
 
 from inspector.hfconfig import model_type as config_model_type
-from inspector.quantized import BNB_4BIT_NAMES, BNB_INT8_NAMES, block_packing_of, packing_of, unpacked
+from inspector.quantized import (
+    BNB_4BIT_NAMES,
+    BNB_INT8_NAMES,
+    block_packing_of,
+    packing_of,
+    torchao_state,
+    unpacked,
+)
 from inspector.records import Checkpoint, TensorKind
 from inspector.recordtype import record, replace
 from inspector.roles import TORCH_STATS, compile_rules
@@ -391,6 +398,14 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
     packing, blocks = packing_of(ckpt.config, tensors), block_packing_of(ckpt.config, tensors)
     if packed or packing or blocks:
         unpacked(tensors, packing, blocks)
+        changed = True
+    state, values = torchao_state(ckpt.attributes, {t.name for t in tensors}) if ckpt.attributes else (set(), {})
+    if state:  # (torchao's flattened tensor subclasses: their state is not the model's parameters)
+        for i, t in enumerate(tensors):
+            if t.name in state and t.kind is TensorKind.PARAMETER:
+                tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)
+            elif t.name in values:
+                tensors[i] = replace(t, notes=(*t.notes, values[t.name]))
         changed = True
     return replace(ckpt, tensors=tuple(tensors)) if changed else ckpt
 

@@ -60,7 +60,8 @@ SIDE_TENSOR_NAMES = "|".join(SIDE_TENSORS).translate({ord(digit): r"\d" for digi
 # dtypes a weight quantized element for element is stored in
 QUANTIZED_DTYPES = frozenset({"F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I8", "I4", "I2", "F4", "F6_E2M3"})
 WEIGHT = "weight"
-WEIGHTS = (WEIGHT, "weight_packed")  # a quantized weight's names: as it is, packed (`unpacked`)
+# a quantized weight's names: as it is, packed (`unpacked`), torchao's values (`torchao_state`)
+WEIGHTS = (WEIGHT, "weight_packed", "_weight_qdata")
 # bitsandbytes' state of a quantized weight (after "<module>."): its 8-bit layers' (a buffer each, as `SCB` is held)
 BNB_INT8_STATE = ("SCB", "weight_format")
 # the record of a 4-bit weight's state (after "<module>.weight.") -> the dtype of the values the weight packs
@@ -175,6 +176,51 @@ BLOCK_PACKINGS = {"mxfp4": BlockPacking("MXFP4", "_blocks", "_scales", 2, 32, "F
 
 _last: list[tuple[Sequence[TensorInfo], list[TensorInfo]]] = []  # (a file's tensors, its quantization's): asked by
 # the module grouping, the layer check and the family check of one report
+
+
+# torchao's safetensors layout (transformers' `TorchAoConfig` models saved by `save_pretrained`; the `pytorch/*`
+# quantized releases): a quantized parameter `<module>.<param>` is a tensor subclass saved flattened, its inner tensors
+# as `<module>._<param>_<name>` for each name of the `_tensor_data_names` the file's metadata gives under the
+# parameter's name (`{"_type": "Int8Tensor", ..., "_tensor_data_names": ["zero_point", "qdata", "scale"]}`). Of these
+# subclasses `qdata` holds the values at the parameter's own shape (int8, float8, or int4 values one an int8); the
+# others (scale, zero_point) are the subclass's own state, not parameters: `num_parameters()` counts the parameter
+TORCHAO_VALUES = "qdata"
+TORCHAO_TYPES = frozenset({"Int8Tensor", "Float8Tensor", "IntxUnpackedToInt8Tensor"})
+TORCHAO_MARK = '"_tensor_data_names"'  # in the metadata of a flattened parameter
+
+
+def torchao_state(attributes: Mapping[str, str], names: set[str]) -> tuple[set[str], dict[str, str]]:
+    """The inner tensors of torchao's flattened parameters that are their state (buffers), and each values tensor's
+    note, from a safetensors file's metadata (`attributes`: "metadata.<parameter>" -> its JSON) and tensor `names`."""
+    state: set[str] = set()
+    values: dict[str, str] = {}
+    flattened = [
+        (key, text) for key, text in attributes.items() if key.startswith("metadata.") and TORCHAO_MARK in text
+    ]
+    if not flattened:  # (every other file: one pass over its few metadata keys)
+        return state, values
+    import json
+
+    for key, text in flattened:
+        try:
+            words = json.loads(text)
+        except ValueError:
+            continue
+        inner = words.get("_tensor_data_names") if isinstance(words, dict) else None
+        kind = words.get("_type") if isinstance(words, dict) else None
+        if kind not in TORCHAO_TYPES or not isinstance(inner, list) or TORCHAO_VALUES not in inner:
+            continue
+        module, _, param = key.removeprefix("metadata.").rpartition(".")
+        stored = {part: f"{module}._{param}_{part}" for part in inner if isinstance(part, str)}
+        if not set(stored.values()) <= names:
+            continue
+        state.update(name for part, name in stored.items() if part != TORCHAO_VALUES)
+        values[stored[TORCHAO_VALUES]] = (
+            f"torchao {kind} {module}.{param}: its values; "
+            + ", ".join(name for part, name in stored.items() if part != TORCHAO_VALUES)
+            + " its own state (not parameters)"
+        )
+    return state, values
 
 
 def side_tensors(tensors: Sequence[TensorInfo]) -> list[TensorInfo]:

@@ -857,3 +857,47 @@ def test_modelopt_exports_count_their_values_and_scales(tmp_path: Path, config: 
     alone = inspect(tmp_path / "model.safetensors")
     assert (alone.checkpoint.n_parameters == ckpt.n_parameters) is by_layout
     assert not [f for f in alone.findings if f.severity != "info"]
+
+
+# torchao's configurations whose flattened tensor subclass keeps its values at the weight's shape -> (the subclass, the
+# values' dtype, its inner tensors beside the values)
+TORCHAO = {
+    "Int8WeightOnlyConfig": ("Int8Tensor", "I8", {"scale", "zero_point"}),
+    "Float8WeightOnlyConfig": ("Float8Tensor", "F8_E4M3", {"scale"}),
+    "Int8DynamicActivationInt8WeightConfig": ("Int8Tensor", "I8", {"scale", "zero_point"}),
+    "IntxWeightOnlyConfig": ("IntxUnpackedToInt8Tensor", "I8", {"scale", "zero_point"}),
+}
+
+
+@pytest.mark.parametrize("config", list(TORCHAO))
+def test_torchao_safetensors_count_the_parameters_not_their_inner_tensors(tmp_path: Path, config: str) -> None:
+    """torchao's quantized models as transformers saves them (`TorchAoConfig`, `save_pretrained`: the `pytorch/*`
+    releases): each quantized weight a tensor subclass flattened into `<module>._weight_qdata`, `_weight_scale`,
+    `_weight_zero_point`, the metadata naming them under the weight. The values are the parameter, the rest its state
+    (buffers): the count is the quantized model's `num_parameters()` and the family check matches (the scales and
+    zero points were counted as parameters, and the family check warned COUNT_MISMATCH), with and without config."""
+    pytest.importorskip("torchao")
+    import torchao.quantization as ao
+
+    kind, dtype, inner = TORCHAO[config]
+    words = {"weight_dtype": torch.int4, "granularity": ao.PerGroup(32)} if config == "IntxWeightOnlyConfig" else {}
+    _llama().save_pretrained(tmp_path / "float")
+    quantization = transformers.TorchAoConfig(getattr(ao, config)(**words))
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        tmp_path / "float", quantization_config=quantization, device_map="cpu"
+    )
+    model.save_pretrained(tmp_path / "q")
+    for with_config in (True, False):
+        if not with_config:
+            (tmp_path / "q" / "config.json").unlink()
+        report = inspect(tmp_path / "q" / "model.safetensors")
+        ckpt = report.checkpoint
+        assert ckpt.n_parameters == model.num_parameters()
+        values = [t for t in ckpt.tensors if t.name.endswith("._weight_qdata")]
+        assert len(values) == LINEARS and {t.dtype for t in values} == {dtype}
+        assert all(t.kind is TensorKind.PARAMETER and f"torchao {kind}" in t.notes[-1] for t in values)
+        state = [t for t in ckpt.tensors if t.name.rpartition("._weight_")[2] in inner]
+        assert len(state) == len(inner) * LINEARS and all(t.kind is TensorKind.BUFFER for t in state)
+        exp = report.expectation
+        assert exp is not None and exp.architecture == "llama" and exp.matches and not exp.anomalies
+        assert not [f for f in report.findings if f.severity != "info"]
