@@ -39,6 +39,8 @@ VERDICTS = {
     (False, False): "differs",
 }
 
+TORCHAO_TYPED = '{"_type": "'  # a safetensors metadata value torchao writes for each tensor (its type first)
+
 
 def safe(text: str) -> str:
     """A name with control characters (terminal escapes, newlines) made visible and harmless."""
@@ -375,8 +377,16 @@ def render_text(report: Report, *, tensors: bool = False, regions: bool = False)
         lines.append(f"  optimizer  {_n(o['elements'])} elements in {o['tensors']} tensors ({human(o['bytes'])})")
     if counts["other"]["tensors"]:
         lines.append(f"  other      {_n(counts['other']['elements'])} elements in {counts['other']['tensors']} tensors")
+    described: dict[str, int] = {}  # torchao's metadata of each tensor, by the type it names: one line for them all
     for key, value in ckpt.attributes.items():
+        if key.startswith("metadata.") and value.startswith(TORCHAO_TYPED) and '"' in value[len(TORCHAO_TYPED) :]:
+            kind = value[len(TORCHAO_TYPED) :].partition('"')[0]
+            described[kind] = described.get(kind, 0) + 1
+            continue
         lines.append(f"  {safe(key)}: {safe(value)[:120]}")
+    if described:
+        kinds = ", ".join(f"{safe(kind)} x{n:,}" for kind, n in sorted(described.items(), key=lambda kv: -kv[1]))
+        lines.append(f"  metadata: {sum(described.values()):,} tensors' types as torchao writes them ({kinds})")
     lines += [
         "",
         _table(

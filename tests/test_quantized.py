@@ -901,3 +901,8 @@ def test_torchao_safetensors_count_the_parameters_not_their_inner_tensors(tmp_pa
         exp = report.expectation
         assert exp is not None and exp.architecture == "llama" and exp.matches and not exp.anomalies
         assert not [f for f in report.findings if f.severity != "info"]
+    from inspector.render import render_text  # (the text names the metadata's types in one line, not one a tensor)
+
+    text = render_text(report)
+    assert f"metadata: {LINEARS + 7} tensors' types as torchao writes them ({kind} x{LINEARS}, Tensor x7)" in text
+    assert "metadata.model." not in text
