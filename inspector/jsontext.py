@@ -74,9 +74,12 @@ SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
 }
 
 
-def _literals(keys: tuple[str, ...], nl: str, fixed: tuple[tuple[int, str], ...]) -> list[str]:
+def _literals(
+    keys: tuple[str, ...], nl: str, fixed: tuple[tuple[int, str], ...], quoted: tuple[int, ...] = ()
+) -> list[str]:
     """The text of a dict of these keys cut at each value that is not in `fixed` (index, text: written in), as
-    `template` writes it: the literal pieces before, between and after those values (one more than they)."""
+    `template` writes it: the literal pieces before, between and after those values (one more than they); the
+    values at `quoted` are strings written as they are, their quotes in the pieces either side."""
     inner = nl + INDENT
     written = dict(fixed)
     pieces: list[str] = []
@@ -86,10 +89,21 @@ def _literals(keys: tuple[str, ...], nl: str, fixed: tuple[tuple[int, str], ...]
         if index in written:
             piece += written[index]
         else:
-            pieces.append(piece)
-            piece = ""
+            quote = '"' if index in quoted else ""
+            pieces.append(piece + quote)
+            piece = quote
     pieces.append(piece + nl + "}")
     return pieces
+
+
+def _plain(strings: Sequence[Any]) -> bool:
+    """Whether JSON writes each of `strings` as itself between quotes: all str, of printable ASCII (no control
+    character, no DEL), without a quote or a backslash; told by one join and C scans of it (an escape a string)."""
+    try:
+        joined = "".join(strings)
+    except TypeError:  # (a value that is not a str)
+        return False
+    return joined.isascii() and joined.isprintable() and '"' not in joined and "\\" not in joined
 
 
 def _batch_literals(literals: list[str], n: int, separator: str) -> list[str]:
@@ -158,8 +172,8 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
     active: set[int] = set()  # containers being written: a cycle is an error, as in json
     streaming: list[int] = []  # the markers of the containers being streamed (kept when a join is abandoned)
     templates: dict[tuple[tuple[Any, ...], str], str] = {}  # (keys, indent) -> "{...%s...}"
-    # (keys, indent, fixed values, n) -> `_batch_literals` of n such dicts
-    batches: dict[tuple[tuple[str, ...], str, tuple[tuple[int, str], ...], int], list[str]] = {}
+    # (keys, indent, fixed values, quoted columns, n) -> `_batch_literals` of n such dicts
+    batches: dict[tuple[tuple[str, ...], str, tuple[tuple[int, str], ...], tuple[int, ...], int], list[str]] = {}
     batched = [0]  # characters `batches` holds
     string, int_repr = _string, int.__repr__
     buffer: list[str] = []
@@ -224,6 +238,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         the batch is those texts and its layout's literal text between them, joined at once."""
         inner = nl + INDENT
         texts: list[Any] = []
+        quoted: list[int] = []  # the columns of plain strings (`_plain`): their quotes are the literals'
         fixed = []  # (index, text) of the columns of one value (a dtype, a kind, a status): written in the literals
         n = len(values[0])
         for index, column in enumerate(values):
@@ -245,6 +260,10 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                 fixed.append((index, value(first, inner)))
                 continue
             if first.__class__ is str:  # names: the C escaper takes any str and refuses anything else
+                if _plain(column):  # (most names: between quotes in the literals, as they are, none escaped)
+                    quoted.append(index)
+                    texts.append(column)
+                    continue
                 try:
                     texts.append(list(map(string, column)))
                     continue
@@ -274,10 +293,10 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                     )
                     continue
             texts.append([value(v, inner) for v in column])  # mixed or nested: value by value
-        key = (keys, nl, tuple(fixed), n)
+        key = (keys, nl, tuple(fixed), tuple(quoted), n)
         literals = batches.get(key)
         if literals is None:
-            literals = _batch_literals(_literals(keys, nl, key[2]), n, "," + nl)
+            literals = _batch_literals(_literals(keys, nl, key[2], key[3]), n, "," + nl)
             # (str keys only, as `template`'s: 1, 1.0 and True are equal as keys but written differently)
             if len(batches) < TEMPLATES and batched[0] < BATCHED and all(k.__class__ is str for k in keys):
                 batches[key] = literals
