@@ -3,8 +3,9 @@
 Python 3.11's C encoder ignores `indent`, so `json.dumps(indent=2)` falls back to the pure-Python encoder: a
 generator per container and one yielded chunk per token (100,000 tensors: 9 million chunks held in one list,
 about 6 s and 500 MiB). Here each small container is one string: a dict is filled into a text template made
-once per key layout and depth (a report's tensors, regions and layer rows share a few layouts), a list is one
-`str.join`, and strings go through the C `encode_basestring_ascii`. A large container (and every container
+once per key layout and depth, a batch of dicts of one layout (a report's tensors, regions and layer rows) is
+its values joined with the literal text between them, cut once per layout, a list is one `str.join`, and
+strings go through the C `encode_basestring_ascii`. A large container (and every container
 that holds one) is written item by item, gathered into chunks of about 64 KiB, so the whole text is never held
 and the output sees one write per chunk. The result is byte-for-byte what `json.dumps(obj, indent=2,
 default=str)` returns (tested against it on generated documents); a cycle raises `ValueError` as json's does.
@@ -54,23 +55,64 @@ def _key(key: object) -> str:
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
-# The scalar types of a column whose one value is written into its batch's template (not once per item), and the
+# The scalar types of a column whose one value is written into its batch's literal text (not once per item), and the
 # longest such string
 FIXED = frozenset({str, int, bool, type(None)})
 FIXED_LENGTH = 64
-SHAPES = frozenset({list, tuple})  # of ints: a shape all the batch's rows have, written into the template too
-BATCHED = 1 << 24  # characters of batch templates remembered
+SHAPES = frozenset({list, tuple})  # of ints: a shape all the batch's rows have, written into the literal text too
+BATCHED = 1 << 24  # characters of batch literals remembered
 STREAM_ITEMS = 256  # a container of this many items is written item by item instead of joined in memory
 CHUNK = 1 << 16  # characters gathered before a write
 TEMPLATES = 4096  # dict layouts remembered (a bound for documents of many different key sets)
 
 
 # Other scalars of one exact type, written by a C callable: a column of such values is written by one `map`
-# (a column of strings goes to the C escaper, one of ints to '%d' in the template).
+# (a column of strings goes to the C escaper, one of ints to `int.__repr__`).
 SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
     bool: {True: "true", False: "false"}.__getitem__,
     type(None): {None: "null"}.__getitem__,
 }
+
+
+def _literals(
+    keys: tuple[str, ...], nl: str, fixed: tuple[tuple[int, str], ...], quoted: tuple[int, ...] = ()
+) -> list[str]:
+    """The text of a dict of these keys cut at each value that is not in `fixed` (index, text: written in), as
+    `template` writes it: the literal pieces before, between and after those values (one more than they); the
+    values at `quoted` are strings written as they are, their quotes in the pieces either side."""
+    inner = nl + INDENT
+    written = dict(fixed)
+    pieces: list[str] = []
+    piece = "{" + inner
+    for index, k in enumerate(keys):
+        piece += ("," + inner if index else "") + _key(k) + ": "
+        if index in written:
+            piece += written[index]
+        else:
+            quote = '"' if index in quoted else ""
+            pieces.append(piece + quote)
+            piece = quote
+    pieces.append(piece + nl + "}")
+    return pieces
+
+
+def _plain(strings: Sequence[Any]) -> bool:
+    """Whether JSON writes each of `strings` as itself between quotes: all str, of printable ASCII (no control
+    character, no DEL), without a quote or a backslash; told by one join and C scans of it (an escape a string)."""
+    try:
+        joined = "".join(strings)
+    except TypeError:  # (a value that is not a str)
+        return False
+    return joined.isascii() and joined.isprintable() and '"' not in joined and "\\" not in joined
+
+
+def _batch_literals(literals: list[str], n: int, separator: str) -> list[str]:
+    """The literal pieces of n dicts of one layout (`_literals`) one after the other, `separator` between two: the
+    last piece of a dict and the first of the next are one."""
+    if len(literals) == 1:  # (every value written in: the batch is one literal)
+        return [separator.join(literals * n)]
+    first, *middle, last = literals
+    return [first, *(middle + [last + separator + first]) * (n - 1), *middle, last]
 
 
 class Written(list):  # type: ignore[type-arg]
@@ -129,9 +171,9 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
     (100,000 tensors: 200 MiB less at the peak)."""
     active: set[int] = set()  # containers being written: a cycle is an error, as in json
     streaming: list[int] = []  # the markers of the containers being streamed (kept when a join is abandoned)
-    # (keys, indent, ints, fixed values) -> "{...%s...}"
-    templates: dict[tuple[tuple[Any, ...], str, tuple[int, ...], tuple[tuple[int, str], ...]], str] = {}
-    batches: dict[tuple[str, int], str] = {}  # (template, n) -> n of them, with the separator between two
+    templates: dict[tuple[tuple[Any, ...], str], str] = {}  # (keys, indent) -> "{...%s...}"
+    # (keys, indent, fixed values, quoted columns, n) -> `_batch_literals` of n such dicts
+    batches: dict[tuple[tuple[str, ...], str, tuple[tuple[int, str], ...], tuple[int, ...], int], list[str]] = {}
     batched = [0]  # characters `batches` holds
     string, int_repr = _string, int.__repr__
     buffer: list[str] = []
@@ -170,22 +212,13 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         active.discard(marker)
         return text
 
-    def template(
-        keys: tuple[Any, ...], nl: str, ints: tuple[int, ...] = (), fixed: tuple[tuple[int, str], ...] = ()
-    ) -> str:
-        """A dict's text with '%s' for each value, '%d' for the values at `ints` (ints, as repr writes them), and the
-        text of the value at an index of `fixed` written in."""
+    def template(keys: tuple[Any, ...], nl: str) -> str:
+        """A dict's text with '%s' for each value."""
         inner = nl + INDENT
-        written = dict(fixed)
-        items = ("," + inner).join(
-            _key(k).replace("%", "%%")
-            + (": " + written[i].replace("%", "%%") if i in written else ": %d" if i in ints else ": %s")
-            for i, k in enumerate(keys)
-        )
-        text = "{" + inner + items + nl + "}"
+        text = "{" + inner + ("," + inner).join(_key(k).replace("%", "%%") + ": %s" for k in keys) + nl + "}"
         # only str keys are remembered: 1, 1.0 and True are equal as keys of a dict but written differently
         if len(templates) < TEMPLATES and all(k.__class__ is str for k in keys):
-            templates[keys, nl, ints, fixed] = text
+            templates[keys, nl] = text
         return text
 
     def records(batch: list[Any] | tuple[Any, ...], nl: str) -> str | None:
@@ -202,16 +235,16 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
     def columns(keys: tuple[str, ...], values: Sequence[Sequence[Any]], nl: str) -> str:
         """The text of the dicts whose values under `keys` are `values` (a sequence per key), one after the other: a
         column of one scalar type (names, offsets) or of lists of ints (shapes) is one `map` of a C function, and
-        the batch is its layout's template, once per dict, filled in at once."""
+        the batch is those texts and its layout's literal text between them, joined at once."""
         inner = nl + INDENT
         texts: list[Any] = []
-        ints = []  # the columns of ints, written by '%d' in the template (as repr writes an int)
-        fixed = []  # (index, text) of the columns of one value (a dtype, a kind, a status): written in the template
+        quoted: list[int] = []  # the columns of plain strings (`_plain`): their quotes are the literals'
+        fixed = []  # (index, text) of the columns of one value (a dtype, a kind, a status): written in the literals
         n = len(values[0])
         for index, column in enumerate(values):
             first = column[0]
             if column.__class__ is Written:
-                if column.count(first) == n:  # (one text for the whole batch: written into the template)
+                if column.count(first) == n:  # (one text for the whole batch: written into the literals)
                     fixed.append((index, first))
                 else:
                     texts.append(column)
@@ -227,6 +260,10 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                 fixed.append((index, value(first, inner)))
                 continue
             if first.__class__ is str:  # names: the C escaper takes any str and refuses anything else
+                if _plain(column):  # (most names: between quotes in the literals, as they are, none escaped)
+                    quoted.append(index)
+                    texts.append(column)
+                    continue
                 try:
                     texts.append(list(map(string, column)))
                     continue
@@ -236,8 +273,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
             if len(kinds) == 1:
                 kind = kinds.pop()
                 if kind is int:
-                    ints.append(index)
-                    texts.append(column)
+                    texts.append(map(int_repr, column))
                     continue
                 scalar = SCALAR_TEXT.get(kind)
                 if scalar is not None:
@@ -257,21 +293,23 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                     )
                     continue
             texts.append([value(v, inner) for v in column])  # mixed or nested: value by value
-        key = (keys, nl, tuple(ints), tuple(fixed))
-        text = templates.get(key) or template(*key)
-        whole = batches.get((text, n))
-        if whole is None:
-            whole = ("," + nl).join([text] * n)
-            if len(batches) < TEMPLATES and batched[0] < BATCHED:
-                batches[text, n] = whole
-                batched[0] += len(whole)
+        key = (keys, nl, tuple(fixed), tuple(quoted), n)
+        literals = batches.get(key)
+        if literals is None:
+            literals = _batch_literals(_literals(keys, nl, key[2], key[3]), n, "," + nl)
+            # (str keys only, as `template`'s: 1, 1.0 and True are equal as keys but written differently)
+            if len(batches) < TEMPLATES and batched[0] < BATCHED and all(k.__class__ is str for k in keys):
+                batches[key] = literals
+                batched[0] += sum(map(len, literals))
         # no dict of the batch is marked active: a cycle through one passes through a nested container, which is marked
-        # (the values in the template's order, each column laid into every `width`-th place: a C copy per column)
+        # (the values in the layout's order, each column laid into every `width`-th place: a C copy per column; then
+        # the literals between them: one join copies it all, where '%' formatting read each literal character)
         width = len(texts)
-        filled: list[Any] = [None] * (width * n)
+        parts: list[Any] = [None] * (2 * width * n + 1)
         for place, texts_of_column in enumerate(texts):
-            filled[place::width] = texts_of_column
-        return whole % tuple(filled)
+            parts[2 * place + 1 :: 2 * width] = texts_of_column
+        parts[::2] = literals
+        return "".join(parts)
 
     def container(o: list[Any] | tuple[Any, ...] | dict[Any, Any] | Rows, nl: str) -> str:
         if not o:
@@ -290,7 +328,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         inner = nl + INDENT
         if isinstance(o, dict):
             keys = tuple(o)
-            text = templates.get((keys, nl, (), ())) or template(keys, nl)
+            text = templates.get((keys, nl)) or template(keys, nl)
             text %= tuple(
                 [
                     string(v)

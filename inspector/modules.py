@@ -118,8 +118,12 @@ def module_groups(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, Seq
         beside = set(map(id, side))
         pairs = [(t, r) for t, r in pairs if id(t) not in beside]
     names = []
+    positional: dict[str, bool] = {}  # rule id -> whether it is a positional array's (a few rules: asked once each)
     for t, r in pairs:
-        if stated or t.layer or r.role in from_role or r.rule_id.startswith("shape."):
+        by_shape = positional.get(r.rule_id)
+        if by_shape is None:
+            by_shape = positional[r.rule_id] = r.rule_id.startswith("shape.")
+        if stated or t.layer or r.role in from_role or by_shape:
             names.append(t.layer or r.layer)
         else:
             names.append(t.name.rpartition(".")[0] if "." in t.name else r.layer)
@@ -336,6 +340,7 @@ def file_specs(
     recipes: dict[tuple[Any, ...], tuple[type[LayerSpec], tuple[Any, ...], tuple[Any, ...]]] = {}
     specs: list[LayerSpec] = []
     append = specs.append
+    stated: dict[str, bool] = {}  # rule id -> whether it states the parameter name (a few rules: asked once each)
     for name, items in module_groups(ckpt, roles).items() if groups is None else groups:
         stats = name in statistics
         if len(items) != 1:
@@ -343,12 +348,17 @@ def file_specs(
             continue
         t, r = items[0]
         # _param(name + ".", t, r), inline
-        if r.param and r.rule_id.startswith(STATED_PARAM_RULES):
+        rule_id = r.rule_id
+        says = stated.get(rule_id)
+        if says is None:
+            says = stated[rule_id] = rule_id.startswith(STATED_PARAM_RULES)
+        if r.param and says:
             param = r.param.removesuffix(":0")
         else:
             tensor = t.name
-            prefix = name + "."
-            param = tensor[len(prefix) :] if tensor.startswith(prefix) else (r.param or tensor)
+            param = tensor.removeprefix(name + ".")  # (one C call, where startswith parses its arguments)
+            if len(param) == len(tensor):  # (no prefix removed)
+                param = r.param or tensor
         key = (param, t.shape, r.role, r.rule_id, t.alias_of is None, stats, "prelu" in name.lower())
         made = recipes.get(key)
         if made is None:

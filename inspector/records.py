@@ -223,7 +223,15 @@ class RegionColumns(_Regions):
             for _ in range(plain):  # a region without a subject: its text, as the subject of "%s"
                 at = subjects.index(None, at + 1)
                 subjects[at], texts[at] = texts[at], "%s"
-        return list(map(mod, texts, subjects))
+        around = _around_subject(texts)
+        if around is None:
+            return list(map(mod, texts, subjects))
+        heads, tails = around  # (a zip's 400,000 labels: concatenated, about half the instructions of '%')
+        try:
+            labels = list(map(add, heads, subjects))
+        except TypeError:  # a subject that is not a str: formatted
+            return list(map(mod, texts, subjects))
+        return labels if tails is None else list(map(add, labels, tails))
 
     def followed_by(self, regions: Iterable[Region]) -> RegionColumns:
         """These regions and then `regions` (of file 0, none compressed), as new columns."""
@@ -237,6 +245,19 @@ class RegionColumns(_Regions):
             texts.append(r.text)
             subjects.append(r.subject)
         return RegionColumns(kinds, starts, lengths, texts, subjects)
+
+
+def _around_subject(texts: list[str]) -> tuple[Iterator[str], Iterator[str] | None] | None:
+    """Each text's part before and after its one '%s' (the parts after: None where every text ends with it), so a
+    label is its text's parts with its subject between, as '%' writes a str subject; None where a text has no '%s'
+    or another '%' (formatted)."""
+    heads, tails = {}, {}
+    for text in set(texts):  # (a handful: a zip's)
+        head, found, tail = text.partition("%s")
+        if not found or "%" in head or "%" in tail:
+            return None
+        heads[text], tails[text] = head, tail
+    return map(heads.__getitem__, texts), map(tails.__getitem__, texts) if any(tails.values()) else None
 
 
 Sequence.register(RegionColumns)

@@ -195,7 +195,7 @@ _BUILDERS = {
 def _counted(ops: bytes, width: int, short: int) -> bytes:
     """Length-prefixed string or bytes opcodes (`ops`, of one length `width`) with a length up to `short`, as one
     regex alternative: the opcodes share the alternatives of their lengths (fewer to compile: about 8 ms a process)."""
-    lengths = (re.escape(n.to_bytes(width, "little")) + (rb"[\s\S]{%d}" % n if n else b"") for n in range(short + 1))
+    lengths = (re.escape(n.to_bytes(width, "little")) + (rb".{%d}" % n if n else b"") for n in range(short + 1))
     return rb"[" + b"".join(re.escape(bytes([op])) for op in ops) + rb"](?:" + b"|".join(lengths) + rb")"
 
 
@@ -206,20 +206,22 @@ def _patterns(index_bits: int, short: int, counted: bool) -> tuple[re.Pattern[by
     LONG1 integers: their 17 alternatives were 0.2 ms of the pattern's compile, and torch writes few)."""
     top = (1 << (index_bits - 24)) - 1 if index_bits > 24 else 0
     third = 0xFF if index_bits > 24 else (1 << (index_bits - 16)) - 1
-    index = rb"[\s\S]{2}[\x00-" + re.escape(bytes([third])) + rb"][\x00-" + re.escape(bytes([top])) + rb"]"
+    index = rb".{2}[\x00-" + re.escape(bytes([third])) + rb"][\x00-" + re.escape(bytes([top])) + rb"]"
     tokens = [  # the most frequent first (the regex tries them in order)
         rb"[()NRQtusabe\x85\x86\x87\x88\x89\x93\x94]",  # no-argument opcodes (MARK ... STACK_GLOBAL, MEMOIZE)
-        rb"[qhK\x80][\s\S]",  # BINPUT, BINGET, BININT1, PROTO
+        rb"[qhK\x80].",  # BINPUT, BINGET, BININT1, PROTO
         rb"r" + index,  # LONG_BINPUT
         _counted(b"XBT", 4, short),  # BINUNICODE, BINBYTES, BINSTRING
-        rb"[Jj][\s\S]{4}",  # BININT, LONG_BINGET
-        rb"M[\s\S]{2}",  # BININT2
-        rb"G[\s\S]{8}",  # BINFLOAT
+        rb"[Jj].{4}",  # BININT, LONG_BINGET
+        rb"M.{2}",  # BININT2
+        rb"G.{8}",  # BINFLOAT
         rb"c[^\n]{1,255}\n[^\n]{1,255}\n",  # GLOBAL
         _counted(b"\x8cUC", 1, short),  # SHORT_BINUNICODE, SHORT_BINSTRING, SHORT_BINBYTES
     ]
     token = rb"(?:" + b"|".join(tokens) + rb")"
-    return re.compile(token + rb"{%d}+" % RUN) if counted else None, re.compile(token + rb"*+")
+    # (DOTALL: '.' matches any byte, as [\s\S] would, and the scan is about a fifth faster with it)
+    exact = re.compile(token + rb"{%d}+" % RUN, re.DOTALL) if counted else None
+    return exact, re.compile(token + rb"*+", re.DOTALL)
 
 
 # length-prefixed opcodes and the width of their length, for strings and LONG1 the token pattern leaves to the scan
