@@ -240,5 +240,6 @@ ONNX_TYPES: dict[int, tuple[str, int]] = {
     27: ("F6_E2M3", 5),
     28: ("F6_E3M2", 5),
 }
-# sub-byte integer types ONNX has and the table above lacks
+# sub-byte integer types ONNX has and the table above lacks, and the widths MLX's quantization packs (3, 5, 6 bits)
 DTYPES.update({"U4": DType("U4", 4, DKind.UINT), "U2": DType("U2", 2, DKind.UINT), "I2": DType("I2", 2, DKind.INT)})
+DTYPES.update({f"U{bits}": DType(f"U{bits}", bits, DKind.UINT) for bits in (3, 5, 6)})

@@ -20,6 +20,7 @@ from inspector.quantized import (
     BNB_4BIT_NAMES,
     BNB_INT8_NAMES,
     block_packing_of,
+    mlx_quantization,
     packing_of,
     torchao_state,
     unpacked,
@@ -396,8 +397,9 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
                 tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)
                 changed = True
     packing, blocks = packing_of(ckpt.config, tensors), block_packing_of(ckpt.config, tensors)
-    if packed or packing or blocks:
-        unpacked(tensors, packing, blocks)
+    mlx = mlx_quantization(ckpt.config)
+    if packed or packing or blocks or mlx:
+        unpacked(tensors, packing, blocks, mlx)
         changed = True
     state, values = torchao_state(ckpt.attributes, {t.name for t in tensors}) if ckpt.attributes else (set(), {})
     if state:  # (torchao's flattened tensor subclasses: their state is not the model's parameters)

@@ -359,12 +359,83 @@ def _packing_in(tensors: Sequence[TensorInfo]) -> tuple[Packing, int] | None:
 
 
 def declared_method(config: Mapping[str, Any] | None) -> str | None:
-    """The quantization method a config declares (`quantization_config.quant_method`), or None."""
+    """The quantization method a config declares (`quantization_config.quant_method`; MLX's, `mlx_quantization`), or
+    None."""
+    if mlx_quantization(config) is not None:
+        return MLX
     quantization = (config or {}).get("quantization_config")
     if not isinstance(quantization, dict):
         return None
     method = quantization.get("quant_method")
     return method if isinstance(method, str) and method.isprintable() else "quantized"
+
+
+# Apple MLX's quantized models (mlx-lm's `convert -q`, the mlx-community releases): each quantized layer's `weight` is
+# uint32, its values packed along its last axis (32 / bits a word), `scales` (and for the affine mode `biases`) beside
+# it, one a group of `group_size` values; config.json says `quantization: {group_size, bits, mode}` (also as
+# `quantization_config`, without a quant_method), and a module's own where a recipe gave it other bits or left it
+# unquantized (False). mlx-lm counts a quantized layer's values, weight.size * 32 / bits, not its scales and biases
+# (`get_total_parameters`, behind its "bits per weight"): the values are the parameter, the rest its state (buffers).
+MLX = "mlx"
+MLX_MODES = {"affine": "", "mxfp4": "F4", "nvfp4": "F4", "mxfp8": "F8_E4M3"}  # mode -> its values' dtype ("": U<bits>)
+MLX_STATE = ("scales", "biases")
+MLX_STORAGE = "U32"
+
+
+def mlx_quantization(config: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """A config's MLX quantization (`quantization`, or as `quantization_config` without a `quant_method`: its integer
+    `bits` and `group_size`), or None."""
+    for key in ("quantization", "quantization_config"):
+        words = (config or {}).get(key)
+        if (
+            isinstance(words, dict)
+            and "quant_method" not in words
+            and isinstance(words.get("bits"), int)
+            and isinstance(words.get("group_size"), int)
+            and words.get("mode", "affine") in MLX_MODES
+        ):
+            return words
+    return None
+
+
+def _mlx_unpacked(tensors: list[TensorInfo], quantization: Mapping[str, Any]) -> None:
+    """`unpacked`'s MLX weights: each uint32 `weight` with its `scales` beside it read as its values, its group size
+    (and mode) the module's own where the config gives them, else the config's; its bits are what its words hold for
+    the values its scales cover, checked against the config's where it says them. Its scales and biases: buffers."""
+    from inspector.dtypes import DTYPES
+    from inspector.records import TensorKind
+    from inspector.recordtype import replace
+
+    at = {t.name: i for i, t in enumerate(tensors)}
+    modules = set()
+    for i, t in enumerate(tensors):
+        module, _, name = t.name.rpartition(".")
+        scales = at.get(module + "." + MLX_STATE[0])
+        own = quantization.get(module, {})
+        if name != WEIGHT or t.dtype != MLX_STORAGE or len(t.shape) < 2 or scales is None or not isinstance(own, dict):
+            continue  # (False: a module the recipe left unquantized)
+        group = own.get("group_size") or quantization["group_size"]
+        mode = own.get("mode") or quantization.get("mode", "affine")
+        covered = tensors[scales].shape
+        values = covered[-1] * group if isinstance(group, int) and len(covered) == len(t.shape) else 0
+        if not values or covered[:-1] != t.shape[:-1] or t.shape[-1] * 32 % values:
+            continue
+        bits = t.shape[-1] * 32 // values
+        dtype = MLX_MODES.get(mode) if isinstance(mode, str) else None
+        dtype = dtype or (f"U{bits}" if dtype == "" else None)
+        stated = own.get("bits") or (quantization["bits"] if module not in quantization else None)
+        if dtype not in DTYPES or DTYPES[dtype].bits != bits or stated not in (None, bits):
+            continue
+        note = (
+            f"MLX {mode} weight stored packed as {t.dtype} {tuple(t.shape)}: {_values_an_element(32, bits)}, "
+            f"{group} a scale"
+        )
+        tensors[i] = replace(t, shape=(*t.shape[:-1], values), dtype=dtype, notes=(*t.notes, note))
+        modules.add(module)
+    for i, t in enumerate(tensors):
+        module, _, name = t.name.rpartition(".")
+        if name in MLX_STATE and module in modules and t.kind is TensorKind.PARAMETER:
+            tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)
 
 
 def block_packing_of(config: Mapping[str, Any] | None, tensors: Sequence[TensorInfo]) -> BlockPacking | None:
@@ -403,7 +474,10 @@ def stored_packed(tensors: Sequence[TensorInfo]) -> bool:
 
 
 def unpacked(
-    tensors: list[TensorInfo], packing: tuple[Packing, int] | None = None, blocks: BlockPacking | None = None
+    tensors: list[TensorInfo],
+    packing: tuple[Packing, int] | None = None,
+    blocks: BlockPacking | None = None,
+    mlx: Mapping[str, Any] | None = None,
 ) -> None:
     """Each packed weight of `tensors` made the values it packs, its dtype theirs and its elements as many as its
     bytes hold, with a note of how it is stored:
@@ -415,7 +489,8 @@ def unpacked(
       axis padded up to a whole element where it is not a multiple); the tensors beside it that hold its state are
       buffers, as they are where it is loaded;
     - with a config's `blocks` (`block_packing_of`), every U8 weight named with its blocks' suffix: its last two axes
-      (blocks, bytes a block) one axis of the values they hold, its scales beside it buffers.
+      (blocks, bytes a block) one axis of the values they hold, its scales beside it buffers;
+    - with a config's `mlx` quantization (`mlx_quantization`), MLX's uint32 weights (`_mlx_unpacked`).
     """
     from inspector.dtypes import DTYPES
     from inspector.records import TensorKind
@@ -462,6 +537,8 @@ def unpacked(
         modules.add(module)
     if blocks is not None:
         _unblocked(tensors, blocks)
+    if mlx is not None:
+        _mlx_unpacked(tensors, mlx)
     if modules and how is not None and how.state:
         for i, t in enumerate(tensors):
             module, _, name = t.name.rpartition(".")

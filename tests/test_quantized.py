@@ -906,3 +906,72 @@ def test_torchao_safetensors_count_the_parameters_not_their_inner_tensors(tmp_pa
     text = render_text(report)
     assert f"metadata: {LINEARS + 7} tensors' types as torchao writes them ({kind} x{LINEARS}, Tensor x7)" in text
     assert "metadata.model." not in text
+
+
+# mlx-lm's `convert` (its quantization on the CPU build of MLX) of a test-sized llama saved by `save_pretrained` with
+# a word-level tokenizer (convert copies it), in a process of its own; prints what mlx-lm counts of the model it
+# loads back from the converted folder (`get_total_parameters`, behind its "bits per weight")
+MLX_WRITER = """
+from tests.vision import make_importable
+make_importable()  # (transformers imports torchvision where it is installed)
+import json, sys, torch, transformers
+from pathlib import Path
+from tokenizers import Tokenizer, models
+from mlx_lm import convert
+from mlx_lm.utils import get_total_parameters, load_model
+source, out = sys.argv[1], sys.argv[2]
+torch.manual_seed(0)
+config = transformers.AutoConfig.for_model("llama", **json.loads(sys.argv[3]))
+transformers.AutoModelForCausalLM.from_config(config).save_pretrained(source)
+words = Tokenizer(models.WordLevel({f"t{i}": i for i in range(config.vocab_size)}, unk_token="t0"))
+transformers.PreTrainedTokenizerFast(tokenizer_object=words, unk_token="t0").save_pretrained(source)
+convert(source, mlx_path=out, quantize=True, **json.loads(sys.argv[4]))
+model, _ = load_model(Path(out))
+print(get_total_parameters(model))
+"""
+# mlx-lm's quantizations -> the values' dtypes and the state beside each weight
+MLX_QUANTIZATIONS = {
+    "4-bit": ({"q_bits": 4, "q_group_size": 32}, {"U4"}, {"scales", "biases"}),
+    "3-bit": ({"q_bits": 3, "q_group_size": 64}, {"U3"}, {"scales", "biases"}),
+    "8-bit": ({"q_bits": 8}, {"U8"}, {"scales", "biases"}),
+    "mixed_3_6": ({"quant_predicate": "mixed_3_6"}, {"U3", "U6"}, {"scales", "biases"}),
+    "mxfp4": ({"q_mode": "mxfp4"}, {"F4"}, {"scales"}),
+    "nvfp4": ({"q_mode": "nvfp4"}, {"F4"}, {"scales"}),
+}
+
+
+@pytest.mark.parametrize("quantization", list(MLX_QUANTIZATIONS))
+def test_mlx_quantized_models_count_what_mlx_lm_counts(tmp_path: Path, quantization: str) -> None:
+    """Apple MLX's quantized models (mlx-lm's `convert -q`, the mlx-community releases), written by mlx-lm itself:
+    each quantized layer's uint32 `weight` packs its values, `scales` (and `biases`) beside it a group. Each weight is
+    read as its values at the float model's shape (bits from its words and the group its scales cover, checked against
+    the config's, a recipe's per-layer bits included), the scales and biases its state: the count is mlx-lm's own
+    (it was the uint32 words, a fifth of the model, explained), and the family check matches."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("mlx_lm") is None:
+        pytest.skip("mlx-lm (and mlx's CPU build) not installed")
+    words, dtypes, state = MLX_QUANTIZATIONS[quantization]
+    root = Path(__file__).resolve().parent.parent  # (the writer imports tests.vision)
+    written = subprocess.run(
+        [sys.executable, "-c", MLX_WRITER, str(tmp_path / "hf"), str(tmp_path / "mlx"), json.dumps(LLAMA),
+         json.dumps(words)],
+        capture_output=True, text=True, cwd=root,
+    )  # fmt: skip
+    assert written.returncode == 0, written.stderr[-2000:]
+    counted = int(written.stdout.split()[-1])
+    shapes = {name: tuple(p.shape) for name, p in _llama().named_parameters()}
+    assert counted == sum(map(math.prod, shapes.values()))  # (mlx-lm counts the float model's values)
+    report = inspect(tmp_path / "mlx" / "model.safetensors")
+    ckpt = report.checkpoint
+    assert ckpt.n_parameters == counted
+    weights = [t for t in ckpt.tensors if t.dtype in dtypes]
+    assert {t.dtype for t in weights} == dtypes and all(t.shape == shapes[t.name] for t in weights)
+    assert len(weights) == LINEARS + 2  # (the embedding and the head are quantized too)
+    beside = [t for t in ckpt.tensors if t.name.rpartition(".")[2] in state]
+    assert len(beside) == len(state) * len(weights) and all(t.kind is TensorKind.BUFFER for t in beside)
+    exp = report.expectation
+    assert exp is not None and exp.source == "config" and exp.architecture == "llama" and exp.matches
+    assert not [f for f in report.findings if f.severity != "info"]
