@@ -99,6 +99,13 @@ _DEEPSEEK_MOE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("n_shared_experts", ("{arch}.expert_shared_count",)),
     ("first_k_dense_replace", ("{arch}.leading_dense_block_count",)),
 )
+# NemotronHConfig's Mamba-2 mixer sizes (the MLP's width and the key/value heads are per-layer arrays there: left out)
+_NEMOTRON_H_SSM: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("mamba_num_heads", ("{arch}.ssm.time_step_rank",)),
+    ("n_groups", ("{arch}.ssm.group_count",)),
+    ("ssm_state_size", ("{arch}.ssm.state_size",)),
+    ("conv_kernel", ("{arch}.ssm.conv_kernel",)),
+)
 # rows that replace HF_CONFIG's for one architecture (its Hugging Face config names a size differently)
 HF_CONFIG_BY_ARCH: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "mamba": (  # MambaConfig: intermediate_size is the SSM's inner size; the converter writes no FFN (length 0)
@@ -124,8 +131,17 @@ HF_CONFIG_BY_ARCH: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("v_head_dim", ("{arch}.attention.value_length_mla",)),
         ("qk_rope_head_dim", ("{arch}.rope.dimension_count",)),
         *_DEEPSEEK_MOE,
+        ("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",)),  # (GLM-4.7-Flash's MTP layer)
     ),
     "glm4moe": (*_DEEPSEEK_MOE, ("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",))),
+    "nemotron_h": _NEMOTRON_H_SSM,
+    "nemotron_h_moe": (
+        *_NEMOTRON_H_SSM,
+        ("num_local_experts", ()),
+        ("n_routed_experts", ("{arch}.expert_count",)),
+        ("moe_intermediate_size", ("{arch}.expert_feed_forward_length",)),
+        ("moe_shared_expert_intermediate_size", ("{arch}.expert_shared_feed_forward_length",)),
+    ),
     "qwen3next": (("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",)),),
     "qwen35": (("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",)),),
 }
@@ -154,6 +170,7 @@ MODEL_TYPES = {
     "qwen3next": "qwen3_next",
     "deepseek2": "deepseek_v3",  # DeepSeek-V2, V2-Lite, V3, R1, Kimi K2: one family (`deepseek`), one converter class
     "glm4moe": "glm4_moe",
+    "nemotron_h_moe": "nemotron_h",  # (the converter's name for a Nemotron-H with MoE layers: Nemotron 3)
 }
 # general.architecture -> (a tensor, the model_type a file holding it is): the converter writes these models under
 # another's architecture, and the tensor tells them apart
@@ -328,9 +345,39 @@ _SCORE_CORRECTION = {  # DeepSeek-V3's and GLM-4.5's router score correction (th
     "blk.{i}.exp_probs_b": "model.layers.{i}.mlp.gate.e_score_correction_bias",  # (gguf-py's name)
     "blk.{i}.exp_probs_b.bias": "model.layers.{i}.mlp.gate.e_score_correction_bias",
 }
+_NEMOTRON_H: dict[str, str | None] = {  # Nemotron-H (Nemotron Nano 2, Nemotron 3): one mixer per layer (Mamba-2,
+    # attention, a squared-ReLU MLP or a MoE block), under transformers' names (model., not the hub's backbone.); the
+    # converter reshapes the gated norm to (groups, inner / groups), A_log and D to (heads, 1), squeezes conv1d
+    "token_embd.{p}": "model.embeddings.{p}",
+    "output_norm.{p}": "model.norm_f.{p}",
+    "output.{p}": "lm_head.{p}",
+    "blk.{i}.attn_norm.{p}": "model.layers.{i}.norm.{p}",
+    "blk.{i}.ssm_in.{p}": "model.layers.{i}.mixer.in_proj.{p}",
+    "blk.{i}.ssm_conv1d.{p}": "model.layers.{i}.mixer.conv1d.{p}",
+    "blk.{i}.ssm_dt.bias": "model.layers.{i}.mixer.dt_bias",
+    "blk.{i}.ssm_a": "model.layers.{i}.mixer.A_log",
+    "blk.{i}.ssm_d": "model.layers.{i}.mixer.D",
+    "blk.{i}.ssm_norm.{p}": "model.layers.{i}.mixer.norm.{p}",
+    "blk.{i}.ssm_out.{p}": "model.layers.{i}.mixer.out_proj.{p}",
+    "blk.{i}.attn_q.{p}": "model.layers.{i}.mixer.q_proj.{p}",
+    "blk.{i}.attn_k.{p}": "model.layers.{i}.mixer.k_proj.{p}",
+    "blk.{i}.attn_v.{p}": "model.layers.{i}.mixer.v_proj.{p}",
+    "blk.{i}.attn_output.{p}": "model.layers.{i}.mixer.o_proj.{p}",
+    "blk.{i}.ffn_up.{p}": "model.layers.{i}.mixer.up_proj.{p}",
+    "blk.{i}.ffn_down.{p}": "model.layers.{i}.mixer.down_proj.{p}",
+    "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.mixer.gate.{p}",
+    "blk.{i}.exp_probs_b": "model.layers.{i}.mixer.gate.e_score_correction_bias",
+    "blk.{i}.exp_probs_b.bias": "model.layers.{i}.mixer.gate.e_score_correction_bias",
+    # the experts stacked (experts, out, in): the shapes transformers 5 holds them in (the `nemotron_h-fused` layout)
+    "blk.{i}.ffn_up_exps.{p}": "model.layers.{i}.mixer.experts.up_proj.{p}",
+    "blk.{i}.ffn_down_exps.{p}": "model.layers.{i}.mixer.experts.down_proj.{p}",
+    "blk.{i}.ffn_up_shexp.{p}": "model.layers.{i}.mixer.shared_experts.up_proj.{p}",
+    "blk.{i}.ffn_down_shexp.{p}": "model.layers.{i}.mixer.shared_experts.down_proj.{p}",
+}
 _GLM4MOE = {"blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}"}
 _NEXTN = {  # the hub's multi-token-prediction layer after the last (DeepSeek-V3's names, GLM-4.5's and Qwen3.5's
-    # renamed so by the converter), written when the checkpoint holds it: counted, and explained by the families
+    # renamed so by the converter), written when the checkpoint holds it (not DeepSeek-V2/V3's: the converter drops
+    # theirs; GLM-4.7-Flash's, written as deepseek2, it keeps): counted, and explained by the families
     "blk.{i}.nextn.eh_proj.{p}": "model.layers.{i}.eh_proj.{p}",
     "blk.{i}.nextn.enorm.{p}": "model.layers.{i}.enorm.{p}",
     "blk.{i}.nextn.hnorm.{p}": "model.layers.{i}.hnorm.{p}",
@@ -472,8 +519,10 @@ HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
     "granitemoe": {**HF_NAMES, **_GRANITE_MOE},
     "qwen3next": {**HF_NAMES, **_SHARED_EXPERT, **_GATED_DELTANET, **_QWEN3NEXT, **_NEXTN},
     "qwen35": {**HF_NAMES, **_GATED_DELTANET, **_QWEN35, **_NEXTN},
-    "deepseek2": {**HF_NAMES, **_MLA, **_SHARED_EXPERTS, **_DEEPSEEK2, **_SCORE_CORRECTION},
+    "deepseek2": {**HF_NAMES, **_MLA, **_SHARED_EXPERTS, **_DEEPSEEK2, **_SCORE_CORRECTION, **_NEXTN},
     "glm4moe": {**HF_NAMES, **_SHARED_EXPERTS, **_GLM4MOE, **_SCORE_CORRECTION, **_NEXTN},
+    "nemotron_h": _NEMOTRON_H,
+    "nemotron_h_moe": _NEMOTRON_H,
 }
 # an architecture whose table depends on a tensor the file holds: arch -> (that tensor, the table to use)
 HF_NAMES_VARIANTS = {
@@ -482,12 +531,10 @@ HF_NAMES_VARIANTS = {
 }
 # Tensors a GGUF stores that are not trainable parameters in the source model.
 NOT_PARAMETERS = {"rope_freqs.weight": TensorKind.BUFFER}
-# ... in one architecture's files, by their Hugging Face names: DeepSeek-V3's and GLM-4.5's router score correction
-# is a registered buffer (its num_parameters() leaves it out; ERNIE's, also exp_probs_b, is a parameter)
-NOT_PARAMETERS_BY_ARCH = {
-    "deepseek2": re.compile(r"model\.layers\.\d+\.mlp\.gate\.e_score_correction_bias"),
-    "glm4moe": re.compile(r"model\.layers\.\d+\.mlp\.gate\.e_score_correction_bias"),
-}
+# ... in one architecture's files, by their Hugging Face names: DeepSeek-V3's, GLM-4.5's and Nemotron 3's router score
+# correction is a registered buffer (its num_parameters() leaves it out; ERNIE's, also exp_probs_b, is a parameter)
+_SCORE_CORRECTION_BUFFER = re.compile(r"model\.layers\.\d+\.(?:mlp|mixer)\.gate\.e_score_correction_bias")
+NOT_PARAMETERS_BY_ARCH = {arch: _SCORE_CORRECTION_BUFFER for arch in ("deepseek2", "glm4moe", "nemotron_h_moe")}
 
 
 def _compile(table: dict[str, str | None]) -> list[tuple[re.Pattern[str], str | None]]:
