@@ -144,6 +144,7 @@ HF_CONFIG_BY_ARCH: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     ),
     "qwen3next": (("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",)),),
     "qwen35": (("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",)),),
+    "qwen35moe": (("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",)),),
 }
 # Hugging Face config key = GGUF key - GGUF key, where both are in the file: the converter counts the hub's MTP layers
 # (nextn_predict_layers) in block_count, which num_hidden_layers does not; DeepSeek's key_length_mla is a head's
@@ -168,6 +169,7 @@ MODEL_TYPES = {
     "mistral3": "ministral3",
     "qwen35": "qwen3_5_text",
     "qwen3next": "qwen3_next",
+    "qwen35moe": "qwen3_5_moe_text",
     "deepseek2": "deepseek_v3",  # DeepSeek-V2, V2-Lite, V3, R1, Kimi K2: one family (`deepseek`), one converter class
     "glm4moe": "glm4_moe",
     "nemotron_h_moe": "nemotron_h",  # (the converter's name for a Nemotron-H with MoE layers: Nemotron 3)
@@ -519,6 +521,7 @@ HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
     "granitemoe": {**HF_NAMES, **_GRANITE_MOE},
     "qwen3next": {**HF_NAMES, **_SHARED_EXPERT, **_GATED_DELTANET, **_QWEN3NEXT, **_NEXTN},
     "qwen35": {**HF_NAMES, **_GATED_DELTANET, **_QWEN35, **_NEXTN},
+    "qwen35moe": {**HF_NAMES, **_SHARED_EXPERT, **_GATED_DELTANET, **_QWEN35, **_NEXTN},
     "deepseek2": {**HF_NAMES, **_MLA, **_SHARED_EXPERTS, **_DEEPSEEK2, **_SCORE_CORRECTION, **_NEXTN},
     "glm4moe": {**HF_NAMES, **_SHARED_EXPERTS, **_GLM4MOE, **_SCORE_CORRECTION, **_NEXTN},
     "nemotron_h": _NEMOTRON_H,

@@ -124,6 +124,11 @@ CASES: dict[str, tuple[str, str, dict[str, Any], tuple[str, ...], tuple[str, ...
                        "attention", "mlp"]}, ("f32", "q8_0"), (), None, "nemotron_h-fused"),
     # Gemma 3: its embedding cut to the tokenizer's tokens by the converter (the hub's has rows past them), tied head
     "gemma3": ("gemma3_text", "Gemma3ForCausalLM", {}, ("f32", "q8_0"), (), None, "llama"),
+    # Qwen3.5-MoE (qwen35moe): Qwen3.5's layers with Qwen3-Next's experts and shared expert
+    "qwen3_5_moe": ("qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", HYBRID, ("f32", "q8_0"), ("--no-mtp",), None,
+                    "qwen3_next-stacked"),
+    "qwen3_5_moe_mtp": ("qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", HYBRID, ("f32",), (), "mtp",
+                        "qwen3_next-stacked"),
     "qwen3_moe": ("qwen3_moe", "Qwen3MoeForCausalLM", {}, ("f32", "q8_0"), (), None, "qwen2_moe-stacked"),
     "lfm2": ("lfm2", "Lfm2ForCausalLM", {}, ("f32", "q8_0"), (), None, "lfm2"),
     "gpt_oss": ("gpt_oss", "GptOssForCausalLM", {}, ("f32", "q8_0"), (), None, "gpt_oss-stacked"),
@@ -277,12 +282,22 @@ def test_converter_file_roles_are_the_source_models(converted: Any, case: str) -
 
 
 def test_cases_cover_the_tables() -> None:
-    """Every architecture tested here has its own hf_name table (Qwen3-MoE: the llama table's names and its shared
-    experts' none) and the model type of a family."""
+    """Every architecture tested here has its own hf_name table (Qwen3-MoE: the llama table, its stacked experts in
+    it) and the model type of a family."""
     from inspector.families import FAMILIES
     from loaders.gguf import HF_NAMES_BY_ARCH, MODEL_TYPES
 
-    archs = {"deepseek2", "glm4moe", "qwen3next", "qwen35", "lfm2", "gpt-oss", "nemotron_h", "nemotron_h_moe"}
+    archs = {
+        "deepseek2",
+        "glm4moe",
+        "qwen3next",
+        "qwen35",
+        "qwen35moe",
+        "lfm2",
+        "gpt-oss",
+        "nemotron_h",
+        "nemotron_h_moe",
+    }
     assert archs <= set(HF_NAMES_BY_ARCH)
     typed = {model_type for family in FAMILIES for model_type in family.model_types}
     assert {MODEL_TYPES.get(arch, arch) for arch in archs | {"qwen3moe"}} <= typed
