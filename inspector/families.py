@@ -571,12 +571,20 @@ MTP_PARTS = tuple(
 )
 
 
-# DeepSeek's latent attention: its queries low-rank (q_a, q_b: V3, V2) or one projection (`q_lora_rank` null: V2-Lite)
+# DeepSeek's latent attention: its queries low-rank (q_a, q_b: V3, V2) or one projection (`q_lora_rank` null: V2-Lite);
+# its kv_b_proj whole, or as llama.cpp's converter writes it since 2025-04: split per head into the keys' part,
+# transposed (k_b_proj: heads, kv_lora, nope) and the values' (v_b_proj: heads, v_head, kv_lora), the same elements
 DEEPSEEK_ATTENTION = (
     *(replace(p, when="q_low_rank") for p in MLA_ATTENTION[:3]),
     _linear("layers.{i}.self_attn.q_proj", "d_model", "q_mla", when="q_direct", role="attention_query"),
-    *MLA_ATTENTION[3:],
-)
+    *MLA_ATTENTION[3:5],
+    replace(MLA_ATTENTION[5], when="kv_b_whole"),
+    Part("layers.{i}.self_attn.k_b_proj", "tensor", ("heads", "kv_lora", "nope"), when="kv_b_split",
+         role="attention_key"),
+    Part("layers.{i}.self_attn.v_b_proj", "tensor", ("heads", "v_head", "kv_lora"), when="kv_b_split",
+         role="attention_value"),
+    *MLA_ATTENTION[6:],
+)  # fmt: skip
 
 
 # DeepSeek-V3.2's sparse attention (DSA): a lightning indexer beside the latent attention, its queries from the query
@@ -614,6 +622,8 @@ def _deepseek_derive(h: dict[str, Any]) -> None:
     # (the latent's rank says which queries there are: a file's own parts say it where there is a file)
     h["q_low_rank"] = bool(h.get("q_lora"))
     h["q_direct"] = not h["q_low_rank"]
+    h.setdefault("kv_b_split", False)  # (a formula's words: kv_b_proj whole unless said; a file says its own)
+    h["kv_b_whole"] = not h["kv_b_split"]
     _mla_derive(h)
     _moe_derive(h)
 
@@ -647,12 +657,13 @@ GATED_ATTENTION = tuple(
         _norm("layers.{i}.self_attn.k_norm", "head_dim"),
     )
 )
-HYBRID_QWEN_LAYER = (
-    *DECODER_ENDS,
+HYBRID_QWEN_LAYER = (  # (and the hub's MTP module where the file holds it: llama.cpp's converter keeps Qwen's `mtp.*`
+    *DECODER_ENDS,  # under DeepSeek's names, its decoder layer a full-attention one after the last)
     _norm("layers.{i}.input_layernorm"),
     _norm("layers.{i}.post_attention_layernorm"),
     *GATED_DELTA_NET,
     *GATED_ATTENTION,
+    *MTP_PARTS,
 )
 HYBRID_QWEN_READS = {
     "vocab": ("embed_tokens", 0),
@@ -679,7 +690,11 @@ HYBRID_QWEN_CONFIG = {
 def _gated_delta_derive(h: dict[str, Any]) -> None:
     """The DeltaNet's widths from its heads (keys and values), or the keys' from the convolution's width where the
     shapes gave that; the layers of each kind where the file did not say (full attention every `full_every`-th,
-    Qwen3-Next's 4 unless said); then the usual transformer relations."""
+    Qwen3-Next's 4 unless said), the MTP layers counted among the layers where the file holds them; then the usual
+    transformer relations."""
+    mtp = h.get("mtp_layers") or []
+    if mtp:  # (the file's layers beyond the config's count: the hub's MTP module, a full-attention layer too)
+        h["layers"] = max(int(h.get("layers") or 0), max(mtp) + 1)
     if h.get("lin_v_heads") and h.get("lin_v_dim"):
         h.setdefault("lin_v", h["lin_v_heads"] * h["lin_v_dim"])
     if h.get("lin_k_heads") and h.get("lin_k_dim"):
@@ -1147,6 +1162,8 @@ FAMILIES: tuple[Family, ...] = (
             "d_model": ("embed_tokens", 1),
             **MLA_READS,
             "q_direct_dim": ("layers.0.self_attn.q_proj", 0),
+            "nope": ("layers.0.self_attn.k_b_proj", 2),  # (the split kv_b_proj's parts, where the file has them)
+            "v_head": ("layers.0.self_attn.v_b_proj", 1),
             "shared_ff": ("layers.0.mlp.shared_experts.up_proj", 0),
             "feedforward": ("layers.0.mlp.up_proj", 0),
             "index_q": ("layers.0.self_attn.indexer.wq_b", 0),

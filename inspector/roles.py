@@ -628,7 +628,8 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
             ordered.append(found)
             continue
         if by_source is not None and t.layer is not None and t.param is not None:
-            found = _by_rule(t, by_source, f"{t.layer}.{t.param}") or _by_rule(t, matcher)
+            # (a buffer its source names, no rule reads: a buffer, as in the source's file, whatever its own name says)
+            found = _by_rule(t, by_source, f"{t.layer}.{t.param}") or (None if t.kind is buffer else _by_rule(t, matcher))
         elif t.layer is None and digits:
             name = t.name
             key = name.encode("utf-8", "surrogatepass").translate(digits)  # (matcher.shape_key)
@@ -654,8 +655,9 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
                 found = None if shape == () else _by_rule(t, matcher)
         else:
             found = (t.layer is not None and _keras(t, recurrent_layers)) or _by_rule(t, matcher)
-        if found is None and t.kind is buffer and t.use is None:
-            found = RoleMatch(t.name, t.name.rpartition(".")[0], Role.BUFFER.value, t.param, "kind")
+        if found is None and t.kind is buffer and t.use is None:  # (in the source's module, where a loader names it)
+            layer = t.layer if by_source is not None and t.layer is not None else t.name.rpartition(".")[0]
+            found = RoleMatch(t.name, layer, Role.BUFFER.value, t.param, "kind")
         ordered.append(found)
         if found is None:
             unmatched = True

@@ -91,6 +91,21 @@ HF_CONFIG: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("bos_token_id", ("tokenizer.ggml.bos_token_id",)),
     ("eos_token_id", ("tokenizer.ggml.eos_token_id",)),
 )
+# DeepSeek-style MoE (DeepseekV3Config's, Glm4MoeConfig's words): routed and shared experts, dense layers first
+_DEEPSEEK_MOE: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("num_local_experts", ()),  # (the config's word is n_routed_experts)
+    ("n_routed_experts", ("{arch}.expert_count",)),
+    ("moe_intermediate_size", ("{arch}.expert_feed_forward_length",)),
+    ("n_shared_experts", ("{arch}.expert_shared_count",)),
+    ("first_k_dense_replace", ("{arch}.leading_dense_block_count",)),
+)
+# NemotronHConfig's Mamba-2 mixer sizes (the MLP's width and the key/value heads are per-layer arrays there: left out)
+_NEMOTRON_H_SSM: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("mamba_num_heads", ("{arch}.ssm.time_step_rank",)),
+    ("n_groups", ("{arch}.ssm.group_count",)),
+    ("ssm_state_size", ("{arch}.ssm.state_size",)),
+    ("conv_kernel", ("{arch}.ssm.conv_kernel",)),
+)
 # rows that replace HF_CONFIG's for one architecture (its Hugging Face config names a size differently)
 HF_CONFIG_BY_ARCH: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "mamba": (  # MambaConfig: intermediate_size is the SSM's inner size; the converter writes no FFN (length 0)
@@ -108,7 +123,36 @@ HF_CONFIG_BY_ARCH: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("intermediate_size_mlp", ("{arch}.feed_forward_length",)),
         ("interleave_moe_layer_step", ("{arch}.interleave_moe_layer_step",)),
     ),
+    "deepseek2": (  # DeepseekV2Model.set_gguf_parameters: the latent attention written as one-head MQA (head_count_kv
+        ("num_key_value_heads", ()),  # 1, key_length kv_lora_rank + rope): DeepseekV3Config's heads and head
+        ("head_dim", ()),  # sizes are the _mla keys and the ranks; qk_nope_head_dim in HF_CONFIG_DIFFERENCES
+        ("q_lora_rank", ("{arch}.attention.q_lora_rank",)),
+        ("kv_lora_rank", ("{arch}.attention.kv_lora_rank",)),
+        ("v_head_dim", ("{arch}.attention.value_length_mla",)),
+        ("qk_rope_head_dim", ("{arch}.rope.dimension_count",)),
+        *_DEEPSEEK_MOE,
+        ("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",)),  # (GLM-4.7-Flash's MTP layer)
+    ),
+    "glm4moe": (*_DEEPSEEK_MOE, ("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",))),
+    "nemotron_h": _NEMOTRON_H_SSM,
+    "nemotron_h_moe": (
+        *_NEMOTRON_H_SSM,
+        ("num_local_experts", ()),
+        ("n_routed_experts", ("{arch}.expert_count",)),
+        ("moe_intermediate_size", ("{arch}.expert_feed_forward_length",)),
+        ("moe_shared_expert_intermediate_size", ("{arch}.expert_shared_feed_forward_length",)),
+    ),
+    "qwen3next": (("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",)),),
+    "qwen35": (("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",)),),
+    "qwen35moe": (("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",)),),
 }
+# Hugging Face config key = GGUF key - GGUF key, where both are in the file: the converter counts the hub's MTP layers
+# (nextn_predict_layers) in block_count, which num_hidden_layers does not; DeepSeek's key_length_mla is a head's
+# nope and rope parts together
+HF_CONFIG_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
+    ("num_hidden_layers", "{arch}.block_count", "{arch}.nextn_predict_layers"),
+    ("qk_nope_head_dim", "{arch}.attention.key_length_mla", "{arch}.rope.dimension_count"),
+)
 # general.architecture -> Hugging Face model_type where the two differ (identity otherwise)
 MODEL_TYPES = {
     "gptneox": "gpt_neox",
@@ -125,6 +169,10 @@ MODEL_TYPES = {
     "mistral3": "ministral3",
     "qwen35": "qwen3_5_text",
     "qwen3next": "qwen3_next",
+    "qwen35moe": "qwen3_5_moe_text",
+    "deepseek2": "deepseek_v3",  # DeepSeek-V2, V2-Lite, V3, R1, Kimi K2: one family (`deepseek`), one converter class
+    "glm4moe": "glm4_moe",
+    "nemotron_h_moe": "nemotron_h",  # (the converter's name for a Nemotron-H with MoE layers: Nemotron 3)
 }
 # general.architecture -> (a tensor, the model_type a file holding it is): the converter writes these models under
 # another's architecture, and the tensor tells them apart
@@ -289,6 +337,56 @@ _MLA = {  # multi-head latent attention (minicpm3): q and kv through low-rank pr
     "blk.{i}.attn_kv_a_norm.{p}": "model.layers.{i}.self_attn.kv_a_layernorm.{p}",
     "blk.{i}.attn_kv_b.{p}": "model.layers.{i}.self_attn.kv_b_proj.{p}",
 }
+_DEEPSEEK2 = {  # DeepSeek-V2/V3: MLA (V2-Lite's queries one q_proj, the llama table's attn_q), shared experts, the
+    # router's score correction (a buffer: NOT_PARAMETERS_BY_ARCH); kv_b_proj as converters before 2025-04 wrote it
+    # (attn_kv_b), or split per head into attn_k_b (heads, kv_lora, nope: transposed) and attn_v_b (heads, v, kv_lora)
+    "blk.{i}.attn_k_b.{p}": "model.layers.{i}.self_attn.k_b_proj.{p}",
+    "blk.{i}.attn_v_b.{p}": "model.layers.{i}.self_attn.v_b_proj.{p}",
+}
+_SCORE_CORRECTION = {  # DeepSeek-V3's and GLM-4.5's router score correction (the converter adds '.bias' to the name)
+    "blk.{i}.exp_probs_b": "model.layers.{i}.mlp.gate.e_score_correction_bias",  # (gguf-py's name)
+    "blk.{i}.exp_probs_b.bias": "model.layers.{i}.mlp.gate.e_score_correction_bias",
+}
+_NEMOTRON_H: dict[str, str | None] = {  # Nemotron-H (Nemotron Nano 2, Nemotron 3): one mixer per layer (Mamba-2,
+    # attention, a squared-ReLU MLP or a MoE block), under transformers' names (model., not the hub's backbone.); the
+    # converter reshapes the gated norm to (groups, inner / groups), A_log and D to (heads, 1), squeezes conv1d
+    "token_embd.{p}": "model.embeddings.{p}",
+    "output_norm.{p}": "model.norm_f.{p}",
+    "output.{p}": "lm_head.{p}",
+    "blk.{i}.attn_norm.{p}": "model.layers.{i}.norm.{p}",
+    "blk.{i}.ssm_in.{p}": "model.layers.{i}.mixer.in_proj.{p}",
+    "blk.{i}.ssm_conv1d.{p}": "model.layers.{i}.mixer.conv1d.{p}",
+    "blk.{i}.ssm_dt.bias": "model.layers.{i}.mixer.dt_bias",
+    "blk.{i}.ssm_a": "model.layers.{i}.mixer.A_log",
+    "blk.{i}.ssm_d": "model.layers.{i}.mixer.D",
+    "blk.{i}.ssm_norm.{p}": "model.layers.{i}.mixer.norm.{p}",
+    "blk.{i}.ssm_out.{p}": "model.layers.{i}.mixer.out_proj.{p}",
+    "blk.{i}.attn_q.{p}": "model.layers.{i}.mixer.q_proj.{p}",
+    "blk.{i}.attn_k.{p}": "model.layers.{i}.mixer.k_proj.{p}",
+    "blk.{i}.attn_v.{p}": "model.layers.{i}.mixer.v_proj.{p}",
+    "blk.{i}.attn_output.{p}": "model.layers.{i}.mixer.o_proj.{p}",
+    "blk.{i}.ffn_up.{p}": "model.layers.{i}.mixer.up_proj.{p}",
+    "blk.{i}.ffn_down.{p}": "model.layers.{i}.mixer.down_proj.{p}",
+    "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.mixer.gate.{p}",
+    "blk.{i}.exp_probs_b": "model.layers.{i}.mixer.gate.e_score_correction_bias",
+    "blk.{i}.exp_probs_b.bias": "model.layers.{i}.mixer.gate.e_score_correction_bias",
+    # the experts stacked (experts, out, in): the shapes transformers 5 holds them in (the `nemotron_h-fused` layout)
+    "blk.{i}.ffn_up_exps.{p}": "model.layers.{i}.mixer.experts.up_proj.{p}",
+    "blk.{i}.ffn_down_exps.{p}": "model.layers.{i}.mixer.experts.down_proj.{p}",
+    "blk.{i}.ffn_up_shexp.{p}": "model.layers.{i}.mixer.shared_experts.up_proj.{p}",
+    "blk.{i}.ffn_down_shexp.{p}": "model.layers.{i}.mixer.shared_experts.down_proj.{p}",
+}
+_GLM4MOE = {"blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}"}
+_NEXTN = {  # the hub's multi-token-prediction layer after the last (DeepSeek-V3's names, GLM-4.5's and Qwen3.5's
+    # renamed so by the converter), written when the checkpoint holds it (not DeepSeek-V2/V3's: the converter drops
+    # theirs; GLM-4.7-Flash's, written as deepseek2, it keeps): counted, and explained by the families
+    "blk.{i}.nextn.eh_proj.{p}": "model.layers.{i}.eh_proj.{p}",
+    "blk.{i}.nextn.enorm.{p}": "model.layers.{i}.enorm.{p}",
+    "blk.{i}.nextn.hnorm.{p}": "model.layers.{i}.hnorm.{p}",
+    "blk.{i}.nextn.shared_head_norm.{p}": "model.layers.{i}.shared_head.norm.{p}",
+    "blk.{i}.nextn.shared_head_head.{p}": "model.layers.{i}.shared_head.head.{p}",
+    "blk.{i}.nextn.embed_tokens.{p}": "model.layers.{i}.embed_tokens.{p}",
+}
 _SHARED_EXPERT = {  # qwen2moe: one gated shared expert beside the routed ones
     "blk.{i}.ffn_gate_shexp.{p}": "model.layers.{i}.mlp.shared_expert.gate_proj.{p}",
     "blk.{i}.ffn_up_shexp.{p}": "model.layers.{i}.mlp.shared_expert.up_proj.{p}",
@@ -368,11 +466,12 @@ _GATED_DELTANET = {  # Qwen3-Next, Qwen3.5: Gated DeltaNet layers (linear_attn) 
     "blk.{i}.attn_norm.{p}": "model.layers.{i}.input_layernorm.{p}",
     "blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}",
 }
-_QWEN3NEXT = {  # in_proj_qkvz is split by the converter into attn_qkv and attn_gate: no one-to-one name
+_QWEN3NEXT = {  # in_proj_qkvz is split by the converter into attn_qkv and attn_gate, as Qwen3.5 holds it (its
+    # in_proj_qkv and in_proj_z: the rows regrouped from per key head to per part, the same sizes); in_proj_ba stays
     "blk.{i}.ssm_in.{p}": "model.layers.{i}.linear_attn.in_proj_qkvz.{p}",  # (gguf-py's name for the whole)
     "blk.{i}.ssm_ba.{p}": "model.layers.{i}.linear_attn.in_proj_ba.{p}",
-    "blk.{i}.attn_qkv.{p}": None,
-    "blk.{i}.attn_gate.{p}": None,
+    "blk.{i}.attn_qkv.{p}": "model.layers.{i}.linear_attn.in_proj_qkv.{p}",
+    "blk.{i}.attn_gate.{p}": "model.layers.{i}.linear_attn.in_proj_z.{p}",
 }
 _QWEN35 = {
     "blk.{i}.attn_qkv.{p}": "model.layers.{i}.linear_attn.in_proj_qkv.{p}",
@@ -420,8 +519,13 @@ HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
     "jamba": {**HF_NAMES, **_JAMBA},
     "lfm2": {**HF_NAMES, **_LFM2},
     "granitemoe": {**HF_NAMES, **_GRANITE_MOE},
-    "qwen3next": {**HF_NAMES, **_SHARED_EXPERT, **_GATED_DELTANET, **_QWEN3NEXT},
-    "qwen35": {**HF_NAMES, **_GATED_DELTANET, **_QWEN35},
+    "qwen3next": {**HF_NAMES, **_SHARED_EXPERT, **_GATED_DELTANET, **_QWEN3NEXT, **_NEXTN},
+    "qwen35": {**HF_NAMES, **_GATED_DELTANET, **_QWEN35, **_NEXTN},
+    "qwen35moe": {**HF_NAMES, **_SHARED_EXPERT, **_GATED_DELTANET, **_QWEN35, **_NEXTN},
+    "deepseek2": {**HF_NAMES, **_MLA, **_SHARED_EXPERTS, **_DEEPSEEK2, **_SCORE_CORRECTION, **_NEXTN},
+    "glm4moe": {**HF_NAMES, **_SHARED_EXPERTS, **_GLM4MOE, **_SCORE_CORRECTION, **_NEXTN},
+    "nemotron_h": _NEMOTRON_H,
+    "nemotron_h_moe": _NEMOTRON_H,
 }
 # an architecture whose table depends on a tensor the file holds: arch -> (that tensor, the table to use)
 HF_NAMES_VARIANTS = {
@@ -430,6 +534,10 @@ HF_NAMES_VARIANTS = {
 }
 # Tensors a GGUF stores that are not trainable parameters in the source model.
 NOT_PARAMETERS = {"rope_freqs.weight": TensorKind.BUFFER}
+# ... in one architecture's files, by their Hugging Face names: DeepSeek-V3's, GLM-4.5's and Nemotron 3's router score
+# correction is a registered buffer (its num_parameters() leaves it out; ERNIE's, also exp_probs_b, is a parameter)
+_SCORE_CORRECTION_BUFFER = re.compile(r"model\.layers\.\d+\.(?:mlp|mixer)\.gate\.e_score_correction_bias")
+NOT_PARAMETERS_BY_ARCH = {arch: _SCORE_CORRECTION_BUFFER for arch in ("deepseek2", "glm4moe", "nemotron_h_moe")}
 
 
 def _compile(table: dict[str, str | None]) -> list[tuple[re.Pattern[str], str | None]]:
@@ -447,8 +555,9 @@ def hf_name(gguf_name: str, arch: str = "llama") -> str | None:
     """The Hugging Face name of a GGUF tensor (`blk.3.attn_q.weight` -> `model.layers.3.self_attn.q_proj.weight`).
 
     The llama table (llama, mistral, qwen2, qwen3...) unless `arch` has its own (`HF_NAMES_BY_ARCH`: gemma2/3, phi2,
-    phi3, gpt2, starcoder, starcoder2, olmo2, gptneox, bloom, falcon, bert, mamba, t5...; `names_table` picks a
-    variant). None when the tensor has no one-to-one Hugging Face counterpart or the name is not in the table.
+    phi3, gpt2, starcoder, starcoder2, olmo2, gptneox, bloom, falcon, bert, mamba, t5, deepseek2, glm4moe...;
+    `names_table` picks a variant). None when the tensor has no one-to-one Hugging Face counterpart or the name is not
+    in the table.
     """
     table = arch if arch in HF_NAMES_BY_ARCH else ""
     rules = _HF_RULES.get(table)
@@ -585,6 +694,10 @@ def _config(kv: dict[str, Any], names: set[str], shapes: dict[str, tuple[int, ..
         # converter writes for a part the model has none of: mamba's attention heads and FFN)
         if found and (found[0] or hf_key.endswith("_token_id")):
             config[hf_key] = found[0]
+    for hf_key, whole, part in HF_CONFIG_DIFFERENCES:
+        a, b = kv.get(whole.format(arch=arch)), kv.get(part.format(arch=arch))
+        if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool) and a > b:
+            config[hf_key] = a - b
     tokens = kv.get("tokenizer.ggml.tokens")
     if "vocab_size" not in config and isinstance(tokens, tuple):
         config["vocab_size"] = tokens[2]
@@ -698,9 +811,9 @@ def _place_tensors(
         if offset % alignment:
             message = f"tensor {name!r} at offset {offset:,} is not {alignment}-aligned"
             gguf.findings.append(Finding("MISALIGNED", Severity.WARNING, message, (name,)))
-        kind = NOT_PARAMETERS.get(name, TensorKind.PARAMETER)
         notes = (f"{dtype}: blocks of {block} elements in {size} bytes, {_bits(dtype):g} bits per weight",)
         layer, param = _source_name(name, arch)
+        kind = _kind(name, layer, param, arch)
         gguf.tensors.append(
             TensorInfo(
                 name,
@@ -740,10 +853,20 @@ def _source_name(name: str, arch: str) -> tuple[str | None, str | None]:
     return layer or None, param or None
 
 
+def _kind(name: str, layer: str | None, param: str | None, arch: str) -> TensorKind:
+    """A tensor's kind: a parameter unless the source model holds it as a buffer (NOT_PARAMETERS, by its GGUF name, and
+    NOT_PARAMETERS_BY_ARCH, by its Hugging Face name in that architecture's files)."""
+    kind = NOT_PARAMETERS.get(name, TensorKind.PARAMETER)
+    buffers = NOT_PARAMETERS_BY_ARCH.get(arch)
+    if buffers is not None and layer is not None and buffers.fullmatch(f"{layer}.{param}"):
+        kind = TensorKind.BUFFER
+    return kind
+
+
 def _renamed(t: TensorInfo, arch: str) -> TensorInfo:
-    """`t` with the Hugging Face module and parameter the table `arch` gives it."""
+    """`t` with the Hugging Face module and parameter the table `arch` gives it (and the kind they make it)."""
     layer, param = _source_name(t.name, arch)
-    return replace(t, layer=layer, param=param)
+    return replace(t, layer=layer, param=param, kind=_kind(t.name, layer, param, arch))
 
 
 def _split_paths(probe: Probe, kv: dict[str, Any]) -> list[str]:
