@@ -959,6 +959,17 @@ def _minimax_derive(h: dict[str, Any]) -> None:
     derive_transformer(h)
 
 
+# a gated MLP under `feed_forward` in the layers that hold no experts (Llama 4's and Jamba's dense layers)
+DENSE_FEED_FORWARD = tuple(
+    replace(p, when="dense_mlp", over="dense_layers")
+    for p in (
+        _linear("layers.{i}.feed_forward.gate_proj", "d_model", "feedforward"),
+        _linear("layers.{i}.feed_forward.up_proj", "d_model", "feedforward"),
+        _linear("layers.{i}.feed_forward.down_proj", "feedforward", "d_model"),
+    )
+)
+
+
 FAMILIES: tuple[Family, ...] = (
     Family(
         "llama",
@@ -1439,14 +1450,7 @@ FAMILIES: tuple[Family, ...] = (
                         _linear("layers.{i}.feed_forward.shared_expert.down_proj", "expert_ff", "d_model"),
                     )
                 ),
-                *(
-                    replace(p, when="dense_mlp", over="dense_layers")
-                    for p in (
-                        _linear("layers.{i}.feed_forward.gate_proj", "d_model", "feedforward"),
-                        _linear("layers.{i}.feed_forward.up_proj", "d_model", "feedforward"),
-                        _linear("layers.{i}.feed_forward.down_proj", "feedforward", "d_model"),
-                    )
-                ),
+                *DENSE_FEED_FORWARD,
             ),
             {
                 "vocab": ("embed_tokens", 0),
@@ -1783,14 +1787,7 @@ FAMILIES: tuple[Family, ...] = (
                     replace(p, when="moe", over="moe_layers")
                     for p in (_linear("layers.{i}.feed_forward.router", "d_model", "experts"), *expert_parts)
                 ),
-                *(
-                    replace(p, when="dense_mlp", over="dense_layers")
-                    for p in (
-                        _linear("layers.{i}.feed_forward.gate_proj", "d_model", "feedforward"),
-                        _linear("layers.{i}.feed_forward.up_proj", "d_model", "feedforward"),
-                        _linear("layers.{i}.feed_forward.down_proj", "feedforward", "d_model"),
-                    )
-                ),
+                *DENSE_FEED_FORWARD,
             ),
             {
                 "vocab": ("embed_tokens", 0),
