@@ -204,7 +204,7 @@ def torchao_state(attributes: Mapping[str, str], names: set[str]) -> tuple[set[s
     for key, text in flattened:
         try:
             words = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # (not JSON, or nested deeper than the decoder goes: not torchao's)
             continue
         inner = words.get("_tensor_data_names") if isinstance(words, dict) else None
         kind = words.get("_type") if isinstance(words, dict) else None

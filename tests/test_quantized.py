@@ -975,3 +975,19 @@ def test_mlx_quantized_models_count_what_mlx_lm_counts(tmp_path: Path, quantizat
     exp = report.expectation
     assert exp is not None and exp.source == "config" and exp.architecture == "llama" and exp.matches
     assert not [f for f in report.findings if f.severity != "info"]
+
+
+def test_torchao_metadata_nested_past_the_decoder_is_read_as_plain_metadata(tmp_path: Path) -> None:
+    """A metadata value that names `_tensor_data_names` but nests deeper than Python's JSON decoder goes is not
+    torchao's: the file reads as it is (no internal error)."""
+    import struct
+
+    depth = 200_000
+    meta = {"x.weight": '{"_tensor_data_names": ' + "[" * depth + "]" * depth + "}", "format": "pt"}
+    header = {"__metadata__": meta, "x._weight_qdata": {"dtype": "I8", "shape": [2, 2], "data_offsets": [0, 4]}}
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    path = tmp_path / "deep.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * 4)
+    (t,) = inspect(path).checkpoint.tensors
+    assert (t.kind, t.notes) == (TensorKind.PARAMETER, ())
