@@ -22,7 +22,7 @@ from inspector.quantized import (
     block_packing_of,
     mlx_quantization,
     packing_of,
-    torchao_state,
+    torchao_unflattened,
     unpacked,
 )
 from inspector.records import Checkpoint, TensorKind
@@ -401,13 +401,7 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
     if packed or packing or blocks or mlx:
         unpacked(tensors, packing, blocks, mlx)
         changed = True
-    state, values = torchao_state(ckpt.attributes, {t.name for t in tensors}) if ckpt.attributes else (set(), {})
-    if state:  # (torchao's flattened tensor subclasses: their state is not the model's parameters)
-        for i, t in enumerate(tensors):
-            if t.name in state and t.kind is TensorKind.PARAMETER:
-                tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)
-            elif t.name in values:
-                tensors[i] = replace(t, notes=(*t.notes, values[t.name]))
+    if torchao_unflattened(tensors, ckpt.attributes):  # (torchao's tensor subclasses: their state is no parameter)
         changed = True
     return replace(ckpt, tensors=tuple(tensors)) if changed else ckpt
 

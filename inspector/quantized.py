@@ -60,7 +60,7 @@ SIDE_TENSOR_NAMES = "|".join(SIDE_TENSORS).translate({ord(digit): r"\d" for digi
 # dtypes a weight quantized element for element is stored in
 QUANTIZED_DTYPES = frozenset({"F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I8", "I4", "I2", "F4", "F6_E2M3"})
 WEIGHT = "weight"
-# a quantized weight's names: as it is, packed (`unpacked`), torchao's values (`torchao_state`)
+# a quantized weight's names: as it is, packed (`unpacked`), torchao's values (`torchao_unflattened`)
 WEIGHTS = (WEIGHT, "weight_packed", "_weight_qdata")
 # bitsandbytes' state of a quantized weight (after "<module>."): its 8-bit layers' (a buffer each, as `SCB` is held)
 BNB_INT8_STATE = ("SCB", "weight_format")
@@ -187,11 +187,27 @@ _last: list[tuple[Sequence[TensorInfo], list[TensorInfo]]] = []  # (a file's ten
 TORCHAO_VALUES = "qdata"
 TORCHAO_TYPES = frozenset({"Int8Tensor", "Float8Tensor", "IntxUnpackedToInt8Tensor"})
 TORCHAO_MARK = '"_tensor_data_names"'  # in the metadata of a flattened parameter
+TORCHAO_TYPED = '{"_type": "'  # how the metadata of each of its tensors starts (its type first)
 
 
-def torchao_state(attributes: Mapping[str, str], names: set[str]) -> tuple[set[str], dict[str, str]]:
-    """The inner tensors of torchao's flattened parameters that are their state (buffers), and each values tensor's
-    note, from a safetensors file's metadata (`attributes`: "metadata.<parameter>" -> its JSON) and tensor `names`."""
+def torchao_unflattened(tensors: list[TensorInfo], attributes: Mapping[str, str]) -> bool:
+    """Whether the file holds torchao's flattened parameters (a safetensors file's metadata, `attributes`:
+    "metadata.<parameter>" -> its JSON); if so their state made buffers and each values tensor noted, in `tensors`."""
+    state, values = _torchao_state(attributes, {t.name for t in tensors}) if attributes else (set(), {})
+    if not state:
+        return False
+    from inspector.recordtype import replace
+
+    _as_state(tensors, state)
+    for i, t in enumerate(tensors):
+        if t.name in values:
+            tensors[i] = replace(t, notes=(*t.notes, values[t.name]))
+    return True
+
+
+def _torchao_state(attributes: Mapping[str, str], names: set[str]) -> tuple[set[str], dict[str, str]]:
+    """The inner tensors of torchao's flattened parameters that are their state, and each values tensor's note, from a
+    file's metadata and tensor `names`."""
     state: set[str] = set()
     values: dict[str, str] = {}
     flattened = [
@@ -403,7 +419,6 @@ def _mlx_unpacked(tensors: list[TensorInfo], quantization: Mapping[str, Any]) ->
     (and mode) the module's own where the config gives them, else the config's; its bits are what its words hold for
     the values its scales cover, checked against the config's where it says them. Its scales and biases: buffers."""
     from inspector.dtypes import DTYPES
-    from inspector.records import TensorKind
     from inspector.recordtype import replace
 
     at = {t.name: i for i, t in enumerate(tensors)}
@@ -432,10 +447,7 @@ def _mlx_unpacked(tensors: list[TensorInfo], quantization: Mapping[str, Any]) ->
         )
         tensors[i] = replace(t, shape=(*t.shape[:-1], values), dtype=dtype, notes=(*t.notes, note))
         modules.add(module)
-    for i, t in enumerate(tensors):
-        module, _, name = t.name.rpartition(".")
-        if name in MLX_STATE and module in modules and t.kind is TensorKind.PARAMETER:
-            tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)
+    _as_state(tensors, _beside(tensors, modules, MLX_STATE))
 
 
 def block_packing_of(config: Mapping[str, Any] | None, tensors: Sequence[TensorInfo]) -> BlockPacking | None:
@@ -493,7 +505,6 @@ def unpacked(
     - with a config's `mlx` quantization (`mlx_quantization`), MLX's uint32 weights (`_mlx_unpacked`).
     """
     from inspector.dtypes import DTYPES
-    from inspector.records import TensorKind
     from inspector.recordtype import replace
 
     packed = {}
@@ -540,10 +551,23 @@ def unpacked(
     if mlx is not None:
         _mlx_unpacked(tensors, mlx)
     if modules and how is not None and how.state:
-        for i, t in enumerate(tensors):
-            module, _, name = t.name.rpartition(".")
-            if name in how.state and module in modules and t.kind is TensorKind.PARAMETER:
-                tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)
+        _as_state(tensors, _beside(tensors, modules, how.state))
+
+
+def _beside(tensors: Sequence[TensorInfo], modules: set[str], state: Sequence[str]) -> set[str]:
+    """The names of the tensors named `state` in `modules` (a packing's state beside the weights it unpacked)."""
+    return {t.name for t in tensors if (parts := t.name.rpartition("."))[2] in state and parts[0] in modules}
+
+
+def _as_state(tensors: list[TensorInfo], names: set[str]) -> None:
+    """The parameters of these names made buffers: a quantization's state, which its libraries hold beside the
+    model's parameters."""
+    from inspector.records import TensorKind
+    from inspector.recordtype import replace
+
+    for i, t in enumerate(tensors):
+        if t.name in names and t.kind is TensorKind.PARAMETER:
+            tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)
 
 
 def _values_an_element(stored: int, bits: int) -> str:
@@ -559,7 +583,6 @@ def _values_an_element(stored: int, bits: int) -> str:
 
 def _unblocked(tensors: list[TensorInfo], blocks: BlockPacking) -> None:
     """`unpacked`'s block-packed weights (MXFP4): values for bytes, the scales beside them buffers."""
-    from inspector.records import TensorKind
     from inspector.recordtype import replace
 
     stems = set()
@@ -576,7 +599,4 @@ def _unblocked(tensors: list[TensorInfo], blocks: BlockPacking) -> None:
         )
         tensors[i] = replace(t, shape=(*lead, count * per_block), dtype=blocks.dtype, notes=(*t.notes, note))
         stems.add(stem)
-    for i, t in enumerate(tensors):
-        stem = t.name.removesuffix(blocks.scales)
-        if stem != t.name and stem in stems and t.kind is TensorKind.PARAMETER:
-            tensors[i] = replace(t, kind=TensorKind.BUFFER, trainable=False)
+    _as_state(tensors, {t.name for t in tensors if (s := t.name.removesuffix(blocks.scales)) != t.name and s in stems})

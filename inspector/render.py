@@ -9,6 +9,7 @@ from math import prod
 from operator import attrgetter, eq, is_
 
 from inspector.jsontext import Rows, Written, dumps, json_string, write
+from inspector.quantized import TORCHAO_TYPED
 from inspector.reconcile import BUCKETS, human, unit_trap
 from inspector.records import (
     Checkpoint,
@@ -38,8 +39,6 @@ VERDICTS = {
     (False, True): "differs, every difference explained by the file's own facts (below)",
     (False, False): "differs",
 }
-
-TORCHAO_TYPED = '{"_type": "'  # a safetensors metadata value torchao writes for each tensor (its type first)
 
 
 def safe(text: str) -> str:
@@ -379,8 +378,8 @@ def render_text(report: Report, *, tensors: bool = False, regions: bool = False)
         lines.append(f"  other      {_n(counts['other']['elements'])} elements in {counts['other']['tensors']} tensors")
     described: dict[str, int] = {}  # torchao's metadata of each tensor, by the type it names: one line for them all
     for key, value in ckpt.attributes.items():
-        if key.startswith("metadata.") and value.startswith(TORCHAO_TYPED) and '"' in value[len(TORCHAO_TYPED) :]:
-            kind = value[len(TORCHAO_TYPED) :].partition('"')[0]
+        kind, quoted, _ = value.removeprefix(TORCHAO_TYPED).partition('"')
+        if key.startswith("metadata.") and value.startswith(TORCHAO_TYPED) and quoted:
             described[kind] = described.get(kind, 0) + 1
             continue
         lines.append(f"  {safe(key)}: {safe(value)[:120]}")
