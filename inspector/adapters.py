@@ -55,6 +55,9 @@ PEFT_PREFIX = "base_model.model."  # what a PeftModel's names begin with (the ba
 BASE_LAYER = ".base_layer"  # an adapted embedding's base weight, saved beside the factors (save_embedding_layers)
 KOHYA_RULE = "kohya.lora"  # the role rule of kohya-ss' and LyCORIS' factors (lora_down, lora_up)
 KOHYA_SECTIONS = ("lora_", "lycoris_")  # how their module names begin ('lora_unet_...', 'lora_te1_...', 'lycoris_...')
+# LyCORIS' algorithms by the role rule of their factors in kohya-ss' layout (a file of them reads as an adapter: its
+# LoHa modules `LoHa` specs, its LoKr modules as the file holds them, no formula here)
+LYCORIS_ALGOS = {KOHYA_RULE: "lora", "lycoris.loha": "loha", "lycoris.lokr": "lokr"}
 
 
 def _positive(value: object) -> int | None:
@@ -154,17 +157,22 @@ def _stated_adalora(init_r: int | None, masks: Mapping[str, int], spec: LoRA) ->
 
 
 def _hyperparameters(
-    config: Mapping[str, Any] | None, specs: Sequence[LoRA], roles: Sequence[RoleMatch]
+    config: Mapping[str, Any] | None,
+    specs: Sequence[LoRA | LoHa],
+    roles: Sequence[RoleMatch],
+    algos: Sequence[str] = (),
 ) -> dict[str, Any]:
     if config is None:
         ranks = sorted({s.rank for s in specs})
         # a model's own state dict names each adapter: its factors' layer is the module and the adapter's name
         named = {r.layer for r in roles if r.rule_id.endswith(NAMED)}
         modules = [s.name.rpartition(".")[0] if s.name in named else s.name for s in specs]
-        inferred: dict[str, Any] = {
-            "r": ranks[0] if len(ranks) == 1 else " ".join(map(str, ranks)),
-            "targets": " ".join(sorted({_target(m) for m in modules})),
-        }
+        if algos:  # LyCORIS' (a LoKr module has no spec: its targets are its factors' layers)
+            modules += [r.layer for r in roles if LYCORIS_ALGOS.get(r.rule_id) == "lokr"]
+        inferred: dict[str, Any] = {"algo": " ".join(algos)} if algos else {}
+        if ranks:
+            inferred["r"] = ranks[0] if len(ranks) == 1 else " ".join(map(str, ranks))
+        inferred["targets"] = " ".join(sorted({_target(m) for m in modules}))
         adapters = sorted({s.name.rpartition(".")[2] for s in specs if s.name in named})
         return inferred | ({"adapters": " ".join(adapters)} if adapters else {})
     adalora = config.get("peft_type") == "ADALORA"
@@ -205,9 +213,19 @@ def _unread(config: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _notes(config: Mapping[str, Any] | None, specs: Sequence[LayerSpec], roles: Sequence[RoleMatch]) -> tuple[str, ...]:
+def _notes(
+    config: Mapping[str, Any] | None, specs: Sequence[LayerSpec], roles: Sequence[RoleMatch], algos: Sequence[str] = ()
+) -> tuple[str, ...]:
     notes = []
-    if config is None and KOHYA_RULE in map(attrgetter("rule_id"), roles):
+    if algos:
+        read = ["each module's rank read off its factors"] if {"lora", "loha"} & set(algos) else []
+        if "lokr" in algos:
+            read.append("LoKr modules counted as the file holds them (no formula for them here)")
+        notes.append(
+            f"kohya-ss' layout of LyCORIS' {', '.join(algos)} (sd-scripts, LyCORIS, ComfyUI): {'; '.join(read)}; each "
+            "module's scale `alpha` a buffer beside it (its value is data, not read)"
+        )
+    elif config is None and KOHYA_RULE in map(attrgetter("rule_id"), roles):
         notes.append(
             "kohya-ss' layout (sd-scripts, LyCORIS, ComfyUI): each module's rank read off its lora_down, its scale "
             "`alpha` a buffer beside it (its value is data, not read)"
@@ -239,8 +257,13 @@ def adapter_architecture(
     module and no config says which peft type the file is."""
     specs = file_specs(ckpt, roles)
     adapted = [s for s in specs if isinstance(s, LoRA)]
-    if not adapted:  # another peft type, as its config says; no adapter without it
+    algos = _lycoris_algos(roles) if config is None else []
+    if not adapted and not algos:  # another peft type, as its config says; no adapter without it
         return None if config is None else _other_type(config, specs)
+    if algos:
+        ranked = [s for s in specs if isinstance(s, LoRA | LoHa)]
+        hyper = _hyperparameters(None, ranked, roles, algos)
+        return Architecture(ARCHITECTURE, hyper, tuple(specs), _notes(None, specs, roles, algos))
     if config is not None:
         if config.get("peft_type") == "ADALORA":
             init_r, masks = _positive(config.get("init_r")), _adalora_ranks(config)
@@ -250,6 +273,15 @@ def adapter_architecture(
             specs = [_stated(config, ranks, s) if isinstance(s, LoRA) else s for s in specs]
     hyper = _hyperparameters(config, adapted, roles)
     return Architecture(ARCHITECTURE, hyper, tuple(specs), _notes(config, specs, roles))
+
+
+def _lycoris_algos(roles: Sequence[RoleMatch]) -> list[str]:
+    """LyCORIS' algorithms whose factors a file of kohya-ss' layout holds, when one is not LoRA (a file of LoRA
+    factors only reads as LoRA's); none for any other file."""
+    rules = set(map(attrgetter("rule_id"), roles))
+    if not {"lycoris.loha", "lycoris.lokr"} & rules:
+        return []
+    return [algo for rule, algo in LYCORIS_ALGOS.items() if rule in rules]
 
 
 def _prompt_table(config: Mapping[str, Any]) -> Embedding | None:

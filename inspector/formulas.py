@@ -223,7 +223,9 @@ class LoRA(LayerSpec):
     """A PEFT LoRA adapter of one module: lora_A (rank x inputs) and lora_B (outputs x rank), DoRA's magnitude
     (outputs) and lora_B's bias (outputs) when it has them, AdaLoRA's singular values lora_E (rank, `singular`). An
     adapted embedding's inputs are its vocabulary and its outputs its dimension (lora_embedding_A, lora_embedding_B);
-    a convolution's inputs are in_channels x kernel."""
+    a convolution's inputs are in_channels x kernel. A convolution's LoRA with a Tucker core (LyCORIS' `use_tucker`:
+    lora_down rank x in_channels x 1 x 1, lora_mid rank x rank x kernel, lora_up outputs x rank x 1 x 1) has the
+    core's kernel as `core` and its in_channels as `inputs`."""
 
     rank: int
     inputs: int
@@ -232,25 +234,34 @@ class LoRA(LayerSpec):
     bias: bool = False
     name: str = ""
     singular: bool = False
+    core: tuple[int, ...] = ()
 
     @property
     def kind(self) -> str:
-        return f"{'AdaLoRA' if self.singular else 'LoRA'} r={self.rank}"
+        return f"{'AdaLoRA' if self.singular else 'LoRA'} r={self.rank}{_tucker(self.core)}"
 
 
 @record(frozen=True, slots=True)
 class LoHa(LayerSpec):
     """A PEFT LoHa adapter of one module (a Hadamard product of two low-rank products): hada_w1_a and hada_w2_a
-    (outputs x rank), hada_w1_b and hada_w2_b (rank x inputs); a convolution's inputs are in_channels x kernel."""
+    (outputs x rank), hada_w1_b and hada_w2_b (rank x inputs); a convolution's inputs are in_channels x kernel. With
+    Tucker cores (peft's `use_effective_conv2d`, LyCORIS' `use_tucker`): hada_t1 and hada_t2 (rank x rank x kernel),
+    hada_w1_a and hada_w2_a (rank x outputs), hada_w1_b and hada_w2_b (rank x in_channels), the kernel as `core`."""
 
     rank: int
     inputs: int
     outputs: int
     name: str = ""
+    core: tuple[int, ...] = ()
 
     @property
     def kind(self) -> str:
-        return f"LoHa r={self.rank}"
+        return f"LoHa r={self.rank}{_tucker(self.core)}"
+
+
+def _tucker(core: tuple[int, ...]) -> str:
+    """How a kind names a Tucker core of that kernel (none: nothing)."""
+    return f" Tucker {'x'.join(map(str, core))}" if core else ""
 
 
 Breakdown = dict[str, int]
@@ -304,10 +315,12 @@ def tensor(s: Tensor) -> Breakdown:
 
 
 def lora(s: LoRA) -> Breakdown:
-    """lora_A = r x in; lora_B = out x r; magnitude = out (DoRA); lora_bias = out; lora_E = r (AdaLoRA)."""
+    """lora_A = r x in; lora_B = out x r; lora_mid = r x r x prod(core) (a Tucker core); magnitude = out (DoRA);
+    lora_bias = out; lora_E = r (AdaLoRA)."""
     return {
         "lora_A": s.rank * s.inputs,
         "lora_B": s.outputs * s.rank,
+        "lora_mid": s.rank * s.rank * prod(s.core) if s.core else 0,
         "magnitude": s.outputs if s.magnitude else 0,
         "lora_bias": s.outputs if s.bias else 0,
         "lora_E": s.rank if s.singular else 0,
@@ -315,8 +328,10 @@ def lora(s: LoRA) -> Breakdown:
 
 
 def loha(s: LoHa) -> Breakdown:
-    """hada_w1 = r x (in + out); hada_w2 = r x (in + out)."""
-    return {"hada_w1": s.rank * (s.inputs + s.outputs), "hada_w2": s.rank * (s.inputs + s.outputs)}
+    """hada_w1 = r x (in + out); hada_w2 = r x (in + out); with Tucker cores, hada_t1 = hada_t2 = r x r x prod(core)."""
+    factors = s.rank * (s.inputs + s.outputs)
+    core = s.rank * s.rank * prod(s.core) if s.core else 0
+    return {"hada_w1": factors, "hada_w2": factors, "hada_t1": core, "hada_t2": core}
 
 
 def block(s: Block) -> Breakdown:

@@ -292,6 +292,13 @@ def _lora_adapter(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[Ro
     return adapter_architecture(ckpt, roles, None)
 
 
+def _lycoris_adapter(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
+    """LyCORIS' LoHa and LoKr modules in kohya-ss' layout (the image models' adapters): an adapter too."""
+    from inspector.adapters import adapter_architecture
+
+    return adapter_architecture(ckpt, roles, None)
+
+
 if TYPE_CHECKING:  # (an alias for the annotations only: subscripting `Callable` at run time costs about 0.05 ms)
     Detector = Callable[[dict[str, Layer], Checkpoint, Sequence[RoleMatch]], Architecture | None]
 # Each detector with what it cannot work without: a layer of that name among the roles' layers, a tensor of that
@@ -304,6 +311,7 @@ DETECTORS: tuple[tuple[Detector, str, str], ...] = (
     (_rau_stack_transformer, "", "embedding"),
     (_rau_transformer, "embedding", ""),
     (_lora_adapter, "", "lora_factor"),
+    (_lycoris_adapter, "", "adapter_factor"),
     (_generic, "", ""),
 )
 

@@ -174,13 +174,17 @@ def _recurrent(module: Module, framework: str, statistics: bool) -> Recipe | Non
 # A LoRA module's factors by parameter name: (down factor, up factor) of a linear or conv layer and of an embedding
 # (peft's; kohya-ss' and LyCORIS' lora_down and lora_up)
 LORA_FACTORS = (("lora_A", "lora_B"), ("lora_embedding_A", "lora_embedding_B"), ("lora_down", "lora_up"))
-# (lora_E: AdaLoRA's singular values; dora_scale: DoRA's magnitude as kohya-ss and LyCORIS name it)
-LORA_EXTRAS = frozenset({"lora_magnitude_vector", "lora_bias", "lora_E", "dora_scale"})
+# (lora_E: AdaLoRA's singular values; dora_scale: DoRA's magnitude as kohya-ss and LyCORIS name it; lora_mid: LyCORIS'
+# Tucker core of a convolution's LoRA)
+LORA_EXTRAS = frozenset({"lora_magnitude_vector", "lora_bias", "lora_E", "dora_scale", "lora_mid"})
+TUCKER_CORE = "lora_mid"
 
 
 def lora_recipe(module: Module) -> Recipe | None:
     """A LoRA spec when the module holds one pair of factors whose rank agrees (A: rank x in..., B: out x rank...),
-    DoRA's magnitude and lora_B's bias of `out` and AdaLoRA's singular values of `rank` beside them, nothing else."""
+    DoRA's magnitude and lora_B's bias of `out` and AdaLoRA's singular values of `rank` beside them, nothing else;
+    or a convolution's LoRA with a Tucker core (down rank x in x 1 x 1, lora_mid rank x rank x kernel, up out x rank
+    x 1 x 1)."""
     params = module.params()
     if len(params) != len(module.items):  # two adapters' factors in one state dict ('.default', '.other')
         return None
@@ -201,23 +205,40 @@ def lora_recipe(module: Module) -> Recipe | None:
         return None
     if singular is not None and singular.n_elements != rank:
         return None
-    extras = {"magnitude": magnitude is not None, "bias": bias is not None, "singular": singular is not None}
+    extras: dict[str, Any] = {"magnitude": magnitude is not None, "bias": bias is not None}
+    extras["singular"] = singular is not None
+    mid = params.get(TUCKER_CORE)
+    if mid is not None:
+        if mid.shape[:2] != (rank, rank) or len(mid.shape) < 3:
+            return None
+        extras["core"] = mid.shape[2:]
     return LoRA, (rank, a.n_elements // rank, out), extras
 
 
-# A LoHa module's factors: (out x rank, rank x in) twice (with hada_t1/hada_t2, an effective conv: not modelled)
+# A LoHa module's factors: (out x rank, rank x in) twice; with Tucker cores (a convolution's: peft's effective conv,
+# LyCORIS' use_tucker) the cores hada_t1 and hada_t2 (rank x rank x kernel) and (rank x out, rank x in) twice
 LOHA_FACTORS = ("hada_w1_a", "hada_w1_b", "hada_w2_a", "hada_w2_b")
+LOHA_CORES = ("hada_t1", "hada_t2")
 
 
 def loha_recipe(module: Module) -> Recipe | None:
-    """A LoHa spec when the module holds the four factors of one rank, two alike pairs, and nothing else."""
+    """A LoHa spec when the module holds the four factors of one rank, two alike pairs, and nothing else (or the
+    Tucker cores too, two alike, of that rank)."""
     params = module.params()
-    if len(params) != len(module.items) or params.keys() != set(LOHA_FACTORS):
+    if len(params) != len(module.items):
         return None
-    w1_a, w1_b, w2_a, w2_b = (params[name].shape for name in LOHA_FACTORS)
-    if len(w1_a) != 2 or len(w1_b) != 2 or w2_a != w1_a or w2_b != w1_b or w1_a[1] != w1_b[0]:
+    w1_a, w1_b, w2_a, w2_b = (params[name].shape if name in params else () for name in LOHA_FACTORS)
+    if len(w1_a) != 2 or len(w1_b) != 2 or w2_a != w1_a or w2_b != w1_b:
         return None
-    return LoHa, (w1_a[1], w1_b[1], w1_a[0]), {}
+    if params.keys() == set(LOHA_FACTORS):
+        return (LoHa, (w1_a[1], w1_b[1], w1_a[0]), {}) if w1_a[1] == w1_b[0] else None
+    if params.keys() != {*LOHA_FACTORS, *LOHA_CORES}:
+        return None
+    t1, t2 = params["hada_t1"].shape, params["hada_t2"].shape
+    rank = w1_a[0]
+    if t1 != t2 or len(t1) < 3 or t1[:2] != (rank, rank) or w1_b[0] != rank:
+        return None
+    return LoHa, (rank, w1_b[1], w1_a[1]), {"core": t1[2:]}
 
 
 def _first(params: dict[str, TensorInfo], names: tuple[str, ...]) -> TensorInfo | None:

@@ -97,6 +97,46 @@ def test_lycoris_networks_count_their_parameters_and_keep_alpha_a_buffer(tmp_pat
     assert any("kohya-ss' layout" in note for note in expectation.notes)
 
 
+# LyCORIS' Tucker cores (`use_tucker`: a convolution's factors around a rank x rank x kernel core) and its LoHa and LoKr
+CONV_TUCKER = {"preset": "unet-convblock-only", "conv_dim": 2, "conv_alpha": 1, "use_tucker": True}
+TUCKER: dict[str, dict[str, Any]] = {
+    "locon_tucker": {"algo": "lora", **CONV_TUCKER},
+    "loha_tucker": {"algo": "loha", **CONV_TUCKER},
+    "lokr_tucker": {"algo": "lokr", **CONV_TUCKER, "factor": 4},
+}
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name", ["locon_tucker", "loha_tucker", "loha", "lokr", "lokr_tucker"])
+def test_tucker_cores_and_lycoris_loha_and_lokr_read_as_an_adapter(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A LoCon or LoHa module with a Tucker core is one spec of the module's rank and the core's kernel (LyCORIS'
+    `tucker`); a file of LyCORIS' LoHa or LoKr modules is an adapter of that algorithm (LoKr's modules as they are)."""
+    monkeypatch.setitem(NETWORKS, name, NETWORKS.get(name) or TUCKER[name])
+    network, path = _network(tmp_path, name)
+    report = inspect(path)
+    assert report.checkpoint.n_parameters == sum(p.numel() for p in network.parameters())
+    _no_warning(report)
+    expectation = report.expectation
+    assert expectation is not None and expectation.architecture == "lora-adapter"
+    assert expectation.total == expectation.found == report.checkpoint.n_parameters and not expectation.anomalies
+    algo = NETWORKS[name]["algo"]
+    assert expectation.hyperparameters.get("algo") == (None if algo == "lora" else algo)
+    kinds = {row.layer: row.kind for row in expectation.layers}
+    assert set(kinds) == {m.lora_name for m in network.loras}
+    for module in network.loras:
+        core = f" Tucker {'x'.join(map(str, module.shape[2:]))}" if getattr(module, "tucker", False) else ""
+        if algo == "lokr":
+            assert kinds[module.lora_name] in ("Tensor", "Tensors")  # (no LoKr formula: its tensors as they are)
+        else:
+            assert kinds[module.lora_name] == f"{'LoRA' if algo == 'lora' else 'LoHa'} r={module.lora_dim}{core}"
+    if name.endswith("tucker") and algo != "lokr":  # (the conv blocks' modules: Tucker cores at conv_dim)
+        assert any(getattr(m, "tucker", False) for m in network.loras)
+        assert any(kind.endswith("Tucker 3x3") for kind in kinds.values())
+    assert any("kohya-ss' layout" in note for note in expectation.notes)
+
+
 @pytest.mark.reference
 def test_diffusers_kohya_conversion_of_a_peft_lora(tmp_path: Path) -> None:
     """diffusers' `convert_state_dict_to_kohya` (what its training scripts offer for A1111 and ComfyUI): the peft

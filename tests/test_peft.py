@@ -402,6 +402,38 @@ def test_prompt_learning_table_as_its_config_states(tmp_path: Path, variant: str
     assert exp is not None and exp.anomalies == ("prompt_embeddings",)
 
 
+def test_loha_of_convolutions_with_tucker_cores(tmp_path: Path) -> None:
+    """peft's LoHa of a convolution with `use_effective_conv2d` holds Tucker cores (hada_t1, hada_t2: r x r x kernel)
+    beside factors of r x out and r x in: one LoHa spec of the core's kernel, the count peft's."""
+
+    class Convs(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = torch.nn.Conv2d(4, 8, 3)
+            self.conv2 = torch.nn.Conv2d(8, 6, (5, 3))
+
+        def forward(self, x: Any) -> Any:
+            return self.conv2(self.conv1(x))
+
+    torch.manual_seed(0)
+    config = peft.LoHaConfig(r=3, target_modules=["conv1", "conv2"], use_effective_conv2d=True)
+    model = peft.get_peft_model(Convs(), config)
+    model.save_pretrained(tmp_path)
+    report = inspect(tmp_path / "adapter_model.safetensors")
+    assert (
+        report.checkpoint.n_parameters
+        == model.get_nb_trainable_parameters()[0]
+        == 2 * (9 * 9 + 3 * 12) + 2 * (9 * 15 + 3 * 14)
+    )
+    assert _warnings(report) == []
+    exp = report.expectation
+    assert exp is not None and not exp.anomalies and exp.total == exp.found
+    assert sorted(c.kind for c in exp.layers) == ["LoHa r=3 Tucker 3x3", "LoHa r=3 Tucker 5x3"]
+    _edit_config(tmp_path, r=2)  # a rank other than the file's: a mismatch
+    exp = inspect(tmp_path / "adapter_model.safetensors").expectation
+    assert exp is not None and len(exp.anomalies) == 2
+
+
 def test_loha_modules_at_the_ranks_its_config_states(tmp_path: Path) -> None:
     """LoHa's modules (hada_w1_a/b, hada_w2_a/b: 2 r (in + out)) at the rank peft gave each (r, rank_pattern), and
     a rank other than the config states is a mismatch."""
