@@ -109,8 +109,9 @@ class Packing:
 # - Into int32 elements, 32 / bits values an element: compressed-tensors' `pack-quantized` format (RedHat's and Neural
 #   Magic's W4A16 models: `weight_packed` (out, in / 8), its scales, zero points, group indices and shape beside it as
 #   the layer's parameters, `SIDE_TENSORS`), GPTQ (AutoGPTQ's and GPTQModel's QuantLinear, TheBloke's releases:
-#   `qweight` (in / 8, out), and `qzeros`, `scales`, `g_idx`, buffers there) and AWQ's GEMM layout (AutoAWQ's
-#   WQLinear_GEMM: `qweight` (in, out / 8), `qzeros`, `scales`).
+#   `qweight` (in x bits / 32, out): 3-bit values run across the words, 32 in three, and `qzeros`, `scales`, `g_idx`,
+#   buffers there), AWQ's GEMM layout (AutoAWQ's WQLinear_GEMM: `qweight` (in, out / 8), `qzeros`, `scales`) and its
+#   GEMV layout (WQLinear_GEMV: `qweight` (out, in / 8), `qzeros` and `scales` of (out, groups padded)).
 # - Into bytes: the 4-bit floats (E2M1) of NVFP4 and MXFP4, two a byte along the input axis, a scale each 16 values
 #   (FP8 E4M3, NVFP4) or 32 (an E8M0 exponent, MXFP4), and MXFP6's 6-bit floats (E2M3), four in three bytes:
 #   compressed-tensors' `nvfp4-`, `mxfp4-` and `mxfp6-pack-quantized` formats (RedHat's NVFP4 models: `weight_packed`,
@@ -120,8 +121,8 @@ class Packing:
 #   quantization's (`SIDE_TENSORS`: parameters of the layer where vLLM and compressed-tensors load it); the count is the
 #   float model's values and those tensors, as for pack-quantized (the model cards' count; the compressed layers' own
 #   `num_parameters()` counts bytes).
-# The bits are the config's; only the layouts named here are unpacked (GPTQ's Marlin and AWQ's GEMV pack otherwise,
-# and are read as the tensors they are)
+# The bits are the config's; only the layouts named here are unpacked (GPTQ's Marlin and AWQ's GEMVFast tile theirs
+# otherwise, and are read as the tensors they are)
 PACKINGS = {
     "pack-quantized": Packing("compressed-tensors pack-quantized", "weight_packed", -1, False,
                               {2: "I2", 4: "I4", 8: "I8"}),
@@ -135,8 +136,9 @@ PACKINGS = {
                               ("weight_scale", "F8_E4M3", 16)),
     "modelopt-mxfp4": Packing("ModelOpt MXFP4", "weight", -1, False, {4: "F4"}, (), "U8", ("weight_scale", "U8", 32)),
     "modelopt-int4-awq": Packing("ModelOpt INT4 AWQ", "weight", -2, False, {4: "I4"}, (), "U8"),
-    "gptq": Packing("GPTQ", "qweight", 0, True, {2: "U2", 4: "U4", 8: "U8"}, ("qzeros", "scales", "g_idx")),
+    "gptq": Packing("GPTQ", "qweight", 0, True, {2: "U2", 3: "U3", 4: "U4", 8: "U8"}, ("qzeros", "scales", "g_idx")),
     "awq": Packing("AWQ", "qweight", 1, True, {4: "U4"}, ("qzeros", "scales")),
+    "awq-gemv": Packing("AWQ GEMV", "qweight", 1, False, {4: "U4"}, ("qzeros", "scales")),
 }  # fmt: skip
 COMPRESSED_TENSORS = "compressed-tensors"  # its `format`s of packed weights are `PACKINGS` keys
 # ModelOpt's `quant_algo` (as its hf_quant_config.json and config.json give it, any case) -> its packing
@@ -145,7 +147,11 @@ MODELOPT_ALGOS = {
     "w4a8_nvfp4_fp8": "modelopt-nvfp4", "mxfp4": "modelopt-mxfp4", "w4a8_mxfp4_fp8": "modelopt-mxfp4",
     "w4a16_awq": "modelopt-int4-awq", "w4a8_awq": "modelopt-int4-awq",
 }  # fmt: skip
-PACKED_LAYOUTS = {"gptq": ("", "gptq", "gptq_v2"), "awq": ("", "gemm")}  # GPTQ's checkpoint_format, AWQ's version
+# GPTQ's `checkpoint_format` and AWQ's `version` (any case; none: the first) -> its packing
+PACKED_LAYOUTS = {
+    "gptq": {"": "gptq", "gptq": "gptq", "gptq_v2": "gptq"},
+    "awq": {"": "awq", "gemm": "awq", "gemv": "awq-gemv"},
+}
 BNB_STATE = r"(?:.*\.)?(?:" + BNB_STATE_NAMES + ")"  # any of them, a whole name
 COLUMN_DTYPES = frozenset(PACKED_BY.values())  # a weight unpacked to a column: its shape says none of the layer's sizes
 QUANTIZATION_ROW = "quantization"  # the layer check's row of them, and its kind
@@ -336,9 +342,8 @@ def _declared_packing(quantization: Mapping[str, Any]) -> tuple[Packing, int] | 
         bits = next(iter(PACKINGS[layout].dtypes)) if layout is not None else None
     elif method in PACKED_LAYOUTS:  # GPTQ's `bits` (its own checkpoint format: not Marlin's), AWQ's `bits` or `w_bit`
         words = quantization.get("checkpoint_format" if method == "gptq" else "version") or ""
-        if not isinstance(words, str) or words.lower() not in PACKED_LAYOUTS[method]:
-            return None
-        layout, bits = method, quantization.get("bits", quantization.get("w_bit"))
+        layout = PACKED_LAYOUTS[method].get(words.lower()) if isinstance(words, str) else None
+        bits = quantization.get("bits", quantization.get("w_bit"))
     else:
         return None
     packing = PACKINGS.get(layout) if isinstance(layout, str) else None

@@ -412,9 +412,11 @@ def test_packing_read_from_the_config() -> None:
     assert packing_of(quantization(quant_method="gptq", bits=4, group_size=128)) == (PACKINGS["gptq"], 4)
     assert packing_of(quantization(quant_method="gptq", bits=8, checkpoint_format="gptq_v2")) == (PACKINGS["gptq"], 8)
     assert packing_of(quantization(quant_method="gptq", bits=4, checkpoint_format="marlin")) is None
-    assert packing_of(quantization(quant_method="gptq", bits=3)) is None
+    assert packing_of(quantization(quant_method="gptq", bits=3)) == (PACKINGS["gptq"], 3)
+    assert packing_of(quantization(quant_method="gptq", bits=5)) is None
     assert packing_of(quantization(quant_method="awq", bits=4, version="GEMM")) == (PACKINGS["awq"], 4)
-    assert packing_of(quantization(quant_method="awq", w_bit=4, version="gemv")) is None
+    assert packing_of(quantization(quant_method="awq", w_bit=4, version="gemv")) == (PACKINGS["awq-gemv"], 4)
+    assert packing_of(quantization(quant_method="awq", w_bit=4, version="gemv_fast")) is None
     assert packing_of(quantization(quant_method="bitsandbytes", load_in_4bit=True)) is None
     assert packing_of(None) is None and packing_of({"model_type": "llama"}) is None
 
@@ -431,6 +433,7 @@ import importlib.util, json, sys, types, torch, transformers
 from pathlib import Path
 from safetensors.torch import save_file
 method, folder = sys.argv[1], Path(sys.argv[2])
+bits, version = (int(sys.argv[5]), sys.argv[6]) if len(sys.argv) > 5 else (4, "gemm")  # (GPTQ's bits, AWQ's layout)
 root = Path(importlib.util.find_spec({"gptq": "auto_gptq", "awq": "awq"}[method]).submodule_search_locations[0])
 if method == "gptq":
     spec = importlib.util.spec_from_file_location("qlinear", root / "nn_modules/qlinear/qlinear_cuda_old.py")
@@ -442,6 +445,7 @@ else:
         stand_in.__path__ = [str(root.parent / package.replace(".", "/"))]
         sys.modules[package] = stand_in
     import awq.modules.linear.gemm as layer
+    import awq.modules.linear.gemv as gemv
 torch.manual_seed(0)
 config = transformers.AutoConfig.for_model("llama", **json.loads(sys.argv[3]))
 model = transformers.AutoModelForCausalLM.from_config(config)
@@ -451,18 +455,21 @@ for module in list(model.modules()):
         if isinstance(linear, torch.nn.Linear) and name != "lm_head":
             groups = linear.in_features // group
             if method == "gptq":
-                packed = layer.QuantLinear(4, group, linear.in_features, linear.out_features, False)
+                packed = layer.QuantLinear(bits, group, linear.in_features, linear.out_features, False)
                 g_idx = torch.arange(linear.in_features, dtype=torch.int32) // group
                 packed.pack(linear, torch.full((linear.out_features, groups), 0.01),
-                            torch.full((linear.out_features, groups), 8.0), g_idx)
+                            torch.full((linear.out_features, groups), 2.0 ** (bits - 1)), g_idx)
+            elif version == "gemv":  # (its scales and zeros are (out, groups))
+                packed = gemv.WQLinear_GEMV.from_linear(linear, 4, group, scales=torch.full(
+                    (linear.out_features, groups), 0.01), zeros=torch.full((linear.out_features, groups), 8.0))
             else:
                 packed = layer.WQLinear_GEMM.from_linear(linear, 4, group, scales=torch.full(
                     (groups, linear.out_features), 0.01), zeros=torch.full((groups, linear.out_features), 8.0))
             setattr(module, name, packed)
 save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(folder / "model.safetensors"),
           metadata={"format": "pt"})
-words = {"quant_method": method, "bits": 4, "group_size": group}
-words.update({"desc_act": False, "sym": True} if method == "gptq" else {"version": "gemm", "zero_point": True})
+words = {"quant_method": method, "bits": bits, "group_size": group}
+words.update({"desc_act": False, "sym": True} if method == "gptq" else {"version": version, "zero_point": True})
 if sys.argv[4] == "beside":  # before transformers read it from config.json: the libraries' own files beside it
     (folder / "config.json").write_text(json.dumps(config.to_dict()))
     if method == "gptq":  # (AutoGPTQ's BaseQuantizeConfig.to_dict before it named its quant_method)
@@ -529,6 +536,44 @@ def test_gptq_and_awq_checkpoints_unpack_their_weights(tmp_path: Path, method: s
         assert changes == {DiffKind.DTYPE_CHANGED}
         extra = [d for d in result.differences if d.kind is DiffKind.EXTRA]
         assert len(extra) == len(names) * LINEARS and all("state beside its packed weight" in d.message for d in extra)
+
+
+@pytest.mark.parametrize(
+    ("method", "package", "bits", "version"), [("gptq", "auto_gptq", 3, ""), ("awq", "awq", 4, "gemv")]
+)
+def test_gptq_3_bit_and_awq_gemv_checkpoints_unpack_their_weights(
+    tmp_path: Path, method: str, package: str, bits: int, version: str
+) -> None:
+    """GPTQ at 3 bits (`qweight` (in x 3 / 32, out): 32 values run across three words) and AWQ's GEMV layout
+    (`qweight` (out, in / 8), `qzeros` and `scales` of (out, groups padded to a multiple of 8 x 4)), packed by their
+    libraries' own layers (AutoGPTQ's QuantLinear, AutoAWQ's WQLinear_GEMV): each weight read as its values at torch's
+    Linear shape, the rest buffers, the count the float model's, no warning (they counted their words before)."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec(package) is None:
+        pytest.skip(f"{package} is not installed (pip install --no-deps {package.replace('_', '-')})")
+    root = Path(__file__).resolve().parent.parent
+    written = subprocess.run(
+        [sys.executable, "-c", PACKED_WRITER, method, str(tmp_path), json.dumps(LLAMA), "in_config", str(bits),
+         version], capture_output=True, text=True, cwd=root,
+    )  # fmt: skip
+    assert written.returncode == 0, written.stderr[-3000:]
+    count, state = map(int, written.stdout.split()[-2:])
+    shapes = {name: tuple(p.shape) for name, p in _llama().named_parameters()}
+    report = inspect(tmp_path / "model.safetensors")
+    assert report.checkpoint.n_parameters == count
+    packed = [t for t in report.checkpoint.tensors if t.name.endswith(".qweight")]
+    assert len(packed) == LINEARS
+    for t in packed:
+        assert (t.dtype, t.shape) == (f"U{bits}", shapes[t.name.replace("qweight", "weight")])
+        assert t.nbytes * 8 == t.n_elements * bits
+    buffers = [t for t in report.checkpoint.tensors if t.kind is TensorKind.BUFFER and "rotary" not in t.name]
+    assert sum(t.n_elements for t in buffers) == state
+    exp = report.expectation
+    assert exp is not None and exp.source == "config" and exp.matches and exp.total == count
+    assert {f.code for f in report.findings}.isdisjoint({"COUNT_MISMATCH", "COUNT_EXPLAINED", "UNMATCHED_NAME"})
 
 
 def test_a_quantization_packed_in_a_layout_not_read_explains_its_modules(tmp_path: Path) -> None:
