@@ -185,6 +185,39 @@ JOBLIB_WRAPPERS = frozenset(
 PYTHON3_ONLY = frozenset({"torch", "collections", "builtins", "numpy", "_codecs"})
 
 
+# The globals `torch.load(weights_only=True)` accepts (torch 2.13's `_weights_only_unpickler._get_allowed_globals`;
+# weights-only is its default since torch 2.6): a pickle naming any other (a whole `nn.Module`, an optimizer object, a
+# numpy array, `argparse.Namespace`) is refused there and loads only with `weights_only=False`, which imports and
+# constructs what it names. tests/loaders/test_torch.py checks this table against the installed torch's.
+_STORED = ("BFloat16", "Bool", "Byte", "Char", "Double", "Float", "Half", "Int", "Long", "Short")  # tensor types
+_REBUILDS = ("device_tensor_from_cpu_tensor", "device_tensor_from_numpy", "meta_tensor_no_storage", "nested_tensor",
+             "parameter", "parameter_with_state", "qtensor", "sparse_tensor", "tensor", "tensor_v2", "tensor_v3",
+             "wrapper_subclass")  # fmt: skip
+# (dtypes, and the quantization schemes)
+_DTYPES = ("bfloat16", "bits16", "bits1x8", "bits2x4", "bits4x2", "bits8", "bool", "complex128", "complex32",
+           "complex64", "float16", "float32", "float64", "float4_e2m1fn_x2", "float8_e4m3fn", "float8_e4m3fnuz",
+           "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "qint32", "qint8", "quint2x4", "quint4x2", "quint8",
+           *(f"{kind}{bits}" for kind in ("int", "uint") for bits in (1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64)),
+           "per_channel_affine", "per_channel_affine_float_qparams", "per_channel_symmetric", "per_tensor_affine",
+           "per_tensor_symmetric")  # fmt: skip
+WEIGHTS_ONLY_GLOBALS = frozenset(
+    {
+        "_codecs.encode", "builtins.bytearray", "builtins.complex", "builtins.set", "collections.Counter",
+        "collections.OrderedDict", "torch.Size", "torch.Tensor", "torch.device", "torch.nn.parameter.Parameter",
+        "torch.serialization._get_layout", "torch._tensor._rebuild_from_type_v2", "torch.storage.TypedStorage",
+        "torch.storage.UntypedStorage",
+        *(f"torch._utils._rebuild_{name}" for name in _REBUILDS),
+        *(f"torch.{name}" for name in _DTYPES),
+        *(f"{where}{kind}{suffix}" for where in ("torch.", "torch.cuda.") for kind in _STORED
+          for suffix in ("Storage", "Tensor")),
+        *(f"{where}Complex{kind}Storage" for where in ("torch.", "torch.cuda.") for kind in ("Double", "Float")),
+        *(f"torch.{kind}Storage" for kind in ("QInt32", "QInt8", "QUInt2x4", "QUInt4x2", "QUInt8")),
+        *(f"{where}{kind}Tensor" for where in ("torch.sparse.", "torch.cuda.sparse.") for kind in _STORED
+          if kind != "Bool"),
+    }
+)  # fmt: skip
+
+
 def python3_name(module: str, name: str) -> tuple[str, str]:
     """A GLOBAL's module and name as CPython's unpickler reads them: protocols 0-2 write Python 2 names
     ('__builtin__', 'copy_reg', 'itertools.izip'), mapped by the standard library's table, imported only for a

@@ -18,6 +18,7 @@ from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from loaders._pickle import Call, PickleError, Result, StorageRef, StorageType, TensorRef, itemsize, key_name
 from loaders._pickle_builders import NUMPY_ARRAY_BUILDERS
+from loaders._pickle_policy import WEIGHTS_ONLY_GLOBALS
 from loaders._pickle_values import ITEMSIZES
 from loaders.base import single_file
 
@@ -476,16 +477,27 @@ def refused(probe: Probe, fmt: str, unsafe: set[str], exc: BaseException, framew
                        [*unsafe_finding(unsafe), unread])  # fmt: skip
 
 
-def globals_finding(names: set[str]) -> list[Finding]:
-    """Globals outside PyTorch's own weights-only allow-list (torch.load(weights_only=True) would refuse them)."""
-    odd = sorted(n for n in names if not n.startswith(("torch.", "collections.OrderedDict", "_codecs.", "builtins.")))
+# What the function that loads a file does with the globals outside torch's weights-only allow-list, in words
+LOADED_BY = {
+    "torch.load": "torch.load refuses them with weights_only=True (its default since torch 2.6) and imports and "
+    "builds them with weights_only=False",
+    "torch.jit.load": "TorchScript's classes, which torch.jit.load compiles from the archive's own code (torch.load "
+    "refuses a TorchScript archive with weights_only=True)",
+    "pickle.load": "pickle.load imports and builds them",
+}
+
+
+def globals_finding(names: set[str], loaded_by: str = "torch.load") -> list[Finding]:
+    """Globals outside PyTorch's own weights-only allow-list (`WEIGHTS_ONLY_GLOBALS`: torch.load(weights_only=True),
+    its default, refuses them), and what `loaded_by` (a `LOADED_BY` key) does with them."""
+    odd = sorted(names - WEIGHTS_ONLY_GLOBALS)
     if not odd:
         return []
     return [
         Finding(
             "PICKLE_GLOBALS",
             Severity.INFO,
-            f"the pickle names {_listed(odd)}: kept as inert placeholders",
+            f"the pickle names {_listed(odd)}: kept as inert placeholders here; {LOADED_BY[loaded_by]}",
             tuple(odd[:MAX_LISTED]),
         )
     ]

@@ -106,7 +106,7 @@ class PickleRawLoader:
             streams += 1
             end = more.end
         protocol = probe.head[1] if probe.head[0] == PROTO else "0 or 1"
-        findings += _torch.unsafe_finding(unsafe) + _torch.globals_finding(names)
+        findings += _torch.unsafe_finding(unsafe) + _torch.globals_finding(names, "pickle.load")
         if not unsafe:
             what = f"a bare pickle of inert data (a {type(result.value).__name__}): nothing it names would be called"
             findings.append(Finding("PICKLE_DATA", Severity.INFO, what))

@@ -250,7 +250,8 @@ class TorchZipLoader:
             )
         attributes.update(values)
         findings += layout_findings(members, prefix) + _zip.directory_findings(probe)
-        findings += _torch.unsafe_finding(evidence) + _torch.globals_finding(names)
+        findings += _torch.unsafe_finding(evidence)
+        findings += _torch.globals_finding(names, "torch.jit.load" if torchscript else "torch.load")
         return single_file(probe, FORMAT, "pytorch", tensors, regions, attributes, findings)
 
 

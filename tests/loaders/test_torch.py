@@ -10,6 +10,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -339,6 +340,65 @@ def test_training_checkpoint_sections(tmp_path: Path) -> None:
     assert len(momentum) == 2 and all(t.kind is TensorKind.OPTIMIZER for t in momentum)
     codes = {f.code for f in ckpt.findings}
     assert "UNSAFE_CONTENT" not in codes and "PICKLE_GLOBALS" in codes  # argparse.Namespace: data, kept inert
+
+
+def test_weights_only_globals_are_torchs() -> None:
+    """The allow-list `PICKLE_GLOBALS` is judged against is the installed torch's own (2.13's)."""
+    pytest.importorskip("torch")
+    from torch._weights_only_unpickler import _get_allowed_globals
+
+    from loaders._pickle_policy import WEIGHTS_ONLY_GLOBALS
+
+    assert set(_get_allowed_globals()) == WEIGHTS_ONLY_GLOBALS
+
+
+def _objects(torch: Any) -> dict[str, object]:
+    """What people torch.save, by what it is: state dicts (weights only) and whole objects."""
+    import argparse
+
+    import numpy as np
+
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.Flatten(), torch.nn.Linear(4, 2)
+    )
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    return {
+        "state_dict": model.state_dict(),
+        "checkpoint": {"model": model.state_dict(), "optimizer": sgd.state_dict(), "epoch": 3, "best": 0.5},
+        "parameter_and_containers": {
+            "p": torch.nn.Parameter(torch.ones(2)),
+            "s": {1, 2},
+            "c": 1j,
+            "b": bytearray(b"x"),
+        },
+        "half_precisions": {"h": torch.ones(3, dtype=torch.float16), "b": torch.ones(3, dtype=torch.bfloat16)},
+        "whole_module": model,
+        "whole_optimizer": {"optimizer": sgd},
+        "namespace": {"model": model.state_dict(), "args": argparse.Namespace(lr=0.1)},
+        "numpy_array": {"model": model.state_dict(), "mean": np.zeros(3, np.float32)},
+    }
+
+
+@pytest.mark.reference
+def test_pickle_globals_are_what_torch_load_refuses_by_default(tmp_path: Path) -> None:
+    """`PICKLE_GLOBALS` is reported exactly for the files torch.load(weights_only=True), torch's default, refuses:
+    a whole module or optimizer, argparse.Namespace, a numpy array; never for a state dict or checkpoint of tensors,
+    numbers and the containers torch accepts."""
+    torch = pytest.importorskip("torch")
+    for name, value in _objects(torch).items():
+        path = tmp_path / f"{name}.pt"
+        torch.save(value, path)
+        try:
+            torch.load(path, weights_only=True)
+            refused = False
+        except Exception:  # (pickle.UnpicklingError: "Weights only load failed")
+            refused = True
+        findings = {f.code: f for f in load(path).findings}
+        assert ("PICKLE_GLOBALS" in findings) == refused, name
+        assert "UNSAFE_CONTENT" not in findings, name
+        assert refused == (name in ("whole_module", "whole_optimizer", "namespace", "numpy_array")), name
+    named = load(tmp_path / "whole_module.pt").findings
+    assert any("torch.nn.modules.container.Sequential" in f.message and "weights_only" in f.message for f in named)
 
 
 def _central_directory(data: bytes) -> tuple[int, list[bytes]]:
