@@ -189,33 +189,44 @@ PYTHON3_ONLY = frozenset({"torch", "collections", "builtins", "numpy", "_codecs"
 # weights-only is its default since torch 2.6): a pickle naming any other (a whole `nn.Module`, an optimizer object, a
 # numpy array, `argparse.Namespace`) is refused there and loads only with `weights_only=False`, which imports and
 # constructs what it names. tests/loaders/test_torch.py checks this table against the installed torch's.
-_STORED = ("BFloat16", "Bool", "Byte", "Char", "Double", "Float", "Half", "Int", "Long", "Short")  # tensor types
-_REBUILDS = ("device_tensor_from_cpu_tensor", "device_tensor_from_numpy", "meta_tensor_no_storage", "nested_tensor",
-             "parameter", "parameter_with_state", "qtensor", "sparse_tensor", "tensor", "tensor_v2", "tensor_v3",
-             "wrapper_subclass")  # fmt: skip
-# (dtypes, and the quantization schemes)
-_DTYPES = ("bfloat16", "bits16", "bits1x8", "bits2x4", "bits4x2", "bits8", "bool", "complex128", "complex32",
-           "complex64", "float16", "float32", "float64", "float4_e2m1fn_x2", "float8_e4m3fn", "float8_e4m3fnuz",
-           "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "qint32", "qint8", "quint2x4", "quint4x2", "quint8",
-           *(f"{kind}{bits}" for kind in ("int", "uint") for bits in (1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64)),
-           "per_channel_affine", "per_channel_affine_float_qparams", "per_channel_symmetric", "per_tensor_affine",
-           "per_tensor_symmetric")  # fmt: skip
-WEIGHTS_ONLY_GLOBALS = frozenset(
-    {
-        "_codecs.encode", "builtins.bytearray", "builtins.complex", "builtins.set", "collections.Counter",
-        "collections.OrderedDict", "torch.Size", "torch.Tensor", "torch.device", "torch.nn.parameter.Parameter",
-        "torch.serialization._get_layout", "torch._tensor._rebuild_from_type_v2", "torch.storage.TypedStorage",
-        "torch.storage.UntypedStorage",
-        *(f"torch._utils._rebuild_{name}" for name in _REBUILDS),
-        *(f"torch.{name}" for name in _DTYPES),
-        *(f"{where}{kind}{suffix}" for where in ("torch.", "torch.cuda.") for kind in _STORED
-          for suffix in ("Storage", "Tensor")),
-        *(f"{where}Complex{kind}Storage" for where in ("torch.", "torch.cuda.") for kind in ("Double", "Float")),
-        *(f"torch.{kind}Storage" for kind in ("QInt32", "QInt8", "QUInt2x4", "QUInt4x2", "QUInt8")),
-        *(f"{where}{kind}Tensor" for where in ("torch.sparse.", "torch.cuda.sparse.") for kind in _STORED
-          if kind != "Bool"),
-    }
-)  # fmt: skip
+WEIGHTS_ONLY_GLOBALS = frozenset({
+    "_codecs.encode", "builtins.bytearray", "builtins.complex", "builtins.set", "collections.Counter",
+    "collections.OrderedDict", "torch.BFloat16Storage", "torch.BFloat16Tensor", "torch.BoolStorage",
+    "torch.BoolTensor", "torch.ByteStorage", "torch.ByteTensor", "torch.CharStorage", "torch.CharTensor",
+    "torch.ComplexDoubleStorage", "torch.ComplexFloatStorage", "torch.DoubleStorage", "torch.DoubleTensor",
+    "torch.FloatStorage", "torch.FloatTensor", "torch.HalfStorage", "torch.HalfTensor", "torch.IntStorage",
+    "torch.IntTensor", "torch.LongStorage", "torch.LongTensor", "torch.QInt32Storage", "torch.QInt8Storage",
+    "torch.QUInt2x4Storage", "torch.QUInt4x2Storage", "torch.QUInt8Storage", "torch.ShortStorage",
+    "torch.ShortTensor", "torch.Size", "torch.Tensor", "torch._tensor._rebuild_from_type_v2",
+    "torch._utils._rebuild_device_tensor_from_cpu_tensor", "torch._utils._rebuild_device_tensor_from_numpy",
+    "torch._utils._rebuild_meta_tensor_no_storage", "torch._utils._rebuild_nested_tensor",
+    "torch._utils._rebuild_parameter", "torch._utils._rebuild_parameter_with_state",
+    "torch._utils._rebuild_qtensor", "torch._utils._rebuild_sparse_tensor", "torch._utils._rebuild_tensor",
+    "torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor_v3",
+    "torch._utils._rebuild_wrapper_subclass", "torch.bfloat16", "torch.bits16", "torch.bits1x8", "torch.bits2x4",
+    "torch.bits4x2", "torch.bits8", "torch.bool", "torch.complex128", "torch.complex32", "torch.complex64",
+    "torch.cuda.BFloat16Storage", "torch.cuda.BFloat16Tensor", "torch.cuda.BoolStorage", "torch.cuda.BoolTensor",
+    "torch.cuda.ByteStorage", "torch.cuda.ByteTensor", "torch.cuda.CharStorage", "torch.cuda.CharTensor",
+    "torch.cuda.ComplexDoubleStorage", "torch.cuda.ComplexFloatStorage", "torch.cuda.DoubleStorage",
+    "torch.cuda.DoubleTensor", "torch.cuda.FloatStorage", "torch.cuda.FloatTensor", "torch.cuda.HalfStorage",
+    "torch.cuda.HalfTensor", "torch.cuda.IntStorage", "torch.cuda.IntTensor", "torch.cuda.LongStorage",
+    "torch.cuda.LongTensor", "torch.cuda.ShortStorage", "torch.cuda.ShortTensor",
+    "torch.cuda.sparse.BFloat16Tensor", "torch.cuda.sparse.ByteTensor", "torch.cuda.sparse.CharTensor",
+    "torch.cuda.sparse.DoubleTensor", "torch.cuda.sparse.FloatTensor", "torch.cuda.sparse.HalfTensor",
+    "torch.cuda.sparse.IntTensor", "torch.cuda.sparse.LongTensor", "torch.cuda.sparse.ShortTensor",
+    "torch.device", "torch.float16", "torch.float32", "torch.float4_e2m1fn_x2", "torch.float64",
+    "torch.float8_e4m3fn", "torch.float8_e4m3fnuz", "torch.float8_e5m2", "torch.float8_e5m2fnuz",
+    "torch.float8_e8m0fnu", "torch.int1", "torch.int16", "torch.int2", "torch.int3", "torch.int32", "torch.int4",
+    "torch.int5", "torch.int6", "torch.int64", "torch.int7", "torch.int8", "torch.nn.parameter.Parameter",
+    "torch.per_channel_affine", "torch.per_channel_affine_float_qparams", "torch.per_channel_symmetric",
+    "torch.per_tensor_affine", "torch.per_tensor_symmetric", "torch.qint32", "torch.qint8", "torch.quint2x4",
+    "torch.quint4x2", "torch.quint8", "torch.serialization._get_layout", "torch.sparse.BFloat16Tensor",
+    "torch.sparse.ByteTensor", "torch.sparse.CharTensor", "torch.sparse.DoubleTensor", "torch.sparse.FloatTensor",
+    "torch.sparse.HalfTensor", "torch.sparse.IntTensor", "torch.sparse.LongTensor", "torch.sparse.ShortTensor",
+    "torch.storage.TypedStorage", "torch.storage.UntypedStorage", "torch.uint1", "torch.uint16", "torch.uint2",
+    "torch.uint3", "torch.uint32", "torch.uint4", "torch.uint5", "torch.uint6", "torch.uint64", "torch.uint7",
+    "torch.uint8",
+})  # fmt: skip
 
 
 def python3_name(module: str, name: str) -> tuple[str, str]:
