@@ -285,16 +285,10 @@ def _generic(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMat
 
 
 def _lora_adapter(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
-    """A PEFT LoRA adapter without its adapter_config.json: each module's rank as the file holds it (one layer per
-    file module, as `_generic`'s; `compare` groups the tensors by their names)."""
-    from inspector.adapters import adapter_architecture  # (a file of LoRA factors only)
-
-    return adapter_architecture(ckpt, roles, None)
-
-
-def _lycoris_adapter(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
-    """LyCORIS' LoHa and LoKr modules in kohya-ss' layout (the image models' adapters): an adapter too."""
-    from inspector.adapters import adapter_architecture
+    """A PEFT LoRA adapter without its adapter_config.json, or LyCORIS' modules in kohya-ss' layout: each module's
+    rank as the file holds it (one layer per file module, as `_generic`'s; `compare` groups the tensors by their
+    names)."""
+    from inspector.adapters import adapter_architecture  # (a file of adapter factors only)
 
     return adapter_architecture(ckpt, roles, None)
 
@@ -311,7 +305,7 @@ DETECTORS: tuple[tuple[Detector, str, str], ...] = (
     (_rau_stack_transformer, "", "embedding"),
     (_rau_transformer, "embedding", ""),
     (_lora_adapter, "", "lora_factor"),
-    (_lycoris_adapter, "", "adapter_factor"),
+    (_lora_adapter, "", "adapter_factor"),  # (LyCORIS' LoHa and LoKr: tried once where both roles are there)
     (_generic, "", ""),
 )
 
@@ -323,7 +317,9 @@ def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architec
 def _inferred(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> tuple[Architecture | None, dict[str, Layer]]:
     """The architecture the shapes imply, and the file's layers it was read from (for `compare`)."""
     named, roled = set(map(attrgetter("layer"), roles)), set(map(attrgetter("role"), roles))
-    tried = [d for d, layer, role in DETECTORS if not ((layer and layer not in named) or (role and role not in roled))]
+    tried = dict.fromkeys(
+        d for d, layer, role in DETECTORS if not ((layer and layer not in named) or (role and role not in roled))
+    )
     del named  # (a name per module: not held while the detectors make theirs)
     layers: dict[str, Layer] | None = None
     for detector in tried:

@@ -205,8 +205,11 @@ def lora_recipe(module: Module) -> Recipe | None:
         return None
     if singular is not None and singular.n_elements != rank:
         return None
-    extras: dict[str, Any] = {"magnitude": magnitude is not None, "bias": bias is not None}
-    extras["singular"] = singular is not None
+    extras: dict[str, Any] = {
+        "magnitude": magnitude is not None,
+        "bias": bias is not None,
+        "singular": singular is not None,
+    }
     mid = params.get(TUCKER_CORE)
     if mid is not None:
         if mid.shape[:2] != (rank, rank) or len(mid.shape) < 3:
