@@ -246,6 +246,9 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("quant.packed", Role.DENSE, r"(?P<layer>.+)\.(?P<param>qweight|weight_packed)", ("torch",)),
     # bitsandbytes' state of its 8-bit and 4-bit weights, buffers (`inspector.quantized`): the layer is the module
     RoleRule("bnb.state", Role.QUANT_STATE, r"(?P<layer>.+)\.(?P<param>" + BNB_STATE_NAMES + ")", ("torch",)),
+    # optimum-quanto's state of its quantized weights and their activations', buffers (`inspector.quantized`; its
+    # `input_scale` is named as compressed-tensors' is, above): the layer is the module
+    RoleRule("quanto.state", Role.QUANT_STATE, r"(?P<layer>.+)\.(?P<param>weight\._(?:scale|shift)|output_scale)", ("torch",)),
     # a mixture of experts' projections stacked one tensor per projection (experts, out, in): transformers 5's fused
     # experts ('mlp.experts.gate_up_proj'), llama.cpp's stacked ones named as HF's ('mlp.experts.gate_proj.weight')
     RoleRule("moe.experts_gate", Role.FFN_GATE, r"(?P<layer>.+\.experts)\.(?P<param>gate_proj)(?:\.weight)?", ("torch",)),
