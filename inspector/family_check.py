@@ -589,7 +589,7 @@ def check(
         elif found != want:  # resized, unless each tensor is one of the module's (an export renamed the others)
             sizes = set(breakdown(e.spec).values())
             row.resized |= not all(t.n_elements in sizes for t in tensors if stored(t))
-            shapes = ", ".join(f"{t.name.rpartition('.')[2]} {tuple(t.shape)}" for t in tensors)
+            shapes = ", ".join(f"{canonical_name(t).rpartition('.')[2]} {tuple(t.shape)}" for t in tensors)
             packed = method is not None and found < want and stored_packed(tensors)  # (packing leaves fewer elements)
             how = f": packed by {method}, its values are not counted from these shapes" if packed else ""
             row.packed += packed

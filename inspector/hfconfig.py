@@ -104,16 +104,24 @@ def with_config(ckpt: Checkpoint, probe: Probe) -> Checkpoint:
     """The checkpoint with the config beside it, when its loader found none in the file itself: config.json, or for
     a PEFT adapter its adapter_config.json first (a config.json beside an adapter describes the base model). A GPTQ or
     AWQ checkpoint whose config.json says nothing of its quantization takes it from the file its library wrote beside
-    it (`QUANTIZATION_CONFIGS`), looked for only when a packed weight's name is among its first tensors."""
+    it (`QUANTIZATION_CONFIGS`), looked for only when a packed weight's name is among its first tensors; an
+    optimum-quanto one its quanto_qmap.json (its qtypes by module, as `modules`), only when a quantized weight's scales
+    are (`quantized.QUANTO_SCALE`)."""
     if ckpt.config is not None:
         return ckpt
     config = (adapter_like(probe, ckpt) and adapter_config_beside(probe)) or config_beside(probe)
     if config is not None and config.get("source") == CONFIG_NAME and "quantization_config" not in config:
-        packed = _packed_weights()
-        if any(t.name.endswith(packed) for t in ckpt.tensors[:ADAPTER_NAMES_LOOKED_AT]):
+        packed, first = _packed_weights(), ckpt.tensors[:ADAPTER_NAMES_LOOKED_AT]
+        if any(t.name.endswith(packed) for t in first):
             for name, (method, key) in QUANTIZATION_CONFIGS.items():
                 words = _json_beside(probe, name)
                 if words is not None and key in words:
                     config["quantization_config"] = {"quant_method": method, **words, "source": name}
                     break
+        else:
+            from inspector.quantized import QUANTO, QUANTO_QMAP, QUANTO_SCALE  # (loaded already)
+
+            qmap = _json_beside(probe, QUANTO_QMAP) if any(t.name.endswith(QUANTO_SCALE) for t in first) else None
+            if qmap is not None:
+                config["quantization_config"] = {"quant_method": QUANTO, "modules": qmap, "source": QUANTO_QMAP}
     return ckpt if config is None else replace(ckpt, config=MappingProxyType(config))

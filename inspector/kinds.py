@@ -6,7 +6,8 @@ trainability and optimizer groups, MXNet `aux:` states). Where the container is 
 safetensors, npz or a plain `torch.save`) a tensor the loader left as a parameter is decided here, by
 `KIND_RULES` over its name (the role table names the same tensors `norm_statistic` and `buffer`, from the same
 `roles.NORM_STATISTICS`). A packed weight's record (bitsandbytes 4-bit, compressed-tensors' pack-quantized, GPTQ,
-AWQ) is unpacked here too, where its state's kind is decided: counts read the values it holds.
+AWQ, optimum-quanto's 4 and 2 bits) is unpacked here too, where its state's kind is decided: counts read the values it
+holds.
 `inspector.registry.load` applies it to every checkpoint, so counts, the trainable split, byte buckets,
 the roles and the expectation all read one decision.
 """
@@ -22,6 +23,7 @@ from inspector.quantized import (
     block_packing_of,
     mlx_quantization,
     packing_of,
+    quanto_unflattened,
     torchao_unflattened,
     unpacked,
 )
@@ -402,6 +404,8 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
         unpacked(tensors, packing, blocks, mlx)
         changed = True
     if torchao_unflattened(tensors, ckpt.attributes):  # (torchao's tensor subclasses: their state is no parameter)
+        changed = True
+    if quanto_unflattened(tensors, ckpt.config):  # (optimum-quanto's: its values the module's weight, the rest state)
         changed = True
     return replace(ckpt, tensors=tuple(tensors)) if changed else ckpt
 

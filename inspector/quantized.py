@@ -245,6 +245,88 @@ def _torchao_state(attributes: Mapping[str, str], names: set[str]) -> tuple[set[
     return state, values
 
 
+# optimum-quanto's state dicts (its `quantize` and `freeze`, saved by `safetensors.torch.save_file(model.state_dict())`
+# or by `QuantizedModelForCausalLM.save_pretrained`, which writes quanto_qmap.json beside; transformers' `QuantoConfig`
+# models, whose config says `quant_method: quanto`): a quantized module's weight is a tensor subclass saved as its
+# inner tensors. At 8 bits (qint8, qfloat8) `<module>.weight._data` holds its values at the weight's shape (int8,
+# float8) and `<module>.weight._scale` a scale a row; at 4 and 2 bits (qint4, qint2) `<module>.weight._data._data`
+# packs them, 8 / bits unsigned values a byte along its first axis (padded to whole bytes), with `._scale` and
+# `._shift` (zero points) one a row of values. A weight of more than 128 inputs is quantized in groups of 128 (96, 64
+# or 32, the first that divides them): its values' rows are then the groups, not the layer's rows (the layer's shape is
+# the model's, in its config). A quantized module also holds `input_scale` and `output_scale`, its activations' scales
+# (scalars; a LayerNorm quantized for its activations only holds them alone). `num_parameters()` counts the weight's
+# values: they are the module's weight (its `layer` and `param` stated: the name the roles and the family check read,
+# `family_check.canonical_name`), the rest the quantization's state (buffers)
+QUANTO_VALUES = ".weight._data"  # (after "<module>")
+QUANTO_PACKED = QUANTO_VALUES + "._data"
+QUANTO_SCALE = ".weight._scale"  # beside every quantized weight: what tells quanto's layout
+QUANTO_SHIFT = ".weight._shift"
+QUANTO_ACTIVATIONS = (".input_scale", ".output_scale")
+# the dtypes of its 8-bit values -> their qtype
+QUANTO_TYPES = {"I8": "qint8", "F8_E4M3": "qfloat8_e4m3fn", "F8_E5M2": "qfloat8_e5m2",
+                "F8_E4M3FNUZ": "qfloat8_e4m3fnuz"}  # fmt: skip
+QUANTO_BITS = {"qint4": 4, "qint2": 2, "int4": 4, "int2": 2}  # a packed weight's qtype: the qmap's, the config's
+QUANTO = "quanto"  # its `quant_method`
+QUANTO_QMAP = "quanto_qmap.json"  # its qtypes by module ({module: {"weights": "qint4", "activations": "none"}})
+
+
+def quanto_unflattened(tensors: list[TensorInfo], config: Mapping[str, Any] | None) -> bool:
+    """Whether the file holds optimum-quanto's quantized weights (a values tensor with its scales beside it); if so
+    each values tensor made its module's weight (a packed one its values: of the bits its qtype has, as the qmap or the
+    config says it, else of those at which its bytes hold its scales' rows) and their state buffers, in `tensors`."""
+    from operator import attrgetter  # (loaded already: bound here, not in every run's start-up)
+
+    dtypes = set(map(attrgetter("dtype"), tensors))  # (most files: one C pass)
+    if "U8" not in dtypes and QUANTO_TYPES.keys().isdisjoint(dtypes):
+        return False
+    scales = {t.name: t.shape for t in tensors if t.name.endswith(QUANTO_SCALE)}
+    if not scales:
+        return False
+    from inspector.recordtype import replace
+
+    quantization = (config or {}).get("quantization_config")
+    words = quantization if isinstance(quantization, dict) and quantization.get("quant_method") == QUANTO else {}
+    modules = set()
+    for i, t in enumerate(tensors):
+        module = t.name.removesuffix(QUANTO_PACKED)
+        packed = module != t.name and t.dtype == "U8"
+        if not packed:
+            module = t.name.removesuffix(QUANTO_VALUES)
+        rows = scales.get(module + QUANTO_SCALE, ())[:1]
+        if module == t.name or not rows or not t.shape:
+            continue
+        if packed:
+            stated = QUANTO_BITS.get(_quanto_weights(words, module))
+            fits = [bits for bits in ((stated,) if stated else (4, 2)) if -(-rows[0] * bits // 8) == t.shape[0]]
+            if not fits:
+                continue
+            how = f"qint{fits[0]} {module}.weight stored packed as {t.dtype} {tuple(t.shape)}: "
+            how += f"{_values_an_element(8, fits[0])} along its first axis; {module}{QUANTO_SCALE}, ._shift its state"
+            t = replace(t, shape=(*rows, *t.shape[1:]), dtype=f"U{fits[0]}")
+        elif t.dtype in QUANTO_TYPES:
+            how = f"{QUANTO_TYPES[t.dtype]} {module}.weight: its values; {module}{QUANTO_SCALE} its state"
+        else:
+            continue
+        tensors[i] = replace(t, layer=module, param=WEIGHT, notes=(*t.notes, f"optimum-quanto {how} (not parameters)"))
+        modules.add(module)
+    if not modules:
+        return False
+    scalars = {t.name for t in tensors if not t.shape and t.name.endswith(QUANTO_ACTIVATIONS)}
+    state = {module + end for module in modules for end in (QUANTO_SCALE, QUANTO_SHIFT)}
+    state.update(name for name in scalars if {name.rpartition(".")[0] + end for end in QUANTO_ACTIVATIONS} <= scalars)
+    _as_state(tensors, state)
+    return True
+
+
+def _quanto_weights(words: Mapping[str, Any], module: str) -> str:
+    """The qtype of a module's weights its quanto qmap says (`modules`), else the config (`weights`, every module's);
+    '' where neither says one."""
+    modules = words.get("modules")
+    own = modules.get(module) if isinstance(modules, dict) else None
+    qtype = own.get("weights") if isinstance(own, dict) else words.get("weights")
+    return qtype if isinstance(qtype, str) else ""
+
+
 def side_tensors(tensors: Sequence[TensorInfo]) -> list[TensorInfo]:
     """The quantization's tensors of a file: `SIDE_TENSORS` of a module whose `weight` is stored in a quantized dtype,
     and `ATTENTION_SCALES` of a module holding such modules (none in most files, told by one C pass over the dtypes)."""

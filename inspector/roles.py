@@ -246,6 +246,9 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("quant.packed", Role.DENSE, r"(?P<layer>.+)\.(?P<param>qweight|weight_packed)", ("torch",)),
     # bitsandbytes' state of its 8-bit and 4-bit weights, buffers (`inspector.quantized`): the layer is the module
     RoleRule("bnb.state", Role.QUANT_STATE, r"(?P<layer>.+)\.(?P<param>" + BNB_STATE_NAMES + ")", ("torch",)),
+    # optimum-quanto's state of its quantized weights and their activations', buffers (`inspector.quantized`; its
+    # `input_scale` is named as compressed-tensors' is, above): the layer is the module
+    RoleRule("quanto.state", Role.QUANT_STATE, r"(?P<layer>.+)\.(?P<param>weight\._(?:scale|shift)|output_scale)", ("torch",)),
     # a mixture of experts' projections stacked one tensor per projection (experts, out, in): transformers 5's fused
     # experts ('mlp.experts.gate_up_proj'), llama.cpp's stacked ones named as HF's ('mlp.experts.gate_proj.weight')
     RoleRule("moe.experts_gate", Role.FFN_GATE, r"(?P<layer>.+\.experts)\.(?P<param>gate_proj)(?:\.weight)?", ("torch",)),
@@ -403,11 +406,13 @@ def compile_rules(rules: Sequence[Any]) -> Matcher:
 
 MATCHER = compile_rules(ROLE_RULES)
 FAMILY = {"pytorch": "torch", "keras": "keras", "mxnet": "mxnet"}
-# Loaders whose tensors carry their source model's module and parameter names (`layer`, `param`), by the framework
-# of those names: a GGUF tensor's are the Hugging Face names `loaders.gguf.hf_name` maps it to. Its role is read off
-# those names with that framework's rules, its layer the source module (as the same model's safetensors file reads),
-# and off its own name only where it has none or no rule reads it.
-SOURCE_NAMED = {"llama.cpp": "torch", "onnx": "torch"}
+# Frameworks whose tensors may carry their source model's module and parameter names (`layer`, `param`), by the
+# framework of those names: a GGUF tensor's are the Hugging Face names `loaders.gguf.hf_name` maps it to, a PyTorch
+# state dict's (safetensors, torch.save) the module's weight a quantization stores under names of its own (optimum-
+# quanto's `weight._data`: `inspector.quantized`). Its role is read off those names with that framework's rules, its
+# layer the source module (as the same model's safetensors file reads), and off its own name only where it has none or
+# no rule reads it. (A safetensors file of no framework's: the rules of files that do not say, PyTorch's first)
+SOURCE_NAMED = {"llama.cpp": "torch", "onnx": "torch", "pytorch": "torch", "safetensors": ""}
 
 
 ROLE_TEXT = {role: role.value for role in Role}  # (a dict lookup: no enum descriptor per tensor)
@@ -627,7 +632,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
             results[t.name] = found
             ordered.append(found)
             continue
-        if by_source is not None and t.layer is not None and t.param is not None:
+        if t.layer is not None and by_source is not None and t.param is not None:
             # (a buffer its source names, no rule reads: a buffer, as in the source's file, whatever its own name says)
             found = _by_rule(t, by_source, f"{t.layer}.{t.param}") or (None if t.kind is buffer else _by_rule(t, matcher))
         elif t.layer is None and digits:

@@ -108,6 +108,7 @@ NEEDLES = {
     '(?P<layer>.+)\\.(?P<param>weight_scale|weight_scale_inv|weight_zero_point|input_scale|input_zero_point|activation_scale|weight_shape|weight_g_idx|weight_scale_\\d|weight_global_scale|input_global_scale|pre_quant_scale|k_scale|v_scale|q_scale)': (('.',), (('weight_scale', 'weight_scale_inv', 'weight_zero_point', 'input_scale', 'input_zero_point', 'activation_scale', 'weight_shape', 'weight_g_idx', 'weight_scale_', 'weight_global_scale', 'input_global_scale', 'pre_quant_scale', 'k_scale', 'v_scale', 'q_scale'),)),
     '(?P<layer>.+)\\.(?P<param>qweight|weight_packed)': (('.',), (('qweight', 'weight_packed'),)),
     '(?P<layer>.+)\\.(?P<param>SCB|weight_format|weight\\.(?:absmax|quant_map|nested_absmax|nested_quant_map|quant_state\\.bitsandbytes__nf\\d|quant_state\\.bitsandbytes__fp\\d))': (('.',), (('SCB', 'weight_format', 'weight.'),)),
+    '(?P<layer>.+)\\.(?P<param>weight\\._(?:scale|shift)|output_scale)': (('.',), (('weight._', 'output_scale'),)),
     '(?P<layer>.+\\.experts)\\.(?P<param>gate_proj)(?:\\.weight)?': (('gate_proj', '.experts'), ()),
     '(?P<layer>.+\\.experts)\\.(?P<param>(?:gate_up_proj|up_proj)(?:_bias|_blocks)?)(?:\\.weight)?': (('.experts', 'up_proj'), (('gate_up_proj', 'up_proj'),)),
     '(?P<layer>.+\\.experts)\\.(?P<param>down_proj(?:_bias|_blocks)?)(?:\\.weight)?': (('down_proj', '.experts'), ()),

@@ -953,6 +953,170 @@ def test_torchao_safetensors_count_the_parameters_not_their_inner_tensors(tmp_pa
     assert "metadata.model." not in text
 
 
+# optimum-quanto's quantizations of the test-sized llama -> (how they are written, the qtype, the values' dtype, the
+# activations' qtype): by `quantize` and `freeze` and safetensors' `save_file` of the state dict, the config beside it
+# (saying nothing of the quantization); by `QuantizedModelForCausalLM.save_pretrained` (config.json and
+# quanto_qmap.json beside); as transformers' `QuantoConfig` loads the float model (its config saying `quant_method:
+# quanto`; transformers saves no quanto model, so its state dict and config)
+QUANTO = {
+    "qint8": ("quantize", "qint8", "I8", None),
+    "qfloat8": ("quantize", "qfloat8", "F8_E4M3", None),
+    "qint8 activations qint8": ("quantize", "qint8", "I8", "qint8"),
+    "qint4": ("save_pretrained", "qint4", "U4", None),
+    "qint2": ("save_pretrained", "qint2", "U2", None),
+    "QuantoConfig int8": ("QuantoConfig", "int8", "I8", None),
+    "QuantoConfig float8": ("QuantoConfig", "float8", "F8_E4M3", None),
+    "QuantoConfig int4": ("QuantoConfig", "int4", "U4", None),
+}
+
+
+def _quanto(folder: Path, how: str, weights: str, activations: str | None) -> Any:
+    """The test-sized llama quantized by optimum-quanto and written `how` (`QUANTO`) into `folder`: the quantized
+    model."""
+    from optimum import quanto
+    from safetensors.torch import save_file
+
+    if how == "QuantoConfig":
+        pytest.importorskip("accelerate")  # (transformers' quanto integration asks for it)
+        _llama().save_pretrained(folder / "float")
+        config = transformers.QuantoConfig(weights=weights)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            folder / "float", quantization_config=config, device_map="cpu"
+        )
+    else:
+        model = _llama()
+        qtypes = {"weights": getattr(quanto, weights), "activations": activations and getattr(quanto, activations)}
+        if how == "save_pretrained":
+            quanto.QuantizedModelForCausalLM.quantize(model, **qtypes, exclude="lm_head").save_pretrained(folder)
+            return model
+        quanto.quantize(model, **qtypes, exclude="lm_head")
+        quanto.freeze(model)
+    save_file(model.state_dict(), folder / "model.safetensors")
+    model.config.save_pretrained(folder)
+    return model
+
+
+@pytest.mark.parametrize("quantization", list(QUANTO))
+def test_optimum_quanto_state_dicts_count_the_model_s_parameters(tmp_path: Path, quantization: str) -> None:
+    """optimum-quanto's quantized models as its libraries write them (`QUANTO`): each quantized weight a tensor
+    subclass saved as its inner tensors, `<module>.weight._data` (8 bits: the values at the weight's shape) or
+    `.weight._data._data` (4 and 2 bits: packed in bytes along the first axis), `.weight._scale` (and `._shift`), and
+    each quantized module's `input_scale` and `output_scale`. The values are read as the module's weight (its layer
+    and role the float model's weight's; packed ones unpacked: 2 or 4 values a byte, down_proj's 320 inputs in
+    quanto's groups of 64 a row), the rest is state (buffers): the count is the model's `num_parameters()` (the scales
+    were counted, and the packed bytes, and the family check saw modules holding only scales), the family check
+    matches, with and without config.json."""
+    pytest.importorskip("optimum.quanto")
+    how, weights, dtype, activations = QUANTO[quantization]
+    model = _quanto(tmp_path, how, weights, activations)
+    shapes = {name: tuple(p.shape) for name, p in _llama().named_parameters()}
+    assert model.num_parameters() == sum(map(math.prod, shapes.values()))  # (quanto counts the float model's values)
+    float_roles = {r.name: r for r in inspect(_float_file(tmp_path)).roles}
+    for with_config in (True, False):
+        if not with_config:
+            for name in ("config.json", "quanto_qmap.json"):
+                (tmp_path / name).unlink(missing_ok=True)
+        report = inspect(tmp_path / "model.safetensors")
+        ckpt = report.checkpoint
+        assert ckpt.n_parameters == model.num_parameters()
+        roles = {t.name: r for t, r in zip(ckpt.tensors, report.roles, strict=True)}
+        values = [t for t in ckpt.tensors if ".weight._data" in t.name]
+        assert len(values) == LINEARS and {t.dtype for t in values} == {dtype}
+        for t in values:
+            weight = f"{t.layer}.{t.param}"
+            assert t.name.startswith(weight + "._data") and t.kind is TensorKind.PARAMETER
+            rows, inputs = shapes[weight]
+            grouped = dtype in ("U4", "U2") and inputs > 128  # (quanto's groups: 64 values for 320 inputs)
+            assert t.shape == ((rows * inputs // 64, 64) if grouped else shapes[weight])
+            assert f"optimum-quanto q{weights.removeprefix('q')}" in t.notes[-1]
+            assert (roles[t.name].role, roles[t.name].layer) == (float_roles[weight].role, float_roles[weight].layer)
+        state = [t for t in ckpt.tensors if t.name.endswith(("._scale", "._shift", "input_scale", "output_scale"))]
+        assert len(state) == LINEARS * (4 if dtype in ("U4", "U2") else 3)
+        for t in state:
+            assert t.kind is TensorKind.BUFFER and not t.trainable
+            module = t.name.removesuffix("._scale").removesuffix("._shift").rpartition(".")[0]
+            role = "quantization_scale" if t.name.endswith("input_scale") else "quantization_state"
+            assert (roles[t.name].role, roles[t.name].layer) == (role, module)
+        exp = report.expectation
+        assert exp is not None and exp.architecture == "llama" and exp.matches and not exp.anomalies
+        assert exp.source == ("config" if with_config else "inferred")
+        assert not [f for f in report.findings if f.severity != "info"]
+        if with_config and how == "save_pretrained":  # (its qtypes by module, read from the qmap beside)
+            assert (ckpt.config or {})["quantization_config"]["source"] == "quanto_qmap.json"
+
+
+def _float_file(folder: Path) -> Path:
+    """The test-sized llama's float model, saved beside (once)."""
+    path = folder / "float" / "model.safetensors"
+    if not path.exists():
+        _llama().save_pretrained(folder / "float")
+    return path
+
+
+def test_optimum_quanto_layernorm_quantized_for_its_activations_holds_state_only(tmp_path: Path) -> None:
+    """A BERT quantized by optimum-quanto with its activations (qint8 weights and activations): its LayerNorms keep
+    their float weight and bias and gain `input_scale` and `output_scale`, the activations' scales, buffers as the
+    linear layers' are; the count is the model's `num_parameters()` and the family check matches."""
+    quanto = pytest.importorskip("optimum.quanto")
+    from safetensors.torch import save_file
+
+    torch.manual_seed(0)
+    words = {"vocab_size": 256, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+             "num_attention_heads": 4}  # fmt: skip
+    model = transformers.AutoModel.from_config(transformers.AutoConfig.for_model("bert", **words))
+    counted = model.num_parameters()
+    quanto.quantize(model, weights=quanto.qint8, activations=quanto.qint8)
+    quanto.freeze(model)
+    save_file(model.state_dict(), tmp_path / "model.safetensors")
+    report = inspect(tmp_path / "model.safetensors")
+    ckpt = report.checkpoint
+    assert ckpt.n_parameters == model.num_parameters() == counted
+    norms = [t for t in ckpt.tensors if "LayerNorm." in t.name]  # (the embeddings' and each layer's two)
+    assert len(norms) == 4 * 5 and {(t.name.rpartition(".")[2], t.kind) for t in norms} == {
+        ("weight", TensorKind.PARAMETER), ("bias", TensorKind.PARAMETER),
+        ("input_scale", TensorKind.BUFFER), ("output_scale", TensorKind.BUFFER),
+    }  # fmt: skip
+    exp = report.expectation
+    assert exp is not None and exp.architecture == "bert" and exp.matches
+    assert not [f for f in report.findings if f.severity != "info"]
+
+
+def test_quanto_packed_bits_are_the_qmap_s_where_the_bytes_do_not_tell() -> None:
+    """A packed weight's bits are its qtype's where the config or the qmap says one (and its bytes hold its rows at
+    them), else those its bytes hold for its scales' rows (4 first: 2 rows fit in a byte either way); a values tensor
+    without its scale beside it is not quanto's."""
+    from inspector.quantized import quanto_unflattened
+
+    def tensors() -> list[TensorInfo]:
+        def tensor(name: str, dtype: str, shape: tuple[int, ...]) -> TensorInfo:
+            return TensorInfo(name, shape, dtype, math.prod(shape), 0, kind=TensorKind.PARAMETER)
+
+        return [
+            tensor("a.weight._data._data", "U8", (1, 8)),
+            tensor("a.weight._scale", "F32", (2, 1)),
+            tensor("a.weight._shift", "F32", (2, 1)),
+            tensor("b.weight._data", "I8", (4, 4)),  # (no scale beside it)
+        ]
+
+    def read(config: dict[str, Any] | None) -> list[tuple[tuple[int, ...], str, TensorKind]]:
+        found = tensors()
+        quanto_unflattened(found, config)
+        return [(t.shape, t.dtype, t.kind) for t in found]
+
+    unread = ((4, 4), "I8", TensorKind.PARAMETER)
+    state = ((2, 1), "F32", TensorKind.BUFFER)
+    assert read(None) == [((2, 8), "U4", TensorKind.PARAMETER), state, state, unread]
+    qmap = {"quant_method": "quanto", "modules": {"a": {"weights": "qint2", "activations": "none"}}}
+    assert read({"quantization_config": qmap}) == [((2, 8), "U2", TensorKind.PARAMETER), state, state, unread]
+    stated = {"quant_method": "quanto", "weights": "int2"}
+    assert read({"quantization_config": stated})[0] == ((2, 8), "U2", TensorKind.PARAMETER)
+    found = tensors()  # 4 rows in 2 bytes a column: 4 bits, not the qmap's 2 (read as stored)
+    found[1] = TensorInfo("a.weight._scale", (4, 1), "F32", 16, 0)
+    found[0] = TensorInfo("a.weight._data._data", (2, 8), "U8", 16, 0)
+    assert not quanto_unflattened(found, {"quantization_config": qmap}) and found[0].dtype == "U8"
+    assert quanto_unflattened(found, None) and (found[0].shape, found[0].dtype) == ((4, 8), "U4")
+
+
 # mlx-lm's `convert` (its quantization on the CPU build of MLX) of a test-sized llama saved by `save_pretrained` with
 # a word-level tokenizer (convert copies it), in a process of its own; prints what mlx-lm counts of the model it
 # loads back from the converted folder (`get_total_parameters`, behind its "bits per weight")
