@@ -432,8 +432,22 @@ def _mamba2_widths(
         h.setdefault(in_dim, h[conv] + h[inner] + h[heads])
 
 
+def _widths_from_config(h: dict[str, Any], inner: str, conv: str, in_dim: str, head_dim: str | None = None) -> None:
+    """Where a config states the sizes (`from_shapes` false), the Mamba-2 widths read off the file give way to those the
+    relations (`_mamba2_widths`) derive from the config's sizes, each where it states what the width derives from: the
+    convolution's where it states the groups and the state (which no tensor shows alone), the inner one where the
+    inner width is heads x `head_dim` and it states a head's width (Nemotron-H's; a GGUF file's metadata states none),
+    in_proj's always. A file whose widths are not its config's is then reported, not read as it is."""
+    if h.get("from_shapes") is not False:
+        return
+    stated = ((inner, head_dim is not None and h.get(head_dim)), (conv, h.get("groups") and h.get("state")))
+    for width in (*(width for width, given in stated if given), in_dim):
+        h.pop(width, None)
+
+
 def _mamba2_derive(h: dict[str, Any]) -> None:
     """Mamba-2's sizes as Mamba2Config relates them (`_mamba2_widths`), its defaults for what nothing gave."""
+    _widths_from_config(h, "inner", "conv_dim", "in_dim")
     if h.get("inner") and h.get("heads") and not h.get("head_dim"):
         h["head_dim"] = h["inner"] // h["heads"]
     for name, value in (("state", 128), ("groups", 8), ("conv_kernel", 4), ("head_dim", 64)):
@@ -734,7 +748,9 @@ def _lfm2_derive(h: dict[str, Any]) -> None:
 def _nemotron_h_derive(h: dict[str, Any]) -> None:
     """Nemotron-H's Mamba-2 widths from its Mamba heads (inner = heads x head_dim, the convolution over x, B and C, the
     input projection's z, x, B, C and a time step per head: Mamba2Config's relations, under words of their own beside
-    the attention's), its shared expert's and the layer kinds where the file did not say (every layer Mamba's)."""
+    the attention's; a config's where it states them, `_widths_from_config`), its shared expert's and the layer kinds
+    where the file did not say (every layer Mamba's)."""
+    _widths_from_config(h, "ssm_inner", "ssm_conv", "ssm_in", head_dim="ssm_head_dim")
     _mamba2_widths(h, "ssm_heads", "ssm_head_dim", "ssm_inner", "ssm_conv", "ssm_in")
     h.setdefault("conv_kernel", 4)
     for kind in ("attention_layers", "mlp_layers", "moe_layers"):
@@ -767,12 +783,10 @@ def _falcon_h1_derive(h: dict[str, Any]) -> None:
     """Falcon-H1's Mamba-2 widths (`_mamba2_widths`, under Nemotron-H's words for them): its inner width the config's
     `mamba_d_ssm`, else `mamba_expand` x d_model, a head's the inner width over the heads where `mamba_d_head` is
     "auto"; FalconH1Config's defaults for the rest. Where a config states the sizes, the convolution's and in_proj's
-    widths are its (the state and groups no tensor shows alone), not the file's."""
-    if h.get("from_shapes") is False:
-        h.pop("ssm_conv", None)
-        h.pop("ssm_in", None)
+    widths are its (`_widths_from_config`), not the file's."""
     for name, value in (("ssm_heads", 128), ("groups", 1), ("state", 256), ("conv_kernel", 4), ("expand", 2)):
         h.setdefault(name, value)
+    _widths_from_config(h, "ssm_inner", "ssm_conv", "ssm_in")
     if h.get("d_model") and not h.get("ssm_inner") and not h.get("ssm_head_dim"):
         h["ssm_inner"] = int(h["expand"]) * int(h["d_model"])
     if h.get("ssm_inner") and not h.get("ssm_head_dim"):

@@ -113,6 +113,47 @@ def test_a_feed_forward_of_another_size_is_explained(zoo, tmp_path: Path) -> Non
     )
 
 
+@pytest.mark.parametrize(
+    ("case", "changes", "mismatch"),
+    [
+        ("nemotron_h", {"ssm_state_size": 16}, "backbone.layers.0.mixer.conv1d: the formula gives Conv 480, the file "
+         "holds 320 (bias (64,), weight (64, 1, 4))"),
+        ("nemotron_h", {"mamba_num_heads": 8}, "backbone.layers.0.mixer.in_proj: the formula gives Dense 5,376, the "
+         "file holds 3,200 (weight (100, 32))"),
+        ("nemotron_h", {"mamba_head_dim": 4}, "backbone.layers.0.mixer.norm: the formula gives RMSNorm 16, the file "
+         "holds 32"),
+        ("mamba2", {"n_groups": 1}, "backbone.layers.0.mixer.in_proj: the formula gives Dense 4,864, the file holds "
+         "5,376 (weight (168, 32))"),
+        ("falcon_h1", {"mamba_d_state": 16}, "model.layers.0.mamba.conv1d: the formula gives Conv 480, the file holds "
+         "320 (bias (64,), weight (64, 1, 4))"),
+    ],
+)  # fmt: skip
+def test_mamba2_widths_a_config_states_are_its_so_a_file_of_others_is_reported(  # type: ignore[no-untyped-def]
+    zoo, case: str, changes: dict[str, int], mismatch: str, tmp_path: Path
+) -> None:
+    # A Mamba-2 mixer's state and groups show in no tensor alone, only in its convolution's and in_proj's widths (and
+    # Nemotron-H's inner width is its heads x a head's): where a config states them those widths are its, as
+    # transformers builds them, not read off the file. A file whose widths are not its config's (written with one
+    # config, the config then edited) is reported; the formula is the count of the model the edited config describes
+    import transformers
+
+    from tests.families.zoo import model_type
+
+    folder, n = zoo(case)
+    report = inspect(folder / "model.safetensors")  # (as written: its config's widths are the file's)
+    assert report.expectation is not None and report.expectation.matches
+    assert "COUNT_MISMATCH" not in {f.code for f in report.findings}
+    report = inspect(_with_config(zoo, case, tmp_path, **changes))
+    exp = report.expectation
+    words = {**ZOO[case][1], "vocab_size": 128, **changes}
+    config = transformers.AutoConfig.for_model(model_type(case), **words)
+    described = transformers.AutoModelForCausalLM.from_config(config).num_parameters()
+    assert report.checkpoint.n_parameters == n != described
+    assert exp is not None and exp.source == "config" and exp.total == described and not exp.matches
+    assert any(mismatch in c.explanation for c in exp.layers if c.status == "mismatch"), exp.layers
+    assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}
+
+
 def test_grouped_query_attention_read_from_the_kv_shapes(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     folder, _ = zoo("mistral")
     shutil.copy(folder / "model.safetensors", tmp_path / "model.safetensors")
