@@ -465,13 +465,14 @@ def _other_layers(h: dict[str, Any], name: str, *placed: str) -> None:
 
 def _moe_derive(h: dict[str, Any]) -> None:
     """A mixture of experts' MoE layers as the configs place them (every `moe_step`-th, the last of each step:
-    Llama 4's `interleave_moe_layer_step`, Qwen2/3-MoE's `decoder_sparse_step`; less Qwen's `mlp_only_layers`) where
-    the file did not say, and the others dense."""
+    Llama 4's `interleave_moe_layer_step`, Qwen2/3-MoE's `decoder_sparse_step`; less Qwen's `mlp_only_layers`; none
+    where there are no experts) where the file did not say, and the others dense."""
     derive_transformer(h)
     layers = int(h.get("layers") or 0)
     if "moe_layers" not in h:
         step, dense = int(h.get("moe_step") or 1), set(h.get("mlp_only") or ())
-        h["moe_layers"] = [i for i in range(step - 1, layers, step) if i not in dense]
+        moe = h.get("experts") != 0  # (no experts: every layer dense, as Qwen-MoE's `num_experts > 0` decides)
+        h["moe_layers"] = [i for i in range(step - 1, layers, step) if moe and i not in dense]
     _other_layers(h, "dense_layers", "moe_layers")
 
 
@@ -621,7 +622,7 @@ def _deepseek_derive(h: dict[str, Any]) -> None:
     mtp = h.get("mtp_layers") or []
     if mtp:  # (the file's layers beyond the config's count: the hub's MTP module, each a whole decoder layer too)
         h["layers"] = max(int(h.get("layers") or 0), max(mtp) + 1)
-    layers, first, freq = int(h.get("layers") or 0), int(h.get("first_dense") or 0), int(h.get("moe_freq") or 1)
+    layers, first, freq = int(h.get("layers") or 0), int(h.get("first_dense", 0)), int(h.get("moe_freq") or 1)
     h.setdefault("moe_layers", [i for i in range(layers) if i >= first and i % freq == 0])
     if h.get("expert_ff") and h.get("n_shared"):  # (what the config or the words state: a formula's default not)
         h["shared_ff"] = h["expert_ff"] * h["n_shared"]
@@ -769,10 +770,10 @@ def _jamba_derive(h: dict[str, Any]) -> None:
     if not h.get("feedforward") and h.get("experts_ff"):
         h["feedforward"] = h["experts_ff"]
     layers = range(int(h.get("layers") or 0))
-    period, offset = int(h.get("attn_period") or 8), int(h.get("attn_offset") or 4)
+    period, offset = int(h.get("attn_period") or 8), int(h.get("attn_offset", 4))
     h.setdefault("attention_layers", [i for i in layers if i % period == offset])
     _other_layers(h, "mamba_layers", "attention_layers")
-    period, offset = int(h.get("expert_period") or 2), int(h.get("expert_offset") or 1)
+    period, offset = int(h.get("expert_period") or 2), int(h.get("expert_offset", 1))
     moe = int(h.get("experts") or 0) > 1
     h.setdefault("moe_layers", [i for i in layers if moe and i % period == offset])
     _other_layers(h, "dense_layers", "moe_layers")
@@ -840,7 +841,7 @@ def _lfm2_moe_derive(h: dict[str, Any]) -> None:
     """LFM2-MoE's layers as LFM2's (`_lfm2_derive`), its MoE layers where the file did not say: all but the first
     `first_dense` (Lfm2MoeConfig's 2), which hold a SwiGLU feed-forward of its intermediate_size."""
     _lfm2_derive(h)
-    first = int(h.get("first_dense") or 2)
+    first = int(h.get("first_dense", 2))
     h.setdefault("moe_layers", list(range(first, int(h.get("layers") or 0))))
     _other_layers(h, "dense_layers", "moe_layers")
 
