@@ -600,14 +600,14 @@ def _seed_definitions() -> dict[str, ArchitectureDef]:
 def _family_definitions() -> dict[str, ArchitectureDef]:
     """Every transformers family of `inspector.families` as a named architecture (its words from its table)."""
     from inspector.families import FAMILIES
-    from inspector.family_check import family_words, rows, stated_hyperparameters
+    from inspector.family_check import ZERO_VALUED, family_words, rows, stated_hyperparameters
 
     out = {}
     for family in FAMILIES:
 
         def builder(family: Any = family, **words: Any) -> Architecture:
             h = stated_hyperparameters(family, words)
-            shown = {k: v for k, v in words.items() if not isinstance(v, bool) or v}
+            shown = {k: v for k, v in words.items() if v is not None and (not isinstance(v, bool) or v)}
             notes = (f"{family.name}: {family.description}",)
             return Architecture(family.name, shown, tuple(rows(family, h)), notes, family.name)
 
@@ -615,7 +615,11 @@ def _family_definitions() -> dict[str, ArchitectureDef]:
             Word(
                 k,
                 v,
-                "true or false" if isinstance(v, bool) else "size (0: derived)",
+                "true or false"
+                if isinstance(v, bool)
+                else "count or layer index (0 is one; unset: derived)"
+                if k in ZERO_VALUED
+                else "size (0: derived)",
                 _bool if isinstance(v, bool) else int,
             )
             for k, v in family_words(family).items()

@@ -68,6 +68,8 @@ def _list_text() -> str:
 
 
 def _show(value: Any) -> str:
+    if value is None:  # (a word left unset: derived)
+        return "unset"
     return ":".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 

@@ -432,8 +432,22 @@ def _mamba2_widths(
         h.setdefault(in_dim, h[conv] + h[inner] + h[heads])
 
 
+def _widths_from_config(h: dict[str, Any], inner: str, conv: str, in_dim: str, head_dim: str | None = None) -> None:
+    """Where a config states the sizes (`from_shapes` false), the Mamba-2 widths read off the file give way to those the
+    relations (`_mamba2_widths`) derive from the config's sizes, each where it states what the width derives from: the
+    convolution's where it states the groups and the state (which no tensor shows alone), the inner one where the
+    inner width is heads x `head_dim` and it states a head's width (Nemotron-H's; a GGUF file's metadata states none),
+    in_proj's always. A file whose widths are not its config's is then reported, not read as it is."""
+    if h.get("from_shapes") is not False:
+        return
+    stated = ((inner, head_dim is not None and h.get(head_dim)), (conv, h.get("groups") and h.get("state")))
+    for width in (*(width for width, given in stated if given), in_dim):
+        h.pop(width, None)
+
+
 def _mamba2_derive(h: dict[str, Any]) -> None:
     """Mamba-2's sizes as Mamba2Config relates them (`_mamba2_widths`), its defaults for what nothing gave."""
+    _widths_from_config(h, "inner", "conv_dim", "in_dim")
     if h.get("inner") and h.get("heads") and not h.get("head_dim"):
         h["head_dim"] = h["inner"] // h["heads"]
     for name, value in (("state", 128), ("groups", 8), ("conv_kernel", 4), ("head_dim", 64)):
@@ -451,13 +465,14 @@ def _other_layers(h: dict[str, Any], name: str, *placed: str) -> None:
 
 def _moe_derive(h: dict[str, Any]) -> None:
     """A mixture of experts' MoE layers as the configs place them (every `moe_step`-th, the last of each step:
-    Llama 4's `interleave_moe_layer_step`, Qwen2/3-MoE's `decoder_sparse_step`; less Qwen's `mlp_only_layers`) where
-    the file did not say, and the others dense."""
+    Llama 4's `interleave_moe_layer_step`, Qwen2/3-MoE's `decoder_sparse_step`; less Qwen's `mlp_only_layers`; none
+    where there are no experts) where the file did not say, and the others dense."""
     derive_transformer(h)
     layers = int(h.get("layers") or 0)
     if "moe_layers" not in h:
         step, dense = int(h.get("moe_step") or 1), set(h.get("mlp_only") or ())
-        h["moe_layers"] = [i for i in range(step - 1, layers, step) if i not in dense]
+        moe = h.get("experts") != 0  # (no experts: every layer dense, as Qwen-MoE's `num_experts > 0` decides)
+        h["moe_layers"] = [i for i in range(step - 1, layers, step) if moe and i not in dense]
     _other_layers(h, "dense_layers", "moe_layers")
 
 
@@ -607,7 +622,7 @@ def _deepseek_derive(h: dict[str, Any]) -> None:
     mtp = h.get("mtp_layers") or []
     if mtp:  # (the file's layers beyond the config's count: the hub's MTP module, each a whole decoder layer too)
         h["layers"] = max(int(h.get("layers") or 0), max(mtp) + 1)
-    layers, first, freq = int(h.get("layers") or 0), int(h.get("first_dense") or 0), int(h.get("moe_freq") or 1)
+    layers, first, freq = int(h.get("layers") or 0), int(h.get("first_dense", 0)), int(h.get("moe_freq") or 1)
     h.setdefault("moe_layers", [i for i in range(layers) if i >= first and i % freq == 0])
     if h.get("expert_ff") and h.get("n_shared"):  # (what the config or the words state: a formula's default not)
         h["shared_ff"] = h["expert_ff"] * h["n_shared"]
@@ -734,7 +749,9 @@ def _lfm2_derive(h: dict[str, Any]) -> None:
 def _nemotron_h_derive(h: dict[str, Any]) -> None:
     """Nemotron-H's Mamba-2 widths from its Mamba heads (inner = heads x head_dim, the convolution over x, B and C, the
     input projection's z, x, B, C and a time step per head: Mamba2Config's relations, under words of their own beside
-    the attention's), its shared expert's and the layer kinds where the file did not say (every layer Mamba's)."""
+    the attention's; a config's where it states them, `_widths_from_config`), its shared expert's and the layer kinds
+    where the file did not say (every layer Mamba's)."""
+    _widths_from_config(h, "ssm_inner", "ssm_conv", "ssm_in", head_dim="ssm_head_dim")
     _mamba2_widths(h, "ssm_heads", "ssm_head_dim", "ssm_inner", "ssm_conv", "ssm_in")
     h.setdefault("conv_kernel", 4)
     for kind in ("attention_layers", "mlp_layers", "moe_layers"):
@@ -753,10 +770,10 @@ def _jamba_derive(h: dict[str, Any]) -> None:
     if not h.get("feedforward") and h.get("experts_ff"):
         h["feedforward"] = h["experts_ff"]
     layers = range(int(h.get("layers") or 0))
-    period, offset = int(h.get("attn_period") or 8), int(h.get("attn_offset") or 4)
+    period, offset = int(h.get("attn_period") or 8), int(h.get("attn_offset", 4))
     h.setdefault("attention_layers", [i for i in layers if i % period == offset])
     _other_layers(h, "mamba_layers", "attention_layers")
-    period, offset = int(h.get("expert_period") or 2), int(h.get("expert_offset") or 1)
+    period, offset = int(h.get("expert_period") or 2), int(h.get("expert_offset", 1))
     moe = int(h.get("experts") or 0) > 1
     h.setdefault("moe_layers", [i for i in layers if moe and i % period == offset])
     _other_layers(h, "dense_layers", "moe_layers")
@@ -767,12 +784,10 @@ def _falcon_h1_derive(h: dict[str, Any]) -> None:
     """Falcon-H1's Mamba-2 widths (`_mamba2_widths`, under Nemotron-H's words for them): its inner width the config's
     `mamba_d_ssm`, else `mamba_expand` x d_model, a head's the inner width over the heads where `mamba_d_head` is
     "auto"; FalconH1Config's defaults for the rest. Where a config states the sizes, the convolution's and in_proj's
-    widths are its (the state and groups no tensor shows alone), not the file's."""
-    if h.get("from_shapes") is False:
-        h.pop("ssm_conv", None)
-        h.pop("ssm_in", None)
+    widths are its (`_widths_from_config`), not the file's."""
     for name, value in (("ssm_heads", 128), ("groups", 1), ("state", 256), ("conv_kernel", 4), ("expand", 2)):
         h.setdefault(name, value)
+    _widths_from_config(h, "ssm_inner", "ssm_conv", "ssm_in")
     if h.get("d_model") and not h.get("ssm_inner") and not h.get("ssm_head_dim"):
         h["ssm_inner"] = int(h["expand"]) * int(h["d_model"])
     if h.get("ssm_inner") and not h.get("ssm_head_dim"):
@@ -826,7 +841,7 @@ def _lfm2_moe_derive(h: dict[str, Any]) -> None:
     """LFM2-MoE's layers as LFM2's (`_lfm2_derive`), its MoE layers where the file did not say: all but the first
     `first_dense` (Lfm2MoeConfig's 2), which hold a SwiGLU feed-forward of its intermediate_size."""
     _lfm2_derive(h)
-    first = int(h.get("first_dense") or 2)
+    first = int(h.get("first_dense", 2))
     h.setdefault("moe_layers", list(range(first, int(h.get("layers") or 0))))
     _other_layers(h, "dense_layers", "moe_layers")
 

@@ -65,6 +65,10 @@ FLAGS = frozenset({"tied", "attention_bias", "mlp_bias", "conv_bias", "ssm_bias"
 FRACTIONS = frozenset({"ff_multiplier"})
 FIRST_LAYER = "layers.0."  # where a family reads a layer's sizes
 LAYER_LISTS = frozenset({"mlp_only"})  # the config's lists of layer indices
+# the sizes of which 0 is a value, not "unset" (only null or absent is): a layer offset (Jamba's attention and experts
+# from layer 0), the dense layers before the MoE ones (none: DeepSeek's, GLM-4.5's, LFM2-MoE's `num_dense_layers`)
+# and the experts (none: every Qwen-MoE layer dense, as `num_experts > 0` decides)
+ZERO_VALUED = frozenset({"attn_offset", "expert_offset", "first_dense", "experts"})
 
 
 def _usable(hyper: str, value: Any) -> bool:
@@ -74,7 +78,9 @@ def _usable(hyper: str, value: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
     if hyper in LAYER_LISTS:  # (layer indices: Qwen-MoE's `mlp_only_layers`)
         return isinstance(value, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in value)
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+    if not isinstance(value, int) or isinstance(value, bool):
+        return False
+    return value > 0 or (value == 0 and hyper in ZERO_VALUED)
 
 
 def from_config(family: Family, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -764,14 +770,17 @@ def family_words(family: Family) -> dict[str, Any]:
     sizes |= {COUNTS[m] for p in family.parts for m in PLACEHOLDER.findall(p.path)}
     flags = {p.when for p in family.parts if p.when} | {p.bias for p in family.parts if p.bias} | {"tied"}
     sizes |= set(family.config.values()) - flags  # (what its own config keys size: MLA's head parts, which derive uses)
-    words: dict[str, Any] = {k: FORMULA_DEFAULTS.get(k, 0) for k in sorted(sizes, key=_word_order)}
+    words: dict[str, Any] = {
+        k: FORMULA_DEFAULTS.get(k, None if k in ZERO_VALUED else 0) for k in sorted(sizes, key=_word_order)
+    }
     words |= {flag: bool(family.defaults.get(flag, False)) for flag in sorted(flags)}
     return words
 
 
 def stated_hyperparameters(family: Family, words: Mapping[str, Any]) -> dict[str, Any]:
-    """Hyperparameters from a formula's words: 0 means 'derive it'."""
-    h = {k: v for k, v in words.items() if v != 0 or isinstance(v, bool)}
+    """Hyperparameters from a formula's words: 0 means 'derive it', but of a size whose 0 is a value (`ZERO_VALUED`),
+    which None (unset) leaves to the family's derive."""
+    h = {k: v for k, v in words.items() if v is not None and (v != 0 or isinstance(v, bool) or k in ZERO_VALUED)}
     (family.derive or derive_transformer)(h)
     return h
 

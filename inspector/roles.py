@@ -16,7 +16,7 @@ from operator import attrgetter
 from sys import intern
 
 from inspector.needles import DIGITS, Split, spelled, split
-from inspector.quantized import BNB_STATE_NAMES, SIDE_TENSOR_NAMES
+from inspector.quantized import BNB_STATE_NAMES, MLX_STATE, PACKINGS, SIDE_TENSOR_NAMES
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import StrEnumBody, fast_enum, field, record
 
@@ -601,6 +601,11 @@ def _module_facts(results: dict[str, RoleMatch], normed: set[str], conv: set[str
 
 
 KIND_ROLES = {TensorKind.OPTIMIZER: Role.OPTIMIZER_SLOT, TensorKind.BUFFER: Role.BUFFER}
+# the names (after "<module>.") of a quantization's state beside its packed weights, which `inspector.quantized` makes
+# buffers where a config declares the quantization: GPTQ's and AWQ's zero points, group scales and GPTQ's group
+# indices (`PACKINGS`: `qzeros`, `scales`, `g_idx`), MLX's scales and biases. A buffer so named that no rule names is
+# that state, as bitsandbytes' is (`bnb.state`); a parameter so named (no config declaring a quantization) is not
+QUANT_STATE_BUFFERS = frozenset({*(name for how in PACKINGS.values() for name in how.state), *MLX_STATE})
 
 
 def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch, ...]:
@@ -662,7 +667,11 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
             found = (t.layer is not None and _keras(t, recurrent_layers)) or _by_rule(t, matcher)
         if found is None and t.kind is buffer and t.use is None:  # (in the source's module, where a loader names it)
             layer = t.layer if by_source is not None and t.layer is not None else t.name.rpartition(".")[0]
-            found = RoleMatch(t.name, layer, Role.BUFFER.value, t.param, "kind")
+            leaf = t.name.rpartition(".")[2]
+            if leaf in QUANT_STATE_BUFFERS:  # (a quantization's state: its module's, named as its library names it)
+                found = RoleMatch(t.name, layer, Role.QUANT_STATE.value, leaf, "quant.state")
+            else:
+                found = RoleMatch(t.name, layer, Role.BUFFER.value, t.param, "kind")
         ordered.append(found)
         if found is None:
             unmatched = True

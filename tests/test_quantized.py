@@ -520,6 +520,10 @@ def test_gptq_and_awq_checkpoints_unpack_their_weights(tmp_path: Path, method: s
     names = {"qzeros", "scales", "g_idx"} if method == "gptq" else {"qzeros", "scales"}
     assert {t.name.rpartition(".")[2] for t in buffers} == names and len(buffers) == len(names) * LINEARS
     assert sum(t.n_elements for t in buffers) == state
+    roles = {t.name: r for t, r in zip(ckpt.tensors, report.roles, strict=True)}
+    assert {(roles[t.name].role, roles[t.name].layer, roles[t.name].param) for t in buffers} == {
+        ("quantization_state", *t.name.rpartition(".")[::2]) for t in buffers
+    }  # (the quantization's state in its module, as bitsandbytes' is: they were generic buffers)
     exp = report.expectation
     assert exp is not None and exp.source == "config" and exp.matches and exp.total == count
     assert {f.code for f in report.findings}.isdisjoint({"COUNT_MISMATCH", "UNMATCHED_NAME"})
@@ -574,6 +578,20 @@ def test_gptq_3_bit_and_awq_gemv_checkpoints_unpack_their_weights(
     exp = report.expectation
     assert exp is not None and exp.source == "config" and exp.matches and exp.total == count
     assert {f.code for f in report.findings}.isdisjoint({"COUNT_MISMATCH", "COUNT_EXPLAINED", "UNMATCHED_NAME"})
+
+
+def test_a_parameter_named_as_a_quantizations_state_is_no_state(tmp_path: Path) -> None:
+    """`qzeros`, `scales`, `g_idx` (GPTQ's, AWQ's) and `biases` (MLX's) are a quantization's state where a config
+    declaring it makes them buffers (above); in a file no config declares quantized they are the module's parameters,
+    their role not the quantization's."""
+    np = pytest.importorskip("numpy")
+    from safetensors.numpy import save_file
+
+    names = ("proj.weight", "proj.qzeros", "proj.scales", "proj.g_idx", "proj.biases")
+    save_file({name: np.ones((4, 4), np.float32) for name in names}, tmp_path / "model.safetensors")
+    report = inspect(tmp_path / "model.safetensors")
+    assert all(t.kind is TensorKind.PARAMETER for t in report.checkpoint.tensors)
+    assert "quantization_state" not in {r.role for r in report.roles}
 
 
 def test_a_quantization_packed_in_a_layout_not_read_explains_its_modules(tmp_path: Path) -> None:
@@ -1181,6 +1199,10 @@ def test_mlx_quantized_models_count_what_mlx_lm_counts(tmp_path: Path, quantizat
     assert len(weights) == LINEARS + 2  # (the embedding and the head are quantized too)
     beside = [t for t in ckpt.tensors if t.name.rpartition(".")[2] in state]
     assert len(beside) == len(state) * len(weights) and all(t.kind is TensorKind.BUFFER for t in beside)
+    roles = {t.name: r for t, r in zip(ckpt.tensors, report.roles, strict=True)}
+    assert {(roles[t.name].role, roles[t.name].layer) for t in beside} == {
+        ("quantization_state", t.name.rpartition(".")[0]) for t in beside
+    }
     exp = report.expectation
     assert exp is not None and exp.source == "config" and exp.architecture == "llama" and exp.matches
     assert not [f for f in report.findings if f.severity != "info"]

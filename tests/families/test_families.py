@@ -30,6 +30,7 @@ FAMILY = {
     "starcoder2+no_bias": "starcoder2",
     "phi+qk_norm": "phi",
     "falcon_h1+no_norm": "falcon_h1",
+    "jamba+offsets0": "jamba",
     **dict.fromkeys(("cohere+qk_norm", "cohere2"), "cohere"),
     "gpt_bigcode+mha": "gpt_bigcode",
     "jais2": "arcee",
@@ -111,6 +112,47 @@ def test_a_feed_forward_of_another_size_is_explained(zoo, tmp_path: Path) -> Non
     assert "model.layers.0.mlp.gate_proj: the formula gives Dense 4,096, the file holds 2,048 (weight (64, 32))" in (
         rows[0].explanation
     )
+
+
+@pytest.mark.parametrize(
+    ("case", "changes", "mismatch"),
+    [
+        ("nemotron_h", {"ssm_state_size": 16}, "backbone.layers.0.mixer.conv1d: the formula gives Conv 480, the file "
+         "holds 320 (bias (64,), weight (64, 1, 4))"),
+        ("nemotron_h", {"mamba_num_heads": 8}, "backbone.layers.0.mixer.in_proj: the formula gives Dense 5,376, the "
+         "file holds 3,200 (weight (100, 32))"),
+        ("nemotron_h", {"mamba_head_dim": 4}, "backbone.layers.0.mixer.norm: the formula gives RMSNorm 16, the file "
+         "holds 32"),
+        ("mamba2", {"n_groups": 1}, "backbone.layers.0.mixer.in_proj: the formula gives Dense 4,864, the file holds "
+         "5,376 (weight (168, 32))"),
+        ("falcon_h1", {"mamba_d_state": 16}, "model.layers.0.mamba.conv1d: the formula gives Conv 480, the file holds "
+         "320 (bias (64,), weight (64, 1, 4))"),
+    ],
+)  # fmt: skip
+def test_mamba2_widths_a_config_states_are_its_so_a_file_of_others_is_reported(  # type: ignore[no-untyped-def]
+    zoo, case: str, changes: dict[str, int], mismatch: str, tmp_path: Path
+) -> None:
+    # A Mamba-2 mixer's state and groups show in no tensor alone, only in its convolution's and in_proj's widths (and
+    # Nemotron-H's inner width is its heads x a head's): where a config states them those widths are its, as
+    # transformers builds them, not read off the file. A file whose widths are not its config's (written with one
+    # config, the config then edited) is reported; the formula is the count of the model the edited config describes
+    import transformers
+
+    from tests.families.zoo import model_type
+
+    folder, n = zoo(case)
+    report = inspect(folder / "model.safetensors")  # (as written: its config's widths are the file's)
+    assert report.expectation is not None and report.expectation.matches
+    assert "COUNT_MISMATCH" not in {f.code for f in report.findings}
+    report = inspect(_with_config(zoo, case, tmp_path, **changes))
+    exp = report.expectation
+    words = {**ZOO[case][1], "vocab_size": 128, **changes}
+    config = transformers.AutoConfig.for_model(model_type(case), **words)
+    described = transformers.AutoModelForCausalLM.from_config(config).num_parameters()
+    assert report.checkpoint.n_parameters == n != described
+    assert exp is not None and exp.source == "config" and exp.total == described and not exp.matches
+    assert any(mismatch in c.explanation for c in exp.layers if c.status == "mismatch"), exp.layers
+    assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}
 
 
 def test_grouped_query_attention_read_from_the_kv_shapes(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -252,6 +294,15 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
         # JambaForCausalLM(JambaConfig()): Jamba-v0.1's sizes (attention in every 8th layer from the 5th, 16 experts in
         # every second layer from the 2nd, gated MLPs in the others)
         ("jamba vocab=65536 d_model=4096 layers=32 heads=32 kv_heads=8 feedforward=14336 experts=16", 51_570_323_328),
+        # ... and JambaForCausalLM(JambaConfig(num_hidden_layers=27)) with attn_layer_offset=0 and expert_layer_offset=0
+        # (attention in layers 0, 8, 16 and 24, experts in every even one; a 0 is an offset, not unset), and without
+        # them (4, 12 and 20; every odd one)
+        (
+            "jamba vocab=65536 d_model=4096 layers=27 heads=32 kv_heads=8 feedforward=14336 experts=16 attn_offset=0 "
+            "expert_offset=0",
+            44_877_982_176,
+        ),
+        ("jamba vocab=65536 d_model=4096 layers=27 heads=32 kv_heads=8 feedforward=14336 experts=16", 42_298_870_528),
         # FalconH1ForCausalLM(FalconH1Config()): Mamba-2 of 128 heads over mamba_d_ssm=1,024 beside attention in every
         # layer (no gated norm: mamba_rms_norm is false)
         (
@@ -265,6 +316,31 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
             "lfm2_moe vocab=65536 d_model=2048 layers=32 heads=32 kv_heads=8 feedforward=7168 experts=32 "
             "expert_ff=1792 tied=true",
             11_129_591_808,
+        ),
+        # ... with num_dense_layers=0 (every layer a MoE one)
+        (
+            "lfm2_moe vocab=65536 d_model=2048 layers=32 heads=32 kv_heads=8 feedforward=7168 experts=32 "
+            "expert_ff=1792 tied=true first_dense=0",
+            11_746_285_568,
+        ),
+        # Qwen3MoeForCausalLM(Qwen3MoeConfig(num_experts=0)) and Qwen3NextForCausalLM(Qwen3NextConfig(num_experts=0)):
+        # no experts, every layer a dense MLP of intermediate_size (`num_experts > 0` decides)
+        (
+            "qwen2_moe vocab=151936 d_model=2048 layers=24 heads=32 kv_heads=4 head_dim=64 feedforward=6144 experts=0 "
+            "expert_ff=768 attention_bias=false qk_norm=true",
+            1_754_895_360,
+        ),
+        (
+            "qwen3_next vocab=151936 d_model=2048 layers=48 heads=16 kv_heads=2 head_dim=256 feedforward=5632 "
+            "experts=0 expert_ff=512 shared_ff=512 shared_expert=true lin_k_heads=16 lin_k_dim=128 lin_v_heads=32 "
+            "lin_v_dim=128 lin_fused=true",
+            3_824_499_456,
+        ),
+        # DeepseekV3ForCausalLM(DeepseekV3Config(first_k_dense_replace=0)): every layer a MoE one
+        (
+            "deepseek vocab=129280 d_model=7168 layers=61 heads=128 feedforward=18432 experts=256 expert_ff=2048 "
+            "n_shared=1 first_dense=0 q_lora=1536 kv_lora=512 nope=128 rope=64 v_head=128",
+            703_797_812_224,
         ),
         # MptForCausalLM(MptConfig()): MPT-1B's sizes (ALiBi, no biases, an MLP of 4 x d_model, a tied head)
         ("mpt vocab=50368 d_model=2048 layers=24 heads=16", 1_311_213_568),
@@ -300,6 +376,30 @@ def test_family_words_as_expect_check_the_file_module_by_module(zoo, tmp_path: P
     exp = inspect(tmp_path / "model.safetensors", f"llama {words} layers=3").expectation
     assert exp is not None and not exp.matches
     assert [c.layer for c in exp.layers if c.status == "missing"] == ["model.layers.2"]
+
+
+def test_a_config_value_of_0_is_a_value_in_words_against_a_file(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Jamba with its attention and experts from layer 0 (attn_layer_offset and expert_layer_offset 0), as transformers
+    # writes it: its config reads 0 as the offset it is, and words stating it check the file module by module (0 read
+    # as unset was JambaConfig's default offsets, 4 and 1: no attention layer of 4, experts in layers 1 and 3)
+    from inspector.families import FAMILY_BY_NAME
+    from inspector.family_check import from_config
+
+    folder, n = zoo("jamba+offsets0")
+    config = json.loads((folder / "config.json").read_text())
+    stated = from_config(FAMILY_BY_NAME["jamba"], config)
+    offsets = ("attn_period", "attn_offset", "expert_period", "expert_offset")
+    assert [stated[k] for k in offsets] == [4, 0, 2, 0]
+    shutil.copy(folder / "model.safetensors", tmp_path / "model.safetensors")
+    words = "jamba vocab=128 d_model=32 layers=4 heads=4 kv_heads=2 feedforward=64 experts=4 attn_period=4"
+    exp = inspect(tmp_path / "model.safetensors", f"{words} attn_offset=0 expert_offset=0").expectation
+    assert exp is not None and exp.source == "stated" and exp.matches and exp.total == n
+    exp = inspect(tmp_path / "model.safetensors", words).expectation  # (unset: JambaConfig's offsets, 4 and 1)
+    assert exp is not None and not exp.matches
+    from inspector.architectures import definitions
+
+    offset = {w.name: w for w in definitions()["jamba"].words}["attn_offset"]
+    assert offset.default is None and "0 is one" in offset.help
 
 
 @pytest.mark.parametrize("tied", [True, False])

@@ -322,6 +322,19 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         {**SMALL_DECODER, "num_hidden_layers": 4, "num_experts": 4, "attn_layer_period": 4, "attn_layer_offset": 2},
     ),
+    # ... its attention and experts from layer 0 (offsets of 0: a value, not unset): attention in layer 0, Mamba in 1 to
+    # 3; experts in layers 0 and 2, a gated MLP in 1 and 3
+    "jamba+offsets0": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "num_hidden_layers": 4,
+            "num_experts": 4,
+            "attn_layer_period": 4,
+            "attn_layer_offset": 0,
+            "expert_layer_offset": 0,
+        },
+    ),
     # Falcon-H1: Mamba-2 (4 heads of 8, 2 groups) beside attention in every layer; the gated norm (mamba_rms_norm), and
     # without it
     "falcon_h1": (
