@@ -181,6 +181,7 @@ MODEL_TYPES = {
     "deepseek2": "deepseek_v3",  # DeepSeek-V2, V2-Lite, V3, R1, Kimi K2: one family (`deepseek`), one converter class
     "glm4moe": "glm4_moe",
     "lfm2moe": "lfm2_moe",
+    "cohere2moe": "cohere2_moe",
     "nemotron_h_moe": "nemotron_h",  # (the converter's name for a Nemotron-H with MoE layers: Nemotron 3)
 }
 # general.architecture -> (a tensor, the model_type a file holding it is): the converter writes these models under

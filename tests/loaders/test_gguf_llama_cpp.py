@@ -146,6 +146,8 @@ CASES: dict[str, tuple[str, str, dict[str, Any], tuple[str, ...], tuple[str, ...
     # GLM-4 (dense, GLM-4-0414): no family (nor for its safetensors), the same modules as its safetensors file's
     "glm4": ("glm4", "Glm4ForCausalLM", {}, ("f32", "q8_0"), (), None, "sequential"),
     "gpt_oss": ("gpt_oss", "GptOssForCausalLM", {}, ("f32", "q8_0"), (), None, "gpt_oss-stacked"),
+    # Cohere2-MoE (cohere2moe): read as the model type of no family until its architecture was mapped
+    "cohere2_moe": ("cohere2_moe", "Cohere2MoeForCausalLM", {}, ("f32",), (), None, "cohere2_moe-stacked"),
 }  # fmt: skip
 RUNS = [(case, outtype) for case, spec in CASES.items() for outtype in spec[3]]
 
@@ -310,8 +312,8 @@ def test_converter_file_roles_are_the_source_models(converted: Any, case: str) -
 
 
 def test_cases_cover_the_tables() -> None:
-    """Every architecture tested here has its own hf_name table (Qwen3-MoE: the llama table, its stacked experts in
-    it) and the model type of a family."""
+    """Every architecture tested here has its own hf_name table (Qwen3-MoE and Cohere2-MoE: the llama table, its
+    stacked experts in it) and the model type of a family (GLM-4: none, as for its safetensors file)."""
     from inspector.families import FAMILIES
     from loaders.gguf import HF_NAMES_BY_ARCH, MODEL_TYPES
 
@@ -331,7 +333,7 @@ def test_cases_cover_the_tables() -> None:
     }
     assert archs <= set(HF_NAMES_BY_ARCH)
     typed = {model_type for family in FAMILIES for model_type in family.model_types}
-    assert {MODEL_TYPES.get(arch, arch) for arch in archs - {"glm4"} | {"qwen3moe"}} <= typed  # (GLM-4: SEQUENTIAL)
+    assert {MODEL_TYPES.get(arch, arch) for arch in archs - {"glm4"} | {"qwen3moe", "cohere2moe"}} <= typed
 
 
 @pytest.mark.parametrize(("case", "arch"), [("nemotron_h", "nemotron_h"), ("nemotron_h_moe", "nemotron_h_moe")])
