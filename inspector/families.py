@@ -1601,7 +1601,10 @@ FAMILIES: tuple[Family, ...] = (
                 "lfm2_moe-stacked",
                 " as llama.cpp's converter writes it (GGUF)",
                 " stacked into gate_proj and up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
-                tuple(replace(p, path=p.path.replace(".mlp.", ".feed_forward.")) for p in STACKED_EXPERTS),
+                tuple(
+                    replace(p, path=p.path.replace(".mlp.", ".feed_forward."), role=role)
+                    for p, role in zip(STACKED_EXPERTS, (FFN_GATE, FFN_UP, FFN_DOWN), strict=True)
+                ),
                 ("layers.0.feed_forward.experts.down_proj", 2),
             ),
         )
