@@ -4,8 +4,11 @@ the inspector.
     python bench/sweep_gguf.py --llama-cpp DIR [--types a,b] [--outtypes f32,f16,q8_0] [--tied] [--keep DIR]
                                [--out FILE] [--batch 10]
 
-DIR holds `convert_hf_to_gguf.py` and `gguf-py/` of one llama.cpp commit (e.g. `git archive COMMIT
-convert_hf_to_gguf.py gguf-py | tar -x -C DIR`); it is not a pip package, so nothing here is a test. For every
+DIR holds `convert_hf_to_gguf.py`, `gguf-py/` and, since llama.cpp moved the model classes out of the script,
+`conversion/` of one llama.cpp commit (e.g. `git archive COMMIT convert_hf_to_gguf.py conversion gguf-py | tar -x -C
+DIR`, or the `vendor/llama.cpp` folder `.ci/run` extracts from the llama-cpp-python sdist into `.ci/cache/`); it is
+not a pip package, so nothing here is a test. Either layout is read: the single script, or the script and its
+package. For every
 `model_type` whose transformers class (causal LM, else seq2seq, masked LM, base model) the converter registers, the
 default config is shrunk, the model built with random weights and saved with `save_pretrained` beside a tiny
 tokenizer (a 256-piece sentencepiece `tokenizer.model` and a byte-level BPE `tokenizer.json`, both trained here on
@@ -53,7 +56,16 @@ SMALL = dict(
 EXTRA: dict[str, dict[str, Any]] = {
     "gpt2": {"n_ctx": 64}, "gpt-sw3": {"n_ctx": 64}, "t5": {"decoder_start_token_id": 0},
     "falcon": {"multi_query": False},  # the default config says 4 kv heads but builds 1 (multi_query)
+    # (Lfm2MoeConfig's default layer_types is None, which builds no model; its first two layers are dense)
+    "lfm2_moe": {"num_hidden_layers": 3, "layer_types": ["conv", "full_attention", "conv"], "num_dense_layers": 1},
+    # latent attention: the converter sizes kv_b_proj by the key/value heads, which these models' configs state as
+    # many as the heads (SMALL's 2 against 4 trips its assertion)
+    **{t: {"num_key_value_heads": 4} for t in ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe_lite",
+                                               "glm_moe_dsa", "sarvam_mla", "youtu")},
 }  # fmt: skip
+# converter flags by model type: Qwen3-Next's and Qwen3.5's converters ask for the MTP module their configs declare
+# unless told to leave it out (a tiny model built by transformers has none)
+FLAGS = {t: ("--no-mtp",) for t in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")}
 VOCAB = 256
 TIED = False  # --tied: every model whose config has tie_word_embeddings ties its head to the embedding
 TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")  # ids past VOCAB become 0
@@ -70,15 +82,20 @@ CLASS_MAPPINGS = (
 
 
 def converter(llama_cpp: Path) -> Any:
-    """The converter module of `llama_cpp`, with its own gguf-py first on the path and the BPE hash check relaxed."""
+    """The converter module of `llama_cpp`, with its own gguf-py first on the path and the BPE hash check relaxed.
+
+    Its model classes are in the script, or (llama.cpp since 2026) in its `conversion/` package beside it, whose
+    `base` module holds `ModelBase` and `TextModel`: patched where they are."""
     sys.path.insert(0, str(llama_cpp / "gguf-py"))
+    sys.path.insert(0, str(llama_cpp))  # (the `conversion` package the script imports, where there is one)
     spec = importlib.util.spec_from_file_location("convert_hf_to_gguf", llama_cpp / "convert_hf_to_gguf.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["convert_hf_to_gguf"] = module
     spec.loader.exec_module(module)
-    module.TextModel.get_vocab_base_pre = lambda self, tokenizer: "gpt-2"
-    load_hparams = module.ModelBase.load_hparams
+    classes = module if hasattr(module, "TextModel") else importlib.import_module("conversion.base")
+    classes.TextModel.get_vocab_base_pre = lambda self, tokenizer: "gpt-2"
+    load_hparams = classes.ModelBase.load_hparams
 
     def with_saved_keys(dir_model: Path, is_mistral_format: bool) -> dict[str, Any]:
         """The config as the converter reads it, with config.json's own keys under it (transformers 5's `to_dict`
@@ -86,16 +103,18 @@ def converter(llama_cpp: Path) -> Any:
         saved = json.loads((Path(dir_model) / "config.json").read_text())
         return saved | load_hparams(dir_model, is_mistral_format)
 
-    module.ModelBase.load_hparams = staticmethod(with_saved_keys)
+    classes.ModelBase.load_hparams = staticmethod(with_saved_keys)
     return module
 
 
 def model_types(conv: Any) -> list[tuple[str, str]]:
-    """(model_type, transformers class name) for every class the converter registers as a text model."""
+    """(model_type, transformers class name) for every class the converter registers as a text model (the script's
+    registry, or the `conversion` package's table of class names, whose modules it imports on first use)."""
     from transformers.models.auto import modeling_auto as auto
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-    registered = conv.ModelBase._model_classes[conv.ModelType.TEXT]
+    package = sys.modules.get("conversion")
+    registered = getattr(package, "TEXT_MODEL_MAP", None) or conv.ModelBase._model_classes[conv.ModelType.TEXT]
     out = []
     for model_type in CONFIG_MAPPING_NAMES:
         for mapping in CLASS_MAPPINGS:
@@ -125,7 +144,9 @@ def tokenizer_files(folder: Path) -> None:
     bpe = tokenizers.Tokenizer(models.BPE(unk_token="<unk>"))
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<unk>", "<s>", "</s>"]))
+    # (GLM's converters look these up by name: GLM-4's, GLM-4.5's and Sarvam-MoE's, Solar Open's)
+    specials = ["<unk>", "<s>", "</s>", "<|endoftext|>", "<|user|>", "[gMASK]", "<|observation|>", "<|startoftext|>"]
+    bpe.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=specials))
     fast = transformers.PreTrainedTokenizerFast(tokenizer_object=bpe, unk_token="<unk>", bos_token="<s>",
                                                 eos_token="</s>")  # fmt: skip
     fast.save_pretrained(folder)
@@ -142,7 +163,7 @@ def build(model_type: str, cls_name: str, folder: Path, tokenizer: Path) -> Row:
     words |= {k: 0 for k in TOKEN_IDS if isinstance(fields.get(k), int) and fields[k] >= VOCAB}
     if TIED and isinstance(fields.get("tie_word_embeddings"), bool):
         words["tie_word_embeddings"] = True
-    config = transformers.AutoConfig.for_model(model_type, **words, **EXTRA.get(model_type, {}))
+    config = transformers.AutoConfig.for_model(model_type, **(words | EXTRA.get(model_type, {})))
     for sub in ("text_config", "decoder", "encoder"):  # composite configs: shrink the language model too
         inner = getattr(config, sub, None)
         if inner is not None and hasattr(inner, "to_dict"):
@@ -227,7 +248,8 @@ def one(conv: Any, model_type: str, cls_name: str, outtypes: list[str], tokenize
         for outtype in outtypes:
             out = folder / f"{model_type}-{outtype}.gguf"
             try:
-                sys.argv = ["convert_hf_to_gguf.py", str(folder / "hf"), "--outtype", outtype, "--outfile", str(out)]
+                sys.argv = ["convert_hf_to_gguf.py", str(folder / "hf"), "--outtype", outtype, "--outfile", str(out),
+                            *FLAGS.get(model_type, ())]  # fmt: skip
                 conv.main()
             except BaseException as exc:  # noqa: BLE001 - SystemExit too: the converter exits on what it refuses
                 if isinstance(exc, KeyboardInterrupt):
@@ -245,7 +267,10 @@ def child(cases: list[tuple[str, str]], llama_cpp: Path, outtypes: list[str], ke
     import logging
     import warnings
 
+    from tests.vision import make_importable
+
     warnings.filterwarnings("ignore")
+    make_importable()  # transformers' models import torchvision where it is installed
     conv = converter(llama_cpp)
     logging.disable(logging.WARNING)
     with tempfile.TemporaryDirectory(prefix="sweep-gguf-tok-") as tok:
@@ -299,6 +324,9 @@ def main() -> int:
     if args.child:
         child(json.loads(args.child), args.llama_cpp, outtypes, args.keep)
         return 0
+    from tests.vision import make_importable
+
+    make_importable()  # (as the children)
     types = model_types(converter(args.llama_cpp))
     if args.types:
         wanted = set(args.types.split(","))

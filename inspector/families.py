@@ -586,6 +586,14 @@ MTP_PARTS = tuple(
 )
 
 
+def _with_mtp_layers(h: dict[str, Any]) -> None:
+    """The file's layers beyond the config's count, the MTP module's (`MTP_PARTS`: each a decoder layer too, its
+    mixers those of the layers before it), counted among the layers."""
+    mtp = h.get("mtp_layers") or []
+    if mtp:
+        h["layers"] = max(int(h.get("layers") or 0), max(mtp) + 1)
+
+
 # DeepSeek's latent attention: its queries low-rank (q_a, q_b: V3, V2) or one projection (`q_lora_rank` null: V2-Lite);
 # its kv_b_proj whole, or as llama.cpp's converter writes it since 2025-04: split per head into the keys' part,
 # transposed (k_b_proj: heads, kv_lora, nope) and the values' (v_b_proj: heads, v_head, kv_lora), the same elements
@@ -619,9 +627,7 @@ def _deepseek_derive(h: dict[str, Any]) -> None:
     """DeepSeek's layer placement where the file did not say (MoE from layer `first_dense` on, every `moe_freq`-th),
     its shared experts' width, the MTP layers counted among the layers where the file holds them, and the latent
     attention's sizes (`_mla_derive`) where it has one."""
-    mtp = h.get("mtp_layers") or []
-    if mtp:  # (the file's layers beyond the config's count: the hub's MTP module, each a whole decoder layer too)
-        h["layers"] = max(int(h.get("layers") or 0), max(mtp) + 1)
+    _with_mtp_layers(h)
     layers, first, freq = int(h.get("layers") or 0), int(h.get("first_dense", 0)), int(h.get("moe_freq") or 1)
     h.setdefault("moe_layers", [i for i in range(layers) if i >= first and i % freq == 0])
     if h.get("expert_ff") and h.get("n_shared"):  # (what the config or the words state: a formula's default not)
@@ -707,9 +713,7 @@ def _gated_delta_derive(h: dict[str, Any]) -> None:
     shapes gave that; the layers of each kind where the file did not say (full attention every `full_every`-th,
     Qwen3-Next's 4 unless said), the MTP layers counted among the layers where the file holds them; then the usual
     transformer relations."""
-    mtp = h.get("mtp_layers") or []
-    if mtp:  # (the file's layers beyond the config's count: the hub's MTP module, a full-attention layer too)
-        h["layers"] = max(int(h.get("layers") or 0), max(mtp) + 1)
+    _with_mtp_layers(h)
     if h.get("lin_v_heads") and h.get("lin_v_dim"):
         h.setdefault("lin_v", h["lin_v_heads"] * h["lin_v_dim"])
     if h.get("lin_k_heads") and h.get("lin_k_dim"):
@@ -750,7 +754,9 @@ def _nemotron_h_derive(h: dict[str, Any]) -> None:
     """Nemotron-H's Mamba-2 widths from its Mamba heads (inner = heads x head_dim, the convolution over x, B and C, the
     input projection's z, x, B, C and a time step per head: Mamba2Config's relations, under words of their own beside
     the attention's; a config's where it states them, `_widths_from_config`), its shared expert's and the layer kinds
-    where the file did not say (every layer Mamba's)."""
+    where the file did not say (every layer Mamba's), the MTP layers counted among the layers where the file holds
+    them."""
+    _with_mtp_layers(h)
     _widths_from_config(h, "ssm_inner", "ssm_conv", "ssm_in", head_dim="ssm_head_dim")
     _mamba2_widths(h, "ssm_heads", "ssm_head_dim", "ssm_inner", "ssm_conv", "ssm_in")
     h.setdefault("conv_kernel", 4)
@@ -1606,6 +1612,16 @@ FAMILIES: tuple[Family, ...] = (
                 ),
                 ("layers.0.feed_forward.experts.down_proj", 2),
             ),
+            (
+                "lfm2_moe-stacked",
+                " as llama.cpp's converter writes it (GGUF)",
+                " stacked into gate_proj and up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+                tuple(
+                    replace(p, path=p.path.replace(".mlp.", ".feed_forward."), role=role)
+                    for p, role in zip(STACKED_EXPERTS, (FFN_GATE, FFN_UP, FFN_DOWN), strict=True)
+                ),
+                ("layers.0.feed_forward.experts.down_proj", 2),
+            ),
         )
     ),
     *(
@@ -1683,7 +1699,8 @@ FAMILIES: tuple[Family, ...] = (
             name,
             f"Nemotron-H (Nemotron Nano 2, Nemotron 3){how}: each layer one mixer after a norm, a Mamba-2 block (fused "
             "in_proj, conv1d, per-head A_log, D and dt_bias, a gated norm, out_proj), grouped-query attention, a "
-            f"squared-ReLU MLP (up_proj, down_proj) or a MoE block (a router, experts {experts}, a shared expert)",
+            f"squared-ReLU MLP (up_proj, down_proj) or a MoE block (a router, experts {experts}, a shared expert); "
+            "the hub's MTP module where the file holds it",
             ("nemotron_h",),
             bases,
             (
@@ -1715,6 +1732,11 @@ FAMILIES: tuple[Family, ...] = (
                         _linear("layers.{i}.mixer.shared_experts.down_proj", "shared_ff", "d_model", "mlp_bias"),
                     )
                 ),
+                # the hub's MTP module where the file holds it (Nemotron 3's `mtp.layers.0` and `.1`: llama.cpp's
+                # converter writes the two as one layer after the last, an attention and a MoE mixer, the latter's
+                # norm named post_attention_layernorm)
+                *MTP_PARTS,
+                replace(MTP_PARTS[0], path="layers.{i}.post_attention_layernorm"),
             ),
             {
                 "vocab": ("embeddings", 0),
@@ -1864,6 +1886,22 @@ FAMILIES: tuple[Family, ...] = (
                         ("experts", "feedforward*2", "d_model"),
                     ),
                     Part("layers.{i}.feed_forward.experts.down_proj", "tensor", ("experts", "d_model", "feedforward")),
+                ),
+                ("layers.0.feed_forward.experts.down_proj", 2),
+            ),
+            (
+                "jamba-stacked",
+                " as llama.cpp's converter writes it (GGUF)",
+                " stacked into gate_proj and up_proj (experts, ff, d) and down_proj (experts, d, ff)",
+                (
+                    *(
+                        Part(f"layers.{{i}}.feed_forward.experts.{name}", "tensor", dims, role=role)
+                        for name, dims, role in (
+                            ("gate_proj", ("experts", "feedforward", "d_model"), FFN_GATE),
+                            ("up_proj", ("experts", "feedforward", "d_model"), FFN_UP),
+                            ("down_proj", ("experts", "d_model", "feedforward"), FFN_DOWN),
+                        )
+                    ),
                 ),
                 ("layers.0.feed_forward.experts.down_proj", 2),
             ),

@@ -141,6 +141,14 @@ HF_CONFIG_BY_ARCH: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("n_routed_experts", ("{arch}.expert_count",)),
         ("moe_intermediate_size", ("{arch}.expert_feed_forward_length",)),
         ("moe_shared_expert_intermediate_size", ("{arch}.expert_shared_feed_forward_length",)),
+        ("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",)),  # (Nemotron 3's MTP module)
+    ),
+    "lfm2moe": (  # Lfm2MoeConfig's words: its experts' width and count, the dense layers first
+        ("num_local_experts", ()),
+        ("num_experts", ("{arch}.expert_count",)),
+        ("moe_intermediate_size", ("{arch}.expert_feed_forward_length",)),
+        ("num_dense_layers", ("{arch}.leading_dense_block_count",)),
+        ("conv_L_cache", ("{arch}.shortconv.l_cache",)),
     ),
     "qwen3next": (("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",)),),
     "qwen35": (("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",)),),
@@ -172,6 +180,8 @@ MODEL_TYPES = {
     "qwen35moe": "qwen3_5_moe_text",
     "deepseek2": "deepseek_v3",  # DeepSeek-V2, V2-Lite, V3, R1, Kimi K2: one family (`deepseek`), one converter class
     "glm4moe": "glm4_moe",
+    "lfm2moe": "lfm2_moe",
+    "cohere2moe": "cohere2_moe",
     "nemotron_h_moe": "nemotron_h",  # (the converter's name for a Nemotron-H with MoE layers: Nemotron 3)
 }
 # general.architecture -> (a tensor, the model_type a file holding it is): the converter writes these models under
@@ -376,6 +386,10 @@ _NEMOTRON_H: dict[str, str | None] = {  # Nemotron-H (Nemotron Nano 2, Nemotron 
     "blk.{i}.ffn_up_shexp.{p}": "model.layers.{i}.mixer.shared_experts.up_proj.{p}",
     "blk.{i}.ffn_down_shexp.{p}": "model.layers.{i}.mixer.shared_experts.down_proj.{p}",
 }
+_NEMOTRON_H_MTP = {  # Nemotron 3's MTP module (mtp.layers.0: attention, .1: MoE), one layer after the last as the
+    # converter writes it (nemotron_h_moe only): its own tensors under DeepSeek's names (_NEXTN), the MoE's norm so
+    "blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}",
+}
 _GLM4MOE = {"blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_attention_layernorm.{p}"}
 _NEXTN = {  # the hub's multi-token-prediction layer after the last (DeepSeek-V3's names, GLM-4.5's and Qwen3.5's
     # renamed so by the converter), written when the checkpoint holds it (not DeepSeek-V2/V3's: the converter drops
@@ -444,10 +458,17 @@ _JAMBA = {  # attention and Mamba layers, each with a dense or MoE feed_forward
     "blk.{i}.ffn_up.{p}": "model.layers.{i}.feed_forward.up_proj.{p}",
     "blk.{i}.ffn_down.{p}": "model.layers.{i}.feed_forward.down_proj.{p}",
     "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.feed_forward.router.{p}",
+    # the experts stacked by the converter (experts, out, in): the `jamba-stacked` layout
+    "blk.{i}.ffn_gate_exps.{p}": "model.layers.{i}.feed_forward.experts.gate_proj.{p}",
+    "blk.{i}.ffn_up_exps.{p}": "model.layers.{i}.feed_forward.experts.up_proj.{p}",
+    "blk.{i}.ffn_down_exps.{p}": "model.layers.{i}.feed_forward.experts.down_proj.{p}",
     "output_norm.{p}": "model.final_layernorm.{p}",
 }
 _LFM2 = {  # attention layers among short convolutions; w1 gate, w3 up, w2 down
     "token_embd_norm.{p}": "model.embedding_norm.{p}",
+    "blk.{i}.shortconv.conv.{p}": "model.layers.{i}.conv.conv.{p}",  # (squeezed by the converter: (d, cache))
+    "blk.{i}.shortconv.in_proj.{p}": "model.layers.{i}.conv.in_proj.{p}",
+    "blk.{i}.shortconv.out_proj.{p}": "model.layers.{i}.conv.out_proj.{p}",
     "blk.{i}.attn_norm.{p}": "model.layers.{i}.operator_norm.{p}",
     "blk.{i}.attn_output.{p}": "model.layers.{i}.self_attn.out_proj.{p}",
     "blk.{i}.attn_q_norm.{p}": "model.layers.{i}.self_attn.q_layernorm.{p}",
@@ -456,6 +477,20 @@ _LFM2 = {  # attention layers among short convolutions; w1 gate, w3 up, w2 down
     "blk.{i}.ffn_gate.{p}": "model.layers.{i}.feed_forward.w1.{p}",
     "blk.{i}.ffn_up.{p}": "model.layers.{i}.feed_forward.w3.{p}",
     "blk.{i}.ffn_down.{p}": "model.layers.{i}.feed_forward.w2.{p}",
+}
+_LFM2_MOE = {  # LFM2-MoE: a router and experts (stacked by the converter: the `lfm2_moe-stacked` layout) after the
+    # first dense layers; the router's score correction (`expert_bias`, a buffer: NOT_PARAMETERS_BY_ARCH)
+    "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.feed_forward.gate.{p}",
+    "blk.{i}.ffn_gate_exps.{p}": "model.layers.{i}.feed_forward.experts.gate_proj.{p}",
+    "blk.{i}.ffn_up_exps.{p}": "model.layers.{i}.feed_forward.experts.up_proj.{p}",
+    "blk.{i}.ffn_down_exps.{p}": "model.layers.{i}.feed_forward.experts.down_proj.{p}",
+    "blk.{i}.exp_probs_b": "model.layers.{i}.feed_forward.expert_bias",
+    "blk.{i}.exp_probs_b.bias": "model.layers.{i}.feed_forward.expert_bias",  # (the converter adds '.bias')
+}
+_GLM4 = {  # GLM-4 (Glm4ForCausalLM, GLM-4-0414): a norm after attention and after the MLP, the MLP's gate_up_proj fused
+    "blk.{i}.post_attention_norm.{p}": "model.layers.{i}.post_self_attn_layernorm.{p}",
+    "blk.{i}.post_ffw_norm.{p}": "model.layers.{i}.post_mlp_layernorm.{p}",
+    "blk.{i}.ffn_up.{p}": "model.layers.{i}.mlp.gate_up_proj.{p}",
 }
 _GATED_DELTANET = {  # Qwen3-Next, Qwen3.5: Gated DeltaNet layers (linear_attn) among full-attention ones
     "blk.{i}.ssm_a": "model.layers.{i}.linear_attn.A_log",
@@ -518,6 +553,8 @@ HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
     "llama4": {**HF_NAMES, **_LLAMA4},
     "jamba": {**HF_NAMES, **_JAMBA},
     "lfm2": {**HF_NAMES, **_LFM2},
+    "lfm2moe": {**HF_NAMES, **_LFM2, **_LFM2_MOE},
+    "glm4": {**HF_NAMES, **_GLM4},
     "granitemoe": {**HF_NAMES, **_GRANITE_MOE},
     "qwen3next": {**HF_NAMES, **_SHARED_EXPERT, **_GATED_DELTANET, **_QWEN3NEXT, **_NEXTN},
     "qwen35": {**HF_NAMES, **_GATED_DELTANET, **_QWEN35, **_NEXTN},
@@ -525,7 +562,7 @@ HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
     "deepseek2": {**HF_NAMES, **_MLA, **_SHARED_EXPERTS, **_DEEPSEEK2, **_SCORE_CORRECTION, **_NEXTN},
     "glm4moe": {**HF_NAMES, **_SHARED_EXPERTS, **_GLM4MOE, **_SCORE_CORRECTION, **_NEXTN},
     "nemotron_h": _NEMOTRON_H,
-    "nemotron_h_moe": _NEMOTRON_H,
+    "nemotron_h_moe": {**_NEMOTRON_H, **_NEXTN, **_NEMOTRON_H_MTP},
 }
 # an architecture whose table depends on a tensor the file holds: arch -> (that tensor, the table to use)
 HF_NAMES_VARIANTS = {
@@ -534,10 +571,14 @@ HF_NAMES_VARIANTS = {
 }
 # Tensors a GGUF stores that are not trainable parameters in the source model.
 NOT_PARAMETERS = {"rope_freqs.weight": TensorKind.BUFFER}
-# ... in one architecture's files, by their Hugging Face names: DeepSeek-V3's, GLM-4.5's and Nemotron 3's router score
-# correction is a registered buffer (its num_parameters() leaves it out; ERNIE's, also exp_probs_b, is a parameter)
+# ... in one architecture's files, by their Hugging Face names: DeepSeek-V3's, GLM-4.5's, Nemotron 3's and LFM2-MoE's
+# router score correction is a registered buffer (its num_parameters() leaves it out; ERNIE's, also exp_probs_b, is a
+# parameter)
 _SCORE_CORRECTION_BUFFER = re.compile(r"model\.layers\.\d+\.(?:mlp|mixer)\.gate\.e_score_correction_bias")
-NOT_PARAMETERS_BY_ARCH = {arch: _SCORE_CORRECTION_BUFFER for arch in ("deepseek2", "glm4moe", "nemotron_h_moe")}
+NOT_PARAMETERS_BY_ARCH = {
+    **{arch: _SCORE_CORRECTION_BUFFER for arch in ("deepseek2", "glm4moe", "nemotron_h_moe")},
+    "lfm2moe": re.compile(r"model\.layers\.\d+\.feed_forward\.expert_bias"),
+}
 
 
 def _compile(table: dict[str, str | None]) -> list[tuple[re.Pattern[str], str | None]]:

@@ -177,12 +177,21 @@ def test_hf_name_tables_invert_gguf_py_mapping(model_type: str, cls: str, model_
 
 
 def test_model_types_are_transformers_and_gguf_py_names() -> None:
-    """Each MODEL_TYPES row maps one of gguf-py's architecture names to one of transformers' model types."""
+    """Each MODEL_TYPES row maps one of gguf-py's architecture names to one of transformers' model types: the installed
+    gguf-py's, or the one of llama.cpp's converter the tests run (`cohere2moe` is newer than gguf 0.19)."""
+    from tests.loaders.test_gguf_llama_cpp import CONVERTER
+
     auto = pytest.importorskip("transformers.models.auto.configuration_auto")
-    archs = set(gguf.MODEL_ARCH_NAMES.values())
-    assert set(MODEL_TYPES) <= archs and set(MODEL_TYPE_MARKS) <= archs
     marked = {model_type for marks in MODEL_TYPE_MARKS.values() for _, model_type in marks}
     assert set(MODEL_TYPES.values()) | marked <= set(auto.CONFIG_MAPPING_NAMES)
+    archs = set(gguf.MODEL_ARCH_NAMES.values())
+    constants = CONVERTER / "gguf-py" / "gguf" / "constants.py"
+    if constants.is_file():
+        archs |= set(re.findall(r'MODEL_ARCH\.\w+: +"([^"]+)"', constants.read_text()))
+    unknown = (set(MODEL_TYPES) | set(MODEL_TYPE_MARKS)) - archs
+    if unknown and not constants.is_file():
+        pytest.skip(f"{sorted(unknown)}: not in the installed gguf-py, and llama.cpp's own is not at {CONVERTER}")
+    assert not unknown
 
 
 @pytest.mark.parametrize(("model_type", "cls", "marked"), [("umt5", "UMT5ForConditionalGeneration", True),

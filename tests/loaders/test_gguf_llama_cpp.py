@@ -1,9 +1,9 @@
 """GGUF files llama.cpp's own converter writes, now: `convert_hf_to_gguf.py` of the llama-cpp-python 0.3.36 sdist (its
 vendored llama.cpp: the script, its `conversion/` package and its own gguf-py) run on tiny models transformers builds
 here from each model type's config, for the architectures people download most (DeepSeek-V2/V3, GLM-4.5, Qwen3-Next,
-Qwen3.5, Qwen3-MoE, LFM2, gpt-oss). The inspector's count is the source model's `num_parameters()` (plus the
-multi-token-prediction layer where the checkpoint holds one, as the hub's do: transformers drops it on load, the
-converter keeps it), its family check runs from the file's config with no warning.
+Qwen3.5, Qwen3-MoE, LFM2, LFM2-MoE, Nemotron-H, Jamba, GLM-4, gpt-oss). The inspector's count is the source model's
+`num_parameters()` (plus the multi-token-prediction layer where the checkpoint holds one, as the hub's do: transformers
+drops it on load, the converter keeps it), its family check runs from the file's config with no warning.
 
 The converter is not a pip package: `.ci/run` downloads the sdist and extracts those paths into `.ci/cache/`
 (`LLAMA_CPP_CONVERTER` names another folder holding `convert_hf_to_gguf.py`); without it these tests are skipped. It
@@ -80,9 +80,11 @@ CONFIG_EDITS = {
     ),
 }  # fmt: skip
 TOKENIZER_ROWS = {"gemma3": 251}  # the tokenizer.json written beside the model: its tokens (the config's vocab: 256)
+SEQUENTIAL = "sequential"  # (a model type of no family: each module counted as its shapes imply, as in its safetensors)
 HYBRID = dict(layer_types=["linear_attention", "full_attention"], full_attention_interval=2)  # (one layer of each)
 # model type, class, config words beyond SMALL, outtypes, converter flags, the MTP layer the hub's checkpoints hold
-# ("layer": a decoder layer after the last, DeepSeek's names; "mtp": Qwen's `mtp.*`; None: none), the family
+# ("layer": a decoder layer after the last, DeepSeek's names; "mtp": Qwen's `mtp.*`; "nemotron": Nemotron 3's two
+# `mtp.layers.*`; None: none), the family ("sequential": none, each module counted as its shapes imply)
 CASES: dict[str, tuple[str, str, dict[str, Any], tuple[str, ...], tuple[str, ...], str | None, str]] = {
     # DeepSeek-V3: low-rank queries, a dense first layer, then MoE with the router's score correction (a buffer);
     # the converter writes the latent attention as one-head MQA and splits kv_b_proj into attn_k_b and attn_v_b
@@ -122,6 +124,10 @@ CASES: dict[str, tuple[str, str, dict[str, Any], tuple[str, ...], tuple[str, ...
                    "mlp"]}, ("f32", "q8_0"), (), None, "nemotron_h-fused"),
     "nemotron_h_moe": ("nemotron_h", "NemotronHForCausalLM", {**NEMOTRON, "layers_block_type": ["mamba", "moe",
                        "attention", "mlp"]}, ("f32", "q8_0"), (), None, "nemotron_h-fused"),
+    # Nemotron 3 (Super) with its MTP module: an attention layer and a MoE layer, written by the converter as one layer
+    "nemotron_h_moe_mtp": ("nemotron_h", "NemotronHForCausalLM", {**NEMOTRON, "layers_block_type": ["mamba", "moe",
+                           "attention", "mlp"], "num_nextn_predict_layers": 1}, ("f32",), (), "nemotron",
+                           "nemotron_h-fused"),
     # Gemma 3: its embedding cut to the tokenizer's tokens by the converter (the hub's has rows past them), tied head
     "gemma3": ("gemma3_text", "Gemma3ForCausalLM", {}, ("f32", "q8_0"), (), None, "llama"),
     # Qwen3.5-MoE (qwen35moe): Qwen3.5's layers with Qwen3-Next's experts and shared expert
@@ -130,8 +136,18 @@ CASES: dict[str, tuple[str, str, dict[str, Any], tuple[str, ...], tuple[str, ...
     "qwen3_5_moe_mtp": ("qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", HYBRID, ("f32",), (), "mtp",
                         "qwen3_next-stacked"),
     "qwen3_moe": ("qwen3_moe", "Qwen3MoeForCausalLM", {}, ("f32", "q8_0"), (), None, "qwen2_moe-stacked"),
-    "lfm2": ("lfm2", "Lfm2ForCausalLM", {}, ("f32", "q8_0"), (), None, "lfm2"),
+    "lfm2": ("lfm2", "Lfm2ForCausalLM", {"layer_types": ["conv", "full_attention"]}, ("f32", "q8_0"), (), None, "lfm2"),
+    # LFM2-MoE: a dense first layer, then a router (its score correction expert_bias a buffer) and experts, stacked
+    "lfm2_moe": ("lfm2_moe", "Lfm2MoeForCausalLM", {"num_hidden_layers": 3, "num_dense_layers": 1,
+                 "layer_types": ["conv", "full_attention", "conv"]}, ("f32", "q8_0"), (), None, "lfm2_moe-stacked"),
+    # Jamba: Mamba and attention layers, experts (stacked by the converter) every second layer, a gated MLP between
+    "jamba": ("jamba", "JambaForCausalLM", dict(num_hidden_layers=4, attn_layer_period=2, attn_layer_offset=1,
+              expert_layer_period=2, expert_layer_offset=0), ("f32", "q8_0"), (), None, "jamba-stacked"),
+    # GLM-4 (dense, GLM-4-0414): no family (nor for its safetensors), the same modules as its safetensors file's
+    "glm4": ("glm4", "Glm4ForCausalLM", {}, ("f32", "q8_0"), (), None, "sequential"),
     "gpt_oss": ("gpt_oss", "GptOssForCausalLM", {}, ("f32", "q8_0"), (), None, "gpt_oss-stacked"),
+    # Cohere2-MoE (cohere2moe): read as the model type of no family until its architecture was mapped
+    "cohere2_moe": ("cohere2_moe", "Cohere2MoeForCausalLM", {}, ("f32",), (), None, "cohere2_moe-stacked"),
 }  # fmt: skip
 RUNS = [(case, outtype) for case, spec in CASES.items() for outtype in spec[3]]
 
@@ -139,7 +155,8 @@ RUNS = [(case, outtype) for case, spec in CASES.items() for outtype in spec[3]]
 def _with_mtp(folder: Path, how: str, config: Any) -> int:
     """The hub's multi-token-prediction module added to a saved model's safetensors, as the hub's checkpoints hold it
     (transformers drops it on load): a whole decoder layer (the last full-attention one's copy) with its two input
-    norms, the projection of their concatenation and a final norm. Its parameters' count (its router's score
+    norms, the projection of their concatenation and a final norm; Nemotron 3's as two layers, an attention one's copy
+    with those norms and projection and a MoE one's with the final norm. Its parameters' count (its router's score
     correction a buffer, as in the layers before it)."""
     import torch
     from safetensors.torch import load_file, save_file
@@ -147,17 +164,27 @@ def _with_mtp(folder: Path, how: str, config: Any) -> int:
     path = folder / "model.safetensors"
     state = load_file(path)
     n, d = config.num_hidden_layers, config.hidden_size
-    types = getattr(config, "layer_types", None) or ["full_attention"] * n
-    last = max(i for i, kind in enumerate(types) if kind == "full_attention")
-    prefix = f"model.layers.{n}." if how == "layer" else "mtp.layers.0."
-    added = {prefix + k.removeprefix(f"model.layers.{last}."): v.clone() for k, v in state.items()
-             if k.startswith(f"model.layers.{last}.")}  # fmt: skip
-    names = ("eh_proj", "enorm", "hnorm", "shared_head.norm") if how == "layer" else (
-        "fc", "pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm")  # fmt: skip
-    head = f"model.layers.{n}." if how == "layer" else "mtp."
-    added[f"{head}{names[0]}.weight"] = torch.randn(d, 2 * d)
+    added: dict[str, Any] = {}
+    if how == "nemotron":  # (mtp.layers.0 holds the fusion's norms and projection, mtp.layers.1 the final norm)
+        for index, holds in enumerate(("mixer.q_proj.weight", "mixer.gate.weight")):
+            last = max(int(k.split(".")[2]) for k in state if k.startswith("backbone.layers.") and k.endswith(holds))
+            source = f"backbone.layers.{last}."
+            added |= {f"mtp.layers.{index}." + k.removeprefix(source): v.clone() for k, v in state.items()
+                      if k.startswith(source)}  # fmt: skip
+        names = ("mtp.layers.0.eh_proj", "mtp.layers.0.enorm", "mtp.layers.0.hnorm", "mtp.layers.1.final_layernorm")
+    else:
+        types = getattr(config, "layer_types", None) or ["full_attention"] * n
+        last = max(i for i, kind in enumerate(types) if kind == "full_attention")
+        prefix = f"model.layers.{n}." if how == "layer" else "mtp.layers.0."
+        added = {prefix + k.removeprefix(f"model.layers.{last}."): v.clone() for k, v in state.items()
+                 if k.startswith(f"model.layers.{last}.")}  # fmt: skip
+        head = f"model.layers.{n}." if how == "layer" else "mtp."
+        own = ("eh_proj", "enorm", "hnorm", "shared_head.norm") if how == "layer" else (
+            "fc", "pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm")  # fmt: skip
+        names = tuple(head + name for name in own)
+    added[f"{names[0]}.weight"] = torch.randn(d, 2 * d)
     for name in names[1:]:
-        added[f"{head}{name}.weight"] = torch.ones(d)
+        added[f"{name}.weight"] = torch.ones(d)
     save_file({**state, **added}, path, metadata={"format": "pt"})
     return sum(v.numel() for k, v in added.items() if not k.endswith("e_score_correction_bias"))  # (a buffer)
 
@@ -218,7 +245,9 @@ def test_converter_file_counts_like_the_source_model(converted: Any, case: str, 
     assert ckpt.n_parameters == n_source + n_mtp - trimmed
     assert [f.message for f in report.findings if f.severity is not Severity.INFO] == []
     exp = report.expectation
-    assert exp is not None and (exp.architecture, exp.source) == (CASES[case][6], "config")
+    family = CASES[case][6]
+    source = "inferred" if family == SEQUENTIAL else "config"
+    assert exp is not None and (exp.architecture, exp.source) == (family, source)
     assert exp.total == exp.found == ckpt.n_parameters and not exp.anomalies and exp.matches
     assert not [r.name for r in report.roles if r.role == "unmatched"]
     assert not [(r.layer, r.explanation) for r in exp.layers if r.explanation.startswith("a task head")]
@@ -226,8 +255,8 @@ def test_converter_file_counts_like_the_source_model(converted: Any, case: str, 
     if n_mtp:
         assert any(f"({n_mtp:,} parameters, counted here)" in note for note in exp.notes), exp.notes
     buffers = [t.name for t in ckpt.tensors if t.kind is not TensorKind.PARAMETER]
-    if CASES[case][0] in ("deepseek_v3", "glm4_moe", "glm4_moe_lite") or case == "nemotron_h_moe":  # (the router's
-        # score correction, one per MoE layer)
+    if CASES[case][0] in ("deepseek_v3", "glm4_moe", "glm4_moe_lite", "lfm2_moe") or case.startswith("nemotron_h_moe"):
+        # (the router's score correction, one per MoE layer)
         assert buffers and all(name.endswith(".exp_probs_b.bias") for name in buffers)
     else:
         assert buffers == []
@@ -258,10 +287,11 @@ def test_mtp_layer_is_not_among_the_config_layers(converted: Any, case: str) -> 
     *_, files = converted(case)
     ckpt = load(files["f32"])
     arch = ckpt.attributes["gguf.general.architecture"]
-    assert ckpt.attributes[f"gguf.{arch}.block_count"] == "3"
-    assert ckpt.config is not None and ckpt.config["num_hidden_layers"] == 2
+    n = CASES[case][2].get("num_hidden_layers", SMALL["num_hidden_layers"])
+    assert ckpt.attributes[f"gguf.{arch}.block_count"] == str(n + 1)
+    assert ckpt.config is not None and ckpt.config["num_hidden_layers"] == n
     assert ckpt.config["num_nextn_predict_layers"] == 1
-    assert any(t.name.startswith("blk.2.nextn.") for t in ckpt.tensors)
+    assert any(t.name.startswith(f"blk.{n}.nextn.") for t in ckpt.tensors)
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -282,8 +312,8 @@ def test_converter_file_roles_are_the_source_models(converted: Any, case: str) -
 
 
 def test_cases_cover_the_tables() -> None:
-    """Every architecture tested here has its own hf_name table (Qwen3-MoE: the llama table, its stacked experts in
-    it) and the model type of a family."""
+    """Every architecture tested here has its own hf_name table (Qwen3-MoE and Cohere2-MoE: the llama table, its
+    stacked experts in it) and the model type of a family (GLM-4: none, as for its safetensors file)."""
     from inspector.families import FAMILIES
     from loaders.gguf import HF_NAMES_BY_ARCH, MODEL_TYPES
 
@@ -294,13 +324,16 @@ def test_cases_cover_the_tables() -> None:
         "qwen35",
         "qwen35moe",
         "lfm2",
+        "lfm2moe",
         "gpt-oss",
         "nemotron_h",
         "nemotron_h_moe",
+        "jamba",
+        "glm4",
     }
     assert archs <= set(HF_NAMES_BY_ARCH)
     typed = {model_type for family in FAMILIES for model_type in family.model_types}
-    assert {MODEL_TYPES.get(arch, arch) for arch in archs | {"qwen3moe"}} <= typed
+    assert {MODEL_TYPES.get(arch, arch) for arch in archs - {"glm4"} | {"qwen3moe", "cohere2moe"}} <= typed
 
 
 @pytest.mark.parametrize(("case", "arch"), [("nemotron_h", "nemotron_h"), ("nemotron_h_moe", "nemotron_h_moe")])
@@ -324,3 +357,60 @@ def test_gemma3_embedding_is_cut_to_the_tokenizer(converted: Any) -> None:
     assert trimmed == 5 * 32
     assert {t.name: t.shape for t in ckpt.tensors}["token_embd.weight"] == (251, 32)
     assert ckpt.config is not None and ckpt.config["vocab_size"] == 251 and ckpt.config["tie_word_embeddings"]
+
+
+# a tensor of each converted file: (case, GGUF name, its Hugging Face module, its role, its kind)
+NAMED = [
+    ("jamba", "blk.0.ffn_gate_exps.weight", "model.layers.0.feed_forward.experts", "feedforward_gate", "parameter"),
+    ("jamba", "blk.0.ffn_down_exps.weight", "model.layers.0.feed_forward.experts", "feedforward_down", "parameter"),
+    ("jamba", "blk.1.ffn_norm.weight", "model.layers.1.pre_ff_layernorm", "norm", "parameter"),
+    ("jamba", "blk.0.ssm_dt_norm.weight", "model.layers.0.mamba.dt_layernorm", "norm", "parameter"),
+    ("lfm2", "blk.0.shortconv.conv.weight", "model.layers.0.conv.conv", "conv", "parameter"),
+    ("lfm2_moe", "blk.0.shortconv.in_proj.weight", "model.layers.0.conv.in_proj", "dense", "parameter"),
+    ("lfm2_moe", "blk.1.ffn_up_exps.weight", "model.layers.1.feed_forward.experts", "feedforward_up", "parameter"),
+    ("lfm2_moe", "blk.1.attn_q_norm.weight", "model.layers.1.self_attn.q_layernorm", "norm", "parameter"),
+    ("lfm2_moe", "blk.2.exp_probs_b.bias", "model.layers.2.feed_forward", "buffer", "buffer"),
+    ("glm4", "blk.0.post_attention_norm.weight", "model.layers.0.post_self_attn_layernorm", "norm", "parameter"),
+    ("glm4", "blk.0.post_ffw_norm.weight", "model.layers.0.post_mlp_layernorm", "norm", "parameter"),
+    ("glm4", "blk.1.ffn_up.weight", "model.layers.1.mlp.gate_up_proj", "dense", "parameter"),
+    ("glm4", "blk.1.ffn_norm.weight", "model.layers.1.post_attention_layernorm", "norm", "parameter"),
+    ("nemotron_h_moe_mtp", "blk.4.nextn.eh_proj.weight", "model.layers.4.eh_proj", "dense", "parameter"),
+    ("nemotron_h_moe_mtp", "blk.4.post_attention_norm.weight", "model.layers.4.post_attention_layernorm", "norm",
+     "parameter"),
+    ("nemotron_h_moe_mtp", "blk.4.nextn.hnorm.weight", "model.layers.4.hnorm", "norm", "parameter"),
+    ("nemotron_h_moe_mtp", "blk.4.ffn_up_exps.weight", "model.layers.4.mixer.experts", "feedforward_up", "parameter"),
+    ("nemotron_h_moe_mtp", "blk.4.exp_probs_b.bias", "model.layers.4.mixer.gate", "buffer", "buffer"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "name", "layer", "role", "kind"), NAMED)
+def test_converter_tensor_reads_as_its_source_module(
+    converted: Any, case: str, name: str, layer: str, role: str, kind: str
+) -> None:
+    """One tensor of a converted file: the module of the source model it is, its role and whether it is a parameter (the
+    router's score correction a buffer, as transformers registers it)."""
+    *_, files = converted(case)
+    ckpt = load(files["f32"])
+    found = {r.name: r for r in match_roles(ckpt)}[name]
+    assert (found.layer, found.role) == (layer, role)
+    assert {t.name: t.kind.value for t in ckpt.tensors}[name] == kind
+
+
+def test_nemotron_h_mtp_module_is_explained(converted: Any) -> None:
+    """Nemotron 3's MTP module, written by the converter as one layer after the last (its attention and its MoE
+    mixer): the family's row for that layer says what it is, the note what num_parameters() prints without it."""
+    n_source, n_mtp, _, files = converted("nemotron_h_moe_mtp")
+    exp = inspect(files["f32"]).expectation
+    assert exp is not None
+    row = {r.layer: r for r in exp.layers}["model.layers.4"]
+    assert row.status == "ok" and row.explanation.startswith("the multi-token-prediction module")
+    assert row.found == row.expected == n_mtp == 16_672
+    assert any(f"so its num_parameters() prints {n_source:,}" in note for note in exp.notes), exp.notes
+
+
+def test_jamba_file_counts_as_the_source_model(converted: Any) -> None:
+    """Jamba's GGUF holds num_parameters() elements, every one a parameter: the converter stacks the experts, squeezes
+    conv1d and writes A_log as -exp(A_log), none of which changes a count."""
+    n_source, _, _, files = converted("jamba")
+    ckpt = load(files["f32"])
+    assert sum(t.n_elements for t in ckpt.tensors) == ckpt.n_parameters == n_source == 104_420
