@@ -14,8 +14,8 @@ Everything read is checked against the buffer's end (a file, or a nested buffer 
 allocated. Pages of the file are read on demand and a few kept, so a model of gigabytes with its constant data inline
 is walked by reading the pages its structures lie in. `work` counts the vector elements read and is capped by the
 buffer's size (each is read once: vectors are remembered by position), so objects made to overlap cannot make a
-small file cost quadratic time. Every structure read is recorded in `spans` (start, length, what), for the caller
-to attribute the file's bytes; the caller records the payloads it only measured.
+small file cost quadratic time. Every structure read is recorded in `spans` and `whats` (where, and what it holds), for
+the caller to attribute the file's bytes; the caller records the payloads it only measured.
 """
 
 from __future__ import annotations
@@ -26,21 +26,24 @@ from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
 from inspector.recordtype import record
 
-PAGE = 4096
+PAGE_BITS = 12
+PAGE = 1 << PAGE_BITS
 MAX_PAGES = 512  # pages kept (2 MiB); all dropped when full: the walk moves on through the file
 MAX_STRING = 1 << 16  # characters of a string kept (a name)
 WORK_SLACK = 1 << 16  # vector elements read beyond one per byte of the buffer: the cap of `work`
 STRUCTURE = "structure"  # what a table, vtable, offset or length prefix is, in `spans`
+STRUCTS = {code: struct.Struct("<" + code) for code in ("b", "B", "h", "H", "i", "I", "q", "Q", "f")}
+SPAN_BITS = 48  # a span's length below its start in `spans` (a file of up to 256 TiB)
 
 
 @record(frozen=True, slots=True)
 class Table:
-    """A table found at `pos`: its vtable at `vtable` holds `slots` field entries; its inline part is `size` bytes."""
+    """A table found at `pos`: its inline part is `size` bytes; `fields` are its vtable's entries (each field's
+    offset in the table by slot, 0 for one it does not have)."""
 
     pos: int
-    vtable: int
-    slots: int
     size: int
+    fields: tuple[int, ...]
 
 
 class FlatBuffer:
@@ -50,9 +53,11 @@ class FlatBuffer:
         self.probe, self.fmt = probe, fmt
         self.start, self.end = start, probe.size if end is None else end
         self.pages: dict[int, bytes] = {}
-        self.spans: list[tuple[int, int, str]] = []
+        self.spans: list[int] = []  # each `start << SPAN_BITS | length` (ints sort and hash fastest)
+        self.whats: list[str] = []  # what each span holds
         self.work, self.max_work = 0, self.end - self.start + WORK_SLACK
         self._vectors: dict[tuple[int, str], tuple[int, ...]] = {}  # (position, format) -> elements read there
+        self._vtables: dict[int, tuple[int, tuple[int, ...]]] = {}  # position -> (table size, entries): tables share
 
     # -- bytes ---------------------------------------------------------------------------------
 
@@ -72,6 +77,9 @@ class FlatBuffer:
     def read(self, pos: int, n: int, what: str) -> bytes:
         self.check(pos, n, what)
         first, last = pos // PAGE, (pos + n - 1) // PAGE if n else pos // PAGE
+        if first == last:  # (most reads: one field, a name, a short vector)
+            at = pos - first * PAGE
+            return (self.pages.get(first) or self._page(first))[at : at + n]
         if last - first > 2:  # a long vector: read at once, not kept
             return self.probe.read_at(pos, n, fmt=self.fmt, what=what)
         data = b"".join(self._page(p) for p in range(first, last + 1))
@@ -88,10 +96,26 @@ class FlatBuffer:
         return page
 
     def unpack(self, fmt: str, pos: int, what: str) -> int:
-        return struct.unpack_from("<" + fmt, self.read(pos, struct.calcsize(fmt), what))[0]  # type: ignore[no-any-return]
+        """The scalar of struct code `fmt` at `pos` (unpacked in place where it lies in one page read already: a walk
+        reads millions)."""
+        code = STRUCTS[fmt]
+        page = self.pages.get(pos >> PAGE_BITS)
+        at = pos & (PAGE - 1)
+        if page is not None and at + code.size <= len(page) and self.start <= pos <= self.end - code.size:
+            return code.unpack_from(page, at)[0]  # type: ignore[no-any-return]
+        return code.unpack(self.read(pos, code.size, what))[0]  # type: ignore[no-any-return]
 
     def span(self, start: int, length: int, what: str = STRUCTURE) -> None:
-        self.spans.append((start, length, what))
+        self.spans.append(start << SPAN_BITS | length)
+        self.whats.append(what)
+
+    def spend(self, elements: int, at: int) -> None:
+        """Count elements read (`work`), against the cap."""
+        self.work += elements
+        if self.work > self.max_work:
+            raise LimitExceededError(
+                self.probe.path, self.fmt, f"objects overlap: more than {self.max_work:,} vector elements read", at
+            )
 
     # -- objects -------------------------------------------------------------------------------
 
@@ -101,32 +125,37 @@ class FlatBuffer:
 
     def table(self, pos: int, what: str) -> Table:
         """The table at `pos`, its vtable checked (its fields are checked as they are read)."""
-        soffset = self.unpack("i", pos, what)
-        vtable = pos - soffset
-        vsize, size = struct.unpack("<HH", self.read(vtable, 4, f"vtable of {what}"))
-        if vsize < 4 or vsize % 2:
-            raise self.error(f"the vtable of {what} has an invalid size {vsize}", vtable)
+        vtable = pos - self.unpack("i", pos, what)
+        known = self._vtables.get(vtable)
+        if known is None:  # (read once: the tables of one kind share a vtable)
+            vsize = self.unpack("H", vtable, "vtable")
+            if vsize < 4 or vsize % 2:
+                raise self.error(f"the vtable of {what} has an invalid size {vsize}", vtable)
+            self.check(vtable, vsize, "vtable")
+            self.spend((vsize - 4) // 2, vtable)
+            size = self.unpack("H", vtable + 2, "vtable")
+            entries = struct.unpack(f"<{(vsize - 4) // 2}H", self.read(vtable + 4, vsize - 4, "vtable"))
+            known = self._vtables[vtable] = (size, entries)
+            self.span(vtable, vsize)
+        size, entries = known
         if size < 4:
             raise self.error(f"{what} has an invalid size {size}", pos)
-        self.check(vtable, vsize, f"vtable of {what}")
         self.check(pos, size, what)
-        self.span(vtable, vsize)
         self.span(pos, size)
-        return Table(pos, vtable, (vsize - 4) // 2, size)
+        return Table(pos, size, entries)
 
     def field(self, t: Table, slot: int, width: int) -> int | None:
         """Where the field in `slot` lies (`width` bytes), or None when the table does not have it."""
-        if slot >= t.slots:
-            return None
-        offset = self.unpack("H", t.vtable + 4 + 2 * slot, "vtable entry")
-        if offset == 0:
+        fields = t.fields
+        offset = fields[slot] if slot < len(fields) else 0
+        if not offset:
             return None
         if offset + width > t.size:
             raise self.error(f"field {slot} of a table lies past the table's {t.size} bytes", t.pos)
         return t.pos + offset
 
     def scalar(self, t: Table, slot: int, fmt: str, default: int = 0) -> int:
-        pos = self.field(t, slot, struct.calcsize(fmt))
+        pos = self.field(t, slot, STRUCTS[fmt].size)
         return default if pos is None else self.unpack(fmt, pos, "field")
 
     def ref(self, t: Table, slot: int, what: str) -> int | None:
@@ -162,13 +191,13 @@ class FlatBuffer:
 
     def numbers(self, t: Table, slot: int, fmt: str, what: str, cap: int, kind: str = STRUCTURE) -> tuple[int, ...]:
         """The elements of a vector of scalars (`fmt` a struct code), at most `cap` of them; () when absent."""
-        found = self.vector(t, slot, struct.calcsize(fmt), what)
+        found = self.vector(t, slot, STRUCTS[fmt].size, what)
         if found is None:
             return ()
         start, count = found
         if count > cap:
             raise LimitExceededError(self.probe.path, self.fmt, f"{what} has {count:,} elements (cap {cap:,})", start)
-        self.span(start, count * struct.calcsize(fmt), kind)
+        self.span(start, count * STRUCTS[fmt].size, kind)
         return self._elements(start, count, fmt, what)
 
     def _elements(self, start: int, count: int, fmt: str, what: str) -> tuple[int, ...]:
@@ -176,12 +205,8 @@ class FlatBuffer:
         known = self._vectors.get(key)
         if known is not None and len(known) >= count:
             return known[:count]
-        self.work += count
-        if self.work > self.max_work:
-            raise LimitExceededError(
-                self.probe.path, self.fmt, f"objects overlap: more than {self.max_work:,} vector elements read", start
-            )
-        width = struct.calcsize(fmt)
+        self.spend(count, start)
+        width = STRUCTS[fmt].size
         values = struct.unpack(f"<{count}{fmt}", self.read(start, count * width, what))
         self._vectors[key] = values
         return values

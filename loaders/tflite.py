@@ -37,9 +37,9 @@ from inspector import dtypes
 from inspector.dtypes import DKind
 from inspector.errors import FormatError, LimitExceededError
 from inspector.probe import Probe
-from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
+from inspector.records import Checkpoint, Finding, RegionColumns, RegionKind, Severity, TensorInfo, TensorKind
 from inspector.recordtype import record
-from loaders._flatbuffers import STRUCTURE, FlatBuffer
+from loaders._flatbuffers import SPAN_BITS, STRUCTURE, FlatBuffer
 from loaders._tflite_schema import (
     DESCRIPTION,
     IDENTIFIER,
@@ -515,8 +515,9 @@ class _Build:
             out.append(Finding("TFLITE_FOLDED", Severity.INFO, message, tuple(folded)))
         if self.missing_bias:
             message = (
-                f"{len(self.missing_bias)} operator(s) have no bias: a layer without one, or an all-zero bias the "
-                f"converter dropped ({', '.join(self.missing_bias[:6])})"
+                f"{len(self.missing_bias)} operator(s) have no bias: a layer without one, a bias the converter folded "
+                f"into the next layer's (no activation between them), or an all-zero bias it dropped "
+                f"({', '.join(self.missing_bias[:6])})"
             )
             out.append(Finding("TFLITE_NO_BIAS", Severity.INFO, message, tuple(self.missing_bias)))
         if self.shared:
@@ -580,48 +581,56 @@ SPAN_REGIONS: dict[str, tuple[RegionKind, str]] = {
     OPTIONS: (RegionKind.METADATA, "operator options"),
     SPARSITY: (RegionKind.METADATA, "sparsity parameters: index vectors"),
 }
+OUTSIDE_OPTIONS = (RegionKind.METADATA, "custom options past the flatbuffer")
+PADDING = "alignment padding"
 
 
-def _regions(fb: FlatBuffer, model: Model, build: _Build) -> list[Region]:
+def _regions(fb: FlatBuffer, model: Model, build: _Build) -> RegionColumns:
     """Every structure read, every buffer's data, and the zero padding between them, merged where adjacent."""
     owners = build.owners()
     metadata = {index: name for name, index in model.metadata}
-    raw: list[tuple[int, int, RegionKind, str]] = []
-    for start, length, what in fb.spans:
-        kind, label = SPAN_REGIONS[what]
-        raw.append((start, length, kind, label))
+    # span (`start << SPAN_BITS | length`) -> what it holds: the first said of one read twice (a shared vtable)
+    spans = {span: SPAN_REGIONS[what] for span, what in zip(reversed(fb.spans), reversed(fb.whats), strict=True)}
     for b in model.buffers:
         if b.start is None:
             continue
         if b.index in owners:
-            raw.append((b.start, b.nbytes, RegionKind.TENSOR_DATA, owners[b.index]))
+            held = (RegionKind.TENSOR_DATA, owners[b.index])
         elif b.index in metadata:
-            raw.append((b.start, b.nbytes, RegionKind.METADATA, f"metadata {metadata[b.index] or b.index!r}"))
+            held = (RegionKind.METADATA, f"metadata {metadata[b.index] or b.index!r}")
         else:
-            raw.append((b.start, b.nbytes, RegionKind.UNREFERENCED, f"buffer {b.index}: data no tensor reads"))
+            held = (RegionKind.UNREFERENCED, f"buffer {b.index}: data no tensor reads")
+        spans[b.start << SPAN_BITS | b.nbytes] = held
     for sg in model.subgraphs:
         for op in sg.operators:
             if op.large_options is not None:
-                raw.append((*op.large_options, RegionKind.METADATA, "custom options past the flatbuffer"))
-    raw = sorted(set(r for r in raw if r[1] > 0))
-    out: list[Region] = []
-    for start, length, kind, label in raw:
-        last = out[-1] if out else None
-        if last is not None and start < last.end:  # (a shared vtable, a hostile overlap: `tile` keeps the first)
-            if kind is last.kind and label == last.text and start + length > last.end:
-                out[-1] = Region(kind, last.start, start + length - last.start, label)
-            elif start + length > last.end:
-                out.append(Region(kind, start, length, label))
+                spans[op.large_options[0] << SPAN_BITS | op.large_options[1]] = OUTSIDE_OPTIONS
+    kinds: list[RegionKind] = []
+    starts: list[int] = []
+    lengths: list[int] = []
+    labels: list[str] = []
+    end, mask = 0, (1 << SPAN_BITS) - 1
+    for span in sorted(spans):  # (as columns: a model of 20,000 tensors has 200,000 regions)
+        start, length = span >> SPAN_BITS, span & mask
+        kind, label = spans[span]
+        if not length or (starts and start + length <= end):
             continue
-        gap = start - last.end if last is not None else start
-        if last is not None and 0 < gap < ALIGNMENT and not fb.read(last.end, gap, "padding").strip(b"\0"):
-            out.append(Region(RegionKind.PADDING, last.end, gap, "alignment padding"))
-            last = out[-1]
-        if last is not None and last.end == start and kind is last.kind and label == last.text:
-            out[-1] = Region(kind, last.start, last.length + length, label)
-        else:
-            out.append(Region(kind, start, length, label))
-    return out
+        gap = start - end
+        if starts and 0 < gap < ALIGNMENT and not fb.read(end, gap, "padding").strip(b"\0"):
+            kinds.append(RegionKind.PADDING)
+            starts.append(end)
+            lengths.append(gap)
+            labels.append(PADDING)
+            end = start
+        if starts and end == start and kind is kinds[-1] and label == labels[-1]:
+            lengths[-1] += length
+        else:  # (a hostile overlap, start < end, is cut by `tile`)
+            kinds.append(kind)
+            starts.append(start)
+            lengths.append(length)
+            labels.append(label)
+        end = max(end, start + length)
+    return RegionColumns(kinds, starts, lengths, labels, [None] * len(kinds))
 
 
 # -- the facts --------------------------------------------------------------------------------------------------------
@@ -670,10 +679,11 @@ def _attributes(probe: Probe, fb: FlatBuffer, model: Model, build: _Build) -> di
     quantized = [e for e in build.entries if e.t.quantization is not None and e.t.quantization.scales]
     if quantized or build.quantized_activations:
         scales = sum(e.t.quantization.scales for e in quantized if e.t.quantization is not None)
-        types = Counter(e.dtype for e in quantized)
-        a["tflite.quantization"] = (f"{len(quantized):,} stored tensors quantized ("
-                                    f"{', '.join(f'{d} {n}' for d, n in types.most_common())}), {scales:,} scales; "
-                                    f"{build.quantized_activations:,} activations quantized")  # fmt: skip
+        types = sorted(Counter(e.dtype for e in quantized).items(), key=lambda kv: (-kv[1], kv[0]))
+        a["tflite.quantization"] = (
+            f"{len(quantized):,} stored tensors quantized ({', '.join(f'{d} {n}' for d, n in types)}), "
+            f"{scales:,} scales; {build.quantized_activations:,} activations quantized"
+        )
     if model.external:
         groups = Counter(group for group, _, _ in model.external.values())
         a["tflite.external_buffers"] = ", ".join(f"{g!r} ({n:,} buffers)" for g, n in groups.most_common(MAX_SHOWN))
