@@ -61,6 +61,8 @@ if TYPE_CHECKING:
 
 FORMAT = "tflite"
 ALIGNMENT = 16  # Buffer.data's force_align: the widest padding the exporter writes between objects
+APPENDED_PADDING = 64  # zeros the exporter writes around the data it appends past the flatbuffer (16 before, 40-48
+# after the last, with TF 2.21's `_experimental_use_buffer_offset`)
 MAX_HOPS = 64  # values a constant is followed through (PASS_THROUGH) to find what reads it
 
 # Operator -> its inputs' names (the TF Lite kernels' tensor index constants: conv.cc, fully_connected.cc,
@@ -605,23 +607,28 @@ def _regions(fb: FlatBuffer, model: Model, build: _Build) -> RegionColumns:
         for op in sg.operators:
             if op.large_options is not None:
                 spans[op.large_options[0] << SPAN_BITS | op.large_options[1]] = OUTSIDE_OPTIONS
+    # where the data appended past the flatbuffer begins (a model over 2 GB: the exporter pads around it more widely)
+    appended = min((b.start for b in model.buffers if b.outside and b.start is not None), default=fb.end)
     kinds: list[RegionKind] = []
     starts: list[int] = []
     lengths: list[int] = []
     labels: list[str] = []
     end, mask = 0, (1 << SPAN_BITS) - 1
-    for span in sorted(spans):  # (as columns: a model of 20,000 tensors has 200,000 regions)
+    for span in [*sorted(spans), fb.end << SPAN_BITS]:  # (as columns: 20,000 tensors make 200,000 regions)
         start, length = span >> SPAN_BITS, span & mask
-        kind, label = spans[span]
-        if not length or (starts and start + length <= end):
+        kind, label = spans.get(span, (RegionKind.PADDING, PADDING))
+        if starts and start + length <= end:
             continue
         gap = start - end
-        if starts and 0 < gap < ALIGNMENT and not fb.read(end, gap, "padding").strip(b"\0"):
+        widest = APPENDED_PADDING if start >= appended else ALIGNMENT
+        if starts and 0 < gap < widest and not fb.read(end, gap, "padding").strip(b"\0"):
             kinds.append(RegionKind.PADDING)
             starts.append(end)
             lengths.append(gap)
             labels.append(PADDING)
             end = start
+        if not length:  # (the end of the file: only the padding before it)
+            break
         if starts and end == start and kind is kinds[-1] and label == labels[-1]:
             lengths[-1] += length
         else:  # (a hostile overlap, start < end, is cut by `tile`)

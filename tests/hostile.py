@@ -71,13 +71,17 @@ class At:
 
 # TF Lite schema slots of the fields the hand-made models use (loaders/_tflite_schema.py)
 SLOTS = {
-    "model": ["version", "operator_codes", "subgraphs", "description", "buffers"],
+    "model": ["version", "operator_codes", "subgraphs", "description", "buffers", "metadata_buffer", "metadata",
+              "signature_defs", "external_buffer_groups", "external_buffers"],
     "code": ["deprecated_builtin_code", "custom_code", "version", "builtin_code"],
     "subgraph": ["tensors", "inputs", "outputs", "operators", "name"],
-    "tensor": ["shape", "type", "buffer", "name"],
+    "tensor": ["shape", "type", "buffer", "name", "quantization", "is_variable", "sparsity", "shape_signature",
+               "has_rank", "variant_tensors", "external_buffer"],
     "operator": ["opcode_index", "inputs", "outputs"],
-    "buffer": ["data"],
-}
+    "buffer": ["data", "offset", "size"],
+    "group": ["name"],
+    "external": ["id", "group", "offset", "length", "packing"],
+}  # fmt: skip
 
 
 def flatbuffer(root: Table, kinds: dict[int, str], identifier: bytes = b"TFL3") -> bytes:
@@ -158,9 +162,12 @@ def flatbuffer(root: Table, kinds: dict[int, str], identifier: bytes = b"TFL3") 
     return bytes(buf)
 
 
-def tflite_model(operators: list[Table] | None = None, **overrides: Table) -> tuple[bytes, dict[str, object]]:
+def tflite_model(
+    operators: list[Table] | None = None, model_fields: dict[str, object] | None = None, **overrides: Table
+) -> tuple[bytes, dict[str, object]]:
     """A tiny valid TF Lite model (one FULLY_CONNECTED: input, a 2x2 float32 weight, output) and its objects by name,
-    whose fields a test replaces (`overrides`: object name -> Table) before laying it out."""
+    whose fields a test replaces (`overrides`: object name -> Table; `model_fields`: the model table's, its tables
+    named in `kinds` of the result) before laying it out."""
     kinds: dict[int, str] = {}
 
     def t(kind: str, **fields: object) -> Table:
@@ -195,5 +202,17 @@ def tflite_model(operators: list[Table] | None = None, **overrides: Table) -> tu
         operator_codes=Vector("t", [objects["code"]]),
         subgraphs=Vector("t", [subgraph]),
         buffers=Vector("t", buffers),
+        **(model_fields or {}),
     )
+    for table in _tables(model_fields or {}):
+        kinds.setdefault(id(table), table.kind)  # type: ignore[attr-defined]
     return flatbuffer(model, kinds), objects
+
+
+def _tables(fields: dict[str, object]) -> list[Table]:
+    """The tables of these fields and of the vectors among them (a test's own, each with its `kind`)."""
+    found = []
+    for value in fields.values():
+        items = value.items if isinstance(value, Vector) and value.fmt == "t" else [value]
+        found += [x for x in items if isinstance(x, Table)]  # type: ignore[union-attr]
+    return found

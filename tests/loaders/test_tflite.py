@@ -71,6 +71,8 @@ def _reference(tf: Any, path: Path) -> dict[str, tuple[list[int], str, int, int,
         buffer = model.Buffers(graph.Tensors(i).Buffer())
         if buffer.DataLength():
             stored[i] = (buffer._tab.Vector(buffer._tab.Offset(4)), buffer.DataAsNumpy().tobytes())
+        elif buffer.Offset() > 1:  # (appended past the flatbuffer: `_experimental_use_buffer_offset`)
+            stored[i] = (buffer.Offset(), data[buffer.Offset() : buffer.Offset() + buffer.Size()])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (the interpreter's deprecation notice)
         details = tf.lite.Interpreter(model_path=str(path)).get_tensor_details()
@@ -118,21 +120,30 @@ def _unread_buffers(path: Path) -> list[int]:
         graph = model.Subgraphs(g)
         named |= {graph.Tensors(i).Buffer() for i in range(graph.TensorsLength())}
     unread = [model.Buffers(i) for i in range(model.BuffersLength()) if i not in named]
-    return [b.DataLength() for b in sorted(unread, key=lambda b: b._tab.Pos) if b.DataLength()]
+    return [b.DataLength() or b.Size() for b in sorted(unread, key=lambda b: b._tab.Pos) if b.DataLength() or b.Size()]
 
 
 def _convert(tf: Any, model: Any, path: Path, mode: str = "float32") -> Path:
     converter = tf.lite.TFLiteConverter.from_keras_model(model)
-    if mode != "float32":
+    if mode in ("dynamic", "float16", "int8", "int16x8"):
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if mode == "sparse":
+        converter.optimizations = [tf.lite.Optimize.EXPERIMENTAL_SPARSITY]
+    if mode == "offset":  # (what the exporter does by itself past 2 GB)
+        converter._experimental_use_buffer_offset = True
     if mode == "float16":
         converter.target_spec.supported_types = [tf.float16]
-    if mode == "int8":
+    if mode in ("int8", "int16x8"):
         shape = (1, *model.input_shape[1:])
         rng = np.random.default_rng(3)
         converter.representative_dataset = lambda: ([rng.uniform(0, 1, shape).astype("float32")] for _ in range(8))
+    if mode == "int8":
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
         converter.inference_input_type = converter.inference_output_type = tf.int8
+    if mode == "int16x8":
+        converter.target_spec.supported_ops = [
+            tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
+        ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (the converter's notes on quantization statistics)
         path.write_bytes(converter.convert())
@@ -253,6 +264,44 @@ def test_float16(tf: Any, keras: Any, tmp_path: Path) -> None:
     assert {t.dtype for t in weights} == {"F16"}
     assert all("F16, dequantized to float32 when the model runs" in t.notes for t in weights)
     assert ckpt.attributes["tflite.optimization"] == "float16 quantization"
+
+
+def test_int16_activations(tf: Any, keras: Any, tmp_path: Path) -> None:
+    """16x8 quantization: int8 weights, int64 biases, int16 activations."""
+    model = _mlp(keras)
+    ckpt = _check(tf, _convert(tf, model, tmp_path / "int16x8.tflite", "int16x8"))
+    assert ckpt.n_parameters == model.count_params()
+    assert sorted(t.dtype for t in ckpt.tensors) == ["I64", "I64", "I8", "I8"]
+    assert ckpt.attributes["tflite.optimization"] == "16x8 integer quantization"
+
+
+def test_sparse_weights(tf: Any, keras: Any, tmp_path: Path) -> None:
+    """A weight three quarters zero, stored sparse (its non-zero values and their indices) and read through DENSIFY:
+    a parameter of its dense shape, its data the values stored, its indices sparsity metadata."""
+    model = _mlp(keras, inputs=64, hidden=64)
+    kernel, bias = model.layers[0].get_weights()
+    kernel[np.arange(64) % 4 != 0] = 0
+    model.layers[0].set_weights([kernel, bias])
+    ckpt = _check(tf, _convert(tf, model, tmp_path / "sparse.tflite", "sparse"))
+    assert ckpt.n_parameters == model.count_params()
+    (sparse,) = [t for t in ckpt.tensors if any(n.startswith("sparse") for n in t.notes)]
+    assert sparse.shape == (64, 64) and sparse.nbytes == 16 * 64 * 4  # (a quarter of the rows: their values)
+    assert sparse.use is not None and sparse.use[:2] == ("FULLY_CONNECTED", "weights")  # (through DENSIFY)
+    assert any(r.kind is RegionKind.METADATA and r.label.startswith("sparsity") for r in ckpt.regions)
+    assert ckpt.attributes["tflite.optimization"] == "random sparsity"
+
+
+def test_data_appended_past_the_flatbuffer(tf: Any, keras: Any, tmp_path: Path) -> None:
+    """A model over 2 GB keeps its constants past the flatbuffer (Buffer.offset and size): the converter's flag for
+    it, on a small model. The zeros the exporter writes around the appended data are padding."""
+    model = _mlp(keras)
+    ckpt = _check(tf, _convert(tf, model, tmp_path / "offset.tflite", "offset"))
+    assert ckpt.n_parameters == model.count_params()
+    assert "buffer_location" in ckpt.attributes["tflite.metadata"]
+    flatbuffer_end = min(t.offset for t in ckpt.tensors if t.offset is not None)
+    assert all(
+        r.kind in (RegionKind.TENSOR_DATA, RegionKind.PADDING) for r in ckpt.regions if r.start >= flatbuffer_end
+    )
 
 
 KERAS3 = """
@@ -399,3 +448,26 @@ def test_claims_only_the_identifier(tmp_path: Path) -> None:
         path.write_bytes(head)
         with Probe(path) as probe:
             assert (TfliteLoader().claim(probe) is not None) == claimed
+
+
+def test_a_weight_in_an_external_buffer(tmp_path: Path) -> None:
+    """A constant kept in a weight file beside the model (Tensor.external_buffer, Model.external_buffers: LiteRT's
+    external weights, as the exporter's `tfl.external_const` writes them): a parameter not stored in this file."""
+    from tests.hostile import Table, Vector, tflite_model
+
+    group = Table(name=Vector("s", "weights.bin"))
+    group.kind = "group"  # type: ignore[attr-defined]
+    external = Table(id=("I", 1 << 31), group=("I", 0), offset=("Q", 64), length=("Q", 16), packing=Vector("s", "u"))
+    external.kind = "external"  # type: ignore[attr-defined]
+    weights = Table(shape=Vector("i", [2, 2]), type=("b", 0), buffer=("I", 0), name=Vector("s", "w"),
+                    external_buffer=("I", 1 << 31))  # fmt: skip
+    fields = {"external_buffer_groups": Vector("t", [group]), "external_buffers": Vector("t", [external])}
+    path = tmp_path / "external.tflite"
+    path.write_bytes(tflite_model(model_fields=fields, weights=weights)[0])
+    ckpt = load(path)
+    check_invariants(ckpt)
+    (t,) = ckpt.tensors
+    assert (t.kind, t.offset, t.nbytes, ckpt.n_parameters) == (TensorKind.PARAMETER, None, 16, 4)
+    assert "stored outside this file: 'weights.bin' at byte 64, 16 bytes" in t.notes
+    assert ckpt.attributes["tflite.external_buffers"] == "'weights.bin' (1 buffers)"
+    assert not [r for r in ckpt.regions if r.kind is RegionKind.UNKNOWN]
