@@ -290,7 +290,7 @@ def _named(component: str, ops: tuple[str, ...]) -> bool:
     return False
 
 
-def _kind(sg: Subgraph, graph: _Graph, t: Tensor) -> tuple[TensorKind, _Use | None]:
+def _kind(graph: _Graph, t: Tensor) -> tuple[TensorKind, _Use | None]:
     """What the graph does with a constant: weight inputs make a parameter, state inputs a buffer (with the input
     that says so; other state: the first input it reaches, None when no operator reads it)."""
     dtype = dtypes.TFLITE_TYPES.get(t.type, "")
@@ -402,7 +402,6 @@ class _Build:
         self.quantized_activations = 0
         self.missing_bias: list[str] = []
         self.shared: dict[str, list[str]] = {}  # a constant read as several weights -> the inputs reading it
-        self.metadata = {index for _, index in model.metadata}
 
     def error(self, reason: str) -> FormatError:
         return FormatError(self.probe.path, FORMAT, reason)
@@ -424,7 +423,7 @@ class _Build:
             self.entries.append(self._entry(sg, graph, t, blockwise.get(t.index)))
 
     def _entry(self, sg: Subgraph, graph: _Graph, t: Tensor, scales_of: str | None) -> _Entry:
-        name = self._unique(t.name or f"tensor {t.index}", sg)
+        name = self._unique(t.name or f"tensor {t.index}", sg, t)
         shape = check_shape(self.probe, FORMAT, name, t.shape)
         dtype = dtypes.TFLITE_TYPES.get(t.type, f"TFLITE_TYPE[{t.type}]")
         buffer = self.model.buffers[t.buffer]
@@ -441,7 +440,7 @@ class _Build:
             kind, use = TensorKind.BUFFER, None
             notes.append(f"blockwise quantization parameters of {scales_of!r}")
         else:
-            kind, use = _kind(sg, graph, t)
+            kind, use = _kind(graph, t)
         weights = [u for u in graph.consumers.get(t.index, ()) if u.index in WEIGHT_INPUTS.get(u.op, ())]
         if kind is TensorKind.PARAMETER and len(weights) > 1:
             reads = Counter(f"{u.op} {_input_name(u.op, u.index)}" for u in weights)
@@ -460,12 +459,14 @@ class _Build:
             raise self.error(f"tensor {name!r} has {stored:,} bytes of data, {shape} {dtype} needs {expected:,}")
         return stored
 
-    def _unique(self, name: str, sg: Subgraph) -> str:
-        """The name as stored, or made unique (a name two subgraphs or two tensors share) with where it is."""
-        if name in self.names:
-            name = f"{name} [{sg.name} tensor {len(self.names)}]"
-        self.names.add(name)
-        return name
+    def _unique(self, name: str, sg: Subgraph, t: Tensor) -> str:
+        """The name as stored, or made unique (a name two subgraphs or two tensors share) by where it is."""
+        unique, n = name, 1
+        while unique in self.names:
+            unique = f"{name} [{sg.name} tensor {t.index}]" + (f" #{n}" if n > 1 else "")
+            n += 1
+        self.names.add(unique)
+        return unique
 
     def tensors(self) -> list[TensorInfo]:
         """The tensors, those sharing a buffer made aliases of the one the graph says most of (a parameter first)."""
@@ -514,25 +515,26 @@ class _Build:
                 f"and add (the weights' names list the folded ops): {named}; a source model counts each one's scale, "
                 "shift and moving statistics, not stored as such"
             )
-            out.append(Finding("TFLITE_FOLDED", Severity.INFO, message, tuple(folded)))
+            out.append(Finding("TFLITE_FOLDED", Severity.INFO, message, tuple(folded[:MAX_SUBJECTS])))
         if self.missing_bias:
             message = (
                 f"{len(self.missing_bias)} operator(s) have no bias: a layer without one, a bias the converter folded "
                 f"into the next layer's (no activation between them), or an all-zero bias it dropped "
                 f"({', '.join(self.missing_bias[:6])})"
             )
-            out.append(Finding("TFLITE_NO_BIAS", Severity.INFO, message, tuple(self.missing_bias)))
+            out.append(Finding("TFLITE_NO_BIAS", Severity.INFO, message, tuple(self.missing_bias[:MAX_SUBJECTS])))
         if self.shared:
             said = "; ".join(f"{name!r} as {', '.join(inputs)}" for name, inputs in list(self.shared.items())[:4])
             message = (
                 f"{len(self.shared)} constant(s) are read as several weights, stored once (the converter merges equal "
                 f"constants; a source model counts each): {said}"
             )
-            out.append(Finding("TFLITE_SHARED_CONSTANT", Severity.INFO, message, tuple(self.shared)))
+            out.append(Finding("TFLITE_SHARED_CONSTANT", Severity.INFO, message, tuple(self.shared)[:MAX_SUBJECTS]))
         return out
 
 
 MAX_STORED = 10_000_000
+MAX_SUBJECTS = 100  # names a finding carries
 
 
 def _blockwise(sg: Subgraph) -> dict[int, str]:
@@ -665,7 +667,8 @@ def _attributes(probe: Probe, fb: FlatBuffer, model: Model, build: _Build) -> di
         elif name == CONVERSION_METADATA and not b.outside:
             a.update(_conversion(probe, b.start, b.start + b.nbytes))
     if model.metadata:
-        shown = [f"{n or i} ({model.buffers[i].nbytes:,} B)" for n, i in model.metadata if 0 <= i < len(model.buffers)]
+        shown = [f"{(n or str(i))[:100]} ({model.buffers[i].nbytes:,} B)" for n, i in model.metadata
+                 if 0 <= i < len(model.buffers)]  # fmt: skip
         a["tflite.metadata"] = ", ".join(shown[:MAX_SHOWN])
     main = model.subgraphs[0]
     for key, indices in (("inputs", main.inputs), ("outputs", main.outputs)):
@@ -674,8 +677,8 @@ def _attributes(probe: Probe, fb: FlatBuffer, model: Model, build: _Build) -> di
     if len(model.subgraphs) > 1:
         a["tflite.subgraphs"] = ", ".join(f"{sg.name} ({len(sg.tensors):,} tensors, {len(sg.operators):,} operators)"
                                           for sg in model.subgraphs[:MAX_SHOWN])  # fmt: skip
-    for key, inputs, outputs in ((k, i, o) for k, _, i, o in model.signatures[:MAX_SHOWN]):
-        a[f"tflite.signature.{key}"[:100]] = f"inputs {', '.join(inputs) or '-'}; outputs {', '.join(outputs) or '-'}"
+    for key, _, inputs, outputs in model.signatures[:MAX_SHOWN]:
+        a[f"tflite.signature.{key}"[:100]] = f"inputs {_listed(inputs)}; outputs {_listed(outputs)}"
     ops = Counter(op.code for sg in model.subgraphs for op in sg.operators)
     a["tflite.operators"] = f"{sum(ops.values()):,}"
     a["tflite.op_types"] = ", ".join(f"{op} x{n}" for op, n in ops.most_common(12)) or "-"
@@ -695,6 +698,11 @@ def _attributes(probe: Probe, fb: FlatBuffer, model: Model, build: _Build) -> di
         groups = Counter(group for group, _, _ in model.external.values())
         a["tflite.external_buffers"] = ", ".join(f"{g!r} ({n:,} buffers)" for g, n in groups.most_common(MAX_SHOWN))
     return a
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    shown = ", ".join(n[:100] for n in names[:MAX_SHOWN]) or "-"
+    return shown + (f" and {len(names) - MAX_SHOWN:,} more" if len(names) > MAX_SHOWN else "")
 
 
 def _elements(entries: list[_Entry]) -> int:
