@@ -587,6 +587,7 @@ SPAN_REGIONS: dict[str, tuple[RegionKind, str]] = {
 }
 OUTSIDE_OPTIONS = (RegionKind.METADATA, "custom options past the flatbuffer")
 PADDING = "alignment padding"
+UNREAD = "data no tensor reads"
 
 
 def _regions(fb: FlatBuffer, model: Model, build: _Build) -> RegionColumns:
@@ -602,8 +603,8 @@ def _regions(fb: FlatBuffer, model: Model, build: _Build) -> RegionColumns:
             held = (RegionKind.TENSOR_DATA, owners[b.index])
         elif b.index in metadata:
             held = (RegionKind.METADATA, f"metadata {metadata[b.index] or b.index!r}")
-        else:
-            held = (RegionKind.UNREFERENCED, f"buffer {b.index}: data no tensor reads")
+        else:  # (tensor data no listed tensor claims, as the accounting says it: not torch's view leftovers)
+            held = (RegionKind.TENSOR_DATA, f"buffer {b.index}: {UNREAD}")
         spans[b.start << SPAN_BITS | b.nbytes] = held
     for sg in model.subgraphs:
         for op in sg.operators:

@@ -27,7 +27,7 @@ from inspector.records import Checkpoint, RegionKind, TensorKind
 from inspector.report import analyse
 from loaders._flatbuffers import FlatBuffer
 from loaders.base import check_invariants
-from loaders.tflite import TfliteLoader
+from loaders.tflite import UNREAD, TfliteLoader
 from tests.conftest import SAMPLES
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -106,7 +106,7 @@ def _check(tf: Any, path: Path) -> Checkpoint:
             assert len(said) == scales and (not said or said[0].startswith("quantized: scale "))
     assert sum(t.n_elements for t in ours.values()) == sum(prod(r[0]) for r in reference.values())
     assert not [r for r in ckpt.regions if r.kind is RegionKind.UNKNOWN]
-    unread = [r.length for r in ckpt.regions if r.kind is RegionKind.UNREFERENCED]
+    unread = [r.length for r in ckpt.regions if r.kind is RegionKind.TENSOR_DATA and r.label.endswith(UNREAD)]
     assert unread == _unread_buffers(path)
     return ckpt
 
