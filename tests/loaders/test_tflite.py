@@ -471,3 +471,11 @@ def test_a_weight_in_an_external_buffer(tmp_path: Path) -> None:
     assert "stored outside this file: 'weights.bin' at byte 64, 16 bytes" in t.notes
     assert ckpt.attributes["tflite.external_buffers"] == "'weights.bin' (1 buffers)"
     assert not [r for r in ckpt.regions if r.kind is RegionKind.UNKNOWN]
+
+
+def test_an_offset_that_would_wrap_around_points_past_the_end(tmp_path: Path) -> None:
+    """Offsets are unsigned and forward: one of 2^32 - 4 points 4 GiB on (in 32-bit arithmetic it would point 4 bytes
+    back, at the table itself: a cycle), past the end of a 20-byte file."""
+    fb = _buffer(tmp_path, _table(struct.pack("<I", (1 << 32) - 4)))
+    with pytest.raises(FormatError, match="lies outside"):
+        fb.string(fb.root("model"), 0, "name")
