@@ -71,9 +71,7 @@ class Role(StrEnumBody):
     ADAPTER = "adapter_factor"
     LEARNED_TENSOR = "learned_tensor"
     QUANT_SCALE = "quantization_scale"  # a quantized weight's scales, zero points, shape (`inspector.quantized`)
-    QUANT_STATE = (
-        "quantization_state"  # a quantized weight's state outside parameters() (bitsandbytes' `SCB`, `absmax`)
-    )
+    QUANT_STATE = "quantization_state"  # a quantized weight's state outside parameters() (bitsandbytes' `SCB`, `absmax`)
     GRAPH_CONSTANT = "graph_constant"  # an input of a graph's node that is no weight (a Reshape's shape, Pad's pads)
     OPTIMIZER_SLOT = "optimizer_slot"
     BUFFER = "buffer"
@@ -116,46 +114,15 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     # ('...q_proj.default', '...q_proj.other': two adapters of one module are two). DoRA's magnitude is saved without
     # '.weight'; AdaLoRA's factors and singular values (lora_E) are bare parameters ('q_proj.lora_A')
     RoleRule("peft.lora", Role.LORA, r"(?P<layer>.+)\.(?P<param>lora_[AB])\.weight", ("torch",)),
-    RoleRule(
-        "peft.lora.named",
-        Role.LORA,
-        r"(?P<module>.+)\.(?P<param>lora_[AB])\.(?P<adapter>[^.]+)\.weight",
-        ("torch",),
-        "{module}.{adapter}",
-    ),
+    RoleRule("peft.lora.named", Role.LORA, r"(?P<module>.+)\.(?P<param>lora_[AB])\.(?P<adapter>[^.]+)\.weight", ("torch",), "{module}.{adapter}"),
     RoleRule("peft.lora_bias", Role.LORA, r"(?P<layer>.+)\.lora_B\.bias", ("torch",), None, "lora_bias"),
-    RoleRule(
-        "peft.lora_bias.named",
-        Role.LORA,
-        r"(?P<module>.+)\.lora_B\.(?P<adapter>[^.]+)\.bias",
-        ("torch",),
-        "{module}.{adapter}",
-        "lora_bias",
-    ),
+    RoleRule("peft.lora_bias.named", Role.LORA, r"(?P<module>.+)\.lora_B\.(?P<adapter>[^.]+)\.bias", ("torch",), "{module}.{adapter}", "lora_bias"),
     RoleRule("peft.lora_embedding", Role.LORA, r"(?P<layer>.+)\.(?P<param>lora_embedding_[AB])", ("torch",)),
-    RoleRule(
-        "peft.lora_embedding.named",
-        Role.LORA,
-        r"(?P<module>.+)\.(?P<param>lora_embedding_[AB])\.(?P<adapter>[^.]+)",
-        ("torch",),
-        "{module}.{adapter}",
-    ),
+    RoleRule("peft.lora_embedding.named", Role.LORA, r"(?P<module>.+)\.(?P<param>lora_embedding_[AB])\.(?P<adapter>[^.]+)", ("torch",), "{module}.{adapter}"),
     RoleRule("peft.dora", Role.LORA, r"(?P<layer>.+)\.(?P<param>lora_magnitude_vector)(?:\.weight)?", ("torch",)),
-    RoleRule(
-        "peft.dora.named",
-        Role.LORA,
-        r"(?P<module>.+)\.(?P<param>lora_magnitude_vector)\.(?P<adapter>[^.]+)(?:\.weight)?",
-        ("torch",),
-        "{module}.{adapter}",
-    ),
+    RoleRule("peft.dora.named", Role.LORA, r"(?P<module>.+)\.(?P<param>lora_magnitude_vector)\.(?P<adapter>[^.]+)(?:\.weight)?", ("torch",), "{module}.{adapter}"),
     RoleRule("peft.adalora", Role.LORA, r"(?P<layer>.+)\.(?P<param>lora_[ABE])", ("torch",)),
-    RoleRule(
-        "peft.adalora.named",
-        Role.LORA,
-        r"(?P<module>.+)\.(?P<param>lora_[ABE])\.(?P<adapter>[^.]+)",
-        ("torch",),
-        "{module}.{adapter}",
-    ),
+    RoleRule("peft.adalora.named", Role.LORA, r"(?P<module>.+)\.(?P<param>lora_[ABE])\.(?P<adapter>[^.]+)", ("torch",), "{module}.{adapter}"),
     # kohya-ss' and LyCORIS' adapters (sd-scripts, LyCORIS, OneTrainer, ComfyUI: the LoRAs of image models): each
     # adapted module's path with its dots written as underscores ('lora_unet_down_blocks_0_..._to_q', 'lora_te1_...'),
     # its factors lora_down (rank x inputs), lora_up (outputs x rank) and a Tucker core lora_mid, DoRA's dora_scale;
@@ -168,114 +135,39 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     # peft's other adapter types: each tuner's factors (its `adapter_layer_names`, peft 0.21), bare parameters
     # ('q_proj.hada_w1_a') or a module's weight ('q_proj.oft_R.weight'), named as LoRA's are, in a PeftModel
     # ('base_model.model.', which every other name lacks: the matcher tries the rules on no other name)
-    RoleRule(
-        "peft.factor",
-        Role.ADAPTER,
-        r"(?P<layer>.*base_model(?:\..+)?)\.(?P<param>" + PEFT_FACTORS + r")(?:\.weight)?",
-        ("torch",),
-    ),
-    RoleRule(
-        "peft.factor.named",
-        Role.ADAPTER,
-        r"(?P<module>.*base_model(?:\..+)?)\.(?P<param>" + PEFT_FACTORS + r")\.(?P<adapter>[^.]+)(?:\.weight)?",
-        ("torch",),
-        "{module}.{adapter}",
-    ),
+    RoleRule("peft.factor", Role.ADAPTER, r"(?P<layer>.*base_model(?:\..+)?)\.(?P<param>" + PEFT_FACTORS + r")(?:\.weight)?", ("torch",)),
+    RoleRule("peft.factor.named", Role.ADAPTER, r"(?P<module>.*base_model(?:\..+)?)\.(?P<param>" + PEFT_FACTORS + r")\.(?P<adapter>[^.]+)(?:\.weight)?", ("torch",), "{module}.{adapter}"),
     # prompt learning (prompt tuning, prefix tuning, P-tuning): the virtual tokens' embeddings, one table
     RoleRule("peft.prompt", Role.EMBEDDING, r"prompt_embeddings", ("torch",), "prompt_embeddings", "weight"),
     # the base weight of an adapted embedding or head, which peft saves beside the factors (save_embedding_layers)
-    RoleRule(
-        "peft.base_embedding",
-        Role.EMBEDDING,
-        r"(?P<layer>.*(?:embed|emb|wte|tok)\w*\.base_layer)\.weight",
-        ("torch",),
-        None,
-        "weight",
-    ),
-    RoleRule(
-        "peft.base_head", Role.HEAD, r"(?P<layer>(?:.*\.)?lm_head\.base_layer)\.weight", ("torch",), None, "weight"
-    ),
+    RoleRule("peft.base_embedding", Role.EMBEDDING, r"(?P<layer>.*(?:embed|emb|wte|tok)\w*\.base_layer)\.weight", ("torch",), None, "weight"),
+    RoleRule("peft.base_head", Role.HEAD, r"(?P<layer>(?:.*\.)?lm_head\.base_layer)\.weight", ("torch",), None, "weight"),
     # rau (seed 004): rau.models.rnn.language_model / transformer.unidirectional_encoder module paths
-    RoleRule(
-        "rau.embedding",
-        Role.EMBEDDING,
-        P + r"func\.(?:embedding_layer\.)?embeddings",
-        ("torch",),
-        "embedding",
-        "embeddings",
-    ),
-    RoleRule(
-        "rau.initial_state",
-        Role.INITIAL_STATE,
-        P + r"initial_hidden_state_inputs",
-        ("torch",),
-        "initial_state",
-        "initial_state",
-    ),
+    RoleRule("rau.embedding", Role.EMBEDDING, P + r"func\.(?:embedding_layer\.)?embeddings", ("torch",), "embedding", "embeddings"),
+    RoleRule("rau.initial_state", Role.INITIAL_STATE, P + r"initial_hidden_state_inputs", ("torch",), "initial_state", "initial_state"),
     RoleRule("rau.rnn_input", Role.RNN_INPUT, P + r"rnn\.weight_ih_l(?P<i>\d+)", ("torch",), "rnn.l{i}", "kernel"),
-    RoleRule(
-        "rau.rnn_recurrent",
-        Role.RNN_RECURRENT,
-        P + r"rnn\.weight_hh_l(?P<i>\d+)",
-        ("torch",),
-        "rnn.l{i}",
-        "recurrent_kernel",
-    ),
+    RoleRule("rau.rnn_recurrent", Role.RNN_RECURRENT, P + r"rnn\.weight_hh_l(?P<i>\d+)", ("torch",), "rnn.l{i}", "recurrent_kernel"),
     RoleRule("rau.rnn_bias", Role.RNN_BIAS, P + r"rnn\.bias_[ih]h_l(?P<i>\d+)", ("torch",), "rnn.l{i}", "bias"),
     RoleRule("rau.stack_actions", Role.STACK_ACTION, P + r"action_layer\.linear\." + WB, ("torch",), "stack.actions"),
     RoleRule("rau.stack_push", Role.STACK_PUSH, P + r"push_value_layer\.linear\." + WB, ("torch",), "stack.push_value"),
     RoleRule("rau.stack_operations", Role.STACK_ACTION, P + r"operation_layer\." + WB, ("torch",), "stack.operations"),
-    RoleRule(
-        "rau.stack_pushed_vector",
-        Role.STACK_PUSH,
-        P + r"pushed_vector_layer\.0\." + WB,
-        ("torch",),
-        "stack.pushed_vector",
-    ),
-    RoleRule(
-        "rau.stack_bottom", Role.STACK_PUSH, P + r"bottom_vector", ("torch",), "stack.bottom_vector", "bottom_vector"
-    ),
-    RoleRule(
-        "rau.attn_qkv",
-        Role.ATTN_QKV,
-        P + r"layers\.layers\.(?P<i>\d+)\.self_attn\.in_proj_(?P<param>weight|bias)",
-        ("torch",),
-        "layers.{i}",
-    ),
-    RoleRule(
-        "rau.attn_o",
-        Role.ATTN_O,
-        P + r"layers\.layers\.(?P<i>\d+)\.self_attn\.out_proj\." + WB,
-        ("torch",),
-        "layers.{i}",
-    ),
+    RoleRule("rau.stack_pushed_vector", Role.STACK_PUSH, P + r"pushed_vector_layer\.0\." + WB, ("torch",), "stack.pushed_vector"),
+    RoleRule("rau.stack_bottom", Role.STACK_PUSH, P + r"bottom_vector", ("torch",), "stack.bottom_vector", "bottom_vector"),
+    RoleRule("rau.attn_qkv", Role.ATTN_QKV, P + r"layers\.layers\.(?P<i>\d+)\.self_attn\.in_proj_(?P<param>weight|bias)", ("torch",), "layers.{i}"),
+    RoleRule("rau.attn_o", Role.ATTN_O, P + r"layers\.layers\.(?P<i>\d+)\.self_attn\.out_proj\." + WB, ("torch",), "layers.{i}"),
     RoleRule("rau.ffn_up", Role.FFN_UP, P + r"layers\.layers\.(?P<i>\d+)\.linear1\." + WB, ("torch",), "layers.{i}"),
-    RoleRule(
-        "rau.ffn_down", Role.FFN_DOWN, P + r"layers\.layers\.(?P<i>\d+)\.linear2\." + WB, ("torch",), "layers.{i}"
-    ),
+    RoleRule("rau.ffn_down", Role.FFN_DOWN, P + r"layers\.layers\.(?P<i>\d+)\.linear2\." + WB, ("torch",), "layers.{i}"),
     RoleRule("rau.norm", Role.NORM, P + r"layers\.layers\.(?P<i>\d+)\.norm\d\." + WB, ("torch",), "layers.{i}"),
     RoleRule("rau.final_norm", Role.NORM, P + r"layers\.norm\." + WB, ("torch",), "norm"),
     # Hugging Face GPT-2 (transformers GPT2LMHeadModel / GPT2Model)
     RoleRule("hf.gpt2.wte", Role.EMBEDDING, r"(?:transformer\.)?wte\.weight", ("torch",), "wte", "weight"),
     RoleRule("hf.gpt2.wpe", Role.POSITION_EMBEDDING, r"(?:transformer\.)?wpe\.weight", ("torch",), "wpe", "weight"),
-    RoleRule(
-        "hf.gpt2.attn_qkv", Role.ATTN_QKV, r"(?:transformer\.)?h\.(?P<i>\d+)\.attn\.c_attn\." + WB, ("torch",), "h.{i}"
-    ),
-    RoleRule(
-        "hf.gpt2.attn_o", Role.ATTN_O, r"(?:transformer\.)?h\.(?P<i>\d+)\.attn\.c_proj\." + WB, ("torch",), "h.{i}"
-    ),
+    RoleRule("hf.gpt2.attn_qkv", Role.ATTN_QKV, r"(?:transformer\.)?h\.(?P<i>\d+)\.attn\.c_attn\." + WB, ("torch",), "h.{i}"),
+    RoleRule("hf.gpt2.attn_o", Role.ATTN_O, r"(?:transformer\.)?h\.(?P<i>\d+)\.attn\.c_proj\." + WB, ("torch",), "h.{i}"),
     RoleRule("hf.gpt2.ffn_up", Role.FFN_UP, r"(?:transformer\.)?h\.(?P<i>\d+)\.mlp\.c_fc\." + WB, ("torch",), "h.{i}"),
-    RoleRule(
-        "hf.gpt2.ffn_down", Role.FFN_DOWN, r"(?:transformer\.)?h\.(?P<i>\d+)\.mlp\.c_proj\." + WB, ("torch",), "h.{i}"
-    ),
+    RoleRule("hf.gpt2.ffn_down", Role.FFN_DOWN, r"(?:transformer\.)?h\.(?P<i>\d+)\.mlp\.c_proj\." + WB, ("torch",), "h.{i}"),
     RoleRule("hf.gpt2.norm", Role.NORM, r"(?:transformer\.)?h\.(?P<i>\d+)\.ln_\d\." + WB, ("torch",), "h.{i}"),
-    RoleRule(
-        "hf.gpt2.attn_buffer",
-        Role.BUFFER,
-        r"(?:transformer\.)?h\.(?P<i>\d+)\.attn\.(?P<param>bias|masked_bias)",
-        ("torch",),
-        "h.{i}",
-    ),
+    RoleRule("hf.gpt2.attn_buffer", Role.BUFFER, r"(?:transformer\.)?h\.(?P<i>\d+)\.attn\.(?P<param>bias|masked_bias)", ("torch",), "h.{i}"),
     RoleRule("hf.gpt2.ln_f", Role.NORM, r"(?:transformer\.)?ln_f\." + WB, ("torch",), "ln_f"),
     RoleRule("hf.lm_head", Role.HEAD, r"lm_head\." + WB, ("torch",), "lm_head"),
     # openai-whisper's own checkpoints ({"dims", "model_state_dict"}: the files `whisper.load_model` downloads): its
@@ -287,250 +179,66 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("whisper.ffn_up", Role.FFN_UP, WHISPER_BLOCK + r"\.mlp\.0\." + WB, ("torch",)),
     RoleRule("whisper.ffn_down", Role.FFN_DOWN, WHISPER_BLOCK + r"\.mlp\.2\." + WB, ("torch",)),
     # Hugging Face BERT (transformers BertModel / BertFor*)
-    RoleRule(
-        "hf.bert.word",
-        Role.EMBEDDING,
-        r"(?:bert\.)?embeddings\.word_embeddings\.weight",
-        ("torch",),
-        "embeddings.word_embeddings",
-        "weight",
-    ),
-    RoleRule(
-        "hf.bert.position",
-        Role.POSITION_EMBEDDING,
-        r"(?:bert\.)?embeddings\.(?:position|token_type)_embeddings\.weight",
-        ("torch",),
-        None,
-        "weight",
-    ),
-    RoleRule(
-        "hf.bert.position_ids",
-        Role.BUFFER,
-        r"(?:bert\.)?embeddings\.(?:position_ids|token_type_ids)",
-        ("torch",),
-        "embeddings",
-        "ids",
-    ),
-    RoleRule(
-        "hf.bert.embed_norm", Role.NORM, r"(?:bert\.)?embeddings\.LayerNorm\." + WB, ("torch",), "embeddings.LayerNorm"
-    ),
-    RoleRule(
-        "hf.bert.attn_q",
-        Role.ATTN_Q,
-        r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.attention\.self\.query\." + WB,
-        ("torch",),
-        "encoder.layer.{i}",
-    ),
-    RoleRule(
-        "hf.bert.attn_k",
-        Role.ATTN_K,
-        r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.attention\.self\.key\." + WB,
-        ("torch",),
-        "encoder.layer.{i}",
-    ),
-    RoleRule(
-        "hf.bert.attn_v",
-        Role.ATTN_V,
-        r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.attention\.self\.value\." + WB,
-        ("torch",),
-        "encoder.layer.{i}",
-    ),
-    RoleRule(
-        "hf.bert.attn_o",
-        Role.ATTN_O,
-        r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.attention\.output\.dense\." + WB,
-        ("torch",),
-        "encoder.layer.{i}",
-    ),
-    RoleRule(
-        "hf.bert.norm",
-        Role.NORM,
-        r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.(?:attention\.)?output\.LayerNorm\." + WB,
-        ("torch",),
-        "encoder.layer.{i}",
-    ),
-    RoleRule(
-        "hf.bert.ffn_up",
-        Role.FFN_UP,
-        r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.intermediate\.dense\." + WB,
-        ("torch",),
-        "encoder.layer.{i}",
-    ),
-    RoleRule(
-        "hf.bert.ffn_down",
-        Role.FFN_DOWN,
-        r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.output\.dense\." + WB,
-        ("torch",),
-        "encoder.layer.{i}",
-    ),
+    RoleRule("hf.bert.word", Role.EMBEDDING, r"(?:bert\.)?embeddings\.word_embeddings\.weight", ("torch",), "embeddings.word_embeddings", "weight"),
+    RoleRule("hf.bert.position", Role.POSITION_EMBEDDING, r"(?:bert\.)?embeddings\.(?:position|token_type)_embeddings\.weight", ("torch",), None, "weight"),
+    RoleRule("hf.bert.position_ids", Role.BUFFER, r"(?:bert\.)?embeddings\.(?:position_ids|token_type_ids)", ("torch",), "embeddings", "ids"),
+    RoleRule("hf.bert.embed_norm", Role.NORM, r"(?:bert\.)?embeddings\.LayerNorm\." + WB, ("torch",), "embeddings.LayerNorm"),
+    RoleRule("hf.bert.attn_q", Role.ATTN_Q, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.attention\.self\.query\." + WB, ("torch",), "encoder.layer.{i}"),
+    RoleRule("hf.bert.attn_k", Role.ATTN_K, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.attention\.self\.key\." + WB, ("torch",), "encoder.layer.{i}"),
+    RoleRule("hf.bert.attn_v", Role.ATTN_V, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.attention\.self\.value\." + WB, ("torch",), "encoder.layer.{i}"),
+    RoleRule("hf.bert.attn_o", Role.ATTN_O, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.attention\.output\.dense\." + WB, ("torch",), "encoder.layer.{i}"),
+    RoleRule("hf.bert.norm", Role.NORM, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.(?:attention\.)?output\.LayerNorm\." + WB, ("torch",), "encoder.layer.{i}"),
+    RoleRule("hf.bert.ffn_up", Role.FFN_UP, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.intermediate\.dense\." + WB, ("torch",), "encoder.layer.{i}"),
+    RoleRule("hf.bert.ffn_down", Role.FFN_DOWN, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.output\.dense\." + WB, ("torch",), "encoder.layer.{i}"),
     RoleRule("hf.bert.pooler", Role.DENSE, r"(?:bert\.)?pooler\.dense\." + WB, ("torch",), "pooler.dense"),
     # Hugging Face llama-style decoders
-    RoleRule(
-        "hf.llama.embed", Role.EMBEDDING, r"(?:model\.)?embed_tokens\.weight", ("torch",), "embed_tokens", "weight"
-    ),
-    RoleRule(
-        "hf.llama.attn",
-        Role.ATTN_Q,
-        r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.q_proj\." + WB,
-        ("torch",),
-        "layers.{i}",
-    ),
-    RoleRule(
-        "hf.llama.attn_k",
-        Role.ATTN_K,
-        r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.k_proj\." + WB,
-        ("torch",),
-        "layers.{i}",
-    ),
-    RoleRule(
-        "hf.llama.attn_v",
-        Role.ATTN_V,
-        r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.v_proj\." + WB,
-        ("torch",),
-        "layers.{i}",
-    ),
-    RoleRule(
-        "hf.llama.attn_o",
-        Role.ATTN_O,
-        r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.o_proj\." + WB,
-        ("torch",),
-        "layers.{i}",
-    ),
-    RoleRule(
-        "hf.llama.gate",
-        Role.FFN_GATE,
-        r"(?:model\.)?layers\.(?P<i>\d+)\.mlp\.gate_proj\." + WB,
-        ("torch",),
-        "layers.{i}",
-    ),
-    RoleRule(
-        "hf.llama.up", Role.FFN_UP, r"(?:model\.)?layers\.(?P<i>\d+)\.mlp\.up_proj\." + WB, ("torch",), "layers.{i}"
-    ),
-    RoleRule(
-        "hf.llama.down",
-        Role.FFN_DOWN,
-        r"(?:model\.)?layers\.(?P<i>\d+)\.mlp\.down_proj\." + WB,
-        ("torch",),
-        "layers.{i}",
-    ),
-    RoleRule(
-        "hf.llama.norm", Role.NORM, r"(?:model\.)?(?:layers\.(?P<i>\d+)\.)?\w*norm\.weight", ("torch",), None, "weight"
-    ),
+    RoleRule("hf.llama.embed", Role.EMBEDDING, r"(?:model\.)?embed_tokens\.weight", ("torch",), "embed_tokens", "weight"),
+    RoleRule("hf.llama.attn", Role.ATTN_Q, r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.q_proj\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("hf.llama.attn_k", Role.ATTN_K, r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.k_proj\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("hf.llama.attn_v", Role.ATTN_V, r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.v_proj\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("hf.llama.attn_o", Role.ATTN_O, r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.o_proj\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("hf.llama.gate", Role.FFN_GATE, r"(?:model\.)?layers\.(?P<i>\d+)\.mlp\.gate_proj\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("hf.llama.up", Role.FFN_UP, r"(?:model\.)?layers\.(?P<i>\d+)\.mlp\.up_proj\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("hf.llama.down", Role.FFN_DOWN, r"(?:model\.)?layers\.(?P<i>\d+)\.mlp\.down_proj\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("hf.llama.norm", Role.NORM, r"(?:model\.)?(?:layers\.(?P<i>\d+)\.)?\w*norm\.weight", ("torch",), None, "weight"),
     # Sockeye 1.x (MXNet; seed 002), with or without the arg: prefix of exported checkpoints
-    RoleRule(
-        "sockeye.embed",
-        Role.EMBEDDING,
-        r"(?:arg:)?(?P<layer>(?:source|target)_embed)_weight",
-        ("mxnet",),
-        None,
-        "weight",
-    ),
+    RoleRule("sockeye.embed", Role.EMBEDDING, r"(?:arg:)?(?P<layer>(?:source|target)_embed)_weight", ("mxnet",), None, "weight"),
     RoleRule("sockeye.output", Role.HEAD, r"(?:arg:)?(?P<layer>target_output)_(?P<param>weight|bias)", ("mxnet",)),
     RoleRule("sockeye.i2h", Role.RNN_INPUT, r"(?:arg:)?(?P<layer>.+_l\d+)_i2h_weight", ("mxnet",), None, "kernel"),
-    RoleRule(
-        "sockeye.h2h",
-        Role.RNN_RECURRENT,
-        r"(?:arg:)?(?P<layer>.+_l\d+)_h2h_weight",
-        ("mxnet",),
-        None,
-        "recurrent_kernel",
-    ),
+    RoleRule("sockeye.h2h", Role.RNN_RECURRENT, r"(?:arg:)?(?P<layer>.+_l\d+)_h2h_weight", ("mxnet",), None, "recurrent_kernel"),
     RoleRule("sockeye.rnn_bias", Role.RNN_BIAS, r"(?:arg:)?(?P<layer>.+_l\d+)_[ih]2h_bias", ("mxnet",), None, "bias"),
-    RoleRule(
-        "sockeye.enc2decinit",
-        Role.DENSE,
-        r"(?:arg:)?(?P<layer>decoder_rnn_enc2decinit_\d+)_(?P<param>weight|bias)",
-        ("mxnet",),
-    ),
-    RoleRule(
-        "sockeye.hidden", Role.DENSE, r"(?:arg:)?(?P<layer>decoder_rnn_hidden)_(?P<param>weight|bias)", ("mxnet",)
-    ),
+    RoleRule("sockeye.enc2decinit", Role.DENSE, r"(?:arg:)?(?P<layer>decoder_rnn_enc2decinit_\d+)_(?P<param>weight|bias)", ("mxnet",)),
+    RoleRule("sockeye.hidden", Role.DENSE, r"(?:arg:)?(?P<layer>decoder_rnn_hidden)_(?P<param>weight|bias)", ("mxnet",)),
     # MXNet Gluon / Module names: dense0_weight, conv0_bias, batchnorm0_moving_mean (arg:/aux: prefixes)
     RoleRule("mxnet.stat", Role.NORM_STAT, r"(?:aux:)?(?P<layer>.*?)[._](?P<param>" + MXNET_STATS + ")", ("mxnet",)),
     # gamma and beta are a norm's in Gluon (BatchNorm, LayerNorm, InstanceNorm, GroupNorm), whatever the block's name
     RoleRule("mxnet.norm", Role.NORM, r"(?:arg:)?(?P<layer>.+?)[._](?P<param>gamma|beta)", ("mxnet",)),
-    RoleRule(
-        "mxnet.embed", Role.EMBEDDING, r"(?:arg:)?(?P<layer>.*emb(?:ed)?\w*?\d*)[._](?P<param>weight)", ("mxnet",)
-    ),
+    RoleRule("mxnet.embed", Role.EMBEDDING, r"(?:arg:)?(?P<layer>.*emb(?:ed)?\w*?\d*)[._](?P<param>weight)", ("mxnet",)),
     RoleRule("mxnet.conv", Role.CONV, r"(?:arg:)?(?P<layer>.*conv\w*?\d*)[._](?P<param>weight|bias)", ("mxnet",)),
-    RoleRule(
-        "mxnet.dense",
-        Role.DENSE,
-        r"(?:arg:)?(?P<layer>.*(?:dense|fc|fullyconnected|linear)\d*)[._](?P<param>weight|bias)",
-        ("mxnet",),
-    ),
-    RoleRule(
-        "mxnet.head",
-        Role.HEAD,
-        r"(?:arg:)?(?P<layer>(?:.*[._])?(?:out|output|decoder|head|classifier))[._](?P<param>weight|bias)",
-        ("mxnet",),
-    ),
-    RoleRule(
-        "mxnet.bias", Role.DENSE, r"(?:arg:)?(?P<layer>.+?)[._](?P<param>weight|bias)", ("mxnet",)
-    ),  # Gluon dotted names, any block
+    RoleRule("mxnet.dense", Role.DENSE, r"(?:arg:)?(?P<layer>.*(?:dense|fc|fullyconnected|linear)\d*)[._](?P<param>weight|bias)", ("mxnet",)),
+    RoleRule("mxnet.head", Role.HEAD, r"(?:arg:)?(?P<layer>(?:.*[._])?(?:out|output|decoder|head|classifier))[._](?P<param>weight|bias)", ("mxnet",)),
+    RoleRule("mxnet.bias", Role.DENSE, r"(?:arg:)?(?P<layer>.+?)[._](?P<param>weight|bias)", ("mxnet",)),  # Gluon dotted names, any block
     # Keras 2 h5 ('model_weights/dense_1/dense_1/kernel:0', 'dense_1/kernel:0') and Keras 3 variable paths
-    RoleRule(
-        "keras.cell_kernel",
-        Role.RNN_INPUT,
-        r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*\w*cell/(?P<param>kernel)(?::0)?",
-        ("keras",),
-    ),
-    RoleRule(
-        "keras.cell_bias",
-        Role.RNN_BIAS,
-        r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*\w*cell/(?P<param>bias)(?::0)?",
-        ("keras",),
-    ),
-    RoleRule(
-        "keras.embeddings",
-        Role.EMBEDDING,
-        r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>embeddings)(?::0)?",
-        ("keras",),
-    ),
-    RoleRule(
-        "keras.recurrent",
-        Role.RNN_RECURRENT,
-        r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>recurrent_kernel)(?::0)?",
-        ("keras",),
-    ),
+    RoleRule("keras.cell_kernel", Role.RNN_INPUT, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*\w*cell/(?P<param>kernel)(?::0)?", ("keras",)),
+    RoleRule("keras.cell_bias", Role.RNN_BIAS, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*\w*cell/(?P<param>bias)(?::0)?", ("keras",)),
+    RoleRule("keras.embeddings", Role.EMBEDDING, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>embeddings)(?::0)?", ("keras",)),
+    RoleRule("keras.recurrent", Role.RNN_RECURRENT, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>recurrent_kernel)(?::0)?", ("keras",)),
     RoleRule("keras.norm", Role.NORM, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>gamma|beta)(?::0)?", ("keras",)),
-    RoleRule(
-        "keras.stat",
-        Role.NORM_STAT,
-        r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>" + KERAS_STATS + ")(?::0)?",
-        ("keras",),
-    ),
+    RoleRule("keras.stat", Role.NORM_STAT, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>" + KERAS_STATS + ")(?::0)?", ("keras",)),
     RoleRule("keras.var", Role.DENSE, r"(?:.*/)?(?P<layer>[^/]+)/(?:[^/]+/)*(?P<param>kernel|bias)(?::0)?", ("keras",)),
     # timm (BEiT, EVA, ...): a qkv projection without bias, and separate q and v (k) biases beside it
     RoleRule("timm.attn_bias", Role.ATTN_QKV, r"(?P<layer>.+\.attn)\.(?P<param>[qkv]_bias)", ("torch",)),
     # timm vision transformers: learned tokens (also diffusers' AuraFlow register tokens), position embeddings and
     # LayerScale factors beside the modules
-    RoleRule(
-        "timm.token",
-        Role.LEARNED_TENSOR,
-        r"(?:(?P<layer>.+)\.)?(?P<param>(?:cls|dist|reg|mask)_token|register_tokens)",
-        ("torch",),
-    ),
-    RoleRule(
-        "timm.pos_embed",
-        Role.POSITION_EMBEDDING,
-        r"(?:(?P<layer>.+)\.)?(?P<param>(?:absolute_)?pos_embed|positional_embedding)",
-        ("torch",),
-    ),
+    RoleRule("timm.token", Role.LEARNED_TENSOR, r"(?:(?P<layer>.+)\.)?(?P<param>(?:cls|dist|reg|mask)_token|register_tokens)", ("torch",)),
+    RoleRule("timm.pos_embed", Role.POSITION_EMBEDDING, r"(?:(?P<layer>.+)\.)?(?P<param>(?:absolute_)?pos_embed|positional_embedding)", ("torch",)),
     RoleRule("timm.layer_scale", Role.LEARNED_TENSOR, r"(?P<layer>.+)\.(?P<param>gamma(?:_\d)?)", ("torch",)),
     # diffusers DiT-style transformers (PixArt, Sana...): the adaLN-single modulation table, learned
-    RoleRule(
-        "diffusers.scale_shift", Role.LEARNED_TENSOR, r"(?:(?P<layer>.+)\.)?(?P<param>scale_shift_table)", ("torch",)
-    ),
+    RoleRule("diffusers.scale_shift", Role.LEARNED_TENSOR, r"(?:(?P<layer>.+)\.)?(?P<param>scale_shift_table)", ("torch",)),
     # state-space mixers (Mamba, Mamba2, Jamba, FalconMamba...): the state matrix (as its log) and the skip, learned
     # (Jamba and Zamba name their mixer `mamba`, Qwen3-Next and Qwen3.5 their Gated DeltaNet `linear_attn`; Mamba2's
     # mixers, Bamba's and the other hybrids' add a per-head time-step bias)
-    RoleRule(
-        "ssm.params",
-        Role.LEARNED_TENSOR,
-        r"(?P<layer>.+\.(?:mixer|mamba|linear_attn))\.(?P<param>A_log|D|dt_bias)",
-        ("torch",),
-    ),
+    RoleRule("ssm.params", Role.LEARNED_TENSOR, r"(?P<layer>.+\.(?:mixer|mamba|linear_attn))\.(?P<param>A_log|D|dt_bias)", ("torch",)),
     # a quantized weight's scales and zero points beside it (compressed-tensors' FP8 and INT8, transformers'
     # fine-grained FP8 of DeepSeek-V3 and Qwen3: `inspector.quantized`)
     RoleRule("quant.scale", Role.QUANT_SCALE, r"(?P<layer>.+)\.(?P<param>" + SIDE_TENSOR_NAMES + ")", ("torch",)),
@@ -540,78 +248,26 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("bnb.state", Role.QUANT_STATE, r"(?P<layer>.+)\.(?P<param>" + BNB_STATE_NAMES + ")", ("torch",)),
     # a mixture of experts' projections stacked one tensor per projection (experts, out, in): transformers 5's fused
     # experts ('mlp.experts.gate_up_proj'), llama.cpp's stacked ones named as HF's ('mlp.experts.gate_proj.weight')
-    RoleRule(
-        "moe.experts_gate", Role.FFN_GATE, r"(?P<layer>.+\.experts)\.(?P<param>gate_proj)(?:\.weight)?", ("torch",)
-    ),
+    RoleRule("moe.experts_gate", Role.FFN_GATE, r"(?P<layer>.+\.experts)\.(?P<param>gate_proj)(?:\.weight)?", ("torch",)),
     # (gpt-oss's: a bias per expert beside each, and in OpenAI's MXFP4 release the projections as blocks of packed values
     # with a scale a block, `inspector.quantized.BLOCK_PACKINGS`)
-    RoleRule(
-        "moe.experts_up",
-        Role.FFN_UP,
-        r"(?P<layer>.+\.experts)\.(?P<param>(?:gate_up_proj|up_proj)(?:_bias|_blocks)?)(?:\.weight)?",
-        ("torch",),
-    ),
-    RoleRule(
-        "moe.experts_down",
-        Role.FFN_DOWN,
-        r"(?P<layer>.+\.experts)\.(?P<param>down_proj(?:_bias|_blocks)?)(?:\.weight)?",
-        ("torch",),
-    ),
-    RoleRule(
-        "moe.experts_scales",
-        Role.QUANT_STATE,
-        r"(?P<layer>.+\.experts)\.(?P<param>(?:gate_up_proj|down_proj)_scales)",
-        ("torch",),
-    ),
+    RoleRule("moe.experts_up", Role.FFN_UP, r"(?P<layer>.+\.experts)\.(?P<param>(?:gate_up_proj|up_proj)(?:_bias|_blocks)?)(?:\.weight)?", ("torch",)),
+    RoleRule("moe.experts_down", Role.FFN_DOWN, r"(?P<layer>.+\.experts)\.(?P<param>down_proj(?:_bias|_blocks)?)(?:\.weight)?", ("torch",)),
+    RoleRule("moe.experts_scales", Role.QUANT_STATE, r"(?P<layer>.+\.experts)\.(?P<param>(?:gate_up_proj|down_proj)_scales)", ("torch",)),
     # gpt-oss's attention sinks: a learned logit per head
     RoleRule("attn.sinks", Role.LEARNED_TENSOR, r"(?P<layer>.+\.self_attn)\.(?P<param>sinks)", ("torch",)),
     # Generic PyTorch module paths
     RoleRule("torch.stat", Role.NORM_STAT, r"(?P<layer>.+)\.(?P<param>" + TORCH_STATS + ")", ("torch",)),
-    RoleRule(
-        "torch.rnn_input",
-        Role.RNN_INPUT,
-        r"(?P<layer>.+)\.weight_ih_l(?P<i>\d+)(?P<rev>(?:_reverse)?)",
-        ("torch",),
-        "{layer}.l{i}{rev}",
-        "kernel",
-    ),
-    RoleRule(
-        "torch.rnn_recurrent",
-        Role.RNN_RECURRENT,
-        r"(?P<layer>.+)\.weight_hh_l(?P<i>\d+)(?P<rev>(?:_reverse)?)",
-        ("torch",),
-        "{layer}.l{i}{rev}",
-        "recurrent_kernel",
-    ),
-    RoleRule(
-        "torch.rnn_bias",
-        Role.RNN_BIAS,
-        r"(?P<layer>.+)\.bias_[ih]h_l(?P<i>\d+)(?P<rev>(?:_reverse)?)",
-        ("torch",),
-        "{layer}.l{i}{rev}",
-        "bias",
-    ),
+    RoleRule("torch.rnn_input", Role.RNN_INPUT, r"(?P<layer>.+)\.weight_ih_l(?P<i>\d+)(?P<rev>(?:_reverse)?)", ("torch",), "{layer}.l{i}{rev}", "kernel"),
+    RoleRule("torch.rnn_recurrent", Role.RNN_RECURRENT, r"(?P<layer>.+)\.weight_hh_l(?P<i>\d+)(?P<rev>(?:_reverse)?)", ("torch",), "{layer}.l{i}{rev}", "recurrent_kernel"),
+    RoleRule("torch.rnn_bias", Role.RNN_BIAS, r"(?P<layer>.+)\.bias_[ih]h_l(?P<i>\d+)(?P<rev>(?:_reverse)?)", ("torch",), "{layer}.l{i}{rev}", "bias"),
     # nn.LSTMCell / GRUCell / RNNCell: the same weights without a layer suffix
     RoleRule("torch.cell_input", Role.RNN_INPUT, r"(?P<layer>.+)\.weight_ih", ("torch",), None, "kernel"),
-    RoleRule(
-        "torch.cell_recurrent", Role.RNN_RECURRENT, r"(?P<layer>.+)\.weight_hh", ("torch",), None, "recurrent_kernel"
-    ),
+    RoleRule("torch.cell_recurrent", Role.RNN_RECURRENT, r"(?P<layer>.+)\.weight_hh", ("torch",), None, "recurrent_kernel"),
     RoleRule("torch.cell_bias", Role.RNN_BIAS, r"(?P<layer>.+)\.bias_[ih]h", ("torch",), None, "bias"),
-    RoleRule(
-        "torch.embedding",
-        Role.EMBEDDING,
-        r"(?P<layer>.*(?:embed|emb|embedding|embeddings|encoder|tok)\w*)\.weight",
-        ("torch",),
-        None,
-        "weight",
-    ),
+    RoleRule("torch.embedding", Role.EMBEDDING, r"(?P<layer>.*(?:embed|emb|embedding|embeddings|encoder|tok)\w*)\.weight", ("torch",), None, "weight"),
     RoleRule("torch.norm", Role.NORM, r"(?P<layer>.*(?i:norm|bn|ln)\w*)\." + WB, ("torch",)),
-    RoleRule(
-        "torch.head",
-        Role.HEAD,
-        r"(?P<layer>(?:.*\.)?(?:decoder|head|classifier|output|out|fc_out|lm_head))\." + WB,
-        ("torch",),
-    ),
+    RoleRule("torch.head", Role.HEAD, r"(?P<layer>(?:.*\.)?(?:decoder|head|classifier|output|out|fc_out|lm_head))\." + WB, ("torch",)),
     RoleRule("torch.conv", Role.CONV, r"(?P<layer>.*conv\w*)\." + WB, ("torch",)),
     RoleRule("torch.dense", Role.DENSE, r"(?P<layer>.+)\." + WB, ("torch",)),
 )
@@ -927,16 +583,10 @@ class ShapeRule:
 
 
 SHAPE_RULES: tuple[ShapeRule, ...] = (
-    ShapeRule(
-        "shape.conv_out_first", Role.CONV, 4, 0, "4-d kernel (out, in, kh, kw) then a bias of out: Theano/PyTorch conv"
-    ),
-    ShapeRule(
-        "shape.conv_out_last", Role.CONV, 4, 3, "4-d kernel (kh, kw, in, out) then a bias of out: TensorFlow conv"
-    ),
+    ShapeRule("shape.conv_out_first", Role.CONV, 4, 0, "4-d kernel (out, in, kh, kw) then a bias of out: Theano/PyTorch conv"),
+    ShapeRule("shape.conv_out_last", Role.CONV, 4, 3, "4-d kernel (kh, kw, in, out) then a bias of out: TensorFlow conv"),
     ShapeRule("shape.conv1d_out_first", Role.CONV, 3, 0, "3-d kernel (out, in, k) then a bias of out: PyTorch conv1d"),
-    ShapeRule(
-        "shape.conv1d_out_last", Role.CONV, 3, 2, "3-d kernel (k, in, out) then a bias of out: TensorFlow conv1d"
-    ),
+    ShapeRule("shape.conv1d_out_last", Role.CONV, 3, 2, "3-d kernel (k, in, out) then a bias of out: TensorFlow conv1d"),
     ShapeRule("shape.dense_in_out", Role.DENSE, 2, 1, "2-d kernel (in, out) then a bias of out: Keras/Theano dense"),
     ShapeRule("shape.dense_out_in", Role.DENSE, 2, 0, "2-d weight (out, in) then a bias of out: PyTorch linear"),
 )
@@ -1037,9 +687,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
             continue
         if by_source is not None and t.layer is not None and t.param is not None:
             # (a buffer its source names, no rule reads: a buffer, as in the source's file, whatever its own name says)
-            found = _by_rule(t, by_source, f"{t.layer}.{t.param}") or (
-                None if t.kind is buffer else _by_rule(t, matcher)
-            )
+            found = _by_rule(t, by_source, f"{t.layer}.{t.param}") or (None if t.kind is buffer else _by_rule(t, matcher))
         elif t.layer is None and digits:
             name = t.name
             key = name.encode("utf-8", "surrogatepass").translate(digits)  # (matcher.shape_key)
@@ -1086,9 +734,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
                 results[t.name] = _by_use(t, t.use)
     parameter = TensorKind.PARAMETER
     unnamed = [
-        t
-        for t in ckpt.tensors
-        if "." not in t.name and "/" not in t.name and t.kind is parameter and t.name not in results
+        t for t in ckpt.tensors if "." not in t.name and "/" not in t.name and t.kind is parameter and t.name not in results
     ]
     if unnamed:
         results.update(_by_shape(unnamed))
