@@ -243,3 +243,29 @@ ONNX_TYPES: dict[int, tuple[str, int]] = {
 # sub-byte integer types ONNX has and the table above lacks, and the widths MLX's quantization packs (3, 5, 6 bits)
 DTYPES.update({"U4": DType("U4", 4, DKind.UINT), "U2": DType("U2", 2, DKind.UINT), "I2": DType("I2", 2, DKind.INT)})
 DTYPES.update({f"U{bits}": DType(f"U{bits}", bits, DKind.UINT) for bits in (3, 5, 6)})
+
+# TensorFlow Lite TensorType (schema.fbs, TF 2.21) -> canonical name. Strings (TF Lite's own offsets-and-bytes
+# layout), resources and variants have no fixed size (opaque names); INT4, UINT4 and INT2 constants are packed.
+TFLITE_TYPES: dict[int, str] = {
+    0: "F32",
+    1: "F16",
+    2: "I32",
+    3: "U8",
+    4: "I64",
+    5: "STRING",
+    6: "BOOL",
+    7: "I16",
+    8: "C64",
+    9: "I8",
+    10: "F64",
+    11: "C128",
+    12: "U64",
+    13: "TF_RESOURCE",
+    14: "TF_VARIANT",
+    15: "U32",
+    16: "U16",
+    17: "I4",
+    18: "BF16",
+    19: "I2",
+    20: "U4",
+}

@@ -37,8 +37,9 @@ from inspector.roles import TORCH_STATS, compile_rules
 ALPHA_SUFFIXES = (".lora_down.weight", ".hada_w1_a", ".lokr_w1", ".lokr_w1_a")
 ALPHA_BESIDE = r"lora_down\.weight|hada_w\d_a|lokr_w\d(?:_a)?"
 
-# Frameworks whose loaders state every tensor's kind (their statistics are parameters they count).
-STATED = ("keras", "mxnet", "tensorflow")
+# Frameworks whose loaders state every tensor's kind (their statistics are parameters they count; a TF Lite graph
+# says what each constant is to the operators reading it).
+STATED = ("keras", "mxnet", "tensorflow", "tflite")
 
 
 @record(frozen=True, slots=True)

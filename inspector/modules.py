@@ -62,7 +62,10 @@ SHIFTS = ("bias", "beta")
 AFFINE = {"weight", "bias"}
 NORM_PARAMS = frozenset(SCALES) | frozenset(SHIFTS) | STATISTICS  # what a norm module holds (EvoNorm's `v` is not)
 # rules whose `param` is the tensor's parameter name (an ONNX graph's use: the name PyTorch gives that input)
-STATED_PARAM_RULES = ("keras", "mxnet", "sockeye", "shape.", "peft.", "kohya.", "lycoris.", "onnx.")
+STATED_PARAM_RULES = ("keras", "mxnet", "sockeye", "shape.", "peft.", "kohya.", "lycoris.", "onnx.", "tflite.")
+# rules whose layer is the module, whatever the tensor's name (a positional array's; a TF Lite operator's layer, its
+# tensors named 'arith.constant3' or by the fused ops joined)
+LAYER_RULES = ("shape.", "tflite.")
 
 
 @record(frozen=True)
@@ -98,7 +101,7 @@ def module_name(t: TensorInfo, r: RoleMatch, framework: str) -> str:
         t.layer
         or framework in FRAMEWORK_CONVENTIONS
         or r.role in LAYER_FROM_ROLE
-        or r.rule_id.startswith(("shape.", "onnx."))  # (the layer of a positional array, of an ONNX graph's node)
+        or r.rule_id.startswith((*LAYER_RULES, "onnx."))  # (the layer of a positional array, of a graph's node)
     ):
         return t.layer or r.layer
     if "." in t.name:
@@ -122,7 +125,7 @@ def module_groups(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, Seq
     for t, r in pairs:
         by_shape = positional.get(r.rule_id)
         if by_shape is None:
-            by_shape = positional[r.rule_id] = r.rule_id.startswith("shape.")
+            by_shape = positional[r.rule_id] = r.rule_id.startswith(LAYER_RULES)
         if stated or t.layer or r.role in from_role or by_shape:
             names.append(t.layer or r.layer)
         else:
@@ -144,7 +147,7 @@ def _kernel_out_last(t: TensorInfo, r: RoleMatch, framework: str) -> bool:
     """Keras/TensorFlow kernels are (..., in, out); PyTorch, MXNet and Theano weights are (out, in, ...)."""
     if r.rule_id.startswith("shape."):
         return r.rule_id.endswith("out_last") or r.rule_id == "shape.dense_in_out"
-    if r.rule_id.startswith("onnx."):  # (a MatMul's B: x @ B, an (in, out) kernel)
+    if r.rule_id.startswith(("onnx.", "tflite.")):  # (a MatMul's B: x @ B, an (in, out) kernel)
         return r.param == "kernel"
     return FRAMEWORK_CONVENTIONS.get(framework) is Convention.KERAS
 
@@ -155,7 +158,14 @@ def _recurrent(module: Module, framework: str, statistics: bool) -> Recipe | Non
     if rec is None or inp is None or len(rec.shape) != 2 or len(inp.shape) != 2:
         return None
     convention = FRAMEWORK_CONVENTIONS.get(framework, Convention.TORCH)
-    if convention is Convention.KERAS:  # kernel (in, g.u), recurrent (u, g.u), bias (g.u) or (2, g.u)
+    split = [t for t, r in module.items if r.role == "rnn_input_kernel"]
+    if len(split) > 1:  # a matrix a gate (TF Lite's LSTM: input_to_{input,forget,cell,output}_weights, (units, in))
+        recurrent = [t for t, r in module.items if r.role == "rnn_recurrent_kernel"]
+        alike = all(t.shape == inp.shape for t in split) and all(t.shape == rec.shape for t in recurrent)
+        if len(recurrent) != len(split) or rec.shape[0] != rec.shape[1] or not alike:
+            return None
+        units, inputs, gates, convention = rec.shape[0], inp.shape[1], len(split), Convention.TORCH
+    elif convention is Convention.KERAS:  # kernel (in, g.u), recurrent (u, g.u), bias (g.u) or (2, g.u)
         units, inputs = rec.shape[0], inp.shape[0]
         gates = rec.shape[1] // units
     else:  # weight_ih (g.u, in), weight_hh (g.u, u), bias_ih, bias_hh
@@ -300,7 +310,7 @@ def _recipe(module: Module, framework: str, statistics: bool) -> Recipe:
             else:  # an affine GroupNorm/InstanceNorm/LayerNorm whose name does not say which
                 label = "Norm"
             return Norm, (features, scale is not None, shift is not None, label), {}
-    weight = params.get("weight", params.get("kernel"))
+    weight = params.get("weight", params.get("kernel", params.get("filter")))
     rest = {p: t for p, t in params.items() if t is not weight}
     bias_ok = not rest or (len(rest) == 1 and shift is not None and len(shift.shape) == 1)
     if weight is not None and bias_ok:
@@ -316,6 +326,8 @@ def _recipe(module: Module, framework: str, statistics: bool) -> Recipe:
         if len(weight.shape) >= 3:
             if _kernel_out_last(weight, r, framework):
                 *kernel, cin, cout = weight.shape
+            elif r.param == "filter":  # (TF Lite's convolution filters: (out, kh, kw, in))
+                cout, *kernel, cin = weight.shape
             else:
                 cout, cin, *kernel = weight.shape
             # from the shape alone a grouped conv reads as in_channels/groups, and a transposed or depthwise

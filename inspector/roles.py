@@ -502,7 +502,51 @@ ONNX_INPUT_ROLES: dict[tuple[str, str], tuple[Role, str]] = {
 }  # fmt: skip
 
 
-def _by_use(t: TensorInfo, use: tuple[str, str, str, bool]) -> RoleMatch:
+# TF Lite: what a constant is to the operator reading it (`TensorInfo.use`: operator, input name, as the TF Lite
+# kernels name their inputs; `loaders.tflite`) -> its role and parameter name. A convolution's filter is stored
+# (out, kh, kw, in), the 'filter' layout `inspector.modules` reads; a fully-connected layer's weights (out, in), a
+# weight; CONV_3D's filter (kd, kh, kw, in, out), a kernel; BATCH_MATMUL's rhs (in, out), a kernel.
+TFLITE_INPUT_ROLES: dict[tuple[str, str], tuple[Role, str]] = {
+    **{(op, "filter"): (Role.CONV, "filter") for op in ("CONV_2D", "DEPTHWISE_CONV_2D")},
+    **{(op, "bias"): (Role.CONV, _B) for op in ("CONV_2D", "DEPTHWISE_CONV_2D", "CONV_3D", "TRANSPOSE_CONV",
+                                               "CONV_3D_TRANSPOSE")},
+    ("TRANSPOSE_CONV", "weights"): (Role.CONV, "filter"),
+    ("CONV_3D", "filter"): (Role.CONV, "kernel"), ("CONV_3D_TRANSPOSE", "filter"): (Role.CONV, "kernel"),
+    ("FULLY_CONNECTED", "weights"): (Role.DENSE, _W), ("FULLY_CONNECTED", "bias"): (Role.DENSE, _B),
+    ("BATCH_MATMUL", "lhs"): (Role.DENSE, _W), ("BATCH_MATMUL", "rhs"): (Role.DENSE, "kernel"),
+    ("EMBEDDING_LOOKUP", "value"): (Role.EMBEDDING, _W),
+    ("GATHER", "params"): (Role.EMBEDDING, _W), ("GATHER_ND", "params"): (Role.EMBEDDING, _W),
+    ("SVDF", "weights_feature"): (Role.RNN_INPUT, "weights_feature"),
+    ("SVDF", "weights_time"): (Role.LEARNED_TENSOR, "weights_time"), ("SVDF", "bias"): (Role.RNN_BIAS, _B),
+    ("SVDF", "state"): (Role.INITIAL_STATE, "state"),
+    # (a lone norm, or a layer's scale and shift, the converter writes as a multiply and an add)
+    **{(op, x): (Role.LEARNED_TENSOR, "scale") for op in ("MUL", "DIV") for x in ("input1", "input2")},
+    **{(op, x): (Role.LEARNED_TENSOR, _B) for op in ("ADD", "SUB") for x in ("input1", "input2")},
+}  # fmt: skip
+# TF Lite's recurrent operators: an input's role from its name (the first of these its name holds; the TF Lite
+# kernels' names: 'fw_recurrent_to_cell_weights', 'input_gate_bias', 'output_state'...)
+TFLITE_RECURRENT = frozenset({"LSTM", "UNIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM", "RNN",
+                              "UNIDIRECTIONAL_SEQUENCE_RNN", "BIDIRECTIONAL_SEQUENCE_RNN"})  # fmt: skip
+TFLITE_RECURRENT_ROLES = (
+    ("layer_norm", Role.NORM),
+    ("projection", Role.DENSE),
+    ("cell_to_", Role.LEARNED_TENSOR),  # (peephole weights: a diagonal, one value a cell)
+    ("recurrent", Role.RNN_RECURRENT),
+    ("state", Role.INITIAL_STATE),
+    ("bias", Role.RNN_BIAS),
+    ("weights", Role.RNN_INPUT),
+)
+# Frameworks whose tensors' roles come from their graph alone (their names are the converter's, 'arith.constant3',
+# joined fused op names, which no rule reads): the table of (operator, input) roles, and the rule ids' prefix
+GRAPH_ROLES: dict[str, tuple[dict[tuple[str, str], tuple[Role, str]], str]] = {"tflite": (TFLITE_INPUT_ROLES, "tflite")}
+
+
+def _by_use(
+    t: TensorInfo,
+    use: tuple[str, str, str, bool],
+    table: Mapping[tuple[str, str], tuple[Role, str]] = ONNX_INPUT_ROLES,
+    source: str = "onnx",
+) -> RoleMatch:
     """The role the graph gives a tensor (`ONNX_INPUT_ROLES`), its layer the consuming node's scope (the node's name
     less its last '/' part: '/lstm/LSTM' -> 'lstm', 'model_1/conv2d_4/Conv2D' -> 'model_1/conv2d_4'; of a name
     tf2onnx joined from the TensorFlow ops it fused, 'a/Relu;...;a/conv2d_4/Conv2D', the last)."""
@@ -510,12 +554,23 @@ def _by_use(t: TensorInfo, use: tuple[str, str, str, bool]) -> RoleMatch:
     if t.kind is TensorKind.OTHER:  # (a constant the node takes: shapes, axes, pads, scalars)
         role, param = Role.GRAPH_CONSTANT, name
     else:
-        role, param = ONNX_INPUT_ROLES.get((op, name), (Role.LEARNED_TENSOR, name))
+        role, param = table.get((op, name), (Role.LEARNED_TENSOR, name))
+        if source == "tflite" and op in TFLITE_RECURRENT:
+            role = next((r for part, r in TFLITE_RECURRENT_ROLES if part in name), Role.LEARNED_TENSOR)
         if transposed and param == "kernel":  # (read transposed: stored (out, in))
             param = _W
     node = node.rpartition(";")[2]
     scope = node.rpartition("/")[0].lstrip("/") or node
-    return RoleMatch(t.name, scope, ROLE_TEXT[role], param, f"onnx.{op}.{name}")
+    return RoleMatch(t.name, scope, ROLE_TEXT[role], param, f"{source}.{op}.{name}")
+
+
+def _by_graph(t: TensorInfo, table: Mapping[tuple[str, str], tuple[Role, str]], source: str) -> RoleMatch:
+    """A tensor's role from what its graph does with it (`_by_use`); one no operator reads is a graph constant, or a
+    buffer (a quantization's parameters), in the layer its name's scope says."""
+    if t.use is not None:
+        return _by_use(t, t.use, table, source)
+    role = Role.BUFFER if t.kind is TensorKind.BUFFER else Role.GRAPH_CONSTANT
+    return RoleMatch(t.name, t.name.rpartition("/")[0] or t.name, ROLE_TEXT[role], None, f"{source}.unread")
 
 
 # -- shape and order: names that say nothing (arr_0, arr_1, ... as np.savez(*arrays) writes them) --------
@@ -610,6 +665,9 @@ QUANT_STATE_BUFFERS = frozenset({*(name for how in PACKINGS.values() for name in
 
 def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch, ...]:
     """One `RoleMatch` per tensor, in the checkpoint's order."""
+    graph = GRAPH_ROLES.get(ckpt.framework)
+    if graph is not None and matcher is MATCHER:
+        return tuple(_by_graph(t, *graph) for t in ckpt.tensors)
     if matcher is MATCHER:
         matcher = FAMILY_MATCHERS[FAMILY.get(ckpt.framework, "")]
     source = SOURCE_NAMED.get(ckpt.framework)

@@ -86,18 +86,19 @@ class Format:
     """One registry row: a loader class, imported only when its row matches the file, and what makes it worth asking.
 
     The row's tests are necessary conditions of the loader's own `claim`, which stays the judge: `starts` (bytes a
-    file of the format begins with), `json_at` (a JSON object opens at that offset, after white space),
-    `suffixes` and `names` (a name it is found by, as a suffix or a regular expression over the path: a shard whose
-    index lies beside it), `small` (a file that fits in the head: a claim that reads its end), `container` (the
-    probe found a zip or an HDF5 signature in the head), `member` (a zip: some member's name ends so, or the
-    directory could not be read; the probe reads it once for every zip row and claim), `late` (the class has a
-    `late_claim`, asked when no loader claims), and `entries` (the class has `folder_entry` and `member_entry`: its
-    checkpoints are folders or several files, `inspector.registry.folder_entry`).
+    file of the format begins with, or holds at offset `at`), `json_at` (a JSON object opens at that offset, after
+    white space), `suffixes` and `names` (a name it is found by, as a suffix or a regular expression over the path: a
+    shard whose index lies beside it), `small` (a file that fits in the head: a claim that reads its end),
+    `container` (the probe found a zip or an HDF5 signature in the head), `member` (a zip: some member's name ends
+    so, or the directory could not be read; the probe reads it once for every zip row and claim), `late` (the class
+    has a `late_claim`, asked when no loader claims), and `entries` (the class has `folder_entry` and `member_entry`:
+    its checkpoints are folders or several files, `inspector.registry.folder_entry`).
     """
 
     name: str
     target: str  # "module:Class"
     starts: tuple[bytes, ...] = ()
+    at: int = 0  # where `starts` are looked for (a FlatBuffer's identifier follows its root offset)
     json_at: int | None = None
     suffixes: tuple[str, ...] = ()
     names: str = ""
@@ -109,7 +110,7 @@ class Format:
 
     def asks(self, probe: Probe) -> bool:
         """Whether this file is worth the loader's claim."""
-        if probe.head.startswith(self.starts) or probe.path.endswith(self.suffixes):
+        if probe.head.startswith(self.starts, self.at) or probe.path.endswith(self.suffixes):
             return True
         if self.json_at is not None and probe.head[self.json_at :].lstrip()[:1] == b"{":
             return True
@@ -169,6 +170,7 @@ FORMATS: tuple[Format, ...] = (
     Format("mxnet-params", "loaders.mxnet_params:MxnetParamsLoader", starts=((0x112).to_bytes(8, "little"),)),
     Format("gguf", "loaders.gguf:GgufLoader", starts=(b"GGUF",)),
     Format("onnx", "loaders.onnx:OnnxLoader", starts=(b"\x08",)),  # field 1 (ir_version), a varint
+    Format("tflite", "loaders.tflite:TfliteLoader", starts=(b"TFL3",), at=4),  # the FlatBuffer's file identifier
     Format(
         "tensorflow-checkpoint",
         "loaders.tf_checkpoint:TfCheckpointLoader",

@@ -20,7 +20,7 @@ from inspector import load
 from inspector.cli import main
 from inspector.errors import FormatError, InputError, InspectorError, LimitExceededError, UnknownFormatError
 from tests.conftest import FIXTURES, SAMPLES
-from tests.hostile import flip, seed_files, truncate
+from tests.hostile import At, Blob, Table, Vector, flip, seed_files, tflite_model, truncate
 
 SEEDS = seed_files()
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
@@ -68,7 +68,7 @@ def test_empty_file(tmp_path: Path) -> None:
         load(path)
 
 
-@pytest.mark.parametrize("ext", [".pt", ".safetensors", ".h5", ".npz", ".params", ".bin", ".gguf", ".onnx"])
+@pytest.mark.parametrize("ext", [".pt", ".safetensors", ".h5", ".npz", ".params", ".bin", ".gguf", ".onnx", ".tflite"])
 def test_random_bytes_with_a_checkpoint_extension(tmp_path: Path, ext: str) -> None:
     path = tmp_path / f"model{ext}"
     path.write_bytes(os.urandom(4096))
@@ -113,6 +113,92 @@ def test_onnx_graph_longer_than_the_file(tmp_path: Path) -> None:
     path.write_bytes(b"\x08\x07\x3a\x80\x80\x80\x80\x08" + b"\0" * 64)  # graph of 2^31 bytes
     with pytest.raises(InspectorError):
         load(path)
+
+
+# -- TF Lite FlatBuffers made by hand (tests/hostile.py): every offset, count and index read from the file is checked
+
+
+def _tflite(tmp_path: Path, data: bytes) -> Path:
+    path = tmp_path / "x.tflite"
+    path.write_bytes(data)
+    return path
+
+
+def test_tflite_hand_made_model_reads(tmp_path: Path) -> None:
+    ckpt = load(_tflite(tmp_path, tflite_model()[0]))
+    assert [(t.name, t.shape, t.n_elements) for t in ckpt.tensors] == [("w", (2, 2), 4)] and ckpt.n_parameters == 4
+
+
+def _weights(**fields: object) -> Table:
+    base: dict[str, object] = {"shape": Vector("i", [2, 2]), "type": ("b", 0), "buffer": ("I", 1)}
+    return Table(**{**base, **fields})
+
+
+@pytest.mark.parametrize(
+    ("weights", "match"),
+    [
+        (_weights(shape=Blob(struct.pack("<I", 0xFFFFFFF0))), "lies outside"),  # a vector of 2^32 - 16 dims
+        (_weights(name=At(Blob(b"\0" * 8), 1 << 20)), "lies outside"),  # a name a megabyte past the end
+        (_weights(buffer=("I", 9)), "names buffer 9 of 2"),
+        (_weights(shape=Vector("i", [3, 3])), "16 bytes of data, \\[3, 3\\] F32 needs 36"),
+        (_weights(shape=Vector("i", [2, -2])), "invalid dimension"),
+        (_weights(shape=Vector("i", [1] * 65)), "65 elements"),
+    ],
+)
+def test_tflite_bad_tensor_fields(tmp_path: Path, weights: Table, match: str) -> None:
+    data, _ = tflite_model(weights=weights)
+    with pytest.raises(FormatError, match=match):
+        load(_tflite(tmp_path, data))
+
+
+@pytest.mark.parametrize(
+    ("operator", "match"),
+    [
+        (Table(opcode_index=("I", 5), inputs=Vector("i", [0, 1]), outputs=Vector("i", [2])), "operator code 5 of 1"),
+        (Table(opcode_index=("I", 0), inputs=Vector("i", [0, 7]), outputs=Vector("i", [2])), "names tensor 7 of 3"),
+        (Table(opcode_index=("I", 0), inputs=Vector("i", [-5]), outputs=Vector("i", [2])), "names tensor -5 of 3"),
+    ],
+)
+def test_tflite_bad_operator_fields(tmp_path: Path, operator: Table, match: str) -> None:
+    data, _ = tflite_model(operators=[operator])
+    with pytest.raises(FormatError, match=match):
+        load(_tflite(tmp_path, data))
+
+
+def test_tflite_overlapping_vectors_cost_linear_time(tmp_path: Path) -> None:
+    """20,000 operators whose inputs start at successive words of one region, word j holding 19,999 - j: each a valid
+    vector, 200 million elements in all. The reader stops once it has read more elements than the file has bytes."""
+    import time
+
+    k = 20_000
+    region = Blob(struct.pack(f"<{k}I", *range(k - 1, -1, -1)))
+    operators = [Table(opcode_index=("I", 0), inputs=At(region, 4 * j), outputs=Vector("i", [2])) for j in range(k)]
+    data, _ = tflite_model(operators=operators)
+    start = time.monotonic()
+    with pytest.raises(LimitExceededError, match="objects overlap"):
+        load(_tflite(tmp_path, data))
+    assert time.monotonic() - start < 5
+
+
+def test_tflite_shared_vectors_are_read_once(tmp_path: Path) -> None:
+    """50,000 operators sharing one inputs vector (FlatBuffers allow it): read once, in linear time."""
+    import time
+
+    inputs = Vector("i", [0, 1, -1])
+    operators = [Table(opcode_index=("I", 0), inputs=inputs, outputs=Vector("i", [2])) for _ in range(50_000)]
+    data, _ = tflite_model(operators=operators)
+    start = time.monotonic()
+    ckpt = load(_tflite(tmp_path, data))
+    assert ckpt.attributes["tflite.operators"] == "50,000" and time.monotonic() - start < 10
+
+
+def test_tflite_cli_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data, _ = tflite_model(weights=_weights(shape=Blob(struct.pack("<I", 0x7FFFFFFF))))
+    path = _tflite(tmp_path, data)
+    assert main([str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and "Traceback" not in err
+    assert main([str(_tflite(tmp_path, data[:100]))]) == 2  # truncated inside its tables
 
 
 def test_deeply_nested_json(tmp_path: Path) -> None:

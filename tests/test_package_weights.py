@@ -27,6 +27,7 @@ FILES = [
     ("silero_vad", "data/silero_vad.onnx"),
     ("basic_pitch", "saved_models/icassp_2022/nmp.onnx"),  # tf2onnx: folded constants named const_fold_opt__N
     ("basic_pitch", "saved_models/icassp_2022/nmp/variables/variables.index"),  # the same model's SavedModel
+    ("basic_pitch", "saved_models/icassp_2022/nmp.tflite"),  # and its TF Lite conversion (TF 2.13's converter)
 ]
 
 
@@ -49,7 +50,7 @@ def test_shipped_weights_get_no_false_warning(package: str, relative: str) -> No
     exp = report.expectation
     assert exp is not None and exp.matches and exp.total == report.checkpoint.n_parameters
     assert not [f for f in report.findings if f.severity != "info"]
-    if path.suffix == ".onnx":  # every weight has a role: its name read by a rule, or what the graph does with it
+    if path.suffix in (".onnx", ".tflite"):  # every weight has a role: its name read by a rule, or its graph's use
         pairs = zip(report.checkpoint.tensors, report.roles, strict=True)
         assert not [r.name for t, r in pairs if t.kind == "parameter" and r.role == "unmatched"]
     if path.suffix in (".pth", ".pt"):

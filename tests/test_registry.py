@@ -127,7 +127,7 @@ HEADS = [b"", b"\x93NUMPY", b"PK\x03\x04", b"PK\x05\x06", b"\x89HDF\r\n\x1a\n", 
          b"\x80\x04", b"\x80\x07", b"(", b"}", b"\x12\x01\x00\x00", b"sys_info",
          b'{"weight_map": {"a": "b.safetensors"}}', b"\x10\x00\x00\x00", b"\x40\x00\x00\x00\x00\x00\x00\x00 \t\n{}",
          b' \n\t {"weight_map": {"a": "b.safetensors"}}',
-         b"\x20" * 80 + b'{"weight_map": {"a": "b.safetensors"}}']  # fmt: skip
+         b"\x20" * 80 + b'{"weight_map": {"a": "b.safetensors"}}', b"\x1c\x00\x00\x00TFL3"]  # fmt: skip
 
 
 @pytest.mark.parametrize("prefix", HEADS)

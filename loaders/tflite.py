@@ -1,0 +1,739 @@
+"""TensorFlow Lite models (`.tflite`): one FlatBuffer of the TF Lite schema, read offset-exactly without tensorflow.
+
+Layout (schema.fbs, file identifier "TFL3"; `loaders._tflite_schema` holds its tables, TF 2.21)::
+
+    u32 root offset, "TFL3", then the objects of one FlatBuffer (`loaders._flatbuffers`)
+    Model      version, operator_codes, subgraphs, description, buffers, metadata, signature_defs, external_buffers
+    SubGraph   tensors, inputs, outputs, operators, name
+    Tensor     shape, type, buffer (an index into Model.buffers; 0 is the empty sentinel), name, quantization
+               (scale, zero_point, min, max, quantized_dimension, details), is_variable, sparsity, shape_signature
+    Operator   opcode_index, inputs (-1: an optional input left out), outputs, options
+    Buffer     data: [ubyte] (16-byte aligned), or offset and size past the flatbuffer (a model over 2 GB)
+    Metadata   name, buffer: min_runtime_version, CONVERSION_METADATA... are buffers too, never tensors
+
+Tensors are the constants (a tensor whose buffer holds data) and the variables (`is_variable`: an RNN's state, which
+the interpreter allocates when nothing is stored); the values the graph computes (activations) hold no data and are
+counted in an attribute. A constant's data is its buffer's data vector: offset and length, never read.
+
+Kinds from the graph, as for ONNX: a constant an operator reads as a weight (`WEIGHT_INPUTS`: convolution filters
+and biases, fully-connected weights and biases, embedding tables, RNN, LSTM and SVDF weights, PReLU slopes, a float
+or quantized operand of more than one element of ADD/SUB/MUL/DIV), directly or through `PASS_THROUGH` operators
+(DEQUANTIZE of float16 or int8 weights, DENSIFY of sparse ones, RESHAPE, TRANSPOSE...), is a parameter; an RNN's
+state is a buffer; any other constant (a shape, axes, paddings, slice bounds, a scalar) is other state. Parameters
+and other constants together are the constant tensors the TF Lite interpreter lists (`get_tensor_details`). The
+converter stores equal constants once: tensors sharing a buffer are aliases of one of them, counted once.
+
+Verified: the identifier; every offset, vtable, table, vector and string against the file; counts against caps;
+operator codes, tensor and buffer indices; each constant's data length against its shape and type. Every byte is
+attributed: structure, names, quantization parameters, operator options, metadata buffers, each buffer's data (one
+no tensor reads: tensor data no listed tensor claims), the alignment padding between them (zero bytes: fewer than
+16, or 64 around the data a model over 2 GB appends past its flatbuffer). What makes the count differ from the source
+model's (norms folded, biases dropped or folded, equal constants merged) the findings say, from the file's own facts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from inspector import dtypes
+from inspector.dtypes import DKind
+from inspector.errors import FormatError, LimitExceededError
+from inspector.probe import Probe
+from inspector.records import Checkpoint, Finding, RegionColumns, RegionKind, Severity, TensorInfo, TensorKind
+from inspector.recordtype import record
+from loaders._flatbuffers import SPAN_BITS, STRUCTURE, FlatBuffer
+from loaders._tflite_schema import (
+    DESCRIPTION,
+    IDENTIFIER,
+    NAMES,
+    OPTIONS,
+    QUANTIZATION,
+    SPARSITY,
+    Model,
+    Operator,
+    Subgraph,
+    Tensor,
+    read_model,
+)
+from loaders.base import Claim, check_shape, single_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
+
+FORMAT = "tflite"
+ALIGNMENT = 16  # Buffer.data's force_align: the widest padding the exporter writes between objects
+APPENDED_PADDING = 64  # zeros the exporter writes around the data it appends past the flatbuffer (16 before, 40-48
+# after the last, with TF 2.21's `_experimental_use_buffer_offset`)
+MAX_HOPS = 64  # values a constant is followed through (PASS_THROUGH) to find what reads it
+
+# Operator -> its inputs' names (the TF Lite kernels' tensor index constants: conv.cc, fully_connected.cc,
+# lstm_shared.h, bidirectional_sequence_lstm.cc, svdf.cc...): what a constant is to the operator reading it.
+LSTM_INPUTS = (
+    *"input input_to_input_weights input_to_forget_weights input_to_cell_weights input_to_output_weights".split(),
+    *"recurrent_to_input_weights recurrent_to_forget_weights recurrent_to_cell_weights".split(),
+    *"recurrent_to_output_weights cell_to_input_weights cell_to_forget_weights cell_to_output_weights".split(),
+    *"input_gate_bias forget_gate_bias cell_gate_bias output_gate_bias projection_weights projection_bias".split(),
+    *"output_state cell_state input_layer_norm_coefficients forget_layer_norm_coefficients".split(),
+    *"cell_layer_norm_coefficients output_layer_norm_coefficients".split(),
+)
+_CELL = LSTM_INPUTS[1:18]  # a direction's weights and biases
+_AUX = LSTM_INPUTS[1:5]  # input_to_{input,forget,cell,output}_weights
+BIDIRECTIONAL_LSTM_INPUTS = (
+    "input",
+    *(f"fw_{n}" for n in _CELL),
+    *(f"bw_{n}" for n in _CELL),
+    *"fw_output_state fw_cell_state bw_output_state bw_cell_state aux_input".split(),
+    *(f"fw_aux_{n}" for n in _AUX),
+    *(f"bw_aux_{n}" for n in _AUX),
+)
+REDUCTIONS = "MEAN SUM REDUCE_MAX REDUCE_MIN REDUCE_PROD REDUCE_ANY REDUCE_ALL ARG_MAX ARG_MIN".split()
+RNN_INPUTS = ("input", "input_weights", "recurrent_weights", "bias", "hidden_state")
+OP_INPUTS: dict[str, tuple[str, ...]] = {
+    "CONV_2D": ("input", "filter", "bias"),
+    "DEPTHWISE_CONV_2D": ("input", "filter", "bias"),
+    "CONV_3D": ("input", "filter", "bias"),
+    "TRANSPOSE_CONV": ("output_shape", "weights", "input", "bias"),
+    "CONV_3D_TRANSPOSE": ("output_shape", "filter", "input", "bias"),
+    "FULLY_CONNECTED": ("input", "weights", "bias"),
+    "BATCH_MATMUL": ("lhs", "rhs"),
+    "EMBEDDING_LOOKUP": ("lookup", "value"),
+    "GATHER": ("params", "indices"),
+    "GATHER_ND": ("params", "indices"),
+    "PRELU": ("input", "alpha"),
+    "LSTM": LSTM_INPUTS,
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": LSTM_INPUTS,
+    "BIDIRECTIONAL_SEQUENCE_LSTM": BIDIRECTIONAL_LSTM_INPUTS,
+    "RNN": RNN_INPUTS,
+    "UNIDIRECTIONAL_SEQUENCE_RNN": RNN_INPUTS,
+    "BIDIRECTIONAL_SEQUENCE_RNN": tuple(
+        "input fw_weights fw_recurrent_weights fw_bias fw_hidden_state bw_weights bw_recurrent_weights bw_bias "
+        "bw_hidden_state aux_input fw_aux_weights bw_aux_weights".split()
+    ),
+    "SVDF": ("input", "weights_feature", "weights_time", "bias", "state"),
+    **{op: ("input1", "input2") for op in ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE")},
+    # operators whose other inputs are constants of the graph
+    "RESHAPE": ("input", "shape"),
+    "TRANSPOSE": ("input", "perm"),
+    "PAD": ("input", "paddings"),
+    "PADV2": ("input", "paddings", "constant_values"),
+    "MIRROR_PAD": ("input", "paddings"),
+    "STRIDED_SLICE": ("input", "begin", "end", "strides"),
+    "SLICE": ("input", "begin", "size"),
+    "EXPAND_DIMS": ("input", "axis"),
+    "SPLIT": ("axis", "input"),
+    "SPLIT_V": ("input", "size_splits", "axis"),
+    "TILE": ("input", "multiples"),
+    "BROADCAST_TO": ("input", "shape"),
+    "FILL": ("dims", "value"),
+    "RANGE": ("start", "limit", "delta"),
+    "RESIZE_BILINEAR": ("input", "size"),
+    "RESIZE_NEAREST_NEIGHBOR": ("input", "size"),
+    "SELECT_V2": ("condition", "x", "y"),
+    **{op: ("input", "axis") for op in REDUCTIONS},
+}
+_LSTM_WEIGHTS = (*range(1, 18), *range(20, 24))
+# Operator -> the input positions holding weights (parameters, whatever their type: quantized models' int8 weights
+# and int32 biases are weights)
+WEIGHT_INPUTS: dict[str, tuple[int, ...]] = {
+    "CONV_2D": (1, 2),
+    "DEPTHWISE_CONV_2D": (1, 2),
+    "CONV_3D": (1, 2),
+    "TRANSPOSE_CONV": (1, 3),
+    "CONV_3D_TRANSPOSE": (1, 3),
+    "FULLY_CONNECTED": (1, 2),
+    "BATCH_MATMUL": (0, 1),
+    "EMBEDDING_LOOKUP": (1,),
+    "GATHER": (0,),
+    "GATHER_ND": (0,),
+    "PRELU": (1,),
+    "LSTM": _LSTM_WEIGHTS,
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": _LSTM_WEIGHTS,
+    "BIDIRECTIONAL_SEQUENCE_LSTM": (*range(1, 35), *range(40, 48)),
+    "RNN": (1, 2, 3),
+    "UNIDIRECTIONAL_SEQUENCE_RNN": (1, 2, 3),
+    "BIDIRECTIONAL_SEQUENCE_RNN": (1, 2, 3, 5, 6, 7, 10, 11),
+    "SVDF": (1, 2, 3),
+    **{op: (0, 1) for op in ("ADD", "SUB", "MUL", "DIV")},  # (how the converter writes a lone norm's scale and shift)
+}
+ELEMENTWISE = {"ADD", "SUB", "MUL", "DIV"}  # a weight there only when float or quantized, of more than one element
+# Operator -> the input positions holding state the operator updates (variables, or their initial values)
+STATE_INPUTS: dict[str, tuple[int, ...]] = {
+    "LSTM": (18, 19),
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19),
+    "BIDIRECTIONAL_SEQUENCE_LSTM": (35, 36, 37, 38),
+    "RNN": (4,),
+    "UNIDIRECTIONAL_SEQUENCE_RNN": (4,),
+    "BIDIRECTIONAL_SEQUENCE_RNN": (4, 8),
+    "SVDF": (4,),
+}
+# Operator -> the inputs whose values flow on unchanged in meaning (None: every input): a weight dequantized from
+# float16 or int8, densified from its sparse form, reshaped, transposed, sliced or concatenated is still a weight
+PASS_THROUGH: dict[str, tuple[int, ...] | None] = {
+    "DEQUANTIZE": (0,),
+    "DENSIFY": (0,),
+    "CAST": (0,),
+    "RESHAPE": (0,),
+    "TRANSPOSE": (0,),
+    "SQUEEZE": (0,),
+    "EXPAND_DIMS": (0,),
+    "STRIDED_SLICE": (0,),
+    "SLICE": (0,),
+    "SPLIT": (1,),
+    "SPLIT_V": (0,),
+    "UNPACK": (0,),
+    "TILE": (0,),
+    "BROADCAST_TO": (0,),
+    "CONCATENATION": None,
+    "PACK": None,
+}
+# Operators that add a bias when they have one: a missing bias (-1) means a layer without one, or an all-zero bias
+# the converter dropped (`BIAS_MISSING`)
+BIAS_INPUTS = {"CONV_2D": 2, "DEPTHWISE_CONV_2D": 2, "CONV_3D": 2, "TRANSPOSE_CONV": 3, "FULLY_CONNECTED": 2}
+# The TensorFlow ops a converted layer's weights are read by, as the converter's tensor names end ('sequential/
+# dense/MatMul', 'model/conv2d/BiasAdd/ReadVariableOp', Keras 3's 'convolution'): the name part naming the operator's
+# layer. A name joins the names of the ops the converter fused, with ';'.
+LAYER_OPS: dict[str, tuple[str, ...]] = {
+    "CONV_2D": ("Conv2D", "convolution", "BiasAdd", "conv1d", "Conv1D"),
+    "DEPTHWISE_CONV_2D": ("depthwise", "BiasAdd", "convolution"),
+    "CONV_3D": ("Conv3D", "convolution", "BiasAdd"),
+    "TRANSPOSE_CONV": ("conv2d_transpose", "conv_transpose", "BiasAdd"),
+    "FULLY_CONNECTED": ("MatMul", "BiasAdd", "Tensordot"),
+    "BATCH_MATMUL": ("MatMul", "BatchMatMulV2", "einsum", "Einsum"),
+    "GATHER": ("embedding_lookup", "GatherV2", "take"),
+    "EMBEDDING_LOOKUP": ("embedding_lookup",),
+    "PRELU": ("Relu", "Neg", "mul", "add"),
+}
+# TensorFlow ops of normalization layers: a weight whose name lists one had a norm folded into it
+FOLDED_OPS = ("FusedBatchNormV3", "FusedBatchNorm", "batchnorm")
+READ_OPS = ("ReadVariableOp",)  # the op a variable is read by: its layer is the op before it
+
+
+@record(slots=True)
+class _Use:
+    """An operator input a tensor feeds: the operator's name, which input, its layer, its index in the subgraph."""
+
+    op: str
+    index: int
+    layer: str
+    operator: int
+
+
+@record(slots=True)
+class _Graph:
+    """Who reads each tensor of one subgraph, and the layer of each operator."""
+
+    consumers: dict[int, list[_Use]]
+    outputs: dict[int, tuple[int, ...]]  # operator index -> its output tensors
+    missing_bias: list[str]
+
+
+def _graph(probe: Probe, sg: Subgraph, prefix: str) -> _Graph:
+    consumers: dict[int, list[_Use]] = defaultdict(list)
+    outputs, missing, counts, taken = {}, [], Counter[str](), set[str]()
+    n = len(sg.tensors)
+    for op in sg.operators:
+        bad = next((i for i in (*op.inputs, *op.outputs) if not -1 <= i < n), None)
+        if bad is not None:
+            reason = f"operator {op.index} of subgraph {sg.name!r} names tensor {bad} of {n}"
+            raise FormatError(probe.path, FORMAT, reason)
+        layer = _layer(op, sg, prefix, counts, taken)
+        outputs[op.index] = op.outputs
+        for position, tensor in enumerate(op.inputs):
+            if tensor >= 0:
+                consumers[tensor].append(_Use(op.code, position, layer, op.index))
+        bias = BIAS_INPUTS.get(op.code)
+        if bias is not None and (len(op.inputs) <= bias or op.inputs[bias] < 0):
+            missing.append(f"{op.code} {layer!r}")
+    return _Graph(consumers, outputs, missing)
+
+
+def _layer(op: Operator, sg: Subgraph, prefix: str, counts: Counter[str], taken: set[str]) -> str:
+    """The source layer an operator computes: the scope of the name part naming it (`LAYER_OPS`) in its first
+    weight's name, its output's, its other weights' ('sequential/dense/MatMul' -> 'sequential/dense'), the whole
+    part where an earlier operator's weights took that scope (a GRU's matrices: 'while/MatMul_1' -> 'while', then
+    'while/MatMul'); else its output's scope; else the operator's kind and count ('unidirectional_sequence_lstm_1').
+    In a subgraph other than the first, after the subgraph's name."""
+    weights = [sg.tensors[i].name for p in WEIGHT_INPUTS.get(op.code, ())
+               if p < len(op.inputs) and (i := op.inputs[p]) >= 0]  # fmt: skip
+    output = [sg.tensors[i].name for i in op.outputs[:1] if i >= 0]
+    ops = LAYER_OPS.get(op.code, ())
+    for part in (part for name in (*weights[:1], *output, *weights[1:]) for part in name.split(";")):
+        scope = _scope_of(part, ops)
+        if scope and weights:
+            layer = prefix + (scope if prefix + scope not in taken else part)
+            taken.add(layer)
+            return layer
+        if scope:
+            return prefix + scope
+    last = output[0].rpartition(";")[2] if output else ""
+    if "/" in last:
+        return prefix + last.rpartition("/")[0]
+    n = counts[op.code] = counts[op.code] + 1
+    return prefix + op.code.lower() + ("" if n == 1 else f"_{n - 1}")
+
+
+def _scope_of(part: str, ops: tuple[str, ...]) -> str | None:
+    """'model/conv2d/BiasAdd/ReadVariableOp' -> 'model/conv2d' where `ops` has 'BiasAdd'."""
+    parts = part.split("/")
+    if len(parts) > 2 and _named(parts[-1], READ_OPS):
+        parts.pop()
+    return "/".join(parts[:-1]) if len(parts) > 1 and _named(parts[-1], ops) else None
+
+
+def _named(component: str, ops: tuple[str, ...]) -> bool:
+    """Whether a name component is one of `ops`, as TensorFlow numbers a scope's ops ('MatMul_1', 'conv1d_3') and the
+    converter its unique names ('MatMul1', 'FusedBatchNormV31')."""
+    for o in ops:
+        if component.startswith(o):
+            rest = component[len(o) :].removeprefix("_")
+            if not rest or rest.isdigit():
+                return True
+    return False
+
+
+def _kind(graph: _Graph, t: Tensor) -> tuple[TensorKind, _Use | None]:
+    """What the graph does with a constant: weight inputs make a parameter, state inputs a buffer (with the input
+    that says so; other state: the first input it reaches, None when no operator reads it)."""
+    dtype = dtypes.TFLITE_TYPES.get(t.type, "")
+    is_float = (dt := dtypes.lookup(dtype)) is not None and dt.kind is DKind.FLOAT
+    quantized = t.quantization is not None and t.quantization.scales > 0
+    n = _numel(t.shape)
+    stack, seen, other = [(t.index, False)], set[int](), None
+    while stack:
+        tensor, dequantized = stack.pop()
+        if tensor in seen or len(seen) > MAX_HOPS:
+            continue
+        seen.add(tensor)
+        for use in graph.consumers.get(tensor, ()):
+            through = PASS_THROUGH.get(use.op, ())
+            if through is None or use.index in through:
+                stack += [(o, dequantized or use.op == "DEQUANTIZE") for o in graph.outputs[use.operator] if o >= 0]
+            elif use.index in STATE_INPUTS.get(use.op, ()):
+                return TensorKind.BUFFER, use
+            elif use.index in WEIGHT_INPUTS.get(use.op, ()) and (
+                use.op not in ELEMENTWISE or ((is_float or quantized or dequantized) and (n > 1 or _folded(t.name)))
+            ):
+                return TensorKind.PARAMETER, use
+            else:
+                other = other or use
+    return TensorKind.OTHER, other
+
+
+def _folded(name: str) -> list[str]:
+    """The normalization layers a tensor's name says were folded into it ('a/batch_normalization/FusedBatchNormV3'
+    -> 'a/batch_normalization')."""
+    found = []
+    for part in name.split(";"):
+        parts = part.split("/")
+        at = next((i for i, p in enumerate(parts) if i and _named(p, FOLDED_OPS)), None)
+        if at is not None:
+            found.append("/".join(parts[:at]))
+    return list(dict.fromkeys(found))
+
+
+def _input_name(op: str, index: int) -> str:
+    names = OP_INPUTS.get(op, ())
+    return names[index] if index < len(names) else str(index)
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _sniff(head: bytes, size: int) -> bool:
+    """The identifier at bytes 4..8, and a root offset inside the file."""
+    return len(head) >= 12 and head[4:8] == IDENTIFIER and 8 <= int.from_bytes(head[:4], "little") < size
+
+
+class TfliteLoader:
+    """TensorFlow Lite FlatBuffer models."""
+
+    name: ClassVar[str] = FORMAT
+    extensions: ClassVar[tuple[str, ...]] = (".tflite", ".lite")
+
+    def claim(self, probe: Probe) -> Claim | None:
+        return Claim.EXACT if _sniff(probe.head, probe.size) else None
+
+    def load(self, probe: Probe) -> Checkpoint:
+        fb = FlatBuffer(probe, FORMAT)
+        model = read_model(fb)
+        if not model.subgraphs:
+            raise FormatError(probe.path, FORMAT, "the model has no subgraph")
+        build = _Build(probe, model)
+        for sg in model.subgraphs:
+            build.subgraph(sg)
+        tensors = build.tensors()
+        regions = _regions(fb, model, build)
+        attributes = _attributes(probe, fb, model, build)
+        return single_file(probe, FORMAT, FORMAT, tensors, regions, attributes, build.findings())
+
+
+# -- the tensors ------------------------------------------------------------------------------------------------------
+
+KIND_ORDER = {TensorKind.PARAMETER: 0, TensorKind.BUFFER: 1, TensorKind.OTHER: 2}  # which tensor of a buffer owns it
+PACKED = {"I4", "U4", "I2"}  # types TF Lite packs several to a byte (a converter may store them one to a byte)
+
+
+@record(slots=True)
+class _Entry:
+    """A stored tensor (a constant, a variable), before its storage is shared out."""
+
+    sg: Subgraph
+    t: Tensor
+    name: str
+    dtype: str
+    nbytes: int
+    offset: int | None
+    kind: TensorKind
+    use: _Use | None
+    notes: list[str]
+
+
+class _Build:
+    """The model's stored tensors, subgraph by subgraph, and what the graphs say about them."""
+
+    def __init__(self, probe: Probe, model: Model) -> None:
+        self.probe, self.model = probe, model
+        self.entries: list[_Entry] = []
+        self.names: set[str] = set()
+        self.activations = 0
+        self.quantized_activations = 0
+        self.missing_bias: list[str] = []
+        self.shared: dict[str, list[str]] = {}  # a constant read as several weights -> the inputs reading it
+
+    def error(self, reason: str) -> FormatError:
+        return FormatError(self.probe.path, FORMAT, reason)
+
+    def subgraph(self, sg: Subgraph) -> None:
+        prefix = "" if sg.index == 0 else f"{sg.name}/"
+        graph = _graph(self.probe, sg, prefix)
+        self.missing_bias += graph.missing_bias
+        blockwise = _blockwise(sg)
+        for t in sg.tensors:
+            if not 0 <= t.buffer < len(self.model.buffers):
+                raise self.error(f"tensor {t.index} of subgraph {sg.name!r} names buffer {t.buffer} of "
+                                 f"{len(self.model.buffers)}")  # fmt: skip
+            buffer = self.model.buffers[t.buffer]
+            if buffer.start is None and not t.variable and not t.external and t.index not in blockwise:
+                self.activations += 1
+                self.quantized_activations += t.quantization is not None and t.quantization.scales > 0
+                continue
+            self.entries.append(self._entry(sg, graph, t, blockwise.get(t.index)))
+
+    def _entry(self, sg: Subgraph, graph: _Graph, t: Tensor, scales_of: str | None) -> _Entry:
+        name = self._unique(t.name or f"tensor {t.index}", sg, t)
+        shape = check_shape(self.probe, FORMAT, name, t.shape)
+        dtype = dtypes.TFLITE_TYPES.get(t.type, f"TFLITE_TYPE[{t.type}]")
+        buffer = self.model.buffers[t.buffer]
+        notes = _notes(self.model, graph, t, dtype)
+        expected = dtypes.nbytes_for(dtype, _numel(shape))
+        nbytes = 0  # (a variable the interpreter allocates: nothing stored)
+        if buffer.start is not None:
+            nbytes = self._data_bytes(name, t, dtype, expected, buffer.nbytes, notes)
+        elif t.external:
+            nbytes = expected or 0
+        if t.variable:
+            kind, use = TensorKind.BUFFER, next(iter(graph.consumers.get(t.index, ())), None)
+        elif scales_of is not None:
+            kind, use = TensorKind.BUFFER, None
+            notes.append(f"blockwise quantization parameters of {scales_of!r}")
+        else:
+            kind, use = _kind(graph, t)
+        weights = [u for u in graph.consumers.get(t.index, ()) if u.index in WEIGHT_INPUTS.get(u.op, ())]
+        if kind is TensorKind.PARAMETER and len(weights) > 1:
+            reads = Counter(f"{u.op} {_input_name(u.op, u.index)}" for u in weights)
+            self.shared[name] = [f"{r}" + (f" x{n}" if n > 1 else "") for r, n in reads.items()]
+        return _Entry(sg, t, name, dtype, nbytes, buffer.start, kind, use, notes)
+
+    def _data_bytes(self, name: str, t: Tensor, dtype: str, expected: int | None, stored: int, notes: list[str]) -> int:
+        """The bytes of a constant's data, checked against its shape and type where those fix them."""
+        if t.sparse is not None:
+            notes.append(f"sparse: its data holds the non-zero values only ({stored:,} bytes), indexed by its sparsity "
+                         f"parameters over {t.sparse} traversal dimensions")  # fmt: skip
+        elif dtype in PACKED and stored == _numel(t.shape) and stored != expected:
+            notes.append(f"{dtype} values stored one to a byte, not packed")
+        elif expected is not None and stored != expected:
+            shape = list(t.shape)
+            raise self.error(f"tensor {name!r} has {stored:,} bytes of data, {shape} {dtype} needs {expected:,}")
+        return stored
+
+    def _unique(self, name: str, sg: Subgraph, t: Tensor) -> str:
+        """The name as stored, or made unique (a name two subgraphs or two tensors share) by where it is."""
+        unique, n = name, 1
+        while unique in self.names:
+            unique = f"{name} [{sg.name} tensor {t.index}]" + (f" #{n}" if n > 1 else "")
+            n += 1
+        self.names.add(unique)
+        return unique
+
+    def tensors(self) -> list[TensorInfo]:
+        """The tensors, those sharing a buffer made aliases of the one the graph says most of (a parameter first)."""
+        by_buffer: dict[int, list[_Entry]] = defaultdict(list)
+        for e in self.entries:
+            if e.offset is not None:
+                by_buffer[e.t.buffer].append(e)
+        owner: dict[int, _Entry] = {b: min(es, key=lambda e: KIND_ORDER[e.kind]) for b, es in by_buffer.items()}
+        out = []
+        for e in self.entries:
+            shared = len(by_buffer.get(e.t.buffer, ())) > 1
+            first = owner.get(e.t.buffer)
+            alias = first.name if shared and first is not None and first is not e else None
+            use = None
+            if e.use is not None:  # (the operator's layer, as `inspector.roles` reads an ONNX node's scope)
+                use = (e.use.op, _input_name(e.use.op, e.use.index), f"{e.use.layer}/{e.use.op}", False)
+            out.append(TensorInfo(
+                e.name, e.t.shape, e.dtype, e.nbytes, e.offset,
+                storage=f"buffer {e.t.buffer}" if shared else None, alias_of=alias, kind=e.kind,
+                trainable=e.kind is TensorKind.PARAMETER, section="" if e.sg.index == 0 else e.sg.name,
+                notes=tuple(e.notes), use=use,
+            ))  # fmt: skip
+        if len(out) > MAX_STORED:
+            raise LimitExceededError(self.probe.path, FORMAT, f"more than {MAX_STORED:,} stored tensors")
+        return out
+
+    def owners(self) -> dict[int, str]:
+        """Buffer index -> the tensor its data is labelled with (the parameter of a shared buffer first)."""
+        best: dict[int, _Entry] = {}
+        for e in self.entries:
+            if e.offset is not None:
+                held = best.get(e.t.buffer)
+                if held is None or KIND_ORDER[e.kind] < KIND_ORDER[held.kind]:
+                    best[e.t.buffer] = e
+        return {b: e.name for b, e in best.items()}
+
+    def findings(self) -> list[Finding]:
+        """What makes the file's parameters differ from its source model's: what the converter folded, dropped and
+        stored once."""
+        out = []
+        folded = sorted({layer for e in self.entries if e.kind is TensorKind.PARAMETER for layer in _folded(e.name)})
+        if folded:
+            named = ", ".join(repr(f) for f in folded[:8])
+            message = (
+                f"the converter folded {len(folded)} normalization layer(s) into other weights, or into one multiply "
+                f"and add (the weights' names list the folded ops): {named}; a source model counts each one's scale, "
+                "shift and moving statistics, not stored as such"
+            )
+            out.append(Finding("TFLITE_FOLDED", Severity.INFO, message, tuple(folded[:MAX_SUBJECTS])))
+        if self.missing_bias:
+            message = (
+                f"{len(self.missing_bias)} operator(s) have no bias: a layer without one, a bias the converter folded "
+                f"into the next layer's (no activation between them), or an all-zero bias it dropped "
+                f"({', '.join(self.missing_bias[:6])})"
+            )
+            out.append(Finding("TFLITE_NO_BIAS", Severity.INFO, message, tuple(self.missing_bias[:MAX_SUBJECTS])))
+        if self.shared:
+            said = "; ".join(f"{name!r} as {', '.join(inputs)}" for name, inputs in list(self.shared.items())[:4])
+            message = (
+                f"{len(self.shared)} constant(s) are read as several weights, stored once (the converter merges equal "
+                f"constants; a source model counts each): {said}"
+            )
+            out.append(Finding("TFLITE_SHARED_CONSTANT", Severity.INFO, message, tuple(self.shared)[:MAX_SUBJECTS]))
+        return out
+
+
+MAX_STORED = 10_000_000
+MAX_SUBJECTS = 100  # names a finding carries
+
+
+def _blockwise(sg: Subgraph) -> dict[int, str]:
+    """Tensor index -> the name of the tensor whose blockwise quantization's scales or zero points it holds."""
+    out = {}
+    for t in sg.tensors:
+        q = t.quantization
+        if q is not None and q.blockwise is not None:
+            for i in q.blockwise[:2]:
+                if 0 <= i < len(sg.tensors):
+                    out[i] = t.name
+    return out
+
+
+def _notes(model: Model, graph: _Graph, t: Tensor, dtype: str) -> list[str]:
+    notes = []
+    q = t.quantization
+    if q is not None and (q.scales or q.zero_points):
+        if q.scales == 1 and q.scale is not None:
+            notes.append(f"quantized: scale {q.scale:.6g}, zero point {q.zero_point}")
+        else:
+            notes.append(f"quantized per channel (axis {q.axis}): {q.scales:,} scales, {q.zero_points:,} zero points")
+    if q is not None and q.custom is not None:
+        notes.append(f"custom quantization ({q.custom:,} bytes)")
+    if q is not None and q.blockwise is not None:
+        notes.append(f"blockwise quantization: blocks of {q.blockwise[2]} values")
+    if any(u.op == "DEQUANTIZE" for u in graph.consumers.get(t.index, ())):
+        notes.append(f"{dtype}, dequantized to float32 when the model runs")
+    if t.variable:
+        notes.append("a variable the operators update" + ("" if model.buffers[t.buffer].start is not None else
+                     ": the interpreter allocates it, nothing is stored"))  # fmt: skip
+    if t.external:
+        group, offset, length = model.external.get(t.external, ("?", 0, 0))
+        notes.append(f"stored outside this file: {group!r} at byte {offset:,}, {length:,} bytes")
+    folded = _folded(t.name)
+    if folded:
+        notes.append(f"holds {', '.join(folded)} folded in")
+    return notes
+
+
+# -- the bytes --------------------------------------------------------------------------------------------------------
+
+SPAN_REGIONS: dict[str, tuple[RegionKind, str]] = {
+    STRUCTURE: (RegionKind.HEADER, "flatbuffer structure: tables, vtables, offsets, shapes, tensor indices"),
+    NAMES: (RegionKind.METADATA, "names: tensors, subgraphs, signatures, metadata"),
+    DESCRIPTION: (RegionKind.METADATA, "model description"),
+    QUANTIZATION: (RegionKind.METADATA, "quantization parameters: scales, zero points, ranges"),
+    OPTIONS: (RegionKind.METADATA, "operator options"),
+    SPARSITY: (RegionKind.METADATA, "sparsity parameters: index vectors"),
+}
+OUTSIDE_OPTIONS = (RegionKind.METADATA, "custom options past the flatbuffer")
+PADDING = "alignment padding"
+UNREAD = "data no tensor reads"
+
+
+def _regions(fb: FlatBuffer, model: Model, build: _Build) -> RegionColumns:
+    """Every structure read, every buffer's data, and the zero padding between them, merged where adjacent."""
+    owners = build.owners()
+    metadata = {index: name for name, index in model.metadata}
+    # span (`start << SPAN_BITS | length`) -> what it holds: the first said of one read twice (a shared vtable)
+    spans = {span: SPAN_REGIONS[what] for span, what in zip(reversed(fb.spans), reversed(fb.whats), strict=True)}
+    for b in model.buffers:
+        if b.start is None:
+            continue
+        if b.index in owners:
+            held = (RegionKind.TENSOR_DATA, owners[b.index])
+        elif b.index in metadata:
+            held = (RegionKind.METADATA, f"metadata {metadata[b.index] or b.index!r}")
+        else:  # (tensor data no listed tensor claims, as the accounting says it: not torch's view leftovers)
+            held = (RegionKind.TENSOR_DATA, f"buffer {b.index}: {UNREAD}")
+        spans[b.start << SPAN_BITS | b.nbytes] = held
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            if op.large_options is not None:
+                spans[op.large_options[0] << SPAN_BITS | op.large_options[1]] = OUTSIDE_OPTIONS
+    # where the data appended past the flatbuffer begins (a model over 2 GB: the exporter pads around it more widely)
+    appended = min((b.start for b in model.buffers if b.outside and b.start is not None), default=fb.end)
+    kinds: list[RegionKind] = []
+    starts: list[int] = []
+    lengths: list[int] = []
+    labels: list[str] = []
+    end, mask = 0, (1 << SPAN_BITS) - 1
+    for span in [*sorted(spans), fb.end << SPAN_BITS]:  # (as columns: 20,000 tensors make 200,000 regions)
+        start, length = span >> SPAN_BITS, span & mask
+        kind, label = spans.get(span, (RegionKind.PADDING, PADDING))
+        if starts and start + length <= end:
+            continue
+        gap = start - end
+        widest = APPENDED_PADDING if start >= appended else ALIGNMENT
+        if starts and 0 < gap < widest and not fb.read(end, gap, "padding").strip(b"\0"):
+            kinds.append(RegionKind.PADDING)
+            starts.append(end)
+            lengths.append(gap)
+            labels.append(PADDING)
+            end = start
+        if not length:  # (the end of the file: only the padding before it)
+            break
+        if starts and end == start and kind is kinds[-1] and label == labels[-1]:
+            lengths[-1] += length
+        else:  # (a hostile overlap, start < end, is cut by `tile`)
+            kinds.append(kind)
+            starts.append(start)
+            lengths.append(length)
+            labels.append(label)
+        end = max(end, start + length)
+    return RegionColumns(kinds, starts, lengths, labels, [None] * len(kinds))
+
+
+# -- the facts --------------------------------------------------------------------------------------------------------
+
+MODEL_TYPES = {1: "a TensorFlow SavedModel", 2: "a Keras model", 3: "TensorFlow concrete functions",
+               4: "a TensorFlow GraphDef", 5: "a TensorFlow session", 6: "JAX", 7: "PyTorch"}  # fmt: skip
+OPTIMIZATIONS = {1001: "float16 quantization", 1002: "dynamic-range quantization", 1003: "full-integer quantization",
+                 1004: "16x8 integer quantization", 2000: "quantization-aware training", 3001: "random sparsity",
+                 3002: "block sparsity", 3003: "structured sparsity"}  # fmt: skip
+CONVERSION_METADATA = "CONVERSION_METADATA"  # a FlatBuffer of conversion_metadata.fbs: environment, options
+RUNTIME_VERSION = "min_runtime_version"
+MAX_SHOWN = 8  # inputs, outputs, subgraphs, signatures named in an attribute
+
+
+def _attributes(probe: Probe, fb: FlatBuffer, model: Model, build: _Build) -> dict[str, str]:
+    a = {"tflite.schema_version": str(model.version)}
+    if model.description:
+        a["tflite.description"] = model.description[:200]
+    for name, index in model.metadata:
+        b = model.buffers[index] if 0 <= index < len(model.buffers) else None
+        if b is None or b.start is None:
+            continue
+        if name == RUNTIME_VERSION and b.nbytes <= 64:
+            a["tflite.min_runtime_version"] = fb.read(b.start, b.nbytes, name).rstrip(b"\0").decode("ascii", "replace")
+        elif name == CONVERSION_METADATA and not b.outside:
+            a.update(_conversion(probe, b.start, b.start + b.nbytes))
+    if model.metadata:
+        shown = [f"{(n or str(i))[:100]} ({model.buffers[i].nbytes:,} B)" for n, i in model.metadata
+                 if 0 <= i < len(model.buffers)]  # fmt: skip
+        a["tflite.metadata"] = ", ".join(shown[:MAX_SHOWN])
+    main = model.subgraphs[0]
+    for key, indices in (("inputs", main.inputs), ("outputs", main.outputs)):
+        shown = [_described(main.tensors[i]) for i in indices[:MAX_SHOWN] if 0 <= i < len(main.tensors)]
+        a[f"tflite.{key}"] = ", ".join(shown) or "-"
+    if len(model.subgraphs) > 1:
+        a["tflite.subgraphs"] = ", ".join(f"{sg.name} ({len(sg.tensors):,} tensors, {len(sg.operators):,} operators)"
+                                          for sg in model.subgraphs[:MAX_SHOWN])  # fmt: skip
+    for key, _, inputs, outputs in model.signatures[:MAX_SHOWN]:
+        a[f"tflite.signature.{key}"[:100]] = f"inputs {_listed(inputs)}; outputs {_listed(outputs)}"
+    ops = Counter(op.code for sg in model.subgraphs for op in sg.operators)
+    a["tflite.operators"] = f"{sum(ops.values()):,}"
+    a["tflite.op_types"] = ", ".join(f"{op} x{n}" for op, n in ops.most_common(12)) or "-"
+    constants = [e for e in build.entries if e.offset is not None]
+    a["tflite.constants"] = (f"{len(constants):,} tensors of {_elements(constants):,} elements in "
+                             f"{len({e.t.buffer for e in constants}):,} buffers")  # fmt: skip
+    a["tflite.activations"] = f"{build.activations:,} tensors the model computes when it runs: no stored data"
+    quantized = [e for e in build.entries if e.t.quantization is not None and e.t.quantization.scales]
+    if quantized or build.quantized_activations:
+        scales = sum(e.t.quantization.scales for e in quantized if e.t.quantization is not None)
+        types = sorted(Counter(e.dtype for e in quantized).items(), key=lambda kv: (-kv[1], kv[0]))
+        a["tflite.quantization"] = (
+            f"{len(quantized):,} stored tensors quantized ({', '.join(f'{d} {n}' for d, n in types)}), "
+            f"{scales:,} scales; {build.quantized_activations:,} activations quantized"
+        )
+    if model.external:
+        groups = Counter(group for group, _, _ in model.external.values())
+        a["tflite.external_buffers"] = ", ".join(f"{g!r} ({n:,} buffers)" for g, n in groups.most_common(MAX_SHOWN))
+    return a
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    shown = ", ".join(n[:100] for n in names[:MAX_SHOWN]) or "-"
+    return shown + (f" and {len(names) - MAX_SHOWN:,} more" if len(names) > MAX_SHOWN else "")
+
+
+def _elements(entries: list[_Entry]) -> int:
+    return sum(_numel(e.t.shape) for e in entries)
+
+
+def _described(t: Tensor) -> str:
+    shape = t.signature if t.signature is not None and len(t.signature) == len(t.shape) else t.shape
+    return f"{t.name[:80]} {dtypes.TFLITE_TYPES.get(t.type, t.type)} {list(shape)}"
+
+
+def _conversion(probe: Probe, start: int, end: int) -> dict[str, str]:
+    """What CONVERSION_METADATA says (conversion_metadata.fbs: Environment tensorflow_version, model_type; Options
+    model_optimization_modes); nothing when it cannot be read."""
+    fb = FlatBuffer(probe, FORMAT, start, end)
+    try:
+        root = fb.root("conversion metadata")
+        env, options = fb.sub(root, 0, "conversion environment"), fb.sub(root, 1, "conversion options")
+        out = {}
+        if env is not None:
+            version = fb.string(env, 0, "tensorflow version")
+            source = MODEL_TYPES.get(fb.scalar(env, 2, "i"))
+            said = [f"TensorFlow {version[:40]}" if version else "", f"from {source}" if source else ""]
+            if any(said):
+                out["tflite.converter"] = " ".join(filter(None, said))
+        modes = () if options is None else fb.numbers(options, 0, "i", "optimization modes", 64)
+        if modes:
+            out["tflite.optimization"] = ", ".join(OPTIMIZATIONS.get(m, str(m)) for m in modes)
+        return out
+    except FormatError:  # (metadata for people: a file whose own metadata is malformed still reads)
+        return {"tflite.converter": "unreadable CONVERSION_METADATA"}

@@ -1,0 +1,481 @@
+"""TensorFlow Lite: models the real converter writes in the test (tf.lite.TFLiteConverter from tf_keras and Keras 3
+models: float32, dynamic-range int8, full-integer int8, float16), the samples and basic-pitch's shipped model, each
+compared with the TF Lite interpreter's tensor list (names, shapes, dtypes, quantization) and the schema's own reader
+(buffer offsets and bytes), and the parameter count with Keras' count_params()."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import struct
+import subprocess
+import sys
+import warnings
+from math import prod
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from inspector import load
+from inspector.cli import main
+from inspector.errors import FormatError, InspectorError, LimitExceededError
+from inspector.probe import Probe
+from inspector.records import Checkpoint, RegionKind, TensorKind
+from inspector.report import analyse
+from loaders._flatbuffers import FlatBuffer
+from loaders.base import check_invariants
+from loaders.tflite import UNREAD, TfliteLoader
+from tests.conftest import SAMPLES
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+NUMPY_NAMES = {"float32": "F32", "float16": "F16", "int8": "I8", "uint8": "U8", "int16": "I16", "int32": "I32",
+               "int64": "I64", "bool": "BOOL"}  # fmt: skip
+BASIC_PITCH = "basic_pitch/saved_models/icassp_2022"
+
+
+@pytest.fixture(scope="module")
+def tf() -> Any:
+    return pytest.importorskip("tensorflow")
+
+
+@pytest.fixture(scope="module")
+def keras(tf: Any) -> Any:
+    return pytest.importorskip("tf_keras")
+
+
+def _schema() -> Any:
+    """TF Lite's generated schema reader (tensorflow/lite/python/schema_py_generated.py), loaded without tensorflow."""
+    spec = importlib.util.find_spec("tensorflow")
+    if spec is None or spec.origin is None:
+        pytest.skip("tensorflow is not installed")
+    path = Path(spec.origin).parent / "lite" / "python" / "schema_py_generated.py"
+    module_spec = importlib.util.spec_from_file_location("tflite_schema_reference", path)
+    assert module_spec is not None and module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+def _reference(tf: Any, path: Path) -> dict[str, tuple[list[int], str, int, int, bytes]]:
+    """The main subgraph's constant tensors: (shape, numpy dtype, scales) as the interpreter lists them, and their
+    data's offset and bytes as the schema's reader finds them."""
+    data = path.read_bytes()
+    model = _schema().Model.GetRootAs(data, 0)
+    graph = model.Subgraphs(0)
+    stored = {}
+    for i in range(graph.TensorsLength()):
+        buffer = model.Buffers(graph.Tensors(i).Buffer())
+        if buffer.DataLength():
+            stored[i] = (buffer._tab.Vector(buffer._tab.Offset(4)), buffer.DataAsNumpy().tobytes())
+        elif buffer.Offset() > 1:  # (appended past the flatbuffer: `_experimental_use_buffer_offset`)
+            stored[i] = (buffer.Offset(), data[buffer.Offset() : buffer.Offset() + buffer.Size()])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the interpreter's deprecation notice)
+        details = tf.lite.Interpreter(model_path=str(path)).get_tensor_details()
+    out = {}
+    for d in details:
+        if d["index"] in stored:
+            shape = [int(x) for x in d["shape"]]
+            scales = len(d["quantization_parameters"]["scales"])
+            out[d["name"]] = (shape, np.dtype(d["dtype"]).name, scales, *stored[d["index"]])
+    return out
+
+
+def _check(tf: Any, path: Path) -> Checkpoint:
+    """Every constant of the main subgraph as the interpreter lists it, at the offset the schema's reader finds, its
+    bytes the buffer's; the interpreter's constant elements are ours; every byte of the file attributed."""
+    ckpt = load(path)
+    check_invariants(ckpt)
+    reference = _reference(tf, path)
+    data = path.read_bytes()
+    ours = {t.name: t for t in ckpt.tensors if t.section == "" and t.offset is not None}
+    assert set(ours) == set(reference)
+    for name, (shape, dtype, scales, offset, stored) in reference.items():
+        t = ours[name]
+        assert (list(t.shape), t.dtype, t.offset, t.nbytes) == (shape, NUMPY_NAMES[dtype], offset, len(stored))
+        assert data[t.offset : t.offset + t.nbytes] == stored
+        said = [n for n in t.notes if n.startswith("quantized")]
+        if scales > 1:
+            assert len(said) == 1 and said[0].startswith("quantized per channel (axis ")
+            assert said[0].endswith(f"): {scales} scales, {scales} zero points")
+        else:
+            assert len(said) == scales and (not said or said[0].startswith("quantized: scale "))
+    assert sum(t.n_elements for t in ours.values()) == sum(prod(r[0]) for r in reference.values())
+    assert not [r for r in ckpt.regions if r.kind is RegionKind.UNKNOWN]
+    unread = [r.length for r in ckpt.regions if r.kind is RegionKind.TENSOR_DATA and r.label.endswith(UNREAD)]
+    assert unread == _unread_buffers(path)
+    return ckpt
+
+
+def _unread_buffers(path: Path) -> list[int]:
+    """The lengths of the buffers holding data that no tensor of any subgraph and no metadata names (the schema's
+    reader), in file order."""
+    model = _schema().Model.GetRootAs(path.read_bytes(), 0)
+    named = {model.Metadata(i).Buffer() for i in range(model.MetadataLength())}
+    for g in range(model.SubgraphsLength()):
+        graph = model.Subgraphs(g)
+        named |= {graph.Tensors(i).Buffer() for i in range(graph.TensorsLength())}
+    unread = [model.Buffers(i) for i in range(model.BuffersLength()) if i not in named]
+    return [b.DataLength() or b.Size() for b in sorted(unread, key=lambda b: b._tab.Pos) if b.DataLength() or b.Size()]
+
+
+def _convert(tf: Any, model: Any, path: Path, mode: str = "float32") -> Path:
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    if mode in ("dynamic", "float16", "int8", "int16x8"):
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if mode == "sparse":
+        converter.optimizations = [tf.lite.Optimize.EXPERIMENTAL_SPARSITY]
+    if mode == "offset":  # (what the exporter does by itself past 2 GB)
+        converter._experimental_use_buffer_offset = True
+    if mode == "float16":
+        converter.target_spec.supported_types = [tf.float16]
+    if mode in ("int8", "int16x8"):
+        shape = (1, *model.input_shape[1:])
+        rng = np.random.default_rng(3)
+        converter.representative_dataset = lambda: ([rng.uniform(0, 1, shape).astype("float32")] for _ in range(8))
+    if mode == "int8":
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        converter.inference_input_type = converter.inference_output_type = tf.int8
+    if mode == "int16x8":
+        converter.target_spec.supported_ops = [
+            tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
+        ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the converter's notes on quantization statistics)
+        path.write_bytes(converter.convert())
+    return path
+
+
+def _randomized(model: Any, seed: int = 0) -> Any:
+    """Weights in [0.5, 1.5): no all-zero bias the converter would drop, no two equal constants it would merge."""
+    rng = np.random.default_rng(seed)
+    for layer in model.layers:
+        layer.set_weights([rng.uniform(0.5, 1.5, w.shape).astype(w.dtype) for w in layer.get_weights()])
+    return model
+
+
+def _mlp(keras: Any, inputs: int = 16, hidden: int = 32) -> Any:
+    layers = [keras.Input((inputs,)), keras.layers.Dense(hidden, activation="relu"), keras.layers.Dense(10)]
+    return _randomized(keras.Sequential(layers))
+
+
+def _cnn(keras: Any) -> Any:
+    return keras.Sequential([
+        keras.Input((12, 12, 3)), keras.layers.Conv2D(8, 3), keras.layers.BatchNormalization(), keras.layers.ReLU(),
+        keras.layers.DepthwiseConv2D(3), keras.layers.MaxPool2D(), keras.layers.Flatten(), keras.layers.Dense(5),
+    ])  # fmt: skip
+
+
+def _norm_params(model: Any, keras: Any) -> int:
+    return sum(x.count_params() for x in model.layers if isinstance(x, keras.layers.BatchNormalization))
+
+
+def _layer_check_matches(ckpt: Checkpoint) -> list[str]:
+    report = analyse(ckpt)
+    assert report.expectation is not None and report.expectation.matches, report.expectation
+    return [layer.kind for layer in report.expectation.layers]
+
+
+# -- models the converter writes --------------------------------------------------------------------------------------
+
+
+def test_dense_mlp_counts_as_keras(tf: Any, keras: Any, tmp_path: Path) -> None:
+    model = _mlp(keras)
+    ckpt = _check(tf, _convert(tf, model, tmp_path / "mlp.tflite"))
+    assert ckpt.format == ckpt.framework == "tflite"
+    assert ckpt.n_parameters == model.count_params() == 874
+    assert _layer_check_matches(ckpt) == ["Dense", "Dense"]
+    weights = [t for t in ckpt.tensors if t.use is not None and t.use[:2] == ("FULLY_CONNECTED", "weights")]
+    assert sorted(t.shape for t in weights) == [(10, 32), (32, 16)]  # (out, in), as TF Lite stores them
+    assert ckpt.attributes["tflite.converter"] == f"TensorFlow {tf.__version__} from a Keras model"
+    assert ckpt.attributes["tflite.inputs"].endswith("F32 [-1, 16]") and not ckpt.findings
+
+
+def test_batchnorm_folded_into_the_convolution(tf: Any, keras: Any, tmp_path: Path) -> None:
+    model = _randomized(_cnn(keras), 1)
+    ckpt = _check(tf, _convert(tf, model, tmp_path / "cnn.tflite"))
+    norm = next(x for x in model.layers if isinstance(x, keras.layers.BatchNormalization))
+    assert ckpt.n_parameters == model.count_params() - norm.count_params() == 981 - 32
+    (folded,) = [f for f in ckpt.findings if f.code == "TFLITE_FOLDED"]
+    assert folded.subjects == (f"{model.name}/{norm.name}",)
+    assert _layer_check_matches(ckpt) == ["Dense", "Conv", "Conv"]
+    (shape,) = [t for t in ckpt.tensors if t.kind is TensorKind.OTHER]  # Flatten's target shape, no parameter
+    assert shape.use is not None and shape.use[:2] == ("RESHAPE", "shape") and shape.dtype == "I32"
+
+
+def test_fresh_model_zero_biases_dropped_and_merged(tf: Any, keras: Any, tmp_path: Path) -> None:
+    """A freshly initialised model: the converter drops the Dense's all-zero bias and stores the two convolutions'
+    equal zero biases once; the findings say so, and the count differs from Keras' by exactly those."""
+    model = _cnn(keras)
+    ckpt = _check(tf, _convert(tf, model, tmp_path / "fresh.tflite"))
+    # (the zero bias the norm folds into takes the name of the constants merged: no name says a norm was folded)
+    assert {f.code for f in ckpt.findings} == {"TFLITE_NO_BIAS", "TFLITE_SHARED_CONSTANT"}
+    dense_bias, conv_bias = 5, 8
+    assert ckpt.n_parameters == model.count_params() - _norm_params(model, keras) - dense_bias - conv_bias
+
+
+def test_embedding_and_lstm(tf: Any, keras: Any, tmp_path: Path) -> None:
+    """The fused UNIDIRECTIONAL_SEQUENCE_LSTM: its gates' weights apart (an LSTM all the same), its state two
+    variables the interpreter allocates; the embedding table read by GATHER."""
+    model = _randomized(keras.Sequential([
+        keras.Input((7,), batch_size=1, dtype="int32"), keras.layers.Embedding(50, 8), keras.layers.LSTM(12),
+        keras.layers.Dense(3),
+    ]), 2)  # fmt: skip
+    ckpt = _check(tf, _convert(tf, model, tmp_path / "lstm.tflite"))
+    assert ckpt.n_parameters == model.count_params() == 1447
+    assert _layer_check_matches(ckpt) == ["Dense", "LSTM", "Embedding"]
+    assert len(_unread_buffers(tmp_path / "lstm.tflite")) == 1  # (the converter keeps a state's zeros no tensor reads)
+    state = ckpt.unique(TensorKind.BUFFER)
+    assert [(t.shape, t.nbytes, t.offset) for t in state] == [((1, 12), 0, None)] * 2
+    assert [t.use[1] for t in state if t.use] == ["output_state", "cell_state"]
+
+
+def test_dynamic_range_int8(tf: Any, keras: Any, tmp_path: Path) -> None:
+    """Weights of 1,024 elements and more stored int8 with a scale a row; smaller ones stay float32."""
+    model = _mlp(keras, inputs=64, hidden=48)
+    ckpt = _check(tf, _convert(tf, model, tmp_path / "dynamic.tflite", "dynamic"))
+    assert ckpt.n_parameters == model.count_params()
+    assert {t.shape: t.dtype for t in ckpt.tensors if len(t.shape) == 2} == {(48, 64): "I8", (10, 48): "F32"}
+    assert ckpt.attributes["tflite.optimization"] == "dynamic-range quantization"
+    assert ckpt.attributes["tflite.quantization"].startswith("1 stored tensors quantized (I8 1), 48 scales")
+
+
+def test_full_integer_int8(tf: Any, keras: Any, tmp_path: Path) -> None:
+    model = _mlp(keras)
+    ckpt = _check(tf, _convert(tf, model, tmp_path / "int8.tflite", "int8"))
+    assert ckpt.n_parameters == model.count_params()
+    assert sorted(t.dtype for t in ckpt.tensors) == ["I32", "I32", "I8", "I8"]  # int32 biases, int8 weights
+    assert ckpt.attributes["tflite.inputs"].split()[-3] == "I8"
+    assert ckpt.attributes["tflite.optimization"] == "full-integer quantization"
+    quantization = "4 stored tensors quantized (I32 2, I8 2), 84 scales; 3 activations quantized"
+    assert ckpt.attributes["tflite.quantization"] == quantization
+    assert _layer_check_matches(ckpt) == ["Dense", "Dense"]
+
+
+def test_float16(tf: Any, keras: Any, tmp_path: Path) -> None:
+    model = _randomized(_cnn(keras), 1)
+    ckpt = _check(tf, _convert(tf, model, tmp_path / "fp16.tflite", "float16"))
+    assert ckpt.n_parameters == model.count_params() - _norm_params(model, keras)
+    weights = ckpt.unique(TensorKind.PARAMETER)
+    assert {t.dtype for t in weights} == {"F16"}
+    assert all("F16, dequantized to float32 when the model runs" in t.notes for t in weights)
+    assert ckpt.attributes["tflite.optimization"] == "float16 quantization"
+
+
+def test_int16_activations(tf: Any, keras: Any, tmp_path: Path) -> None:
+    """16x8 quantization: int8 weights, int64 biases, int16 activations."""
+    model = _mlp(keras)
+    ckpt = _check(tf, _convert(tf, model, tmp_path / "int16x8.tflite", "int16x8"))
+    assert ckpt.n_parameters == model.count_params()
+    assert sorted(t.dtype for t in ckpt.tensors) == ["I64", "I64", "I8", "I8"]
+    assert ckpt.attributes["tflite.optimization"] == "16x8 integer quantization"
+
+
+def test_sparse_weights(tf: Any, keras: Any, tmp_path: Path) -> None:
+    """A weight three quarters zero, stored sparse (its non-zero values and their indices) and read through DENSIFY:
+    a parameter of its dense shape, its data the values stored, its indices sparsity metadata."""
+    model = _mlp(keras, inputs=64, hidden=64)
+    kernel, bias = model.layers[0].get_weights()
+    kernel[np.arange(64) % 4 != 0] = 0
+    model.layers[0].set_weights([kernel, bias])
+    ckpt = _check(tf, _convert(tf, model, tmp_path / "sparse.tflite", "sparse"))
+    assert ckpt.n_parameters == model.count_params()
+    (sparse,) = [t for t in ckpt.tensors if any(n.startswith("sparse") for n in t.notes)]
+    assert sparse.shape == (64, 64) and sparse.nbytes == 16 * 64 * 4  # (a quarter of the rows: their values)
+    assert sparse.use is not None and sparse.use[:2] == ("FULLY_CONNECTED", "weights")  # (through DENSIFY)
+    assert any(r.kind is RegionKind.METADATA and r.label.startswith("sparsity") for r in ckpt.regions)
+    assert ckpt.attributes["tflite.optimization"] == "random sparsity"
+
+
+def test_data_appended_past_the_flatbuffer(tf: Any, keras: Any, tmp_path: Path) -> None:
+    """A model over 2 GB keeps its constants past the flatbuffer (Buffer.offset and size): the converter's flag for
+    it, on a small model. The zeros the exporter writes around the appended data are padding."""
+    model = _mlp(keras)
+    ckpt = _check(tf, _convert(tf, model, tmp_path / "offset.tflite", "offset"))
+    assert ckpt.n_parameters == model.count_params()
+    assert "buffer_location" in ckpt.attributes["tflite.metadata"]
+    flatbuffer_end = min(t.offset for t in ckpt.tensors if t.offset is not None)
+    assert all(
+        r.kind in (RegionKind.TENSOR_DATA, RegionKind.PADDING) for r in ckpt.regions if r.start >= flatbuffer_end
+    )
+
+
+KERAS3 = """
+import os, sys, warnings
+os.environ["KERAS_BACKEND"] = "tensorflow"
+import numpy as np, keras, tensorflow as tf
+keras.utils.set_random_seed(0)
+model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(8, activation="relu", bias_initializer="ones"),
+                          keras.layers.Dense(3, bias_initializer="ones")])
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    data = tf.lite.TFLiteConverter.from_keras_model(model).convert()
+open(sys.argv[1], "wb").write(data)
+print(model.count_params())
+"""
+
+
+def test_keras3(tf: Any, tmp_path: Path) -> None:
+    pytest.importorskip("keras")
+    path = tmp_path / "k3.tflite"
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.run([sys.executable, "-c", KERAS3, str(path)], capture_output=True, text=True, env=env,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ckpt = _check(tf, path)
+    assert ckpt.n_parameters == int(proc.stdout.split()[-1]) == 83
+    assert _layer_check_matches(ckpt) == ["Dense", "Dense"]
+
+
+def test_only_structures_are_read(tf: Any, keras: Any, tmp_path: Path) -> None:
+    path = _convert(tf, _mlp(keras, inputs=1024, hidden=1024), tmp_path / "big.tflite")
+    with Probe(path) as probe:
+        assert TfliteLoader().claim(probe) is not None
+        TfliteLoader().load(probe)
+        assert probe.bytes_read < 64 * 1024 < probe.size // 50
+
+
+# -- samples and shipped models ---------------------------------------------------------------------------------------
+
+MANIFEST = json.loads((SAMPLES / "tflite" / "manifest.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(k for k in MANIFEST if not k.startswith("_")))
+def test_samples_equal_the_manifest(name: str) -> None:
+    entry = MANIFEST[name]
+    ckpt = load(SAMPLES / "tflite" / name)
+    check_invariants(ckpt)
+    stored = {t.name: t for t in ckpt.tensors if t.offset is not None}
+    assert {n: [list(t.shape), t.dtype] for n, t in stored.items()} == {
+        n: [shape, NUMPY_NAMES[dtype]] for n, (shape, dtype, _) in entry["tensors"].items()
+    }
+    for n, (_, _, scales) in entry["tensors"].items():
+        assert (scales > 0) == any(x.startswith("quantized") for x in stored[n].notes)
+    assert sum(t.n_elements for t in stored.values()) == entry["constant_elements"]
+    assert ckpt.n_parameters == entry["count_params"] - entry["folded_norm_params"]
+    _layer_check_matches(ckpt)
+
+
+def test_sample_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(SAMPLES / "tflite" / "lstm.tflite"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["format"] == "tflite" and doc["parameters"]["total"] == MANIFEST["lstm.tflite"]["count_params"]
+
+
+def _basic_pitch() -> Path:
+    spec = importlib.util.find_spec("basic_pitch")
+    if spec is None or spec.origin is None:
+        pytest.skip("basic-pitch is not installed")
+    return Path(spec.origin).parent.parent / BASIC_PITCH
+
+
+def test_basic_pitch(tf: Any) -> None:
+    """basic-pitch's shipped nmp.tflite (TF 2.13's converter, from a SavedModel): every constant as the interpreter
+    lists it. Each convolution holds its SavedModel kernel and bias; the converter folded the BatchNormalizations
+    beside them, stored the lone one on one channel as a multiply and an add, and kept the CQT layer's constant
+    filters (graph constants, not variables) as the weights its convolutions read."""
+    folder = _basic_pitch()
+    ckpt = _check(tf, folder / "nmp.tflite")
+    assert ckpt.n_parameters == 35_736
+    assert ckpt.attributes["tflite.converter"] == "TensorFlow 2.13.0 from a TensorFlow SavedModel"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        variables = {v.name: int(np.prod(v.shape)) for v in tf.saved_model.load(str(folder / "nmp")).variables}
+    report = analyse(ckpt)
+    found = {layer.layer: layer.found for layer in report.expectation.layers} if report.expectation else {}
+    convolutions = {n.split("/")[0] for n in variables if n.endswith("/kernel:0")}
+    for conv in convolutions:
+        assert found[f"model_1/{conv}"] == variables[f"{conv}/kernel:0"] + variables[f"{conv}/bias:0"]
+    norms = sum(n for name, n in variables.items() if name.startswith("batch_normalization"))
+    cqt = sum(n for layer, n in found.items() if layer.startswith("model_1/cq_t2010v2_1"))
+    assert ckpt.n_parameters == sum(variables.values()) - norms + 2 + cqt  # (the lone norm's multiply and add)
+    assert {f.code for f in ckpt.findings} >= {"TFLITE_FOLDED", "TFLITE_SHARED_CONSTANT"}
+
+
+# -- the reader -------------------------------------------------------------------------------------------------------
+
+
+def test_truncated_anywhere_is_one_line_error(tmp_path: Path) -> None:
+    blob = (SAMPLES / "tflite" / "mlp_int8.tflite").read_bytes()
+    cut_path = tmp_path / "cut.tflite"
+    for cut in range(0, len(blob) - 1, 7):
+        cut_path.write_bytes(blob[:cut])
+        with pytest.raises(InspectorError) as caught:
+            load(cut_path)
+        assert "\n" not in str(caught.value)
+
+
+def _buffer(tmp_path: Path, data: bytes) -> FlatBuffer:
+    path = tmp_path / "fb.bin"
+    path.write_bytes(data)
+    return FlatBuffer(Probe(path), "tflite")
+
+
+def _table(field: bytes, size: int = 8) -> bytes:
+    """A buffer whose root table (at 12) has one field, at its byte 4: its vtable at 4, then the table."""
+    return struct.pack("<IHHH", 12, 6, size, 4) + b"\0" * 2 + struct.pack("<i", 8) + field
+
+
+def test_a_vtable_of_no_size_and_a_zero_offset(tmp_path: Path) -> None:
+    table_at_itself = struct.pack("<Ii", 4, 0)  # root at 4: soffset 0, its vtable is itself: 0 bytes
+    with pytest.raises(FormatError, match="vtable of model has an invalid size 0"):
+        _buffer(tmp_path, table_at_itself + b"\0" * 8).root("model")
+    fb = _buffer(tmp_path, _table(struct.pack("<I", 0)))  # one offset field, holding 0
+    with pytest.raises(FormatError, match="a zero offset to name"):
+        fb.string(fb.root("model"), 0, "name")
+
+
+def test_a_field_past_its_table_and_a_count_past_the_file(tmp_path: Path) -> None:
+    fb = _buffer(tmp_path, _table(b"", size=4) + b"\0" * 4)  # its field at 4, of a 4-byte table
+    with pytest.raises(FormatError, match="lies past the table"):
+        fb.scalar(fb.root("model"), 0, "I")
+    fb = _buffer(tmp_path, _table(struct.pack("<I", 4)) + struct.pack("<I", 1 << 30))  # a vector of 2^30 ints
+    with pytest.raises(FormatError, match="lies outside"):
+        fb.numbers(fb.root("model"), 0, "i", "shape", 1 << 40)
+    fb = _buffer(tmp_path, _table(struct.pack("<I", 4)) + struct.pack("<I", 65) + b"\0" * 260)
+    with pytest.raises(LimitExceededError, match="cap 64"):
+        fb.numbers(fb.root("model"), 0, "i", "shape", 64)
+
+
+def test_claims_only_the_identifier(tmp_path: Path) -> None:
+    path = tmp_path / "x.tflite"
+    for head, claimed in ((b"\x10\0\0\0TFL3" + b"\0" * 16, True), (b"\x10\0\0\0TFL2" + b"\0" * 16, False),
+                          (b"\xff\0\0\0TFL3" + b"\0" * 16, False)):  # fmt: skip
+        path.write_bytes(head)
+        with Probe(path) as probe:
+            assert (TfliteLoader().claim(probe) is not None) == claimed
+
+
+def test_a_weight_in_an_external_buffer(tmp_path: Path) -> None:
+    """A constant kept in a weight file beside the model (Tensor.external_buffer, Model.external_buffers: LiteRT's
+    external weights, as the exporter's `tfl.external_const` writes them): a parameter not stored in this file."""
+    from tests.hostile import Table, Vector, tflite_model
+
+    group = Table(name=Vector("s", "weights.bin"))
+    group.kind = "group"  # type: ignore[attr-defined]
+    external = Table(id=("I", 1 << 31), group=("I", 0), offset=("Q", 64), length=("Q", 16), packing=Vector("s", "u"))
+    external.kind = "external"  # type: ignore[attr-defined]
+    weights = Table(shape=Vector("i", [2, 2]), type=("b", 0), buffer=("I", 0), name=Vector("s", "w"),
+                    external_buffer=("I", 1 << 31))  # fmt: skip
+    fields = {"external_buffer_groups": Vector("t", [group]), "external_buffers": Vector("t", [external])}
+    path = tmp_path / "external.tflite"
+    path.write_bytes(tflite_model(model_fields=fields, weights=weights)[0])
+    ckpt = load(path)
+    check_invariants(ckpt)
+    (t,) = ckpt.tensors
+    assert (t.kind, t.offset, t.nbytes, ckpt.n_parameters) == (TensorKind.PARAMETER, None, 16, 4)
+    assert "stored outside this file: 'weights.bin' at byte 64, 16 bytes" in t.notes
+    assert ckpt.attributes["tflite.external_buffers"] == "'weights.bin' (1 buffers)"
+    assert not [r for r in ckpt.regions if r.kind is RegionKind.UNKNOWN]
+
+
+def test_an_offset_that_would_wrap_around_points_past_the_end(tmp_path: Path) -> None:
+    """Offsets are unsigned and forward: one of 2^32 - 4 points 4 GiB on (in 32-bit arithmetic it would point 4 bytes
+    back, at the table itself: a cycle), past the end of a 20-byte file."""
+    fb = _buffer(tmp_path, _table(struct.pack("<I", (1 << 32) - 4)))
+    with pytest.raises(FormatError, match="lies outside"):
+        fb.string(fb.root("model"), 0, "name")
