@@ -7,7 +7,8 @@
 
 The default run makes a 1 GiB file of each format with 128 tensors (safetensors, npz, PyTorch zip, Keras-2-style
 HDF5, MXNet .params written by a small writer of the documented layout, GGUF by gguf-py, ONNX with external data,
-a TensorFlow checkpoint, a PyTorch distributed checkpoint; --formats picks a subset) and prints, per format:
+a TensorFlow checkpoint, a PyTorch distributed checkpoint, a TF Lite model laid out by tests/hostile.py's FlatBuffers
+writer; --formats picks a subset) and prints, per format:
 the median whole-process wall time of `inspector FILE --json` over --runs runs alternating with the reference
 `python -c pass` in the same venv (HDF5: `python -c "import h5py"`), as a ratio to the reference's median; peak
 RSS (VmHWM); bytes the process read through system calls (rchar, the interpreter's own files included) and bytes
@@ -188,6 +189,45 @@ def write_dcp(path: Path, tensors: dict[str, np.ndarray]) -> None:
     dcp.save({"model": {k: torch.from_numpy(v) for k, v in tensors.items()}}, checkpoint_id=str(path.parent))
 
 
+def write_tflite(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    """A TF Lite model of the documented layout (the TF Lite schema's FlatBuffer, laid out by tests/hostile.py's
+    writer, whose files the loader's tests read beside the real converter's): one FULLY_CONNECTED a matrix over one
+    input, each matrix a constant of its own buffer. (TF's converter takes about 19 GB of memory and 100 s to write
+    a 1 GiB model.)"""
+    sys.path.insert(0, str(ROOT))
+    from tests.hostile import Blob, Table, Vector, flatbuffer
+
+    kinds: dict[int, str] = {}
+
+    def table(kind: str, **fields: object) -> Table:
+        made = Table(**fields)
+        kinds[id(made)] = kind
+        return made
+
+    matrices = [(name, a) for name, a in tensors.items() if a.ndim == 2]
+    rows = matrices[0][1].shape[0]
+    x = table("tensor", shape=Vector("i", [1, rows]), type=("b", 0), buffer=("I", 0), name=Vector("s", "x"))
+    tensor_tables = [x]
+    buffers, operators = [table("buffer")], []
+    for i, (name, a) in enumerate(matrices):
+        data = a.tobytes()
+        buffers.append(table("buffer", data=Blob(struct.pack("<I", len(data)) + data)))
+        tensor_tables.append(table("tensor", shape=Vector("i", [a.shape[1], rows]), type=("b", 0), buffer=("I", i + 1),
+                                   name=Vector("s", name)))  # fmt: skip
+        tensor_tables.append(table("tensor", shape=Vector("i", [1, a.shape[1]]), type=("b", 0), buffer=("I", 0),
+                                   name=Vector("s", f"y{i}")))  # fmt: skip
+        operators.append(table("operator", opcode_index=("I", 0), inputs=Vector("i", [0, 2 * i + 1, -1]),
+                               outputs=Vector("i", [2 * i + 2])))  # fmt: skip
+    code = table("code", deprecated_builtin_code=("b", 9), version=("i", 1), builtin_code=("i", 9))
+    outputs = list(range(2, 2 * len(matrices) + 1, 2))
+    subgraph = table("subgraph", tensors=Vector("t", tensor_tables), inputs=Vector("i", [0]),
+                     outputs=Vector("i", outputs), operators=Vector("t", operators),
+                     name=Vector("s", "main"))  # fmt: skip
+    model = table("model", version=("I", 3), operator_codes=Vector("t", [code]), subgraphs=Vector("t", [subgraph]),
+                  buffers=Vector("t", buffers))  # fmt: skip
+    path.write_bytes(flatbuffer(model, kinds))
+
+
 WRITERS = {
     "safetensors": (".safetensors", write_safetensors),
     "npz": (".npz", write_npz),
@@ -198,6 +238,7 @@ WRITERS = {
     "onnx": (".onnx", write_onnx),
     "tensorflow-checkpoint": (".index", write_tf_checkpoint),
     "torch-dcp": ("_dcp/.metadata", write_dcp),
+    "tflite": (".tflite", write_tflite),
 }
 MANY_FORMATS = ("safetensors", "pytorch-zip", "gguf", "onnx", "tensorflow-checkpoint", "torch-dcp")
 
@@ -254,6 +295,7 @@ DCP_META = (
     "import os\nfrom torch.distributed.checkpoint import FileSystemReader\n"
     "FileSystemReader(os.path.dirname(P)).read_metadata()"
 )
+TFLITE_READ = "import tensorflow as tf\ni = tf.lite.Interpreter(model_path=P)\ni.allocate_tensors()"
 BASELINES = {
     "safetensors": ("safetensors.numpy.load_file", "from safetensors.numpy import load_file; load_file(P)"),
     "npz": ("np.load every array", "import numpy as np\nwith np.load(P) as z: [z[k] for k in z.files]"),
@@ -264,6 +306,7 @@ BASELINES = {
     "onnx": ("onnx.load (with external data)", "import onnx; onnx.load(P)"),
     "tensorflow-checkpoint": ("tf load_checkpoint, every tensor", TF_READ),
     "torch-dcp": ("DCP load every tensor", DCP_READ),
+    "tflite": ("tf.lite.Interpreter, tensors allocated", TFLITE_READ),
 }  # fmt: skip
 EXTRAS = {
     "safetensors": ("safe_open (keys, shapes)", SAFE_OPEN),

@@ -34,6 +34,7 @@ model's (norms folded, biases dropped or folded, equal constants merged) the fin
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from math import prod
 
 from inspector import dtypes
 from inspector.dtypes import DKind
@@ -298,7 +299,7 @@ def _kind(graph: _Graph, t: Tensor) -> tuple[TensorKind, _Use | None]:
     dtype = dtypes.TFLITE_TYPES.get(t.type, "")
     is_float = (dt := dtypes.lookup(dtype)) is not None and dt.kind is DKind.FLOAT
     quantized = t.quantization is not None and t.quantization.scales > 0
-    n = _numel(t.shape)
+    n = prod(t.shape)
     stack, seen, other = [(t.index, False)], set[int](), None
     while stack:
         tensor, dequantized = stack.pop()
@@ -335,13 +336,6 @@ def _folded(name: str) -> list[str]:
 def _input_name(op: str, index: int) -> str:
     names = OP_INPUTS.get(op, ())
     return names[index] if index < len(names) else str(index)
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _sniff(head: bytes, size: int) -> bool:
@@ -430,7 +424,7 @@ class _Build:
         dtype = dtypes.TFLITE_TYPES.get(t.type, f"TFLITE_TYPE[{t.type}]")
         buffer = self.model.buffers[t.buffer]
         notes = _notes(self.model, graph, t, dtype)
-        expected = dtypes.nbytes_for(dtype, _numel(shape))
+        expected = dtypes.nbytes_for(dtype, prod(shape))
         nbytes = 0  # (a variable the interpreter allocates: nothing stored)
         if buffer.start is not None:
             nbytes = self._data_bytes(name, t, dtype, expected, buffer.nbytes, notes)
@@ -454,7 +448,7 @@ class _Build:
         if t.sparse is not None:
             notes.append(f"sparse: its data holds the non-zero values only ({stored:,} bytes), indexed by its sparsity "
                          f"parameters over {t.sparse} traversal dimensions")  # fmt: skip
-        elif dtype in PACKED and stored == _numel(t.shape) and stored != expected:
+        elif dtype in PACKED and stored == prod(t.shape) and stored != expected:
             notes.append(f"{dtype} values stored one to a byte, not packed")
         elif expected is not None and stored != expected:
             shape = list(t.shape)
@@ -709,7 +703,7 @@ def _listed(names: tuple[str, ...]) -> str:
 
 
 def _elements(entries: list[_Entry]) -> int:
-    return sum(_numel(e.t.shape) for e in entries)
+    return sum(prod(e.t.shape) for e in entries)
 
 
 def _described(t: Tensor) -> str:
