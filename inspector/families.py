@@ -495,6 +495,16 @@ STACKED_EXPERTS = (
 )
 
 
+def _feed_forward_stacked(ff: str) -> tuple[Part, ...]:
+    """`STACKED_EXPERTS` under `feed_forward` (LFM2-MoE's and Jamba's, as llama.cpp's converter writes them), their
+    width the family's `ff`, each with its projection's role."""
+    return tuple(
+        replace(p, path=p.path.replace(".mlp.", ".feed_forward."), dims=tuple(ff if d == "expert_ff" else d
+                for d in p.dims), role=role)
+        for p, role in zip(STACKED_EXPERTS, (FFN_GATE, FFN_UP, FFN_DOWN), strict=True)
+    )  # fmt: skip
+
+
 def _expert_layouts(
     name: str,
     descriptions: tuple[str, str, str],
@@ -1616,10 +1626,7 @@ FAMILIES: tuple[Family, ...] = (
                 "lfm2_moe-stacked",
                 " as llama.cpp's converter writes it (GGUF)",
                 " stacked into gate_proj and up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
-                tuple(
-                    replace(p, path=p.path.replace(".mlp.", ".feed_forward."), role=role)
-                    for p, role in zip(STACKED_EXPERTS, (FFN_GATE, FFN_UP, FFN_DOWN), strict=True)
-                ),
+                _feed_forward_stacked("expert_ff"),
                 ("layers.0.feed_forward.experts.down_proj", 2),
             ),
         )
@@ -1893,16 +1900,7 @@ FAMILIES: tuple[Family, ...] = (
                 "jamba-stacked",
                 " as llama.cpp's converter writes it (GGUF)",
                 " stacked into gate_proj and up_proj (experts, ff, d) and down_proj (experts, d, ff)",
-                (
-                    *(
-                        Part(f"layers.{{i}}.feed_forward.experts.{name}", "tensor", dims, role=role)
-                        for name, dims, role in (
-                            ("gate_proj", ("experts", "feedforward", "d_model"), FFN_GATE),
-                            ("up_proj", ("experts", "feedforward", "d_model"), FFN_UP),
-                            ("down_proj", ("experts", "d_model", "feedforward"), FFN_DOWN),
-                        )
-                    ),
-                ),
+                _feed_forward_stacked("feedforward"),
                 ("layers.0.feed_forward.experts.down_proj", 2),
             ),
         )

@@ -466,14 +466,11 @@ class _Build:
 
     def tensors(self) -> list[TensorInfo]:
         """The tensors, those sharing a buffer made aliases of the one the graph says most of (a parameter first)."""
-        by_buffer: dict[int, list[_Entry]] = defaultdict(list)
-        for e in self.entries:
-            if e.offset is not None:
-                by_buffer[e.t.buffer].append(e)
-        owner: dict[int, _Entry] = {b: min(es, key=lambda e: KIND_ORDER[e.kind]) for b, es in by_buffer.items()}
+        readers = Counter(e.t.buffer for e in self.entries if e.offset is not None)
+        owner = self._owners()
         out = []
         for e in self.entries:
-            shared = len(by_buffer.get(e.t.buffer, ())) > 1
+            shared = readers[e.t.buffer] > 1
             first = owner.get(e.t.buffer)
             alias = first.name if shared and first is not None and first is not e else None
             use = None
@@ -491,13 +488,17 @@ class _Build:
 
     def owners(self) -> dict[int, str]:
         """Buffer index -> the tensor its data is labelled with (the parameter of a shared buffer first)."""
+        return {b: e.name for b, e in self._owners().items()}
+
+    def _owners(self) -> dict[int, _Entry]:
+        """Buffer index -> the stored tensor that owns it: the first of the kind `KIND_ORDER` puts first."""
         best: dict[int, _Entry] = {}
         for e in self.entries:
             if e.offset is not None:
                 held = best.get(e.t.buffer)
                 if held is None or KIND_ORDER[e.kind] < KIND_ORDER[held.kind]:
                     best[e.t.buffer] = e
-        return {b: e.name for b, e in best.items()}
+        return best
 
     def findings(self) -> list[Finding]:
         """What makes the file's parameters differ from its source model's: what the converter folded, dropped and
