@@ -43,8 +43,10 @@ def search(
     Raises:
         SpecError: bad architecture, words or range.
     """
-    if budget <= 0 or low <= 0 or high < low or step <= 0 or (high - low) // step > MAX_STEPS:
-        raise SpecError("need a positive budget and a range low <= high of at most 100,000 steps")
+    # (a range may start at 0: many words read 0 as "derived", e.g. llama's kv_heads=0 is kv_heads=heads; a value
+    # the architecture refuses is stepped over as below)
+    if budget <= 0 or low < 0 or high < low or step <= 0 or (high - low) // step > MAX_STEPS:
+        raise SpecError("need a positive budget and a range 0 <= low <= high of at most 100,000 steps")
     under: list[Candidate] = []
     over: list[Candidate] = []
     for value in range(low, high + 1, step):

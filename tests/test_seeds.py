@@ -161,6 +161,22 @@ def test_seed_002_closed_form(sv: int, tv: int, se: int, te: int, half: int, sn:
     assert count(arch)[0] == closed
 
 
+def test_budget_range_may_start_at_zero_where_a_word_reads_zero_as_derived() -> None:
+    """llama's kv_heads=0 is kv_heads=heads (no grouped-query attention): a range from 0 takes it; below 0 is refused."""
+    from inspector.architectures import build, count
+    from inspector.budget import search
+    from inspector.errors import SpecError
+
+    fixed = {"vocab": 1000, "d_model": 256, "layers": 2, "heads": 8}
+    under, over = search("llama", 10**9, "kv_heads", fixed, low=0, high=8, keep=9)
+    by_value = {c.value: c.total for c in under + over}
+    assert sorted(by_value) == list(range(9))
+    assert by_value[0] == by_value[8] == count(build("llama", **fixed, kv_heads=8))[0]
+    assert by_value[1] < by_value[8]
+    with pytest.raises(SpecError, match="0 <= low"):
+        search("llama", 10**9, "kv_heads", fixed, low=-1, high=8)
+
+
 def test_heads_that_do_not_divide_d_model_are_refused_and_budget_steps_over_them() -> None:
     from inspector.architectures import build
     from inspector.budget import search
