@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 from inspector.errors import InspectorError
 from inspector.probe import Probe
-from inspector.records import Checkpoint
+from inspector.records import Checkpoint, TensorInfo
 from inspector.recordtype import replace
 
 TYPE_CHECKING = False
@@ -125,3 +125,33 @@ def with_config(ckpt: Checkpoint, probe: Probe) -> Checkpoint:
             if qmap is not None:
                 config["quantization_config"] = {"quant_method": QUANTO, "modules": qmap, "source": QUANTO_QMAP}
     return ckpt if config is None else replace(ckpt, config=MappingProxyType(config))
+
+
+# Heads a model type's checkpoints store padded with zero rows to `vocab_size`, which transformers' conversion trims
+# on load (`Inkling2UnpadVocab`, Inkling 2's unembedding): the model holds the rows the config word names, so its
+# num_parameters() leaves the padding out. Model type -> (the head as the checkpoints name it, that word; a composite
+# config states it in its `text_config`).
+PADDED_HEADS: dict[str, tuple[str, str]] = dict.fromkeys(
+    ("inkling2", "inkling2_text", "inkling2_loop", "inkling2_loop_text"),
+    (r"(?:.*\.)?(?:unembed|lm_head)\.weight", "unpadded_vocab_size"),
+)
+
+
+def padded_heads(ckpt: Checkpoint) -> list[tuple[TensorInfo, int, str]]:
+    """(head, the rows the model keeps of it, the config word saying so) for each head of `PADDED_HEADS` the file
+    stores with more rows than its model holds."""
+    config = ckpt.config or {}
+    head = PADDED_HEADS.get(model_type(config) or "")
+    if head is None:
+        return []
+    import re  # (loaded already)
+
+    pattern, word = head
+    kept = config.get(word, (config.get("text_config") or {}).get(word))
+    if not isinstance(kept, int) or isinstance(kept, bool) or kept <= 0:
+        return []
+    return [
+        (t, kept, word)
+        for t in ckpt.tensors
+        if len(t.shape) == 2 and t.shape[0] > kept and t.alias_of is None and re.fullmatch(pattern, t.name)
+    ]

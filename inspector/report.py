@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from math import prod
 from operator import attrgetter
 
+from inspector.hfconfig import padded_heads
 from inspector.reconcile import Accounting, account
 from inspector.reconcile import findings as accounting_findings
-from inspector.records import SCHEMA_VERSION, Checkpoint, Expectation, Finding, RoleMatch, Severity
+from inspector.records import SCHEMA_VERSION, Checkpoint, Expectation, Finding, RoleMatch, Severity, TensorKind
 from inspector.recordtype import record
 from inspector.registry import load
 
@@ -26,6 +28,25 @@ class Report:
     @property
     def unsafe(self) -> bool:
         return any(f.code == UNSAFE for f in self.findings)
+
+
+def padded_head_findings(ckpt: Checkpoint) -> list[Finding]:
+    """PADDED_HEAD: a head stored with padding rows its model drops on load (`hfconfig.PADDED_HEADS`). The file's
+    count keeps them, as the hub's MTP layers are kept (what the file holds); the finding gives the framework's."""
+    padded = padded_heads(ckpt)
+    if not padded:
+        return []
+    dropped = [(t, kept, word, (t.shape[0] - kept) * prod(t.shape[1:])) for t, kept, word in padded]
+    counted = sum(extra for t, _, _, extra in dropped if t.kind is TensorKind.PARAMETER)
+    heads = "; ".join(
+        f"{t.name!r} stores {t.shape[0]:,} rows, its model holds {kept:,} (config {word}): the last "
+        f"{t.shape[0] - kept:,} are padding ({extra:,} elements)"
+        for t, kept, word, extra in dropped
+    )
+    text = f"{heads}; transformers drops them on load"
+    if counted:
+        text += f", so its num_parameters() prints {ckpt.n_parameters - counted:,} (counted here as stored)"
+    return [Finding("PADDED_HEAD", Severity.INFO, text, subjects=tuple(t.name for t, _, _, _ in dropped))]
 
 
 def analyse(ckpt: Checkpoint, expect: str | None = None) -> Report:
@@ -68,6 +89,7 @@ def analyse(ckpt: Checkpoint, expect: str | None = None) -> Report:
                 subjects=tuple(unmatched),
             )
         )
+    found += padded_head_findings(ckpt)
     if expectation is not None and expectation.anomalies:
         found.append(
             Finding(

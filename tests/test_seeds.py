@@ -162,7 +162,7 @@ def test_seed_002_closed_form(sv: int, tv: int, se: int, te: int, half: int, sn:
 
 
 def test_budget_range_may_start_at_zero_where_a_word_reads_zero_as_derived() -> None:
-    """llama's kv_heads=0 is kv_heads=heads (no grouped-query attention): a range from 0 takes it; below 0 is refused."""
+    """llama's kv_heads=0 is kv_heads=heads (no grouped-query attention): a range from 0 takes it; below 0 is not."""
     from inspector.architectures import build, count
     from inspector.budget import search
     from inspector.errors import SpecError

@@ -553,6 +553,59 @@ def test_buffers_transformers_saves_beside_the_weights_are_not_counted(
     assert any(t.kind.value == "buffer" for t in report.checkpoint.tensors), buffers
 
 
+@pytest.mark.parametrize(
+    ("model_type", "auto"),
+    [
+        ("inkling2_text", "AutoModelForCausalLM"),
+        ("inkling2_loop_text", "AutoModelForCausalLM"),
+        ("inkling2", "AutoModelForImageTextToText"),
+        ("inkling2_loop", "AutoModelForImageTextToText"),
+    ],
+)
+def test_a_head_saved_with_padding_rows_says_what_num_parameters_prints(
+    model_type: str, auto: str, tmp_path: Path
+) -> None:
+    """Inkling 2's head: `unpadded_vocab_size` rows in the model, padded with zero rows to `vocab_size` on save and
+    trimmed on load. The file's count keeps them; PADDED_HEAD gives transformers' num_parameters()."""
+    import torch
+    import transformers
+
+    try:
+        default = transformers.AutoConfig.for_model(model_type)
+    except (KeyError, ValueError):
+        pytest.skip(f"this transformers has no {model_type!r}")
+
+    def small(part: object) -> dict[str, object]:
+        return {k: v for k, v in SMALL.items() if isinstance(getattr(part, k, None), int)}
+
+    text = {"unpadded_vocab_size": 100}  # of SMALL's 128
+    if hasattr(default, "text_config"):  # a composite: the words go to its text and vision configs
+        text |= small(default.text_config)
+        vision = small(default.vision_config) | {"text_hidden_size": text["hidden_size"]}
+        config = transformers.AutoConfig.for_model(model_type, text_config=text, vision_config=vision)
+    else:
+        config = transformers.AutoConfig.for_model(model_type, **small(default), **text)
+    torch.manual_seed(0)
+    model = getattr(transformers, auto).from_config(config)
+    model.save_pretrained(tmp_path)
+    report = inspect(tmp_path / "model.safetensors")
+    padded = [f for f in report.findings if f.code == "PADDED_HEAD"]
+    assert len(padded) == 1 and padded[0].severity.value == "info"
+    (head,) = padded[0].subjects
+    stored = next(t for t in report.checkpoint.tensors if t.name == head)
+    assert stored.shape[0] == 128 and model.get_output_embeddings().weight.shape[0] == 100
+    dropped = 28 * stored.shape[1]
+    assert report.checkpoint.n_parameters - dropped == model.num_parameters()
+    assert f"num_parameters() prints {model.num_parameters():,}" in padded[0].message
+    assert "COUNT_MISMATCH" not in {f.code for f in report.findings}
+    # the loaded model's own state dict, written by torch.save: its head as the model holds it, nothing to say
+    torch.save(model.state_dict(), tmp_path / "state.pt")
+    (tmp_path / "model.safetensors").unlink()
+    report = inspect(tmp_path / "state.pt")
+    assert "PADDED_HEAD" not in {f.code for f in report.findings}
+    assert report.checkpoint.n_parameters == model.num_parameters()
+
+
 def test_a_name_some_models_make_a_parameter_follows_the_config(tmp_path: Path) -> None:
     # e_score_correction_bias is a buffer in DeepSeek-V3-style routers and an nn.Parameter in Laguna's
     n = _small_model("laguna", "AutoModelForCausalLM", tmp_path)
