@@ -268,6 +268,10 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("torch.cell_input", Role.RNN_INPUT, r"(?P<layer>.+)\.weight_ih", ("torch",), None, "kernel"),
     RoleRule("torch.cell_recurrent", Role.RNN_RECURRENT, r"(?P<layer>.+)\.weight_hh", ("torch",), None, "recurrent_kernel"),
     RoleRule("torch.cell_bias", Role.RNN_BIAS, r"(?P<layer>.+)\.bias_[ih]h", ("torch",), None, "bias"),
+    # an unembedding is the output head (Inkling 2's `unembed`), a norm of the embeddings a norm (`embed_norm`, BLOOM's
+    # `word_embeddings_layernorm`): the embedding rule below would take both by their `embed`
+    RoleRule("torch.unembed", Role.HEAD, r"(?P<layer>(?:.*\.)?unembed\w*)\." + WB, ("torch",)),
+    RoleRule("torch.embed_norm", Role.NORM, r"(?P<layer>.*(?:embed|emb)\w*?(?i:norm|_ln)\w*)\." + WB, ("torch",)),
     RoleRule("torch.embedding", Role.EMBEDDING, r"(?P<layer>.*(?:embed|emb|embedding|embeddings|encoder|tok)\w*)\.weight", ("torch",), None, "weight"),
     RoleRule("torch.norm", Role.NORM, r"(?P<layer>.*(?i:norm|bn|ln)\w*)\." + WB, ("torch",)),
     RoleRule("torch.head", Role.HEAD, r"(?P<layer>(?:.*\.)?(?:decoder|head|classifier|output|out|fc_out|lm_head))\." + WB, ("torch",)),

@@ -598,6 +598,9 @@ def test_a_head_saved_with_padding_rows_says_what_num_parameters_prints(
     assert report.checkpoint.n_parameters - dropped == model.num_parameters()
     assert f"num_parameters() prints {model.num_parameters():,}" in padded[0].message
     assert "COUNT_MISMATCH" not in {f.code for f in report.findings}
+    roles = {r.name: r.role for r in report.roles}  # (the unembedding is the head, the embeddings' norm a norm)
+    assert roles[head] == "output_head"
+    assert {roles[n] for n in roles if n.endswith("embed_norm.weight")} == {"norm"}
     # the loaded model's own state dict, written by torch.save: its head as the model holds it, nothing to say
     torch.save(model.state_dict(), tmp_path / "state.pt")
     (tmp_path / "model.safetensors").unlink()
