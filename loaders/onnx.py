@@ -188,6 +188,7 @@ class _Tensor:
     notes: list[str] = field(default_factory=list)
     external: dict[str, str] | None = None
     kind: TensorKind = TensorKind.OTHER
+    use: tuple[str, str, str, bool] | None = None  # an attribute's tensor: (operator, attribute, node, False)
 
 
 @record
@@ -381,7 +382,9 @@ class _Walk:
                 continue
             if g.number in (5, 10):  # t, tensors
                 name = owner if op_type == "Constant" else f"{owner}.{attr}" + (f".{i}" if many else "")
-                self.tensor(g, "constant" if op_type == "Constant" else "attribute", name)
+                t = self.tensor(g, "constant" if op_type == "Constant" else "attribute", name)
+                if op_type != "Constant":  # (what it is to its node: ConstantOfShape's fill `value`...)
+                    t.use = (op_type, attr, owner, False)
             elif g.number in (22, 23):  # sparse_tensor(s)
                 self.sparse(g, "constant" if op_type == "Constant" else "attribute", owner)
             elif g.number in (6, 11):  # g, graphs
@@ -605,7 +608,7 @@ class OnnxLoader:
             param=WEIGHT if layer is not None else None,
             file=file,
             notes=tuple(t.notes),
-            use=by.use() if by is not None else None,
+            use=by.use() if by is not None else t.use,
         )
 
 
