@@ -468,7 +468,7 @@ def test_input_names_are_the_operator_schemas() -> None:
     from loaders.onnx import INPUT_NAMES
 
     contrib = {"SimplifiedLayerNormalization", "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
-               "MatMulNBits"}  # fmt: skip
+               "MatMulNBits", "DynamicQuantizeLSTM"}  # fmt: skip
     for op, names in INPUT_NAMES.items():
         if op not in contrib:
             assert names == tuple(i.name for i in onnx.defs.get_schema(op).inputs), op
@@ -878,3 +878,36 @@ def test_weights_sharing_one_input_name_in_a_layer_count_whole(tmp_path: Path) -
         ("ConstantOfShape", "value", "/head/ConstantOfShape", False),
     )
     assert next(r for r in report.roles if r.name == value.name).role == "graph_constant"
+
+
+def test_dynamically_quantized_lstm_counts_its_int8_weights(tmp_path: Path) -> None:
+    """onnxruntime's `quantize_dynamic` turns an LSTM into its DynamicQuantizeLSTM (int8 W and R, transposed, float B;
+    ddddocr's shipped `common_old.onnx` holds one): those are the LSTM's weights, read as their values, its scales and
+    zero points other state; the count is torch's (it was the Linear's 132 of 3,972)."""
+    torch = pytest.importorskip("torch")
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    torch.manual_seed(0)
+
+    class Head(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm, self.fc = torch.nn.LSTM(12, 16, bidirectional=True), torch.nn.Linear(32, 4)
+
+        def forward(self, x: Any) -> Any:
+            return self.fc(self.lstm(x)[0])
+
+    head = Head().eval()
+    path, quantized = tmp_path / "lstm.onnx", tmp_path / "lstm_int8.onnx"
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):  # the exporter's chatter
+        warnings.simplefilter("ignore")
+        torch.onnx.export(head, (torch.ones(5, 1, 12),), str(path), dynamo=False)
+    with contextlib.redirect_stderr(io.StringIO()):  # (its advice to pre-process the model)
+        quantization.quantize_dynamic(path, quantized, op_types_to_quantize=["LSTM"])
+    graph = onnx.load(str(quantized)).graph
+    node = next(n for n in graph.node if n.op_type == "DynamicQuantizeLSTM")
+    report = inspect(quantized)
+    kinds = {t.name: t.kind for t in report.checkpoint.tensors}
+    assert [kinds[name] for name in node.input[1:4]] == [TensorKind.PARAMETER] * 3
+    assert all(kinds[name] is TensorKind.OTHER for name in node.input[8:] if name)
+    assert report.checkpoint.n_parameters == sum(p.numel() for p in head.parameters())
+    assert not [f for f in report.findings if f.severity.value != "info"]
