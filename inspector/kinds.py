@@ -303,6 +303,18 @@ KIND_RULES: tuple[KindRule, ...] = (
         r"(?:model_state_dict\.)?encoder\.positional_embedding",
         "openai-whisper audio encoder's sinusoidal positions: a registered buffer",
     ),
+    # pitch trackers' own checkpoints, shipped in their wheels: torchfcpe's (`fcpe_c_v001.pt`, its model as `model.*`)
+    # cent table and mask, and PESTO's (`pesto/weights/*.ckpt`, Lightning's `state_dict.*`) pitch shift, a scalar at the
+    # model's top level: registered buffers (checked against each package's own model class)
+    KindRule(
+        "torchfcpe.cents",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?(?:cent_table|gaussian_blurred_cent_mask)",
+        "torchfcpe's cent table and blurred-cent mask: registered buffers",
+    ),
+    KindRule(
+        "pesto.shift", TensorKind.BUFFER, r"(?:state_dict\.)?shift", "PESTO's constant pitch shift: a registered buffer"
+    ),
     # kohya-ss' and LyCORIS' adapter modules register their scale `alpha` as a buffer, saved beside the factors: a
     # module holding one of these factors makes its `alpha` a buffer (`_by_layout`; an `alpha` elsewhere, a Snake
     # activation's, is a parameter)

@@ -287,6 +287,9 @@ def _recipe(module: Module, framework: str, statistics: bool) -> Recipe:
         if recurrent is not None:
             return recurrent
     params = module.params()
+    if len(params) != len(module.items):  # two tensors under one parameter name: no layer kind reads them apart
+        return _plain(module)  # (paddle2onnx's 'auto.cast.95' and 'auto.cast.98', two layers' weights; the scale
+        # and shift of a graph's Mul and Add, each its node's input 'B')
     scale, shift = _first(params, SCALES), _first(params, SHIFTS)
     one_d = [t for t in params.values() if len(t.shape) == 1]
     name = module.name
@@ -338,10 +341,14 @@ def _recipe(module: Module, framework: str, statistics: bool) -> Recipe:
                 return Conv, (cout, cin, tuple(kernel), has_bias), {}
         if len(weight.shape) == 1 and not rest:  # a learned per-channel scale: PReLU slopes, an RMSNorm weight
             return Tensor, (weight.shape, "PReLU" if "prelu" in name.lower() else "Scale"), {}
-    shapes = [t.shape for t in params.values()]
-    elements = sum(t.n_elements for t, _ in module.items if t.alias_of is None)
-    label = "Tensor" if len(shapes) == 1 else "Tensors"
-    return Tensor, (shapes[0] if len(shapes) == 1 else (elements,), label), {}
+    return _plain(module)
+
+
+def _plain(module: Module) -> Recipe:
+    """A module no layer kind fits: a `Tensor` of its one tensor's shape, or `Tensors` of all its elements."""
+    if len(module.items) == 1:
+        return Tensor, (module.items[0][0].shape, "Tensor"), {}
+    return Tensor, ((module.found,), "Tensors"), {}
 
 
 def statistic_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch], framework: str) -> set[str]:

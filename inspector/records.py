@@ -72,7 +72,8 @@ class TensorInfo:
         span: bytes the tensor spans from `offset` when that differs from nbytes (strided views,
             stride-0 expands); None means nbytes.
         use: what the file's own graph does with it, where it has one (ONNX): the operator, the name of the input
-            it feeds, the consuming node and whether it reads it transposed ('Conv', 'W', '/features.0/Conv', False).
+            it feeds, the consuming node and whether it reads it transposed ('Conv', 'W', '/features.0/Conv', False);
+            a node attribute's tensor, the attribute ('ConstantOfShape', 'value', '/ConstantOfShape', False).
     """
 
     name: str

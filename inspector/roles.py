@@ -503,6 +503,9 @@ ONNX_INPUT_ROLES: dict[tuple[str, str], tuple[Role, str]] = {
     **{(op, "W"): (Role.RNN_INPUT, "weight_ih") for op in ("LSTM", "GRU", "RNN")},
     **{(op, "R"): (Role.RNN_RECURRENT, "weight_hh") for op in ("LSTM", "GRU", "RNN")},
     **{(op, "B"): (Role.RNN_BIAS, _B) for op in ("LSTM", "GRU", "RNN")},  # (ONNX's holds both of torch's biases)
+    # onnxruntime's dynamically quantized LSTM: its W and R transposed, (directions, in, 4h) and (directions, h, 4h)
+    ("DynamicQuantizeLSTM", "W"): (Role.RNN_INPUT, "kernel"), ("DynamicQuantizeLSTM", "R"): (Role.RNN_RECURRENT, "recurrent_kernel"),
+    ("DynamicQuantizeLSTM", "B"): (Role.RNN_BIAS, _B),
 }  # fmt: skip
 
 

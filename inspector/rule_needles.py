@@ -167,6 +167,8 @@ NEEDLES = {
     '(?:.*\\.)?model_ema\\.[^.]+': (('model_ema.',), ()),
     '(?:.*\\.)?pe_layer\\.positional_encoding_gaussian_matrix': (('pe_layer.positional_encoding_gaussian_matrix',), ()),
     '(?:model_state_dict\\.)?encoder\\.positional_embedding': (('encoder.positional_embedding',), ()),
+    '(?:.*\\.)?(?:cent_table|gaussian_blurred_cent_mask)': ((), (('cent_table', 'gaussian_blurred_cent_mask'),)),
+    '(?:state_dict\\.)?shift': (('shift',), ()),
     '.+\\.(?:lora_down\\.weight|hada_w\\d_a|lokr_w\\d(?:_a)?)': (('.',), (('lora_down.weight', 'hada_w', 'lokr_w'),)),
     '(?:.*\\.)?ranknum(?:\\.[^.]+)?': (('ranknum',), ()),
     '(?:.*\\.)?(?:gate\\.bias|expert_bias|router_bias)': (('bias',), (('gate.bias', 'expert_bias', 'router_bias'),)),

