@@ -121,6 +121,8 @@ NEEDLES = {
     '(?P<layer>.+)\\.weight_ih': (('.weight_ih',), ()),
     '(?P<layer>.+)\\.weight_hh': (('.weight_hh',), ()),
     '(?P<layer>.+)\\.bias_[ih]h': (('.bias_',), ()),
+    '(?P<layer>(?:.*\\.)?unembed\\w*)\\.(?P<param>weight|bias)': (('unembed',), (('weight', 'bias'),)),
+    '(?P<layer>.*(?:embed|emb)\\w*?(?i:norm|_ln)\\w*)\\.(?P<param>weight|bias)': (('emb',), (('embed', 'emb'), ('weight', 'bias'))),
     '(?P<layer>.*(?:embed|emb|embedding|embeddings|encoder|tok)\\w*)\\.weight': (('.weight',), (('embed', 'emb', 'embedding', 'embeddings', 'encoder', 'tok'),)),
     '(?P<layer>.*(?i:norm|bn|ln)\\w*)\\.(?P<param>weight|bias)': (('.',), (('weight', 'bias'),)),
     '(?P<layer>(?:.*\\.)?(?:decoder|head|classifier|output|out|fc_out|lm_head))\\.(?P<param>weight|bias)': (('.',), (('decoder', 'head', 'classifier', 'output', 'out', 'fc_out', 'lm_head'), ('weight', 'bias'))),
