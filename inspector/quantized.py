@@ -268,6 +268,8 @@ QUANTO_TYPES = {"I8": "qint8", "F8_E4M3": "qfloat8_e4m3fn", "F8_E5M2": "qfloat8_
 QUANTO_BITS = {"qint4": 4, "qint2": 2, "int4": 4, "int2": 2}  # a packed weight's qtype: the qmap's, the config's
 QUANTO = "quanto"  # its `quant_method`
 QUANTO_QMAP = "quanto_qmap.json"  # its qtypes by module ({module: {"weights": "qint4", "activations": "none"}})
+# its weight's state as a pattern (after "<module>."), for `inspector diff`'s layer of a name
+QUANTO_STATE_NAMES = "|".join(end.removeprefix(".").replace(".", r"\.") for end in (QUANTO_SCALE, QUANTO_SHIFT))
 
 
 def quanto_unflattened(tensors: list[TensorInfo], config: Mapping[str, Any] | None) -> bool:
@@ -327,6 +329,22 @@ def _quanto_weights(words: Mapping[str, Any], module: str) -> str:
     return qtype if isinstance(qtype, str) else ""
 
 
+def quanto_values(t: TensorInfo) -> bool:
+    """Whether a tensor is optimum-quanto's values of a quantized weight, as `quanto_unflattened` made it (its module
+    and parameter stated)."""
+    return t.layer is not None and t.param == WEIGHT and t.name.startswith(t.layer + QUANTO_VALUES)
+
+
+def regrouped(t: TensorInfo) -> str:
+    """How a quantized weight's values are laid out where its shape is not the layer's (a bitsandbytes 4-bit column,
+    optimum-quanto's groups), in words; '' for any other tensor."""
+    if t.dtype in COLUMN_DTYPES:
+        return "packed into a column (the shape is in its quant_state record)"
+    if quanto_values(t) and len(t.shape) == 2:
+        return f"in optimum-quanto's groups of {t.shape[1]:,} a row (the layer's shape is in its config)"
+    return ""
+
+
 def side_tensors(tensors: Sequence[TensorInfo]) -> list[TensorInfo]:
     """The quantization's tensors of a file: `SIDE_TENSORS` of a module whose `weight` is stored in a quantized dtype,
     and `ATTENTION_SCALES` of a module holding such modules (none in most files, told by one C pass over the dtypes)."""
@@ -370,6 +388,8 @@ def quantization_tensors(tensors: Sequence[TensorInfo]) -> dict[int, str]:
             for t in tensors
             if t.kind is TensorKind.BUFFER and (parts := t.name.rpartition("."))[2] in how.state and parts[0] in packed
         )
+    what.update(_quanto_state(tensors))
+    what.update(_torchao_buffers(tensors))
     for blocks in BLOCK_PACKINGS.values():  # the scales of block-packed weights (`_unblocked` made them buffers)
         stems = {t.name.removesuffix(blocks.blocks) for t in tensors if t.name.endswith(blocks.blocks)}
         what.update(
@@ -378,6 +398,44 @@ def quantization_tensors(tensors: Sequence[TensorInfo]) -> dict[int, str]:
             if t.kind is TensorKind.BUFFER and t.name.endswith(blocks.scales)
             and t.name.removesuffix(blocks.scales) in stems
         )  # fmt: skip
+    return what
+
+
+def _quanto_state(tensors: Sequence[TensorInfo]) -> dict[int, str]:
+    """`quantization_tensors`' optimum-quanto state: the scales and shifts of its weights and its modules' activation
+    scales (the buffers `quanto_unflattened` made them), by id."""
+    from inspector.records import TensorKind
+
+    modules = {t.layer for t in tensors if quanto_values(t)}
+    if not modules:
+        return {}
+    what = {}
+    for t in tensors:
+        module, _, name = t.name.rpartition(".")
+        if t.kind is not TensorKind.BUFFER:
+            continue
+        if t.name.endswith((QUANTO_SCALE, QUANTO_SHIFT)) and module.removesuffix("." + WEIGHT) in modules:
+            what[id(t)] = "optimum-quanto's state of its quantized weight"
+        elif "." + name in QUANTO_ACTIVATIONS:
+            what[id(t)] = "optimum-quanto's activation scales of its quantized module"
+    return what
+
+
+def _torchao_buffers(tensors: Sequence[TensorInfo]) -> dict[int, str]:
+    """`quantization_tensors`' torchao state: the inner tensors of a flattened parameter other than its values
+    (`<module>._<param>_scale` beside `<module>._<param>_qdata`: the buffers `torchao_unflattened` made them), by id."""
+    from inspector.records import TensorKind
+
+    stems: dict[str, set[str]] = {}  # module -> its flattened parameters' stems ('_weight_')
+    for t in tensors:
+        module, _, name = t.name.rpartition(".")
+        if name.endswith("_" + TORCHAO_VALUES):
+            stems.setdefault(module, set()).add(name.removesuffix(TORCHAO_VALUES))
+    what = {}
+    for t in tensors:
+        module, _, name = t.name.rpartition(".")
+        if t.kind is TensorKind.BUFFER and module in stems and name.startswith(tuple(stems[module])):
+            what[id(t)] = "torchao's state of its quantized weight"
     return what
 
 

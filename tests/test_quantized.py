@@ -1099,6 +1099,71 @@ def test_optimum_quanto_layernorm_quantized_for_its_activations_holds_state_only
     assert not [f for f in report.findings if f.severity != "info"]
 
 
+# quantizations of the test-sized llama by optimum-quanto (`QUANTO`) and torchao (`TORCHAO`) -> the tensors beside each
+# quantized weight (its state), and whether its values are laid out in groups (quanto's 4 bits: down_proj's 320
+# inputs in rows of 64)
+DIFFED = {
+    "quanto qint8": ({"weight._scale", "input_scale", "output_scale"}, False),
+    "quanto qint4": ({"weight._scale", "weight._shift", "input_scale", "output_scale"}, True),
+    "torchao Int8WeightOnlyConfig": ({"_weight_scale", "_weight_zero_point"}, False),
+    "torchao IntxWeightOnlyConfig": ({"_weight_scale", "_weight_zero_point"}, False),
+}
+
+
+def _torchao(folder: Path, config: str) -> None:
+    """The test-sized llama quantized by torchao through transformers' `TorchAoConfig` (`TORCHAO`; int4 values in
+    int8 in groups of 32), saved by `save_pretrained` into `folder`; its float model in `folder / "float"`."""
+    import torchao.quantization as ao
+
+    words = {"weight_dtype": torch.int4, "granularity": ao.PerGroup(32)} if config == "IntxWeightOnlyConfig" else {}
+    _float_file(folder)
+    quantization = transformers.TorchAoConfig(getattr(ao, config)(**words))
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        folder / "float", quantization_config=quantization, device_map="cpu"
+    )
+    model.save_pretrained(folder)
+
+
+@pytest.mark.parametrize("quantization", list(DIFFED))
+def test_diff_of_a_model_and_its_quanto_or_torchao_quantization(tmp_path: Path, quantization: str) -> None:
+    """`inspector diff` of the float model and its optimum-quanto or torchao file: each quantized weight's values
+    (`weight._data`, `weight._data._data`, `_weight_qdata`) are paired with the float weight by name, as the same layer
+    quantized: its narrowing changes the model, its values laid out in quanto's groups (the same values) and the state
+    only the quantized file has (scales, shifts, zero points, activation scales) are expected, each in its module's
+    row (they were paired by shape and order, the grouped ones missing and extra, and the state unexpected)."""
+    from inspector.diff import DiffKind, match
+    from inspector.diff import diff as diff_records
+
+    library, how = quantization.split()
+    pytest.importorskip("optimum.quanto" if library == "quanto" else "torchao")
+    if library == "quanto":
+        _quanto(tmp_path, "quantize", how, None)
+    else:
+        _torchao(tmp_path, how)
+    state, grouped = DIFFED[quantization]
+    a, b = load(_float_file(tmp_path)), load(tmp_path / "model.safetensors")
+    for result, only in (
+        (diff_records(a, b, match(a, b)), DiffKind.EXTRA),
+        (diff_records(b, a, match(b, a)), DiffKind.MISSING),
+    ):
+        by_kind: dict[DiffKind, list[Any]] = {}
+        for d in result.differences:
+            by_kind.setdefault(d.kind, []).append(d)
+        assert {p.how for p in result.pairs} == {"name", "normalised"} and len(result.pairs) == len(a.tensors)
+        narrowed = by_kind.pop(DiffKind.DTYPE_CHANGED)
+        assert len(narrowed) == LINEARS and not any(d.expected for d in narrowed)
+        beside = by_kind.pop(only)
+        assert len(beside) == len(state) * LINEARS and all(d.expected for d in beside)
+        assert {(d.a or d.b).removeprefix(f"model.{d.layer}.") for d in beside} == state
+        owner = "optimum-quanto's" if library == "quanto" else "torchao's"
+        assert all(f"({owner} " in d.message for d in beside)
+        regrouped = by_kind.pop(DiffKind.SHAPE_CHANGED, [])
+        assert len(regrouped) == (2 if grouped else 0)  # (each layer's down_proj)
+        assert all(d.expected and "optimum-quanto's groups of 64" in d.message for d in regrouped)
+        assert not by_kind
+        assert len({d.layer for d in result.differences}) == LINEARS  # (each weight's state in its module's row)
+
+
 def test_quanto_packed_bits_are_the_qmap_s_where_the_bytes_do_not_tell() -> None:
     """A packed weight's bits are its qtype's where the config or the qmap says one (and its bytes hold its rows at
     them), else those its bytes hold for its scales' rows (4 first: 2 rows fit in a byte either way); a values tensor
