@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import repeat
+from math import prod
 from operator import attrgetter
 
 from inspector.formulas import (
@@ -23,6 +24,7 @@ from inspector.formulas import (
     Embedding,
     LayerSpec,
     LoHa,
+    LoKr,
     LoRA,
     Norm,
     Recurrent,
@@ -254,6 +256,58 @@ def loha_recipe(module: Module) -> Recipe | None:
     return LoHa, (rank, w1_b[1], w1_a[1]), {"core": t1[2:]}
 
 
+# A LoKr module's factors (peft's and LyCORIS'): the first factor whole or split, the second whole, split or split
+# around a Tucker core (a convolution's)
+LOKR_FIRST = (("lokr_w1",), ("lokr_w1_a", "lokr_w1_b"))
+LOKR_SECOND = (("lokr_w2",), ("lokr_w2_a", "lokr_w2_b"), ("lokr_w2_a", "lokr_w2_b", "lokr_t2"))
+LOKR_KERNELS = ("lokr_w2", "lokr_t2")  # the factors that hold a convolution's kernel (the others are matrices)
+
+
+def lokr_recipe(module: Module) -> Recipe | None:
+    """A LoKr spec when the module holds one of each factor's layouts (`LOKR_FIRST`, `LOKR_SECOND`) and nothing else:
+    lokr_w1 (w1_out x w1_in) or lokr_w1_a (w1_out x r) and lokr_w1_b (r x w1_in); lokr_w2 (w2_out x w2_in x kernel...)
+    or lokr_w2_a (w2_out x r) and lokr_w2_b (r x w2_in), or with a Tucker core lokr_t2 (r x r x kernel), lokr_w2_a
+    (r x w2_out) and lokr_w2_b (r x w2_in); every split factor of one rank."""
+    params = module.params()
+    if len(params) != len(module.items):
+        return None
+    first = next((names for names in LOKR_FIRST if params.keys() >= set(names)), ())
+    second = next((names for names in reversed(LOKR_SECOND) if params.keys() >= set(names)), ())
+    if not first or not second or params.keys() != {*first, *second}:
+        return None
+    shapes = {name: params[name].shape for name in params}
+    if any(len(shape) != 2 for name, shape in shapes.items() if name not in LOKR_KERNELS) or any(
+        len(shapes.get(name, (1, 1))) < 2 for name in LOKR_KERNELS
+    ):
+        return None
+    ranks: set[int] = set()
+    if len(first) == 1:
+        (w1_out, w1_in), w1_split = shapes["lokr_w1"], False
+    else:
+        (w1_out, rank), (rank_b, w1_in), w1_split = shapes["lokr_w1_a"], shapes["lokr_w1_b"], True
+        ranks |= {rank, rank_b}
+    core: tuple[int, ...] = ()
+    if len(second) == 1:
+        w2 = shapes["lokr_w2"]
+        w2_out, w2_in, w2_split = w2[0], prod(w2[1:]), False
+    elif len(second) == 2:
+        (w2_out, rank), (rank_b, w2_in), w2_split = shapes["lokr_w2_a"], shapes["lokr_w2_b"], True
+        ranks |= {rank, rank_b}
+    else:
+        (rank, w2_out), (rank_b, w2_in), t2 = shapes["lokr_w2_a"], shapes["lokr_w2_b"], shapes["lokr_t2"]
+        if len(t2) < 3:
+            return None
+        ranks |= {rank, rank_b, *t2[:2]}
+        w2_split, core = True, t2[2:]
+    if len(ranks) > 1:
+        return None
+    return (
+        LoKr,
+        (ranks.pop() if ranks else None, w1_out, w1_in, w2_out, w2_in),
+        {"w1_split": w1_split, "w2_split": w2_split, "core": core},
+    )
+
+
 def _first(params: dict[str, TensorInfo], names: tuple[str, ...]) -> TensorInfo | None:
     for name in names:
         t = params.get(name)
@@ -279,7 +333,7 @@ def _recipe(module: Module, framework: str, statistics: bool) -> Recipe:
         if lora is not None:
             return lora
     if "adapter_factor" in roles:
-        adapter = loha_recipe(module)
+        adapter = loha_recipe(module) or lokr_recipe(module)
         if adapter is not None:
             return adapter
     if "rnn_recurrent_kernel" in roles:
