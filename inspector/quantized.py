@@ -110,8 +110,10 @@ class Packing:
 #   Magic's W4A16 models: `weight_packed` (out, in / 8), its scales, zero points, group indices and shape beside it as
 #   the layer's parameters, `SIDE_TENSORS`), GPTQ (AutoGPTQ's and GPTQModel's QuantLinear, TheBloke's releases:
 #   `qweight` (in x bits / 32, out): 3-bit values run across the words, 32 in three, and `qzeros`, `scales`, `g_idx`,
-#   buffers there), AWQ's GEMM layout (AutoAWQ's WQLinear_GEMM: `qweight` (in, out / 8), `qzeros`, `scales`) and its
-#   GEMV layout (WQLinear_GEMV: `qweight` (out, in / 8), `qzeros` and `scales` of (out, groups padded)).
+#   buffers there), AWQ's GEMM layout (AutoAWQ's WQLinear_GEMM: `qweight` (in, out / 8), `qzeros`, `scales`), its
+#   GEMV layout (WQLinear_GEMV: `qweight` (out, in / 8), `qzeros` and `scales` of (out, groups padded)) and its
+#   GEMVFast layout (WQLinear_GEMVFast: `qweight` int16 (out / 4, in), each element 4 values of 4 rows interleaved
+#   for its kernel, `qzeros` and `scales` float16 (groups padded, out)).
 # - Into bytes: the 4-bit floats (E2M1) of NVFP4 and MXFP4, two a byte along the input axis, a scale each 16 values
 #   (FP8 E4M3, NVFP4) or 32 (an E8M0 exponent, MXFP4), and MXFP6's 6-bit floats (E2M3), four in three bytes:
 #   compressed-tensors' `nvfp4-`, `mxfp4-` and `mxfp6-pack-quantized` formats (RedHat's NVFP4 models: `weight_packed`,
@@ -121,8 +123,8 @@ class Packing:
 #   quantization's (`SIDE_TENSORS`: parameters of the layer where vLLM and compressed-tensors load it); the count is the
 #   float model's values and those tensors, as for pack-quantized (the model cards' count; the compressed layers' own
 #   `num_parameters()` counts bytes).
-# The bits are the config's; only the layouts named here are unpacked (GPTQ's Marlin and AWQ's GEMVFast tile theirs
-# otherwise, and are read as the tensors they are)
+# The bits are the config's; only the layouts named here are unpacked (GPTQ's Marlin tiles its otherwise, and is read
+# as the tensors it is)
 PACKINGS = {
     "pack-quantized": Packing("compressed-tensors pack-quantized", "weight_packed", -1, False,
                               {2: "I2", 4: "I4", 8: "I8"}),
@@ -139,6 +141,7 @@ PACKINGS = {
     "gptq": Packing("GPTQ", "qweight", 0, True, {2: "U2", 3: "U3", 4: "U4", 8: "U8"}, ("qzeros", "scales", "g_idx")),
     "awq": Packing("AWQ", "qweight", 1, True, {4: "U4"}, ("qzeros", "scales")),
     "awq-gemv": Packing("AWQ GEMV", "qweight", 1, False, {4: "U4"}, ("qzeros", "scales")),
+    "awq-gemv-fast": Packing("AWQ GEMVFast", "qweight", 0, False, {4: "U4"}, ("qzeros", "scales"), "I16"),
 }  # fmt: skip
 COMPRESSED_TENSORS = "compressed-tensors"  # its `format`s of packed weights are `PACKINGS` keys
 # ModelOpt's `quant_algo` (as its hf_quant_config.json and config.json give it, any case) -> its packing
@@ -150,7 +153,7 @@ MODELOPT_ALGOS = {
 # GPTQ's `checkpoint_format` and AWQ's `version` (any case; none: the first) -> its packing
 PACKED_LAYOUTS = {
     "gptq": {"": "gptq", "gptq": "gptq", "gptq_v2": "gptq"},
-    "awq": {"": "awq", "gemm": "awq", "gemv": "awq-gemv"},
+    "awq": {"": "awq", "gemm": "awq", "gemv": "awq-gemv", "gemv_fast": "awq-gemv-fast"},
 }
 BNB_STATE = r"(?:.*\.)?(?:" + BNB_STATE_NAMES + ")"  # any of them, a whole name
 COLUMN_DTYPES = frozenset(PACKED_BY.values())  # a weight unpacked to a column: its shape says none of the layer's sizes

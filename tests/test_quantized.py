@@ -394,7 +394,8 @@ def test_compressed_tensors_pack_quantized_checkpoint_unpacks_its_weights(tmp_pa
 
 def test_packing_read_from_the_config() -> None:
     """Only a config naming a packed layout with bits it packs so unpacks its weights: compressed-tensors whose
-    weights are all pack-quantized with one num_bits, GPTQ in its own checkpoint format, AWQ's GEMM version."""
+    weights are all pack-quantized with one num_bits, GPTQ in its own checkpoint format, AWQ's GEMM, GEMV and GEMVFast
+    versions."""
     from inspector.quantized import PACKINGS, packing_of
 
     def config(fmt: str, *bits: int) -> dict[str, Any]:
@@ -416,7 +417,9 @@ def test_packing_read_from_the_config() -> None:
     assert packing_of(quantization(quant_method="gptq", bits=5)) is None
     assert packing_of(quantization(quant_method="awq", bits=4, version="GEMM")) == (PACKINGS["awq"], 4)
     assert packing_of(quantization(quant_method="awq", w_bit=4, version="gemv")) == (PACKINGS["awq-gemv"], 4)
-    assert packing_of(quantization(quant_method="awq", w_bit=4, version="gemv_fast")) is None
+    gemv_fast = (PACKINGS["awq-gemv-fast"], 4)
+    assert packing_of(quantization(quant_method="awq", w_bit=4, version="GEMV_Fast")) == gemv_fast
+    assert packing_of(quantization(quant_method="awq", w_bit=4, version="marlin")) is None
     assert packing_of(quantization(quant_method="bitsandbytes", load_in_4bit=True)) is None
     assert packing_of(None) is None and packing_of({"model_type": "llama"}) is None
 
@@ -446,6 +449,7 @@ else:
         sys.modules[package] = stand_in
     import awq.modules.linear.gemm as layer
     import awq.modules.linear.gemv as gemv
+    import awq.modules.linear.gemv_fast as gemv_fast
 torch.manual_seed(0)
 config = transformers.AutoConfig.for_model("llama", **json.loads(sys.argv[3]))
 model = transformers.AutoModelForCausalLM.from_config(config)
@@ -459,8 +463,9 @@ for module in list(model.modules()):
                 g_idx = torch.arange(linear.in_features, dtype=torch.int32) // group
                 packed.pack(linear, torch.full((linear.out_features, groups), 0.01),
                             torch.full((linear.out_features, groups), 2.0 ** (bits - 1)), g_idx)
-            elif version == "gemv":  # (its scales and zeros are (out, groups))
-                packed = gemv.WQLinear_GEMV.from_linear(linear, 4, group, scales=torch.full(
+            elif version in ("gemv", "gemv_fast"):  # (their scales and zeros are (out, groups))
+                cls = gemv.WQLinear_GEMV if version == "gemv" else gemv_fast.WQLinear_GEMVFast
+                packed = cls.from_linear(linear, 4, group, scales=torch.full(
                     (linear.out_features, groups), 0.01), zeros=torch.full((linear.out_features, groups), 8.0))
             else:
                 packed = layer.WQLinear_GEMM.from_linear(linear, 4, group, scales=torch.full(
@@ -543,15 +548,18 @@ def test_gptq_and_awq_checkpoints_unpack_their_weights(tmp_path: Path, method: s
 
 
 @pytest.mark.parametrize(
-    ("method", "package", "bits", "version"), [("gptq", "auto_gptq", 3, ""), ("awq", "awq", 4, "gemv")]
+    ("method", "package", "bits", "version"),
+    [("gptq", "auto_gptq", 3, ""), ("awq", "awq", 4, "gemv"), ("awq", "awq", 4, "gemv_fast")],
 )
 def test_gptq_3_bit_and_awq_gemv_checkpoints_unpack_their_weights(
     tmp_path: Path, method: str, package: str, bits: int, version: str
 ) -> None:
-    """GPTQ at 3 bits (`qweight` (in x 3 / 32, out): 32 values run across three words) and AWQ's GEMV layout
-    (`qweight` (out, in / 8), `qzeros` and `scales` of (out, groups padded to a multiple of 8 x 4)), packed by their
-    libraries' own layers (AutoGPTQ's QuantLinear, AutoAWQ's WQLinear_GEMV): each weight read as its values at torch's
-    Linear shape, the rest buffers, the count the float model's, no warning (they counted their words before)."""
+    """GPTQ at 3 bits (`qweight` (in x 3 / 32, out): 32 values run across three words), AWQ's GEMV layout
+    (`qweight` (out, in / 8), `qzeros` and `scales` of (out, groups padded to a multiple of 8 x 4)) and its GEMVFast
+    layout (`qweight` int16 (out / 4, in): 4 rows' values interleaved in each element; `qzeros` and `scales` of (groups
+    padded, out)), packed by their libraries' own layers on the CPU (AutoGPTQ's QuantLinear, AutoAWQ's WQLinear_GEMV
+    and WQLinear_GEMVFast): each weight read as its values at torch's Linear shape, the rest buffers, the count the
+    float model's, no warning (they counted their words before)."""
     import importlib.util
     import subprocess
     import sys
