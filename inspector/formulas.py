@@ -266,8 +266,8 @@ class LoKr(LayerSpec):
     (`w1_split`: lokr_w1_a w1_out x r, lokr_w1_b r x w1_in); the second whole (lokr_w2, w2_out x w2_in, a
     convolution's w2_in its in_channels part x kernel) or of rank r (`w2_split`: lokr_w2_a w2_out x r, lokr_w2_b r x
     w2_in), or with a Tucker core (peft's `use_effective_conv2d`, LyCORIS' `use_tucker`: lokr_t2 r x r x kernel,
-    lokr_w2_a r x w2_out, lokr_w2_b r x w2_in, the kernel as `core`). `rank` is None where both factors are whole
-    (the file holds no rank)."""
+    lokr_w2_a r x w2_out, lokr_w2_b r x w2_in, the kernel as `core`); DoRA's magnitude (LyCORIS' dora_scale, one an
+    output) when it has one. `rank` is None where both factors are whole (the file holds no rank)."""
 
     rank: int | None
     w1_out: int
@@ -278,6 +278,7 @@ class LoKr(LayerSpec):
     w2_split: bool = True
     name: str = ""
     core: tuple[int, ...] = ()
+    magnitude: bool = False
 
     def __post_init__(self) -> None:
         LayerSpec.__post_init__(self)
@@ -368,12 +369,13 @@ def loha(s: LoHa) -> Breakdown:
 
 def lokr(s: LoKr) -> Breakdown:
     """lokr_w1 = w1_out x w1_in, or r x (w1_out + w1_in) split; lokr_w2 = w2_out x w2_in, or r x (w2_out + w2_in)
-    split; lokr_t2 = r x r x prod(core) (a Tucker core)."""
+    split; lokr_t2 = r x r x prod(core) (a Tucker core); magnitude = w1_out x w2_out (DoRA)."""
     r = s.rank or 0
     return {
         "lokr_w1": r * (s.w1_out + s.w1_in) if s.w1_split else s.w1_out * s.w1_in,
         "lokr_w2": r * (s.w2_out + s.w2_in) if s.w2_split else s.w2_out * s.w2_in,
         "lokr_t2": r * r * prod(s.core) if s.core else 0,
+        "magnitude": s.w1_out * s.w2_out if s.magnitude else 0,
     }
 
 

@@ -261,21 +261,24 @@ def loha_recipe(module: Module) -> Recipe | None:
 LOKR_FIRST = (("lokr_w1",), ("lokr_w1_a", "lokr_w1_b"))
 LOKR_SECOND = (("lokr_w2",), ("lokr_w2_a", "lokr_w2_b"), ("lokr_w2_a", "lokr_w2_b", "lokr_t2"))
 LOKR_KERNELS = ("lokr_w2", "lokr_t2")  # the factors that hold a convolution's kernel (the others are matrices)
+LOKR_MAGNITUDE = "dora_scale"  # LyCORIS' DoRA of a LoKr module (`weight_decompose`), one an output
 
 
 def lokr_recipe(module: Module) -> Recipe | None:
-    """A LoKr spec when the module holds one of each factor's layouts (`LOKR_FIRST`, `LOKR_SECOND`) and nothing else:
+    """A LoKr spec when the module holds one of each factor's layouts (`LOKR_FIRST`, `LOKR_SECOND`), DoRA's magnitude
+    of its outputs (`LOKR_MAGNITUDE`) and nothing else:
     lokr_w1 (w1_out x w1_in) or lokr_w1_a (w1_out x r) and lokr_w1_b (r x w1_in); lokr_w2 (w2_out x w2_in x kernel...)
     or lokr_w2_a (w2_out x r) and lokr_w2_b (r x w2_in), or with a Tucker core lokr_t2 (r x r x kernel), lokr_w2_a
     (r x w2_out) and lokr_w2_b (r x w2_in); every split factor of one rank."""
     params = module.params()
     if len(params) != len(module.items):
         return None
-    first = next((names for names in LOKR_FIRST if params.keys() >= set(names)), ())
-    second = next((names for names in reversed(LOKR_SECOND) if params.keys() >= set(names)), ())
-    if not first or not second or params.keys() != {*first, *second}:
+    factors = params.keys() - {LOKR_MAGNITUDE}
+    first = next((names for names in LOKR_FIRST if factors >= set(names)), ())
+    second = next((names for names in reversed(LOKR_SECOND) if factors >= set(names)), ())
+    if not first or not second or factors != {*first, *second}:
         return None
-    shapes = {name: params[name].shape for name in params}
+    shapes = {name: params[name].shape for name in factors}
     if any(len(shape) != 2 for name, shape in shapes.items() if name not in LOKR_KERNELS) or any(
         len(shapes.get(name, (1, 1))) < 2 for name in LOKR_KERNELS
     ):
@@ -299,13 +302,11 @@ def lokr_recipe(module: Module) -> Recipe | None:
             return None
         ranks |= {rank, rank_b, *t2[:2]}
         w2_split, core = True, t2[2:]
-    if len(ranks) > 1:
+    magnitude = params.get(LOKR_MAGNITUDE)
+    if len(ranks) > 1 or (magnitude is not None and magnitude.n_elements != w1_out * w2_out):
         return None
-    return (
-        LoKr,
-        (ranks.pop() if ranks else None, w1_out, w1_in, w2_out, w2_in),
-        {"w1_split": w1_split, "w2_split": w2_split, "core": core},
-    )
+    words = {"w1_split": w1_split, "w2_split": w2_split, "core": core, "magnitude": magnitude is not None}
+    return LoKr, (ranks.pop() if ranks else None, w1_out, w1_in, w2_out, w2_in), words
 
 
 def _first(params: dict[str, TensorInfo], names: tuple[str, ...]) -> TensorInfo | None:

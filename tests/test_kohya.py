@@ -154,13 +154,15 @@ def _lokr_kind(module: Any, core: str) -> str:
         # (the convolutions' first factors, 4 x 4, are split at a rank under 2)
         {"preset": "unet-convblock-only", "conv_dim": 1, "conv_alpha": 1, "decompose_both": True},
         {"preset": "attn-mlp", "full_matrix": True},
+        {"preset": "attn-mlp", "dora_wd": True},  # (DoRA's magnitude, dora_scale, one an output)
         {"preset": "unet-convblock-only", "conv_dim": 2, "conv_alpha": 1},
         CONV_TUCKER,
     ],
 )
 def test_lycoris_lokr_modules_count_as_lycoris_makes_them(tmp_path: Path, words: dict[str, Any]) -> None:
     """Each LyCORIS LoKr module (its first factor whole or split with `decompose_both`, both whole with
-    `full_matrix`, a convolution's second factor split around a Tucker core with `use_tucker`) is one LoKr spec whose
+    `full_matrix`, a convolution's second factor split around a Tucker core with `use_tucker`, with DoRA's magnitude
+    with `dora_wd`) is one LoKr spec whose
     formula gives the module's own parameters, of its `lora_dim` where it split a factor (LyCORIS' own module
     attributes: `lora_dim`, `use_w1`, `use_w2`, `tucker`, `parameters()`)."""
     network_words = {"algo": "lokr", "factor": 4, **words}
@@ -182,6 +184,7 @@ def test_lycoris_lokr_modules_count_as_lycoris_makes_them(tmp_path: Path, words:
     assert any(" r=" in kind for kind in kinds) is not words.get("full_matrix", False)
     assert any("Tucker" in kind for kind in kinds) is bool(words.get("use_tucker"))
     assert any(not m.use_w1 for m in network.loras) is bool(words.get("decompose_both"))  # (w1 split)
+    assert any(t.name.endswith(".dora_scale") for t in report.checkpoint.tensors) is bool(words.get("dora_wd"))
 
 
 @pytest.mark.reference
