@@ -260,16 +260,13 @@ def loha_recipe(module: Module) -> Recipe | None:
 # around a Tucker core (a convolution's)
 LOKR_FIRST = (("lokr_w1",), ("lokr_w1_a", "lokr_w1_b"))
 LOKR_SECOND = (("lokr_w2",), ("lokr_w2_a", "lokr_w2_b"), ("lokr_w2_a", "lokr_w2_b", "lokr_t2"))
-LOKR_KERNELS = ("lokr_w2", "lokr_t2")  # the factors that hold a convolution's kernel (the others are matrices)
+LOKR_KERNELS = {"lokr_w2": 2, "lokr_t2": 3}  # the factors that may hold a kernel: their least dims (the others: 2)
 LOKR_MAGNITUDE = "dora_scale"  # LyCORIS' DoRA of a LoKr module (`weight_decompose`), one an output
 
 
 def lokr_recipe(module: Module) -> Recipe | None:
     """A LoKr spec when the module holds one of each factor's layouts (`LOKR_FIRST`, `LOKR_SECOND`), DoRA's magnitude
-    of its outputs (`LOKR_MAGNITUDE`) and nothing else:
-    lokr_w1 (w1_out x w1_in) or lokr_w1_a (w1_out x r) and lokr_w1_b (r x w1_in); lokr_w2 (w2_out x w2_in x kernel...)
-    or lokr_w2_a (w2_out x r) and lokr_w2_b (r x w2_in), or with a Tucker core lokr_t2 (r x r x kernel), lokr_w2_a
-    (r x w2_out) and lokr_w2_b (r x w2_in); every split factor of one rank."""
+    of its outputs (`LOKR_MAGNITUDE`) and nothing else, every split factor of one rank (`_lokr_factor`)."""
     params = module.params()
     if len(params) != len(module.items):
         return None
@@ -279,34 +276,32 @@ def lokr_recipe(module: Module) -> Recipe | None:
     if not first or not second or factors != {*first, *second}:
         return None
     shapes = {name: params[name].shape for name in factors}
-    if any(len(shape) != 2 for name, shape in shapes.items() if name not in LOKR_KERNELS) or any(
-        len(shapes.get(name, (1, 1))) < 2 for name in LOKR_KERNELS
-    ):
+    if not all(len(shape) >= LOKR_KERNELS.get(name, 2) for name, shape in shapes.items()):
         return None
-    ranks: set[int] = set()
-    if len(first) == 1:
-        (w1_out, w1_in), w1_split = shapes["lokr_w1"], False
-    else:
-        (w1_out, rank), (rank_b, w1_in), w1_split = shapes["lokr_w1_a"], shapes["lokr_w1_b"], True
-        ranks |= {rank, rank_b}
-    core: tuple[int, ...] = ()
-    if len(second) == 1:
-        w2 = shapes["lokr_w2"]
-        w2_out, w2_in, w2_split = w2[0], prod(w2[1:]), False
-    elif len(second) == 2:
-        (w2_out, rank), (rank_b, w2_in), w2_split = shapes["lokr_w2_a"], shapes["lokr_w2_b"], True
-        ranks |= {rank, rank_b}
-    else:
-        (rank, w2_out), (rank_b, w2_in), t2 = shapes["lokr_w2_a"], shapes["lokr_w2_b"], shapes["lokr_t2"]
-        if len(t2) < 3:
-            return None
-        ranks |= {rank, rank_b, *t2[:2]}
-        w2_split, core = True, t2[2:]
+    w1_out, w1_in, w1_ranks, _ = _lokr_factor(shapes, first)
+    w2_out, w2_in, w2_ranks, core = _lokr_factor(shapes, second)
+    ranks = {*w1_ranks, *w2_ranks}
     magnitude = params.get(LOKR_MAGNITUDE)
     if len(ranks) > 1 or (magnitude is not None and magnitude.n_elements != w1_out * w2_out):
         return None
-    words = {"w1_split": w1_split, "w2_split": w2_split, "core": core, "magnitude": magnitude is not None}
+    words = {"w1_split": bool(w1_ranks), "w2_split": bool(w2_ranks), "core": core, "magnitude": magnitude is not None}
     return LoKr, (ranks.pop() if ranks else None, w1_out, w1_in, w2_out, w2_in), words
+
+
+def _lokr_factor(
+    shapes: dict[str, tuple[int, ...]], names: tuple[str, ...]
+) -> tuple[int, int, tuple[int, ...], tuple[int, ...]]:
+    """A LoKr factor's rows, columns, the ranks its parts give and its Tucker core's kernel: whole (w1 rows x columns,
+    w2 rows x columns x kernel...), split (_a rows x r, _b r x columns) or split around a core (_a r x rows, _b r x
+    columns, t2 r x r x kernel)."""
+    if len(names) == 1:
+        whole = shapes[names[0]]
+        return whole[0], prod(whole[1:]), (), ()
+    a, b = shapes[names[0]], shapes[names[1]]
+    if len(names) == 2:
+        return a[0], b[1], (a[1], b[0]), ()
+    core = shapes[names[2]]
+    return a[1], b[1], (a[0], b[0], *core[:2]), core[2:]
 
 
 def _first(params: dict[str, TensorInfo], names: tuple[str, ...]) -> TensorInfo | None:

@@ -531,3 +531,22 @@ def test_lokr_of_convolutions_with_tucker_cores(tmp_path: Path) -> None:
         assert exp is not None and not exp.anomalies and exp.total == exp.found
         assert {c.layer: c.kind for c in exp.layers} == {n: _lokr_kind(m) for n, m in _lokr_layers(model).items()}
         assert any("Tucker" in c.kind for c in exp.layers) is effective
+
+
+def test_lokr_factors_of_two_ranks_are_no_lokr_module(tmp_path: Path) -> None:
+    """A module whose split LoKr factors disagree on the rank (lokr_w2_b rewritten at another) fits no LoKr layout: it
+    is counted as the tensors it holds, the other modules as LoKr's, no warning."""
+    from safetensors.torch import save_file
+
+    model = _peft_model(peft.LoKrConfig(r=2, target_modules=QV))
+    model.save_pretrained(tmp_path)
+    saved = _saved(tmp_path)
+    edited = next(name for name in saved if name.endswith("layers.0.self_attn.v_proj.lokr_w2_b"))
+    saved[edited] = torch.zeros(3, saved[edited].shape[1])
+    save_file(saved, tmp_path / "adapter_model.safetensors")
+    report = inspect(tmp_path / "adapter_model.safetensors")
+    assert _warnings(report) == []
+    exp = report.expectation
+    assert exp is not None and exp.total == exp.found == report.checkpoint.n_parameters
+    kinds = {c.layer.rpartition("layers.")[2]: c.kind for c in exp.layers}
+    assert kinds.pop("0.self_attn.v_proj") == "Tensors" and set(kinds.values()) == {"LoKr r=2 f=4"}
