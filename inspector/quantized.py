@@ -344,7 +344,7 @@ def regrouped(t: TensorInfo) -> str:
     if t.dtype in COLUMN_DTYPES:
         return "packed into a column (the shape is in its quant_state record)"
     if quanto_values(t) and len(t.shape) == 2:
-        return f"in optimum-quanto's groups of {t.shape[1]:,} a row (the layer's shape is in its config)"
+        return f"in optimum-quanto's groups: rows of {t.shape[1]:,} values, a scale a row"
     return ""
 
 

@@ -1167,7 +1167,7 @@ def test_diff_of_a_model_and_its_quanto_or_torchao_quantization(tmp_path: Path, 
         assert all(f"({owner} " in d.message for d in beside)
         regrouped = by_kind.pop(DiffKind.SHAPE_CHANGED, [])
         assert len(regrouped) == (2 if grouped else 0)  # (each layer's down_proj)
-        assert all(d.expected and "optimum-quanto's groups of 64" in d.message for d in regrouped)
+        assert all(d.expected and "optimum-quanto's groups: rows of 64 values" in d.message for d in regrouped)
         assert not by_kind
         assert len({d.layer for d in result.differences}) == LINEARS  # (each weight's state in its module's row)
 
