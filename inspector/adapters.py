@@ -12,8 +12,9 @@ name (no plain key before it names the module) is then checked against the rank 
 AdaLoRA's modules are LoRA modules with singular values (lora_E), at `init_r` or at the rank its `rank_pattern` (a
 mask per module, as its training left them) keeps. Prompt learning (prompt tuning, P-tuning, prefix tuning) saves one
 table of virtual tokens, of the size its config states. Another peft type is `peft-adapter(peft_type, ...)`: LoHa's
-modules at the rank the config states for each (`r`, `rank_pattern`, as LoRA's), the modules of a type with no
-formula here (LoKr, IA3, OFT, BOFT, VeRA...) as the file holds them.
+and LoKr's modules at the rank the config states for each (`r`, `rank_pattern`, as LoRA's; a LoKr module whose
+factors are both whole holds no rank), the modules of a type with no formula here (IA3, OFT, BOFT, VeRA...) as the
+file holds them.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from itertools import islice
 from operator import attrgetter, itemgetter
 
 from inspector.architectures import Architecture
-from inspector.formulas import Embedding, LayerSpec, LoHa, LoRA
+from inspector.formulas import Embedding, LayerSpec, LoHa, LoKr, LoRA
 from inspector.hfconfig import ADAPTER_CONFIG_NAME
 from inspector.modules import file_specs
 from inspector.records import Checkpoint, RoleMatch
@@ -56,7 +57,7 @@ BASE_LAYER = ".base_layer"  # an adapted embedding's base weight, saved beside t
 KOHYA_RULE = "kohya.lora"  # the role rule of kohya-ss' and LyCORIS' factors (lora_down, lora_up)
 KOHYA_SECTIONS = ("lora_", "lycoris_")  # how their module names begin ('lora_unet_...', 'lora_te1_...', 'lycoris_...')
 # LyCORIS' algorithms by the role rule of their factors in kohya-ss' layout (a file of them reads as an adapter: its
-# LoHa modules `LoHa` specs, its LoKr modules as the file holds them, no formula here)
+# LoHa modules `LoHa` specs, its LoKr modules `LoKr` specs)
 LYCORIS_ALGOS = {KOHYA_RULE: "lora", "lycoris.loha": "loha", "lycoris.lokr": "lokr"}
 
 
@@ -143,10 +144,13 @@ def _stated(config: Mapping[str, Any], ranks: Ranks, spec: LoRA) -> LoRA:
     return replace(spec, **changes) if changes else spec  # type: ignore[arg-type]
 
 
-def _ranked(ranks: Ranks, spec: LoHa) -> LoHa:
-    """A LoHa module at the rank the config states for it (as the file holds it where the config does not say)."""
+def _ranked(ranks: Ranks, spec: LoHa | LoKr) -> LoHa | LoKr:
+    """A LoHa or LoKr module at the rank the config states for it (as the file holds it where the config does not
+    say, or where the module holds no rank: a LoKr module whose factors are both whole)."""
     rank = ranks.rank_for(spec.name)
-    return spec if rank is None or rank == spec.rank else replace(spec, rank=rank)  # type: ignore[return-value]
+    if rank is None or spec.rank is None or rank == spec.rank:
+        return spec
+    return replace(spec, rank=rank)  # type: ignore[return-value]
 
 
 def _stated_adalora(init_r: int | None, masks: Mapping[str, int], spec: LoRA) -> LoRA:
@@ -158,17 +162,17 @@ def _stated_adalora(init_r: int | None, masks: Mapping[str, int], spec: LoRA) ->
 
 def _hyperparameters(
     config: Mapping[str, Any] | None,
-    specs: Sequence[LoRA | LoHa],
+    specs: Sequence[LoRA | LoHa | LoKr],
     roles: Sequence[RoleMatch],
     algos: Sequence[str] = (),
 ) -> dict[str, Any]:
     if config is None:
-        ranks = sorted({s.rank for s in specs})
+        ranks = sorted({s.rank for s in specs if s.rank is not None})
         # a model's own state dict names each adapter: its factors' layer is the module and the adapter's name
         named = {r.layer for r in roles if r.rule_id.endswith(NAMED)}
         modules = [s.name.rpartition(".")[0] if s.name in named else s.name for s in specs]
-        if algos:  # LyCORIS' (a LoKr module has no spec: its targets are its factors' layers)
-            modules += [r.layer for r in roles if LYCORIS_ALGOS.get(r.rule_id) == "lokr"]
+        if algos:  # LyCORIS' (a module of factors no spec fits: its targets are its factors' layers)
+            modules += [r.layer for r in roles if r.rule_id in LYCORIS_ALGOS]
         inferred: dict[str, Any] = {"algo": " ".join(algos)} if algos else {}
         if ranks:
             inferred["r"] = ranks[0] if len(ranks) == 1 else " ".join(map(str, ranks))
@@ -218,12 +222,9 @@ def _notes(
 ) -> tuple[str, ...]:
     notes = []
     if algos:
-        read = ["each module's rank read off its factors"] if {"lora", "loha"} & set(algos) else []
-        if "lokr" in algos:
-            read.append("LoKr modules counted as the file holds them (no formula for them here)")
         notes.append(
-            f"kohya-ss' layout of LyCORIS' {', '.join(algos)} (sd-scripts, LyCORIS, ComfyUI): {'; '.join(read)}; each "
-            "module's scale `alpha` a buffer beside it (its value is data, not read)"
+            f"kohya-ss' layout of LyCORIS' {', '.join(algos)} (sd-scripts, LyCORIS, ComfyUI): each module's rank read "
+            "off its factors; each module's scale `alpha` a buffer beside it (its value is data, not read)"
         )
     elif config is None and KOHYA_RULE in map(attrgetter("rule_id"), roles):
         notes.append(
@@ -261,7 +262,7 @@ def adapter_architecture(
     if not adapted and not algos:  # another peft type, as its config says; no adapter without it
         return None if config is None else _other_type(config, specs)
     if algos:
-        ranked = [s for s in specs if isinstance(s, LoRA | LoHa)]
+        ranked = [s for s in specs if isinstance(s, LoRA | LoHa | LoKr)]
         hyper = _hyperparameters(None, ranked, roles, algos)
         return Architecture(ARCHITECTURE, hyper, tuple(specs), _notes(None, specs, roles, algos))
     if config is not None:
@@ -303,10 +304,10 @@ def _other_type(config: Mapping[str, Any], specs: Sequence[LayerSpec]) -> Archit
     table = _prompt_table(config)
     if table is not None:
         specs = [table if getattr(s, "name", None) == PROMPT_TABLE else s for s in specs]
-    ranked = any(isinstance(s, LoHa) for s in specs)
-    if ranked:  # LoHa's ranks as LoRA's: `r`, `rank_pattern`
+    ranked = [type(s).__name__ for s in specs if isinstance(s, LoHa | LoKr)]
+    if ranked:  # LoHa's and LoKr's ranks as LoRA's: `r`, `rank_pattern`
         ranks = Ranks.of(config)
-        specs = [_ranked(ranks, s) if isinstance(s, LoHa) else s for s in specs]
+        specs = [_ranked(ranks, s) if isinstance(s, LoHa | LoKr) else s for s in specs]
     hyper: dict[str, Any] = {"peft_type": peft_type, "r": _positive(config.get("r"))}
     if table is not None:
         hyper |= {key: _positive(config.get(key)) for key in PROMPT_KEYS}
@@ -318,7 +319,8 @@ def _other_type(config: Mapping[str, Any], specs: Sequence[LayerSpec]) -> Archit
     said_type = f"peft_type {_short(str(peft_type))!r}"
     if ranked:
         notes = [
-            f"{said_type}: each LoHa module checked against the config's rank for it, the others as the file holds"
+            f"{said_type}: each {' and '.join(sorted(set(ranked)))} module checked against the config's rank for it, "
+            "the others as the file holds"
         ]
         notes.extend(_unread(config))
     else:

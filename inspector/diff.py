@@ -5,7 +5,8 @@ Matching, in rounds, each on what the earlier rounds left:
 1. the same stored name;
 2. the same name after `NAMING_RULES` (each format's naming undone: Keras ``layer/kernel:0`` and Keras 3
    ``layers/dense/vars/0`` both become ``<layer>.kernel`` from what the loader states, MXNet ``arg:`` and
-   ``aux:`` prefixes dropped, transformers base-model prefixes dropped, Keras parameter names as PyTorch's);
+   ``aux:`` prefixes dropped, transformers base-model prefixes dropped, Keras parameter names as PyTorch's,
+   optimum-quanto's and torchao's quantized values as the float weight they quantize);
 3. ``--map`` rules (regular expressions rewriting A's normalised names into B's);
 4. shape and order: tensors with the same parameter kind (weight, bias, running_mean...) and shape, or
    shapes that are a Keras/PyTorch layout of each other (`PERMUTATIONS`): first where one tensor on each
@@ -26,7 +27,14 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from inspector.errors import SpecError
-from inspector.quantized import BNB_STATE_NAMES, COLUMN_DTYPES, quantization_tensors
+from inspector.quantized import (
+    BNB_STATE_NAMES,
+    QUANTO_STATE_NAMES,
+    QUANTO_VALUES,
+    TORCHAO_VALUES,
+    quantization_tensors,
+    regrouped,
+)
 from inspector.records import TensorKind
 from inspector.recordtype import StrEnumBody, fast_enum, field, record
 
@@ -71,6 +79,18 @@ NAMING_RULES: tuple[NamingRule, ...] = (
         "",
         "transformers base_model_prefix (head models nest the base model under it)",
     ),
+    NamingRule(
+        "quanto.values",
+        re.escape(QUANTO_VALUES) + r"(?:\._data)?$",
+        ".weight",
+        "optimum-quanto's quantized weights (`<module>.weight._data`, packed `._data._data`) as the float weight",
+    ),
+    NamingRule(
+        "torchao.values",
+        r"\._(\w+)_" + TORCHAO_VALUES + "$",
+        r".\1",
+        "torchao's flattened parameters (`<module>._weight_qdata`: transformers' TorchAoConfig) as the float weight",
+    ),
     NamingRule("keras.param", r"(^|\.)kernel$", r"\1weight", "Keras Dense/Conv kernel vs PyTorch weight"),
     NamingRule("keras.embeddings", r"(^|\.)embeddings$", r"\1weight", "Keras Embedding vs PyTorch weight"),
     NamingRule("norm.gamma", r"(^|\.)gamma$", r"\1weight", "Keras / MXNet Gluon norm scale vs PyTorch weight"),
@@ -109,7 +129,8 @@ WIDENINGS = frozenset(
      ("U8", "I32"), ("U8", "I64"), ("U16", "I32"), ("U16", "I64"), ("U32", "I64")}
 )  # fmt: skip
 _COMPILED = tuple((re.compile(r.pattern), r.replacement) for r in NAMING_RULES)
-_QUANTIZATION_STATE = re.compile(r"(.+)\.(?:" + BNB_STATE_NAMES + ")")  # bitsandbytes'
+# a quantized weight's state named after the weight (bitsandbytes', optimum-quanto's): its module's
+_QUANTIZATION_STATE = re.compile(r"(.+)\.(?:" + BNB_STATE_NAMES + "|" + QUANTO_STATE_NAMES + ")")
 _PARAM_END = re.compile(r"(?:^|[._/])(" + "|".join(PARAM_NAMES) + r")(?::\d+)?$")
 
 
@@ -242,7 +263,8 @@ def _by_key(
 
 
 def _pair(a: TensorInfo, b: TensorInfo, how: str) -> Pair:
-    return Pair(a, b, how, permutation(a.shape, b.shape))
+    # (values laid out by their quantization, in rows of a group, are not transposed where the shapes happen to be)
+    return Pair(a, b, how, None if regrouped(a) or regrouped(b) else permutation(a.shape, b.shape))
 
 
 def _layer_map(pairs: Sequence[Pair]) -> dict[str, str]:
@@ -436,11 +458,12 @@ def _pair_differences(p: Pair) -> list[Difference]:
         out.append(_difference(DiffKind.TRANSPOSED, a, b, msg, permutation=list(p.perm)))
     elif a.shape != b.shape:
         msg = f"shape {list(a.shape)} -> {list(b.shape)}"
-        # the same values packed into a column (bitsandbytes 4-bit): its dtype's change is the difference
-        packed = {a.dtype, b.dtype} & COLUMN_DTYPES and a.n_elements == b.n_elements
-        if packed:
-            msg += f": the same {a.n_elements:,} values, packed into a column (the shape is in its quant_state record)"
-        out.append(_difference(DiffKind.SHAPE_CHANGED, a, b, msg, expected=bool(packed) or None,
+        # the same values laid out by their quantization (bitsandbytes' 4-bit column, optimum-quanto's groups): its
+        # dtype's change is the difference
+        layout = (regrouped(a) or regrouped(b)) if a.n_elements == b.n_elements else ""
+        if layout:
+            msg += f": the same {a.n_elements:,} values, {layout}"
+        out.append(_difference(DiffKind.SHAPE_CHANGED, a, b, msg, expected=bool(layout) or None,
                                shape_a=list(a.shape), shape_b=list(b.shape)))  # fmt: skip
     if a.dtype != b.dtype:
         saved = a.nbytes - b.nbytes

@@ -259,6 +259,39 @@ class LoHa(LayerSpec):
         return f"LoHa r={self.rank}{_tucker(self.core)}"
 
 
+@record(frozen=True, slots=True)
+class LoKr(LayerSpec):
+    """A LoKr adapter of one module (peft's and LyCORIS': the Kronecker product of two factors, the module's outputs
+    w1_out x w2_out and its inputs w1_in x w2_in). The first factor is whole (lokr_w1, w1_out x w1_in) or of rank r
+    (`w1_split`: lokr_w1_a w1_out x r, lokr_w1_b r x w1_in); the second whole (lokr_w2, w2_out x w2_in, a
+    convolution's w2_in its in_channels part x kernel) or of rank r (`w2_split`: lokr_w2_a w2_out x r, lokr_w2_b r x
+    w2_in), or with a Tucker core (peft's `use_effective_conv2d`, LyCORIS' `use_tucker`: lokr_t2 r x r x kernel,
+    lokr_w2_a r x w2_out, lokr_w2_b r x w2_in, the kernel as `core`); DoRA's magnitude (LyCORIS' dora_scale, one an
+    output) when it has one. `rank` is None where both factors are whole (the file holds no rank)."""
+
+    rank: int | None
+    w1_out: int
+    w1_in: int
+    w2_out: int
+    w2_in: int
+    w1_split: bool = False
+    w2_split: bool = True
+    name: str = ""
+    core: tuple[int, ...] = ()
+    magnitude: bool = False
+
+    def __post_init__(self) -> None:
+        LayerSpec.__post_init__(self)
+        if self.rank is None and (self.w1_split or self.w2_split or self.core):
+            raise SpecError("LoKr.rank must be given where a factor is split or has a Tucker core")
+
+    @property
+    def kind(self) -> str:
+        rank = "" if self.rank is None else f" r={self.rank}"
+        factor = self.w1_out if self.w1_out == self.w1_in else f"{self.w1_out}x{self.w1_in}"
+        return f"LoKr{rank} f={factor}{_tucker(self.core)}"
+
+
 def _tucker(core: tuple[int, ...]) -> str:
     """How a kind names a Tucker core of that kernel (none: nothing)."""
     return f" Tucker {'x'.join(map(str, core))}" if core else ""
@@ -334,6 +367,18 @@ def loha(s: LoHa) -> Breakdown:
     return {"hada_w1": factors, "hada_w2": factors, "hada_t1": core, "hada_t2": core}
 
 
+def lokr(s: LoKr) -> Breakdown:
+    """lokr_w1 = w1_out x w1_in, or r x (w1_out + w1_in) split; lokr_w2 = w2_out x w2_in, or r x (w2_out + w2_in)
+    split; lokr_t2 = r x r x prod(core) (a Tucker core); magnitude = w1_out x w2_out (DoRA)."""
+    r = s.rank or 0
+    return {
+        "lokr_w1": r * (s.w1_out + s.w1_in) if s.w1_split else s.w1_out * s.w1_in,
+        "lokr_w2": r * (s.w2_out + s.w2_in) if s.w2_split else s.w2_out * s.w2_in,
+        "lokr_t2": r * r * prod(s.core) if s.core else 0,
+        "magnitude": s.w1_out * s.w2_out if s.magnitude else 0,
+    }
+
+
 def block(s: Block) -> Breakdown:
     """The sum of each part's formula."""
     return {name: total(part) for name, part in s.parts}
@@ -380,6 +425,7 @@ FORMULAS: Mapping[type[LayerSpec], Callable[[LayerSpec], Breakdown]] = {
     Block: block,  # type: ignore[dict-item]
     LoRA: lora,  # type: ignore[dict-item]
     LoHa: loha,  # type: ignore[dict-item]
+    LoKr: lokr,  # type: ignore[dict-item]
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import repeat
+from math import prod
 from operator import attrgetter
 
 from inspector.formulas import (
@@ -23,6 +24,7 @@ from inspector.formulas import (
     Embedding,
     LayerSpec,
     LoHa,
+    LoKr,
     LoRA,
     Norm,
     Recurrent,
@@ -254,6 +256,54 @@ def loha_recipe(module: Module) -> Recipe | None:
     return LoHa, (rank, w1_b[1], w1_a[1]), {"core": t1[2:]}
 
 
+# A LoKr module's factors (peft's and LyCORIS'): the first factor whole or split, the second whole, split or split
+# around a Tucker core (a convolution's)
+LOKR_FIRST = (("lokr_w1",), ("lokr_w1_a", "lokr_w1_b"))
+LOKR_SECOND = (("lokr_w2",), ("lokr_w2_a", "lokr_w2_b"), ("lokr_w2_a", "lokr_w2_b", "lokr_t2"))
+LOKR_KERNELS = {"lokr_w2": 2, "lokr_t2": 3}  # the factors that may hold a kernel: their least dims (the others: 2)
+LOKR_MAGNITUDE = "dora_scale"  # LyCORIS' DoRA of a LoKr module (`weight_decompose`), one an output
+
+
+def lokr_recipe(module: Module) -> Recipe | None:
+    """A LoKr spec when the module holds one of each factor's layouts (`LOKR_FIRST`, `LOKR_SECOND`), DoRA's magnitude
+    of its outputs (`LOKR_MAGNITUDE`) and nothing else, every split factor of one rank (`_lokr_factor`)."""
+    params = module.params()
+    if len(params) != len(module.items):
+        return None
+    factors = params.keys() - {LOKR_MAGNITUDE}
+    first = next((names for names in LOKR_FIRST if factors >= set(names)), ())
+    second = next((names for names in reversed(LOKR_SECOND) if factors >= set(names)), ())
+    if not first or not second or factors != {*first, *second}:
+        return None
+    shapes = {name: params[name].shape for name in factors}
+    if not all(len(shape) >= LOKR_KERNELS.get(name, 2) for name, shape in shapes.items()):
+        return None
+    w1_out, w1_in, w1_ranks, _ = _lokr_factor(shapes, first)
+    w2_out, w2_in, w2_ranks, core = _lokr_factor(shapes, second)
+    ranks = {*w1_ranks, *w2_ranks}
+    magnitude = params.get(LOKR_MAGNITUDE)
+    if len(ranks) > 1 or (magnitude is not None and magnitude.n_elements != w1_out * w2_out):
+        return None
+    words = {"w1_split": bool(w1_ranks), "w2_split": bool(w2_ranks), "core": core, "magnitude": magnitude is not None}
+    return LoKr, (ranks.pop() if ranks else None, w1_out, w1_in, w2_out, w2_in), words
+
+
+def _lokr_factor(
+    shapes: dict[str, tuple[int, ...]], names: tuple[str, ...]
+) -> tuple[int, int, tuple[int, ...], tuple[int, ...]]:
+    """A LoKr factor's rows, columns, the ranks its parts give and its Tucker core's kernel: whole (w1 rows x columns,
+    w2 rows x columns x kernel...), split (_a rows x r, _b r x columns) or split around a core (_a r x rows, _b r x
+    columns, t2 r x r x kernel)."""
+    if len(names) == 1:
+        whole = shapes[names[0]]
+        return whole[0], prod(whole[1:]), (), ()
+    a, b = shapes[names[0]], shapes[names[1]]
+    if len(names) == 2:
+        return a[0], b[1], (a[1], b[0]), ()
+    core = shapes[names[2]]
+    return a[1], b[1], (a[0], b[0], *core[:2]), core[2:]
+
+
 def _first(params: dict[str, TensorInfo], names: tuple[str, ...]) -> TensorInfo | None:
     for name in names:
         t = params.get(name)
@@ -279,7 +329,7 @@ def _recipe(module: Module, framework: str, statistics: bool) -> Recipe:
         if lora is not None:
             return lora
     if "adapter_factor" in roles:
-        adapter = loha_recipe(module)
+        adapter = loha_recipe(module) or lokr_recipe(module)
         if adapter is not None:
             return adapter
     if "rnn_recurrent_kernel" in roles:

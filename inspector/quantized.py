@@ -110,8 +110,10 @@ class Packing:
 #   Magic's W4A16 models: `weight_packed` (out, in / 8), its scales, zero points, group indices and shape beside it as
 #   the layer's parameters, `SIDE_TENSORS`), GPTQ (AutoGPTQ's and GPTQModel's QuantLinear, TheBloke's releases:
 #   `qweight` (in x bits / 32, out): 3-bit values run across the words, 32 in three, and `qzeros`, `scales`, `g_idx`,
-#   buffers there), AWQ's GEMM layout (AutoAWQ's WQLinear_GEMM: `qweight` (in, out / 8), `qzeros`, `scales`) and its
-#   GEMV layout (WQLinear_GEMV: `qweight` (out, in / 8), `qzeros` and `scales` of (out, groups padded)).
+#   buffers there), AWQ's GEMM layout (AutoAWQ's WQLinear_GEMM: `qweight` (in, out / 8), `qzeros`, `scales`), its
+#   GEMV layout (WQLinear_GEMV: `qweight` (out, in / 8), `qzeros` and `scales` of (out, groups padded)) and its
+#   GEMVFast layout (WQLinear_GEMVFast: `qweight` int16 (out / 4, in), each element 4 values of 4 rows interleaved
+#   for its kernel, `qzeros` and `scales` float16 (groups padded, out)).
 # - Into bytes: the 4-bit floats (E2M1) of NVFP4 and MXFP4, two a byte along the input axis, a scale each 16 values
 #   (FP8 E4M3, NVFP4) or 32 (an E8M0 exponent, MXFP4), and MXFP6's 6-bit floats (E2M3), four in three bytes:
 #   compressed-tensors' `nvfp4-`, `mxfp4-` and `mxfp6-pack-quantized` formats (RedHat's NVFP4 models: `weight_packed`,
@@ -121,8 +123,8 @@ class Packing:
 #   quantization's (`SIDE_TENSORS`: parameters of the layer where vLLM and compressed-tensors load it); the count is the
 #   float model's values and those tensors, as for pack-quantized (the model cards' count; the compressed layers' own
 #   `num_parameters()` counts bytes).
-# The bits are the config's; only the layouts named here are unpacked (GPTQ's Marlin and AWQ's GEMVFast tile theirs
-# otherwise, and are read as the tensors they are)
+# The bits are the config's; only the layouts named here are unpacked (GPTQ's Marlin tiles its otherwise, and is read
+# as the tensors it is)
 PACKINGS = {
     "pack-quantized": Packing("compressed-tensors pack-quantized", "weight_packed", -1, False,
                               {2: "I2", 4: "I4", 8: "I8"}),
@@ -139,6 +141,7 @@ PACKINGS = {
     "gptq": Packing("GPTQ", "qweight", 0, True, {2: "U2", 3: "U3", 4: "U4", 8: "U8"}, ("qzeros", "scales", "g_idx")),
     "awq": Packing("AWQ", "qweight", 1, True, {4: "U4"}, ("qzeros", "scales")),
     "awq-gemv": Packing("AWQ GEMV", "qweight", 1, False, {4: "U4"}, ("qzeros", "scales")),
+    "awq-gemv-fast": Packing("AWQ GEMVFast", "qweight", 0, False, {4: "U4"}, ("qzeros", "scales"), "I16"),
 }  # fmt: skip
 COMPRESSED_TENSORS = "compressed-tensors"  # its `format`s of packed weights are `PACKINGS` keys
 # ModelOpt's `quant_algo` (as its hf_quant_config.json and config.json give it, any case) -> its packing
@@ -150,7 +153,7 @@ MODELOPT_ALGOS = {
 # GPTQ's `checkpoint_format` and AWQ's `version` (any case; none: the first) -> its packing
 PACKED_LAYOUTS = {
     "gptq": {"": "gptq", "gptq": "gptq", "gptq_v2": "gptq"},
-    "awq": {"": "awq", "gemm": "awq", "gemv": "awq-gemv"},
+    "awq": {"": "awq", "gemm": "awq", "gemv": "awq-gemv", "gemv_fast": "awq-gemv-fast"},
 }
 BNB_STATE = r"(?:.*\.)?(?:" + BNB_STATE_NAMES + ")"  # any of them, a whole name
 COLUMN_DTYPES = frozenset(PACKED_BY.values())  # a weight unpacked to a column: its shape says none of the layer's sizes
@@ -268,6 +271,8 @@ QUANTO_TYPES = {"I8": "qint8", "F8_E4M3": "qfloat8_e4m3fn", "F8_E5M2": "qfloat8_
 QUANTO_BITS = {"qint4": 4, "qint2": 2, "int4": 4, "int2": 2}  # a packed weight's qtype: the qmap's, the config's
 QUANTO = "quanto"  # its `quant_method`
 QUANTO_QMAP = "quanto_qmap.json"  # its qtypes by module ({module: {"weights": "qint4", "activations": "none"}})
+# its weight's state as a pattern (after "<module>."), for `inspector diff`'s layer of a name
+QUANTO_STATE_NAMES = "|".join(end.removeprefix(".").replace(".", r"\.") for end in (QUANTO_SCALE, QUANTO_SHIFT))
 
 
 def quanto_unflattened(tensors: list[TensorInfo], config: Mapping[str, Any] | None) -> bool:
@@ -327,6 +332,22 @@ def _quanto_weights(words: Mapping[str, Any], module: str) -> str:
     return qtype if isinstance(qtype, str) else ""
 
 
+def quanto_values(t: TensorInfo) -> bool:
+    """Whether a tensor is optimum-quanto's values of a quantized weight, as `quanto_unflattened` made it (its module
+    and parameter stated)."""
+    return t.layer is not None and t.param == WEIGHT and t.name.startswith(t.layer + QUANTO_VALUES)
+
+
+def regrouped(t: TensorInfo) -> str:
+    """How a quantized weight's values are laid out where its shape is not the layer's (a bitsandbytes 4-bit column,
+    optimum-quanto's groups), in words; '' for any other tensor."""
+    if t.dtype in COLUMN_DTYPES:
+        return "packed into a column (the shape is in its quant_state record)"
+    if quanto_values(t) and len(t.shape) == 2:
+        return f"in optimum-quanto's groups: rows of {t.shape[1]:,} values, a scale a row"
+    return ""
+
+
 def side_tensors(tensors: Sequence[TensorInfo]) -> list[TensorInfo]:
     """The quantization's tensors of a file: `SIDE_TENSORS` of a module whose `weight` is stored in a quantized dtype,
     and `ATTENTION_SCALES` of a module holding such modules (none in most files, told by one C pass over the dtypes)."""
@@ -370,6 +391,8 @@ def quantization_tensors(tensors: Sequence[TensorInfo]) -> dict[int, str]:
             for t in tensors
             if t.kind is TensorKind.BUFFER and (parts := t.name.rpartition("."))[2] in how.state and parts[0] in packed
         )
+    what.update(_quanto_state(tensors))
+    what.update(_torchao_buffers(tensors))
     for blocks in BLOCK_PACKINGS.values():  # the scales of block-packed weights (`_unblocked` made them buffers)
         stems = {t.name.removesuffix(blocks.blocks) for t in tensors if t.name.endswith(blocks.blocks)}
         what.update(
@@ -378,6 +401,44 @@ def quantization_tensors(tensors: Sequence[TensorInfo]) -> dict[int, str]:
             if t.kind is TensorKind.BUFFER and t.name.endswith(blocks.scales)
             and t.name.removesuffix(blocks.scales) in stems
         )  # fmt: skip
+    return what
+
+
+def _quanto_state(tensors: Sequence[TensorInfo]) -> dict[int, str]:
+    """`quantization_tensors`' optimum-quanto state: the scales and shifts of its weights and its modules' activation
+    scales (the buffers `quanto_unflattened` made them), by id."""
+    from inspector.records import TensorKind
+
+    modules = {t.layer for t in tensors if quanto_values(t)}
+    if not modules:
+        return {}
+    what = {}
+    for t in tensors:
+        module, _, name = t.name.rpartition(".")
+        if t.kind is not TensorKind.BUFFER:
+            continue
+        if t.name.endswith((QUANTO_SCALE, QUANTO_SHIFT)) and module.removesuffix("." + WEIGHT) in modules:
+            what[id(t)] = "optimum-quanto's state of its quantized weight"
+        elif "." + name in QUANTO_ACTIVATIONS:
+            what[id(t)] = "optimum-quanto's activation scales of its quantized module"
+    return what
+
+
+def _torchao_buffers(tensors: Sequence[TensorInfo]) -> dict[int, str]:
+    """`quantization_tensors`' torchao state: the inner tensors of a flattened parameter other than its values
+    (`<module>._<param>_scale` beside `<module>._<param>_qdata`: the buffers `torchao_unflattened` made them), by id."""
+    from inspector.records import TensorKind
+
+    stems: dict[str, set[str]] = {}  # module -> its flattened parameters' stems ('_weight_')
+    for t in tensors:
+        module, _, name = t.name.rpartition(".")
+        if name.endswith("_" + TORCHAO_VALUES):
+            stems.setdefault(module, set()).add(name.removesuffix(TORCHAO_VALUES))
+    what = {}
+    for t in tensors:
+        module, _, name = t.name.rpartition(".")
+        if t.kind is TensorKind.BUFFER and module in stems and name.startswith(tuple(stems[module])):
+            what[id(t)] = "torchao's state of its quantized weight"
     return what
 
 

@@ -128,13 +128,63 @@ def test_tucker_cores_and_lycoris_loha_and_lokr_read_as_an_adapter(
     for module in network.loras:
         core = f" Tucker {'x'.join(map(str, module.shape[2:]))}" if getattr(module, "tucker", False) else ""
         if algo == "lokr":
-            assert kinds[module.lora_name] in ("Tensor", "Tensors")  # (no LoKr formula: its tensors as they are)
+            assert kinds[module.lora_name] == _lokr_kind(module, core)
         else:
             assert kinds[module.lora_name] == f"{'LoRA' if algo == 'lora' else 'LoHa'} r={module.lora_dim}{core}"
-    if name.endswith("tucker") and algo != "lokr":  # (the conv blocks' modules: Tucker cores at conv_dim)
+    if name.endswith("tucker"):  # (the conv blocks' modules: Tucker cores at conv_dim)
         assert any(getattr(m, "tucker", False) for m in network.loras)
         assert any(kind.endswith("Tucker 3x3") for kind in kinds.values())
     assert any("kohya-ss' layout" in note for note in expectation.notes)
+
+
+def _lokr_kind(module: Any, core: str) -> str:
+    """A LyCORIS LoKr module's kind from its own attributes: its rank (`lora_dim`) where it split a factor (`use_w1`,
+    `use_w2`: whole), its first factor's size (out_l x in_m), its Tucker core."""
+    w1 = module.lokr_w1.shape if module.use_w1 else (module.lokr_w1_a.shape[0], module.lokr_w1_b.shape[1])
+    rank = "" if module.use_w1 and module.use_w2 else f" r={module.lora_dim}"
+    factor = w1[0] if w1[0] == w1[1] else f"{w1[0]}x{w1[1]}"
+    return f"LoKr{rank} f={factor}{core}"
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize(
+    "words",
+    [
+        {"preset": "attn-mlp"},
+        # (the convolutions' first factors, 4 x 4, are split at a rank under 2)
+        {"preset": "unet-convblock-only", "conv_dim": 1, "conv_alpha": 1, "decompose_both": True},
+        {"preset": "attn-mlp", "full_matrix": True},
+        {"preset": "attn-mlp", "dora_wd": True},  # (DoRA's magnitude, dora_scale, one an output)
+        {"preset": "unet-convblock-only", "conv_dim": 2, "conv_alpha": 1},
+        CONV_TUCKER,
+    ],
+)
+def test_lycoris_lokr_modules_count_as_lycoris_makes_them(tmp_path: Path, words: dict[str, Any]) -> None:
+    """Each LyCORIS LoKr module (its first factor whole or split with `decompose_both`, both whole with
+    `full_matrix`, a convolution's second factor split around a Tucker core with `use_tucker`, with DoRA's magnitude
+    with `dora_wd`) is one LoKr spec whose
+    formula gives the module's own parameters, of its `lora_dim` where it split a factor (LyCORIS' own module
+    attributes: `lora_dim`, `use_w1`, `use_w2`, `tucker`, `parameters()`)."""
+    network_words = {"algo": "lokr", "factor": 4, **words}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(NETWORKS, "lokr_variant", network_words)
+        network, path = _network(tmp_path, "lokr_variant")
+    report = inspect(path)
+    _no_warning(report)
+    expectation = report.expectation
+    assert expectation is not None and not expectation.anomalies
+    assert expectation.total == expectation.found == report.checkpoint.n_parameters
+    assert report.checkpoint.n_parameters == sum(p.numel() for p in network.parameters())
+    rows = {row.layer: row for row in expectation.layers}
+    for module in network.loras:
+        row = rows[module.lora_name]
+        core = f" Tucker {'x'.join(map(str, module.shape[2:]))}" if module.tucker else ""
+        assert (row.kind, row.expected) == (_lokr_kind(module, core), sum(p.numel() for p in module.parameters()))
+    kinds = {row.kind for row in expectation.layers}
+    assert any(" r=" in kind for kind in kinds) is not words.get("full_matrix", False)
+    assert any("Tucker" in kind for kind in kinds) is bool(words.get("use_tucker"))
+    assert any(not m.use_w1 for m in network.loras) is bool(words.get("decompose_both"))  # (w1 split)
+    assert any(t.name.endswith(".dora_scale") for t in report.checkpoint.tensors) is bool(words.get("dora_wd"))
 
 
 @pytest.mark.reference

@@ -455,3 +455,98 @@ def test_loha_modules_at_the_ranks_its_config_states(tmp_path: Path) -> None:
     report = inspect(tmp_path / "adapter_model.safetensors")
     assert _warnings(report) == [] and report.expectation is not None
     assert any("not evaluated" in note for note in report.expectation.notes)
+
+
+def _lokr_layers(model: Any) -> dict[str, Any]:
+    return {name: m for name, m in model.named_modules() if isinstance(m, peft.tuners.lokr.LoKrLayer)}
+
+
+def _lokr_kind(layer: Any) -> str:
+    """A peft LoKr layer's kind from its own factors: its rank where it split one (`r`), its first factor's size."""
+    names = {name for name in layer.adapter_layer_names if "default" in getattr(layer, name)}
+
+    def shape(name: str) -> tuple[int, ...]:
+        return tuple(getattr(layer, name)["default"].shape)
+
+    w1 = shape("lokr_w1") if "lokr_w1" in names else (shape("lokr_w1_a")[0], shape("lokr_w1_b")[1])
+    rank = "" if {"lokr_w1", "lokr_w2"} <= names else f" r={layer.r['default']}"
+    core = f" Tucker {'x'.join(map(str, shape('lokr_t2')[2:]))}" if "lokr_t2" in names else ""
+    return f"LoKr{rank} f={w1[0] if w1[0] == w1[1] else f'{w1[0]}x{w1[1]}'}{core}"
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        {"r": 2, "target_modules": "all-linear"},
+        {"r": 1, "target_modules": QV, "decompose_both": True},  # (both factors split)
+        {"r": 4, "target_modules": QV, "rank_pattern": {"v_proj": 2}},  # (q_proj's factors whole: no rank)
+    ],
+)
+def test_lokr_modules_at_the_ranks_its_config_states(tmp_path: Path, words: dict[str, Any]) -> None:
+    """LoKr's modules (lokr_w1 or lokr_w1_a/b, lokr_w2 or lokr_w2_a/b: a Kronecker product of two factors, each whole
+    or split at rank r) are LoKr specs whose formula gives each module's own parameters, at the rank peft gave it
+    (r, rank_pattern) where it split a factor; a rank other than the config states is a mismatch of those modules."""
+    model = _peft_model(peft.LoKrConfig(**words))
+    model.save_pretrained(tmp_path)
+    layers = _lokr_layers(model)
+    report = inspect(tmp_path / "adapter_model.safetensors")
+    assert report.checkpoint.n_parameters == model.get_nb_trainable_parameters()[0]
+    assert _warnings(report) == []
+    exp = report.expectation
+    assert exp is not None and not exp.anomalies and exp.total == exp.found
+    rows = {c.layer: c for c in exp.layers}
+    assert {name: (c.kind, c.expected) for name, c in rows.items()} == {
+        name: (_lokr_kind(layer), sum(p.numel() for p in layer.parameters() if p.requires_grad))
+        for name, layer in layers.items()
+    }
+    _edit_config(tmp_path, r=3, rank_pattern={})
+    exp = inspect(tmp_path / "adapter_model.safetensors").expectation
+    assert exp is not None and set(exp.anomalies) == {n for n, c in rows.items() if " r=" in c.kind}
+    assert exp.anomalies
+
+
+def test_lokr_of_convolutions_with_tucker_cores(tmp_path: Path) -> None:
+    """peft's LoKr of a convolution: its second factor split (lokr_w2_b r x in x kernel) or, with
+    `use_effective_conv2d`, split around a Tucker core (lokr_t2 r x r x kernel): one LoKr spec each, the count
+    peft's."""
+
+    class Convs(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = torch.nn.Conv2d(16, 32, 3)
+            self.conv2 = torch.nn.Conv2d(32, 16, (5, 3))
+
+        def forward(self, x: Any) -> Any:
+            return self.conv2(self.conv1(x))
+
+    for effective in (False, True):
+        torch.manual_seed(0)
+        config = peft.LoKrConfig(r=2, target_modules=["conv1", "conv2"], use_effective_conv2d=effective)
+        model = peft.get_peft_model(Convs(), config)
+        model.save_pretrained(tmp_path)
+        report = inspect(tmp_path / "adapter_model.safetensors")
+        assert report.checkpoint.n_parameters == model.get_nb_trainable_parameters()[0]
+        assert _warnings(report) == []
+        exp = report.expectation
+        assert exp is not None and not exp.anomalies and exp.total == exp.found
+        assert {c.layer: c.kind for c in exp.layers} == {n: _lokr_kind(m) for n, m in _lokr_layers(model).items()}
+        assert any("Tucker" in c.kind for c in exp.layers) is effective
+
+
+def test_lokr_factors_of_two_ranks_are_no_lokr_module(tmp_path: Path) -> None:
+    """A module whose split LoKr factors disagree on the rank (lokr_w2_b rewritten at another) fits no LoKr layout: it
+    is counted as the tensors it holds, the other modules as LoKr's, no warning."""
+    from safetensors.torch import save_file
+
+    model = _peft_model(peft.LoKrConfig(r=2, target_modules=QV))
+    model.save_pretrained(tmp_path)
+    saved = _saved(tmp_path)
+    edited = next(name for name in saved if name.endswith("layers.0.self_attn.v_proj.lokr_w2_b"))
+    saved[edited] = torch.zeros(3, saved[edited].shape[1])
+    save_file(saved, tmp_path / "adapter_model.safetensors")
+    report = inspect(tmp_path / "adapter_model.safetensors")
+    assert _warnings(report) == []
+    exp = report.expectation
+    assert exp is not None and exp.total == exp.found == report.checkpoint.n_parameters
+    kinds = {c.layer.rpartition("layers.")[2]: c.kind for c in exp.layers}
+    assert kinds.pop("0.self_attn.v_proj") == "Tensors" and set(kinds.values()) == {"LoKr r=2 f=4"}

@@ -394,7 +394,8 @@ def test_compressed_tensors_pack_quantized_checkpoint_unpacks_its_weights(tmp_pa
 
 def test_packing_read_from_the_config() -> None:
     """Only a config naming a packed layout with bits it packs so unpacks its weights: compressed-tensors whose
-    weights are all pack-quantized with one num_bits, GPTQ in its own checkpoint format, AWQ's GEMM version."""
+    weights are all pack-quantized with one num_bits, GPTQ in its own checkpoint format, AWQ's GEMM, GEMV and GEMVFast
+    versions."""
     from inspector.quantized import PACKINGS, packing_of
 
     def config(fmt: str, *bits: int) -> dict[str, Any]:
@@ -416,7 +417,9 @@ def test_packing_read_from_the_config() -> None:
     assert packing_of(quantization(quant_method="gptq", bits=5)) is None
     assert packing_of(quantization(quant_method="awq", bits=4, version="GEMM")) == (PACKINGS["awq"], 4)
     assert packing_of(quantization(quant_method="awq", w_bit=4, version="gemv")) == (PACKINGS["awq-gemv"], 4)
-    assert packing_of(quantization(quant_method="awq", w_bit=4, version="gemv_fast")) is None
+    gemv_fast = (PACKINGS["awq-gemv-fast"], 4)
+    assert packing_of(quantization(quant_method="awq", w_bit=4, version="GEMV_Fast")) == gemv_fast
+    assert packing_of(quantization(quant_method="awq", w_bit=4, version="marlin")) is None
     assert packing_of(quantization(quant_method="bitsandbytes", load_in_4bit=True)) is None
     assert packing_of(None) is None and packing_of({"model_type": "llama"}) is None
 
@@ -446,6 +449,7 @@ else:
         sys.modules[package] = stand_in
     import awq.modules.linear.gemm as layer
     import awq.modules.linear.gemv as gemv
+    import awq.modules.linear.gemv_fast as gemv_fast
 torch.manual_seed(0)
 config = transformers.AutoConfig.for_model("llama", **json.loads(sys.argv[3]))
 model = transformers.AutoModelForCausalLM.from_config(config)
@@ -459,8 +463,9 @@ for module in list(model.modules()):
                 g_idx = torch.arange(linear.in_features, dtype=torch.int32) // group
                 packed.pack(linear, torch.full((linear.out_features, groups), 0.01),
                             torch.full((linear.out_features, groups), 2.0 ** (bits - 1)), g_idx)
-            elif version == "gemv":  # (its scales and zeros are (out, groups))
-                packed = gemv.WQLinear_GEMV.from_linear(linear, 4, group, scales=torch.full(
+            elif version in ("gemv", "gemv_fast"):  # (their scales and zeros are (out, groups))
+                cls = gemv.WQLinear_GEMV if version == "gemv" else gemv_fast.WQLinear_GEMVFast
+                packed = cls.from_linear(linear, 4, group, scales=torch.full(
                     (linear.out_features, groups), 0.01), zeros=torch.full((linear.out_features, groups), 8.0))
             else:
                 packed = layer.WQLinear_GEMM.from_linear(linear, 4, group, scales=torch.full(
@@ -543,15 +548,18 @@ def test_gptq_and_awq_checkpoints_unpack_their_weights(tmp_path: Path, method: s
 
 
 @pytest.mark.parametrize(
-    ("method", "package", "bits", "version"), [("gptq", "auto_gptq", 3, ""), ("awq", "awq", 4, "gemv")]
+    ("method", "package", "bits", "version"),
+    [("gptq", "auto_gptq", 3, ""), ("awq", "awq", 4, "gemv"), ("awq", "awq", 4, "gemv_fast")],
 )
 def test_gptq_3_bit_and_awq_gemv_checkpoints_unpack_their_weights(
     tmp_path: Path, method: str, package: str, bits: int, version: str
 ) -> None:
-    """GPTQ at 3 bits (`qweight` (in x 3 / 32, out): 32 values run across three words) and AWQ's GEMV layout
-    (`qweight` (out, in / 8), `qzeros` and `scales` of (out, groups padded to a multiple of 8 x 4)), packed by their
-    libraries' own layers (AutoGPTQ's QuantLinear, AutoAWQ's WQLinear_GEMV): each weight read as its values at torch's
-    Linear shape, the rest buffers, the count the float model's, no warning (they counted their words before)."""
+    """GPTQ at 3 bits (`qweight` (in x 3 / 32, out): 32 values run across three words), AWQ's GEMV layout
+    (`qweight` (out, in / 8), `qzeros` and `scales` of (out, groups padded to a multiple of 8 x 4)) and its GEMVFast
+    layout (`qweight` int16 (out / 4, in): 4 rows' values interleaved in each element; `qzeros` and `scales` of (groups
+    padded, out)), packed by their libraries' own layers on the CPU (AutoGPTQ's QuantLinear, AutoAWQ's WQLinear_GEMV
+    and WQLinear_GEMVFast): each weight read as its values at torch's Linear shape, the rest buffers, the count the
+    float model's, no warning (they counted their words before)."""
     import importlib.util
     import subprocess
     import sys
@@ -1097,6 +1105,71 @@ def test_optimum_quanto_layernorm_quantized_for_its_activations_holds_state_only
     exp = report.expectation
     assert exp is not None and exp.architecture == "bert" and exp.matches
     assert not [f for f in report.findings if f.severity != "info"]
+
+
+# quantizations of the test-sized llama by optimum-quanto (`QUANTO`) and torchao (`TORCHAO`) -> the tensors beside each
+# quantized weight (its state), and whether its values are laid out in groups (quanto's 4 bits: down_proj's 320
+# inputs in rows of 64)
+DIFFED = {
+    "quanto qint8": ({"weight._scale", "input_scale", "output_scale"}, False),
+    "quanto qint4": ({"weight._scale", "weight._shift", "input_scale", "output_scale"}, True),
+    "torchao Int8WeightOnlyConfig": ({"_weight_scale", "_weight_zero_point"}, False),
+    "torchao IntxWeightOnlyConfig": ({"_weight_scale", "_weight_zero_point"}, False),
+}
+
+
+def _torchao(folder: Path, config: str) -> None:
+    """The test-sized llama quantized by torchao through transformers' `TorchAoConfig` (`TORCHAO`; int4 values in
+    int8 in groups of 32), saved by `save_pretrained` into `folder`; its float model in `folder / "float"`."""
+    import torchao.quantization as ao
+
+    words = {"weight_dtype": torch.int4, "granularity": ao.PerGroup(32)} if config == "IntxWeightOnlyConfig" else {}
+    _float_file(folder)
+    quantization = transformers.TorchAoConfig(getattr(ao, config)(**words))
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        folder / "float", quantization_config=quantization, device_map="cpu"
+    )
+    model.save_pretrained(folder)
+
+
+@pytest.mark.parametrize("quantization", list(DIFFED))
+def test_diff_of_a_model_and_its_quanto_or_torchao_quantization(tmp_path: Path, quantization: str) -> None:
+    """`inspector diff` of the float model and its optimum-quanto or torchao file: each quantized weight's values
+    (`weight._data`, `weight._data._data`, `_weight_qdata`) are paired with the float weight by name, as the same layer
+    quantized: its narrowing changes the model, its values laid out in quanto's groups (the same values) and the state
+    only the quantized file has (scales, shifts, zero points, activation scales) are expected, each in its module's
+    row (they were paired by shape and order, the grouped ones missing and extra, and the state unexpected)."""
+    from inspector.diff import DiffKind, match
+    from inspector.diff import diff as diff_records
+
+    library, how = quantization.split()
+    pytest.importorskip("optimum.quanto" if library == "quanto" else "torchao")
+    if library == "quanto":
+        _quanto(tmp_path, "quantize", how, None)
+    else:
+        _torchao(tmp_path, how)
+    state, grouped = DIFFED[quantization]
+    a, b = load(_float_file(tmp_path)), load(tmp_path / "model.safetensors")
+    for result, only in (
+        (diff_records(a, b, match(a, b)), DiffKind.EXTRA),
+        (diff_records(b, a, match(b, a)), DiffKind.MISSING),
+    ):
+        by_kind: dict[DiffKind, list[Any]] = {}
+        for d in result.differences:
+            by_kind.setdefault(d.kind, []).append(d)
+        assert {p.how for p in result.pairs} == {"name", "normalised"} and len(result.pairs) == len(a.tensors)
+        narrowed = by_kind.pop(DiffKind.DTYPE_CHANGED)
+        assert len(narrowed) == LINEARS and not any(d.expected for d in narrowed)
+        beside = by_kind.pop(only)
+        assert len(beside) == len(state) * LINEARS and all(d.expected for d in beside)
+        assert {(d.a or d.b).removeprefix(f"model.{d.layer}.") for d in beside} == state
+        owner = "optimum-quanto's" if library == "quanto" else "torchao's"
+        assert all(f"({owner} " in d.message for d in beside)
+        regrouped = by_kind.pop(DiffKind.SHAPE_CHANGED, [])
+        assert len(regrouped) == (2 if grouped else 0)  # (each layer's down_proj)
+        assert all(d.expected and "optimum-quanto's groups: rows of 64 values" in d.message for d in regrouped)
+        assert not by_kind
+        assert len({d.layer for d in result.differences}) == LINEARS  # (each weight's state in its module's row)
 
 
 def test_quanto_packed_bits_are_the_qmap_s_where_the_bytes_do_not_tell() -> None:
