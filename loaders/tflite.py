@@ -42,6 +42,7 @@ from inspector.errors import FormatError, LimitExceededError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, RegionColumns, RegionKind, Severity, TensorInfo, TensorKind
 from inspector.recordtype import record
+from loaders import _zip
 from loaders._flatbuffers import SPAN_BITS, STRUCTURE, FlatBuffer
 from loaders._tflite_schema import (
     DESCRIPTION,
@@ -61,6 +62,10 @@ from loaders.base import Claim, check_shape, single_file
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import ClassVar
+
+    from inspector.records import Region
+
+    Archive = tuple[tuple[_zip.ZipMember, ...], tuple[Region, ...]]  # an appended zip's members and structure
 
 FORMAT = "tflite"
 ALIGNMENT = 16  # Buffer.data's force_align: the widest padding the exporter writes between objects
@@ -112,6 +117,8 @@ OP_INPUTS: dict[str, tuple[str, ...]] = {
         "bw_hidden_state aux_input fw_aux_weights bw_aux_weights".split()
     ),
     "SVDF": ("input", "weights_feature", "weights_time", "bias", "state"),
+    # MediaPipe's custom operators (mediapipe/util/tflite/operations/: transpose_conv_bias.cc)
+    "Convolution2DTransposeBias": ("input", "weights", "bias"),
     **{op: ("input1", "input2") for op in ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE")},
     # operators whose other inputs are constants of the graph
     "RESHAPE": ("input", "shape"),
@@ -155,6 +162,7 @@ WEIGHT_INPUTS: dict[str, tuple[int, ...]] = {
     "UNIDIRECTIONAL_SEQUENCE_RNN": (1, 2, 3),
     "BIDIRECTIONAL_SEQUENCE_RNN": (1, 2, 3, 5, 6, 7, 10, 11),
     "SVDF": (1, 2, 3),
+    "Convolution2DTransposeBias": (1, 2),
     **{op: (0, 1) for op in ("ADD", "SUB", "MUL", "DIV")},  # (how the converter writes a lone norm's scale and shift)
 }
 ELEMENTWISE = {"ADD", "SUB", "MUL", "DIV"}  # a weight there only when float or quantized, of more than one element
@@ -208,6 +216,7 @@ LAYER_OPS: dict[str, tuple[str, ...]] = {
 # TensorFlow ops of normalization layers: a weight whose name lists one had a norm folded into it
 FOLDED_OPS = ("FusedBatchNormV3", "FusedBatchNorm", "batchnorm")
 READ_OPS = ("ReadVariableOp",)  # the op a variable is read by: its layer is the op before it
+DEQUANTIZED = "_dequantize"  # what the converter appends to a weight's name for its DEQUANTIZE's output
 
 
 @record(slots=True)
@@ -284,10 +293,11 @@ def _scope_of(part: str, ops: tuple[str, ...]) -> str | None:
 
 def _named(component: str, ops: tuple[str, ...]) -> bool:
     """Whether a name component is one of `ops`, as TensorFlow numbers a scope's ops ('MatMul_1', 'conv1d_3') and the
-    converter its unique names ('MatMul1', 'FusedBatchNormV31')."""
+    converter its unique names ('MatMul1', 'FusedBatchNormV31'), or the converter's DEQUANTIZE its output
+    ('Conv2D_dequantize', 'Conv2D_dequantize2')."""
     for o in ops:
         if component.startswith(o):
-            rest = component[len(o) :].removeprefix("_")
+            rest = component[len(o) :].removeprefix(DEQUANTIZED).removeprefix("_")
             if not rest or rest.isdigit():
                 return True
     return False
@@ -361,8 +371,9 @@ class TfliteLoader:
         for sg in model.subgraphs:
             build.subgraph(sg)
         tensors = build.tensors()
-        regions = _regions(fb, model, build)
-        attributes = _attributes(probe, fb, model, build)
+        archive = _archive(probe)
+        regions = _regions(fb, model, build, archive)
+        attributes = _attributes(probe, fb, model, build, archive)
         return single_file(probe, FORMAT, FORMAT, tensors, regions, attributes, build.findings())
 
 
@@ -587,8 +598,22 @@ PADDING = "alignment padding"
 UNREAD = "data no tensor reads"
 
 
-def _regions(fb: FlatBuffer, model: Model, build: _Build) -> RegionColumns:
-    """Every structure read, every buffer's data, and the zero padding between them, merged where adjacent."""
+def _archive(probe: Probe) -> Archive | None:
+    """The zip archive TF Lite Support's metadata populator appends past the model, of the files its metadata names
+    (labels, vocabularies): its members and its structure's regions; None where the file ends otherwise (its last
+    bytes no end record without a comment, as Python's zipfile writes it), or where the archive cannot be read (its
+    bytes then stay unexplained)."""
+    if probe.size < _zip.EOCD_BYTES or probe.tail(_zip.EOCD_BYTES)[:4] != _zip.EOCD_SIG:
+        return None
+    try:
+        return _zip.read_zip(probe, FORMAT)
+    except FormatError:
+        return None
+
+
+def _regions(fb: FlatBuffer, model: Model, build: _Build, archive: Archive | None) -> RegionColumns:
+    """Every structure read, every buffer's data, the appended archive of associated files, and the zero padding
+    between them, merged where adjacent."""
     owners = build.owners()
     metadata = {index: name for name, index in model.metadata}
     # span (`start << SPAN_BITS | length`) -> what it holds: the first said of one read twice (a shared vtable)
@@ -607,6 +632,12 @@ def _regions(fb: FlatBuffer, model: Model, build: _Build) -> RegionColumns:
         for op in sg.operators:
             if op.large_options is not None:
                 spans[op.large_options[0] << SPAN_BITS | op.large_options[1]] = OUTSIDE_OPTIONS
+    if archive is not None:
+        members, structure = archive
+        for r in structure:
+            spans[r.start << SPAN_BITS | r.length] = (RegionKind.HEADER, r.label)
+        for m in members:
+            spans[m.data_offset << SPAN_BITS | m.compress_size] = (RegionKind.METADATA, f"associated file {m.name!r}")
     # where the data appended past the flatbuffer begins (a model over 2 GB: the exporter pads around it more widely)
     appended = min((b.start for b in model.buffers if b.outside and b.start is not None), default=fb.end)
     kinds: list[RegionKind] = []
@@ -652,7 +683,7 @@ RUNTIME_VERSION = "min_runtime_version"
 MAX_SHOWN = 8  # inputs, outputs, subgraphs, signatures named in an attribute
 
 
-def _attributes(probe: Probe, fb: FlatBuffer, model: Model, build: _Build) -> dict[str, str]:
+def _attributes(probe: Probe, fb: FlatBuffer, model: Model, build: _Build, archive: Archive | None) -> dict[str, str]:
     a = {"tflite.schema_version": str(model.version)}
     if model.description:
         a["tflite.description"] = model.description[:200]
@@ -692,6 +723,9 @@ def _attributes(probe: Probe, fb: FlatBuffer, model: Model, build: _Build) -> di
             f"{len(quantized):,} stored tensors quantized ({', '.join(f'{d} {n}' for d, n in types)}), "
             f"{scales:,} scales; {build.quantized_activations:,} activations quantized"
         )
+    if archive is not None:
+        files = ", ".join(f"{m.name[:100]} ({m.file_size:,} B)" for m in archive[0][:MAX_SHOWN])
+        a["tflite.associated_files"] = files or "-"
     if model.external:
         groups = Counter(group for group, _, _ in model.external.values())
         a["tflite.external_buffers"] = ", ".join(f"{g!r} ({n:,} buffers)" for g, n in groups.most_common(MAX_SHOWN))

@@ -12,6 +12,7 @@ import struct
 import subprocess
 import sys
 import warnings
+import zipfile
 from math import prod
 from pathlib import Path
 from typing import Any
@@ -113,9 +114,10 @@ def _check(tf: Any, path: Path) -> Checkpoint:
 
 def _unread_buffers(path: Path) -> list[int]:
     """The lengths of the buffers holding data that no tensor of any subgraph and no metadata names (the schema's
-    reader), in file order."""
+    reader; the deprecated `metadata_buffer` list too), in file order."""
     model = _schema().Model.GetRootAs(path.read_bytes(), 0)
     named = {model.Metadata(i).Buffer() for i in range(model.MetadataLength())}
+    named |= {model.MetadataBuffer(i) for i in range(model.MetadataBufferLength())}
     for g in range(model.SubgraphsLength()):
         graph = model.Subgraphs(g)
         named |= {graph.Tensors(i).Buffer() for i in range(graph.TensorsLength())}
@@ -394,6 +396,35 @@ def test_basic_pitch(tf: Any) -> None:
     cqt = sum(n for layer, n in found.items() if layer.startswith("model_1/cq_t2010v2_1"))
     assert ckpt.n_parameters == sum(variables.values()) - norms + 2 + cqt  # (the lone norm's multiply and add)
     assert {f.code for f in ckpt.findings} >= {"TFLITE_FOLDED", "TFLITE_SHARED_CONSTANT"}
+
+
+MEDIAPIPE = sorted(  # the models mediapipe 0.10.14's wheel ships (its legacy solutions' graphs load them)
+    "face_detection/face_detection_full_range_sparse face_detection/face_detection_short_range "
+    "face_landmark/face_landmark face_landmark/face_landmark_with_attention hand_landmark/hand_landmark_full "
+    "hand_landmark/hand_landmark_lite holistic_landmark/hand_recrop iris_landmark/iris_landmark "
+    "palm_detection/palm_detection_full palm_detection/palm_detection_lite pose_detection/pose_detection "
+    "pose_landmark/pose_landmark_full selfie_segmentation/selfie_segmentation "
+    "selfie_segmentation/selfie_segmentation_landscape".split()
+)
+
+
+@pytest.mark.parametrize("model", MEDIAPIPE)
+def test_mediapipe_models(tf: Any, model: str) -> None:
+    """MediaPipe's shipped models (float16 weights read through DEQUANTIZE, sparse ones through DENSIFY, its custom
+    operators, TF Lite Support's metadata and the zip of associated files appended past the model): every constant as
+    the interpreter lists it, every byte attributed, every weight in a layer the layer check matches, no warning."""
+    from tests.test_package_weights import _packaged
+
+    path = _packaged("mediapipe", f"modules/{model}.tflite")
+    ckpt = _check(tf, path)
+    report = analyse(ckpt)
+    assert report.expectation is not None and report.expectation.matches
+    assert not [f for f in report.findings if f.severity != "info"]
+    files = []
+    if zipfile.is_zipfile(path):  # (Python's zipfile reads the archive past the model)
+        with zipfile.ZipFile(path) as archive:
+            files = [(f"associated file {i.filename!r}", i.compress_size) for i in archive.infolist()]
+    assert [(r.label, r.length) for r in ckpt.regions if r.label.startswith("associated file ")] == files
 
 
 # -- the reader -------------------------------------------------------------------------------------------------------
