@@ -510,3 +510,120 @@ def test_an_offset_that_would_wrap_around_points_past_the_end(tmp_path: Path) ->
     fb = _buffer(tmp_path, _table(struct.pack("<I", (1 << 32) - 4)))
     with pytest.raises(FormatError, match="lies outside"):
         fb.string(fb.root("model"), 0, "name")
+
+
+# -- other subgraphs: resource variables' initializer, loop bodies ----------------------------------------------------
+
+
+def _accumulating(tf: Any, keras: Any) -> Any:
+    """A model of one layer holding a non-trainable tf.Variable it adds its input to at each call."""
+
+    class Accumulate(keras.layers.Layer):
+        def build(self, shape: Any) -> None:
+            self.total = self.add_weight("total", shape=(shape[-1],), initializer="ones", trainable=False)
+            self.kernel = self.add_weight("kernel", shape=(shape[-1], 3), initializer="glorot_uniform")
+
+        def call(self, x: Any) -> Any:
+            self.total.assign_add(tf.reduce_sum(x, axis=0))
+            return tf.matmul(x * self.total, self.kernel)
+
+    return keras.Sequential([keras.Input((4,), batch_size=1), Accumulate()])
+
+
+def test_resource_variable_initial_value(tf: Any, keras: Any, tmp_path: Path) -> None:
+    """A tf.Variable the model assigns stays a resource variable (`experimental_enable_resource_variables`): the
+    converter's initializer subgraph (CALL_ONCE runs it) assigns it its initial value, a constant there. That value is
+    the variable, counted as Keras counts it: a non-trainable weight."""
+    model = _accumulating(tf, keras)
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.experimental_enable_resource_variables = True
+    path = tmp_path / "variable.tflite"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path.write_bytes(converter.convert())
+    ckpt = _check(tf, path)
+    assert ckpt.n_parameters == model.count_params() == 16
+    trainable = sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if t.trainable)
+    assert trainable == sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+    (initial,) = [t for t in ckpt.tensors if t.section]  # (in the initializer subgraph)
+    assert initial.use is not None and initial.use[:2] == ("ASSIGN_VARIABLE", "value")
+    assert initial.shape == tuple(model.layers[0].total.shape) and not initial.trainable
+    assert any(n.startswith("the initial value of resource variable ") for n in initial.notes)
+    assert _layer_check_matches(ckpt)
+
+
+def _loop(tf: Any, keras: Any) -> Any:
+    class Loop(keras.layers.Layer):
+        def build(self, shape: Any) -> None:
+            self.kernel = self.add_weight("kernel", shape=(shape[-1], shape[-1]), initializer="glorot_uniform")
+
+        def call(self, x: Any) -> Any:
+            n = tf.cast(tf.reduce_sum(tf.abs(x)), tf.int32) % 5
+            body = lambda i, y: (i + 1, tf.tanh(tf.matmul(y, self.kernel)))  # noqa: E731
+            return tf.while_loop(lambda i, y: i < n, body, (0, x))[1]
+
+    return keras.Sequential([keras.Input((4,), batch_size=1), Loop()])
+
+
+def _weight_passed_into_the_loop(path: Path) -> bytes:
+    """The converter's model with its loop body's weight moved into the main subgraph and passed to WHILE as one more
+    loop value the body returns unchanged (as a converter that does not sink constants into bodies writes it),
+    rewritten with TF Lite's own schema classes and flatbuffers."""
+    import flatbuffers
+
+    schema = _schema()
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(path.read_bytes(), 0))
+    main, cond, body = model.subgraphs
+    loop = next(op for op in main.operators if model.operatorCodes[op.opcodeIndex].builtinCode == 119)  # WHILE
+    weight = next(int(op.inputs[1]) for op in body.operators if model.operatorCodes[op.opcodeIndex].builtinCode == 9)
+    constant = body.tensors[weight]
+
+    def add(graph: Any, buffer: int) -> int:
+        t = schema.TensorT.InitFromObj(schema.Tensor.GetRootAs(_packed(schema, constant), 0))
+        t.buffer = buffer
+        graph.tensors.append(t)
+        return len(graph.tensors) - 1
+
+    loop.inputs = [*loop.inputs, add(main, constant.buffer)]
+    loop.outputs = [*loop.outputs, add(main, 0)]
+    cond.inputs = [*cond.inputs, add(cond, 0)]
+    constant.buffer = 0  # (the body's weight is its input now, returned as it came)
+    body.inputs, body.outputs = [*body.inputs, weight], [*body.outputs, weight]
+    builder = flatbuffers.Builder(0)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def _packed(schema: Any, tensor: Any) -> bytes:
+    import flatbuffers
+
+    builder = flatbuffers.Builder(0)
+    builder.Finish(tensor.Pack(builder))
+    return bytes(builder.Output())
+
+
+def test_a_weight_passed_into_a_loop_body(tf: Any, keras: Any, tmp_path: Path) -> None:
+    """A constant a WHILE passes to its body, which reads it as a weight, is a parameter; a loop's state (the counter's
+    initial 0, replaced each iteration) is not. The rewritten model computes what the converter's does."""
+    model = _randomized(_loop(tf, keras))
+    converted = _convert(tf, model, tmp_path / "loop.tflite")
+    passed = tmp_path / "passed.tflite"
+    passed.write_bytes(_weight_passed_into_the_loop(converted))
+    x = np.random.default_rng(0).uniform(0.5, 1.5, (1, 4)).astype("float32")
+    results = []
+    for path in (converted, passed):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            interpreter = tf.lite.Interpreter(model_path=str(path))
+        interpreter.allocate_tensors()
+        interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+        interpreter.invoke()
+        results.append(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
+    np.testing.assert_array_equal(*results)
+    for path in (converted, passed):
+        ckpt = _check(tf, path)
+        assert ckpt.n_parameters == model.count_params() == 16
+    (weight,) = [t for t in ckpt.tensors if t.kind is TensorKind.PARAMETER]
+    assert weight.section == "" and weight.use is not None and weight.use[:2] == ("FULLY_CONNECTED", "weights")
+    counter = [t for t in ckpt.tensors if t.use is not None and t.use[0] == "WHILE"]
+    assert counter and all(t.kind is TensorKind.OTHER for t in counter)
