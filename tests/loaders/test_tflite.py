@@ -26,6 +26,8 @@ from inspector.errors import FormatError, InspectorError, LimitExceededError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, RegionKind, TensorKind
 from inspector.report import analyse
+from inspector.tensor_data import TensorSource, unreadable
+from inspector.values import data_report
 from loaders._flatbuffers import FlatBuffer
 from loaders.base import check_invariants
 from loaders.tflite import UNREAD, TfliteLoader
@@ -627,3 +629,38 @@ def test_a_weight_passed_into_a_loop_body(tf: Any, keras: Any, tmp_path: Path) -
     assert weight.section == "" and weight.use is not None and weight.use[:2] == ("FULLY_CONNECTED", "weights")
     counter = [t for t in ckpt.tensors if t.use is not None and t.use[0] == "WHILE"]
     assert counter and all(t.kind is TensorKind.OTHER for t in counter)
+
+
+# -- values (--data) --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["float32", "int8", "float16", "sparse"])
+def test_values_are_the_interpreters(tf: Any, keras: Any, tmp_path: Path, mode: str) -> None:
+    """Every constant's streamed values equal what the interpreter's `get_tensor` gives; quantized ones as stored
+    (integers, their quantization said), a sparse one (its non-zero values only) not read."""
+    model = _mlp(keras, inputs=64, hidden=64)
+    if mode == "sparse":
+        kernel, bias = model.layers[0].get_weights()
+        kernel[np.arange(64) % 4 != 0] = 0
+        model.layers[0].set_weights([kernel, bias])
+    path = _convert(tf, model, tmp_path / f"{mode}.tflite", mode)
+    ckpt = load(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        interpreter = tf.lite.Interpreter(model_path=str(path))
+    interpreter.allocate_tensors()
+    index = {d["name"]: d["index"] for d in interpreter.get_tensor_details()}
+    stats = {s.name: s for s in data_report(ckpt).stats}
+    read = 0
+    with TensorSource(ckpt, block_bytes=1024) as source:  # (blocks smaller than the weights: several a tensor)
+        for t in ckpt.tensors:
+            if any(n.startswith("sparse") for n in t.notes):
+                assert unreadable(ckpt, t) is not None and stats[t.name].skipped
+                continue
+            values = np.concatenate(list(source.blocks(t))).reshape(t.shape)
+            np.testing.assert_array_equal(values, interpreter.get_tensor(index[t.name]))
+            quantized = [n for n in t.notes if n.startswith("quantized")]
+            assert stats[t.name].stored_as == (quantized[0] if quantized else None)
+            read += 1
+    assert read == len(ckpt.tensors) - (mode == "sparse")
+    assert (mode == "int8") == any(s.stored_as for s in stats.values())
