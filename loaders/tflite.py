@@ -266,7 +266,8 @@ def _graphs(probe: Probe, model: Model) -> list[_Graph]:
 def _graph(probe: Probe, sg: Subgraph, prefix: str, n_subgraphs: int) -> _Graph:
     consumers: dict[int, list[_Use]] = defaultdict(list)
     outputs, missing, counts, taken = {}, [], Counter[str](), set[str]()
-    calls, variables = {}, {}
+    calls: dict[int, tuple[int, ...]] = {}
+    variables: dict[int, str] = {}
     n = len(sg.tensors)
     for op in sg.operators:
         bad = next((i for i in (*op.inputs, *op.outputs) if not -1 <= i < n), None)
