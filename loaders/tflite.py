@@ -686,8 +686,8 @@ def _regions(fb: FlatBuffer, model: Model, build: _Build, archive: Archive | Non
             held = (RegionKind.TENSOR_DATA, owners[b.index])
         elif b.index in metadata:
             held = (RegionKind.METADATA, f"metadata {metadata[b.index] or b.index!r}")
-        else:  # (tensor data no listed tensor claims, as the accounting says it: not torch's view leftovers)
-            held = (RegionKind.TENSOR_DATA, f"buffer {b.index}: {UNREAD}")
+        else:  # (stored, unreferenced: the reconciler's words for a TF Lite model's are its `UNREFERENCED["tflite"]`)
+            held = (RegionKind.UNREFERENCED, f"buffer {b.index}: {UNREAD}")
         spans[b.start << SPAN_BITS | b.nbytes] = held
     for sg in model.subgraphs:
         for op in sg.operators:

@@ -24,6 +24,7 @@ from inspector import load
 from inspector.cli import main
 from inspector.errors import FormatError, InspectorError, LimitExceededError
 from inspector.probe import Probe
+from inspector.reconcile import TORCH_UNREFERENCED, UNREFERENCED, Step, account
 from inspector.records import Checkpoint, RegionKind, TensorKind
 from inspector.report import analyse
 from inspector.tensor_data import TensorSource, unreadable
@@ -109,7 +110,7 @@ def _check(tf: Any, path: Path) -> Checkpoint:
             assert len(said) == scales and (not said or said[0].startswith("quantized: scale "))
     assert sum(t.n_elements for t in ours.values()) == sum(prod(r[0]) for r in reference.values())
     assert not [r for r in ckpt.regions if r.kind is RegionKind.UNKNOWN]
-    unread = [r.length for r in ckpt.regions if r.kind is RegionKind.TENSOR_DATA and r.label.endswith(UNREAD)]
+    unread = [r.length for r in ckpt.regions if r.kind is RegionKind.UNREFERENCED and r.label.endswith(UNREAD)]
     assert unread == _unread_buffers(path)
     return ckpt
 
@@ -362,6 +363,18 @@ def test_samples_equal_the_manifest(name: str) -> None:
     assert sum(t.n_elements for t in stored.values()) == entry["constant_elements"]
     assert ckpt.n_parameters == entry["count_params"] - entry["folded_norm_params"]
     _layer_check_matches(ckpt)
+
+
+def test_unread_buffers_in_tflite_words() -> None:
+    """The buffers no tensor reads (the converter's leftover LSTM state zeros) are stored, unreferenced bytes, said in
+    TF Lite's words (`reconcile.UNREFERENCED`), not torch's of a view's base storage."""
+    path = SAMPLES / "tflite" / "lstm.tflite"
+    acc = account(load(path))
+    unread = sum(_unread_buffers(path))
+    words = UNREFERENCED["tflite"]
+    assert unread and acc.by_kind["unreferenced"] == unread
+    assert Step(words.step, unread) in acc.steps and words.note.format(n=unread) in acc.notes
+    assert TORCH_UNREFERENCED.step not in [s.label for s in acc.steps]
 
 
 def test_sample_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
