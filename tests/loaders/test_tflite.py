@@ -568,6 +568,8 @@ def test_resource_variable_initial_value(tf: Any, keras: Any, tmp_path: Path) ->
 
 
 def _loop(tf: Any, keras: Any) -> Any:
+    """A layer looping a data-dependent number of times over a matrix product with its kernel (a WHILE)."""
+
     class Loop(keras.layers.Layer):
         def build(self, shape: Any) -> None:
             self.kernel = self.add_weight("kernel", shape=(shape[-1], shape[-1]), initializer="glorot_uniform")
@@ -580,68 +582,87 @@ def _loop(tf: Any, keras: Any) -> Any:
     return keras.Sequential([keras.Input((4,), batch_size=1), Loop()])
 
 
-def _weight_passed_into_the_loop(path: Path) -> bytes:
-    """The converter's model with its loop body's weight moved into the main subgraph and passed to WHILE as one more
-    loop value the body returns unchanged (as a converter that does not sink constants into bodies writes it),
-    rewritten with TF Lite's own schema classes and flatbuffers."""
+def _branch(tf: Any, keras: Any) -> Any:
+    """A layer multiplying by one kernel or the other as its input's sum says (an IF)."""
+
+    class Branch(keras.layers.Layer):
+        def build(self, shape: Any) -> None:
+            self.kernel = self.add_weight("kernel", shape=(shape[-1], 3), initializer="glorot_uniform")
+            self.other = self.add_weight("other", shape=(shape[-1], 3), initializer="glorot_uniform")
+
+        def call(self, x: Any) -> Any:
+            return tf.cond(tf.reduce_sum(x) > 3, lambda: tf.matmul(x, self.kernel), lambda: tf.matmul(x, self.other))
+
+    return keras.Sequential([keras.Input((4,), batch_size=1), Branch()])
+
+
+CALLS = {"WHILE": (119, _loop), "IF": (118, _branch)}  # BuiltinOperator codes
+
+
+def _weight_passed_in(path: Path, op: str) -> bytes:
+    """The converter's model with the weight of the last subgraph it runs moved into the main subgraph and passed to
+    the WHILE or IF as one more input of every subgraph it runs (a loop value its body returns unchanged), as a
+    converter that does not sink constants into those subgraphs writes it; rewritten with TF Lite's own schema
+    classes and flatbuffers."""
     import flatbuffers
 
     schema = _schema()
     model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(path.read_bytes(), 0))
-    main, cond, body = model.subgraphs
-    loop = next(op for op in main.operators if model.operatorCodes[op.opcodeIndex].builtinCode == 119)  # WHILE
-    weight = next(int(op.inputs[1]) for op in body.operators if model.operatorCodes[op.opcodeIndex].builtinCode == 9)
-    constant = body.tensors[weight]
+    main, *called = model.subgraphs
+    caller = next(o for o in main.operators if model.operatorCodes[o.opcodeIndex].builtinCode == CALLS[op][0])
+    weight = next(int(o.inputs[1]) for o in called[-1].operators if model.operatorCodes[o.opcodeIndex].builtinCode == 9)
+    constant = called[-1].tensors[weight]
+    packed = flatbuffers.Builder(0)
+    packed.Finish(constant.Pack(packed))
 
     def add(graph: Any, buffer: int) -> int:
-        t = schema.TensorT.InitFromObj(schema.Tensor.GetRootAs(_packed(schema, constant), 0))
+        t = schema.TensorT.InitFromObj(schema.Tensor.GetRootAs(bytes(packed.Output()), 0))
         t.buffer = buffer
         graph.tensors.append(t)
         return len(graph.tensors) - 1
 
-    loop.inputs = [*loop.inputs, add(main, constant.buffer)]
-    loop.outputs = [*loop.outputs, add(main, 0)]
-    cond.inputs = [*cond.inputs, add(cond, 0)]
-    constant.buffer = 0  # (the body's weight is its input now, returned as it came)
-    body.inputs, body.outputs = [*body.inputs, weight], [*body.outputs, weight]
+    caller.inputs = [*caller.inputs, add(main, constant.buffer)]
+    if op == "WHILE":  # (a loop value: the loop's output too)
+        caller.outputs = [*caller.outputs, add(main, 0)]
+    for graph in called[:-1]:
+        graph.inputs = [*graph.inputs, add(graph, 0)]
+    constant.buffer = 0  # (the weight is its subgraph's input now; a loop body returns it as it came)
+    last = called[-1]
+    last.inputs = [*last.inputs, weight]
+    if op == "WHILE":
+        last.outputs = [*last.outputs, weight]
     builder = flatbuffers.Builder(0)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
 
 
-def _packed(schema: Any, tensor: Any) -> bytes:
-    import flatbuffers
-
-    builder = flatbuffers.Builder(0)
-    builder.Finish(tensor.Pack(builder))
-    return bytes(builder.Output())
-
-
-def test_a_weight_passed_into_a_loop_body(tf: Any, keras: Any, tmp_path: Path) -> None:
-    """A constant a WHILE passes to its body, which reads it as a weight, is a parameter; a loop's state (the counter's
-    initial 0, replaced each iteration) is not. The rewritten model computes what the converter's does."""
-    model = _randomized(_loop(tf, keras))
-    converted = _convert(tf, model, tmp_path / "loop.tflite")
+@pytest.mark.parametrize("op", sorted(CALLS))
+def test_a_weight_passed_into_a_subgraph(tf: Any, keras: Any, tmp_path: Path, op: str) -> None:
+    """A constant a WHILE passes to its body, or an IF to a branch, which reads it as a weight, is a parameter; a
+    loop's state (the counter's initial 0, replaced each iteration) is not. The rewritten model computes what the
+    converter's does (to float32 rounding)."""
+    model = _randomized(CALLS[op][1](tf, keras))
+    converted = _convert(tf, model, tmp_path / "converted.tflite")
     passed = tmp_path / "passed.tflite"
-    passed.write_bytes(_weight_passed_into_the_loop(converted))
-    x = np.random.default_rng(0).uniform(0.5, 1.5, (1, 4)).astype("float32")
-    results = []
-    for path in (converted, passed):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            interpreter = tf.lite.Interpreter(model_path=str(path))
-        interpreter.allocate_tensors()
-        interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
-        interpreter.invoke()
-        results.append(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
-    np.testing.assert_array_equal(*results)
+    passed.write_bytes(_weight_passed_in(converted, op))
+    for x in np.random.default_rng(0).uniform(0, 1.5, (4, 1, 4)).astype("float32"):  # (either branch)
+        results = []
+        for path in (converted, passed):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                interpreter = tf.lite.Interpreter(model_path=str(path))
+            interpreter.allocate_tensors()
+            interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+            interpreter.invoke()
+            results.append(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
+        np.testing.assert_allclose(*results, rtol=1e-6)  # (a kernel for a constant weight, another for an input)
     for path in (converted, passed):
         ckpt = _check(tf, path)
-        assert ckpt.n_parameters == model.count_params() == 16
-    (weight,) = [t for t in ckpt.tensors if t.kind is TensorKind.PARAMETER]
-    assert weight.section == "" and weight.use is not None and weight.use[:2] == ("FULLY_CONNECTED", "weights")
+        assert ckpt.n_parameters == model.count_params()
+    main = [t for t in ckpt.tensors if t.kind is TensorKind.PARAMETER and t.section == ""]
+    assert len(main) == 1 and main[0].use is not None and main[0].use[:2] == ("FULLY_CONNECTED", "weights")
     counter = [t for t in ckpt.tensors if t.use is not None and t.use[0] == "WHILE"]
-    assert counter and all(t.kind is TensorKind.OTHER for t in counter)
+    assert all(t.kind is TensorKind.OTHER for t in counter) and (op == "IF" or counter)
 
 
 # -- values (--data) --------------------------------------------------------------------------------------------------
