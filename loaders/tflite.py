@@ -425,7 +425,7 @@ class TfliteLoader:
         for graph in build.graphs:
             build.subgraph(graph)
         tensors = build.tensors()
-        archive = _archive(probe)
+        archive = _archive(probe, fb, model)
         regions = _regions(fb, model, build, archive)
         attributes = _attributes(probe, fb, model, build, archive)
         return single_file(probe, FORMAT, FORMAT, tensors, regions, attributes, build.findings())
@@ -659,17 +659,23 @@ PADDING = "alignment padding"
 UNREAD = "data no tensor reads"
 
 
-def _archive(probe: Probe) -> Archive | None:
+def _archive(probe: Probe, fb: FlatBuffer, model: Model) -> Archive | None:
     """The zip archive TF Lite Support's metadata populator appends past the model, of the files its metadata names
     (labels, vocabularies): its members and its structure's regions; None where the file ends otherwise (its last
-    bytes no end record without a comment, as Python's zipfile writes it), or where the archive cannot be read (its
-    bytes then stay unexplained)."""
+    bytes no end record without a comment, as Python's zipfile writes it), or where the archive cannot be read or
+    does not lie past the model's own objects (its bytes then stay unexplained)."""
     if probe.size < _zip.EOCD_BYTES or probe.tail(_zip.EOCD_BYTES)[:4] != _zip.EOCD_SIG:
         return None
     try:
-        return _zip.read_zip(probe, FORMAT)
+        members, structure = _zip.read_zip(probe, FORMAT)
     except FormatError:
         return None
+    mask = (1 << SPAN_BITS) - 1
+    ends = [(s >> SPAN_BITS) + (s & mask) for s in fb.spans]
+    ends += [b.start + b.nbytes for b in model.buffers if b.start is not None]
+    if min((*(r.start for r in structure), *(m.header_offset for m in members))) < max(ends, default=0):
+        return None
+    return members, structure
 
 
 def _regions(fb: FlatBuffer, model: Model, build: _Build, archive: Archive | None) -> RegionColumns:

@@ -377,6 +377,31 @@ def test_unread_buffers_in_tflite_words() -> None:
     assert TORCH_UNREFERENCED.step not in [s.label for s in acc.steps]
 
 
+def test_associated_files_appended(tmp_path: Path) -> None:
+    """The files TF Lite Support's metadata writer packs into a model (labels...) are a zip archive appended past it,
+    as Python's zipfile appends one to a file that is no archive: each file metadata, the zip's records headers."""
+    path = tmp_path / "labelled.tflite"
+    path.write_bytes((SAMPLES / "tflite" / "mlp_int8.tflite").read_bytes())
+    before = load(path)
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("labels.txt", "cat\ndog\n")
+        archive.writestr("vocab.txt", "a b c")
+    ckpt = load(path)
+    check_invariants(ckpt)
+    assert ckpt.attributes["tflite.associated_files"] == "labels.txt (8 B), vocab.txt (5 B)"
+    files = [(r.kind, r.label, r.length) for r in ckpt.regions if r.start >= before.file_size and r.kind != "header"]
+    assert files == [(RegionKind.METADATA, "associated file 'labels.txt'", 8),
+                     (RegionKind.METADATA, "associated file 'vocab.txt'", 5)]  # fmt: skip
+    assert not [r for r in ckpt.regions if r.kind is RegionKind.UNKNOWN]
+    assert [t.name for t in ckpt.tensors] == [t.name for t in before.tensors]
+    # an end record whose directory would lie inside the model is no archive of it: its bytes stay unexplained
+    model = (SAMPLES / "tflite" / "mlp_int8.tflite").read_bytes()
+    path.write_bytes(model + struct.pack("<4s4H2IH", b"PK\5\6", 0, 0, 0, 0, 0, 0, 0))
+    ckpt = load(path)
+    assert "tflite.associated_files" not in ckpt.attributes
+    assert [(r.start, r.length) for r in ckpt.regions if r.kind is RegionKind.UNKNOWN] == [(len(model), 22)]
+
+
 def test_sample_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(SAMPLES / "tflite" / "lstm.tflite"), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
