@@ -10,9 +10,10 @@ Three comparisons:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import compress, count, islice, repeat
 from operator import attrgetter, eq, is_, itemgetter, lt, sub
+from types import MappingProxyType
 
 from inspector import dtypes
 from inspector.records import (
@@ -31,14 +32,43 @@ from inspector.recordtype import record
 MB = 1_000_000
 MIB = 1 << 20
 
-# Buckets in report order: bucket name -> what it means (shown in the text report).
+
+@record(frozen=True, slots=True)
+class Unreferenced:
+    """How a framework's stored bytes that no tensor uses are said (the `unreferenced` bucket): the bucket's text, its
+    step in the size walk, and the note on them (`{n}`: their bytes)."""
+
+    bucket: str
+    step: str
+    note: str
+
+
+TORCH_UNREFERENCED = Unreferenced(
+    "stored but unreferenced (rest of a base storage saved for a view)",
+    "unreferenced storage (views of larger tensors)",
+    "{n:,} bytes are storage saved only because a view of a larger tensor was saved (torch saves the whole base "
+    "storage): .clone() before saving drops them",
+)
+# Framework -> its words for the `unreferenced` bucket (any other: torch's, whose saved views leave such bytes)
+UNREFERENCED: Mapping[str, Unreferenced] = MappingProxyType(
+    {
+        "tflite": Unreferenced(
+            "stored but unreferenced (buffers no tensor reads)",
+            "buffers no tensor reads",
+            "{n:,} bytes are buffers no tensor of any subgraph reads (the converter leaves some behind: an LSTM "
+            "state's zeros): the interpreter never reads them",
+        ),
+    }
+)
+
+# Buckets in report order: bucket name -> what it means (shown in the text report; `bucket_texts` for a framework's).
 BUCKETS: dict[str, str] = {
     "parameters": "parameter tensors",
     "buffers": "buffers and running statistics",
     "optimizer": "optimizer state",
     "other_tensors": "other training state tensors",
     "tensor_data": "tensor data no listed tensor claims",
-    "unreferenced": "stored but unreferenced (rest of a base storage saved for a view)",
+    "unreferenced": TORCH_UNREFERENCED.bucket,
     "duplicate": "duplicate copies of a tensor",
     "compressed": "compressed tensor members",
     "header": "container headers",
@@ -195,6 +225,11 @@ def bucket_bytes(ckpt: Checkpoint) -> dict[str, int]:
     return {name: n for name, n in totals.items() if n}
 
 
+def bucket_texts(framework: str) -> dict[str, str]:
+    """`BUCKETS` with the framework's words for its unreferenced bytes (`UNREFERENCED`)."""
+    return {**BUCKETS, "unreferenced": UNREFERENCED.get(framework, TORCH_UNREFERENCED).bucket}
+
+
 def _of_kind(ckpt: Checkpoint, kind: RegionKind, by_kind: dict[str, int]) -> list[Region]:
     """The regions of one kind. Every region has a positive length (`loaders.base.check_invariants`), so a kind
     without bytes in `by_kind` has none (most files: no pass over their 400,000 regions)."""
@@ -250,7 +285,7 @@ STEP_LABELS = (
     ("optimizer", "optimizer state"),
     ("buffers", "buffers and running statistics"),
     ("other_tensors", "other training state"),
-    ("unreferenced", "unreferenced storage (views of larger tensors)"),
+    ("unreferenced", TORCH_UNREFERENCED.step),  # (the framework's words: `UNREFERENCED`)
     ("duplicate", "duplicate copies"),
     ("tensor_data", "tensor data of no listed tensor"),
     ("unaccounted", "HDF5 residue"),
@@ -265,7 +300,9 @@ NOT_STORED = (
 
 
 def _walk(ckpt: Checkpoint, by_kind: dict[str, int], saved: int, parameter_bytes: int) -> list[Step]:
-    steps = [Step(label, by_kind[key]) for key, label in STEP_LABELS if by_kind.get(key)]
+    unreferenced = UNREFERENCED.get(ckpt.framework, TORCH_UNREFERENCED).step
+    steps = [Step(unreferenced if key == "unreferenced" else label, by_kind[key])
+             for key, label in STEP_LABELS if by_kind.get(key)]  # fmt: skip
     if saved:
         steps.append(Step("compression (data stored deflated; logical size added back)", -saved))
     # Compressed members hold tensors of every kind; their logical parameter bytes come from the tensors.
@@ -301,8 +338,7 @@ def _notes(ckpt: Checkpoint, by_kind: dict[str, int], params: tuple[TensorInfo, 
         )
     unreferenced = by_kind.get("unreferenced", 0)
     if unreferenced:
-        notes.append(f"{unreferenced:,} bytes are storage saved only because a view of a larger tensor was saved "
-                     "(torch saves the whole base storage): .clone() before saving drops them")  # fmt: skip
+        notes.append(UNREFERENCED.get(ckpt.framework, TORCH_UNREFERENCED).note.format(n=unreferenced))
     duplicate = by_kind.get("duplicate", 0)
     if duplicate:
         notes.append(f"{duplicate:,} bytes store a tensor a second time (tied weights saved twice)")

@@ -10,7 +10,7 @@ from operator import attrgetter, eq, is_
 
 from inspector.jsontext import Rows, Written, dumps, json_string, write
 from inspector.quantized import TORCHAO_TYPED
-from inspector.reconcile import BUCKETS, human, unit_trap
+from inspector.reconcile import bucket_texts, human, unit_trap
 from inspector.records import (
     Checkpoint,
     LayerCheck,
@@ -415,7 +415,8 @@ def render_text(report: Report, *, tensors: bool = False, regions: bool = False)
         lines += [f"  note: {n}" for n in exp.notes]
     lines += ["", "Where the bytes go"]
     total = ckpt.file_size or 1
-    rows = [[BUCKETS[k], _n(v), f"{100 * v / total:.1f}%"] for k, v in acc.by_kind.items()]
+    texts = bucket_texts(ckpt.framework)
+    rows = [[texts[k], _n(v), f"{100 * v / total:.1f}%"] for k, v in acc.by_kind.items()]
     rows.append(["total", _n(ckpt.file_size), "100.0%"])
     lines.append(_table(rows, ["bucket", "bytes", "share"], ("left", "right", "right")))
     lines += ["", "Size-implied count"]

@@ -145,7 +145,8 @@ def render_diff_json(d: Diff) -> str:
 def _stats_json(s: TensorStats) -> dict[str, Any]:
     return {"name": s.name, "dtype": s.dtype, "n": s.n, "min": _num(s.min), "max": _num(s.max),
             "mean": _num(s.mean), "std": _num(s.std), "zeros": s.zeros, "nan": s.nan, "inf": s.inf,
-            "sha256": s.sha256 or None, "alias_of": s.alias_of, "skipped": s.skipped}  # fmt: skip
+            "sha256": s.sha256 or None, "alias_of": s.alias_of, "skipped": s.skipped,
+            "stored_as": s.stored_as}  # fmt: skip
 
 
 def data_dict(r: DataReport) -> dict[str, Any]:
@@ -162,6 +163,7 @@ def render_data_text(r: DataReport) -> str:
     rows = []
     for s in r.stats[:MAX_TEXT_ROWS]:
         note = f"= {s.alias_of} (shared storage)" if s.alias_of else s.skipped or ("all zeros" if s.all_zero else "")
+        note = f"as stored, {s.stored_as}" + (f"; {note}" if note else "") if s.stored_as else note
         rows.append([safe(s.name), s.dtype, _g(s.min), _g(s.max), _g(s.mean), _g(s.std), f"{s.zeros:,}",
                      f"{s.nan:,}", f"{s.inf:,}", s.sha256[:16], safe(note)])  # fmt: skip
     headers = ["tensor", "dtype", "min", "max", "mean", "std", "zeros", "NaN", "Inf", "sha256", "note"]

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 
-from inspector.reconcile import BUCKETS
+from inspector.reconcile import bucket_texts
 from inspector.render import safe
 
 TYPE_CHECKING = False
@@ -189,12 +189,13 @@ def byte_tree(report: Report) -> Node:
             family = " ".join(re.sub(_QUOTED, "", label).split()) or label
             by_bucket.setdefault(r["kind"], []).append((family, _region_leaf(r, files)))
     buckets = []
+    texts = bucket_texts(report["framework"])
     for bucket, nbytes in report["bytes"]["by_kind"].items():
         tensors = bucket in TENSOR_BUCKETS.values()
         children = _groups(
             by_bucket.get(bucket, []), "layers" if tensors else "kinds", "tensors" if tensors else "regions"
         )
-        node: Node = {"n": BUCKETS.get(bucket, bucket), "v": nbytes, "b": bucket}
+        node: Node = {"n": texts.get(bucket, bucket), "v": nbytes, "b": bucket}
         if children:
             node["c"] = _fit(children, nbytes)
         buckets.append(node)
@@ -244,9 +245,10 @@ def _summary(report: Report) -> str:
 def _bytes_table(report: Report) -> str:
     total = report["file_bytes"]
     by_kind = report["bytes"]["by_kind"]
+    texts = bucket_texts(report["framework"])
     rows = [
         [
-            f'<span class="swatch b-{_t(k)}"></span>{_t(BUCKETS.get(k, k))}',
+            f'<span class="swatch b-{_t(k)}"></span>{_t(texts.get(k, k))}',
             _n(v),
             _pct(v, total),
             _bar(v, total, f"b-{_t(k)}"),
@@ -254,7 +256,7 @@ def _bytes_table(report: Report) -> str:
         for k, v in by_kind.items()
     ]
     rows.append(["<b>total</b>", f"<b>{_n(total)}</b>", "100.0%", ""])
-    stack = _stack([(BUCKETS.get(k, k), v, f"b-{_t(k)}") for k, v in by_kind.items()], total, "bytes")
+    stack = _stack([(texts.get(k, k), v, f"b-{_t(k)}") for k, v in by_kind.items()], total, "bytes")
     return _table(["bucket", "bytes", "share", ""], rows, numeric=(1, 2)) + stack
 
 

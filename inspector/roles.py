@@ -518,6 +518,8 @@ TFLITE_INPUT_ROLES: dict[tuple[str, str], tuple[Role, str]] = {
     **{(op, "bias"): (Role.CONV, _B) for op in ("CONV_2D", "DEPTHWISE_CONV_2D", "CONV_3D", "TRANSPOSE_CONV",
                                                "CONV_3D_TRANSPOSE")},
     ("TRANSPOSE_CONV", "weights"): (Role.CONV, "filter"),
+    # (MediaPipe's custom transposed convolution: mediapipe/util/tflite/operations/transpose_conv_bias.cc)
+    ("Convolution2DTransposeBias", "weights"): (Role.CONV, "filter"), ("Convolution2DTransposeBias", "bias"): (Role.CONV, _B),
     ("CONV_3D", "filter"): (Role.CONV, "kernel"), ("CONV_3D_TRANSPOSE", "filter"): (Role.CONV, "kernel"),
     ("FULLY_CONNECTED", "weights"): (Role.DENSE, _W), ("FULLY_CONNECTED", "bias"): (Role.DENSE, _B),
     ("BATCH_MATMUL", "lhs"): (Role.DENSE, _W), ("BATCH_MATMUL", "rhs"): (Role.DENSE, "kernel"),

@@ -23,6 +23,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from inspector.dtypes import nbytes_for
 from inspector.errors import FormatError
 from inspector.probe import Probe
 from inspector.recordtype import record
@@ -38,6 +39,8 @@ INFLATE_CHUNK = 1 << 20
 MAX_NPY_HEADER = 1 << 20  # enough for any npy header a real writer makes
 BIG_ENDIAN_NOTE = "big-endian"  # the npy loader's note on a '>' descr
 FORTRAN_NOTE = "Fortran order"  # the npy loader's note: values stored in reversed axis order
+QUANTIZED_NOTES = ("quantized", "custom quantization", "blockwise quantization")  # a loader's notes on values stored
+# quantized (TF Lite's `quantized: scale 0.00392, zero point -128`): streamed as stored, their scales apart
 
 # Canonical dtype -> numpy storage dtype (little-endian). BF16 and 8-bit floats are held as raw integers.
 STORAGE: Mapping[str, str] = MappingProxyType(
@@ -112,11 +115,17 @@ def unreadable(ckpt: Checkpoint, t: TensorInfo) -> str | None:
         return f"format {ckpt.format} has no value reader"
     if t.n_elements == 0 or reader.by_name:
         return None
-    if t.span is not None and t.span != t.nbytes:
+    if (t.span is not None and t.span != t.nbytes) or nbytes_for(t.dtype, t.n_elements) != t.nbytes:
         return "not stored densely (a strided view, a stride-0 expand or a sparse array)"
     if t.offset is None and not reader.inflates:
         return t.notes[0] if t.notes else "no data at a known offset"
     return None
+
+
+def stored_as(t: TensorInfo) -> str | None:
+    """How a tensor's values are stored when they are not what the model computes with (the loader's note on a
+    quantization), else None: they are streamed as stored."""
+    return next((n for n in t.notes if n.startswith(QUANTIZED_NOTES)), None)
 
 
 def layout(t: TensorInfo) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -366,6 +375,7 @@ READERS: Mapping[str, Reader] = MappingProxyType(
         "keras3-weights-h5": HDF5,
         "hdf5": HDF5,
         "keras3-zip": HDF5,
+        "tflite": RAW,  # (a constant's buffer data; a sparse one's values only: not dense, not read)
     }
 )
 HDF5_MEMBER: Mapping[str, str] = MappingProxyType({"keras3-zip": "model.weights.h5"})  # HDF5 inside a zip

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from inspector.recordtype import record
-from inspector.tensor_data import ROUNDOFF, TensorSource, decode, layout, reblock, unreadable
+from inspector.tensor_data import ROUNDOFF, TensorSource, decode, layout, reblock, stored_as, unreadable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,6 +49,7 @@ class TensorStats:
     sha256: str
     alias_of: str | None = None  # shares the stored bytes of that tensor: not read again
     skipped: str | None = None  # why the values were not read
+    stored_as: str | None = None  # the values are as stored, not as the model computes with them: how (quantized...)
 
     @property
     def all_zero(self) -> bool:
@@ -125,7 +126,7 @@ def _stats(source: TensorSource, t: TensorInfo) -> TensorStats:
     std = (moments.m2 / moments.finite) ** 0.5 if seen else None
     return TensorStats(t.name, t.dtype, moments.n, moments.lo if seen else None, moments.hi if seen else None,
                        moments.mean if seen else None, std, moments.zeros, moments.nan, moments.inf,
-                       digest.hexdigest())  # fmt: skip
+                       digest.hexdigest(), stored_as=stored_as(t))  # fmt: skip
 
 
 def data_report(ckpt: Checkpoint) -> DataReport:

@@ -87,6 +87,18 @@ OPTION_VECTORS: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {
     (2, 21): ((0, 0), (2, 1)),
     (2, 23): ((0, 4),),
 }
+# Options naming the subgraphs an operator runs: (union, type) -> their slots (CallOptions subgraph, IfOptions then
+# and else, WhileOptions cond and body, CallOnceOptions init; StablehloWhileOptions cond and body,
+# StableHLOCompositeOptions decomposition)
+SUBGRAPH_SLOTS: dict[tuple[int, int], tuple[int, ...]] = {
+    (1, 16): (0,),
+    (1, 92): (0, 1),
+    (1, 93): (0, 1),
+    (1, 103): (0,),
+    (2, 15): (0, 1),
+    (2, 21): (1,),
+}
+VAR_HANDLE_OPTIONS, SHARED_NAME = (1, 111), 1  # VarHandleOptions: container, shared_name (the variable's name)
 
 # BuiltinOperator, by code (TF 2.21)
 BUILTIN_OPERATORS = (
@@ -172,6 +184,8 @@ class Operator:
     inputs: tuple[int, ...]  # tensor indices; -1 for an optional input left out
     outputs: tuple[int, ...]
     large_options: tuple[int, int] | None = None  # (offset, size) of custom options past the flatbuffer
+    calls: tuple[int, ...] = ()  # the subgraphs it runs (WHILE's cond and body, IF's branches, CALL_ONCE's init...)
+    variable: str | None = None  # VAR_HANDLE: the name of the resource variable it gives a handle to
 
 
 @record(slots=True)
@@ -338,11 +352,16 @@ def _operator(fb: FlatBuffer, t: Table, index: int, codes: list[str]) -> Operato
         raise fb.error(f"operator {index} has operator code {opcode} of {len(codes)}", t.pos)
     inputs = fb.numbers(t, OPERATOR["inputs"], "i", "operator inputs", MAX_OPERATOR_IO)
     outputs = fb.numbers(t, OPERATOR["outputs"], "i", "operator outputs", MAX_OPERATOR_IO)
+    calls: tuple[int, ...] = ()
+    variable = None
     for union, type_slot, slot in ((1, "builtin_options_type", "builtin_options"),
                                    (2, "builtin_options_2_type", "builtin_options_2")):  # fmt: skip
         options = fb.sub(t, OPERATOR[slot], "operator options")
         if options is not None:
-            _options(fb, options, OPTION_VECTORS.get((union, fb.scalar(t, OPERATOR[type_slot], "B")), ()))
+            kind = (union, fb.scalar(t, OPERATOR[type_slot], "B"))
+            strings = _options(fb, options, OPTION_VECTORS.get(kind, ()))
+            calls += tuple(fb.scalar(options, s, "I") for s in SUBGRAPH_SLOTS.get(kind, ()))
+            variable = strings.get(SHARED_NAME) if kind == VAR_HANDLE_OPTIONS else variable
     custom = fb.vector(t, OPERATOR["custom_options"], 1, "custom options")
     if custom is not None:
         fb.span(custom[0], custom[1], OPTIONS)
@@ -353,7 +372,7 @@ def _operator(fb: FlatBuffer, t: Table, index: int, codes: list[str]) -> Operato
         _outside(fb, *large, "large custom options")
     fb.numbers(t, OPERATOR["mutating_variable_inputs"], "B", "mutating variable inputs", MAX_OPERATOR_IO)
     fb.numbers(t, OPERATOR["intermediates"], "i", "intermediates", MAX_OPERATOR_IO)
-    return Operator(index, codes[opcode], inputs, outputs, large)
+    return Operator(index, codes[opcode], inputs, outputs, large, calls, variable)
 
 
 def _outside(fb: FlatBuffer, offset: int, size: int, what: str) -> None:
@@ -363,15 +382,20 @@ def _outside(fb: FlatBuffer, offset: int, size: int, what: str) -> None:
                                  f"file's {fb.probe.size:,} bytes", offset)  # fmt: skip
 
 
-def _options(fb: FlatBuffer, t: Table, vectors: tuple[tuple[int, int], ...]) -> None:
-    """The vectors and strings an options table holds (its table is recorded by `FlatBuffer.table`)."""
+def _options(fb: FlatBuffer, t: Table, vectors: tuple[tuple[int, int], ...]) -> dict[int, str]:
+    """The vectors and strings an options table holds (its table is recorded by `FlatBuffer.table`): its strings by
+    slot returned."""
+    strings = {}
     for slot, width in vectors:
         if width == 0:
-            fb.string(t, slot, "option", OPTIONS)
+            text = fb.string(t, slot, "option", OPTIONS)
+            if text is not None:
+                strings[slot] = text
             continue
         found = fb.vector(t, slot, width, "option values")
         if found is not None:
             fb.span(found[0], found[1] * width, OPTIONS)
+    return strings
 
 
 def _signature(fb: FlatBuffer, t: Table) -> tuple[str, int, tuple[str, ...], tuple[str, ...]]:

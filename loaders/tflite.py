@@ -42,6 +42,7 @@ from inspector.errors import FormatError, LimitExceededError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, RegionColumns, RegionKind, Severity, TensorInfo, TensorKind
 from inspector.recordtype import record
+from loaders import _zip
 from loaders._flatbuffers import SPAN_BITS, STRUCTURE, FlatBuffer
 from loaders._tflite_schema import (
     DESCRIPTION,
@@ -61,6 +62,10 @@ from loaders.base import Claim, check_shape, single_file
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import ClassVar
+
+    from inspector.records import Region
+
+    Archive = tuple[tuple[_zip.ZipMember, ...], tuple[Region, ...]]  # an appended zip's members and structure
 
 FORMAT = "tflite"
 ALIGNMENT = 16  # Buffer.data's force_align: the widest padding the exporter writes between objects
@@ -112,6 +117,9 @@ OP_INPUTS: dict[str, tuple[str, ...]] = {
         "bw_hidden_state aux_input fw_aux_weights bw_aux_weights".split()
     ),
     "SVDF": ("input", "weights_feature", "weights_time", "bias", "state"),
+    "ASSIGN_VARIABLE": ("resource", "value"),
+    # MediaPipe's custom operators (mediapipe/util/tflite/operations/: transpose_conv_bias.cc)
+    "Convolution2DTransposeBias": ("input", "weights", "bias"),
     **{op: ("input1", "input2") for op in ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE")},
     # operators whose other inputs are constants of the graph
     "RESHAPE": ("input", "shape"),
@@ -155,6 +163,7 @@ WEIGHT_INPUTS: dict[str, tuple[int, ...]] = {
     "UNIDIRECTIONAL_SEQUENCE_RNN": (1, 2, 3),
     "BIDIRECTIONAL_SEQUENCE_RNN": (1, 2, 3, 5, 6, 7, 10, 11),
     "SVDF": (1, 2, 3),
+    "Convolution2DTransposeBias": (1, 2),
     **{op: (0, 1) for op in ("ADD", "SUB", "MUL", "DIV")},  # (how the converter writes a lone norm's scale and shift)
 }
 ELEMENTWISE = {"ADD", "SUB", "MUL", "DIV"}  # a weight there only when float or quantized, of more than one element
@@ -188,6 +197,13 @@ PASS_THROUGH: dict[str, tuple[int, ...] | None] = {
     "CONCATENATION": None,
     "PACK": None,
 }
+# Operator -> the input a resource variable's value is: a constant there in an initializer subgraph (CALL_ONCE's) is
+# the variable's initial value, a parameter as Keras counts a variable (non-trainable: a value the model updates)
+VARIABLE_INPUTS: dict[str, tuple[int, ...]] = {"ASSIGN_VARIABLE": (1,)}
+# Operators that run other subgraphs -> the first of their inputs passed to them, as their input 0 (IF's input 0 is
+# its condition); a constant passed is followed in there
+CALLED_INPUTS = {"WHILE": 0, "CALL": 0, "IF": 1, "STABLEHLO_WHILE": 0, "STABLEHLO_COMPOSITE": 0}
+LOOPS = {"WHILE", "STABLEHLO_WHILE"}  # whose body's outputs become its inputs the next iteration
 # Operators that add a bias when they have one: a missing bias (-1) means a layer without one, or an all-zero bias
 # the converter dropped (`BIAS_MISSING`)
 BIAS_INPUTS = {"CONV_2D": 2, "DEPTHWISE_CONV_2D": 2, "CONV_3D": 2, "TRANSPOSE_CONV": 3, "FULLY_CONNECTED": 2}
@@ -208,30 +224,50 @@ LAYER_OPS: dict[str, tuple[str, ...]] = {
 # TensorFlow ops of normalization layers: a weight whose name lists one had a norm folded into it
 FOLDED_OPS = ("FusedBatchNormV3", "FusedBatchNorm", "batchnorm")
 READ_OPS = ("ReadVariableOp",)  # the op a variable is read by: its layer is the op before it
+DEQUANTIZED = "_dequantize"  # what the converter appends to a weight's name for its DEQUANTIZE's output
 
 
 @record(slots=True)
 class _Use:
-    """An operator input a tensor feeds: the operator's name, which input, its layer, its index in the subgraph."""
+    """An operator input a tensor feeds: the operator's name, which input, its layer, its index in its subgraph, and
+    that subgraph's."""
 
     op: str
     index: int
     layer: str
     operator: int
+    graph: int
 
 
 @record(slots=True)
 class _Graph:
-    """Who reads each tensor of one subgraph, and the layer of each operator."""
+    """Who reads each tensor of one subgraph, the layer of each operator, and the subgraphs its operators run."""
 
+    sg: Subgraph
     consumers: dict[int, list[_Use]]
     outputs: dict[int, tuple[int, ...]]  # operator index -> its output tensors
     missing_bias: list[str]
+    calls: dict[int, tuple[int, ...]]  # operator index -> the subgraphs it runs (valid indices)
+    variables: dict[int, str]  # a VAR_HANDLE's output tensor -> the resource variable's name
+    initializer: bool = False  # run by CALL_ONCE: where the converter assigns resource variables their initial values
 
 
-def _graph(probe: Probe, sg: Subgraph, prefix: str) -> _Graph:
+def _graphs(probe: Probe, model: Model) -> list[_Graph]:
+    """Every subgraph's `_Graph`, those CALL_ONCE runs marked initializers."""
+    graphs = [_graph(probe, sg, "" if sg.index == 0 else f"{sg.name}/", len(model.subgraphs)) for sg in model.subgraphs]
+    for g in graphs:
+        for op in g.sg.operators:
+            if op.code == "CALL_ONCE":
+                for called in g.calls.get(op.index, ()):
+                    graphs[called].initializer = True
+    return graphs
+
+
+def _graph(probe: Probe, sg: Subgraph, prefix: str, n_subgraphs: int) -> _Graph:
     consumers: dict[int, list[_Use]] = defaultdict(list)
     outputs, missing, counts, taken = {}, [], Counter[str](), set[str]()
+    calls: dict[int, tuple[int, ...]] = {}
+    variables: dict[int, str] = {}
     n = len(sg.tensors)
     for op in sg.operators:
         bad = next((i for i in (*op.inputs, *op.outputs) if not -1 <= i < n), None)
@@ -239,14 +275,20 @@ def _graph(probe: Probe, sg: Subgraph, prefix: str) -> _Graph:
             reason = f"operator {op.index} of subgraph {sg.name!r} names tensor {bad} of {n}"
             raise FormatError(probe.path, FORMAT, reason)
         layer = _layer(op, sg, prefix, counts, taken)
+        if op.code in VARIABLE_INPUTS and op.inputs and op.inputs[0] in variables:  # (the variable's scope)
+            layer = prefix + (variables[op.inputs[0]].rpartition("/")[0] or variables[op.inputs[0]])
         outputs[op.index] = op.outputs
         for position, tensor in enumerate(op.inputs):
             if tensor >= 0:
-                consumers[tensor].append(_Use(op.code, position, layer, op.index))
+                consumers[tensor].append(_Use(op.code, position, layer, op.index, sg.index))
         bias = BIAS_INPUTS.get(op.code)
         if bias is not None and (len(op.inputs) <= bias or op.inputs[bias] < 0):
             missing.append(f"{op.code} {layer!r}")
-    return _Graph(consumers, outputs, missing)
+        if op.calls:  # (an index past the subgraphs runs nothing the file holds: not followed)
+            calls[op.index] = tuple(c for c in op.calls if c < n_subgraphs)
+        if op.variable is not None and op.outputs and op.outputs[0] >= 0:
+            variables[op.outputs[0]] = op.variable
+    return _Graph(sg, consumers, outputs, missing, calls, variables)
 
 
 def _layer(op: Operator, sg: Subgraph, prefix: str, counts: Counter[str], taken: set[str]) -> str:
@@ -284,41 +326,63 @@ def _scope_of(part: str, ops: tuple[str, ...]) -> str | None:
 
 def _named(component: str, ops: tuple[str, ...]) -> bool:
     """Whether a name component is one of `ops`, as TensorFlow numbers a scope's ops ('MatMul_1', 'conv1d_3') and the
-    converter its unique names ('MatMul1', 'FusedBatchNormV31')."""
+    converter its unique names ('MatMul1', 'FusedBatchNormV31'), or the converter's DEQUANTIZE its output
+    ('Conv2D_dequantize', 'Conv2D_dequantize2')."""
     for o in ops:
         if component.startswith(o):
-            rest = component[len(o) :].removeprefix("_")
+            rest = component[len(o) :].removeprefix(DEQUANTIZED).removeprefix("_")
             if not rest or rest.isdigit():
                 return True
     return False
 
 
-def _kind(graph: _Graph, t: Tensor) -> tuple[TensorKind, _Use | None]:
-    """What the graph does with a constant: weight inputs make a parameter, state inputs a buffer (with the input
-    that says so; other state: the first input it reaches, None when no operator reads it)."""
+def _kind(graphs: list[_Graph], sg: int, t: Tensor) -> tuple[TensorKind, _Use | None]:
+    """What the graphs do with a constant: weight inputs make a parameter, a resource variable's initial value too (as
+    Keras counts a variable), state inputs a buffer (with the input that says so; other state: the first input it
+    reaches, None when no operator reads it). It is followed into the subgraphs an operator runs (`CALLED_INPUTS`)."""
     dtype = dtypes.TFLITE_TYPES.get(t.type, "")
     is_float = (dt := dtypes.lookup(dtype)) is not None and dt.kind is DKind.FLOAT
     quantized = t.quantization is not None and t.quantization.scales > 0
     n = prod(t.shape)
-    stack, seen, other = [(t.index, False)], set[int](), None
+    stack, seen, other = [(sg, t.index, False)], set[tuple[int, int]](), None
     while stack:
-        tensor, dequantized = stack.pop()
-        if tensor in seen or len(seen) > MAX_HOPS:
+        at, tensor, dequantized = stack.pop()
+        if (at, tensor) in seen or len(seen) > MAX_HOPS:
             continue
-        seen.add(tensor)
+        seen.add((at, tensor))
+        graph = graphs[at]
         for use in graph.consumers.get(tensor, ()):
             through = PASS_THROUGH.get(use.op, ())
             if through is None or use.index in through:
-                stack += [(o, dequantized or use.op == "DEQUANTIZE") for o in graph.outputs[use.operator] if o >= 0]
+                stack += [(at, o, dequantized or use.op == "DEQUANTIZE") for o in graph.outputs[use.operator] if o >= 0]
+            elif use.operator in graph.calls and use.index >= CALLED_INPUTS.get(use.op, 0):
+                stack += [(s, i, dequantized) for s, i in _passed(graphs, graph.calls[use.operator], use)]
+                other = other or use
             elif use.index in STATE_INPUTS.get(use.op, ()):
                 return TensorKind.BUFFER, use
             elif use.index in WEIGHT_INPUTS.get(use.op, ()) and (
                 use.op not in ELEMENTWISE or ((is_float or quantized or dequantized) and (n > 1 or _folded(t.name)))
             ):
                 return TensorKind.PARAMETER, use
+            elif use.index in VARIABLE_INPUTS.get(use.op, ()) and graph.initializer:
+                return TensorKind.PARAMETER, use
             else:
                 other = other or use
     return TensorKind.OTHER, other
+
+
+def _passed(graphs: list[_Graph], called: tuple[int, ...], use: _Use) -> list[tuple[int, int]]:
+    """(subgraph, tensor) of each input of the subgraphs an operator runs that an input of it becomes; a loop's state
+    (a WHILE body's input it replaces each iteration) left out: its initial value only, no weight."""
+    position = use.index - CALLED_INPUTS.get(use.op, 0)
+    out = []
+    for s in called:
+        inputs, outputs = graphs[s].sg.inputs, graphs[s].sg.outputs
+        if position < len(inputs) and inputs[position] >= 0:
+            carried = use.op in LOOPS and len(outputs) == len(inputs) and outputs[position] != inputs[position]
+            if not carried:
+                out.append((s, inputs[position]))
+    return out
 
 
 def _folded(name: str) -> list[str]:
@@ -358,11 +422,12 @@ class TfliteLoader:
         if not model.subgraphs:
             raise FormatError(probe.path, FORMAT, "the model has no subgraph")
         build = _Build(probe, model)
-        for sg in model.subgraphs:
-            build.subgraph(sg)
+        for graph in build.graphs:
+            build.subgraph(graph)
         tensors = build.tensors()
-        regions = _regions(fb, model, build)
-        attributes = _attributes(probe, fb, model, build)
+        archive = _archive(probe, fb, model)
+        regions = _regions(fb, model, build, archive)
+        attributes = _attributes(probe, fb, model, build, archive)
         return single_file(probe, FORMAT, FORMAT, tensors, regions, attributes, build.findings())
 
 
@@ -385,6 +450,7 @@ class _Entry:
     kind: TensorKind
     use: _Use | None
     notes: list[str]
+    trainable: bool
 
 
 class _Build:
@@ -392,6 +458,7 @@ class _Build:
 
     def __init__(self, probe: Probe, model: Model) -> None:
         self.probe, self.model = probe, model
+        self.graphs = _graphs(probe, model)
         self.entries: list[_Entry] = []
         self.names: set[str] = set()
         self.activations = 0
@@ -402,9 +469,8 @@ class _Build:
     def error(self, reason: str) -> FormatError:
         return FormatError(self.probe.path, FORMAT, reason)
 
-    def subgraph(self, sg: Subgraph) -> None:
-        prefix = "" if sg.index == 0 else f"{sg.name}/"
-        graph = _graph(self.probe, sg, prefix)
+    def subgraph(self, graph: _Graph) -> None:
+        sg = graph.sg
         self.missing_bias += graph.missing_bias
         blockwise = _blockwise(sg)
         for t in sg.tensors:
@@ -430,18 +496,24 @@ class _Build:
             nbytes = self._data_bytes(name, t, dtype, expected, buffer.nbytes, notes)
         elif t.external:
             nbytes = expected or 0
+        trainable = True
         if t.variable:
             kind, use = TensorKind.BUFFER, next(iter(graph.consumers.get(t.index, ())), None)
         elif scales_of is not None:
             kind, use = TensorKind.BUFFER, None
             notes.append(f"blockwise quantization parameters of {scales_of!r}")
         else:
-            kind, use = _kind(graph, t)
+            kind, use = _kind(self.graphs, sg.index, t)
+        if use is not None and kind is TensorKind.PARAMETER and use.index in VARIABLE_INPUTS.get(use.op, ()):
+            trainable = False
+            handle = self.graphs[use.graph].sg.operators[use.operator].inputs[0]
+            variable = self.graphs[use.graph].variables.get(handle, "?")
+            notes.append(f"the initial value of resource variable {variable!r}: a weight the model updates")
         weights = [u for u in graph.consumers.get(t.index, ()) if u.index in WEIGHT_INPUTS.get(u.op, ())]
         if kind is TensorKind.PARAMETER and len(weights) > 1:
             reads = Counter(f"{u.op} {_input_name(u.op, u.index)}" for u in weights)
             self.shared[name] = [f"{r}" + (f" x{n}" if n > 1 else "") for r, n in reads.items()]
-        return _Entry(sg, t, name, dtype, nbytes, buffer.start, kind, use, notes)
+        return _Entry(sg, t, name, dtype, nbytes, buffer.start, kind, use, notes, trainable)
 
     def _data_bytes(self, name: str, t: Tensor, dtype: str, expected: int | None, stored: int, notes: list[str]) -> int:
         """The bytes of a constant's data, checked against its shape and type where those fix them."""
@@ -479,7 +551,7 @@ class _Build:
             out.append(TensorInfo(
                 e.name, e.t.shape, e.dtype, e.nbytes, e.offset,
                 storage=f"buffer {e.t.buffer}" if shared else None, alias_of=alias, kind=e.kind,
-                trainable=e.kind is TensorKind.PARAMETER, section="" if e.sg.index == 0 else e.sg.name,
+                trainable=e.kind is TensorKind.PARAMETER and e.trainable, section="" if e.sg.index == 0 else e.sg.name,
                 notes=tuple(e.notes), use=use,
             ))  # fmt: skip
         if len(out) > MAX_STORED:
@@ -587,8 +659,28 @@ PADDING = "alignment padding"
 UNREAD = "data no tensor reads"
 
 
-def _regions(fb: FlatBuffer, model: Model, build: _Build) -> RegionColumns:
-    """Every structure read, every buffer's data, and the zero padding between them, merged where adjacent."""
+def _archive(probe: Probe, fb: FlatBuffer, model: Model) -> Archive | None:
+    """The zip archive TF Lite Support's metadata populator appends past the model, of the files its metadata names
+    (labels, vocabularies): its members and its structure's regions; None where the file ends otherwise (its last
+    bytes no end record without a comment, as Python's zipfile writes it), or where the archive cannot be read or
+    does not lie past the model's own objects (its bytes then stay unexplained)."""
+    if probe.size < _zip.EOCD_BYTES or probe.tail(_zip.EOCD_BYTES)[:4] != _zip.EOCD_SIG:
+        return None
+    try:
+        members, structure = _zip.read_zip(probe, FORMAT)
+    except FormatError:
+        return None
+    mask = (1 << SPAN_BITS) - 1
+    ends = [(s >> SPAN_BITS) + (s & mask) for s in fb.spans]
+    ends += [b.start + b.nbytes for b in model.buffers if b.start is not None]
+    if min((*(r.start for r in structure), *(m.header_offset for m in members))) < max(ends, default=0):
+        return None
+    return members, structure
+
+
+def _regions(fb: FlatBuffer, model: Model, build: _Build, archive: Archive | None) -> RegionColumns:
+    """Every structure read, every buffer's data, the appended archive of associated files, and the zero padding
+    between them, merged where adjacent."""
     owners = build.owners()
     metadata = {index: name for name, index in model.metadata}
     # span (`start << SPAN_BITS | length`) -> what it holds: the first said of one read twice (a shared vtable)
@@ -600,13 +692,19 @@ def _regions(fb: FlatBuffer, model: Model, build: _Build) -> RegionColumns:
             held = (RegionKind.TENSOR_DATA, owners[b.index])
         elif b.index in metadata:
             held = (RegionKind.METADATA, f"metadata {metadata[b.index] or b.index!r}")
-        else:  # (tensor data no listed tensor claims, as the accounting says it: not torch's view leftovers)
-            held = (RegionKind.TENSOR_DATA, f"buffer {b.index}: {UNREAD}")
+        else:  # (stored, unreferenced: the reconciler's words for a TF Lite model's are its `UNREFERENCED["tflite"]`)
+            held = (RegionKind.UNREFERENCED, f"buffer {b.index}: {UNREAD}")
         spans[b.start << SPAN_BITS | b.nbytes] = held
     for sg in model.subgraphs:
         for op in sg.operators:
             if op.large_options is not None:
                 spans[op.large_options[0] << SPAN_BITS | op.large_options[1]] = OUTSIDE_OPTIONS
+    if archive is not None:
+        members, structure = archive
+        for r in structure:
+            spans[r.start << SPAN_BITS | r.length] = (RegionKind.HEADER, r.label)
+        for m in members:
+            spans[m.data_offset << SPAN_BITS | m.compress_size] = (RegionKind.METADATA, f"associated file {m.name!r}")
     # where the data appended past the flatbuffer begins (a model over 2 GB: the exporter pads around it more widely)
     appended = min((b.start for b in model.buffers if b.outside and b.start is not None), default=fb.end)
     kinds: list[RegionKind] = []
@@ -652,7 +750,7 @@ RUNTIME_VERSION = "min_runtime_version"
 MAX_SHOWN = 8  # inputs, outputs, subgraphs, signatures named in an attribute
 
 
-def _attributes(probe: Probe, fb: FlatBuffer, model: Model, build: _Build) -> dict[str, str]:
+def _attributes(probe: Probe, fb: FlatBuffer, model: Model, build: _Build, archive: Archive | None) -> dict[str, str]:
     a = {"tflite.schema_version": str(model.version)}
     if model.description:
         a["tflite.description"] = model.description[:200]
@@ -692,6 +790,9 @@ def _attributes(probe: Probe, fb: FlatBuffer, model: Model, build: _Build) -> di
             f"{len(quantized):,} stored tensors quantized ({', '.join(f'{d} {n}' for d, n in types)}), "
             f"{scales:,} scales; {build.quantized_activations:,} activations quantized"
         )
+    if archive is not None:
+        files = ", ".join(f"{m.name[:100]} ({m.file_size:,} B)" for m in archive[0][:MAX_SHOWN])
+        a["tflite.associated_files"] = files or "-"
     if model.external:
         groups = Counter(group for group, _, _ in model.external.values())
         a["tflite.external_buffers"] = ", ".join(f"{g!r} ({n:,} buffers)" for g, n in groups.most_common(MAX_SHOWN))

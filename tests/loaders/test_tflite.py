@@ -12,6 +12,7 @@ import struct
 import subprocess
 import sys
 import warnings
+import zipfile
 from math import prod
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,11 @@ from inspector import load
 from inspector.cli import main
 from inspector.errors import FormatError, InspectorError, LimitExceededError
 from inspector.probe import Probe
+from inspector.reconcile import TORCH_UNREFERENCED, UNREFERENCED, Step, account
 from inspector.records import Checkpoint, RegionKind, TensorKind
 from inspector.report import analyse
+from inspector.tensor_data import TensorSource, unreadable
+from inspector.values import data_report
 from loaders._flatbuffers import FlatBuffer
 from loaders.base import check_invariants
 from loaders.tflite import UNREAD, TfliteLoader
@@ -106,16 +110,17 @@ def _check(tf: Any, path: Path) -> Checkpoint:
             assert len(said) == scales and (not said or said[0].startswith("quantized: scale "))
     assert sum(t.n_elements for t in ours.values()) == sum(prod(r[0]) for r in reference.values())
     assert not [r for r in ckpt.regions if r.kind is RegionKind.UNKNOWN]
-    unread = [r.length for r in ckpt.regions if r.kind is RegionKind.TENSOR_DATA and r.label.endswith(UNREAD)]
+    unread = [r.length for r in ckpt.regions if r.kind is RegionKind.UNREFERENCED and r.label.endswith(UNREAD)]
     assert unread == _unread_buffers(path)
     return ckpt
 
 
 def _unread_buffers(path: Path) -> list[int]:
     """The lengths of the buffers holding data that no tensor of any subgraph and no metadata names (the schema's
-    reader), in file order."""
+    reader; the deprecated `metadata_buffer` list too), in file order."""
     model = _schema().Model.GetRootAs(path.read_bytes(), 0)
     named = {model.Metadata(i).Buffer() for i in range(model.MetadataLength())}
+    named |= {model.MetadataBuffer(i) for i in range(model.MetadataBufferLength())}
     for g in range(model.SubgraphsLength()):
         graph = model.Subgraphs(g)
         named |= {graph.Tensors(i).Buffer() for i in range(graph.TensorsLength())}
@@ -360,6 +365,43 @@ def test_samples_equal_the_manifest(name: str) -> None:
     _layer_check_matches(ckpt)
 
 
+def test_unread_buffers_in_tflite_words() -> None:
+    """The buffers no tensor reads (the converter's leftover LSTM state zeros) are stored, unreferenced bytes, said in
+    TF Lite's words (`reconcile.UNREFERENCED`), not torch's of a view's base storage."""
+    path = SAMPLES / "tflite" / "lstm.tflite"
+    acc = account(load(path))
+    unread = sum(_unread_buffers(path))
+    words = UNREFERENCED["tflite"]
+    assert unread and acc.by_kind["unreferenced"] == unread
+    assert Step(words.step, unread) in acc.steps and words.note.format(n=unread) in acc.notes
+    assert TORCH_UNREFERENCED.step not in [s.label for s in acc.steps]
+
+
+def test_associated_files_appended(tmp_path: Path) -> None:
+    """The files TF Lite Support's metadata writer packs into a model (labels...) are a zip archive appended past it,
+    as Python's zipfile appends one to a file that is no archive: each file metadata, the zip's records headers."""
+    path = tmp_path / "labelled.tflite"
+    path.write_bytes((SAMPLES / "tflite" / "mlp_int8.tflite").read_bytes())
+    before = load(path)
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("labels.txt", "cat\ndog\n")
+        archive.writestr("vocab.txt", "a b c")
+    ckpt = load(path)
+    check_invariants(ckpt)
+    assert ckpt.attributes["tflite.associated_files"] == "labels.txt (8 B), vocab.txt (5 B)"
+    files = [(r.kind, r.label, r.length) for r in ckpt.regions if r.start >= before.file_size and r.kind != "header"]
+    assert files == [(RegionKind.METADATA, "associated file 'labels.txt'", 8),
+                     (RegionKind.METADATA, "associated file 'vocab.txt'", 5)]  # fmt: skip
+    assert not [r for r in ckpt.regions if r.kind is RegionKind.UNKNOWN]
+    assert [t.name for t in ckpt.tensors] == [t.name for t in before.tensors]
+    # an end record whose directory would lie inside the model is no archive of it: its bytes stay unexplained
+    model = (SAMPLES / "tflite" / "mlp_int8.tflite").read_bytes()
+    path.write_bytes(model + struct.pack("<4s4H2IH", b"PK\5\6", 0, 0, 0, 0, 0, 0, 0))
+    ckpt = load(path)
+    assert "tflite.associated_files" not in ckpt.attributes
+    assert [(r.start, r.length) for r in ckpt.regions if r.kind is RegionKind.UNKNOWN] == [(len(model), 22)]
+
+
 def test_sample_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(SAMPLES / "tflite" / "lstm.tflite"), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -394,6 +436,35 @@ def test_basic_pitch(tf: Any) -> None:
     cqt = sum(n for layer, n in found.items() if layer.startswith("model_1/cq_t2010v2_1"))
     assert ckpt.n_parameters == sum(variables.values()) - norms + 2 + cqt  # (the lone norm's multiply and add)
     assert {f.code for f in ckpt.findings} >= {"TFLITE_FOLDED", "TFLITE_SHARED_CONSTANT"}
+
+
+MEDIAPIPE = sorted(  # the models mediapipe 0.10.14's wheel ships (its legacy solutions' graphs load them)
+    "face_detection/face_detection_full_range_sparse face_detection/face_detection_short_range "
+    "face_landmark/face_landmark face_landmark/face_landmark_with_attention hand_landmark/hand_landmark_full "
+    "hand_landmark/hand_landmark_lite holistic_landmark/hand_recrop iris_landmark/iris_landmark "
+    "palm_detection/palm_detection_full palm_detection/palm_detection_lite pose_detection/pose_detection "
+    "pose_landmark/pose_landmark_full selfie_segmentation/selfie_segmentation "
+    "selfie_segmentation/selfie_segmentation_landscape".split()
+)
+
+
+@pytest.mark.parametrize("model", MEDIAPIPE)
+def test_mediapipe_models(tf: Any, model: str) -> None:
+    """MediaPipe's shipped models (float16 weights read through DEQUANTIZE, sparse ones through DENSIFY, its custom
+    operators, TF Lite Support's metadata and the zip of associated files appended past the model): every constant as
+    the interpreter lists it, every byte attributed, every weight in a layer the layer check matches, no warning."""
+    from tests.test_package_weights import _packaged
+
+    path = _packaged("mediapipe", f"modules/{model}.tflite")
+    ckpt = _check(tf, path)
+    report = analyse(ckpt)
+    assert report.expectation is not None and report.expectation.matches
+    assert not [f for f in report.findings if f.severity != "info"]
+    files = []
+    if zipfile.is_zipfile(path):  # (Python's zipfile reads the archive past the model)
+        with zipfile.ZipFile(path) as archive:
+            files = [(f"associated file {i.filename!r}", i.compress_size) for i in archive.infolist()]
+    assert [(r.label, r.length) for r in ckpt.regions if r.label.startswith("associated file ")] == files
 
 
 # -- the reader -------------------------------------------------------------------------------------------------------
@@ -479,3 +550,176 @@ def test_an_offset_that_would_wrap_around_points_past_the_end(tmp_path: Path) ->
     fb = _buffer(tmp_path, _table(struct.pack("<I", (1 << 32) - 4)))
     with pytest.raises(FormatError, match="lies outside"):
         fb.string(fb.root("model"), 0, "name")
+
+
+# -- other subgraphs: resource variables' initializer, loop bodies ----------------------------------------------------
+
+
+def _accumulating(tf: Any, keras: Any) -> Any:
+    """A model of one layer holding a non-trainable tf.Variable it adds its input to at each call."""
+
+    class Accumulate(keras.layers.Layer):
+        def build(self, shape: Any) -> None:
+            self.total = self.add_weight("total", shape=(shape[-1],), initializer="ones", trainable=False)
+            self.kernel = self.add_weight("kernel", shape=(shape[-1], 3), initializer="glorot_uniform")
+
+        def call(self, x: Any) -> Any:
+            self.total.assign_add(tf.reduce_sum(x, axis=0))
+            return tf.matmul(x * self.total, self.kernel)
+
+    return keras.Sequential([keras.Input((4,), batch_size=1), Accumulate()])
+
+
+def test_resource_variable_initial_value(tf: Any, keras: Any, tmp_path: Path) -> None:
+    """A tf.Variable the model assigns stays a resource variable (`experimental_enable_resource_variables`): the
+    converter's initializer subgraph (CALL_ONCE runs it) assigns it its initial value, a constant there. That value is
+    the variable, counted as Keras counts it: a non-trainable weight."""
+    model = _accumulating(tf, keras)
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.experimental_enable_resource_variables = True
+    path = tmp_path / "variable.tflite"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path.write_bytes(converter.convert())
+    ckpt = _check(tf, path)
+    assert ckpt.n_parameters == model.count_params() == 16
+    trainable = sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if t.trainable)
+    assert trainable == sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+    (initial,) = [t for t in ckpt.tensors if t.section]  # (in the initializer subgraph)
+    assert initial.use is not None and initial.use[:2] == ("ASSIGN_VARIABLE", "value")
+    assert initial.shape == tuple(model.layers[0].total.shape) and not initial.trainable
+    assert any(n.startswith("the initial value of resource variable ") for n in initial.notes)
+    assert _layer_check_matches(ckpt)
+
+
+def _loop(tf: Any, keras: Any) -> Any:
+    """A layer looping a data-dependent number of times over a matrix product with its kernel (a WHILE)."""
+
+    class Loop(keras.layers.Layer):
+        def build(self, shape: Any) -> None:
+            self.kernel = self.add_weight("kernel", shape=(shape[-1], shape[-1]), initializer="glorot_uniform")
+
+        def call(self, x: Any) -> Any:
+            n = tf.cast(tf.reduce_sum(tf.abs(x)), tf.int32) % 5
+            body = lambda i, y: (i + 1, tf.tanh(tf.matmul(y, self.kernel)))  # noqa: E731
+            return tf.while_loop(lambda i, y: i < n, body, (0, x))[1]
+
+    return keras.Sequential([keras.Input((4,), batch_size=1), Loop()])
+
+
+def _branch(tf: Any, keras: Any) -> Any:
+    """A layer multiplying by one kernel or the other as its input's sum says (an IF)."""
+
+    class Branch(keras.layers.Layer):
+        def build(self, shape: Any) -> None:
+            self.kernel = self.add_weight("kernel", shape=(shape[-1], 3), initializer="glorot_uniform")
+            self.other = self.add_weight("other", shape=(shape[-1], 3), initializer="glorot_uniform")
+
+        def call(self, x: Any) -> Any:
+            return tf.cond(tf.reduce_sum(x) > 3, lambda: tf.matmul(x, self.kernel), lambda: tf.matmul(x, self.other))
+
+    return keras.Sequential([keras.Input((4,), batch_size=1), Branch()])
+
+
+CALLS = {"WHILE": (119, _loop), "IF": (118, _branch)}  # BuiltinOperator codes
+
+
+def _weight_passed_in(path: Path, op: str) -> bytes:
+    """The converter's model with the weight of the last subgraph it runs moved into the main subgraph and passed to
+    the WHILE or IF as one more input of every subgraph it runs (a loop value its body returns unchanged), as a
+    converter that does not sink constants into those subgraphs writes it; rewritten with TF Lite's own schema
+    classes and flatbuffers."""
+    import flatbuffers
+
+    schema = _schema()
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(path.read_bytes(), 0))
+    main, *called = model.subgraphs
+    caller = next(o for o in main.operators if model.operatorCodes[o.opcodeIndex].builtinCode == CALLS[op][0])
+    weight = next(int(o.inputs[1]) for o in called[-1].operators if model.operatorCodes[o.opcodeIndex].builtinCode == 9)
+    constant = called[-1].tensors[weight]
+    packed = flatbuffers.Builder(0)
+    packed.Finish(constant.Pack(packed))
+
+    def add(graph: Any, buffer: int) -> int:
+        t = schema.TensorT.InitFromObj(schema.Tensor.GetRootAs(bytes(packed.Output()), 0))
+        t.buffer = buffer
+        graph.tensors.append(t)
+        return len(graph.tensors) - 1
+
+    caller.inputs = [*caller.inputs, add(main, constant.buffer)]
+    if op == "WHILE":  # (a loop value: the loop's output too)
+        caller.outputs = [*caller.outputs, add(main, 0)]
+    for graph in called[:-1]:
+        graph.inputs = [*graph.inputs, add(graph, 0)]
+    constant.buffer = 0  # (the weight is its subgraph's input now; a loop body returns it as it came)
+    last = called[-1]
+    last.inputs = [*last.inputs, weight]
+    if op == "WHILE":
+        last.outputs = [*last.outputs, weight]
+    builder = flatbuffers.Builder(0)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+@pytest.mark.parametrize("op", sorted(CALLS))
+def test_a_weight_passed_into_a_subgraph(tf: Any, keras: Any, tmp_path: Path, op: str) -> None:
+    """A constant a WHILE passes to its body, or an IF to a branch, which reads it as a weight, is a parameter; a
+    loop's state (the counter's initial 0, replaced each iteration) is not. The rewritten model computes what the
+    converter's does (to float32 rounding)."""
+    model = _randomized(CALLS[op][1](tf, keras))
+    converted = _convert(tf, model, tmp_path / "converted.tflite")
+    passed = tmp_path / "passed.tflite"
+    passed.write_bytes(_weight_passed_in(converted, op))
+    for x in np.random.default_rng(0).uniform(0, 1.5, (4, 1, 4)).astype("float32"):  # (either branch)
+        results = []
+        for path in (converted, passed):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                interpreter = tf.lite.Interpreter(model_path=str(path))
+            interpreter.allocate_tensors()
+            interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+            interpreter.invoke()
+            results.append(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
+        np.testing.assert_allclose(*results, rtol=1e-6)  # (a kernel for a constant weight, another for an input)
+    for path in (converted, passed):
+        ckpt = _check(tf, path)
+        assert ckpt.n_parameters == model.count_params()
+    main = [t for t in ckpt.tensors if t.kind is TensorKind.PARAMETER and t.section == ""]
+    assert len(main) == 1 and main[0].use is not None and main[0].use[:2] == ("FULLY_CONNECTED", "weights")
+    counter = [t for t in ckpt.tensors if t.use is not None and t.use[0] == "WHILE"]
+    assert all(t.kind is TensorKind.OTHER for t in counter) and (op == "IF" or counter)
+
+
+# -- values (--data) --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["float32", "int8", "float16", "sparse"])
+def test_values_are_the_interpreters(tf: Any, keras: Any, tmp_path: Path, mode: str) -> None:
+    """Every constant's streamed values equal what the interpreter's `get_tensor` gives; quantized ones as stored
+    (integers, their quantization said), a sparse one (its non-zero values only) not read."""
+    model = _mlp(keras, inputs=64, hidden=64)
+    if mode == "sparse":
+        kernel, bias = model.layers[0].get_weights()
+        kernel[np.arange(64) % 4 != 0] = 0
+        model.layers[0].set_weights([kernel, bias])
+    path = _convert(tf, model, tmp_path / f"{mode}.tflite", mode)
+    ckpt = load(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        interpreter = tf.lite.Interpreter(model_path=str(path))
+    interpreter.allocate_tensors()
+    index = {d["name"]: d["index"] for d in interpreter.get_tensor_details()}
+    stats = {s.name: s for s in data_report(ckpt).stats}
+    read = 0
+    with TensorSource(ckpt, block_bytes=1024) as source:  # (blocks smaller than the weights: several a tensor)
+        for t in ckpt.tensors:
+            if any(n.startswith("sparse") for n in t.notes):
+                assert unreadable(ckpt, t) is not None and stats[t.name].skipped
+                continue
+            values = np.concatenate(list(source.blocks(t))).reshape(t.shape)
+            np.testing.assert_array_equal(values, interpreter.get_tensor(index[t.name]))
+            quantized = [n for n in t.notes if n.startswith("quantized")]
+            assert stats[t.name].stored_as == (quantized[0] if quantized else None)
+            read += 1
+    assert read == len(ckpt.tensors) - (mode == "sparse")
+    assert (mode == "int8") == any(s.stored_as for s in stats.values())
