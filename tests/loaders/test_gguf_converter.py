@@ -227,3 +227,15 @@ def test_sizes_the_converter_misstates_for_phi2_are_read_off_the_shapes() -> Non
     assert exp is not None and exp.matches
     h = exp.hyperparameters
     assert (h["feedforward"], h["kv_dim"], h["kv_heads"]) == (64, 16, 2)  # (the heads the k/v shape holds, not 4)
+
+
+def test_llama4_stacked_experts_have_their_projections_roles() -> None:
+    """Llama 4's experts, stacked by the converter one tensor per projection, take the roles of their projections from
+    `llama4-stacked` (gate, up, down), as Jamba's and LFM2-MoE's do; they were learned tensors of no role."""
+    report = inspect(SAMPLES_DIR / "llama4-q8_0.gguf")
+    exp = report.expectation
+    assert exp is not None and exp.architecture == "llama4-stacked"
+    stacked = {r.name: (r.layer, r.role) for r in report.roles if "_exps" in r.name}
+    assert stacked == {
+        f"blk.1.ffn_{p}_exps.weight": ("model.layers.1", f"feedforward_{p}") for p in ("gate", "up", "down")
+    }
