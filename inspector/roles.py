@@ -263,6 +263,8 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     # Laguna's (`mlp.experts.`: transformers renames it `mlp.gate.` in memory) and ERNIE-MoE's (`mlp.moe_statics.`);
     # the other models' are buffers (`mlp.gate.e_score_correction_bias`: the role of their kind)
     RoleRule("moe.score_correction", Role.MOE_ROUTER, r"(?P<layer>.+\.(?:experts|moe_statics))\.(?P<param>e_score_correction_bias)", ("torch",)),
+    # HRM's learned initial latent state of its low-level module (HrmTextModel's `z_L_init`)
+    RoleRule("hrm.initial_state", Role.INITIAL_STATE, r"(?P<layer>.+)\.(?P<param>z_[LH]_init)", ("torch",)),
     # Generic PyTorch module paths
     RoleRule("torch.stat", Role.NORM_STAT, r"(?P<layer>.+)\.(?P<param>" + TORCH_STATS + ")", ("torch",)),
     RoleRule("torch.rnn_input", Role.RNN_INPUT, r"(?P<layer>.+)\.weight_ih_l(?P<i>\d+)(?P<rev>(?:_reverse)?)", ("torch",), "{layer}.l{i}{rev}", "kernel"),

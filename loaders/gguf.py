@@ -557,6 +557,13 @@ _GRANITE_SWA = {  # Granite SWA (dense) and Granite MoE SWA: a learned sink per 
     "blk.{i}.ffn_up_shexp.{p}": "model.layers.{i}.shared_mlp.input_linear.{p}",
     "blk.{i}.ffn_down_shexp.{p}": "model.layers.{i}.shared_mlp.output_linear.{p}",
 }
+_HRM_TEXT = {  # HRM: the converter numbers its L stack's layers first, then its H stack's (model.L_module.layers.N,
+    # model.H_module.layers.N), as model.layers.N; each gqkv_proj split into attn_gate, q, k, v; the L module's learned
+    # initial state
+    "blk.{i}.attn_gate.{p}": "model.layers.{i}.self_attn.gate_proj.{p}",
+    "hrm.z_l_init": "model.z_L_init",
+}
+_CHATGLM = {"blk.{i}.ffn_up.{p}": "model.layers.{i}.mlp.gate_up_proj.{p}"}  # GLM (GlmForCausalLM): the MLP's fused
 _FALCON_NEW = {  # Falcon 40B/180B (new_decoder_architecture): two norms per block, as gguf-py pairs them
     "blk.{i}.attn_norm.{p}": "transformer.h.{i}.ln_mlp.{p}",
     "blk.{i}.attn_norm_2.{p}": "transformer.h.{i}.ln_attn.{p}",
@@ -602,6 +609,8 @@ HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
     "hy_v3": {**HF_NAMES, **_SHARED_EXPERTS, **_HY_V3, **_NEXTN},
     "laguna": {**HF_NAMES, **_SHARED_EXPERTS, **_LAGUNA},
     "granite_swa": {**HF_NAMES, **_GRANITE_SWA},
+    "hrm_text": {**HF_NAMES, **_HRM_TEXT},
+    "chatglm": {**HF_NAMES, **_CHATGLM},
     "glm4moe": {**HF_NAMES, **_SHARED_EXPERTS, **_GLM4MOE, **_SCORE_CORRECTION, **_NEXTN},
     "nemotron_h": _NEMOTRON_H,
     "nemotron_h_moe": {**_NEMOTRON_H, **_NEXTN, **_NEMOTRON_H_MTP},

@@ -162,6 +162,10 @@ CASES: dict[str, tuple[str, str, dict[str, Any], tuple[str, ...], tuple[str, ...
     "granite_swa": ("granite_swa", "GraniteSWAForCausalLM", {}, ("f32", "q8_0"), (), None, "llama?"),
     "granitemoe_swa": ("granitemoe_swa", "GraniteMoeSWAForCausalLM", {"shared_intermediate_size": 32}, ("f32",), (),
                        None, "granitemoe-fused?"),
+    # GLM (glm, written as chatglm; its MLP's gate_up_proj fused) and HRM (hrm_text: two stacks of layers numbered one
+    # after the other, each gqkv_proj split in four, a learned initial state): module by module, as their safetensors
+    "glm": ("glm", "GlmForCausalLM", {}, ("f32",), (), None, "sequential"),
+    "hrm_text": ("hrm_text", "HrmTextForCausalLM", {}, ("f32",), (), None, "sequential"),
 }  # fmt: skip
 RUNS = [(case, outtype) for case, spec in CASES.items() for outtype in spec[3]]
 
@@ -435,6 +439,9 @@ NAMED = [
      "parameter"),
     ("granitemoe_swa", "blk.0.ffn_gate_inp.weight", "model.layers.0.block_sparse_moe.router", "dense", "parameter"),
     ("granitemoe_swa", "blk.0.ffn_up_shexp.weight", "model.layers.0.shared_mlp.input_linear", "dense", "parameter"),
+    ("glm", "blk.1.ffn_up.weight", "model.layers.1.mlp.gate_up_proj", "dense", "parameter"),
+    ("hrm_text", "blk.1.attn_gate.weight", "model.layers.1.self_attn.gate_proj", "dense", "parameter"),
+    ("hrm_text", "hrm.z_l_init", "model", "initial_state", "parameter"),
 ]  # fmt: skip
 
 
