@@ -563,7 +563,9 @@ _HRM_TEXT = {  # HRM: the converter numbers its L stack's layers first, then its
     "blk.{i}.attn_gate.{p}": "model.layers.{i}.self_attn.gate_proj.{p}",
     "hrm.z_l_init": "model.z_L_init",
 }
-_CHATGLM = {"blk.{i}.ffn_up.{p}": "model.layers.{i}.mlp.gate_up_proj.{p}"}  # GLM (GlmForCausalLM): the MLP's fused
+_CHATGLM = {  # GLM (GlmForCausalLM, written as chatglm): its MLP's gate and up projections kept fused, as it holds them
+    "blk.{i}.ffn_up.{p}": "model.layers.{i}.mlp.gate_up_proj.{p}",
+}
 _FALCON_NEW = {  # Falcon 40B/180B (new_decoder_architecture): two norms per block, as gguf-py pairs them
     "blk.{i}.attn_norm.{p}": "transformer.h.{i}.ln_mlp.{p}",
     "blk.{i}.attn_norm_2.{p}": "transformer.h.{i}.ln_attn.{p}",

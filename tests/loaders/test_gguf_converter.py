@@ -148,6 +148,9 @@ TABLES = [
     ("deepseek_v3", "DeepseekV3ForCausalLM", "DEEPSEEK2", "deepseek2"),
     ("deepseek_v2", "DeepseekV2ForCausalLM", "DEEPSEEK2", "deepseek2"),
     ("glm4_moe", "Glm4MoeForCausalLM", "GLM4_MOE", "glm4moe"),
+    ("glm_moe_dsa", "GlmMoeDsaForCausalLM", "GLM_DSA", "glm-dsa"),
+    ("exaone_moe", "ExaoneMoeForCausalLM", "EXAONE_MOE", "exaone-moe"),
+    ("glm", "GlmForCausalLM", "CHATGLM", "chatglm"),
 ]
 SMALL = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=64,
              d_model=32, num_layers=2, num_heads=4, d_ff=64, d_kv=8, n_embd=32, n_layer=2, n_head=4,
