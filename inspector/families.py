@@ -496,8 +496,8 @@ STACKED_EXPERTS = (
 
 
 def _feed_forward_stacked(ff: str) -> tuple[Part, ...]:
-    """`STACKED_EXPERTS` under `feed_forward` (LFM2-MoE's and Jamba's, as llama.cpp's converter writes them), their
-    width the family's `ff`, each with its projection's role."""
+    """`STACKED_EXPERTS` under `feed_forward` (LFM2-MoE's, Jamba's and Llama 4's, as llama.cpp's converter writes them),
+    their width the family's `ff`, each with its projection's role."""
     return tuple(
         replace(p, path=p.path.replace(".mlp.", ".feed_forward."), dims=tuple(ff if d == "expert_ff" else d
                 for d in p.dims), role=role)
@@ -1517,7 +1517,7 @@ FAMILIES: tuple[Family, ...] = (
                 " as llama.cpp's converter writes it (GGUF)",
                 "experts stacked into gate_proj and up_proj (experts, expert_ff, d) and down_proj (experts, d, "
                 "expert_ff)",
-                tuple(replace(p, path=p.path.replace(".mlp.", ".feed_forward.")) for p in STACKED_EXPERTS),
+                _feed_forward_stacked("expert_ff"),
             ),
         )
     ),

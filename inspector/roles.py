@@ -259,6 +259,12 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("moe.experts_scales", Role.QUANT_STATE, r"(?P<layer>.+\.experts)\.(?P<param>(?:gate_up_proj|down_proj)_scales)", ("torch",)),
     # gpt-oss's attention sinks: a learned logit per head
     RoleRule("attn.sinks", Role.LEARNED_TENSOR, r"(?P<layer>.+\.self_attn)\.(?P<param>sinks)", ("torch",)),
+    # the router's score correction where it is a parameter (requires_grad off), under the names the checkpoints give it:
+    # Laguna's (`mlp.experts.`: transformers renames it `mlp.gate.` in memory) and ERNIE-MoE's (`mlp.moe_statics.`);
+    # the other models' are buffers (`mlp.gate.e_score_correction_bias`: the role of their kind)
+    RoleRule("moe.score_correction", Role.MOE_ROUTER, r"(?P<layer>.+\.(?:experts|moe_statics))\.(?P<param>e_score_correction_bias)", ("torch",)),
+    # HRM's learned initial latent state of its low-level module (HrmTextModel's `z_L_init`)
+    RoleRule("hrm.initial_state", Role.INITIAL_STATE, r"(?P<layer>.+)\.(?P<param>z_[LH]_init)", ("torch",)),
     # Generic PyTorch module paths
     RoleRule("torch.stat", Role.NORM_STAT, r"(?P<layer>.+)\.(?P<param>" + TORCH_STATS + ")", ("torch",)),
     RoleRule("torch.rnn_input", Role.RNN_INPUT, r"(?P<layer>.+)\.weight_ih_l(?P<i>\d+)(?P<rev>(?:_reverse)?)", ("torch",), "{layer}.l{i}{rev}", "kernel"),

@@ -114,6 +114,8 @@ NEEDLES = {
     '(?P<layer>.+\\.experts)\\.(?P<param>down_proj(?:_bias|_blocks)?)(?:\\.weight)?': (('down_proj', '.experts'), ()),
     '(?P<layer>.+\\.experts)\\.(?P<param>(?:gate_up_proj|down_proj)_scales)': (('.experts', '_scales', '_proj'), (('gate_up_proj', 'down_proj'),)),
     '(?P<layer>.+\\.self_attn)\\.(?P<param>sinks)': (('.self_attn', 'sinks'), ()),
+    '(?P<layer>.+\\.(?:experts|moe_statics))\\.(?P<param>e_score_correction_bias)': (('e_score_correction_bias',), (('experts', 'moe_statics'),)),
+    '(?P<layer>.+)\\.(?P<param>z_[LH]_init)': (('_init', 'z_'), ()),
     '(?P<layer>.+)\\.(?P<param>running_mean|running_var|num_batches_tracked)': (('.',), (('running_mean', 'running_var', 'num_batches_tracked'),)),
     '(?P<layer>.+)\\.weight_ih_l(?P<i>\\d+)(?P<rev>(?:_reverse)?)': (('.weight_ih_l',), ()),
     '(?P<layer>.+)\\.weight_hh_l(?P<i>\\d+)(?P<rev>(?:_reverse)?)': (('.weight_hh_l',), ()),

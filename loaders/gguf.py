@@ -106,6 +106,19 @@ _NEMOTRON_H_SSM: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ssm_state_size", ("{arch}.ssm.state_size",)),
     ("conv_kernel", ("{arch}.ssm.conv_kernel",)),
 )
+# DeepseekV2Model.set_gguf_parameters: the latent attention written as one-head MQA (head_count_kv 1, key_length
+# kv_lora_rank + rope): DeepseekV3Config's heads and head sizes are the _mla keys and the ranks (qk_nope_head_dim in
+# HF_CONFIG_DIFFERENCES)
+_DEEPSEEK2_CONFIG: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("num_key_value_heads", ()),
+    ("head_dim", ()),
+    ("q_lora_rank", ("{arch}.attention.q_lora_rank",)),
+    ("kv_lora_rank", ("{arch}.attention.kv_lora_rank",)),
+    ("v_head_dim", ("{arch}.attention.value_length_mla",)),
+    ("qk_rope_head_dim", ("{arch}.rope.dimension_count",)),
+    *_DEEPSEEK_MOE,
+    ("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",)),  # (GLM-4.7-Flash's MTP layer)
+)
 # rows that replace HF_CONFIG's for one architecture (its Hugging Face config names a size differently)
 HF_CONFIG_BY_ARCH: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "mamba": (  # MambaConfig: intermediate_size is the SSM's inner size; the converter writes no FFN (length 0)
@@ -123,15 +136,12 @@ HF_CONFIG_BY_ARCH: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("intermediate_size_mlp", ("{arch}.feed_forward_length",)),
         ("interleave_moe_layer_step", ("{arch}.interleave_moe_layer_step",)),
     ),
-    "deepseek2": (  # DeepseekV2Model.set_gguf_parameters: the latent attention written as one-head MQA (head_count_kv
-        ("num_key_value_heads", ()),  # 1, key_length kv_lora_rank + rope): DeepseekV3Config's heads and head
-        ("head_dim", ()),  # sizes are the _mla keys and the ranks; qk_nope_head_dim in HF_CONFIG_DIFFERENCES
-        ("q_lora_rank", ("{arch}.attention.q_lora_rank",)),
-        ("kv_lora_rank", ("{arch}.attention.kv_lora_rank",)),
-        ("v_head_dim", ("{arch}.attention.value_length_mla",)),
-        ("qk_rope_head_dim", ("{arch}.rope.dimension_count",)),
-        *_DEEPSEEK_MOE,
-        ("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",)),  # (GLM-4.7-Flash's MTP layer)
+    "deepseek2": _DEEPSEEK2_CONFIG,
+    # GLM-5 (GlmMoeDsaModel, a DeepseekV2Model): DeepSeek's rows and its sparse-attention indexer's heads and width
+    "glm-dsa": (
+        *_DEEPSEEK2_CONFIG,
+        ("index_n_heads", ("{arch}.attention.indexer.head_count",)),
+        ("index_head_dim", ("{arch}.attention.indexer.key_length",)),
     ),
     "glm4moe": (*_DEEPSEEK_MOE, ("num_nextn_predict_layers", ("{arch}.nextn_predict_layers",))),
     "nemotron_h": _NEMOTRON_H_SSM,
@@ -179,6 +189,8 @@ MODEL_TYPES = {
     "qwen3next": "qwen3_next",
     "qwen35moe": "qwen3_5_moe_text",
     "deepseek2": "deepseek_v3",  # DeepSeek-V2, V2-Lite, V3, R1, Kimi K2: one family (`deepseek`), one converter class
+    "glm-dsa": "glm_moe_dsa",  # GLM-5: DeepSeek's converter class and family, with the sparse-attention indexer
+    "exaone-moe": "exaone_moe",
     "glm4moe": "glm4_moe",
     "lfm2moe": "lfm2_moe",
     "cohere2moe": "cohere2_moe",
@@ -353,6 +365,12 @@ _DEEPSEEK2 = {  # DeepSeek-V2/V3: MLA (V2-Lite's queries one q_proj, the llama t
     "blk.{i}.attn_k_b.{p}": "model.layers.{i}.self_attn.k_b_proj.{p}",
     "blk.{i}.attn_v_b.{p}": "model.layers.{i}.self_attn.v_b_proj.{p}",
 }
+_DSA_INDEXER = {  # GLM-5's (glm-dsa) sparse-attention indexer beside DeepSeek's latent attention
+    "blk.{i}.indexer.attn_q_b.{p}": "model.layers.{i}.self_attn.indexer.wq_b.{p}",
+    "blk.{i}.indexer.attn_k.{p}": "model.layers.{i}.self_attn.indexer.wk.{p}",
+    "blk.{i}.indexer.k_norm.{p}": "model.layers.{i}.self_attn.indexer.k_norm.{p}",
+    "blk.{i}.indexer.proj.{p}": "model.layers.{i}.self_attn.indexer.weights_proj.{p}",
+}
 _SCORE_CORRECTION = {  # DeepSeek-V3's and GLM-4.5's router score correction (the converter adds '.bias' to the name)
     "blk.{i}.exp_probs_b": "model.layers.{i}.mlp.gate.e_score_correction_bias",  # (gguf-py's name)
     "blk.{i}.exp_probs_b.bias": "model.layers.{i}.mlp.gate.e_score_correction_bias",
@@ -520,6 +538,34 @@ _GRANITE_MOE = {  # the router; GraniteMoeShared's shared MLP, its input_linear 
     "blk.{i}.ffn_up_shexp.{p}": "model.layers.{i}.shared_mlp.up_proj.{p}",
     "blk.{i}.ffn_down_shexp.{p}": "model.layers.{i}.shared_mlp.output_linear.{p}",
 }
+_HY_V3 = {  # HunYuan v3: the router's score correction is the MoE block's own buffer (NOT_PARAMETERS_BY_ARCH)
+    "blk.{i}.exp_probs_b": "model.layers.{i}.mlp.e_score_correction_bias",
+    "blk.{i}.exp_probs_b.bias": "model.layers.{i}.mlp.e_score_correction_bias",
+}
+_LAGUNA = {  # Laguna: a softplus output gate per head (g_proj); its router's score correction a parameter
+    # (requires_grad off), named as its checkpoints name it (transformers renames it `mlp.gate.` in memory)
+    "blk.{i}.attn_gate.{p}": "model.layers.{i}.self_attn.g_proj.{p}",
+    "blk.{i}.exp_probs_b.bias": "model.layers.{i}.mlp.experts.e_score_correction_bias",
+}
+_GRANITE_SWA = {  # Granite SWA (dense) and Granite MoE SWA: a learned sink per head; the MoE's experts kept fused by
+    # the converter as transformers holds them (gate_up_proj (experts, 2 ff, d), down_proj), the shared MLP's too
+    "blk.{i}.attn_sinks": "model.layers.{i}.self_attn.sinks",
+    "blk.{i}.attn_sinks.weight": "model.layers.{i}.self_attn.sinks",  # (the converter adds '.weight' to the name)
+    "blk.{i}.ffn_gate_inp.{p}": "model.layers.{i}.block_sparse_moe.router.{p}",
+    "blk.{i}.ffn_gate_up_exps.{p}": "model.layers.{i}.block_sparse_moe.experts.gate_up_proj",  # (bare parameters)
+    "blk.{i}.ffn_down_exps.{p}": "model.layers.{i}.block_sparse_moe.experts.down_proj",
+    "blk.{i}.ffn_up_shexp.{p}": "model.layers.{i}.shared_mlp.input_linear.{p}",
+    "blk.{i}.ffn_down_shexp.{p}": "model.layers.{i}.shared_mlp.output_linear.{p}",
+}
+_HRM_TEXT = {  # HRM: the converter numbers its L stack's layers first, then its H stack's (model.L_module.layers.N,
+    # model.H_module.layers.N), as model.layers.N; each gqkv_proj split into attn_gate, q, k, v; the L module's learned
+    # initial state
+    "blk.{i}.attn_gate.{p}": "model.layers.{i}.self_attn.gate_proj.{p}",
+    "hrm.z_l_init": "model.z_L_init",
+}
+_CHATGLM = {  # GLM (GlmForCausalLM, written as chatglm): its MLP's gate and up projections kept fused, as it holds them
+    "blk.{i}.ffn_up.{p}": "model.layers.{i}.mlp.gate_up_proj.{p}",
+}
 _FALCON_NEW = {  # Falcon 40B/180B (new_decoder_architecture): two norms per block, as gguf-py pairs them
     "blk.{i}.attn_norm.{p}": "transformer.h.{i}.ln_mlp.{p}",
     "blk.{i}.attn_norm_2.{p}": "transformer.h.{i}.ln_attn.{p}",
@@ -560,6 +606,13 @@ HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
     "qwen35": {**HF_NAMES, **_GATED_DELTANET, **_QWEN35, **_NEXTN},
     "qwen35moe": {**HF_NAMES, **_SHARED_EXPERT, **_GATED_DELTANET, **_QWEN35, **_NEXTN},
     "deepseek2": {**HF_NAMES, **_MLA, **_SHARED_EXPERTS, **_DEEPSEEK2, **_SCORE_CORRECTION, **_NEXTN},
+    "glm-dsa": {**HF_NAMES, **_MLA, **_SHARED_EXPERTS, **_DEEPSEEK2, **_DSA_INDEXER, **_SCORE_CORRECTION, **_NEXTN},
+    "exaone-moe": {**HF_NAMES, **_SHARED_EXPERTS, **_SCORE_CORRECTION, **_NEXTN},
+    "hy_v3": {**HF_NAMES, **_SHARED_EXPERTS, **_HY_V3, **_NEXTN},
+    "laguna": {**HF_NAMES, **_SHARED_EXPERTS, **_LAGUNA},
+    "granite_swa": {**HF_NAMES, **_GRANITE_SWA},
+    "hrm_text": {**HF_NAMES, **_HRM_TEXT},
+    "chatglm": {**HF_NAMES, **_CHATGLM},
     "glm4moe": {**HF_NAMES, **_SHARED_EXPERTS, **_GLM4MOE, **_SCORE_CORRECTION, **_NEXTN},
     "nemotron_h": _NEMOTRON_H,
     "nemotron_h_moe": {**_NEMOTRON_H, **_NEXTN, **_NEMOTRON_H_MTP},
@@ -571,12 +624,13 @@ HF_NAMES_VARIANTS = {
 }
 # Tensors a GGUF stores that are not trainable parameters in the source model.
 NOT_PARAMETERS = {"rope_freqs.weight": TensorKind.BUFFER}
-# ... in one architecture's files, by their Hugging Face names: DeepSeek-V3's, GLM-4.5's, Nemotron 3's and LFM2-MoE's
-# router score correction is a registered buffer (its num_parameters() leaves it out; ERNIE's, also exp_probs_b, is a
-# parameter)
+# ... in one architecture's files, by their Hugging Face names: DeepSeek-V3's, GLM-4.5's, GLM-5's, Nemotron 3's,
+# EXAONE-MoE's, HunYuan v3's and LFM2-MoE's router score correction is a registered buffer (its num_parameters() leaves
+# it out; ERNIE's and Laguna's, also exp_probs_b, are parameters)
 _SCORE_CORRECTION_BUFFER = re.compile(r"model\.layers\.\d+\.(?:mlp|mixer)\.gate\.e_score_correction_bias")
 NOT_PARAMETERS_BY_ARCH = {
-    **{arch: _SCORE_CORRECTION_BUFFER for arch in ("deepseek2", "glm4moe", "nemotron_h_moe")},
+    **{arch: _SCORE_CORRECTION_BUFFER for arch in ("deepseek2", "glm-dsa", "glm4moe", "nemotron_h_moe", "exaone-moe")},
+    "hy_v3": re.compile(r"model\.layers\.\d+\.mlp\.e_score_correction_bias"),
     "lfm2moe": re.compile(r"model\.layers\.\d+\.feed_forward\.expert_bias"),
 }
 

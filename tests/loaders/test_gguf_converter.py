@@ -148,6 +148,9 @@ TABLES = [
     ("deepseek_v3", "DeepseekV3ForCausalLM", "DEEPSEEK2", "deepseek2"),
     ("deepseek_v2", "DeepseekV2ForCausalLM", "DEEPSEEK2", "deepseek2"),
     ("glm4_moe", "Glm4MoeForCausalLM", "GLM4_MOE", "glm4moe"),
+    ("glm_moe_dsa", "GlmMoeDsaForCausalLM", "GLM_DSA", "glm-dsa"),
+    ("exaone_moe", "ExaoneMoeForCausalLM", "EXAONE_MOE", "exaone-moe"),
+    ("glm", "GlmForCausalLM", "CHATGLM", "chatglm"),
 ]
 SMALL = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, vocab_size=64,
              d_model=32, num_layers=2, num_heads=4, d_ff=64, d_kv=8, n_embd=32, n_layer=2, n_head=4,
@@ -227,3 +230,15 @@ def test_sizes_the_converter_misstates_for_phi2_are_read_off_the_shapes() -> Non
     assert exp is not None and exp.matches
     h = exp.hyperparameters
     assert (h["feedforward"], h["kv_dim"], h["kv_heads"]) == (64, 16, 2)  # (the heads the k/v shape holds, not 4)
+
+
+def test_llama4_stacked_experts_have_their_projections_roles() -> None:
+    """Llama 4's experts, stacked by the converter one tensor per projection, take the roles of their projections from
+    `llama4-stacked` (gate, up, down), as Jamba's and LFM2-MoE's do; they were learned tensors of no role."""
+    report = inspect(SAMPLES_DIR / "llama4-q8_0.gguf")
+    exp = report.expectation
+    assert exp is not None and exp.architecture == "llama4-stacked"
+    stacked = {r.name: (r.layer, r.role) for r in report.roles if "_exps" in r.name}
+    assert stacked == {
+        f"blk.1.ffn_{p}_exps.weight": ("model.layers.1", f"feedforward_{p}") for p in ("gate", "up", "down")
+    }
