@@ -61,7 +61,7 @@ def _config_value(config: Mapping[str, Any], key: str) -> Any:
 
 
 # the config's true/false facts and its fractions (LFM2's feed-forward rule); the rest are sizes
-FLAGS = frozenset({"tied", "attention_bias", "mlp_bias", "conv_bias", "ssm_bias", "ff_auto"})
+FLAGS = frozenset({"tied", "attention_bias", "o_bias", "mlp_bias", "conv_bias", "ssm_bias", "ff_auto"})
 FRACTIONS = frozenset({"ff_multiplier"})
 FIRST_LAYER = "layers.0."  # where a family reads a layer's sizes
 LAYER_LISTS = frozenset({"mlp_only"})  # the config's lists of layer indices

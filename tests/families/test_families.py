@@ -125,6 +125,9 @@ def test_a_feed_forward_of_another_size_is_explained(zoo, tmp_path: Path) -> Non
          "holds 32"),
         ("mamba2", {"n_groups": 1}, "backbone.layers.0.mixer.in_proj: the formula gives Dense 4,864, the file holds "
          "5,376 (weight (168, 32))"),
+        # (its inner width is expand x d_model, Mamba2Mixer's; heads x head_dim must equal it, Mamba2Config checks)
+        ("mamba2", {"expand": 4, "head_dim": 16}, "backbone.layers.0.mixer.out_proj: the formula gives Dense 4,096, "
+         "the file holds 2,048 (weight (32, 64))"),
         ("falcon_h1", {"mamba_d_state": 16}, "model.layers.0.mamba.conv1d: the formula gives Conv 480, the file holds "
          "320 (bias (64,), weight (64, 1, 4))"),
     ],
@@ -250,6 +253,22 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
             "n_shared=1 first_dense=1 q_lora=768 kv_lora=512 nope=192 rope=64 v_head=256",
             29_943_390_976,
         ),
+        # Qwen2MoeForCausalLM(Qwen2MoeConfig()) (Qwen1.5-MoE-A2.7B: q/k/v biases, none on o_proj) and
+        # Qwen3MoeForCausalLM(Qwen3MoeConfig(attention_bias=True)) (a bias on all four projections)
+        (
+            "qwen2_moe vocab=151936 d_model=2048 layers=24 heads=16 feedforward=5632 experts=60 expert_ff=1408 "
+            "shared_ff=5632 shared_expert=true",
+            14_315_784_192,
+        ),
+        (
+            "qwen2_moe vocab=151936 d_model=2048 layers=24 heads=32 kv_heads=4 experts=128 expert_ff=768 "
+            "attention_bias=true o_bias=true qk_norm=true",
+            15_350_842_368,
+        ),
+        # GlmForCausalLM(GlmConfig()) and Glm4ForCausalLM(Glm4Config()) (GLM-4-9B-0414: the same layers normed after
+        # attention and after the MLP too)
+        ("glm vocab=151552 d_model=4096 layers=40 heads=32 kv_heads=2 head_dim=128 feedforward=13696", 9_399_951_360),
+        ("glm4 vocab=151552 d_model=4096 layers=40 heads=32 kv_heads=2 head_dim=128 feedforward=13696", 9_400_279_040),
         # Glm4MoeForCausalLM at GLM-4.5-Air's sizes (q/k/v biases, heads of 128 over a d_model of 4,096)
         (
             "glm4_moe vocab=151552 d_model=4096 layers=46 heads=96 kv_heads=8 head_dim=128 feedforward=10944 "
@@ -464,6 +483,10 @@ def _small_model(model_type: str, auto: str, folder: Path, **flags: object) -> i
         ("llama", {"tie_word_embeddings": True, "attention_bias": True, "mlp_bias": True}),
         ("gpt2", {"tie_word_embeddings": False}),
         ("qwen2", {"tie_word_embeddings": True}),
+        # q/k/v biases, and an o_proj bias only where Qwen3-MoE's attention_bias says
+        ("qwen2_moe", {"qkv_bias": False}),
+        ("qwen3_moe", {"attention_bias": True}),
+        ("glm4", {"attention_bias": False, "pad_token_id": 0}),
         ("mamba", {"use_bias": True, "use_conv_bias": False, "tie_word_embeddings": False}),
         ("mamba2", {"use_bias": True, "use_conv_bias": False, "tie_word_embeddings": True, "num_heads": 8}),
         # MoE layers interleaved with dense ones (Llama 4 Maverick's layout): each layer as it is
