@@ -591,8 +591,9 @@ DEEPSEEK_MOE_CONFIG = {
 # (`layers.{num_hidden_layers}`: a whole decoder layer, its two input norms, the projection of their concatenation, a
 # head of its own; V3's own `embed_tokens` too): transformers drops it on load, so a file of such a layer holds more
 # than `num_parameters()` prints, by exactly that layer. Expected where the file has them, in the layers that do.
+MTP_MODULE = "mtp_module"  # (the `when` of every part of an MTP module: `family_check` says what their rows are)
 MTP_PARTS = tuple(
-    replace(p, when="mtp_module", over="mtp_layers")
+    replace(p, when=MTP_MODULE, over="mtp_layers")
     for p in (
         _norm("layers.{i}.enorm"),
         _norm("layers.{i}.hnorm"),
@@ -602,6 +603,34 @@ MTP_PARTS = tuple(
         Part("layers.{i}.embed_tokens", "embedding", ("vocab", "d_model")),
     )
 )
+
+
+def _hub_mtp(family: Family, own: tuple[Part, ...]) -> Family:
+    """`family` with its MTP module as the hub's checkpoints hold it outside the model, under `mtp.` (Qwen3-Next's,
+    Qwen3.5's, Nemotron 3's; transformers ignores `mtp.*` on load, `_keys_to_ignore_on_load_unexpected`): the family's
+    layer parts under `mtp.layers.{i}.`, each in the MTP layers holding it (each layer the kind it is), and the module's
+    `own` parts; all expected where the file has them."""
+    layer = tuple(
+        replace(p, path="/mtp." + p.path, when=MTP_MODULE, over="mtp." + (p.over or "layers"))
+        for p in family.parts
+        if p.path.startswith("layers.{i}.")
+    )
+    return replace(family, parts=(*family.parts, *layer, *own))
+
+
+# Qwen3-Next's and Qwen3.5's MTP module's own parts (`mtp.fc` projects the normed embedding and hidden state together)
+QWEN_HUB_MTP = tuple(
+    replace(p, when=MTP_MODULE)
+    for p in (
+        _linear("/mtp.fc", "d_model*2", "d_model"),
+        _norm("/mtp.pre_fc_norm_embedding"),
+        _norm("/mtp.pre_fc_norm_hidden"),
+        _norm("/mtp.norm"),
+    )
+)
+# Nemotron 3's: DeepSeek's input norms and projection in its first layer (`MTP_PARTS`, as the family has them), a final
+# norm in its last
+NEMOTRON_HUB_MTP = (_norm("/mtp.layers.{i}.final_layernorm", when=MTP_MODULE, over="mtp.final_layers"),)
 
 
 def _with_mtp_layers(h: dict[str, Any]) -> None:
@@ -1284,37 +1313,44 @@ FAMILIES: tuple[Family, ...] = (
         GATED_MLP,
         _deepseek_derive,
     ),
-    Family(
-        "qwen3_5",
-        "Qwen3.5 (dense): Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated full attention (q_proj "
-        "twice q_dim: the output gate) with per-head q/k norms; a gated MLP",
-        ("qwen3_5_text",),
-        ("model.", ""),
-        (*HYBRID_QWEN_LAYER, *GATED_MLP),
-        HYBRID_QWEN_READS | {"feedforward": ("layers.0.mlp.up_proj", 0)},
-        DECODER_DEFAULTS,
-        HYBRID_QWEN_CONFIG,
-        derive=_gated_delta_derive,
-    ),
-    *_expert_layouts(
-        "qwen3_next",
-        (
-            "Qwen3-Next / Qwen3.5-MoE: Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated full "
-            "attention with per-head q/k norms; in every layer a router, `experts` gated experts of expert_ff and a "
-            "gated shared expert",
-            "Qwen3-Next / Qwen3.5-MoE as transformers 5 holds it (torch.save of its state dict): the experts fused "
-            "into gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
-            "Qwen3-Next / Qwen3.5-MoE as llama.cpp's converter writes it (GGUF): the experts stacked into gate_proj "
-            "and up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+    _hub_mtp(
+        Family(
+            "qwen3_5",
+            "Qwen3.5 (dense): Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated full attention "
+            "(q_proj twice q_dim: the output gate) with per-head q/k norms; a gated MLP; the hub's MTP module (`mtp.`) "
+            "where the file holds it",
+            ("qwen3_5_text",),
+            ("model.", ""),
+            (*HYBRID_QWEN_LAYER, *GATED_MLP),
+            HYBRID_QWEN_READS | {"feedforward": ("layers.0.mlp.up_proj", 0)},
+            DECODER_DEFAULTS,
+            HYBRID_QWEN_CONFIG,
+            derive=_gated_delta_derive,
         ),
-        ("qwen3_next", "qwen3_5_moe_text"),
-        HYBRID_QWEN_LAYER,
-        QWEN_SHARED_EXPERT,
-        HYBRID_QWEN_READS | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0)},
-        DECODER_DEFAULTS,
-        {**HYBRID_QWEN_CONFIG, "decoder_sparse_step": "moe_step", "mlp_only_layers": "mlp_only"},
-        GATED_MLP,
-        _gated_delta_moe_derive,
+        QWEN_HUB_MTP,
+    ),
+    *(
+        _hub_mtp(f, QWEN_HUB_MTP)  # (in each layout: the file says which it holds)
+        for f in _expert_layouts(
+            "qwen3_next",
+            (
+                "Qwen3-Next / Qwen3.5-MoE: Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated "
+                "full attention with per-head q/k norms; in every layer a router, `experts` gated experts of expert_ff "
+                "and a gated shared expert; the hub's MTP module (`mtp.`) where the file holds it",
+                "Qwen3-Next / Qwen3.5-MoE as transformers 5 holds it (torch.save of its state dict): the experts "
+                "fused into gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
+                "Qwen3-Next / Qwen3.5-MoE as llama.cpp's converter writes it (GGUF): the experts stacked into "
+                "gate_proj and up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+            ),
+            ("qwen3_next", "qwen3_5_moe_text"),
+            HYBRID_QWEN_LAYER,
+            QWEN_SHARED_EXPERT,
+            HYBRID_QWEN_READS | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0)},
+            DECODER_DEFAULTS,
+            {**HYBRID_QWEN_CONFIG, "decoder_sparse_step": "moe_step", "mlp_only_layers": "mlp_only"},
+            GATED_MLP,
+            _gated_delta_moe_derive,
+        )
     ),
     Family(
         "cohere",
@@ -1750,77 +1786,80 @@ FAMILIES: tuple[Family, ...] = (
         )
     ),
     *(
-        Family(
-            name,
-            f"Nemotron-H (Nemotron Nano 2, Nemotron 3){how}: each layer one mixer after a norm, a Mamba-2 block (fused "
-            "in_proj, conv1d, per-head A_log, D and dt_bias, a gated norm, out_proj), grouped-query attention, a "
-            f"squared-ReLU MLP (up_proj, down_proj) or a MoE block (a router, experts {experts}, a shared expert); "
-            "the hub's MTP module where the file holds it",
-            ("nemotron_h",),
-            bases,
-            (
-                Part("embeddings", "embedding", ("vocab", "d_model")),
-                _norm("layers.{i}.norm"),
-                _norm("norm_f"),
-                _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embeddings"),
-                *(
-                    replace(p, over="mamba_layers")
-                    for p in _mamba2_mixer("ssm_heads", "ssm_inner", "ssm_conv", "ssm_in")
+        _hub_mtp(
+            Family(
+                name,
+                f"Nemotron-H (Nemotron Nano 2, Nemotron 3){how}: each layer one mixer after a norm, a Mamba-2 block "
+                "(fused in_proj, conv1d, per-head A_log, D and dt_bias, a gated norm, out_proj), grouped-query "
+                f"attention, a squared-ReLU MLP (up_proj, down_proj) or a MoE block (a router, experts {experts}, a "
+                "shared expert); the hub's MTP module (`mtp.`) where the file holds it",
+                ("nemotron_h",),
+                bases,
+                (
+                    Part("embeddings", "embedding", ("vocab", "d_model")),
+                    _norm("layers.{i}.norm"),
+                    _norm("norm_f"),
+                    _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embeddings"),
+                    *(
+                        replace(p, over="mamba_layers")
+                        for p in _mamba2_mixer("ssm_heads", "ssm_inner", "ssm_conv", "ssm_in")
+                    ),
+                    *(
+                        replace(p, over="attention_layers")
+                        for p in _attention("layers.{i}.mixer", "q_proj", "k_proj", "v_proj", "o_proj")
+                    ),
+                    *(
+                        replace(p, over="mlp_layers")
+                        for p in (
+                            _linear("layers.{i}.mixer.up_proj", "d_model", "feedforward", "mlp_bias"),
+                            _linear("layers.{i}.mixer.down_proj", "feedforward", "d_model", "mlp_bias"),
+                        )
+                    ),
+                    *(
+                        replace(p, over="moe_layers")
+                        for p in (
+                            _linear("layers.{i}.mixer.gate", "d_model", "experts"),
+                            *expert_parts,
+                            _linear("layers.{i}.mixer.shared_experts.up_proj", "d_model", "shared_ff", "mlp_bias"),
+                            _linear("layers.{i}.mixer.shared_experts.down_proj", "shared_ff", "d_model", "mlp_bias"),
+                        )
+                    ),
+                    # the hub's MTP module where the file holds it (Nemotron 3's `mtp.layers.0` and `.1`: llama.cpp's
+                    # converter writes the two as one layer after the last, an attention and a MoE mixer, the latter's
+                    # norm named post_attention_layernorm)
+                    *MTP_PARTS,
+                    replace(MTP_PARTS[0], path="layers.{i}.post_attention_layernorm"),
                 ),
-                *(
-                    replace(p, over="attention_layers")
-                    for p in _attention("layers.{i}.mixer", "q_proj", "k_proj", "v_proj", "o_proj")
-                ),
-                *(
-                    replace(p, over="mlp_layers")
-                    for p in (
-                        _linear("layers.{i}.mixer.up_proj", "d_model", "feedforward", "mlp_bias"),
-                        _linear("layers.{i}.mixer.down_proj", "feedforward", "d_model", "mlp_bias"),
-                    )
-                ),
-                *(
-                    replace(p, over="moe_layers")
-                    for p in (
-                        _linear("layers.{i}.mixer.gate", "d_model", "experts"),
-                        *expert_parts,
-                        _linear("layers.{i}.mixer.shared_experts.up_proj", "d_model", "shared_ff", "mlp_bias"),
-                        _linear("layers.{i}.mixer.shared_experts.down_proj", "shared_ff", "d_model", "mlp_bias"),
-                    )
-                ),
-                # the hub's MTP module where the file holds it (Nemotron 3's `mtp.layers.0` and `.1`: llama.cpp's
-                # converter writes the two as one layer after the last, an attention and a MoE mixer, the latter's
-                # norm named post_attention_layernorm)
-                *MTP_PARTS,
-                replace(MTP_PARTS[0], path="layers.{i}.post_attention_layernorm"),
+                {
+                    "vocab": ("embeddings", 0),
+                    "d_model": ("embeddings", 1),
+                    "ssm_heads": ("layers.0.mixer.A_log", 0),
+                    "ssm_inner": ("layers.0.mixer.out_proj", 1),
+                    "ssm_in": ("layers.0.mixer.in_proj", 0),
+                    "ssm_conv": ("layers.0.mixer.conv1d", 0),
+                    "conv_kernel": ("layers.0.mixer.conv1d", 2),
+                    "q_dim": ("layers.0.mixer.q_proj", 0),
+                    "kv_dim": ("layers.0.mixer.k_proj", 0),
+                    "feedforward": ("layers.0.mixer.up_proj", 0),
+                    "experts": ("layers.0.mixer.gate", 0),
+                    "expert_ff": expert_ff,
+                    "shared_ff": ("layers.0.mixer.shared_experts.up_proj", 0),
+                },
+                {**DECODER_DEFAULTS, "conv_bias": True, "ssm_bias": False},
+                {
+                    "mamba_num_heads": "ssm_heads",
+                    "mamba_head_dim": "ssm_head_dim",
+                    "n_groups": "groups",
+                    "ssm_state_size": "state",
+                    "conv_kernel": "conv_kernel",
+                    "use_conv_bias": "conv_bias",
+                    "mamba_proj_bias": "ssm_bias",
+                    "n_routed_experts": "experts",
+                    "moe_shared_expert_intermediate_size": "shared_ff",
+                },
+                derive=_nemotron_h_derive,
             ),
-            {
-                "vocab": ("embeddings", 0),
-                "d_model": ("embeddings", 1),
-                "ssm_heads": ("layers.0.mixer.A_log", 0),
-                "ssm_inner": ("layers.0.mixer.out_proj", 1),
-                "ssm_in": ("layers.0.mixer.in_proj", 0),
-                "ssm_conv": ("layers.0.mixer.conv1d", 0),
-                "conv_kernel": ("layers.0.mixer.conv1d", 2),
-                "q_dim": ("layers.0.mixer.q_proj", 0),
-                "kv_dim": ("layers.0.mixer.k_proj", 0),
-                "feedforward": ("layers.0.mixer.up_proj", 0),
-                "experts": ("layers.0.mixer.gate", 0),
-                "expert_ff": expert_ff,
-                "shared_ff": ("layers.0.mixer.shared_experts.up_proj", 0),
-            },
-            {**DECODER_DEFAULTS, "conv_bias": True, "ssm_bias": False},
-            {
-                "mamba_num_heads": "ssm_heads",
-                "mamba_head_dim": "ssm_head_dim",
-                "n_groups": "groups",
-                "ssm_state_size": "state",
-                "conv_kernel": "conv_kernel",
-                "use_conv_bias": "conv_bias",
-                "mamba_proj_bias": "ssm_bias",
-                "n_routed_experts": "experts",
-                "moe_shared_expert_intermediate_size": "shared_ff",
-            },
-            derive=_nemotron_h_derive,
+            NEMOTRON_HUB_MTP,
         )
         for name, how, bases, experts, expert_parts, expert_ff in (
             (

@@ -768,6 +768,73 @@ def test_the_hubs_mtp_layer_is_explained_not_warned(case: str, fp8: bool, tmp_pa
     assert any(f"transformers drops it on load, so its num_parameters() prints {n:,}" in note for note in exp.notes)
 
 
+# The hub's MTP modules under `mtp.` (as Qwen3-Next's, Qwen3.5's and Nemotron 3's checkpoints hold them; names from
+# transformers' conversion_mapping `MtpModel` and its `_keys_to_ignore_on_load_unexpected = ["^mtp.*"]`): a decoder
+# layer of the model's own kind, copied here from a layer transformers wrote, and the module's own norms and projection
+HUB_MTP = {
+    "qwen3_next": (
+        "model.layers.3.",  # (its full-attention layer: Qwen's MTP layer is one)
+        {"fc.weight": (32, 64), "pre_fc_norm_embedding.weight": (32,), "pre_fc_norm_hidden.weight": (32,),
+         "norm.weight": (32,)},
+        {"mtp_num_hidden_layers": 1},
+    ),
+    "qwen3_5_text": (
+        "model.layers.3.",
+        {"fc.weight": (32, 64), "pre_fc_norm_embedding.weight": (32,), "pre_fc_norm_hidden.weight": (32,),
+         "norm.weight": (32,)},
+        {"mtp_num_hidden_layers": 1},
+    ),
+    "nemotron_h": (  # (Nemotron 3's two MTP layers: attention, then a MoE block; layers 2 and 1 of the zoo's model)
+        ("backbone.layers.2.", "backbone.layers.1."),
+        {"layers.0.enorm.weight": (32,), "layers.0.hnorm.weight": (32,), "layers.0.eh_proj.weight": (32, 64),
+         "layers.1.final_layernorm.weight": (32,)},
+        {"num_nextn_predict_layers": 2},
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(HUB_MTP))
+def test_the_hubs_mtp_tensors_are_reported_as_not_loaded(case: str, tmp_path: Path) -> None:
+    # transformers ignores `mtp.*` on load, so its num_parameters() prints less than the file holds: the MTP rows say
+    # what they are (not task heads), the note what num_parameters() prints; no warning, with the config or without
+    import torch
+    import transformers
+    from safetensors.torch import load_file, save_file
+
+    n = build(case, tmp_path)
+    sources, own, config_words = HUB_MTP[case]
+    tensors = load_file(tmp_path / "model.safetensors")
+    for layer, source in enumerate((sources,) if isinstance(sources, str) else sources):
+        for name in [k for k in tensors if k.startswith(source)]:
+            tensors[f"mtp.layers.{layer}.{name.removeprefix(source)}"] = tensors[name].clone()
+    g = torch.Generator().manual_seed(0)
+    for name, shape in own.items():
+        tensors[f"mtp.{name}"] = torch.randn(shape, generator=g)
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    config = json.loads((tmp_path / "config.json").read_text()) | config_words
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert transformers.AutoModelForCausalLM.from_pretrained(tmp_path).num_parameters() == n  # (mtp.* not loaded)
+
+    for with_config in (True, False):
+        if not with_config:
+            (tmp_path / "config.json").unlink()
+        report = inspect(tmp_path / "model.safetensors")
+        exp = report.expectation
+        params = [t for t in report.checkpoint.tensors if t.kind.value == "parameter"]
+        held = sum(t.n_elements for t in params if t.name.startswith("mtp."))
+        assert held > sum(math.prod(s) for s in own.values())  # (the decoder layers' modules too)
+        assert report.checkpoint.n_parameters == n + held  # every parameter the file holds
+        assert exp is not None and exp.matches and not exp.anomalies, exp.layers
+        assert exp.source == ("config" if with_config else "inferred")
+        assert "COUNT_MISMATCH" not in {f.code for f in report.findings}
+        rows = [c for c in exp.layers if c.layer.startswith("mtp.")]
+        assert sum(c.found for c in rows) == held and all("multi-token-prediction" in c.explanation for c in rows)
+        assert any(f"transformers drops it on load, so its num_parameters() prints {n:,}" in note for note in exp.notes)
+        roles = {r.name: r for r in report.roles}
+        assert all(roles[t.name].layer.startswith("mtp.") and roles[t.name].role != "unmatched" for t in params
+                   if t.name.startswith("mtp."))  # fmt: skip
+
+
 def test_gpt_oss_in_llama_cpps_layout_is_checked_from_its_metadata(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # llama.cpp's converter writes gpt-oss's fused experts as stacked gate, up and down projections, each with its
     # bias per expert (GptOssModel.modify_tensors: gate_up_proj's interleaved halves apart), under gguf-py's names for
