@@ -180,6 +180,10 @@ UP_DOWN_MLP = (  # a two-layer MLP named as Llama's (Arcee, Jais 2, Apertus)
     _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
 )
 GATED_MLP = (_linear("layers.{i}.mlp.gate_proj", "d_model", "feedforward", "mlp_bias"), *UP_DOWN_MLP)  # Llama's
+FUSED_GATED_MLP = (  # a gated MLP whose gate and up projections are one (Phi-3's, GLM's)
+    _linear("layers.{i}.mlp.gate_up_proj", "d_model", "feedforward*2", "mlp_bias"),
+    _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+)
 LLAMA_LAYER = (
     *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
     _norm("layers.{i}.self_attn.q_norm", "head_dim", when="qk_norm"),
@@ -432,22 +436,26 @@ def _mamba2_widths(
         h.setdefault(in_dim, h[conv] + h[inner] + h[heads])
 
 
-def _widths_from_config(h: dict[str, Any], inner: str, conv: str, in_dim: str, head_dim: str | None = None) -> None:
+def _widths_from_config(h: dict[str, Any], inner: str, conv: str, in_dim: str, inner_from: str | None = None) -> None:
     """Where a config states the sizes (`from_shapes` false), the Mamba-2 widths read off the file give way to those the
     relations (`_mamba2_widths`) derive from the config's sizes, each where it states what the width derives from: the
-    convolution's where it states the groups and the state (which no tensor shows alone), the inner one where the
-    inner width is heads x `head_dim` and it states a head's width (Nemotron-H's; a GGUF file's metadata states none),
-    in_proj's always. A file whose widths are not its config's is then reported, not read as it is."""
+    convolution's where it states the groups and the state (which no tensor shows alone), the inner one where it states
+    `inner_from` (Nemotron-H's head width, inner = heads x it; Mamba-2's `expand`, inner = expand x d_model; a GGUF
+    file's metadata states neither), in_proj's always. A file whose widths are not its config's is then reported, not
+    read as it is."""
     if h.get("from_shapes") is not False:
         return
-    stated = ((inner, head_dim is not None and h.get(head_dim)), (conv, h.get("groups") and h.get("state")))
+    stated = ((inner, inner_from is not None and h.get(inner_from)), (conv, h.get("groups") and h.get("state")))
     for width in (*(width for width, given in stated if given), in_dim):
         h.pop(width, None)
 
 
 def _mamba2_derive(h: dict[str, Any]) -> None:
-    """Mamba-2's sizes as Mamba2Config relates them (`_mamba2_widths`), its defaults for what nothing gave."""
-    _widths_from_config(h, "inner", "conv_dim", "in_dim")
+    """Mamba-2's sizes as Mamba2Config relates them (`_mamba2_widths`), its inner width `expand` x d_model where that is
+    stated (Mamba2Mixer's `intermediate_size`), its defaults for what nothing gave."""
+    _widths_from_config(h, "inner", "conv_dim", "in_dim", inner_from="expand")
+    if h.get("expand") and h.get("d_model") and not h.get("inner"):
+        h["inner"] = int(h["expand"]) * int(h["d_model"])
     if h.get("inner") and h.get("heads") and not h.get("head_dim"):
         h["head_dim"] = h["inner"] // h["heads"]
     for name, value in (("state", 128), ("groups", 8), ("conv_kernel", 4), ("head_dim", 64)):
@@ -583,8 +591,9 @@ DEEPSEEK_MOE_CONFIG = {
 # (`layers.{num_hidden_layers}`: a whole decoder layer, its two input norms, the projection of their concatenation, a
 # head of its own; V3's own `embed_tokens` too): transformers drops it on load, so a file of such a layer holds more
 # than `num_parameters()` prints, by exactly that layer. Expected where the file has them, in the layers that do.
+MTP_MODULE = "mtp_module"  # (the `when` of every part of an MTP module: `family_check` says what their rows are)
 MTP_PARTS = tuple(
-    replace(p, when="mtp_module", over="mtp_layers")
+    replace(p, when=MTP_MODULE, over="mtp_layers")
     for p in (
         _norm("layers.{i}.enorm"),
         _norm("layers.{i}.hnorm"),
@@ -594,6 +603,34 @@ MTP_PARTS = tuple(
         Part("layers.{i}.embed_tokens", "embedding", ("vocab", "d_model")),
     )
 )
+
+
+def _hub_mtp(family: Family, own: tuple[Part, ...]) -> Family:
+    """`family` with its MTP module as the hub's checkpoints hold it outside the model, under `mtp.` (Qwen3-Next's,
+    Qwen3.5's, Nemotron 3's; transformers ignores `mtp.*` on load, `_keys_to_ignore_on_load_unexpected`): the family's
+    layer parts under `mtp.layers.{i}.`, each in the MTP layers holding it (each layer the kind it is), and the module's
+    `own` parts; all expected where the file has them."""
+    layer = tuple(
+        replace(p, path="/mtp." + p.path, when=MTP_MODULE, over="mtp." + (p.over or "layers"))
+        for p in family.parts
+        if p.path.startswith("layers.{i}.")
+    )
+    return replace(family, parts=(*family.parts, *layer, *own))
+
+
+# Qwen3-Next's and Qwen3.5's MTP module's own parts (`mtp.fc` projects the normed embedding and hidden state together)
+QWEN_HUB_MTP = tuple(
+    replace(p, when=MTP_MODULE)
+    for p in (
+        _linear("/mtp.fc", "d_model*2", "d_model"),
+        _norm("/mtp.pre_fc_norm_embedding"),
+        _norm("/mtp.pre_fc_norm_hidden"),
+        _norm("/mtp.norm"),
+    )
+)
+# Nemotron 3's: DeepSeek's input norms and projection in its first layer (`MTP_PARTS`, as the family has them), a final
+# norm in its last
+NEMOTRON_HUB_MTP = (_norm("/mtp.layers.{i}.final_layernorm", when=MTP_MODULE, over="mtp.final_layers"),)
 
 
 def _with_mtp_layers(h: dict[str, Any]) -> None:
@@ -767,7 +804,7 @@ def _nemotron_h_derive(h: dict[str, Any]) -> None:
     where the file did not say (every layer Mamba's), the MTP layers counted among the layers where the file holds
     them."""
     _with_mtp_layers(h)
-    _widths_from_config(h, "ssm_inner", "ssm_conv", "ssm_in", head_dim="ssm_head_dim")
+    _widths_from_config(h, "ssm_inner", "ssm_conv", "ssm_in", inner_from="ssm_head_dim")
     _mamba2_widths(h, "ssm_heads", "ssm_head_dim", "ssm_inner", "ssm_conv", "ssm_in")
     h.setdefault("conv_kernel", 4)
     for kind in ("attention_layers", "mlp_layers", "moe_layers"):
@@ -1028,8 +1065,7 @@ FAMILIES: tuple[Family, ...] = (
             _linear("layers.{i}.self_attn.o_proj", "q_dim", "d_model", "attention_bias", role="attention_output"),
             _norm("layers.{i}.input_layernorm"),
             _norm("layers.{i}.post_attention_layernorm"),
-            _linear("layers.{i}.mlp.gate_up_proj", "d_model", "feedforward*2", "mlp_bias"),
-            _linear("layers.{i}.mlp.down_proj", "feedforward", "d_model", "mlp_bias"),
+            *FUSED_GATED_MLP,
         ),
         {
             "vocab": ("embed_tokens", 0),
@@ -1039,6 +1075,41 @@ FAMILIES: tuple[Family, ...] = (
             "feedforward": ("layers.0.mlp.down_proj", 1),
         },  # fmt: skip
         DECODER_DEFAULTS,
+    ),
+    *(
+        Family(
+            name,
+            description,
+            (name,),
+            ("model.", ""),
+            (
+                *DECODER_ENDS,
+                *(  # (attention_bias is q/k/v's: its o_proj has none)
+                    replace(p, bias=None) if p.path.endswith(".o_proj") else p
+                    for p in _attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj")
+                ),
+                _norm("layers.{i}.input_layernorm"),
+                _norm("layers.{i}.post_attention_layernorm"),
+                *FUSED_GATED_MLP,
+                *post_norms,
+            ),
+            {**DECODER_READS, "feedforward": ("layers.0.mlp.down_proj", 1)},
+            {**DECODER_DEFAULTS, "attention_bias": True},
+        )
+        for name, description, post_norms in (
+            (
+                "glm",
+                "GLM (glm-4-9b-chat-hf): Llama-style attention with q/k/v biases where attention_bias (o_proj none), "
+                "Phi-3's fused gate_up_proj",
+                (),
+            ),
+            (
+                "glm4",
+                "GLM-4 (GLM-4-0414): GLM's layers (q/k/v biases, a fused gate_up_proj) with the attention's and the "
+                "MLP's outputs normed too (post_self_attn_layernorm, post_mlp_layernorm)",
+                (_norm("layers.{i}.post_self_attn_layernorm"), _norm("layers.{i}.post_mlp_layernorm")),
+            ),
+        )
     ),
     Family(
         "olmo2",
@@ -1242,37 +1313,44 @@ FAMILIES: tuple[Family, ...] = (
         GATED_MLP,
         _deepseek_derive,
     ),
-    Family(
-        "qwen3_5",
-        "Qwen3.5 (dense): Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated full attention (q_proj "
-        "twice q_dim: the output gate) with per-head q/k norms; a gated MLP",
-        ("qwen3_5_text",),
-        ("model.", ""),
-        (*HYBRID_QWEN_LAYER, *GATED_MLP),
-        HYBRID_QWEN_READS | {"feedforward": ("layers.0.mlp.up_proj", 0)},
-        DECODER_DEFAULTS,
-        HYBRID_QWEN_CONFIG,
-        derive=_gated_delta_derive,
-    ),
-    *_expert_layouts(
-        "qwen3_next",
-        (
-            "Qwen3-Next / Qwen3.5-MoE: Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated full "
-            "attention with per-head q/k norms; in every layer a router, `experts` gated experts of expert_ff and a "
-            "gated shared expert",
-            "Qwen3-Next / Qwen3.5-MoE as transformers 5 holds it (torch.save of its state dict): the experts fused "
-            "into gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
-            "Qwen3-Next / Qwen3.5-MoE as llama.cpp's converter writes it (GGUF): the experts stacked into gate_proj "
-            "and up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+    _hub_mtp(
+        Family(
+            "qwen3_5",
+            "Qwen3.5 (dense): Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated full attention "
+            "(q_proj twice q_dim: the output gate) with per-head q/k norms; a gated MLP; the hub's MTP module (`mtp.`) "
+            "where the file holds it",
+            ("qwen3_5_text",),
+            ("model.", ""),
+            (*HYBRID_QWEN_LAYER, *GATED_MLP),
+            HYBRID_QWEN_READS | {"feedforward": ("layers.0.mlp.up_proj", 0)},
+            DECODER_DEFAULTS,
+            HYBRID_QWEN_CONFIG,
+            derive=_gated_delta_derive,
         ),
-        ("qwen3_next", "qwen3_5_moe_text"),
-        HYBRID_QWEN_LAYER,
-        QWEN_SHARED_EXPERT,
-        HYBRID_QWEN_READS | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0)},
-        DECODER_DEFAULTS,
-        {**HYBRID_QWEN_CONFIG, "decoder_sparse_step": "moe_step", "mlp_only_layers": "mlp_only"},
-        GATED_MLP,
-        _gated_delta_moe_derive,
+        QWEN_HUB_MTP,
+    ),
+    *(
+        _hub_mtp(f, QWEN_HUB_MTP)  # (in each layout: the file says which it holds)
+        for f in _expert_layouts(
+            "qwen3_next",
+            (
+                "Qwen3-Next / Qwen3.5-MoE: Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated "
+                "full attention with per-head q/k norms; in every layer a router, `experts` gated experts of expert_ff "
+                "and a gated shared expert; the hub's MTP module (`mtp.`) where the file holds it",
+                "Qwen3-Next / Qwen3.5-MoE as transformers 5 holds it (torch.save of its state dict): the experts "
+                "fused into gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
+                "Qwen3-Next / Qwen3.5-MoE as llama.cpp's converter writes it (GGUF): the experts stacked into "
+                "gate_proj and up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+            ),
+            ("qwen3_next", "qwen3_5_moe_text"),
+            HYBRID_QWEN_LAYER,
+            QWEN_SHARED_EXPERT,
+            HYBRID_QWEN_READS | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0)},
+            DECODER_DEFAULTS,
+            {**HYBRID_QWEN_CONFIG, "decoder_sparse_step": "moe_step", "mlp_only_layers": "mlp_only"},
+            GATED_MLP,
+            _gated_delta_moe_derive,
+        )
     ),
     Family(
         "cohere",
@@ -1349,20 +1427,26 @@ FAMILIES: tuple[Family, ...] = (
         "qwen2_moe",
         (
             "Qwen2-MoE / Qwen3-MoE: a router, `experts` gated experts of expert_ff and an optional gated shared expert "
-            "(dense MLP layers of feedforward where the config says)",
+            "(dense MLP layers of feedforward where the config says); q/k/v biases where attention_bias (Qwen2-MoE's "
+            "`qkv_bias`), an o_proj bias where o_bias (Qwen3-MoE's `attention_bias` is both)",
             "Qwen2/3-MoE as transformers 5 holds it (torch.save of its state dict): a router, the experts fused into "
             "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
             "Qwen2/3-MoE as llama.cpp's converter writes it (GGUF): a router, the experts stacked into gate_proj and "
             "up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
         ),
         ("qwen2_moe", "qwen3_moe"),
-        (*DECODER_ENDS, *LLAMA_LAYER),
+        # (q/k/v's bias is Qwen2-MoE's `qkv_bias`, its o_proj has none; Qwen3-MoE's `attention_bias` is all four's)
+        (*DECODER_ENDS, *(replace(p, bias="o_bias") if p.path.endswith(".o_proj") else p for p in LLAMA_LAYER)),
         QWEN_SHARED_EXPERT,
         LLAMA_READS
         | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0), "feedforward": ("layers.0.mlp.up_proj", 0)},
-        {"tied": False, "attention_bias": True, "norm_shift": False, "head_bias": False},
-        # its dense layers (`mlp_only_layers`, and those `decoder_sparse_step` skips) hold a dense MLP of feedforward
-        {"decoder_sparse_step": "moe_step", "mlp_only_layers": "mlp_only"},
+        {"tied": False, "attention_bias": True, "o_bias": False, "norm_shift": False, "head_bias": False},
+        {  # its dense layers (`mlp_only_layers`, and those `decoder_sparse_step` skips) hold a dense MLP of feedforward
+            "decoder_sparse_step": "moe_step",
+            "mlp_only_layers": "mlp_only",
+            "qkv_bias": "attention_bias",
+            "attention_bias": "o_bias",
+        },
         GATED_MLP,
     ),
     *_expert_layouts(
@@ -1702,77 +1786,80 @@ FAMILIES: tuple[Family, ...] = (
         )
     ),
     *(
-        Family(
-            name,
-            f"Nemotron-H (Nemotron Nano 2, Nemotron 3){how}: each layer one mixer after a norm, a Mamba-2 block (fused "
-            "in_proj, conv1d, per-head A_log, D and dt_bias, a gated norm, out_proj), grouped-query attention, a "
-            f"squared-ReLU MLP (up_proj, down_proj) or a MoE block (a router, experts {experts}, a shared expert); "
-            "the hub's MTP module where the file holds it",
-            ("nemotron_h",),
-            bases,
-            (
-                Part("embeddings", "embedding", ("vocab", "d_model")),
-                _norm("layers.{i}.norm"),
-                _norm("norm_f"),
-                _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embeddings"),
-                *(
-                    replace(p, over="mamba_layers")
-                    for p in _mamba2_mixer("ssm_heads", "ssm_inner", "ssm_conv", "ssm_in")
+        _hub_mtp(
+            Family(
+                name,
+                f"Nemotron-H (Nemotron Nano 2, Nemotron 3){how}: each layer one mixer after a norm, a Mamba-2 block "
+                "(fused in_proj, conv1d, per-head A_log, D and dt_bias, a gated norm, out_proj), grouped-query "
+                f"attention, a squared-ReLU MLP (up_proj, down_proj) or a MoE block (a router, experts {experts}, a "
+                "shared expert); the hub's MTP module (`mtp.`) where the file holds it",
+                ("nemotron_h",),
+                bases,
+                (
+                    Part("embeddings", "embedding", ("vocab", "d_model")),
+                    _norm("layers.{i}.norm"),
+                    _norm("norm_f"),
+                    _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embeddings"),
+                    *(
+                        replace(p, over="mamba_layers")
+                        for p in _mamba2_mixer("ssm_heads", "ssm_inner", "ssm_conv", "ssm_in")
+                    ),
+                    *(
+                        replace(p, over="attention_layers")
+                        for p in _attention("layers.{i}.mixer", "q_proj", "k_proj", "v_proj", "o_proj")
+                    ),
+                    *(
+                        replace(p, over="mlp_layers")
+                        for p in (
+                            _linear("layers.{i}.mixer.up_proj", "d_model", "feedforward", "mlp_bias"),
+                            _linear("layers.{i}.mixer.down_proj", "feedforward", "d_model", "mlp_bias"),
+                        )
+                    ),
+                    *(
+                        replace(p, over="moe_layers")
+                        for p in (
+                            _linear("layers.{i}.mixer.gate", "d_model", "experts"),
+                            *expert_parts,
+                            _linear("layers.{i}.mixer.shared_experts.up_proj", "d_model", "shared_ff", "mlp_bias"),
+                            _linear("layers.{i}.mixer.shared_experts.down_proj", "shared_ff", "d_model", "mlp_bias"),
+                        )
+                    ),
+                    # the hub's MTP module where the file holds it (Nemotron 3's `mtp.layers.0` and `.1`: llama.cpp's
+                    # converter writes the two as one layer after the last, an attention and a MoE mixer, the latter's
+                    # norm named post_attention_layernorm)
+                    *MTP_PARTS,
+                    replace(MTP_PARTS[0], path="layers.{i}.post_attention_layernorm"),
                 ),
-                *(
-                    replace(p, over="attention_layers")
-                    for p in _attention("layers.{i}.mixer", "q_proj", "k_proj", "v_proj", "o_proj")
-                ),
-                *(
-                    replace(p, over="mlp_layers")
-                    for p in (
-                        _linear("layers.{i}.mixer.up_proj", "d_model", "feedforward", "mlp_bias"),
-                        _linear("layers.{i}.mixer.down_proj", "feedforward", "d_model", "mlp_bias"),
-                    )
-                ),
-                *(
-                    replace(p, over="moe_layers")
-                    for p in (
-                        _linear("layers.{i}.mixer.gate", "d_model", "experts"),
-                        *expert_parts,
-                        _linear("layers.{i}.mixer.shared_experts.up_proj", "d_model", "shared_ff", "mlp_bias"),
-                        _linear("layers.{i}.mixer.shared_experts.down_proj", "shared_ff", "d_model", "mlp_bias"),
-                    )
-                ),
-                # the hub's MTP module where the file holds it (Nemotron 3's `mtp.layers.0` and `.1`: llama.cpp's
-                # converter writes the two as one layer after the last, an attention and a MoE mixer, the latter's
-                # norm named post_attention_layernorm)
-                *MTP_PARTS,
-                replace(MTP_PARTS[0], path="layers.{i}.post_attention_layernorm"),
+                {
+                    "vocab": ("embeddings", 0),
+                    "d_model": ("embeddings", 1),
+                    "ssm_heads": ("layers.0.mixer.A_log", 0),
+                    "ssm_inner": ("layers.0.mixer.out_proj", 1),
+                    "ssm_in": ("layers.0.mixer.in_proj", 0),
+                    "ssm_conv": ("layers.0.mixer.conv1d", 0),
+                    "conv_kernel": ("layers.0.mixer.conv1d", 2),
+                    "q_dim": ("layers.0.mixer.q_proj", 0),
+                    "kv_dim": ("layers.0.mixer.k_proj", 0),
+                    "feedforward": ("layers.0.mixer.up_proj", 0),
+                    "experts": ("layers.0.mixer.gate", 0),
+                    "expert_ff": expert_ff,
+                    "shared_ff": ("layers.0.mixer.shared_experts.up_proj", 0),
+                },
+                {**DECODER_DEFAULTS, "conv_bias": True, "ssm_bias": False},
+                {
+                    "mamba_num_heads": "ssm_heads",
+                    "mamba_head_dim": "ssm_head_dim",
+                    "n_groups": "groups",
+                    "ssm_state_size": "state",
+                    "conv_kernel": "conv_kernel",
+                    "use_conv_bias": "conv_bias",
+                    "mamba_proj_bias": "ssm_bias",
+                    "n_routed_experts": "experts",
+                    "moe_shared_expert_intermediate_size": "shared_ff",
+                },
+                derive=_nemotron_h_derive,
             ),
-            {
-                "vocab": ("embeddings", 0),
-                "d_model": ("embeddings", 1),
-                "ssm_heads": ("layers.0.mixer.A_log", 0),
-                "ssm_inner": ("layers.0.mixer.out_proj", 1),
-                "ssm_in": ("layers.0.mixer.in_proj", 0),
-                "ssm_conv": ("layers.0.mixer.conv1d", 0),
-                "conv_kernel": ("layers.0.mixer.conv1d", 2),
-                "q_dim": ("layers.0.mixer.q_proj", 0),
-                "kv_dim": ("layers.0.mixer.k_proj", 0),
-                "feedforward": ("layers.0.mixer.up_proj", 0),
-                "experts": ("layers.0.mixer.gate", 0),
-                "expert_ff": expert_ff,
-                "shared_ff": ("layers.0.mixer.shared_experts.up_proj", 0),
-            },
-            {**DECODER_DEFAULTS, "conv_bias": True, "ssm_bias": False},
-            {
-                "mamba_num_heads": "ssm_heads",
-                "mamba_head_dim": "ssm_head_dim",
-                "n_groups": "groups",
-                "ssm_state_size": "state",
-                "conv_kernel": "conv_kernel",
-                "use_conv_bias": "conv_bias",
-                "mamba_proj_bias": "ssm_bias",
-                "n_routed_experts": "experts",
-                "moe_shared_expert_intermediate_size": "shared_ff",
-            },
-            derive=_nemotron_h_derive,
+            NEMOTRON_HUB_MTP,
         )
         for name, how, bases, experts, expert_parts, expert_ff in (
             (
@@ -2385,7 +2472,7 @@ FAMILIES: tuple[Family, ...] = (
             "conv_kernel": ("layers.0.mixer.conv1d", 2),
         },
         {"tied": False, "ssm_bias": False, "conv_bias": True, "norm_shift": False, "head_bias": False},
-        {"state_size": "state", "n_groups": "groups", "conv_kernel": "conv_kernel"},
+        {"state_size": "state", "n_groups": "groups", "conv_kernel": "conv_kernel", "expand": "expand"},
         derive=_mamba2_derive,
         uniform=True,
     ),

@@ -20,6 +20,7 @@ from inspector.families import (
     FAMILIES,
     FAMILIES_BY_MODEL_TYPE,
     FAMILY_BY_NAME,
+    MTP_MODULE,
     Family,
     Part,
     derive_transformer,
@@ -61,7 +62,7 @@ def _config_value(config: Mapping[str, Any], key: str) -> Any:
 
 
 # the config's true/false facts and its fractions (LFM2's feed-forward rule); the rest are sizes
-FLAGS = frozenset({"tied", "attention_bias", "mlp_bias", "conv_bias", "ssm_bias", "ff_auto"})
+FLAGS = frozenset({"tied", "attention_bias", "o_bias", "mlp_bias", "conv_bias", "ssm_bias", "ff_auto"})
 FRACTIONS = frozenset({"ff_multiplier"})
 FIRST_LAYER = "layers.0."  # where a family reads a layer's sizes
 LAYER_LISTS = frozenset({"mlp_only"})  # the config's lists of layer indices
@@ -470,9 +471,10 @@ def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None
         if part.when is not None and (not view.has_any(part.path) if view is not None else not h.get(part.when)):
             continue
         template = part.path.removeprefix("/")
+        prefix = (view.outer if view is not None else "") if part.path.startswith("/") else base
         role = part_role(part)
         for path in _expand(template, h, part.over):
-            full = (view.outer if view is not None else "") + path if part.path.startswith("/") else base + path
+            full = prefix + path
             tensors = view.module(full) if view is not None else None
             if part.tied is not None:
                 if view is None:
@@ -488,7 +490,7 @@ def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None
                 if tied:
                     out.append(ExpectedModule(full, full, None, role, base + part.tied))
                     continue
-            row = full if part.path.startswith("/") else block_of(full, base + template)
+            row = block_of(full, prefix + template)  # (outside the prefix: a row of its own, but an MTP layer's)
             out.append(ExpectedModule(full, row, _spec(part, h, tensors, full), role, template=part.path))
     return out
 
@@ -541,7 +543,10 @@ class _Row:
 
 
 HEAD_NOTE = "a task head outside the model: counted from its own shapes"
-MTP_ROW = "the multi-token-prediction module the hub's checkpoints keep after the last layer (num_nextn_predict_layers)"
+MTP_ROW = (
+    "the multi-token-prediction module the hub's checkpoints keep beside the model's layers (num_nextn_predict_layers, "
+    "mtp_num_hidden_layers)"
+)
 # Formats an exporter writes from a model, rewriting its tensors (format -> what the exporters do, and the note on
 # a tensor no part names). The file holds what the exporter wrote: a module of the formula the file lacks, or a
 # tensor under a name no part has, is the exporter's doing, not a fault; a module the file holds under its own
@@ -632,7 +637,8 @@ def check(
         row.found += found
         row.kinds.add(QUANTIZATION_KIND)
     notes = _notes(family, h, source)
-    mtp = [name for name in dict.fromkeys(view.full(f"layers.{i}") for i in h.get("mtp_layers") or ()) if name in rows]
+    mtp_parts = {p.path for p in family.parts if p.when == MTP_MODULE}
+    mtp = list(dict.fromkeys(e.row for e, _ in expected if e.template in mtp_parts))
     if mtp:  # (the hub's checkpoints hold it, transformers' model has none: what its num_parameters() leaves out)
         for name in mtp:
             rows[name].about = MTP_ROW

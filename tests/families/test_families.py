@@ -125,6 +125,9 @@ def test_a_feed_forward_of_another_size_is_explained(zoo, tmp_path: Path) -> Non
          "holds 32"),
         ("mamba2", {"n_groups": 1}, "backbone.layers.0.mixer.in_proj: the formula gives Dense 4,864, the file holds "
          "5,376 (weight (168, 32))"),
+        # (its inner width is expand x d_model, Mamba2Mixer's; heads x head_dim must equal it, Mamba2Config checks)
+        ("mamba2", {"expand": 4, "head_dim": 16}, "backbone.layers.0.mixer.out_proj: the formula gives Dense 4,096, "
+         "the file holds 2,048 (weight (32, 64))"),
         ("falcon_h1", {"mamba_d_state": 16}, "model.layers.0.mamba.conv1d: the formula gives Conv 480, the file holds "
          "320 (bias (64,), weight (64, 1, 4))"),
     ],
@@ -250,6 +253,22 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
             "n_shared=1 first_dense=1 q_lora=768 kv_lora=512 nope=192 rope=64 v_head=256",
             29_943_390_976,
         ),
+        # Qwen2MoeForCausalLM(Qwen2MoeConfig()) (Qwen1.5-MoE-A2.7B: q/k/v biases, none on o_proj) and
+        # Qwen3MoeForCausalLM(Qwen3MoeConfig(attention_bias=True)) (a bias on all four projections)
+        (
+            "qwen2_moe vocab=151936 d_model=2048 layers=24 heads=16 feedforward=5632 experts=60 expert_ff=1408 "
+            "shared_ff=5632 shared_expert=true",
+            14_315_784_192,
+        ),
+        (
+            "qwen2_moe vocab=151936 d_model=2048 layers=24 heads=32 kv_heads=4 experts=128 expert_ff=768 "
+            "attention_bias=true o_bias=true qk_norm=true",
+            15_350_842_368,
+        ),
+        # GlmForCausalLM(GlmConfig()) and Glm4ForCausalLM(Glm4Config()) (GLM-4-9B-0414: the same layers normed after
+        # attention and after the MLP too)
+        ("glm vocab=151552 d_model=4096 layers=40 heads=32 kv_heads=2 head_dim=128 feedforward=13696", 9_399_951_360),
+        ("glm4 vocab=151552 d_model=4096 layers=40 heads=32 kv_heads=2 head_dim=128 feedforward=13696", 9_400_279_040),
         # Glm4MoeForCausalLM at GLM-4.5-Air's sizes (q/k/v biases, heads of 128 over a d_model of 4,096)
         (
             "glm4_moe vocab=151552 d_model=4096 layers=46 heads=96 kv_heads=8 head_dim=128 feedforward=10944 "
@@ -464,6 +483,10 @@ def _small_model(model_type: str, auto: str, folder: Path, **flags: object) -> i
         ("llama", {"tie_word_embeddings": True, "attention_bias": True, "mlp_bias": True}),
         ("gpt2", {"tie_word_embeddings": False}),
         ("qwen2", {"tie_word_embeddings": True}),
+        # q/k/v biases, and an o_proj bias only where Qwen3-MoE's attention_bias says
+        ("qwen2_moe", {"qkv_bias": False}),
+        ("qwen3_moe", {"attention_bias": True}),
+        ("glm4", {"attention_bias": False, "pad_token_id": 0}),
         ("mamba", {"use_bias": True, "use_conv_bias": False, "tie_word_embeddings": False}),
         ("mamba2", {"use_bias": True, "use_conv_bias": False, "tie_word_embeddings": True, "num_heads": 8}),
         # MoE layers interleaved with dense ones (Llama 4 Maverick's layout): each layer as it is
@@ -799,6 +822,73 @@ def test_the_hubs_mtp_layer_is_explained_not_warned(case: str, fp8: bool, tmp_pa
     row = next(c for c in exp.layers if c.layer == f"model.layers.{layers}")
     assert row.found == held - mtp_scales and "multi-token-prediction" in row.explanation
     assert any(f"transformers drops it on load, so its num_parameters() prints {n:,}" in note for note in exp.notes)
+
+
+# The hub's MTP modules under `mtp.` (as Qwen3-Next's, Qwen3.5's and Nemotron 3's checkpoints hold them; names from
+# transformers' conversion_mapping `MtpModel` and its `_keys_to_ignore_on_load_unexpected = ["^mtp.*"]`): a decoder
+# layer of the model's own kind, copied here from a layer transformers wrote, and the module's own norms and projection
+HUB_MTP = {
+    "qwen3_next": (
+        "model.layers.3.",  # (its full-attention layer: Qwen's MTP layer is one)
+        {"fc.weight": (32, 64), "pre_fc_norm_embedding.weight": (32,), "pre_fc_norm_hidden.weight": (32,),
+         "norm.weight": (32,)},
+        {"mtp_num_hidden_layers": 1},
+    ),
+    "qwen3_5_text": (
+        "model.layers.3.",
+        {"fc.weight": (32, 64), "pre_fc_norm_embedding.weight": (32,), "pre_fc_norm_hidden.weight": (32,),
+         "norm.weight": (32,)},
+        {"mtp_num_hidden_layers": 1},
+    ),
+    "nemotron_h": (  # (Nemotron 3's two MTP layers: attention, then a MoE block; layers 2 and 1 of the zoo's model)
+        ("backbone.layers.2.", "backbone.layers.1."),
+        {"layers.0.enorm.weight": (32,), "layers.0.hnorm.weight": (32,), "layers.0.eh_proj.weight": (32, 64),
+         "layers.1.final_layernorm.weight": (32,)},
+        {"num_nextn_predict_layers": 2},
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(HUB_MTP))
+def test_the_hubs_mtp_tensors_are_reported_as_not_loaded(case: str, tmp_path: Path) -> None:
+    # transformers ignores `mtp.*` on load, so its num_parameters() prints less than the file holds: the MTP rows say
+    # what they are (not task heads), the note what num_parameters() prints; no warning, with the config or without
+    import torch
+    import transformers
+    from safetensors.torch import load_file, save_file
+
+    n = build(case, tmp_path)
+    sources, own, config_words = HUB_MTP[case]
+    tensors = load_file(tmp_path / "model.safetensors")
+    for layer, source in enumerate((sources,) if isinstance(sources, str) else sources):
+        for name in [k for k in tensors if k.startswith(source)]:
+            tensors[f"mtp.layers.{layer}.{name.removeprefix(source)}"] = tensors[name].clone()
+    g = torch.Generator().manual_seed(0)
+    for name, shape in own.items():
+        tensors[f"mtp.{name}"] = torch.randn(shape, generator=g)
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    config = json.loads((tmp_path / "config.json").read_text()) | config_words
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert transformers.AutoModelForCausalLM.from_pretrained(tmp_path).num_parameters() == n  # (mtp.* not loaded)
+
+    for with_config in (True, False):
+        if not with_config:
+            (tmp_path / "config.json").unlink()
+        report = inspect(tmp_path / "model.safetensors")
+        exp = report.expectation
+        params = [t for t in report.checkpoint.tensors if t.kind.value == "parameter"]
+        held = sum(t.n_elements for t in params if t.name.startswith("mtp."))
+        assert held > sum(math.prod(s) for s in own.values())  # (the decoder layers' modules too)
+        assert report.checkpoint.n_parameters == n + held  # every parameter the file holds
+        assert exp is not None and exp.matches and not exp.anomalies, exp.layers
+        assert exp.source == ("config" if with_config else "inferred")
+        assert "COUNT_MISMATCH" not in {f.code for f in report.findings}
+        rows = [c for c in exp.layers if c.layer.startswith("mtp.")]
+        assert sum(c.found for c in rows) == held and all("multi-token-prediction" in c.explanation for c in rows)
+        assert any(f"transformers drops it on load, so its num_parameters() prints {n:,}" in note for note in exp.notes)
+        roles = {r.name: r for r in report.roles}
+        assert all(roles[t.name].layer.startswith("mtp.") and roles[t.name].role != "unmatched" for t in params
+                   if t.name.startswith("mtp."))  # fmt: skip
 
 
 def test_gpt_oss_in_llama_cpps_layout_is_checked_from_its_metadata(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

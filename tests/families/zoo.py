@@ -359,6 +359,10 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         {**SMALL_DECODER, "num_hidden_layers": 4, "head_dim": 8, "num_local_experts": 4, "block_size": 16},
     ),
     "exaone": ("AutoModelForCausalLM", {**SMALL_DECODER, "num_layers": 2}),  # Llama's layers under GPT-2-like names
+    # GLM and GLM-4: Llama-style attention with q/k/v biases (none on o_proj), a fused gate_up_proj; GLM-4 norms the
+    # attention's and the MLP's outputs too (a head of 8 over d_model 32; its default pad token is past a tiny vocab)
+    "glm": ("AutoModelForCausalLM", {**SMALL_DECODER, "head_dim": 8, "pad_token_id": 0}),
+    "glm4": ("AutoModelForCausalLM", {**SMALL_DECODER, "head_dim": 8, "pad_token_id": 0}),
     "glm4_moe": (  # Llama-style attention with q/k/v biases and per-head q/k norms, DeepSeek's MoE layers
         "AutoModelForCausalLM",
         {**SMALL_DEEPSEEK, "num_hidden_layers": 3, "attention_bias": True, "use_qk_norm": True},
