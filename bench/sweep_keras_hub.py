@@ -165,8 +165,50 @@ PARTS: dict[str, dict[str, tuple[str, str, dict[str, Any]]]] = {
         "vision_encoder": ("siglip.siglip_vision_encoder", "SigLIPVisionEncoder", IMAGE_TOWER),
         "text_encoder": ("siglip.siglip_text_encoder", "SigLIPTextEncoder", TEXT_TOWER),
     },
+    "MetaCLIP2Backbone": {
+        "vision_encoder": ("metaclip_2.metaclip_2_vision_encoder", "MetaCLIP2VisionEncoder", IMAGE_TOWER),
+        "text_encoder": ("metaclip_2.metaclip_2_text_encoder", "MetaCLIP2TextEncoder", TEXT_TOWER),
+    },
+    "SAMBackbone": {
+        "image_encoder": (
+            "vit_det.vit_det_backbone",
+            "ViTDetBackbone",
+            TOWER
+            | {"hidden_size": 32, "global_attention_layer_indices": [1], "image_shape": (64, 64, 3), "patch_size": 16}
+            | {"num_output_channels": 32, "window_size": 2},
+        ),
+        "prompt_encoder": (
+            "sam.sam_prompt_encoder",
+            "SAMPromptEncoder",
+            {"hidden_size": 32, "image_embedding_size": (4, 4), "input_image_size": (64, 64)},
+        ),
+        "mask_decoder": (
+            "sam.sam_mask_decoder",
+            "SAMMaskDecoder",
+            {"hidden_size": 32, "num_layers": 2, "intermediate_dim": 64, "num_heads": 2, "embedding_dim": 32}
+            | {"iou_head_hidden_dim": 32},
+        ),
+    },
+    "SegFormerBackbone": {"image_encoder": ("mit.mit_backbone", "MiTBackbone", CLASS_WORDS["MiTBackbone"])},
+    "DeepLabV3Backbone": {"image_encoder": ("resnet.resnet_backbone", "ResNetBackbone", CLASS_WORDS["ResNetBackbone"])},
 }
-CLASS_WORDS["CLIPBackbone"] = {"projection_dim": 16}
+PARTS["SAMBackbone"]["image_encoder"][2].pop("hidden_dim")
+CLASS_WORDS["CLIPBackbone"] = CLASS_WORDS["MetaCLIP2Backbone"] = {"projection_dim": 16}
+CLASS_WORDS["SegFormerBackbone"] = {"projection_filters": 16}
+CLASS_WORDS["DeepLabV3Backbone"] = {"spatial_pyramid_pooling_key": "P3", "upsampling_size": 8, "dilation_rates": [2]}
+CLASS_WORDS["T5GemmaBackbone"] = {
+    f"{side}_{word}": value
+    for side in ("encoder", "decoder")
+    for word, value in {
+        "hidden_dim": 32,
+        "intermediate_dim": 64,
+        "num_layers": 2,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "head_dim": 16,
+        "layer_types": ["full_attention", "full_attention"],
+    }.items()
+}
 
 
 def parts(name: str) -> dict[str, Any]:

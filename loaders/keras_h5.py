@@ -43,8 +43,10 @@ FROZEN_VARS: dict[str, frozenset[str]] = {
     # keras-hub's layers that keep a buffer as a variable (add_weight(trainable=False)): DINOv2's position embeddings
     # (it trains an interpolated copy), Gemma 4's per-block scalar, the rotary inverse frequencies of Moonshine and
     # SmolLM 3 (held by its attention as `rotary_embedding`: the path names it, not its class), the position ids
-    # (integers) of CLIP's and SigLIP's embeddings
+    # (integers) of CLIP's and SigLIP's embeddings, the random Fourier features of SAM's prompt encoder (held as
+    # `positional_embedding_layer`)
     "dinov2_embedding": frozenset({"position_embeddings"}),
+    "positional_embedding_layer": frozenset({"positional_encoding_gaussian_matrix"}),
     **dict.fromkeys(
         ("clip_vision_embedding", "sig_lip_vision_embedding", "sig_lip_text_embedding"), frozenset({"position_ids"})
     ),
@@ -81,6 +83,7 @@ KERAS3_VARS: dict[str, tuple[tuple[str, str | None], ...]] = {
         ("position_embeddings", None),
     ),
     "gemma4_text_decoder_block": (("layer_scalar", None),),
+    "positional_embedding_layer": (("positional_encoding_gaussian_matrix", None),),
     "clip_vision_embedding": (("class_embedding", None), ("position_ids", None)),
     **dict.fromkeys(("sig_lip_vision_embedding", "sig_lip_text_embedding"), (("position_ids", None),)),
     **dict.fromkeys(("moonshine_rotary_embedding", "rotary_embedding"), (("inv_freq", None),)),
