@@ -385,8 +385,9 @@ class KerasH5Loader:
         findings = code_findings(config["raw"]) if config else []
         preset = _keras_hub.preset_beside(probe) if fmt == KERAS3 else None
         if preset is not None:  # keras-hub's save_to_preset: its backbone class and parameter count beside the file
-            cls, metadata = preset
+            hub_config, metadata = preset
+            cls = str(hub_config["class_name"])
             tensors = _keras_hub.frozen(tensors, cls)
             attributes |= _keras_hub.attributes(cls, metadata)
-            findings += _keras_hub.count_findings(metadata, tensors)
+            findings += _keras_hub.count_findings(metadata, tensors) + _keras_hub.config_findings(hub_config, tensors)
         return single_file(probe, fmt, framework, tensors, regions, attributes, findings, config=config)

@@ -69,4 +69,5 @@ class KerasZipLoader:
                 attributes.update({f"keras.{k}": str(v) for k, v in meta.items()})
         cfg = {"source": "config.json", "layers": layers, "raw": config}
         findings = keras_h5.code_findings(config) + _zip.directory_findings(probe)
+        findings += _keras_hub.config_findings(config, tensors) if isinstance(config, dict) else []
         return single_file(probe, FORMAT, "keras", tensors, regions, attributes, findings, config=cfg)

@@ -79,3 +79,17 @@ def test_metadata_parameter_count_is_checked(tmp_path: Path) -> None:
     assert [(f.code, f.expected, f.observed) for f in findings if f.severity is Severity.WARNING] == [
         ("COUNT_MISMATCH", model.count_params() + 1, model.count_params())
     ]
+
+
+@pytest.mark.parametrize("word", ["num_layers", "vocabulary_size", "hidden_dim"])
+def test_a_wrong_backbone_config_warns(tmp_path: Path, word: str) -> None:
+    """The preset's config.json states the architecture: a word the file does not bear out is a warning (the
+    parametrized test above: the right one is not)."""
+    model = keras_hub.models.LlamaBackbone(**BACKBONES["LlamaBackbone"])
+    model.save_to_preset(str(tmp_path))
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["config"][word] += 1
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    findings = inspect(tmp_path / "model.weights.h5").findings
+    warned = [(f.code, f.expected, f.observed) for f in findings if f.severity is Severity.WARNING]
+    assert warned == [("COUNT_MISMATCH", BACKBONES["LlamaBackbone"][word] + 1, BACKBONES["LlamaBackbone"][word])]
