@@ -55,7 +55,8 @@ FROZEN_VARS: dict[str, frozenset[str]] = {
 }
 # Keras 3 variables per layer class, in build() order (snake_case class names, as Keras's own auto names):
 # each (variable name, the config flag without which the layer does not create it; '-flag': the layer creates it
-# only when the config's value of `flag` is null, as Normalization adapts its mean only when none is given).
+# only when the config's value of `flag` is null, as Normalization adapts its mean only when none is given; '!flag':
+# only when it is not true).
 _BIASED = (("kernel", None), ("bias", "use_bias"))
 _RNN = (("kernel", None), ("recurrent_kernel", None), ("bias", "use_bias"))
 _NORM = (("gamma", "scale"), ("beta", "center"))
@@ -75,7 +76,10 @@ KERAS3_VARS: dict[str, tuple[tuple[str, str | None], ...]] = {
     **dict.fromkeys(("simple_rnn", "lstm", "gru"), _RNN),
     "p_re_lu": (("alpha", None),),
     "normalization": (("mean", "-mean"), ("variance", "-mean"), ("count", "-mean")),
-    # keras-hub (keras_hub/src/models/*/*_layers.py, build() order)
+    "rms_normalization": (("scale", None),),
+    # keras-hub (keras_hub/src/layers/modeling/*.py, keras_hub/src/models/*/*_layers.py; build() order): the token
+    # embedding of its LLMs, with its own output head when untied
+    "reversible_embedding": (("embeddings", None), ("reverse_embeddings", "!tie_weights")),
     "dinov2_embedding": (
         ("cls_token", None),
         ("mask_token", "use_mask_token"),
@@ -125,6 +129,8 @@ def _creates(flag: str | None, config: dict[str, Any]) -> bool:
         return True
     if flag.startswith("-"):
         return config.get(flag[1:]) is None
+    if flag.startswith("!"):
+        return config.get(flag[1:]) is not True
     return config.get(flag, True) is not False
 
 

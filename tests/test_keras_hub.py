@@ -93,3 +93,17 @@ def test_a_wrong_backbone_config_warns(tmp_path: Path, word: str) -> None:
     findings = inspect(tmp_path / "model.weights.h5").findings
     warned = [(f.code, f.expected, f.observed) for f in findings if f.severity is Severity.WARNING]
     assert warned == [("COUNT_MISMATCH", BACKBONES["LlamaBackbone"][word] + 1, BACKBONES["LlamaBackbone"][word])]
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_token_embedding_and_untied_head_roles(tmp_path: Path, tied: bool) -> None:
+    """ReversibleEmbedding holds the embedding, and its own output head when untied."""
+    model = keras_hub.models.LlamaBackbone(**BACKBONES["LlamaBackbone"], tie_word_embeddings=tied)
+    model.save_to_preset(str(tmp_path))
+    report = inspect(tmp_path / "model.weights.h5")
+    roles = {(r.layer, r.role) for r in report.roles}
+    head = {v.path.rpartition("/")[0] for v in model.weights if v.path.endswith("reverse_embeddings")}
+    assert head == (set() if tied else {"token_embedding"})
+    assert ("token_embedding", "embedding") in roles
+    assert (("token_embedding", "output_head") in roles) is not tied
+    assert report.checkpoint.n_parameters == model.count_params()
