@@ -451,6 +451,8 @@ KERAS_PARAM_ROLES = {
     "recurrent_kernel": Role.RNN_RECURRENT,
     "gamma": Role.NORM,
     "beta": Role.NORM,
+    "scale": Role.NORM,  # RMSNormalization's (Keras 3, keras-hub)
+    "reverse_embeddings": Role.HEAD,  # keras-hub's ReversibleEmbedding untied: the output head
     "moving_mean": Role.NORM_STAT,
     "moving_variance": Role.NORM_STAT,
     # a Normalization layer's adapted statistics (and its sample count, as torch's num_batches_tracked)

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, Severity, TensorInfo, TensorKind
 from inspector.roles import NORM_STATISTICS
-from loaders import _hdf5
+from loaders import _hdf5, _keras_hub
 from loaders.base import Claim, single_file
 
 TYPE_CHECKING = False
@@ -38,10 +38,25 @@ GENERIC = "hdf5"
 NON_TRAINABLE = frozenset(NORM_STATISTICS["keras"])  # BatchNormalization statistics: parameters, not trained
 # Variables a layer class (snake_case) creates with trainable=False, besides the statistics above: parameters Keras
 # counts in count_params() and never trains (the adapted statistics of a Normalization layer)
-FROZEN_VARS: dict[str, frozenset[str]] = {"normalization": frozenset({"mean", "variance", "count"})}
+FROZEN_VARS: dict[str, frozenset[str]] = {
+    "normalization": frozenset({"mean", "variance", "count"}),
+    # keras-hub's layers that keep a buffer as a variable (add_weight(trainable=False)): DINOv2's position embeddings
+    # (it trains an interpolated copy), Gemma 4's per-block scalar, the rotary inverse frequencies of Moonshine and
+    # SmolLM 3 (held by its attention as `rotary_embedding`: the path names it, not its class), the position ids
+    # (integers) of CLIP's and SigLIP's embeddings, the random Fourier features of SAM's prompt encoder (held as
+    # `positional_embedding_layer`)
+    "dinov2_embedding": frozenset({"position_embeddings"}),
+    "positional_embedding_layer": frozenset({"positional_encoding_gaussian_matrix"}),
+    **dict.fromkeys(
+        ("clip_vision_embedding", "sig_lip_vision_embedding", "sig_lip_text_embedding"), frozenset({"position_ids"})
+    ),
+    "gemma4_text_decoder_block": frozenset({"layer_scalar"}),
+    **dict.fromkeys(("moonshine_rotary_embedding", "rotary_embedding"), frozenset({"inv_freq"})),
+}
 # Keras 3 variables per layer class, in build() order (snake_case class names, as Keras's own auto names):
 # each (variable name, the config flag without which the layer does not create it; '-flag': the layer creates it
-# only when the config's value of `flag` is null, as Normalization adapts its mean only when none is given).
+# only when the config's value of `flag` is null, as Normalization adapts its mean only when none is given; '!flag':
+# only when it is not true).
 _BIASED = (("kernel", None), ("bias", "use_bias"))
 _RNN = (("kernel", None), ("recurrent_kernel", None), ("bias", "use_bias"))
 _NORM = (("gamma", "scale"), ("beta", "center"))
@@ -61,6 +76,21 @@ KERAS3_VARS: dict[str, tuple[tuple[str, str | None], ...]] = {
     **dict.fromkeys(("simple_rnn", "lstm", "gru"), _RNN),
     "p_re_lu": (("alpha", None),),
     "normalization": (("mean", "-mean"), ("variance", "-mean"), ("count", "-mean")),
+    "rms_normalization": (("scale", None),),
+    # keras-hub (keras_hub/src/layers/modeling/*.py, keras_hub/src/models/*/*_layers.py; build() order): the token
+    # embedding of its LLMs, with its own output head when untied
+    "reversible_embedding": (("embeddings", None), ("reverse_embeddings", "!tie_weights")),
+    "dinov2_embedding": (
+        ("cls_token", None),
+        ("mask_token", "use_mask_token"),
+        ("register_tokens", "num_register_tokens"),
+        ("position_embeddings", None),
+    ),
+    "gemma4_text_decoder_block": (("layer_scalar", None),),
+    "positional_embedding_layer": (("positional_encoding_gaussian_matrix", None),),
+    "clip_vision_embedding": (("class_embedding", None), ("position_ids", None)),
+    **dict.fromkeys(("sig_lip_vision_embedding", "sig_lip_text_embedding"), (("position_ids", None),)),
+    **dict.fromkeys(("moonshine_rotary_embedding", "rotary_embedding"), (("inv_freq", None),)),
 }
 AUTO_SUFFIX = r"_\d+$"
 BIDIRECTIONAL_SIDES = {"forward_layer": "forward", "backward_layer": "backward"}
@@ -99,6 +129,8 @@ def _creates(flag: str | None, config: dict[str, Any]) -> bool:
         return True
     if flag.startswith("-"):
         return config.get(flag[1:]) is None
+    if flag.startswith("!"):
+        return config.get(flag[1:]) is not True
     return config.get(flag, True) is not False
 
 
@@ -222,6 +254,7 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
     by_name = {layer["name"]: layer for layer in layers}
     group_attrs = _group_attrs(walked)
     stored = Counter(d.path.rpartition("/")[0] for d in walked.datasets)  # variables per `vars` group
+    names = _layer_names({tuple(_owner(group.split("/"))) for group in stored}, group_attrs)
     tensors = []
     for d in walked.datasets:
         parts = d.path.split("/")
@@ -232,7 +265,7 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
             tensors.append(_tensor(d, TensorKind.OTHER, "", None, None, False))
             continue
         index = int(parts[-1])
-        owner = parts[: parts.index("cell")] if "cell" in parts else parts[:-2]  # RNN weights sit in the cell
+        owner = _owner(parts[:-1])
         auto = owner[-1] if owner and owner[0] == "layers" else ""
         side = BIDIRECTIONAL_SIDES.get(auto)
         if side is not None:  # layers/bidirectional/forward_layer/cell/vars/N: the wrapped RNN of one direction
@@ -244,10 +277,8 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
             real = f"{outer}/{side}"
             cls = snake(wrapped.get("class_name", "")) if isinstance(wrapped, dict) else ""
             inner = wrapped.get("config", {}) if isinstance(wrapped, dict) else {}
-        else:  # the layer's name as Keras 3 writes it beside its variables; else its path's own names, which are
-            # numbered per container ('sequential/conv2d' in a nested model, not the top level's 'conv2d')
-            path_name = "/".join(owner[1::2]) if auto else ""
-            real = group_attrs.get("/".join(owner + ["vars"]), {}).get("name") or path_name or "model"
+        else:
+            real = names[tuple(owner)]
             layer = by_name.get(real, {})
             cls = snake(layer.get("class_name", "")) or re.sub(AUTO_SUFFIX, "", auto)
             inner = layer.get("config", {})
@@ -256,6 +287,39 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
         trainable = bool(layer.get("trainable", True)) and trained(cls, param)
         tensors.append(_tensor(d, TensorKind.PARAMETER, "model", real, param, trainable))
     return tensors
+
+
+def _owner(group: list[str]) -> list[str]:
+    """The path of the layer whose `vars` group is `group` (RNN weights sit in its cell)."""
+    return group[: group.index("cell")] if "cell" in group else group[:-1]
+
+
+def _layer_names(owners: set[tuple[str, ...]], group_attrs: dict[str, dict[str, Any]]) -> dict[tuple[str, ...], str]:
+    """Each layer path's name (`_layer_name`); names that two layers would share (two nested models each with an
+    `encoder_block_0`: CLIP's towers) are named after the models that hold them too."""
+    names = {owner: _layer_name(list(owner), group_attrs) for owner in owners}
+    shared = {name for name, n in Counter(names.values()).items() if n > 1}
+    return {o: _layer_name(list(o), group_attrs, True) if name in shared else name for o, name in names.items()}
+
+
+def _layer_name(owner: list[str], group_attrs: dict[str, dict[str, Any]], through_models: bool = False) -> str:
+    """The name of the layer whose variables sit under the path `owner` of a Keras 3 .weights.h5.
+
+    It is the name Keras 3 writes beside the variables; else the path's own names, which are numbered per container
+    ('sequential/conv2d' in a nested model, not the top level's 'conv2d'). A layer another layer holds as an
+    attribute (keras-hub's `decoder_block_0/attention/query`, a MultiHeadAttention's `query`: the part before its
+    own is not a model's `layers`) is named after its holder too, as Keras names its variables (`variable.path`):
+    a name such as `query` or `dense_1` repeats in every block. `through_models`: after the models that hold it too.
+    """
+    own = group_attrs.get("/".join(owner + ["vars"]), {}).get("name")
+    if not own:
+        return "/".join(owner[1::2]) if owner and owner[0] == "layers" else "model"
+    for end in range(len(owner) - 1, 1, -1):  # the nearest holder with variables of its own (lists have none)
+        if owner[end] == "layers" and not through_models:
+            break
+        if group_attrs.get("/".join(owner[:end] + ["vars"]), {}).get("name"):
+            return f"{_layer_name(owner[:end], group_attrs, through_models)}/{own}"
+    return str(own)
 
 
 def _tensor(
@@ -325,4 +389,11 @@ class KerasH5Loader:
             attributes["training_config"] = "present"
         framework = "hdf5" if fmt == GENERIC else "keras"
         findings = code_findings(config["raw"]) if config else []
+        preset = _keras_hub.preset_beside(probe) if fmt == KERAS3 else None
+        if preset is not None:  # keras-hub's save_to_preset: its backbone class and parameter count beside the file
+            hub_config, metadata = preset
+            cls = str(hub_config["class_name"])
+            tensors = _keras_hub.frozen(tensors, cls)
+            attributes |= _keras_hub.attributes(cls, metadata)
+            findings += _keras_hub.count_findings(metadata, tensors) + _keras_hub.config_findings(hub_config, tensors)
         return single_file(probe, fmt, framework, tensors, regions, attributes, findings, config=config)

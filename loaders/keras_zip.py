@@ -12,7 +12,7 @@ import json
 from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Region, RegionKind
-from loaders import _zip, keras_h5
+from loaders import _keras_hub, _zip, keras_h5
 from loaders.base import Claim, single_file
 
 TYPE_CHECKING = False
@@ -57,6 +57,7 @@ class KerasZipLoader:
         config = _json(probe, by_name[CONFIG])
         layers = keras_h5.config_layers(config)
         _, tensors, h5_regions, _, _ = keras_h5.read(probe, FORMAT, weights.data_offset, weights.compress_size, layers)
+        tensors = _keras_hub.frozen(tensors, _keras_hub.backbone_class(config))  # (a keras-hub backbone's config)
         regions = list(zip_regions) + h5_regions
         for m in members:
             if m is not weights:
@@ -68,4 +69,5 @@ class KerasZipLoader:
                 attributes.update({f"keras.{k}": str(v) for k, v in meta.items()})
         cfg = {"source": "config.json", "layers": layers, "raw": config}
         findings = keras_h5.code_findings(config) + _zip.directory_findings(probe)
+        findings += _keras_hub.config_findings(config, tensors) if isinstance(config, dict) else []
         return single_file(probe, FORMAT, "keras", tensors, regions, attributes, findings, config=cfg)

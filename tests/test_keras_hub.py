@@ -1,0 +1,109 @@
+"""keras-hub presets (`backbone.save_to_preset`) and `.keras` saves of keras-hub backbones, written by the library
+in tmp_path at a tiny size: counts, trainable split and no warning, as `count_params()` says
+(bench/sweep_keras_hub.py runs every backbone class)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inspector.records import Severity, TensorKind
+from inspector.report import inspect
+
+keras_hub = pytest.importorskip("keras_hub")
+# keras's torch backend on save
+pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
+
+SMALL = {"vocabulary_size": 100, "num_layers": 2, "hidden_dim": 32, "intermediate_dim": 64}
+DECODER = SMALL | {"num_query_heads": 2, "num_key_value_heads": 1}
+ENCODER = SMALL | {"num_heads": 2}
+IMAGE = {"num_layers": 2, "num_heads": 2, "hidden_dim": 32}
+BACKBONES: dict[str, dict[str, Any]] = {
+    "GemmaBackbone": DECODER | {"head_dim": 16},  # a decoder LLM
+    "LlamaBackbone": DECODER,
+    "BertBackbone": ENCODER,  # an encoder
+    "ViTBackbone": IMAGE | {"mlp_dim": 64, "image_shape": (32, 32, 3), "patch_size": 4},  # a name in every block
+    "DINOV2Backbone": IMAGE | {"intermediate_dim": 64, "patch_size": 14, "image_shape": (28, 28, 3)},  # a frozen var
+    "WhisperBackbone": ENCODER,  # a frozen layer, told by the backbone class
+}
+
+
+def _check(path: Path, model: Any) -> None:
+    report = inspect(path)
+    ckpt = report.checkpoint
+    assert ckpt.n_parameters == model.count_params()
+    trainable = sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if t.trainable)
+    assert trainable == sum(math.prod(v.shape) for v in model.trainable_weights)
+    assert [f.code for f in report.findings if f.severity is not Severity.INFO] == []
+    assert report.expectation is not None and report.expectation.matches
+
+
+@pytest.mark.parametrize("name", sorted(BACKBONES))
+def test_preset_counts_as_keras(tmp_path: Path, name: str) -> None:
+    model = getattr(keras_hub.models, name)(**BACKBONES[name])
+    model.save_to_preset(str(tmp_path))
+    _check(tmp_path / "model.weights.h5", model)
+    assert inspect(tmp_path / "model.weights.h5").checkpoint.attributes["keras_hub.class_name"] == name
+
+
+def test_keras_archive_of_a_backbone(tmp_path: Path) -> None:
+    model = keras_hub.models.WhisperBackbone(**BACKBONES["WhisperBackbone"])
+    model.save(tmp_path / "whisper.keras")
+    _check(tmp_path / "whisper.keras", model)
+
+
+def test_layers_named_after_their_holders(tmp_path: Path) -> None:
+    """ViT's blocks each hold an `mlp` with a `dense_1`: each is its own layer, named as Keras's variable paths."""
+    model = keras_hub.models.ViTBackbone(**BACKBONES["ViTBackbone"])
+    model.save_to_preset(str(tmp_path))
+    layers = {t.layer for t in inspect(tmp_path / "model.weights.h5").checkpoint.tensors}
+    paths = {v.path.rpartition("/")[0] for v in model.weights}
+    assert {layer for layer in layers if layer.endswith("mlp/dense_1")} == {
+        p for p in paths if p.endswith("mlp/dense_1")
+    }
+    assert len([p for p in paths if p.endswith("mlp/dense_1")]) == 2
+
+
+def test_metadata_parameter_count_is_checked(tmp_path: Path) -> None:
+    model = keras_hub.models.BertBackbone(**BACKBONES["BertBackbone"])
+    model.save_to_preset(str(tmp_path))
+    metadata = json.loads((tmp_path / "metadata.json").read_text())
+    assert metadata["parameter_count"] == model.count_params()
+    metadata["parameter_count"] += 1
+    (tmp_path / "metadata.json").write_text(json.dumps(metadata))
+    findings = inspect(tmp_path / "model.weights.h5").findings
+    assert [(f.code, f.expected, f.observed) for f in findings if f.severity is Severity.WARNING] == [
+        ("COUNT_MISMATCH", model.count_params() + 1, model.count_params())
+    ]
+
+
+@pytest.mark.parametrize("word", ["num_layers", "vocabulary_size", "hidden_dim"])
+def test_a_wrong_backbone_config_warns(tmp_path: Path, word: str) -> None:
+    """The preset's config.json states the architecture: a word the file does not bear out is a warning (the
+    parametrized test above: the right one is not)."""
+    model = keras_hub.models.LlamaBackbone(**BACKBONES["LlamaBackbone"])
+    model.save_to_preset(str(tmp_path))
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["config"][word] += 1
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    findings = inspect(tmp_path / "model.weights.h5").findings
+    warned = [(f.code, f.expected, f.observed) for f in findings if f.severity is Severity.WARNING]
+    assert warned == [("COUNT_MISMATCH", BACKBONES["LlamaBackbone"][word] + 1, BACKBONES["LlamaBackbone"][word])]
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_token_embedding_and_untied_head_roles(tmp_path: Path, tied: bool) -> None:
+    """ReversibleEmbedding holds the embedding, and its own output head when untied."""
+    model = keras_hub.models.LlamaBackbone(**BACKBONES["LlamaBackbone"], tie_word_embeddings=tied)
+    model.save_to_preset(str(tmp_path))
+    report = inspect(tmp_path / "model.weights.h5")
+    roles = {(r.layer, r.role) for r in report.roles}
+    head = {v.path.rpartition("/")[0] for v in model.weights if v.path.endswith("reverse_embeddings")}
+    assert head == (set() if tied else {"token_embedding"})
+    assert ("token_embedding", "embedding") in roles
+    assert (("token_embedding", "output_head") in roles) is not tied
+    assert report.checkpoint.n_parameters == model.count_params()
