@@ -474,6 +474,110 @@ def test_defaultdict_factory_and_codec_are_checked(tmp_path: Path) -> None:
     assert verdict_of(array) == set()  # numpy's _reconstruct of an ndarray
 
 
+# -- objects the pickle made, used by the callables it may call ------------------------------------------------------
+
+
+def made_objects(canary: Path) -> dict[str, tuple[bytes, str, str]]:
+    """Pickles that hand an object they made to a callable the reader lets through (a data builder, an inert class,
+    the unpickler's own APPEND): its methods run. By trick: (pickle, the loader that runs it, what the verdict names).
+    """
+    c = str(canary)
+    handler = glob("logging", "FileHandler")
+    # itertools.starmap(FileHandler, [(canary,)]) calls FileHandler(canary) when iterated; NEWOBJ only constructs it
+    starmap = glob("itertools", "starmap") + b"(" + handler + b"]" + text(c) + b"\x85at\x81"
+    partial = glob("_functools", "partial") + b"(" + handler + text(c) + b"t\x81"  # functools.partial, by its C name
+
+    def namespace(attribute: str, value: bytes) -> bytes:  # argparse.Namespace() with one attribute set by BUILD
+        return glob("argparse", "Namespace") + b")R}" + text(attribute) + value + b"sb"
+
+    return {
+        "list": (P2 + glob("builtins", "list") + starmap + b"\x85R.", PICKLE_LOAD, "builtins.list of an object of"),
+        "dict_pairs": (P2 + glob("builtins", "dict") + b"]" + starmap + b"a\x85R.", PICKLE_LOAD, "builtins.dict of"),
+        # NEWOBJ: tuple.__new__(tuple, x) iterates x as tuple(x) does
+        "newobj": (P2 + glob("builtins", "tuple") + starmap + b"\x85\x81.", PICKLE_LOAD, "builtins.tuple.__new__ of"),
+        "reconstructor": (
+            P2 + glob("copyreg", "_reconstructor") + b"(" + glob("builtins", "list") * 2 + starmap + b"tR.",
+            PICKLE_LOAD,
+            "builtins.list.__init__ of an object of itertools.starmap",
+        ),
+        "defaultdict": (
+            P2 + glob("collections", "defaultdict") + b"(" + glob("builtins", "list") + starmap + b"tR.",
+            PICKLE_LOAD,
+            "collections.defaultdict of",
+        ),
+        # dict(x) calls x.keys() when x has that attribute, an instance's own
+        "keys": (
+            P2 + glob("builtins", "dict") + namespace("keys", partial) + b"\x85R.",
+            PICKLE_LOAD,
+            "_functools.partial",
+        ),
+        # torch.nn.Parameter(x) calls x.detach() for what is not a tensor
+        "detach": (
+            P2
+            + glob("torch._utils", "_rebuild_parameter")
+            + b"("
+            + namespace("detach", partial)
+            + b"\x89"
+            + glob("collections", "OrderedDict")
+            + b")RtR.",
+            TORCH_LOAD,
+            "torch._utils._rebuild_parameter of the result of argparse.Namespace given attributes",
+        ),
+        # APPEND calls the object's append (extend first), ADDITEMS its add: attributes BUILD set
+        "append": (P2 + namespace("append", handler) + text(c) + b"a.", PICKLE_LOAD, "the append, extend or add"),
+        "additems": (P4 + namespace("add", handler) + b"(" + text(c) + b"\x90.", PICKLE_LOAD, "the append, extend"),
+        # type.__new__ makes a class whose __setstate__ is FileHandler; BUILD on its object calls it
+        "class": (
+            P2
+            + glob("builtins", "type")
+            + b"("
+            + text("X")
+            + glob("builtins", "object")
+            + b"\x85}"
+            + text("__setstate__")
+            + handler
+            + b"st\x81)\x81"
+            + text(c)
+            + b"b.",
+            PICKLE_LOAD,
+            "builtins.type.__new__",
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["list", "dict_pairs", "newobj", "reconstructor", "defaultdict", "keys", "detach", "append", "additems", "class"],
+)
+def test_objects_the_pickle_made_are_not_data(tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]) -> None:
+    canary = tmp_path / "canary"
+    data, code, name = made_objects(canary)[case]
+    if code == TORCH_LOAD:
+        pytest.importorskip("torch")
+    path = tmp_path / "model.pkl"
+    path.write_bytes(data)
+    assert runs(tmp_path, code, path, canary), "the payload must really run under the real loader"
+    verdict(path, capsys, name)
+    assert not canary.exists()
+
+
+@pytest.mark.reference
+def test_legacy_module_record_gives_its_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A legacy file's ('module', obj, '', '') persistent id: torch.load gives `obj` itself, as the reader does."""
+    pytest.importorskip("torch")
+    canary = tmp_path / "canary"
+    starmap = glob("itertools", "starmap") + b"(" + glob("logging", "FileHandler") + b"]" + text(str(canary))
+    record = b"(" + text("module") + starmap + b"\x85at\x81" + text("") + text("") + b"tQ"
+    magic = bytes.fromhex("80028a0a6cfc9c46f9206aa850192e")
+    info = pickle.dumps({"protocol_version": 1001, "little_endian": True, "type_sizes": {"int": 4}}, 2)
+    path = tmp_path / "legacy.pt"
+    obj = P2 + glob("builtins", "list") + record + b"\x85R."
+    path.write_bytes(magic + pickle.dumps(1001, 2) + info + obj + pickle.dumps([], 2))
+    assert runs(tmp_path, TORCH_LOAD, path, canary)
+    verdict(path, capsys, "builtins.list of an object of itertools.starmap")
+    assert not canary.exists()
+
+
 # -- Keras ------------------------------------------------------------------------------------------------------------
 
 
@@ -581,6 +685,36 @@ def test_opcode_count_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     path = tmp_path / "noop.pkl"
     path.write_bytes(P2 + b"N0" * 10_000 + b"N.")
     with pytest.raises(InspectorError, match="longer than 10,000 opcodes"):
+        load(path)
+
+
+def test_a_large_value_read_again_and_again_is_bounded(tmp_path: Path) -> None:
+    """dict() of one 20,000-pair list, fetched from the memo 2,000 times: 40 million items to read from a 60 KB
+    pickle (it took 5 minutes); the reader stops at its work budget, linear in the pickle's length."""
+    from loaders import _pickle_fast
+
+    data = P2 + b"K\x01K\x02\x86q\x010]q\x02(" + b"h\x01" * 20_000 + b"e\x85q\x030" + glob("builtins", "dict")
+    path = tmp_path / "again.pkl"
+    path.write_bytes(data + b"q\x040" + b"h\x04h\x03R0" * 2_000 + b"N.")
+    aborted = _pickle_fast.Counters.aborted
+    with pytest.raises(InspectorError, match="read again and again"):
+        load(path)
+    assert _pickle_fast.Counters.aborted == aborted + 1  # the C path hands a large argument to the interpreter
+    path.write_bytes(data + b"q\x040" + b"h\x04h\x03R0" * 20 + b"N.")  # the same value read a few times is fine
+    assert [f.code for f in load(path).findings if f.severity != "info"] == []
+
+
+def test_tensor_of_more_dimensions_than_the_cap(tmp_path: Path) -> None:
+    """A size tuple of 65 dimensions is refused before it is read (one long size could be passed again and again)."""
+    storage = b"(" + text("storage") + glob("torch", "FloatStorage") + text("0") + text("cpu") + b"K\x01tQ"
+    rebuild = glob("torch._utils", "_rebuild_tensor_v2") + b"(" + storage + b"K\x00"
+    sizes = b"(" + b"K\x01" * 65 + b"t"
+    pkl = P2 + rebuild + sizes + sizes + b"\x89" + glob("collections", "OrderedDict")
+    path = tmp_path / "dims.pt"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("archive/data.pkl", pkl + b")RtR.")
+        zf.writestr("archive/data/0", b"\x00" * 4)
+    with pytest.raises(InspectorError, match="more than 64 dimensions"):
         load(path)
 
 
