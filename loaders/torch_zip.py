@@ -150,6 +150,10 @@ class TorchZipLoader:
             tensors = _torchscript.apply(probe, members, prefix, FORMAT, result.value, tensors)
             evidence -= _torchscript.enum_constructions(probe, members, prefix, FORMAT, evidence)
         names = result.globals
+        if any(name.startswith("__torch__.") for name in names):  # (scripted classes: their code may run at load)
+            from loaders import _torchscript
+
+            evidence |= _torchscript.setstate_code(probe, members, prefix, FORMAT, names)
         arrays: list[TensorInfo] = []  # numpy arrays pickled in data.pkl, at their bytes there when it is stored
         pkl_regions: list[Region] = []
         if not torchscript:

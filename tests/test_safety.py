@@ -578,6 +578,54 @@ def test_legacy_module_record_gives_its_object(tmp_path: Path, capsys: pytest.Ca
     assert not canary.exists()
 
 
+@pytest.mark.reference
+def test_torchscript_setstate_is_the_archives_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torch.load hands a TorchScript archive to torch.jit.load, which runs the archive's own `__setstate__` code on
+    each object's state while loading: here it creates a file with `torch.from_file`."""
+    torch = pytest.importorskip("torch")
+    canary = tmp_path / "canary"
+    path = tmp_path / "scripted.pt"
+    try:
+        torch.jit.save(SetstateCode.module(str(canary)), path)
+    except OSError as exc:  # source not available (frozen tests): nothing to check
+        pytest.skip(f"torch.jit.script needs the source: {exc}")
+    assert not canary.exists()  # (scripting and saving ran none of it)
+    assert runs(tmp_path, TORCH_LOAD, path, canary)
+    verdict(path, capsys, "Restored.__setstate__ (the archive's TorchScript code, run by torch.jit.load)")
+    assert not canary.exists()
+    quantized = tmp_path / "quantized.pt"  # packed parameters: torch's own C++ class, whose __setstate__ is torch's
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # quantization's deprecation warnings
+        linear = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(torch.nn.Linear(4, 4)), dtype=torch.qint8)
+        torch.jit.save(torch.jit.script(linear), quantized)
+    assert main([str(quantized)]) == 0
+
+
+class SetstateCode:  # built lazily: torch.jit.script needs the class source, so it lives at module level
+    @staticmethod
+    def module(name: str) -> object:
+        import torch
+
+        class Restored(torch.nn.Module):  # its __setstate__ opens (creates) the file it names
+            def __init__(self) -> None:
+                super().__init__()
+                self.name = name
+
+            def forward(self, x):  # type: ignore
+                return x
+
+            @torch.jit.export
+            def __getstate__(self) -> tuple[str, bool]:
+                return (self.name, self.training)
+
+            @torch.jit.export
+            def __setstate__(self, state: tuple[str, bool]) -> None:
+                self.name = state[0]
+                self.training = state[1] and torch.from_file(self.name, True, 8, dtype=torch.uint8).numel() > 0
+
+        return torch.jit.script(Restored())
+
+
 # -- Keras ------------------------------------------------------------------------------------------------------------
 
 
