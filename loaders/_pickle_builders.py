@@ -214,6 +214,8 @@ def foreign(value: Any) -> str | None:
     (NEWOBJ, copyreg) runs that class's methods (`itertools.starmap` calls a function when iterated), and one whose
     state set attributes (BUILD) has methods the pickle chose (`dict(x)` calls `x.keys()`, `Parameter(x)` calls
     `x.detach()`: instance attributes). Objects that calls of flagged callables made are flagged where made."""
+    if isinstance(value, TensorRef):
+        return "a tensor given attributes by its state" if value.attributes else None
     if not isinstance(value, Call):
         return None
     if value.newobj:
@@ -243,7 +245,18 @@ def _from_type(m: Machine, args: tuple[Any, ...]) -> Any:
     """torch._tensor._rebuild_from_type_v2(func, new_type, args, state) calls func(*args), then sets state."""
     func, new_type, inner, state = _pad(args, 4)
     check_state(m, state, callable_name(new_type))
-    return m.call(func, tuple(inner) if isinstance(inner, (tuple, list)) else (inner,))
+    return _given_attributes(m.call(func, tuple(inner) if isinstance(inner, (tuple, list)) else (inner,)), state)
+
+
+def _given_attributes(value: Any, state: Any) -> Any:
+    """`value` once `torch._utils._set_obj_state` has set a state's attributes on it: a callable that uses it later
+    may call them (`Parameter(x)` calls `x.detach()`), so it is no longer data (`foreign`)."""
+    if sets_attributes(state):
+        if isinstance(value, TensorRef):
+            value.attributes = True
+        elif isinstance(value, Call) and value.state is None:
+            value.state = state
+    return value
 
 
 def _parameter_with_state(m: Machine, args: tuple[Any, ...]) -> Any:
@@ -251,7 +264,7 @@ def _parameter_with_state(m: Machine, args: tuple[Any, ...]) -> Any:
     data, requires_grad, _hooks, state = _pad(args, 4)
     check_state(m, state, "a Parameter")
     check_arguments(m, "torch._utils._rebuild_parameter_with_state", (data,))  # (Parameter(data) calls data.detach())
-    return _parameter(data, requires_grad)
+    return _given_attributes(_parameter(data, requires_grad), state)
 
 
 def _reconstructor(m: Machine, args: tuple[Any, ...]) -> Any:

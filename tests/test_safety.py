@@ -562,6 +562,31 @@ def test_objects_the_pickle_made_are_not_data(tmp_path: Path, case: str, capsys:
 
 
 @pytest.mark.reference
+def test_tensor_given_attributes_by_its_state(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """_rebuild_from_type_v2's state sets a tensor's attributes: `detach` = readline.write_history_file, a function of
+    no arguments that writes ~/.history; torch's Parameter(x) then calls x.detach() (x is a Buffer, not a Tensor)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("readline")
+    canary = tmp_path / ".history"
+    empty = glob("collections", "OrderedDict") + b")R"
+    storage = b"(" + text("storage") + glob("torch", "FloatStorage") + text("0") + text("cpu") + b"K\x01tQ"
+    rebuild = glob("torch._utils", "_rebuild_tensor_v2")
+    args = b"(" + storage + b"K\x00K\x01\x85K\x01\x85\x89" + empty + b"t"
+    state = b"}" + text("detach") + glob("readline", "write_history_file") + b"s"
+    tensor = glob("torch._tensor", "_rebuild_from_type_v2") + b"(" + rebuild + glob("torch.nn", "Buffer") + args + state
+    path = tmp_path / "model.pt"
+    with zipfile.ZipFile(path, "w") as zf:
+        pkl = P2 + glob("torch._utils", "_rebuild_parameter") + b"(" + tensor + b"tR\x89" + empty + b"tR."
+        zf.writestr("archive/data.pkl", pkl)
+        zf.writestr("archive/data/0", b"\x00" * 4)
+        zf.writestr("archive/version", "3\n")
+    code = f"import os; os.environ['HOME'] = {str(tmp_path)!r}; " + TORCH_LOAD
+    assert runs(tmp_path, code, path, canary)
+    verdict(path, capsys, "torch._utils._rebuild_parameter of a tensor given attributes by its state")
+    assert not canary.exists()
+
+
+@pytest.mark.reference
 def test_legacy_module_record_gives_its_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A legacy file's ('module', obj, '', '') persistent id: torch.load gives `obj` itself, as the reader does."""
     pytest.importorskip("torch")
@@ -845,6 +870,10 @@ def test_mxnet_sparse_storage_shape_of_size_zero(tmp_path: Path) -> None:
 # -- property: mutations never turn a payload that runs into a clean verdict ------------------------------------
 
 
+RECORDER_CLASSES = {("builtins", "list"), ("builtins", "dict"), ("builtins", "tuple"), ("collections", "OrderedDict")}
+RECORDER_CLASSES |= {("itertools", "starmap"), ("argparse", "Namespace")}  # (`made_objects`)
+
+
 class _Recorder(pickle.Unpickler):
     """CPython's C unpickler, with globals limited to a recorder (the canary) and a few inert builtins."""
 
@@ -857,7 +886,7 @@ class _Recorder(pickle.Unpickler):
                 _Recorder.ran = True
 
             return record
-        if (module, name) in {("builtins", "list"), ("builtins", "dict"), ("collections", "OrderedDict")}:
+        if (module, name) in RECORDER_CLASSES:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"{module}.{name} not allowed here")
 
@@ -915,10 +944,12 @@ def _seeds() -> list[bytes]:
     canary = Path("/nonexistent/canary")
     evil = file_handler(canary)
     framed = b"}\x94(" + short("a") + b"K\x01" + short("b") + evil + b"u."
+    made = made_objects(canary)
     return [
         P2 + b"}(" + text("a") + b"]K\x01a" + text("b") + evil + b"u.",
         P4 + frame(len(framed)) + framed,
         b"(dp0\nS'a'\np1\nI1\nsS'b'\n" + glob("logging", "FileHandler") + b"(S'x'\ntR.",
+        *(made[case][0] for case in ("list", "dict_pairs", "newobj", "append", "additems")),
     ]
 
 
