@@ -618,6 +618,20 @@ def test_torchscript_setstate_is_the_archives_code(tmp_path: Path, capsys: pytes
     assert runs(tmp_path, TORCH_LOAD, path, canary)
     verdict(path, capsys, "Restored.__setstate__ (the archive's TorchScript code, run by torch.jit.load)")
     assert not canary.exists()
+    # the object in constants.pkl of another scripted module (jit.load reads its constants with the archive's classes)
+    plain = tmp_path / "plain.pt"
+    torch.jit.save(torch.jit.script(torch.nn.Identity()), plain)
+    moved = tmp_path / "constants.pt"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(plain) as zin, zipfile.ZipFile(moved, "w") as zout:
+        obj = next(src.read(n) for n in src.namelist() if n.endswith("/data.pkl"))  # (protocol 2: P2 ... .)
+        code = [n for n in src.namelist() if "/code/" in n and n.endswith(".py")]
+        for name in zin.namelist():
+            zout.writestr(name, P2 + obj[2:-1] + b"\x85." if name.endswith("/constants.pkl") else zin.read(name))
+        for name in code:
+            zout.writestr("plain/" + name.partition("/")[2], src.read(name))
+    assert runs(tmp_path, TORCH_LOAD, moved, canary)
+    verdict(moved, capsys, "Restored.__setstate__ (the archive's TorchScript code, run by torch.jit.load)")
+    assert not canary.exists()
     quantized = tmp_path / "quantized.pt"  # packed parameters: torch's own C++ class, whose __setstate__ is torch's
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # quantization's deprecation warnings
