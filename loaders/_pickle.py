@@ -70,6 +70,12 @@ MAX_MEMO = 10_000_000
 MAX_MARKS = 100_000
 MAX_INLINE = 1 << 20  # bytes and text values above this are skipped (a raw pickle may embed gigabytes of arrays)
 MAX_NESTED = 16  # pickle streams inside a pickle (joblib's arrays of objects)
+# items and characters of the arguments of calls and of BUILD states, summed over a pickle: the values a call reads
+# (dict(pairs), a tensor's size) may be one large value fetched from the memo again and again (a 160 KB pickle asked
+# dict() of one 20,000-item list 20,000 times: 5 minutes); a file's own values are read about once, so the work stays
+# linear in the pickle's length
+MAX_WORK = 1 << 22
+MAX_WORK_PER_BYTE = 4
 # smaller pickles are interpreted here: faster than importing and compiling the C path (tests set 0)
 FAST_MIN_BYTES = 1 << 13
 

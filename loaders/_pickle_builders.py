@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from loaders._pickle_policy import SAFE_ARRAY_TYPES, SAFE_BASES, SAFE_ENCODINGS, SAFE_FACTORIES, dunder_keys
+from loaders._pickle_policy import (
+    SAFE_ARRAY_TYPES,
+    SAFE_BASES,
+    SAFE_ENCODINGS,
+    SAFE_FACTORIES,
+    dunder_keys,
+    sets_attributes,
+)
 from loaders._pickle_values import (
     MAX_NAME,
     STORAGE_DTYPES,
@@ -28,6 +35,7 @@ from loaders._pickle_values import (
     key_name,
     safe_key,
 )
+from loaders.base import MAX_DIMS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,6 +52,8 @@ if TYPE_CHECKING:
 def _tensor_v2(storage: Any, offset: Any, size: Any, stride: Any, requires_grad: Any = False, *rest: Any) -> TensorRef:
     if not isinstance(storage, StorageRef):
         raise PickleError("tensor rebuild without a storage")
+    if len(size) > MAX_DIMS or len(stride) > MAX_DIMS:  # (before reading them: a pickle may pass one long size often)
+        raise PickleError(f"tensor of more than {MAX_DIMS} dimensions")
     if not isinstance(offset, int):
         raise PickleError(f"tensor storage offset is a {type(offset).__name__}")
     if not (size.__class__ is tuple and _ONLY_INTS(map(type, size))):  # (the common case of `_ints`, in line)
@@ -199,6 +209,33 @@ def _pad(args: tuple[Any, ...], n: int) -> tuple[Any, ...]:
     return tuple(args[:n]) + (None,) * (n - len(args))
 
 
+def foreign(value: Any) -> str | None:
+    """How `value` is more than data to a callable that uses it, or None: an object of a class the pickle chose
+    (NEWOBJ, copyreg) runs that class's methods (`itertools.starmap` calls a function when iterated), and one whose
+    state set attributes (BUILD) has methods the pickle chose (`dict(x)` calls `x.keys()`, `Parameter(x)` calls
+    `x.detach()`: instance attributes). Objects that calls of flagged callables made are flagged where made."""
+    if isinstance(value, TensorRef):
+        return "a tensor given attributes by its state" if value.attributes else None
+    if not isinstance(value, Call):
+        return None
+    if value.newobj:
+        return f"an object of {callable_name(value.func)}"
+    if sets_attributes(value.state):
+        return f"{callable_name(value)} given attributes by its state"
+    return None
+
+
+def check_arguments(m: Machine, name: str, args: tuple[Any, ...], pairs: Any = ()) -> None:
+    """Flag the call of `name` when an argument is more than data (`foreign`): the callable would use its methods.
+    `pairs`: an iterable whose every item the callable reads as a (key, value) pair (dict(pairs) iterates each)."""
+    items = pairs if isinstance(pairs, (list, tuple)) else ()
+    for value in (*args, *items):
+        how = foreign(value)
+        if how is not None:
+            m.flag(f"{name[:MAX_NAME]} of {how[:MAX_NAME]} (its methods run)")
+            return
+
+
 def check_state(m: Machine, state: Any, target: str) -> None:
     for key in dunder_keys(state):
         m.flag(f"setattr({target}, {key[:MAX_NAME]!r}) by its state")
@@ -208,21 +245,34 @@ def _from_type(m: Machine, args: tuple[Any, ...]) -> Any:
     """torch._tensor._rebuild_from_type_v2(func, new_type, args, state) calls func(*args), then sets state."""
     func, new_type, inner, state = _pad(args, 4)
     check_state(m, state, callable_name(new_type))
-    return m.call(func, tuple(inner) if isinstance(inner, (tuple, list)) else (inner,))
+    return _given_attributes(m.call(func, tuple(inner) if isinstance(inner, (tuple, list)) else (inner,)), state)
+
+
+def _given_attributes(value: Any, state: Any) -> Any:
+    """`value` once `torch._utils._set_obj_state` has set a state's attributes on it: a callable that uses it later
+    may call them (`Parameter(x)` calls `x.detach()`), so it is no longer data (`foreign`)."""
+    if sets_attributes(state):
+        if isinstance(value, TensorRef):
+            value.attributes = True
+        elif isinstance(value, Call) and value.state is None:
+            value.state = state
+    return value
 
 
 def _parameter_with_state(m: Machine, args: tuple[Any, ...]) -> Any:
     """torch._utils._rebuild_parameter_with_state(data, requires_grad, hooks, state): setattr for each key."""
     data, requires_grad, _hooks, state = _pad(args, 4)
     check_state(m, state, "a Parameter")
-    return _parameter(data, requires_grad)
+    check_arguments(m, "torch._utils._rebuild_parameter_with_state", (data,))  # (Parameter(data) calls data.detach())
+    return _given_attributes(_parameter(data, requires_grad), state)
 
 
 def _reconstructor(m: Machine, args: tuple[Any, ...]) -> Any:
     """copyreg._reconstructor(cls, base, state) calls base.__new__(cls, state) and base.__init__(obj, state)."""
-    cls, base, _state = _pad(args, 3)
+    cls, base, state = _pad(args, 3)
     if not (isinstance(base, Global) and base.qualname in SAFE_BASES):
         m.flag(f"{callable_name(base)}.__init__ (called by copyreg._reconstructor)")
+    check_arguments(m, f"{callable_name(base)}.__init__", (state,))  # (list.__init__(obj, state) iterates it)
     return Call(cls, (), newobj=True)
 
 
@@ -231,6 +281,7 @@ def _np_reconstruct(m: Machine, args: tuple[Any, ...]) -> Any:
     subtype = _pad(args, 1)[0]
     if not (isinstance(subtype, Global) and subtype.qualname in SAFE_ARRAY_TYPES):
         m.flag(f"{callable_name(subtype)} (array type built by numpy _reconstruct)")
+    check_arguments(m, "numpy _reconstruct", args[1:])
     return Call(Global("numpy.core.multiarray", "_reconstruct"), args)
 
 
@@ -248,6 +299,7 @@ def _defaultdict(m: Machine, args: tuple[Any, ...]) -> Any:
     factory = _pad(args, 1)[0]
     if factory is not None and not (isinstance(factory, Global) and factory.qualname in SAFE_FACTORIES):
         m.flag(f"{callable_name(factory)} (a defaultdict factory)")
+    check_arguments(m, "collections.defaultdict", args[1:], args[1] if len(args) > 1 else ())
     return {}
 
 

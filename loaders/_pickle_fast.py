@@ -40,6 +40,8 @@ Why this is as safe as the interpreter, and gives the same values when it succee
   at most the opcode count (< `MAX_MEMO`). The C memo is an array sized by the largest PUT index, so
   LONG_BINPUT indices are admitted only below a power of two near the pickle's size (its memory stays
   proportional to the pickle, as the interpreter's memo dict is). Lines (GLOBAL) are at most 255 bytes.
+  A builder's argument or a BUILD state of more than `MAX_ARGUMENT` items goes to the interpreter, which counts what
+  calls read against its work budget (`loaders._pickle.MAX_WORK`: one large value may be passed again and again).
   Everything is iterative in C and linear in the pickle's size; a pickle beyond a cap or a bound goes
   to the interpreter, which refuses it as before.
 
@@ -76,6 +78,9 @@ SMALL_SHORT = 4
 READ_FIRST = 1 << 16  # bytes of a file-backed pickle fetched first (the interpreter reads as much at once)
 MAX_WINDOW = 1 << 28  # bytes of a file-backed pickle fetched at most (larger ones go to the interpreter)
 TOKEN_MAX = 1 + 255 + 1 + 255 + 1  # the longest token of the pattern (a GLOBAL)
+# items or characters of a builder's argument or a BUILD state read here; a larger one sends the pickle to the
+# interpreter, which counts them against its work budget (a pickle can pass one large value again and again)
+MAX_ARGUMENT = 256
 
 # Persistent ids our rewritten stream uses for EMPTY_DICT / EMPTY_LIST: random, so no pickle can name them
 _DICT_ID = os.urandom(16).hex()
@@ -105,6 +110,7 @@ class _FastDict(dict):  # type: ignore[type-arg]
 
     def __setstate__(self, state: Any) -> None:
         """BUILD on a dict: the interpreter merges a dict state and flags dunder keys (we abort on those)."""
+        _check_sizes((state,))
         if dunder_keys(state):
             raise _Abort("BUILD sets a dunder attribute")
         if isinstance(state, dict):
@@ -126,6 +132,14 @@ class _FastList(list):  # type: ignore[type-arg]
 # type(value).__name__ names values in keys and messages (`key_name`, `callable_name`): the same as the interpreter's
 _FastDict.__name__ = _FastDict.__qualname__ = "dict"
 _FastList.__name__ = _FastList.__qualname__ = "list"
+_SIZED = frozenset({tuple, str, bytes, _FastDict, _FastList})  # the values whose length `_check_sizes` reads
+
+
+def _check_sizes(values: tuple[Any, ...]) -> None:
+    """Abort on a value longer than `MAX_ARGUMENT` (the interpreter then reads the pickle, within its work budget)."""
+    for value in values:
+        if value.__class__ in _SIZED and len(value) > MAX_ARGUMENT:
+            raise _Abort("a large argument")
 
 
 class _Builder(Global):
@@ -143,6 +157,7 @@ class _Builder(Global):
         object.__setattr__(self, "build", build)
 
     def __call__(self, *args: Any) -> Any:
+        _check_sizes(args)
         return self.build(*args)
 
     def __setstate__(self, state: Any) -> None:
@@ -163,6 +178,7 @@ class _ContainerBuilder(_Builder):
     def __call__(self, *args: Any) -> Any:
         if not args:
             return self.empty()
+        _check_sizes(args)
         value = self.build(*args)
         kind = value.__class__
         return _FastDict(value) if kind is dict else _FastList(value) if kind is list else value

@@ -13,8 +13,18 @@ from collections.abc import Callable
 
 from loaders import _pickle as limits  # (its caps, read at each use: tests and the C path read them there too)
 from loaders._pickle import STOP, Result
-from loaders._pickle_builders import BUILDERS, INERT_DATA, TRAMPOLINES, check_state, resolve
-from loaders._pickle_policy import INERT_CALLABLES, JOBLIB_WRAPPERS, is_dotted, is_unsafe_global, python3_name
+from loaders._pickle_builders import BUILDERS, INERT_DATA, TRAMPOLINES, check_arguments, check_state, resolve
+from loaders._pickle_policy import (
+    INERT_CALLABLES,
+    ITEM_METHODS,
+    JOBLIB_WRAPPERS,
+    PAIRS_BUILDERS,
+    SAFE_BASES,
+    is_dotted,
+    is_unsafe_global,
+    python3_name,
+    sets_attributes,
+)
 from loaders._pickle_reader import Reader, scan
 from loaders._pickle_values import (
     MAX_NAME,
@@ -56,6 +66,7 @@ class PickleMachine:
         # id of a bytes value -> its first byte in the file, and the value (held: an id is never reused meanwhile)
         self.located: dict[int, tuple[int, Any]] = {}
         self.depth = 0  # pickle streams this one is nested in (`nested`: joblib's arrays of objects)
+        self.work = limits.MAX_WORK + limits.MAX_WORK_PER_BYTE * (reader.end - reader.start)  # (`charge`)
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -91,6 +102,12 @@ class PickleMachine:
             raise PickleError("pickle stack underflow")
         return self.stack[-1]
 
+    def charge(self, values: tuple[Any, ...]) -> None:
+        """Count the items and characters of values a call or BUILD reads against the pickle's `MAX_WORK` budget."""
+        self.work -= sum(len(v) for v in values if isinstance(v, SIZED))
+        if self.work < 0:
+            raise CapError("pickle calls read more values than the pickle holds (one large value read again and again)")
+
     def memo_put(self, index: int) -> None:
         if len(self.memo) >= limits.MAX_MEMO:
             raise CapError("pickle memo too large")
@@ -114,12 +131,15 @@ class PickleMachine:
 
     def call(self, func: Any, args: tuple[Any, ...]) -> Any:
         """What calling `func(*args)` (REDUCE, OBJ, INST) gives; flags every call that could run code."""
+        self.charge(args)
         if isinstance(func, Global):
             name = func.qualname
             trampoline = TRAMPOLINES.get(name)
             if trampoline is not None:
                 return trampoline(self, args)
             builder = BUILDERS.get(name)
+            if builder is not None or name in INERT_CALLABLES or name in INERT_DATA:
+                check_arguments(self, name, args, args[0] if args and name in PAIRS_BUILDERS else ())
             if builder is not None:
                 try:
                     return builder(*args)
@@ -156,8 +176,21 @@ class PickleMachine:
             self.globals |= inner.globals
 
     def new(self, cls: Any, args: tuple[Any, ...]) -> Any:
-        """NEWOBJ: `cls.__new__(cls, *args)` constructs without calling; kept as a placeholder."""
+        """NEWOBJ: `cls.__new__(cls, *args)` constructs without calling; kept as a placeholder. Flagged: a class the
+        pickle made (its methods are the pickle's), and `type.__new__`, which makes one."""
+        if isinstance(cls, Global) and cls.qualname == "builtins.type" and len(args) != 1:
+            self.flag("builtins.type.__new__ (creates a class)")
+        elif isinstance(cls, Global) and cls.qualname in SAFE_BASES:  # (tuple.__new__(tuple, x) iterates x)
+            check_arguments(self, f"{cls.qualname}.__new__", args)
+        elif isinstance(cls, Call):
+            self.flag(f"<a class made by the pickle: {callable_name(cls)}>")
         return Call(cls, args, newobj=True)
+
+    def item_methods(self, target: Call) -> None:
+        """APPEND(S) and ADDITEMS call the object's `extend`, `append` or `add`: an attribute BUILD set is the
+        pickle's choice (a class's own method is the class's)."""
+        if sets_attributes(target.state, ITEM_METHODS):
+            self.flag(f"the append, extend or add attribute of {callable_name(target)} (set by its state)")
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -222,6 +255,9 @@ class PickleMachine:
 # -- opcodes ----------------------------------------------------------------------------------------------
 
 
+SIZED = (tuple, list, dict, set, frozenset, str, bytes)  # values whose items or characters `charge` counts
+
+
 def _n(fmt: str) -> Callable[[Reader], int]:
     size = struct.calcsize(fmt)
     return lambda r: int(struct.unpack(fmt, r.read(size))[0])
@@ -278,6 +314,7 @@ def _appends(u: PickleMachine, items: list[Any]) -> None:
     if isinstance(target, list):
         target.extend(items)
     elif isinstance(target, Call):
+        u.item_methods(target)
         target.items.extend(items)
     elif isinstance(target, set):
         target.update(safe_key(v) for v in items)
@@ -289,6 +326,7 @@ def _build(u: PickleMachine, r: Reader) -> None:
     """BUILD runs target.__setstate__(state) or sets attributes: unsafe on a class, module or function."""
     state = u.pop()
     target = u.top()
+    u.charge((state,))
     if isinstance(target, (Global, StorageType, DTypeRef)):
         u.flag(f"setattr on {callable_name(target)} (BUILD on a class, module or function)")
     check_state(u, state, callable_name(target.func) if isinstance(target, Call) else type(target).__name__)
@@ -384,9 +422,13 @@ def _dict(u: PickleMachine, r: Reader) -> None:
 def _add_items(u: PickleMachine, r: Reader) -> None:
     items = u.pop_mark()
     target = u.top()
-    if not isinstance(target, set):
+    if isinstance(target, Call):
+        u.item_methods(target)
+        target.items.extend(items)
+    elif isinstance(target, set):
+        target.update(safe_key(v) for v in items)
+    else:
         raise PickleError("ADDITEMS on a non-set")
-    target.update(safe_key(v) for v in items)
 
 
 def _persid(u: PickleMachine, r: Reader) -> None:

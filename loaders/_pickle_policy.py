@@ -10,6 +10,9 @@ NEWOBJ, and runs ``__setstate__`` or ``setattr`` for BUILD. The reader models ea
   a class in `INERT_CALLABLES`, or a trampoline of `TRAMPOLINES` whose arguments are inert;
 - BUILD is unsafe when its target is a class, module, function or dtype (a GLOBAL, not an object), or
   when the state sets a dunder attribute (``__class__``, ``__dict__``, ``__reduce__``...).
+- a call of a data builder or inert class is unsafe when an argument is an object the pickle made of a class it
+  chose, or whose attributes BUILD set (the callable uses its methods: ``dict(x)`` calls ``x.keys()``), and for
+  `PAIRS_BUILDERS` when an item of its iterable is; APPEND(S) / ADDITEMS when BUILD set one of `ITEM_METHODS`.
 
 Classes the pickle only constructs (NEWOBJ) are kept as placeholders and listed as PICKLE_GLOBALS.
 """
@@ -17,6 +20,10 @@ Classes the pickle only constructs (NEWOBJ) are kept as placeholders and listed 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Modules whose callables can run code, open files, spawn processes or import: any GLOBAL from these is unsafe.
 UNSAFE_MODULES = (
@@ -48,7 +55,10 @@ UNSAFE_MODULES = (
     "_io",
     "codecs",
     "operator",
+    "_operator",  # (operator's and functools' C twins: `functools.partial` is `_functools.partial`)
     "functools",
+    "_functools",
+    "itertools",  # its iterators call the functions they hold when iterated (starmap, filterfalse, accumulate...)
     "types",
     "inspect",
     "pdb",
@@ -167,6 +177,11 @@ SAFE_ARRAY_TYPES = frozenset(
         "numpy._core.records.recarray",
     }
 )
+# Builders that read each item of their iterable argument as a (key, value) pair: dict(pairs) iterates every item
+PAIRS_BUILDERS = frozenset({"builtins.dict", "collections.OrderedDict"})
+# The methods the unpickler looks up on an object it appends or adds to (APPEND(S): extend, else append; ADDITEMS:
+# add): an attribute of that name that BUILD set is called with the items
+ITEM_METHODS = frozenset({"append", "extend", "add"})
 # Factories a collections.defaultdict may hold: it calls them later, on every missing key.
 SAFE_FACTORIES = SAFE_BASES | {"collections.OrderedDict", "collections.Counter", "collections.defaultdict"}
 # Encodings `_codecs.encode` may be asked for (torch writes latin1; others import encodings.* codecs).
@@ -253,11 +268,19 @@ def is_unsafe_global(module: str, name: str) -> bool:
     return is_dotted(name) or any(qualname == m or qualname.startswith(m + ".") for m in UNSAFE_MODULES)
 
 
+def state_dicts(state: object) -> list[Mapping[Any, Any]]:
+    """The dicts a BUILD / _set_obj_state state sets attributes from (a dict, or a (dict, slots) pair)."""
+    parts = state if isinstance(state, tuple) and len(state) == 2 else (state,)
+    return [part for part in parts if isinstance(part, Mapping)]
+
+
+def sets_attributes(state: object, names: frozenset[str] | None = None) -> bool:
+    """Whether a BUILD state sets any attribute (of `names`, when given)."""
+    dicts = state_dicts(state)
+    return any(dicts) if names is None else any(name in part for part in dicts for name in names)
+
+
 def dunder_keys(state: object) -> list[str]:
     """Dunder attribute names a BUILD / _set_obj_state state would set (a dict, or a (dict, slots) pair)."""
-    parts = state if isinstance(state, tuple) and len(state) == 2 else (state,)
-    out: list[str] = []
-    for part in parts:
-        if isinstance(part, Mapping):
-            out += [k for k in part if isinstance(k, str) and k.startswith("__") and k.endswith("__")]
-    return out[:5]
+    keys = (k for part in state_dicts(state) for k in part)
+    return [k for k in keys if isinstance(k, str) and k.startswith("__") and k.endswith("__")][:5]

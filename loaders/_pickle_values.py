@@ -89,6 +89,7 @@ class TensorRef:
     dtype: str
     is_parameter: bool = False
     requires_grad: bool = False
+    attributes: bool = False  # a state set Python attributes on it (`_rebuild_from_type_v2`): methods the pickle chose
     __setstate__ = refuse_state
 
 

@@ -144,8 +144,8 @@ class PersistentLoader:
                 return make()
         if not isinstance(pid, tuple) or not pid:
             raise PickleError(f"unexpected persistent id {type(pid).__name__}")
-        if pid[0] == "module":
-            return None  # legacy whole-module source records: nothing to read
+        if pid[0] == "module":  # a legacy whole-module file's class, with its source: torch gives the class
+            return pid[1] if len(pid) > 1 else None
         if pid[0] != "storage" or len(pid) < 5:
             raise PickleError(f"unexpected persistent id {key_name(pid[0])[:80]!r}")
         stype, key, location, numel = pid[1], key_name(pid[2]), key_name(pid[3]), pid[4]

@@ -90,9 +90,15 @@ def from_memory(name: str, n: int) -> str:
 
 
 def other_pickles(
-    probe: Probe, fmt: str, members: tuple[_zip.ZipMember, ...], read: _zip.ZipMember | None, evidence: set[str]
+    probe: Probe,
+    fmt: str,
+    members: tuple[_zip.ZipMember, ...],
+    read: _zip.ZipMember | None,
+    evidence: set[str],
+    names: set[str] | None = None,
 ) -> None:
-    """Check every other *.pkl member (second data.pkl, duplicates, constants.pkl) for unsafe content.
+    """Check every other *.pkl member (second data.pkl, duplicates, constants.pkl) for unsafe content; `names` gets
+    the globals each names (a TorchScript archive's constants.pkl may hold objects of its scripted classes too).
 
     A deflate stream zlib refuses is judged as far as it can be inflated (`_zip.inflate_damaged`: torch's reader may
     run the opcodes before and behind the damage); one whose back-references reach before its start is evidence
@@ -110,9 +116,13 @@ def other_pickles(
             evidence.add(from_memory(m.name, unknown))
         reader = _pickle.Reader(data)
         try:
-            evidence |= _pickle.load(reader, _torch.persistent_loader({})).unsafe  # storages named, not checked
+            result = _pickle.load(reader, _torch.persistent_loader({}))  # storages named, not checked
         except _pickle.PickleError as exc:
             evidence |= exc.unsafe
+            continue
+        evidence |= result.unsafe
+        if names is not None:
+            names |= result.globals
 
 
 def damaged_archive_evidence(probe: Probe, fmt: str) -> set[str]:

@@ -39,6 +39,8 @@ ROOT_MODULE = "__torch__"
 CLASS_LINE = re.compile(r"^class (\w+)\(")
 ENUM_LINE = re.compile(r"^class (\w+)\(Enum\):", re.MULTILINE)  # an enum the archive's code declares
 DECLARATION = re.compile(r"^  (__parameters__|__buffers__) = (\[.*\])\s*$")
+SETSTATE = re.compile(r"\b__setstate__\b")  # named anywhere in a module's code (hand-written code may be laid out as
+# TorchScript's parser accepts, not as its printer writes): read as a definition of the method
 ATTRIBUTE_NOTE = "TorchScript attribute: neither a parameter nor a buffer"
 
 
@@ -110,6 +112,16 @@ def _declarations(
     return out
 
 
+def _code_text(probe: Probe, by_name: dict[str, _zip.ZipMember], prefix: str, fmt: str, module: str) -> str | None:
+    """The archive's code of one scripted module (`code/__torch__/...py`): "" when absent, None beyond the cap."""
+    member = by_name.get(_source_path(prefix, module))
+    if member is None:
+        return ""
+    if member.file_size > MAX_CODE_BYTES:
+        return None
+    return _zip.inflate_head(probe, member, member.file_size, fmt).decode("utf-8", "replace")
+
+
 def enum_constructions(
     probe: Probe, members: Sequence[_zip.ZipMember], prefix: str, fmt: str, calls: set[str]
 ) -> set[str]:
@@ -124,14 +136,26 @@ def enum_constructions(
         if not module.startswith(ROOT_MODULE):
             continue
         if module not in enums:
-            member = by_name.get(_source_path(prefix, module))
-            if member is None or member.file_size > MAX_CODE_BYTES:
-                enums[module] = set()
-                continue
-            text = _zip.inflate_head(probe, member, member.file_size, fmt).decode("utf-8", "replace")
-            enums[module] = set(ENUM_LINE.findall(text))
+            enums[module] = set(ENUM_LINE.findall(_code_text(probe, by_name, prefix, fmt, module) or ""))
         if cls in enums[module]:
             found.add(name)
+    return found
+
+
+def setstate_code(probe: Probe, members: Sequence[_zip.ZipMember], prefix: str, fmt: str, names: set[str]) -> set[str]:
+    """Of the scripted classes an archive's pickle names (`names`), those whose module's code in the archive defines
+    `__setstate__` (or is too large to read), as unsafe evidence: `torch.jit.load` (and `torch.load`, which hands it a
+    TorchScript archive) compiles that code and runs it on each object's state while loading, and TorchScript can
+    open files (`torch.from_file`)."""
+    by_name = {m.name: m for m in members}
+    found: set[str] = set()
+    for module in sorted({name.rpartition(".")[0] for name in names if name.startswith(ROOT_MODULE + ".")}):
+        text = _code_text(probe, by_name, prefix, fmt, module)
+        if text is None or SETSTATE.search(text):
+            classes = sorted(name for name in names if name.rpartition(".")[0] == module)
+            found.update(
+                f"{cls}.__setstate__ (the archive's TorchScript code, run by torch.jit.load)" for cls in classes
+            )
     return found
 
 

@@ -90,7 +90,8 @@ class TorchZipLoader:
         member_names = list(map(attrgetter("name"), members))
         by_name = dict(zip(member_names, members, strict=True))  # of duplicate names the last wins, as in torch
         pkl = by_name[prefix + PICKLE_NAME]
-        other_pickles(probe, FORMAT, members, pkl, evidence)
+        other_names: set[str] = set()  # (the globals of the archive's other pickles)
+        other_pickles(probe, FORMAT, members, pkl, evidence, other_names)
         storages: dict[str, _pickle.StorageRef] = {}
         data, _ = pickle_bytes(probe, FORMAT, pkl)  # (strict: a damaged stream is judged by `load`'s evidence)
         try:
@@ -150,6 +151,11 @@ class TorchZipLoader:
             tensors = _torchscript.apply(probe, members, prefix, FORMAT, result.value, tensors)
             evidence -= _torchscript.enum_constructions(probe, members, prefix, FORMAT, evidence)
         names = result.globals
+        scripted = {name for name in names | other_names if name.startswith("__torch__.")}
+        if scripted:  # (objects of scripted classes, in data.pkl or constants.pkl: their code may run at load)
+            from loaders import _torchscript
+
+            evidence |= _torchscript.setstate_code(probe, members, prefix, FORMAT, scripted)
         arrays: list[TensorInfo] = []  # numpy arrays pickled in data.pkl, at their bytes there when it is stored
         pkl_regions: list[Region] = []
         if not torchscript:

@@ -474,6 +474,197 @@ def test_defaultdict_factory_and_codec_are_checked(tmp_path: Path) -> None:
     assert verdict_of(array) == set()  # numpy's _reconstruct of an ndarray
 
 
+# -- objects the pickle made, used by the callables it may call ------------------------------------------------------
+
+
+def made_objects(canary: Path) -> dict[str, tuple[bytes, str, str]]:
+    """Pickles that hand an object they made to a callable the reader lets through (a data builder, an inert class,
+    the unpickler's own APPEND): its methods run. By trick: (pickle, the loader that runs it, what the verdict names).
+    """
+    c = str(canary)
+    handler = glob("logging", "FileHandler")
+    # itertools.starmap(FileHandler, [(canary,)]) calls FileHandler(canary) when iterated; NEWOBJ only constructs it
+    starmap = glob("itertools", "starmap") + b"(" + handler + b"]" + text(c) + b"\x85at\x81"
+    partial = glob("_functools", "partial") + b"(" + handler + text(c) + b"t\x81"  # functools.partial, by its C name
+
+    def namespace(attribute: str, value: bytes) -> bytes:  # argparse.Namespace() with one attribute set by BUILD
+        return glob("argparse", "Namespace") + b")R}" + text(attribute) + value + b"sb"
+
+    return {
+        "list": (P2 + glob("builtins", "list") + starmap + b"\x85R.", PICKLE_LOAD, "builtins.list of an object of"),
+        "dict_pairs": (P2 + glob("builtins", "dict") + b"]" + starmap + b"a\x85R.", PICKLE_LOAD, "builtins.dict of"),
+        # NEWOBJ: tuple.__new__(tuple, x) iterates x as tuple(x) does
+        "newobj": (P2 + glob("builtins", "tuple") + starmap + b"\x85\x81.", PICKLE_LOAD, "builtins.tuple.__new__ of"),
+        "reconstructor": (
+            P2 + glob("copyreg", "_reconstructor") + b"(" + glob("builtins", "list") * 2 + starmap + b"tR.",
+            PICKLE_LOAD,
+            "builtins.list.__init__ of an object of itertools.starmap",
+        ),
+        "defaultdict": (
+            P2 + glob("collections", "defaultdict") + b"(" + glob("builtins", "list") + starmap + b"tR.",
+            PICKLE_LOAD,
+            "collections.defaultdict of",
+        ),
+        # dict(x) calls x.keys() when x has that attribute, an instance's own
+        "keys": (
+            P2 + glob("builtins", "dict") + namespace("keys", partial) + b"\x85R.",
+            PICKLE_LOAD,
+            "_functools.partial",
+        ),
+        # torch.nn.Parameter(x) calls x.detach() for what is not a tensor
+        "detach": (
+            P2
+            + glob("torch._utils", "_rebuild_parameter")
+            + b"("
+            + namespace("detach", partial)
+            + b"\x89"
+            + glob("collections", "OrderedDict")
+            + b")RtR.",
+            TORCH_LOAD,
+            "torch._utils._rebuild_parameter of the result of argparse.Namespace given attributes",
+        ),
+        # APPEND calls the object's append (extend first), ADDITEMS its add: attributes BUILD set
+        "append": (P2 + namespace("append", handler) + text(c) + b"a.", PICKLE_LOAD, "the append, extend or add"),
+        "additems": (P4 + namespace("add", handler) + b"(" + text(c) + b"\x90.", PICKLE_LOAD, "the append, extend"),
+        # type.__new__ makes a class whose __setstate__ is FileHandler; BUILD on its object calls it
+        "class": (
+            P2
+            + glob("builtins", "type")
+            + b"("
+            + text("X")
+            + glob("builtins", "object")
+            + b"\x85}"
+            + text("__setstate__")
+            + handler
+            + b"st\x81)\x81"
+            + text(c)
+            + b"b.",
+            PICKLE_LOAD,
+            "builtins.type.__new__",
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["list", "dict_pairs", "newobj", "reconstructor", "defaultdict", "keys", "detach", "append", "additems", "class"],
+)
+def test_objects_the_pickle_made_are_not_data(tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]) -> None:
+    canary = tmp_path / "canary"
+    data, code, name = made_objects(canary)[case]
+    if code == TORCH_LOAD:
+        pytest.importorskip("torch")
+    path = tmp_path / "model.pkl"
+    path.write_bytes(data)
+    assert runs(tmp_path, code, path, canary), "the payload must really run under the real loader"
+    verdict(path, capsys, name)
+    assert not canary.exists()
+
+
+@pytest.mark.reference
+def test_tensor_given_attributes_by_its_state(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """_rebuild_from_type_v2's state sets a tensor's attributes: `detach` = readline.write_history_file, a function of
+    no arguments that writes ~/.history; torch's Parameter(x) then calls x.detach() (x is a Buffer, not a Tensor)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("readline")
+    canary = tmp_path / ".history"
+    empty = glob("collections", "OrderedDict") + b")R"
+    storage = b"(" + text("storage") + glob("torch", "FloatStorage") + text("0") + text("cpu") + b"K\x01tQ"
+    rebuild = glob("torch._utils", "_rebuild_tensor_v2")
+    args = b"(" + storage + b"K\x00K\x01\x85K\x01\x85\x89" + empty + b"t"
+    state = b"}" + text("detach") + glob("readline", "write_history_file") + b"s"
+    tensor = glob("torch._tensor", "_rebuild_from_type_v2") + b"(" + rebuild + glob("torch.nn", "Buffer") + args + state
+    path = tmp_path / "model.pt"
+    with zipfile.ZipFile(path, "w") as zf:
+        pkl = P2 + glob("torch._utils", "_rebuild_parameter") + b"(" + tensor + b"tR\x89" + empty + b"tR."
+        zf.writestr("archive/data.pkl", pkl)
+        zf.writestr("archive/data/0", b"\x00" * 4)
+        zf.writestr("archive/version", "3\n")
+    code = f"import os; os.environ['HOME'] = {str(tmp_path)!r}; " + TORCH_LOAD
+    assert runs(tmp_path, code, path, canary)
+    verdict(path, capsys, "torch._utils._rebuild_parameter of a tensor given attributes by its state")
+    assert not canary.exists()
+
+
+@pytest.mark.reference
+def test_legacy_module_record_gives_its_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A legacy file's ('module', obj, '', '') persistent id: torch.load gives `obj` itself, as the reader does."""
+    pytest.importorskip("torch")
+    canary = tmp_path / "canary"
+    starmap = glob("itertools", "starmap") + b"(" + glob("logging", "FileHandler") + b"]" + text(str(canary))
+    record = b"(" + text("module") + starmap + b"\x85at\x81" + text("") + text("") + b"tQ"
+    magic = bytes.fromhex("80028a0a6cfc9c46f9206aa850192e")
+    info = pickle.dumps({"protocol_version": 1001, "little_endian": True, "type_sizes": {"int": 4}}, 2)
+    path = tmp_path / "legacy.pt"
+    obj = P2 + glob("builtins", "list") + record + b"\x85R."
+    path.write_bytes(magic + pickle.dumps(1001, 2) + info + obj + pickle.dumps([], 2))
+    assert runs(tmp_path, TORCH_LOAD, path, canary)
+    verdict(path, capsys, "builtins.list of an object of itertools.starmap")
+    assert not canary.exists()
+
+
+@pytest.mark.reference
+def test_torchscript_setstate_is_the_archives_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torch.load hands a TorchScript archive to torch.jit.load, which runs the archive's own `__setstate__` code on
+    each object's state while loading: here it creates a file with `torch.from_file`."""
+    torch = pytest.importorskip("torch")
+    canary = tmp_path / "canary"
+    path = tmp_path / "scripted.pt"
+    try:
+        torch.jit.save(SetstateCode.module(str(canary)), path)
+    except OSError as exc:  # source not available (frozen tests): nothing to check
+        pytest.skip(f"torch.jit.script needs the source: {exc}")
+    assert not canary.exists()  # (scripting and saving ran none of it)
+    assert runs(tmp_path, TORCH_LOAD, path, canary)
+    verdict(path, capsys, "Restored.__setstate__ (the archive's TorchScript code, run by torch.jit.load)")
+    assert not canary.exists()
+    # the object in constants.pkl of another scripted module (jit.load reads its constants with the archive's classes)
+    plain = tmp_path / "plain.pt"
+    torch.jit.save(torch.jit.script(torch.nn.Identity()), plain)
+    moved = tmp_path / "constants.pt"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(plain) as zin, zipfile.ZipFile(moved, "w") as zout:
+        obj = next(src.read(n) for n in src.namelist() if n.endswith("/data.pkl"))  # (protocol 2: P2 ... .)
+        code = [n for n in src.namelist() if "/code/" in n and n.endswith(".py")]
+        for name in zin.namelist():
+            zout.writestr(name, P2 + obj[2:-1] + b"\x85." if name.endswith("/constants.pkl") else zin.read(name))
+        for name in code:
+            zout.writestr("plain/" + name.partition("/")[2], src.read(name))
+    assert runs(tmp_path, TORCH_LOAD, moved, canary)
+    verdict(moved, capsys, "Restored.__setstate__ (the archive's TorchScript code, run by torch.jit.load)")
+    assert not canary.exists()
+    quantized = tmp_path / "quantized.pt"  # packed parameters: torch's own C++ class, whose __setstate__ is torch's
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # quantization's deprecation warnings
+        linear = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(torch.nn.Linear(4, 4)), dtype=torch.qint8)
+        torch.jit.save(torch.jit.script(linear), quantized)
+    assert main([str(quantized)]) == 0
+
+
+class SetstateCode:  # built lazily: torch.jit.script needs the class source, so it lives at module level
+    @staticmethod
+    def module(name: str) -> object:
+        import torch
+
+        class Restored(torch.nn.Module):  # its __setstate__ opens (creates) the file it names
+            def __init__(self) -> None:
+                super().__init__()
+                self.name = name
+
+            def forward(self, x):  # type: ignore
+                return x
+
+            @torch.jit.export
+            def __getstate__(self) -> tuple[str, bool]:
+                return (self.name, self.training)
+
+            @torch.jit.export
+            def __setstate__(self, state: tuple[str, bool]) -> None:
+                self.name = state[0]
+                self.training = state[1] and torch.from_file(self.name, True, 8, dtype=torch.uint8).numel() > 0
+
+        return torch.jit.script(Restored())
+
+
 # -- Keras ------------------------------------------------------------------------------------------------------------
 
 
@@ -584,6 +775,36 @@ def test_opcode_count_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         load(path)
 
 
+def test_a_large_value_read_again_and_again_is_bounded(tmp_path: Path) -> None:
+    """dict() of one 20,000-pair list, fetched from the memo 2,000 times: 40 million items to read from a 60 KB
+    pickle (it took 5 minutes); the reader stops at its work budget, linear in the pickle's length."""
+    from loaders import _pickle_fast
+
+    data = P2 + b"K\x01K\x02\x86q\x010]q\x02(" + b"h\x01" * 20_000 + b"e\x85q\x030" + glob("builtins", "dict")
+    path = tmp_path / "again.pkl"
+    path.write_bytes(data + b"q\x040" + b"h\x04h\x03R0" * 2_000 + b"N.")
+    aborted = _pickle_fast.Counters.aborted
+    with pytest.raises(InspectorError, match="read again and again"):
+        load(path)
+    assert _pickle_fast.Counters.aborted == aborted + 1  # the C path hands a large argument to the interpreter
+    path.write_bytes(data + b"q\x040" + b"h\x04h\x03R0" * 20 + b"N.")  # the same value read a few times is fine
+    assert [f.code for f in load(path).findings if f.severity != "info"] == []
+
+
+def test_tensor_of_more_dimensions_than_the_cap(tmp_path: Path) -> None:
+    """A size tuple of 65 dimensions is refused before it is read (one long size could be passed again and again)."""
+    storage = b"(" + text("storage") + glob("torch", "FloatStorage") + text("0") + text("cpu") + b"K\x01tQ"
+    rebuild = glob("torch._utils", "_rebuild_tensor_v2") + b"(" + storage + b"K\x00"
+    sizes = b"(" + b"K\x01" * 65 + b"t"
+    pkl = P2 + rebuild + sizes + sizes + b"\x89" + glob("collections", "OrderedDict")
+    path = tmp_path / "dims.pt"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("archive/data.pkl", pkl + b")RtR.")
+        zf.writestr("archive/data/0", b"\x00" * 4)
+    with pytest.raises(InspectorError, match="more than 64 dimensions"):
+        load(path)
+
+
 def test_hdf5_child_limit_never_above_the_hard_limit(tmp_path: Path) -> None:
     """Under a 6 GiB address-space limit (below the 8 GiB the child asks for), HDF5 files still read."""
     sample = fixture_path("keras/k3.weights.h5")
@@ -663,6 +884,10 @@ def test_mxnet_sparse_storage_shape_of_size_zero(tmp_path: Path) -> None:
 # -- property: mutations never turn a payload that runs into a clean verdict ------------------------------------
 
 
+RECORDER_CLASSES = {("builtins", "list"), ("builtins", "dict"), ("builtins", "tuple"), ("collections", "OrderedDict")}
+RECORDER_CLASSES |= {("itertools", "starmap"), ("argparse", "Namespace")}  # (`made_objects`)
+
+
 class _Recorder(pickle.Unpickler):
     """CPython's C unpickler, with globals limited to a recorder (the canary) and a few inert builtins."""
 
@@ -675,7 +900,7 @@ class _Recorder(pickle.Unpickler):
                 _Recorder.ran = True
 
             return record
-        if (module, name) in {("builtins", "list"), ("builtins", "dict"), ("collections", "OrderedDict")}:
+        if (module, name) in RECORDER_CLASSES:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"{module}.{name} not allowed here")
 
@@ -733,10 +958,12 @@ def _seeds() -> list[bytes]:
     canary = Path("/nonexistent/canary")
     evil = file_handler(canary)
     framed = b"}\x94(" + short("a") + b"K\x01" + short("b") + evil + b"u."
+    made = made_objects(canary)
     return [
         P2 + b"}(" + text("a") + b"]K\x01a" + text("b") + evil + b"u.",
         P4 + frame(len(framed)) + framed,
         b"(dp0\nS'a'\np1\nI1\nsS'b'\n" + glob("logging", "FileHandler") + b"(S'x'\ntR.",
+        *(made[case][0] for case in ("list", "dict_pairs", "newobj", "append", "additems")),
     ]
 
 
