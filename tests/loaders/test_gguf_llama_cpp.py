@@ -145,7 +145,7 @@ CASES: dict[str, tuple[str, str, dict[str, Any], tuple[str, ...], tuple[str, ...
     "jamba": ("jamba", "JambaForCausalLM", dict(num_hidden_layers=4, attn_layer_period=2, attn_layer_offset=1,
               expert_layer_period=2, expert_layer_offset=0), ("f32", "q8_0"), (), None, "jamba-stacked"),
     # GLM-4 (dense, GLM-4-0414): no family (nor for its safetensors), the same modules as its safetensors file's
-    "glm4": ("glm4", "Glm4ForCausalLM", {}, ("f32", "q8_0"), (), None, "sequential"),
+    "glm4": ("glm4", "Glm4ForCausalLM", {}, ("f32", "q8_0"), (), None, "glm4"),
     "gpt_oss": ("gpt_oss", "GptOssForCausalLM", {}, ("f32", "q8_0"), (), None, "gpt_oss-stacked"),
     # Cohere2-MoE (cohere2moe): read as the model type of no family until its architecture was mapped
     "cohere2_moe": ("cohere2_moe", "Cohere2MoeForCausalLM", {}, ("f32",), (), None, "cohere2_moe-stacked"),
@@ -164,7 +164,7 @@ CASES: dict[str, tuple[str, str, dict[str, Any], tuple[str, ...], tuple[str, ...
                        None, "granitemoe-fused?"),
     # GLM (glm, written as chatglm; its MLP's gate_up_proj fused) and HRM (hrm_text: two stacks of layers numbered one
     # after the other, each gqkv_proj split in four, a learned initial state): module by module, as their safetensors
-    "glm": ("glm", "GlmForCausalLM", {}, ("f32",), (), None, "sequential"),
+    "glm": ("glm", "GlmForCausalLM", {}, ("f32",), (), None, "glm?"),  # (chatglm: ChatGLM's too, so no model type)
     "hrm_text": ("hrm_text", "HrmTextForCausalLM", {}, ("f32",), (), None, "sequential"),
 }  # fmt: skip
 RUNS = [(case, outtype) for case, spec in CASES.items() for outtype in spec[3]]
@@ -371,7 +371,7 @@ def test_cases_cover_the_tables() -> None:
     }
     assert archs <= set(HF_NAMES_BY_ARCH)
     typed = {model_type for family in FAMILIES for model_type in family.model_types}
-    no_family = {"glm4", "exaone-moe", "hy_v3", "laguna", "granite_swa"}  # (nor for their safetensors files)
+    no_family = {"exaone-moe", "hy_v3", "laguna", "granite_swa"}  # (nor for their safetensors files)
     assert {MODEL_TYPES.get(arch, arch) for arch in archs - no_family | {"qwen3moe", "cohere2moe"}} <= typed
     assert not {MODEL_TYPES.get(arch, arch) for arch in no_family} & typed
 
