@@ -41,8 +41,9 @@ def run_batches(
 
 
 def verdict(path: Any) -> Row:
-    """The inspector on one file: its parameter and buffer counts, warnings (and `unsafe`), and the expectation it
-    checked the file against (a family or the per-module one, from the config or inferred, and whether it matched)."""
+    """The inspector on one file: its parameter count (and its trainable part) and buffer count, warnings (and
+    `unsafe`), and the expectation it checked the file against (a family or the per-module one, from the config or
+    inferred, and whether it matched)."""
     from inspector.records import TensorKind
     from inspector.report import inspect
 
@@ -52,8 +53,10 @@ def verdict(path: Any) -> Row:
     buffers = sum(t.n_elements for t in report.checkpoint.unique(TensorKind.BUFFER))
     exp = report.expectation
     expected = f"{exp.architecture} ({exp.source}{'' if exp.matches else ', explained'})" if exp else None
+    trainable = sum(t.n_elements for t in report.checkpoint.unique(TensorKind.PARAMETER) if t.trainable)
     return {
         "inspector": report.checkpoint.n_parameters,
+        "trainable": trainable,
         "buffers": buffers,
         "warnings": warnings,
         "expectation": expected,

@@ -269,16 +269,9 @@ def one(name: str, keras_file: bool) -> Row:
     finally:
         alarm(0)
     for way, path in files.items():
-        row[way] = verdict(path) | {"trainable": _trainable(path)}
+        row[way] = verdict(path)
     shutil.rmtree(folder, ignore_errors=True)
     return row
-
-
-def _trainable(path: Path) -> int:
-    from inspector import load
-    from inspector.records import TensorKind
-
-    return sum(t.n_elements for t in load(path).unique(TensorKind.PARAMETER) if t.trainable)
 
 
 def child(todo: list[str], keras_file: bool) -> None:

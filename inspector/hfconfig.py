@@ -40,7 +40,7 @@ PEFT_MODEL_PREFIX = "base_model.model."  # a PeftModel's tensors, of every peft 
 ADAPTER_NAMES_LOOKED_AT = 1000
 
 
-def _json_beside(probe: Probe, name: str) -> dict[str, Any] | None:
+def json_beside(probe: Probe, name: str) -> dict[str, Any] | None:
     """The JSON object in the file `name` in the probed file's folder (local or remote); None when there is none or
     it cannot be read or is larger than `MAX_CONFIG_BYTES` (it is only ever a help, never an error)."""
     try:
@@ -58,7 +58,7 @@ def _json_beside(probe: Probe, name: str) -> dict[str, Any] | None:
 def config_beside(probe: Probe) -> dict[str, Any] | None:
     """The parsed config.json in the probed file's folder, when it is a JSON object that says what the model is
     (`model_type`)."""
-    doc = _json_beside(probe, CONFIG_NAME)
+    doc = json_beside(probe, CONFIG_NAME)
     if doc is None or model_type(doc) is None:
         return None
     doc["source"] = CONFIG_NAME
@@ -81,7 +81,7 @@ def adapter_like(probe: Probe, ckpt: Checkpoint) -> bool:
 
 def adapter_config_beside(probe: Probe) -> dict[str, Any] | None:
     """The parsed adapter_config.json beside a PEFT adapter file, when it is a JSON object naming its `peft_type`."""
-    doc = _json_beside(probe, ADAPTER_CONFIG_NAME)
+    doc = json_beside(probe, ADAPTER_CONFIG_NAME)
     if doc is None or not isinstance(doc.get("peft_type"), str):
         return None
     doc["source"] = ADAPTER_CONFIG_NAME
@@ -114,14 +114,14 @@ def with_config(ckpt: Checkpoint, probe: Probe) -> Checkpoint:
         packed, first = _packed_weights(), ckpt.tensors[:ADAPTER_NAMES_LOOKED_AT]
         if any(t.name.endswith(packed) for t in first):
             for name, (method, key) in QUANTIZATION_CONFIGS.items():
-                words = _json_beside(probe, name)
+                words = json_beside(probe, name)
                 if words is not None and key in words:
                     config["quantization_config"] = {"quant_method": method, **words, "source": name}
                     break
         else:
             from inspector.quantized import QUANTO, QUANTO_QMAP, QUANTO_SCALE  # (loaded already)
 
-            qmap = _json_beside(probe, QUANTO_QMAP) if any(t.name.endswith(QUANTO_SCALE) for t in first) else None
+            qmap = json_beside(probe, QUANTO_QMAP) if any(t.name.endswith(QUANTO_SCALE) for t in first) else None
             if qmap is not None:
                 config["quantization_config"] = {"quant_method": QUANTO, "modules": qmap, "source": QUANTO_QMAP}
     return ckpt if config is None else replace(ckpt, config=MappingProxyType(config))

@@ -8,12 +8,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
-from inspector.errors import InspectorError
+from inspector.hfconfig import json_beside
 from inspector.probe import Probe
 from inspector.records import Finding, Severity, TensorInfo, TensorKind, elements
 from inspector.recordtype import replace
@@ -23,7 +22,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 CONFIG, METADATA = "config.json", "metadata.json"
-MAX_JSON_BYTES = 1 << 20
 REGISTERED_PREFIX = "keras_hub>"
 # Layers a backbone class builds with trainable=False (keras_hub/src/models/*/*_backbone.py): their variables are
 # parameters Keras counts and never trains. The backbone config lists no layers, so its class says which.
@@ -72,23 +70,12 @@ def backbone_class(config: Any) -> str | None:
     return None
 
 
-def _json_beside(probe: Probe, name: str) -> dict[str, Any] | None:
-    try:
-        with probe.sibling(name) as other:
-            if other.size > MAX_JSON_BYTES:
-                return None
-            doc = json.loads(other.read_at(0, other.size))
-    except (InspectorError, OSError, ValueError, RecursionError):
-        return None  # a preset file is only ever a help, never an error
-    return doc if isinstance(doc, dict) else None
-
-
 def preset_beside(probe: Probe) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """(config, metadata) of the keras-hub preset the probed weights file is part of, or None."""
-    config = _json_beside(probe, CONFIG)
+    config = json_beside(probe, CONFIG)
     if backbone_class(config) is None:
         return None
-    return config or {}, _json_beside(probe, METADATA) or {}
+    return config or {}, json_beside(probe, METADATA) or {}
 
 
 def frozen(tensors: Sequence[TensorInfo], cls: str | None) -> list[TensorInfo]:
