@@ -225,9 +225,14 @@ def bucket_bytes(ckpt: Checkpoint) -> dict[str, int]:
     return {name: n for name, n in totals.items() if n}
 
 
+def unreferenced_words(framework: str) -> Unreferenced:
+    """The framework's words for its unreferenced bytes (`UNREFERENCED`; torch's for any other)."""
+    return UNREFERENCED.get(framework, TORCH_UNREFERENCED)
+
+
 def bucket_texts(framework: str) -> dict[str, str]:
-    """`BUCKETS` with the framework's words for its unreferenced bytes (`UNREFERENCED`)."""
-    return {**BUCKETS, "unreferenced": UNREFERENCED.get(framework, TORCH_UNREFERENCED).bucket}
+    """`BUCKETS` with the framework's words for its unreferenced bytes."""
+    return {**BUCKETS, "unreferenced": unreferenced_words(framework).bucket}
 
 
 def _of_kind(ckpt: Checkpoint, kind: RegionKind, by_kind: dict[str, int]) -> list[Region]:
@@ -300,7 +305,7 @@ NOT_STORED = (
 
 
 def _walk(ckpt: Checkpoint, by_kind: dict[str, int], saved: int, parameter_bytes: int) -> list[Step]:
-    unreferenced = UNREFERENCED.get(ckpt.framework, TORCH_UNREFERENCED).step
+    unreferenced = unreferenced_words(ckpt.framework).step
     steps = [Step(unreferenced if key == "unreferenced" else label, by_kind[key])
              for key, label in STEP_LABELS if by_kind.get(key)]  # fmt: skip
     if saved:
@@ -338,7 +343,7 @@ def _notes(ckpt: Checkpoint, by_kind: dict[str, int], params: tuple[TensorInfo, 
         )
     unreferenced = by_kind.get("unreferenced", 0)
     if unreferenced:
-        notes.append(UNREFERENCED.get(ckpt.framework, TORCH_UNREFERENCED).note.format(n=unreferenced))
+        notes.append(unreferenced_words(ckpt.framework).note.format(n=unreferenced))
     duplicate = by_kind.get("duplicate", 0)
     if duplicate:
         notes.append(f"{duplicate:,} bytes store a tensor a second time (tied weights saved twice)")
