@@ -34,6 +34,9 @@ DTYPES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F6
 def model_classes() -> list[str]:
     import inspect
 
+    from tests.vision import make_importable
+
+    make_importable()  # diffusers' model modules import torchvision (through transformers) where it is installed
     import diffusers
     from diffusers.models.modeling_utils import ModelMixin
 
@@ -84,6 +87,9 @@ def differing(path: Path, buffers: set[str]) -> dict[str, list[str]]:
 def child(classes: list[str], config: bool) -> None:
     import warnings
 
+    from tests.vision import make_importable
+
+    make_importable()  # (as `model_classes`)
     import diffusers
     import torch
 
