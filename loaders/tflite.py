@@ -103,6 +103,7 @@ OP_INPUTS: dict[str, tuple[str, ...]] = {
     "CONV_3D_TRANSPOSE": ("output_shape", "filter", "input", "bias"),
     "FULLY_CONNECTED": ("input", "weights", "bias"),
     "BATCH_MATMUL": ("lhs", "rhs"),
+    "STABLEHLO_DOT_GENERAL": ("lhs", "rhs"),
     "EMBEDDING_LOOKUP": ("lookup", "value"),
     "GATHER": ("params", "indices"),
     "GATHER_ND": ("params", "indices"),
@@ -152,6 +153,7 @@ WEIGHT_INPUTS: dict[str, tuple[int, ...]] = {
     "CONV_3D_TRANSPOSE": (1, 3),
     "FULLY_CONNECTED": (1, 2),
     "BATCH_MATMUL": (0, 1),
+    "STABLEHLO_DOT_GENERAL": (0, 1),  # (a matrix product of the converter's StableHLO ops: EXPERIMENTAL_STABLEHLO_OPS)
     "EMBEDDING_LOOKUP": (1,),
     "GATHER": (0,),
     "GATHER_ND": (0,),
@@ -201,8 +203,8 @@ PASS_THROUGH: dict[str, tuple[int, ...] | None] = {
 # the variable's initial value, a parameter as Keras counts a variable (non-trainable: a value the model updates)
 VARIABLE_INPUTS: dict[str, tuple[int, ...]] = {"ASSIGN_VARIABLE": (1,)}
 # Operators that run other subgraphs -> the first of their inputs passed to them, as their input 0 (IF's input 0 is
-# its condition); a constant passed is followed in there
-CALLED_INPUTS = {"WHILE": 0, "CALL": 0, "IF": 1, "STABLEHLO_WHILE": 0, "STABLEHLO_COMPOSITE": 0}
+# its condition, STABLEHLO_CASE's its branch index: stablehlo_case.cc); a constant passed is followed in there
+CALLED_INPUTS = {"WHILE": 0, "CALL": 0, "IF": 1, "STABLEHLO_WHILE": 0, "STABLEHLO_COMPOSITE": 0, "STABLEHLO_CASE": 1}
 LOOPS = {"WHILE", "STABLEHLO_WHILE"}  # whose body's outputs become its inputs the next iteration
 # Operators that add a bias when they have one: a missing bias (-1) means a layer without one, or an all-zero bias
 # the converter dropped (`BIAS_MISSING`)

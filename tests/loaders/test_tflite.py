@@ -690,6 +690,54 @@ def test_a_weight_passed_into_a_subgraph(tf: Any, keras: Any, tmp_path: Path, op
     assert all(t.kind is TensorKind.OTHER for t in counter) and (op == "IF" or counter)
 
 
+def _switch(tf: Any, weights: list[np.ndarray]) -> Any:
+    """A module choosing one of its constant matrices by an index (tf.switch_case: a Case of three branches)."""
+
+    class Switch(tf.Module):
+        def __init__(self) -> None:
+            self.weights = [tf.constant(w) for w in weights]
+
+        @tf.function(input_signature=[tf.TensorSpec([1, 4], tf.float32), tf.TensorSpec([], tf.int32)])
+        def serve(self, x: Any, i: Any) -> Any:
+            return tf.switch_case(i, [lambda w=w: tf.matmul(x, w) for w in self.weights])
+
+    return Switch()
+
+
+def test_constants_passed_into_stablehlo_case_branches(tf: Any, tmp_path: Path) -> None:
+    """TF's converter with its StableHLO op set (`OpsSet.EXPERIMENTAL_STABLEHLO_OPS`) writes a switch as a
+    STABLEHLO_CASE whose branches (the indices a vector of its options) take every constant as an input after the
+    branch index; each branch's STABLEHLO_DOT_GENERAL reads one as its right operand. Each is a parameter: the
+    module's three matrices, their bytes as stored, and nothing else stored. (No interpreter of TF 2.21 or LiteRT 2.3
+    runs STABLEHLO_DOT_GENERAL: the schema's reader is the reference.)"""
+    rng = np.random.default_rng(0)
+    weights = [rng.normal(size=(4, 3)).astype("float32") for _ in range(3)]
+    module = _switch(tf, weights)
+    tf.saved_model.save(module, str(tmp_path / "saved"), signatures=module.serve)
+    converter = tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "saved"))
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_STABLEHLO_OPS]
+    path = tmp_path / "case.tflite"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path.write_bytes(converter.convert())
+    schema = _schema()
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(path.read_bytes(), 0))
+    (case,) = model.subgraphs[0].operators
+    assert model.operatorCodes[case.opcodeIndex].builtinCode == schema.BuiltinOperator.STABLEHLO_CASE
+    assert list(case.builtinOptions2.branchSubgraphIndices) == [1, 2, 3]
+    ckpt = load(path)
+    check_invariants(ckpt)
+    assert not [r for r in ckpt.regions if r.kind is RegionKind.UNKNOWN]
+    data = path.read_bytes()
+    stored = sorted(data[t.offset : t.offset + t.nbytes] for t in ckpt.tensors if t.offset is not None)
+    assert stored == sorted(w.tobytes() for w in weights)
+    assert {(t.kind, t.use[:2] if t.use else None) for t in ckpt.tensors} == {
+        (TensorKind.PARAMETER, ("STABLEHLO_DOT_GENERAL", "rhs"))
+    }
+    assert ckpt.n_parameters == sum(w.size for w in weights)
+    assert {f.severity for f in analyse(ckpt).findings} <= {"info"}
+
+
 # -- values (--data) --------------------------------------------------------------------------------------------------
 
 
