@@ -615,6 +615,104 @@ def test_resource_variable_initial_value(tf: Any, keras: Any, tmp_path: Path) ->
     assert _layer_check_matches(ckpt)
 
 
+def _trainer(tf: Any, keras: Any, layers: list[Any], optimizer: Any) -> Any:
+    """TF's on-device training module (tensorflow.org's "On-device training with TensorFlow Lite"): a Keras model and
+    its optimizer behind `train`, `infer`, `save` and `restore` signatures, trained one step (its optimizer's
+    variables made)."""
+    model = keras.Sequential(layers)
+    model.compile(optimizer=optimizer, loss=keras.losses.MeanSquaredError())
+    shape = [None, *model.input_shape[1:]]
+
+    class Trainer(tf.Module):
+        def __init__(self) -> None:
+            self.model = model
+
+        @tf.function(input_signature=[tf.TensorSpec(shape, tf.float32), tf.TensorSpec([None, 3], tf.float32)])
+        def train(self, x: Any, y: Any) -> Any:
+            with tf.GradientTape() as tape:
+                loss = model.loss(y, model(x, training=True))
+            gradients = tape.gradient(loss, model.trainable_variables)
+            model.optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+            return {"loss": loss}
+
+        @tf.function(input_signature=[tf.TensorSpec(shape, tf.float32)])
+        def infer(self, x: Any) -> Any:
+            return {"output": model(x)}
+
+        @tf.function(input_signature=[tf.TensorSpec([], tf.string)])
+        def save(self, path: Any) -> Any:
+            data = [w.read_value() for w in model.weights]
+            tf.raw_ops.Save(filename=path, tensor_names=[w.name for w in model.weights], data=data, name="save")
+            return {"path": path}
+
+        @tf.function(input_signature=[tf.TensorSpec([], tf.string)])
+        def restore(self, path: Any) -> Any:
+            for w in model.weights:
+                w.assign(tf.raw_ops.Restore(file_pattern=path, tensor_name=w.name, dt=w.dtype, name="restore"))
+            return {"path": path}
+
+    trainer = Trainer()
+    trainer.train(tf.zeros([2, *shape[1:]]), tf.zeros([2, 3]))
+    return trainer
+
+
+TRAINERS = {  # layers (input 4x4x1), optimizer
+    "dense_norm_momentum": (
+        lambda k: [k.layers.Flatten(), k.layers.Dense(8, activation="relu"), k.layers.BatchNormalization(),
+                   k.layers.Dense(3)],
+        lambda k: k.optimizers.SGD(0.1, momentum=0.9),
+    ),
+    "conv_norm_adam": (
+        lambda k: [k.layers.Conv2D(4, 3), k.layers.BatchNormalization(), k.layers.ReLU(), k.layers.Flatten(),
+                   k.layers.Dense(3)],
+        lambda k: k.optimizers.Adam(),
+    ),
+    "frozen_layer": (  # (its weights constants of the file: the graph never updates them)
+        lambda k: [k.layers.Flatten(), k.layers.Dense(8, activation="relu", trainable=False), k.layers.Dense(3)],
+        lambda k: k.optimizers.SGD(0.1),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(TRAINERS))
+def test_on_device_training(tf: Any, keras: Any, tmp_path: Path, case: str) -> None:
+    """An on-device training model (TF's converter, `experimental_enable_resource_variables`, its four signatures):
+    its variables, initialized by CALL_ONCE's subgraph, are the model's where the inference signature (it assigns
+    none) reads them as weights, trainable where the train signature assigns them a value computed from the gradient
+    (directly, or through a momentum it assigned so); the optimizer's (its step, its slots) are optimizer state. Each
+    variable counts, whatever buffer its initial value shares (a fresh model's zeros): count_params(), the trainable
+    variables and the optimizer's variables, as Keras counts them."""
+    layers, optimizer = TRAINERS[case]
+    trainer = _trainer(tf, keras, [keras.Input((4, 4, 1)), *layers(keras)], optimizer(keras))
+    model = trainer.model
+    if case == "frozen_layer":  # (no all-zero bias the converter would drop)
+        frozen = model.layers[1]
+        frozen.set_weights([np.full(w.shape, 0.5, w.dtype) for w in frozen.get_weights()])
+    signatures = {
+        name: getattr(trainer, name).get_concrete_function() for name in ("train", "infer", "save", "restore")
+    }
+    tf.saved_model.save(trainer, str(tmp_path / "saved"), signatures=signatures)
+    converter = tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "saved"))
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS, tf.lite.OpsSet.SELECT_TF_OPS]
+    converter.experimental_enable_resource_variables = True
+    path = tmp_path / "trainer.tflite"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path.write_bytes(converter.convert())
+    ckpt = _check(tf, path)
+
+    def elements(variables: Any) -> int:
+        return sum(int(np.prod(v.shape)) for v in variables)
+
+    trainable = sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if t.trainable)
+    optimizer_state = sum(t.n_elements for t in ckpt.unique(TensorKind.OPTIMIZER))
+    assert ckpt.n_parameters == model.count_params()
+    assert trainable == elements(model.trainable_variables)
+    assert optimizer_state == elements(model.optimizer.variables())
+    assert _layer_check_matches(ckpt)
+    assert {f.severity for f in analyse(ckpt).findings} <= {"info"}
+
+
 def _loop(tf: Any, keras: Any) -> Any:
     """A layer looping a data-dependent number of times over a matrix product with its kernel (a WHILE)."""
 
