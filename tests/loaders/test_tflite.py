@@ -830,7 +830,10 @@ def test_constants_passed_into_stablehlo_case_branches(tf: Any, tmp_path: Path) 
     STABLEHLO_CASE whose branches (the indices a vector of its options) take every constant as an input after the
     branch index; each branch's STABLEHLO_DOT_GENERAL reads one as its right operand. Each is a parameter: the
     module's three matrices, their bytes as stored, and nothing else stored. (No interpreter of TF 2.21 or LiteRT 2.3
-    runs STABLEHLO_DOT_GENERAL: the schema's reader is the reference.)"""
+    runs STABLEHLO_DOT_GENERAL: the schema's reader is the reference.) A branch index past the subgraphs runs nothing
+    the file holds: not followed."""
+    import flatbuffers
+
     rng = np.random.default_rng(0)
     weights = [rng.normal(size=(4, 3)).astype("float32") for _ in range(3)]
     module = _switch(tf, weights)
@@ -857,6 +860,12 @@ def test_constants_passed_into_stablehlo_case_branches(tf: Any, tmp_path: Path) 
     }
     assert ckpt.n_parameters == sum(w.size for w in weights)
     assert {f.severity for f in analyse(ckpt).findings} <= {"info"}
+    case.builtinOptions2.branchSubgraphIndices = np.array([1, 2, 99], dtype=np.int32)  # (no subgraph 99: not run)
+    builder = flatbuffers.Builder(0)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    path.write_bytes(bytes(builder.Output()))
+    ckpt = load(path)
+    assert [t.kind for t in ckpt.tensors].count(TensorKind.PARAMETER) == 2  # (the third only branch 3 reads)
 
 
 # -- values (--data) --------------------------------------------------------------------------------------------------
