@@ -121,6 +121,7 @@ OP_INPUTS: dict[str, tuple[str, ...]] = {
     ),
     "SVDF": ("input", "weights_feature", "weights_time", "bias", "state"),
     "ASSIGN_VARIABLE": ("resource", "value"),
+    "READ_VARIABLE": ("resource",),
     # MediaPipe's custom operators (mediapipe/util/tflite/operations/: transpose_conv_bias.cc)
     "Convolution2DTransposeBias": ("input", "weights", "bias"),
     **{op: ("input1", "input2") for op in ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE")},
@@ -493,6 +494,7 @@ class TfliteLoader:
         build = _Build(probe, model)
         for graph in build.graphs:
             build.subgraph(graph)
+        build.uninitialized()
         tensors = build.tensors()
         archive = _archive(probe, fb, model)
         regions = _regions(fb, model, build, archive)
@@ -622,6 +624,26 @@ class _Build:
             out.append(_Entry(entry.sg, entry.t, name, entry.dtype, entry.nbytes, entry.offset, kind, use, notes,
                               trainable, variable))  # fmt: skip
         return out
+
+    def uninitialized(self) -> None:
+        """The resource variables no initializer assigns a value stored in the file (Keras 3's, in a `tf.Module`:
+        their values come from a restore signature): each a tensor without data in this file, its shape and type
+        those of the first READ_VARIABLE's output, its layer the variable's scope."""
+        initialized = {e.variable for e in self.entries if e.variable is not None}
+        for g in self.graphs:
+            for tensor, variable in g.reads.items():
+                if variable in initialized:
+                    continue
+                initialized.add(variable)
+                t = g.sg.tensors[tensor]
+                kind, trainable, said = self._variable(variable)
+                notes = [f"resource variable {variable!r}, {said}: no initial value in this file (the interpreter "
+                         "allocates it; its values come from elsewhere, a restore signature)"]  # fmt: skip
+                name = self._unique(variable, g.sg, t)
+                dtype = dtypes.TFLITE_TYPES.get(t.type, f"TFLITE_TYPE[{t.type}]")
+                nbytes = dtypes.nbytes_for(dtype, prod(check_shape(self.probe, FORMAT, name, t.shape))) or 0
+                use = _Use(READ_VARIABLE, 0, variable.rpartition("/")[0] or variable, -1, g.sg.index)
+                self.entries.append(_Entry(g.sg, t, name, dtype, nbytes, None, kind, use, notes, trainable, variable))
 
     def _data_bytes(self, name: str, t: Tensor, dtype: str, expected: int | None, stored: int, notes: list[str]) -> int:
         """The bytes of a constant's data, checked against its shape and type where those fix them."""

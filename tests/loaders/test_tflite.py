@@ -713,6 +713,62 @@ def test_on_device_training(tf: Any, keras: Any, tmp_path: Path, case: str) -> N
     assert {f.severity for f in analyse(ckpt).findings} <= {"info"}
 
 
+KERAS3_TRAINER = """
+import os, sys, warnings
+os.environ["KERAS_BACKEND"] = "tensorflow"
+import numpy as np, keras, tensorflow as tf
+model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(8, activation="relu"),
+                          keras.layers.BatchNormalization(), keras.layers.Dense(3)])
+optimizer = keras.optimizers.Adam()
+class Trainer(tf.Module):
+    def __init__(self):
+        self.model, self.optimizer = model, optimizer
+    @tf.function(input_signature=[tf.TensorSpec([None, 16], tf.float32), tf.TensorSpec([None, 3], tf.float32)])
+    def train(self, x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(x, training=True) - y))
+        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        return {"loss": loss}
+    @tf.function(input_signature=[tf.TensorSpec([None, 16], tf.float32)])
+    def infer(self, x):
+        return {"output": model(x)}
+trainer = Trainer()
+trainer.train(tf.zeros([2, 16]), tf.zeros([2, 3]))
+signatures = {"train": trainer.train.get_concrete_function(), "infer": trainer.infer.get_concrete_function()}
+tf.saved_model.save(trainer, sys.argv[2], signatures=signatures)
+converter = tf.lite.TFLiteConverter.from_saved_model(sys.argv[2])
+converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS, tf.lite.OpsSet.SELECT_TF_OPS]
+converter.experimental_enable_resource_variables = True
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    open(sys.argv[1], "wb").write(converter.convert())
+elements = lambda variables: sum(int(np.prod(v.shape)) for v in variables)
+print(model.count_params(), elements(model.trainable_variables), elements(optimizer.variables))
+"""
+
+
+def test_on_device_training_keras3(tf: Any, tmp_path: Path) -> None:
+    """Keras 3's variables in a `tf.Module` are not the module's to initialize: the converter writes no initializer
+    subgraph, the file holds no initial value. Each variable is then a tensor without data in this file (the shape of
+    its READ_VARIABLE's output), told apart as the initialized ones are: count_params(), the trainable variables', the
+    optimizer's variables'."""
+    pytest.importorskip("keras")
+    path = tmp_path / "trainer.tflite"
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.run([sys.executable, "-c", KERAS3_TRAINER, str(path), str(tmp_path / "saved")],
+                          capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    count, trainable, optimizer_state = (int(n) for n in proc.stdout.split()[-3:])
+    ckpt = _check(tf, path)
+    variables = [t for t in ckpt.tensors if t.offset is None]
+    assert variables and all(any("no initial value in this file" in n for n in t.notes) for t in variables)
+    assert ckpt.n_parameters == count
+    assert sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if t.trainable) == trainable
+    assert sum(t.n_elements for t in ckpt.unique(TensorKind.OPTIMIZER)) == optimizer_state
+    assert _layer_check_matches(ckpt)
+    assert {f.severity for f in analyse(ckpt).findings} <= {"info"}
+
+
 def _loop(tf: Any, keras: Any) -> Any:
     """A layer looping a data-dependent number of times over a matrix product with its kernel (a WHILE)."""
 
