@@ -105,6 +105,14 @@ LOHA_FACTORS = r"hada_(?:w1_a|w1_b|w2_a|w2_b|t1|t2)"
 LOKR_FACTORS = r"lokr_(?:w1|w1_a|w1_b|w2|w2_a|w2_b|t2)"
 P = r"(?:.*[./])?"  # any module prefix ('first.first.second.', 'model/', 'bert.')
 WB = r"(?P<param>weight|bias)"
+# the tensors torch stores for a module's weight under a reparametrization: weight_norm's magnitude and direction
+# (`weight_g`, `weight_v`; `parametrizations.weight.original0`, `original1` in torch.nn.utils.parametrizations),
+# spectral_norm's weight and power-iteration vectors (`weight_orig`, `weight_u`, `weight_v`; `parametrizations.weight.
+# original`, `.0._u`, `.0._v`), orthogonal's (`parametrizations.weight.original`, `.0.base`): the module's, as its
+# weight is (which of them are buffers: `inspector.kinds`)
+WEIGHT_PARTS = r"weight_(?:g|v|orig|u)|parametrizations\.weight\.(?:original\d?|\d+\.\w+)"
+WEIGHT_PART_PREFIXES = ("weight_", "parametrizations.")
+WB_PARTS = r"(?P<param>weight|bias|" + WEIGHT_PARTS + ")"
 WHISPER_BLOCK = r"(?P<layer>(?:model_state_dict\.)?(?:encoder|decoder)\.blocks\.\d+)"  # openai-whisper's, its section's
 
 ROLE_RULES: tuple[RoleRule, ...] = (
@@ -274,15 +282,25 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("torch.cell_input", Role.RNN_INPUT, r"(?P<layer>.+)\.weight_ih", ("torch",), None, "kernel"),
     RoleRule("torch.cell_recurrent", Role.RNN_RECURRENT, r"(?P<layer>.+)\.weight_hh", ("torch",), None, "recurrent_kernel"),
     RoleRule("torch.cell_bias", Role.RNN_BIAS, r"(?P<layer>.+)\.bias_[ih]h", ("torch",), None, "bias"),
+    # arrays a package saves with numpy under names of its own, no module path (g2p_en's checkpoint20.npz: a GRU
+    # encoder and decoder as torch names their weights, `enc_w_ih`, `enc_b_hh`, beside their embeddings `enc_emb`
+    # and the output layer `fc_w`, `fc_b`)
+    RoleRule("numpy.rnn_input", Role.RNN_INPUT, r"(?P<layer>[^./]+)_w_ih", ("torch",), None, "kernel"),
+    RoleRule("numpy.rnn_recurrent", Role.RNN_RECURRENT, r"(?P<layer>[^./]+)_w_hh", ("torch",), None, "recurrent_kernel"),
+    RoleRule("numpy.rnn_bias", Role.RNN_BIAS, r"(?P<layer>[^./]+)_b_[ih]h", ("torch",), None, "bias"),
+    RoleRule("numpy.embedding", Role.EMBEDDING, r"(?P<layer>[^./]+_emb)", ("torch",), None, "weight"),
+    RoleRule("numpy.weight", Role.DENSE, r"(?P<layer>[^./]+)_w", ("torch",), None, "weight"),
+    RoleRule("numpy.bias", Role.DENSE, r"(?P<layer>[^./]+)_b", ("torch",), None, "bias"),
     # an unembedding is the output head (Inkling 2's `unembed`), a norm of the embeddings a norm (`embed_norm`, BLOOM's
     # `word_embeddings_layernorm`): the embedding rule below would take both by their `embed`
     RoleRule("torch.unembed", Role.HEAD, r"(?P<layer>(?:.*\.)?unembed\w*)\." + WB, ("torch",)),
     RoleRule("torch.embed_norm", Role.NORM, r"(?P<layer>.*(?:embed|emb)\w*?(?i:norm|_ln)\w*)\." + WB, ("torch",)),
     RoleRule("torch.embedding", Role.EMBEDDING, r"(?P<layer>.*(?:embed|emb|embedding|embeddings|encoder|tok)\w*)\.weight", ("torch",), None, "weight"),
     RoleRule("torch.norm", Role.NORM, r"(?P<layer>.*(?i:norm|bn|ln)\w*)\." + WB, ("torch",)),
-    RoleRule("torch.head", Role.HEAD, r"(?P<layer>(?:.*\.)?(?:decoder|head|classifier|output|out|fc_out|lm_head))\." + WB, ("torch",)),
-    RoleRule("torch.conv", Role.CONV, r"(?P<layer>.*conv\w*)\." + WB, ("torch",)),
-    RoleRule("torch.dense", Role.DENSE, r"(?P<layer>.+)\." + WB, ("torch",)),
+    # (a weight's reparametrized parts, `WEIGHT_PARTS`, are its module's, as the weight would be)
+    RoleRule("torch.head", Role.HEAD, r"(?P<layer>(?:.*\.)?(?:decoder|head|classifier|output|out|fc_out|lm_head))\." + WB_PARTS, ("torch",)),
+    RoleRule("torch.conv", Role.CONV, r"(?P<layer>.*conv\w*)\." + WB_PARTS, ("torch",)),
+    RoleRule("torch.dense", Role.DENSE, r"(?P<layer>.+)\." + WB_PARTS, ("torch",)),
 )
 
 
@@ -653,7 +671,7 @@ def _recurrent_layers(results: dict[str, RoleMatch], recurrent: set[str]) -> Non
 # A module with running statistics is a norm (its scale and shift: NORM); one whose weight has three or more
 # dimensions is a convolution (weight and bias: CONV). Names saying nothing of either (torchvision's
 # `downsample.0`/`downsample.1`, Gluon's `features.3`) are read so; rules that name the layer keep their answer.
-GENERIC_RULES = frozenset({"torch.dense", "mxnet.bias", "timm.layer_scale"})
+GENERIC_RULES = frozenset({"torch.dense", "mxnet.bias", "timm.layer_scale", "numpy.weight", "numpy.bias"})
 NORM_PARAM_NAMES = frozenset({"weight", "bias", "gamma", "beta"})
 
 
@@ -668,8 +686,13 @@ def _module_facts(results: dict[str, RoleMatch], normed: set[str], conv: set[str
             continue
         if r.layer in normed and r.param in NORM_PARAM_NAMES:
             results[name] = RoleMatch(r.name, r.layer, Role.NORM.value, r.param, r.rule_id + "+norm")
-        elif r.layer in conv and r.param in ("weight", "bias"):
+        elif r.layer in conv and (r.param == "bias" or _is_weight(r.param)):
             results[name] = RoleMatch(r.name, r.layer, Role.CONV.value, r.param, r.rule_id + "+conv")
+
+
+def _is_weight(param: str | None) -> bool:
+    """A module's weight, or a part of it that a reparametrization stores (`WEIGHT_PARTS`)."""
+    return param == "weight" or (param or "").startswith(WEIGHT_PART_PREFIXES)
 
 
 KIND_ROLES = {TensorKind.OPTIMIZER: Role.OPTIMIZER_SLOT, TensorKind.BUFFER: Role.BUFFER}
@@ -755,7 +778,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
         layers = watched.get(found.role)
         if layers is not None:
             layers.add(found.layer)
-        elif found.param == "weight" and len(t.shape) >= 3 and found.rule_id in generic:
+        elif len(t.shape) >= 3 and found.rule_id in generic and _is_weight(found.param):
             conv.add(found.layer)
     # names that say nothing (arr_0, arr_1...): a dotted or slashed name says where it is, and pairing it with the
     # tensor before it by shape alone would invent a layer (a cls_token "kernel" with a layer-scale "bias")

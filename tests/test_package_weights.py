@@ -231,6 +231,31 @@ def test_npz_files_count_as_numpy(package: str, relative: str) -> None:
     assert ckpt.n_parameters == sum(sizes.values())
 
 
+def test_g2p_en_arrays_read_as_its_gru_encoder_and_decoder() -> None:
+    """g2p_en keeps its model as numpy arrays named as torch names a GRU's weights (`enc_w_ih`, `enc_b_hh`), beside
+    the embeddings (`enc_emb`) and the output layer (`fc_w`, `fc_b`): each array the role its name gives it (half of
+    them were unmatched, the others paired by shape), the GRUs' sizes those g2p_en's own `grucell` reads."""
+    np = pytest.importorskip("numpy")
+    path = _packaged("g2p_en", "checkpoint20.npz")
+    report = inspect(path)
+    roles = {r.name: (r.layer, r.role) for r in report.roles}
+    gru = {"w_ih": "rnn_input_kernel", "w_hh": "rnn_recurrent_kernel", "b_ih": "rnn_bias", "b_hh": "rnn_bias"}
+    assert roles == {
+        **{f"{s}_emb": (f"{s}_emb", "embedding") for s in ("enc", "dec")},
+        **{f"{s}_{p}": (s, role) for s in ("enc", "dec") for p, role in gru.items()},
+        "fc_w": ("fc", "dense"),
+        "fc_b": ("fc", "dense"),
+    }
+    exp = report.expectation
+    assert exp is not None and exp.matches
+    with np.load(path) as arrays:
+        sizes = {s: sum(arrays[f"{s}_{p}"].size for p in gru) for s in ("enc", "dec")}
+        inputs, units = arrays["enc_w_ih"].shape[1], arrays["enc_w_hh"].shape[1]
+    rows = {r.layer: (r.kind, r.expected) for r in exp.layers if r.layer in sizes}
+    assert rows == {s: ("GRU", n) for s, n in sizes.items()}
+    assert sizes["enc"] == 3 * units * (inputs + units + 2)  # (torch's GRU: two bias vectors)
+
+
 def test_silero_vad_torchscript_counts_as_torch_jit_load() -> None:
     torch = pytest.importorskip("torch")
     path = _packaged("silero_vad", "data/silero_vad.jit")
