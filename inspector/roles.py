@@ -471,6 +471,13 @@ KERAS_PARAM_ROLES = {
     "beta": Role.NORM,
     "scale": Role.NORM,  # RMSNormalization's (Keras 3, keras-hub)
     "reverse_embeddings": Role.HEAD,  # keras-hub's ReversibleEmbedding untied: the output head
+    # keras-hub's DINOv2 and ViT: their learned tokens, position table and LayerScale factors
+    "cls_token": Role.LEARNED_TENSOR,
+    "class_token": Role.LEARNED_TENSOR,
+    "mask_token": Role.LEARNED_TENSOR,
+    "register_tokens": Role.LEARNED_TENSOR,
+    "position_embeddings": Role.POSITION_EMBEDDING,
+    "lambda1": Role.LEARNED_TENSOR,
     "moving_mean": Role.NORM_STAT,
     "moving_variance": Role.NORM_STAT,
     # a Normalization layer's adapted statistics (and its sample count, as torch's num_batches_tracked)
@@ -480,11 +487,31 @@ KERAS_PARAM_ROLES = {
 }
 
 
+# A Keras layer's variables' role by the layer's own name (the last part of its path): Keras's MultiHeadAttention names
+# its projections so (EinsumDense layers: a (d, heads, head_dim) kernel, no conv), whatever holds it (keras-hub's
+# blocks' attention too); keras-hub's position embeddings (`position_embedding`, `encoder_position_embedding`)
+KERAS_LAYER_ROLES = (
+    (re.compile("query"), Role.ATTN_Q),
+    (re.compile("key"), Role.ATTN_K),
+    (re.compile("value"), Role.ATTN_V),
+    (re.compile("attention_output"), Role.ATTN_O),
+    (re.compile(r"\w*position_embedding"), Role.POSITION_EMBEDDING),
+)
+KERAS_NAMED_PARAMS = frozenset({"kernel", "bias", "embeddings"})  # the variables whose layer's name says more
+
+
+def _keras_layer_role(layer: str) -> Role | None:
+    """The role `KERAS_LAYER_ROLES` gives a layer's kernel, bias or embeddings, or None."""
+    own = layer.rpartition("/")[2]
+    return next((role for name, role in KERAS_LAYER_ROLES if name.fullmatch(own)), None)
+
+
 def _keras(t: TensorInfo, recurrent_layers: set[str]) -> RoleMatch | None:
     if t.layer is None or t.param is None:
         return None
     param = t.param.removesuffix(":0")
-    role = KERAS_PARAM_ROLES.get(param)
+    role = _keras_layer_role(t.layer) if param in KERAS_NAMED_PARAMS else None
+    role = role or KERAS_PARAM_ROLES.get(param)
     if role is None and param in ("kernel", "bias"):
         if t.layer in recurrent_layers:
             role = Role.RNN_INPUT if param == "kernel" else Role.RNN_BIAS
