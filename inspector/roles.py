@@ -113,6 +113,7 @@ WB = r"(?P<param>weight|bias)"
 WEIGHT_PARTS = r"weight_(?:g|v|orig|u)|parametrizations\.weight\.(?:original\d?|\d+\.\w+)"
 WEIGHT_PART_PREFIXES = ("weight_", "parametrizations.")
 WB_PARTS = r"(?P<param>weight|bias|" + WEIGHT_PARTS + ")"
+LLAMA_LAYER = r"(?:model\.)?(?P<stack>(?:[LH]_module\.)?)layers\.(?P<i>\d+)"  # a decoder layer ({stack}layers.{i})
 WHISPER_BLOCK = r"(?P<layer>(?:model_state_dict\.)?(?:encoder|decoder)\.blocks\.\d+)"  # openai-whisper's, its section's
 
 ROLE_RULES: tuple[RoleRule, ...] = (
@@ -199,15 +200,19 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("hf.bert.ffn_up", Role.FFN_UP, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.intermediate\.dense\." + WB, ("torch",), "encoder.layer.{i}"),
     RoleRule("hf.bert.ffn_down", Role.FFN_DOWN, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.output\.dense\." + WB, ("torch",), "encoder.layer.{i}"),
     RoleRule("hf.bert.pooler", Role.DENSE, r"(?:bert\.)?pooler\.dense\." + WB, ("torch",), "pooler.dense"),
-    # Hugging Face llama-style decoders
+    # Hugging Face llama-style decoders (HRM's two stacks of them: `model.L_module.layers.N`, `model.H_module.layers.N`,
+    # its checkpoints' attention `attn`; the fused projections of Phi-3, HRM and GLM: `qkv_proj`, HRM's `gqkv_proj` with
+    # its output gate, `gate_up_proj`)
     RoleRule("hf.llama.embed", Role.EMBEDDING, r"(?:model\.)?embed_tokens\.weight", ("torch",), "embed_tokens", "weight"),
-    RoleRule("hf.llama.attn", Role.ATTN_Q, r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.q_proj\." + WB, ("torch",), "layers.{i}"),
-    RoleRule("hf.llama.attn_k", Role.ATTN_K, r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.k_proj\." + WB, ("torch",), "layers.{i}"),
-    RoleRule("hf.llama.attn_v", Role.ATTN_V, r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.v_proj\." + WB, ("torch",), "layers.{i}"),
-    RoleRule("hf.llama.attn_o", Role.ATTN_O, r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.o_proj\." + WB, ("torch",), "layers.{i}"),
-    RoleRule("hf.llama.gate", Role.FFN_GATE, r"(?:model\.)?layers\.(?P<i>\d+)\.mlp\.gate_proj\." + WB, ("torch",), "layers.{i}"),
-    RoleRule("hf.llama.up", Role.FFN_UP, r"(?:model\.)?layers\.(?P<i>\d+)\.mlp\.up_proj\." + WB, ("torch",), "layers.{i}"),
-    RoleRule("hf.llama.down", Role.FFN_DOWN, r"(?:model\.)?layers\.(?P<i>\d+)\.mlp\.down_proj\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("hf.llama.attn", Role.ATTN_Q, LLAMA_LAYER + r"\.self_attn\.q_proj\." + WB, ("torch",), "{stack}layers.{i}"),
+    RoleRule("hf.llama.attn_k", Role.ATTN_K, LLAMA_LAYER + r"\.self_attn\.k_proj\." + WB, ("torch",), "{stack}layers.{i}"),
+    RoleRule("hf.llama.attn_v", Role.ATTN_V, LLAMA_LAYER + r"\.self_attn\.v_proj\." + WB, ("torch",), "{stack}layers.{i}"),
+    RoleRule("hf.llama.attn_o", Role.ATTN_O, LLAMA_LAYER + r"\.(?:self_)?attn\.o_proj\." + WB, ("torch",), "{stack}layers.{i}"),
+    RoleRule("hf.llama.attn_qkv", Role.ATTN_QKV, LLAMA_LAYER + r"\.(?:self_)?attn\.g?qkv_proj\." + WB, ("torch",), "{stack}layers.{i}"),
+    RoleRule("hf.llama.gate", Role.FFN_GATE, LLAMA_LAYER + r"\.mlp\.gate_proj\." + WB, ("torch",), "{stack}layers.{i}"),
+    RoleRule("hf.llama.up", Role.FFN_UP, LLAMA_LAYER + r"\.mlp\.up_proj\." + WB, ("torch",), "{stack}layers.{i}"),
+    RoleRule("hf.llama.gate_up", Role.FFN_UP, LLAMA_LAYER + r"\.mlp\.gate_up_proj\." + WB, ("torch",), "{stack}layers.{i}"),
+    RoleRule("hf.llama.down", Role.FFN_DOWN, LLAMA_LAYER + r"\.mlp\.down_proj\." + WB, ("torch",), "{stack}layers.{i}"),
     RoleRule("hf.llama.norm", Role.NORM, r"(?:model\.)?(?:layers\.(?P<i>\d+)\.)?\w*norm\.weight", ("torch",), None, "weight"),
     # Sockeye 1.x (MXNet; seed 002), with or without the arg: prefix of exported checkpoints
     RoleRule("sockeye.embed", Role.EMBEDDING, r"(?:arg:)?(?P<layer>(?:source|target)_embed)_weight", ("mxnet",), None, "weight"),
@@ -291,6 +296,9 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("numpy.embedding", Role.EMBEDDING, r"(?P<layer>[^./]+_emb)", ("torch",), None, "weight"),
     RoleRule("numpy.weight", Role.DENSE, r"(?P<layer>[^./]+)_w", ("torch",), None, "weight"),
     RoleRule("numpy.bias", Role.DENSE, r"(?P<layer>[^./]+)_b", ("torch",), None, "bias"),
+    # PaddlePaddle's parameter names, which paddle2onnx keeps (PP-OCR's models): a norm's scale `w_0` and shift `b_0`,
+    # in its graphs the Mul and Add of a decomposed LayerNorm (a batch norm's statistics `w_1`, `w_2`: by their use)
+    RoleRule("paddle.norm", Role.NORM, r"(?P<layer>(?:.*\.)?(?:layer|batch|group|instance)_norm_\d+)\.(?P<param>[wb]_0)", ("torch",)),
     # an unembedding is the output head (Inkling 2's `unembed`), a norm of the embeddings a norm (`embed_norm`, BLOOM's
     # `word_embeddings_layernorm`): the embedding rule below would take both by their `embed`
     RoleRule("torch.unembed", Role.HEAD, r"(?P<layer>(?:.*\.)?unembed\w*)\." + WB, ("torch",)),
@@ -559,6 +567,9 @@ ONNX_INPUT_ROLES: dict[tuple[str, str], tuple[Role, str]] = {
     # onnxruntime's dynamically quantized LSTM: its W and R transposed, (directions, in, 4h) and (directions, h, 4h)
     ("DynamicQuantizeLSTM", "W"): (Role.RNN_INPUT, "kernel"), ("DynamicQuantizeLSTM", "R"): (Role.RNN_RECURRENT, "recurrent_kernel"),
     ("DynamicQuantizeLSTM", "B"): (Role.RNN_BIAS, _B),
+    # a bias an Add adds to the layer's output (`loaders.onnx.BIAS_ADDED_TO`)
+    **{(op, "bias"): (Role.CONV, _B) for op in ("Conv", "ConvTranspose", "ConvInteger")},
+    **{(op, "bias"): (Role.DENSE, _B) for op in ("MatMul", "MatMulInteger", "Gemm")},
 }  # fmt: skip
 
 
@@ -717,6 +728,16 @@ def _module_facts(results: dict[str, RoleMatch], normed: set[str], conv: set[str
             results[name] = RoleMatch(r.name, r.layer, Role.CONV.value, r.param, r.rule_id + "+conv")
 
 
+def _as_used(found: RoleMatch, use: tuple[str, str, str, bool]) -> RoleMatch:
+    """A generic rule's answer (`GENERIC_RULES`: a `.weight` or `.bias` of any module) with the role the graph gives the
+    tensor where its operator's input says more (`ONNX_INPUT_ROLES`: a quantized conv's bias, a LayerNormalization's
+    scale); its layer the name's."""
+    role = ONNX_INPUT_ROLES.get(use[:2], (None, ""))[0]
+    if role is None or role.value == found.role:
+        return found
+    return RoleMatch(found.name, found.layer, role.value, found.param, found.rule_id + "+use")
+
+
 def _is_weight(param: str | None) -> bool:
     """A module's weight, or a part of it that a reparametrization stores (`WEIGHT_PARTS`)."""
     return param == "weight" or (param or "").startswith(WEIGHT_PART_PREFIXES)
@@ -790,6 +811,8 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
                 found = None if shape == () else _by_rule(t, matcher)
         else:
             found = (t.layer is not None and _keras(t, recurrent_layers)) or _by_rule(t, matcher)
+        if t.use is not None and found is not None and found.rule_id in generic:
+            found = _as_used(found, t.use)
         if found is None and t.kind is buffer and t.use is None:  # (in the source's module, where a loader names it)
             layer = t.layer if by_source is not None and t.layer is not None else t.name.rpartition(".")[0]
             leaf = t.name.rpartition(".")[2]

@@ -104,3 +104,23 @@ def test_reparametrized_weights_are_their_modules(writer: str, tmp_path: Path) -
     buffers = {name for name, _ in model.named_buffers()}
     assert {t.name for t in ckpt.tensors if t.kind is TensorKind.BUFFER} == buffers
     assert ckpt.n_parameters == sum(p.numel() for p in model.parameters())
+
+
+def test_hrm_stacks_and_fused_projections(tmp_path: Path) -> None:
+    """HRM (transformers' HrmTextForCausalLM) holds two stacks of decoder layers, `model.L_module.layers.N` and
+    `model.H_module.layers.N`, its attention `attn` with a fused gate/q/k/v `gqkv_proj`, its MLP a fused `gate_up_proj`:
+    each layer of each stack is one, its projections their roles (they were `dense`, one layer per module)."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.AutoConfig.for_model(
+        "hrm_text", hidden_size=32, intermediate_size=64, num_attention_heads=4, vocab_size=100, num_hidden_layers=2
+    )
+    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
+    roles = {r.name: (r.layer, r.role) for r in match_roles(load(tmp_path / "model.safetensors"))}
+    parts = {"attn.gqkv_proj": "attention_qkv", "attn.o_proj": "attention_output", "mlp.gate_up_proj": "feedforward_up",
+             "mlp.down_proj": "feedforward_down"}  # fmt: skip
+    assert {name: found for name, found in roles.items() if "_module." in name} == {
+        f"model.{stack}.layers.{i}.{part}.weight": (f"{stack}.layers.{i}", role)
+        for stack in ("L_module", "H_module")
+        for i in range(config.num_layers_per_stack)
+        for part, role in parts.items()
+    }
