@@ -252,6 +252,8 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     # (Jamba and Zamba name their mixer `mamba`, Qwen3-Next and Qwen3.5 their Gated DeltaNet `linear_attn`; Mamba2's
     # mixers, Bamba's and the other hybrids' add a per-head time-step bias)
     RoleRule("ssm.params", Role.LEARNED_TENSOR, r"(?P<layer>.+\.(?:mixer|mamba|linear_attn))\.(?P<param>A_log|D|dt_bias)", ("torch",)),
+    # (the decay and time-step bias of a linear attention under any name: diffusers' SanaWM `blocks.0.attn.A_log`)
+    RoleRule("ssm.decay", Role.LEARNED_TENSOR, r"(?P<layer>.+)\.(?P<param>A_log|dt_bias)", ("torch",)),
     # a quantized weight's scales and zero points beside it (compressed-tensors' FP8 and INT8, transformers'
     # fine-grained FP8 of DeepSeek-V3 and Qwen3: `inspector.quantized`)
     RoleRule("quant.scale", Role.QUANT_SCALE, r"(?P<layer>.+)\.(?P<param>" + SIDE_TENSOR_NAMES + ")", ("torch",)),

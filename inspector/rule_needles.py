@@ -107,6 +107,7 @@ NEEDLES = {
     '(?P<layer>.+)\\.(?P<param>gamma(?:_\\d)?)': (('gamma',), ()),
     '(?:(?P<layer>.+)\\.)?(?P<param>scale_shift_table)': (('scale_shift_table',), ()),
     '(?P<layer>.+\\.(?:mixer|mamba|linear_attn))\\.(?P<param>A_log|D|dt_bias)': (('.',), (('mixer', 'mamba', 'linear_attn'),)),
+    '(?P<layer>.+)\\.(?P<param>A_log|dt_bias)': (('.',), (('A_log', 'dt_bias'),)),
     '(?P<layer>.+)\\.(?P<param>weight_scale|weight_scale_inv|weight_zero_point|input_scale|input_zero_point|activation_scale|weight_shape|weight_g_idx|weight_scale_\\d|weight_global_scale|input_global_scale|pre_quant_scale|k_scale|v_scale|q_scale)': (('.',), (('weight_scale', 'weight_scale_inv', 'weight_zero_point', 'input_scale', 'input_zero_point', 'activation_scale', 'weight_shape', 'weight_g_idx', 'weight_scale_', 'weight_global_scale', 'input_global_scale', 'pre_quant_scale', 'k_scale', 'v_scale', 'q_scale'),)),
     '(?P<layer>.+)\\.(?P<param>qweight|weight_packed)': (('.',), (('qweight', 'weight_packed'),)),
     '(?P<layer>.+)\\.(?P<param>SCB|weight_format|weight\\.(?:absmax|quant_map|nested_absmax|nested_quant_map|quant_state\\.bitsandbytes__nf\\d|quant_state\\.bitsandbytes__fp\\d))': (('.',), (('SCB', 'weight_format', 'weight.'),)),
