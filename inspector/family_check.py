@@ -40,6 +40,7 @@ from inspector.quantized import (
 )
 from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import field, record
+from inspector.roles import GENERIC_RULES, Role
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -833,7 +834,7 @@ def refine_roles(ckpt: Checkpoint, roles: Sequence[RoleMatch], exp: Expectation 
             RoleMatch(
                 r.name,
                 by_tensor[r.name].row,
-                by_tensor[r.name].role,
+                _part_or_rule_role(by_tensor[r.name].role, r),
                 r.name.rpartition(".")[2],
                 f"family.{family.name}",
             )  # fmt: skip
@@ -842,6 +843,19 @@ def refine_roles(ckpt: Checkpoint, roles: Sequence[RoleMatch], exp: Expectation 
             for r in roles
         )
     return tuple(roles)
+
+
+# what a family part of kind 'tensor' is when its role is not stated (`families.part_role`), and the role table's
+# answers that say no more than it
+BARE_TENSOR_ROLES = frozenset({Role.LEARNED_TENSOR.value, Role.UNMATCHED.value})
+
+
+def _part_or_rule_role(part_role: str, r: RoleMatch) -> str:
+    """The family part's role, but where it only says 'a learned tensor' and a rule that names the tensor says more
+    (a mixture of experts' stacked or fused projections, `moe.experts_*`): the rule's."""
+    if part_role == Role.LEARNED_TENSOR.value and r.role not in BARE_TENSOR_ROLES and r.rule_id not in GENERIC_RULES:
+        return r.role
+    return part_role
 
 
 def expect(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Expectation | None:

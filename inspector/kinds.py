@@ -324,6 +324,22 @@ KIND_RULES: tuple[KindRule, ...] = (
         r".+\.(?:" + ALPHA_BESIDE + ")",
         "a LoRA or LyCORIS factor of kohya-ss' layout: the module's `alpha` beside it is a buffer",
     ),
+    # torch's reparametrizations of a module's weight: spectral_norm's power-iteration vectors are buffers beside the
+    # weight it keeps as `weight_orig` (`_by_layout`: a weight_norm's `weight_v` is its direction, a parameter), and a
+    # parametrization module's own tensors (`parametrizations.weight.0._u` and `._v` of spectral_norm, `.0.base` of
+    # orthogonal) registered buffers
+    KindRule(
+        "torch.spectral_norm",
+        TensorKind.PARAMETER,
+        r".+\.weight_orig",
+        "spectral_norm's weight: the module's `weight_u` and `weight_v` beside it are buffers",
+    ),
+    KindRule(
+        "torch.parametrization_state",
+        TensorKind.BUFFER,
+        r"(?:.*\.)?parametrizations\.\w+\.\d+\.\w+",
+        "a parametrization's own state (spectral_norm's `_u`, `_v`, orthogonal's `base`): registered buffers",
+    ),
     KindRule(
         "peft.ranknum", TensorKind.BUFFER, r"(?:.*\.)?ranknum(?:\.[^.]+)?", "AdaLoRA's rank: a constant, not trained"
     ),
@@ -427,7 +443,8 @@ def decide(ckpt: Checkpoint) -> Checkpoint:
 
 
 # The rules whose names tell that a module's layout may make its other tensors buffers (`_by_layout`)
-LAYOUT_RULES = frozenset({"torch.running_stat", "torch.ao.zero_point", "lycoris.factor"})
+LAYOUT_RULES = frozenset({"torch.running_stat", "torch.ao.zero_point", "lycoris.factor", "torch.spectral_norm"})
+SPECTRAL_NORM_VECTORS = ("weight_u", "weight_v")  # (the buffers spectral_norm registers beside `weight_orig`)
 
 
 def _by_layout(ckpt: Checkpoint, everywhere: bool) -> tuple[set[str], set[str]]:
@@ -438,7 +455,8 @@ def _by_layout(ckpt: Checkpoint, everywhere: bool) -> tuple[set[str], set[str]]:
     - a quantized module's `scale` beside its `zero_point` (torch.ao's converted Conv2d, Linear, QFunctional,
       Quantize: their output quantization, saved beside the quantized weight; torch's parameters() lists neither);
     - an adapter module's `alpha` beside its first factor (kohya-ss' and LyCORIS' LoRA, LoHa, LoKr modules: a
-      registered buffer, its value the scale).
+      registered buffer, its value the scale);
+    - spectral_norm's `weight_u` and `weight_v` beside its `weight_orig` (registered buffers).
     """
     stats, counted, names = set(), set(), set()
     for t in ckpt.tensors:
@@ -453,4 +471,6 @@ def _by_layout(ckpt: Checkpoint, everywhere: bool) -> tuple[set[str], set[str]]:
             names.add(name[: -len("zero_point")] + "scale")
         elif name.endswith(ALPHA_SUFFIXES):
             names.add(name.removesuffix(".weight").rpartition(".")[0] + ".alpha")
+        elif name.endswith(".weight_orig"):
+            names.update(name[: -len("weight_orig")] + vector for vector in SPECTRAL_NORM_VECTORS)
     return stats - counted, names

@@ -105,6 +105,15 @@ LOHA_FACTORS = r"hada_(?:w1_a|w1_b|w2_a|w2_b|t1|t2)"
 LOKR_FACTORS = r"lokr_(?:w1|w1_a|w1_b|w2|w2_a|w2_b|t2)"
 P = r"(?:.*[./])?"  # any module prefix ('first.first.second.', 'model/', 'bert.')
 WB = r"(?P<param>weight|bias)"
+# the tensors torch stores for a module's weight under a reparametrization: weight_norm's magnitude and direction
+# (`weight_g`, `weight_v`; `parametrizations.weight.original0`, `original1` in torch.nn.utils.parametrizations),
+# spectral_norm's weight and power-iteration vectors (`weight_orig`, `weight_u`, `weight_v`; `parametrizations.weight.
+# original`, `.0._u`, `.0._v`), orthogonal's (`parametrizations.weight.original`, `.0.base`): the module's, as its
+# weight is (which of them are buffers: `inspector.kinds`)
+WEIGHT_PARTS = r"weight_(?:g|v|orig|u)|parametrizations\.weight\.(?:original\d?|\d+\.\w+)"
+WEIGHT_PART_PREFIXES = ("weight_", "parametrizations.")
+WB_PARTS = r"(?P<param>weight|bias|" + WEIGHT_PARTS + ")"
+LLAMA_LAYER = r"(?:model\.)?(?P<stack>(?:[LH]_module\.)?)layers\.(?P<i>\d+)"  # a decoder layer ({stack}layers.{i})
 WHISPER_BLOCK = r"(?P<layer>(?:model_state_dict\.)?(?:encoder|decoder)\.blocks\.\d+)"  # openai-whisper's, its section's
 
 ROLE_RULES: tuple[RoleRule, ...] = (
@@ -191,15 +200,19 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("hf.bert.ffn_up", Role.FFN_UP, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.intermediate\.dense\." + WB, ("torch",), "encoder.layer.{i}"),
     RoleRule("hf.bert.ffn_down", Role.FFN_DOWN, r"(?:bert\.)?encoder\.layer\.(?P<i>\d+)\.output\.dense\." + WB, ("torch",), "encoder.layer.{i}"),
     RoleRule("hf.bert.pooler", Role.DENSE, r"(?:bert\.)?pooler\.dense\." + WB, ("torch",), "pooler.dense"),
-    # Hugging Face llama-style decoders
+    # Hugging Face llama-style decoders (HRM's two stacks of them: `model.L_module.layers.N`, `model.H_module.layers.N`,
+    # its checkpoints' attention `attn`; the fused projections of Phi-3, HRM and GLM: `qkv_proj`, HRM's `gqkv_proj` with
+    # its output gate, `gate_up_proj`)
     RoleRule("hf.llama.embed", Role.EMBEDDING, r"(?:model\.)?embed_tokens\.weight", ("torch",), "embed_tokens", "weight"),
-    RoleRule("hf.llama.attn", Role.ATTN_Q, r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.q_proj\." + WB, ("torch",), "layers.{i}"),
-    RoleRule("hf.llama.attn_k", Role.ATTN_K, r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.k_proj\." + WB, ("torch",), "layers.{i}"),
-    RoleRule("hf.llama.attn_v", Role.ATTN_V, r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.v_proj\." + WB, ("torch",), "layers.{i}"),
-    RoleRule("hf.llama.attn_o", Role.ATTN_O, r"(?:model\.)?layers\.(?P<i>\d+)\.self_attn\.o_proj\." + WB, ("torch",), "layers.{i}"),
-    RoleRule("hf.llama.gate", Role.FFN_GATE, r"(?:model\.)?layers\.(?P<i>\d+)\.mlp\.gate_proj\." + WB, ("torch",), "layers.{i}"),
-    RoleRule("hf.llama.up", Role.FFN_UP, r"(?:model\.)?layers\.(?P<i>\d+)\.mlp\.up_proj\." + WB, ("torch",), "layers.{i}"),
-    RoleRule("hf.llama.down", Role.FFN_DOWN, r"(?:model\.)?layers\.(?P<i>\d+)\.mlp\.down_proj\." + WB, ("torch",), "layers.{i}"),
+    RoleRule("hf.llama.attn", Role.ATTN_Q, LLAMA_LAYER + r"\.self_attn\.q_proj\." + WB, ("torch",), "{stack}layers.{i}"),
+    RoleRule("hf.llama.attn_k", Role.ATTN_K, LLAMA_LAYER + r"\.self_attn\.k_proj\." + WB, ("torch",), "{stack}layers.{i}"),
+    RoleRule("hf.llama.attn_v", Role.ATTN_V, LLAMA_LAYER + r"\.self_attn\.v_proj\." + WB, ("torch",), "{stack}layers.{i}"),
+    RoleRule("hf.llama.attn_o", Role.ATTN_O, LLAMA_LAYER + r"\.(?:self_)?attn\.o_proj\." + WB, ("torch",), "{stack}layers.{i}"),
+    RoleRule("hf.llama.attn_qkv", Role.ATTN_QKV, LLAMA_LAYER + r"\.(?:self_)?attn\.g?qkv_proj\." + WB, ("torch",), "{stack}layers.{i}"),
+    RoleRule("hf.llama.gate", Role.FFN_GATE, LLAMA_LAYER + r"\.mlp\.gate_proj\." + WB, ("torch",), "{stack}layers.{i}"),
+    RoleRule("hf.llama.up", Role.FFN_UP, LLAMA_LAYER + r"\.mlp\.up_proj\." + WB, ("torch",), "{stack}layers.{i}"),
+    RoleRule("hf.llama.gate_up", Role.FFN_UP, LLAMA_LAYER + r"\.mlp\.gate_up_proj\." + WB, ("torch",), "{stack}layers.{i}"),
+    RoleRule("hf.llama.down", Role.FFN_DOWN, LLAMA_LAYER + r"\.mlp\.down_proj\." + WB, ("torch",), "{stack}layers.{i}"),
     RoleRule("hf.llama.norm", Role.NORM, r"(?:model\.)?(?:layers\.(?P<i>\d+)\.)?\w*norm\.weight", ("torch",), None, "weight"),
     # Sockeye 1.x (MXNet; seed 002), with or without the arg: prefix of exported checkpoints
     RoleRule("sockeye.embed", Role.EMBEDDING, r"(?:arg:)?(?P<layer>(?:source|target)_embed)_weight", ("mxnet",), None, "weight"),
@@ -239,6 +252,8 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     # (Jamba and Zamba name their mixer `mamba`, Qwen3-Next and Qwen3.5 their Gated DeltaNet `linear_attn`; Mamba2's
     # mixers, Bamba's and the other hybrids' add a per-head time-step bias)
     RoleRule("ssm.params", Role.LEARNED_TENSOR, r"(?P<layer>.+\.(?:mixer|mamba|linear_attn))\.(?P<param>A_log|D|dt_bias)", ("torch",)),
+    # (the decay and time-step bias of a linear attention under any name: diffusers' SanaWM `blocks.0.attn.A_log`)
+    RoleRule("ssm.decay", Role.LEARNED_TENSOR, r"(?P<layer>.+)\.(?P<param>A_log|dt_bias)", ("torch",)),
     # a quantized weight's scales and zero points beside it (compressed-tensors' FP8 and INT8, transformers'
     # fine-grained FP8 of DeepSeek-V3 and Qwen3: `inspector.quantized`)
     RoleRule("quant.scale", Role.QUANT_SCALE, r"(?P<layer>.+)\.(?P<param>" + SIDE_TENSOR_NAMES + ")", ("torch",)),
@@ -274,15 +289,28 @@ ROLE_RULES: tuple[RoleRule, ...] = (
     RoleRule("torch.cell_input", Role.RNN_INPUT, r"(?P<layer>.+)\.weight_ih", ("torch",), None, "kernel"),
     RoleRule("torch.cell_recurrent", Role.RNN_RECURRENT, r"(?P<layer>.+)\.weight_hh", ("torch",), None, "recurrent_kernel"),
     RoleRule("torch.cell_bias", Role.RNN_BIAS, r"(?P<layer>.+)\.bias_[ih]h", ("torch",), None, "bias"),
+    # arrays a package saves with numpy under names of its own, no module path (g2p_en's checkpoint20.npz: a GRU
+    # encoder and decoder as torch names their weights, `enc_w_ih`, `enc_b_hh`, beside their embeddings `enc_emb`
+    # and the output layer `fc_w`, `fc_b`)
+    RoleRule("numpy.rnn_input", Role.RNN_INPUT, r"(?P<layer>[^./]+)_w_ih", ("torch",), None, "kernel"),
+    RoleRule("numpy.rnn_recurrent", Role.RNN_RECURRENT, r"(?P<layer>[^./]+)_w_hh", ("torch",), None, "recurrent_kernel"),
+    RoleRule("numpy.rnn_bias", Role.RNN_BIAS, r"(?P<layer>[^./]+)_b_[ih]h", ("torch",), None, "bias"),
+    RoleRule("numpy.embedding", Role.EMBEDDING, r"(?P<layer>[^./]+_emb)", ("torch",), None, "weight"),
+    RoleRule("numpy.weight", Role.DENSE, r"(?P<layer>[^./]+)_w", ("torch",), None, "weight"),
+    RoleRule("numpy.bias", Role.DENSE, r"(?P<layer>[^./]+)_b", ("torch",), None, "bias"),
+    # PaddlePaddle's parameter names, which paddle2onnx keeps (PP-OCR's models): a norm's scale `w_0` and shift `b_0`,
+    # in its graphs the Mul and Add of a decomposed LayerNorm (a batch norm's statistics `w_1`, `w_2`: by their use)
+    RoleRule("paddle.norm", Role.NORM, r"(?P<layer>(?:.*\.)?(?:layer|batch|group|instance)_norm_\d+)\.(?P<param>[wb]_0)", ("torch",)),
     # an unembedding is the output head (Inkling 2's `unembed`), a norm of the embeddings a norm (`embed_norm`, BLOOM's
     # `word_embeddings_layernorm`): the embedding rule below would take both by their `embed`
     RoleRule("torch.unembed", Role.HEAD, r"(?P<layer>(?:.*\.)?unembed\w*)\." + WB, ("torch",)),
     RoleRule("torch.embed_norm", Role.NORM, r"(?P<layer>.*(?:embed|emb)\w*?(?i:norm|_ln)\w*)\." + WB, ("torch",)),
     RoleRule("torch.embedding", Role.EMBEDDING, r"(?P<layer>.*(?:embed|emb|embedding|embeddings|encoder|tok)\w*)\.weight", ("torch",), None, "weight"),
     RoleRule("torch.norm", Role.NORM, r"(?P<layer>.*(?i:norm|bn|ln)\w*)\." + WB, ("torch",)),
-    RoleRule("torch.head", Role.HEAD, r"(?P<layer>(?:.*\.)?(?:decoder|head|classifier|output|out|fc_out|lm_head))\." + WB, ("torch",)),
-    RoleRule("torch.conv", Role.CONV, r"(?P<layer>.*conv\w*)\." + WB, ("torch",)),
-    RoleRule("torch.dense", Role.DENSE, r"(?P<layer>.+)\." + WB, ("torch",)),
+    # (a weight's reparametrized parts, `WEIGHT_PARTS`, are its module's, as the weight would be)
+    RoleRule("torch.head", Role.HEAD, r"(?P<layer>(?:.*\.)?(?:decoder|head|classifier|output|out|fc_out|lm_head))\." + WB_PARTS, ("torch",)),
+    RoleRule("torch.conv", Role.CONV, r"(?P<layer>.*conv\w*)\." + WB_PARTS, ("torch",)),
+    RoleRule("torch.dense", Role.DENSE, r"(?P<layer>.+)\." + WB_PARTS, ("torch",)),
 )
 
 
@@ -453,6 +481,13 @@ KERAS_PARAM_ROLES = {
     "beta": Role.NORM,
     "scale": Role.NORM,  # RMSNormalization's (Keras 3, keras-hub)
     "reverse_embeddings": Role.HEAD,  # keras-hub's ReversibleEmbedding untied: the output head
+    # keras-hub's DINOv2 and ViT: their learned tokens, position table and LayerScale factors
+    "cls_token": Role.LEARNED_TENSOR,
+    "class_token": Role.LEARNED_TENSOR,
+    "mask_token": Role.LEARNED_TENSOR,
+    "register_tokens": Role.LEARNED_TENSOR,
+    "position_embeddings": Role.POSITION_EMBEDDING,
+    "lambda1": Role.LEARNED_TENSOR,
     "moving_mean": Role.NORM_STAT,
     "moving_variance": Role.NORM_STAT,
     # a Normalization layer's adapted statistics (and its sample count, as torch's num_batches_tracked)
@@ -462,11 +497,31 @@ KERAS_PARAM_ROLES = {
 }
 
 
+# A Keras layer's variables' role by the layer's own name (the last part of its path): Keras's MultiHeadAttention names
+# its projections so (EinsumDense layers: a (d, heads, head_dim) kernel, no conv), whatever holds it (keras-hub's
+# blocks' attention too); keras-hub's position embeddings (`position_embedding`, `encoder_position_embedding`)
+KERAS_LAYER_ROLES = (
+    (re.compile("query"), Role.ATTN_Q),
+    (re.compile("key"), Role.ATTN_K),
+    (re.compile("value"), Role.ATTN_V),
+    (re.compile("attention_output"), Role.ATTN_O),
+    (re.compile(r"\w*position_embedding"), Role.POSITION_EMBEDDING),
+)
+KERAS_NAMED_PARAMS = frozenset({"kernel", "bias", "embeddings"})  # the variables whose layer's name says more
+
+
+def _keras_layer_role(layer: str) -> Role | None:
+    """The role `KERAS_LAYER_ROLES` gives a layer's kernel, bias or embeddings, or None."""
+    own = layer.rpartition("/")[2]
+    return next((role for name, role in KERAS_LAYER_ROLES if name.fullmatch(own)), None)
+
+
 def _keras(t: TensorInfo, recurrent_layers: set[str]) -> RoleMatch | None:
     if t.layer is None or t.param is None:
         return None
     param = t.param.removesuffix(":0")
-    role = KERAS_PARAM_ROLES.get(param)
+    role = _keras_layer_role(t.layer) if param in KERAS_NAMED_PARAMS else None
+    role = role or KERAS_PARAM_ROLES.get(param)
     if role is None and param in ("kernel", "bias"):
         if t.layer in recurrent_layers:
             role = Role.RNN_INPUT if param == "kernel" else Role.RNN_BIAS
@@ -514,6 +569,9 @@ ONNX_INPUT_ROLES: dict[tuple[str, str], tuple[Role, str]] = {
     # onnxruntime's dynamically quantized LSTM: its W and R transposed, (directions, in, 4h) and (directions, h, 4h)
     ("DynamicQuantizeLSTM", "W"): (Role.RNN_INPUT, "kernel"), ("DynamicQuantizeLSTM", "R"): (Role.RNN_RECURRENT, "recurrent_kernel"),
     ("DynamicQuantizeLSTM", "B"): (Role.RNN_BIAS, _B),
+    # a bias an Add adds to the layer's output (`loaders.onnx.BIAS_ADDED_TO`)
+    **{(op, "bias"): (Role.CONV, _B) for op in ("Conv", "ConvTranspose", "ConvInteger")},
+    **{(op, "bias"): (Role.DENSE, _B) for op in ("MatMul", "MatMulInteger", "Gemm")},
 }  # fmt: skip
 
 
@@ -653,7 +711,7 @@ def _recurrent_layers(results: dict[str, RoleMatch], recurrent: set[str]) -> Non
 # A module with running statistics is a norm (its scale and shift: NORM); one whose weight has three or more
 # dimensions is a convolution (weight and bias: CONV). Names saying nothing of either (torchvision's
 # `downsample.0`/`downsample.1`, Gluon's `features.3`) are read so; rules that name the layer keep their answer.
-GENERIC_RULES = frozenset({"torch.dense", "mxnet.bias", "timm.layer_scale"})
+GENERIC_RULES = frozenset({"torch.dense", "mxnet.bias", "timm.layer_scale", "numpy.weight", "numpy.bias"})
 NORM_PARAM_NAMES = frozenset({"weight", "bias", "gamma", "beta"})
 
 
@@ -668,8 +726,23 @@ def _module_facts(results: dict[str, RoleMatch], normed: set[str], conv: set[str
             continue
         if r.layer in normed and r.param in NORM_PARAM_NAMES:
             results[name] = RoleMatch(r.name, r.layer, Role.NORM.value, r.param, r.rule_id + "+norm")
-        elif r.layer in conv and r.param in ("weight", "bias"):
+        elif r.layer in conv and (r.param == "bias" or _is_weight(r.param)):
             results[name] = RoleMatch(r.name, r.layer, Role.CONV.value, r.param, r.rule_id + "+conv")
+
+
+def _as_used(found: RoleMatch, use: tuple[str, str, str, bool]) -> RoleMatch:
+    """A generic rule's answer (`GENERIC_RULES`: a `.weight` or `.bias` of any module) with the role the graph gives the
+    tensor where its operator's input says more (`ONNX_INPUT_ROLES`: a quantized conv's bias, a LayerNormalization's
+    scale); its layer the name's."""
+    role = ONNX_INPUT_ROLES.get(use[:2], (None, ""))[0]
+    if role is None or role.value == found.role:
+        return found
+    return RoleMatch(found.name, found.layer, role.value, found.param, found.rule_id + "+use")
+
+
+def _is_weight(param: str | None) -> bool:
+    """A module's weight, or a part of it that a reparametrization stores (`WEIGHT_PARTS`)."""
+    return param == "weight" or (param or "").startswith(WEIGHT_PART_PREFIXES)
 
 
 KIND_ROLES = {TensorKind.OPTIMIZER: Role.OPTIMIZER_SLOT, TensorKind.BUFFER: Role.BUFFER}
@@ -740,6 +813,8 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
                 found = None if shape == () else _by_rule(t, matcher)
         else:
             found = (t.layer is not None and _keras(t, recurrent_layers)) or _by_rule(t, matcher)
+        if t.use is not None and found is not None and found.rule_id in generic:
+            found = _as_used(found, t.use)
         if found is None and t.kind is buffer and t.use is None:  # (in the source's module, where a loader names it)
             layer = t.layer if by_source is not None and t.layer is not None else t.name.rpartition(".")[0]
             leaf = t.name.rpartition(".")[2]
@@ -755,7 +830,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
         layers = watched.get(found.role)
         if layers is not None:
             layers.add(found.layer)
-        elif found.param == "weight" and len(t.shape) >= 3 and found.rule_id in generic:
+        elif len(t.shape) >= 3 and found.rule_id in generic and _is_weight(found.param):
             conv.add(found.layer)
     # names that say nothing (arr_0, arr_1...): a dotted or slashed name says where it is, and pairing it with the
     # tensor before it by shape alone would invent a layer (a cls_token "kernel" with a layer-scale "bias")

@@ -37,7 +37,7 @@ from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, check_shape, parsing, til
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
     from typing import Any, ClassVar
 
 FORMAT = "gguf"
@@ -617,6 +617,11 @@ HF_NAMES_BY_ARCH: dict[str, dict[str, str | None]] = {
     "nemotron_h": _NEMOTRON_H,
     "nemotron_h_moe": {**_NEMOTRON_H, **_NEXTN, **_NEMOTRON_H_MTP},
 }
+# architectures whose converter numbers two stacks of the source's layers as one run of blocks, each stack after the
+# one before (HRM: `model.L_module.layers.N` are blocks 0..n-1, `model.H_module.layers.N` blocks n..2n-1): arch -> (the
+# metadata key of a stack's layer count n, the source's path of each stack's layers, the table's path of the blocks)
+HRM_STACKS = ("model.L_module.layers.", "model.H_module.layers.")
+BLOCK_STACKS = {"hrm_text": ("hrm_text.hrm.layers_per_stack", HRM_STACKS, "model.layers.")}
 # an architecture whose table depends on a tensor the file holds: arch -> (that tensor, the table to use)
 HF_NAMES_VARIANTS = {
     "t5": ("enc.blk.0.ffn_gate.weight", "t5-gated"),
@@ -964,6 +969,24 @@ def _renamed(t: TensorInfo, arch: str) -> TensorInfo:
     return replace(t, layer=layer, param=param, kind=_kind(t.name, layer, param, arch))
 
 
+def _in_stacks(tensors: list[TensorInfo], kv: Mapping[str, Any], arch: str) -> list[TensorInfo]:
+    """The tensors with each block's Hugging Face module in the stack of layers it came from (`BLOCK_STACKS`), where
+    the file's architecture has stacks and its metadata says how many layers each holds."""
+    stacks = BLOCK_STACKS.get(arch)
+    n = kv.get(stacks[0]) if stacks is not None else None
+    if stacks is None or not isinstance(n, int) or n <= 0:
+        return tensors
+    _, paths, blocks = stacks
+    out = []
+    for t in tensors:
+        index, _, rest = (t.layer or "").removeprefix(blocks).partition(".")
+        if t.layer is not None and t.layer.startswith(blocks) and index.isdigit() and int(index) < n * len(paths):
+            stack, i = divmod(int(index), n)
+            t = replace(t, layer=f"{paths[stack]}{i}" + (f".{rest}" if rest else ""))
+        out.append(t)
+    return out
+
+
 def _split_paths(probe: Probe, kv: dict[str, Any]) -> list[str]:
     """Every shard of a split model (gguf-split, GGUFWriter(split_max_tensors=...)), the given one first."""
     count = kv.get("split.count")
@@ -1005,6 +1028,7 @@ class GgufLoader:
         arch = names_table(str(kv.get("general.architecture", "")), shapes)
         # a split model's table is the whole model's: the tensor that marks a variant lies in one shard only
         tensors = [t if part.table == arch else _renamed(t, arch) for part in parsed for t in part.tensors]
+        tensors = _in_stacks(tensors, kv, arch)
         findings = [f for part in parsed for f in part.findings] + _split_findings(parsed, len(tensors))
         regions = tuple(r for i, part in enumerate(parsed) for r in tile(part.regions, files[i][1], i))
         attributes = {

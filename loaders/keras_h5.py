@@ -87,11 +87,30 @@ KERAS3_VARS: dict[str, tuple[tuple[str, str | None], ...]] = {
         ("position_embeddings", None),
     ),
     "gemma4_text_decoder_block": (("layer_scalar", None),),
+    "vi_t_patching_and_embedding": (("class_token", "use_class_token"),),
     "positional_embedding_layer": (("positional_encoding_gaussian_matrix", None),),
     "clip_vision_embedding": (("class_embedding", None), ("position_ids", None)),
     **dict.fromkeys(("sig_lip_vision_embedding", "sig_lip_text_embedding"), (("position_ids", None),)),
     **dict.fromkeys(("moonshine_rotary_embedding", "rotary_embedding"), (("inv_freq", None),)),
 }
+# Layers a layer holds as attributes (Keras's MultiHeadAttention's `query_dense`, keras-hub's blocks'
+# `_feedforward_intermediate_dense`, `pre_attention_norm`, `ffw_linear`, ViT's `layer_norm_1`, DINOv2's `fc1`, `norm1`,
+# `layer_scale1`): the file names them by the attribute, the config lists none of them (a backbone's config is its
+# arguments), so the attribute's name (less its `_N`) and how many variables it holds (None: any number) say what they
+# are: their variables, as `KERAS3_VARS` (a norm of one variable is keras-hub's RMS norm, of two a LayerNormalization)
+_NORM_ATTRIBUTE = re.compile(r"_?(?:\w+_)?(?:layer_?norm|norm\d*)")
+KERAS3_ATTRIBUTE_VARS: tuple[tuple[re.Pattern[str], int | None, tuple[tuple[str, str | None], ...]], ...] = (
+    (re.compile(r"_?(?:\w+_)?(?:dense|linear|ffw|fc\d*|projection|patch_embedding)"), None, _BIASED),
+    (_NORM_ATTRIBUTE, 1, (("scale", None),)),
+    (_NORM_ATTRIBUTE, 2, (("gamma", None), ("beta", None))),
+    (re.compile(r"layer_scale\d*"), 1, (("lambda1", None),)),  # (keras-hub's DINOv2 LayerScale)
+    # (an Embedding, keras-hub's PositionEmbedding or its ReversibleEmbedding, untied or not)
+    (
+        re.compile(r"(?:\w+_)?(?:token_|position_)?embedding"),
+        None,
+        (("embeddings", None), ("reverse_embeddings", "!tie_weights")),
+    ),
+)
 AUTO_SUFFIX = r"_\d+$"
 BIDIRECTIONAL_SIDES = {"forward_layer": "forward", "backward_layer": "backward"}
 # Keras configs that carry code: a Lambda layer (marshalled bytecode, or a function looked up by name),
@@ -115,13 +134,21 @@ def keras3_vars(cls: str, config: dict[str, Any], stored: int | None = None) -> 
     fewer than the class can create, the optional ones it lacks are dropped, the first first (a
     BatchNormalization(scale=False) of InceptionV3 holds beta and its two statistics, not gamma, beta and a mean).
     """
-    declared = KERAS3_VARS.get(cls, ())
+    declared = KERAS3_VARS.get(cls) or _attribute_vars(cls, stored)
     if config or stored is None or stored >= len(declared):
         return [name for name, flag in declared if _creates(flag, config)]
     spare = stored - sum(flag is None for _, flag in declared)  # optional variables the layer holds
     optional = [name for name, flag in declared if flag is not None]
     kept = set(optional[len(optional) - spare :]) if spare > 0 else set()
     return [name for name, flag in declared if flag is None or name in kept]
+
+
+def _attribute_vars(attribute: str, stored: int | None) -> tuple[tuple[str, str | None], ...]:
+    """The variables `KERAS3_ATTRIBUTE_VARS` gives a layer held as `attribute` holding `stored` of them, or none."""
+    for name, count, declared in KERAS3_ATTRIBUTE_VARS:
+        if (count is None or count == stored) and name.fullmatch(attribute):
+            return declared
+    return ()
 
 
 def _creates(flag: str | None, config: dict[str, Any]) -> bool:

@@ -179,6 +179,10 @@ PASS_THROUGH: dict[str, tuple[int, ...] | None] = {
     "Split": (0,),
     "Concat": None,
     "DequantizeLinear": (0,),
+    # (a float bias divided by its scales and rounded down, as onnxruntime's early dynamic quantizer writes a
+    # ConvInteger's bias, ddddocr's common_old.onnx: `392` -> Div -> Floor -> Cast -> Add, still the conv's bias)
+    "Div": (0,),
+    "Floor": (0,),
 }
 
 
@@ -204,6 +208,7 @@ class _Consumer:
     node: str  # its name (or first output)
     transposed: bool = False  # the node reads the input transposed (Gemm's transA, transB)
     scope: str = ""  # the module the dynamo exporter says the node is in (`NAME_SCOPES`), where it says
+    operands: tuple[str, ...] = ()  # an Add's inputs (`BIAS_ADDED_TO`)
 
     def use(self) -> tuple[str, str, str, bool]:
         """(operator, the input's name, node, transposed): what the value is to this node."""
@@ -224,6 +229,8 @@ class _Walk:
         self.nodes = 0
         self.op_types: dict[str, int] = defaultdict(int)
         self.packed: dict[str, dict[str, int]] = {}  # a value read packed (`PACKED_WEIGHTS`) -> the node's attributes
+        # a layer's output (`BIAS_ADDED_TO`'s operators) -> (operator, node): what an Add's other operand comes from
+        self.layer_outputs: dict[str, tuple[str, str]] = {}
 
     def error(self, reason: str, at: int | None = None) -> FormatError:
         return FormatError(self.probe.path, FORMAT, reason, at)
@@ -330,9 +337,16 @@ class _Walk:
         transposed = self.transposes(TRANSPOSES[op_type], attributes) if op_type in TRANSPOSES else ()
         if op_type in PACKED_WEIGHTS and len(inputs) > PACKED_WEIGHTS[op_type][0]:
             self.packed[inputs[PACKED_WEIGHTS[op_type][0]]] = self.ints(attributes, PACKED_WEIGHTS[op_type][1])
+        if op_type in BIAS_ADDED_TO and outputs:
+            self.layer_outputs[outputs[0]] = (op_type, node)
+        elif op_type in RESCALED and inputs and outputs and inputs[0] in self.layer_outputs:
+            layer = self.layer_outputs[inputs[0]]
+            if layer[0] in INTEGER_WEIGHTS:
+                self.layer_outputs[outputs[0]] = layer
+        added = tuple(inputs) if op_type == "Add" else ()
         for i, value in enumerate(inputs):
             if value:
-                self.consumers[value].append(_Consumer(op_type, i, tuple(outputs), node, i in transposed, scope))
+                self.consumers[value].append(_Consumer(op_type, i, tuple(outputs), node, i in transposed, scope, added))
         children: list[tuple[int, int]] = []
         owner = outputs[0] if op_type == "Constant" and outputs else (name or (outputs[0] if outputs else op_type))
         for a in attributes:
@@ -490,10 +504,13 @@ class _Walk:
         self.fill(f.start, f.end, children, RegionKind.HEADER, f"sparse tensor header {name!r}"[:120])
 
 
-def _kind(name: str, dtype: str, consumers: dict[str, list[_Consumer]], n: int) -> tuple[TensorKind, _Consumer | None]:
+def _kind(
+    name: str, dtype: str, consumers: dict[str, list[_Consumer]], n: int, layer_outputs: dict[str, tuple[str, str]]
+) -> tuple[TensorKind, _Consumer | None]:
     """What the graph does with a value: weight inputs make parameters, running statistics buffers; with the node
     input that says so (other state: the first node input it reaches, a Reshape's shape, a Pad's pads; None when no
-    node takes it)."""
+    node takes it). An elementwise operand of one element is a parameter only where it is a layer's bias
+    (`_added_bias`: a one-channel conv's)."""
     is_float = (dt := dtypes.lookup(dtype)) is not None and dt.kind is DKind.FLOAT
     seen: set[str] = set()
     stack, found, by, other = [(name, False)], TensorKind.OTHER, None, None
@@ -511,7 +528,7 @@ def _kind(name: str, dtype: str, consumers: dict[str, list[_Consumer]], n: int) 
             elif c.index in WEIGHT_INPUTS.get(c.op_type, ()) and (
                 is_float or dequantized or c.op_type in INTEGER_WEIGHTS
             ):
-                if c.op_type not in ELEMENTWISE or n > 1:
+                if c.op_type not in ELEMENTWISE or n > 1 or _added_bias(c, layer_outputs) is not None:
                     return TensorKind.PARAMETER, c
                 other = other or c
             else:
@@ -593,7 +610,7 @@ class OnnxLoader:
     def _record(t: _Tensor, walk: _Walk, externals: ExternalFiles) -> TensorInfo:
         by = None
         if t.source in ("initializer", "subgraph initializer", "constant", "sparse initializer"):
-            t.kind, by = _kind(t.name, t.dtype, walk.consumers, _numel(t.shape))
+            t.kind, by = _kind(t.name, t.dtype, walk.consumers, _numel(t.shape), walk.layer_outputs)
         file, offset = 0, t.offset
         if t.external is not None:
             file, offset = externals.place(t.name, t.external, t.dtype, t.shape, t.nbytes, t.notes)
@@ -613,8 +630,25 @@ class OnnxLoader:
             param=WEIGHT if layer is not None else None,
             file=file,
             notes=tuple(t.notes),
-            use=by.use() if by is not None else t.use,
+            use=(_added_bias(by, walk.layer_outputs) or by.use()) if by is not None else t.use,
         )
+
+
+# Layers whose bias an exporter adds to their output with an Add rather than give it to them (paddle2onnx's Linear and
+# transposed convolutions, onnxruntime's early dynamic quantizer's ConvInteger: its float bias requantized, then added):
+# such a bias is that layer's (`TensorInfo.use`: the layer's operator, input 'bias', its node)
+BIAS_ADDED_TO = frozenset({"Conv", "ConvTranspose", "ConvInteger", "MatMul", "MatMulInteger", "Gemm"})
+# an integer layer's output cast to float and scaled is still its output (onnxruntime's dynamic quantizer: ConvInteger
+# or MatMulInteger, Cast, Mul by the input's and weight's scales, then the Add of the float bias)
+RESCALED = frozenset({"Cast", "Mul"})
+
+
+def _added_bias(by: _Consumer, layer_outputs: dict[str, tuple[str, str]]) -> tuple[str, str, str, bool] | None:
+    """The use of a value an Add adds to a layer's output (`BIAS_ADDED_TO`): that layer's bias; else None."""
+    if len(by.operands) != 2 or by.index > 1:
+        return None
+    layer = layer_outputs.get(by.operands[1 - by.index])
+    return None if layer is None else (layer[0], "bias", layer[1], False)
 
 
 # torch.onnx's TorchScript exporter (dynamo=False: Optimum's exports, transformers.js' models) writes a Linear layer's

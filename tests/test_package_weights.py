@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from inspector.records import TensorKind
 from inspector.report import inspect
 
 STATISTICS = ("running_mean", "running_var", "num_batches_tracked")
@@ -44,6 +45,8 @@ FILES = [
     ("magika", "models/standard_v3_3/model.onnx"),  # tf2onnx from JAX (jax2tf): layer norms as Mul and Add
     ("faster_whisper", "assets/silero_vad_v6.onnx"),  # torch's exporter
     ("nudenet", "320n.onnx"),  # a YOLOv8 export (ConstantOfShape's fill values: node attributes)
+    ("ddddocr", "common_old.onnx"),  # onnxruntime's early dynamic quantizer: ConvInteger, DynamicQuantizeLSTM
+    ("ddddocr", "common.onnx"),  # the same model's float export
     ("resemblyzer", "pretrained.pt"),  # a training checkpoint: step, model_state, optimizer_state
     ("DISTS_pytorch", "weights.pt"),
     ("attacut", "artifacts/attacut-sc/model.pth"),
@@ -192,6 +195,48 @@ def test_onnx_files_read_as_onnx_loads_them(package: str, relative: str) -> None
             assert t.kind == "other" and t.use is not None and t.use[1] == "value"
 
 
+def test_ddddocr_quantized_model_counts_as_its_float_export() -> None:
+    """ddddocr's `common_old.onnx`, quantized by onnxruntime's early `quantize_dynamic`, keeps each conv's bias float
+    and adds it to the ConvInteger's output after dividing it by the scales and rounding it down (Div, Floor, Cast,
+    Reshape, Add): those are the convs' biases, parameters of the conv's layer, and the count is the one of the same
+    model's float export `common.onnx` (the 21 biases were other state, a count short by their 2,200 elements)."""
+    onnx = pytest.importorskip("onnx")
+    quantized = inspect(_packaged("ddddocr", "common_old.onnx"))
+    assert quantized.checkpoint.n_parameters == inspect(_packaged("ddddocr", "common.onnx")).checkpoint.n_parameters
+    graph = onnx.load(str(_packaged("ddddocr", "common_old.onnx"))).graph
+    convs = {n.input[1]: n.name for n in graph.node if n.op_type == "ConvInteger"}
+    biases = {n.input[0] for n in graph.node if n.op_type == "Div" and n.name.endswith("_tmp_qaunt")}  # (its typo)
+    roles = {r.name: (r.layer, r.role) for r in quantized.roles}
+    assert len(biases) == len(convs) == 21
+    assert {roles[b][0] for b in biases} == {roles[w][0] for w in convs} == set(convs.values())
+    assert {roles[b][1] for b in biases} == {"conv"}
+    kinds = {t.name: t.kind for t in quantized.checkpoint.tensors}
+    assert {kinds[b] for b in biases} == {TensorKind.PARAMETER}
+
+
+# paddle2onnx's exports that keep Paddle's names (rapidocr's PP-OCRv6 names are the converter's: `pNo.helper...`)
+PADDLE_FILES = [(p, r) for p, r in FILES if p == "rapidocr_onnxruntime"]
+
+
+@pytest.mark.parametrize(("package", "relative"), PADDLE_FILES, ids=[r for _, r in PADDLE_FILES])
+def test_paddle2onnx_biases_and_norms_are_their_layers(package: str, relative: str) -> None:
+    """paddle2onnx keeps Paddle's parameter names (`linear_3.w_0`, `linear_3.b_0`) and writes a Linear's or transposed
+    conv's bias as an Add after the layer, a LayerNorm as a Mul and an Add: each bias is its weight's layer's, of its
+    role (a one-channel conv's bias of one element too), each norm's scale and shift `norm` (they were learned tensors
+    of their Add and Mul, that one bias not a parameter)."""
+    report = inspect(_packaged(package, relative))
+    roles = {r.name: r for r in report.roles}
+    kinds = {t.name: t.kind for t in report.checkpoint.tensors}
+    biases = [name for name in roles if name.endswith(".b_0") and name[:-3] + "w_0" in roles]
+    layers = [b for b in biases if roles[b[:-3] + "w_0"].role in ("conv", "dense")]
+    assert layers
+    for bias in layers:
+        weight = roles[bias[:-3] + "w_0"]
+        assert (roles[bias].layer, roles[bias].role, kinds[bias]) == (weight.layer, weight.role, TensorKind.PARAMETER)
+    norms = [name for name in roles if name.startswith("layer_norm_")]
+    assert {roles[n].role for n in norms} <= {"norm"}
+
+
 def _deepcut_model(path: Path) -> Any:
     """deepcut's own network (`deepcut.model.get_convo_nn2`, its module loaded without the package's `__init__`),
     with the file's weights."""
@@ -229,6 +274,31 @@ def test_npz_files_count_as_numpy(package: str, relative: str) -> None:
     ckpt = inspect(path).checkpoint
     assert {t.name: t.n_elements for t in ckpt.tensors} == sizes
     assert ckpt.n_parameters == sum(sizes.values())
+
+
+def test_g2p_en_arrays_read_as_its_gru_encoder_and_decoder() -> None:
+    """g2p_en keeps its model as numpy arrays named as torch names a GRU's weights (`enc_w_ih`, `enc_b_hh`), beside
+    the embeddings (`enc_emb`) and the output layer (`fc_w`, `fc_b`): each array the role its name gives it (half of
+    them were unmatched, the others paired by shape), the GRUs' sizes those g2p_en's own `grucell` reads."""
+    np = pytest.importorskip("numpy")
+    path = _packaged("g2p_en", "checkpoint20.npz")
+    report = inspect(path)
+    roles = {r.name: (r.layer, r.role) for r in report.roles}
+    gru = {"w_ih": "rnn_input_kernel", "w_hh": "rnn_recurrent_kernel", "b_ih": "rnn_bias", "b_hh": "rnn_bias"}
+    assert roles == {
+        **{f"{s}_emb": (f"{s}_emb", "embedding") for s in ("enc", "dec")},
+        **{f"{s}_{p}": (s, role) for s in ("enc", "dec") for p, role in gru.items()},
+        "fc_w": ("fc", "dense"),
+        "fc_b": ("fc", "dense"),
+    }
+    exp = report.expectation
+    assert exp is not None and exp.matches
+    with np.load(path) as arrays:
+        sizes = {s: sum(arrays[f"{s}_{p}"].size for p in gru) for s in ("enc", "dec")}
+        inputs, units = arrays["enc_w_ih"].shape[1], arrays["enc_w_hh"].shape[1]
+    rows = {r.layer: (r.kind, r.expected) for r in exp.layers if r.layer in sizes}
+    assert rows == {s: ("GRU", n) for s, n in sizes.items()}
+    assert sizes["enc"] == 3 * units * (inputs + units + 2)  # (torch's GRU: two bias vectors)
 
 
 def test_silero_vad_torchscript_counts_as_torch_jit_load() -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from inspector import load
-from inspector.records import Checkpoint, TensorInfo
+from inspector.records import Checkpoint, TensorInfo, TensorKind
 from inspector.roles import FAMILY, FAMILY_MATCHERS, ROLE_RULES, Role, _by_rule, match_roles
 
 CASES = list(csv.DictReader((Path(__file__).parent / "data" / "role_cases.csv").read_text().splitlines()))
@@ -56,3 +57,70 @@ def test_positional_arrays_by_shape_and_order(tmp_path: Path) -> None:
         ("dense", "layer1", "bias"),
         ("unmatched", "arr_4", None),
     ]
+
+
+def _reparametrized() -> tuple[Any, dict[str, tuple[str, str]]]:
+    """A module of weight-normed and spectral-normed layers (torch's old hooks and its parametrizations), and the
+    layer and role each of its tensors should read as: its module's, the role the module's weight would have."""
+    torch = pytest.importorskip("torch")
+    from torch.nn.utils import parametrizations, spectral_norm, weight_norm
+
+    torch.manual_seed(0)
+    model = torch.nn.Module()
+    model.conv_old = weight_norm(torch.nn.Conv1d(4, 8, 3))
+    model.conv_new = parametrizations.weight_norm(torch.nn.Conv1d(4, 8, 3))
+    model.up = torch.nn.Sequential(parametrizations.weight_norm(torch.nn.ConvTranspose1d(8, 4, 3)))
+    model.proj = parametrizations.weight_norm(torch.nn.Linear(4, 8))
+    model.critic = spectral_norm(torch.nn.Linear(4, 8))
+    model.disc = torch.nn.Sequential(parametrizations.spectral_norm(torch.nn.Conv2d(4, 8, 3)))
+    model.rotation = parametrizations.orthogonal(torch.nn.Linear(4, 4))
+    roles = {"conv_old": "conv", "conv_new": "conv", "up.0": "conv", "proj": "dense", "critic": "dense",
+             "disc.0": "conv", "rotation": "dense"}  # fmt: skip
+    expected = {}
+    for name in model.state_dict():
+        module = next(m for m in roles if name.startswith(m + "."))
+        expected[name] = (module, roles[module])
+    return model, expected
+
+
+@pytest.mark.parametrize("writer", ["torch.save", "safetensors"])
+def test_reparametrized_weights_are_their_modules(writer: str, tmp_path: Path) -> None:
+    """weight_norm's `weight_g`/`weight_v` (`parametrizations.weight.original0`/`original1`), spectral_norm's
+    `weight_orig` (`parametrizations.weight.original`) and orthogonal's: the module's layer and role; spectral_norm's
+    vectors and orthogonal's base are buffers, as torch registers them (the count is parameters()')."""
+    model, expected = _reparametrized()
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    path = tmp_path / "model.bin"
+    if writer == "torch.save":
+        import torch
+
+        torch.save(state, path)
+    else:
+        save_file = pytest.importorskip("safetensors.torch").save_file
+        path = tmp_path / "model.safetensors"
+        save_file(state, str(path))
+    ckpt = load(path)
+    assert {r.name: (r.layer, r.role) for r in match_roles(ckpt)} == expected
+    buffers = {name for name, _ in model.named_buffers()}
+    assert {t.name for t in ckpt.tensors if t.kind is TensorKind.BUFFER} == buffers
+    assert ckpt.n_parameters == sum(p.numel() for p in model.parameters())
+
+
+def test_hrm_stacks_and_fused_projections(tmp_path: Path) -> None:
+    """HRM (transformers' HrmTextForCausalLM) holds two stacks of decoder layers, `model.L_module.layers.N` and
+    `model.H_module.layers.N`, its attention `attn` with a fused gate/q/k/v `gqkv_proj`, its MLP a fused `gate_up_proj`:
+    each layer of each stack is one, its projections their roles (they were `dense`, one layer per module)."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.AutoConfig.for_model(
+        "hrm_text", hidden_size=32, intermediate_size=64, num_attention_heads=4, vocab_size=100, num_hidden_layers=2
+    )
+    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
+    roles = {r.name: (r.layer, r.role) for r in match_roles(load(tmp_path / "model.safetensors"))}
+    parts = {"attn.gqkv_proj": "attention_qkv", "attn.o_proj": "attention_output", "mlp.gate_up_proj": "feedforward_up",
+             "mlp.down_proj": "feedforward_down"}  # fmt: skip
+    assert {name: found for name, found in roles.items() if "_module." in name} == {
+        f"model.{stack}.layers.{i}.{part}.weight": (f"{stack}.layers.{i}", role)
+        for stack in ("L_module", "H_module")
+        for i in range(config.num_layers_per_stack)
+        for part, role in parts.items()
+    }

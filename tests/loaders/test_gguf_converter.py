@@ -232,13 +232,21 @@ def test_sizes_the_converter_misstates_for_phi2_are_read_off_the_shapes() -> Non
     assert (h["feedforward"], h["kv_dim"], h["kv_heads"]) == (64, 16, 2)  # (the heads the k/v shape holds, not 4)
 
 
-def test_llama4_stacked_experts_have_their_projections_roles() -> None:
-    """Llama 4's experts, stacked by the converter one tensor per projection, take the roles of their projections from
-    `llama4-stacked` (gate, up, down), as Jamba's and LFM2-MoE's do; they were learned tensors of no role."""
-    report = inspect(SAMPLES_DIR / "llama4-q8_0.gguf")
+STACKED = sorted(name for name, (family, _) in EXPECTED.items() if family.endswith("-stacked"))
+
+
+@pytest.mark.parametrize("name", STACKED)
+def test_stacked_experts_have_their_projections_roles(name: str) -> None:
+    """The experts the converter stacks one tensor per projection (Mixtral's, OLMoE's, Granite MoE's, Llama 4's) take
+    the roles of their projections (gate, up, down) in the layer the family places them, as Jamba's and LFM2-MoE's do;
+    the families' bare tensors said only `learned_tensor` (Llama 4's stated its roles, the others did not)."""
+    report = inspect(SAMPLES_DIR / name)
     exp = report.expectation
-    assert exp is not None and exp.architecture == "llama4-stacked"
-    stacked = {r.name: (r.layer, r.role) for r in report.roles if "_exps" in r.name}
-    assert stacked == {
-        f"blk.1.ffn_{p}_exps.weight": ("model.layers.1", f"feedforward_{p}") for p in ("gate", "up", "down")
+    assert exp is not None and exp.architecture == EXPECTED[name][0]
+    stacked = {r.name: (r.layer, r.role) for r in report.roles if "_exps." in r.name}
+    blocks = sorted({int(n.split(".")[1]) for n in stacked})
+    assert blocks and stacked == {
+        f"blk.{i}.ffn_{p}_exps.weight": (f"model.layers.{i}", f"feedforward_{p}")
+        for i in blocks
+        for p in ("gate", "up", "down")
     }

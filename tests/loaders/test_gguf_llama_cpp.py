@@ -412,7 +412,7 @@ NAMED = [
     ("lfm2_moe", "blk.2.exp_probs_b.bias", "model.layers.2.feed_forward", "buffer", "buffer"),
     ("glm4", "blk.0.post_attention_norm.weight", "model.layers.0.post_self_attn_layernorm", "norm", "parameter"),
     ("glm4", "blk.0.post_ffw_norm.weight", "model.layers.0.post_mlp_layernorm", "norm", "parameter"),
-    ("glm4", "blk.1.ffn_up.weight", "model.layers.1.mlp.gate_up_proj", "dense", "parameter"),
+    ("glm4", "blk.1.ffn_up.weight", "layers.1", "feedforward_up", "parameter"),  # (its fused gate_up_proj)
     ("glm4", "blk.1.ffn_norm.weight", "model.layers.1.post_attention_layernorm", "norm", "parameter"),
     ("nemotron_h_moe_mtp", "blk.4.nextn.eh_proj.weight", "model.layers.4.eh_proj", "dense", "parameter"),
     ("nemotron_h_moe_mtp", "blk.4.post_attention_norm.weight", "model.layers.4.post_attention_layernorm", "norm",
@@ -439,8 +439,11 @@ NAMED = [
      "parameter"),
     ("granitemoe_swa", "blk.0.ffn_gate_inp.weight", "model.layers.0.block_sparse_moe.router", "dense", "parameter"),
     ("granitemoe_swa", "blk.0.ffn_up_shexp.weight", "model.layers.0.shared_mlp.input_linear", "dense", "parameter"),
-    ("glm", "blk.1.ffn_up.weight", "model.layers.1.mlp.gate_up_proj", "dense", "parameter"),
-    ("hrm_text", "blk.1.attn_gate.weight", "model.layers.1.self_attn.gate_proj", "dense", "parameter"),
+    ("glm", "blk.1.ffn_up.weight", "layers.1", "feedforward_up", "parameter"),
+    # (HRM's blocks: its L stack's layers, then its H stack's, `hrm_text.hrm.layers_per_stack` each)
+    ("hrm_text", "blk.1.attn_gate.weight", "model.L_module.layers.1.self_attn.gate_proj", "dense", "parameter"),
+    ("hrm_text", "blk.2.attn_q.weight", "H_module.layers.0", "attention_query", "parameter"),
+    ("hrm_text", "blk.3.ffn_down.weight", "H_module.layers.1", "feedforward_down", "parameter"),
     ("hrm_text", "hrm.z_l_init", "model", "initial_state", "parameter"),
 ]  # fmt: skip
 

@@ -213,6 +213,25 @@ def test_keras3_weights_without_config_and_optional_variables(tmp_path: Path) ->
     assert report.expectation is not None and report.expectation.matches and not report.expectation.anomalies
 
 
+@pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")  # keras's torch backend on save
+def test_keras3_multi_head_attention_projections(tmp_path: Path) -> None:
+    """A MultiHeadAttention holds its projections as attributes (`query_dense`...: EinsumDense layers no config lists):
+    their variables are named as Keras names them (`v.path`; they were `var0`, `var1`, unmatched) and have the
+    attention's roles (their kernels are 3-d: not convolutions)."""
+    keras = pytest.importorskip("keras")
+    inputs = keras.Input((5, 8))
+    attention = keras.layers.MultiHeadAttention(2, 4)
+    model = keras.Model(inputs, keras.layers.LayerNormalization()(attention(inputs, inputs)))
+    path = tmp_path / "m.weights.h5"
+    model.save_weights(path)
+    report = inspect(path)
+    assert {f"{t.layer}/{t.param}" for t in report.checkpoint.tensors} == {v.path for v in model.weights}
+    roles = {r.layer.rpartition("/")[2]: r.role for r in report.roles if r.layer.startswith(attention.name)}
+    assert roles == {"query": "attention_query", "key": "attention_key", "value": "attention_value",
+                     "attention_output": "attention_output"}  # fmt: skip
+    assert report.checkpoint.n_parameters == model.count_params()
+
+
 @pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
 @pytest.mark.parametrize("suffix", [".h5", ".weights.h5"])
 def test_tf_keras_names_with_slashes_nested_models_and_depthwise_kernels(tmp_path: Path, suffix: str) -> None:

@@ -880,6 +880,31 @@ def test_weights_sharing_one_input_name_in_a_layer_count_whole(tmp_path: Path) -
     assert next(r for r in report.roles if r.name == value.name).role == "graph_constant"
 
 
+def test_a_bias_added_to_a_quantized_layers_output_is_that_layers(tmp_path: Path) -> None:
+    """onnxruntime's `quantize_dynamic` turns a Conv and a Linear into ConvInteger and MatMulInteger whose outputs are
+    cast, scaled (Mul) and then given the float bias by an Add: each bias is its layer's (the layer's operator, input
+    `bias`, its node), a conv's and a dense layer's, the count torch's."""
+    torch = pytest.importorskip("torch")
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(128, 5))
+    path, quantized = tmp_path / "m.onnx", tmp_path / "m_int8.onnx"
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):  # the exporter's chatter
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model.eval(), (torch.ones(1, 3, 6, 6),), str(path), dynamo=False)
+    with contextlib.redirect_stderr(io.StringIO()):  # (its advice to pre-process the model)
+        quantization.quantize_dynamic(path, quantized, op_types_to_quantize=["Conv", "MatMul", "Gemm"])
+    graph = onnx.load(str(quantized)).graph
+    layers = {n.op_type: n.name for n in graph.node if n.op_type in ("ConvInteger", "MatMulInteger")}
+    report = inspect(quantized)
+    uses = {t.name: t.use for t in report.checkpoint.tensors}
+    assert uses["0.bias"] == ("ConvInteger", "bias", layers["ConvInteger"], False)
+    assert uses["3.bias"] == ("MatMulInteger", "bias", layers["MatMulInteger"], False)
+    assert {r.name: r.role for r in report.roles if r.name.endswith("bias")} == {"0.bias": "conv", "3.bias": "dense"}
+    assert report.checkpoint.n_parameters == sum(p.numel() for p in model.parameters())
+    assert not [f for f in report.findings if f.severity.value != "info"]
+
+
 def test_dynamically_quantized_lstm_counts_its_int8_weights(tmp_path: Path) -> None:
     """onnxruntime's `quantize_dynamic` turns an LSTM into its DynamicQuantizeLSTM (int8 W and R, transposed, float B;
     ddddocr's shipped `common_old.onnx` holds one): those are the LSTM's weights, read as their values, its scales and
