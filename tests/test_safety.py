@@ -474,6 +474,88 @@ def test_defaultdict_factory_and_codec_are_checked(tmp_path: Path) -> None:
     assert verdict_of(array) == set()  # numpy's _reconstruct of an ndarray
 
 
+# -- what training checkpoints hold beside the weights must stay inert ------------------------------------------------
+
+
+def training_objects() -> dict[str, object]:
+    """Objects training code saves with its weights (lightning/accelerate-style checkpoints, experiment records)."""
+    import datetime
+    import pathlib
+
+    utc = datetime.UTC
+    return {
+        "saved_at": datetime.datetime.now(utc),  # datetime(bytes, timezone(timedelta(0)))
+        "zone": datetime.timezone(datetime.timedelta(hours=-5), "EST"),
+        "daily": datetime.time(3, 30, tzinfo=utc),
+        "output_dir": pathlib.Path("runs") / "exp1",
+        "source": pathlib.PurePosixPath("/data/train"),
+        "windows_dir": pathlib.PureWindowsPath("C:/runs"),
+        "generator": np.random.default_rng(0),  # __generator_ctor(__bit_generator_ctor(PCG64)), SeedSequence
+        "legacy": np.random.RandomState(0),  # __randomstate_ctor(__bit_generator_ctor(MT19937))
+        "bit_generators": [cls(1) for cls in (np.random.MT19937, np.random.Philox, np.random.SFC64)],
+        "seeds": np.random.SeedSequence(5),
+    }
+
+
+@pytest.mark.reference
+def test_training_objects_saved_by_torch_are_inert(tmp_path: Path) -> None:
+    """An aware datetime, paths and numpy's random generators, as torch.save writes them: constructing them runs no
+    function the file chose, so the file is read (exit 0) and they are listed (weights-only loading refuses them)."""
+    torch = pytest.importorskip("torch")
+    objects = training_objects()
+    path = tmp_path / "last.ckpt"
+    torch.save({"state_dict": {"w": torch.ones(2)}, **objects}, path)
+    loaded = torch.load(path, weights_only=False)
+    assert loaded["saved_at"] == objects["saved_at"] and loaded["output_dir"] == objects["output_dir"]
+    assert loaded["generator"].random() == np.random.default_rng(0).random()
+    with pytest.raises(pickle.UnpicklingError):
+        torch.load(path, weights_only=True)
+    ckpt = load(path)
+    assert "UNSAFE_CONTENT" not in {f.code for f in ckpt.findings}
+    listed = next(f for f in ckpt.findings if f.code == "PICKLE_GLOBALS").message
+    for name in ("datetime.timezone", "pathlib.PosixPath", "numpy.random._pickle.__generator_ctor"):
+        assert name in listed
+    assert main([str(path)]) == 0
+
+
+def test_numpy_random_constructors_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """numpy's generator pickles call what they are given: __generator_ctor(name, ctor) calls ctor(name) and
+    __bit_generator_ctor(cls) calls cls(); given anything but numpy's own, they run the file's choice."""
+    canary = tmp_path / "canary"
+    (tmp_path / "touch.py").write_text(f"class Touch:\n    def __init__(self):\n        open({str(canary)!r}, 'w')\n")
+    random = "numpy.random._pickle"
+    cases = {
+        "__generator_ctor": (
+            glob(random, "__generator_ctor") + text(str(canary)) + glob("logging", "FileHandler") + b"\x86R",
+            "logging.FileHandler (called by numpy's __generator_ctor)",
+        ),
+        "__randomstate_ctor": (
+            glob(random, "__randomstate_ctor") + text(str(canary)) + glob("logging", "FileHandler") + b"\x86R",
+            "logging.FileHandler (called by numpy's __randomstate_ctor)",
+        ),
+        "__bit_generator_ctor": (
+            glob(random, "__bit_generator_ctor") + glob("touch", "Touch") + b"\x85R",
+            "touch.Touch (called by numpy's __bit_generator_ctor)",
+        ),
+        # a generator wrapping an object of the file's class: Generator() uses its methods
+        "wrapped": (
+            glob(random, "__generator_ctor") + glob("touch", "Touch") + b")\x81\x85R",
+            "numpy's __generator_ctor of the result of touch.Touch (its methods run)",
+        ),
+    }
+    for ctor, (payload, name) in cases.items():
+        path = tmp_path / f"{ctor}.pkl"
+        path.write_bytes(P2 + payload + b".")
+        if ctor != "wrapped":  # (NEWOBJ only constructs: Generator then refuses the object, running nothing)
+            assert runs(tmp_path, PICKLE_LOAD, path, canary), ctor
+        verdict(path, capsys, name)
+        assert not canary.exists()
+    seeds = glob("numpy.random.bit_generator", "__pyx_unpickle_SeedSequence")
+    path = tmp_path / "seeds.pkl"
+    path.write_bytes(P2 + seeds + b"(" + glob("touch", "Touch") + b"J\x00\x00\x00\x00NtR.")
+    verdict(path, capsys, "touch.Touch (made by Cython's unpickle of numpy.random.bit_generator.SeedSequence)")
+
+
 # -- objects the pickle made, used by the callables it may call ------------------------------------------------------
 
 
