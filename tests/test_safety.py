@@ -722,6 +722,103 @@ def test_torchscript_setstate_is_the_archives_code(tmp_path: Path, capsys: pytes
     assert main([str(quantized)]) == 0
 
 
+def _quantized_convolutions(path: Path) -> None:
+    """torch.jit.save of a statically quantized model: its convolutions' TorchScript code defines `__setstate__`."""
+    import torch
+
+    model = torch.nn.Sequential(
+        torch.ao.quantization.QuantStub(), torch.nn.Conv2d(1, 2, 3), torch.nn.ReLU(), torch.nn.ConvTranspose2d(2, 2, 3),
+        torch.nn.Conv2d(2, 2, 3, padding=1, padding_mode="reflect"), torch.ao.quantization.DeQuantStub(),
+    ).eval()  # fmt: skip
+    model.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+    model[3].qconfig = torch.ao.quantization.default_qconfig  # (transposed convolutions: per-tensor weights)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # quantization's deprecation warnings
+        prepared = torch.ao.quantization.prepare(model)
+        prepared(torch.randn(1, 1, 6, 6))
+        torch.jit.save(torch.jit.script(torch.ao.quantization.convert(prepared)), path)
+
+
+@pytest.mark.reference
+def test_torchscript_setstate_of_quantized_convolutions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Torch's own quantized convolutions define `__setstate__` in the archive's code (the state's items into
+    attributes, the weight packed): read, it passes (exit 0). The same archive with one more call there, or in the
+    method it calls, runs that call under torch.jit.load (a canary made by `torch.from_file`) and is flagged; a class
+    no pickle names is never loaded, whatever its code."""
+    torch = pytest.importorskip("torch")
+    canary = tmp_path / "canary"
+    path = tmp_path / "quantized.pt"
+    try:
+        _quantized_convolutions(path)
+    except (OSError, RuntimeError) as exc:  # no source (frozen tests), or no quantized engine on this CPU
+        pytest.skip(f"no quantized model here: {exc}")
+    torch.jit.load(path)
+    assert main([str(path)]) == 0
+    with zipfile.ZipFile(path) as zf:
+        (code_name,) = [n for n in zf.namelist() if n.endswith("/quantized/modules/conv.py")]
+        code = zf.read(code_name).decode()
+    touch = f'    self.groups = torch.numel(torch.from_file("{canary}", True, 8))\n'  # (used: dead code is dropped)
+    unused = "class Unused(Module):\n  __parameters__ = []\n  __buffers__ = []\n  groups : int\n"
+    unused += "  def __setstate__(self: __torch__.Unused, state: bool) -> NoneType:\n" + touch + "    return None\n"
+    end = "\n    return None\n  def _weight_bias("  # (the end of a __setstate__)
+    edits = {
+        "setstate": (code.replace(end, "\n" + touch + end[1:], 1), "Conv2d.__setstate__"),  # (its first class's)
+        "called": (  # (in the transposed convolution's set_weight_bias, which its __setstate__ calls)
+            code.replace("\n    self._packed_params = _", "\n" + touch + "    self._packed_params = _", 1),
+            "ConvTranspose2d.__setstate__",
+        ),
+        "unused": (code.replace("class Conv2d(Module):", unused + "class Conv2d(Module):", 1), ""),
+    }  # fmt: skip
+    for case, (changed, name) in edits.items():
+        assert changed != code, case
+        edited = tmp_path / f"{case}.pt"
+        with zipfile.ZipFile(path) as src, zipfile.ZipFile(edited, "w") as out:
+            for n in src.namelist():
+                out.writestr(n, changed if n == code_name else src.read(n))
+        assert runs(tmp_path, TORCH_LOAD, edited, canary) == bool(name), case
+        if name:
+            verdict(edited, capsys, name)
+        else:
+            assert main([str(edited)]) == 0
+        assert not canary.exists()
+
+
+SETSTATE_HEAD = "class C(Module):\n  groups : int\n  name : str\n  other : __torch__.D\n"
+SETSTATE_DEF = "  def __setstate__(self: __torch__.C, state: Tuple[int, str]) -> NoneType:\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "running"),
+    [
+        ("    self.groups = (state)[0]\n    _0 = (self).pack((state)[1], )\n    return None\n", set()),
+        ("    self.groups = torch.numel(torch.from_file((state)[1], True, 8))\n", {"C"}),  # an op outside the table
+        ("    for _0 in range(2):\n      self.groups = (state)[0]\n", {"C"}),  # a loop
+        ("    self.groups = (self.other).run()\n", {"C"}),  # an attribute of a class type, a method of another class
+        ("    _0 = (self).forward()\n", {"C"}),  # a method outside the grammar
+        ("    self.groups = self.size\n  @property\n  def size(self: __torch__.C) -> int:\n    return 1\n", {"C"}),
+    ],
+)
+def test_torchscript_setstate_grammar(body: str, running: set[str]) -> None:
+    """What a `__setstate__` of an archive's code may do and still pass (`loaders._torchscript_setstate`)."""
+    from loaders._torchscript_setstate import running_setstate
+
+    pack = "  def pack(self: __torch__.C, name: str) -> NoneType:\n    self.name = name\n    return None\n"
+    forward = "  def forward(self: __torch__.C) -> int:\n    return torch.numel(torch.from_file(self.name, True, 8))\n"
+    assert running_setstate(SETSTATE_HEAD + SETSTATE_DEF + body + pack + forward) == running
+    assert running_setstate(SETSTATE_HEAD + pack) == set()  # (no __setstate__: nothing runs at load)
+
+
+def test_torchscript_setstate_code_that_is_not_read_counts() -> None:
+    from loaders._torchscript_setstate import MAX_PARSED_BYTES, running_setstate
+
+    method = SETSTATE_DEF + "    return None\n"
+    assert running_setstate(SETSTATE_HEAD + method) == set()
+    assert running_setstate(SETSTATE_HEAD + method + "def f(x: C) -> None:\n  (x).__setstate__((1, 'a'))\n") is None
+    assert running_setstate(SETSTATE_HEAD + method + "  def (\n") is None  # (Python's parser refuses it)
+    assert running_setstate(SETSTATE_HEAD + method + "#" * MAX_PARSED_BYTES) is None
+    assert running_setstate(SETSTATE_HEAD.replace("(Module)", "(__torch__.B)") + method) == {"C"}
+
+
 class SetstateCode:  # built lazily: torch.jit.script needs the class source, so it lives at module level
     @staticmethod
     def module(name: str) -> object:
