@@ -239,6 +239,25 @@ def test_deflated_data_pkl_is_read(tmp_path: Path) -> None:
     assert not [f for f in ckpt.findings if f.severity == "error"]
 
 
+def test_deflated_data_pkl_is_walked_in_bounded_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A data.pkl deflated from 512 MiB (a bytes value of zeros, then a payload) is inflated as the walk reads it: read
+    under an address-space limit of 256 MiB more than the process holds, the payload behind the value is found (it was
+    inflated whole, twice over: 3.2 GB at its peak for 1 GiB)."""
+    path = tmp_path / "bomb.pt"
+    size = 1 << 29
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        with zf.open("archive/data.pkl", "w", force_zip64=True) as member:
+            member.write(P4 + b"\x8e" + struct.pack("<Q", size))
+            zeros = bytes(1 << 24)
+            for _ in range(size // len(zeros)):
+                member.write(zeros)
+            member.write(b"0" + glob("os", "system") + text("true") + b"\x85R.")
+        zf.writestr("archive/version", "3\n")
+    assert path.stat().st_size < size // 100
+    with _memory_cap(256 << 20):
+        verdict(path, capsys, "os.system")
+
+
 @pytest.mark.reference
 def test_zip_layouts_torch_refuses_are_findings(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
