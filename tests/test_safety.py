@@ -890,6 +890,38 @@ def test_keras_lambda_layer_is_unsafe(tmp_path: Path, suffix: str, capsys: pytes
     assert not canary.exists()
 
 
+KERAS_HUB_LOAD = (
+    "import os, sys; os.environ['KERAS_BACKEND'] = 'torch'; import keras, keras_hub; "
+    "keras.config.enable_unsafe_deserialization(); keras_hub.models.Backbone.from_preset(sys.argv[1])"
+)
+
+
+@pytest.mark.reference
+def test_keras_hub_preset_config_lambda_is_unsafe(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A keras-hub preset's config.json is deserialised by `from_preset` as `load_model` deserialises a `.keras`
+    archive's config: a BASNet backbone whose refinement head holds a Lambda runs the lambda while it is built (with
+    unsafe deserialisation enabled, as `safe_mode=False` for load_model). The weights beside it are flagged."""
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    keras = pytest.importorskip("keras")
+    keras_hub = pytest.importorskip("keras_hub")
+    canary = tmp_path / "canary"
+    touch = eval(f"lambda t: (open({str(canary)!r}, 'w').close(), t)[1]")  # noqa: S307 - no closure: its bytecode runs alone
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numpy and keras deprecations while building and saving
+        encoder = keras_hub.models.ResNetBackbone(
+            input_conv_filters=[64], input_conv_kernel_sizes=[7], stackwise_num_filters=[64] * 4,
+            stackwise_num_blocks=[1] * 4, stackwise_num_strides=[1, 2, 2, 2], block_type="basic_block",
+            use_pre_activation=False, image_shape=(None, None, 3),
+        )  # fmt: skip
+        head = keras.Sequential([keras.layers.Conv2D(1, 3, padding="same"), keras.layers.Lambda(touch)])
+        model = keras_hub.models.BASNetBackbone(encoder, 1, image_shape=(32, 32, 3), refinement_head=head)
+        model.save_to_preset(str(tmp_path / "preset"))
+    canary.unlink()  # (keras traced the lambda while building the model)
+    assert runs(tmp_path, KERAS_HUB_LOAD, tmp_path / "preset", canary)
+    verdict(tmp_path / "preset" / "model.weights.h5", capsys, "keras.layers.Lambda")
+    assert not canary.exists()
+
+
 def test_keras_function_type_other_than_a_name() -> None:
     from loaders.keras_h5 import code_findings
 
