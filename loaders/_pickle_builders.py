@@ -8,10 +8,13 @@ callables that call one of their arguments (`_rebuild_from_type_v2(func, ...)` c
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from functools import partial
 
 from loaders._pickle_policy import (
+    CYTHON_UNPICKLERS,
+    NUMPY_BIT_GENERATORS,
+    NUMPY_RANDOM,
     SAFE_ARRAY_TYPES,
     SAFE_BASES,
     SAFE_ENCODINGS,
@@ -316,6 +319,40 @@ def _encode(m: Machine, args: tuple[Any, ...]) -> Any:
     return text.encode("latin1" if encoding.lower() in ("latin1", "latin-1", "iso-8859-1") else "utf-8", "replace")
 
 
+def _bit_generator(m: Machine, args: tuple[Any, ...]) -> Any:
+    """numpy's __bit_generator_ctor(name_or_class) calls the class, with no argument: a class of numpy's, or the one a
+    name looks up in numpy's table (`NUMPY_BIT_GENERATORS`)."""
+    if args and not isinstance(args[0], str) and not _names(args[0], NUMPY_BIT_GENERATORS):
+        m.flag(f"{callable_name(args[0])} (called by numpy's __bit_generator_ctor)")
+    return Call(Global(NUMPY_RANDOM, "__bit_generator_ctor"), args)
+
+
+def _random_generator(m: Machine, args: tuple[Any, ...], ctor: str) -> Any:
+    """numpy's __generator_ctor / __randomstate_ctor(bit_generator, bit_generator_ctor) wrap a bit generator, or call
+    the ctor (numpy's __bit_generator_ctor unless given) with a name: anything else there runs its methods or is run."""
+    bit_generator, bit_generator_ctor = _pad(args, 2)
+    made = isinstance(bit_generator, Call) and _names(bit_generator.func, {f"{NUMPY_RANDOM}.__bit_generator_ctor"})
+    if args and not (isinstance(bit_generator, str) or made):
+        m.flag(f"numpy's {ctor} of {callable_name(bit_generator)[:MAX_NAME]} (its methods run)")
+    if len(args) > 1 and not _names(bit_generator_ctor, {f"{NUMPY_RANDOM}.__bit_generator_ctor"}):
+        m.flag(f"{callable_name(bit_generator_ctor)} (called by numpy's {ctor})")
+    return Call(Global(NUMPY_RANDOM, ctor), args)
+
+
+def _cython_unpickle(m: Machine, args: tuple[Any, ...], cls: str) -> Any:
+    """Cython's __pyx_unpickle_<Class>(type, checksum, state) runs Class.__new__(type) and reads the state's items."""
+    kind = _pad(args, 1)[0]
+    if not _names(kind, {cls}):
+        m.flag(f"{callable_name(kind)} (made by Cython's unpickle of {cls[:MAX_NAME]})")
+    check_arguments(m, f"Cython's unpickle of {cls[:MAX_NAME]}", args[1:])
+    return Call(Global(*cls.rsplit(".", 1)), (), newobj=True)
+
+
+def _names(value: Any, qualnames: Collection[str]) -> bool:
+    """Whether `value` is a GLOBAL of one of `qualnames`."""
+    return isinstance(value, Global) and value.qualname in qualnames
+
+
 SCALARS = (str, int, float, bool, bytes, type(None))
 
 
@@ -349,5 +386,11 @@ TRAMPOLINES: dict[str, Callable[[Machine, tuple[Any, ...]], Any]] = {
     "copyreg._reconstructor": _reconstructor,
     **NUMPY_ARRAY_BUILDERS,
     "collections.defaultdict": _defaultdict,
+    f"{NUMPY_RANDOM}.__bit_generator_ctor": _bit_generator,
+    **{
+        f"{NUMPY_RANDOM}.{ctor}": partial(_random_generator, ctor=ctor)
+        for ctor in ("__generator_ctor", "__randomstate_ctor")
+    },
+    **{name: partial(_cython_unpickle, cls=cls) for name, cls in CYTHON_UNPICKLERS.items()},
     "_codecs.encode": _encode,
 }

@@ -50,7 +50,6 @@ UNSAFE_MODULES = (
     "asyncio",
     "signal",
     "tempfile",
-    "pathlib",
     "io",
     "_io",
     "codecs",
@@ -123,8 +122,10 @@ UNSAFE_BUILTINS = frozenset(
         "super",
     }
 )
+PATH_CLASSES = ("PurePath", "PurePosixPath", "PureWindowsPath", "Path", "PosixPath", "WindowsPath")
 # Classes and functions a call (REDUCE / OBJ / INST) may name without that being unsafe: they only build
-# data (numpy arrays and scalars, argparse namespaces, parameters, tensors moved to a device).
+# data (numpy arrays and scalars, argparse namespaces, parameters, tensors moved to a device). An object the pickle
+# made handed to one of them is checked apart (`loaders._pickle_builders.check_arguments`): they would use its methods.
 INERT_CALLABLES = frozenset(
     {
         "numpy.core.multiarray.scalar",
@@ -140,9 +141,19 @@ INERT_CALLABLES = frozenset(
         "torch._utils._rebuild_device_tensor_from_cpu_tensor",
         "torch._utils._rebuild_device_tensor_from_numpy",
         "torch.serialization._get_layout",
+        # datetime's C constructors: from the bytes state pickle writes (or numbers) and a tzinfo they only store
+        # (a C type check, no method called); an aware datetime writes timezone(timedelta(...)), which stores the
+        # offset and name (timezone.utc is timezone(timedelta(0)))
         "datetime.datetime",
         "datetime.date",
+        "datetime.time",
         "datetime.timedelta",
+        "datetime.timezone",
+        # a path from its parts (PurePath.__reduce__ writes the class and its parts): the parts are parsed as text,
+        # nothing is opened (WindowsPath refuses to be made on POSIX and PosixPath on Windows); `pathlib._local` is
+        # their module on Python 3.13. (pathlib is no unsafe module: a call of any other of its names is flagged as
+        # every unknown call is, and its methods are reached only by a dotted name, flagged wherever it appears)
+        *(f"{module}.{cls}" for module in ("pathlib", "pathlib._local") for cls in PATH_CLASSES),
         "decimal.Decimal",
         "fractions.Fraction",
     }
@@ -177,6 +188,27 @@ SAFE_ARRAY_TYPES = frozenset(
         "numpy._core.records.recarray",
     }
 )
+# numpy's random generators (`numpy.random._pickle`): `__bit_generator_ctor` calls, with no argument, the class it is
+# given or the one a name looks up in numpy's own table (a str key: any other name raises); `__generator_ctor` and
+# `__randomstate_ctor` wrap a bit generator, or call their second argument with a name. The bit generators' BUILD
+# runs their own `__setstate__` (extension types without a `__dict__`: a state sets no attribute)
+NUMPY_RANDOM = "numpy.random._pickle"
+NUMPY_BIT_GENERATORS = frozenset(
+    {
+        "numpy.random._pcg64.PCG64",
+        "numpy.random._pcg64.PCG64DXSM",
+        "numpy.random._mt19937.MT19937",
+        "numpy.random._philox.Philox",
+        "numpy.random._sfc64.SFC64",
+    }
+)
+# Cython's `__pyx_unpickle_<Class>(type, checksum, state)`, by the class it makes: `Class.__new__(type)` (its C
+# constructor, not the type's `__init__`), then the typed fields of the state set (a checksum that does not match
+# the installed class's layout raises)
+CYTHON_UNPICKLERS = {
+    "numpy.random.bit_generator.__pyx_unpickle_SeedSequence": "numpy.random.bit_generator.SeedSequence",
+    "numpy.random.bit_generator.__pyx_unpickle_SeedlessSeedSequence": "numpy.random.bit_generator.SeedlessSeedSequence",
+}
 # Builders that read each item of their iterable argument as a (key, value) pair: dict(pairs) iterates every item
 PAIRS_BUILDERS = frozenset({"builtins.dict", "collections.OrderedDict"})
 # The methods the unpickler looks up on an object it appends or adds to (APPEND(S): extend, else append; ADDITEMS:

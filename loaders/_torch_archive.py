@@ -14,7 +14,7 @@ from collections import Counter
 from itertools import repeat
 from operator import attrgetter
 
-from inspector.errors import InspectorError, LimitExceededError
+from inspector.errors import FormatError, InspectorError, LimitExceededError
 from inspector.probe import Probe
 from inspector.records import Finding, Severity
 from loaders import _pickle, _torch, _zip
@@ -64,21 +64,31 @@ def layout_findings(members: tuple[_zip.ZipMember, ...], prefix: str) -> list[Fi
     ]
 
 
-def pickle_bytes(probe: Probe, fmt: str, member: _zip.ZipMember, partial: bool = False) -> tuple[bytes, int]:
-    """A pickle member's bytes: stored, or deflated (legal: torch reads it) and inflated up to its declared size;
-    and how many of them torch's reader would take from its memory (`partial`: a corrupt deflate stream inflated
-    past the damage, see `_zip.inflate_damaged`; else always 0).
+def pickle_reader(probe: Probe, fmt: str, member: _zip.ZipMember, partial: bool = False) -> tuple[_pickle.Reader, int]:
+    """A reader of a pickle member, stored, or deflated (legal: torch reads it) and inflated as the walk reads it, up
+    to its declared size (`_zip.Inflated`: the stream is first inflated through once, keeping nothing, for its length
+    and any damage); and how many of its bytes torch's reader would take from its memory (`partial`: a corrupt
+    deflate stream inflated past the damage, see `_zip.inflate_lenient`; else always 0).
 
     Raises:
         LimitExceededError: the member is larger than `MAX_PICKLE_BYTES`.
+        FormatError: an unsupported compression, or (unless `partial`) a deflate stream zlib refuses.
     """
     if member.file_size > MAX_PICKLE_BYTES or member.compress_size > MAX_PICKLE_BYTES:
         raise LimitExceededError(probe.path, fmt, f"{member.name!r} of {member.file_size:,} bytes")
     if member.method == _zip.STORED:
-        return probe.read_at(member.data_offset, member.compress_size, fmt=fmt, what=member.name), 0
-    if partial:
-        return _zip.inflate_damaged(probe, member, member.file_size, fmt)  # bounded by the declared size
-    return _zip.inflate_head(probe, member, member.file_size, fmt), 0
+        return _pickle.Reader(probe.read_at(member.data_offset, member.compress_size, fmt=fmt, what=member.name)), 0
+    inflated = _zip.Inflated(probe, member, fmt)
+    try:
+        size = inflated.length(member.file_size)
+    except FormatError as exc:
+        import zlib
+
+        if not (partial and isinstance(exc.__cause__, zlib.error)):
+            raise
+        data, unknown = _zip.inflate_lenient(probe, member, member.file_size, fmt)  # bounded by the declared size
+        return _pickle.Reader(data), unknown
+    return _pickle.Reader(fetch=inflated, start=0, end=size), 0
 
 
 def from_memory(name: str, n: int) -> str:
@@ -100,7 +110,7 @@ def other_pickles(
     """Check every other *.pkl member (second data.pkl, duplicates, constants.pkl) for unsafe content; `names` gets
     the globals each names (a TorchScript archive's constants.pkl may hold objects of its scripted classes too).
 
-    A deflate stream zlib refuses is judged as far as it can be inflated (`_zip.inflate_damaged`: torch's reader may
+    A deflate stream zlib refuses is judged as far as it can be inflated (`_zip.inflate_lenient`: torch's reader may
     run the opcodes before and behind the damage); one whose back-references reach before its start is evidence
     itself (`from_memory`: torch runs what its memory holds there); one that cannot be read at all is passed over,
     and must not stop the reading of the copy torch does read.
@@ -109,12 +119,11 @@ def other_pickles(
         if m is read or not m.name.endswith(PICKLE_SUFFIX):
             continue
         try:
-            data, unknown = pickle_bytes(probe, fmt, m, partial=True)
+            reader, unknown = pickle_reader(probe, fmt, m, partial=True)
         except InspectorError:
             continue
         if unknown:
             evidence.add(from_memory(m.name, unknown))
-        reader = _pickle.Reader(data)
         try:
             result = _pickle.load(reader, _torch.persistent_loader({}))  # storages named, not checked
         except _pickle.PickleError as exc:

@@ -27,6 +27,7 @@ from inspector.records import TensorInfo, TensorKind
 from inspector.recordtype import record, replace
 from loaders import _zip
 from loaders._pickle import Call, Global, TensorRef
+from loaders._torchscript_setstate import running_setstate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,8 +40,6 @@ ROOT_MODULE = "__torch__"
 CLASS_LINE = re.compile(r"^class (\w+)\(")
 ENUM_LINE = re.compile(r"^class (\w+)\(Enum\):", re.MULTILINE)  # an enum the archive's code declares
 DECLARATION = re.compile(r"^  (__parameters__|__buffers__) = (\[.*\])\s*$")
-SETSTATE = re.compile(r"\b__setstate__\b")  # named anywhere in a module's code (hand-written code may be laid out as
-# TorchScript's parser accepts, not as its printer writes): read as a definition of the method
 ATTRIBUTE_NOTE = "TorchScript attribute: neither a parameter nor a buffer"
 
 
@@ -143,19 +142,22 @@ def enum_constructions(
 
 
 def setstate_code(probe: Probe, members: Sequence[_zip.ZipMember], prefix: str, fmt: str, names: set[str]) -> set[str]:
-    """Of the scripted classes an archive's pickle names (`names`), those whose module's code in the archive defines
-    `__setstate__` (or is too large to read), as unsafe evidence: `torch.jit.load` (and `torch.load`, which hands it a
-    TorchScript archive) compiles that code and runs it on each object's state while loading, and TorchScript can
-    open files (`torch.from_file`)."""
+    """Of the scripted classes an archive's pickles name (`names`), those whose code in the archive defines a
+    `__setstate__` that may run more than setting attributes (`loaders._torchscript_setstate`; every class of a code
+    file too large to read), as unsafe evidence: `torch.jit.load` (and `torch.load`, which hands it a TorchScript
+    archive) compiles that code and runs it on each object's state while loading, and TorchScript can open files
+    (`torch.from_file`)."""
     by_name = {m.name: m for m in members}
     found: set[str] = set()
     for module in sorted({name.rpartition(".")[0] for name in names if name.startswith(ROOT_MODULE + ".")}):
         text = _code_text(probe, by_name, prefix, fmt, module)
-        if text is None or SETSTATE.search(text):
-            classes = sorted(name for name in names if name.rpartition(".")[0] == module)
-            found.update(
-                f"{cls}.__setstate__ (the archive's TorchScript code, run by torch.jit.load)" for cls in classes
-            )
+        running = None if text is None else running_setstate(text)
+        classes = sorted(name for name in names if name.rpartition(".")[0] == module)
+        found.update(
+            f"{cls}.__setstate__ (the archive's TorchScript code, run by torch.jit.load)"
+            for cls in classes
+            if running is None or cls.rpartition(".")[2] in running
+        )
     return found
 
 

@@ -531,46 +531,88 @@ def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str) -> bytes:
     """Up to `n` uncompressed bytes from the start of a member, inflating only what is needed.
 
     Raises:
-        FormatError: an unsupported compression, or a deflate stream zlib refuses (`inflate_damaged` reads on).
+        FormatError: an unsupported compression, or a deflate stream zlib refuses (`inflate_lenient` reads on).
     """
     if member.method == STORED:
         return probe.read_at(member.data_offset, min(n, member.compress_size), fmt=fmt)
-    if member.method != DEFLATED:
-        method = COMPRESSION_NAMES.get(member.method, str(member.method))
-        raise FormatError(probe.path, fmt, f"member {member.name!r} uses unsupported compression {method}")
-    import zlib  # (deflated members only: torch stores its records)
-
-    out = bytearray()
-    inflater = zlib.decompressobj(-15)
-    pos, end = member.data_offset, member.data_end
-    try:
-        while len(out) < n and pos < end:
-            chunk = probe.read_at(pos, min(max(1024, n), 16384, end - pos), fmt=fmt)
-            pos += len(chunk)
-            out += inflater.decompress(chunk, n - len(out))
-            while len(out) < n and inflater.unconsumed_tail:
-                out += inflater.decompress(inflater.unconsumed_tail, n - len(out))
-            if inflater.eof:
-                break
-    except zlib.error as exc:
-        raise FormatError(probe.path, fmt, f"member {member.name!r}: corrupt deflate stream: {exc}") from exc
-    return bytes(out[:n])
+    return Inflated(probe, member, fmt)(0, n)
 
 
-def inflate_damaged(probe: Probe, member: ZipMember, n: int, fmt: str) -> tuple[bytes, int]:
-    """`inflate_head` for the safety verdict, and how many of the bytes torch's reader would take from its memory.
+class Inflated:
+    """A deflated member's uncompressed bytes, inflated as they are read: reads at forward offsets keep only what
+    they return (a data.pkl of 1 GiB is walked in chunks, not inflated whole); a read before the last one's end
+    inflates the stream again from its start.
 
-    A deflate stream zlib refuses is inflated past the damage (`loaders._inflate`: a back-reference before the
-    output's start copies zeros, counted, and the reading goes on; torch's reader may run the opcodes there), up to
-    `LENIENT_LIMIT` bytes, instead of an error.
+    Raises (on a read):
+        FormatError: an unsupported compression, or a deflate stream zlib refuses.
     """
-    try:
-        return inflate_head(probe, member, n, fmt), 0
-    except FormatError as exc:
+
+    CHUNK = 16384  # compressed bytes read at a time (at least 1024), and uncompressed bytes discarded at a time
+
+    def __init__(self, probe: Probe, member: ZipMember, fmt: str) -> None:
+        if member.method != DEFLATED:
+            method = COMPRESSION_NAMES.get(member.method, str(member.method))
+            raise FormatError(probe.path, fmt, f"member {member.name!r} uses unsupported compression {method}")
+        self.probe, self.member, self.fmt = probe, member, fmt
+        self._restart()
+
+    def _restart(self) -> None:
+        import zlib  # (deflated members only: torch stores its records)
+
+        self.inflater = zlib.decompressobj(-15)
+        self.pos = self.member.data_offset  # the next compressed byte
+        self.out = 0  # uncompressed bytes given so far
+
+    def __call__(self, at: int, n: int) -> bytes:
+        """Up to `n` bytes from uncompressed offset `at` (fewer where the stream ends)."""
+        if at < self.out:
+            self._restart()
+        while self.out < at and self._more(min(at - self.out, self.CHUNK)):
+            pass  # (skipped: inflated and dropped)
+        parts: list[bytes] = []
+        got = 0
+        while got < n:
+            part = self._more(n - got)
+            if not part:
+                break
+            parts.append(part)
+            got += len(part)
+        return b"".join(parts)
+
+    def length(self, limit: int) -> int:
+        """How many bytes the stream inflates to, up to `limit`, reading through them (and keeping none)."""
+        self(limit, 0)
+        return min(self.out, limit)
+
+    def _more(self, want: int) -> bytes:
+        """Up to `want` (at least 1) more uncompressed bytes; none at the stream's end."""
         import zlib
 
-        if not isinstance(exc.__cause__, zlib.error):
-            raise
+        inflater, end = self.inflater, self.member.data_end
+        try:
+            while True:
+                data = inflater.unconsumed_tail
+                if not data and self.pos < end and not inflater.eof:
+                    data = self.probe.read_at(self.pos, min(max(1024, want), self.CHUNK, end - self.pos), fmt=self.fmt)
+                    self.pos += len(data)
+                out = inflater.decompress(data, want)  # (given nothing, it gives what zlib held back at the limit)
+                if out:
+                    self.out += len(out)
+                    return out
+                if not data or inflater.eof:
+                    return b""
+        except zlib.error as exc:
+            raise FormatError(
+                self.probe.path, self.fmt, f"member {self.member.name!r}: corrupt deflate stream: {exc}"
+            ) from exc
+
+
+def inflate_lenient(probe: Probe, member: ZipMember, n: int, fmt: str) -> tuple[bytes, int]:
+    """Up to `n` bytes of a deflate stream zlib refuses, for the safety verdict, and how many of them torch's reader
+    would take from its memory: the stream is inflated past the damage (`loaders._inflate`: a back-reference before
+    the output's start copies zeros, counted, and the reading goes on; torch's reader may run the opcodes there), up
+    to `LENIENT_LIMIT` bytes.
+    """
     from loaders._inflate import inflate  # (pure Python, for damaged streams only)
 
     stream = probe.read_at(member.data_offset, min(member.compress_size, LENIENT_LIMIT), fmt=fmt)

@@ -423,4 +423,5 @@ class KerasH5Loader:
             tensors = _keras_hub.frozen(tensors, cls)
             attributes |= _keras_hub.attributes(cls, metadata)
             findings += _keras_hub.count_findings(metadata, tensors) + _keras_hub.config_findings(hub_config, tensors)
+            findings += code_findings(hub_config)  # (from_preset deserialises it as load_model does a .keras config)
         return single_file(probe, fmt, framework, tensors, regions, attributes, findings, config=config)

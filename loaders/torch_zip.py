@@ -37,7 +37,7 @@ from loaders._torch_archive import (
     has_pickle,
     layout_findings,
     other_pickles,
-    pickle_bytes,
+    pickle_reader,
 )
 from loaders.base import Claim, single_file
 
@@ -93,14 +93,14 @@ class TorchZipLoader:
         other_names: set[str] = set()  # (the globals of the archive's other pickles)
         other_pickles(probe, FORMAT, members, pkl, evidence, other_names)
         storages: dict[str, _pickle.StorageRef] = {}
-        data, _ = pickle_bytes(probe, FORMAT, pkl)  # (strict: a damaged stream is judged by `load`'s evidence)
+        reader, _ = pickle_reader(probe, FORMAT, pkl)  # (strict: a damaged stream is judged by `load`'s evidence)
         try:
-            result = _pickle.load(_pickle.Reader(data), _torch.persistent_loader(storages))
+            result = _pickle.load(reader, _torch.persistent_loader(storages))
         except _pickle.PickleError as exc:
             evidence |= exc.unsafe
             raise FormatError(probe.path, FORMAT, f"data.pkl: {exc}") from exc
         evidence |= result.unsafe
-        del data  # (the pickle's bytes: only its values are kept)
+        del reader  # (the pickle's bytes: only its values are kept)
         data_dir = prefix + "data/"
         offsets: dict[str, int] = {}  # storage key -> its record's data offset
         # every storage's record, and its size, in C calls (100,000 storages); any that is missing or short: below

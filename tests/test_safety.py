@@ -239,6 +239,25 @@ def test_deflated_data_pkl_is_read(tmp_path: Path) -> None:
     assert not [f for f in ckpt.findings if f.severity == "error"]
 
 
+def test_deflated_data_pkl_is_walked_in_bounded_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A data.pkl deflated from 512 MiB (a bytes value of zeros, then a payload) is inflated as the walk reads it: read
+    under an address-space limit of 256 MiB more than the process holds, the payload behind the value is found (it was
+    inflated whole, twice over: 3.2 GB at its peak for 1 GiB)."""
+    path = tmp_path / "bomb.pt"
+    size = 1 << 29
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        with zf.open("archive/data.pkl", "w", force_zip64=True) as member:
+            member.write(P4 + b"\x8e" + struct.pack("<Q", size))
+            zeros = bytes(1 << 24)
+            for _ in range(size // len(zeros)):
+                member.write(zeros)
+            member.write(b"0" + glob("os", "system") + text("true") + b"\x85R.")
+        zf.writestr("archive/version", "3\n")
+    assert path.stat().st_size < size // 100
+    with _memory_cap(256 << 20):
+        verdict(path, capsys, "os.system")
+
+
 @pytest.mark.reference
 def test_zip_layouts_torch_refuses_are_findings(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
@@ -474,6 +493,88 @@ def test_defaultdict_factory_and_codec_are_checked(tmp_path: Path) -> None:
     assert verdict_of(array) == set()  # numpy's _reconstruct of an ndarray
 
 
+# -- what training checkpoints hold beside the weights must stay inert ------------------------------------------------
+
+
+def training_objects() -> dict[str, object]:
+    """Objects training code saves with its weights (lightning/accelerate-style checkpoints, experiment records)."""
+    import datetime
+    import pathlib
+
+    utc = datetime.UTC
+    return {
+        "saved_at": datetime.datetime.now(utc),  # datetime(bytes, timezone(timedelta(0)))
+        "zone": datetime.timezone(datetime.timedelta(hours=-5), "EST"),
+        "daily": datetime.time(3, 30, tzinfo=utc),
+        "output_dir": pathlib.Path("runs") / "exp1",
+        "source": pathlib.PurePosixPath("/data/train"),
+        "windows_dir": pathlib.PureWindowsPath("C:/runs"),
+        "generator": np.random.default_rng(0),  # __generator_ctor(__bit_generator_ctor(PCG64)), SeedSequence
+        "legacy": np.random.RandomState(0),  # __randomstate_ctor(__bit_generator_ctor(MT19937))
+        "bit_generators": [cls(1) for cls in (np.random.MT19937, np.random.Philox, np.random.SFC64)],
+        "seeds": np.random.SeedSequence(5),
+    }
+
+
+@pytest.mark.reference
+def test_training_objects_saved_by_torch_are_inert(tmp_path: Path) -> None:
+    """An aware datetime, paths and numpy's random generators, as torch.save writes them: constructing them runs no
+    function the file chose, so the file is read (exit 0) and they are listed (weights-only loading refuses them)."""
+    torch = pytest.importorskip("torch")
+    objects = training_objects()
+    path = tmp_path / "last.ckpt"
+    torch.save({"state_dict": {"w": torch.ones(2)}, **objects}, path)
+    loaded = torch.load(path, weights_only=False)
+    assert loaded["saved_at"] == objects["saved_at"] and loaded["output_dir"] == objects["output_dir"]
+    assert loaded["generator"].random() == np.random.default_rng(0).random()
+    with pytest.raises(pickle.UnpicklingError):
+        torch.load(path, weights_only=True)
+    ckpt = load(path)
+    assert "UNSAFE_CONTENT" not in {f.code for f in ckpt.findings}
+    listed = next(f for f in ckpt.findings if f.code == "PICKLE_GLOBALS").message
+    for name in ("datetime.timezone", "pathlib.PosixPath", "numpy.random._pickle.__generator_ctor"):
+        assert name in listed
+    assert main([str(path)]) == 0
+
+
+def test_numpy_random_constructors_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """numpy's generator pickles call what they are given: __generator_ctor(name, ctor) calls ctor(name) and
+    __bit_generator_ctor(cls) calls cls(); given anything but numpy's own, they run the file's choice."""
+    canary = tmp_path / "canary"
+    (tmp_path / "touch.py").write_text(f"class Touch:\n    def __init__(self):\n        open({str(canary)!r}, 'w')\n")
+    random = "numpy.random._pickle"
+    cases = {
+        "__generator_ctor": (
+            glob(random, "__generator_ctor") + text(str(canary)) + glob("logging", "FileHandler") + b"\x86R",
+            "logging.FileHandler (called by numpy's __generator_ctor)",
+        ),
+        "__randomstate_ctor": (
+            glob(random, "__randomstate_ctor") + text(str(canary)) + glob("logging", "FileHandler") + b"\x86R",
+            "logging.FileHandler (called by numpy's __randomstate_ctor)",
+        ),
+        "__bit_generator_ctor": (
+            glob(random, "__bit_generator_ctor") + glob("touch", "Touch") + b"\x85R",
+            "touch.Touch (called by numpy's __bit_generator_ctor)",
+        ),
+        # a generator wrapping an object of the file's class: Generator() uses its methods
+        "wrapped": (
+            glob(random, "__generator_ctor") + glob("touch", "Touch") + b")\x81\x85R",
+            "numpy's __generator_ctor of the result of touch.Touch (its methods run)",
+        ),
+    }
+    for ctor, (payload, name) in cases.items():
+        path = tmp_path / f"{ctor}.pkl"
+        path.write_bytes(P2 + payload + b".")
+        if ctor != "wrapped":  # (NEWOBJ only constructs: Generator then refuses the object, running nothing)
+            assert runs(tmp_path, PICKLE_LOAD, path, canary), ctor
+        verdict(path, capsys, name)
+        assert not canary.exists()
+    seeds = glob("numpy.random.bit_generator", "__pyx_unpickle_SeedSequence")
+    path = tmp_path / "seeds.pkl"
+    path.write_bytes(P2 + seeds + b"(" + glob("touch", "Touch") + b"J\x00\x00\x00\x00NtR.")
+    verdict(path, capsys, "touch.Touch (made by Cython's unpickle of numpy.random.bit_generator.SeedSequence)")
+
+
 # -- objects the pickle made, used by the callables it may call ------------------------------------------------------
 
 
@@ -640,6 +741,103 @@ def test_torchscript_setstate_is_the_archives_code(tmp_path: Path, capsys: pytes
     assert main([str(quantized)]) == 0
 
 
+def _quantized_convolutions(path: Path) -> None:
+    """torch.jit.save of a statically quantized model: its convolutions' TorchScript code defines `__setstate__`."""
+    import torch
+
+    model = torch.nn.Sequential(
+        torch.ao.quantization.QuantStub(), torch.nn.Conv2d(1, 2, 3), torch.nn.ReLU(), torch.nn.ConvTranspose2d(2, 2, 3),
+        torch.nn.Conv2d(2, 2, 3, padding=1, padding_mode="reflect"), torch.ao.quantization.DeQuantStub(),
+    ).eval()  # fmt: skip
+    model.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+    model[3].qconfig = torch.ao.quantization.default_qconfig  # (transposed convolutions: per-tensor weights)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # quantization's deprecation warnings
+        prepared = torch.ao.quantization.prepare(model)
+        prepared(torch.randn(1, 1, 6, 6))
+        torch.jit.save(torch.jit.script(torch.ao.quantization.convert(prepared)), path)
+
+
+@pytest.mark.reference
+def test_torchscript_setstate_of_quantized_convolutions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Torch's own quantized convolutions define `__setstate__` in the archive's code (the state's items into
+    attributes, the weight packed): read, it passes (exit 0). The same archive with one more call there, or in the
+    method it calls, runs that call under torch.jit.load (a canary made by `torch.from_file`) and is flagged; a class
+    no pickle names is never loaded, whatever its code."""
+    torch = pytest.importorskip("torch")
+    canary = tmp_path / "canary"
+    path = tmp_path / "quantized.pt"
+    try:
+        _quantized_convolutions(path)
+    except (OSError, RuntimeError) as exc:  # no source (frozen tests), or no quantized engine on this CPU
+        pytest.skip(f"no quantized model here: {exc}")
+    torch.jit.load(path)
+    assert main([str(path)]) == 0
+    with zipfile.ZipFile(path) as zf:
+        (code_name,) = [n for n in zf.namelist() if n.endswith("/quantized/modules/conv.py")]
+        code = zf.read(code_name).decode()
+    touch = f'    self.groups = torch.numel(torch.from_file("{canary}", True, 8))\n'  # (used: dead code is dropped)
+    unused = "class Unused(Module):\n  __parameters__ = []\n  __buffers__ = []\n  groups : int\n"
+    unused += "  def __setstate__(self: __torch__.Unused, state: bool) -> NoneType:\n" + touch + "    return None\n"
+    end = "\n    return None\n  def _weight_bias("  # (the end of a __setstate__)
+    edits = {
+        "setstate": (code.replace(end, "\n" + touch + end[1:], 1), "Conv2d.__setstate__"),  # (its first class's)
+        "called": (  # (in the transposed convolution's set_weight_bias, which its __setstate__ calls)
+            code.replace("\n    self._packed_params = _", "\n" + touch + "    self._packed_params = _", 1),
+            "ConvTranspose2d.__setstate__",
+        ),
+        "unused": (code.replace("class Conv2d(Module):", unused + "class Conv2d(Module):", 1), ""),
+    }  # fmt: skip
+    for case, (changed, name) in edits.items():
+        assert changed != code, case
+        edited = tmp_path / f"{case}.pt"
+        with zipfile.ZipFile(path) as src, zipfile.ZipFile(edited, "w") as out:
+            for n in src.namelist():
+                out.writestr(n, changed if n == code_name else src.read(n))
+        assert runs(tmp_path, TORCH_LOAD, edited, canary) == bool(name), case
+        if name:
+            verdict(edited, capsys, name)
+        else:
+            assert main([str(edited)]) == 0
+        assert not canary.exists()
+
+
+SETSTATE_HEAD = "class C(Module):\n  groups : int\n  name : str\n  other : __torch__.D\n"
+SETSTATE_DEF = "  def __setstate__(self: __torch__.C, state: Tuple[int, str]) -> NoneType:\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "running"),
+    [
+        ("    self.groups = (state)[0]\n    _0 = (self).pack((state)[1], )\n    return None\n", set()),
+        ("    self.groups = torch.numel(torch.from_file((state)[1], True, 8))\n", {"C"}),  # an op outside the table
+        ("    for _0 in range(2):\n      self.groups = (state)[0]\n", {"C"}),  # a loop
+        ("    self.groups = (self.other).run()\n", {"C"}),  # an attribute of a class type, a method of another class
+        ("    _0 = (self).forward()\n", {"C"}),  # a method outside the grammar
+        ("    self.groups = self.size\n  @property\n  def size(self: __torch__.C) -> int:\n    return 1\n", {"C"}),
+    ],
+)
+def test_torchscript_setstate_grammar(body: str, running: set[str]) -> None:
+    """What a `__setstate__` of an archive's code may do and still pass (`loaders._torchscript_setstate`)."""
+    from loaders._torchscript_setstate import running_setstate
+
+    pack = "  def pack(self: __torch__.C, name: str) -> NoneType:\n    self.name = name\n    return None\n"
+    forward = "  def forward(self: __torch__.C) -> int:\n    return torch.numel(torch.from_file(self.name, True, 8))\n"
+    assert running_setstate(SETSTATE_HEAD + SETSTATE_DEF + body + pack + forward) == running
+    assert running_setstate(SETSTATE_HEAD + pack) == set()  # (no __setstate__: nothing runs at load)
+
+
+def test_torchscript_setstate_code_that_is_not_read_counts() -> None:
+    from loaders._torchscript_setstate import MAX_PARSED_BYTES, running_setstate
+
+    method = SETSTATE_DEF + "    return None\n"
+    assert running_setstate(SETSTATE_HEAD + method) == set()
+    assert running_setstate(SETSTATE_HEAD + method + "def f(x: C) -> None:\n  (x).__setstate__((1, 'a'))\n") is None
+    assert running_setstate(SETSTATE_HEAD + method + "  def (\n") is None  # (Python's parser refuses it)
+    assert running_setstate(SETSTATE_HEAD + method + "#" * MAX_PARSED_BYTES) is None
+    assert running_setstate(SETSTATE_HEAD.replace("(Module)", "(__torch__.B)") + method) == {"C"}
+
+
 class SetstateCode:  # built lazily: torch.jit.script needs the class source, so it lives at module level
     @staticmethod
     def module(name: str) -> object:
@@ -689,6 +887,38 @@ def test_keras_lambda_layer_is_unsafe(tmp_path: Path, suffix: str, capsys: pytes
     verdict(path, capsys, "Lambda")
     findings = [f for f in load(path).findings if f.code == "UNSAFE_CONTENT"]
     assert "marshalled bytecode" in findings[0].message  # Keras wrote the lambda's bytecode into the config
+    assert not canary.exists()
+
+
+KERAS_HUB_LOAD = (
+    "import os, sys; os.environ['KERAS_BACKEND'] = 'torch'; import keras, keras_hub; "
+    "keras.config.enable_unsafe_deserialization(); keras_hub.models.Backbone.from_preset(sys.argv[1])"
+)
+
+
+@pytest.mark.reference
+def test_keras_hub_preset_config_lambda_is_unsafe(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A keras-hub preset's config.json is deserialised by `from_preset` as `load_model` deserialises a `.keras`
+    archive's config: a BASNet backbone whose refinement head holds a Lambda runs the lambda while it is built (with
+    unsafe deserialisation enabled, as `safe_mode=False` for load_model). The weights beside it are flagged."""
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    keras = pytest.importorskip("keras")
+    keras_hub = pytest.importorskip("keras_hub")
+    canary = tmp_path / "canary"
+    touch = eval(f"lambda t: (open({str(canary)!r}, 'w').close(), t)[1]")  # noqa: S307 - no closure: its bytecode runs alone
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numpy and keras deprecations while building and saving
+        encoder = keras_hub.models.ResNetBackbone(
+            input_conv_filters=[64], input_conv_kernel_sizes=[7], stackwise_num_filters=[64] * 4,
+            stackwise_num_blocks=[1] * 4, stackwise_num_strides=[1, 2, 2, 2], block_type="basic_block",
+            use_pre_activation=False, image_shape=(None, None, 3),
+        )  # fmt: skip
+        head = keras.Sequential([keras.layers.Conv2D(1, 3, padding="same"), keras.layers.Lambda(touch)])
+        model = keras_hub.models.BASNetBackbone(encoder, 1, image_shape=(32, 32, 3), refinement_head=head)
+        model.save_to_preset(str(tmp_path / "preset"))
+    canary.unlink()  # (keras traced the lambda while building the model)
+    assert runs(tmp_path, KERAS_HUB_LOAD, tmp_path / "preset", canary)
+    verdict(tmp_path / "preset" / "model.weights.h5", capsys, "keras.layers.Lambda")
     assert not canary.exists()
 
 
