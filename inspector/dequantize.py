@@ -24,7 +24,7 @@ from math import prod
 
 import numpy as np
 
-from inspector.quantized import QUANTO_SCALE, QUANTO_SHIFT, TORCHAO_VALUES, quanto_values
+from inspector.quantized import QUANTO_PACKED_DTYPES, QUANTO_SCALE, QUANTO_SHIFT, TORCHAO_VALUES, quanto_values
 from inspector.recordtype import record
 from inspector.tensor_data import STORAGE, TensorSource, decode
 
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 FLOATS = frozenset({"F64", "F32", "F16", "BF16"})  # a float model's weights: what a dequantized weight is compared to
 PACKED_NOTE = " stored packed as "  # how the loaders' notes on packed values say it (`inspector.quantized.unpacked`)
-QUANTO_PACKED_BITS = {"U4": 4, "U2": 2}  # optimum-quanto's packed values: 8 / bits a byte along the first axis
 # the scales beside a weight stored element for element (compressed-tensors' FP8 and INT8, transformers' fine-grained
 # FP8: `weight_scale_inv` is multiplied, as DeepSeek-V3's reference dequantization does) and their zero points
 SCALES = (".weight_scale", ".weight_scale_inv")
@@ -115,7 +114,7 @@ def _quanto(t: TensorInfo, by_name: Mapping[str, TensorInfo], config: Mapping[st
         return None
     module = t.layer or ""
     shift = by_name.get(module + QUANTO_SHIFT)
-    bits = QUANTO_PACKED_BITS.get(t.dtype, 0)
+    bits = QUANTO_PACKED_DTYPES.get(t.dtype, 0)
     how = f"optimum-quanto {'q' + ('int' if t.dtype[0] in 'IU' else 'float') + str(bits or 8)}"
     shifted = shift is not None and shift.dtype in FLOATS
     return _plan(how, t, by_name.get(module + QUANTO_SCALE), config, zero=shift, shifted=shifted, packed_bits=bits)
@@ -214,8 +213,7 @@ def _spread(source: TensorSource, t: TensorInfo, block: tuple[int, int], start: 
     rows, table_cols = _scales_matrix(t)
     first, last = start // br, min(rows, (stop - 1) // br + 1)
     table = decode(_rows(source, t, table_cols, first, last), t.dtype)
-    spread = np.repeat(table, br, axis=0)[start - first * br : stop - first * br]
-    return np.repeat(spread, bc, axis=1)[:, :cols]
+    return table[np.arange(start, stop)[:, None] // br - first, np.arange(cols) // bc]
 
 
 def dequantized(source: TensorSource, dq: Dequantization, block_elements: int) -> Iterator[np.ndarray]:

@@ -1433,3 +1433,91 @@ def test_diff_data_of_a_packing_not_dequantized_says_so_per_layer(tmp_path: Path
     assert all("bitsandbytes nf4 weight stored packed as U8" in d.message for d in skipped)
     assert all("dequantizing this packing is not done here" in d.message for d in skipped)
     assert not [d for d in result.differences if d.kind in (DiffKind.VALUES_CHANGED, DiffKind.QUANTIZATION_ERROR)]
+
+
+WIDE_LLAMA = {**LLAMA, "hidden_size": 256, "intermediate_size": 512}  # (every projection of more than 128 inputs)
+
+
+@pytest.mark.parametrize("qtype", ["qint4", "qint2"])
+def test_optimum_quanto_grouped_layers_take_their_sizes_from_the_config(tmp_path: Path, qtype: str) -> None:
+    """A model whose every projection optimum-quanto stores in groups (more than 128 inputs: rows of 128 values), saved
+    by `save_file` with its config beside (saying nothing of the quantization): its shapes say none of its sizes, the
+    config's do, and the family check matches (it read 512 x 128 groups as a q_dim of 512 and warned COUNT_MISMATCH on
+    the correct file). Without the config the count is still `num_parameters()`, and each module the formula sizes
+    otherwise is explained, saying its values may be groups (info, no warning)."""
+    quanto = pytest.importorskip("optimum.quanto")
+    from safetensors.torch import save_file
+
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model("llama", **WIDE_LLAMA))
+    counted = model.num_parameters()
+    quanto.quantize(model, weights=getattr(quanto, qtype), exclude="lm_head")
+    quanto.freeze(model)
+    save_file(model.state_dict(), tmp_path / "model.safetensors")
+    model.config.save_pretrained(tmp_path)
+    report = inspect(tmp_path / "model.safetensors")
+    grouped = [t for t in report.checkpoint.tensors if t.name.endswith(".weight._data._data")]
+    assert len(grouped) == LINEARS and all(t.shape[1] == 128 for t in grouped)  # (the layers' groups)
+    assert report.checkpoint.n_parameters == counted == model.num_parameters()
+    exp = report.expectation
+    assert exp is not None and exp.source == "config" and exp.matches and not exp.anomalies
+    assert (exp.hyperparameters["q_dim"], exp.hyperparameters["kv_dim"]) == (256, 128)
+    assert not [f for f in report.findings if f.severity != "info"]
+    (tmp_path / "config.json").unlink()
+    report = inspect(tmp_path / "model.safetensors")
+    assert report.checkpoint.n_parameters == counted
+    exp = report.expectation
+    assert exp is not None and exp.source == "inferred" and not exp.anomalies
+    assert not [f for f in report.findings if f.severity != "info"]
+    assert all("optimum-quanto's groups: rows of 128 values" in c.explanation for c in exp.layers if c.status != "ok")
+
+
+@pytest.mark.parametrize("layout", ["compressed-tensors float", "compressed-tensors int", "bitsandbytes int8"])
+def test_diff_data_dequantizes_8_bit_weights_beside_their_scales(tmp_path: Path, layout: str) -> None:
+    """compressed-tensors' FP8 and INT8 weights (a `weight_scale` a channel) and bitsandbytes' 8-bit rows (`SCB`)
+    dequantize as their libraries' own `dequantize` and `int8_vectorwise_dequant` do the tensors they wrote (to
+    float32 rounding), and `inspector diff --data` against the float model gives each weight's quantization error."""
+    import numpy as np
+    from safetensors.torch import load_file
+
+    from inspector.diff import DiffKind, match
+    from inspector.diff import diff as diff_records
+    from inspector.values import compare_pairs
+
+    library, kind = layout.split()
+    _llama().save_pretrained(tmp_path / "float")
+    if library == "bitsandbytes":
+        functional = pytest.importorskip("bitsandbytes.functional")
+        config = transformers.BitsAndBytesConfig(load_in_8bit=True)
+        transformers.AutoModelForCausalLM.from_pretrained(
+            tmp_path / "float", quantization_config=config, device_map="cpu"
+        ).save_pretrained(tmp_path / "q")
+    else:
+        _compressed_tensors(tmp_path / "q", kind)
+        from compressed_tensors.quantization import QuantizationArgs
+        from compressed_tensors.quantization.lifecycle.forward import dequantize
+
+        args = QuantizationArgs(num_bits=8, type=kind, symmetric=True, strategy="channel")
+    stored = load_file(tmp_path / "q" / "model.safetensors")
+    floats = load_file(tmp_path / "float" / "model.safetensors")
+    a, b = load(tmp_path / "float" / "model.safetensors"), load(tmp_path / "q" / "model.safetensors")
+    pairs = match(a, b)
+    values = {v.a: v for v in compare_pairs(a, b, [(p.a, p.b, p.perm) for p in pairs])}
+    result = diff_records(a, b, pairs, tuple(values.values()))
+    assert len([d for d in result.differences if d.kind is DiffKind.QUANTIZATION_ERROR]) == LINEARS
+    checked = 0
+    for name, weight in stored.items():
+        module = name.removesuffix(".weight")
+        if module == name or weight.dtype not in (torch.int8, torch.float8_e4m3fn):
+            continue
+        if library == "bitsandbytes":
+            expected = functional.int8_vectorwise_dequant(weight, stored[module + ".SCB"])
+        else:
+            expected = dequantize(weight, stored[module + ".weight_scale"], args=args, dtype=torch.float32)
+        expected = expected.float().numpy()
+        ours = _dequantized(b, name)
+        assert np.allclose(ours, expected.ravel(), rtol=2**-22, atol=2**-22 * float(np.abs(expected).max()))
+        error = float(np.abs(floats[name].double().numpy() - expected).max())
+        assert math.isclose(values[name].max_abs, error, rel_tol=1e-5, abs_tol=1e-7) and values[name].dequantized
+        checked += 1
+    assert checked == LINEARS
