@@ -32,7 +32,9 @@ from inspector.recordtype import record, replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeVar
+
+    Spec = TypeVar("Spec", bound=LoRA | LoHa | LoKr)
 
 ARCHITECTURE = "lora-adapter"
 OTHER_ARCHITECTURE = "peft-adapter"  # a peft type whose factors have no formula here
@@ -112,15 +114,21 @@ class Ranks:
                 keys.setdefault(key, (i, value))
         return cls(_positive(config.get("r")), keys, unread)
 
-    def rank_for(self, module: str) -> int | None:
-        """The rank the config states for `module`; None when it does not say (no usable `r`, or a regex key comes
-        before every key that names the module)."""
+    def stated(self, module: str) -> tuple[int, str] | None:
+        """The rank the config states for `module` and where it states it (`r`, or the rank_pattern key that names
+        the module); None when it does not say (no usable `r`, or a regex key comes before every key that names the
+        module)."""
         parts = module.split(".")
-        found = [self.keys[e] for e in (".".join(parts[i:]) for i in range(len(parts))) if e in self.keys]
+        endings = (".".join(parts[i:]) for i in range(len(parts)))
+        found = [(*self.keys[e], e) for e in endings if e in self.keys]
         first = min(found, key=itemgetter(0), default=None)
         if self.unread is not None and (first is None or self.unread < first[0]):
             return None
-        return self.r if first is None else _positive(first[1])
+        if first is None:
+            return None if self.r is None else (self.r, "r")
+        _, value, key = first
+        rank = _positive(value)
+        return None if rank is None else (rank, f"rank_pattern {_short(key)!r}")
 
 
 def _adalora_ranks(config: Mapping[str, Any]) -> dict[str, int]:
@@ -133,31 +141,32 @@ def _adalora_ranks(config: Mapping[str, Any]) -> dict[str, int]:
     return ranks
 
 
+def _at_rank(spec: Spec, stated: tuple[int, str] | None) -> Spec:
+    """`spec` at the rank the config states for it, and where it states it (`rank_from`, said when the file holds
+    another); as the file holds it where the config does not say, or where the module holds no rank (a LoKr module
+    whose factors are both whole)."""
+    if stated is None or spec.rank is None:
+        return spec
+    return replace(spec, rank=stated[0], rank_from=stated[1])
+
+
 def _stated(config: Mapping[str, Any], ranks: Ranks, spec: LoRA) -> LoRA:
     """The LoRA spec the config states for a module the file adapts: its rank, DoRA's magnitude (use_dora) and
     lora_B's bias (lora_bias); what the config does not say is as the file holds it."""
-    rank = ranks.rank_for(spec.name)
-    changes: dict[str, Any] = {} if rank is None else {"rank": rank}
+    changes: dict[str, Any] = {}
     for field, key in (("magnitude", "use_dora"), ("bias", "lora_bias")):
         if isinstance(config.get(key), bool):
             changes[field] = config[key]
-    return replace(spec, **changes) if changes else spec  # type: ignore[arg-type]
-
-
-def _ranked(ranks: Ranks, spec: LoHa | LoKr) -> LoHa | LoKr:
-    """A LoHa or LoKr module at the rank the config states for it (as the file holds it where the config does not
-    say, or where the module holds no rank: a LoKr module whose factors are both whole)."""
-    rank = ranks.rank_for(spec.name)
-    if rank is None or spec.rank is None or rank == spec.rank:
-        return spec
-    return replace(spec, rank=rank)  # type: ignore[return-value]
+    stated = _at_rank(spec, ranks.stated(spec.name))
+    return replace(stated, **changes) if changes else stated
 
 
 def _stated_adalora(init_r: int | None, masks: Mapping[str, int], spec: LoRA) -> LoRA:
     """An AdaLoRA module at the rank its mask keeps, else `init_r` (peft's `r` is LoRA's, unused by AdaLoRA)."""
     name = spec.name.removeprefix(PEFT_PREFIX)
-    rank = masks.get(name, init_r)
-    return spec if rank is None or rank == spec.rank else replace(spec, rank=rank)  # type: ignore[return-value]
+    if name in masks:
+        return _at_rank(spec, (masks[name], "rank_pattern mask"))
+    return _at_rank(spec, None if init_r is None else (init_r, "init_r"))
 
 
 def _hyperparameters(
@@ -307,7 +316,7 @@ def _other_type(config: Mapping[str, Any], specs: Sequence[LayerSpec]) -> Archit
     ranked = [type(s).__name__ for s in specs if isinstance(s, LoHa | LoKr)]
     if ranked:  # LoHa's and LoKr's ranks as LoRA's: `r`, `rank_pattern`
         ranks = Ranks.of(config)
-        specs = [_ranked(ranks, s) if isinstance(s, LoHa | LoKr) else s for s in specs]
+        specs = [_at_rank(s, ranks.stated(s.name)) if isinstance(s, LoHa | LoKr) else s for s in specs]
     hyper: dict[str, Any] = {"peft_type": peft_type, "r": _positive(config.get("r"))}
     if table is not None:
         hyper |= {key: _positive(config.get(key)) for key in PROMPT_KEYS}

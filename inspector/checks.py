@@ -8,7 +8,7 @@ from math import prod
 from operator import attrgetter
 
 from inspector.architectures import Architecture
-from inspector.formulas import FORMULAS, GRU, LSTM, LayerSpec, LoRA, SimpleRNN, breakdown
+from inspector.formulas import FORMULAS, GRU, LSTM, LayerSpec, LoHa, LoKr, LoRA, SimpleRNN, breakdown
 from inspector.modules import module_name
 from inspector.quantized import QUANTIZATION_KIND, QUANTIZATION_ROW, described, side_tensors
 from inspector.records import CHECKED, Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
@@ -67,17 +67,28 @@ def _found(layer: Layer | None) -> int:
     return sum(t.n_elements for t, _ in layer.items if t.alias_of is None)
 
 
-LORA_DOWN = ("lora_A", "lora_embedding_A")  # a LoRA module's factor whose first dimension is its rank
+# an adapter module's factors whose first dimension is its rank (LoRA's, LoHa's, a LoKr module's split factors)
+RANK_ROWS = ("lora_A", "lora_embedding_A", "hada_w1_b", "lokr_w1_b", "lokr_w2_b")
 # a LoRA spec's optional parts: its field, the factor's parameter name, the adapter config's key that asks for it
 LORA_EXTRAS = (("magnitude", "lora_magnitude_vector", "use_dora"), ("bias", "lora_bias", "lora_bias"))
 
 
+def _explain_rank(spec: LoRA | LoHa | LoKr, layer: Layer) -> str | None:
+    """An adapter module whose factors hold another rank than the adapter config states for it, in words: the rank
+    in the file, the config's, and where the config states it (its `r`, a rank_pattern key)."""
+    rank = next((t.shape[0] for t, r in layer.items if r.param in RANK_ROWS and t.shape), None)
+    if rank is None or rank == spec.rank or not spec.rank_from:
+        return None
+    kind = spec.kind.partition(" ")[0]
+    return (
+        f"{kind} factors of rank {rank} in the file, the adapter config states {spec.rank} for this module "
+        f"(its {spec.rank_from})"
+    )
+
+
 def _explain_lora(spec: LoRA, layer: Layer) -> str | None:
-    """A LoRA module against the adapter config: its rank, DoRA's magnitude, lora_B's bias, in words."""
+    """A LoRA module against the adapter config: DoRA's magnitude and lora_B's bias, in words."""
     params = {r.param for _, r in layer.items}
-    rank = next((t.shape[0] for t, r in layer.items if r.param in LORA_DOWN and t.shape), None)
-    if rank is not None and rank != spec.rank:
-        return f"LoRA factors of rank {rank} in the file, the adapter config states r={spec.rank} for this module"
     for part, param, key in LORA_EXTRAS:
         stated = getattr(spec, part)
         if stated != (param in params):
@@ -87,8 +98,8 @@ def _explain_lora(spec: LoRA, layer: Layer) -> str | None:
 
 
 def _explain(spec: LayerSpec, expected: dict[str, int], layer: Layer) -> str:
-    if isinstance(spec, LoRA):
-        said = _explain_lora(spec, layer)
+    if isinstance(spec, LoRA | LoHa | LoKr):
+        said = _explain_rank(spec, layer) or (_explain_lora(spec, layer) if isinstance(spec, LoRA) else None)
         if said is not None:
             return said
     found = _found(layer)

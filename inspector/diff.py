@@ -56,6 +56,7 @@ class DiffKind(StrEnumBody):
     DTYPE_CHANGED = "dtype_changed"
     TIED = "tied"  # tied in one file; dropped, duplicated or stored separately in the other
     VALUES_CHANGED = "values_changed"  # --data: values differ beyond the tolerance
+    QUANTIZATION_ERROR = "quantization_error"  # --data: a float weight against its quantization, dequantized
     NOT_COMPARED = "not_compared"  # --data: values that could not be streamed
 
 
@@ -120,7 +121,10 @@ PERMUTATIONS: Mapping[int, tuple[tuple[int, ...], ...]] = MappingProxyType(
     {2: ((1, 0),), 3: ((2, 1, 0),), 4: ((3, 2, 0, 1), (2, 3, 1, 0)), 5: ((4, 3, 0, 1, 2), (2, 3, 4, 1, 0))}
 )
 TRAINING_STATE = frozenset({TensorKind.OPTIMIZER})  # missing / extra tensors of these kinds lose no weights
-EXPECTED_KINDS = frozenset({DiffKind.RENAMED, DiffKind.TRANSPOSED, DiffKind.TIED, DiffKind.NOT_COMPARED})
+# (a quantization's error: the weight's narrowing, its dtype_changed, is the difference that changes the model)
+EXPECTED_KINDS = frozenset(
+    {DiffKind.RENAMED, DiffKind.TRANSPOSED, DiffKind.TIED, DiffKind.NOT_COMPARED, DiffKind.QUANTIZATION_ERROR}
+)
 # dtype changes that lose nothing (every value of the first is exactly representable in the second)
 WIDENINGS = frozenset(
     {("F16", "F32"), ("BF16", "F32"), ("F16", "F64"), ("BF16", "F64"), ("F32", "F64"), ("I8", "I16"),
@@ -478,6 +482,11 @@ def _pair_differences(p: Pair) -> list[Difference]:
 def _value_difference(p: Pair, v: ValueComparison) -> Difference | None:
     if v.skipped:
         return _difference(DiffKind.NOT_COMPARED, p.a, p.b, f"values not compared: {v.skipped}", reason=v.skipped)
+    if v.dequantized:
+        msg = (f"dequantized ({v.dequantized}): largest error {v.max_abs:.3g}, {v.max_rel:.3g} of the float weight's "
+               "largest magnitude")  # fmt: skip
+        return _difference(DiffKind.QUANTIZATION_ERROR, p.a, p.b, msg, max_abs=v.max_abs, max_rel=v.max_rel,
+                           dequantized=v.dequantized)  # fmt: skip
     if v.within:
         return None
     msg = f"{v.n_differ:,} values differ: max abs {v.max_abs:.3g}, max rel {v.max_rel:.3g}"

@@ -35,6 +35,7 @@ from inspector.quantized import (
     WEIGHTS,
     declared_method,
     described,
+    regrouped,
     side_tensors,
     stored_packed,
 )
@@ -377,10 +378,13 @@ def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, 
                 (t for t in view.module(full) if (name := canonical_name(t)) == full or name.endswith(WEIGHT_ENDINGS)),
                 None,
             )
+            # (a packed column says none of a layer's sizes; optimum-quanto's values may be a layer's groups: where a
+            # config has the sizes, they are the config's)
+            shapeless = weight is not None and (weight.dtype in COLUMN_DTYPES or bool(config and regrouped(weight)))
             if (
                 weight is not None
                 and len(weight.shape) > axis
-                and weight.dtype not in COLUMN_DTYPES
+                and not shapeless
                 and not (quantized and stored_packed((weight,)))
             ):
                 if _stored_in_out(weight):
@@ -405,6 +409,13 @@ def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, 
                     h[hyper] = 0  # the stack is not in the file (an encoder-only class): a fact of the file
     (family.derive or derive_transformer)(h)
     return h
+
+
+def _grouped(tensors: Sequence[TensorInfo]) -> str:
+    """Why a module's shape may not be its layer's, in words: optimum-quanto's values in rows of a group (a layer of
+    more than 128 inputs); '' for any other module."""
+    grouped = next((words for t in tensors if t.dtype not in COLUMN_DTYPES and (words := regrouped(t))), "")
+    return f": its values perhaps {grouped}, the layer's shape not in the file" if grouped else ""
 
 
 # -- the expectation ---------------------------------------------------------------------------------------------
@@ -603,7 +614,7 @@ def check(
             row.resized |= not all(t.n_elements in sizes for t in tensors if stored(t))
             shapes = ", ".join(f"{canonical_name(t).rpartition('.')[2]} {tuple(t.shape)}" for t in tensors)
             packed = method is not None and found < want and stored_packed(tensors)  # (packing leaves fewer elements)
-            how = f": packed by {method}, its values are not counted from these shapes" if packed else ""
+            how = f": packed by {method}, its values are not counted from these shapes" if packed else _grouped(tensors)
             row.packed += packed
             row.diffs.append(
                 f"{e.path}: the formula gives {_describe(e.spec)}, the file holds {found:,} ({shapes}){how}"

@@ -225,7 +225,9 @@ class LoRA(LayerSpec):
     adapted embedding's inputs are its vocabulary and its outputs its dimension (lora_embedding_A, lora_embedding_B);
     a convolution's inputs are in_channels x kernel. A convolution's LoRA with a Tucker core (LyCORIS' `use_tucker`:
     lora_down rank x in_channels x 1 x 1, lora_mid rank x rank x kernel, lora_up outputs x rank x 1 x 1) has the
-    core's kernel as `core` and its in_channels as `inputs`."""
+    core's kernel as `core` and its in_channels as `inputs`.
+    `rank_from`: where an adapter config states `rank` (its 'r', the rank_pattern key naming the module), said where
+    the file holds another; empty where the rank is the file's."""
 
     rank: int
     inputs: int
@@ -235,6 +237,7 @@ class LoRA(LayerSpec):
     name: str = ""
     singular: bool = False
     core: tuple[int, ...] = ()
+    rank_from: str = ""
 
     @property
     def kind(self) -> str:
@@ -246,13 +249,16 @@ class LoHa(LayerSpec):
     """A PEFT LoHa adapter of one module (a Hadamard product of two low-rank products): hada_w1_a and hada_w2_a
     (outputs x rank), hada_w1_b and hada_w2_b (rank x inputs); a convolution's inputs are in_channels x kernel. With
     Tucker cores (peft's `use_effective_conv2d`, LyCORIS' `use_tucker`): hada_t1 and hada_t2 (rank x rank x kernel),
-    hada_w1_a and hada_w2_a (rank x outputs), hada_w1_b and hada_w2_b (rank x in_channels), the kernel as `core`."""
+    hada_w1_a and hada_w2_a (rank x outputs), hada_w1_b and hada_w2_b (rank x in_channels), the kernel as `core`.
+    `rank_from`: where an adapter config states `rank` (its 'r', the rank_pattern key naming the module), said where
+    the file holds another; empty where the rank is the file's."""
 
     rank: int
     inputs: int
     outputs: int
     name: str = ""
     core: tuple[int, ...] = ()
+    rank_from: str = ""
 
     @property
     def kind(self) -> str:
@@ -267,7 +273,9 @@ class LoKr(LayerSpec):
     convolution's w2_in its in_channels part x kernel) or of rank r (`w2_split`: lokr_w2_a w2_out x r, lokr_w2_b r x
     w2_in), or with a Tucker core (peft's `use_effective_conv2d`, LyCORIS' `use_tucker`: lokr_t2 r x r x kernel,
     lokr_w2_a r x w2_out, lokr_w2_b r x w2_in, the kernel as `core`); DoRA's magnitude (LyCORIS' dora_scale, one an
-    output) when it has one. `rank` is None where both factors are whole (the file holds no rank)."""
+    output) when it has one. `rank` is None where both factors are whole (the file holds no rank).
+    `rank_from`: where an adapter config states `rank` (its 'r', the rank_pattern key naming the module), said where
+    the file holds another; empty where the rank is the file's."""
 
     rank: int | None
     w1_out: int
@@ -279,6 +287,7 @@ class LoKr(LayerSpec):
     name: str = ""
     core: tuple[int, ...] = ()
     magnitude: bool = False
+    rank_from: str = ""
 
     def __post_init__(self) -> None:
         LayerSpec.__post_init__(self)

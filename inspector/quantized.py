@@ -269,6 +269,10 @@ QUANTO_ACTIVATIONS = (".input_scale", ".output_scale")
 QUANTO_TYPES = {"I8": "qint8", "F8_E4M3": "qfloat8_e4m3fn", "F8_E5M2": "qfloat8_e5m2",
                 "F8_E4M3FNUZ": "qfloat8_e4m3fnuz"}  # fmt: skip
 QUANTO_BITS = {"qint4": 4, "qint2": 2, "int4": 4, "int2": 2}  # a packed weight's qtype: the qmap's, the config's
+QUANTO_PACKED_DTYPES = {"U4": 4, "U2": 2}  # its packed values' dtypes -> their bits
+# the group sizes optimum-quanto tries for a 4- or 2-bit layer of more than 128 inputs, the first that divides them
+# (its `QModuleMixin`): stored values of as many columns may be a layer's groups, whose shape the file does not hold
+QUANTO_GROUPS = frozenset({128, 96, 64, 32})
 QUANTO = "quanto"  # its `quant_method`
 QUANTO_QMAP = "quanto_qmap.json"  # its qtypes by module ({module: {"weights": "qint4", "activations": "none"}})
 # its weight's state as a pattern (after "<module>."), for `inspector diff`'s layer of a name
@@ -339,11 +343,12 @@ def quanto_values(t: TensorInfo) -> bool:
 
 
 def regrouped(t: TensorInfo) -> str:
-    """How a quantized weight's values are laid out where its shape is not the layer's (a bitsandbytes 4-bit column,
-    optimum-quanto's groups), in words; '' for any other tensor."""
+    """How a quantized weight's values are laid out where its shape may not be the layer's (a bitsandbytes 4-bit
+    column, optimum-quanto's packed values of a group's columns: a layer of more than 128 inputs is stored in rows of
+    a group, one of fewer as it is, and the file does not say which), in words; '' for any other tensor."""
     if t.dtype in COLUMN_DTYPES:
         return "packed into a column (the shape is in its quant_state record)"
-    if quanto_values(t) and len(t.shape) == 2:
+    if t.dtype in QUANTO_PACKED_DTYPES and len(t.shape) == 2 and t.shape[1] in QUANTO_GROUPS and quanto_values(t):
         return f"in optimum-quanto's groups: rows of {t.shape[1]:,} values, a scale a row"
     return ""
 

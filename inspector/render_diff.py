@@ -44,7 +44,7 @@ def _side(c: Checkpoint, t: dict[str, Any]) -> dict[str, Any]:
 def _value_json(v: ValueComparison) -> dict[str, Any]:
     return {"a": v.a, "b": v.b, "equal": v.equal, "within_tolerance": v.within, "max_abs": _num(v.max_abs),
             "max_rel": _num(v.max_rel), "n_differ": v.n_differ, "sha256_a": v.sha256_a, "sha256_b": v.sha256_b,
-            "skipped": v.skipped}  # fmt: skip
+            "skipped": v.skipped, "dequantized": v.dequantized}  # fmt: skip
 
 
 def diff_dict(d: Diff) -> dict[str, Any]:
@@ -93,11 +93,17 @@ def _values_line(d: Diff) -> str | None:
         return None
     equal = sum(1 for v in d.values if v.equal)
     within = sum(1 for v in d.values if v.within and not v.equal)
-    differ = sum(1 for v in d.values if not v.within and not v.skipped)
+    dequantized = [v for v in d.values if v.dequantized and not v.skipped]
+    differ = sum(1 for v in d.values if not v.within and not v.skipped and not v.dequantized)
     skipped = sum(1 for v in d.values if v.skipped)
-    worst = max((v.max_rel for v in d.values if not v.skipped), default=0.0)
-    return (f"values: {equal:,} pairs equal, {within:,} within tolerance {d.tolerance:g} (or the dtype's rounding), "
+    worst = max((v.max_rel for v in d.values if not v.skipped and not v.dequantized), default=0.0)
+    line = (f"values: {equal:,} pairs equal, {within:,} within tolerance {d.tolerance:g} (or the dtype's rounding), "
             f"{differ:,} differ, {skipped:,} not compared; largest relative difference {worst:.3g}")  # fmt: skip
+    if dequantized:
+        error = max(v.max_rel for v in dequantized)
+        line += (f"; {len(dequantized):,} quantized weights dequantized, largest error {error:.3g} of a weight's "
+                 "largest magnitude")  # fmt: skip
+    return line
 
 
 def render_diff_text(d: Diff) -> str:

@@ -24,6 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from inspector.dequantize import Plan
     from inspector.records import Checkpoint, TensorInfo
 
 COMPARE_BLOCK = 1 << 18  # elements per aligned block when two tensors are compared (a few MiB of float64)
@@ -86,6 +87,9 @@ class ValueComparison:
     sha256_a: str
     sha256_b: str
     skipped: str | None = None
+    # a float weight against its quantization: how the quantized side was dequantized (`inspector.dequantize`); then
+    # max_abs is the quantization's largest error and max_rel that error over the float weight's largest magnitude
+    dequantized: str | None = None
 
 
 class _Moments:
@@ -279,10 +283,68 @@ def compare_pairs(
     pairs: Sequence[tuple[TensorInfo, TensorInfo, tuple[int, ...] | None]],
     tolerance: float = 0.0,
 ) -> tuple[ValueComparison, ...]:
-    """Stream the values of every matched pair (a, b, permutation or None) and compare them.
+    """Stream the values of every matched pair (a, b, permutation or None) and compare them; a float weight paired
+    with its quantization against the quantized side dequantized (`inspector.dequantize`), or skipped with the
+    reason where that is not done.
 
     Raises:
         InspectorError: data cannot be read (truncated, corrupt compressed data).
     """
+    from inspector.dequantize import plans  # (one pass over each file's tensors; most pairs are floats)
+
+    quantized_a, quantized_b = plans(a), plans(b)
+    out = []
     with TensorSource(a) as sa, TensorSource(b) as sb:
-        return tuple(compare(sa, ta, sb, tb, tolerance, perm) for ta, tb, perm in pairs)
+        for ta, tb, perm in pairs:
+            qa, qb = quantized_a.get(id(ta)), quantized_b.get(id(tb))
+            if (qa is None) == (qb is None):  # (floats, or both sides quantized: compared as stored)
+                out.append(compare(sa, ta, sb, tb, tolerance, perm))
+            elif qb is not None:
+                out.append(_against_quantized(sa, ta, sb, tb, qb, tolerance, perm, float_first=True))
+            else:
+                assert qa is not None
+                out.append(_against_quantized(sb, tb, sa, ta, qa, tolerance, perm, float_first=False))
+    return tuple(out)
+
+
+def _against_quantized(
+    sf: TensorSource, f: TensorInfo, sq: TensorSource, q: TensorInfo, plan: Plan, tolerance: float,
+    perm: Sequence[int] | None, float_first: bool,
+) -> ValueComparison:  # fmt: skip
+    """A float weight `f` against the values `q` of its quantization, dequantized by `plan`: the quantization's error
+    (or why it is not dequantized)."""
+    from inspector.dequantize import FLOATS, dequantized, unaddressed
+
+    a, b = (f.name, q.name) if float_first else (q.name, f.name)
+    reason = plan if isinstance(plan, str) else unaddressed(plan) or unreadable(sf.ckpt, f)
+    if reason is None and f.dtype not in FLOATS:
+        reason = f"{f.dtype} is not a float model's dtype"
+    if reason is None and (perm is not None or layout(f)[1] != tuple(range(len(f.shape)))):
+        reason = "the float weight is laid out otherwise (transposed): not dequantized in its order"
+    if reason is None and f.n_elements != q.n_elements:
+        reason = f"{f.n_elements:,} against {q.n_elements:,} values"
+    if reason is not None or isinstance(plan, str):
+        return ValueComparison(a, b, False, False, 0.0, 0.0, 0, "", "", skipped=reason)
+    acc = _Accumulator(tolerance)
+    peak = 0.0
+    hf = hashlib.sha256()
+    floats = reblock(_hashed(sf, f, hf), COMPARE_BLOCK)
+    for x, y in zip(floats, reblock(dequantized(sq, plan, COMPARE_BLOCK), COMPARE_BLOCK), strict=True):
+        x = decode(x, f.dtype)
+        acc.add(x, y)
+        peak = max(peak, float(np.abs(x).max(initial=0.0)))
+    relative = acc.max_abs / peak if peak else (0.0 if acc.max_abs == 0 else float("inf"))
+    ha, hb = (hf.hexdigest(), _stored_hash(sq, q)) if float_first else (_stored_hash(sq, q), hf.hexdigest())
+    return ValueComparison(a, b, acc.equal, acc.n_differ == 0, acc.max_abs, relative, acc.n_differ,
+                           ha[:HASH_CHARS], hb[:HASH_CHARS], dequantized=plan.how)  # fmt: skip
+
+
+def _stored_hash(source: TensorSource, t: TensorInfo) -> str:
+    """SHA-256 of a tensor's stored bytes (packed values as the bytes they are stored in), streamed."""
+    from inspector.recordtype import replace
+
+    stored = replace(t, shape=(t.nbytes,), dtype="U8")
+    digest = hashlib.sha256()
+    for block in source.blocks(stored):
+        digest.update(block.data)
+    return digest.hexdigest()

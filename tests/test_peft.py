@@ -128,7 +128,8 @@ def test_a_rank_other_than_the_config_states_is_a_count_mismatch(tmp_path: Path)
     assert set(wrong) == {name for name, rank in _ranks(model).items() if rank == 4}
     for check in wrong.values():
         assert check.kind == "LoRA r=8" and check.found * 2 == check.expected
-        assert check.explanation == "LoRA factors of rank 4 in the file, the adapter config states r=8 for this module"
+        said = "LoRA factors of rank 4 in the file, the adapter config states 8 for this module (its r)"
+        assert check.explanation == said
     assert exp.anomalies == tuple(wrong)
 
 
@@ -236,7 +237,9 @@ def test_rank_pattern_order_peft_saves_is_the_order_it_loads_by(tmp_path: Path) 
         peft.PeftModel.from_pretrained(base, tmp_path)
     exp = inspect(path).expectation
     assert exp is not None and exp.anomalies == ("base_model.model.model.layers.1.self_attn.q_proj",)
-    assert exp.layers[1].explanation.startswith("LoRA factors of rank 2 in the file, the adapter config states r=6")
+    assert exp.layers[1].explanation == (
+        f"LoRA factors of rank 2 in the file, the adapter config states 6 for this module (its rank_pattern {SECOND!r})"
+    )
 
 
 def test_rank_pattern_of_many_keys_is_shown_bounded(tmp_path: Path) -> None:
@@ -351,6 +354,8 @@ def test_adalora_modules_at_the_ranks_its_rank_pattern_keeps(tmp_path: Path) -> 
     _edit_config(tmp_path, init_r=8)  # the modules its rank_pattern does not name: rank 4 in the file
     exp = inspect(tmp_path / "adapter_model.safetensors").expectation
     assert exp is not None and set(exp.anomalies) == {n for n, r in _ranks(loaded).items() if r == 4}
+    said = "AdaLoRA factors of rank 4 in the file, the adapter config states 8 for this module (its init_r)"
+    assert {c.explanation for c in exp.layers if c.status == "mismatch"} == {said}
 
 
 def test_adapter_state_dicts_keep_their_buffers_out_of_the_count(tmp_path: Path) -> None:
@@ -550,3 +555,46 @@ def test_lokr_factors_of_two_ranks_are_no_lokr_module(tmp_path: Path) -> None:
     assert exp is not None and exp.total == exp.found == report.checkpoint.n_parameters
     kinds = {c.layer.rpartition("layers.")[2]: c.kind for c in exp.layers}
     assert kinds.pop("0.self_attn.v_proj") == "Tensors" and set(kinds.values()) == {"LoKr r=2 f=4"}
+
+
+RANKED_TYPES = {  # peft types whose modules have a rank the config states: r and rank_pattern, as peft saves them
+    "lora": peft.LoraConfig(r=4, target_modules=QV, rank_pattern={"v_proj": 2}, alpha_pattern={"v_proj": 8}),
+    "loha": peft.LoHaConfig(r=4, target_modules=QV, rank_pattern={"v_proj": 2}, alpha_pattern={"v_proj": 8}),
+    "lokr": peft.LoKrConfig(r=2, target_modules=QV, decompose_both=True, rank_pattern={"v_proj": 1}),
+}
+TAMPERED = "base_model.model.model.layers.1.self_attn.v_proj"
+
+
+@pytest.mark.parametrize("variant", RANKED_TYPES)
+def test_a_module_at_another_rank_than_its_config_states_is_named_with_the_ranks_and_their_source(
+    tmp_path: Path, variant: str
+) -> None:
+    """LoRA, LoHa and LoKr modules alike: a module whose factors hold another rank than the adapter config states for
+    it is a mismatch of that module, explained with the rank in the file (peft's own `r` of the layer), the config's,
+    and where the config states it (its `r`, the rank_pattern key naming the module)."""
+    model = _peft_model(RANKED_TYPES[variant])
+    model.save_pretrained(tmp_path)
+    ranks = {n: m.r["default"] for n, m in model.named_modules() if "default" in getattr(m, "r", {})}
+    assert len(set(ranks.values())) == 2  # (r and rank_pattern's both in the file)
+    path = tmp_path / "adapter_model.safetensors"
+    assert _warnings(inspect(path)) == []
+    saved = json.loads((tmp_path / "adapter_config.json").read_text())["rank_pattern"]
+    # a key before v_proj's naming one module, peft's first-come order: that module alone is stated at another rank
+    _edit_config(tmp_path, rank_pattern={"layers.1.self_attn.v_proj": ranks[TAMPERED] + 1} | saved)
+    report = inspect(path)
+    assert [f.code for f in report.findings if f.severity == "warning"] == ["COUNT_MISMATCH"]
+    exp = report.expectation
+    assert exp is not None and exp.anomalies == (TAMPERED,)
+    kind = {"lora": "LoRA", "loha": "LoHa", "lokr": "LoKr"}[variant]
+    (check,) = (c for c in exp.layers if c.status == "mismatch")
+    assert check.explanation == (
+        f"{kind} factors of rank {ranks[TAMPERED]} in the file, the adapter config states {ranks[TAMPERED] + 1} for "
+        "this module (its rank_pattern 'layers.1.self_attn.v_proj')"
+    )
+    r = json.loads((tmp_path / "adapter_config.json").read_text())["r"]
+    _edit_config(tmp_path, r=r + 5, rank_pattern=saved)  # the modules no key names: at `r`
+    exp = inspect(path).expectation
+    assert exp is not None and set(exp.anomalies) == {n for n in ranks if not n.endswith("v_proj")}
+    assert {c.explanation for c in exp.layers if c.status == "mismatch"} == {
+        f"{kind} factors of rank {r} in the file, the adapter config states {r + 5} for this module (its r)"
+    }

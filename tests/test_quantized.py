@@ -1118,9 +1118,10 @@ DIFFED = {
 }
 
 
-def _torchao(folder: Path, config: str) -> None:
+def _torchao(folder: Path, config: str) -> Any:
     """The test-sized llama quantized by torchao through transformers' `TorchAoConfig` (`TORCHAO`; int4 values in
-    int8 in groups of 32), saved by `save_pretrained` into `folder`; its float model in `folder / "float"`."""
+    int8 in groups of 32), saved by `save_pretrained` into `folder`; its float model in `folder / "float"`: the
+    quantized model."""
     import torchao.quantization as ao
 
     words = {"weight_dtype": torch.int4, "granularity": ao.PerGroup(32)} if config == "IntxWeightOnlyConfig" else {}
@@ -1130,6 +1131,7 @@ def _torchao(folder: Path, config: str) -> None:
         folder / "float", quantization_config=quantization, device_map="cpu"
     )
     model.save_pretrained(folder)
+    return model
 
 
 @pytest.mark.parametrize("quantization", list(DIFFED))
@@ -1295,3 +1297,227 @@ def test_torchao_metadata_nested_past_the_decoder_is_read_as_plain_metadata(tmp_
     path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * 4)
     (t,) = inspect(path).checkpoint.tensors
     assert (t.kind, t.notes) == (TensorKind.PARAMETER, ())
+
+
+# quantizations whose values `inspector diff --data` dequantizes -> how the pair says it was dequantized
+DEQUANTIZED = {
+    "quanto qint8": "optimum-quanto qint8",
+    "quanto qfloat8": "optimum-quanto qfloat8",
+    "quanto qint4": "optimum-quanto qint4",
+    "quanto qint2": "optimum-quanto qint2",
+    "torchao Int8WeightOnlyConfig": "torchao Int8Tensor",
+    "torchao Float8WeightOnlyConfig": "torchao Float8Tensor",
+    "torchao IntxWeightOnlyConfig": "torchao IntxUnpackedToInt8Tensor",
+}
+
+
+def _dequantized(ckpt: Any, name: str) -> Any:
+    """The inspector's dequantization of one quantized tensor of `ckpt`, streamed in small blocks, as one array."""
+    import numpy as np
+
+    from inspector.dequantize import Dequantization, dequantized, plans
+    from inspector.tensor_data import TensorSource
+
+    t = next(t for t in ckpt.tensors if t.name == name)
+    plan = plans(ckpt)[id(t)]
+    assert isinstance(plan, Dequantization)
+    with TensorSource(ckpt) as source:
+        return np.concatenate(list(dequantized(source, plan, 100)))  # (blocks of a row or two: every seam crossed)
+
+
+@pytest.mark.parametrize("quantization", list(DEQUANTIZED))
+def test_diff_data_gives_the_quantization_error_of_each_weight_as_its_library_dequantizes(
+    tmp_path: Path, quantization: str
+) -> None:
+    """`inspector diff --data` of a float model and its optimum-quanto or torchao file dequantizes each quantized
+    weight from the file's own values, scales, shifts and zero points (quanto's packed and grouped values too) and
+    gives its error, where it compared integers with floats (`values_changed`, max abs 127) or skipped the packed
+    ones: each value is the library's own `dequantize()` of the loaded weight (to float32 rounding), each error the
+    largest |float - dequantize()|, both ways round."""
+    import numpy as np
+
+    from inspector.diff import DiffKind, match
+    from inspector.diff import diff as diff_records
+    from inspector.values import compare_pairs
+
+    library, how = quantization.split()
+    pytest.importorskip("optimum.quanto" if library == "quanto" else "torchao")
+    if library == "quanto":
+        model = _quanto(tmp_path, "quantize", how, None)
+    else:
+        model = _torchao(tmp_path, how)
+    floats = dict(_llama().named_parameters())
+    a, b = load(_float_file(tmp_path)), load(tmp_path / "model.safetensors")
+    weights = {f"{name}.weight": getattr(m, "weight", None) for name, m in model.named_modules()}
+    plain = (type(None), torch.Tensor, torch.nn.Parameter)  # (the weights left as floats)
+    quantized = {name: w for name, w in weights.items() if type(w) not in plain}
+    assert len(quantized) == LINEARS
+    for first, second in ((a, b), (b, a)):
+        pairs = match(first, second)
+        values = compare_pairs(first, second, [(p.a, p.b, p.perm) for p in pairs])
+        result = diff_records(first, second, pairs, values)
+        errors = [d for d in result.differences if d.kind is DiffKind.QUANTIZATION_ERROR]
+        assert len(errors) == LINEARS and all(d.expected for d in errors)
+        assert not [d for d in result.differences if d.kind in (DiffKind.VALUES_CHANGED, DiffKind.NOT_COMPARED)]
+        for v in values:
+            weight = v.a if first is a else v.b
+            if weight not in quantized:
+                assert v.equal and v.dequantized is None  # (the norms and embeddings it keeps as floats)
+                continue
+            library_values = quantized[weight].dequantize().detach().float()
+            error = (floats[weight].detach().double() - library_values.double()).abs().max().item()
+            assert v.dequantized == DEQUANTIZED[quantization] and not v.skipped
+            assert math.isclose(v.max_abs, error, rel_tol=1e-5, abs_tol=1e-7)
+            peak = floats[weight].detach().abs().max().item()
+            assert math.isclose(v.max_rel, error / peak, rel_tol=1e-4, abs_tol=1e-6) and 0 < v.max_rel < 0.5
+    for weight, q in quantized.items():
+        stored = next(p.b for p in match(a, b) if p.a.name == weight)
+        expected = q.dequantize().detach().float().numpy().reshape(-1)
+        ours = _dequantized(b, stored.name)
+        assert np.allclose(ours, expected, rtol=2**-22, atol=2**-22 * float(np.abs(expected).max()))
+
+
+def test_diff_data_dequantizes_fine_grained_fp8_by_the_config_s_blocks(tmp_path: Path) -> None:
+    """transformers' fine-grained FP8 (`weight_scale_inv`, one a 128 x 128 block): the values dequantize as its own
+    `_dequantize_fp8_weight` does them; where the blocks do not divide a weight evenly (320 inputs in 3 blocks) the
+    config's `weight_block_size` says them, and without config.json that weight is not dequantized, said per layer."""
+    import numpy as np
+    from transformers.integrations.finegrained_fp8 import _dequantize_fp8_weight, replace_with_fp8_linear
+
+    from inspector.diff import DiffKind, match
+    from inspector.diff import diff as diff_records
+    from inspector.values import compare_pairs
+
+    model = _llama()
+    model.save_pretrained(tmp_path / "float")
+    config = transformers.FineGrainedFP8Config(weight_block_size=(128, 128), modules_to_not_convert=["lm_head"])
+    fp8 = replace_with_fp8_linear(_llama(), modules_to_not_convert=["lm_head"], quantization_config=config)
+    fp8 = fp8.to_empty(device="cpu")
+    torch.manual_seed(1)
+    layers = {name: m for name, m in fp8.named_modules() if hasattr(m, "weight_scale_inv")}
+    for m in layers.values():  # (values and scales of the layers' own dtypes, stored as it stores them)
+        m.weight.data = torch.randn(m.weight.shape).clamp(-8, 8).to(torch.float8_e4m3fn)
+        m.weight_scale_inv.data = torch.rand(m.weight_scale_inv.shape) + 0.5
+    fp8.config.quantization_config = config
+    fp8.save_pretrained(tmp_path / "fp8")
+    b = load(tmp_path / "fp8" / "model.safetensors")
+    for name, m in layers.items():
+        expected = _dequantize_fp8_weight(m.weight, m.weight_scale_inv, [128, 128], torch.float32)
+        assert np.array_equal(_dequantized(b, f"{name}.weight").astype(np.float32), expected.detach().numpy().ravel())
+    (tmp_path / "fp8" / "config.json").unlink()
+    a, b = load(tmp_path / "float" / "model.safetensors"), load(tmp_path / "fp8" / "model.safetensors")
+    pairs = match(a, b)
+    result = diff_records(a, b, pairs, compare_pairs(a, b, [(p.a, p.b, p.perm) for p in pairs]))
+    by_kind: dict[DiffKind, list[Any]] = {}
+    for d in result.differences:
+        by_kind.setdefault(d.kind, []).append(d)
+    skipped = by_kind[DiffKind.NOT_COMPARED]
+    assert {d.layer.rpartition(".")[2] for d in skipped} == {"gate_proj", "up_proj", "down_proj"}  # (320: 3 blocks)
+    assert all("no weight_block_size in the config" in d.message for d in skipped)
+    assert len(by_kind[DiffKind.QUANTIZATION_ERROR]) == LINEARS - len(skipped)
+
+
+def test_diff_data_of_a_packing_not_dequantized_says_so_per_layer(tmp_path: Path) -> None:
+    """bitsandbytes' 4-bit values (NF4, its code map and block scales beside them) are not dequantized here: each
+    layer's pair says so (`not_compared`, in the loader's words), none is a number comparing codes with floats."""
+    from inspector.diff import DiffKind, match
+    from inspector.diff import diff as diff_records
+    from inspector.values import compare_pairs
+
+    _bnb_4bit(tmp_path, "nf4", True, "uint8").save_pretrained(tmp_path / "4bit")
+    a, b = load(tmp_path / "float" / "model.safetensors"), load(tmp_path / "4bit" / "model.safetensors")
+    pairs = match(a, b)
+    result = diff_records(a, b, pairs, compare_pairs(a, b, [(p.a, p.b, p.perm) for p in pairs]))
+    skipped = [d for d in result.differences if d.kind is DiffKind.NOT_COMPARED]
+    assert len(skipped) == LINEARS and len({d.layer for d in skipped}) == LINEARS
+    assert all("bitsandbytes nf4 weight stored packed as U8" in d.message for d in skipped)
+    assert all("dequantizing this packing is not done here" in d.message for d in skipped)
+    assert not [d for d in result.differences if d.kind in (DiffKind.VALUES_CHANGED, DiffKind.QUANTIZATION_ERROR)]
+
+
+WIDE_LLAMA = {**LLAMA, "hidden_size": 256, "intermediate_size": 512}  # (every projection of more than 128 inputs)
+
+
+@pytest.mark.parametrize("qtype", ["qint4", "qint2"])
+def test_optimum_quanto_grouped_layers_take_their_sizes_from_the_config(tmp_path: Path, qtype: str) -> None:
+    """A model whose every projection optimum-quanto stores in groups (more than 128 inputs: rows of 128 values), saved
+    by `save_file` with its config beside (saying nothing of the quantization): its shapes say none of its sizes, the
+    config's do, and the family check matches (it read 512 x 128 groups as a q_dim of 512 and warned COUNT_MISMATCH on
+    the correct file). Without the config the count is still `num_parameters()`, and each module the formula sizes
+    otherwise is explained, saying its values may be groups (info, no warning)."""
+    quanto = pytest.importorskip("optimum.quanto")
+    from safetensors.torch import save_file
+
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model("llama", **WIDE_LLAMA))
+    counted = model.num_parameters()
+    quanto.quantize(model, weights=getattr(quanto, qtype), exclude="lm_head")
+    quanto.freeze(model)
+    save_file(model.state_dict(), tmp_path / "model.safetensors")
+    model.config.save_pretrained(tmp_path)
+    report = inspect(tmp_path / "model.safetensors")
+    grouped = [t for t in report.checkpoint.tensors if t.name.endswith(".weight._data._data")]
+    assert len(grouped) == LINEARS and all(t.shape[1] == 128 for t in grouped)  # (the layers' groups)
+    assert report.checkpoint.n_parameters == counted == model.num_parameters()
+    exp = report.expectation
+    assert exp is not None and exp.source == "config" and exp.matches and not exp.anomalies
+    assert (exp.hyperparameters["q_dim"], exp.hyperparameters["kv_dim"]) == (256, 128)
+    assert not [f for f in report.findings if f.severity != "info"]
+    (tmp_path / "config.json").unlink()
+    report = inspect(tmp_path / "model.safetensors")
+    assert report.checkpoint.n_parameters == counted
+    exp = report.expectation
+    assert exp is not None and exp.source == "inferred" and not exp.anomalies
+    assert not [f for f in report.findings if f.severity != "info"]
+    assert all("optimum-quanto's groups: rows of 128 values" in c.explanation for c in exp.layers if c.status != "ok")
+
+
+@pytest.mark.parametrize("layout", ["compressed-tensors float", "compressed-tensors int", "bitsandbytes int8"])
+def test_diff_data_dequantizes_8_bit_weights_beside_their_scales(tmp_path: Path, layout: str) -> None:
+    """compressed-tensors' FP8 and INT8 weights (a `weight_scale` a channel) and bitsandbytes' 8-bit rows (`SCB`)
+    dequantize as their libraries' own `dequantize` and `int8_vectorwise_dequant` do the tensors they wrote (to
+    float32 rounding), and `inspector diff --data` against the float model gives each weight's quantization error."""
+    import numpy as np
+    from safetensors.torch import load_file
+
+    from inspector.diff import DiffKind, match
+    from inspector.diff import diff as diff_records
+    from inspector.values import compare_pairs
+
+    library, kind = layout.split()
+    _llama().save_pretrained(tmp_path / "float")
+    if library == "bitsandbytes":
+        functional = pytest.importorskip("bitsandbytes.functional")
+        config = transformers.BitsAndBytesConfig(load_in_8bit=True)
+        transformers.AutoModelForCausalLM.from_pretrained(
+            tmp_path / "float", quantization_config=config, device_map="cpu"
+        ).save_pretrained(tmp_path / "q")
+    else:
+        _compressed_tensors(tmp_path / "q", kind)
+        from compressed_tensors.quantization import QuantizationArgs
+        from compressed_tensors.quantization.lifecycle.forward import dequantize
+
+        args = QuantizationArgs(num_bits=8, type=kind, symmetric=True, strategy="channel")
+    stored = load_file(tmp_path / "q" / "model.safetensors")
+    floats = load_file(tmp_path / "float" / "model.safetensors")
+    a, b = load(tmp_path / "float" / "model.safetensors"), load(tmp_path / "q" / "model.safetensors")
+    pairs = match(a, b)
+    values = {v.a: v for v in compare_pairs(a, b, [(p.a, p.b, p.perm) for p in pairs])}
+    result = diff_records(a, b, pairs, tuple(values.values()))
+    assert len([d for d in result.differences if d.kind is DiffKind.QUANTIZATION_ERROR]) == LINEARS
+    checked = 0
+    for name, weight in stored.items():
+        module = name.removesuffix(".weight")
+        if module == name or weight.dtype not in (torch.int8, torch.float8_e4m3fn):
+            continue
+        if library == "bitsandbytes":
+            expected = functional.int8_vectorwise_dequant(weight, stored[module + ".SCB"])
+        else:
+            expected = dequantize(weight, stored[module + ".weight_scale"], args=args, dtype=torch.float32)
+        expected = expected.float().numpy()
+        ours = _dequantized(b, name)
+        assert np.allclose(ours, expected.ravel(), rtol=2**-22, atol=2**-22 * float(np.abs(expected).max()))
+        error = float(np.abs(floats[name].double().numpy() - expected).max())
+        assert math.isclose(values[name].max_abs, error, rel_tol=1e-5, abs_tol=1e-7) and values[name].dequantized
+        checked += 1
+    assert checked == LINEARS
