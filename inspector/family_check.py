@@ -62,7 +62,9 @@ def _config_value(config: Mapping[str, Any], key: str) -> Any:
 
 
 # the config's true/false facts and its fractions (LFM2's feed-forward rule); the rest are sizes
-FLAGS = frozenset({"tied", "attention_bias", "o_bias", "mlp_bias", "conv_bias", "ssm_bias", "ff_auto"})
+FLAGS = frozenset(
+    {"tied", "attention_bias", "o_bias", "mlp_bias", "conv_bias", "ssm_bias", "projectors_bias", "ff_auto"}
+)
 FRACTIONS = frozenset({"ff_multiplier"})
 FIRST_LAYER = "layers.0."  # where a family reads a layer's sizes
 LAYER_LISTS = frozenset({"mlp_only"})  # the config's lists of layer indices
@@ -104,7 +106,8 @@ def _dim(h: Mapping[str, Any], dim: str | int) -> int:
     if isinstance(dim, int):
         return dim
     m = DIM.fullmatch(dim)
-    if m is None or m.group(1) not in h or h[m.group(1)] in (None, True, False):
+    # (a flag is no size; 1 is one, though `1 in (True, False)`: one expert, one key/value head)
+    if m is None or h.get(m.group(1)) is None or isinstance(h[m.group(1)], bool):
         raise SpecError(f"no value for {dim!r}")
     value = int(h[m.group(1)])
     if m.group(2) == "+":

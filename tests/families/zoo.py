@@ -492,6 +492,23 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         dict(hidden_size=32, num_hidden_layers=2, state_size=8, num_heads=8, head_dim=8, n_groups=2, expand=2),
     ),
+    # HunYuan v1: Llama's layers with q/k norms of its own names; its MoE a router gate.wg, experts, a shared MLP
+    "hunyuan_v1_dense": ("AutoModelForCausalLM", {**SMALL_DECODER, "head_dim": 8}),
+    "hunyuan_v1_moe": ("AutoModelForCausalLM", {**SMALL_DECODER, "head_dim": 8, "num_experts": 4, "moe_topk": 2}),
+    "hunyuan_v1_moe+1": ("AutoModelForCausalLM", {**SMALL_DECODER, "head_dim": 8}),  # (one expert: its default)
+    # Granite SWA, dense and MoE: a learned sink per attention head
+    "granite_swa": ("AutoModelForCausalLM", SMALL_DECODER),
+    "granitemoe_swa": ("AutoModelForCausalLM", {**SMALL_GRANITE_MOE, "shared_intermediate_size": 24}),
+    # EXAONE-MoE (GLM-4.5's modules) and HunYuan v3 (its checkpoints' names for the router and shared experts): a dense
+    # first layer, then MoE layers with shared experts
+    "exaone_moe": (
+        "AutoModelForCausalLM",
+        {**SMALL_DECODER, "head_dim": 8, "moe_intermediate_size": 16, "num_experts": 4, "num_experts_per_tok": 2},
+    ),
+    "hy_v3": (
+        "AutoModelForCausalLM",
+        {**SMALL_DECODER, "head_dim": 8, "moe_intermediate_size": 16, "num_experts": 4, "num_experts_per_tok": 2},
+    ),
     "resnet": ("AutoModel", dict(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic")),
     "convnext": ("AutoModel", dict(hidden_sizes=[16, 32], depths=[1, 1], num_stages=2)),
 }
