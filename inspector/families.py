@@ -106,6 +106,8 @@ class Family:
     # MLA decoder's are DeepSeek's, Cohere's and OLMo's a Llama's but norms), so names alone would take another model
     # for it
     stated_only: bool = False
+    # its sizes are the config's `text_config`'s (a vision-language model's config: its language model's words there)
+    text_config: bool = False
 
 
 # config.json keys, by hyperparameter, across transformers' families (the first present wins)
@@ -1226,6 +1228,114 @@ HUNYUAN_MOE_FAMILIES = tuple(
 )
 
 
+QWEN3_5_FAMILY = _hub_mtp(
+    Family(
+        "qwen3_5",
+        "Qwen3.5 (dense): Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated full attention "
+        "(q_proj twice q_dim: the output gate) with per-head q/k norms; a gated MLP; the hub's MTP module (`mtp.`) "
+        "where the file holds it",
+        ("qwen3_5_text",),
+        ("model.", ""),
+        (*HYBRID_QWEN_LAYER, *GATED_MLP),
+        HYBRID_QWEN_READS | {"feedforward": ("layers.0.mlp.up_proj", 0)},
+        DECODER_DEFAULTS,
+        HYBRID_QWEN_CONFIG,
+        derive=_gated_delta_derive,
+    ),
+    QWEN_HUB_MTP,
+)
+
+
+QWEN3_NEXT_FAMILIES = tuple(
+    _hub_mtp(f, QWEN_HUB_MTP)  # (in each layout: the file says which it holds)
+    for f in _expert_layouts(
+        "qwen3_next",
+        (
+            "Qwen3-Next / Qwen3.5-MoE: Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated "
+            "full attention with per-head q/k norms; in every layer a router, `experts` gated experts of expert_ff "
+            "and a gated shared expert; the hub's MTP module (`mtp.`) where the file holds it",
+            "Qwen3-Next / Qwen3.5-MoE as transformers 5 holds it (torch.save of its state dict): the experts "
+            "fused into gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
+            "Qwen3-Next / Qwen3.5-MoE as llama.cpp's converter writes it (GGUF): the experts stacked into "
+            "gate_proj and up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+        ),
+        ("qwen3_next", "qwen3_5_moe_text"),
+        HYBRID_QWEN_LAYER,
+        QWEN_SHARED_EXPERT,
+        HYBRID_QWEN_READS | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0)},
+        DECODER_DEFAULTS,
+        {**HYBRID_QWEN_CONFIG, "decoder_sparse_step": "moe_step", "mlp_only_layers": "mlp_only"},
+        GATED_MLP,
+        _gated_delta_moe_derive,
+    )
+)
+
+
+# the vision tower of Qwen3-VL's and Qwen3.5's vision-language checkpoints (`model.visual.`, beside the language model's
+# `model.language_model.`): a 3-d patch convolution, learned positions, pre-norm blocks of a fused qkv and a two-layer
+# MLP, all with biases and LayerNorms, and the merger of spatial_merge_size^2 patches into the language model's width
+QWEN_VISION_TOWER = (
+    Part("/model.visual.patch_embed.proj", "conv", ("v_d", "channels", "temporal_patch", "patch", "patch"), "v_bias"),
+    Part("/model.visual.pos_embed", "embedding", ("v_pos", "v_d"), role="position_embedding"),
+    _norm("/model.visual.blocks.{k}.norm1", "v_d", "v_bias"),
+    _linear("/model.visual.blocks.{k}.attn.qkv", "v_d", "v_d*3", "v_bias", role="attention_qkv"),
+    _linear("/model.visual.blocks.{k}.attn.proj", "v_d", "v_d", "v_bias", role="attention_output"),
+    _norm("/model.visual.blocks.{k}.norm2", "v_d", "v_bias"),
+    _linear("/model.visual.blocks.{k}.mlp.linear_fc1", "v_d", "v_ff", "v_bias", role=FFN_UP),
+    _linear("/model.visual.blocks.{k}.mlp.linear_fc2", "v_ff", "v_d", "v_bias", role=FFN_DOWN),
+    _norm("/model.visual.merger.norm", "v_d", "v_bias"),
+    _linear("/model.visual.merger.linear_fc1", "v_merged", "v_merged", "v_bias"),
+    _linear("/model.visual.merger.linear_fc2", "v_merged", "v_out", "v_bias"),
+)
+QWEN_VISION_READS = {
+    "v_d": ("/model.visual.patch_embed.proj", 0),
+    "channels": ("/model.visual.patch_embed.proj", 1),
+    "temporal_patch": ("/model.visual.patch_embed.proj", 2),
+    "patch": ("/model.visual.patch_embed.proj", 3),
+    "v_pos": ("/model.visual.pos_embed", 0),
+    "v_ff": ("/model.visual.blocks.0.mlp.linear_fc1", 0),
+    "v_merged": ("/model.visual.merger.linear_fc1", 0),
+    "v_out": ("/model.visual.merger.linear_fc2", 0),
+}
+QWEN_VISION_CONFIG = {
+    "vision_config.hidden_size": "v_d",
+    "vision_config.intermediate_size": "v_ff",
+    "vision_config.depth": "vision_layers",
+    "vision_config.in_channels": "channels",
+    "vision_config.patch_size": "patch",
+    "vision_config.temporal_patch_size": "temporal_patch",
+    "vision_config.num_position_embeddings": "v_pos",
+    "vision_config.spatial_merge_size": "merge",
+    "vision_config.out_hidden_size": "v_out",
+}
+
+
+def _vision_language(family: Family, model_types: tuple[str, ...], what: str) -> Family:
+    """`family` as the language model of a vision-language checkpoint (`model.language_model.`, sized by the config's
+    `text_config`), beside Qwen's vision tower (`QWEN_VISION_TOWER`, sized by its `vision_config`)."""
+    text_derive = family.derive or derive_transformer
+
+    def derive(h: dict[str, Any]) -> None:
+        if h.get("v_d") and h.get("merge") and not h.get("v_merged"):  # (the merger's input: merge^2 patches)
+            h["v_merged"] = int(h["v_d"]) * int(h["merge"]) ** 2
+        text_derive(h)
+
+    return replace(
+        family,
+        name=family.name + "-vl",
+        description=f"{what}: {family.description}; Qwen's vision tower (model.visual: a 3-d patch convolution, "
+        "learned positions, pre-norm blocks of a fused qkv and a two-layer MLP, the patch merger)",
+        model_types=model_types,
+        bases=("model.language_model.",),
+        parts=(*family.parts, *QWEN_VISION_TOWER),
+        reads={**family.reads, **QWEN_VISION_READS},
+        defaults={**family.defaults, "v_bias": True, "merge": 2},  # (the tower's biases and norm shifts: its own word)
+        config={**family.config, **QWEN_VISION_CONFIG},
+        derive=derive,
+        text_config=True,
+    )
+
+
 # a gated MLP under `feed_forward` in the layers that hold no experts (Llama 4's and Jamba's dense layers)
 DENSE_FEED_FORWARD = tuple(
     replace(p, when="dense_mlp", over="dense_layers")
@@ -1505,44 +1615,12 @@ FAMILIES: tuple[Family, ...] = (
         },
         (EXPERT_BIAS,),
     ),
-    _hub_mtp(
-        Family(
-            "qwen3_5",
-            "Qwen3.5 (dense): Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated full attention "
-            "(q_proj twice q_dim: the output gate) with per-head q/k norms; a gated MLP; the hub's MTP module (`mtp.`) "
-            "where the file holds it",
-            ("qwen3_5_text",),
-            ("model.", ""),
-            (*HYBRID_QWEN_LAYER, *GATED_MLP),
-            HYBRID_QWEN_READS | {"feedforward": ("layers.0.mlp.up_proj", 0)},
-            DECODER_DEFAULTS,
-            HYBRID_QWEN_CONFIG,
-            derive=_gated_delta_derive,
-        ),
-        QWEN_HUB_MTP,
-    ),
-    *(
-        _hub_mtp(f, QWEN_HUB_MTP)  # (in each layout: the file says which it holds)
-        for f in _expert_layouts(
-            "qwen3_next",
-            (
-                "Qwen3-Next / Qwen3.5-MoE: Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated "
-                "full attention with per-head q/k norms; in every layer a router, `experts` gated experts of expert_ff "
-                "and a gated shared expert; the hub's MTP module (`mtp.`) where the file holds it",
-                "Qwen3-Next / Qwen3.5-MoE as transformers 5 holds it (torch.save of its state dict): the experts "
-                "fused into gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
-                "Qwen3-Next / Qwen3.5-MoE as llama.cpp's converter writes it (GGUF): the experts stacked into "
-                "gate_proj and up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
-            ),
-            ("qwen3_next", "qwen3_5_moe_text"),
-            HYBRID_QWEN_LAYER,
-            QWEN_SHARED_EXPERT,
-            HYBRID_QWEN_READS | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0)},
-            DECODER_DEFAULTS,
-            {**HYBRID_QWEN_CONFIG, "decoder_sparse_step": "moe_step", "mlp_only_layers": "mlp_only"},
-            GATED_MLP,
-            _gated_delta_moe_derive,
-        )
+    QWEN3_5_FAMILY,
+    *QWEN3_NEXT_FAMILIES,
+    _vision_language(QWEN3_5_FAMILY, ("qwen3_5",), "Qwen3.5 vision-language (Qwen3_5ForConditionalGeneration)"),
+    *(  # (in the layouts save_pretrained and torch.save write)
+        _vision_language(f, ("qwen3_5_moe",), "Qwen3.5-MoE vision-language (Qwen3_5MoeForConditionalGeneration)")
+        for f in QWEN3_NEXT_FAMILIES[:2]
     ),
     Family(
         "cohere",

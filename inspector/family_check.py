@@ -87,7 +87,11 @@ def _usable(hyper: str, value: Any) -> bool:
 
 
 def from_config(family: Family, config: Mapping[str, Any]) -> dict[str, Any]:
-    """Hyperparameters a transformers config.json states (the first usable key of each; null and odd values skipped)."""
+    """Hyperparameters a transformers config.json states (the first usable key of each; null and odd values skipped);
+    a vision-language family's language model's from its `text_config` (`Family.text_config`)."""
+    text = config.get("text_config") if family.text_config else None
+    if isinstance(text, Mapping):
+        config = {**config, **text}
     out: dict[str, Any] = {}
     for hyper, keys in CONFIG_KEYS.items():
         value = next((config[k] for k in keys if _usable(hyper, config.get(k))), None)

@@ -35,6 +35,8 @@ FAMILY = {
     "gpt_bigcode+mha": "gpt_bigcode",
     "hunyuan_v1_moe+1": "hunyuan_v1_moe",
     "exaone_moe": "glm4_moe",
+    "qwen3_5": "qwen3_5-vl",
+    "qwen3_5_moe": "qwen3_next-vl",
     "jais2": "arcee",
     **dict.fromkeys(("resnet", "convnext"), "sequential"),  # no family table: one layer per module
 }
@@ -1039,3 +1041,17 @@ def test_a_bias_flag_the_config_states_sizes_a_module_the_file_lacks(
     exp = report.expectation
     assert exp is not None and exp.source == "config" and not exp.matches
     assert exp.total == model.num_parameters() and "COUNT_MISMATCH" in {f.code for f in report.findings}
+
+
+def test_a_vision_tower_the_config_states_deeper_than_the_files_is_reported(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a Qwen3.5 vision-language file's tower is sized by the config's vision_config (its language model by text_config)
+    folder, _ = zoo("qwen3_5")
+    config = json.loads((folder / "config.json").read_text())
+    config["vision_config"]["depth"] = 3
+    shutil.copy(folder / "model.safetensors", tmp_path / "model.safetensors")
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    report = inspect(tmp_path / "model.safetensors")
+    exp = report.expectation
+    assert exp is not None and exp.architecture == "qwen3_5-vl" and exp.source == "config"
+    assert [c.layer for c in exp.layers if c.status == "missing"] == ["model.visual.blocks.2"]
+    assert "COUNT_MISMATCH" in {f.code for f in report.findings}

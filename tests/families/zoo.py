@@ -22,6 +22,7 @@ SMALL_GATED_DELTA = {
     **SMALL_DECODER, "num_hidden_layers": 4, "head_dim": 8, "moe_intermediate_size": 16, "num_experts_per_tok": 2,
     "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8, "linear_value_head_dim": 8,
 }  # fmt: skip
+SMALL_QWEN_VISION = {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 4, "out_hidden_size": 32}
 ZOO: dict[str, tuple[str, dict[str, Any]]] = {
     "llama": (
         "AutoModelForCausalLM",
@@ -509,10 +510,27 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         {**SMALL_DECODER, "head_dim": 8, "moe_intermediate_size": 16, "num_experts": 4, "num_experts_per_tok": 2},
     ),
+    # Qwen3.5's vision-language checkpoints: the language model under model.language_model., the vision tower beside it
+    "qwen3_5": (
+        "AutoModelForImageTextToText",
+        {"text_config": {**SMALL_GATED_DELTA, "vocab_size": 128}, "vision_config": SMALL_QWEN_VISION},
+    ),
+    "qwen3_5_moe": (
+        "AutoModelForImageTextToText",
+        {
+            "text_config": {
+                **SMALL_GATED_DELTA,
+                "vocab_size": 128,
+                "num_experts": 4,
+                "shared_expert_intermediate_size": 16,
+            },
+            "vision_config": SMALL_QWEN_VISION,
+        },
+    ),
     "resnet": ("AutoModel", dict(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic")),
     "convnext": ("AutoModel", dict(hidden_sizes=[16, 32], depths=[1, 1], num_stages=2)),
 }
-NO_VOCAB = ("resnet", "convnext", "vit", "clip", "whisper")
+NO_VOCAB = ("resnet", "convnext", "vit", "clip", "whisper", "qwen3_5", "qwen3_5_moe")  # (or in a text_config)
 
 
 def model_type(case: str) -> str:
