@@ -3,9 +3,9 @@
 A `Family` is one table entry: the `model_type`s of its config.json, the prefixes its checkpoints put
 before the model (`model.`, `bert.`...), and its `Part`s. A part is a module path relative to that
 prefix (`layers.{i}.self_attn.q_proj`; `{i}` runs over `layers`, `{j}` over `decoder_layers`, `{k}` over
-`vision_layers` (a second tower), `{e}` over `experts`), a layer kind and the hyperparameters that size it.
-Hyperparameters come from the file's config when there is one, else from the shapes named in `reads`,
-then from the family's defaults; `derive` fills the usual relations (head_dim = d_model / heads,
+`vision_layers` (a second tower), `{e}` over `experts`, `{d}` over `deepstack` mergers), a layer kind and the
+hyperparameters that size it. Hyperparameters come from the file's config when there is one, else from the shapes
+named in `reads`, then from the family's defaults; `derive` fills the usual relations (head_dim = d_model / heads,
 q_dim = heads x head_dim...).
 
 Facts are read from the file, never assumed: whether a projection has a bias or a norm a shift, and
@@ -29,7 +29,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-COUNTS = {"i": "layers", "j": "decoder_layers", "k": "vision_layers", "e": "experts"}  # placeholder -> count
+# placeholder -> count (`{d}`: Qwen3-VL's deepstack mergers)
+COUNTS = {"i": "layers", "j": "decoder_layers", "k": "vision_layers", "e": "experts", "d": "deepstack"}
 
 
 @record(frozen=True)
@@ -1287,6 +1288,12 @@ QWEN_VISION_TOWER = (
     _linear("/model.visual.merger.linear_fc1", "v_merged", "v_merged", "v_bias"),
     _linear("/model.visual.merger.linear_fc2", "v_merged", "v_out", "v_bias"),
 )
+# Qwen3-VL's deepstack mergers: one per `deepstack_visual_indexes` block, a merger normed over the merged patches
+QWEN3_VL_DEEPSTACK = (
+    _norm("/model.visual.deepstack_merger_list.{d}.norm", "v_merged", "v_bias"),
+    _linear("/model.visual.deepstack_merger_list.{d}.linear_fc1", "v_merged", "v_merged", "v_bias"),
+    _linear("/model.visual.deepstack_merger_list.{d}.linear_fc2", "v_merged", "v_out", "v_bias"),
+)
 QWEN_VISION_READS = {
     "v_d": ("/model.visual.patch_embed.proj", 0),
     "channels": ("/model.visual.patch_embed.proj", 1),
@@ -1310,9 +1317,11 @@ QWEN_VISION_CONFIG = {
 }
 
 
-def _vision_language(family: Family, model_types: tuple[str, ...], what: str) -> Family:
+def _vision_language(
+    family: Family, name: str, model_types: tuple[str, ...], what: str, tower: tuple[Part, ...] = QWEN_VISION_TOWER
+) -> Family:
     """`family` as the language model of a vision-language checkpoint (`model.language_model.`, sized by the config's
-    `text_config`), beside Qwen's vision tower (`QWEN_VISION_TOWER`, sized by its `vision_config`)."""
+    `text_config`), beside Qwen's vision `tower` (sized by its `vision_config`)."""
     text_derive = family.derive or derive_transformer
 
     def derive(h: dict[str, Any]) -> None:
@@ -1322,12 +1331,12 @@ def _vision_language(family: Family, model_types: tuple[str, ...], what: str) ->
 
     return replace(
         family,
-        name=family.name + "-vl",
+        name=name,
         description=f"{what}: {family.description}; Qwen's vision tower (model.visual: a 3-d patch convolution, "
         "learned positions, pre-norm blocks of a fused qkv and a two-layer MLP, the patch merger)",
         model_types=model_types,
         bases=("model.language_model.",),
-        parts=(*family.parts, *QWEN_VISION_TOWER),
+        parts=(*family.parts, *tower),
         reads={**family.reads, **QWEN_VISION_READS},
         defaults={**family.defaults, "v_bias": True, "merge": 2},  # (the tower's biases and norm shifts: its own word)
         config={**family.config, **QWEN_VISION_CONFIG},
@@ -1617,10 +1626,21 @@ FAMILIES: tuple[Family, ...] = (
     ),
     QWEN3_5_FAMILY,
     *QWEN3_NEXT_FAMILIES,
-    _vision_language(QWEN3_5_FAMILY, ("qwen3_5",), "Qwen3.5 vision-language (Qwen3_5ForConditionalGeneration)"),
+    _vision_language(
+        QWEN3_5_FAMILY, "qwen3_5-vl", ("qwen3_5",), "Qwen3.5 vision-language (Qwen3_5ForConditionalGeneration)"
+    ),
     *(  # (in the layouts save_pretrained and torch.save write)
-        _vision_language(f, ("qwen3_5_moe",), "Qwen3.5-MoE vision-language (Qwen3_5MoeForConditionalGeneration)")
+        _vision_language(
+            f, f.name + "-vl", ("qwen3_5_moe",), "Qwen3.5-MoE vision-language (Qwen3_5MoeForConditionalGeneration)"
+        )
         for f in QWEN3_NEXT_FAMILIES[:2]
+    ),
+    _vision_language(
+        LLAMA_FAMILY,
+        "qwen3_vl",
+        ("qwen3_vl",),
+        "Qwen3-VL (Qwen3VLForConditionalGeneration): a Qwen3 language model, deepstack mergers in its vision tower",
+        (*QWEN_VISION_TOWER, *QWEN3_VL_DEEPSTACK),
     ),
     Family(
         "cohere",

@@ -45,7 +45,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-PLACEHOLDER = re.compile(r"\{([ijke])\}")
+PLACEHOLDER = re.compile(r"\{([" + "".join(COUNTS) + r"])\}")  # ({i}, {j}, {k}, {e}, {d})
 DIM = re.compile(r"(\w+)(?:([+*])(\d+))?")
 
 

@@ -527,10 +527,27 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             "vision_config": SMALL_QWEN_VISION,
         },
     ),
+    # Qwen3-VL: a Qwen3 language model, the same vision tower with a deepstack merger per `deepstack_visual_indexes`
+    "qwen3_vl": (
+        "AutoModelForImageTextToText",
+        {
+            "text_config": {**SMALL_DECODER, "head_dim": 8, "vocab_size": 128},
+            "vision_config": {**SMALL_QWEN_VISION, "deepstack_visual_indexes": [0, 1]},
+        },
+    ),
     "resnet": ("AutoModel", dict(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic")),
     "convnext": ("AutoModel", dict(hidden_sizes=[16, 32], depths=[1, 1], num_stages=2)),
 }
-NO_VOCAB = ("resnet", "convnext", "vit", "clip", "whisper", "qwen3_5", "qwen3_5_moe")  # (or in a text_config)
+NO_VOCAB = (
+    "resnet",
+    "convnext",
+    "vit",
+    "clip",
+    "whisper",
+    "qwen3_5",
+    "qwen3_5_moe",
+    "qwen3_vl",
+)  # (or in a text_config)
 
 
 def model_type(case: str) -> str:
