@@ -1294,11 +1294,9 @@ QWEN3_VL_DEEPSTACK = (
     _linear("/model.visual.deepstack_merger_list.{d}.linear_fc1", "v_merged", "v_merged", "v_bias"),
     _linear("/model.visual.deepstack_merger_list.{d}.linear_fc2", "v_merged", "v_out", "v_bias"),
 )
+QWEN_PATCH_READS = {"v_d": 0, "channels": 1, "temporal_patch": 2, "patch": 3}  # (the patch convolution's axes)
 QWEN_VISION_READS = {
-    "v_d": ("/model.visual.patch_embed.proj", 0),
-    "channels": ("/model.visual.patch_embed.proj", 1),
-    "temporal_patch": ("/model.visual.patch_embed.proj", 2),
-    "patch": ("/model.visual.patch_embed.proj", 3),
+    **{k: ("/model.visual.patch_embed.proj", axis) for k, axis in QWEN_PATCH_READS.items()},
     "v_pos": ("/model.visual.pos_embed", 0),
     "v_ff": ("/model.visual.blocks.0.mlp.linear_fc1", 0),
     "v_merged": ("/model.visual.merger.linear_fc1", 0),
@@ -1317,11 +1315,44 @@ QWEN_VISION_CONFIG = {
 }
 
 
+def _qwen2_5_vision_tower(prefix: str) -> tuple[tuple[Part, ...], Mapping[str, tuple[str, int]]]:
+    """Qwen2.5-VL's vision tower under `prefix` (`/visual.` as its checkpoints hold it, `/model.visual.` as
+    transformers does), and the shapes that size it: a 3-d patch convolution without a bias, pre-norm blocks of
+    RMSNorms, a fused qkv and a gated MLP with biases, the merger (an RMSNorm over the patches, two layers over
+    spatial_merge_size^2 of them)."""
+    blocks = prefix + "blocks.{k}."
+    parts = (
+        Part(prefix + "patch_embed.proj", "conv", ("v_d", "channels", "temporal_patch", "patch", "patch")),
+        _norm(blocks + "norm1", "v_d"),
+        _linear(blocks + "attn.qkv", "v_d", "v_d*3", "v_bias", role="attention_qkv"),
+        _linear(blocks + "attn.proj", "v_d", "v_d", "v_bias", role="attention_output"),
+        _norm(blocks + "norm2", "v_d"),
+        _linear(blocks + "mlp.gate_proj", "v_d", "v_ff", "v_bias", role=FFN_GATE),
+        _linear(blocks + "mlp.up_proj", "v_d", "v_ff", "v_bias", role=FFN_UP),
+        _linear(blocks + "mlp.down_proj", "v_ff", "v_d", "v_bias", role=FFN_DOWN),
+        _norm(prefix + "merger.ln_q", "v_d"),
+        _linear(prefix + "merger.mlp.0", "v_merged", "v_merged", "v_bias"),
+        _linear(prefix + "merger.mlp.2", "v_merged", "v_out", "v_bias"),
+    )
+    reads = {
+        **{k: (prefix + "patch_embed.proj", axis) for k, axis in QWEN_PATCH_READS.items()},
+        "v_ff": (prefix + "blocks.0.mlp.up_proj", 0),
+        "v_merged": (prefix + "merger.mlp.0", 0),
+        "v_out": (prefix + "merger.mlp.2", 0),
+    }
+    return parts, reads
+
+
 def _vision_language(
-    family: Family, name: str, model_types: tuple[str, ...], what: str, tower: tuple[Part, ...] = QWEN_VISION_TOWER
+    family: Family,
+    name: str,
+    model_types: tuple[str, ...],
+    what: str,
+    tower: tuple[tuple[Part, ...], Mapping[str, tuple[str, int]]] = (QWEN_VISION_TOWER, QWEN_VISION_READS),
+    bases: tuple[str, ...] = ("model.language_model.",),
 ) -> Family:
-    """`family` as the language model of a vision-language checkpoint (`model.language_model.`, sized by the config's
-    `text_config`), beside Qwen's vision `tower` (sized by its `vision_config`)."""
+    """`family` as the language model of a vision-language checkpoint (under `bases`, sized by the config's
+    `text_config`), beside a Qwen vision `tower` (its parts and reads; sized by the config's `vision_config`)."""
     text_derive = family.derive or derive_transformer
 
     def derive(h: dict[str, Any]) -> None:
@@ -1335,9 +1366,9 @@ def _vision_language(
         description=f"{what}: {family.description}; Qwen's vision tower (model.visual: a 3-d patch convolution, "
         "learned positions, pre-norm blocks of a fused qkv and a two-layer MLP, the patch merger)",
         model_types=model_types,
-        bases=("model.language_model.",),
-        parts=(*family.parts, *tower),
-        reads={**family.reads, **QWEN_VISION_READS},
+        bases=bases,
+        parts=(*family.parts, *tower[0]),
+        reads={**family.reads, **tower[1]},
         defaults={**family.defaults, "v_bias": True, "merge": 2},  # (the tower's biases and norm shifts: its own word)
         config={**family.config, **QWEN_VISION_CONFIG},
         derive=derive,
@@ -1640,7 +1671,22 @@ FAMILIES: tuple[Family, ...] = (
         "qwen3_vl",
         ("qwen3_vl",),
         "Qwen3-VL (Qwen3VLForConditionalGeneration): a Qwen3 language model, deepstack mergers in its vision tower",
-        (*QWEN_VISION_TOWER, *QWEN3_VL_DEEPSTACK),
+        ((*QWEN_VISION_TOWER, *QWEN3_VL_DEEPSTACK), QWEN_VISION_READS),
+    ),
+    *(
+        _vision_language(
+            LLAMA_FAMILY,
+            name,
+            ("qwen2_5_vl",),
+            f"Qwen2.5-VL (Qwen2_5_VLForConditionalGeneration){how}: a Qwen2 language model and its vision tower "
+            "(RMSNorms, a gated MLP)",
+            _qwen2_5_vision_tower(tower),
+            bases,
+        )
+        for name, how, tower, bases in (
+            ("qwen2_5_vl", " as its checkpoints hold it", "/visual.", ("model.",)),
+            ("qwen2_5_vl-nested", " as transformers 5 holds it", "/model.visual.", ("model.language_model.",)),
+        )
     ),
     Family(
         "cohere",

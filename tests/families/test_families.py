@@ -1043,6 +1043,27 @@ def test_a_bias_flag_the_config_states_sizes_a_module_the_file_lacks(
     assert exp.total == model.num_parameters() and "COUNT_MISMATCH" in {f.code for f in report.findings}
 
 
+@pytest.mark.parametrize(
+    ("case", "layout"),
+    [("qwen3_5", "qwen3_5-vl"), ("qwen3_5_moe", "qwen3_next-fused-vl"), ("qwen3_vl", "qwen3_vl"),
+     ("qwen2_5_vl", "qwen2_5_vl-nested")],
+)  # fmt: skip
+def test_vision_language_state_dicts_in_transformers_names(zoo, case: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a torch.save of the model transformers loads from the zoo's files: the language model under model.language_model.
+    # (Qwen2.5-VL's checkpoints hold it under model.), the experts fused
+    import torch
+    import transformers
+
+    folder, n = zoo(case)
+    model = transformers.AutoModelForImageTextToText.from_pretrained(folder)
+    torch.save(model.state_dict(), tmp_path / "pytorch_model.bin")
+    shutil.copy(folder / "config.json", tmp_path / "config.json")
+    report = inspect(tmp_path / "pytorch_model.bin")
+    exp = report.expectation
+    assert report.checkpoint.n_parameters == n
+    assert exp is not None and exp.source == "config" and exp.architecture == layout and exp.matches
+
+
 def test_a_vision_tower_the_config_states_deeper_than_the_files_is_reported(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # a Qwen3.5 vision-language file's tower is sized by the config's vision_config (its language model by text_config)
     folder, _ = zoo("qwen3_5")

@@ -535,6 +535,14 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             "vision_config": {**SMALL_QWEN_VISION, "deepstack_visual_indexes": [0, 1]},
         },
     ),
+    # Qwen2.5-VL: a Qwen2 language model (its checkpoints: under model., the tower under visual.), a tower of RMSNorms
+    "qwen2_5_vl": (
+        "AutoModelForImageTextToText",
+        {
+            "text_config": {**SMALL_DECODER, "vocab_size": 128},
+            "vision_config": {**SMALL_QWEN_VISION, "fullatt_block_indexes": [1], "window_size": 16},
+        },
+    ),
     "resnet": ("AutoModel", dict(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic")),
     "convnext": ("AutoModel", dict(hidden_sizes=[16, 32], depths=[1, 1], num_stages=2)),
 }
