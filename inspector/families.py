@@ -1229,6 +1229,34 @@ HUNYUAN_MOE_FAMILIES = tuple(
 )
 
 
+# Qwen2-MoE's and Qwen3-MoE's layers in their three expert layouts
+QWEN2_MOE_FAMILIES = _expert_layouts(
+    "qwen2_moe",
+    (
+        "Qwen2-MoE / Qwen3-MoE: a router, `experts` gated experts of expert_ff and an optional gated shared expert "
+        "(dense MLP layers of feedforward where the config says); q/k/v biases where attention_bias (Qwen2-MoE's "
+        "`qkv_bias`), an o_proj bias where o_bias (Qwen3-MoE's `attention_bias` is both)",
+        "Qwen2/3-MoE as transformers 5 holds it (torch.save of its state dict): a router, the experts fused into "
+        "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
+        "Qwen2/3-MoE as llama.cpp's converter writes it (GGUF): a router, the experts stacked into gate_proj and "
+        "up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
+    ),
+    ("qwen2_moe", "qwen3_moe"),
+    # (q/k/v's bias is Qwen2-MoE's `qkv_bias`, its o_proj has none; Qwen3-MoE's `attention_bias` is all four's)
+    (*DECODER_ENDS, *(replace(p, bias="o_bias") if p.path.endswith(".o_proj") else p for p in LLAMA_LAYER)),
+    QWEN_SHARED_EXPERT,
+    LLAMA_READS | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0), "feedforward": ("layers.0.mlp.up_proj", 0)},
+    {"tied": False, "attention_bias": True, "o_bias": False, "norm_shift": False, "head_bias": False},
+    {  # its dense layers (`mlp_only_layers`, and those `decoder_sparse_step` skips) hold a dense MLP of feedforward
+        "decoder_sparse_step": "moe_step",
+        "mlp_only_layers": "mlp_only",
+        "qkv_bias": "attention_bias",
+        "attention_bias": "o_bias",
+    },
+    GATED_MLP,
+)
+
+
 QWEN3_5_FAMILY = _hub_mtp(
     Family(
         "qwen3_5",
@@ -1673,6 +1701,14 @@ FAMILIES: tuple[Family, ...] = (
         "Qwen3-VL (Qwen3VLForConditionalGeneration): a Qwen3 language model, deepstack mergers in its vision tower",
         ((*QWEN_VISION_TOWER, *QWEN3_VL_DEEPSTACK), QWEN_VISION_READS),
     ),
+    _vision_language(
+        QWEN2_MOE_FAMILIES[1],
+        "qwen3_vl_moe",
+        ("qwen3_vl_moe",),
+        "Qwen3-VL-MoE (Qwen3VLMoeForConditionalGeneration): a Qwen3-MoE language model, its experts fused (as its "
+        "checkpoints and transformers hold them), deepstack mergers in its vision tower",
+        ((*QWEN_VISION_TOWER, *QWEN3_VL_DEEPSTACK), QWEN_VISION_READS),
+    ),
     *(
         _vision_language(
             LLAMA_FAMILY,
@@ -1759,32 +1795,7 @@ FAMILIES: tuple[Family, ...] = (
         for f in MIXTRAL_FAMILIES
     ),
     *(_lightning_layers(f) for f in MIXTRAL_FAMILIES[:2]),  # (llama.cpp has no lightning attention: no GGUF layout)
-    *_expert_layouts(
-        "qwen2_moe",
-        (
-            "Qwen2-MoE / Qwen3-MoE: a router, `experts` gated experts of expert_ff and an optional gated shared expert "
-            "(dense MLP layers of feedforward where the config says); q/k/v biases where attention_bias (Qwen2-MoE's "
-            "`qkv_bias`), an o_proj bias where o_bias (Qwen3-MoE's `attention_bias` is both)",
-            "Qwen2/3-MoE as transformers 5 holds it (torch.save of its state dict): a router, the experts fused into "
-            "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
-            "Qwen2/3-MoE as llama.cpp's converter writes it (GGUF): a router, the experts stacked into gate_proj and "
-            "up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
-        ),
-        ("qwen2_moe", "qwen3_moe"),
-        # (q/k/v's bias is Qwen2-MoE's `qkv_bias`, its o_proj has none; Qwen3-MoE's `attention_bias` is all four's)
-        (*DECODER_ENDS, *(replace(p, bias="o_bias") if p.path.endswith(".o_proj") else p for p in LLAMA_LAYER)),
-        QWEN_SHARED_EXPERT,
-        LLAMA_READS
-        | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0), "feedforward": ("layers.0.mlp.up_proj", 0)},
-        {"tied": False, "attention_bias": True, "o_bias": False, "norm_shift": False, "head_bias": False},
-        {  # its dense layers (`mlp_only_layers`, and those `decoder_sparse_step` skips) hold a dense MLP of feedforward
-            "decoder_sparse_step": "moe_step",
-            "mlp_only_layers": "mlp_only",
-            "qkv_bias": "attention_bias",
-            "attention_bias": "o_bias",
-        },
-        GATED_MLP,
-    ),
+    *QWEN2_MOE_FAMILIES,
     *_expert_layouts(
         "olmoe",
         (

@@ -535,6 +535,20 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             "vision_config": {**SMALL_QWEN_VISION, "deepstack_visual_indexes": [0, 1]},
         },
     ),
+    "qwen3_vl_moe": (  # (its experts fused as the hub's checkpoints hold them; 2 x 8 wide, not d_model's 32)
+        "AutoModelForImageTextToText",
+        {
+            "text_config": {
+                **SMALL_DECODER,
+                "head_dim": 8,
+                "vocab_size": 128,
+                "moe_intermediate_size": 8,
+                "num_experts": 4,
+                "num_experts_per_tok": 2,
+            },
+            "vision_config": {**SMALL_QWEN_VISION, "deepstack_visual_indexes": [0, 1]},
+        },
+    ),  # fmt: skip
     # Qwen2.5-VL: a Qwen2 language model (its checkpoints: under model., the tower under visual.), a tower of RMSNorms
     "qwen2_5_vl": (
         "AutoModelForImageTextToText",
