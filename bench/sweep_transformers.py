@@ -3,14 +3,14 @@
     python bench/sweep_transformers.py [--no-config] [--bin] [--flip] [--types a,b] [--batch 20]
 
 For every `model_type` with a causal-LM class (else a base `AutoModel` class), the default config is shrunk (the
-size words below, where the config has them as integers), the model is built on the meta device first (skipped
-over 30M parameters), then for real, saved with `save_pretrained` into a temporary folder (with `--no-config`
-the weights are inspected without the `config.json` beside them; with `--bin` the state dict is written by
-`torch.save` as `pytorch_model.bin` instead) and inspected. It prints one line per class (what transformers'
-`num_parameters()` says, what the inspector counts, its warnings, the expectation it checked the file against) and a
-summary: the classes whose count differs and those that get a warning or are called unsafe. A correct file should get
-neither (README, "The analytic expectation" and "Counting"). Classes transformers cannot build from a default config
-are listed as such.
+size words below, where the config has them as integers, and what a type needs besides to build, `NEEDS`), the model
+is built on the meta device first (skipped over 30M parameters), then for real, saved with `save_pretrained` into a
+temporary folder (with `--no-config` the weights are inspected without the `config.json` beside them; with `--bin` the
+state dict is written by `torch.save` as `pytorch_model.bin` instead) and inspected. It prints one line per class
+(what transformers' `num_parameters()` says, what the inspector counts, its warnings, the expectation it checked the
+file against) and a summary: the classes whose count differs and those that get a warning or are called unsafe. A
+correct file should get neither (README, "The analytic expectation" and "Counting"). Classes transformers cannot build
+from a default config are listed as such.
 With `--flip`, each class is built once per flag of `FLAGS` its config has as a boolean, with that flag turned from
 its default (a bias, tied embeddings, a norm's affine...: what checkpoints people ship vary and a formula that
 assumed the default would then warn).
@@ -36,6 +36,15 @@ SMALL = dict(
     num_heads=4, d_ff=64, d_kv=8, n_embd=32, n_layer=2, n_head=4, n_positions=64, ffn_dim=64, head_dim=8,
     image_size=32, patch_size=8, num_channels=3,
 )  # fmt: skip
+# what a model type's shrunk config needs besides SMALL to build at all: its defaults do not fit the shrunk sizes
+NEEDS = {
+    "glm": {"pad_token_id": 0},  # (151329: outside the shrunk vocabulary; the embedding refuses it)
+    "glm4": {"pad_token_id": 0},
+    "mamba2": {"num_heads": 8},  # (Mamba2Config: heads x head_dim = expand x hidden_size)
+    "granitemoehybrid": {"mamba_n_heads": 8, "mamba_d_head": 8},  # (the same relation, under its mamba_* words)
+    "hunyuan_v1_dense": {"head_dim": 8},  # (None by default: the attention has no head size to scale by)
+    "hunyuan_v1_moe": {"head_dim": 8},
+}
 # Config flags that change which tensors a model holds (biases, ties, norms, fused projections), flipped by --flip
 FLAGS = (
     "tie_word_embeddings", "attention_bias", "mlp_bias", "use_bias", "bias", "qkv_bias", "use_qkv_bias",
@@ -85,6 +94,7 @@ def _one(model_type: str, auto: str, no_config: bool, pickle: bool, folder: Path
     try:
         config = transformers.AutoConfig.for_model(model_type)
         words = {k: v for k, v in SMALL.items() if isinstance(getattr(config, k, None), int)}
+        words |= NEEDS.get(model_type, {})
         if flip:
             words[flip] = not getattr(config, flip)
         config = transformers.AutoConfig.for_model(model_type, **words)

@@ -3,9 +3,9 @@
 A `Family` is one table entry: the `model_type`s of its config.json, the prefixes its checkpoints put
 before the model (`model.`, `bert.`...), and its `Part`s. A part is a module path relative to that
 prefix (`layers.{i}.self_attn.q_proj`; `{i}` runs over `layers`, `{j}` over `decoder_layers`, `{k}` over
-`vision_layers` (a second tower), `{e}` over `experts`), a layer kind and the hyperparameters that size it.
-Hyperparameters come from the file's config when there is one, else from the shapes named in `reads`,
-then from the family's defaults; `derive` fills the usual relations (head_dim = d_model / heads,
+`vision_layers` (a second tower), `{e}` over `experts`, `{d}` over `deepstack` mergers), a layer kind and the
+hyperparameters that size it. Hyperparameters come from the file's config when there is one, else from the shapes
+named in `reads`, then from the family's defaults; `derive` fills the usual relations (head_dim = d_model / heads,
 q_dim = heads x head_dim...).
 
 Facts are read from the file, never assumed: whether a projection has a bias or a norm a shift, and
@@ -29,7 +29,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-COUNTS = {"i": "layers", "j": "decoder_layers", "k": "vision_layers", "e": "experts"}  # placeholder -> count
+# placeholder -> count (`{d}`: Qwen3-VL's deepstack mergers)
+COUNTS = {"i": "layers", "j": "decoder_layers", "k": "vision_layers", "e": "experts", "d": "deepstack"}
 
 
 @record(frozen=True)
@@ -106,6 +107,8 @@ class Family:
     # MLA decoder's are DeepSeek's, Cohere's and OLMo's a Llama's but norms), so names alone would take another model
     # for it
     stated_only: bool = False
+    # its sizes are the config's `text_config`'s (a vision-language model's config: its language model's words there)
+    text_config: bool = False
 
 
 # config.json keys, by hyperparameter, across transformers' families (the first present wins)
@@ -576,10 +579,10 @@ def _expert_layouts(
 # expert_ff and `n_shared` shared experts as one gated MLP of n_shared x expert_ff; the first `first_dense` layers
 # (and, in V2, those off `moe_freq`) hold a dense MLP of feedforward
 # (every DeepSeek and GLM-4.5 checkpoint has its shared experts: what tells a file of these from a Qwen-MoE one)
-DEEPSEEK_SHARED_EXPERTS = (
-    _linear("layers.{i}.mlp.shared_experts.gate_proj", "d_model", "shared_ff"),
-    _linear("layers.{i}.mlp.shared_experts.up_proj", "d_model", "shared_ff"),
-    _linear("layers.{i}.mlp.shared_experts.down_proj", "shared_ff", "d_model"),
+DEEPSEEK_SHARED_EXPERTS = (  # (a gated MLP of the dense layers' kind: its biases `mlp_bias`, DeepSeek-V2's and V3.2's)
+    _linear("layers.{i}.mlp.shared_experts.gate_proj", "d_model", "shared_ff", "mlp_bias"),
+    _linear("layers.{i}.mlp.shared_experts.up_proj", "d_model", "shared_ff", "mlp_bias"),
+    _linear("layers.{i}.mlp.shared_experts.down_proj", "shared_ff", "d_model", "mlp_bias"),
 )
 DEEPSEEK_MOE_CONFIG = {
     "n_routed_experts": "experts",
@@ -980,6 +983,33 @@ def _whole_qk_norms(family: Family, name: str, model_types: tuple[str, ...], wha
     return replace(family, name=name, description=description, model_types=model_types, parts=parts, reads=reads)
 
 
+def _renamed(
+    family: Family,
+    name: str,
+    model_types: tuple[str, ...],
+    description: str,
+    paths: Mapping[str, str],
+    parts: tuple[Part, ...] = (),
+    reads: Mapping[str, tuple[str, int]] | None = None,
+) -> Family:
+    """`family` as another model's checkpoints hold it: each module of `paths` (and those under it) under the name they
+    give it, with its own `parts` and `reads` besides; the family's reads renamed alike."""
+    renames = [(old, new) for pair in paths.items() for old, new in (pair, tuple(p.replace("{i}", "0") for p in pair))]
+
+    def rename(path: str) -> str:
+        old, new = next(((o, n) for o, n in renames if path == o or path.startswith(o + ".")), ("", ""))
+        return new + path[len(old) :] if old else path
+
+    return replace(
+        family,
+        name=name,
+        description=description,
+        model_types=model_types,
+        parts=(*(replace(p, path=rename(p.path)) for p in family.parts), *parts),
+        reads={**{k: (rename(path), axis) for k, (path, axis) in family.reads.items()}, **(reads or {})},
+    )
+
+
 # MiniMax-Text-01's lightning attention (its `linear_attention` layers): q, k and v fused into one projection, an output
 # gate, an RMSNorm over the heads' output, out_proj (its decays are buffers)
 LIGHTNING_ATTENTION = tuple(
@@ -1027,6 +1057,353 @@ def _minimax_derive(h: dict[str, Any]) -> None:
     derive_transformer(h)
 
 
+LLAMA_FAMILY = Family(
+    "llama",
+    "Llama-style decoders: Llama, Mistral, Qwen2/3, Gemma 1-3, Granite (RMSNorm, gated MLP, GQA from k/v shapes)",
+    # the config types whose files this formula gives exactly (OLMo, OLMo 2, Cohere, Arcee: families of their own)
+    # (and EXAONE's as transformers holds it: a torch.save of its state dict)
+    ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "granite", "exaone"),
+    ("model.", ""),
+    (
+        *DECODER_ENDS,
+        *LLAMA_LAYER,
+        *GATED_MLP,
+    ),
+    LLAMA_READS | {"feedforward": ("layers.0.mlp.up_proj", 0)},
+    DECODER_DEFAULTS,
+)
+
+
+# Granite MoE in its three layouts
+GRANITE_MOE_FAMILIES = (
+    Family(
+        "granitemoe",
+        "Granite MoE: Llama-style attention, a router (router.layer) and the experts fused into input_linear "
+        "(experts, 2 expert_ff, d) and output_linear (experts, d, expert_ff); GraniteMoeShared adds a shared MLP",
+        ("granitemoe", "granitemoeshared"),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *LLAMA_LAYER,
+            _linear("layers.{i}.block_sparse_moe.router.layer", "d_model", "experts"),
+            Part("layers.{i}.block_sparse_moe.input_linear", "tensor", ("experts", "expert_ff*2", "d_model")),
+            Part("layers.{i}.block_sparse_moe.output_linear", "tensor", ("experts", "d_model", "expert_ff")),
+            _linear("layers.{i}.shared_mlp.input_linear", "d_model", "shared_ff*2", when="shared_mlp"),
+            _linear("layers.{i}.shared_mlp.output_linear", "shared_ff", "d_model", when="shared_mlp"),
+        ),
+        LLAMA_READS
+        | {
+            "expert_ff": ("layers.0.block_sparse_moe.output_linear", 2),
+            "experts": ("layers.0.block_sparse_moe.router.layer", 0),
+            "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
+        },  # fmt: skip
+        *GRANITE_MOE_FACTS,
+    ),
+    Family(
+        "granitemoe-fused",
+        "Granite MoE as transformers 5 holds it (torch.save of its state dict): the router as router, the experts as "
+        "experts.gate_up_proj (experts, 2 expert_ff, d) and experts.down_proj (experts, d, expert_ff)",
+        ("granitemoe", "granitemoeshared"),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *LLAMA_LAYER,
+            _linear("layers.{i}.block_sparse_moe.router", "d_model", "experts"),
+            Part("layers.{i}.block_sparse_moe.experts.gate_up_proj", "tensor", ("experts", "expert_ff*2", "d_model")),
+            Part("layers.{i}.block_sparse_moe.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
+            _linear("layers.{i}.shared_mlp.input_linear", "d_model", "shared_ff*2", when="shared_mlp"),
+            _linear("layers.{i}.shared_mlp.output_linear", "shared_ff", "d_model", when="shared_mlp"),
+        ),
+        LLAMA_READS
+        | {
+            "expert_ff": ("layers.0.block_sparse_moe.experts.down_proj", 2),
+            "experts": ("layers.0.block_sparse_moe.router", 0),
+            "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
+        },  # fmt: skip
+        *GRANITE_MOE_FACTS,
+    ),
+    Family(
+        "granitemoe-stacked",
+        "Granite MoE as llama.cpp's converter writes it (GGUF): each input_linear split into two halves, the experts' "
+        "named as stacked gate_proj and up_proj (experts, expert_ff, d) and down_proj, the shared MLP's gate_proj and "
+        "up_proj",
+        ("granitemoe", "granitemoeshared"),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *LLAMA_LAYER,
+            _linear("layers.{i}.block_sparse_moe.router.layer", "d_model", "experts"),
+            *STACKED_EXPERTS,
+            _linear("layers.{i}.shared_mlp.gate_proj", "d_model", "shared_ff", when="shared_mlp"),
+            _linear("layers.{i}.shared_mlp.up_proj", "d_model", "shared_ff", when="shared_mlp"),
+            _linear("layers.{i}.shared_mlp.output_linear", "shared_ff", "d_model", when="shared_mlp"),
+        ),
+        LLAMA_READS
+        | {
+            "expert_ff": ("layers.0.mlp.experts.down_proj", 2),
+            "experts": ("layers.0.block_sparse_moe.router.layer", 0),
+            "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
+        },  # fmt: skip
+        *GRANITE_MOE_FACTS,
+    ),
+)
+
+
+# HunYuan v1's q/k norms (per head, as Llama's) under its names
+HUNYUAN_QK_NORMS = {
+    "layers.{i}.self_attn.q_norm": "layers.{i}.self_attn.query_layernorm",
+    "layers.{i}.self_attn.k_norm": "layers.{i}.self_attn.key_layernorm",
+}
+# a learned sink per attention head (Granite SWA's, dense and MoE), which also says how many heads there are
+ATTENTION_SINKS = Part("layers.{i}.self_attn.sinks", "tensor", ("heads",), role="learned_tensor")
+SINK_READS = {"heads": ("layers.0.self_attn.sinks", 0)}
+# the router's score correction as HunYuan v3's checkpoints name it (`expert_bias`): a buffer in transformers (kind rule
+# `hf.router_bias_saved` with the config); where the file's tensors read it as a parameter, the file's own tensor
+EXPERT_BIAS = Part("layers.{i}.mlp.expert_bias", "tensor", ("experts",), when="expert_bias", over="moe_layers")
+
+
+# GLM-4.5's layers in its three expert layouts; EXAONE-MoE's in each (Llama-style attention, per-head q/k norms,
+# DeepSeek's MoE layers: no other module), HunYuan v3's as transformers holds them (its checkpoints rename two modules:
+# `hy_v3`)
+GLM4_MOE_FAMILIES = tuple(
+    replace(f, model_types=(*f.model_types, "hy_v3")) if f.name != "glm4_moe" else f
+    for f in _expert_layouts(
+        "glm4_moe",
+        (
+            "GLM-4.5 / 4.6 (GLM-4-MoE), EXAONE-MoE: Llama-style attention (q/k/v biases, per-head q/k norms where "
+            "`use_qk_norm`), DeepSeek-style MoE layers (a router, `experts` gated experts of expert_ff, shared "
+            "experts) after `first_dense` dense MLP layers; the hub's MTP module where the file holds it",
+            "GLM-4-MoE, EXAONE-MoE, HunYuan v3 as transformers 5 holds them (torch.save of its state dict): the "
+            "experts fused into gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
+            "GLM-4-MoE, EXAONE-MoE, HunYuan v3 as llama.cpp's converter writes them (GGUF): the experts stacked "
+            "into gate_proj and up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+        ),
+        ("glm4_moe", "exaone_moe"),
+        (  # (attention_bias is q/k/v's: its o_proj has none)
+            *DECODER_ENDS,
+            *(replace(p, bias=None) if p.path.endswith(".o_proj") else p for p in LLAMA_LAYER),
+            *MTP_PARTS,
+        ),
+        DEEPSEEK_SHARED_EXPERTS,
+        LLAMA_READS
+        | {"shared_ff": ("layers.0.mlp.shared_experts.up_proj", 0), "feedforward": ("layers.0.mlp.up_proj", 0)},
+        DECODER_DEFAULTS,
+        {**DEEPSEEK_MOE_CONFIG, "num_shared_experts": "n_shared"},  # (EXAONE-MoE's and HunYuan v3's word)
+        GATED_MLP,
+        _deepseek_derive,
+    )
+)
+
+
+# HunYuan v1 MoE: Llama's layers (their q/k norms under HunYuan's names) and in every layer a router (`mlp.gate.wg`),
+# `experts` gated experts of intermediate_size and a shared MLP of it (`mlp.shared_mlp`); its experts as its checkpoints
+# hold them and as transformers 5 does (llama.cpp's converter: no layout here)
+HUNYUAN_MOE_FAMILIES = tuple(
+    _renamed(
+        f, f.name, f.model_types, f.description, {**HUNYUAN_QK_NORMS, "layers.{i}.mlp.gate": "layers.{i}.mlp.gate.wg"}
+    )
+    for f in _expert_layouts(
+        "hunyuan_v1_moe",
+        (
+            "HunYuan v1 MoE: Llama-style attention with per-head q/k norms (query_layernorm, key_layernorm), in every "
+            "layer a router (gate.wg), `experts` gated experts of expert_ff (intermediate_size) and a gated shared MLP "
+            "(shared_mlp) of feedforward",
+            "HunYuan v1 MoE as transformers 5 holds it (torch.save of its state dict): the experts fused into "
+            "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
+            "",
+        ),
+        ("hunyuan_v1_moe",),
+        (*DECODER_ENDS, *LLAMA_LAYER),
+        tuple(
+            _linear(f"layers.{{i}}.mlp.shared_mlp.{name}", *dims)
+            for name, dims in (
+                ("gate_proj", ("d_model", "feedforward")),
+                ("up_proj", ("d_model", "feedforward")),
+                ("down_proj", ("feedforward", "d_model")),
+            )
+        ),
+        LLAMA_READS | {"feedforward": ("layers.0.mlp.shared_mlp.up_proj", 0)},
+        DECODER_DEFAULTS,
+        {"intermediate_size": "expert_ff"},  # (its experts' width, and its shared MLP's: `feedforward`)
+    )[:2]
+)
+
+
+# Qwen2-MoE's and Qwen3-MoE's layers in their three expert layouts
+QWEN2_MOE_FAMILIES = _expert_layouts(
+    "qwen2_moe",
+    (
+        "Qwen2-MoE / Qwen3-MoE: a router, `experts` gated experts of expert_ff and an optional gated shared expert "
+        "(dense MLP layers of feedforward where the config says); q/k/v biases where attention_bias (Qwen2-MoE's "
+        "`qkv_bias`), an o_proj bias where o_bias (Qwen3-MoE's `attention_bias` is both)",
+        "Qwen2/3-MoE as transformers 5 holds it (torch.save of its state dict): a router, the experts fused into "
+        "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
+        "Qwen2/3-MoE as llama.cpp's converter writes it (GGUF): a router, the experts stacked into gate_proj and "
+        "up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
+    ),
+    ("qwen2_moe", "qwen3_moe"),
+    # (q/k/v's bias is Qwen2-MoE's `qkv_bias`, its o_proj has none; Qwen3-MoE's `attention_bias` is all four's)
+    (*DECODER_ENDS, *(replace(p, bias="o_bias") if p.path.endswith(".o_proj") else p for p in LLAMA_LAYER)),
+    QWEN_SHARED_EXPERT,
+    LLAMA_READS | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0), "feedforward": ("layers.0.mlp.up_proj", 0)},
+    {"tied": False, "attention_bias": True, "o_bias": False, "norm_shift": False, "head_bias": False},
+    {  # its dense layers (`mlp_only_layers`, and those `decoder_sparse_step` skips) hold a dense MLP of feedforward
+        "decoder_sparse_step": "moe_step",
+        "mlp_only_layers": "mlp_only",
+        "qkv_bias": "attention_bias",
+        "attention_bias": "o_bias",
+    },
+    GATED_MLP,
+)
+
+
+QWEN3_5_FAMILY = _hub_mtp(
+    Family(
+        "qwen3_5",
+        "Qwen3.5 (dense): Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated full attention "
+        "(q_proj twice q_dim: the output gate) with per-head q/k norms; a gated MLP; the hub's MTP module (`mtp.`) "
+        "where the file holds it",
+        ("qwen3_5_text",),
+        ("model.", ""),
+        (*HYBRID_QWEN_LAYER, *GATED_MLP),
+        HYBRID_QWEN_READS | {"feedforward": ("layers.0.mlp.up_proj", 0)},
+        DECODER_DEFAULTS,
+        HYBRID_QWEN_CONFIG,
+        derive=_gated_delta_derive,
+    ),
+    QWEN_HUB_MTP,
+)
+
+
+QWEN3_NEXT_FAMILIES = tuple(
+    _hub_mtp(f, QWEN_HUB_MTP)  # (in each layout: the file says which it holds)
+    for f in _expert_layouts(
+        "qwen3_next",
+        (
+            "Qwen3-Next / Qwen3.5-MoE: Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated "
+            "full attention with per-head q/k norms; in every layer a router, `experts` gated experts of expert_ff "
+            "and a gated shared expert; the hub's MTP module (`mtp.`) where the file holds it",
+            "Qwen3-Next / Qwen3.5-MoE as transformers 5 holds it (torch.save of its state dict): the experts "
+            "fused into gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
+            "Qwen3-Next / Qwen3.5-MoE as llama.cpp's converter writes it (GGUF): the experts stacked into "
+            "gate_proj and up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+        ),
+        ("qwen3_next", "qwen3_5_moe_text"),
+        HYBRID_QWEN_LAYER,
+        QWEN_SHARED_EXPERT,
+        HYBRID_QWEN_READS | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0)},
+        DECODER_DEFAULTS,
+        {**HYBRID_QWEN_CONFIG, "decoder_sparse_step": "moe_step", "mlp_only_layers": "mlp_only"},
+        GATED_MLP,
+        _gated_delta_moe_derive,
+    )
+)
+
+
+# the vision tower of Qwen3-VL's and Qwen3.5's vision-language checkpoints (`model.visual.`, beside the language model's
+# `model.language_model.`): a 3-d patch convolution, learned positions, pre-norm blocks of a fused qkv and a two-layer
+# MLP, all with biases and LayerNorms, and the merger of spatial_merge_size^2 patches into the language model's width
+QWEN_VISION_TOWER = (
+    Part("/model.visual.patch_embed.proj", "conv", ("v_d", "channels", "temporal_patch", "patch", "patch"), "v_bias"),
+    Part("/model.visual.pos_embed", "embedding", ("v_pos", "v_d"), role="position_embedding"),
+    _norm("/model.visual.blocks.{k}.norm1", "v_d", "v_bias"),
+    _linear("/model.visual.blocks.{k}.attn.qkv", "v_d", "v_d*3", "v_bias", role="attention_qkv"),
+    _linear("/model.visual.blocks.{k}.attn.proj", "v_d", "v_d", "v_bias", role="attention_output"),
+    _norm("/model.visual.blocks.{k}.norm2", "v_d", "v_bias"),
+    _linear("/model.visual.blocks.{k}.mlp.linear_fc1", "v_d", "v_ff", "v_bias", role=FFN_UP),
+    _linear("/model.visual.blocks.{k}.mlp.linear_fc2", "v_ff", "v_d", "v_bias", role=FFN_DOWN),
+    _norm("/model.visual.merger.norm", "v_d", "v_bias"),
+    _linear("/model.visual.merger.linear_fc1", "v_merged", "v_merged", "v_bias"),
+    _linear("/model.visual.merger.linear_fc2", "v_merged", "v_out", "v_bias"),
+)
+# Qwen3-VL's deepstack mergers: one per `deepstack_visual_indexes` block, a merger normed over the merged patches
+QWEN3_VL_DEEPSTACK = (
+    _norm("/model.visual.deepstack_merger_list.{d}.norm", "v_merged", "v_bias"),
+    _linear("/model.visual.deepstack_merger_list.{d}.linear_fc1", "v_merged", "v_merged", "v_bias"),
+    _linear("/model.visual.deepstack_merger_list.{d}.linear_fc2", "v_merged", "v_out", "v_bias"),
+)
+QWEN_PATCH_READS = {"v_d": 0, "channels": 1, "temporal_patch": 2, "patch": 3}  # (the patch convolution's axes)
+QWEN_VISION_READS = {
+    **{k: ("/model.visual.patch_embed.proj", axis) for k, axis in QWEN_PATCH_READS.items()},
+    "v_pos": ("/model.visual.pos_embed", 0),
+    "v_ff": ("/model.visual.blocks.0.mlp.linear_fc1", 0),
+    "v_merged": ("/model.visual.merger.linear_fc1", 0),
+    "v_out": ("/model.visual.merger.linear_fc2", 0),
+}
+QWEN_VISION_CONFIG = {
+    "vision_config.hidden_size": "v_d",
+    "vision_config.intermediate_size": "v_ff",
+    "vision_config.depth": "vision_layers",
+    "vision_config.in_channels": "channels",
+    "vision_config.patch_size": "patch",
+    "vision_config.temporal_patch_size": "temporal_patch",
+    "vision_config.num_position_embeddings": "v_pos",
+    "vision_config.spatial_merge_size": "merge",
+    "vision_config.out_hidden_size": "v_out",
+}
+
+
+def _qwen2_5_vision_tower(prefix: str) -> tuple[tuple[Part, ...], Mapping[str, tuple[str, int]]]:
+    """Qwen2.5-VL's vision tower under `prefix` (`/visual.` as its checkpoints hold it, `/model.visual.` as
+    transformers does), and the shapes that size it: a 3-d patch convolution without a bias, pre-norm blocks of
+    RMSNorms, a fused qkv and a gated MLP with biases, the merger (an RMSNorm over the patches, two layers over
+    spatial_merge_size^2 of them)."""
+    blocks = prefix + "blocks.{k}."
+    parts = (
+        Part(prefix + "patch_embed.proj", "conv", ("v_d", "channels", "temporal_patch", "patch", "patch")),
+        _norm(blocks + "norm1", "v_d"),
+        _linear(blocks + "attn.qkv", "v_d", "v_d*3", "v_bias", role="attention_qkv"),
+        _linear(blocks + "attn.proj", "v_d", "v_d", "v_bias", role="attention_output"),
+        _norm(blocks + "norm2", "v_d"),
+        _linear(blocks + "mlp.gate_proj", "v_d", "v_ff", "v_bias", role=FFN_GATE),
+        _linear(blocks + "mlp.up_proj", "v_d", "v_ff", "v_bias", role=FFN_UP),
+        _linear(blocks + "mlp.down_proj", "v_ff", "v_d", "v_bias", role=FFN_DOWN),
+        _norm(prefix + "merger.ln_q", "v_d"),
+        _linear(prefix + "merger.mlp.0", "v_merged", "v_merged", "v_bias"),
+        _linear(prefix + "merger.mlp.2", "v_merged", "v_out", "v_bias"),
+    )
+    reads = {
+        **{k: (prefix + "patch_embed.proj", axis) for k, axis in QWEN_PATCH_READS.items()},
+        "v_ff": (prefix + "blocks.0.mlp.up_proj", 0),
+        "v_merged": (prefix + "merger.mlp.0", 0),
+        "v_out": (prefix + "merger.mlp.2", 0),
+    }
+    return parts, reads
+
+
+def _vision_language(
+    family: Family,
+    name: str,
+    model_types: tuple[str, ...],
+    what: str,
+    tower: tuple[tuple[Part, ...], Mapping[str, tuple[str, int]]] = (QWEN_VISION_TOWER, QWEN_VISION_READS),
+    bases: tuple[str, ...] = ("model.language_model.",),
+) -> Family:
+    """`family` as the language model of a vision-language checkpoint (under `bases`, sized by the config's
+    `text_config`), beside a Qwen vision `tower` (its parts and reads; sized by the config's `vision_config`)."""
+    text_derive = family.derive or derive_transformer
+
+    def derive(h: dict[str, Any]) -> None:
+        if h.get("v_d") and h.get("merge") and not h.get("v_merged"):  # (the merger's input: merge^2 patches)
+            h["v_merged"] = int(h["v_d"]) * int(h["merge"]) ** 2
+        text_derive(h)
+
+    return replace(
+        family,
+        name=name,
+        description=f"{what}: {family.description}; Qwen's vision tower (model.visual: a 3-d patch convolution, "
+        "learned positions, pre-norm blocks of a fused qkv and a two-layer MLP, the patch merger)",
+        model_types=model_types,
+        bases=bases,
+        parts=(*family.parts, *tower[0]),
+        reads={**family.reads, **tower[1]},
+        defaults={**family.defaults, "v_bias": True, "merge": 2},  # (the tower's biases and norm shifts: its own word)
+        config={**family.config, **QWEN_VISION_CONFIG},
+        derive=derive,
+        text_config=True,
+    )
+
+
 # a gated MLP under `feed_forward` in the layers that hold no experts (Llama 4's and Jamba's dense layers)
 DENSE_FEED_FORWARD = tuple(
     replace(p, when="dense_mlp", over="dense_layers")
@@ -1039,20 +1416,23 @@ DENSE_FEED_FORWARD = tuple(
 
 
 FAMILIES: tuple[Family, ...] = (
-    Family(
-        "llama",
-        "Llama-style decoders: Llama, Mistral, Qwen2/3, Gemma 1-3, Granite (RMSNorm, gated MLP, GQA from k/v shapes)",
-        # the config types whose files this formula gives exactly (OLMo, OLMo 2, Cohere, Arcee: families of their own)
-        # (and EXAONE's as transformers holds it: a torch.save of its state dict)
-        ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "granite", "exaone"),
-        ("model.", ""),
-        (
-            *DECODER_ENDS,
-            *LLAMA_LAYER,
-            *GATED_MLP,
-        ),
-        LLAMA_READS | {"feedforward": ("layers.0.mlp.up_proj", 0)},
-        DECODER_DEFAULTS,
+    LLAMA_FAMILY,
+    _renamed(
+        LLAMA_FAMILY,
+        "hunyuan_v1_dense",
+        ("hunyuan_v1_dense",),
+        "HunYuan v1 (dense): Llama's layers, their per-head q/k norms named query_layernorm and key_layernorm",
+        HUNYUAN_QK_NORMS,
+    ),
+    *HUNYUAN_MOE_FAMILIES,
+    _renamed(
+        LLAMA_FAMILY,
+        "granite_swa",
+        ("granite_swa",),
+        "Granite SWA (dense): Llama's layers with a learned sink per attention head (self_attn.sinks)",
+        {},
+        (ATTENTION_SINKS,),
+        SINK_READS,
     ),
     Family(
         "phi3",
@@ -1288,68 +1668,60 @@ FAMILIES: tuple[Family, ...] = (
         GATED_MLP,
         _deepseek_derive,
     ),
-    *_expert_layouts(
-        "glm4_moe",
-        (
-            "GLM-4.5 / 4.6 (GLM-4-MoE): Llama-style attention (q/k/v biases, per-head q/k norms where `use_qk_norm`), "
-            "DeepSeek-style MoE layers (a router, `experts` gated experts of expert_ff, shared experts) after "
-            "`first_dense` dense MLP layers; the hub's MTP module where the file holds it",
-            "GLM-4-MoE as transformers 5 holds it (torch.save of its state dict): the experts fused into gate_up_proj "
-            "(experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
-            "GLM-4-MoE as llama.cpp's converter writes it (GGUF): the experts stacked into gate_proj and up_proj "
-            "(experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
-        ),
-        ("glm4_moe",),
-        (  # (attention_bias is q/k/v's: its o_proj has none)
-            *DECODER_ENDS,
-            *(replace(p, bias=None) if p.path.endswith(".o_proj") else p for p in LLAMA_LAYER),
-            *MTP_PARTS,
-        ),
-        DEEPSEEK_SHARED_EXPERTS,
-        LLAMA_READS
-        | {"shared_ff": ("layers.0.mlp.shared_experts.up_proj", 0), "feedforward": ("layers.0.mlp.up_proj", 0)},
-        DECODER_DEFAULTS,
-        DEEPSEEK_MOE_CONFIG,
-        GATED_MLP,
-        _deepseek_derive,
+    *GLM4_MOE_FAMILIES,
+    _renamed(
+        GLM4_MOE_FAMILIES[0],
+        "hy_v3",
+        ("hy_v3",),
+        "HunYuan v3: GLM-4.5's layers as its checkpoints name them (Llama-style attention, per-head q/k norms; MoE "
+        "layers of a router `mlp.router.gate`, `experts` gated experts of expert_ff and shared experts "
+        "`mlp.shared_mlp` of n_shared x expert_ff, after dense MLP layers), the router's score correction "
+        "`expert_bias` where the file reads it as a parameter",
+        {
+            "layers.{i}.mlp.gate": "layers.{i}.mlp.router.gate",
+            "layers.{i}.mlp.shared_experts": "layers.{i}.mlp.shared_mlp",
+        },
+        (EXPERT_BIAS,),
     ),
-    _hub_mtp(
-        Family(
-            "qwen3_5",
-            "Qwen3.5 (dense): Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated full attention "
-            "(q_proj twice q_dim: the output gate) with per-head q/k norms; a gated MLP; the hub's MTP module (`mtp.`) "
-            "where the file holds it",
-            ("qwen3_5_text",),
-            ("model.", ""),
-            (*HYBRID_QWEN_LAYER, *GATED_MLP),
-            HYBRID_QWEN_READS | {"feedforward": ("layers.0.mlp.up_proj", 0)},
-            DECODER_DEFAULTS,
-            HYBRID_QWEN_CONFIG,
-            derive=_gated_delta_derive,
-        ),
-        QWEN_HUB_MTP,
+    QWEN3_5_FAMILY,
+    *QWEN3_NEXT_FAMILIES,
+    _vision_language(
+        QWEN3_5_FAMILY, "qwen3_5-vl", ("qwen3_5",), "Qwen3.5 vision-language (Qwen3_5ForConditionalGeneration)"
+    ),
+    *(  # (in the layouts save_pretrained and torch.save write)
+        _vision_language(
+            f, f.name + "-vl", ("qwen3_5_moe",), "Qwen3.5-MoE vision-language (Qwen3_5MoeForConditionalGeneration)"
+        )
+        for f in QWEN3_NEXT_FAMILIES[:2]
+    ),
+    _vision_language(
+        LLAMA_FAMILY,
+        "qwen3_vl",
+        ("qwen3_vl",),
+        "Qwen3-VL (Qwen3VLForConditionalGeneration): a Qwen3 language model, deepstack mergers in its vision tower",
+        ((*QWEN_VISION_TOWER, *QWEN3_VL_DEEPSTACK), QWEN_VISION_READS),
+    ),
+    _vision_language(
+        QWEN2_MOE_FAMILIES[1],
+        "qwen3_vl_moe",
+        ("qwen3_vl_moe",),
+        "Qwen3-VL-MoE (Qwen3VLMoeForConditionalGeneration): a Qwen3-MoE language model, its experts fused (as its "
+        "checkpoints and transformers hold them), deepstack mergers in its vision tower",
+        ((*QWEN_VISION_TOWER, *QWEN3_VL_DEEPSTACK), QWEN_VISION_READS),
     ),
     *(
-        _hub_mtp(f, QWEN_HUB_MTP)  # (in each layout: the file says which it holds)
-        for f in _expert_layouts(
-            "qwen3_next",
-            (
-                "Qwen3-Next / Qwen3.5-MoE: Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated "
-                "full attention with per-head q/k norms; in every layer a router, `experts` gated experts of expert_ff "
-                "and a gated shared expert; the hub's MTP module (`mtp.`) where the file holds it",
-                "Qwen3-Next / Qwen3.5-MoE as transformers 5 holds it (torch.save of its state dict): the experts "
-                "fused into gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
-                "Qwen3-Next / Qwen3.5-MoE as llama.cpp's converter writes it (GGUF): the experts stacked into "
-                "gate_proj and up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
-            ),
-            ("qwen3_next", "qwen3_5_moe_text"),
-            HYBRID_QWEN_LAYER,
-            QWEN_SHARED_EXPERT,
-            HYBRID_QWEN_READS | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0)},
-            DECODER_DEFAULTS,
-            {**HYBRID_QWEN_CONFIG, "decoder_sparse_step": "moe_step", "mlp_only_layers": "mlp_only"},
-            GATED_MLP,
-            _gated_delta_moe_derive,
+        _vision_language(
+            LLAMA_FAMILY,
+            name,
+            ("qwen2_5_vl",),
+            f"Qwen2.5-VL (Qwen2_5_VLForConditionalGeneration){how}: a Qwen2 language model and its vision tower "
+            "(RMSNorms, a gated MLP)",
+            _qwen2_5_vision_tower(tower),
+            bases,
+        )
+        for name, how, tower, bases in (
+            ("qwen2_5_vl", " as its checkpoints hold it", "/visual.", ("model.",)),
+            ("qwen2_5_vl-nested", " as transformers 5 holds it", "/model.visual.", ("model.language_model.",)),
         )
     ),
     Family(
@@ -1423,32 +1795,7 @@ FAMILIES: tuple[Family, ...] = (
         for f in MIXTRAL_FAMILIES
     ),
     *(_lightning_layers(f) for f in MIXTRAL_FAMILIES[:2]),  # (llama.cpp has no lightning attention: no GGUF layout)
-    *_expert_layouts(
-        "qwen2_moe",
-        (
-            "Qwen2-MoE / Qwen3-MoE: a router, `experts` gated experts of expert_ff and an optional gated shared expert "
-            "(dense MLP layers of feedforward where the config says); q/k/v biases where attention_bias (Qwen2-MoE's "
-            "`qkv_bias`), an o_proj bias where o_bias (Qwen3-MoE's `attention_bias` is both)",
-            "Qwen2/3-MoE as transformers 5 holds it (torch.save of its state dict): a router, the experts fused into "
-            "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
-            "Qwen2/3-MoE as llama.cpp's converter writes it (GGUF): a router, the experts stacked into gate_proj and "
-            "up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
-        ),
-        ("qwen2_moe", "qwen3_moe"),
-        # (q/k/v's bias is Qwen2-MoE's `qkv_bias`, its o_proj has none; Qwen3-MoE's `attention_bias` is all four's)
-        (*DECODER_ENDS, *(replace(p, bias="o_bias") if p.path.endswith(".o_proj") else p for p in LLAMA_LAYER)),
-        QWEN_SHARED_EXPERT,
-        LLAMA_READS
-        | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0), "feedforward": ("layers.0.mlp.up_proj", 0)},
-        {"tied": False, "attention_bias": True, "o_bias": False, "norm_shift": False, "head_bias": False},
-        {  # its dense layers (`mlp_only_layers`, and those `decoder_sparse_step` skips) hold a dense MLP of feedforward
-            "decoder_sparse_step": "moe_step",
-            "mlp_only_layers": "mlp_only",
-            "qkv_bias": "attention_bias",
-            "attention_bias": "o_bias",
-        },
-        GATED_MLP,
-    ),
+    *QWEN2_MOE_FAMILIES,
     *_expert_layouts(
         "olmoe",
         (
@@ -1473,75 +1820,17 @@ FAMILIES: tuple[Family, ...] = (
         {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
         {"intermediate_size": "expert_ff"},  # (OLMoE's experts are its intermediate_size)
     ),
-    Family(
-        "granitemoe",
-        "Granite MoE: Llama-style attention, a router (router.layer) and the experts fused into input_linear "
-        "(experts, 2 expert_ff, d) and output_linear (experts, d, expert_ff); GraniteMoeShared adds a shared MLP",
-        ("granitemoe", "granitemoeshared"),
-        ("model.", ""),
-        (
-            *DECODER_ENDS,
-            *LLAMA_LAYER,
-            _linear("layers.{i}.block_sparse_moe.router.layer", "d_model", "experts"),
-            Part("layers.{i}.block_sparse_moe.input_linear", "tensor", ("experts", "expert_ff*2", "d_model")),
-            Part("layers.{i}.block_sparse_moe.output_linear", "tensor", ("experts", "d_model", "expert_ff")),
-            _linear("layers.{i}.shared_mlp.input_linear", "d_model", "shared_ff*2", when="shared_mlp"),
-            _linear("layers.{i}.shared_mlp.output_linear", "shared_ff", "d_model", when="shared_mlp"),
-        ),
-        LLAMA_READS
-        | {
-            "expert_ff": ("layers.0.block_sparse_moe.output_linear", 2),
-            "experts": ("layers.0.block_sparse_moe.router.layer", 0),
-            "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
-        },  # fmt: skip
-        *GRANITE_MOE_FACTS,
-    ),
-    Family(
-        "granitemoe-fused",
-        "Granite MoE as transformers 5 holds it (torch.save of its state dict): the router as router, the experts as "
-        "experts.gate_up_proj (experts, 2 expert_ff, d) and experts.down_proj (experts, d, expert_ff)",
-        ("granitemoe", "granitemoeshared"),
-        ("model.", ""),
-        (
-            *DECODER_ENDS,
-            *LLAMA_LAYER,
-            _linear("layers.{i}.block_sparse_moe.router", "d_model", "experts"),
-            Part("layers.{i}.block_sparse_moe.experts.gate_up_proj", "tensor", ("experts", "expert_ff*2", "d_model")),
-            Part("layers.{i}.block_sparse_moe.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
-            _linear("layers.{i}.shared_mlp.input_linear", "d_model", "shared_ff*2", when="shared_mlp"),
-            _linear("layers.{i}.shared_mlp.output_linear", "shared_ff", "d_model", when="shared_mlp"),
-        ),
-        LLAMA_READS
-        | {
-            "expert_ff": ("layers.0.block_sparse_moe.experts.down_proj", 2),
-            "experts": ("layers.0.block_sparse_moe.router", 0),
-            "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
-        },  # fmt: skip
-        *GRANITE_MOE_FACTS,
-    ),
-    Family(
-        "granitemoe-stacked",
-        "Granite MoE as llama.cpp's converter writes it (GGUF): each input_linear split into two halves, the experts' "
-        "named as stacked gate_proj and up_proj (experts, expert_ff, d) and down_proj, the shared MLP's gate_proj and "
-        "up_proj",
-        ("granitemoe", "granitemoeshared"),
-        ("model.", ""),
-        (
-            *DECODER_ENDS,
-            *LLAMA_LAYER,
-            _linear("layers.{i}.block_sparse_moe.router.layer", "d_model", "experts"),
-            *STACKED_EXPERTS,
-            _linear("layers.{i}.shared_mlp.gate_proj", "d_model", "shared_ff", when="shared_mlp"),
-            _linear("layers.{i}.shared_mlp.up_proj", "d_model", "shared_ff", when="shared_mlp"),
-            _linear("layers.{i}.shared_mlp.output_linear", "shared_ff", "d_model", when="shared_mlp"),
-        ),
-        LLAMA_READS
-        | {
-            "expert_ff": ("layers.0.mlp.experts.down_proj", 2),
-            "experts": ("layers.0.block_sparse_moe.router.layer", 0),
-            "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
-        },  # fmt: skip
-        *GRANITE_MOE_FACTS,
+    *GRANITE_MOE_FAMILIES,
+    _renamed(  # (llama.cpp's converter writes both Granite SWA models as the architecture granite_swa)
+        GRANITE_MOE_FAMILIES[1],
+        "granitemoe_swa",
+        ("granitemoe_swa", "granite_swa"),
+        "Granite MoE SWA: Granite MoE's layers as transformers holds them (the router as router, the experts fused "
+        "into experts.gate_up_proj and experts.down_proj, an optional shared MLP) with a learned sink per attention "
+        "head (self_attn.sinks)",
+        {},
+        (ATTENTION_SINKS,),
+        SINK_READS,
     ),
     *(
         Family(
@@ -1853,7 +2142,7 @@ FAMILIES: tuple[Family, ...] = (
                     "ssm_state_size": "state",
                     "conv_kernel": "conv_kernel",
                     "use_conv_bias": "conv_bias",
-                    "mamba_proj_bias": "ssm_bias",
+                    "use_bias": "ssm_bias",  # (in_proj's and out_proj's: NemotronH's mixer reads no mamba_proj_bias)
                     "n_routed_experts": "experts",
                     "moe_shared_expert_intermediate_size": "shared_ff",
                 },
@@ -2038,6 +2327,7 @@ FAMILIES: tuple[Family, ...] = (
             "mamba_expand": "expand",
             "mamba_conv_bias": "conv_bias",
             "mamba_proj_bias": "ssm_bias",
+            "projectors_bias": "projectors_bias",
         },
         derive=_falcon_h1_derive,
         uniform=True,
@@ -2149,6 +2439,7 @@ FAMILIES: tuple[Family, ...] = (
             "feedforward": ("h.0.mlp.dense_h_to_4h", 0),
         },  # fmt: skip
         {"tied": True, "attention_bias": False, "norm_shift": True, "head_bias": False},
+        {"bias": "attention_bias"},  # (one flag for every projection's bias)
     ),
     Family(
         "mpt",
@@ -2445,6 +2736,8 @@ FAMILIES: tuple[Family, ...] = (
             "time_step_rank": "dt_rank",
             "conv_kernel": "conv_kernel",
             "expand": "expand",
+            "use_bias": "ssm_bias",
+            "use_conv_bias": "conv_bias",
         },
         derive=_mamba_derive,
         uniform=True,
@@ -2472,7 +2765,14 @@ FAMILIES: tuple[Family, ...] = (
             "conv_kernel": ("layers.0.mixer.conv1d", 2),
         },
         {"tied": False, "ssm_bias": False, "conv_bias": True, "norm_shift": False, "head_bias": False},
-        {"state_size": "state", "n_groups": "groups", "conv_kernel": "conv_kernel", "expand": "expand"},
+        {
+            "state_size": "state",
+            "n_groups": "groups",
+            "conv_kernel": "conv_kernel",
+            "expand": "expand",
+            "use_bias": "ssm_bias",
+            "use_conv_bias": "conv_bias",
+        },
         derive=_mamba2_derive,
         uniform=True,
     ),

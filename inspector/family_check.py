@@ -47,7 +47,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-PLACEHOLDER = re.compile(r"\{([ijke])\}")
+PLACEHOLDER = re.compile(r"\{([" + "".join(COUNTS) + r"])\}")  # ({i}, {j}, {k}, {e}, {d})
 DIM = re.compile(r"(\w+)(?:([+*])(\d+))?")
 
 
@@ -64,7 +64,9 @@ def _config_value(config: Mapping[str, Any], key: str) -> Any:
 
 
 # the config's true/false facts and its fractions (LFM2's feed-forward rule); the rest are sizes
-FLAGS = frozenset({"tied", "attention_bias", "o_bias", "mlp_bias", "conv_bias", "ssm_bias", "ff_auto"})
+FLAGS = frozenset(
+    {"tied", "attention_bias", "o_bias", "mlp_bias", "conv_bias", "ssm_bias", "projectors_bias", "ff_auto"}
+)
 FRACTIONS = frozenset({"ff_multiplier"})
 FIRST_LAYER = "layers.0."  # where a family reads a layer's sizes
 LAYER_LISTS = frozenset({"mlp_only"})  # the config's lists of layer indices
@@ -87,7 +89,11 @@ def _usable(hyper: str, value: Any) -> bool:
 
 
 def from_config(family: Family, config: Mapping[str, Any]) -> dict[str, Any]:
-    """Hyperparameters a transformers config.json states (the first usable key of each; null and odd values skipped)."""
+    """Hyperparameters a transformers config.json states (the first usable key of each; null and odd values skipped);
+    a vision-language family's language model's from its `text_config` (`Family.text_config`)."""
+    text = config.get("text_config") if family.text_config else None
+    if isinstance(text, Mapping):
+        config = {**config, **text}
     out: dict[str, Any] = {}
     for hyper, keys in CONFIG_KEYS.items():
         value = next((config[k] for k in keys if _usable(hyper, config.get(k))), None)
@@ -106,7 +112,8 @@ def _dim(h: Mapping[str, Any], dim: str | int) -> int:
     if isinstance(dim, int):
         return dim
     m = DIM.fullmatch(dim)
-    if m is None or m.group(1) not in h or h[m.group(1)] in (None, True, False):
+    # (a flag is no size; 1 is one, though `1 in (True, False)`: one expert, one key/value head)
+    if m is None or h.get(m.group(1)) is None or isinstance(h[m.group(1)], bool):
         raise SpecError(f"no value for {dim!r}")
     value = int(h[m.group(1)])
     if m.group(2) == "+":

@@ -12,7 +12,7 @@ import pytest
 from inspector import load
 from inspector.render import report_dict
 from inspector.report import inspect
-from tests.families.zoo import ZOO, build
+from tests.families.zoo import SMALL_DEEPSEEK, ZOO, build
 
 pytest.importorskip("transformers", reason="transformers builds the tiny models")
 
@@ -33,10 +33,17 @@ FAMILY = {
     "jamba+offsets0": "jamba",
     **dict.fromkeys(("cohere+qk_norm", "cohere2"), "cohere"),
     "gpt_bigcode+mha": "gpt_bigcode",
+    "hunyuan_v1_moe+1": "hunyuan_v1_moe",
+    "exaone_moe": "glm4_moe",
+    "qwen3_5": "qwen3_5-vl",
+    "qwen3_5_moe": "qwen3_next-vl",
     "jais2": "arcee",
     **dict.fromkeys(("resnet", "convnext"), "sequential"),  # no family table: one layer per module
 }
 
+# the router's score correction of these model types' checkpoints, a buffer by the kind rule its config's model type
+# selects (`hf.router_bias_saved`): without the config, a parameter of the file
+CONFIG_BUFFERS = {"hy_v3": ".expert_bias"}
 STATED_ONLY = {"olmo", "cohere", "cohere+qk_norm", "cohere2", "minicpm3", "cohere2_moe"}  # `Family.stated_only`
 
 
@@ -76,12 +83,19 @@ def test_expectation_with_config_equals_transformers_count(zoo, case: str) -> No
 def test_expectation_without_config_from_names_and_shapes(zoo, case: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     folder, n = zoo(case)
     shutil.copy(folder / "model.safetensors", tmp_path / "model.safetensors")
-    exp = inspect(tmp_path / "model.safetensors").expectation
+    report = inspect(tmp_path / "model.safetensors")
+    exp = report.expectation
     assert exp is not None and exp.source == "inferred"
     # (a family whose modules other models hold too is found only from a config naming it: one layer per module here)
     named = "sequential" if case in STATED_ONLY else FAMILY.get(case, case.replace("-cls", ""))
     assert exp.architecture == named
-    assert exp.total == n and exp.matches, [c for c in exp.layers if c.status not in ("ok", "tied")]
+    # (a buffer only the config's model type makes one is the file's own parameter without it, and the family's part)
+    read_as_parameter = sum(
+        t.n_elements
+        for t in report.checkpoint.tensors
+        if case in CONFIG_BUFFERS and t.name.endswith(CONFIG_BUFFERS[case])
+    )
+    assert exp.total == n + read_as_parameter and exp.matches, [c for c in exp.layers if c.status not in ("ok", "tied")]
 
 
 def _with_config(zoo, case: str, tmp_path: Path, **changes: object) -> Path:  # type: ignore[no-untyped-def]
@@ -723,6 +737,10 @@ def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
         ("codegen", "codegen"),
         ("cohere2_moe", "cohere2_moe-fused"),
         ("minimax", "minimax-fused"),
+        ("hunyuan_v1_moe", "hunyuan_v1_moe-fused"),
+        ("granitemoe_swa", "granitemoe_swa"),
+        ("exaone_moe", "glm4_moe-fused"),
+        ("hy_v3", "glm4_moe-fused"),  # (its checkpoints' router and shared experts renamed as GLM-4.5 names them)
     ],
 )
 def test_the_new_families_state_dicts_in_transformers_names(zoo, case: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -976,3 +994,85 @@ def test_lfm2_moe_router_correction_is_matched_as_the_file_holds_it(tmp_path: Pa
         assert report.checkpoint.n_parameters == n + counted and (counted == 0) is config
         assert exp is not None and exp.architecture == "lfm2_moe" and exp.matches and exp.total == n + counted
         assert "COUNT_MISMATCH" not in {f.code for f in report.findings}
+
+
+@pytest.mark.parametrize(
+    ("model_type", "words", "dropped"),
+    [
+        ("mamba", {"hidden_size": 32, "num_hidden_layers": 2, "state_size": 8, "use_bias": True,
+                   "use_conv_bias": False}, "layers.0.mixer.out_proj."),
+        ("mamba2", {"hidden_size": 32, "num_hidden_layers": 2, "state_size": 8, "num_heads": 8, "head_dim": 8,
+                    "n_groups": 2, "use_bias": True, "use_conv_bias": False}, "layers.0.mixer.out_proj."),
+        ("nemotron_h", {"hidden_size": 32, "num_hidden_layers": 2, "layers_block_type": ["mamba", "attention"],
+                        "mamba_num_heads": 8, "mamba_head_dim": 8, "n_groups": 2, "ssm_state_size": 8,
+                        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "use_bias": True},
+         "layers.0.mixer.out_proj."),
+        ("falcon_h1", {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                       "num_key_value_heads": 2, "mamba_n_heads": 8, "mamba_d_head": 8, "mamba_d_ssm": 64,
+                       "mamba_n_groups": 2, "mamba_d_state": 8, "projectors_bias": True}, "layers.0.mamba.out_proj."),
+        ("falcon", {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "bias": True},
+         "h.0.self_attention.dense."),
+        ("deepseek_v2", {**SMALL_DEEPSEEK, "mlp_bias": True}, "layers.1.mlp.shared_experts.up_proj."),
+    ],
+)  # fmt: skip
+def test_a_bias_flag_the_config_states_sizes_a_module_the_file_lacks(
+    model_type: str,
+    words: dict,
+    dropped: str,
+    tmp_path: Path,  # type: ignore[type-arg]
+) -> None:
+    # a file of the config's modules less one: a COUNT_MISMATCH, and the formula is the count of the model the config
+    # describes, the missing module's bias as the config's flag says (they were the family's defaults: Mamba's and
+    # Mamba-2's use_bias and use_conv_bias; Nemotron-H's use_bias, which its mixer reads, not mamba_proj_bias;
+    # Falcon-H1's projectors_bias; Falcon's bias; DeepSeek's shared experts' mlp_bias)
+    import torch
+    import transformers
+    from safetensors.torch import load_file, save_file
+
+    config = transformers.AutoConfig.for_model(model_type, vocab_size=128, **words)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    model.save_pretrained(tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    assert any(k.endswith(dropped + "bias") for k in tensors)  # (the flag made the bias this test is about)
+    tensors = {k: v for k, v in tensors.items() if not k.endswith((dropped + "weight", dropped + "bias"))}
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    report = inspect(tmp_path / "model.safetensors")
+    exp = report.expectation
+    assert exp is not None and exp.source == "config" and not exp.matches
+    assert exp.total == model.num_parameters() and "COUNT_MISMATCH" in {f.code for f in report.findings}
+
+
+@pytest.mark.parametrize(
+    ("case", "layout"),
+    [("qwen3_5", "qwen3_5-vl"), ("qwen3_5_moe", "qwen3_next-fused-vl"), ("qwen3_vl", "qwen3_vl"),
+     ("qwen3_vl_moe", "qwen3_vl_moe"), ("qwen2_5_vl", "qwen2_5_vl-nested")],
+)  # fmt: skip
+def test_vision_language_state_dicts_in_transformers_names(zoo, case: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a torch.save of the model transformers loads from the zoo's files: the language model under model.language_model.
+    # (Qwen2.5-VL's checkpoints hold it under model.), the experts fused
+    import torch
+    import transformers
+
+    folder, n = zoo(case)
+    model = transformers.AutoModelForImageTextToText.from_pretrained(folder)
+    torch.save(model.state_dict(), tmp_path / "pytorch_model.bin")
+    shutil.copy(folder / "config.json", tmp_path / "config.json")
+    report = inspect(tmp_path / "pytorch_model.bin")
+    exp = report.expectation
+    assert report.checkpoint.n_parameters == n
+    assert exp is not None and exp.source == "config" and exp.architecture == layout and exp.matches
+
+
+def test_a_vision_tower_the_config_states_deeper_than_the_files_is_reported(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # a Qwen3.5 vision-language file's tower is sized by the config's vision_config (its language model by text_config)
+    folder, _ = zoo("qwen3_5")
+    config = json.loads((folder / "config.json").read_text())
+    config["vision_config"]["depth"] = 3
+    shutil.copy(folder / "model.safetensors", tmp_path / "model.safetensors")
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    report = inspect(tmp_path / "model.safetensors")
+    exp = report.expectation
+    assert exp is not None and exp.architecture == "qwen3_5-vl" and exp.source == "config"
+    assert [c.layer for c in exp.layers if c.status == "missing"] == ["model.visual.blocks.2"]
+    assert "COUNT_MISMATCH" in {f.code for f in report.findings}

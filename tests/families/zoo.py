@@ -22,6 +22,7 @@ SMALL_GATED_DELTA = {
     **SMALL_DECODER, "num_hidden_layers": 4, "head_dim": 8, "moe_intermediate_size": 16, "num_experts_per_tok": 2,
     "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8, "linear_value_head_dim": 8,
 }  # fmt: skip
+SMALL_QWEN_VISION = {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 4, "out_hidden_size": 32}
 ZOO: dict[str, tuple[str, dict[str, Any]]] = {
     "llama": (
         "AutoModelForCausalLM",
@@ -492,10 +493,83 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         dict(hidden_size=32, num_hidden_layers=2, state_size=8, num_heads=8, head_dim=8, n_groups=2, expand=2),
     ),
+    # HunYuan v1: Llama's layers with q/k norms of its own names; its MoE a router gate.wg, experts, a shared MLP
+    "hunyuan_v1_dense": ("AutoModelForCausalLM", {**SMALL_DECODER, "head_dim": 8}),
+    "hunyuan_v1_moe": ("AutoModelForCausalLM", {**SMALL_DECODER, "head_dim": 8, "num_experts": 4, "moe_topk": 2}),
+    "hunyuan_v1_moe+1": ("AutoModelForCausalLM", {**SMALL_DECODER, "head_dim": 8}),  # (one expert: its default)
+    # Granite SWA, dense and MoE: a learned sink per attention head
+    "granite_swa": ("AutoModelForCausalLM", SMALL_DECODER),
+    "granitemoe_swa": ("AutoModelForCausalLM", {**SMALL_GRANITE_MOE, "shared_intermediate_size": 24}),
+    # EXAONE-MoE (GLM-4.5's modules) and HunYuan v3 (its checkpoints' names for the router and shared experts): a dense
+    # first layer, then MoE layers with shared experts
+    "exaone_moe": (
+        "AutoModelForCausalLM",
+        {**SMALL_DECODER, "head_dim": 8, "moe_intermediate_size": 16, "num_experts": 4, "num_experts_per_tok": 2},
+    ),
+    "hy_v3": (
+        "AutoModelForCausalLM",
+        {**SMALL_DECODER, "head_dim": 8, "moe_intermediate_size": 16, "num_experts": 4, "num_experts_per_tok": 2},
+    ),
+    # Qwen3.5's vision-language checkpoints: the language model under model.language_model., the vision tower beside it
+    "qwen3_5": (
+        "AutoModelForImageTextToText",
+        {"text_config": {**SMALL_GATED_DELTA, "vocab_size": 128}, "vision_config": SMALL_QWEN_VISION},
+    ),
+    "qwen3_5_moe": (
+        "AutoModelForImageTextToText",
+        {
+            "text_config": {
+                **SMALL_GATED_DELTA,
+                "vocab_size": 128,
+                "num_experts": 4,
+                "shared_expert_intermediate_size": 16,
+            },
+            "vision_config": SMALL_QWEN_VISION,
+        },
+    ),
+    # Qwen3-VL: a Qwen3 language model, the same vision tower with a deepstack merger per `deepstack_visual_indexes`
+    "qwen3_vl": (
+        "AutoModelForImageTextToText",
+        {
+            "text_config": {**SMALL_DECODER, "head_dim": 8, "vocab_size": 128},
+            "vision_config": {**SMALL_QWEN_VISION, "deepstack_visual_indexes": [0, 1]},
+        },
+    ),
+    "qwen3_vl_moe": (  # (its experts fused as the hub's checkpoints hold them; 2 x 8 wide, not d_model's 32)
+        "AutoModelForImageTextToText",
+        {
+            "text_config": {
+                **SMALL_DECODER,
+                "head_dim": 8,
+                "vocab_size": 128,
+                "moe_intermediate_size": 8,
+                "num_experts": 4,
+                "num_experts_per_tok": 2,
+            },
+            "vision_config": {**SMALL_QWEN_VISION, "deepstack_visual_indexes": [0, 1]},
+        },
+    ),  # fmt: skip
+    # Qwen2.5-VL: a Qwen2 language model (its checkpoints: under model., the tower under visual.), a tower of RMSNorms
+    "qwen2_5_vl": (
+        "AutoModelForImageTextToText",
+        {
+            "text_config": {**SMALL_DECODER, "vocab_size": 128},
+            "vision_config": {**SMALL_QWEN_VISION, "fullatt_block_indexes": [1], "window_size": 16},
+        },
+    ),
     "resnet": ("AutoModel", dict(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic")),
     "convnext": ("AutoModel", dict(hidden_sizes=[16, 32], depths=[1, 1], num_stages=2)),
 }
-NO_VOCAB = ("resnet", "convnext", "vit", "clip", "whisper")
+NO_VOCAB = (
+    "resnet",
+    "convnext",
+    "vit",
+    "clip",
+    "whisper",
+    "qwen3_5",
+    "qwen3_5_moe",
+    "qwen3_vl",
+)  # (or in a text_config)
 
 
 def model_type(case: str) -> str:

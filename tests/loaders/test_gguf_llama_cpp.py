@@ -152,16 +152,17 @@ CASES: dict[str, tuple[str, str, dict[str, Any], tuple[str, ...], tuple[str, ...
     # GLM-5 (glm-dsa): DeepSeek's layers and its sparse-attention indexer, a dense first layer, then MoE
     "glm_moe_dsa": ("glm_moe_dsa", "GlmMoeDsaForCausalLM", {**GLM_LITE, "num_nextn_predict_layers": 0,
                     "index_n_heads": 4, "index_head_dim": 16}, ("f32", "q8_0"), (), None, "deepseek-stacked"),
-    # no family of their model types (nor for their safetensors files): a family their shapes suggest, or none
-    # EXAONE-MoE, HunYuan v3 (hy_v3), Laguna: shared experts, a dense first layer; Laguna a per-head output gate
-    "exaone_moe": ("exaone_moe", "ExaoneMoeForCausalLM", {}, ("f32", "q8_0"), (), None, "glm4_moe-stacked?"),
-    "hy_v3": ("hy_v3", "HYV3ForCausalLM", {}, ("f32", "q8_0"), (), None, "glm4_moe-stacked?"),
+    # EXAONE-MoE, HunYuan v3 (hy_v3): shared experts, a dense first layer; GLM-4.5's modules, as the converter names
+    "exaone_moe": ("exaone_moe", "ExaoneMoeForCausalLM", {}, ("f32", "q8_0"), (), None, "glm4_moe-stacked"),
+    "hy_v3": ("hy_v3", "HYV3ForCausalLM", {}, ("f32", "q8_0"), (), None, "glm4_moe-stacked"),
+    # no family of its model type (nor for its safetensors files): the family its shapes suggest
+    # Laguna: shared experts, a dense first layer, a per-head output gate
     "laguna": ("laguna", "LagunaForCausalLM", {}, ("f32",), (), None, "glm4_moe-stacked?"),
     # Granite SWA, dense and MoE (one architecture, granite_swa): a learned sink per head; the MoE's experts and
     # shared MLP kept fused
-    "granite_swa": ("granite_swa", "GraniteSWAForCausalLM", {}, ("f32", "q8_0"), (), None, "llama?"),
+    "granite_swa": ("granite_swa", "GraniteSWAForCausalLM", {}, ("f32", "q8_0"), (), None, "granite_swa"),
     "granitemoe_swa": ("granitemoe_swa", "GraniteMoeSWAForCausalLM", {"shared_intermediate_size": 32}, ("f32",), (),
-                       None, "granitemoe-fused?"),
+                       None, "granitemoe_swa"),
     # GLM (glm, written as chatglm; its MLP's gate_up_proj fused) and HRM (hrm_text: two stacks of layers numbered one
     # after the other, each gqkv_proj split in four, a learned initial state): module by module, as their safetensors
     "glm": ("glm", "GlmForCausalLM", {}, ("f32",), (), None, "glm?"),  # (chatglm: ChatGLM's too, so no model type)
@@ -371,7 +372,7 @@ def test_cases_cover_the_tables() -> None:
     }
     assert archs <= set(HF_NAMES_BY_ARCH)
     typed = {model_type for family in FAMILIES for model_type in family.model_types}
-    no_family = {"exaone-moe", "hy_v3", "laguna", "granite_swa"}  # (nor for their safetensors files)
+    no_family = {"laguna"}  # (nor for its safetensors files)
     assert {MODEL_TYPES.get(arch, arch) for arch in archs - no_family | {"qwen3moe", "cohere2moe"}} <= typed
     assert not {MODEL_TYPES.get(arch, arch) for arch in no_family} & typed
 
