@@ -157,6 +157,7 @@ TORCH_LEGACY = tuple(
     )
 )
 
+FLAX_MAPS = (*(bytes([b]) for b in range(0x80, 0x90)), b"\xde", b"\xdf")
 # Every built-in format, in the order loaders are asked (the strongest claim wins; the order breaks no ties).
 FORMATS: tuple[Format, ...] = (
     Format("safetensors", "loaders.safetensors:SafetensorsLoader", json_at=8),  # after 8 bytes of header length
@@ -171,6 +172,8 @@ FORMATS: tuple[Format, ...] = (
     Format("gguf", "loaders.gguf:GgufLoader", starts=(b"GGUF",)),
     Format("onnx", "loaders.onnx:OnnxLoader", starts=(b"\x08",)),  # field 1 (ir_version), a varint
     Format("tflite", "loaders.tflite:TfliteLoader", starts=(b"TFL3",), at=4),  # the FlatBuffer's file identifier
+    # a msgpack map: fixmap, map 16, map 32 (`loaders.flax_msgpack.MAP_STARTS`)
+    Format("flax-msgpack", "loaders.flax_msgpack:FlaxMsgpackLoader", starts=FLAX_MAPS),
     Format(
         "tensorflow-checkpoint",
         "loaders.tf_checkpoint:TfCheckpointLoader",

@@ -1,0 +1,322 @@
+"""Flax / JAX msgpack checkpoints (`flax.serialization.to_bytes`, `msgpack_serialize`), read without flax or msgpack.
+
+Layout (flax 0.12 `flax/serialization.py`; the transformers 4.x Flax models' `flax_model.msgpack`)::
+
+    one msgpack value, a map: the state dict of a pytree (dicts as maps with str keys; lists, tuples and named
+    tuples, optax's states among them, as maps keyed '0', '1'... or by field; Python scalars as themselves)
+    ndarray leaf     ext type 1, its payload the msgpack array [shape (array of ints), dtype name (str, numpy's
+                     `dtype.name`: 'float32', 'bfloat16'...), data (bin: the C-order bytes)]
+    numpy scalar     ext type 3, the same payload of shape []
+    complex scalar   ext type 2, payload [real, imag]: a Python complex, no array
+    chunked array    an array over 2**30 bytes: a map {'__msgpack_chunked_array__': True, 'shape': {'0': d0...},
+                     'chunks': {'0': ext 1 of a flat 1-d piece, ...}} (`_chunk_array_leaves_in_place`)
+
+Each array's shape and dtype are read and its data's offset and length recorded; the data is never read. Verified:
+every length against the file (`loaders._msgpack`), depth and counts against caps, an array's payload is exactly its
+header and its data, the data's length is shape x itemsize, a chunked array's pieces add up to its shape, and the map
+ends the file (trailing bytes: a finding; flax's `msgpack_restore` refuses them).
+
+Kinds come from the file's collections: a variables dict or a TrainState (a top-level `params` key) has its
+`params` (parameters), `batch_stats` (running statistics: buffers), `opt_state` (optax's state: optimizer), and
+anything else (`step`, `cache`...: other state); a tree without `params` (transformers' `save_pretrained`, a bare
+params tree) is all parameters, as `jax.tree_util` counts it. A tensor's layer is its path less the collection and
+the leaf, its param the leaf's name (`kernel`, `bias`, `embedding`, `scale`, `mean`, `var`): Flax's Dense kernel is
+(in, out) and its Conv kernel (kh, kw, in, out), the layouts Keras uses. Bytes: the tree's maps, keys and scalars
+are metadata, each array's ext and msgpack headers a header region, its data tensor data.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from inspector import dtypes
+from inspector.errors import FormatError, InspectorError, LimitExceededError
+from inspector.probe import Probe
+from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
+from inspector.recordtype import record
+from loaders import _msgpack as mp
+from loaders.base import MAX_TENSORS, Claim, check_shape, single_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
+
+FORMAT = "flax-msgpack"
+MAP_STARTS = (*range(0x80, 0x90), 0xDE, 0xDF)  # fixmap, map 16, map 32: what `to_bytes` of a state dict opens with
+NDARRAY, COMPLEX, NPSCALAR = 1, 2, 3  # flax's `_MsgpackExtType`
+ARRAY_EXTS = (NDARRAY, NPSCALAR)
+CHUNKED = "__msgpack_chunked_array__"
+MAX_DEPTH = 64  # maps within maps (transformers' deepest trees are about 10; a chunked array adds 2)
+MAX_NODES = 4_000_000  # keys and values walked
+MAX_KEY_BYTES = 1 << 16
+MAX_DTYPE_BYTES = 64
+# the top-level collections of a variables dict or TrainState (flax.linen, flax.training.train_state) -> kind
+COLLECTIONS = {"params": TensorKind.PARAMETER, "batch_stats": TensorKind.BUFFER, "opt_state": TensorKind.OPTIMIZER}
+SEP = "/"  # path separator of names (flax.traverse_util.flatten_dict(sep='/'), as Flax's own checkpoints show paths)
+
+
+@record(slots=True)
+class _Array:
+    """An array leaf as found: its name (a chunk's with its elements), path, shape, dtype, data bytes and offset."""
+
+    name: str
+    path: tuple[str, ...]
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+    offset: int
+    notes: tuple[str, ...]
+
+
+class _Walk:
+    """The tree walked once: arrays found, regions laid, scalars counted."""
+
+    def __init__(self, probe: Probe, window_end: int | None = None) -> None:
+        self.probe = probe
+        self.cur = mp.Cursor(probe, FORMAT, 0, window_end)
+        self.arrays: list[_Array] = []
+        self.regions: list[Region] = []
+        self.laid = 0  # where the regions so far end
+        self.nodes = 0
+        self.scalars: list[str] = []
+        self.chunked = 0
+
+    def error(self, reason: str, at: int | None = None) -> FormatError:
+        return FormatError(self.probe.path, FORMAT, reason, self.cur.pos if at is None else at)
+
+    def value(self, path: tuple[str, ...], depth: int) -> None:
+        """Walk one value at the cursor (its head not yet read)."""
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise LimitExceededError(self.probe.path, FORMAT, f"more than {MAX_NODES:,} values in the tree")
+        start = self.cur.pos
+        kind = self.cur.next(_name(path))
+        if kind == mp.MAP or kind == mp.ARRAY:
+            if depth >= MAX_DEPTH:
+                raise LimitExceededError(self.probe.path, FORMAT, f"maps nested deeper than {MAX_DEPTH}", start)
+            self.container(path, kind, depth)
+        elif kind == mp.EXT and self.cur.code in ARRAY_EXTS:
+            self.array(path, start)
+        else:  # a Python scalar (int, float, bool, None, str, bytes, complex) or an ext flax does not write
+            if kind in (mp.STR, mp.BIN, mp.EXT):
+                self.cur.skip()
+            self.scalars.append(_name(path))
+
+    def container(self, path: tuple[str, ...], kind: str, depth: int) -> None:
+        n = self.cur.value
+        per_item = 2 if kind == mp.MAP else 1  # (each key and value at least a byte)
+        if n * per_item > self.cur.end - self.cur.pos:
+            raise self.error(f"{_name(path) or 'the tree'}: {n:,} entries declared in the bytes left")
+        for i in range(n):
+            key = self.key(path) if kind == mp.MAP else str(i)
+            if key == CHUNKED and i == 0:
+                self.chunks(path, n, depth)
+                return
+            self.value((*path, key), depth + 1)
+
+    def key(self, path: tuple[str, ...]) -> str:
+        """A map key: flax writes str keys (msgpack_restore takes ints and others as they are: named by their value)."""
+        self.nodes += 1
+        kind = self.cur.next(f"key in {_name(path) or 'the tree'}")
+        if kind == mp.STR:
+            if self.cur.value > MAX_KEY_BYTES:
+                raise LimitExceededError(self.probe.path, FORMAT, f"a key of {self.cur.value:,} bytes", self.cur.pos)
+            return self.cur.text("key")
+        if kind in (mp.INT, mp.BOOL, mp.NIL, mp.FLOAT):
+            return str(self.cur.value) if kind != mp.NIL else "None"
+        raise self.error(f"a {kind} as a key in {_name(path) or 'the tree'}")
+
+    def array(self, path: tuple[str, ...], start: int) -> None:
+        """An ndarray or numpy-scalar ext at `start`, its head read: its header and data recorded, the data skipped."""
+        cur, name = self.cur, _name(path)
+        end = cur.pos + cur.value
+        if cur.next(name) != mp.ARRAY or cur.value != 3 or cur.next(name) != mp.ARRAY:
+            raise self.error(f"array {name!r}: its payload is no [shape, dtype, data]", start)
+        rank = cur.value
+        if rank > 64:
+            check_shape(self.probe, FORMAT, name, range(rank))
+        dims = []
+        for _ in range(rank):
+            if cur.next(name) != mp.INT:
+                raise self.error(f"array {name!r}: a dimension is no integer", start)
+            dims.append(cur.value)
+        shape = check_shape(self.probe, FORMAT, name, dims)
+        if cur.next(name) != mp.STR or cur.value > MAX_DTYPE_BYTES:
+            raise self.error(f"array {name!r}: its dtype is no name", start)
+        numpy_name = cur.text("dtype")
+        if cur.next(name) != mp.BIN:
+            raise self.error(f"array {name!r}: its data is no bin", start)
+        offset, nbytes = cur.pos, cur.value
+        if offset + nbytes != end:
+            raise self.error(f"array {name!r}: {end - offset - nbytes:,} bytes of its ext left unread", start)
+        dtype, notes = _dtype(numpy_name)
+        itemsize = dtypes.FLAX_DTYPES.get(numpy_name, ("", 0))[1]
+        if itemsize and nbytes != prod(shape) * itemsize:
+            raise self.error(
+                f"array {name!r}: {nbytes:,} bytes of data for shape {shape} of {numpy_name} ({itemsize} bytes each)",
+                start,
+            )
+        cur.skip()
+        if start > self.laid:
+            self.regions.append(Region(RegionKind.METADATA, self.laid, start - self.laid, "msgpack tree (maps, keys)"))
+        self.regions.append(Region(RegionKind.HEADER, start, offset - start, f"array header {name!r}"))
+        if nbytes:
+            self.regions.append(Region(RegionKind.TENSOR_DATA, offset, nbytes, name))
+        self.laid = end
+        if len(self.arrays) >= MAX_TENSORS:
+            raise LimitExceededError(self.probe.path, FORMAT, f"more than {MAX_TENSORS:,} arrays")
+        self.arrays.append(_Array(name, path, shape, dtype, nbytes, offset, notes))
+
+    def chunks(self, path: tuple[str, ...], n: int, depth: int) -> None:
+        """The rest of a chunked array's map (its marker key read): its shape, then its pieces, each a tensor named by
+        the flat elements it holds (`name[0:268435456]`), as a partitioned variable's slices are."""
+        name = _name(path)
+        if n != 3 or self.cur.next(name) != mp.BOOL or not self.cur.value:
+            raise self.error(f"chunked array {name!r}: not the map flax writes")
+        shape: tuple[int, ...] = ()
+        first = len(self.arrays)
+        for key in ("shape", "chunks"):
+            if self.key(path) != key or self.cur.next(name) != mp.MAP:
+                raise self.error(f"chunked array {name!r}: not the map flax writes")
+            count = self.cur.value
+            if count * 2 > self.cur.end - self.cur.pos:
+                raise self.error(f"chunked array {name!r}: {count:,} entries declared in the bytes left")
+            dims = []
+            for i in range(count):
+                if self.key(path) != str(i):
+                    raise self.error(f"chunked array {name!r}: its {key} are not numbered in order")
+                start = self.cur.pos
+                kind = self.cur.next(name)
+                if key == "shape" and kind == mp.INT:
+                    dims.append(self.cur.value)
+                elif key == "chunks" and kind == mp.EXT and self.cur.code == NDARRAY:
+                    self.nodes += 1
+                    self.array(path, start)
+                else:
+                    raise self.error(f"chunked array {name!r}: a {kind} among its {key}")
+            if key == "shape":
+                shape = check_shape(self.probe, FORMAT, name, dims)
+        pieces = self.arrays[first:]
+        if not pieces or len({p.dtype for p in pieces}) != 1 or sum(prod(p.shape) for p in pieces) != prod(shape):
+            raise self.error(f"chunked array {name!r}: its pieces do not make its shape {shape}")
+        at, whole = 0, "x".join(map(str, shape))
+        for i, piece in enumerate(pieces):
+            size = prod(piece.shape)
+            piece.name = f"{name}[{at}:{at + size}]"
+            piece.notes = (f"chunk {i + 1} of {len(pieces)} of a {whole} array (flax's {CHUNKED}): its flat elements",)
+            at += size
+        self.chunked += 1
+
+
+def _name(path: tuple[str, ...]) -> str:
+    return SEP.join(path)
+
+
+def _dtype(numpy_name: str) -> tuple[str, tuple[str, ...]]:
+    """The canonical dtype of a numpy dtype name, and notes (a sub-byte type numpy stores a byte an element; a type no
+    table knows, kept by its numpy name)."""
+    known = dtypes.FLAX_DTYPES.get(numpy_name)
+    if known is None:
+        return f"NUMPY[{numpy_name}]", (f"numpy dtype {numpy_name!r}",)
+    name, itemsize = known
+    if dtypes.DTYPES[name].bits < itemsize * 8:
+        return name, (f"{numpy_name}: one element a byte, as numpy holds it",)
+    return name, ()
+
+
+def _kind(path: tuple[str, ...], collections: bool) -> tuple[TensorKind, str, str | None]:
+    """A tensor's kind, section and layer from its path (`collections`: the tree's top level names flax collections)."""
+    if not collections:
+        return TensorKind.PARAMETER, "", _name(path[:-1]) or None
+    kind = COLLECTIONS.get(path[0], TensorKind.OTHER)
+    section = "" if kind is TensorKind.PARAMETER else path[0]
+    return kind, section, _name(path[1:-1]) or None
+
+
+class _Ended(Exception):
+    """The claim's walk is over: it reached a flax array (`found`), or the end of the head."""
+
+    def __init__(self, found: bool) -> None:
+        self.found = found
+
+
+class _Sniff(_Walk):
+    """The claim's walk: it ends at the first array, or at the end of the head."""
+
+    def value(self, path: tuple[str, ...], depth: int) -> None:
+        if self.cur.pos >= len(self.probe.head):
+            raise _Ended(False)
+        super().value(path, depth)
+
+    def array(self, path: tuple[str, ...], start: int) -> None:
+        super().array(path, start)
+        raise _Ended(True)
+
+
+def _sniff(probe: Probe) -> bool:
+    """A map at byte 0 whose walk within the head reaches a flax array, its header whole, before anything that is not
+    flax's (the tree's keys before it: a few hundred bytes in the files transformers and flax write)."""
+    if not probe.head or probe.head[0] not in MAP_STARTS:
+        return False
+    try:
+        _Sniff(probe, len(probe.head)).value((), 0)
+    except _Ended as ended:
+        return ended.found
+    except InspectorError:  # (the bytes are no flax tree)
+        return False
+    return False
+
+
+class FlaxMsgpackLoader:
+    """Flax / JAX msgpack state dicts (`flax.serialization.to_bytes`, transformers' `flax_model.msgpack`)."""
+
+    name: ClassVar[str] = FORMAT
+    extensions: ClassVar[tuple[str, ...]] = (".msgpack",)
+
+    def claim(self, probe: Probe) -> Claim | None:
+        return Claim.EXACT if _sniff(probe) else None
+
+    def load(self, probe: Probe) -> Checkpoint:
+        if not probe.head or probe.head[0] not in MAP_STARTS:
+            raise FormatError(probe.path, FORMAT, "the file does not open with a msgpack map")
+        walk = _Walk(probe)
+        walk.value((), 0)
+        end = walk.cur.pos
+        if end > walk.laid:
+            walk.regions.append(Region(RegionKind.METADATA, walk.laid, end - walk.laid, "msgpack tree (maps, keys)"))
+        findings = []
+        if end < probe.size:
+            findings.append(
+                Finding(
+                    "TRAILING_BYTES",
+                    Severity.WARNING,
+                    f"{probe.size - end:,} bytes after the msgpack map (flax's msgpack_restore refuses them)",
+                )
+            )
+        tops = {a.path[0] for a in walk.arrays if a.path}
+        collections = "params" in tops
+        tensors = []
+        for a in walk.arrays:
+            kind, section, layer = _kind(a.path, collections)
+            tensors.append(
+                TensorInfo(
+                    a.name,
+                    a.shape,
+                    a.dtype,
+                    a.nbytes,
+                    a.offset,
+                    kind=kind,
+                    trainable=kind is TensorKind.PARAMETER,
+                    section=section,
+                    layer=layer,
+                    param=a.path[-1] if a.path else None,
+                    notes=a.notes,
+                )  # fmt: skip
+            )
+        attributes = {"flax.collections": ", ".join(sorted(tops & COLLECTIONS.keys() if collections else ())) or "-"}
+        if walk.scalars:
+            shown = ", ".join(walk.scalars[:8]) + (", ..." if len(walk.scalars) > 8 else "")
+            attributes["flax.scalars"] = f"{len(walk.scalars):,} ({shown})"
+        if walk.chunked:
+            attributes["flax.chunked_arrays"] = f"{walk.chunked:,}"
+        return single_file(probe, FORMAT, "flax", tensors, walk.regions, attributes, findings)
