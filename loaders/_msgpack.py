@@ -43,7 +43,8 @@ class Cursor:
     """Values read in order from a file, through a window of bytes read at once.
 
     After `next()`: `kind`, `value` (an int, float or bool; the element count of a map or array; the payload length of
-    a str, bin or ext), `code` (an ext's type), and `pos` at the payload (str, bin, ext) or the next value.
+    a str, bin or ext), `code` (an ext's type), and `pos` at the payload (str, bin, ext) or the next value. `context`
+    (the caller's path in its tree, names joined with '/') is told in error messages, made only then.
     """
 
     def __init__(self, probe: Probe, fmt: str, pos: int = 0, window_end: int | None = None) -> None:
@@ -52,6 +53,7 @@ class Cursor:
         self.window_end = probe.size if window_end is None else window_end  # (a claim reads ahead within the head)
         self.buf, self.buf_at = b"", pos
         self.kind, self.value, self.code = NIL, 0, 0
+        self.context: tuple[str, ...] = ()
 
     def _take(self, n: int, what: str) -> bytes:
         at = self.pos - self.buf_at
@@ -60,7 +62,7 @@ class Cursor:
                 raise TruncatedFileError(
                     self.probe.path,
                     self.fmt,
-                    f"{what} ends at byte {self.pos + n:,} but the file has {self.end:,} bytes",
+                    f"{self._where(what)} ends at byte {self.pos + n:,} but the file has {self.end:,} bytes",
                     self.pos,
                 )
             size = max(n, min(WINDOW, self.window_end - self.pos))
@@ -95,16 +97,30 @@ class Cursor:
             if self.kind == EXT:
                 self.code = self._take(1, what)[0]
         else:
-            raise FormatError(self.probe.path, self.fmt, f"byte 0x{b:02x} is no msgpack type ({what})", start)
+            where = self._where(what)
+            raise FormatError(self.probe.path, self.fmt, f"byte 0x{b:02x} is no msgpack type ({where})", start)
         if self.kind in (STR, BIN, EXT) and self.pos + self.value > self.end:
             raise TruncatedFileError(
                 self.probe.path,
                 self.fmt,
-                f"{what} of {self.value:,} bytes ends at byte {self.pos + self.value:,} but the file has "
+                f"{self._where(what)} of {self.value:,} bytes ends at byte {self.pos + self.value:,} but the file has "
                 f"{self.end:,} bytes",
                 start,
             )
         return self.kind
+
+    def peek(self, n: int) -> bytes:
+        """Up to `n` bytes from the cursor on (fewer at the end of the file), the cursor left where it is."""
+        n = min(n, self.end - self.pos)
+        at = self.pos - self.buf_at
+        if at < 0 or at + n > len(self.buf):
+            self._take(n, "value")
+            self.pos -= n
+            at = 0
+        return self.buf[at : at + n]
+
+    def _where(self, what: str) -> str:
+        return f"{what} in {'/'.join(self.context)!r}" if self.context else what
 
     def text(self, what: str) -> str:
         """The payload of the str just read."""
