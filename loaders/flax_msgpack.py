@@ -34,6 +34,7 @@ from inspector.errors import FormatError, InspectorError, LimitExceededError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from inspector.recordtype import record
+from loaders import FLAX_MAPS
 from loaders import _msgpack as mp
 from loaders.base import MAX_DIMS, MAX_TENSORS, Claim, check_shape, single_file
 
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     from typing import ClassVar
 
 FORMAT = "flax-msgpack"
-MAP_STARTS = (*range(0x80, 0x90), 0xDE, 0xDF)  # fixmap, map 16, map 32: what `to_bytes` of a state dict opens with
 NDARRAY, COMPLEX, NPSCALAR = 1, 2, 3  # flax's `_MsgpackExtType`
 ARRAY_EXTS = (NDARRAY, NPSCALAR)
 CHUNKED = "__msgpack_chunked_array__"
@@ -112,7 +112,7 @@ class _Walk:
         for i in range(n):
             key = self.key(path) if kind == mp.MAP else str(i)
             if key == CHUNKED and i == 0:
-                self.chunks(path, n, depth)
+                self.chunks(path, n)
                 return
             self.value((*path, key), depth + 1)
 
@@ -181,7 +181,7 @@ class _Walk:
             raise self.error(f"array {name!r}: its data is no bin", start)
         return dims, numpy_name, cur.value
 
-    def chunks(self, path: tuple[str, ...], n: int, depth: int) -> None:
+    def chunks(self, path: tuple[str, ...], n: int) -> None:
         """The rest of a chunked array's map (its marker key read): its shape, then its pieces, each a tensor named by
         the flat elements it holds (`name[0:268435456]`), as a partitioned variable's slices are."""
         name = _name(path)
@@ -307,7 +307,7 @@ class _Sniff(_Walk):
 def _sniff(probe: Probe) -> bool:
     """A map at byte 0 whose walk within the head reaches a flax array, its header whole, before anything that is not
     flax's (the tree's keys before it: a few hundred bytes in the files transformers and flax write)."""
-    if not probe.head or probe.head[0] not in MAP_STARTS:
+    if not probe.head.startswith(FLAX_MAPS):
         return False
     try:
         _Sniff(probe, len(probe.head)).value((), 0)
@@ -328,8 +328,8 @@ class FlaxMsgpackLoader:
         return Claim.EXACT if _sniff(probe) else None
 
     def load(self, probe: Probe) -> Checkpoint:
-        if not probe.head or probe.head[0] not in MAP_STARTS:
-            raise FormatError(probe.path, FORMAT, "the file does not open with a msgpack map")
+        if not probe.head.startswith(FLAX_MAPS):
+            raise FormatError(probe.path, FORMAT, "the file does not open with a msgpack map and a str key")
         walk = _Walk(probe)
         walk.value((), 0)
         end = walk.cur.pos
