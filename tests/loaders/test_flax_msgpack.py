@@ -5,8 +5,11 @@ hostile msgpack made by hand."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import struct
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -80,58 +83,41 @@ def test_sample_regions_tile_structure_headers_and_data() -> None:
     assert ckpt.attributes["flax.scalars"] == "1 (step)"
 
 
-# -- files flax writes in the test --------------------------------------------------------------------------------
+# -- files flax writes in the test (in its own process: jax, once imported, warns at every os.fork) -------------------
 
 
-def _flax() -> Any:
-    pytest.importorskip("flax")
-    import flax.linen as nn
-    import jax
-    import jax.numpy as jnp
-
-    class Net(nn.Module):
-        @nn.compact
-        def __call__(self, x: Any) -> Any:
-            x = nn.Conv(4, (3, 3))(x)
-            x = nn.BatchNorm(use_running_average=True)(x)
-            x = nn.Dense(5)(x.reshape((x.shape[0], -1)))
-            return nn.LayerNorm()(x)
-
-    model = Net()
-    return model, model.init(jax.random.PRNGKey(0), jnp.ones((1, 4, 4, 2)))
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The files `flax_writer.py` writes with flax, and what jax counts of them."""
+    if importlib.util.find_spec("flax") is None:
+        pytest.skip("flax not installed")
+    out = tmp_path_factory.mktemp("flax")
+    script = Path(__file__).with_name("flax_writer.py")
+    proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return out, json.loads((out / "facts.json").read_text())
 
 
-def _restored(path: Path) -> dict[str, Any]:
-    from flax import serialization
-    from flax.traverse_util import flatten_dict
-
-    tree = serialization.msgpack_restore(path.read_bytes())
-    return {"/".join(k): v for k, v in flatten_dict(tree).items() if isinstance(v, (np.ndarray, np.generic))}
-
-
-def _size(tree: Any) -> int:
-    import jax
-
-    return int(sum(np.size(leaf) for leaf in jax.tree_util.tree_leaves(tree)))
+def _restored(folder: Path, name: str) -> dict[str, np.ndarray]:
+    """flax's own restore of the file (its array leaves by '/'-joined path; bfloat16 as raw 16 bits)."""
+    with np.load(folder / f"{name}.npz") as arrays:
+        return {k: arrays[k] for k in arrays.files}
 
 
 @pytest.mark.reference
-def test_variables_offsets_and_counts_against_flax(tmp_path: Path) -> None:
-    from flax import serialization
-
-    _, variables = _flax()
-    path = tmp_path / "vars.msgpack"
-    path.write_bytes(serialization.to_bytes(variables))
+def test_variables_offsets_and_counts_against_flax(written: tuple[Path, dict[str, Any]]) -> None:
+    folder, facts = written
+    path = folder / "vars.msgpack"
     ckpt = load(path)
     check_invariants(ckpt)
-    assert elements(ckpt, TensorKind.PARAMETER) == _size(variables["params"])
-    assert elements(ckpt, TensorKind.BUFFER) == _size(variables["batch_stats"])
-    raw, restored = path.read_bytes(), _restored(path)
+    assert elements(ckpt, TensorKind.PARAMETER) == facts["vars"]["params"]
+    assert elements(ckpt, TensorKind.BUFFER) == facts["vars"]["batch_stats"]
+    raw, restored = path.read_bytes(), _restored(folder, "vars")
     assert {t.name for t in ckpt.tensors} == set(restored)
     for t in ckpt.tensors:
-        array = np.asarray(restored[t.name])
+        array = restored[t.name]
         assert t.offset is not None and raw[t.offset : t.offset + t.nbytes] == array.tobytes()
-        assert (t.shape, t.dtype) == (array.shape, CANONICAL[array.dtype.name])
+        assert (t.shape, t.dtype) == (array.shape, CANONICAL[facts["vars"]["dtypes"][t.name]])
     norm = {t.param: t for t in ckpt.tensors if t.layer == "BatchNorm_0"}
     assert {p: t.kind for p, t in norm.items()} == {
         "scale": TensorKind.PARAMETER, "bias": TensorKind.PARAMETER, "mean": TensorKind.BUFFER, "var": TensorKind.BUFFER
@@ -144,48 +130,34 @@ def test_variables_offsets_and_counts_against_flax(tmp_path: Path) -> None:
 
 
 @pytest.mark.reference
-def test_train_state_optimizer_state(tmp_path: Path) -> None:
-    import optax
-    from flax import serialization
-    from flax.training import train_state
-
-    model, variables = _flax()
-    state = train_state.TrainState.create(apply_fn=model.apply, params=variables["params"], tx=optax.adamw(1e-3))
-    path = tmp_path / "state.msgpack"
-    path.write_bytes(serialization.to_bytes(state))
+def test_train_state_optimizer_state(written: tuple[Path, dict[str, Any]]) -> None:
+    folder, facts = written
+    path = folder / "state.msgpack"
     ckpt = load(path)
-    assert elements(ckpt, TensorKind.PARAMETER) == _size(state.params)
-    assert elements(ckpt, TensorKind.OPTIMIZER) == _size(state.opt_state)
+    assert elements(ckpt, TensorKind.PARAMETER) == facts["state"]["params"]
+    assert elements(ckpt, TensorKind.OPTIMIZER) == facts["state"]["opt_state"]
     assert {t.section for t in ckpt.tensors if t.kind is TensorKind.OPTIMIZER} == {"opt_state"}
     assert ckpt.attributes["flax.collections"] == "opt_state, params" and ckpt.attributes["flax.scalars"] == "1 (step)"
     assert not warnings_of(path)
 
 
 @pytest.mark.reference
-def test_chunked_arrays_scalars_and_dtypes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """flax splits an array over MAX_CHUNK_SIZE bytes into flat pieces (made small here, flax's own code writing them):
-    each piece a tensor at its bytes; numpy scalars, bfloat16 and int8 arrays; Python scalars are no tensors."""
-    pytest.importorskip("flax")
-    import jax.numpy as jnp
-    from flax import serialization
-
-    monkeypatch.setattr(serialization, "MAX_CHUNK_SIZE", 64)
-    table = np.arange(100, dtype=np.float32).reshape(25, 4)
-    tree = {"params": {"emb": {"embedding": table}, "q": {"kernel": jnp.ones((3, 2), jnp.bfloat16)},
-                       "i": {"bias": np.arange(5, dtype=np.int8)}},
-            "step": np.int64(7), "z": 1 + 2j, "name": "run", "none": None, "seq": [1, 2.5]}  # fmt: skip
-    path = tmp_path / "chunked.msgpack"
-    path.write_bytes(serialization.msgpack_serialize(tree))
+def test_chunked_arrays_scalars_and_dtypes(written: tuple[Path, dict[str, Any]]) -> None:
+    """flax splits an array over MAX_CHUNK_SIZE bytes into flat pieces (made small, flax's own code writing them): each
+    piece a tensor at its bytes; numpy scalars, bfloat16 and int8 arrays; Python scalars are no tensors."""
+    folder, facts = written
+    path = folder / "chunked.msgpack"
     ckpt = load(path)
     check_invariants(ckpt)
+    table = _restored(folder, "chunked")["params/emb/embedding"]
     pieces = [t for t in ckpt.tensors if t.name.startswith("params/emb/embedding[")]
     assert len(pieces) == 7 and sum(t.n_elements for t in pieces) == table.size
     raw = path.read_bytes()
-    flat = b"".join(raw[t.offset : t.offset + t.nbytes] for t in pieces)  # type: ignore[operator]
-    assert flat == serialization.msgpack_restore(raw)["params"]["emb"]["embedding"].tobytes()
-    assert elements(ckpt, TensorKind.PARAMETER) == 100 + 6 + 5
+    assert b"".join(raw[t.offset : t.offset + t.nbytes] for t in pieces) == table.tobytes()  # type: ignore[operator]
+    assert elements(ckpt, TensorKind.PARAMETER) == facts["chunked"]["params"]
     dtypes = {t.name: t.dtype for t in ckpt.tensors}
     assert dtypes["params/q/kernel"] == "BF16" and dtypes["params/i/bias"] == "I8" and dtypes["step"] == "I64"
+    assert facts["chunked"]["dtypes"]["params/q/kernel"] == "bfloat16"
     step = next(t for t in ckpt.tensors if t.name == "step")
     assert step.shape == () and step.kind is TensorKind.OTHER
     assert ckpt.attributes["flax.chunked_arrays"] == "1"
@@ -196,24 +168,21 @@ def test_chunked_arrays_scalars_and_dtypes(tmp_path: Path, monkeypatch: pytest.M
 
 
 @pytest.mark.reference
-def test_diff_pairs_flax_with_torch_layout_safetensors(tmp_path: Path) -> None:
+def test_diff_pairs_flax_with_torch_layout_safetensors(written: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     """The same weights in PyTorch's names and layouts (kernels transposed as torch stores them), safetensors: every
     tensor pairs by its normalised name, the kernels as the same tensor transposed."""
-    from flax import serialization
     from safetensors.numpy import save_file
 
-    _, variables = _flax()
-    path = tmp_path / "vars.msgpack"
-    path.write_bytes(serialization.to_bytes(variables))
+    folder, _ = written
     torch_names = {"kernel": "weight", "scale": "weight", "mean": "running_mean", "var": "running_var"}
     state = {}
-    for name, array in _restored(path).items():
+    for name, array in _restored(folder, "vars").items():
         _, module, leaf = name.split("/")
         if leaf == "kernel":
             array = array.transpose(3, 2, 0, 1) if array.ndim == 4 else array.T
         state[f"{module}.{torch_names.get(leaf, leaf)}"] = np.ascontiguousarray(array)
     save_file(state, tmp_path / "torch.safetensors")
-    a, b = load(path), load(tmp_path / "torch.safetensors")
+    a, b = load(folder / "vars.msgpack"), load(tmp_path / "torch.safetensors")
     d = diff(a, b, match(a, b))
     assert len(d.pairs) == len(state) and {p.how for p in d.pairs} == {"normalised"}
     assert d.verdict == "equivalent"
@@ -223,12 +192,9 @@ def test_diff_pairs_flax_with_torch_layout_safetensors(tmp_path: Path) -> None:
 
 
 @pytest.mark.reference
-def test_trailing_bytes_are_a_finding(tmp_path: Path) -> None:
-    from flax import serialization
-
-    _, variables = _flax()
+def test_trailing_bytes_are_a_finding(written: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     path = tmp_path / "vars.msgpack"
-    path.write_bytes(serialization.to_bytes(variables) + b"\0" * 10)
+    path.write_bytes((written[0] / "vars.msgpack").read_bytes() + b"\0" * 10)
     ckpt = load(path)
     check_invariants(ckpt)
     assert [f.code for f in ckpt.findings] == ["TRAILING_BYTES"]
