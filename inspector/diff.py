@@ -73,6 +73,12 @@ class NamingRule:
 NAMING_RULES: tuple[NamingRule, ...] = (
     NamingRule("mxnet.arg_aux", r"^(?:arg|aux):", "", "MXNet Module.save_checkpoint / HybridBlock.export"),
     NamingRule("keras.variable_suffix", r":\d+$", "", "Keras 2 / tf.keras weight names"),
+    # Flax's msgpack trees (`loaders.flax_msgpack`: '/'-joined paths, before they become dotted): the variables'
+    # collections, BatchNorm's statistics, a norm's scale and Embed's table as PyTorch names them
+    NamingRule("flax.params", r"^params/", "", "flax variables dict / TrainState params collection"),
+    NamingRule("flax.batch_stats", r"^batch_stats/(.+/)(mean|var)$", r"\1running_\2", "flax BatchNorm batch_stats"),
+    NamingRule("flax.scale", r"(?<=/)scale$", "weight", "flax norm scale vs PyTorch weight"),
+    NamingRule("flax.embedding", r"(?<=/)embedding$", "weight", "flax Embed table vs PyTorch weight"),
     NamingRule("path.slash", r"/", ".", "HDF5 and Keras paths"),
     NamingRule(
         "hf.base_model_prefix",

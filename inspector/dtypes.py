@@ -269,3 +269,18 @@ TFLITE_TYPES: dict[int, str] = {
     19: "I2",
     20: "U4",
 }
+
+# numpy's `dtype.name` (with ml_dtypes' types, as jax names them) -> (canonical name, bytes per element as numpy
+# holds it): the dtype names flax's msgpack arrays carry (`flax.serialization._ndarray_to_bytes`). ml_dtypes holds its
+# 2-, 4- and 6-bit types a byte an element.
+FLAX_DTYPES: dict[str, tuple[str, int]] = {
+    "float64": ("F64", 8), "float32": ("F32", 4), "float16": ("F16", 2), "bfloat16": ("BF16", 2),
+    "int64": ("I64", 8), "int32": ("I32", 4), "int16": ("I16", 2), "int8": ("I8", 1),
+    "uint64": ("U64", 8), "uint32": ("U32", 4), "uint16": ("U16", 2), "uint8": ("U8", 1),
+    "bool": ("BOOL", 1), "complex64": ("C64", 8), "complex128": ("C128", 16),
+    "float8_e4m3fn": ("F8_E4M3", 1), "float8_e5m2": ("F8_E5M2", 1), "float8_e4m3fnuz": ("F8_E4M3FNUZ", 1),
+    "float8_e5m2fnuz": ("F8_E5M2FNUZ", 1), "float8_e4m3b11fnuz": ("F8_E4M3B11FNUZ", 1),
+    "float8_e8m0fnu": ("F8_E8M0", 1),
+    "int4": ("I4", 1), "uint4": ("U4", 1), "int2": ("I2", 1), "uint2": ("U2", 1),
+    "float4_e2m1fn": ("F4", 1), "float6_e2m3fn": ("F6_E2M3", 1), "float6_e3m2fn": ("F6_E3M2", 1),
+}  # fmt: skip

@@ -43,8 +43,14 @@ if TYPE_CHECKING:
     Recipe = tuple[type[LayerSpec], tuple[Any, ...], dict[str, Any]]  # a spec's class and its arguments but its name
 
 GATE_CELLS: dict[int, type[Recurrent]] = {1: SimpleRNN, 3: GRU, 4: LSTM}
-# TensorFlow (TF1 Saver, tf.train.Checkpoint) keeps Keras's layouts: (in, out) kernels, counted moving statistics
-FRAMEWORK_CONVENTIONS = {"keras": Convention.KERAS, "tensorflow": Convention.KERAS, "mxnet": Convention.MXNET}
+# TensorFlow (TF1 Saver, tf.train.Checkpoint) keeps Keras's layouts: (in, out) kernels, counted moving statistics;
+# Flax's kernels are (in, out) and (kh, kw, in, out) too, its statistics buffers apart (batch_stats)
+FRAMEWORK_CONVENTIONS = {
+    "keras": Convention.KERAS,
+    "tensorflow": Convention.KERAS,
+    "mxnet": Convention.MXNET,
+    "flax": Convention.KERAS,
+}
 # Roles whose rule names the layer itself (RNN layers 'rnn.l0', Keras and MXNet layers, positional arrays):
 # the role's layer is the module. Elsewhere a dotted name's module is the name without its last part.
 # A peft adapter's factor (LoRA's and others') has the module it adapts as layer: one adapted module, one module.

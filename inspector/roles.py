@@ -494,6 +494,10 @@ KERAS_PARAM_ROLES = {
     "mean": Role.NORM_STAT,
     "variance": Role.NORM_STAT,
     "count": Role.NORM_STAT,
+    # flax.linen's own names (`loaders.flax_msgpack` states layer and param as Keras's loaders do): Embed's table,
+    # BatchNorm's variance in its batch_stats (its `mean` is above, its `scale` too)
+    "embedding": Role.EMBEDDING,
+    "var": Role.NORM_STAT,
 }
 
 
@@ -516,7 +520,7 @@ def _keras_layer_role(layer: str) -> Role | None:
     return next((role for name, role in KERAS_LAYER_ROLES if name.fullmatch(own)), None)
 
 
-def _keras(t: TensorInfo, recurrent_layers: set[str]) -> RoleMatch | None:
+def _keras(t: TensorInfo, recurrent_layers: set[str], normed_layers: set[str]) -> RoleMatch | None:
     if t.layer is None or t.param is None:
         return None
     param = t.param.removesuffix(":0")
@@ -525,6 +529,8 @@ def _keras(t: TensorInfo, recurrent_layers: set[str]) -> RoleMatch | None:
     if role is None and param in ("kernel", "bias"):
         if t.layer in recurrent_layers:
             role = Role.RNN_INPUT if param == "kernel" else Role.RNN_BIAS
+        elif t.layer in normed_layers:
+            role = Role.NORM
         else:
             role = Role.CONV if len(t.shape) >= 3 or (param == "bias" and _is_conv_bias(t)) else Role.DENSE
     if role is None:
@@ -763,6 +769,8 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
     source = SOURCE_NAMED.get(ckpt.framework)
     by_source = FAMILY_MATCHERS[source] if source is not None else None
     recurrent_layers = {t.layer for t in ckpt.tensors if t.layer and (t.param or "").startswith("recurrent_kernel")}
+    # a Flax norm (LayerNorm, BatchNorm, GroupNorm, RMSNorm) holds `scale` and `bias`: its bias is the norm's shift
+    normed_layers = {t.layer or "" for t in ckpt.tensors if t.param == "scale"} if ckpt.framework == "flax" else set()
     results: dict[str, RoleMatch] = {}
     optimizer, buffer, generic = TensorKind.OPTIMIZER, TensorKind.BUFFER, GENERIC_RULES
     # the layers the passes after the rules look at, gathered as the rules answer: with a recurrent kernel, with
@@ -812,7 +820,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
             else:
                 found = None if shape == () else _by_rule(t, matcher)
         else:
-            found = (t.layer is not None and _keras(t, recurrent_layers)) or _by_rule(t, matcher)
+            found = (t.layer is not None and _keras(t, recurrent_layers, normed_layers)) or _by_rule(t, matcher)
         if t.use is not None and found is not None and found.rule_id in generic:
             found = _as_used(found, t.use)
         if found is None and t.kind is buffer and t.use is None:  # (in the source's module, where a loader names it)

@@ -376,6 +376,7 @@ READERS: Mapping[str, Reader] = MappingProxyType(
         "hdf5": HDF5,
         "keras3-zip": HDF5,
         "tflite": RAW,  # (a constant's buffer data; a sparse one's values only: not dense, not read)
+        "flax-msgpack": RAW,  # (an array's bin data; a chunked array's pieces apart: no one offset, not read)
     }
 )
 HDF5_MEMBER: Mapping[str, str] = MappingProxyType({"keras3-zip": "model.weights.h5"})  # HDF5 inside a zip

@@ -157,6 +157,9 @@ TORCH_LEGACY = tuple(
     )
 )
 
+# what flax's `to_bytes` opens with: a fixmap of 1-15 entries and its first key, a str (fixstr or str 8), or a map 16
+# or 32 (a safetensors file, whose first byte is its header length's lowest, is seldom asked)
+FLAX_MAPS = (*(bytes([m, k]) for m in range(0x81, 0x90) for k in (*range(0xA0, 0xC0), 0xD9)), b"\xde", b"\xdf")
 # Every built-in format, in the order loaders are asked (the strongest claim wins; the order breaks no ties).
 FORMATS: tuple[Format, ...] = (
     Format("safetensors", "loaders.safetensors:SafetensorsLoader", json_at=8),  # after 8 bytes of header length
@@ -171,6 +174,8 @@ FORMATS: tuple[Format, ...] = (
     Format("gguf", "loaders.gguf:GgufLoader", starts=(b"GGUF",)),
     Format("onnx", "loaders.onnx:OnnxLoader", starts=(b"\x08",)),  # field 1 (ir_version), a varint
     Format("tflite", "loaders.tflite:TfliteLoader", starts=(b"TFL3",), at=4),  # the FlatBuffer's file identifier
+    # a msgpack map and its first key (FLAX_MAPS: `loaders.flax_msgpack` claims nothing else)
+    Format("flax-msgpack", "loaders.flax_msgpack:FlaxMsgpackLoader", starts=FLAX_MAPS),
     Format(
         "tensorflow-checkpoint",
         "loaders.tf_checkpoint:TfCheckpointLoader",

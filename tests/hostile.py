@@ -10,7 +10,7 @@ from tests.conftest import FIXTURES, SAMPLES
 # Every real checkpoint we have, by folder; new samples are picked up automatically.
 FIXTURE_DIRS = ("safetensors", "numpy", "torch", "keras", "mxnet", "hdf5", "gguf", "onnx")
 SAMPLE_SUFFIXES = (".safetensors", ".npz", ".npy", ".pt", ".pth", ".bin", ".h5", ".keras", ".params", ".json")
-SAMPLE_SUFFIXES += (".gguf", ".onnx", ".tflite")
+SAMPLE_SUFFIXES += (".gguf", ".onnx", ".tflite", ".msgpack")
 MAX_SEED_BYTES = 256 * 1024
 
 

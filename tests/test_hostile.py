@@ -68,7 +68,9 @@ def test_empty_file(tmp_path: Path) -> None:
         load(path)
 
 
-@pytest.mark.parametrize("ext", [".pt", ".safetensors", ".h5", ".npz", ".params", ".bin", ".gguf", ".onnx", ".tflite"])
+@pytest.mark.parametrize(
+    "ext", [".pt", ".safetensors", ".h5", ".npz", ".params", ".bin", ".gguf", ".onnx", ".tflite", ".msgpack"]
+)
 def test_random_bytes_with_a_checkpoint_extension(tmp_path: Path, ext: str) -> None:
     path = tmp_path / f"model{ext}"
     path.write_bytes(os.urandom(4096))
