@@ -745,11 +745,17 @@ def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
 )
 def test_the_new_families_state_dicts_in_transformers_names(zoo, case: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # what a torch.save of the model transformers loads from the zoo's files writes: its own names and fused experts
+    _state_dict_reads_as(zoo, case, "AutoModelForCausalLM", layout, tmp_path)
+
+
+def _state_dict_reads_as(zoo, case: str, auto: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A torch.save of the model transformers' `auto` class loads from the zoo's files, with its config beside it:
+    the family `layout` from the config, matching, and the zoo's count."""
     import torch
     import transformers
 
     folder, n = zoo(case)
-    model = transformers.AutoModelForCausalLM.from_pretrained(folder)
+    model = getattr(transformers, auto).from_pretrained(folder)
     torch.save(model.state_dict(), tmp_path / "pytorch_model.bin")
     shutil.copy(folder / "config.json", tmp_path / "config.json")
     report = inspect(tmp_path / "pytorch_model.bin")
@@ -1051,17 +1057,7 @@ def test_a_bias_flag_the_config_states_sizes_a_module_the_file_lacks(
 def test_vision_language_state_dicts_in_transformers_names(zoo, case: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # a torch.save of the model transformers loads from the zoo's files: the language model under model.language_model.
     # (Qwen2.5-VL's checkpoints hold it under model.), the experts fused
-    import torch
-    import transformers
-
-    folder, n = zoo(case)
-    model = transformers.AutoModelForImageTextToText.from_pretrained(folder)
-    torch.save(model.state_dict(), tmp_path / "pytorch_model.bin")
-    shutil.copy(folder / "config.json", tmp_path / "config.json")
-    report = inspect(tmp_path / "pytorch_model.bin")
-    exp = report.expectation
-    assert report.checkpoint.n_parameters == n
-    assert exp is not None and exp.source == "config" and exp.architecture == layout and exp.matches
+    _state_dict_reads_as(zoo, case, "AutoModelForImageTextToText", layout, tmp_path)
 
 
 def test_a_vision_tower_the_config_states_deeper_than_the_files_is_reported(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
