@@ -503,21 +503,23 @@ KERAS_PARAM_ROLES = {
 
 # A Keras layer's variables' role by the layer's own name (the last part of its path): Keras's MultiHeadAttention names
 # its projections so (EinsumDense layers: a (d, heads, head_dim) kernel, no conv), whatever holds it (keras-hub's
-# blocks' attention too); keras-hub's position embeddings (`position_embedding`, `encoder_position_embedding`)
-KERAS_LAYER_ROLES = (
-    (re.compile("query"), Role.ATTN_Q),
-    (re.compile("key"), Role.ATTN_K),
-    (re.compile("value"), Role.ATTN_V),
-    (re.compile("attention_output"), Role.ATTN_O),
-    (re.compile(r"\w*position_embedding"), Role.POSITION_EMBEDDING),
-)
+# blocks' attention too). Names, not patterns: read in every run, they cost no compile (issue 16)
+KERAS_LAYER_ROLES = {"query": Role.ATTN_Q, "key": Role.ATTN_K, "value": Role.ATTN_V, "attention_output": Role.ATTN_O}
+# ... and by the end of it, after a word (keras-hub's `position_embedding`, `encoder_position_embedding`)
+KERAS_LAYER_END_ROLES = (("position_embedding", Role.POSITION_EMBEDDING),)
 KERAS_NAMED_PARAMS = frozenset({"kernel", "bias", "embeddings"})  # the variables whose layer's name says more
 
 
 def _keras_layer_role(layer: str) -> Role | None:
-    """The role `KERAS_LAYER_ROLES` gives a layer's kernel, bias or embeddings, or None."""
+    """The role `KERAS_LAYER_ROLES` or `KERAS_LAYER_END_ROLES` gives a layer's kernel, bias or embeddings, or None."""
     own = layer.rpartition("/")[2]
-    return next((role for name, role in KERAS_LAYER_ROLES if name.fullmatch(own)), None)
+    role = KERAS_LAYER_ROLES.get(own)
+    if role is None:
+        for end, by_end in KERAS_LAYER_END_ROLES:
+            word = own[: -len(end)]  # (what `\w*` before the end would match: letters, digits, underscores)
+            if own.endswith(end) and (not word or word.replace("_", "a").isalnum()):
+                return by_end
+    return role
 
 
 def _keras(t: TensorInfo, recurrent_layers: set[str], normed_layers: set[str]) -> RoleMatch | None:
