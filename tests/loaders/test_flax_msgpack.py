@@ -65,7 +65,7 @@ def test_sample_roles_and_layers() -> None:
     ckpt = load(FLAX / "bert_tiny" / "flax_model.msgpack")
     roles = {r.name: (r.role, r.layer) for r in analyse(ckpt).roles}
     layer = "bert/encoder/layer/0/attention/self/query"
-    assert roles[f"{layer}/kernel"] == ("attention_query", layer) and roles[f"{layer}/bias"] == ("attention_query", layer)
+    assert roles[f"{layer}/kernel"] == roles[f"{layer}/bias"] == ("attention_query", layer)
     dense = "bert/encoder/layer/0/intermediate/dense"
     assert roles[f"{dense}/kernel"] == ("dense", dense) and roles[f"{dense}/bias"] == ("dense", dense)
     assert roles["bert/embeddings/word_embeddings/embedding"][0] == "embedding"
