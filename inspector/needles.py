@@ -209,7 +209,11 @@ def _prefix(words: list[str]) -> str:
     return low[:n]
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # the tables read off the rule tables' patterns: their needles and their programs
     import os
 
-    write(os.path.join(os.path.dirname(os.path.abspath(__file__)), "rule_needles.py"))
+    from inspector import regexes
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    write(os.path.join(here, "rule_needles.py"))
+    regexes.write(os.path.join(here, "regex_programs.py"))

@@ -15,6 +15,7 @@ from enum import StrEnum
 from operator import attrgetter
 from sys import intern
 
+from inspector import regexes
 from inspector.needles import DIGITS, Split, spelled, split
 from inspector.quantized import BNB_STATE_NAMES, MLX_STATE, PACKINGS, SIDE_TENSOR_NAMES
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
@@ -349,7 +350,7 @@ class Matcher:
     def regex(self, index: int) -> re.Pattern[str]:
         compiled = self.regexes[index]
         if compiled is None:
-            compiled = self.regexes[index] = re.compile(self.rules[index].pattern)
+            compiled = self.regexes[index] = regexes.compile(self.rules[index].pattern)
         return compiled
 
     @property

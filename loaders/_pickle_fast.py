@@ -220,6 +220,30 @@ def _patterns(index_bits: int, short: int, counted: bool) -> tuple[re.Pattern[by
     """(exactly RUN tokens, or None for a scan not `counted`; any run of tokens): the opcodes admitted, LONG_BINPUT
     below 2**index_bits, strings and bytes of up to `short` bytes (the scan loop steps over longer ones, and over
     LONG1 integers: their 17 alternatives were 0.2 ms of the pattern's compile, and torch writes few)."""
+    from inspector import regexes
+
+    token = _token(index_bits, short)
+    # (DOTALL: '.' matches any byte, as [\s\S] would, and the scan is about a fifth faster with it)
+    exact = regexes.compile(token + rb"{%d}+" % RUN, DOTALL) if counted else None
+    return exact, regexes.compile(token + rb"*+", DOTALL)
+
+
+DOTALL = int(re.DOTALL)
+
+
+def small_scan_pattern() -> tuple[bytes, int]:
+    """The pattern (and flags) a pickle under SMALL bytes is scanned with: the one whose program is written with the
+    package (`inspector.regexes`)."""
+    return _token(_index_bits(SMALL - 1), SMALL_SHORT) + rb"*+", DOTALL
+
+
+def _index_bits(size: int) -> int:
+    """The bits of the LONG_BINPUT indices the scan admits in a pickle of `size` bytes (a power of two near it)."""
+    return min(31, max(20, size.bit_length() + 1))
+
+
+def _token(index_bits: int, short: int) -> bytes:
+    """One admitted opcode with its arguments, as a pattern (see `_patterns`)."""
     top = (1 << (index_bits - 24)) - 1 if index_bits > 24 else 0
     third = 0xFF if index_bits > 24 else (1 << (index_bits - 16)) - 1
     index = rb".{2}[\x00-" + re.escape(bytes([third])) + rb"][\x00-" + re.escape(bytes([top])) + rb"]"
@@ -234,10 +258,7 @@ def _patterns(index_bits: int, short: int, counted: bool) -> tuple[re.Pattern[by
         rb"c[^\n]{1,255}\n[^\n]{1,255}\n",  # GLOBAL
         _counted(b"\x8cUC", 1, short),  # SHORT_BINUNICODE, SHORT_BINSTRING, SHORT_BINBYTES
     ]
-    token = rb"(?:" + b"|".join(tokens) + rb")"
-    # (DOTALL: '.' matches any byte, as [\s\S] would, and the scan is about a fifth faster with it)
-    exact = re.compile(token + rb"{%d}+" % RUN, re.DOTALL) if counted else None
-    return exact, re.compile(token + rb"*+", re.DOTALL)
+    return rb"(?:" + b"|".join(tokens) + rb")"
 
 
 # length-prefixed opcodes and the width of their length, for strings and LONG1 the token pattern leaves to the scan
@@ -254,7 +275,7 @@ def _scan(data: bytes, caps: Any, complete: bool) -> tuple[bytes, int] | object 
 
     `complete`: `data` holds all the bytes the pickle may use; else stopping near its end gives `_MORE`.
     """
-    bits = min(31, max(20, len(data).bit_length() + 1))
+    bits = _index_bits(len(data))
     # Each opcode counted takes a byte of `data` at least (the end one more): a pickle shorter than the opcode cap
     # cannot reach it, and its runs are not counted RUN tokens at a time (the exact pattern, compiled only for longer
     # ones, was about 7 million of the 200 million instructions of a 128-tensor PyTorch run)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -267,6 +268,30 @@ def test_the_written_needles_are_the_rules_needles() -> None:
     assert table() == NEEDLES
     assert spelled_table() == SPELLED
     assert r"abc\.(?:xx|yy)" not in NEEDLES and split(r"abc\.(?:xx|yy)") == (("abc.",), (("xx", "yy"),))
+
+
+def test_the_written_regex_programs_are_the_patterns_programs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`inspector/regex_programs.py` is what `python -m inspector.needles` writes now, and each pattern made from it
+    is the one `re.compile` makes: the same program and flags (what `re.Pattern` equality compares) and groups. Under
+    another Python, or for a pattern not written or written with other flags, `compile` is `re.compile`."""
+    from inspector import regexes
+    from inspector.regex_programs import PROGRAMS, RUNTIME
+
+    if RUNTIME != regexes.runtime():
+        pytest.skip(f"the programs are written for {RUNTIME}, this is {regexes.runtime()}")
+    written = regexes.patterns()
+    assert {p: regexes.program(p, f) for p, f in written} == PROGRAMS
+    assert len(written) > 150 and any(isinstance(p, bytes) for p, _ in written)  # the rules and the pickle scan
+    for pattern, flags in written:
+        made, expected = regexes.compile(pattern, flags), re.compile(pattern, flags)
+        assert made is not expected  # (not `re`'s cached pattern)
+        assert (made, made.groupindex, made.groups) == (expected, expected.groupindex, expected.groups), pattern
+    pattern, flags = written[-1]
+    assert regexes.compile(pattern, 0) is re.compile(pattern, 0)  # other flags: `re`'s own
+    monkeypatch.setattr(regexes, "_programs", None)
+    monkeypatch.setattr(regexes, "runtime", lambda: (2, 7))
+    assert regexes.compile(pattern, flags) is re.compile(pattern, flags)  # another Python: `re`'s own
+    assert regexes._programs == {}
 
 
 @pytest.mark.parametrize(
