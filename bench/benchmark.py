@@ -17,6 +17,9 @@ posix_fadvise(DONTNEED): the cold-file cost, page-cache readahead included). The
 tiny-tensor scaling of safetensors and PyTorch zip files with the growth exponents log10(t10k / t1k) and
 log10(t100k / t10k). Targets (issue 16): <= 3x `python -c pass`, <= 1.3x `import h5py`, <= 20 MiB peak (non-HDF5),
 100,000 tensors <= 1.5 s and <= 200 MiB, exponent 10k -> 100k <= 1.05.
+`--instructions` adds, per format, the instructions of one run and of the reference counted by valgrind's cachegrind
+(`apt-get install valgrind`), and their ratio: exact and the same on a loaded machine, where the wall-time ratio is
+not (the interpreter's hash seed fixed, so that one run is every run).
 
 `--baselines`: a 1 GiB and a 2 GiB file of each format with 130 tensors, plus 10,000-tensor files; wall time
 (best of --repeat), peak memory and rchar of the inspector against each library's full load, and the targets
@@ -492,8 +495,27 @@ def _evict(path: Path) -> None:
                 os.close(fd)
 
 
-def startup_row(fmt: str, path: Path, runs: int) -> list[str]:
-    """Median whole-process time over `runs` alternating runs against the reference, peak RSS, bytes read."""
+def instructions(code: str, path: Path | None) -> int:
+    """Instructions one fresh `python -c` run (P = path) executes, counted by cachegrind."""
+    script = PRELUDE_IO + (f"P = {str(path)!r}\n" if path else "") + code + "\n"
+    valgrind = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    proc = subprocess.run([*valgrind, PYTHON, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          cwd=RUN_DIR, env={**os.environ, "PYTHONHASHSEED": "0"})  # fmt: skip
+    counted = [line.rpartition(" ")[2] for line in proc.stderr.decode().splitlines() if " I   refs:" in line]
+    if proc.returncode not in (0, 1) or not counted:
+        raise RuntimeError(f"{code!r} on {path} under cachegrind failed: {proc.stderr.decode()[-500:]}")
+    return int(counted[0].replace(",", ""))
+
+
+def instruction_cells(code: str, path: Path | None, ref_code: str) -> list[str]:
+    """Millions of instructions of a run and of its reference, and their ratio."""
+    mine, ref = instructions(code, path), instructions(ref_code, None)
+    return [f"{mine / 1e6:.1f}", f"{ref / 1e6:.1f}", f"{mine / ref:.2f}x"]
+
+
+def startup_row(fmt: str, path: Path, runs: int, counted: bool = False) -> list[str]:
+    """Median whole-process time over `runs` alternating runs against the reference, peak RSS, bytes read (and with
+    `counted`, the instructions of a run and of the reference)."""
     ref_name, ref_code = REFERENCE.get(fmt, DEFAULT_REFERENCE)
     _run(INSPECTOR, path)  # warm the interpreter's own files
     mine: list[float] = []
@@ -511,7 +533,8 @@ def startup_row(fmt: str, path: Path, runs: int) -> list[str]:
     ratio = statistics.median(mine) / statistics.median(ref)
     return [fmt, f"{checkpoint_bytes(path):,}", f"{statistics.median(mine):.3f}", ref_name,
             f"{statistics.median(ref):.3f}", f"{ratio:.2f}x", f"{peak / 1024:.1f}", f"{rchar:,}",
-            f"{pulled:,}", f"{pages:,}", f"{(pulled - pages) / 1024:,.0f}"]  # fmt: skip
+            f"{pulled:,}", f"{pages:,}", f"{(pulled - pages) / 1024:,.0f}",
+            *(instruction_cells(INSPECTOR, path, ref_code) if counted else ())]  # fmt: skip
 
 
 def structure_pages(path: Path) -> int:
@@ -531,7 +554,7 @@ def structure_pages(path: Path) -> int:
     return len(touched) * page
 
 
-def floor_row(path: Path, runs: int) -> list[str]:
+def floor_row(path: Path, runs: int, counted: bool = False) -> list[str]:
     """The standard-library floor (`FLOOR`) on the safetensors file, against `python -c pass`, the same way."""
     _run(FLOOR, path)
     mine, ref = [], []
@@ -540,7 +563,8 @@ def floor_row(path: Path, runs: int) -> list[str]:
         ref.append(_run("pass", None)[0])
     ratio = statistics.median(mine) / statistics.median(ref)
     return ["(floor: argparse + json)", f"{checkpoint_bytes(path):,}", f"{statistics.median(mine):.3f}",
-            "python -c pass", f"{statistics.median(ref):.3f}", f"{ratio:.2f}x", "", "", "", "", ""]  # fmt: skip
+            "python -c pass", f"{statistics.median(ref):.3f}", f"{ratio:.2f}x", "", "", "", "", "",
+            *(instruction_cells(FLOOR, path, "pass") if counted else ())]  # fmt: skip
 
 
 def make_scaled(out: Path, fmt: str, n: int) -> Path:
@@ -568,8 +592,9 @@ def scaling_rows(out: Path, runs: int) -> list[list[str]]:
     return rows
 
 
-def startup(out: Path, formats: list[str], runs: int) -> None:
-    """The issue-16 tables: start-up per format on 1 GiB files of 128 tensors, then the tensor-count scaling."""
+def startup(out: Path, formats: list[str], runs: int, counted: bool = False) -> None:
+    """The issue-16 tables: start-up per format on 1 GiB files of 128 tensors (with `counted`, their instructions
+    too), then the tensor-count scaling."""
     from tabulate import tabulate
 
     rows = []
@@ -580,13 +605,13 @@ def startup(out: Path, formats: list[str], runs: int) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists():
             write(path, tensors)
-        rows.append(startup_row(fmt, path, runs))
+        rows.append(startup_row(fmt, path, runs, counted))
         if fmt == "safetensors":
-            rows.append(floor_row(path, runs))
+            rows.append(floor_row(path, runs, counted))
     print(f"{STARTUP_TENSORS}-tensor 1 GiB files, median of {runs} runs alternating with the reference ({PYTHON}):")
     print(tabulate(rows, headers=["format", "bytes", "inspector s", "reference", "reference s", "ratio",
-                                  "peak MiB", "rchar", "cold bytes pulled", "structure pages",
-                                  "beyond KiB"], disable_numparse=True))  # fmt: skip
+                                  "peak MiB", "rchar", "cold bytes pulled", "structure pages", "beyond KiB",
+                                  *COUNTED_HEADERS[: 3 if counted else 0]], disable_numparse=True))  # fmt: skip
     print()
     scale = [f for f in SCALE_FORMATS if f in formats]
     if scale:
@@ -594,6 +619,9 @@ def startup(out: Path, formats: list[str], runs: int) -> None:
         print(tabulate(scaling_rows(out, runs), headers=["format", "1,000", "10,000", "100,000",
                                                           "exponent 1k->10k", "exponent 10k->100k"],
                        disable_numparse=True))  # fmt: skip
+
+
+COUNTED_HEADERS = ("instructions M", "reference M", "ratio (instructions)")
 
 
 def compile_bytecode() -> None:
@@ -618,6 +646,7 @@ def main() -> int:
     ap.add_argument("--remote-only", action="store_true", help="only the remote table")
     ap.add_argument("--formats", default=",".join(WRITERS), help="formats to measure (default: all)")
     ap.add_argument("--runs", type=int, default=11, help="alternating runs per start-up figure (default 11)")
+    ap.add_argument("--instructions", action="store_true", help="also count start-up instructions (valgrind)")
     ap.add_argument("--baselines", action="store_true", help="the full-load baselines table instead")
     ap.add_argument(
         "--python", help="interpreter of the start-up runs (default: this one), e.g. a `pip install .` venv's"
@@ -633,7 +662,7 @@ def main() -> int:
         out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="inspector-bench-"))
         out.mkdir(parents=True, exist_ok=True)
         try:
-            startup(out, [f for f in formats if f in WRITERS], args.runs)
+            startup(out, [f for f in formats if f in WRITERS], args.runs, args.instructions)
         finally:
             if not args.keep and not args.out:
                 shutil.rmtree(out, ignore_errors=True)
