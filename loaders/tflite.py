@@ -15,13 +15,14 @@ Tensors are the constants (a tensor whose buffer holds data) and the variables (
 the interpreter allocates when nothing is stored); the values the graph computes (activations) hold no data and are
 counted in an attribute. A constant's data is its buffer's data vector: offset and length, never read.
 
-Kinds from the graph, as for ONNX: a constant an operator reads as a weight (`WEIGHT_INPUTS`: convolution filters
-and biases, fully-connected weights and biases, embedding tables, RNN, LSTM and SVDF weights, PReLU slopes, a float
-or quantized operand of more than one element of ADD/SUB/MUL/DIV), directly or through `PASS_THROUGH` operators
-(DEQUANTIZE of float16 or int8 weights, DENSIFY of sparse ones, RESHAPE, TRANSPOSE...), is a parameter; an RNN's
-state is a buffer; any other constant (a shape, axes, paddings, slice bounds, a scalar) is other state. A resource
-variable's initial value (the initializer subgraph's ASSIGN_VARIABLE) is the variable, one tensor each: the model's
-where an inference signature reads it as a weight (trainable where the gradient moves it), else optimizer state.
+Kinds from the graph, as for ONNX (`loaders._tflite_graph`): a constant an operator reads as a weight
+(`WEIGHT_INPUTS`: convolution filters and biases, fully-connected weights and biases, embedding tables, RNN, LSTM and
+SVDF weights, PReLU slopes, a float or quantized operand of more than one element of ADD/SUB/MUL/DIV), directly or
+through `PASS_THROUGH` operators (DEQUANTIZE of float16 or int8 weights, DENSIFY of sparse ones, RESHAPE,
+TRANSPOSE...), is a parameter; an RNN's state is a buffer; any other constant (a shape, axes, paddings, slice bounds,
+a scalar) is other state. A resource variable's initial value (the initializer subgraph's ASSIGN_VARIABLE) is the
+variable, one tensor each: the model's where an inference signature reads it as a weight (trainable where the
+gradient moves it), else optimizer state.
 Parameters and other constants together are the constant tensors the TF Lite interpreter lists (`get_tensor_details`).
 The converter stores equal constants once: tensors sharing a buffer are aliases of one of them, counted once.
 
@@ -35,17 +36,29 @@ model's (norms folded, biases dropped or folded, equal constants merged) the fin
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from math import prod
 
 from inspector import dtypes
-from inspector.dtypes import DKind
 from inspector.errors import FormatError, LimitExceededError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, RegionColumns, RegionKind, Severity, TensorInfo, TensorKind
 from inspector.recordtype import record
 from loaders import _zip
 from loaders._flatbuffers import SPAN_BITS, STRUCTURE, FlatBuffer
+from loaders._tflite_graph import (
+    READ_VARIABLE,
+    VARIABLE_INPUTS,
+    WEIGHT_INPUTS,
+    Graph,
+    Use,
+    assigned,
+    folded_norms,
+    graphs,
+    input_name,
+    kind_of,
+    variable_kinds,
+)
 from loaders._tflite_schema import (
     DESCRIPTION,
     IDENTIFIER,
@@ -54,7 +67,6 @@ from loaders._tflite_schema import (
     QUANTIZATION,
     SPARSITY,
     Model,
-    Operator,
     Subgraph,
     Tensor,
     read_model,
@@ -72,406 +84,9 @@ if TYPE_CHECKING:
 FORMAT = "tflite"
 ALIGNMENT = 16  # Buffer.data's force_align: the widest padding the exporter writes between objects
 APPENDED_PADDING = 64  # zeros the exporter writes around the data it appends past the flatbuffer (16 before, 40-48
+
+
 # after the last, with TF 2.21's `_experimental_use_buffer_offset`)
-MAX_HOPS = 64  # values a constant is followed through (PASS_THROUGH) to find what reads it
-
-# Operator -> its inputs' names (the TF Lite kernels' tensor index constants: conv.cc, fully_connected.cc,
-# lstm_shared.h, bidirectional_sequence_lstm.cc, svdf.cc...): what a constant is to the operator reading it.
-LSTM_INPUTS = (
-    *"input input_to_input_weights input_to_forget_weights input_to_cell_weights input_to_output_weights".split(),
-    *"recurrent_to_input_weights recurrent_to_forget_weights recurrent_to_cell_weights".split(),
-    *"recurrent_to_output_weights cell_to_input_weights cell_to_forget_weights cell_to_output_weights".split(),
-    *"input_gate_bias forget_gate_bias cell_gate_bias output_gate_bias projection_weights projection_bias".split(),
-    *"output_state cell_state input_layer_norm_coefficients forget_layer_norm_coefficients".split(),
-    *"cell_layer_norm_coefficients output_layer_norm_coefficients".split(),
-)
-_CELL = LSTM_INPUTS[1:18]  # a direction's weights and biases
-_AUX = LSTM_INPUTS[1:5]  # input_to_{input,forget,cell,output}_weights
-BIDIRECTIONAL_LSTM_INPUTS = (
-    "input",
-    *(f"fw_{n}" for n in _CELL),
-    *(f"bw_{n}" for n in _CELL),
-    *"fw_output_state fw_cell_state bw_output_state bw_cell_state aux_input".split(),
-    *(f"fw_aux_{n}" for n in _AUX),
-    *(f"bw_aux_{n}" for n in _AUX),
-)
-REDUCTIONS = "MEAN SUM REDUCE_MAX REDUCE_MIN REDUCE_PROD REDUCE_ANY REDUCE_ALL ARG_MAX ARG_MIN".split()
-RNN_INPUTS = ("input", "input_weights", "recurrent_weights", "bias", "hidden_state")
-OP_INPUTS: dict[str, tuple[str, ...]] = {
-    "CONV_2D": ("input", "filter", "bias"),
-    "DEPTHWISE_CONV_2D": ("input", "filter", "bias"),
-    "CONV_3D": ("input", "filter", "bias"),
-    "TRANSPOSE_CONV": ("output_shape", "weights", "input", "bias"),
-    "CONV_3D_TRANSPOSE": ("output_shape", "filter", "input", "bias"),
-    "FULLY_CONNECTED": ("input", "weights", "bias"),
-    "BATCH_MATMUL": ("lhs", "rhs"),
-    "STABLEHLO_DOT_GENERAL": ("lhs", "rhs"),
-    "EMBEDDING_LOOKUP": ("lookup", "value"),
-    "GATHER": ("params", "indices"),
-    "GATHER_ND": ("params", "indices"),
-    "PRELU": ("input", "alpha"),
-    "LSTM": LSTM_INPUTS,
-    "UNIDIRECTIONAL_SEQUENCE_LSTM": LSTM_INPUTS,
-    "BIDIRECTIONAL_SEQUENCE_LSTM": BIDIRECTIONAL_LSTM_INPUTS,
-    "RNN": RNN_INPUTS,
-    "UNIDIRECTIONAL_SEQUENCE_RNN": RNN_INPUTS,
-    "BIDIRECTIONAL_SEQUENCE_RNN": tuple(
-        "input fw_weights fw_recurrent_weights fw_bias fw_hidden_state bw_weights bw_recurrent_weights bw_bias "
-        "bw_hidden_state aux_input fw_aux_weights bw_aux_weights".split()
-    ),
-    "SVDF": ("input", "weights_feature", "weights_time", "bias", "state"),
-    "ASSIGN_VARIABLE": ("resource", "value"),
-    "READ_VARIABLE": ("resource",),
-    # MediaPipe's custom operators (mediapipe/util/tflite/operations/: transpose_conv_bias.cc)
-    "Convolution2DTransposeBias": ("input", "weights", "bias"),
-    **{op: ("input1", "input2") for op in ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE")},
-    # operators whose other inputs are constants of the graph
-    "RESHAPE": ("input", "shape"),
-    "TRANSPOSE": ("input", "perm"),
-    "PAD": ("input", "paddings"),
-    "PADV2": ("input", "paddings", "constant_values"),
-    "MIRROR_PAD": ("input", "paddings"),
-    "STRIDED_SLICE": ("input", "begin", "end", "strides"),
-    "SLICE": ("input", "begin", "size"),
-    "EXPAND_DIMS": ("input", "axis"),
-    "SPLIT": ("axis", "input"),
-    "SPLIT_V": ("input", "size_splits", "axis"),
-    "TILE": ("input", "multiples"),
-    "BROADCAST_TO": ("input", "shape"),
-    "FILL": ("dims", "value"),
-    "RANGE": ("start", "limit", "delta"),
-    "RESIZE_BILINEAR": ("input", "size"),
-    "RESIZE_NEAREST_NEIGHBOR": ("input", "size"),
-    "SELECT_V2": ("condition", "x", "y"),
-    **{op: ("input", "axis") for op in REDUCTIONS},
-}
-_LSTM_WEIGHTS = (*range(1, 18), *range(20, 24))
-# Operator -> the input positions holding weights (parameters, whatever their type: quantized models' int8 weights
-# and int32 biases are weights)
-WEIGHT_INPUTS: dict[str, tuple[int, ...]] = {
-    "CONV_2D": (1, 2),
-    "DEPTHWISE_CONV_2D": (1, 2),
-    "CONV_3D": (1, 2),
-    "TRANSPOSE_CONV": (1, 3),
-    "CONV_3D_TRANSPOSE": (1, 3),
-    "FULLY_CONNECTED": (1, 2),
-    "BATCH_MATMUL": (0, 1),
-    "STABLEHLO_DOT_GENERAL": (0, 1),  # (a matrix product of the converter's StableHLO ops: EXPERIMENTAL_STABLEHLO_OPS)
-    "EMBEDDING_LOOKUP": (1,),
-    "GATHER": (0,),
-    "GATHER_ND": (0,),
-    "PRELU": (1,),
-    "LSTM": _LSTM_WEIGHTS,
-    "UNIDIRECTIONAL_SEQUENCE_LSTM": _LSTM_WEIGHTS,
-    "BIDIRECTIONAL_SEQUENCE_LSTM": (*range(1, 35), *range(40, 48)),
-    "RNN": (1, 2, 3),
-    "UNIDIRECTIONAL_SEQUENCE_RNN": (1, 2, 3),
-    "BIDIRECTIONAL_SEQUENCE_RNN": (1, 2, 3, 5, 6, 7, 10, 11),
-    "SVDF": (1, 2, 3),
-    "Convolution2DTransposeBias": (1, 2),
-    **{op: (0, 1) for op in ("ADD", "SUB", "MUL", "DIV")},  # (how the converter writes a lone norm's scale and shift)
-}
-ELEMENTWISE = {"ADD", "SUB", "MUL", "DIV"}  # a weight there only when float or quantized, of more than one element
-# Operator -> the input positions holding state the operator updates (variables, or their initial values)
-STATE_INPUTS: dict[str, tuple[int, ...]] = {
-    "LSTM": (18, 19),
-    "UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19),
-    "BIDIRECTIONAL_SEQUENCE_LSTM": (35, 36, 37, 38),
-    "RNN": (4,),
-    "UNIDIRECTIONAL_SEQUENCE_RNN": (4,),
-    "BIDIRECTIONAL_SEQUENCE_RNN": (4, 8),
-    "SVDF": (4,),
-}
-# Operator -> the inputs whose values flow on unchanged in meaning (None: every input): a weight dequantized from
-# float16 or int8, densified from its sparse form, reshaped, transposed, sliced or concatenated is still a weight
-PASS_THROUGH: dict[str, tuple[int, ...] | None] = {
-    "DEQUANTIZE": (0,),
-    "DENSIFY": (0,),
-    "CAST": (0,),
-    "RESHAPE": (0,),
-    "TRANSPOSE": (0,),
-    "SQUEEZE": (0,),
-    "EXPAND_DIMS": (0,),
-    "STRIDED_SLICE": (0,),
-    "SLICE": (0,),
-    "SPLIT": (1,),
-    "SPLIT_V": (0,),
-    "UNPACK": (0,),
-    "TILE": (0,),
-    "BROADCAST_TO": (0,),
-    "CONCATENATION": None,
-    "PACK": None,
-}
-# Operator -> the input a resource variable's value is: a constant there in an initializer subgraph (CALL_ONCE's) is
-# the variable's initial value, a parameter as Keras counts a variable (non-trainable: a value the model updates)
-VARIABLE_INPUTS: dict[str, tuple[int, ...]] = {"ASSIGN_VARIABLE": (1,)}
-READ_VARIABLE = "READ_VARIABLE"  # its input 0 a variable's handle, its output 0 the variable's value
-# The scope TensorFlow's GradientTape names a gradient's ops in ('gradient_tape/sequential/dense/MatMul/MatMul'), as
-# the converter keeps their names: a value computed from one is computed from the gradient
-GRADIENT_SCOPES = ("gradient_tape/",)
-# Operators that run other subgraphs -> the first of their inputs passed to them, as their input 0 (IF's input 0 is
-# its condition, STABLEHLO_CASE's its branch index: stablehlo_case.cc); a constant passed is followed in there
-CALLED_INPUTS = {"WHILE": 0, "CALL": 0, "IF": 1, "STABLEHLO_WHILE": 0, "STABLEHLO_COMPOSITE": 0, "STABLEHLO_CASE": 1}
-LOOPS = {"WHILE", "STABLEHLO_WHILE"}  # whose body's outputs become its inputs the next iteration
-# Operators that add a bias when they have one: a missing bias (-1) means a layer without one, or an all-zero bias
-# the converter dropped (`BIAS_MISSING`)
-BIAS_INPUTS = {"CONV_2D": 2, "DEPTHWISE_CONV_2D": 2, "CONV_3D": 2, "TRANSPOSE_CONV": 3, "FULLY_CONNECTED": 2}
-# The TensorFlow ops a converted layer's weights are read by, as the converter's tensor names end ('sequential/
-# dense/MatMul', 'model/conv2d/BiasAdd/ReadVariableOp', Keras 3's 'convolution'): the name part naming the operator's
-# layer. A name joins the names of the ops the converter fused, with ';'.
-LAYER_OPS: dict[str, tuple[str, ...]] = {
-    "CONV_2D": ("Conv2D", "convolution", "BiasAdd", "conv1d", "Conv1D"),
-    "DEPTHWISE_CONV_2D": ("depthwise", "BiasAdd", "convolution"),
-    "CONV_3D": ("Conv3D", "convolution", "BiasAdd"),
-    "TRANSPOSE_CONV": ("conv2d_transpose", "conv_transpose", "BiasAdd"),
-    "FULLY_CONNECTED": ("MatMul", "BiasAdd", "Tensordot"),
-    "BATCH_MATMUL": ("MatMul", "BatchMatMulV2", "einsum", "Einsum"),
-    "GATHER": ("embedding_lookup", "GatherV2", "take"),
-    "EMBEDDING_LOOKUP": ("embedding_lookup",),
-    "PRELU": ("Relu", "Neg", "mul", "add"),
-}
-# TensorFlow ops of normalization layers: a weight whose name lists one had a norm folded into it
-FOLDED_OPS = ("FusedBatchNormV3", "FusedBatchNorm", "batchnorm")
-READ_OPS = ("ReadVariableOp",)  # the op a variable is read by: its layer is the op before it
-DEQUANTIZED = "_dequantize"  # what the converter appends to a weight's name for its DEQUANTIZE's output
-
-
-@record(slots=True)
-class _Use:
-    """An operator input a tensor feeds: the operator's name, which input, its layer, its index in its subgraph, and
-    that subgraph's."""
-
-    op: str
-    index: int
-    layer: str
-    operator: int
-    graph: int
-
-
-@record(slots=True)
-class _Graph:
-    """Who reads each tensor of one subgraph, the layer of each operator, and the subgraphs its operators run."""
-
-    sg: Subgraph
-    consumers: dict[int, list[_Use]]
-    outputs: dict[int, tuple[int, ...]]  # operator index -> its output tensors
-    missing_bias: list[str]
-    calls: dict[int, tuple[int, ...]]  # operator index -> the subgraphs it runs (valid indices)
-    variables: dict[int, str]  # a VAR_HANDLE's output tensor -> the resource variable's name
-    reads: dict[int, str]  # a READ_VARIABLE's output tensor -> the resource variable it reads
-    assigns: bool  # whether an operator assigns a resource variable
-    initializer: bool = False  # run by CALL_ONCE: where the converter assigns resource variables their initial values
-
-
-def _graphs(probe: Probe, model: Model) -> list[_Graph]:
-    """Every subgraph's `_Graph`, those CALL_ONCE runs marked initializers."""
-    graphs = [_graph(probe, sg, "" if sg.index == 0 else f"{sg.name}/", len(model.subgraphs)) for sg in model.subgraphs]
-    for g in graphs:
-        for op in g.sg.operators:
-            if op.code == "CALL_ONCE":
-                for called in g.calls.get(op.index, ()):
-                    graphs[called].initializer = True
-    return graphs
-
-
-def _graph(probe: Probe, sg: Subgraph, prefix: str, n_subgraphs: int) -> _Graph:
-    consumers: dict[int, list[_Use]] = defaultdict(list)
-    outputs, missing, counts, taken = {}, [], Counter[str](), set[str]()
-    calls: dict[int, tuple[int, ...]] = {}
-    variables: dict[int, str] = {}
-    reads: dict[int, str] = {}
-    n = len(sg.tensors)
-    for op in sg.operators:
-        bad = next((i for i in (*op.inputs, *op.outputs) if not -1 <= i < n), None)
-        if bad is not None:
-            reason = f"operator {op.index} of subgraph {sg.name!r} names tensor {bad} of {n}"
-            raise FormatError(probe.path, FORMAT, reason)
-        layer = _layer(op, sg, prefix, counts, taken)
-        if op.code in VARIABLE_INPUTS and op.inputs and op.inputs[0] in variables:  # (the variable's scope)
-            layer = prefix + (variables[op.inputs[0]].rpartition("/")[0] or variables[op.inputs[0]])
-        outputs[op.index] = op.outputs
-        for position, tensor in enumerate(op.inputs):
-            if tensor >= 0:
-                consumers[tensor].append(_Use(op.code, position, layer, op.index, sg.index))
-        bias = BIAS_INPUTS.get(op.code)
-        if bias is not None and (len(op.inputs) <= bias or op.inputs[bias] < 0):
-            missing.append(f"{op.code} {layer!r}")
-        if op.calls:  # (an index past the subgraphs runs nothing the file holds: not followed)
-            calls[op.index] = tuple(c for c in op.calls if c < n_subgraphs)
-        if op.variable is not None and op.outputs and op.outputs[0] >= 0:
-            variables[op.outputs[0]] = op.variable
-        if op.code == READ_VARIABLE and op.inputs and op.inputs[0] in variables and op.outputs and op.outputs[0] >= 0:
-            reads[op.outputs[0]] = variables[op.inputs[0]]
-    assigns = any(op.code in VARIABLE_INPUTS for op in sg.operators)
-    return _Graph(sg, consumers, outputs, missing, calls, variables, reads, assigns)
-
-
-def _layer(op: Operator, sg: Subgraph, prefix: str, counts: Counter[str], taken: set[str]) -> str:
-    """The source layer an operator computes: the scope of the name part naming it (`LAYER_OPS`) in its first
-    weight's name, its output's, its other weights' ('sequential/dense/MatMul' -> 'sequential/dense'), the whole
-    part where an earlier operator's weights took that scope (a GRU's matrices: 'while/MatMul_1' -> 'while', then
-    'while/MatMul'); else its output's scope; else the operator's kind and count ('unidirectional_sequence_lstm_1').
-    In a subgraph other than the first, after the subgraph's name."""
-    weights = [sg.tensors[i].name for p in WEIGHT_INPUTS.get(op.code, ())
-               if p < len(op.inputs) and (i := op.inputs[p]) >= 0]  # fmt: skip
-    output = [sg.tensors[i].name for i in op.outputs[:1] if i >= 0]
-    ops = LAYER_OPS.get(op.code, ())
-    for part in (part for name in (*weights[:1], *output, *weights[1:]) for part in name.split(";")):
-        scope = _scope_of(part, ops)
-        if scope and weights:
-            layer = prefix + (scope if prefix + scope not in taken else part)
-            taken.add(layer)
-            return layer
-        if scope:
-            return prefix + scope
-    last = output[0].rpartition(";")[2] if output else ""
-    if "/" in last:
-        return prefix + last.rpartition("/")[0]
-    n = counts[op.code] = counts[op.code] + 1
-    return prefix + op.code.lower() + ("" if n == 1 else f"_{n - 1}")
-
-
-def _scope_of(part: str, ops: tuple[str, ...]) -> str | None:
-    """'model/conv2d/BiasAdd/ReadVariableOp' -> 'model/conv2d' where `ops` has 'BiasAdd'."""
-    parts = part.split("/")
-    if len(parts) > 2 and _named(parts[-1], READ_OPS):
-        parts.pop()
-    return "/".join(parts[:-1]) if len(parts) > 1 and _named(parts[-1], ops) else None
-
-
-def _named(component: str, ops: tuple[str, ...]) -> bool:
-    """Whether a name component is one of `ops`, as TensorFlow numbers a scope's ops ('MatMul_1', 'conv1d_3') and the
-    converter its unique names ('MatMul1', 'FusedBatchNormV31'), or the converter's DEQUANTIZE its output
-    ('Conv2D_dequantize', 'Conv2D_dequantize2')."""
-    for o in ops:
-        if component.startswith(o):
-            rest = component[len(o) :].removeprefix(DEQUANTIZED).removeprefix("_")
-            if not rest or rest.isdigit():
-                return True
-    return False
-
-
-def _kind(graphs: list[_Graph], sg: int, t: Tensor, folds: bool = True) -> tuple[TensorKind, _Use | None]:
-    """What the graphs do with a constant: weight inputs make a parameter, a resource variable's initial value too (as
-    Keras counts a variable), state inputs a buffer (with the input that says so; other state: the first input it
-    reaches, None when no operator reads it). It is followed into the subgraphs an operator runs (`CALLED_INPUTS`).
-    A gradient's constant (`GRADIENT_SCOPES`) is no weight (a frozen weight the backward pass reads is a copy); a
-    one-element operand named after a folded norm is one only where the converter `folds` norms (not in a model whose
-    inference reads its weights from resource variables: there a norm's epsilon)."""
-    weight = not _gradient(t.name)
-    dtype = dtypes.TFLITE_TYPES.get(t.type, "")
-    is_float = (dt := dtypes.lookup(dtype)) is not None and dt.kind is DKind.FLOAT
-    quantized = t.quantization is not None and t.quantization.scales > 0
-    n = prod(t.shape)
-    stack, seen, other = [(sg, t.index, False)], set[tuple[int, int]](), None
-    while stack:
-        at, tensor, dequantized = stack.pop()
-        if (at, tensor) in seen or len(seen) > MAX_HOPS:
-            continue
-        seen.add((at, tensor))
-        graph = graphs[at]
-        for use in graph.consumers.get(tensor, ()):
-            through = PASS_THROUGH.get(use.op, ())
-            if through is None or use.index in through:
-                stack += [(at, o, dequantized or use.op == "DEQUANTIZE") for o in graph.outputs[use.operator] if o >= 0]
-            elif use.operator in graph.calls and use.index >= CALLED_INPUTS.get(use.op, 0):
-                stack += [(s, i, dequantized) for s, i in _passed(graphs, graph.calls[use.operator], use)]
-                other = other or use
-            elif use.index in STATE_INPUTS.get(use.op, ()):
-                return TensorKind.BUFFER, use
-            elif (weight and use.index in WEIGHT_INPUTS.get(use.op, ())) and (
-                use.op not in ELEMENTWISE
-                or ((is_float or quantized or dequantized) and (n > 1 or folds and bool(_folded(t.name))))
-            ):
-                return TensorKind.PARAMETER, use
-            elif use.index in VARIABLE_INPUTS.get(use.op, ()) and graph.initializer:
-                return TensorKind.PARAMETER, use
-            else:
-                other = other or use
-    return TensorKind.OTHER, other
-
-
-def _passed(graphs: list[_Graph], called: tuple[int, ...], use: _Use) -> list[tuple[int, int]]:
-    """(subgraph, tensor) of each input of the subgraphs an operator runs that an input of it becomes; a loop's state
-    (a WHILE body's input it replaces each iteration) left out: its initial value only, no weight."""
-    position = use.index - CALLED_INPUTS.get(use.op, 0)
-    out = []
-    for s in called:
-        inputs, outputs = graphs[s].sg.inputs, graphs[s].sg.outputs
-        if position < len(inputs) and inputs[position] >= 0:
-            carried = use.op in LOOPS and len(outputs) == len(inputs) and outputs[position] != inputs[position]
-            if not carried:
-                out.append((s, inputs[position]))
-    return out
-
-
-def _variable_kinds(graphs: list[_Graph]) -> dict[str, tuple[TensorKind, bool]]:
-    """Resource variable -> its kind and whether it is trainable, where the file tells: a variable a subgraph that
-    assigns none (an inference signature) reads as a weight is the model's, trainable when a subgraph assigns it a
-    value computed from the gradient (`_trained`); any other is optimizer state (a slot, the step). Empty where no
-    such subgraph reads a variable as a weight: model weights and optimizer state are not told apart."""
-    model: set[str] = set()
-    for g in graphs:
-        if not g.assigns and not g.initializer:
-            model.update(
-                v for t, v in g.reads.items() if _kind(graphs, g.sg.index, g.sg.tensors[t])[0] is TensorKind.PARAMETER
-            )
-    if not model:
-        return {}
-    trained = _trained(graphs)
-    named = {v for g in graphs for v in g.variables.values()}
-    return {v: (TensorKind.PARAMETER, v in trained) if v in model else (TensorKind.OPTIMIZER, False) for v in named}
-
-
-def _trained(graphs: list[_Graph]) -> set[str]:
-    """The resource variables a subgraph assigns a value computed from the gradient: from a tensor of a gradient's
-    ops (`GRADIENT_SCOPES`), or from a variable the subgraph assigned such a value before (an optimizer's slot: the
-    momentum a weight is moved by). Its operators in order, as the interpreter runs them: one pass."""
-    trained: set[str] = set()
-    for g in graphs:
-        tensors, derived, here = g.sg.tensors, set[int](), set[str]()
-        for op in g.sg.operators:
-            if op.code == READ_VARIABLE:
-                if op.outputs and g.reads.get(op.outputs[0]) in here:
-                    derived.add(op.outputs[0])
-            elif op.code in VARIABLE_INPUTS:
-                handle, value = (*op.inputs, -1, -1)[:2]  # (a malformed operator's missing inputs: none)
-                if handle in g.variables and (value in derived or value >= 0 and _gradient(tensors[value].name)):
-                    here.add(g.variables[handle])
-            elif any(i in derived for i in op.inputs) or any(o >= 0 and _gradient(tensors[o].name) for o in op.outputs):
-                derived.update(o for o in op.outputs if o >= 0)
-        trained |= here
-    return trained
-
-
-def _assigned(graph: _Graph, use: _Use) -> str:
-    """The resource variable an ASSIGN_VARIABLE assigns (its VAR_HANDLE's shared_name), '?' where none names it."""
-    handle = graph.sg.operators[use.operator].inputs[0]
-    return graph.variables.get(handle, "?")
-
-
-def _gradient(name: str) -> bool:
-    """Whether a tensor is a gradient's value: a name part in `GRADIENT_SCOPES` (of the fused ops' names, the last)."""
-    return name.rpartition(";")[2].startswith(GRADIENT_SCOPES)
-
-
-def _folded(name: str) -> list[str]:
-    """The normalization layers a tensor's name says were folded into it ('a/batch_normalization/FusedBatchNormV3'
-    -> 'a/batch_normalization')."""
-    found = []
-    for part in name.split(";"):
-        parts = part.split("/")
-        at = next((i for i, p in enumerate(parts) if i and _named(p, FOLDED_OPS)), None)
-        if at is not None:
-            found.append("/".join(parts[:at]))
-    return list(dict.fromkeys(found))
-
-
-def _input_name(op: str, index: int) -> str:
-    names = OP_INPUTS.get(op, ())
-    return names[index] if index < len(names) else str(index)
-
-
 def _sniff(head: bytes, size: int) -> bool:
     """The identifier at bytes 4..8, and a root offset inside the file."""
     return len(head) >= 12 and head[4:8] == IDENTIFIER and 8 <= int.from_bytes(head[:4], "little") < size
@@ -520,7 +135,7 @@ class _Entry:
     nbytes: int
     offset: int | None
     kind: TensorKind
-    use: _Use | None
+    use: Use | None
     notes: list[str]
     trainable: bool
     variable: str | None = None  # the resource variable it is the initial value of: its own tensor when the model runs
@@ -536,21 +151,21 @@ class _Build:
 
     def __init__(self, probe: Probe, model: Model) -> None:
         self.probe, self.model = probe, model
-        self.graphs = _graphs(probe, model)
+        self.graphs = graphs(probe, model, FORMAT)
         self.entries: list[_Entry] = []
         self.names: set[str] = set()
         self.activations = 0
         self.quantized_activations = 0
         self.missing_bias: list[str] = []
         self.shared: dict[str, list[str]] = {}  # a constant read as several weights -> the inputs reading it
-        self.variable_kinds = _variable_kinds(self.graphs)
+        self.variable_kinds = variable_kinds(self.graphs)
         # (a model whose gradient updates its variables: a weight stored as a constant is one it never updates, frozen)
         self.trains = any(trainable for _, trainable in self.variable_kinds.values())
 
     def error(self, reason: str) -> FormatError:
         return FormatError(self.probe.path, FORMAT, reason)
 
-    def subgraph(self, graph: _Graph) -> None:
+    def subgraph(self, graph: Graph) -> None:
         sg = graph.sg
         self.missing_bias += graph.missing_bias
         blockwise = _blockwise(sg)
@@ -568,7 +183,7 @@ class _Build:
             if entry.variable is not None:
                 self.entries += self._initialized(graph, entry)
 
-    def _entry(self, sg: Subgraph, graph: _Graph, t: Tensor, scales_of: str | None) -> _Entry:
+    def _entry(self, sg: Subgraph, graph: Graph, t: Tensor, scales_of: str | None) -> _Entry:
         name = self._unique(t.name or f"tensor {t.index}", sg, t)
         shape = check_shape(self.probe, FORMAT, name, t.shape)
         dtype = dtypes.TFLITE_TYPES.get(t.type, f"TFLITE_TYPE[{t.type}]")
@@ -587,15 +202,15 @@ class _Build:
             kind, use = TensorKind.BUFFER, None
             notes.append(f"blockwise quantization parameters of {scales_of!r}")
         else:
-            kind, use = _kind(self.graphs, sg.index, t, folds=not self.variable_kinds)
+            kind, use = kind_of(self.graphs, sg.index, t, folds=not self.variable_kinds)
         variable = None
         if use is not None and kind is TensorKind.PARAMETER and use.index in VARIABLE_INPUTS.get(use.op, ()):
-            variable = _assigned(self.graphs[use.graph], use)
+            variable = assigned(self.graphs[use.graph], use)
             kind, trainable, said = self._variable(variable)
             notes.append(f"the initial value of resource variable {variable!r}: {said}")
         weights = [u for u in graph.consumers.get(t.index, ()) if u.index in WEIGHT_INPUTS.get(u.op, ())]
         if kind is TensorKind.PARAMETER and len(weights) > 1:
-            reads = Counter(f"{u.op} {_input_name(u.op, u.index)}" for u in weights)
+            reads = Counter(f"{u.op} {input_name(u.op, u.index)}" for u in weights)
             self.shared[name] = [f"{r}" + (f" x{n}" if n > 1 else "") for r, n in reads.items()]
         return _Entry(sg, t, name, dtype, nbytes, buffer.start, kind, use, notes, trainable, variable)
 
@@ -610,14 +225,14 @@ class _Build:
             return kind, trainable, "a weight the model's gradient updates: trainable"
         return kind, trainable, "a weight the model updates, not from its gradient: non-trainable"
 
-    def _initialized(self, graph: _Graph, entry: _Entry) -> list[_Entry]:
+    def _initialized(self, graph: Graph, entry: _Entry) -> list[_Entry]:
         """The other resource variables the initializer assigns the same constant (the converter stores equal initial
         values once: a fresh model's zero biases and its optimizer's zero slots): each its own tensor when the model
         runs, named after the variable, at the constant's data."""
         out = []
         assigns = [u for u in graph.consumers.get(entry.t.index, ()) if u.index in VARIABLE_INPUTS.get(u.op, ())]
         for use in assigns[1:]:
-            variable = _assigned(graph, use)
+            variable = assigned(graph, use)
             kind, trainable, said = self._variable(variable)
             notes = [f"the initial value of resource variable {variable!r}: {said}; stored once, as {entry.name!r}"]
             name = self._unique(variable, entry.sg, entry.t)
@@ -642,7 +257,7 @@ class _Build:
                 name = self._unique(variable, g.sg, t)
                 dtype = dtypes.TFLITE_TYPES.get(t.type, f"TFLITE_TYPE[{t.type}]")
                 nbytes = dtypes.nbytes_for(dtype, prod(check_shape(self.probe, FORMAT, name, t.shape))) or 0
-                use = _Use(READ_VARIABLE, 0, variable.rpartition("/")[0] or variable, -1, g.sg.index)
+                use = Use(READ_VARIABLE, 0, variable.rpartition("/")[0] or variable, -1, g.sg.index)
                 self.entries.append(_Entry(g.sg, t, name, dtype, nbytes, None, kind, use, notes, trainable, variable))
 
     def _data_bytes(self, name: str, t: Tensor, dtype: str, expected: int | None, stored: int, notes: list[str]) -> int:
@@ -677,7 +292,7 @@ class _Build:
             alias = first.name if shared and first is not None and first is not e and e.variable is None else None
             use = None
             if e.use is not None:  # (the operator's layer, as `inspector.roles` reads an ONNX node's scope)
-                use = (e.use.op, _input_name(e.use.op, e.use.index), f"{e.use.layer}/{e.use.op}", False)
+                use = (e.use.op, input_name(e.use.op, e.use.index), f"{e.use.layer}/{e.use.op}", False)
             out.append(TensorInfo(
                 e.name, e.t.shape, e.dtype, e.nbytes, e.offset,
                 storage=f"buffer {e.t.buffer}" if shared else None, alias_of=alias, kind=e.kind,
@@ -708,7 +323,9 @@ class _Build:
         """What makes the file's parameters differ from its source model's: what the converter folded, dropped and
         stored once."""
         out = []
-        folded = sorted({layer for e in self.entries if e.kind is TensorKind.PARAMETER for layer in _folded(e.name)})
+        folded = sorted(
+            {layer for e in self.entries if e.kind is TensorKind.PARAMETER for layer in folded_norms(e.name)}
+        )
         if folded:
             named = ", ".join(repr(f) for f in folded[:8])
             message = (
@@ -750,7 +367,7 @@ def _blockwise(sg: Subgraph) -> dict[int, str]:
     return out
 
 
-def _notes(model: Model, graph: _Graph, t: Tensor, dtype: str) -> list[str]:
+def _notes(model: Model, graph: Graph, t: Tensor, dtype: str) -> list[str]:
     notes = []
     q = t.quantization
     if q is not None and (q.scales or q.zero_points):
@@ -770,7 +387,7 @@ def _notes(model: Model, graph: _Graph, t: Tensor, dtype: str) -> list[str]:
     if t.external:
         group, offset, length = model.external.get(t.external, ("?", 0, 0))
         notes.append(f"stored outside this file: {group!r} at byte {offset:,}, {length:,} bytes")
-    folded = _folded(t.name)
+    folded = folded_norms(t.name)
     if folded:
         notes.append(f"holds {', '.join(folded)} folded in")
     return notes
