@@ -178,13 +178,14 @@ class PickleMachine:
             self.unsafe |= inner.unsafe
             self.globals |= inner.globals
 
-    def new(self, cls: Any, args: tuple[Any, ...]) -> Any:
+    def new(self, cls: Any, args: tuple[Any, ...], keywords: tuple[Any, ...] = ()) -> Any:
         """NEWOBJ: `cls.__new__(cls, *args)` constructs without calling; kept as a placeholder. Flagged: a class the
-        pickle made (its methods are the pickle's), and `type.__new__`, which makes one."""
+        pickle made (its methods are the pickle's), and `type.__new__`, which makes one. `keywords`: the values of
+        NEWOBJ_EX's keyword arguments, used as its positional ones are (`bytes.__new__(bytes, source=x)` iterates x)."""
         if isinstance(cls, Global) and cls.qualname == "builtins.type" and len(args) != 1:
             self.flag("builtins.type.__new__ (creates a class)")
         elif isinstance(cls, Global) and cls.qualname in SAFE_BASES:  # (tuple.__new__(tuple, x) iterates x)
-            check_arguments(self, f"{cls.qualname}.__new__", args)
+            check_arguments(self, f"{cls.qualname}.__new__", args + keywords)
         elif isinstance(cls, Call):
             self.flag(f"<a class made by the pickle: {callable_name(cls)}>")
         return Call(cls, args, newobj=True)
@@ -360,8 +361,11 @@ def _newobj(u: PickleMachine, r: Reader) -> None:
 
 
 def _newobj_ex(u: PickleMachine, r: Reader) -> None:
-    u.pop()  # kwargs
-    _newobj(u, r)
+    kwargs = u.pop()
+    args = u.pop()
+    cls = u.pop()
+    keywords = tuple(kwargs.values()) if isinstance(kwargs, dict) else ()
+    u.push(u.new(cls, tuple(args) if isinstance(args, (tuple, list)) else (), keywords))
 
 
 def _obj(u: PickleMachine, r: Reader) -> None:

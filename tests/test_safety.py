@@ -817,6 +817,20 @@ def test_objects_the_pickle_made_are_not_data(tmp_path: Path, case: str, capsys:
     assert not canary.exists()
 
 
+def test_newobj_ex_keyword_arguments_are_arguments(tmp_path: Path) -> None:
+    """NEWOBJ_EX calls `cls.__new__(cls, *args, **kwargs)`: `bytes.__new__(bytes, source=x)` iterates x as the
+    positional form does, so an object the pickle made given by keyword counts as given by position."""
+    made = glob("collections", "deque") + b")\x81"
+    by_position = P4 + glob("builtins", "bytes") + made + b"\x85}\x92."
+    by_keyword = P4 + glob("builtins", "bytes") + b")}" + short("source") + made + b"s\x92."
+    found = []
+    for name, data in (("position", by_position), ("keyword", by_keyword)):
+        path = tmp_path / f"{name}.pkl"
+        path.write_bytes(data)
+        found.append(next(f.message for f in load(path).findings if f.code == "UNSAFE_CONTENT"))
+    assert found[0] == found[1] and "builtins.bytes.__new__ of an object of collections.deque" in found[0]
+
+
 @pytest.mark.reference
 def test_tensor_given_attributes_by_its_state(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """_rebuild_from_type_v2's state sets a tensor's attributes: `detach` = readline.write_history_file, a function of
