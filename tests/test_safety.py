@@ -1155,6 +1155,30 @@ def test_findings_name_a_bounded_number_of_callables(tmp_path: Path) -> None:
     assert "and 4,980 more" in finding.message and len(finding.message) < 1000 and len(finding.subjects) == 20
 
 
+def test_zip_member_that_is_an_array_whatever_its_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """np.load reads any zip as an npz, and any member opening with the npy magic as an array, whatever its name: an
+    object array's pickle in a member named 'x' runs under `np.load(path, allow_pickle=True)['x']` (the file was
+    "not a recognised format", exit 2). Its other members are bytes np.load gives as they are."""
+    canary = tmp_path / "canary"
+    evil = io.BytesIO()
+    np.save(evil, np.array([None], dtype=object), allow_pickle=True)
+    header = evil.getvalue()[: 10 + struct.unpack_from("<H", evil.getvalue(), 8)[0]]
+    weights = io.BytesIO()
+    np.save(weights, np.arange(6, dtype=np.float32))
+    path = tmp_path / "model.npz"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("notes.txt", "hello")
+        zf.writestr("w", weights.getvalue())
+        zf.writestr("x", header + P2 + file_handler(canary) + b".", compress_type=zipfile.ZIP_DEFLATED)
+    code = "import numpy, sys; f = numpy.load(sys.argv[1], allow_pickle=True); [f[k] for k in f.files]"
+    assert runs(tmp_path, code, path, canary)
+    verdict(path, capsys, "logging.FileHandler")
+    ckpt = load(path)
+    check_invariants(ckpt)
+    assert [(t.name, t.shape) for t in ckpt.tensors] == [("w", (6,)), ("x", (1,))]
+    assert not canary.exists()
+
+
 def test_npz_member_with_a_huge_npy_header_is_refused_cheaply(tmp_path: Path) -> None:
     """A 60 MB npy header deflates to a few KB: the cap (numpy's 10,000 bytes) refuses it before inflating it."""
     path = tmp_path / "bomb.npz"
