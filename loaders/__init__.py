@@ -167,7 +167,8 @@ FORMATS: tuple[Format, ...] = (
     Format("safetensors", "loaders.safetensors:SafetensorsLoader", json_at=8),  # after 8 bytes of header length
     Format("safetensors-sharded", "loaders.safetensors:SafetensorsIndexLoader", json_at=0),  # the index, JSON
     Format("npy", "loaders.npy:NpyLoader", starts=(b"\x93NUMPY",)),
-    Format("npz", "loaders.npy:NpzLoader", container="zip", member=".npy"),  # (all members, or an empty zip)
+    # (all members, or an empty zip; late: any zip holding an npy array, whatever its members' names)
+    Format("npz", "loaders.npy:NpzLoader", container="zip", member=".npy", late=True),
     Format("pytorch-zip", "loaders.torch_zip:TorchZipLoader", container="zip", member=".pkl"),  # data.pkl...
     Format("pytorch-legacy", "loaders.torch_legacy:TorchLegacyLoader", starts=(*TORCH_LEGACY, b"sys_info")),
     Format("keras-h5", "loaders.keras_h5:KerasH5Loader", container="hdf5", late=True),

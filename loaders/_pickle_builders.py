@@ -12,14 +12,19 @@ from collections.abc import Callable, Collection
 from functools import partial
 
 from loaders._pickle_policy import (
+    CLASS_METHODS,
     CYTHON_UNPICKLERS,
+    DATEUTIL_TZFILE,
+    ENUM_LOOKUPS,
     NUMPY_BIT_GENERATORS,
     NUMPY_RANDOM,
     SAFE_ARRAY_TYPES,
     SAFE_BASES,
     SAFE_ENCODINGS,
     SAFE_FACTORIES,
+    STORED_TZINFO,
     dunder_keys,
+    hidden_methods,
     sets_attributes,
 )
 from loaders._pickle_values import (
@@ -230,7 +235,10 @@ def foreign(value: Any) -> str | None:
 
 def check_arguments(m: Machine, name: str, args: tuple[Any, ...], pairs: Any = ()) -> None:
     """Flag the call of `name` when an argument is more than data (`foreign`): the callable would use its methods.
-    `pairs`: an iterable whose every item the callable reads as a (key, value) pair (dict(pairs) iterates each)."""
+    `pairs`: an iterable whose every item the callable reads as a (key, value) pair (dict(pairs) iterates each).
+    A datetime's tzinfo after its bytes state is only stored (`STORED_TZINFO`)."""
+    if name in STORED_TZINFO and args and isinstance(args[0], (bytes, str)):
+        args = args[:1] + args[2:]
     items = pairs if isinstance(pairs, (list, tuple)) else ()
     for value in (*args, *items):
         how = foreign(value)
@@ -239,16 +247,19 @@ def check_arguments(m: Machine, name: str, args: tuple[Any, ...], pairs: Any = (
             return
 
 
-def check_state(m: Machine, state: Any, target: str) -> None:
-    for key in dunder_keys(state):
+def check_state(m: Machine, state: Any, target: str, mapping: bool = False) -> None:
+    """Flag the attributes a state sets that choose what runs: dunders, and on a `mapping` (an OrderedDict, held as a
+    dict) the names of its methods (`MAPPING_METHODS`)."""
+    for key in dunder_keys(state) + (hidden_methods(state) if mapping else []):
         m.flag(f"setattr({target}, {key[:MAX_NAME]!r}) by its state")
 
 
 def _from_type(m: Machine, args: tuple[Any, ...]) -> Any:
     """torch._tensor._rebuild_from_type_v2(func, new_type, args, state) calls func(*args), then sets state."""
     func, new_type, inner, state = _pad(args, 4)
-    check_state(m, state, callable_name(new_type))
-    return _given_attributes(m.call(func, tuple(inner) if isinstance(inner, (tuple, list)) else (inner,)), state)
+    value = m.call(func, tuple(inner) if isinstance(inner, (tuple, list)) else (inner,))
+    check_state(m, state, callable_name(new_type), mapping=isinstance(value, dict))
+    return _given_attributes(value, state)
 
 
 def _given_attributes(value: Any, state: Any) -> Any:
@@ -370,6 +381,30 @@ def _type(m: Machine, args: tuple[Any, ...]) -> Any:
     return Call(Global("builtins", "type"), args)
 
 
+def _getattr(m: Machine, args: tuple[Any, ...]) -> Any:
+    """getattr(obj, name) reaches anything; only a classmethod of `CLASS_METHODS` passes (how pickle writes one)."""
+    obj, name = _pad(args, 2)
+    if len(args) == 2 and isinstance(obj, Global) and f"{obj.qualname}.{key_name(name)}" in CLASS_METHODS:
+        return Global(obj.module, f"{obj.name}.{name}")
+    m.flag("builtins.getattr")
+    return Call(Global("builtins", "getattr"), args)
+
+
+def _enum_lookup(m: Machine, args: tuple[Any, ...], name: str) -> Any:
+    """An Enum class of `ENUM_LOOKUPS` called with one value looks its member up; anything else is unsafe."""
+    if len(args) != 1 or not isinstance(args[0], (str, int)):
+        m.flag(f"{name[:MAX_NAME]} with other than one str or int (a lookup of a member)")
+    return Call(Global(*name.rsplit(".", 1)), args)
+
+
+def _tzfile(m: Machine, args: tuple[Any, ...]) -> Any:
+    """dateutil's tzfile(fileobj, filename) reads `fileobj` when given: pickle writes None (the data is its state)."""
+    if not args or args[0] is not None:
+        m.flag(f"{DATEUTIL_TZFILE} given a file to read")
+    check_arguments(m, DATEUTIL_TZFILE, args)
+    return Call(Global(*DATEUTIL_TZFILE.rsplit(".", 1)), args)
+
+
 # numpy's array builders, under numpy 1's and numpy 2's module names (the arrays they make: `loaders._numpy_pickle`)
 NUMPY_ARRAY_BUILDERS: dict[str, Callable[[Machine, tuple[Any, ...]], Any]] = {
     "numpy.core.multiarray._reconstruct": _np_reconstruct,
@@ -393,4 +428,7 @@ TRAMPOLINES: dict[str, Callable[[Machine, tuple[Any, ...]], Any]] = {
     },
     **{name: partial(_cython_unpickle, cls=cls) for name, cls in CYTHON_UNPICKLERS.items()},
     "_codecs.encode": _encode,
+    "builtins.getattr": _getattr,
+    **{name: partial(_enum_lookup, name=name) for name in ENUM_LOOKUPS},
+    DATEUTIL_TZFILE: _tzfile,
 }

@@ -60,7 +60,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from loaders._pickle_builders import BUILDERS, TRAMPOLINES, resolve
-from loaders._pickle_policy import dunder_keys, is_dotted, is_unsafe_global, python3_name
+from loaders._pickle_policy import dunder_keys, hidden_methods, is_dotted, is_unsafe_global, python3_name
 from loaders._pickle_reader import Reader
 from loaders._pickle_values import MAX_NAME, DTypeRef, Global, PickleError, StorageType, safe_key
 
@@ -109,10 +109,10 @@ class _FastDict(dict):  # type: ignore[type-arg]
         dict.__setitem__(self, key if key.__class__ is str else safe_key(key), value)  # (a name: as it is)
 
     def __setstate__(self, state: Any) -> None:
-        """BUILD on a dict: the interpreter merges a dict state and flags dunder keys (we abort on those)."""
+        """BUILD on a dict: the interpreter merges a dict state and flags dunder keys and method names (we abort)."""
         _check_sizes((state,))
-        if dunder_keys(state):
-            raise _Abort("BUILD sets a dunder attribute")
+        if dunder_keys(state) or hidden_methods(state):
+            raise _Abort("BUILD sets a dunder attribute or hides a method")
         if isinstance(state, dict):
             self.update(state)
 

@@ -8,13 +8,16 @@ whose pickle the C path reads never loads it.
 
 from __future__ import annotations
 
+import codecs
 import struct
+import warnings
 from collections.abc import Callable
 
 from loaders import _pickle as limits  # (its caps, read at each use: tests and the C path read them there too)
 from loaders._pickle import STOP, Result
 from loaders._pickle_builders import BUILDERS, INERT_DATA, TRAMPOLINES, check_arguments, check_state, resolve
 from loaders._pickle_policy import (
+    CHECKED_WHEN_CALLED,
     INERT_CALLABLES,
     ITEM_METHODS,
     JOBLIB_WRAPPERS,
@@ -125,7 +128,7 @@ class PickleMachine:
         self.globals.add(g.qualname[:MAX_NAME])
         if is_dotted(name):
             self.flag(f"{g.qualname[:MAX_NAME]} (a dotted global reaches any module)")
-        elif is_unsafe_global(module, name):
+        elif is_unsafe_global(module, name) and g.qualname not in CHECKED_WHEN_CALLED:
             self.flag(g.qualname[:MAX_NAME])
         self.push(resolve(g))
 
@@ -175,13 +178,14 @@ class PickleMachine:
             self.unsafe |= inner.unsafe
             self.globals |= inner.globals
 
-    def new(self, cls: Any, args: tuple[Any, ...]) -> Any:
+    def new(self, cls: Any, args: tuple[Any, ...], keywords: tuple[Any, ...] = ()) -> Any:
         """NEWOBJ: `cls.__new__(cls, *args)` constructs without calling; kept as a placeholder. Flagged: a class the
-        pickle made (its methods are the pickle's), and `type.__new__`, which makes one."""
+        pickle made (its methods are the pickle's), and `type.__new__`, which makes one. `keywords`: the values of
+        NEWOBJ_EX's keyword arguments, used as its positional ones are (`bytes.__new__(bytes, source=x)` iterates x)."""
         if isinstance(cls, Global) and cls.qualname == "builtins.type" and len(args) != 1:
             self.flag("builtins.type.__new__ (creates a class)")
         elif isinstance(cls, Global) and cls.qualname in SAFE_BASES:  # (tuple.__new__(tuple, x) iterates x)
-            check_arguments(self, f"{cls.qualname}.__new__", args)
+            check_arguments(self, f"{cls.qualname}.__new__", args + keywords)
         elif isinstance(cls, Call):
             self.flag(f"<a class made by the pickle: {callable_name(cls)}>")
         return Call(cls, args, newobj=True)
@@ -329,7 +333,8 @@ def _build(u: PickleMachine, r: Reader) -> None:
     u.charge((state,))
     if isinstance(target, (Global, StorageType, DTypeRef)):
         u.flag(f"setattr on {callable_name(target)} (BUILD on a class, module or function)")
-    check_state(u, state, callable_name(target.func) if isinstance(target, Call) else type(target).__name__)
+    name = callable_name(target.func) if isinstance(target, Call) else type(target).__name__
+    check_state(u, state, name, mapping=isinstance(target, dict))
     if isinstance(target, Call):
         target.state = state
         if u.joblib and target.newobj and isinstance(target.func, Global) and target.func.qualname in JOBLIB_WRAPPERS:
@@ -356,8 +361,11 @@ def _newobj(u: PickleMachine, r: Reader) -> None:
 
 
 def _newobj_ex(u: PickleMachine, r: Reader) -> None:
-    u.pop()  # kwargs
-    _newobj(u, r)
+    kwargs = u.pop()
+    args = u.pop()
+    cls = u.pop()
+    keywords = tuple(kwargs.values()) if isinstance(kwargs, dict) else ()
+    u.push(u.new(cls, tuple(args) if isinstance(args, (tuple, list)) else (), keywords))
 
 
 def _obj(u: PickleMachine, r: Reader) -> None:
@@ -411,7 +419,13 @@ def _decimal(u: PickleMachine, r: Reader) -> None:
 
 
 def _string(u: PickleMachine, r: Reader) -> None:
-    u.push(r.readline().strip()[1:-1].decode("latin1"))
+    """STRING: a quoted protocol-0 string whose escapes the unpickler decodes (``'__setstat\\x65__'`` is a dunder)."""
+    line = r.readline().rstrip()
+    if len(line) < 2 or line[:1] != line[-1:] or line[:1] not in (b"'", b'"'):
+        raise PickleError(f"a STRING opcode's argument is not quoted, before byte {r.pos:,}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # (an unknown escape stays as it is, as there)
+        u.push(codecs.escape_decode(line[1:-1])[0].decode("latin1"))
 
 
 def _dict(u: PickleMachine, r: Reader) -> None:

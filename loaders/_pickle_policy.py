@@ -4,12 +4,15 @@ CPython's unpickler imports the module of every GLOBAL (and, from protocol 4 on,
 attribute by attribute), calls what REDUCE, OBJ and INST name, constructs through ``cls.__new__`` for
 NEWOBJ, and runs ``__setstate__`` or ``setattr`` for BUILD. The reader models each of these:
 
-- a GLOBAL from a module in `UNSAFE_MODULES`, a builtin in `UNSAFE_BUILTINS`, or a dotted name
-  (``argparse._os.system`` reaches any module; torch never writes one) is unsafe wherever it appears;
+- a GLOBAL from a module in `UNSAFE_MODULES` (those that run code, and those whose import runs something), a
+  ``*.__main__`` module, a builtin in `UNSAFE_BUILTINS`, or a dotted name (``argparse._os.system`` reaches any
+  module; torch never writes one) is unsafe wherever it appears, except those of `CHECKED_WHEN_CALLED` (getattr),
+  judged where called;
 - a call (REDUCE, OBJ, INST) is unsafe unless its callable is a data builder (`loaders._pickle.BUILDERS`),
   a class in `INERT_CALLABLES`, or a trampoline of `TRAMPOLINES` whose arguments are inert;
 - BUILD is unsafe when its target is a class, module, function or dtype (a GLOBAL, not an object), or
-  when the state sets a dunder attribute (``__class__``, ``__dict__``, ``__reduce__``...).
+  when the state sets a dunder attribute (``__class__``, ``__dict__``, ``__reduce__``...), or, on an OrderedDict,
+  one named as its methods (`MAPPING_METHODS`).
 - a call of a data builder or inert class is unsafe when an argument is an object the pickle made of a class it
   chose, or whose attributes BUILD set (the callable uses its methods: ``dict(x)`` calls ``x.keys()``), and for
   `PAIRS_BUILDERS` when an item of its iterable is; APPEND(S) / ADDITEMS when BUILD set one of `ITEM_METHODS`.
@@ -87,7 +90,17 @@ UNSAFE_MODULES = (
     "numpy.testing",
     "numpy.f2py",
     "numpy.distutils",
+    # importing these runs something (`antigravity` opens a web browser, `idlelib.idle` starts IDLE, `this` prints):
+    # the unpickler imports a GLOBAL's module before it looks the name up, so naming them is enough (as is naming
+    # any `*.__main__` module, `is_unsafe_global`: `unittest.__main__` runs the tests it finds)
+    "antigravity",
+    "this",
+    "__hello__",
+    "__phello__",
+    "idlelib",
+    "turtledemo",
 )
+MAIN_MODULE = ".__main__"  # a package's command-line entry point: most run it when imported
 UNSAFE_BUILTINS = frozenset(
     {
         "eval",
@@ -122,6 +135,29 @@ UNSAFE_BUILTINS = frozenset(
         "super",
     }
 )
+# Arguments datetime's C constructors only store, after a C type check (no method of theirs runs): the tzinfo after the
+# bytes state pickle writes (`datetime(state, tzinfo)`; dateutil's and pytz's zones are objects of their own classes)
+STORED_TZINFO = frozenset({"datetime.datetime", "datetime.time"})
+# The classmethods `getattr(cls, name)` may look up, then called: pickle writes a classmethod so (`ZoneInfo.__reduce__`
+# gives `ZoneInfo._unpickle`, which makes the zone of a key it validates from the system's time zone data: an aware
+# datetime in a training checkpoint). Any other getattr call is unsafe (`CHECKED_WHEN_CALLED`)
+CLASS_METHODS = frozenset({"zoneinfo.ZoneInfo._unpickle"})
+# Unsafe globals judged where they are called instead of where they are named (a trampoline checks their arguments):
+# naming them alone runs nothing, and every way a pickle can call what it names goes through that check
+CHECKED_WHEN_CALLED = frozenset({"builtins.getattr"})
+# Enum classes a pickle calls with one value (`Enum.__reduce_ex__` writes `cls(value)`): the call looks the member up
+# by value, and their `_missing_` only raises (transformers' `ExplicitEnum`, Enum's own). torch.save of a
+# TrainingArguments (a Trainer's training_args.bin) writes its strategies and its accelerate state's DistributedType.
+# Only a lookup of one str or int counts (a second argument makes a class: `Enum(name, members)`)
+ENUM_LOOKUPS = frozenset({
+    "transformers.trainer_utils.IntervalStrategy", "transformers.trainer_utils.SaveStrategy",
+    "transformers.trainer_utils.HubStrategy", "transformers.trainer_utils.SchedulerType",
+    "transformers.trainer_utils.FSDPOption", "transformers.training_args.OptimizerNames",
+    "transformers.debug_utils.DebugOption", "accelerate.utils.dataclasses.DistributedType",
+})  # fmt: skip
+# dateutil's zone from a file (`tz.gettz`): its `__reduce__` writes `tzfile(None, filename)` and the zone's data as its
+# BUILD state, so nothing is read; a first argument reads a file (a path) or calls its `read()` (an object)
+DATEUTIL_TZFILE = "dateutil.tz.tz.tzfile"
 PATH_CLASSES = ("PurePath", "PurePosixPath", "PureWindowsPath", "Path", "PosixPath", "WindowsPath")
 # Classes and functions a call (REDUCE / OBJ / INST) may name without that being unsafe: they only build
 # data (numpy arrays and scalars, argparse namespaces, parameters, tensors moved to a device). An object the pickle
@@ -156,6 +192,7 @@ INERT_CALLABLES = frozenset(
         *(f"{module}.{cls}" for module in ("pathlib", "pathlib._local") for cls in PATH_CLASSES),
         "decimal.Decimal",
         "fractions.Fraction",
+        *CLASS_METHODS,
     }
 )
 # Base classes copyreg._reconstructor may construct through (it calls base.__init__(obj, state)).
@@ -214,6 +251,13 @@ PAIRS_BUILDERS = frozenset({"builtins.dict", "collections.OrderedDict"})
 # The methods the unpickler looks up on an object it appends or adds to (APPEND(S): extend, else append; ADDITEMS:
 # add): an attribute of that name that BUILD set is called with the items
 ITEM_METHODS = frozenset({"append", "extend", "add"})
+# The methods an OrderedDict's own attribute of that name would hide: it has a `__dict__` (torch keeps a state dict's
+# `_metadata` there) and what reads it looks these up on the object first (`dict(od)` calls `od.keys()`, APPENDS
+# calls `od.append`), so a state that names one chooses what runs (the reader holds an OrderedDict as a dict)
+MAPPING_METHODS = ITEM_METHODS | {
+    "keys", "items", "values", "get", "copy", "update", "pop", "popitem", "setdefault", "clear", "fromkeys",
+    "move_to_end",
+}  # fmt: skip
 # Factories a collections.defaultdict may hold: it calls them later, on every missing key.
 SAFE_FACTORIES = SAFE_BASES | {"collections.OrderedDict", "collections.Counter", "collections.defaultdict"}
 # Encodings `_codecs.encode` may be asked for (torch writes latin1; others import encodings.* codecs).
@@ -297,6 +341,8 @@ def is_unsafe_global(module: str, name: str) -> bool:
     if module in ("builtins", "__builtin__"):
         return name in UNSAFE_BUILTINS or name.startswith("_")
     qualname = f"{module}.{name}"
+    if module.endswith(MAIN_MODULE):
+        return True
     return is_dotted(name) or any(qualname == m or qualname.startswith(m + ".") for m in UNSAFE_MODULES)
 
 
@@ -316,3 +362,8 @@ def dunder_keys(state: object) -> list[str]:
     """Dunder attribute names a BUILD / _set_obj_state state would set (a dict, or a (dict, slots) pair)."""
     keys = (k for part in state_dicts(state) for k in part)
     return [k for k in keys if isinstance(k, str) and k.startswith("__") and k.endswith("__")][:5]
+
+
+def hidden_methods(state: object) -> list[str]:
+    """Methods of an OrderedDict a BUILD / _set_obj_state state would hide with attributes (`MAPPING_METHODS`)."""
+    return [k for part in state_dicts(state) for k in part if isinstance(k, str) and k in MAPPING_METHODS][:5]

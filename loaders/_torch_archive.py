@@ -11,6 +11,7 @@ the verdict, not only the one torch reads: what would be called anywhere is evid
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from itertools import repeat
 from operator import attrgetter
 
@@ -65,10 +66,11 @@ def layout_findings(members: tuple[_zip.ZipMember, ...], prefix: str) -> list[Fi
 
 
 def pickle_reader(probe: Probe, fmt: str, member: _zip.ZipMember, partial: bool = False) -> tuple[_pickle.Reader, int]:
-    """A reader of a pickle member, stored, or deflated (legal: torch reads it) and inflated as the walk reads it, up
-    to its declared size (`_zip.Inflated`: the stream is first inflated through once, keeping nothing, for its length
-    and any damage); and how many of its bytes torch's reader would take from its memory (`partial`: a corrupt
-    deflate stream inflated past the damage, see `_zip.inflate_lenient`; else always 0).
+    """A reader of a pickle member, read from the file as the walk reads it: stored, or deflated (legal: torch reads
+    it) and inflated up to its declared size (`_zip.Inflated`: the stream is first inflated through once, keeping
+    nothing, for its length and any damage); and how many of its bytes torch's reader would take from its memory
+    (`partial`: a corrupt deflate stream inflated past the damage, see `_zip.inflate_lenient`; else always 0).
+    Positions are the member's own (0 at its first byte) either way.
 
     Raises:
         LimitExceededError: the member is larger than `MAX_PICKLE_BYTES`.
@@ -77,7 +79,7 @@ def pickle_reader(probe: Probe, fmt: str, member: _zip.ZipMember, partial: bool 
     if member.file_size > MAX_PICKLE_BYTES or member.compress_size > MAX_PICKLE_BYTES:
         raise LimitExceededError(probe.path, fmt, f"{member.name!r} of {member.file_size:,} bytes")
     if member.method == _zip.STORED:
-        return _pickle.Reader(probe.read_at(member.data_offset, member.compress_size, fmt=fmt, what=member.name)), 0
+        return _pickle.Reader(fetch=_stored(probe, fmt, member), start=0, end=member.compress_size), 0
     inflated = _zip.Inflated(probe, member, fmt)
     try:
         size = inflated.length(member.file_size)
@@ -89,6 +91,12 @@ def pickle_reader(probe: Probe, fmt: str, member: _zip.ZipMember, partial: bool 
         data, unknown = _zip.inflate_lenient(probe, member, member.file_size, fmt)  # bounded by the declared size
         return _pickle.Reader(data), unknown
     return _pickle.Reader(fetch=inflated, start=0, end=size), 0
+
+
+def _stored(probe: Probe, fmt: str, member: _zip.ZipMember) -> Callable[[int, int], bytes]:
+    """The reads of a stored member's bytes at its own positions (a bytes value of 1 GiB is passed over, not read)."""
+    start = member.data_offset
+    return lambda at, n: probe.read_at(start + at, n, fmt=fmt, what=member.name)
 
 
 def from_memory(name: str, n: int) -> str:

@@ -22,7 +22,7 @@ import struct
 from collections.abc import Callable
 from functools import partial
 
-from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
+from inspector.errors import FormatError, InspectorError, LimitExceededError, UnsupportedVariantError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
 from loaders import _zip
@@ -253,6 +253,14 @@ def _inflated(probe: Probe, member: _zip.ZipMember, header_len: int, payload: in
     return _zip.inflate_head(probe, member, header_len + payload, NPZ_FORMAT)[header_len:]
 
 
+def _is_array(probe: Probe, member: _zip.ZipMember) -> bool:
+    """Whether a zip member opens with the npy magic (np.load's test; an unreadable member is not one)."""
+    try:
+        return _zip.inflate_head(probe, member, len(MAGIC), NPZ_FORMAT) == MAGIC
+    except InspectorError:
+        return False
+
+
 class NpyLoader:
     """A single ``.npy`` array."""
 
@@ -281,7 +289,7 @@ class NpyLoader:
 
 
 class NpzLoader:
-    """A zip archive whose members are all ``.npy`` arrays."""
+    """A zip archive whose members are all ``.npy`` arrays, or (`late_claim`) any zip holding an npy array."""
 
     name: ClassVar[str] = NPZ_FORMAT
     extensions: ClassVar[tuple[str, ...]] = (".npz",)
@@ -294,6 +302,11 @@ class NpzLoader:
             return None
         return Claim.STRUCTURE
 
+    def late_claim(self, probe: Probe) -> Claim | None:
+        """A zip no loader claims with a member that opens with the npy magic, whatever its name: np.load reads any
+        zip as an npz and any such member as an array (an object array's pickle with allow_pickle: judged here)."""
+        return Claim.CONTAINER if any(_is_array(probe, m) for m in probe.zip_members or ()) else None
+
     def load(self, probe: Probe) -> Checkpoint:
         members, zip_regions = _zip.read_zip(probe, NPZ_FORMAT)
         if len(members) > MAX_TENSORS:
@@ -303,7 +316,10 @@ class NpzLoader:
         findings: list[Finding] = []
         deflated = 0
         for m in members:
-            name = m.name[: -len(".npy")]
+            name = m.name.removesuffix(".npy")
+            if name == m.name and not _is_array(probe, m):  # (np.load gives such a member's bytes as they are)
+                regions.append(Region(RegionKind.METADATA, m.data_offset, m.compress_size, f"member {m.name!r}"))
+                continue
             need = max(12, min(FIRST_READ, _zip.PAGE - m.data_offset % _zip.PAGE))  # (no page past the header's)
             while True:
                 buf = _zip.inflate_head(probe, m, need, NPZ_FORMAT)

@@ -117,12 +117,27 @@ def payloads(canary: Path) -> dict[str, tuple[bytes, str]]:
         "frame": (P4 + frame(5) + b"N0" + short("hello") + b"0" + file_handler(canary) + b".", "logging.FileHandler"),
         "corrupt_tail": (P2 + file_handler(canary) + b"0\xff\xff", "logging.FileHandler"),
         "deep_tail": (P2 + file_handler(canary) + b"0" + b"(" * 150_000, "logging.FileHandler"),
+        # a protocol-0 STRING spells the key with an escape, which the unpickler decodes: `__setstate__` again
+        "escaped": (
+            P2
+            + glob("argparse", "Namespace")
+            + b")RN}S'\\x5f_setstate__'\n"
+            + glob("logging", "FileHandler")
+            + b"s\x86b"
+            + text(c)
+            + b"b.",
+            "setattr(argparse.Namespace, '__setstate__')",
+        ),  # fmt: skip
     }
 
 
-def runs(tmp_path: Path, code: str, path: Path, canary: Path) -> bool:
-    """Whether loading `path` with the real library (in a subprocess) creates the canary; it is removed after."""
-    subprocess.run([sys.executable, "-c", code, str(path)], cwd=tmp_path, capture_output=True, timeout=120)
+def runs(tmp_path: Path, code: str, path: Path, canary: Path, env: dict[str, str] | None = None) -> bool:
+    """Whether loading `path` with the real library (in a subprocess, `env` added to its environment) creates the
+    canary; it is removed after."""
+    environment = {**os.environ, **(env or {})}
+    subprocess.run(
+        [sys.executable, "-c", code, str(path)], cwd=tmp_path, capture_output=True, timeout=120, env=environment
+    )
     made = canary.exists()
     if made:
         canary.unlink()
@@ -141,7 +156,8 @@ def verdict(path: Path, capsys: pytest.CaptureFixture[str], callable_name: str) 
 
 
 @pytest.mark.parametrize(
-    "case", ["reduce", "obj", "inst", "build", "dotted", "reconstructor", "frame", "corrupt_tail", "deep_tail"]
+    "case",
+    ["reduce", "obj", "inst", "build", "dotted", "reconstructor", "frame", "corrupt_tail", "deep_tail", "escaped"],
 )
 def test_hostile_pickle_is_flagged_and_never_run(tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]) -> None:
     canary = tmp_path / "canary"
@@ -150,6 +166,24 @@ def test_hostile_pickle_is_flagged_and_never_run(tmp_path: Path, case: str, caps
     path.write_bytes(data)
     assert runs(tmp_path, PICKLE_LOAD, path, canary), "the payload must really run under pickle.load"
     verdict(path, capsys, name)
+    assert not canary.exists()
+
+
+def test_a_module_whose_import_runs_something(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The unpickler imports a GLOBAL's module before looking its name up: `antigravity` opens a web browser (the
+    command BROWSER names, here one that creates the canary), however the name is spelled (an escaped STRING for
+    STACK_GLOBAL); a package's `__main__` runs its command line."""
+    canary = tmp_path / "canary"
+    browser = tmp_path / "browser"
+    browser.write_text(f"#!/bin/sh\ntouch {canary}\n")
+    browser.chmod(0o755)
+    for data in (P2 + glob("antigravity", "geohash") + b"0N.", P4 + b"S'antigravit\\x79'\nS'geohash'\n\x930N."):
+        path = tmp_path / "model.pkl"
+        path.write_bytes(data)
+        assert runs(tmp_path, PICKLE_LOAD, path, canary, {"BROWSER": str(browser)})
+        verdict(path, capsys, "antigravity.geohash")
+    path.write_bytes(P2 + glob("unittest.__main__", "main") + b"0N.")
+    verdict(path, capsys, "unittest.__main__.main")
     assert not canary.exists()
 
 
@@ -254,6 +288,24 @@ def test_deflated_data_pkl_is_walked_in_bounded_memory(tmp_path: Path, capsys: p
             member.write(b"0" + glob("os", "system") + text("true") + b"\x85R.")
         zf.writestr("archive/version", "3\n")
     assert path.stat().st_size < size // 100
+    with _memory_cap(256 << 20):
+        verdict(path, capsys, "os.system")
+
+
+def test_stored_data_pkl_is_walked_in_bounded_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A stored data.pkl of 384 MiB (a bytes value of zeros, then a payload) is read from the file as the walk reads it:
+    under an address-space limit of 256 MiB more than the process holds, the payload behind the value is found (it
+    was read whole: a stored member of 1,008 MiB took 1,046 MB at its peak and 3.6 s, now 21 MB and 1.2 s)."""
+    path = tmp_path / "large.pt"
+    size = 3 << 27
+    with zipfile.ZipFile(path, "w") as zf:
+        with zf.open("archive/data.pkl", "w", force_zip64=True) as member:
+            member.write(P4 + b"\x8e" + struct.pack("<Q", size))
+            zeros = bytes(1 << 24)
+            for _ in range(size // len(zeros)):
+                member.write(zeros)
+            member.write(b"0" + glob("os", "system") + text("true") + b"\x85R.")
+        zf.writestr("archive/version", "3\n")
     with _memory_cap(256 << 20):
         verdict(path, capsys, "os.system")
 
@@ -537,6 +589,82 @@ def test_training_objects_saved_by_torch_are_inert(tmp_path: Path) -> None:
     assert main([str(path)]) == 0
 
 
+@pytest.mark.reference
+def test_time_zones_saved_by_torch_are_inert(tmp_path: Path) -> None:
+    """Aware datetimes of zoneinfo and dateutil zones, as torch.save writes them: `getattr(ZoneInfo, '_unpickle')(key,
+    1)`, `tzfile(None, filename)` with its data as state, tzutc/tzlocal/tzoffset objects a datetime only stores."""
+    import datetime
+    import zoneinfo
+
+    torch = pytest.importorskip("torch")
+    tz = pytest.importorskip("dateutil.tz")
+    stamp = datetime.datetime(2026, 1, 2, 3, 4, 5)
+    zones = {"berlin": zoneinfo.ZoneInfo("Europe/Berlin"), "file": tz.gettz("Europe/Berlin"), "utc": tz.tzutc()}
+    zones |= {"local": tz.tzlocal(), "offset": tz.tzoffset("X", 3600)}
+    saved = {name: stamp.replace(tzinfo=zone) for name, zone in zones.items()}
+    for protocol in (2, 4):
+        path = tmp_path / f"zones{protocol}.pt"
+        torch.save({"w": torch.ones(2), **saved}, path, pickle_protocol=protocol)
+        loaded = torch.load(path, weights_only=False)
+        assert {name: loaded[name] for name in saved} == saved
+        assert loaded["berlin"].utcoffset() == datetime.timedelta(hours=1)
+        ckpt = load(path)
+        assert "UNSAFE_CONTENT" not in {f.code for f in ckpt.findings}
+        listed = next(f for f in ckpt.findings if f.code == "PICKLE_GLOBALS").message
+        assert "zoneinfo.ZoneInfo" in listed and "dateutil.tz.tz.tzfile" in listed
+        assert main([str(path)]) == 0
+
+
+def test_time_zone_calls_other_than_pickles_are_checked(tmp_path: Path) -> None:
+    """What those tables let through is exactly what pickle writes: another getattr, a tzfile given a file to read, a
+    datetime made from numbers given an object the pickle made, still count."""
+    zone = glob("zoneinfo", "ZoneInfo")
+    cases = {
+        "other_attribute": P2 + glob("builtins", "getattr") + zone + text("__init_subclass__") + b"\x86R.",
+        "tzfile_reads": P2 + glob("dateutil.tz.tz", "tzfile") + text("/etc/passwd") + text("x") + b"\x86R.",
+        "numbers": P2 + glob("datetime", "datetime") + b"(M\xea\x07" + glob("dateutil.tz.tz", "tzutc") + b")\x81tR.",
+    }
+    flagged = {
+        "other_attribute": "builtins.getattr",
+        "tzfile_reads": "dateutil.tz.tz.tzfile given a file to read",
+        "numbers": "datetime.datetime of an object of dateutil.tz.tz.tzutc (its methods run)",
+    }
+    for case, data in cases.items():
+        path = tmp_path / f"{case}.pkl"
+        path.write_bytes(data)
+        ckpt = load(path)
+        unsafe = next(f for f in ckpt.findings if f.code == "UNSAFE_CONTENT")
+        assert flagged[case] in unsafe.message, case
+
+
+@pytest.mark.reference
+def test_training_arguments_saved_by_torch_are_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Trainer's training_args.bin (`torch.save(args)`): its strategies are Enum lookups by value (`SchedulerType(
+    'linear')`), read (exit 0); one of those classes called with more than a value (which makes a class) still counts,
+    and an enum outside the table is a call like any other."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("accelerate")
+    from transformers import TrainingArguments
+
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), report_to=[], use_cpu=True, debug="underflow_overflow")
+    path = tmp_path / "training_args.bin"
+    torch.save(args, path)
+    assert torch.load(path, weights_only=False).lr_scheduler_type == args.lr_scheduler_type
+    ckpt = load(path)
+    assert "UNSAFE_CONTENT" not in {f.code for f in ckpt.findings}
+    listed = next(f for f in ckpt.findings if f.code == "PICKLE_GLOBALS").message
+    for name in ("transformers.trainer_utils.SchedulerType", "transformers.debug_utils.DebugOption"):
+        assert name in listed
+    assert main([str(path)]) == 0
+    strategy = glob("transformers.trainer_utils", "IntervalStrategy")
+    (two := tmp_path / "two.pkl").write_bytes(P2 + strategy + text("X") + text("a b") + b"\x86R.")
+    verdict(two, capsys, "transformers.trainer_utils.IntervalStrategy with other than one str or int")
+    (other := tmp_path / "other.pkl").write_bytes(
+        P2 + glob("transformers.trainer_utils", "ExplicitEnum") + text("a") + b"\x85R."
+    )
+    verdict(other, capsys, "transformers.trainer_utils.ExplicitEnum")
+
+
 def test_numpy_random_constructors_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """numpy's generator pickles call what they are given: __generator_ctor(name, ctor) calls ctor(name) and
     __bit_generator_ctor(cls) calls cls(); given anything but numpy's own, they run the file's choice."""
@@ -627,6 +755,32 @@ def made_objects(canary: Path) -> dict[str, tuple[bytes, str, str]]:
         # APPEND calls the object's append (extend first), ADDITEMS its add: attributes BUILD set
         "append": (P2 + namespace("append", handler) + text(c) + b"a.", PICKLE_LOAD, "the append, extend or add"),
         "additems": (P4 + namespace("add", handler) + b"(" + text(c) + b"\x90.", PICKLE_LOAD, "the append, extend"),
+        # an OrderedDict has a __dict__: an attribute named as one of its methods hides it (APPEND calls `append`),
+        # set by BUILD or by _rebuild_from_type_v2's state (`_set_obj_state`), the name in an escaped STRING too
+        "ordered_dict": (
+            P2 + glob("collections", "OrderedDict") + b")R}" + text("append") + handler + b"sb" + text(c) + b"a.",
+            PICKLE_LOAD,
+            "setattr(dict, 'append')",
+        ),
+        "ordered_dict_escaped": (
+            P2 + glob("collections", "OrderedDict") + b")R}S'appen\\x64'\n" + handler + b"sb" + text(c) + b"a.",
+            PICKLE_LOAD,
+            "setattr(dict, 'append')",
+        ),
+        "ordered_dict_from_type": (
+            P2
+            + glob("torch._tensor", "_rebuild_from_type_v2")
+            + b"("
+            + glob("collections", "OrderedDict") * 2
+            + b")}"
+            + text("append")
+            + handler
+            + b"stR"
+            + text(c)
+            + b"a.",
+            TORCH_LOAD,
+            "setattr(collections.OrderedDict, 'append')",
+        ),  # fmt: skip
         # type.__new__ makes a class whose __setstate__ is FileHandler; BUILD on its object calls it
         "class": (
             P2
@@ -648,8 +802,9 @@ def made_objects(canary: Path) -> dict[str, tuple[bytes, str, str]]:
 
 @pytest.mark.parametrize(
     "case",
-    ["list", "dict_pairs", "newobj", "reconstructor", "defaultdict", "keys", "detach", "append", "additems", "class"],
-)
+    ["list", "dict_pairs", "newobj", "reconstructor", "defaultdict", "keys", "detach", "append", "additems",
+     "ordered_dict", "ordered_dict_escaped", "ordered_dict_from_type", "class"],
+)  # fmt: skip
 def test_objects_the_pickle_made_are_not_data(tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]) -> None:
     canary = tmp_path / "canary"
     data, code, name = made_objects(canary)[case]
@@ -660,6 +815,20 @@ def test_objects_the_pickle_made_are_not_data(tmp_path: Path, case: str, capsys:
     assert runs(tmp_path, code, path, canary), "the payload must really run under the real loader"
     verdict(path, capsys, name)
     assert not canary.exists()
+
+
+def test_newobj_ex_keyword_arguments_are_arguments(tmp_path: Path) -> None:
+    """NEWOBJ_EX calls `cls.__new__(cls, *args, **kwargs)`: `bytes.__new__(bytes, source=x)` iterates x as the
+    positional form does, so an object the pickle made given by keyword counts as given by position."""
+    made = glob("collections", "deque") + b")\x81"
+    by_position = P4 + glob("builtins", "bytes") + made + b"\x85}\x92."
+    by_keyword = P4 + glob("builtins", "bytes") + b")}" + short("source") + made + b"s\x92."
+    found = []
+    for name, data in (("position", by_position), ("keyword", by_keyword)):
+        path = tmp_path / f"{name}.pkl"
+        path.write_bytes(data)
+        found.append(next(f.message for f in load(path).findings if f.code == "UNSAFE_CONTENT"))
+    assert found[0] == found[1] and "builtins.bytes.__new__ of an object of collections.deque" in found[0]
 
 
 @pytest.mark.reference
@@ -984,6 +1153,30 @@ def test_findings_name_a_bounded_number_of_callables(tmp_path: Path) -> None:
     path.write_bytes(P2 + b"".join(glob("os", f"f{i}") + b")R0" for i in range(5000)) + b"N.")
     (finding,) = [f for f in load(path).findings if f.code == "UNSAFE_CONTENT"]
     assert "and 4,980 more" in finding.message and len(finding.message) < 1000 and len(finding.subjects) == 20
+
+
+def test_zip_member_that_is_an_array_whatever_its_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """np.load reads any zip as an npz, and any member opening with the npy magic as an array, whatever its name: an
+    object array's pickle in a member named 'x' runs under `np.load(path, allow_pickle=True)['x']` (the file was
+    "not a recognised format", exit 2). Its other members are bytes np.load gives as they are."""
+    canary = tmp_path / "canary"
+    evil = io.BytesIO()
+    np.save(evil, np.array([None], dtype=object), allow_pickle=True)
+    header = evil.getvalue()[: 10 + struct.unpack_from("<H", evil.getvalue(), 8)[0]]
+    weights = io.BytesIO()
+    np.save(weights, np.arange(6, dtype=np.float32))
+    path = tmp_path / "model.npz"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("notes.txt", "hello")
+        zf.writestr("w", weights.getvalue())
+        zf.writestr("x", header + P2 + file_handler(canary) + b".", compress_type=zipfile.ZIP_DEFLATED)
+    code = "import numpy, sys; f = numpy.load(sys.argv[1], allow_pickle=True); [f[k] for k in f.files]"
+    assert runs(tmp_path, code, path, canary)
+    verdict(path, capsys, "logging.FileHandler")
+    ckpt = load(path)
+    check_invariants(ckpt)
+    assert [(t.name, t.shape) for t in ckpt.tensors] == [("w", (6,)), ("x", (1,))]
+    assert not canary.exists()
 
 
 def test_npz_member_with_a_huge_npy_header_is_refused_cheaply(tmp_path: Path) -> None:
