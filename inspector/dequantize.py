@@ -13,15 +13,16 @@ the scales of its rows), and the pair's difference is the quantization's error. 
     value = code[q] * absmax                  (bitsandbytes' 4 bits: NF4 and FP4 codes, its quant_map; with double
                                                quantization the absmax themselves code[a] * nested_absmax + offset)
 
-q the stored value: an element, or a code unpacked from its bits (`Packed`: a bit stream along the stored rows or
-down the stored columns, optimum-quanto's bytes) and decoded by a code book (`CODEBOOKS`: FP4 E2M1, E8M0 exponents;
-or the file's own, bitsandbytes' quant_map); each scale (and zero point) shared by a block of rows x columns of the
-values (the scale's shape tiles the values': one a row, one a group of a row, one a 128 x 128 block, one a tensor),
-or picked by the row's group (GPTQ's `g_idx`). A scale or zero point table may be quantized itself (bitsandbytes'
-double quantization, packed zero points, NVFP4's FP8 scales over a global scale): it is a `Dequantization` too. The
-block is read off the shapes where the scale's dimensions divide the values' evenly, else from the config
-(`weight_block_size`); where neither tells it, or the values are packed in a layout not read here, the pair says why
-it is not dequantized instead of a number. `DEQUANTIZERS` is the table, one finder per library.
+q the stored value: an element, or a code unpacked from its bits (`Packed`: a bit stream along the stored rows or down
+the stored columns, optimum-quanto's bytes) and decoded by a code book (`dequantize_stream.CODEBOOKS`: FP4 E2M1, E8M0
+exponents; or the file's own, bitsandbytes' quant_map); each scale (and zero point) shared by a block of rows x columns
+of the values (the scale's shape tiles the values': one a row, one a group of a row, one a 128 x 128 block, one a
+tensor), or picked by the row's group (GPTQ's `g_idx`). A scale or zero point table may be quantized itself
+(bitsandbytes' double quantization, packed zero points, NVFP4's FP8 scales over a global scale): it is a
+`Dequantization` too. The block is read off the shapes where the scale's dimensions divide the values' evenly, else from
+the config (`weight_block_size`); where neither tells it, or the values are packed in a layout not read here, the pair
+says why it is not dequantized instead of a number. `DEQUANTIZERS` is the table, one finder per library; the values a
+plan describes are streamed by `inspector.dequantize_stream`.
 """
 
 from __future__ import annotations
@@ -29,9 +30,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from math import prod
 
-import numpy as np
-
-from inspector.errors import FormatError
 from inspector.quantized import (
     PACKED_BY,
     PACKINGS,
@@ -42,7 +40,7 @@ from inspector.quantized import (
     quanto_values,
 )
 from inspector.recordtype import record
-from inspector.tensor_data import STORAGE, TensorSource, decode
+from inspector.tensor_data import STORAGE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -60,14 +58,6 @@ ZERO_POINT = ".weight_zero_point"
 BNB_ROW_SCALES = ".SCB"  # bitsandbytes' 8-bit rows: value = q * SCB / 127
 BNB_RANGE = 127.0
 ELEMENT_DTYPES = frozenset({"I8", "F8_E4M3", "F8_E5M2"})  # values stored one an element, at the weight's shape
-# Code books of packed values, by name: the value each code stands for. E2M1: the 4-bit floats of NVFP4 and MXFP4
-# (sign, two exponent bits, one mantissa bit; compressed-tensors' `kE2M1ToFloat` and its sign); E8M0: the block
-# exponents of the MX formats, 2^(code - 127), 255 NaN (the OCP MX specification)
-CODEBOOKS: Mapping[str, np.ndarray] = {
-    "E2M1": np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]),
-    "E8M0": np.append(np.ldexp(1.0, np.arange(255) - 127), np.nan),
-    "E4M3": decode(np.arange(256, dtype=np.uint8), "F8_E4M3"),  # (FP8 E4M3 in bytes: MLX's nvfp4 scales)
-}
 # MLX's modes (`mlx.core.quantize`) -> the code books of its values and of its scales (uint8); None: affine, the
 # values integers, `q * scales + biases`
 MLX_MODES: Mapping[str, tuple[str | None, str | None]] = {
@@ -78,8 +68,6 @@ MLX_MODES: Mapping[str, tuple[str | None, str | None]] = {
 }
 AWQ_ORDER = (0, 4, 1, 5, 2, 6, 3, 7)  # AutoAWQ's packing: value j of each 8 at position AWQ_ORDER[j] of its int32 word
 BNB_BLOCKSIZES = tuple(1 << k for k in range(5, 13))  # its 4-bit block sizes (32 ... 4096), powers of two
-MAX_RECORD_BYTES = 1 << 16  # bitsandbytes' quant_state record: a JSON object of a few keys
-ALIGN = 32  # values: 32 values of any width fill whole bytes and whole int32 words (a bit stream's seams)
 
 
 @record(frozen=True, slots=True)
@@ -103,13 +91,13 @@ class Packed:
 
 @record(frozen=True, slots=True)
 class Dequantization:
-    """How one quantized weight's stored values dequantize: `(q - zero) * scale / divisor` (`/ scale` where
-    `divided`), or `q * scale + sign * zero` where `sign` is not 0; each scale and zero point shared by a block of
-    `block` (rows, columns) of the values' `matrix` (rows, columns), or the row's group (`groups`, GPTQ's g_idx); q the
-    values `packed` (or one an element) and looked up in a `codebook` (a `CODEBOOKS` name, or the file's table);
-    `transposed`: the matrix is the float weight's transpose (GPTQ's and AWQ's (in, out)); `offset_from`:
-    bitsandbytes' quant_state record, whose nested_offset is added. A scale or zero point table may itself be a
-    `Dequantization` (bitsandbytes' double quantization, packed zero points)."""
+    """How one quantized weight's stored values dequantize: `(q - zero) * scale / divisor` (`/ scale` where `divided`),
+    or `q * scale + sign * zero` where `sign` is not 0; each scale and zero point shared by a block of `block` (rows,
+    columns) of the values' `matrix` (rows, columns), or the row's group (`groups`, GPTQ's g_idx); q the values `packed`
+    (or one an element) and looked up in a `codebook` (a `dequantize_stream.CODEBOOKS` name, or the file's table);
+    `transposed`: the matrix is the float weight's transpose (GPTQ's and AWQ's (in, out)); `offset_from`: bitsandbytes'
+    quant_state record, whose nested_offset is added. A scale or zero point table may itself be a `Dequantization`
+    (bitsandbytes' double quantization, packed zero points)."""
 
     how: str  # in words, for the report
     values: TensorInfo
@@ -137,17 +125,17 @@ def _matrix(t: TensorInfo) -> tuple[int, int]:
     return (prod(t.shape[:-1]), t.shape[-1]) if t.shape else (1, 1)
 
 
-def _logical(dq: Dequantization) -> tuple[int, int]:
+def logical_matrix(dq: Dequantization) -> tuple[int, int]:
     """The (rows, columns) of the values a dequantization gives."""
     return dq.matrix if dq.matrix != (0, 0) else _matrix(dq.values)
 
 
-def _table_matrix(table: Table) -> tuple[int, int]:
-    return _logical(table) if isinstance(table, Dequantization) else _scales_matrix(table)
+def table_matrix(table: Table) -> tuple[int, int]:
+    return logical_matrix(table) if isinstance(table, Dequantization) else _scales_matrix(table)
 
 
 def _shape(table: Table) -> tuple[int, ...]:
-    return _logical(table) if isinstance(table, Dequantization) else tuple(table.shape)
+    return logical_matrix(table) if isinstance(table, Dequantization) else tuple(table.shape)
 
 
 def _dtype(table: Table) -> str:
@@ -158,7 +146,7 @@ def _block(values: TensorInfo, matrix: tuple[int, int], scale: Table, stated: ob
     """The (rows, columns) of the values each scale covers: the values' over the scale's where they divide evenly,
     else the config's `weight_block_size` where it tiles them; else why not."""
     rows, cols = matrix
-    srows, scols = _table_matrix(scale)
+    srows, scols = table_matrix(scale)
     if rows % srows == 0 and cols % scols == 0:
         return rows // srows, cols // scols
     if isinstance(stated, list) and len(stated) == 2 and all(isinstance(n, int) and n > 0 for n in stated):
@@ -187,8 +175,11 @@ def _plan(how: str, values: TensorInfo, scale: Table | None, config: Mapping[str
     block = words.pop("block", None) or _block(values, matrix, scale, stated)
     if isinstance(block, str):
         return f"{how}: {block}"
+    (rows, cols), (srows, scols) = matrix, table_matrix(scale)
+    if -(-cols // block[1]) != scols or (words.get("groups") is None and -(-rows // block[0]) != srows):
+        return f"{how}: its scales {_shape(scale)} do not cover its values {matrix} in blocks of {block}"
     zero = words.get("zero")
-    if zero is not None and (_table_matrix(zero) != _table_matrix(scale) or _dtype(zero) not in STORAGE):
+    if zero is not None and (table_matrix(zero) != table_matrix(scale) or _dtype(zero) not in STORAGE):
         return f"{how}: its zero points {_shape(zero)} {_dtype(zero)} are not laid out as its scales"
     return Dequantization(how, values, scale, block, **words)
 
@@ -320,7 +311,7 @@ def _awq(t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: 
     `qzeros` (groups, out / 8) packed alike, `scales` (groups, out), as its `dequantize_gemm` does them."""
     out, inputs = t.shape
     scales, qzeros = by_name.get(module + ".scales"), by_name.get(module + ".qzeros")
-    if scales is None or qzeros is None or len(scales.shape) != 2 or qzeros.dtype != "I32":
+    if scales is None or qzeros is None or len(scales.shape) != 2 or qzeros.dtype != "I32" or out % len(AWQ_ORDER):
         return None
     packed = Packed(_bits(t), "rows", order=AWQ_ORDER)
     zero = Dequantization("AWQ zero points", qzeros, None, (1, 1), scales.shape, packed=packed)
@@ -360,6 +351,18 @@ def _fp4(t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: 
     return _plan(how, t, table, config, packed=Packed(4, "rows"), codebook="E2M1")
 
 
+def _modelopt_nvfp4(
+    t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]
+) -> Plan | None:
+    """NVIDIA ModelOpt's NVFP4 export (`weight`, two E2M1 values a byte, the low half first): `e2m1 * weight_scale *
+    weight_scale_2`, FP8 scales each 16 values times a scale a tensor, as its `NVFP4QTensor.dequantize` does them."""
+    scale, overall = by_name.get(module + ".weight_scale"), by_name.get(module + ".weight_scale_2")
+    if scale is None or overall is None:
+        return None
+    table = Dequantization("ModelOpt NVFP4 scales", scale, overall, _matrix(scale))
+    return _plan("ModelOpt NVFP4", t, table, config, packed=Packed(4, "rows"), codebook="E2M1")
+
+
 def _mlx(t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]) -> Plan | None:
     """MLX's quantized weights (`mlx.core.quantize`): uint32 words, each row a bit stream of its values; its affine
     mode `q * scales + biases`, its float modes `code[q] * code[scales]` (`MLX_MODES`), a scale a group of a row."""
@@ -389,6 +392,7 @@ UNPACKED: Mapping[str, Callable[[TensorInfo, str, Mapping[str, TensorInfo], Mapp
     PACKINGS["pack-quantized"].name: _pack_quantized,
     PACKINGS["nvfp4-pack-quantized"].name: _fp4,
     PACKINGS["mxfp4-pack-quantized"].name: _fp4,
+    PACKINGS["modelopt-nvfp4"].name: _modelopt_nvfp4,
     **{f"MLX {mode}": _mlx for mode in ("affine", "mxfp4", "nvfp4", "mxfp8")},
 }
 
@@ -411,150 +415,6 @@ def plans(ckpt: Checkpoint) -> dict[int, Plan]:
 def _scales_matrix(t: TensorInfo) -> tuple[int, int]:
     """A scale (or zero point) table as a matrix: one a tensor (1, 1), one a row (rows, 1), else its own."""
     return (1, 1) if not t.shape else (t.shape[0], 1) if len(t.shape) == 1 else _matrix(t)
-
-
-def _read(source: TensorSource, t: TensorInfo, start: int, stop: int) -> bytes:
-    """Bytes `[start, stop)` of a tensor's stored data: one bounded read."""
-    assert t.offset is not None
-    data = source.probe(t.file).read_at(t.offset + start, stop - start, fmt=source.ckpt.format,
-                                        what=f"tensor {t.name!r}")  # fmt: skip
-    source.bytes_read += len(data)
-    return data
-
-
-def _rows(source: TensorSource, t: TensorInfo, cols: int, start: int, stop: int, dtype: str = "") -> np.ndarray:
-    """Rows `[start, stop)` of a tensor read as a matrix of `cols` columns, in its storage dtype (or `dtype`'s)."""
-    dt = np.dtype(STORAGE[dtype or t.dtype]).newbyteorder("<")
-    width = cols * dt.itemsize
-    return np.frombuffer(_read(source, t, start * width, stop * width), dtype=dt).reshape(stop - start, cols)
-
-
-def _bitstream(raw: np.ndarray, bits: int, count: int, msb_first: bool) -> np.ndarray:
-    """The first `count` values of `bits` bits of each row of bytes `raw`, each row one bit stream: the least
-    significant bits first (little-endian words), or each byte's most significant first."""
-    stream = np.unpackbits(raw.astype(np.uint8, copy=False), axis=1, count=count * bits,
-                           bitorder="big" if msb_first else "little").reshape(len(raw), count, bits)  # fmt: skip
-    weights = 1 << np.arange(bits)
-    return np.asarray(stream @ (weights[::-1] if msb_first else weights))
-
-
-def _unpacked(source: TensorSource, dq: Dequantization, p: Packed, start: int, stop: int) -> np.ndarray:
-    """Rows `[start, stop)` of packed values, their codes (integers)."""
-    rows, cols = _logical(dq)
-    t = dq.values
-    if p.along == "quanto":  # (stored row r % P holds value row r in its bits (r // P) x bits up)
-        stored = t.nbytes // cols
-        parts = []
-        row = start
-        while row < stop:
-            part, first = divmod(row, stored)
-            last = min(stop, (part + 1) * stored)
-            packed = _rows(source, t, cols, first, first + last - row, "U8")
-            parts.append((packed >> (p.bits * part)) & ((1 << p.bits) - 1))
-            row = last
-        return np.concatenate(parts) if len(parts) > 1 else parts[0]
-    if p.along == "rows":
-        width = t.nbytes // rows
-        raw = np.frombuffer(_read(source, t, start * width, stop * width), np.uint8).reshape(stop - start, width)
-        codes = _bitstream(raw, p.bits, cols, p.msb_first)
-        if p.order:  # (value j of each run stored at position order[j])
-            run = len(p.order)
-            codes = codes[:, (np.arange(cols) // run) * run + np.array(p.order)[np.arange(cols) % run]]
-        return codes
-    # down the columns: from the stored row where the 32 values holding `start` begin (whole elements)
-    width = cols * p.element
-    aligned = start - start % ALIGN
-    first, last = aligned * p.bits // (8 * p.element), min(t.nbytes // width, -(-stop * p.bits // (8 * p.element)))
-    raw = np.frombuffer(_read(source, t, first * width, last * width), np.uint8)
-    raw = raw.reshape(last - first, cols, p.element).transpose(1, 0, 2).reshape(cols, -1)
-    return _bitstream(raw, p.bits, stop - aligned, p.msb_first).T[start - aligned :]
-
-
-def _codebook(source: TensorSource, book: str | TensorInfo) -> np.ndarray:
-    if isinstance(book, str):
-        return CODEBOOKS[book]
-    return decode(_rows(source, book, book.n_elements, 0, 1), book.dtype).reshape(-1)
-
-
-def _values(source: TensorSource, dq: Dequantization, start: int, stop: int) -> np.ndarray:
-    """Rows `[start, stop)` of the stored values, float64: decoded, or unpacked codes less their offset, or the
-    floats of their code book."""
-    cols = _logical(dq)[1]
-    if dq.packed is None and dq.codebook is None:
-        return decode(_rows(source, dq.values, cols, start, stop), dq.values.dtype)
-    if dq.packed is None:
-        codes = _rows(source, dq.values, cols, start, stop).astype(np.intp)
-    else:
-        codes = _unpacked(source, dq, dq.packed, start, stop)
-    if dq.codebook is not None:
-        return np.asarray(_codebook(source, dq.codebook)[codes])
-    if dq.packed is None or not dq.packed.offset:
-        return codes.astype(np.float64)
-    codes = codes - dq.packed.offset
-    return (codes % (1 << dq.packed.bits) if dq.packed.modular else codes).astype(np.float64)
-
-
-def _spread(source: TensorSource, dq: Dequantization, table: Table, start: int, stop: int) -> Any:
-    """A scale (or zero point) table's entries for value rows `[start, stop)`, one per value: its rows that cover them
-    (the rows' groups, or their blocks) read, each repeated over its block's columns."""
-    cols = _logical(dq)[1]
-    if dq.groups is not None:
-        index = _rows(source, dq.groups, 1, start, stop).reshape(-1).astype(np.int64)
-        if index.min() < 0 or index.max() >= _table_matrix(table)[0]:
-            raise FormatError(source.ckpt.path, source.ckpt.format, f"tensor {dq.groups.name!r}: a group past the "
-                              f"{_table_matrix(table)[0]} rows of its scales")  # fmt: skip
-    else:
-        index = np.arange(start, stop) // dq.block[0]
-    first, last = int(index.min()), int(index.max()) + 1
-    if isinstance(table, Dequantization):
-        entries = _dequantized_rows(source, table, first, last)
-    else:
-        entries = decode(_rows(source, table, _table_matrix(table)[1], first, last), table.dtype)
-    return entries[(index - first)[:, None], np.arange(cols) // dq.block[1]]
-
-
-def _dequantized_rows(source: TensorSource, dq: Dequantization, start: int, stop: int) -> np.ndarray:
-    """Rows `[start, stop)` of the dequantized values, float64."""
-    q = _values(source, dq, start, stop)
-    scale = 1.0 if dq.scale is None else _spread(source, dq, dq.scale, start, stop)
-    zero = 0.0 if dq.zero is None else _spread(source, dq, dq.zero, start, stop)
-    if dq.sign:
-        out = q * scale + dq.sign * zero
-    else:
-        out = (q - zero) / scale if dq.divided else (q - zero) * scale
-    if dq.divisor != 1.0:
-        out = out / dq.divisor
-    if dq.offset_from is not None:
-        out = out + _nested_offset(source, dq.offset_from)
-    return np.asarray(out)
-
-
-def _nested_offset(source: TensorSource, record: TensorInfo) -> float:
-    """The `nested_offset` of bitsandbytes' quant_state record (JSON in bytes), added to its dequantized absmax."""
-    import json
-
-    words: Any = None
-    if record.nbytes <= MAX_RECORD_BYTES:
-        try:
-            words = json.loads(_read(source, record, 0, record.nbytes))
-        except (ValueError, RecursionError):
-            words = None
-    offset = words.get("nested_offset") if isinstance(words, dict) else None
-    if not isinstance(offset, (int, float)) or isinstance(offset, bool):
-        raise FormatError(source.ckpt.path, source.ckpt.format, f"tensor {record.name!r}: no nested_offset in the "
-                          "quant_state record")  # fmt: skip
-    return float(offset)
-
-
-def dequantized(source: TensorSource, dq: Dequantization, block_elements: int) -> Iterator[np.ndarray]:
-    """The dequantized values of `dq`, float64, flat in its matrix's row order, about `block_elements` a block
-    (a multiple of 32 rows where the values are packed down the columns)."""
-    rows, cols = _logical(dq)
-    step = max(1, block_elements // max(cols, 1))
-    if dq.packed is not None and dq.packed.along == "columns":
-        step = -(-step // ALIGN) * ALIGN
-    for start in range(0, rows, step):
-        yield _dequantized_rows(source, dq, start, min(rows, start + step)).reshape(-1)
 
 
 def _tensors(dq: Dequantization) -> Iterator[TensorInfo]:

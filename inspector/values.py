@@ -313,7 +313,8 @@ def _against_quantized(
 ) -> ValueComparison:  # fmt: skip
     """A float weight `f` against the values `q` of its quantization, dequantized by `plan`: the quantization's error
     (or why it is not dequantized)."""
-    from inspector.dequantize import FLOATS, dequantized, unaddressed
+    from inspector.dequantize import FLOATS, unaddressed
+    from inspector.dequantize_stream import dequantized
 
     a, b = (f.name, q.name) if float_first else (q.name, f.name)
     reason = plan if isinstance(plan, str) else unaddressed(plan) or unreadable(sf.ckpt, f)

@@ -1328,7 +1328,8 @@ def _dequantized(ckpt: Any, name: str) -> Any:
     """The inspector's dequantization of one quantized tensor of `ckpt`, streamed in small blocks, as one array."""
     import numpy as np
 
-    from inspector.dequantize import Dequantization, dequantized, plans
+    from inspector.dequantize import Dequantization, plans
+    from inspector.dequantize_stream import dequantized
     from inspector.tensor_data import TensorSource
 
     t = next(t for t in ckpt.tensors if t.name == name)
@@ -1519,6 +1520,16 @@ def test_diff_data_dequantizes_gptq_and_awq_as_their_libraries_do(tmp_path: Path
         error = float(np.abs(floats[name].double().numpy() - reference[name].double().numpy()).max())
         _assert_dequantized_as(ours, expected, error, values[name], 2**-11 if method == "awq" else 0.0)
         assert values[name].dequantized == method.upper()
+    if method == "gptq" and bits == 4:  # a g_idx naming a group past its scales: the file cannot be read, no guess
+        from safetensors.torch import save_file
+
+        from inspector.errors import FormatError
+
+        tensors = load_file(tmp_path / "model.safetensors")
+        tensors["model.layers.0.self_attn.q_proj.g_idx"][-1] = 1 << 20
+        save_file(tensors, str(tmp_path / "model.safetensors"))
+        with pytest.raises(FormatError, match="a group past the"):
+            _quantization_errors(tmp_path / "float.safetensors", tmp_path / "model.safetensors")
 
 
 def test_diff_data_of_a_packing_not_dequantized_says_so_per_layer(tmp_path: Path) -> None:
@@ -1683,6 +1694,58 @@ def test_diff_data_dequantizes_mlx_weights_as_mlx_does(tmp_path: Path, quantizat
     for name, expected in reference.items():
         error = float(abs(floats[name].double().numpy() - expected).max())
         _assert_dequantized_as(_dequantized(b, name), expected, error, values[name])
+
+
+# ModelOpt's own dequantization (`NVFP4QTensor.dequantize`, float32) of each NVFP4 weight of its export, in a process
+# of its own (as its writer: ModelOpt registers its modules with transformers), saved beside it (reference.safetensors)
+MODELOPT_DEQUANTIZER = """
+import sys, torch
+from safetensors.torch import load_file, save_file
+from modelopt.torch.quantization.qtensor import NVFP4QTensor
+stored = load_file(sys.argv[1] + "/model.safetensors")
+reference = {}
+for name, packed in stored.items():
+    module = name.removesuffix(".weight")
+    if packed.dtype == torch.uint8 and module + ".weight_scale_2" in stored:
+        shape = torch.Size((*packed.shape[:-1], packed.shape[-1] * 2))
+        scales = {"scale": stored[module + ".weight_scale"], "double_scale": stored[module + ".weight_scale_2"]}
+        reference[name] = NVFP4QTensor(shape, torch.float32, packed).dequantize(
+            dtype=torch.float32, block_sizes={-1: 16}, **scales)
+save_file(reference, sys.argv[1] + "/reference.safetensors")
+"""
+
+
+@pytest.mark.parametrize("config", ["NVFP4_DEFAULT_CFG", "W4A16_NVFP4_CFG"])
+def test_diff_data_dequantizes_modelopt_nvfp4_as_it_does(tmp_path: Path, config: str) -> None:
+    """NVIDIA ModelOpt's NVFP4 exports (`weight` two E2M1 values a byte, `weight_scale` FP8 each 16 values,
+    `weight_scale_2` a tensor), quantized and exported by ModelOpt on the CPU: each weight dequantizes as its own
+    `NVFP4QTensor.dequantize` does it, and `inspector diff --data` against the float model (the same seed's) gives
+    each weight's error."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    from safetensors.torch import load_file, save_file
+
+    if importlib.util.find_spec("modelopt") is None:
+        pytest.skip("nvidia-modelopt is not installed")
+    root = Path(__file__).resolve().parent.parent
+    for script, args in ((MODELOPT_WRITER, [config, str(tmp_path), json.dumps(MODELOPT_LLAMA)]),
+                         (MODELOPT_DEQUANTIZER, [str(tmp_path)])):  # fmt: skip
+        written = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=root)
+        assert written.returncode == 0, written.stderr[-3000:]
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model("llama", **MODELOPT_LLAMA))
+    floats = {k: v.contiguous() for k, v in model.state_dict().items()}
+    save_file(floats, str(tmp_path / "float.safetensors"))
+    reference = load_file(tmp_path / "reference.safetensors")
+    assert len(reference) == LINEARS
+    values = _quantization_errors(tmp_path / "float.safetensors", tmp_path / "model.safetensors")
+    b = load(tmp_path / "model.safetensors")
+    for name, expected in reference.items():
+        error = (floats[name].double() - expected.double()).abs().max().item()
+        _assert_dequantized_as(_dequantized(b, name), expected.numpy(), error, values[name])
+        assert values[name].dequantized == "ModelOpt NVFP4"
 
 
 WIDE_LLAMA = {**LLAMA, "hidden_size": 256, "intermediate_size": 512}  # (every projection of more than 128 inputs)
