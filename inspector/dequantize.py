@@ -5,16 +5,24 @@
 dequantization needs, its values are dequantized here, streamed in row blocks (bounded memory: a block of values and
 the scales of its rows), and the pair's difference is the quantization's error. One formula covers the schemes read:
 
-    value = (q - zero) * scale                (torchao, compressed-tensors' INT8, transformers' FP8: zero 0)
-    value = q * scale - shift                 (optimum-quanto's 4 and 2 bits: a float shift)
+    value = (q - zero) * scale                (torchao, compressed-tensors, transformers' FP8, GPTQ, AWQ: zero 0 or
+                                               the zero points; compressed-tensors' NVFP4: scale / global scale)
+    value = q * scale + sign * zero           (optimum-quanto's 4 and 2 bits: a float shift subtracted; MLX's
+                                               affine mode: its biases added)
     value = q * SCB / 127                     (bitsandbytes' 8-bit rows)
+    value = code[q] * absmax                  (bitsandbytes' 4 bits: NF4 and FP4 codes, its quant_map; with double
+                                               quantization the absmax themselves code[a] * nested_absmax + offset)
 
-each scale (and zero point) shared by a block of rows x columns of the values as stored: the scale's shape tiles
-the values' (one a row, one a group of a row, one a 128 x 128 block, one a tensor). The block is read off the
-shapes where the scale's dimensions divide the values' evenly, else from the config (`weight_block_size`); where
-neither tells it, or the values are packed in a layout not read here (GPTQ, AWQ, bitsandbytes' 4 bits, MXFP4,
-NVFP4, MLX, compressed-tensors' pack-quantized), the pair says why it is not dequantized instead of a number.
-`DEQUANTIZERS` is the table, one finder per library.
+q the stored value: an element, or a code unpacked from its bits (`Packed`: a bit stream along the stored rows or down
+the stored columns, optimum-quanto's bytes) and decoded by a code book (`dequantize_stream.CODEBOOKS`: FP4 E2M1, E8M0
+exponents; or the file's own, bitsandbytes' quant_map); each scale (and zero point) shared by a block of rows x columns
+of the values (the scale's shape tiles the values': one a row, one a group of a row, one a 128 x 128 block, one a
+tensor), or picked by the row's group (GPTQ's `g_idx`). A scale or zero point table may be quantized itself
+(bitsandbytes' double quantization, packed zero points, NVFP4's FP8 scales over a global scale): it is a
+`Dequantization` too. The block is read off the shapes where the scale's dimensions divide the values' evenly, else from
+the config (`weight_block_size`); where neither tells it, or the values are packed in a layout not read here, the pair
+says why it is not dequantized instead of a number. `DEQUANTIZERS` is the table, one finder per library; the values a
+plan describes are streamed by `inspector.dequantize_stream`.
 """
 
 from __future__ import annotations
@@ -22,11 +30,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from math import prod
 
-import numpy as np
-
-from inspector.quantized import QUANTO_PACKED_DTYPES, QUANTO_SCALE, QUANTO_SHIFT, TORCHAO_VALUES, quanto_values
+from inspector.quantized import (
+    PACKED_BY,
+    PACKINGS,
+    QUANTO_PACKED_DTYPES,
+    QUANTO_SCALE,
+    QUANTO_SHIFT,
+    TORCHAO_VALUES,
+    quanto_values,
+)
 from inspector.recordtype import record
-from inspector.tensor_data import STORAGE, TensorSource, decode
+from inspector.tensor_data import STORAGE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,25 +58,65 @@ ZERO_POINT = ".weight_zero_point"
 BNB_ROW_SCALES = ".SCB"  # bitsandbytes' 8-bit rows: value = q * SCB / 127
 BNB_RANGE = 127.0
 ELEMENT_DTYPES = frozenset({"I8", "F8_E4M3", "F8_E5M2"})  # values stored one an element, at the weight's shape
+# MLX's modes (`mlx.core.quantize`) -> the code books of its values and of its scales (uint8); None: affine, the
+# values integers, `q * scales + biases`
+MLX_MODES: Mapping[str, tuple[str | None, str | None]] = {
+    "affine": (None, None),
+    "mxfp4": ("E2M1", "E8M0"),
+    "nvfp4": ("E2M1", "E4M3"),
+    "mxfp8": ("E4M3", "E8M0"),
+}
+AWQ_ORDER = (0, 4, 1, 5, 2, 6, 3, 7)  # AutoAWQ's packing: value j of each 8 at position AWQ_ORDER[j] of its int32 word
+BNB_BLOCKSIZES = tuple(1 << k for k in range(5, 13))  # its 4-bit block sizes (32 ... 4096), powers of two
+
+
+@record(frozen=True, slots=True)
+class Packed:
+    """How the values are packed into their stored elements, `bits` a value: one little-endian bit stream along each
+    stored row (`"rows"`), or down each stored column of elements of `element` bytes (`"columns"`: GPTQ's qweight),
+    or optimum-quanto's bytes (`"quanto"`: stored row r % P holds value row r in its bits (r // P) x bits up);
+    `msb_first`: each byte's high bits first (bitsandbytes); `order`: where in each run of len(order) values each one
+    is stored (AWQ); `offset`: subtracted from each code (compressed-tensors stores q + 2^(bits - 1)), modulo
+    2^bits where `modular` (AutoGPTQ's zero points, stored less one: its zero of 0 is stored as 2^bits - 1 and read
+    back so, `(z + 1) & (2^bits - 1)`)."""
+
+    bits: int
+    along: str
+    element: int = 1
+    msb_first: bool = False
+    order: tuple[int, ...] = ()
+    offset: int = 0
+    modular: bool = False
 
 
 @record(frozen=True, slots=True)
 class Dequantization:
-    """How one quantized weight's stored values dequantize: `(q - zero) * scale / divisor`, or `q * scale - zero`
-    where `shifted` (optimum-quanto's float shift); each scale and zero point shared by a block of `block` (rows,
-    columns) of the values; `packed_bits`: optimum-quanto's packing, 8 / bits values a byte along the first axis."""
+    """How one quantized weight's stored values dequantize: `(q - zero) * scale / divisor` (`/ scale` where `divided`),
+    or `q * scale + sign * zero` where `sign` is not 0; each scale and zero point shared by a block of `block` (rows,
+    columns) of the values' `matrix` (rows, columns), or the row's group (`groups`, GPTQ's g_idx); q the values `packed`
+    (or one an element) and looked up in a `codebook` (a `dequantize_stream.CODEBOOKS` name, or the file's table);
+    `transposed`: the matrix is the float weight's transpose (GPTQ's and AWQ's (in, out)); `offset_from`: bitsandbytes'
+    quant_state record, whose nested_offset is added. A scale or zero point table may itself be a `Dequantization`
+    (bitsandbytes' double quantization, packed zero points)."""
 
     how: str  # in words, for the report
     values: TensorInfo
-    scale: TensorInfo
+    scale: Table | None
     block: tuple[int, int]
-    zero: TensorInfo | None = None
-    shifted: bool = False
+    matrix: tuple[int, int] = (0, 0)  # (0, 0): the values' shape as a matrix
+    zero: Table | None = None
+    sign: int = 0
     divisor: float = 1.0
-    packed_bits: int = 0
+    divided: bool = False
+    packed: Packed | None = None
+    codebook: str | TensorInfo | None = None
+    groups: TensorInfo | None = None
+    transposed: bool = False
+    offset_from: TensorInfo | None = None
 
 
 if TYPE_CHECKING:
+    Table = TensorInfo | Dequantization  # a scale or zero point table: as stored, or dequantized itself
     Plan = Dequantization | str  # a dequantization, or why the values cannot be dequantized here
     Finder = Callable[[TensorInfo, Mapping[str, TensorInfo], Mapping[str, Any]], Plan | None]
 
@@ -71,11 +125,28 @@ def _matrix(t: TensorInfo) -> tuple[int, int]:
     return (prod(t.shape[:-1]), t.shape[-1]) if t.shape else (1, 1)
 
 
-def _block(values: TensorInfo, scale: TensorInfo, stated: object) -> tuple[int, int] | str:
+def logical_matrix(dq: Dequantization) -> tuple[int, int]:
+    """The (rows, columns) of the values a dequantization gives."""
+    return dq.matrix if dq.matrix != (0, 0) else _matrix(dq.values)
+
+
+def table_matrix(table: Table) -> tuple[int, int]:
+    return logical_matrix(table) if isinstance(table, Dequantization) else _scales_matrix(table)
+
+
+def _shape(table: Table) -> tuple[int, ...]:
+    return logical_matrix(table) if isinstance(table, Dequantization) else tuple(table.shape)
+
+
+def _dtype(table: Table) -> str:
+    return "F64" if isinstance(table, Dequantization) else table.dtype  # (a dequantized table: float64)
+
+
+def _block(values: TensorInfo, matrix: tuple[int, int], scale: Table, stated: object) -> tuple[int, int] | str:
     """The (rows, columns) of the values each scale covers: the values' over the scale's where they divide evenly,
     else the config's `weight_block_size` where it tiles them; else why not."""
-    rows, cols = _matrix(values)
-    srows, scols = _scales_matrix(scale)
+    rows, cols = matrix
+    srows, scols = table_matrix(scale)
     if rows % srows == 0 and cols % scols == 0:
         return rows // srows, cols // scols
     if isinstance(stated, list) and len(stated) == 2 and all(isinstance(n, int) and n > 0 for n in stated):
@@ -83,27 +154,33 @@ def _block(values: TensorInfo, scale: TensorInfo, stated: object) -> tuple[int, 
         if -(-rows // br) == srows and -(-cols // bc) == scols:
             return br, bc
     return (
-        f"its scales {tuple(scale.shape)} do not divide its values {tuple(values.shape)} evenly, and no "
+        f"its scales {_shape(scale)} do not divide its values {tuple(values.shape)} evenly, and no "
         "weight_block_size in the config says their blocks"
     )
 
 
-def _plan(how: str, values: TensorInfo, scale: TensorInfo | None, config: Mapping[str, Any], **words: Any) -> Plan:
+def _plan(how: str, values: TensorInfo, scale: Table | None, config: Mapping[str, Any], **words: Any) -> Plan:
     """A dequantization of `values` by `scale` (and the words' zero point...), or why there is none."""
     if scale is None:
         return f"{how}: its scales are not in the file"
-    decoded = (scale, *(() if words.get("packed_bits") else (values,)))  # (packed values: unpacked from bytes)
+    tables = [t for t in (scale, words.get("zero")) if t is not None]
+    decoded = [t for t in tables if not isinstance(t, Dequantization)]
+    decoded += [] if words.get("packed") else [values]  # (packed values: unpacked from bytes)
     undecoded = next((t.dtype for t in decoded if t.dtype not in STORAGE), None)
     if undecoded is not None:
         return f"{how}: dtype {undecoded} is not decoded"
     quantization = config.get("quantization_config")
     stated = quantization.get("weight_block_size") if isinstance(quantization, dict) else None
-    block = _block(values, scale, stated)
+    matrix = words.get("matrix") or _matrix(values)
+    block = words.pop("block", None) or _block(values, matrix, scale, stated)
     if isinstance(block, str):
         return f"{how}: {block}"
+    (rows, cols), (srows, scols) = matrix, table_matrix(scale)
+    if -(-cols // block[1]) != scols or (words.get("groups") is None and -(-rows // block[0]) != srows):
+        return f"{how}: its scales {_shape(scale)} do not cover its values {matrix} in blocks of {block}"
     zero = words.get("zero")
-    if zero is not None and (zero.shape != scale.shape or zero.dtype not in STORAGE):
-        return f"{how}: its zero points {tuple(zero.shape)} {zero.dtype} are not laid out as its scales"
+    if zero is not None and (table_matrix(zero) != table_matrix(scale) or _dtype(zero) not in STORAGE):
+        return f"{how}: its zero points {_shape(zero)} {_dtype(zero)} are not laid out as its scales"
     return Dequantization(how, values, scale, block, **words)
 
 
@@ -116,8 +193,9 @@ def _quanto(t: TensorInfo, by_name: Mapping[str, TensorInfo], config: Mapping[st
     shift = by_name.get(module + QUANTO_SHIFT)
     bits = QUANTO_PACKED_DTYPES.get(t.dtype, 0)
     how = f"optimum-quanto {'q' + ('int' if t.dtype[0] in 'IU' else 'float') + str(bits or 8)}"
-    shifted = shift is not None and shift.dtype in FLOATS
-    return _plan(how, t, by_name.get(module + QUANTO_SCALE), config, zero=shift, shifted=shifted, packed_bits=bits)
+    sign = -1 if shift is not None and shift.dtype in FLOATS else 0
+    packed = Packed(bits, "quanto") if bits else None
+    return _plan(how, t, by_name.get(module + QUANTO_SCALE), config, zero=shift, sign=sign, packed=packed)
 
 
 def _torchao(t: TensorInfo, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]) -> Plan | None:
@@ -147,16 +225,176 @@ def _scaled(t: TensorInfo, by_name: Mapping[str, TensorInfo], config: Mapping[st
                  zero=by_name.get(module + ZERO_POINT))  # fmt: skip
 
 
+def _blocksize(n: int, count: int) -> int:
+    """The values a block of bitsandbytes' holds, `count` blocks (the last one partial) covering `n` values: a power of
+    two it quantizes in; 0 where none fits."""
+    size = next((size for size in BNB_BLOCKSIZES if -(-n // size) == count), 0)
+    return size or (n if count == 1 else 0)
+
+
+def _bnb_4bit(t: TensorInfo, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]) -> Plan | None:
+    """bitsandbytes' 4-bit weight (`quantized.unpacked`: NF4 or FP4 codes, two a byte, the high half first):
+    `quant_map[q] * absmax`, an absmax a block of values; with double quantization the absmax are themselves
+    `nested_quant_map[a] * nested_absmax + nested_offset` (the offset in its quant_state record), as its
+    `dequantize_4bit` does them."""
+    record = next((by_name[t.name + "." + r] for r in PACKED_BY if t.name + "." + r in by_name), None)
+    if record is None or PACKED_BY[record.name.removeprefix(t.name + ".")] != t.dtype:
+        return None
+    how = f"bitsandbytes {t.dtype.removeprefix('BNB_').lower()}"
+    absmax, code = by_name.get(t.name + ".absmax"), by_name.get(t.name + ".quant_map")
+    nested, nested_code = by_name.get(t.name + ".nested_absmax"), by_name.get(t.name + ".nested_quant_map")
+    if absmax is None or code is None or not _codes_of(code, 4):
+        return f"{how}: its absmax or its quant_map of 16 codes is not in the file"
+    n = t.n_elements
+    scale: Table = absmax
+    if nested is not None and nested_code is not None:
+        count = absmax.n_elements
+        if absmax.dtype != "U8" or not _codes_of(nested_code, 8) or nested.dtype not in FLOATS or record.dtype != "U8":
+            return f"{how}: its double quantization's tables are not bitsandbytes' (U8 absmax, 256 codes)"
+        nested_block = _blocksize(count, nested.n_elements)
+        if not nested_block:
+            return f"{how}: {nested.n_elements} nested absmax do not cover its {count} absmax in blocks"
+        scale = Dequantization(how + " absmax", absmax, nested, (nested_block, 1), (count, 1), codebook=nested_code,
+                               offset_from=record)  # fmt: skip
+    elif absmax.dtype not in FLOATS:
+        return f"{how}: its absmax are {absmax.dtype} without the nested tables that dequantize them"
+    block = _blocksize(n, absmax.n_elements)
+    if not block:
+        return f"{how}: {absmax.n_elements} absmax do not cover its {n:,} values in blocks"
+    return Dequantization(how, t, scale, (block, 1), (n, 1), packed=Packed(4, "columns", msb_first=True),
+                          codebook=code)  # fmt: skip
+
+
+def _codes_of(table: TensorInfo, bits: int) -> bool:
+    """Whether a code book in the file holds a float for every code of `bits` bits."""
+    return table.dtype in FLOATS and table.n_elements >= 1 << bits and len(table.shape) == 1
+
+
 def _packed(t: TensorInfo, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]) -> Plan | None:
-    """Values packed in a layout not dequantized here: why, in the loader's words."""
+    """A weight the loaders unpacked (`quantized.unpacked`: its note names the packing): dequantized by its packing's
+    finder (`UNPACKED`), or why not, in the loader's words."""
     note = next((n for n in t.notes if PACKED_NOTE in n), None)
     if note is None:
         return None
-    return f"{note.partition(':')[0]}: dequantizing this packing is not done here"
+    finder = UNPACKED.get(note.partition(" weight" + PACKED_NOTE)[0])
+    plan = finder(t, t.name.rpartition(".")[0], by_name, config) if finder is not None else None
+    return plan or f"{note.partition(':')[0]}: dequantizing this packing is not done here"
+
+
+def _bits(t: TensorInfo) -> int:
+    from inspector.dtypes import DTYPES
+
+    return DTYPES[t.dtype].bits
+
+
+def _gptq(t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]) -> Plan | None:
+    """GPTQ's `qweight` (in x bits / 32, out), each column a bit stream down its int32 words: `(q - (z + 1)) *
+    scales[g_idx]`, `qzeros` (groups, out x bits / 32) packed along its rows and stored less one (AutoGPTQ's
+    checkpoint format; `gptq_v2` stores the zero point itself), `scales` (groups, out), `g_idx` a group an input row."""
+    out, inputs = t.shape
+    bits = _bits(t)
+    scales, qzeros, g_idx = (by_name.get(f"{module}.{name}") for name in ("scales", "qzeros", "g_idx"))
+    if scales is None or qzeros is None or len(scales.shape) != 2 or qzeros.dtype != "I32":
+        return None
+    quantization = config.get("quantization_config")
+    v2 = isinstance(quantization, dict) and quantization.get("checkpoint_format") == "gptq_v2"
+    zero = Dequantization("GPTQ zero points", qzeros, None, (1, 1), scales.shape,
+                          packed=Packed(bits, "rows", offset=0 if v2 else -1, modular=True))  # fmt: skip
+    groups = g_idx if g_idx is not None and g_idx.shape == (inputs,) and g_idx.dtype == "I32" else None
+    block = (-(-inputs // scales.shape[0]), 1)
+    return _plan("GPTQ", t, scales, config, zero=zero, matrix=(inputs, out), block=block, groups=groups,
+                 packed=Packed(bits, "columns", element=4), transposed=True)  # fmt: skip
+
+
+def _awq(t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]) -> Plan | None:
+    """AWQ's GEMM layout, `qweight` (in, out / 8), 8 values an int32 word in AutoAWQ's order: `(q - z) * scales`,
+    `qzeros` (groups, out / 8) packed alike, `scales` (groups, out), as its `dequantize_gemm` does them."""
+    out, inputs = t.shape
+    scales, qzeros = by_name.get(module + ".scales"), by_name.get(module + ".qzeros")
+    if scales is None or qzeros is None or len(scales.shape) != 2 or qzeros.dtype != "I32" or out % len(AWQ_ORDER):
+        return None
+    packed = Packed(_bits(t), "rows", order=AWQ_ORDER)
+    zero = Dequantization("AWQ zero points", qzeros, None, (1, 1), scales.shape, packed=packed)
+    return _plan("AWQ", t, scales, config, zero=zero, matrix=(inputs, out), packed=packed, transposed=True)
+
+
+def _pack_quantized(
+    t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]
+) -> Plan | None:
+    """compressed-tensors' pack-quantized `weight_packed` (out, in x bits / 32), each row a bit stream of its values
+    plus 2^(bits - 1): `(q - zero) * weight_scale`, its `weight_zero_point` packed alike down its columns (as its
+    `pack_to_int32(..., packed_dim=0)`), as its `PackedQuantizationCompressor.decompress` does them."""
+    bits = _bits(t)
+    offset = 1 << (bits - 1)
+    scale, zero_point = by_name.get(module + ".weight_scale"), by_name.get(module + ZERO_POINT)
+    zero: Table | None = zero_point
+    if scale is not None and zero_point is not None and zero_point.dtype == "I32":
+        zero = Dequantization("compressed-tensors zero points", zero_point, None, (1, 1), _scales_matrix(scale),
+                              packed=Packed(bits, "columns", element=4, offset=offset))  # fmt: skip
+    packed = Packed(bits, "rows", offset=offset)
+    return _plan("compressed-tensors pack-quantized", t, scale, config, zero=zero, packed=packed)
+
+
+def _fp4(t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]) -> Plan | None:
+    """NVFP4 and MXFP4 as compressed-tensors packs them (`weight_packed`, two E2M1 values a byte, the low half first):
+    `e2m1 * weight_scale / weight_global_scale` (NVFP4: FP8 scales, one each 16 values) or `e2m1 * 2^(scale - 127)`
+    (MXFP4: E8M0 exponents, one each 32), as its `dequantize` does them."""
+    scale = by_name.get(module + ".weight_scale")
+    if scale is None:
+        return None
+    table: Table = scale
+    if scale.dtype == "U8":  # (E8M0 exponents)
+        table = Dequantization("E8M0 scales", scale, None, (1, 1), codebook="E8M0")
+    elif (overall := by_name.get(module + ".weight_global_scale")) is not None:
+        table = Dequantization("NVFP4 scales", scale, overall, _matrix(scale), divided=True)
+    how = "compressed-tensors " + ("MXFP4" if scale.dtype == "U8" else "NVFP4")
+    return _plan(how, t, table, config, packed=Packed(4, "rows"), codebook="E2M1")
+
+
+def _modelopt_nvfp4(
+    t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]
+) -> Plan | None:
+    """NVIDIA ModelOpt's NVFP4 export (`weight`, two E2M1 values a byte, the low half first): `e2m1 * weight_scale *
+    weight_scale_2`, FP8 scales each 16 values times a scale a tensor, as its `NVFP4QTensor.dequantize` does them."""
+    scale, overall = by_name.get(module + ".weight_scale"), by_name.get(module + ".weight_scale_2")
+    if scale is None or overall is None:
+        return None
+    table = Dequantization("ModelOpt NVFP4 scales", scale, overall, _matrix(scale))
+    return _plan("ModelOpt NVFP4", t, table, config, packed=Packed(4, "rows"), codebook="E2M1")
+
+
+def _mlx(t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]) -> Plan | None:
+    """MLX's quantized weights (`mlx.core.quantize`): uint32 words, each row a bit stream of its values; its affine
+    mode `q * scales + biases`, its float modes `code[q] * code[scales]` (`MLX_MODES`), a scale a group of a row."""
+    note = next(n for n in t.notes if PACKED_NOTE in n)
+    mode = note.split(" ", 2)[1]  # ('MLX mxfp4 weight stored packed as ...')
+    scales, biases = by_name.get(module + ".scales"), by_name.get(module + ".biases")
+    how = f"MLX {mode}"
+    if mode not in MLX_MODES:
+        return f"{how}: dequantizing this mode is not done here"
+    values_book, scales_book = MLX_MODES[mode]
+    packed = Packed(_bits(t), "rows")
+    if values_book is None:
+        return _plan(how, t, scales, config, zero=biases, sign=1, packed=packed) if biases is not None else None
+    if scales is None or scales.dtype != "U8":
+        return f"{how}: its scales are not U8 codes"
+    table = Dequantization(how + " scales", scales, None, (1, 1), codebook=scales_book)
+    return _plan(how, t, table, config, packed=packed, codebook=values_book)
 
 
 # How each library's quantized weights are dequantized, tried in order on every tensor of a file
-DEQUANTIZERS: tuple[Finder, ...] = (_quanto, _torchao, _scaled, _packed)
+DEQUANTIZERS: tuple[Finder, ...] = (_quanto, _torchao, _scaled, _bnb_4bit, _packed)
+# The packings whose weights `_packed` dequantizes, as the loaders' notes name them (`quantized.PACKINGS`' names;
+# MLX's modes) -> their finders
+UNPACKED: Mapping[str, Callable[[TensorInfo, str, Mapping[str, TensorInfo], Mapping[str, Any]], Plan | None]] = {
+    PACKINGS["gptq"].name: _gptq,
+    PACKINGS["awq"].name: _awq,
+    PACKINGS["pack-quantized"].name: _pack_quantized,
+    PACKINGS["nvfp4-pack-quantized"].name: _fp4,
+    PACKINGS["mxfp4-pack-quantized"].name: _fp4,
+    PACKINGS["modelopt-nvfp4"].name: _modelopt_nvfp4,
+    **{f"MLX {mode}": _mlx for mode in ("affine", "mxfp4", "nvfp4", "mxfp8")},
+}
 
 
 def plans(ckpt: Checkpoint) -> dict[int, Plan]:
@@ -179,64 +417,20 @@ def _scales_matrix(t: TensorInfo) -> tuple[int, int]:
     return (1, 1) if not t.shape else (t.shape[0], 1) if len(t.shape) == 1 else _matrix(t)
 
 
-def _rows(source: TensorSource, t: TensorInfo, cols: int, start: int, stop: int, dtype: str = "") -> np.ndarray:
-    """Rows `[start, stop)` of a tensor read as a matrix of `cols` columns, in its storage dtype (or `dtype`'s): one
-    bounded read."""
-    assert t.offset is not None
-    dt = np.dtype(STORAGE[dtype or t.dtype]).newbyteorder("<")
-    data = source.probe(t.file).read_at(t.offset + start * cols * dt.itemsize, (stop - start) * cols * dt.itemsize,
-                                        fmt=source.ckpt.format, what=f"tensor {t.name!r}")  # fmt: skip
-    source.bytes_read += len(data)
-    return np.frombuffer(data, dtype=dt).reshape(stop - start, cols)
-
-
-def _quanto_rows(source: TensorSource, t: TensorInfo, bits: int, start: int, stop: int) -> np.ndarray:
-    """Rows `[start, stop)` of optimum-quanto's packed values: stored row r % P holds value row r in its bits
-    (r // P) x bits up (P the stored rows), as its `unpack` concatenates them."""
-    cols = _matrix(t)[1]
-    stored = t.nbytes // cols
-    parts = []
-    row = start
-    while row < stop:
-        part, first = divmod(row, stored)
-        last = min(stop, (part + 1) * stored)
-        packed = _rows(source, t, cols, first, first + last - row, "U8")
-        parts.append((packed >> (bits * part)) & ((1 << bits) - 1))
-        row = last
-    return np.concatenate(parts) if len(parts) > 1 else parts[0]
-
-
-def _spread(source: TensorSource, t: TensorInfo, block: tuple[int, int], start: int, stop: int, cols: int) -> Any:
-    """A scale (or zero point) table's entries for value rows `[start, stop)`, decoded, one per value: its rows
-    that cover them read, each repeated over its block."""
-    br, bc = block
-    rows, table_cols = _scales_matrix(t)
-    first, last = start // br, min(rows, (stop - 1) // br + 1)
-    table = decode(_rows(source, t, table_cols, first, last), t.dtype)
-    return table[np.arange(start, stop)[:, None] // br - first, np.arange(cols) // bc]
-
-
-def dequantized(source: TensorSource, dq: Dequantization, block_elements: int) -> Iterator[np.ndarray]:
-    """The dequantized values of `dq`, float64, flat in the stored values' row order, about `block_elements` a
-    block."""
-    rows, cols = _matrix(dq.values)
-    step = max(1, block_elements // max(cols, 1))
-    for start in range(0, rows, step):
-        stop = min(rows, start + step)
-        if dq.packed_bits:
-            q = _quanto_rows(source, dq.values, dq.packed_bits, start, stop).astype(np.float64)
-        else:
-            q = decode(_rows(source, dq.values, cols, start, stop), dq.values.dtype)
-        scale = _spread(source, dq.scale, dq.block, start, stop, cols)
-        zero = 0.0 if dq.zero is None else _spread(source, dq.zero, dq.block, start, stop, cols)
-        out = q * scale - zero if dq.shifted else (q - zero) * scale
-        yield (out / dq.divisor if dq.divisor != 1.0 else out).reshape(-1)
+def _tensors(dq: Dequantization) -> Iterator[TensorInfo]:
+    """Every tensor a dequantization reads."""
+    yield dq.values
+    for t in (dq.scale, dq.zero, dq.groups, dq.codebook, dq.offset_from):
+        if isinstance(t, Dequantization):
+            yield from _tensors(t)
+        elif t is not None and not isinstance(t, str):
+            yield t
 
 
 def unaddressed(dq: Dequantization) -> str | None:
     """Why a dequantization's tensors cannot be read in bounded row reads (one not at an offset in the file), or
     None."""
-    for t in (dq.values, dq.scale, dq.zero):
-        if t is not None and t.offset is None:
+    for t in _tensors(dq):
+        if t.offset is None:
             return f"{dq.how}: {t.name!r} is not at a known offset in the file"
     return None

@@ -313,7 +313,8 @@ def _against_quantized(
 ) -> ValueComparison:  # fmt: skip
     """A float weight `f` against the values `q` of its quantization, dequantized by `plan`: the quantization's error
     (or why it is not dequantized)."""
-    from inspector.dequantize import FLOATS, dequantized, unaddressed
+    from inspector.dequantize import FLOATS, unaddressed
+    from inspector.dequantize_stream import dequantized
 
     a, b = (f.name, q.name) if float_first else (q.name, f.name)
     reason = plan if isinstance(plan, str) else unaddressed(plan) or unreadable(sf.ckpt, f)
@@ -323,20 +324,33 @@ def _against_quantized(
         reason = "the float weight is laid out otherwise (transposed): not dequantized in its order"
     if reason is None and f.n_elements != q.n_elements:
         reason = f"{f.n_elements:,} against {q.n_elements:,} values"
+    if reason is None and not isinstance(plan, str) and plan.transposed and not sf.can_read_columns(f):
+        reason = f"{plan.how}: its values are the float weight's transpose, whose columns are not read from this file"
     if reason is not None or isinstance(plan, str):
         return ValueComparison(a, b, False, False, 0.0, 0.0, 0, "", "", skipped=reason)
     acc = _Accumulator(tolerance)
     peak = 0.0
     hf = hashlib.sha256()
-    floats = reblock(_hashed(sf, f, hf), COMPARE_BLOCK)
+    # (GPTQ's and AWQ's values are (in, out): the float weight's columns against them, its hash of its stored bytes)
+    floats = reblock(_transposed(sf, f, COMPARE_BLOCK) if plan.transposed else _hashed(sf, f, hf), COMPARE_BLOCK)
     for x, y in zip(floats, reblock(dequantized(sq, plan, COMPARE_BLOCK), COMPARE_BLOCK), strict=True):
         x = decode(x, f.dtype)
         acc.add(x, y)
         peak = max(peak, float(np.abs(x).max(initial=0.0)))
     relative = acc.max_abs / peak if peak else (0.0 if acc.max_abs == 0 else float("inf"))
-    ha, hb = (hf.hexdigest(), _stored_hash(sq, q)) if float_first else (_stored_hash(sq, q), hf.hexdigest())
+    hash_f = _stored_hash(sf, f) if plan.transposed else hf.hexdigest()
+    ha, hb = (hash_f, _stored_hash(sq, q)) if float_first else (_stored_hash(sq, q), hash_f)
     return ValueComparison(a, b, acc.equal, acc.n_differ == 0, acc.max_abs, relative, acc.n_differ,
                            ha[:HASH_CHARS], hb[:HASH_CHARS], dequantized=plan.how)  # fmt: skip
+
+
+def _transposed(source: TensorSource, t: TensorInfo, block_elements: int) -> Iterator[np.ndarray]:
+    """A 2-D tensor's transpose, flat, in storage-dtype blocks of about `block_elements`: its columns, read a bounded
+    slice a row."""
+    rows, cols = t.shape
+    step = max(1, block_elements // max(rows, 1))
+    for start in range(0, cols, step):
+        yield np.ascontiguousarray(source.columns(t, start, min(cols, start + step)).T).reshape(-1)
 
 
 def _stored_hash(source: TensorSource, t: TensorInfo) -> str:

@@ -448,31 +448,44 @@ else:
         stand_in.__path__ = [str(root.parent / package.replace(".", "/"))]
         sys.modules[package] = stand_in
     import awq.modules.linear.gemm as layer
+    import awq.utils.packing_utils as packing
     import awq.modules.linear.gemv as gemv
     import awq.modules.linear.gemv_fast as gemv_fast
 torch.manual_seed(0)
 config = transformers.AutoConfig.for_model("llama", **json.loads(sys.argv[3]))
 model = transformers.AutoModelForCausalLM.from_config(config)
 count, group = model.num_parameters(), 32
+floats = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
+name_of = {m: n for n, m in model.named_modules()}
+reference = {}  # each packed layer's weight as the library dequantizes it
 for module in list(model.modules()):
     for name, linear in list(module.named_children()):
         if isinstance(linear, torch.nn.Linear) and name != "lm_head":
             groups = linear.in_features // group
+            # symmetric scales a group of a row (its largest magnitude over the top code), the zero point mid-range
+            top = 2 ** (bits - 1) - 1
+            scales = linear.weight.detach().reshape(linear.out_features, groups, group).abs().amax(-1) / top
+            zeros = torch.full_like(scales, 2.0 ** (bits - 1))
             if method == "gptq":
                 packed = layer.QuantLinear(bits, group, linear.in_features, linear.out_features, False)
                 g_idx = torch.arange(linear.in_features, dtype=torch.int32) // group
-                packed.pack(linear, torch.full((linear.out_features, groups), 0.01),
-                            torch.full((linear.out_features, groups), 2.0 ** (bits - 1)), g_idx)
+                packed.pack(linear, scales, zeros, g_idx)
+                # its own dequantization: the forward of its layer without the CUDA kernels, of the identity
+                reference[name_of[linear] + ".weight"] = packed(torch.eye(linear.in_features)).T.contiguous()
             elif version in ("gemv", "gemv_fast"):  # (their scales and zeros are (out, groups))
                 cls = gemv.WQLinear_GEMV if version == "gemv" else gemv_fast.WQLinear_GEMVFast
-                packed = cls.from_linear(linear, 4, group, scales=torch.full(
-                    (linear.out_features, groups), 0.01), zeros=torch.full((linear.out_features, groups), 8.0))
+                packed = cls.from_linear(linear, 4, group, scales=scales, zeros=zeros)
             else:
-                packed = layer.WQLinear_GEMM.from_linear(linear, 4, group, scales=torch.full(
-                    (groups, linear.out_features), 0.01), zeros=torch.full((groups, linear.out_features), 8.0))
+                packed = layer.WQLinear_GEMM.from_linear(linear, 4, group, scales=scales.T.contiguous(),
+                                                         zeros=zeros.T.contiguous())
+                reference[name_of[linear] + ".weight"] = packing.dequantize_gemm(
+                    packed.qweight, packed.qzeros, packed.scales, 4, group).T.contiguous()
             setattr(module, name, packed)
 save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(folder / "model.safetensors"),
           metadata={"format": "pt"})
+if reference:  # (the float model and the library's dequantization, beside the checkpoint)
+    save_file(reference, str(folder / "reference.safetensors"))
+    save_file(floats, str(folder / "float.safetensors"))
 words = {"quant_method": method, "bits": bits, "group_size": group}
 words.update({"desc_act": False, "sym": True} if method == "gptq" else {"version": version, "zero_point": True})
 if sys.argv[4] == "beside":  # before transformers read it from config.json: the libraries' own files beside it
@@ -1315,7 +1328,8 @@ def _dequantized(ckpt: Any, name: str) -> Any:
     """The inspector's dequantization of one quantized tensor of `ckpt`, streamed in small blocks, as one array."""
     import numpy as np
 
-    from inspector.dequantize import Dequantization, dequantized, plans
+    from inspector.dequantize import Dequantization, plans
+    from inspector.dequantize_stream import dequantized
     from inspector.tensor_data import TensorSource
 
     t = next(t for t in ckpt.tensors if t.name == name)
@@ -1417,22 +1431,321 @@ def test_diff_data_dequantizes_fine_grained_fp8_by_the_config_s_blocks(tmp_path:
     assert len(by_kind[DiffKind.QUANTIZATION_ERROR]) == LINEARS - len(skipped)
 
 
-def test_diff_data_of_a_packing_not_dequantized_says_so_per_layer(tmp_path: Path) -> None:
-    """bitsandbytes' 4-bit values (NF4, its code map and block scales beside them) are not dequantized here: each
-    layer's pair says so (`not_compared`, in the loader's words), none is a number comparing codes with floats."""
+def _quantization_errors(float_file: Path, quantized_file: Path, n: int = LINEARS) -> dict[str, Any]:
+    """`inspector diff --data` of a float model and its quantization: each of the `n` quantized weights' pair is a
+    `quantization_error` (expected), none compares codes with floats or is left uncompared; the pairs' values by the
+    float weight's name."""
     from inspector.diff import DiffKind, match
     from inspector.diff import diff as diff_records
     from inspector.values import compare_pairs
 
-    _bnb_4bit(tmp_path, "nf4", True, "uint8").save_pretrained(tmp_path / "4bit")
-    a, b = load(tmp_path / "float" / "model.safetensors"), load(tmp_path / "4bit" / "model.safetensors")
+    a, b = load(float_file), load(quantized_file)
+    pairs = match(a, b)
+    values = {v.a: v for v in compare_pairs(a, b, [(p.a, p.b, p.perm) for p in pairs])}
+    result = diff_records(a, b, pairs, tuple(values.values()))
+    errors = [d for d in result.differences if d.kind is DiffKind.QUANTIZATION_ERROR]
+    assert len(errors) == n and all(d.expected for d in errors)
+    assert not [d for d in result.differences if d.kind in (DiffKind.VALUES_CHANGED, DiffKind.NOT_COMPARED)]
+    return {name: v for name, v in values.items() if v.dequantized}
+
+
+def _assert_dequantized_as(ours: Any, expected: Any, error: float, value: Any, rounding: float = 0.0) -> None:
+    """Our dequantization equals the library's to float32 rounding, and the pair's error is the largest
+    |float - the library's| (give or take the library's own `rounding` of its values, relative)."""
+    import numpy as np
+
+    peak = float(np.abs(expected).max())
+    assert np.allclose(ours, expected.ravel(), rtol=2**-22, atol=2**-22 * peak)
+    assert value.dequantized and not value.skipped
+    assert math.isclose(value.max_abs, error, rel_tol=1e-5, abs_tol=1e-7 + rounding * peak)
+    assert 0 < value.max_rel < 0.5
+
+
+@pytest.mark.parametrize("layout", list(BNB_4BIT))
+def test_diff_data_dequantizes_bitsandbytes_4bit_as_its_library_does(tmp_path: Path, layout: str) -> None:
+    """bitsandbytes' 4-bit weights (NF4 and FP4 codes two a byte, an absmax a block of 64, with double quantization
+    the absmax themselves codes of the nested code map, plus the offset in the quant_state record; uint8 and bf16
+    storage) dequantize as its own `dequantize_4bit` does the loaded weights (to float32 rounding), and `inspector
+    diff --data` gives each weight's quantization error (they were `not_compared`: "not done here")."""
+    functional = pytest.importorskip("bitsandbytes.functional")
+    quant_type, double, storage, _, _ = BNB_4BIT[layout]
+    model = _bnb_4bit(tmp_path, quant_type, double, storage)
+    model.save_pretrained(tmp_path / "4bit")
+    from safetensors.torch import load_file
+
+    floats = load_file(tmp_path / "float" / "model.safetensors")
+    values = _quantization_errors(tmp_path / "float" / "model.safetensors", tmp_path / "4bit" / "model.safetensors")
+    b = load(tmp_path / "4bit" / "model.safetensors")
+    quantized = {name: p for name, p in model.named_parameters() if hasattr(p, "quant_state")}
+    assert len(quantized) == LINEARS
+    for name, p in quantized.items():
+        expected = functional.dequantize_4bit(p.data, p.quant_state).float()
+        error = (floats[name].double() - expected.double()).abs().max().item()
+        _assert_dequantized_as(_dequantized(b, name), expected.numpy(), error, values[name])
+        assert values[name].dequantized == f"bitsandbytes {quant_type}"
+
+
+@pytest.mark.parametrize(("method", "bits"), [("gptq", 4), ("gptq", 3), ("awq", 4)])
+def test_diff_data_dequantizes_gptq_and_awq_as_their_libraries_do(tmp_path: Path, method: str, bits: int) -> None:
+    """GPTQ's `qweight` (each column a bit stream down its int32 words, 4 and 3 bits), its `qzeros` (stored less one),
+    `scales` and `g_idx`, and AWQ's GEMM layout (8 values a word in its order) dequantize as their libraries do them
+    (AutoGPTQ's QuantLinear forward without the CUDA kernels, of the identity; AutoAWQ's `dequantize_gemm`, in
+    float16: ours rounded to it is equal), written by their own packers in the writer's process; `inspector diff
+    --data` against the float model gives each weight's quantization error, its values the float weight's transpose
+    (they were `not_compared`)."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    import numpy as np
+    from safetensors.torch import load_file
+
+    package = {"gptq": "auto_gptq", "awq": "awq"}[method]
+    if importlib.util.find_spec(package) is None:
+        pytest.skip(f"{package} is not installed (pip install --no-deps {package.replace('_', '-')})")
+    written = subprocess.run(
+        [sys.executable, "-c", PACKED_WRITER, method, str(tmp_path), json.dumps(LLAMA), "in_config", str(bits),
+         "gemm"], capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent,
+    )  # fmt: skip
+    assert written.returncode == 0, written.stderr[-3000:]
+    reference, floats = load_file(tmp_path / "reference.safetensors"), load_file(tmp_path / "float.safetensors")
+    values = _quantization_errors(tmp_path / "float.safetensors", tmp_path / "model.safetensors")
+    b = load(tmp_path / "model.safetensors")
+    assert len(reference) == LINEARS
+    for name, expected in reference.items():
+        ours = _dequantized(b, name.replace(".weight", ".qweight"))  # (its (in, out) order: the transpose)
+        expected = expected.T.float().numpy()
+        if method == "awq":  # (AutoAWQ multiplies in float16: one rounding of the exact product)
+            ours = ours.astype(np.float16).astype(np.float32)
+        error = float(np.abs(floats[name].double().numpy() - reference[name].double().numpy()).max())
+        _assert_dequantized_as(ours, expected, error, values[name], 2**-11 if method == "awq" else 0.0)
+        assert values[name].dequantized == method.upper()
+    if method == "gptq" and bits == 4:  # a g_idx naming a group past its scales: the file cannot be read, no guess
+        from safetensors.torch import save_file
+
+        from inspector.errors import FormatError
+
+        tensors = load_file(tmp_path / "model.safetensors")
+        tensors["model.layers.0.self_attn.q_proj.g_idx"][-1] = 1 << 20
+        save_file(tensors, str(tmp_path / "model.safetensors"))
+        with pytest.raises(FormatError, match="a group past the"):
+            _quantization_errors(tmp_path / "float.safetensors", tmp_path / "model.safetensors")
+
+
+def test_diff_data_of_a_packing_not_dequantized_says_so_per_layer(tmp_path: Path) -> None:
+    """AWQ's GEMV layout (`qweight` (out, in / 8), written by AutoAWQ's `WQLinear_GEMV.from_linear`) is not dequantized
+    here: each layer's pair says so (`not_compared`, in the loader's words), none is a number comparing codes with
+    floats."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    from inspector.diff import DiffKind, match
+    from inspector.diff import diff as diff_records
+    from inspector.values import compare_pairs
+
+    if importlib.util.find_spec("awq") is None:
+        pytest.skip("awq is not installed (pip install --no-deps autoawq)")
+    written = subprocess.run(
+        [sys.executable, "-c", PACKED_WRITER, "awq", str(tmp_path), json.dumps(LLAMA), "in_config", "4", "gemv"],
+        capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent,
+    )  # fmt: skip
+    assert written.returncode == 0, written.stderr[-3000:]
+    from safetensors.torch import save_file
+
+    save_file({k: v.contiguous() for k, v in _llama().state_dict().items()}, str(tmp_path / "float.safetensors"))
+    a, b = load(tmp_path / "float.safetensors"), load(tmp_path / "model.safetensors")
     pairs = match(a, b)
     result = diff_records(a, b, pairs, compare_pairs(a, b, [(p.a, p.b, p.perm) for p in pairs]))
     skipped = [d for d in result.differences if d.kind is DiffKind.NOT_COMPARED]
     assert len(skipped) == LINEARS and len({d.layer for d in skipped}) == LINEARS
-    assert all("bitsandbytes nf4 weight stored packed as U8" in d.message for d in skipped)
+    assert all("AWQ GEMV weight stored packed as I32" in d.message for d in skipped)
     assert all("dequantizing this packing is not done here" in d.message for d in skipped)
     assert not [d for d in result.differences if d.kind in (DiffKind.VALUES_CHANGED, DiffKind.QUANTIZATION_ERROR)]
+
+
+# compressed-tensors' packed schemes -> (its format, the scheme: a preset's name or pack-quantized's weights)
+COMPRESSED_PACKED = {
+    "W4 symmetric": ("pack-quantized", {"num_bits": 4, "symmetric": True}),
+    "W4 asymmetric": ("pack-quantized", {"num_bits": 4, "symmetric": False}),
+    "W8 asymmetric": ("pack-quantized", {"num_bits": 8, "symmetric": False}),
+    "NVFP4A16": ("nvfp4-pack-quantized", "NVFP4A16"),
+    "MXFP4A16": ("mxfp4-pack-quantized", "MXFP4A16"),
+}
+
+
+@pytest.mark.parametrize("scheme", list(COMPRESSED_PACKED))
+def test_diff_data_dequantizes_compressed_tensors_packed_weights_as_it_does(tmp_path: Path, scheme: str) -> None:
+    """compressed-tensors' pack-quantized weights (int32 words, values plus 2^(bits - 1); asymmetric zero points packed
+    down their columns) and its NVFP4 and MXFP4 bytes (E2M1 codes; FP8 scales over a global scale, E8M0 exponents),
+    calibrated by its own `compute_dynamic_scales_and_zp` and `generate_gparam`, compressed and saved: each weight
+    dequantizes as its own compressor's `decompress` does it (NVFP4's and MXFP4's at float32: its
+    `unpack_fp4_from_uint8` and `dequantize`, which otherwise round to bf16), and `inspector diff --data` gives each
+    weight's error."""
+    pytest.importorskip("compressed_tensors")
+    from compressed_tensors.compressors import BaseCompressor
+    from compressed_tensors.compressors.mx_utils import decompress_mx_scale
+    from compressed_tensors.compressors.nvfp4.helpers import unpack_fp4_from_uint8
+    from compressed_tensors.quantization import (
+        QuantizationConfig,
+        QuantizationScheme,
+        apply_quantization_config,
+        preset_name_to_scheme,
+    )
+    from compressed_tensors.quantization.lifecycle.forward import dequantize
+    from compressed_tensors.quantization.utils import compute_dynamic_scales_and_zp, generate_gparam
+    from safetensors.torch import load_file
+
+    fmt, words = COMPRESSED_PACKED[scheme]
+    if isinstance(words, str):
+        group = preset_name_to_scheme(words, ["Linear"])
+    else:
+        weights = {**words, "type": "int", "dynamic": False, "strategy": "group", "group_size": 32}
+        group = QuantizationScheme.model_validate({"targets": ["Linear"], "weights": weights})
+    config = QuantizationConfig(config_groups={"group_0": group}, ignore=["lm_head"], quantization_status="initialized",
+                                format=fmt)  # fmt: skip
+    model = _llama()
+    model.save_pretrained(tmp_path / "float")
+    apply_quantization_config(model, config)
+    with torch.no_grad():  # (its own calibration of the weights)
+        for module in model.modules():
+            if hasattr(module, "weight_scale"):
+                overall = None
+                if hasattr(module, "weight_global_scale"):
+                    overall = generate_gparam(module.weight.min(), module.weight.max())
+                    module.weight_global_scale.copy_(overall)
+                scale, zero = compute_dynamic_scales_and_zp(module.weight, group.weights, module, global_scale=overall)
+                module.weight_scale.copy_(scale.reshape(module.weight_scale.shape))
+                if hasattr(module, "weight_zero_point"):
+                    module.weight_zero_point.copy_(zero.reshape(module.weight_zero_point.shape))
+    _compress_and_save(model, config, tmp_path / "q")
+    stored, floats = (
+        load_file(tmp_path / "q" / "model.safetensors"),
+        load_file(tmp_path / "float" / "model.safetensors"),
+    )
+    values = _quantization_errors(tmp_path / "float" / "model.safetensors", tmp_path / "q" / "model.safetensors")
+    b = load(tmp_path / "q" / "model.safetensors")
+    checked = 0
+    for name in floats:
+        module = name.removesuffix(".weight")
+        if module + ".weight_packed" not in stored:
+            continue
+        state = {k.removeprefix(module + "."): v for k, v in stored.items() if k.startswith(module + ".")}
+        if fmt == "pack-quantized":
+            expected = BaseCompressor.get_value_from_registry(fmt).decompress(state, group)["weight"]
+        else:
+            rows, width = state["weight_packed"].shape
+            codes = unpack_fp4_from_uint8(state["weight_packed"], rows, width * 2, dtype=torch.float32)
+            scale = state["weight_scale"]
+            scale = decompress_mx_scale(scale).float() if scale.dtype == torch.uint8 else scale.float()
+            expected = dequantize(codes, scale, args=group.weights, global_scale=state.get("weight_global_scale"),
+                                  dtype=torch.float32)  # fmt: skip
+        expected = expected.float().numpy()
+        error = float(abs(floats[name].double().numpy() - expected).max())
+        _assert_dequantized_as(_dequantized(b, module + ".weight_packed"), expected, error, values[name])
+        checked += 1
+    assert checked == LINEARS
+
+
+# MLX's own dequantization (`mlx.core.dequantize`) of each quantized weight of a file mlx-lm wrote, in a process of its
+# own, saved beside it (reference.safetensors, float32)
+MLX_DEQUANTIZER = """
+import json, sys
+import mlx.core as mx
+folder = sys.argv[1]
+stored = mx.load(folder + "/model.safetensors")
+words = json.load(open(folder + "/config.json"))["quantization"]
+reference = {}
+for name, weight in stored.items():
+    module = name.removesuffix(".weight")
+    if module + ".scales" in stored:
+        reference[name] = mx.dequantize(weight, stored[module + ".scales"], stored.get(module + ".biases"),
+                                        group_size=words["group_size"], bits=words["bits"],
+                                        mode=words.get("mode", "affine")).astype(mx.float32)
+mx.save_safetensors(folder + "/reference.safetensors", reference)
+"""
+
+
+@pytest.mark.parametrize("quantization", ["4-bit", "3-bit", "mxfp4", "nvfp4"])
+def test_diff_data_dequantizes_mlx_weights_as_mlx_does(tmp_path: Path, quantization: str) -> None:
+    """MLX's quantized weights as mlx-lm writes them (uint32 words, each row a bit stream; the affine mode's scales
+    and biases, the float modes' E2M1 codes with E8M0 or FP8 scales in bytes) dequantize as `mlx.core.dequantize`
+    does them, and `inspector diff --data` against the float model gives each weight's error (embedding and head
+    quantized too)."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    from safetensors.numpy import load_file
+
+    if importlib.util.find_spec("mlx_lm") is None:
+        pytest.skip("mlx-lm (and mlx's CPU build) not installed")
+    words = MLX_QUANTIZATIONS[quantization][0]
+    root = Path(__file__).resolve().parent.parent
+    for script, args in ((MLX_WRITER, [str(tmp_path / "hf"), str(tmp_path / "mlx"), json.dumps(LLAMA),
+                                       json.dumps(words)]), (MLX_DEQUANTIZER, [str(tmp_path / "mlx")])):  # fmt: skip
+        written = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=root)
+        assert written.returncode == 0, written.stderr[-2000:]
+    reference, floats = load_file(tmp_path / "mlx" / "reference.safetensors"), _llama().state_dict()
+    values = _quantization_errors(tmp_path / "hf" / "model.safetensors", tmp_path / "mlx" / "model.safetensors",
+                                  LINEARS + 2)  # fmt: skip
+    b = load(tmp_path / "mlx" / "model.safetensors")
+    assert len(reference) == LINEARS + 2
+    for name, expected in reference.items():
+        error = float(abs(floats[name].double().numpy() - expected).max())
+        _assert_dequantized_as(_dequantized(b, name), expected, error, values[name])
+
+
+# ModelOpt's own dequantization (`NVFP4QTensor.dequantize`, float32) of each NVFP4 weight of its export, in a process
+# of its own (as its writer: ModelOpt registers its modules with transformers), saved beside it (reference.safetensors)
+MODELOPT_DEQUANTIZER = """
+import sys, torch
+from safetensors.torch import load_file, save_file
+from modelopt.torch.quantization.qtensor import NVFP4QTensor
+stored = load_file(sys.argv[1] + "/model.safetensors")
+reference = {}
+for name, packed in stored.items():
+    module = name.removesuffix(".weight")
+    if packed.dtype == torch.uint8 and module + ".weight_scale_2" in stored:
+        shape = torch.Size((*packed.shape[:-1], packed.shape[-1] * 2))
+        scales = {"scale": stored[module + ".weight_scale"], "double_scale": stored[module + ".weight_scale_2"]}
+        reference[name] = NVFP4QTensor(shape, torch.float32, packed).dequantize(
+            dtype=torch.float32, block_sizes={-1: 16}, **scales)
+save_file(reference, sys.argv[1] + "/reference.safetensors")
+"""
+
+
+@pytest.mark.parametrize("config", ["NVFP4_DEFAULT_CFG", "W4A16_NVFP4_CFG"])
+def test_diff_data_dequantizes_modelopt_nvfp4_as_it_does(tmp_path: Path, config: str) -> None:
+    """NVIDIA ModelOpt's NVFP4 exports (`weight` two E2M1 values a byte, `weight_scale` FP8 each 16 values,
+    `weight_scale_2` a tensor), quantized and exported by ModelOpt on the CPU: each weight dequantizes as its own
+    `NVFP4QTensor.dequantize` does it, and `inspector diff --data` against the float model (the same seed's) gives
+    each weight's error."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    from safetensors.torch import load_file, save_file
+
+    if importlib.util.find_spec("modelopt") is None:
+        pytest.skip("nvidia-modelopt is not installed")
+    root = Path(__file__).resolve().parent.parent
+    for script, args in ((MODELOPT_WRITER, [config, str(tmp_path), json.dumps(MODELOPT_LLAMA)]),
+                         (MODELOPT_DEQUANTIZER, [str(tmp_path)])):  # fmt: skip
+        written = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=root)
+        assert written.returncode == 0, written.stderr[-3000:]
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model("llama", **MODELOPT_LLAMA))
+    floats = {k: v.contiguous() for k, v in model.state_dict().items()}
+    save_file(floats, str(tmp_path / "float.safetensors"))
+    reference = load_file(tmp_path / "reference.safetensors")
+    assert len(reference) == LINEARS
+    values = _quantization_errors(tmp_path / "float.safetensors", tmp_path / "model.safetensors")
+    b = load(tmp_path / "model.safetensors")
+    for name, expected in reference.items():
+        error = (floats[name].double() - expected.double()).abs().max().item()
+        _assert_dequantized_as(_dequantized(b, name), expected.numpy(), error, values[name])
+        assert values[name].dequantized == "ModelOpt NVFP4"
 
 
 WIDE_LLAMA = {**LLAMA, "hidden_size": 256, "intermediate_size": 512}  # (every projection of more than 128 inputs)
