@@ -73,7 +73,7 @@ KERAS3_VARS: dict[str, tuple[tuple[str, str | None], ...]] = {
     "embedding": (("embeddings", None),),
     "batch_normalization": (*_NORM, ("moving_mean", None), ("moving_variance", None)),
     **dict.fromkeys(("layer_normalization", "group_normalization"), _NORM),
-    **dict.fromkeys(("simple_rnn", "lstm", "gru"), _RNN),
+    **dict.fromkeys(("simple_rnn", "lstm", "gru", "conv_lstm1d", "conv_lstm2d", "conv_lstm3d"), _RNN),
     "p_re_lu": (("alpha", None),),
     "normalization": (("mean", "-mean"), ("variance", "-mean"), ("count", "-mean")),
     "rms_normalization": (("scale", None),),
@@ -113,6 +113,19 @@ KERAS3_ATTRIBUTE_VARS: tuple[tuple[re.Pattern[str], int | None, tuple[tuple[str,
 )
 AUTO_SUFFIX = r"_\d+$"
 BIDIRECTIONAL_SIDES = {"forward_layer": "forward", "backward_layer": "backward"}
+RNN_CELL = "simple_rnn"  # (a wrapped RNN of no known class: Keras's RNNs hold the same variables in the same order)
+# Keras 2's names (a legacy .h5's weight names) of the layers a layer holds: a MultiHeadAttention's projections
+# (`multi_head_attention/query/kernel`) and a TimeDistributed's layer (`time_distributed/dense/kernel`) are layers of
+# their own, named as Keras 3 names them (`<holder>/query`, `<holder>/dense`); a Bidirectional's RNNs
+# (`bidirectional/forward_lstm/lstm_cell/kernel`) are its `<holder>/forward` and `<holder>/backward` (Keras names the
+# forward one `forward_<name>`, the backward one `backward_<name>` unless it was given): the first (the start of the
+# held layer's name, its name under the holder; '': the held layer's own) that fits
+HELD_LAYERS: dict[str, tuple[tuple[str, str], ...]] = {
+    **dict.fromkeys(
+        ("multi_head_attention", "group_query_attention", "grouped_query_attention", "time_distributed"), (("", ""),)
+    ),
+    "bidirectional": (("forward_", "forward"), ("", "backward")),
+}
 # Keras configs that carry code: a Lambda layer (marshalled bytecode, or a function looked up by name),
 # a serialised lambda anywhere (Keras 3 '__lambda__'), a Keras 2 function_type other than a named function.
 CODE_LAYERS = {"Lambda"}
@@ -239,7 +252,8 @@ def _keras2(walked: _hdf5.H5Walk, attrs: dict[str, Any]) -> tuple[list[TensorInf
     layers = config_layers(config) if config else []
     frozen = {layer["name"] for layer in layers if not layer["trainable"]}
     classes = {layer["name"]: snake(str(layer["class_name"])) for layer in layers}
-    weight_layer: dict[str, str] = {}
+    weight_layer: dict[str, str] = {}  # the config's layer of each weight
+    held_layer: dict[str, str] = {}  # ... the layer it holds the weight's (`HELD_LAYERS`), where it is another
     group_attrs = _group_attrs(walked)
     for layer in _joined(group_attrs.get(prefix.rstrip("/"), attrs), "layer_names"):
         for weight in _joined(group_attrs.get(prefix + layer, {}), "weight_names"):
@@ -250,6 +264,10 @@ def _keras2(walked: _hdf5.H5Walk, attrs: dict[str, Any]) -> tuple[list[TensorInf
             if layer not in classes and inner not in classes:
                 inner = inner.removeprefix(layer + "/")
             weight_layer[f"{prefix}{layer}/{weight}"] = inner if layer not in classes and inner in classes else layer
+            held = _held_layer(classes.get(layer) or re.sub(AUTO_SUFFIX, "", layer), layer, weight)  # (no config:
+            # the class Keras's auto name says)
+            if held:
+                held_layer[f"{prefix}{layer}/{weight}"] = held
     tensors = []
     for d in walked.datasets:
         if d.path.startswith("optimizer_weights/"):
@@ -259,9 +277,22 @@ def _keras2(walked: _hdf5.H5Walk, attrs: dict[str, Any]) -> tuple[list[TensorInf
         param = d.path.rsplit("/", 1)[-1].removesuffix(":0")
         kind = TensorKind.PARAMETER if d.path in weight_layer or d.path.startswith(prefix) else TensorKind.OTHER
         trainable = layer not in frozen and trained(classes.get(layer, ""), param)
-        tensors.append(_tensor(d, kind, "model", layer, param, trainable))
+        tensors.append(_tensor(d, kind, "model", held_layer.get(d.path, layer), param, trainable))
     cfg = {"source": "model_config", "layers": layers, "raw": config} if config else None
     return tensors, cfg
+
+
+def _held_layer(cls: str, layer: str, weight: str) -> str:
+    """The name of the layer that a layer `layer` of class `cls` (snake_case) holds for its weight `weight` ('' where
+    the weight is the layer's own), by `HELD_LAYERS`: `multi_head_attention/query` for `multi_head_attention/query/
+    kernel`."""
+    parts = weight.split("/")
+    if len(parts) < 3 or parts[0] != layer:
+        return ""
+    for start, name in HELD_LAYERS.get(cls, ()):
+        if parts[1].startswith(start):
+            return f"{layer}/{name or parts[1]}"
+    return ""
 
 
 def _group_attrs(walked: _hdf5.H5Walk) -> dict[str, dict[str, Any]]:
@@ -303,10 +334,11 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
             ).get("layer", {})
             real = f"{outer}/{side}"
             cls = snake(wrapped.get("class_name", "")) if isinstance(wrapped, dict) else ""
+            cls = cls or RNN_CELL  # (no config: a wrapped RNN all the same)
             inner = wrapped.get("config", {}) if isinstance(wrapped, dict) else {}
         else:
             real = names[tuple(owner)]
-            layer = by_name.get(real, {})
+            layer = by_name.get(real) or _wrapped(real, by_name)
             cls = snake(layer.get("class_name", "")) or re.sub(AUTO_SUFFIX, "", auto)
             inner = layer.get("config", {})
         order = keras3_vars(cls, inner if isinstance(inner, dict) else {}, stored[d.path.rpartition("/")[0]])
@@ -314,6 +346,16 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
         trainable = bool(layer.get("trainable", True)) and trained(cls, param)
         tensors.append(_tensor(d, TensorKind.PARAMETER, "model", real, param, trainable))
     return tensors
+
+
+def _wrapped(real: str, by_name: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The config entry of the layer a TimeDistributed `<holder>/<name>` wraps (its config's `layer`), or {}."""
+    holder, _, own = real.rpartition("/")
+    outer = by_name.get(holder, {})
+    inner = outer.get("config", {}).get("layer")
+    if not isinstance(inner, dict) or not isinstance(inner.get("config"), dict) or inner["config"].get("name") != own:
+        return {}
+    return {"class_name": inner.get("class_name", ""), "config": inner["config"], "trainable": outer.get("trainable")}
 
 
 def _owner(group: list[str]) -> list[str]:
@@ -339,14 +381,27 @@ def _layer_name(owner: list[str], group_attrs: dict[str, dict[str, Any]], throug
     a name such as `query` or `dense_1` repeats in every block. `through_models`: after the models that hold it too.
     """
     own = group_attrs.get("/".join(owner + ["vars"]), {}).get("name")
-    if not own:
-        return "/".join(owner[1::2]) if owner and owner[0] == "layers" else "model"
+    if not own:  # (tf-keras writes no names: the path's own, each name after a `layers` and each attribute)
+        return _path_name(owner) if owner and owner[0] == "layers" else "model"
     for end in range(len(owner) - 1, 1, -1):  # the nearest holder with variables of its own (lists have none)
         if owner[end] == "layers" and not through_models:
             break
         if group_attrs.get("/".join(owner[:end] + ["vars"]), {}).get("name"):
             return f"{_layer_name(owner[:end], group_attrs, through_models)}/{own}"
     return str(own)
+
+
+def _path_name(owner: list[str]) -> str:
+    """A layer's name from its path alone: `layers/sequential/layers/conv2d` -> `sequential/conv2d` (a nested model's
+    layer), `layers/multi_head_attention/_query_dense` -> `multi_head_attention/_query_dense` (a layer's attribute)."""
+    names, listed = [], False
+    for part in owner:
+        if part == "layers" and not listed:
+            listed = True
+            continue
+        names.append(part)
+        listed = False
+    return "/".join(names)
 
 
 def _tensor(
