@@ -487,6 +487,7 @@ KERAS_PARAM_ROLES = {
     "mask_token": Role.LEARNED_TENSOR,
     "register_tokens": Role.LEARNED_TENSOR,
     "position_embeddings": Role.POSITION_EMBEDDING,
+    "interpolated_position_embeddings": Role.POSITION_EMBEDDING,  # (DINOv2's trained copy, resized to its images)
     "lambda1": Role.LEARNED_TENSOR,
     "alpha": Role.LEARNED_TENSOR,  # PReLU's slopes
     "moving_mean": Role.NORM_STAT,
