@@ -575,6 +575,8 @@ ONNX_INPUT_ROLES: dict[tuple[str, str], tuple[Role, str]] = {
     ("RMSNormalization", "scale"): (Role.NORM, _W), ("SimplifiedLayerNormalization", "scale"): (Role.NORM, _W),
     ("SkipLayerNormalization", "gamma"): (Role.NORM, _W), ("SkipLayerNormalization", "beta"): (Role.NORM, _B),
     ("SkipSimplifiedLayerNormalization", "gamma"): (Role.NORM, _W),
+    # (a norm written as elementwise nodes: `loaders.onnx.NORM_OPERANDS`)
+    ("DecomposedNorm", "scale"): (Role.NORM, _W), ("DecomposedNorm", "bias"): (Role.NORM, _B),
     ("BatchNormalization", "input_mean"): (Role.NORM_STAT, "running_mean"),
     ("BatchNormalization", "input_var"): (Role.NORM_STAT, "running_var"),
     **{(op, "W"): (Role.RNN_INPUT, "weight_ih") for op in ("LSTM", "GRU", "RNN")},
