@@ -512,8 +512,9 @@ KERAS_LAYER_ROLES = {
     "_query_dense": Role.ATTN_Q, "_key_dense": Role.ATTN_K, "_value_dense": Role.ATTN_V, "_output_dense": Role.ATTN_O,
 }  # fmt: skip
 # ... and by the end of it, after a word (keras-hub's `position_embedding`, `encoder_position_embedding`)
-KERAS_LAYER_END_ROLES = (("position_embedding", Role.POSITION_EMBEDDING),)
-KERAS_NAMED_PARAMS = frozenset({"kernel", "bias", "embeddings"})  # the variables whose layer's name says more
+# and `norm`: Flax's RMSNorms in transformers' Llama, Mistral, Gemma (`input_layernorm`, `norm`) hold a `weight`)
+KERAS_LAYER_END_ROLES = (("position_embedding", Role.POSITION_EMBEDDING), ("norm", Role.NORM))
+KERAS_NAMED_PARAMS = frozenset({"kernel", "bias", "embeddings", "weight"})  # the variables whose layer's name says more
 
 
 def _keras_layer_role(layer: str) -> Role | None:
