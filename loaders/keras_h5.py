@@ -96,19 +96,20 @@ KERAS3_VARS: dict[str, tuple[tuple[str, str | None], ...]] = {
     **dict.fromkeys(("moonshine_rotary_embedding", "rotary_embedding"), (("inv_freq", None),)),
 }
 # Layers a layer holds as attributes (Keras's MultiHeadAttention's `query_dense`, keras-hub's blocks'
-# `_feedforward_intermediate_dense`, `pre_attention_norm`, `ffw_linear`, ViT's `layer_norm_1`, DINOv2's `fc1`, `norm1`,
-# `layer_scale1`): the file names them by the attribute, the config lists none of them (a backbone's config is its
-# arguments), so the attribute's name (less its `_N`) and how many variables it holds (None: any number) say what they
-# are: their variables, as `KERAS3_VARS` (a norm of one variable is keras-hub's RMS norm, of two a LayerNormalization)
+# `_feedforward_intermediate_dense`, `pre_attention_norm`, `ffw_linear`, SmolLM's `down_proj`, T5's `input_projector`,
+# ViT's `layer_norm_1`, DINOv2's `fc1`, `norm1`, `layer_scale1`): the file names them by the attribute, the config lists
+# none of them (a backbone's config is its arguments), so the attribute's name (less its `_N`) and how many variables
+# it holds (None: any number) say what they are: their variables, as `KERAS3_VARS` (a norm of one variable is
+# keras-hub's RMS norm, of two a LayerNormalization)
 _NORM_ATTRIBUTE = re.compile(r"_?(?:\w+_)?(?:layer_?norm|norm\d*)")
 KERAS3_ATTRIBUTE_VARS: tuple[tuple[re.Pattern[str], int | None, tuple[tuple[str, str | None], ...]], ...] = (
-    (re.compile(r"_?(?:\w+_)?(?:dense|linear|ffw|fc\d*|projection|patch_embedding)"), None, _BIASED),
+    (re.compile(r"_?(?:\w+_)?(?:dense|linear|ffw|fc\d*|proj(?:ection|ector)?|patch_embedding)"), None, _BIASED),
     (_NORM_ATTRIBUTE, 1, (("scale", None),)),
     (_NORM_ATTRIBUTE, 2, (("gamma", None), ("beta", None))),
     (re.compile(r"layer_scale\d*"), 1, (("lambda1", None),)),  # (keras-hub's DINOv2 LayerScale)
-    # (an Embedding, keras-hub's PositionEmbedding or its ReversibleEmbedding, untied or not)
+    # (an Embedding, keras-hub's PositionEmbedding or its ReversibleEmbedding, untied or not; XLNet's `word_embed`)
     (
-        re.compile(r"(?:\w+_)?(?:token_|position_)?embedding"),
+        re.compile(r"(?:\w+_)?(?:token_|position_)?embedding|word_embed"),
         None,
         (("embeddings", None), ("reverse_embeddings", "!tie_weights")),
     ),
