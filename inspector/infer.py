@@ -370,10 +370,16 @@ def from_config(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | 
     return Architecture(f"keras-{str(name).lower()}", hyper, tuple(specs), notes)
 
 
+# Frameworks whose names are not the family tables' (PyTorch's dotted module paths, (out, in) weights): a Flax tree's
+# `encoder/layer/0/attention/attention/query/kernel`, (in, out). A family found from its config would hold the few
+# names both spell alike (ViT's `embeddings.cls_token`) and miss every other module: a COUNT_MISMATCH on a correct file
+NAMED_OTHERWISE = frozenset({"flax"})
+
+
 def may_be_family(ckpt: Checkpoint) -> bool:
     """False when no family of `inspector.families` can be found in the file (`family_check.detect` finds none and
     `family_check.refine_roles` changes nothing), told without importing the family tables (about 10 million
-    instructions of a run, issue 16).
+    instructions of a run, issue 16); and for a framework whose names the tables do not read (`NAMED_OTHERWISE`).
 
     Without a config naming a model type a family is found only when all its layer parts are in the file, and
     every family has a layer part whose path keys (`family_check._shape_key`) to one holding '#', a whole part of
@@ -382,6 +388,8 @@ def may_be_family(ckpt: Checkpoint) -> bool:
     specially), and its module paths are its names less a part. Names, layers and parameter names are read
     joined by '.', which keeps every part a part, a few hundred tensors at a time (a file with layer indices has
     one in its first names; 100,000 names split at once would hold 300,000 strings)."""
+    if ckpt.framework in NAMED_OTHERWISE:
+        return False
     config = ckpt.config
     if config and "model_type" in config:
         return True

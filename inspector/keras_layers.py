@@ -160,13 +160,12 @@ def _recurrent(cls: type[SimpleRNN] | type[LSTM] | type[GRU]) -> KerasLayer:
 
 
 def _bidirectional_specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
-    inner = cfg["layer"]
-    if not isinstance(inner, Mapping) or inner.get("class_name") not in ("SimpleRNN", "LSTM", "GRU"):
-        raise SpecError("Bidirectional wraps a SimpleRNN, LSTM or GRU")
-    wrapped = KERAS_LAYERS[inner["class_name"]]
     out: list[LayerSpec] = []
-    for side in ("forward", "backward"):
-        out += wrapped.specs(inner.get("config", {}), shape, f"{name}/{side}")
+    for side, key in (("forward", "layer"), ("backward", "backward_layer")):
+        inner = cfg.get(key) or cfg["layer"]  # (a backward layer of its own where the config gives one)
+        if not isinstance(inner, Mapping) or inner.get("class_name") not in ("SimpleRNN", "LSTM", "GRU"):
+            raise SpecError("Bidirectional wraps a SimpleRNN, LSTM or GRU")
+        out += KERAS_LAYERS[inner["class_name"]].specs(inner.get("config", {}), shape, f"{name}/{side}")
     return tuple(out)
 
 
@@ -175,6 +174,25 @@ def _bidirectional_shape(cfg: Mapping[str, Any], shape: Shape) -> Shape:
     one = KERAS_LAYERS[inner["class_name"]].shape(inner.get("config", {}), shape)
     concat = str(cfg.get("merge_mode", "concat")) == "concat"
     return (*one[:-1], one[-1] * 2 if concat and one[-1] is not None else one[-1])
+
+
+def _wrapped(cfg: Mapping[str, Any]) -> KerasLayer:
+    inner = cfg["layer"]
+    layer = KERAS_LAYERS.get(inner.get("class_name", "")) if isinstance(inner, Mapping) else None
+    if layer is None or inner.get("class_name") in ("TimeDistributed", "Bidirectional"):
+        raise SpecError("TimeDistributed wraps one layer of the table")
+    return layer
+
+
+def _time_distributed_specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
+    """The wrapped layer's, applied to each step (the input less its first axis), named as Keras names the wrapped
+    layer's variables (`time_distributed/dense`)."""
+    layer = _wrapped(cfg)
+    return layer.specs(cfg["layer"].get("config", {}), shape[1:], f"{name}/{layer.base_name}")
+
+
+def _time_distributed_shape(cfg: Mapping[str, Any], shape: Shape) -> Shape:
+    return (*shape[:1], *_wrapped(cfg).shape(cfg["layer"].get("config", {}), shape[1:]))
 
 
 def _none(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
@@ -204,6 +222,8 @@ def _pool(dims: int, global_: bool = False) -> KerasLayer:
 
 def _norm_specs(cfg: Mapping[str, Any], shape: Shape, name: str, batch: bool) -> tuple[LayerSpec, ...]:
     c, scale, center = _channels(shape), _flag(cfg, "scale"), _flag(cfg, "center")
+    if _flag(cfg, "rms_scaling", False):  # (Keras 3's LayerNormalization then creates its gamma only)
+        scale, center = True, False
     if batch:
         return (BatchNorm(c, Convention.KERAS, name=name, scale=scale, shift=center),)
     return (Norm(c, scale, center, "LayerNormalization", name=name),)
@@ -233,6 +253,69 @@ def _prelu_specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[Layer
     return (Tensor(sizes, "PReLU", name=name),)  # type: ignore[arg-type]
 
 
+def _units(value: Any) -> int:
+    """An EinsumDense output size: an int, or a shape whose product it is."""
+    return math.prod(int(v) for v in value) if isinstance(value, (list, tuple)) else int(value)
+
+
+def _attention_projections(cfg: Mapping[str, Any], inputs: tuple[int, int, int]) -> dict[str, tuple[int, int]]:
+    """(inputs, outputs) of each EinsumDense projection a MultiHeadAttention or GroupQueryAttention builds, by the
+    name Keras gives it, from its config and the last sizes of its query, key and value inputs (keras/src/layers/
+    attention/multi_head_attention.py and grouped_query_attention.py, `build`)."""
+    query, key, value = inputs
+    if "num_query_heads" in cfg:  # GroupQueryAttention: fewer key/value heads than query heads
+        q_width = int(cfg["num_query_heads"]) * int(cfg["head_dim"])
+        kv_width = int(cfg["num_key_value_heads"]) * int(cfg["head_dim"])
+        v_width, out = kv_width, query
+    else:
+        heads, key_dim = int(cfg["num_heads"]), int(cfg["key_dim"])
+        q_width = kv_width = heads * key_dim
+        v_width = heads * int(cfg.get("value_dim") or key_dim)
+        out = _units(cfg["output_shape"]) if cfg.get("output_shape") else query
+    sizes = {"query": (query, q_width), "key": (key, kv_width), "value": (value, v_width)}
+    if _flag(cfg, "use_gate", False):  # (a sigmoid gate on the heads' output, read from the query)
+        sizes["gate"] = (query, v_width if "num_heads" in cfg else q_width)
+    sizes["attention_output"] = (v_width if "num_heads" in cfg else q_width, out)
+    return sizes
+
+
+def _attention_specs(cfg: Mapping[str, Any], inputs: tuple[int, int, int], name: str) -> tuple[LayerSpec, ...]:
+    """One Dense spec per projection, named as Keras names the layer it holds (`multi_head_attention/query`)."""
+    bias = _flag(cfg, "use_bias")
+    projections = _attention_projections(cfg, inputs)
+    return tuple(Dense(n_in, n_out, bias, name=f"{name}/{part}") for part, (n_in, n_out) in projections.items())
+
+
+def _attention(base: str, positional: tuple[str, ...], words: frozenset[str]) -> KerasLayer:
+    """Self-attention in a layer list: query, key and value are the input."""
+
+    def specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
+        return _attention_specs(cfg, (_channels(shape),) * 3, name)
+
+    def out(cfg: Mapping[str, Any], shape: Shape) -> Shape:
+        return (*shape[:-1], _attention_projections(cfg, (_channels(shape),) * 3)["attention_output"][1])
+
+    return KerasLayer(positional, words | {"use_bias", "use_gate"}, specs, out, base)
+
+
+def _conv_lstm(dims: int) -> KerasLayer:
+    def specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
+        kernel, filters = _tuple(cfg["kernel_size"], dims), int(cfg["filters"])
+        parts = (
+            ("kernel", Conv(_channels(shape), 4 * filters, kernel, _flag(cfg, "use_bias"))),
+            ("recurrent_kernel", Conv(filters, 4 * filters, kernel, False)),
+        )
+        return (Block(parts, f"ConvLSTM{dims}D", name=name),)
+
+    def out(cfg: Mapping[str, Any], shape: Shape) -> Shape:
+        step = _spatial(cfg, shape[1:], dims) if len(shape) == dims + 2 else (None,) * dims
+        head = shape[:1] if _flag(cfg, "return_sequences", False) else ()
+        return (*head, *step, int(cfg["filters"]))
+
+    words = CONV_WORDS - {"groups"} | {"return_sequences"}
+    return KerasLayer(("filters", "kernel_size"), words, specs, out, f"conv_lstm{dims}d", dims)
+
+
 KERAS_LAYERS: Mapping[str, KerasLayer] = {
     "Dense": KerasLayer(
         ("units",),
@@ -252,17 +335,34 @@ KERAS_LAYERS: Mapping[str, KerasLayer] = {
     **{f"Conv{d}DTranspose": _conv(d, transposed=True) for d in (1, 2, 3)},
     **{f"DepthwiseConv{d}D": _depthwise(d) for d in (1, 2)},
     **{f"SeparableConv{d}D": _separable(d) for d in (1, 2)},
+    "MultiHeadAttention": _attention(
+        "multi_head_attention",
+        ("num_heads", "key_dim"),
+        frozenset({"num_heads", "key_dim", "value_dim", "output_shape"}),
+    ),
+    **dict.fromkeys(  # (GroupQueryAttention is an alias Keras 3 saves under either name)
+        ("GroupQueryAttention", "GroupedQueryAttention"),
+        _attention(
+            "grouped_query_attention",
+            ("head_dim", "num_query_heads", "num_key_value_heads"),
+            frozenset({"head_dim", "num_query_heads", "num_key_value_heads"}),
+        ),
+    ),
+    **{f"ConvLSTM{d}D": _conv_lstm(d) for d in (1, 2, 3)},
     "SimpleRNN": _recurrent(SimpleRNN),
     "LSTM": _recurrent(LSTM),
     "GRU": _recurrent(GRU),
     "Bidirectional": KerasLayer(
         ("layer",), frozenset({"layer", "merge_mode"}), _bidirectional_specs, _bidirectional_shape, "bidirectional"
     ),
+    "TimeDistributed": KerasLayer(
+        ("layer",), frozenset({"layer"}), _time_distributed_specs, _time_distributed_shape, "time_distributed"
+    ),
     "BatchNormalization": KerasLayer(
         (), NORM_WORDS, lambda c, s, n: _norm_specs(c, s, n, True), _same, "batch_normalization"
     ),
     "LayerNormalization": KerasLayer(
-        (), NORM_WORDS, lambda c, s, n: _norm_specs(c, s, n, False), _same, "layer_normalization"
+        (), NORM_WORDS | {"rms_scaling"}, lambda c, s, n: _norm_specs(c, s, n, False), _same, "layer_normalization"
     ),
     "PReLU": KerasLayer((), frozenset({"shared_axes"}), _prelu_specs, _same, "p_re_lu"),
     "Normalization": KerasLayer(
@@ -289,9 +389,16 @@ INPUT_FROM: Mapping[str, tuple[str, int]] = {
     **{f"DepthwiseConv{d}D": ("kernel", -2) for d in (1, 2)},
     **{f"SeparableConv{d}D": ("depthwise_kernel", -2) for d in (1, 2)},
     **dict.fromkeys(("SimpleRNN", "LSTM", "GRU"), ("kernel", 0)),
+    **{f"ConvLSTM{d}D": ("kernel", -2) for d in (1, 2, 3)},
     "BatchNormalization": ("moving_mean", 0),
     "LayerNormalization": ("gamma", 0),
 }
+
+
+# the layers whose kernels give an attention layer's query, key and value sizes
+ATTENTION_INPUTS = dict.fromkeys(
+    ("MultiHeadAttention", "GroupQueryAttention", "GroupedQueryAttention"), ("query", "key", "value")
+)
 
 
 def config_specs(entry: Mapping[str, Any], variables: Mapping[str, Mapping[str, tuple[int, ...]]]) -> list[LayerSpec]:
@@ -309,6 +416,14 @@ def config_specs(entry: Mapping[str, Any], variables: Mapping[str, Mapping[str, 
         file = variables.get(f"{name}/forward", {})
         shape: Shape = (file["kernel"][0],) if "kernel" in file else ()
         return list(layer.specs(cfg, shape, name)) if shape else []
+    if cls in ATTENTION_INPUTS:  # its query, key and value sizes: the first axis of each projection's kernel
+        kernels = [variables.get(f"{name}/{part}", {}).get("kernel") for part in ATTENTION_INPUTS[cls]]
+        sizes = [k[0] for k in kernels if k]
+        return list(_attention_specs(cfg, (sizes[0], sizes[1], sizes[2]), name)) if len(sizes) == 3 else []
+    if cls == "TimeDistributed":  # the wrapped layer's formula, under the name its variables have: Keras 3's
+        inner, held = cfg["layer"], cfg["layer"]["config"]  # `time_distributed/dense`, tf-keras' `time_distributed`
+        own = f"{name}/{held['name']}"
+        return config_specs({**inner, "config": held, "name": own if own in variables else name}, variables)
     file = variables.get(name, {})
     if cls == "PReLU":
         return [Tensor(file["alpha"], "PReLU", name=name)] if "alpha" in file else []

@@ -68,6 +68,9 @@ DOTTED_STATISTICS = tuple("." + n for n in sorted(STATISTICS))  # a name whose l
 SCALES = ("weight", "gamma", "scale")
 SHIFTS = ("bias", "beta")
 AFFINE = {"weight", "bias"}
+# a layer's weight by its parameter name: torch's, Keras's and Flax's kernel, TF Lite's filter, a Keras and a Flax
+# embedding table (`embeddings`, `embedding`: an embedding where its role says so, read as the table it is)
+WEIGHTS = ("weight", "kernel", "filter", "embedding", "embeddings")
 NORM_PARAMS = frozenset(SCALES) | frozenset(SHIFTS) | STATISTICS  # what a norm module holds (EvoNorm's `v` is not)
 # rules whose `param` is the tensor's parameter name (an ONNX graph's use: the name PyTorch gives that input)
 STATED_PARAM_RULES = ("keras", "mxnet", "sockeye", "shape.", "peft.", "kohya.", "lycoris.", "onnx.", "tflite.")
@@ -369,7 +372,7 @@ def _recipe(module: Module, framework: str, statistics: bool) -> Recipe:
             else:  # an affine GroupNorm/InstanceNorm/LayerNorm whose name does not say which
                 label = "Norm"
             return Norm, (features, scale is not None, shift is not None, label), {}
-    weight = params.get("weight", params.get("kernel", params.get("filter")))
+    weight = _first(params, WEIGHTS)
     rest = {p: t for p, t in params.items() if t is not weight}
     bias_ok = not rest or (len(rest) == 1 and shift is not None and len(shift.shape) == 1)
     if weight is not None and bias_ok:
@@ -382,6 +385,8 @@ def _recipe(module: Module, framework: str, statistics: bool) -> Recipe:
             cin, cout = weight.shape if _kernel_out_last(weight, r, framework) else weight.shape[::-1]
             if not has_bias or shift.shape == (cout,):  # type: ignore[union-attr]
                 return Dense, (cin, cout, has_bias), {}
+            if shift.shape == (cin,):  # type: ignore[union-attr]  # (stored the other way: Flax GPT-2's FlaxConv1D
+                return Dense, (cout, cin, has_bias), {}  # kernels are (out, in), torch's Conv1D weights (in, out))
         if len(weight.shape) >= 3:
             if _kernel_out_last(weight, r, framework):
                 *kernel, cin, cout = weight.shape

@@ -488,7 +488,9 @@ KERAS_PARAM_ROLES = {
     "mask_token": Role.LEARNED_TENSOR,
     "register_tokens": Role.LEARNED_TENSOR,
     "position_embeddings": Role.POSITION_EMBEDDING,
+    "interpolated_position_embeddings": Role.POSITION_EMBEDDING,  # (DINOv2's trained copy, resized to its images)
     "lambda1": Role.LEARNED_TENSOR,
+    "alpha": Role.LEARNED_TENSOR,  # PReLU's slopes
     "moving_mean": Role.NORM_STAT,
     "moving_variance": Role.NORM_STAT,
     # a Normalization layer's adapted statistics (and its sample count, as torch's num_batches_tracked)
@@ -505,10 +507,15 @@ KERAS_PARAM_ROLES = {
 # A Keras layer's variables' role by the layer's own name (the last part of its path): Keras's MultiHeadAttention names
 # its projections so (EinsumDense layers: a (d, heads, head_dim) kernel, no conv), whatever holds it (keras-hub's
 # blocks' attention too). Names, not patterns: read in every run, they cost no compile (issue 16)
-KERAS_LAYER_ROLES = {"query": Role.ATTN_Q, "key": Role.ATTN_K, "value": Role.ATTN_V, "attention_output": Role.ATTN_O}
+KERAS_LAYER_ROLES = {
+    "query": Role.ATTN_Q, "key": Role.ATTN_K, "value": Role.ATTN_V, "attention_output": Role.ATTN_O,
+    # (tf-keras's .weights.h5 names no layer: its projections are the attributes that hold them)
+    "_query_dense": Role.ATTN_Q, "_key_dense": Role.ATTN_K, "_value_dense": Role.ATTN_V, "_output_dense": Role.ATTN_O,
+}  # fmt: skip
 # ... and by the end of it, after a word (keras-hub's `position_embedding`, `encoder_position_embedding`)
-KERAS_LAYER_END_ROLES = (("position_embedding", Role.POSITION_EMBEDDING),)
-KERAS_NAMED_PARAMS = frozenset({"kernel", "bias", "embeddings"})  # the variables whose layer's name says more
+# and `norm`: Flax's RMSNorms in transformers' Llama, Mistral, Gemma (`input_layernorm`, `norm`) hold a `weight`)
+KERAS_LAYER_END_ROLES = (("position_embedding", Role.POSITION_EMBEDDING), ("norm", Role.NORM))
+KERAS_NAMED_PARAMS = frozenset({"kernel", "bias", "embeddings", "weight"})  # the variables whose layer's name says more
 
 
 def _keras_layer_role(layer: str) -> Role | None:
@@ -570,6 +577,8 @@ ONNX_INPUT_ROLES: dict[tuple[str, str], tuple[Role, str]] = {
     ("RMSNormalization", "scale"): (Role.NORM, _W), ("SimplifiedLayerNormalization", "scale"): (Role.NORM, _W),
     ("SkipLayerNormalization", "gamma"): (Role.NORM, _W), ("SkipLayerNormalization", "beta"): (Role.NORM, _B),
     ("SkipSimplifiedLayerNormalization", "gamma"): (Role.NORM, _W),
+    # (a norm written as elementwise nodes: `loaders.onnx.NORM_OPERANDS`)
+    ("DecomposedNorm", "scale"): (Role.NORM, _W), ("DecomposedNorm", "bias"): (Role.NORM, _B),
     ("BatchNormalization", "input_mean"): (Role.NORM_STAT, "running_mean"),
     ("BatchNormalization", "input_var"): (Role.NORM_STAT, "running_var"),
     **{(op, "W"): (Role.RNN_INPUT, "weight_ih") for op in ("LSTM", "GRU", "RNN")},

@@ -32,8 +32,8 @@ FROZEN_LAYERS: dict[str, frozenset[str]] = {
 
 # What a backbone's config words say of its file, where the file shows it: the token embedding's first variable
 # (`vocabulary_size` x `hidden_dim`, a layer named `token_embedding` at any depth), and `num_layers`, the
-# numbered blocks of the backbone (top-level layers `decoder_block_0`, `transformer_layer_1`...; the most numerous
-# kind: an encoder-decoder has num_layers of each)
+# numbered blocks of the backbone (the first numbered part of a layer's path: `decoder_block_0`, `transformer_layer_1`,
+# DINOv2's `encoder/layers_0`...; the most numerous kind: an encoder-decoder has num_layers of each)
 TOKEN_EMBEDDING = "token_embedding"
 NUMBERED = re.compile(r"(?P<kind>.+)_(?P<index>\d+)")
 # Backbone class -> the words its files are checked against: every class bench/sweep_keras_hub.py builds whose files
@@ -115,7 +115,7 @@ def file_facts(tensors: Iterable[TensorInfo]) -> dict[str, tuple[int, str]]:
             where = f"{layer!r} of {t.shape[0]} x {t.shape[1]}"
             facts.setdefault("vocabulary_size", (t.shape[0], where))
             facts.setdefault("hidden_dim", (t.shape[1], where))
-        numbered = NUMBERED.fullmatch(layer.partition("/")[0])
+        numbered = next(filter(None, map(NUMBERED.fullmatch, layer.split("/"))), None)  # (DINOv2's `encoder/layers_0`)
         if numbered:
             blocks[numbered["kind"]].add(int(numbered["index"]))
     if blocks:

@@ -56,7 +56,7 @@ FROZEN_VARS: dict[str, frozenset[str]] = {
 # Keras 3 variables per layer class, in build() order (snake_case class names, as Keras's own auto names):
 # each (variable name, the config flag without which the layer does not create it; '-flag': the layer creates it
 # only when the config's value of `flag` is null, as Normalization adapts its mean only when none is given; '!flag':
-# only when it is not true).
+# only when it is not true; '?flag': only when it is given and not 0 or false, as DINOv2's register tokens).
 _BIASED = (("kernel", None), ("bias", "use_bias"))
 _RNN = (("kernel", None), ("recurrent_kernel", None), ("bias", "use_bias"))
 _NORM = (("gamma", "scale"), ("beta", "center"))
@@ -73,7 +73,7 @@ KERAS3_VARS: dict[str, tuple[tuple[str, str | None], ...]] = {
     "embedding": (("embeddings", None),),
     "batch_normalization": (*_NORM, ("moving_mean", None), ("moving_variance", None)),
     **dict.fromkeys(("layer_normalization", "group_normalization"), _NORM),
-    **dict.fromkeys(("simple_rnn", "lstm", "gru"), _RNN),
+    **dict.fromkeys(("simple_rnn", "lstm", "gru", "conv_lstm1d", "conv_lstm2d", "conv_lstm3d"), _RNN),
     "p_re_lu": (("alpha", None),),
     "normalization": (("mean", "-mean"), ("variance", "-mean"), ("count", "-mean")),
     "rms_normalization": (("scale", None),),
@@ -83,7 +83,9 @@ KERAS3_VARS: dict[str, tuple[tuple[str, str | None], ...]] = {
     "dinov2_embedding": (
         ("cls_token", None),
         ("mask_token", "use_mask_token"),
-        ("register_tokens", "num_register_tokens"),
+        ("register_tokens", "?num_register_tokens"),
+        # (the trained copy of the frozen table, resized to the image: stored before it, trainable ones first)
+        ("interpolated_position_embeddings", None),
         ("position_embeddings", None),
     ),
     "gemma4_text_decoder_block": (("layer_scalar", None),),
@@ -94,25 +96,42 @@ KERAS3_VARS: dict[str, tuple[tuple[str, str | None], ...]] = {
     **dict.fromkeys(("moonshine_rotary_embedding", "rotary_embedding"), (("inv_freq", None),)),
 }
 # Layers a layer holds as attributes (Keras's MultiHeadAttention's `query_dense`, keras-hub's blocks'
-# `_feedforward_intermediate_dense`, `pre_attention_norm`, `ffw_linear`, ViT's `layer_norm_1`, DINOv2's `fc1`, `norm1`,
-# `layer_scale1`): the file names them by the attribute, the config lists none of them (a backbone's config is its
-# arguments), so the attribute's name (less its `_N`) and how many variables it holds (None: any number) say what they
-# are: their variables, as `KERAS3_VARS` (a norm of one variable is keras-hub's RMS norm, of two a LayerNormalization)
+# `_feedforward_intermediate_dense`, `pre_attention_norm`, `ffw_linear`, SmolLM's `down_proj`, T5's `input_projector`,
+# ViT's `layer_norm_1`, DINOv2's `fc1`, `norm1`, `layer_scale1`): the file names them by the attribute, the config lists
+# none of them (a backbone's config is its arguments), so the attribute's name (less its `_N`) and how many variables
+# it holds (None: any number) say what they are: their variables, as `KERAS3_VARS` (a norm of one variable is
+# keras-hub's RMS norm, of two a LayerNormalization)
 _NORM_ATTRIBUTE = re.compile(r"_?(?:\w+_)?(?:layer_?norm|norm\d*)")
 KERAS3_ATTRIBUTE_VARS: tuple[tuple[re.Pattern[str], int | None, tuple[tuple[str, str | None], ...]], ...] = (
-    (re.compile(r"_?(?:\w+_)?(?:dense|linear|ffw|fc\d*|projection|patch_embedding)"), None, _BIASED),
+    (re.compile(r"_?(?:\w+_)?(?:dense|linear|ffw|fc\d*|proj(?:ection|ector)?|patch_embedding)"), None, _BIASED),
     (_NORM_ATTRIBUTE, 1, (("scale", None),)),
     (_NORM_ATTRIBUTE, 2, (("gamma", None), ("beta", None))),
     (re.compile(r"layer_scale\d*"), 1, (("lambda1", None),)),  # (keras-hub's DINOv2 LayerScale)
-    # (an Embedding, keras-hub's PositionEmbedding or its ReversibleEmbedding, untied or not)
+    # (an Embedding, keras-hub's PositionEmbedding or its ReversibleEmbedding, untied or not; XLNet's `word_embed`)
     (
-        re.compile(r"(?:\w+_)?(?:token_|position_)?embedding"),
+        re.compile(r"(?:\w+_)?(?:token_|position_)?embedding|word_embed"),
         None,
         (("embeddings", None), ("reverse_embeddings", "!tie_weights")),
     ),
 )
 AUTO_SUFFIX = r"_\d+$"
 BIDIRECTIONAL_SIDES = {"forward_layer": "forward", "backward_layer": "backward"}
+INPUT_LAYER = "input_layer"  # (Keras 3's auto name of an InputLayer: a model's `layers` list holds one per input)
+# what tells a model from a layer holding a `layers` list: the config's layer names, else the models' paths
+Models = frozenset[str] | set[tuple[str, ...]]
+RNN_CELL = "simple_rnn"  # (a wrapped RNN of no known class: Keras's RNNs hold the same variables in the same order)
+# Keras 2's names (a legacy .h5's weight names) of the layers a layer holds: a MultiHeadAttention's projections
+# (`multi_head_attention/query/kernel`) and a TimeDistributed's layer (`time_distributed/dense/kernel`) are layers of
+# their own, named as Keras 3 names them (`<holder>/query`, `<holder>/dense`); a Bidirectional's RNNs
+# (`bidirectional/forward_lstm/lstm_cell/kernel`) are its `<holder>/forward` and `<holder>/backward` (Keras names the
+# forward one `forward_<name>`, the backward one `backward_<name>` unless it was given): the first (the start of the
+# held layer's name, its name under the holder; '': the held layer's own) that fits
+HELD_LAYERS: dict[str, tuple[tuple[str, str], ...]] = {
+    **dict.fromkeys(
+        ("multi_head_attention", "group_query_attention", "grouped_query_attention", "time_distributed"), (("", ""),)
+    ),
+    "bidirectional": (("forward_", "forward"), ("", "backward")),
+}
 # Keras configs that carry code: a Lambda layer (marshalled bytecode, or a function looked up by name),
 # a serialised lambda anywhere (Keras 3 '__lambda__'), a Keras 2 function_type other than a named function.
 CODE_LAYERS = {"Lambda"}
@@ -131,14 +150,18 @@ def keras3_vars(cls: str, config: dict[str, Any], stored: int | None = None) -> 
     """The variable names a Keras 3 layer of class `cls` (snake_case) creates with this config.
 
     Without a config (a .weights.h5 file), `stored` is how many variables the file holds for the layer: when it is
-    fewer than the class can create, the optional ones it lacks are dropped, the first first (a
-    BatchNormalization(scale=False) of InceptionV3 holds beta and its two statistics, not gamma, beta and a mean).
+    fewer than the class can create, the optional ones it lacks are dropped, those off by default ('?flag') first,
+    then the first first (a BatchNormalization(scale=False) of InceptionV3 holds beta and its two statistics, not
+    gamma, beta and a mean).
     """
     declared = KERAS3_VARS.get(cls) or _attribute_vars(cls, stored)
-    if config or stored is None or stored >= len(declared):
+    if config or stored is None:
         return [name for name, flag in declared if _creates(flag, config)]
+    if stored >= len(declared):
+        return [name for name, _ in declared]
     spare = stored - sum(flag is None for _, flag in declared)  # optional variables the layer holds
-    optional = [name for name, flag in declared if flag is not None]
+    flags = [(name, flag) for name, flag in declared if flag is not None]
+    optional = [name for name, flag in flags if flag[0] == "?"] + [name for name, flag in flags if flag[0] != "?"]
     kept = set(optional[len(optional) - spare :]) if spare > 0 else set()
     return [name for name, flag in declared if flag is None or name in kept]
 
@@ -158,6 +181,8 @@ def _creates(flag: str | None, config: dict[str, Any]) -> bool:
         return config.get(flag[1:]) is None
     if flag.startswith("!"):
         return config.get(flag[1:]) is not True
+    if flag.startswith("?"):
+        return bool(config.get(flag[1:]))
     return config.get(flag, True) is not False
 
 
@@ -239,7 +264,8 @@ def _keras2(walked: _hdf5.H5Walk, attrs: dict[str, Any]) -> tuple[list[TensorInf
     layers = config_layers(config) if config else []
     frozen = {layer["name"] for layer in layers if not layer["trainable"]}
     classes = {layer["name"]: snake(str(layer["class_name"])) for layer in layers}
-    weight_layer: dict[str, str] = {}
+    weight_layer: dict[str, str] = {}  # the config's layer of each weight
+    held_layer: dict[str, str] = {}  # ... the layer it holds the weight's (`HELD_LAYERS`), where it is another
     group_attrs = _group_attrs(walked)
     for layer in _joined(group_attrs.get(prefix.rstrip("/"), attrs), "layer_names"):
         for weight in _joined(group_attrs.get(prefix + layer, {}), "weight_names"):
@@ -250,6 +276,10 @@ def _keras2(walked: _hdf5.H5Walk, attrs: dict[str, Any]) -> tuple[list[TensorInf
             if layer not in classes and inner not in classes:
                 inner = inner.removeprefix(layer + "/")
             weight_layer[f"{prefix}{layer}/{weight}"] = inner if layer not in classes and inner in classes else layer
+            held = _held_layer(classes.get(layer) or re.sub(AUTO_SUFFIX, "", layer), layer, weight)  # (no config:
+            # the class Keras's auto name says)
+            if held:
+                held_layer[f"{prefix}{layer}/{weight}"] = held
     tensors = []
     for d in walked.datasets:
         if d.path.startswith("optimizer_weights/"):
@@ -259,9 +289,22 @@ def _keras2(walked: _hdf5.H5Walk, attrs: dict[str, Any]) -> tuple[list[TensorInf
         param = d.path.rsplit("/", 1)[-1].removesuffix(":0")
         kind = TensorKind.PARAMETER if d.path in weight_layer or d.path.startswith(prefix) else TensorKind.OTHER
         trainable = layer not in frozen and trained(classes.get(layer, ""), param)
-        tensors.append(_tensor(d, kind, "model", layer, param, trainable))
+        tensors.append(_tensor(d, kind, "model", held_layer.get(d.path, layer), param, trainable))
     cfg = {"source": "model_config", "layers": layers, "raw": config} if config else None
     return tensors, cfg
+
+
+def _held_layer(cls: str, layer: str, weight: str) -> str:
+    """The name of the layer that a layer `layer` of class `cls` (snake_case) holds for its weight `weight` ('' where
+    the weight is the layer's own), by `HELD_LAYERS`: `multi_head_attention/query` for `multi_head_attention/query/
+    kernel`."""
+    parts = weight.split("/")
+    if len(parts) < 3 or parts[0] != layer:
+        return ""
+    for start, name in HELD_LAYERS.get(cls, ()):
+        if parts[1].startswith(start):
+            return f"{layer}/{name or parts[1]}"
+    return ""
 
 
 def _group_attrs(walked: _hdf5.H5Walk) -> dict[str, dict[str, Any]]:
@@ -281,7 +324,9 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
     by_name = {layer["name"]: layer for layer in layers}
     group_attrs = _group_attrs(walked)
     stored = Counter(d.path.rpartition("/")[0] for d in walked.datasets)  # variables per `vars` group
-    names = _layer_names({tuple(_owner(group.split("/"))) for group in stored}, group_attrs)
+    owners = {tuple(_owner(group.split("/"))) for group in stored}
+    listed = _listed(owners, group_attrs, by_name)
+    names = _layer_names(owners, group_attrs, listed if listed is not None else _model_paths(group_attrs))
     tensors = []
     for d in walked.datasets:
         parts = d.path.split("/")
@@ -303,10 +348,11 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
             ).get("layer", {})
             real = f"{outer}/{side}"
             cls = snake(wrapped.get("class_name", "")) if isinstance(wrapped, dict) else ""
+            cls = cls or RNN_CELL  # (no config: a wrapped RNN all the same)
             inner = wrapped.get("config", {}) if isinstance(wrapped, dict) else {}
         else:
             real = names[tuple(owner)]
-            layer = by_name.get(real, {})
+            layer = by_name.get(real) or _wrapped(real, by_name)
             cls = snake(layer.get("class_name", "")) or re.sub(AUTO_SUFFIX, "", auto)
             inner = layer.get("config", {})
         order = keras3_vars(cls, inner if isinstance(inner, dict) else {}, stored[d.path.rpartition("/")[0]])
@@ -316,37 +362,99 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
     return tensors
 
 
+def _wrapped(real: str, by_name: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The config entry of the layer a TimeDistributed `<holder>/<name>` wraps (its config's `layer`), or {}."""
+    holder, _, own = real.rpartition("/")
+    outer = by_name.get(holder, {})
+    inner = outer.get("config", {}).get("layer")
+    if not isinstance(inner, dict) or not isinstance(inner.get("config"), dict) or inner["config"].get("name") != own:
+        return {}
+    return {"class_name": inner.get("class_name", ""), "config": inner["config"], "trainable": outer.get("trainable")}
+
+
 def _owner(group: list[str]) -> list[str]:
     """The path of the layer whose `vars` group is `group` (RNN weights sit in its cell)."""
     return group[: group.index("cell")] if "cell" in group else group[:-1]
 
 
-def _layer_names(owners: set[tuple[str, ...]], group_attrs: dict[str, dict[str, Any]]) -> dict[tuple[str, ...], str]:
+def _layer_names(
+    owners: set[tuple[str, ...]], group_attrs: dict[str, dict[str, Any]], models: Models
+) -> dict[tuple[str, ...], str]:
     """Each layer path's name (`_layer_name`); names that two layers would share (two nested models each with an
     `encoder_block_0`: CLIP's towers) are named after the models that hold them too."""
-    names = {owner: _layer_name(list(owner), group_attrs) for owner in owners}
+    names = {owner: _layer_name(list(owner), group_attrs, models) for owner in owners}
     shared = {name for name, n in Counter(names.values()).items() if n > 1}
-    return {o: _layer_name(list(o), group_attrs, True) if name in shared else name for o, name in names.items()}
+    return {o: _layer_name(list(o), group_attrs, models, True) if name in shared else name for o, name in names.items()}
 
 
-def _layer_name(owner: list[str], group_attrs: dict[str, dict[str, Any]], through_models: bool = False) -> str:
+def _layer_name(
+    owner: list[str], group_attrs: dict[str, dict[str, Any]], models: Models, through_models: bool = False
+) -> str:
     """The name of the layer whose variables sit under the path `owner` of a Keras 3 .weights.h5.
 
     It is the name Keras 3 writes beside the variables; else the path's own names, which are numbered per container
     ('sequential/conv2d' in a nested model, not the top level's 'conv2d'). A layer another layer holds as an
     attribute (keras-hub's `decoder_block_0/attention/query`, a MultiHeadAttention's `query`: the part before its
     own is not a model's `layers`) is named after its holder too, as Keras names its variables (`variable.path`):
-    a name such as `query` or `dense_1` repeats in every block. `through_models`: after the models that hold it too.
+    a name such as `query` or `dense_1` repeats in every block. A layer in a model's `layers` is named as the model
+    config names it: without the models holding it, unless `through_models`; a layer in the `layers` list of a layer
+    that is no model (`models`: keras-hub's DINOv2 encoder's `layers_0`) after its holder (`encoder/layers_0`), as
+    Keras does.
     """
     own = group_attrs.get("/".join(owner + ["vars"]), {}).get("name")
-    if not own:
-        return "/".join(owner[1::2]) if owner and owner[0] == "layers" else "model"
+    if not own:  # (tf-keras writes no names: the path's own, each name after a `layers` and each attribute)
+        return _path_name(owner) if owner and owner[0] == "layers" else "model"
     for end in range(len(owner) - 1, 1, -1):  # the nearest holder with variables of its own (lists have none)
-        if owner[end] == "layers" and not through_models:
+        holder = group_attrs.get("/".join(owner[:end] + ["vars"]), {}).get("name")
+        if owner[end] == "layers" and not through_models and _is_model(owner[:end], group_attrs, models):
             break
-        if group_attrs.get("/".join(owner[:end] + ["vars"]), {}).get("name"):
-            return f"{_layer_name(owner[:end], group_attrs, through_models)}/{own}"
+        if holder:
+            return f"{_layer_name(owner[:end], group_attrs, models, through_models)}/{own}"
     return str(own)
+
+
+def _listed(
+    owners: set[tuple[str, ...]], group_attrs: dict[str, dict[str, Any]], by_name: dict[str, dict[str, Any]]
+) -> frozenset[str] | None:
+    """The layer names the model config lists, where it lists the model's layers (a functional model's, a
+    Sequential's); None where it does not (a preset, or a `.keras` archive of a keras-hub backbone: its config is the
+    backbone's arguments, none of its top-level layers)."""
+    top = (group_attrs.get("/".join((*owner, "vars")), {}).get("name") for owner in owners if len(owner) == 2)
+    return frozenset(by_name) if any(name in by_name for name in top) else None
+
+
+def _model_paths(group_attrs: dict[str, dict[str, Any]]) -> set[tuple[str, ...]]:
+    """Without a config, the paths of the models: the holders whose `layers` list holds an input layer (a functional
+    model's, a Sequential built on an Input; a layer's own list, DINOv2's encoder's, holds none)."""
+    models = set()
+    for group in group_attrs:
+        parts = group.split("/")
+        for i in range(1, len(parts)):
+            if parts[i].startswith(INPUT_LAYER) and parts[i - 1] == "layers":
+                models.add(tuple(parts[: i - 1]))
+    return models
+
+
+def _is_model(holder: list[str], group_attrs: dict[str, dict[str, Any]], models: Models) -> bool:
+    """Whether the layer at path `holder` (one whose `layers` list is read) is a model: where the config lists the
+    model's layers (`models` their names), one it does not list (it lists nested models' layers, not them); else
+    one of the `models` paths."""
+    if isinstance(models, set):
+        return tuple(holder) in models
+    return group_attrs.get("/".join(holder + ["vars"]), {}).get("name") not in models
+
+
+def _path_name(owner: list[str]) -> str:
+    """A layer's name from its path alone: `layers/sequential/layers/conv2d` -> `sequential/conv2d` (a nested model's
+    layer), `layers/multi_head_attention/_query_dense` -> `multi_head_attention/_query_dense` (a layer's attribute)."""
+    names, listed = [], False
+    for part in owner:
+        if part == "layers" and not listed:
+            listed = True
+            continue
+        names.append(part)
+        listed = False
+    return "/".join(names)
 
 
 def _tensor(

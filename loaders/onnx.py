@@ -208,7 +208,7 @@ class _Consumer:
     node: str  # its name (or first output)
     transposed: bool = False  # the node reads the input transposed (Gemm's transA, transB)
     scope: str = ""  # the module the dynamo exporter says the node is in (`NAME_SCOPES`), where it says
-    operands: tuple[str, ...] = ()  # an Add's inputs (`BIAS_ADDED_TO`)
+    operands: tuple[str, ...] = ()  # an Add's or a Mul's inputs (`BIAS_ADDED_TO`, `NORM_OPERANDS`)
 
     def use(self) -> tuple[str, str, str, bool]:
         """(operator, the input's name, node, transposed): what the value is to this node."""
@@ -231,6 +231,7 @@ class _Walk:
         self.packed: dict[str, dict[str, int]] = {}  # a value read packed (`PACKED_WEIGHTS`) -> the node's attributes
         # a layer's output (`BIAS_ADDED_TO`'s operators) -> (operator, node): what an Add's other operand comes from
         self.layer_outputs: dict[str, tuple[str, str]] = {}
+        self.normalized: set[str] = set()  # values a decomposed norm computes (`NORMALIZING`): its 1/std, x/std...
 
     def error(self, reason: str, at: int | None = None) -> FormatError:
         return FormatError(self.probe.path, FORMAT, reason, at)
@@ -343,7 +344,9 @@ class _Walk:
             layer = self.layer_outputs[inputs[0]]
             if layer[0] in INTEGER_WEIGHTS:
                 self.layer_outputs[outputs[0]] = layer
-        added = tuple(inputs) if op_type == "Add" else ()
+        if op_type in NORMALIZING and outputs and _normalizes(op_type, inputs, self.normalized):
+            self.normalized.add(outputs[0])
+        added = tuple(inputs) if op_type in OPERANDS_KEPT else ()
         for i, value in enumerate(inputs):
             if value:
                 self.consumers[value].append(_Consumer(op_type, i, tuple(outputs), node, i in transposed, scope, added))
@@ -630,7 +633,7 @@ class OnnxLoader:
             param=WEIGHT if layer is not None else None,
             file=file,
             notes=tuple(t.notes),
-            use=(_added_bias(by, walk.layer_outputs) or by.use()) if by is not None else t.use,
+            use=_use(by, walk) if by is not None else t.use,
         )
 
 
@@ -643,12 +646,45 @@ BIAS_ADDED_TO = frozenset({"Conv", "ConvTranspose", "ConvInteger", "MatMul", "Ma
 RESCALED = frozenset({"Cast", "Mul"})
 
 
+def _use(by: _Consumer, walk: _Walk) -> tuple[str, str, str, bool]:
+    """What a value is to the node that makes it a weight: a layer's bias an Add adds to its output, a decomposed
+    norm's scale or shift, else its input of the node."""
+    return _added_bias(by, walk.layer_outputs) or _norm_operand(by, walk.normalized) or by.use()
+
+
 def _added_bias(by: _Consumer, layer_outputs: dict[str, tuple[str, str]]) -> tuple[str, str, str, bool] | None:
     """The use of a value an Add adds to a layer's output (`BIAS_ADDED_TO`): that layer's bias; else None."""
-    if len(by.operands) != 2 or by.index > 1:
+    if by.op_type != "Add" or len(by.operands) != 2 or by.index > 1:
         return None
     layer = layer_outputs.get(by.operands[1 - by.index])
     return None if layer is None else (layer[0], "bias", layer[1], False)
+
+
+# A norm an exporter writes as elementwise nodes (tf2onnx's export of a JAX LayerNorm, magika's: Sqrt, Reciprocal, Mul
+# by the scale, Mul by x - mean, Add of the shift; a LayerNorm or RMSNorm divided by its Sqrt): op_type -> the inputs
+# through which a normalized value (its 1/std, x/std, their product with the scale) makes the output one too (None:
+# the op makes one of any input, a standard deviation)
+NORMALIZING: dict[str, tuple[int, ...] | None] = {"Sqrt": None, "Reciprocal": (0,), "Div": (1,), "Mul": (0, 1)}
+# the scale a Mul multiplies a normalized value by and the shift an Add adds to it: (operator, input) of a norm's
+# weights, as `roles.ONNX_INPUT_ROLES` reads them
+NORM_OPERANDS = {"Mul": ("DecomposedNorm", "scale"), "Add": ("DecomposedNorm", "bias")}
+OPERANDS_KEPT = frozenset(NORM_OPERANDS)  # (the Add's also for `BIAS_ADDED_TO`)
+
+
+def _normalizes(op_type: str, inputs: list[str], normalized: set[str]) -> bool:
+    through = NORMALIZING[op_type]
+    return through is None or any(i < len(inputs) and inputs[i] in normalized for i in through)
+
+
+def _norm_operand(by: _Consumer, normalized: set[str]) -> tuple[str, str, str, bool] | None:
+    """The use of a value a Mul multiplies a normalized value by (the norm's scale) or an Add adds to one (its shift),
+    as a norm's (`NORM_OPERANDS`); else None."""
+    if by.op_type not in NORM_OPERANDS or len(by.operands) != 2 or by.index > 1:
+        return None
+    if by.operands[1 - by.index] not in normalized:
+        return None
+    op, name = NORM_OPERANDS[by.op_type]
+    return op, name, by.node, False
 
 
 # torch.onnx's TorchScript exporter (dynamo=False: Optimum's exports, transformers.js' models) writes a Linear layer's

@@ -109,9 +109,6 @@ def test_token_embedding_and_untied_head_roles(tmp_path: Path, tied: bool) -> No
     assert report.checkpoint.n_parameters == model.count_params()
 
 
-# (DINOv2's layers are named without the `encoder` that holds them, and its embedding's variables from the class's
-# order with all its optional ones: not yet Keras's paths)
-NAMED_AS_KERAS = sorted(set(BACKBONES) - {"DINOV2Backbone"})
 ATTENTION_ROLES = {"query": "attention_query", "key": "attention_key", "value": "attention_value",
                    "attention_output": "attention_output"}  # fmt: skip
 
@@ -121,7 +118,9 @@ def test_every_variable_has_its_role(tmp_path: Path, name: str) -> None:
     """The layers a block holds as attributes (`_feedforward_intermediate_dense`, `query_dense`, `pre_attention_norm`,
     `fc1`...), which no config lists, have their variables' names, so their roles (they were `var0`, `var1`: 223
     unmatched variables in these six backbones); a MultiHeadAttention's projections are the attention's, not
-    convolutions (their kernels are 3-d); each variable is named as Keras's own path names it."""
+    convolutions (their kernels are 3-d); each variable is named as Keras's own path names it (DINOv2's layers were
+    named without the `encoder` whose `layers` list holds them, and its embedding's third variable `register_tokens`
+    for `interpolated_position_embeddings`: it holds a mask token, no register tokens, by default)."""
     model = getattr(keras_hub.models, name)(**BACKBONES[name])
     model.save_to_preset(str(tmp_path))
     report = inspect(tmp_path / "model.weights.h5")
@@ -130,6 +129,19 @@ def test_every_variable_has_its_role(tmp_path: Path, name: str) -> None:
         own = r.layer.rpartition("/")[2]
         if own in ATTENTION_ROLES:
             assert r.role == ATTENTION_ROLES[own], r
-    if name in NAMED_AS_KERAS:
-        named = {f"{t.layer}/{t.param}" for t in report.checkpoint.tensors}
+    named = {f"{t.layer}/{t.param}" for t in report.checkpoint.tensors}
+    assert named == {v.path for v in model.weights}
+
+
+@pytest.mark.parametrize("words", [{"num_register_tokens": 4}, {"use_mask_token": False}])
+def test_dinov2_archive_and_register_tokens(tmp_path: Path, words: dict[str, Any]) -> None:
+    """DINOv2 with register tokens (and its mask token), and with neither, as a preset and as a `.keras` archive (whose
+    config lists the encoder as a layer: its `layers` list is the encoder's, not a model's): counts, trainable split
+    (the frozen position table beside its trained interpolated copy) and names as Keras's."""
+    model = keras_hub.models.DINOV2Backbone(**BACKBONES["DINOV2Backbone"], **words)
+    model.save_to_preset(str(tmp_path))
+    model.save(tmp_path / "dinov2.keras")
+    for path in (tmp_path / "model.weights.h5", tmp_path / "dinov2.keras"):
+        _check(path, model)
+        named = {f"{t.layer}/{t.param}" for t in inspect(path).checkpoint.tensors}
         assert named == {v.path for v in model.weights}

@@ -309,3 +309,14 @@ def test_silero_vad_torchscript_counts_as_torch_jit_load() -> None:
     assert ckpt.n_parameters == sum(p.numel() for p in model.parameters()) == 462_594
     trainable = sum(t.n_elements for t in ckpt.unique() if t.kind == "parameter" and t.trainable)
     assert trainable == sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def test_magika_layer_norms_written_as_elementwise_nodes_are_norms() -> None:
+    """tf2onnx writes magika's JAX LayerNorms as nodes (Sqrt, Reciprocal, a Mul by the scale, a Mul by x - mean, an
+    Add of the shift; the weights' reshapes folded, named `.../LayerNorm_0/Reshape_2:0`): each LayerNorm's scale and
+    shift are norms of its layer, by the graph (they were learned tensors), and no other weight is one."""
+    report = inspect(_packaged("magika", "models/standard_v3_3/model.onnx"))
+    weights = {t.name for t in report.checkpoint.tensors if t.kind == TensorKind.PARAMETER}
+    norms = {r.name: r.layer for r in report.roles if r.role == "norm"}
+    assert set(norms) == {name for name in weights if "/LayerNorm_" in name} and len(norms) == 4
+    assert {layer.rpartition("/")[2] for layer in norms.values()} == {"LayerNorm_0", "LayerNorm_1"}

@@ -6,6 +6,9 @@ bert_tiny/flax_model.msgpack   transformers' `FlaxBertForMaskedLM.save_pretraine
                                the `flax_model.msgpack` files on the Hugging Face Hub), with its config.json
 resnet_tiny/flax_model.msgpack transformers' `FlaxResNetForImageClassification.save_pretrained`: its variables, `params`
                                and BatchNorm `batch_stats`
+llama_tiny/, gpt2_tiny/,       `FlaxLlamaForCausalLM`, `FlaxGPT2LMHeadModel` and `FlaxViTModel` likewise: RMSNorms
+vit_tiny/flax_model.msgpack    holding a `weight`, FlaxConv1D kernels stored (out, in), a `cls_token`, each with its
+                               config.json
 cnn_state.msgpack              `flax.serialization.to_bytes` of a flax.linen Conv/BatchNorm/Dense/LayerNorm/Embed
                                model's TrainState (with its batch_stats) after one Adam step: step, params,
                                opt_state (optax's ScaleByAdamState: count, mu, nu), batch_stats
@@ -95,13 +98,22 @@ def main() -> None:
     bert = transformers.BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                                    intermediate_size=24, max_position_embeddings=32)  # fmt: skip
     resnet = transformers.ResNetConfig(embedding_size=4, hidden_sizes=[4, 8], depths=[1, 1], num_labels=3)
-    for folder, cls, config in (
+    llama = transformers.LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=24, num_hidden_layers=2,
+                                     num_attention_heads=2, num_key_value_heads=1)  # fmt: skip
+    gpt2 = transformers.GPT2Config(vocab_size=64, n_embd=16, n_layer=2, n_head=2, n_positions=32)
+    vit = transformers.ViTConfig(hidden_size=16, intermediate_size=24, num_hidden_layers=2, num_attention_heads=2,
+                                 image_size=16, patch_size=8)  # fmt: skip
+    folders = (
         ("bert_tiny", transformers.FlaxBertForMaskedLM, bert),
         ("resnet_tiny", transformers.FlaxResNetForImageClassification, resnet),
-    ):
+        ("llama_tiny", transformers.FlaxLlamaForCausalLM, llama),  # RMSNorms' `weight`
+        ("gpt2_tiny", transformers.FlaxGPT2LMHeadModel, gpt2),  # FlaxConv1D kernels (out, in)
+        ("vit_tiny", transformers.FlaxViTModel, vit),  # a cls_token (named as the torch model's: no family check)
+    )
+    for folder, cls, config in folders:
         cls(config, seed=0).save_pretrained(HERE / folder)
     (HERE / "cnn_state.msgpack").write_bytes(serialization.to_bytes(cnn_state()))
-    for name in ("bert_tiny/flax_model.msgpack", "resnet_tiny/flax_model.msgpack", "cnn_state.msgpack"):
+    for name in [f"{folder}/flax_model.msgpack" for folder, _, _ in folders] + ["cnn_state.msgpack"]:
         manifest[name] = describe(serialization.msgpack_restore((HERE / name).read_bytes()))
     (HERE / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
 

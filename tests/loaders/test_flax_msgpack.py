@@ -74,6 +74,29 @@ def test_sample_roles_and_layers() -> None:
     assert specs[layer] == "Dense" and specs["bert/embeddings/LayerNorm"] == "LayerNorm"
 
 
+def test_transformers_llama_gpt2_and_vit_samples() -> None:
+    """transformers' Flax Llama, GPT-2 and ViT (each with its config.json): Llama's RMSNorms hold a `weight` (a norm,
+    was unmatched), GPT-2's FlaxConv1D kernels are (out, in) with a bias of out (Dense layers, were `Tensors`), the
+    embedding tables are Embedding layers (were plain `Tensor`s), and ViT's config names a family whose tables read
+    PyTorch's names, of which the Flax tree spells only `embeddings/cls_token` alike: no family is looked for in a Flax
+    file (the vit family found one module of 20 and gave a COUNT_MISMATCH on a correct file)."""
+    kinds = {}
+    for name in ("llama_tiny", "gpt2_tiny", "vit_tiny"):
+        report = analyse(load(FLAX / name / "flax_model.msgpack"))
+        assert report.expectation is not None and report.expectation.source == "inferred"
+        assert report.expectation.matches and not [f for f in report.findings if f.severity >= Severity.WARNING]
+        assert not [r.name for r in report.roles if r.role == "unmatched"]
+        kinds |= {f"{name}:{x.layer}": x.kind for x in report.expectation.layers}
+        roles = {r.name: r.role for r in report.roles}
+        if name == "llama_tiny":
+            assert {roles[f"model/layers/{i}/{n}/weight"] for i in (0, 1) for n in ("input_layernorm",
+                    "post_attention_layernorm")} | {roles["model/norm/weight"]} == {"norm"}  # fmt: skip
+    assert kinds["llama_tiny:model/embed_tokens"] == kinds["gpt2_tiny:transformer/wte"] == "Embedding"
+    assert kinds["llama_tiny:model/layers/0/input_layernorm"] == "RMSNorm"
+    assert kinds["gpt2_tiny:transformer/h/0/attn/c_attn"] == kinds["gpt2_tiny:transformer/h/0/mlp/c_fc"] == "Dense"
+    assert kinds["vit_tiny:embeddings/patch_embeddings/projection"] == "Conv"
+
+
 def test_sample_regions_tile_structure_headers_and_data() -> None:
     path = FLAX / "cnn_state.msgpack"
     ckpt = load(path)

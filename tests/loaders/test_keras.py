@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -263,3 +264,110 @@ def test_tf_keras_names_with_slashes_nested_models_and_depthwise_kernels(tmp_pat
     if suffix == ".h5":  # the names the config gives (a .weights.h5 has the paths' own, numbered per container)
         assert report.expectation.source == "config"
         assert {c.layer for c in report.expectation.layers} >= {"conv1/bn", "bn", "dw", "conv2d", "conv2d_1"}
+
+
+def _keras3_attention_and_wrappers(keras: Any) -> Any:
+    """A Keras 3 model of the layers whose formula the config check lacked (found by building each common layer)."""
+    layers = keras.layers
+    query, value = keras.Input((6, 16)), keras.Input((5, 12))
+    x = layers.MultiHeadAttention(3, 4, value_dim=5, use_bias=False, output_shape=7)(query, value)
+    x = layers.GroupQueryAttention(head_dim=4, num_query_heads=4, num_key_value_heads=2)(x, x)
+    x = layers.LayerNormalization(rms_scaling=True)(x)  # (deprecated by Keras: its gamma only)
+    x = layers.Bidirectional(layers.GRU(5, return_sequences=True), backward_layer=layers.GRU(4, go_backwards=True,
+                             return_sequences=True))(x)  # fmt: skip
+    x = layers.TimeDistributed(layers.Dense(3))(x)
+    x = layers.ConvLSTM1D(2, 3)(layers.Reshape((6, 3, 1))(x))
+    x = layers.PReLU()(layers.Flatten()(x))
+    return keras.Model([query, value], layers.Dense(2)(x))
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore:__array__ implementation:DeprecationWarning")
+@pytest.mark.parametrize("suffix", [".keras", ".weights.h5", ".h5"])
+def test_keras3_attention_wrappers_and_conv_lstm_against_count_params(tmp_path: Path, suffix: str) -> None:
+    """MultiHeadAttention (its own value and output sizes), GroupQueryAttention, LayerNormalization(rms_scaling),
+    a Bidirectional with a backward layer of its own, TimeDistributed, ConvLSTM1D and PReLU, saved every way Keras 3
+    saves: counts and the trainable split as Keras gives them, the config's expectation matches (it had no formula for
+    the attention layers, TimeDistributed and ConvLSTM, counted gamma and beta for the RMS-scaled norm and the forward
+    GRU twice: a false COUNT_MISMATCH) and every variable has a role (ConvLSTM's and PReLU's were unmatched)."""
+    keras = pytest.importorskip("keras")
+    model = _keras3_attention_and_wrappers(keras)
+    path = tmp_path / f"m{suffix}"
+    model.save_weights(path) if suffix == ".weights.h5" else model.save(path)
+
+    report = inspect(path)
+    ckpt = report.checkpoint
+    check_invariants(ckpt)
+    assert ckpt.n_parameters == model.count_params() == 621 + 375 + 7 + 366 + 33 + 80 + 2 + 6
+    trainable = sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+    assert sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if t.trainable) == trainable
+    assert not [f for f in report.findings if f.severity.value != "info"], report.findings
+    assert report.expectation is not None and report.expectation.matches, report.expectation
+    unmatched = {t.name for t, r in zip(ckpt.tensors, report.roles, strict=True) if r.role == "unmatched"}
+    if suffix == ".weights.h5":  # (no config: the layer TimeDistributed wraps is of no known class)
+        assert unmatched == {"layers/time_distributed/layer/vars/0", "layers/time_distributed/layer/vars/1"}
+    else:
+        assert not unmatched
+        assert report.expectation.source == "config"
+        rows = {c.layer: c.kind for c in report.expectation.layers}
+        held = {r.rpartition("/")[2] for r in rows if r.startswith("multi_head_attention")}  # (auto names numbered)
+        assert held == {"query", "key", "value", "attention_output"}
+        assert {rows[r] for r in rows if "conv_lstm1d" in r} == {"ConvLSTM1D"}
+    attention = {r.layer.rpartition("/")[2]: r.role for r in report.roles if r.layer.startswith("grouped_query")}
+    assert attention == {"query": "attention_query", "key": "attention_key", "value": "attention_value",
+                         "attention_output": "attention_output"}  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
+@pytest.mark.parametrize("suffix", [".h5", ".weights.h5"])
+def test_tf_keras_attention_and_wrappers(tmp_path: Path, suffix: str) -> None:
+    """tf-keras names a MultiHeadAttention's, a Bidirectional's and a TimeDistributed's weights under the layer
+    (`multi_head_attention/query/kernel:0`, `bidirectional/forward_gru/gru_cell/kernel:0`, a backward layer of its own
+    by its own name; `time_distributed/kernel:0`): read as the projections', each direction's and the wrapped layer's,
+    counts as Keras's, the config's expectation matches (the legacy .h5 got a COUNT_MISMATCH). Its .weights.h5 (Keras
+    3's layout, no names) holds the projections under their attributes (`_query_dense`), which were one layer of 3-d
+    kernels read as convolutions; the layer TimeDistributed wraps is of no known class there (unmatched)."""
+    tf_keras = pytest.importorskip("tf_keras")
+    layers = tf_keras.layers
+    inputs = tf_keras.Input((6, 16))
+    x = layers.MultiHeadAttention(2, 4, value_dim=3)(inputs, inputs)
+    x = layers.Bidirectional(layers.GRU(5, return_sequences=True), backward_layer=layers.GRU(4, go_backwards=True,
+                             return_sequences=True))(x)  # fmt: skip
+    model = tf_keras.Model(inputs, layers.TimeDistributed(layers.Dense(2))(x))
+    path = tmp_path / f"m{suffix}"
+    model.save_weights(path) if suffix == ".weights.h5" else model.save(path)
+
+    report = inspect(path)
+    assert report.checkpoint.n_parameters == model.count_params()
+    assert not [f for f in report.findings if f.severity.value != "info"], report.findings
+    assert report.expectation is not None and report.expectation.matches
+    roles = {r.role for r in report.roles if suffix == ".h5" or "time_distributed" not in r.name}
+    assert roles == {"attention_query", "attention_key", "attention_value", "attention_output", "rnn_input_kernel",
+                     "rnn_recurrent_kernel", "rnn_bias"} | ({"dense"} if suffix == ".h5" else set())  # fmt: skip
+    if suffix == ".h5":
+        assert report.expectation.source == "config"
+        held = {c.layer.partition("/")[2] or c.layer.rstrip("_0123456789") for c in report.expectation.layers}
+        assert held == {"query", "key", "value", "attention_output", "forward", "backward", "time_distributed"}
+
+
+@pytest.mark.reference
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_keras_layer_list_of_attention_and_wrappers_agrees_with_keras() -> None:
+    """The layer list (`inspector formula "Input(6,16) MultiHeadAttention(2,4) ..."`) counts what Keras builds."""
+    keras = pytest.importorskip("keras")
+    from inspector.architectures import count, keras_layers
+
+    layers = keras.layers
+    cases = {
+        "Input(6,16) MultiHeadAttention(3,4,value_dim=5,use_bias=false,output_shape=7) Dense(2)": [
+            layers.MultiHeadAttention(3, 4, value_dim=5, use_bias=False, output_shape=7), layers.Dense(2)],
+        "Input(6,16) GroupQueryAttention(4,4,2,use_gate=true)": [layers.GroupQueryAttention(4, 4, 2, use_gate=True)],
+        "Input(4,8,8,3) ConvLSTM2D(5,3) Flatten Dense(2)": [layers.ConvLSTM2D(5, 3), layers.Flatten(), layers.Dense(2)],
+        "Input(6,8,3) TimeDistributed(Conv1D(4,3)) LayerNormalization(rms_scaling=true)": [
+            layers.TimeDistributed(layers.Conv1D(4, 3)), layers.LayerNormalization(rms_scaling=True)],
+    }  # fmt: skip
+    for text, made in cases.items():
+        shape = tuple(int(v) for v in text.split(")")[0].removeprefix("Input(").split(","))
+        x = inputs = keras.Input(shape)
+        for layer in made:
+            x = layer(x, x) if "Attention" in type(layer).__name__ else layer(x)
+        assert count(keras_layers(text))[0] == keras.Model(inputs, x).count_params(), text

@@ -936,3 +936,39 @@ def test_dynamically_quantized_lstm_counts_its_int8_weights(tmp_path: Path) -> N
     assert all(kinds[name] is TensorKind.OTHER for name in node.input[8:] if name)
     assert report.checkpoint.n_parameters == sum(p.numel() for p in head.parameters())
     assert not [f for f in report.findings if f.severity.value != "info"]
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+def test_decomposed_norms_take_the_norm_role(tmp_path: Path, dynamo: bool) -> None:
+    """A LayerNorm and an RMSNorm written as elementwise nodes (a Sqrt of the variance, a Div or a Reciprocal, the
+    scale's Mul, the shift's Add: what a model computing its norms by hand exports to, as tf2onnx writes JAX's
+    LayerNorm in magika's model): their scale and shift are norms, by the graph (they were learned tensors, each its
+    node's operand `B`); the count is torch's; a plain elementwise weight elsewhere stays a learned tensor."""
+    torch, _ = _exporting(dynamo)
+    nn = torch.nn
+
+    class Block(nn.Module):  # (parameter names no rule reads: the roles come from the graph)
+        def __init__(self) -> None:
+            super().__init__()
+            self.p0, self.p1, self.p2 = (nn.Parameter(torch.randn(8)) for _ in range(3))
+            self.p3 = nn.Parameter(torch.randn(8))  # a gate on the input: no norm
+            self.fc = nn.Linear(8, 8)
+
+        def forward(self, x: Any) -> Any:
+            x = x * self.p3
+            centred = x - x.mean(-1, keepdim=True)
+            x = centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + 1e-5) * self.p0 + self.p1  # LayerNorm
+            x = self.fc(x)
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.p2  # RMSNorm
+
+    model = Block().eval()
+    path = tmp_path / "norms.onnx"
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.randn(2, 8),), str(path), dynamo=dynamo)
+    report = inspect(path)
+    assert report.checkpoint.n_parameters == sum(p.numel() for p in model.parameters())
+    roles = {t.name: r.role for t, r in zip(report.checkpoint.tensors, report.roles, strict=True)}
+    assert {roles[name] for name in ("p0", "p1", "p2")} == {"norm"}
+    assert roles["p3"] == "learned_tensor"
+    assert not [f for f in report.findings if f.severity.value != "info"], report.findings
