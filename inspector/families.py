@@ -800,16 +800,26 @@ def _lfm2_derive(h: dict[str, Any]) -> None:
     derive_transformer(h)
 
 
+# Nemotron-H's MoE mixer in a latent space where `moe_latent_size` sets one: its experts' input and output that wide,
+# projected into it and out of it (biases `mlp_bias`, as its MLPs')
+NEMOTRON_LATENT_MOE = (
+    _linear("layers.{i}.mixer.fc1_latent_proj", "d_model", "moe_latent", "mlp_bias", when="latent_moe"),
+    _linear("layers.{i}.mixer.fc2_latent_proj", "moe_latent", "d_model", "mlp_bias", when="latent_moe"),
+)
+
+
 def _nemotron_h_derive(h: dict[str, Any]) -> None:
     """Nemotron-H's Mamba-2 widths from its Mamba heads (inner = heads x head_dim, the convolution over x, B and C, the
     input projection's z, x, B, C and a time step per head: Mamba2Config's relations, under words of their own beside
-    the attention's; a config's where it states them, `_widths_from_config`), its shared expert's and the layer kinds
-    where the file did not say (every layer Mamba's), the MTP layers counted among the layers where the file holds
-    them."""
+    the attention's; a config's where it states them, `_widths_from_config`), its experts' width (the latent's where
+    `moe_latent_size` sets one: NemotronHExperts', projected in and out of it), the layer kinds where the file did not
+    say (every layer Mamba's), the MTP layers counted among the layers where the file holds them."""
     _with_mtp_layers(h)
     _widths_from_config(h, "ssm_inner", "ssm_conv", "ssm_in", inner_from="ssm_head_dim")
     _mamba2_widths(h, "ssm_heads", "ssm_head_dim", "ssm_inner", "ssm_conv", "ssm_in")
     h.setdefault("conv_kernel", 4)
+    h.setdefault("moe_in", h.get("moe_latent") or h.get("d_model"))  # (the experts' width: the latent's where set)
+    h["latent_moe"] = bool(h.get("moe_latent"))  # (the latent's size says there is one: a file says its own)
     for kind in ("attention_layers", "mlp_layers", "moe_layers"):
         h.setdefault(kind, [])
     _other_layers(h, "mamba_layers", "attention_layers", "mlp_layers", "moe_layers")
@@ -2081,7 +2091,8 @@ FAMILIES: tuple[Family, ...] = (
                 f"Nemotron-H (Nemotron Nano 2, Nemotron 3){how}: each layer one mixer after a norm, a Mamba-2 block "
                 "(fused in_proj, conv1d, per-head A_log, D and dt_bias, a gated norm, out_proj), grouped-query "
                 f"attention, a squared-ReLU MLP (up_proj, down_proj) or a MoE block (a router, experts {experts}, a "
-                "shared expert); the hub's MTP module (`mtp.`) where the file holds it",
+                "shared expert; where `moe_latent_size` sets one, the experts in a latent space, fc1_latent_proj and "
+                "fc2_latent_proj into and out of it); the hub's MTP module (`mtp.`) where the file holds it",
                 ("nemotron_h",),
                 bases,
                 (
@@ -2097,18 +2108,20 @@ FAMILIES: tuple[Family, ...] = (
                         replace(p, over="attention_layers")
                         for p in _attention("layers.{i}.mixer", "q_proj", "k_proj", "v_proj", "o_proj")
                     ),
+                    # (a kind of layer a model may have none of: Nemotron Nano 2 has no MoE layer, Nemotron 3 no MLP)
                     *(
-                        replace(p, over="mlp_layers")
+                        replace(p, when="mlp", over="mlp_layers")
                         for p in (
                             _linear("layers.{i}.mixer.up_proj", "d_model", "feedforward", "mlp_bias"),
                             _linear("layers.{i}.mixer.down_proj", "feedforward", "d_model", "mlp_bias"),
                         )
                     ),
                     *(
-                        replace(p, over="moe_layers")
+                        replace(p, when=p.when or "moe", over="moe_layers")
                         for p in (
                             _linear("layers.{i}.mixer.gate", "d_model", "experts"),
                             *expert_parts,
+                            *NEMOTRON_LATENT_MOE,
                             _linear("layers.{i}.mixer.shared_experts.up_proj", "d_model", "shared_ff", "mlp_bias"),
                             _linear("layers.{i}.mixer.shared_experts.down_proj", "shared_ff", "d_model", "mlp_bias"),
                         )
@@ -2133,8 +2146,9 @@ FAMILIES: tuple[Family, ...] = (
                     "experts": ("layers.0.mixer.gate", 0),
                     "expert_ff": expert_ff,
                     "shared_ff": ("layers.0.mixer.shared_experts.up_proj", 0),
+                    "moe_latent": ("layers.0.mixer.fc1_latent_proj", 0),
                 },
-                {**DECODER_DEFAULTS, "conv_bias": True, "ssm_bias": False},
+                {**DECODER_DEFAULTS, "conv_bias": True, "ssm_bias": False, "mlp": True, "moe": True},
                 {
                     "mamba_num_heads": "ssm_heads",
                     "mamba_head_dim": "ssm_head_dim",
@@ -2145,6 +2159,7 @@ FAMILIES: tuple[Family, ...] = (
                     "use_bias": "ssm_bias",  # (in_proj's and out_proj's: NemotronH's mixer reads no mamba_proj_bias)
                     "n_routed_experts": "experts",
                     "moe_shared_expert_intermediate_size": "shared_ff",
+                    "moe_latent_size": "moe_latent",
                 },
                 derive=_nemotron_h_derive,
             ),
@@ -2157,8 +2172,8 @@ FAMILIES: tuple[Family, ...] = (
                 ("backbone.", ""),
                 "of up_proj and down_proj each",
                 (
-                    _linear("layers.{i}.mixer.experts.{e}.up_proj", "d_model", "expert_ff"),
-                    _linear("layers.{i}.mixer.experts.{e}.down_proj", "expert_ff", "d_model"),
+                    _linear("layers.{i}.mixer.experts.{e}.up_proj", "moe_in", "expert_ff"),
+                    _linear("layers.{i}.mixer.experts.{e}.down_proj", "expert_ff", "moe_in"),
                 ),
                 ("layers.0.mixer.experts.0.up_proj", 0),
             ),
@@ -2168,8 +2183,8 @@ FAMILIES: tuple[Family, ...] = (
                 ("model.", ""),
                 "fused into up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
                 (
-                    Part("layers.{i}.mixer.experts.up_proj", "tensor", ("experts", "expert_ff", "d_model")),
-                    Part("layers.{i}.mixer.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
+                    Part("layers.{i}.mixer.experts.up_proj", "tensor", ("experts", "expert_ff", "moe_in")),
+                    Part("layers.{i}.mixer.experts.down_proj", "tensor", ("experts", "moe_in", "expert_ff")),
                 ),
                 ("layers.0.mixer.experts.down_proj", 2),
             ),

@@ -312,6 +312,24 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             "num_experts_per_tok": 2,
         },
     ),  # fmt: skip
+    # Nemotron 3 Super's kind: the experts in a latent space (moe_latent_size), projected into and out of it
+    "nemotron_h+latent": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "head_dim": 8,
+            "mamba_num_heads": 4,
+            "mamba_head_dim": 8,
+            "n_groups": 2,
+            "ssm_state_size": 8,
+            "layers_block_type": ["mamba", "moe", "attention", "moe"],
+            "n_routed_experts": 4,
+            "moe_intermediate_size": 16,
+            "moe_shared_expert_intermediate_size": 24,
+            "num_experts_per_tok": 2,
+            "moe_latent_size": 16,
+        },
+    ),  # fmt: skip
     # MiniMax-M2: Mixtral's layers with q/k norms over the whole q and k projections (not a head's)
     "minimax_m2": (
         "AutoModelForCausalLM",
