@@ -1159,6 +1159,67 @@ GRANITE_MOE_FAMILIES = (
 )
 
 
+def _granitemoehybrid_derive(h: dict[str, Any]) -> None:
+    """Granite-MoE-hybrid's Mamba-2 widths (`_mamba2_widths`, under Nemotron-H's words): its inner width `mamba_expand`
+    x d_model, as its Mamba layer builds it (a config's where it states it, `_widths_from_config`);
+    GraniteMoeHybridConfig's defaults for the rest; a formula's layers Mamba's (its default `layer_types`)."""
+    for name, value in (("ssm_heads", 128), ("groups", 1), ("state", 256), ("conv_kernel", 4), ("expand", 2)):
+        h.setdefault(name, value)
+    _widths_from_config(h, "ssm_inner", "ssm_conv", "ssm_in", inner_from="expand")
+    if h.get("d_model") and not h.get("ssm_inner"):
+        h["ssm_inner"] = int(h["expand"]) * int(h["d_model"])
+    _mamba2_widths(h, "ssm_heads", "ssm_head_dim", "ssm_inner", "ssm_conv", "ssm_in")
+    h.setdefault("attention_layers", [])
+    _other_layers(h, "mamba_layers", "attention_layers")
+    h["moe"] = h.get("experts") != 0  # (no experts: no MoE block, `num_local_experts > 0` decides; a file its own)
+    derive_transformer(h)
+
+
+def _granite_hybrid(family: Family) -> Family:
+    """Granite-MoE-hybrid (Granite 4.0) as Granite MoE's `family` (a layout of it): in each layer a Mamba-2 mixer under
+    `mamba.` or Granite's attention, each checked in the layers holding it; the MoE block where there are experts, the
+    shared MLP in every layer."""
+    parts = tuple(  # (a kind of layer a small model may have none of: its default `layer_types` are all Mamba's)
+        replace(p, when=p.when or "attention", over="attention_layers")
+        if p.path.startswith("layers.{i}.self_attn.")
+        else replace(p, when="moe")
+        if p.path.startswith("layers.{i}.block_sparse_moe.")
+        else p
+        for p in family.parts
+    )
+    mixer = _mamba2_mixer("ssm_heads", "ssm_inner", "ssm_conv", "ssm_in", "mamba")
+    mamba = tuple(replace(p, over="mamba_layers") for p in mixer)
+    head, _, tail = family.description.partition(":")
+    return replace(
+        family,
+        name=family.name.replace("granitemoe", "granitemoehybrid"),
+        description=f"{head.replace('Granite MoE', 'Granite MoE hybrid (Granite 4.0)')}: in each layer a Mamba-2 mixer "
+        f"(mamba.: fused in_proj, conv1d, per-head A_log, D and dt_bias, a gated norm, out_proj) or attention;{tail}",
+        model_types=("granitemoehybrid",),
+        parts=(*parts, *mamba),
+        reads={
+            **family.reads,
+            "ssm_heads": ("layers.0.mamba.A_log", 0),
+            "ssm_inner": ("layers.0.mamba.out_proj", 1),
+            "ssm_in": ("layers.0.mamba.in_proj", 0),
+            "ssm_conv": ("layers.0.mamba.conv1d", 0),
+            "conv_kernel": ("layers.0.mamba.conv1d", 2),
+        },
+        defaults={**family.defaults, "ssm_bias": False, "conv_bias": True, "attention": True},
+        config={
+            **family.config,
+            "mamba_n_heads": "ssm_heads",
+            "mamba_n_groups": "groups",
+            "mamba_d_state": "state",
+            "mamba_d_conv": "conv_kernel",
+            "mamba_expand": "expand",
+            "mamba_conv_bias": "conv_bias",
+            "mamba_proj_bias": "ssm_bias",
+        },
+        derive=_granitemoehybrid_derive,
+    )
+
+
 # HunYuan v1's q/k norms (per head, as Llama's) under its names
 HUNYUAN_QK_NORMS = {
     "layers.{i}.self_attn.q_norm": "layers.{i}.self_attn.query_layernorm",
@@ -1842,6 +1903,7 @@ FAMILIES: tuple[Family, ...] = (
         (ATTENTION_SINKS,),
         SINK_READS,
     ),
+    *(_granite_hybrid(f) for f in GRANITE_MOE_FAMILIES[:2]),  # (as its checkpoints and as transformers hold it)
     *(
         Family(
             name,

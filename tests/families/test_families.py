@@ -35,6 +35,7 @@ FAMILY = {
     "gpt_bigcode+mha": "gpt_bigcode",
     "hunyuan_v1_moe+1": "hunyuan_v1_moe",
     "nemotron_h+latent": "nemotron_h",
+    "granitemoehybrid+dense": "granitemoehybrid",
     "exaone_moe": "glm4_moe",
     "qwen3_5": "qwen3_5-vl",
     "qwen3_5_moe": "qwen3_next-vl",
@@ -729,6 +730,8 @@ def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
         ("qwen3_5_moe_text", "qwen3_next-fused"),
         ("nemotron_h", "nemotron_h-fused"),  # (and `model.` for the hub's `backbone.`)
         ("nemotron_h+latent", "nemotron_h-fused"),
+        ("granitemoehybrid", "granitemoehybrid-fused"),
+        ("granitemoehybrid+dense", "granitemoehybrid"),  # (no experts: nothing renamed in memory)
         ("gpt_oss", "gpt_oss"),
         ("lfm2", "lfm2"),
         ("minimax_m2", "minimax_m2-fused"),

@@ -13,6 +13,7 @@ SMALL_DECODER = dict(  # a Llama-style decoder's words, shrunk (grouped-query: 2
     hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2
 )
 SMALL_GRANITE_MOE = {**SMALL_DECODER, "intermediate_size": 16, "num_local_experts": 4, "num_experts_per_tok": 2}
+SMALL_GRANITE_MAMBA = {"mamba_n_heads": 8, "mamba_d_head": 8, "mamba_n_groups": 2, "mamba_d_state": 8}
 SMALL_DEEPSEEK = {
     **SMALL_DECODER, "num_key_value_heads": 4, "moe_intermediate_size": 16, "n_routed_experts": 4,
     "n_shared_experts": 2, "num_experts_per_tok": 2, "first_k_dense_replace": 1, "n_group": 2, "topk_group": 1,
@@ -312,6 +313,28 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             "num_experts_per_tok": 2,
         },
     ),  # fmt: skip
+    # Granite-MoE-hybrid (Granite 4.0): a Mamba-2 layer and an attention layer, each with Granite MoE's experts and a
+    # shared MLP; its dense kind (no experts) with the shared MLP alone
+    "granitemoehybrid": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_GRANITE_MOE,
+            "shared_intermediate_size": 24,
+            "layer_types": ["linear_attention", "full_attention"],
+            **SMALL_GRANITE_MAMBA,
+        },
+    ),
+    "granitemoehybrid+dense": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "num_hidden_layers": 3,
+            "num_local_experts": 0,
+            "shared_intermediate_size": 24,
+            "layer_types": ["linear_attention", "full_attention", "linear_attention"],
+            **SMALL_GRANITE_MAMBA,
+        },
+    ),
     # Nemotron 3 Super's kind: the experts in a latent space (moe_latent_size), projected into and out of it
     "nemotron_h+latent": (
         "AutoModelForCausalLM",
