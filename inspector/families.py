@@ -1414,32 +1414,58 @@ QWEN_VISION_CONFIG = {
 }
 
 
-def _qwen2_5_vision_tower(prefix: str) -> tuple[tuple[Part, ...], Mapping[str, tuple[str, int]]]:
-    """Qwen2.5-VL's vision tower under `prefix` (`/visual.` as its checkpoints hold it, `/model.visual.` as
-    transformers does), and the shapes that size it: a 3-d patch convolution without a bias, pre-norm blocks of
-    RMSNorms, a fused qkv and a gated MLP with biases, the merger (an RMSNorm over the patches, two layers over
-    spatial_merge_size^2 of them)."""
+def _qwen2_vision_tower(prefix: str, gated: bool) -> tuple[tuple[Part, ...], Mapping[str, tuple[str, int]]]:
+    """Qwen2-VL's (`gated` false) or Qwen2.5-VL's vision tower under `prefix` (`/visual.` as their checkpoints hold it,
+    `/model.visual.` as transformers does), and the shapes that size it: a 3-d patch convolution without a bias,
+    pre-norm blocks of a fused qkv and an MLP with biases, the merger (a norm over the patches, two layers over
+    spatial_merge_size^2 of them); Qwen2-VL's norms LayerNorms and its MLP two layers (fc1, fc2), Qwen2.5-VL's RMSNorms
+    and a gated MLP."""
     blocks = prefix + "blocks.{k}."
+    shift = "v_bias" if not gated else "norm_shift"
+    mlp = (
+        (
+            _linear(blocks + "mlp.gate_proj", "v_d", "v_ff", "v_bias", role=FFN_GATE),
+            _linear(blocks + "mlp.up_proj", "v_d", "v_ff", "v_bias", role=FFN_UP),
+            _linear(blocks + "mlp.down_proj", "v_ff", "v_d", "v_bias", role=FFN_DOWN),
+        )
+        if gated
+        else (
+            _linear(blocks + "mlp.fc1", "v_d", "v_ff", "v_bias", role=FFN_UP),
+            _linear(blocks + "mlp.fc2", "v_ff", "v_d", "v_bias", role=FFN_DOWN),
+        )
+    )
     parts = (
         Part(prefix + "patch_embed.proj", "conv", ("v_d", "channels", "temporal_patch", "patch", "patch")),
-        _norm(blocks + "norm1", "v_d"),
+        _norm(blocks + "norm1", "v_d", shift),
         _linear(blocks + "attn.qkv", "v_d", "v_d*3", "v_bias", role="attention_qkv"),
         _linear(blocks + "attn.proj", "v_d", "v_d", "v_bias", role="attention_output"),
-        _norm(blocks + "norm2", "v_d"),
-        _linear(blocks + "mlp.gate_proj", "v_d", "v_ff", "v_bias", role=FFN_GATE),
-        _linear(blocks + "mlp.up_proj", "v_d", "v_ff", "v_bias", role=FFN_UP),
-        _linear(blocks + "mlp.down_proj", "v_ff", "v_d", "v_bias", role=FFN_DOWN),
-        _norm(prefix + "merger.ln_q", "v_d"),
+        _norm(blocks + "norm2", "v_d", shift),
+        *mlp,
+        _norm(prefix + "merger.ln_q", "v_d", shift),
         _linear(prefix + "merger.mlp.0", "v_merged", "v_merged", "v_bias"),
         _linear(prefix + "merger.mlp.2", "v_merged", "v_out", "v_bias"),
     )
     reads = {
         **{k: (prefix + "patch_embed.proj", axis) for k, axis in QWEN_PATCH_READS.items()},
-        "v_ff": (prefix + "blocks.0.mlp.up_proj", 0),
+        "v_ff": (prefix + ("blocks.0.mlp.up_proj" if gated else "blocks.0.mlp.fc1"), 0),
         "v_merged": (prefix + "merger.mlp.0", 0),
         "v_out": (prefix + "merger.mlp.2", 0),
     }
     return parts, reads
+
+
+# Qwen2-VL's vision config: its blocks `embed_dim` wide, their MLP `mlp_ratio` times that, `hidden_size` the merger's
+# output (the language model's width)
+QWEN2_VISION_CONFIG = {
+    "vision_config.embed_dim": "v_d",
+    "vision_config.hidden_size": "v_out",
+    "vision_config.mlp_ratio": "v_mlp_ratio",
+    "vision_config.depth": "vision_layers",
+    "vision_config.in_channels": "channels",
+    "vision_config.patch_size": "patch",
+    "vision_config.temporal_patch_size": "temporal_patch",
+    "vision_config.spatial_merge_size": "merge",
+}
 
 
 def _vision_language(
@@ -1449,14 +1475,18 @@ def _vision_language(
     what: str,
     tower: tuple[tuple[Part, ...], Mapping[str, tuple[str, int]]] = (QWEN_VISION_TOWER, QWEN_VISION_READS),
     bases: tuple[str, ...] = ("model.language_model.",),
+    vision_config: Mapping[str, str] = QWEN_VISION_CONFIG,
 ) -> Family:
     """`family` as the language model of a vision-language checkpoint (under `bases`, sized by the config's
-    `text_config`), beside a Qwen vision `tower` (its parts and reads; sized by the config's `vision_config`)."""
+    `text_config`), beside a Qwen vision `tower` (its parts and reads; sized by the config's `vision_config`, whose
+    keys `vision_config` maps)."""
     text_derive = family.derive or derive_transformer
 
     def derive(h: dict[str, Any]) -> None:
         if h.get("v_d") and h.get("merge") and not h.get("v_merged"):  # (the merger's input: merge^2 patches)
             h["v_merged"] = int(h["v_d"]) * int(h["merge"]) ** 2
+        if h.get("v_d") and h.get("v_mlp_ratio"):  # (Qwen2-VL's MLP width, where its config states the ratio)
+            h["v_ff"] = int(h["v_d"]) * int(h["v_mlp_ratio"])
         text_derive(h)
 
     return replace(
@@ -1469,7 +1499,7 @@ def _vision_language(
         parts=(*family.parts, *tower[0]),
         reads={**family.reads, **tower[1]},
         defaults={**family.defaults, "v_bias": True, "merge": 2},  # (the tower's biases and norm shifts: its own word)
-        config={**family.config, **QWEN_VISION_CONFIG},
+        config={**family.config, **vision_config},
         derive=derive,
         text_config=True,
     )
@@ -1787,12 +1817,28 @@ FAMILIES: tuple[Family, ...] = (
             ("qwen2_5_vl",),
             f"Qwen2.5-VL (Qwen2_5_VLForConditionalGeneration){how}: a Qwen2 language model and its vision tower "
             "(RMSNorms, a gated MLP)",
-            _qwen2_5_vision_tower(tower),
+            _qwen2_vision_tower(tower, gated=True),
             bases,
         )
         for name, how, tower, bases in (
             ("qwen2_5_vl", " as its checkpoints hold it", "/visual.", ("model.",)),
             ("qwen2_5_vl-nested", " as transformers 5 holds it", "/model.visual.", ("model.language_model.",)),
+        )
+    ),
+    *(
+        _vision_language(
+            LLAMA_FAMILY,
+            name,
+            ("qwen2_vl",),
+            f"Qwen2-VL (Qwen2VLForConditionalGeneration){how}: a Qwen2 language model and its vision tower "
+            "(LayerNorms, a two-layer MLP fc1/fc2)",
+            _qwen2_vision_tower(tower, gated=False),
+            bases,
+            QWEN2_VISION_CONFIG,
+        )
+        for name, how, tower, bases in (
+            ("qwen2_vl", " as its checkpoints hold it", "/visual.", ("model.",)),
+            ("qwen2_vl-nested", " as transformers 5 holds it", "/model.visual.", ("model.language_model.",)),
         )
     ),
     Family(

@@ -1057,7 +1057,7 @@ def test_a_bias_flag_the_config_states_sizes_a_module_the_file_lacks(
 @pytest.mark.parametrize(
     ("case", "layout"),
     [("qwen3_5", "qwen3_5-vl"), ("qwen3_5_moe", "qwen3_next-fused-vl"), ("qwen3_vl", "qwen3_vl"),
-     ("qwen3_vl_moe", "qwen3_vl_moe"), ("qwen2_5_vl", "qwen2_5_vl-nested")],
+     ("qwen3_vl_moe", "qwen3_vl_moe"), ("qwen2_5_vl", "qwen2_5_vl-nested"), ("qwen2_vl", "qwen2_vl-nested")],
 )  # fmt: skip
 def test_vision_language_state_dicts_in_transformers_names(zoo, case: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # a torch.save of the model transformers loads from the zoo's files: the language model under model.language_model.

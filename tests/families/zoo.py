@@ -598,6 +598,15 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             "vision_config": {**SMALL_QWEN_VISION, "fullatt_block_indexes": [1], "window_size": 16},
         },
     ),
+    # Qwen2-VL: a Qwen2 language model (its checkpoints: under model., the tower under visual.), a tower of LayerNorms
+    # and a two-layer MLP embed_dim x mlp_ratio wide
+    "qwen2_vl": (
+        "AutoModelForImageTextToText",
+        {
+            "text_config": {**SMALL_DECODER, "vocab_size": 128},
+            "vision_config": {"depth": 2, "embed_dim": 32, "hidden_size": 32, "mlp_ratio": 2, "num_heads": 4},
+        },
+    ),
     "resnet": ("AutoModel", dict(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic")),
     "convnext": ("AutoModel", dict(hidden_sizes=[16, 32], depths=[1, 1], num_stages=2)),
 }
