@@ -109,6 +109,9 @@ class Family:
     stated_only: bool = False
     # its sizes are the config's `text_config`'s (a vision-language model's config: its language model's words there)
     text_config: bool = False
+    # sizes a layer may have its own of (Laguna's query heads): read in every layer holding the module its `reads` names
+    # (`h["per_layer"]`, a list over the layers), each layer's parts sized by its own
+    per_layer: tuple[str, ...] = ()
 
 
 # config.json keys, by hyperparameter, across transformers' families (the first present wins)
@@ -1001,9 +1004,10 @@ def _renamed(
     paths: Mapping[str, str],
     parts: tuple[Part, ...] = (),
     reads: Mapping[str, tuple[str, int]] | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> Family:
     """`family` as another model's checkpoints hold it: each module of `paths` (and those under it) under the name they
-    give it, with its own `parts` and `reads` besides; the family's reads renamed alike."""
+    give it, with its own `parts`, `reads` and formula `defaults` besides; the family's reads renamed alike."""
     renames = [(old, new) for pair in paths.items() for old, new in (pair, tuple(p.replace("{i}", "0") for p in pair))]
 
     def rename(path: str) -> str:
@@ -1017,6 +1021,7 @@ def _renamed(
         model_types=model_types,
         parts=(*(replace(p, path=rename(p.path)) for p in family.parts), *parts),
         reads={**{k: (rename(path), axis) for k, (path, axis) in family.reads.items()}, **(reads or {})},
+        defaults={**family.defaults, **(defaults or {})},
     )
 
 
@@ -1175,6 +1180,9 @@ def _granitemoehybrid_derive(h: dict[str, Any]) -> None:
     derive_transformer(h)
 
 
+MAMBA_BIASES = {"ssm_bias": False, "conv_bias": True}  # (a Mamba-2 mixer's defaults: a bias on its convolution only)
+
+
 def _granite_hybrid(family: Family) -> Family:
     """Granite-MoE-hybrid (Granite 4.0) as Granite MoE's `family` (a layout of it): in each layer a Mamba-2 mixer under
     `mamba.` or Granite's attention, each checked in the layers holding it; the MoE block where there are experts, the
@@ -1205,7 +1213,8 @@ def _granite_hybrid(family: Family) -> Family:
             "ssm_conv": ("layers.0.mamba.conv1d", 0),
             "conv_kernel": ("layers.0.mamba.conv1d", 2),
         },
-        defaults={**family.defaults, "ssm_bias": False, "conv_bias": True, "attention": True},
+        # (a shared MLP in every layer; untied, as GraniteMoeHybridConfig's default)
+        defaults={**family.defaults, **MAMBA_BIASES, "attention": True, "shared_mlp": True, "tied": False},
         config={
             **family.config,
             "mamba_n_heads": "ssm_heads",
@@ -1297,6 +1306,70 @@ HUNYUAN_MOE_FAMILIES = tuple(
         DECODER_DEFAULTS,
         {"intermediate_size": "expert_ff"},  # (its experts' width, and its shared MLP's: `feedforward`)
     )[:2]
+)
+
+
+def _laguna_derive(h: dict[str, Any]) -> None:
+    """Laguna's query heads per layer: where its config states them (`num_attention_heads_per_layer`), each layer's
+    q_dim from them, and where it states none its `num_attention_heads` in every layer (the file's per layer without a
+    config); its output gate a scalar per head (`gating`'s default) where the file did not say; its MoE layers where
+    neither said (all but the first, LagunaConfig's default `mlp_layer_types`)."""
+    derive_transformer(h)
+    per_layer = h.setdefault("per_layer", {})
+    heads, head_dim = h.get("layer_heads"), h.get("head_dim")
+    if heads and head_dim:
+        per_layer["q_dim"] = [int(n) * int(head_dim) for n in heads]
+        per_layer.setdefault("gate_dim", list(heads))
+    elif h.get("from_shapes") is False:  # (a config of one head count: every layer's)
+        per_layer.pop("q_dim", None)
+    h.setdefault("gate_dim", h.get("heads"))
+    h.setdefault("moe_layers", list(range(1, int(h.get("layers") or 0))))
+    _moe_derive(h)
+
+
+# Laguna: Llama's attention with per-head q/k norms and an output gate (g_proj: a scalar per head, or per channel),
+# its query heads per layer; DeepSeek-style MoE layers after a dense one (a router beside its score correction, a
+# parameter here, routed experts, a shared expert of shared_ff), in its checkpoints' layout and in transformers'
+LAGUNA_FAMILIES = tuple(
+    replace(
+        family,
+        parts=(*family.parts, replace(EXPERT_BIAS, path=correction, dims=("experts",))),
+        per_layer=("q_dim", "gate_dim"),
+    )
+    for family, correction in zip(
+        _expert_layouts(
+            "laguna",
+            (
+                "Laguna: Llama-style attention with per-head q/k norms, an output gate g_proj and its query heads per "
+                "layer (`num_attention_heads_per_layer`); a dense first layer, then MoE layers of a router (its score "
+                "correction where the file reads it as a parameter), `experts` gated experts of expert_ff and a gated "
+                "shared expert of shared_ff",
+                "Laguna as transformers 5 holds it (torch.save of its state dict): the experts fused into gate_up_proj "
+                "(experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff), the shared expert as shared_experts",
+                "Laguna as llama.cpp's converter writes it (GGUF): the experts stacked into gate_proj and up_proj "
+                "(experts, expert_ff, d) and down_proj (experts, d, expert_ff), the shared expert as shared_experts",
+            ),
+            ("laguna",),
+            (*DECODER_ENDS, *LLAMA_LAYER, _linear("layers.{i}.self_attn.g_proj", "d_model", "gate_dim")),
+            tuple(replace(p, when=None) for p in QWEN_SHARED_EXPERT[:3]),
+            LLAMA_READS
+            | {
+                "shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0),
+                "feedforward": ("layers.0.mlp.up_proj", 0),
+                "gate_dim": ("layers.0.self_attn.g_proj", 0),
+            },
+            {**DECODER_DEFAULTS, "qk_norm": True, "expert_bias": True},  # (in every Laguna model, its correction a
+            {"num_attention_heads_per_layer": "layer_heads"},  # parameter)
+            GATED_MLP,
+            _laguna_derive,
+        ),
+        (
+            "layers.{i}.mlp.experts.e_score_correction_bias",
+            "layers.{i}.mlp.gate.e_score_correction_bias",
+            "layers.{i}.mlp.experts.e_score_correction_bias",
+        ),
+        strict=True,
+    )
 )
 
 
@@ -1783,6 +1856,7 @@ FAMILIES: tuple[Family, ...] = (
             "layers.{i}.mlp.shared_experts": "layers.{i}.mlp.shared_mlp",
         },
         (EXPERT_BIAS,),
+        defaults={"qk_norm": True},  # (per-head q/k norms in every HunYuan v3 model)
     ),
     QWEN3_5_FAMILY,
     *QWEN3_NEXT_FAMILIES,
@@ -1913,6 +1987,13 @@ FAMILIES: tuple[Family, ...] = (
     ),
     *(_lightning_layers(f) for f in MIXTRAL_FAMILIES[:2]),  # (llama.cpp has no lightning attention: no GGUF layout)
     *QWEN2_MOE_FAMILIES,
+    LAGUNA_FAMILIES[0],
+    *(  # (transformers and llama.cpp's converter name the shared expert as DeepSeek does)
+        _renamed(
+            f, f.name, f.model_types, f.description, {"layers.{i}.mlp.shared_expert": "layers.{i}.mlp.shared_experts"}
+        )
+        for f in LAGUNA_FAMILIES[1:]
+    ),
     *_expert_layouts(
         "olmoe",
         (

@@ -551,6 +551,19 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         {**SMALL_DECODER, "head_dim": 8, "moe_intermediate_size": 16, "num_experts": 4, "num_experts_per_tok": 2},
     ),
+    # Laguna: its query heads per layer (8 in layer 1, 4 in the others), an output gate per head, a dense first layer
+    "laguna": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "num_hidden_layers": 3,
+            "num_attention_heads_per_layer": [4, 8, 4],
+            "num_experts": 4,
+            "moe_intermediate_size": 16,
+            "shared_expert_intermediate_size": 24,
+            "num_experts_per_tok": 2,
+        },
+    ),
     # Qwen3.5's vision-language checkpoints: the language model under model.language_model., the vision tower beside it
     "qwen3_5": (
         "AutoModelForImageTextToText",
