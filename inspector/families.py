@@ -929,7 +929,7 @@ MIXTRAL_FAMILIES = (
     Family(
         "mixtral",
         "Mixtral: Llama-style attention, a router and `experts` gated experts (w1, w3: d->ff; w2: ff->d) per layer",
-        ("mixtral",),
+        ("mixtral", "phimoe"),
         ("model.", ""),
         (
             *DECODER_ENDS,
@@ -966,7 +966,7 @@ MIXTRAL_FAMILIES = (
         "mixtral-stacked",
         "Mixtral as llama.cpp's converter writes it (GGUF): a router and the experts stacked into gate_proj and "
         "up_proj (experts, ff, d) and down_proj (experts, d, ff) per layer",
-        ("mixtral",),
+        ("mixtral", "phimoe"),
         ("model.", ""),
         (
             *DECODER_ENDS,
@@ -1077,7 +1077,10 @@ LLAMA_FAMILY = Family(
     "Llama-style decoders: Llama, Mistral, Qwen2/3, Gemma 1-3, Granite (RMSNorm, gated MLP, GQA from k/v shapes)",
     # the config types whose files this formula gives exactly (OLMo, OLMo 2, Cohere, Arcee: families of their own)
     # (and EXAONE's as transformers holds it: a torch.save of its state dict)
-    ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "granite", "exaone"),
+    (
+        *("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "granite", "exaone"),
+        *("cwm", "ernie4_5", "helium", "internlm3", "iquestcoder", "ministral3", "seed_oss"),
+    ),
     ("model.", ""),
     (
         *DECODER_ENDS,
@@ -1385,7 +1388,7 @@ QWEN2_MOE_FAMILIES = _expert_layouts(
         "Qwen2/3-MoE as llama.cpp's converter writes it (GGUF): a router, the experts stacked into gate_proj and "
         "up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
     ),
-    ("qwen2_moe", "qwen3_moe"),
+    ("qwen2_moe", "qwen3_moe", "mellum"),
     # (q/k/v's bias is Qwen2-MoE's `qkv_bias`, its o_proj has none; Qwen3-MoE's `attention_bias` is all four's)
     (*DECODER_ENDS, *(replace(p, bias="o_bias") if p.path.endswith(".o_proj") else p for p in LLAMA_LAYER)),
     QWEN_SHARED_EXPERT,
@@ -1761,7 +1764,7 @@ FAMILIES: tuple[Family, ...] = (
         "apertus",
         "Apertus: Llama-style attention with per-head q/k norms, a two-layer MLP (up_proj, down_proj) whose xIELU "
         "activation learns two scalars (its beta and eps are buffers), norms before attention and before the MLP",
-        ("apertus",),
+        ("apertus", "apertus1p5_text"),
         ("model.", ""),
         (
             *DECODER_ENDS,
@@ -1976,6 +1979,13 @@ FAMILIES: tuple[Family, ...] = (
         )
     ),
     *MIXTRAL_FAMILIES,
+    _renamed(  # (PhiMoE's checkpoints and GGUF files are Mixtral's names; in memory its router is `mlp.router`)
+        MIXTRAL_FAMILIES[1],
+        "phimoe-fused",
+        ("phimoe",),
+        "PhiMoE as transformers 5 holds it (torch.save of its state dict): Mixtral's fused layout, its router `router`",
+        {"layers.{i}.mlp.gate": "layers.{i}.mlp.router"},
+    ),
     *(
         _whole_qk_norms(
             f,

@@ -18,6 +18,10 @@ pytest.importorskip("transformers", reason="transformers builds the tiny models"
 
 FAMILY = {
     **dict.fromkeys(("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2"), "llama"),
+    **dict.fromkeys(("cwm", "ernie4_5", "helium", "internlm3", "iquestcoder", "ministral3", "seed_oss"), "llama"),
+    "apertus1p5_text": "apertus",
+    "mellum": "qwen2_moe",
+    "phimoe": "mixtral",
     **dict.fromkeys(("bert", "bert-cls", "roberta"), "bert"),
     **dict.fromkeys(("mamba", "falcon_mamba"), "mamba"),
     **dict.fromkeys(("granitemoe", "granitemoeshared"), "granitemoe"),
@@ -760,6 +764,8 @@ def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
         ("granitemoehybrid", "granitemoehybrid-fused"),
         ("granitemoehybrid+dense", "granitemoehybrid"),  # (no experts: nothing renamed in memory)
         ("laguna", "laguna-fused"),  # (the score correction beside the router's weight)
+        ("phimoe", "phimoe-fused"),  # (Mixtral's fused experts, the router as router)
+        ("mellum", "qwen2_moe-fused"),
         ("gpt_oss", "gpt_oss"),
         ("lfm2", "lfm2"),
         ("minimax_m2", "minimax_m2-fused"),

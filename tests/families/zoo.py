@@ -551,6 +551,16 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         {**SMALL_DECODER, "head_dim": 8, "moe_intermediate_size": 16, "num_experts": 4, "num_experts_per_tok": 2},
     ),
+    # model types whose files an existing family gives exactly (Llama's, Apertus', Qwen-MoE's, Mixtral's)
+    **{
+        t: ("AutoModelForCausalLM", SMALL_DECODER)
+        for t in ("cwm", "ernie4_5", "internlm3", "iquestcoder", "ministral3", "seed_oss", "apertus1p5_text")
+    },
+    # (Helium's o_proj is d_model x d_model whatever its head_dim says (128 by default): its checkpoints' heads x
+    # head_dim are d_model, as here)
+    "helium": ("AutoModelForCausalLM", {**SMALL_DECODER, "head_dim": 8}),
+    "mellum": ("AutoModelForCausalLM", {**SMALL_DECODER, "moe_intermediate_size": 16, "num_experts": 4}),
+    "phimoe": ("AutoModelForCausalLM", {**SMALL_DECODER, "num_local_experts": 4}),
     # Laguna: its query heads per layer (8 in layer 1, 4 in the others), an output gate per head, a dense first layer
     "laguna": (
         "AutoModelForCausalLM",
