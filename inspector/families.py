@@ -477,6 +477,18 @@ def _other_layers(h: dict[str, Any], name: str, *placed: str) -> None:
         h[name] = [i for i in range(int(h.get("layers") or 0)) if i not in taken]
 
 
+def _stated_mlp_layers(h: dict[str, Any]) -> None:
+    """The MoE and dense layers a config's `mlp_layer_types` states ("sparse": MoE, else dense) in place of those the
+    file holds (a file of other layers than its config's is then reported); a layer past the list (the hub's MTP layer)
+    as the file holds it."""
+    types = h.get("mlp_types")
+    if not types:
+        return
+    beyond = {kind: [i for i in h.get(kind) or () if i >= len(types)] for kind in ("moe_layers", "dense_layers")}
+    h["moe_layers"] = [i for i, kind in enumerate(types) if kind == "sparse"] + beyond["moe_layers"]
+    h["dense_layers"] = [i for i, kind in enumerate(types) if kind != "sparse"] + beyond["dense_layers"]
+
+
 def _moe_derive(h: dict[str, Any]) -> None:
     """A mixture of experts' MoE layers as the configs place them (every `moe_step`-th, the last of each step:
     Llama 4's `interleave_moe_layer_step`, Qwen2/3-MoE's `decoder_sparse_step`; less Qwen's `mlp_only_layers`; none
@@ -588,6 +600,7 @@ DEEPSEEK_SHARED_EXPERTS = (  # (a gated MLP of the dense layers' kind: its biase
     _linear("layers.{i}.mlp.shared_experts.down_proj", "shared_ff", "d_model", "mlp_bias"),
 )
 DEEPSEEK_MOE_CONFIG = {
+    "mlp_layer_types": "mlp_types",  # (V3.2's, GLM-4.7-Flash's, GLM-5's, EXAONE-MoE's, HunYuan v3's: over first_dense)
     "n_routed_experts": "experts",
     "n_shared_experts": "n_shared",
     "first_k_dense_replace": "first_dense",
@@ -681,6 +694,7 @@ def _deepseek_derive(h: dict[str, Any]) -> None:
     its shared experts' width, the MTP layers counted among the layers where the file holds them, and the latent
     attention's sizes (`_mla_derive`) where it has one."""
     _with_mtp_layers(h)
+    _stated_mlp_layers(h)
     layers, first, freq = int(h.get("layers") or 0), int(h.get("first_dense", 0)), int(h.get("moe_freq") or 1)
     h.setdefault("moe_layers", [i for i in range(layers) if i >= first and i % freq == 0])
     if h.get("expert_ff") and h.get("n_shared"):  # (what the config or the words state: a formula's default not)
@@ -920,6 +934,7 @@ def _cohere2_moe_derive(h: dict[str, Any]) -> None:
     layers where the file did not say (`_moe_derive`: every layer, as Cohere2MoeConfig's default `mlp_layer_types`)."""
     if h.get("expert_ff") and h.get("n_shared"):
         h["shared_ff"] = h["expert_ff"] * h["n_shared"]
+    _stated_mlp_layers(h)
     _moe_derive(h)
 
 
@@ -1318,6 +1333,7 @@ def _laguna_derive(h: dict[str, Any]) -> None:
     config); its output gate a scalar per head (`gating`'s default) where the file did not say; its MoE layers where
     neither said (all but the first, LagunaConfig's default `mlp_layer_types`)."""
     derive_transformer(h)
+    _stated_mlp_layers(h)
     per_layer = h.setdefault("per_layer", {})
     heads, head_dim = h.get("layer_heads"), h.get("head_dim")
     if heads and head_dim:
@@ -1362,7 +1378,7 @@ LAGUNA_FAMILIES = tuple(
                 "gate_dim": ("layers.0.self_attn.g_proj", 0),
             },
             {**DECODER_DEFAULTS, "qk_norm": True, "expert_bias": True},  # (in every Laguna model, its correction a
-            {"num_attention_heads_per_layer": "layer_heads"},  # parameter)
+            {"num_attention_heads_per_layer": "layer_heads", "mlp_layer_types": "mlp_types"},  # parameter)
             GATED_MLP,
             _laguna_derive,
         ),
@@ -1973,6 +1989,7 @@ FAMILIES: tuple[Family, ...] = (
                 "intermediate_size": "expert_ff",
                 "prefix_dense_intermediate_size": "feedforward",
                 "num_shared_experts": "n_shared",
+                "mlp_layer_types": "mlp_types",
             },
             GATED_MLP,
             _cohere2_moe_derive,

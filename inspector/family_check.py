@@ -70,6 +70,7 @@ FLAGS = frozenset(
 FRACTIONS = frozenset({"ff_multiplier"})
 FIRST_LAYER = "layers.0."  # where a family reads a layer's sizes
 LAYER_LISTS = frozenset({"mlp_only", "layer_heads"})  # the config's lists of ints: layer indices, a size per layer
+LAYER_KINDS = frozenset({"mlp_types"})  # the config's lists of words, one a layer (`mlp_layer_types`)
 # the sizes of which 0 is a value, not "unset" (only null or absent is): a layer offset (Jamba's attention and experts
 # from layer 0), the dense layers before the MoE ones (none: DeepSeek's, GLM-4.5's, LFM2-MoE's `num_dense_layers`)
 # and the experts (none: every Qwen-MoE layer dense, as `num_experts > 0` decides)
@@ -83,6 +84,8 @@ def _usable(hyper: str, value: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
     if hyper in LAYER_LISTS:  # (layer indices: Qwen-MoE's `mlp_only_layers`)
         return isinstance(value, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in value)
+    if hyper in LAYER_KINDS:
+        return isinstance(value, list) and all(isinstance(word, str) for word in value)
     if not isinstance(value, int) or isinstance(value, bool):
         return False
     return value > 0 or (value == 0 and hyper in ZERO_VALUED)

@@ -188,6 +188,29 @@ def test_mamba2_widths_a_config_states_are_its_so_a_file_of_others_is_reported( 
     assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}
 
 
+@pytest.mark.parametrize(
+    ("case", "types"),
+    [("exaone_moe", ["sparse", "sparse"]), ("hy_v3", ["dense", "dense"]), ("laguna", ["dense", "dense", "sparse"])],
+)
+def test_the_mlp_layer_types_a_config_states_are_its_so_a_file_of_others_is_reported(  # type: ignore[no-untyped-def]
+    zoo, case: str, types: list[str], tmp_path: Path
+) -> None:
+    # Which layers hold experts is the config's `mlp_layer_types` where it states them (they were read off the file, so
+    # a file written with other layers than its config states went unreported); the formula is the count of the model
+    # the edited config describes
+    import transformers
+
+    folder, n = zoo(case)
+    report = inspect(_with_config(zoo, case, tmp_path, mlp_layer_types=types))
+    exp = report.expectation
+    words = {**ZOO[case][1], "vocab_size": 128, "mlp_layer_types": types}
+    described = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(case, **words))
+    assert report.checkpoint.n_parameters == n != described.num_parameters()
+    assert exp is not None and exp.source == "config" and not exp.matches
+    assert exp.total == described.num_parameters()
+    assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}
+
+
 def test_grouped_query_attention_read_from_the_kv_shapes(zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     folder, _ = zoo("mistral")
     shutil.copy(folder / "model.safetensors", tmp_path / "model.safetensors")
