@@ -1806,7 +1806,7 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "minicpm3",
         "MiniCPM3: a Llama-style decoder whose attention is multi-head latent attention (low-rank q, one k/v latent)",
-        ("minicpm3",),
+        ("minicpm3", "youtu"),  # (Youtu-LLM: the same modules)
         ("model.", ""),
         (
             *DECODER_ENDS,

@@ -22,6 +22,7 @@ FAMILY = {
     "apertus1p5_text": "apertus",
     "mellum": "qwen2_moe",
     "phimoe": "mixtral",
+    "youtu": "minicpm3",
     **dict.fromkeys(("bert", "bert-cls", "roberta"), "bert"),
     **dict.fromkeys(("mamba", "falcon_mamba"), "mamba"),
     **dict.fromkeys(("granitemoe", "granitemoeshared"), "granitemoe"),
@@ -53,7 +54,8 @@ CONFIG_BUFFERS = {"hy_v3": ".expert_bias"}
 # the router's score correction of these model types, a parameter by the kind rule its config's model type selects: a
 # buffer of the file without it
 CONFIG_PARAMETERS = {"laguna": ".e_score_correction_bias"}
-STATED_ONLY = {"olmo", "cohere", "cohere+qk_norm", "cohere2", "minicpm3", "cohere2_moe"}  # `Family.stated_only`
+# `Family.stated_only`
+STATED_ONLY = {"olmo", "cohere", "cohere+qk_norm", "cohere2", "minicpm3", "youtu", "cohere2_moe"}
 
 
 @pytest.fixture(scope="session")
