@@ -487,8 +487,14 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "youtu": (  # Youtu-LLM: MiniCPM3's modules (a tied head)
         "AutoModelForCausalLM",
-        {**SMALL_DECODER, "q_lora_rank": 16, "kv_lora_rank": 8, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4,
-         "v_head_dim": 8},
+        {
+            **SMALL_DECODER,
+            "q_lora_rank": 16,
+            "kv_lora_rank": 8,
+            "qk_nope_head_dim": 8,
+            "qk_rope_head_dim": 4,
+            "v_head_dim": 8,
+        },
     ),  # fmt: skip
     "cohere": (
         "AutoModelForCausalLM",
