@@ -109,6 +109,9 @@ class Family:
     stated_only: bool = False
     # its sizes are the config's `text_config`'s (a vision-language model's config: its language model's words there)
     text_config: bool = False
+    # sizes a layer may have its own of (Laguna's query heads): read in every layer holding the module its `reads` names
+    # (`h["per_layer"]`, a list over the layers), each layer's parts sized by its own
+    per_layer: tuple[str, ...] = ()
 
 
 # config.json keys, by hyperparameter, across transformers' families (the first present wins)
@@ -474,6 +477,18 @@ def _other_layers(h: dict[str, Any], name: str, *placed: str) -> None:
         h[name] = [i for i in range(int(h.get("layers") or 0)) if i not in taken]
 
 
+def _stated_mlp_layers(h: dict[str, Any]) -> None:
+    """The MoE and dense layers a config's `mlp_layer_types` states ("sparse": MoE, else dense) in place of those the
+    file holds (a file of other layers than its config's is then reported); a layer past the list (the hub's MTP layer)
+    as the file holds it."""
+    types = h.get("mlp_types")
+    if not types:
+        return
+    beyond = {kind: [i for i in h.get(kind) or () if i >= len(types)] for kind in ("moe_layers", "dense_layers")}
+    h["moe_layers"] = [i for i, kind in enumerate(types) if kind == "sparse"] + beyond["moe_layers"]
+    h["dense_layers"] = [i for i, kind in enumerate(types) if kind != "sparse"] + beyond["dense_layers"]
+
+
 def _moe_derive(h: dict[str, Any]) -> None:
     """A mixture of experts' MoE layers as the configs place them (every `moe_step`-th, the last of each step:
     Llama 4's `interleave_moe_layer_step`, Qwen2/3-MoE's `decoder_sparse_step`; less Qwen's `mlp_only_layers`; none
@@ -585,6 +600,7 @@ DEEPSEEK_SHARED_EXPERTS = (  # (a gated MLP of the dense layers' kind: its biase
     _linear("layers.{i}.mlp.shared_experts.down_proj", "shared_ff", "d_model", "mlp_bias"),
 )
 DEEPSEEK_MOE_CONFIG = {
+    "mlp_layer_types": "mlp_types",  # (V3.2's, GLM-4.7-Flash's, GLM-5's, EXAONE-MoE's, HunYuan v3's: over first_dense)
     "n_routed_experts": "experts",
     "n_shared_experts": "n_shared",
     "first_k_dense_replace": "first_dense",
@@ -678,6 +694,7 @@ def _deepseek_derive(h: dict[str, Any]) -> None:
     its shared experts' width, the MTP layers counted among the layers where the file holds them, and the latent
     attention's sizes (`_mla_derive`) where it has one."""
     _with_mtp_layers(h)
+    _stated_mlp_layers(h)
     layers, first, freq = int(h.get("layers") or 0), int(h.get("first_dense", 0)), int(h.get("moe_freq") or 1)
     h.setdefault("moe_layers", [i for i in range(layers) if i >= first and i % freq == 0])
     if h.get("expert_ff") and h.get("n_shared"):  # (what the config or the words state: a formula's default not)
@@ -800,16 +817,26 @@ def _lfm2_derive(h: dict[str, Any]) -> None:
     derive_transformer(h)
 
 
+# Nemotron-H's MoE mixer in a latent space where `moe_latent_size` sets one: its experts' input and output that wide,
+# projected into it and out of it (biases `mlp_bias`, as its MLPs')
+NEMOTRON_LATENT_MOE = (
+    _linear("layers.{i}.mixer.fc1_latent_proj", "d_model", "moe_latent", "mlp_bias", when="latent_moe"),
+    _linear("layers.{i}.mixer.fc2_latent_proj", "moe_latent", "d_model", "mlp_bias", when="latent_moe"),
+)
+
+
 def _nemotron_h_derive(h: dict[str, Any]) -> None:
     """Nemotron-H's Mamba-2 widths from its Mamba heads (inner = heads x head_dim, the convolution over x, B and C, the
     input projection's z, x, B, C and a time step per head: Mamba2Config's relations, under words of their own beside
-    the attention's; a config's where it states them, `_widths_from_config`), its shared expert's and the layer kinds
-    where the file did not say (every layer Mamba's), the MTP layers counted among the layers where the file holds
-    them."""
+    the attention's; a config's where it states them, `_widths_from_config`), its experts' width (the latent's where
+    `moe_latent_size` sets one: NemotronHExperts', projected in and out of it), the layer kinds where the file did not
+    say (every layer Mamba's), the MTP layers counted among the layers where the file holds them."""
     _with_mtp_layers(h)
     _widths_from_config(h, "ssm_inner", "ssm_conv", "ssm_in", inner_from="ssm_head_dim")
     _mamba2_widths(h, "ssm_heads", "ssm_head_dim", "ssm_inner", "ssm_conv", "ssm_in")
     h.setdefault("conv_kernel", 4)
+    h.setdefault("moe_in", h.get("moe_latent") or h.get("d_model"))  # (the experts' width: the latent's where set)
+    h["latent_moe"] = bool(h.get("moe_latent"))  # (the latent's size says there is one: a file says its own)
     for kind in ("attention_layers", "mlp_layers", "moe_layers"):
         h.setdefault(kind, [])
     _other_layers(h, "mamba_layers", "attention_layers", "mlp_layers", "moe_layers")
@@ -907,6 +934,7 @@ def _cohere2_moe_derive(h: dict[str, Any]) -> None:
     layers where the file did not say (`_moe_derive`: every layer, as Cohere2MoeConfig's default `mlp_layer_types`)."""
     if h.get("expert_ff") and h.get("n_shared"):
         h["shared_ff"] = h["expert_ff"] * h["n_shared"]
+    _stated_mlp_layers(h)
     _moe_derive(h)
 
 
@@ -916,7 +944,7 @@ MIXTRAL_FAMILIES = (
     Family(
         "mixtral",
         "Mixtral: Llama-style attention, a router and `experts` gated experts (w1, w3: d->ff; w2: ff->d) per layer",
-        ("mixtral",),
+        ("mixtral", "phimoe"),
         ("model.", ""),
         (
             *DECODER_ENDS,
@@ -953,7 +981,7 @@ MIXTRAL_FAMILIES = (
         "mixtral-stacked",
         "Mixtral as llama.cpp's converter writes it (GGUF): a router and the experts stacked into gate_proj and "
         "up_proj (experts, ff, d) and down_proj (experts, d, ff) per layer",
-        ("mixtral",),
+        ("mixtral", "phimoe"),
         ("model.", ""),
         (
             *DECODER_ENDS,
@@ -991,9 +1019,10 @@ def _renamed(
     paths: Mapping[str, str],
     parts: tuple[Part, ...] = (),
     reads: Mapping[str, tuple[str, int]] | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> Family:
     """`family` as another model's checkpoints hold it: each module of `paths` (and those under it) under the name they
-    give it, with its own `parts` and `reads` besides; the family's reads renamed alike."""
+    give it, with its own `parts`, `reads` and formula `defaults` besides; the family's reads renamed alike."""
     renames = [(old, new) for pair in paths.items() for old, new in (pair, tuple(p.replace("{i}", "0") for p in pair))]
 
     def rename(path: str) -> str:
@@ -1007,6 +1036,7 @@ def _renamed(
         model_types=model_types,
         parts=(*(replace(p, path=rename(p.path)) for p in family.parts), *parts),
         reads={**{k: (rename(path), axis) for k, (path, axis) in family.reads.items()}, **(reads or {})},
+        defaults={**family.defaults, **(defaults or {})},
     )
 
 
@@ -1062,7 +1092,10 @@ LLAMA_FAMILY = Family(
     "Llama-style decoders: Llama, Mistral, Qwen2/3, Gemma 1-3, Granite (RMSNorm, gated MLP, GQA from k/v shapes)",
     # the config types whose files this formula gives exactly (OLMo, OLMo 2, Cohere, Arcee: families of their own)
     # (and EXAONE's as transformers holds it: a torch.save of its state dict)
-    ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "granite", "exaone"),
+    (
+        *("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "granite", "exaone"),
+        *("cwm", "ernie4_5", "helium", "internlm3", "iquestcoder", "ministral3", "seed_oss"),
+    ),
     ("model.", ""),
     (
         *DECODER_ENDS,
@@ -1149,6 +1182,71 @@ GRANITE_MOE_FAMILIES = (
 )
 
 
+def _granitemoehybrid_derive(h: dict[str, Any]) -> None:
+    """Granite-MoE-hybrid's Mamba-2 widths (`_mamba2_widths`, under Nemotron-H's words): its inner width `mamba_expand`
+    x d_model, as its Mamba layer builds it (a config's where it states it, `_widths_from_config`);
+    GraniteMoeHybridConfig's defaults for the rest; a formula's layers Mamba's (its default `layer_types`)."""
+    for name, value in (("ssm_heads", 128), ("groups", 1), ("state", 256), ("conv_kernel", 4), ("expand", 2)):
+        h.setdefault(name, value)
+    _widths_from_config(h, "ssm_inner", "ssm_conv", "ssm_in", inner_from="expand")
+    if h.get("d_model") and not h.get("ssm_inner"):
+        h["ssm_inner"] = int(h["expand"]) * int(h["d_model"])
+    _mamba2_widths(h, "ssm_heads", "ssm_head_dim", "ssm_inner", "ssm_conv", "ssm_in")
+    h.setdefault("attention_layers", [])
+    _other_layers(h, "mamba_layers", "attention_layers")
+    h["moe"] = h.get("experts") != 0  # (no experts: no MoE block, `num_local_experts > 0` decides; a file its own)
+    derive_transformer(h)
+
+
+MAMBA_BIASES = {"ssm_bias": False, "conv_bias": True}  # (a Mamba-2 mixer's defaults: a bias on its convolution only)
+
+
+def _granite_hybrid(family: Family) -> Family:
+    """Granite-MoE-hybrid (Granite 4.0) as Granite MoE's `family` (a layout of it): in each layer a Mamba-2 mixer under
+    `mamba.` or Granite's attention, each checked in the layers holding it; the MoE block where there are experts, the
+    shared MLP in every layer."""
+    parts = tuple(  # (a kind of layer a small model may have none of: its default `layer_types` are all Mamba's)
+        replace(p, when=p.when or "attention", over="attention_layers")
+        if p.path.startswith("layers.{i}.self_attn.")
+        else replace(p, when="moe")
+        if p.path.startswith("layers.{i}.block_sparse_moe.")
+        else p
+        for p in family.parts
+    )
+    mixer = _mamba2_mixer("ssm_heads", "ssm_inner", "ssm_conv", "ssm_in", "mamba")
+    mamba = tuple(replace(p, over="mamba_layers") for p in mixer)
+    head, _, tail = family.description.partition(":")
+    return replace(
+        family,
+        name=family.name.replace("granitemoe", "granitemoehybrid"),
+        description=f"{head.replace('Granite MoE', 'Granite MoE hybrid (Granite 4.0)')}: in each layer a Mamba-2 mixer "
+        f"(mamba.: fused in_proj, conv1d, per-head A_log, D and dt_bias, a gated norm, out_proj) or attention;{tail}",
+        model_types=("granitemoehybrid",),
+        parts=(*parts, *mamba),
+        reads={
+            **family.reads,
+            "ssm_heads": ("layers.0.mamba.A_log", 0),
+            "ssm_inner": ("layers.0.mamba.out_proj", 1),
+            "ssm_in": ("layers.0.mamba.in_proj", 0),
+            "ssm_conv": ("layers.0.mamba.conv1d", 0),
+            "conv_kernel": ("layers.0.mamba.conv1d", 2),
+        },
+        # (a shared MLP in every layer; untied, as GraniteMoeHybridConfig's default)
+        defaults={**family.defaults, **MAMBA_BIASES, "attention": True, "shared_mlp": True, "tied": False},
+        config={
+            **family.config,
+            "mamba_n_heads": "ssm_heads",
+            "mamba_n_groups": "groups",
+            "mamba_d_state": "state",
+            "mamba_d_conv": "conv_kernel",
+            "mamba_expand": "expand",
+            "mamba_conv_bias": "conv_bias",
+            "mamba_proj_bias": "ssm_bias",
+        },
+        derive=_granitemoehybrid_derive,
+    )
+
+
 # HunYuan v1's q/k norms (per head, as Llama's) under its names
 HUNYUAN_QK_NORMS = {
     "layers.{i}.self_attn.q_norm": "layers.{i}.self_attn.query_layernorm",
@@ -1229,6 +1327,71 @@ HUNYUAN_MOE_FAMILIES = tuple(
 )
 
 
+def _laguna_derive(h: dict[str, Any]) -> None:
+    """Laguna's query heads per layer: where its config states them (`num_attention_heads_per_layer`), each layer's
+    q_dim from them, and where it states none its `num_attention_heads` in every layer (the file's per layer without a
+    config); its output gate a scalar per head (`gating`'s default) where the file did not say; its MoE layers where
+    neither said (all but the first, LagunaConfig's default `mlp_layer_types`)."""
+    derive_transformer(h)
+    _stated_mlp_layers(h)
+    per_layer = h.setdefault("per_layer", {})
+    heads, head_dim = h.get("layer_heads"), h.get("head_dim")
+    if heads and head_dim:
+        per_layer["q_dim"] = [int(n) * int(head_dim) for n in heads]
+        per_layer.setdefault("gate_dim", list(heads))
+    elif h.get("from_shapes") is False:  # (a config of one head count: every layer's)
+        per_layer.pop("q_dim", None)
+    h.setdefault("gate_dim", h.get("heads"))
+    h.setdefault("moe_layers", list(range(1, int(h.get("layers") or 0))))
+    _moe_derive(h)
+
+
+# Laguna: Llama's attention with per-head q/k norms and an output gate (g_proj: a scalar per head, or per channel),
+# its query heads per layer; DeepSeek-style MoE layers after a dense one (a router beside its score correction, a
+# parameter here, routed experts, a shared expert of shared_ff), in its checkpoints' layout and in transformers'
+LAGUNA_FAMILIES = tuple(
+    replace(
+        family,
+        parts=(*family.parts, replace(EXPERT_BIAS, path=correction, dims=("experts",))),
+        per_layer=("q_dim", "gate_dim"),
+    )
+    for family, correction in zip(
+        _expert_layouts(
+            "laguna",
+            (
+                "Laguna: Llama-style attention with per-head q/k norms, an output gate g_proj and its query heads per "
+                "layer (`num_attention_heads_per_layer`); a dense first layer, then MoE layers of a router (its score "
+                "correction where the file reads it as a parameter), `experts` gated experts of expert_ff and a gated "
+                "shared expert of shared_ff",
+                "Laguna as transformers 5 holds it (torch.save of its state dict): the experts fused into gate_up_proj "
+                "(experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff), the shared expert as shared_experts",
+                "Laguna as llama.cpp's converter writes it (GGUF): the experts stacked into gate_proj and up_proj "
+                "(experts, expert_ff, d) and down_proj (experts, d, expert_ff), the shared expert as shared_experts",
+            ),
+            ("laguna",),
+            (*DECODER_ENDS, *LLAMA_LAYER, _linear("layers.{i}.self_attn.g_proj", "d_model", "gate_dim")),
+            tuple(replace(p, when=None) for p in QWEN_SHARED_EXPERT[:3]),
+            LLAMA_READS
+            | {
+                "shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0),
+                "feedforward": ("layers.0.mlp.up_proj", 0),
+                "gate_dim": ("layers.0.self_attn.g_proj", 0),
+            },
+            {**DECODER_DEFAULTS, "qk_norm": True, "expert_bias": True},  # (in every Laguna model, its correction a
+            {"num_attention_heads_per_layer": "layer_heads", "mlp_layer_types": "mlp_types"},  # parameter)
+            GATED_MLP,
+            _laguna_derive,
+        ),
+        (
+            "layers.{i}.mlp.experts.e_score_correction_bias",
+            "layers.{i}.mlp.gate.e_score_correction_bias",
+            "layers.{i}.mlp.experts.e_score_correction_bias",
+        ),
+        strict=True,
+    )
+)
+
+
 # Qwen2-MoE's and Qwen3-MoE's layers in their three expert layouts
 QWEN2_MOE_FAMILIES = _expert_layouts(
     "qwen2_moe",
@@ -1241,7 +1404,7 @@ QWEN2_MOE_FAMILIES = _expert_layouts(
         "Qwen2/3-MoE as llama.cpp's converter writes it (GGUF): a router, the experts stacked into gate_proj and "
         "up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
     ),
-    ("qwen2_moe", "qwen3_moe"),
+    ("qwen2_moe", "qwen3_moe", "mellum"),
     # (q/k/v's bias is Qwen2-MoE's `qkv_bias`, its o_proj has none; Qwen3-MoE's `attention_bias` is all four's)
     (*DECODER_ENDS, *(replace(p, bias="o_bias") if p.path.endswith(".o_proj") else p for p in LLAMA_LAYER)),
     QWEN_SHARED_EXPERT,
@@ -1343,32 +1506,58 @@ QWEN_VISION_CONFIG = {
 }
 
 
-def _qwen2_5_vision_tower(prefix: str) -> tuple[tuple[Part, ...], Mapping[str, tuple[str, int]]]:
-    """Qwen2.5-VL's vision tower under `prefix` (`/visual.` as its checkpoints hold it, `/model.visual.` as
-    transformers does), and the shapes that size it: a 3-d patch convolution without a bias, pre-norm blocks of
-    RMSNorms, a fused qkv and a gated MLP with biases, the merger (an RMSNorm over the patches, two layers over
-    spatial_merge_size^2 of them)."""
+def _qwen2_vision_tower(prefix: str, gated: bool) -> tuple[tuple[Part, ...], Mapping[str, tuple[str, int]]]:
+    """Qwen2-VL's (`gated` false) or Qwen2.5-VL's vision tower under `prefix` (`/visual.` as their checkpoints hold it,
+    `/model.visual.` as transformers does), and the shapes that size it: a 3-d patch convolution without a bias,
+    pre-norm blocks of a fused qkv and an MLP with biases, the merger (a norm over the patches, two layers over
+    spatial_merge_size^2 of them); Qwen2-VL's norms LayerNorms and its MLP two layers (fc1, fc2), Qwen2.5-VL's RMSNorms
+    and a gated MLP."""
     blocks = prefix + "blocks.{k}."
+    shift = "v_bias" if not gated else "norm_shift"
+    mlp = (
+        (
+            _linear(blocks + "mlp.gate_proj", "v_d", "v_ff", "v_bias", role=FFN_GATE),
+            _linear(blocks + "mlp.up_proj", "v_d", "v_ff", "v_bias", role=FFN_UP),
+            _linear(blocks + "mlp.down_proj", "v_ff", "v_d", "v_bias", role=FFN_DOWN),
+        )
+        if gated
+        else (
+            _linear(blocks + "mlp.fc1", "v_d", "v_ff", "v_bias", role=FFN_UP),
+            _linear(blocks + "mlp.fc2", "v_ff", "v_d", "v_bias", role=FFN_DOWN),
+        )
+    )
     parts = (
         Part(prefix + "patch_embed.proj", "conv", ("v_d", "channels", "temporal_patch", "patch", "patch")),
-        _norm(blocks + "norm1", "v_d"),
+        _norm(blocks + "norm1", "v_d", shift),
         _linear(blocks + "attn.qkv", "v_d", "v_d*3", "v_bias", role="attention_qkv"),
         _linear(blocks + "attn.proj", "v_d", "v_d", "v_bias", role="attention_output"),
-        _norm(blocks + "norm2", "v_d"),
-        _linear(blocks + "mlp.gate_proj", "v_d", "v_ff", "v_bias", role=FFN_GATE),
-        _linear(blocks + "mlp.up_proj", "v_d", "v_ff", "v_bias", role=FFN_UP),
-        _linear(blocks + "mlp.down_proj", "v_ff", "v_d", "v_bias", role=FFN_DOWN),
-        _norm(prefix + "merger.ln_q", "v_d"),
+        _norm(blocks + "norm2", "v_d", shift),
+        *mlp,
+        _norm(prefix + "merger.ln_q", "v_d", shift),
         _linear(prefix + "merger.mlp.0", "v_merged", "v_merged", "v_bias"),
         _linear(prefix + "merger.mlp.2", "v_merged", "v_out", "v_bias"),
     )
     reads = {
         **{k: (prefix + "patch_embed.proj", axis) for k, axis in QWEN_PATCH_READS.items()},
-        "v_ff": (prefix + "blocks.0.mlp.up_proj", 0),
+        "v_ff": (prefix + ("blocks.0.mlp.up_proj" if gated else "blocks.0.mlp.fc1"), 0),
         "v_merged": (prefix + "merger.mlp.0", 0),
         "v_out": (prefix + "merger.mlp.2", 0),
     }
     return parts, reads
+
+
+# Qwen2-VL's vision config: its blocks `embed_dim` wide, their MLP `mlp_ratio` times that, `hidden_size` the merger's
+# output (the language model's width)
+QWEN2_VISION_CONFIG = {
+    "vision_config.embed_dim": "v_d",
+    "vision_config.hidden_size": "v_out",
+    "vision_config.mlp_ratio": "v_mlp_ratio",
+    "vision_config.depth": "vision_layers",
+    "vision_config.in_channels": "channels",
+    "vision_config.patch_size": "patch",
+    "vision_config.temporal_patch_size": "temporal_patch",
+    "vision_config.spatial_merge_size": "merge",
+}
 
 
 def _vision_language(
@@ -1378,14 +1567,18 @@ def _vision_language(
     what: str,
     tower: tuple[tuple[Part, ...], Mapping[str, tuple[str, int]]] = (QWEN_VISION_TOWER, QWEN_VISION_READS),
     bases: tuple[str, ...] = ("model.language_model.",),
+    vision_config: Mapping[str, str] = QWEN_VISION_CONFIG,
 ) -> Family:
     """`family` as the language model of a vision-language checkpoint (under `bases`, sized by the config's
-    `text_config`), beside a Qwen vision `tower` (its parts and reads; sized by the config's `vision_config`)."""
+    `text_config`), beside a Qwen vision `tower` (its parts and reads; sized by the config's `vision_config`, whose
+    keys `vision_config` maps)."""
     text_derive = family.derive or derive_transformer
 
     def derive(h: dict[str, Any]) -> None:
         if h.get("v_d") and h.get("merge") and not h.get("v_merged"):  # (the merger's input: merge^2 patches)
             h["v_merged"] = int(h["v_d"]) * int(h["merge"]) ** 2
+        if h.get("v_d") and h.get("v_mlp_ratio"):  # (Qwen2-VL's MLP width, where its config states the ratio)
+            h["v_ff"] = int(h["v_d"]) * int(h["v_mlp_ratio"])
         text_derive(h)
 
     return replace(
@@ -1398,7 +1591,7 @@ def _vision_language(
         parts=(*family.parts, *tower[0]),
         reads={**family.reads, **tower[1]},
         defaults={**family.defaults, "v_bias": True, "merge": 2},  # (the tower's biases and norm shifts: its own word)
-        config={**family.config, **QWEN_VISION_CONFIG},
+        config={**family.config, **vision_config},
         derive=derive,
         text_config=True,
     )
@@ -1587,7 +1780,7 @@ FAMILIES: tuple[Family, ...] = (
         "apertus",
         "Apertus: Llama-style attention with per-head q/k norms, a two-layer MLP (up_proj, down_proj) whose xIELU "
         "activation learns two scalars (its beta and eps are buffers), norms before attention and before the MLP",
-        ("apertus",),
+        ("apertus", "apertus1p5_text"),
         ("model.", ""),
         (
             *DECODER_ENDS,
@@ -1613,7 +1806,7 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "minicpm3",
         "MiniCPM3: a Llama-style decoder whose attention is multi-head latent attention (low-rank q, one k/v latent)",
-        ("minicpm3",),
+        ("minicpm3", "youtu"),  # (Youtu-LLM: the same modules)
         ("model.", ""),
         (
             *DECODER_ENDS,
@@ -1682,6 +1875,7 @@ FAMILIES: tuple[Family, ...] = (
             "layers.{i}.mlp.shared_experts": "layers.{i}.mlp.shared_mlp",
         },
         (EXPERT_BIAS,),
+        defaults={"qk_norm": True},  # (per-head q/k norms in every HunYuan v3 model)
     ),
     QWEN3_5_FAMILY,
     *QWEN3_NEXT_FAMILIES,
@@ -1716,12 +1910,28 @@ FAMILIES: tuple[Family, ...] = (
             ("qwen2_5_vl",),
             f"Qwen2.5-VL (Qwen2_5_VLForConditionalGeneration){how}: a Qwen2 language model and its vision tower "
             "(RMSNorms, a gated MLP)",
-            _qwen2_5_vision_tower(tower),
+            _qwen2_vision_tower(tower, gated=True),
             bases,
         )
         for name, how, tower, bases in (
             ("qwen2_5_vl", " as its checkpoints hold it", "/visual.", ("model.",)),
             ("qwen2_5_vl-nested", " as transformers 5 holds it", "/model.visual.", ("model.language_model.",)),
+        )
+    ),
+    *(
+        _vision_language(
+            LLAMA_FAMILY,
+            name,
+            ("qwen2_vl",),
+            f"Qwen2-VL (Qwen2VLForConditionalGeneration){how}: a Qwen2 language model and its vision tower "
+            "(LayerNorms, a two-layer MLP fc1/fc2)",
+            _qwen2_vision_tower(tower, gated=False),
+            bases,
+            QWEN2_VISION_CONFIG,
+        )
+        for name, how, tower, bases in (
+            ("qwen2_vl", " as its checkpoints hold it", "/visual.", ("model.",)),
+            ("qwen2_vl-nested", " as transformers 5 holds it", "/model.visual.", ("model.language_model.",)),
         )
     ),
     Family(
@@ -1779,12 +1989,20 @@ FAMILIES: tuple[Family, ...] = (
                 "intermediate_size": "expert_ff",
                 "prefix_dense_intermediate_size": "feedforward",
                 "num_shared_experts": "n_shared",
+                "mlp_layer_types": "mlp_types",
             },
             GATED_MLP,
             _cohere2_moe_derive,
         )
     ),
     *MIXTRAL_FAMILIES,
+    _renamed(  # (PhiMoE's checkpoints and GGUF files are Mixtral's names; in memory its router is `mlp.router`)
+        MIXTRAL_FAMILIES[1],
+        "phimoe-fused",
+        ("phimoe",),
+        "PhiMoE as transformers 5 holds it (torch.save of its state dict): Mixtral's fused layout, its router `router`",
+        {"layers.{i}.mlp.gate": "layers.{i}.mlp.router"},
+    ),
     *(
         _whole_qk_norms(
             f,
@@ -1796,6 +2014,13 @@ FAMILIES: tuple[Family, ...] = (
     ),
     *(_lightning_layers(f) for f in MIXTRAL_FAMILIES[:2]),  # (llama.cpp has no lightning attention: no GGUF layout)
     *QWEN2_MOE_FAMILIES,
+    LAGUNA_FAMILIES[0],
+    *(  # (transformers and llama.cpp's converter name the shared expert as DeepSeek does)
+        _renamed(
+            f, f.name, f.model_types, f.description, {"layers.{i}.mlp.shared_expert": "layers.{i}.mlp.shared_experts"}
+        )
+        for f in LAGUNA_FAMILIES[1:]
+    ),
     *_expert_layouts(
         "olmoe",
         (
@@ -1832,6 +2057,7 @@ FAMILIES: tuple[Family, ...] = (
         (ATTENTION_SINKS,),
         SINK_READS,
     ),
+    *(_granite_hybrid(f) for f in GRANITE_MOE_FAMILIES[:2]),  # (as its checkpoints and as transformers hold it)
     *(
         Family(
             name,
@@ -2081,7 +2307,8 @@ FAMILIES: tuple[Family, ...] = (
                 f"Nemotron-H (Nemotron Nano 2, Nemotron 3){how}: each layer one mixer after a norm, a Mamba-2 block "
                 "(fused in_proj, conv1d, per-head A_log, D and dt_bias, a gated norm, out_proj), grouped-query "
                 f"attention, a squared-ReLU MLP (up_proj, down_proj) or a MoE block (a router, experts {experts}, a "
-                "shared expert); the hub's MTP module (`mtp.`) where the file holds it",
+                "shared expert; where `moe_latent_size` sets one, the experts in a latent space, fc1_latent_proj and "
+                "fc2_latent_proj into and out of it); the hub's MTP module (`mtp.`) where the file holds it",
                 ("nemotron_h",),
                 bases,
                 (
@@ -2097,18 +2324,20 @@ FAMILIES: tuple[Family, ...] = (
                         replace(p, over="attention_layers")
                         for p in _attention("layers.{i}.mixer", "q_proj", "k_proj", "v_proj", "o_proj")
                     ),
+                    # (a kind of layer a model may have none of: Nemotron Nano 2 has no MoE layer, Nemotron 3 no MLP)
                     *(
-                        replace(p, over="mlp_layers")
+                        replace(p, when="mlp", over="mlp_layers")
                         for p in (
                             _linear("layers.{i}.mixer.up_proj", "d_model", "feedforward", "mlp_bias"),
                             _linear("layers.{i}.mixer.down_proj", "feedforward", "d_model", "mlp_bias"),
                         )
                     ),
                     *(
-                        replace(p, over="moe_layers")
+                        replace(p, when=p.when or "moe", over="moe_layers")
                         for p in (
                             _linear("layers.{i}.mixer.gate", "d_model", "experts"),
                             *expert_parts,
+                            *NEMOTRON_LATENT_MOE,
                             _linear("layers.{i}.mixer.shared_experts.up_proj", "d_model", "shared_ff", "mlp_bias"),
                             _linear("layers.{i}.mixer.shared_experts.down_proj", "shared_ff", "d_model", "mlp_bias"),
                         )
@@ -2133,8 +2362,9 @@ FAMILIES: tuple[Family, ...] = (
                     "experts": ("layers.0.mixer.gate", 0),
                     "expert_ff": expert_ff,
                     "shared_ff": ("layers.0.mixer.shared_experts.up_proj", 0),
+                    "moe_latent": ("layers.0.mixer.fc1_latent_proj", 0),
                 },
-                {**DECODER_DEFAULTS, "conv_bias": True, "ssm_bias": False},
+                {**DECODER_DEFAULTS, "conv_bias": True, "ssm_bias": False, "mlp": True, "moe": True},
                 {
                     "mamba_num_heads": "ssm_heads",
                     "mamba_head_dim": "ssm_head_dim",
@@ -2145,6 +2375,7 @@ FAMILIES: tuple[Family, ...] = (
                     "use_bias": "ssm_bias",  # (in_proj's and out_proj's: NemotronH's mixer reads no mamba_proj_bias)
                     "n_routed_experts": "experts",
                     "moe_shared_expert_intermediate_size": "shared_ff",
+                    "moe_latent_size": "moe_latent",
                 },
                 derive=_nemotron_h_derive,
             ),
@@ -2157,8 +2388,8 @@ FAMILIES: tuple[Family, ...] = (
                 ("backbone.", ""),
                 "of up_proj and down_proj each",
                 (
-                    _linear("layers.{i}.mixer.experts.{e}.up_proj", "d_model", "expert_ff"),
-                    _linear("layers.{i}.mixer.experts.{e}.down_proj", "expert_ff", "d_model"),
+                    _linear("layers.{i}.mixer.experts.{e}.up_proj", "moe_in", "expert_ff"),
+                    _linear("layers.{i}.mixer.experts.{e}.down_proj", "expert_ff", "moe_in"),
                 ),
                 ("layers.0.mixer.experts.0.up_proj", 0),
             ),
@@ -2168,8 +2399,8 @@ FAMILIES: tuple[Family, ...] = (
                 ("model.", ""),
                 "fused into up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
                 (
-                    Part("layers.{i}.mixer.experts.up_proj", "tensor", ("experts", "expert_ff", "d_model")),
-                    Part("layers.{i}.mixer.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
+                    Part("layers.{i}.mixer.experts.up_proj", "tensor", ("experts", "expert_ff", "moe_in")),
+                    Part("layers.{i}.mixer.experts.down_proj", "tensor", ("experts", "moe_in", "expert_ff")),
                 ),
                 ("layers.0.mixer.experts.down_proj", 2),
             ),

@@ -69,7 +69,8 @@ FLAGS = frozenset(
 )
 FRACTIONS = frozenset({"ff_multiplier"})
 FIRST_LAYER = "layers.0."  # where a family reads a layer's sizes
-LAYER_LISTS = frozenset({"mlp_only"})  # the config's lists of layer indices
+LAYER_LISTS = frozenset({"mlp_only", "layer_heads"})  # the config's lists of ints: layer indices, a size per layer
+LAYER_KINDS = frozenset({"mlp_types"})  # the config's lists of words, one a layer (`mlp_layer_types`)
 # the sizes of which 0 is a value, not "unset" (only null or absent is): a layer offset (Jamba's attention and experts
 # from layer 0), the dense layers before the MoE ones (none: DeepSeek's, GLM-4.5's, LFM2-MoE's `num_dense_layers`)
 # and the experts (none: every Qwen-MoE layer dense, as `num_experts > 0` decides)
@@ -83,6 +84,8 @@ def _usable(hyper: str, value: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
     if hyper in LAYER_LISTS:  # (layer indices: Qwen-MoE's `mlp_only_layers`)
         return isinstance(value, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in value)
+    if hyper in LAYER_KINDS:
+        return isinstance(value, list) and all(isinstance(word, str) for word in value)
     if not isinstance(value, int) or isinstance(value, bool):
         return False
     return value > 0 or (value == 0 and hyper in ZERO_VALUED)
@@ -406,6 +409,10 @@ def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, 
         for part in family.parts:  # the layers holding a part not all have (`Part.over`): a fact of the file
             if part.over and part.over not in h:
                 h[part.over] = _layers_holding(view, part.path, int(h.get("layers") or 0))
+        if family.per_layer:
+            h["per_layer"] = {
+                hyper: _per_layer(view, *family.reads[hyper], int(h.get("layers") or 0)) for hyper in family.per_layer
+            }
     h["from_shapes"] = not config
     if config:
         h.update(from_config(family, config))
@@ -416,6 +423,28 @@ def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, 
                     h[hyper] = 0  # the stack is not in the file (an encoder-only class): a fact of the file
     (family.derive or derive_transformer)(h)
     return h
+
+
+def _per_layer(view: FileView, path: str, axis: int, layers: int) -> list[int | None]:
+    """A size read in every layer (`path` in layer 0, a weight's `axis`); None in a layer without the module."""
+    template = "layers.{i}." + path.removeprefix(FIRST_LAYER)
+    sizes: list[int | None] = []
+    for i in range(layers):
+        weight = next((t for t in view.module(view.full(template.replace("{i}", str(i)))) if len(t.shape) > axis), None)
+        sizes.append(None if weight is None else weight.shape[axis])
+    return sizes
+
+
+def _at_layer(h: Mapping[str, Any], template: str, path: str) -> Mapping[str, Any]:
+    """The hyperparameters of the layer `path` (an expansion of `template`) is in: its own sizes where the family reads
+    some per layer (`h["per_layer"]`); `h` itself for a module of no layer."""
+    per_layer = h.get("per_layer")
+    head, found, _ = template.partition("{i}")
+    if not per_layer or not found:
+        return h
+    i = int(path[len(head) :].partition(".")[0])
+    own = {k: v[i] for k, v in per_layer.items() if i < len(v) and v[i] is not None}
+    return {**h, **own} if own else h
 
 
 def _grouped(tensors: Sequence[TensorInfo]) -> str:
@@ -510,7 +539,8 @@ def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None
                     out.append(ExpectedModule(full, full, None, role, base + part.tied))
                     continue
             row = block_of(full, prefix + template)  # (outside the prefix: a row of its own, but an MTP layer's)
-            out.append(ExpectedModule(full, row, _spec(part, h, tensors, full), role, template=part.path))
+            sized = _spec(part, _at_layer(h, template, path), tensors, full)
+            out.append(ExpectedModule(full, row, sized, role, template=part.path))
     return out
 
 
@@ -587,7 +617,13 @@ def check(
 ) -> Expectation:
     """Row by row (block or module): the family's formula at `h` against the file's parameter tensors."""
     rows: dict[str, _Row] = {}
-    expected = [(e, view.module(e.path)) for e in expected_modules(family, h, view)]
+    wanted = expected_modules(family, h, view)
+    # a bare tensor a part names is its own, not also its parent module's (Laguna's router in memory holds its score
+    # correction beside its weight: `mlp.gate.e_score_correction_bias`)
+    bare = {e.path for e in wanted if e.path in view.file.tensors}
+    expected = [
+        (e, tuple(t for t in view.module(e.path) if e.path in bare or canonical_name(t) not in bare)) for e in wanted
+    ]
     assigned = {canonical_name(t) for _, tensors in expected for t in tensors}
     stored = _stored_once(view, expected, assigned)
     outcomes: dict[str, list[tuple[str, str]]] = {}  # part template -> (row, "ok" / "absent" / "size") per repetition

@@ -18,6 +18,11 @@ pytest.importorskip("transformers", reason="transformers builds the tiny models"
 
 FAMILY = {
     **dict.fromkeys(("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2"), "llama"),
+    **dict.fromkeys(("cwm", "ernie4_5", "helium", "internlm3", "iquestcoder", "ministral3", "seed_oss"), "llama"),
+    "apertus1p5_text": "apertus",
+    "mellum": "qwen2_moe",
+    "phimoe": "mixtral",
+    "youtu": "minicpm3",
     **dict.fromkeys(("bert", "bert-cls", "roberta"), "bert"),
     **dict.fromkeys(("mamba", "falcon_mamba"), "mamba"),
     **dict.fromkeys(("granitemoe", "granitemoeshared"), "granitemoe"),
@@ -34,6 +39,8 @@ FAMILY = {
     **dict.fromkeys(("cohere+qk_norm", "cohere2"), "cohere"),
     "gpt_bigcode+mha": "gpt_bigcode",
     "hunyuan_v1_moe+1": "hunyuan_v1_moe",
+    "nemotron_h+latent": "nemotron_h",
+    "granitemoehybrid+dense": "granitemoehybrid",
     "exaone_moe": "glm4_moe",
     "qwen3_5": "qwen3_5-vl",
     "qwen3_5_moe": "qwen3_next-vl",
@@ -44,7 +51,11 @@ FAMILY = {
 # the router's score correction of these model types' checkpoints, a buffer by the kind rule its config's model type
 # selects (`hf.router_bias_saved`): without the config, a parameter of the file
 CONFIG_BUFFERS = {"hy_v3": ".expert_bias"}
-STATED_ONLY = {"olmo", "cohere", "cohere+qk_norm", "cohere2", "minicpm3", "cohere2_moe"}  # `Family.stated_only`
+# the router's score correction of these model types, a parameter by the kind rule its config's model type selects: a
+# buffer of the file without it
+CONFIG_PARAMETERS = {"laguna": ".e_score_correction_bias"}
+# `Family.stated_only`
+STATED_ONLY = {"olmo", "cohere", "cohere+qk_norm", "cohere2", "minicpm3", "youtu", "cohere2_moe"}
 
 
 @pytest.fixture(scope="session")
@@ -95,7 +106,14 @@ def test_expectation_without_config_from_names_and_shapes(zoo, case: str, tmp_pa
         for t in report.checkpoint.tensors
         if case in CONFIG_BUFFERS and t.name.endswith(CONFIG_BUFFERS[case])
     )
-    assert exp.total == n + read_as_parameter and exp.matches, [c for c in exp.layers if c.status not in ("ok", "tied")]
+    read_as_buffer = sum(
+        t.n_elements
+        for t in report.checkpoint.tensors
+        if case in CONFIG_PARAMETERS and t.name.endswith(CONFIG_PARAMETERS[case])
+    )
+    assert exp.total == n + read_as_parameter - read_as_buffer and exp.matches, [
+        c for c in exp.layers if c.status not in ("ok", "tied")
+    ]
 
 
 def _with_config(zoo, case: str, tmp_path: Path, **changes: object) -> Path:  # type: ignore[no-untyped-def]
@@ -169,6 +187,29 @@ def test_mamba2_widths_a_config_states_are_its_so_a_file_of_others_is_reported( 
     assert report.checkpoint.n_parameters == n != described
     assert exp is not None and exp.source == "config" and exp.total == described and not exp.matches
     assert any(mismatch in c.explanation for c in exp.layers if c.status == "mismatch"), exp.layers
+    assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}
+
+
+@pytest.mark.parametrize(
+    ("case", "types"),
+    [("exaone_moe", ["sparse", "sparse"]), ("hy_v3", ["dense", "dense"]), ("laguna", ["dense", "dense", "sparse"])],
+)
+def test_the_mlp_layer_types_a_config_states_are_its_so_a_file_of_others_is_reported(  # type: ignore[no-untyped-def]
+    zoo, case: str, types: list[str], tmp_path: Path
+) -> None:
+    # Which layers hold experts is the config's `mlp_layer_types` where it states them (they were read off the file, so
+    # a file written with other layers than its config states went unreported); the formula is the count of the model
+    # the edited config describes
+    import transformers
+
+    folder, n = zoo(case)
+    report = inspect(_with_config(zoo, case, tmp_path, mlp_layer_types=types))
+    exp = report.expectation
+    words = {**ZOO[case][1], "vocab_size": 128, "mlp_layer_types": types}
+    described = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(case, **words))
+    assert report.checkpoint.n_parameters == n != described.num_parameters()
+    assert exp is not None and exp.source == "config" and not exp.matches
+    assert exp.total == described.num_parameters()
     assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}
 
 
@@ -386,6 +427,23 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
         ),
         # MiniMaxForCausalLM(MiniMaxConfig()): Mixtral's sizes, lightning attention in every second layer
         ("minimax vocab=32000 d_model=4096 layers=32 heads=32 kv_heads=8 feedforward=14336 experts=8", 47_373_946_880),
+        # HYV3ForCausalLM(HYV3Config()), LagunaForCausalLM(LagunaConfig()) and
+        # GraniteMoeHybridForCausalLM(GraniteMoeHybridConfig()): their q/k norms (and Laguna's score correction, a
+        # parameter) in every model, Granite-MoE-hybrid's shared MLP in every layer (all Mamba layers by default)
+        (
+            "hy_v3 vocab=120832 d_model=4096 layers=80 heads=64 kv_heads=8 head_dim=128 feedforward=13312 experts=192 "
+            "expert_ff=1536 n_shared=1 first_dense=1",
+            295_033_528_320,
+        ),
+        (
+            "laguna vocab=100352 d_model=2048 layers=40 heads=48 kv_heads=8 head_dim=128 feedforward=8192 "
+            "experts=256 expert_ff=512 shared_ff=512",
+            33_189_975_808,
+        ),
+        (
+            "granitemoehybrid vocab=32000 d_model=4096 layers=32 heads=32 experts=8 expert_ff=11008 shared_ff=1024",
+            38_601_064_448,
+        ),
         # GPTBigCodeForCausalLM at StarCoder's sizes (multi-query: one key/value head)
         (
             "gpt_bigcode vocab=49152 positions=8192 d_model=6144 layers=40 heads=48 kv_heads=1 feedforward=24576",
@@ -727,6 +785,12 @@ def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
         ("qwen3_next", "qwen3_next-fused"),
         ("qwen3_5_moe_text", "qwen3_next-fused"),
         ("nemotron_h", "nemotron_h-fused"),  # (and `model.` for the hub's `backbone.`)
+        ("nemotron_h+latent", "nemotron_h-fused"),
+        ("granitemoehybrid", "granitemoehybrid-fused"),
+        ("granitemoehybrid+dense", "granitemoehybrid"),  # (no experts: nothing renamed in memory)
+        ("laguna", "laguna-fused"),  # (the score correction beside the router's weight)
+        ("phimoe", "phimoe-fused"),  # (Mixtral's fused experts, the router as router)
+        ("mellum", "qwen2_moe-fused"),
         ("gpt_oss", "gpt_oss"),
         ("lfm2", "lfm2"),
         ("minimax_m2", "minimax_m2-fused"),
@@ -1052,7 +1116,7 @@ def test_a_bias_flag_the_config_states_sizes_a_module_the_file_lacks(
 @pytest.mark.parametrize(
     ("case", "layout"),
     [("qwen3_5", "qwen3_5-vl"), ("qwen3_5_moe", "qwen3_next-fused-vl"), ("qwen3_vl", "qwen3_vl"),
-     ("qwen3_vl_moe", "qwen3_vl_moe"), ("qwen2_5_vl", "qwen2_5_vl-nested")],
+     ("qwen3_vl_moe", "qwen3_vl_moe"), ("qwen2_5_vl", "qwen2_5_vl-nested"), ("qwen2_vl", "qwen2_vl-nested")],
 )  # fmt: skip
 def test_vision_language_state_dicts_in_transformers_names(zoo, case: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # a torch.save of the model transformers loads from the zoo's files: the language model under model.language_model.

@@ -13,6 +13,7 @@ SMALL_DECODER = dict(  # a Llama-style decoder's words, shrunk (grouped-query: 2
     hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2
 )
 SMALL_GRANITE_MOE = {**SMALL_DECODER, "intermediate_size": 16, "num_local_experts": 4, "num_experts_per_tok": 2}
+SMALL_GRANITE_MAMBA = {"mamba_n_heads": 8, "mamba_d_head": 8, "mamba_n_groups": 2, "mamba_d_state": 8}
 SMALL_DEEPSEEK = {
     **SMALL_DECODER, "num_key_value_heads": 4, "moe_intermediate_size": 16, "n_routed_experts": 4,
     "n_shared_experts": 2, "num_experts_per_tok": 2, "first_k_dense_replace": 1, "n_group": 2, "topk_group": 1,
@@ -312,6 +313,46 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             "num_experts_per_tok": 2,
         },
     ),  # fmt: skip
+    # Granite-MoE-hybrid (Granite 4.0): a Mamba-2 layer and an attention layer, each with Granite MoE's experts and a
+    # shared MLP; its dense kind (no experts) with the shared MLP alone
+    "granitemoehybrid": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_GRANITE_MOE,
+            "shared_intermediate_size": 24,
+            "layer_types": ["linear_attention", "full_attention"],
+            **SMALL_GRANITE_MAMBA,
+        },
+    ),
+    "granitemoehybrid+dense": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "num_hidden_layers": 3,
+            "num_local_experts": 0,
+            "shared_intermediate_size": 24,
+            "layer_types": ["linear_attention", "full_attention", "linear_attention"],
+            **SMALL_GRANITE_MAMBA,
+        },
+    ),
+    # Nemotron 3 Super's kind: the experts in a latent space (moe_latent_size), projected into and out of it
+    "nemotron_h+latent": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "head_dim": 8,
+            "mamba_num_heads": 4,
+            "mamba_head_dim": 8,
+            "n_groups": 2,
+            "ssm_state_size": 8,
+            "layers_block_type": ["mamba", "moe", "attention", "moe"],
+            "n_routed_experts": 4,
+            "moe_intermediate_size": 16,
+            "moe_shared_expert_intermediate_size": 24,
+            "num_experts_per_tok": 2,
+            "moe_latent_size": 16,
+        },
+    ),  # fmt: skip
     # MiniMax-M2: Mixtral's layers with q/k norms over the whole q and k projections (not a head's)
     "minimax_m2": (
         "AutoModelForCausalLM",
@@ -444,6 +485,17 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             "v_head_dim": 8,
         },  # fmt: skip
     ),
+    "youtu": (  # Youtu-LLM: MiniCPM3's modules (a tied head)
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "q_lora_rank": 16,
+            "kv_lora_rank": 8,
+            "qk_nope_head_dim": 8,
+            "qk_rope_head_dim": 4,
+            "v_head_dim": 8,
+        },
+    ),  # fmt: skip
     "cohere": (
         "AutoModelForCausalLM",
         SMALL_DECODER,
@@ -510,6 +562,29 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         {**SMALL_DECODER, "head_dim": 8, "moe_intermediate_size": 16, "num_experts": 4, "num_experts_per_tok": 2},
     ),
+    # model types whose files an existing family gives exactly (Llama's, Apertus', Qwen-MoE's, Mixtral's)
+    **{
+        t: ("AutoModelForCausalLM", SMALL_DECODER)
+        for t in ("cwm", "ernie4_5", "internlm3", "iquestcoder", "ministral3", "seed_oss", "apertus1p5_text")
+    },
+    # (Helium's o_proj is d_model x d_model whatever its head_dim says (128 by default): its checkpoints' heads x
+    # head_dim are d_model, as here)
+    "helium": ("AutoModelForCausalLM", {**SMALL_DECODER, "head_dim": 8}),
+    "mellum": ("AutoModelForCausalLM", {**SMALL_DECODER, "moe_intermediate_size": 16, "num_experts": 4}),
+    "phimoe": ("AutoModelForCausalLM", {**SMALL_DECODER, "num_local_experts": 4}),
+    # Laguna: its query heads per layer (8 in layer 1, 4 in the others), an output gate per head, a dense first layer
+    "laguna": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "num_hidden_layers": 3,
+            "num_attention_heads_per_layer": [4, 8, 4],
+            "num_experts": 4,
+            "moe_intermediate_size": 16,
+            "shared_expert_intermediate_size": 24,
+            "num_experts_per_tok": 2,
+        },
+    ),
     # Qwen3.5's vision-language checkpoints: the language model under model.language_model., the vision tower beside it
     "qwen3_5": (
         "AutoModelForImageTextToText",
@@ -555,6 +630,15 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         {
             "text_config": {**SMALL_DECODER, "vocab_size": 128},
             "vision_config": {**SMALL_QWEN_VISION, "fullatt_block_indexes": [1], "window_size": 16},
+        },
+    ),
+    # Qwen2-VL: a Qwen2 language model (its checkpoints: under model., the tower under visual.), a tower of LayerNorms
+    # and a two-layer MLP embed_dim x mlp_ratio wide
+    "qwen2_vl": (
+        "AutoModelForImageTextToText",
+        {
+            "text_config": {**SMALL_DECODER, "vocab_size": 128},
+            "vision_config": {"depth": 2, "embed_dim": 32, "hidden_size": 32, "mlp_ratio": 2, "num_heads": 4},
         },
     ),
     "resnet": ("AutoModel", dict(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic")),

@@ -155,9 +155,8 @@ CASES: dict[str, tuple[str, str, dict[str, Any], tuple[str, ...], tuple[str, ...
     # EXAONE-MoE, HunYuan v3 (hy_v3): shared experts, a dense first layer; GLM-4.5's modules, as the converter names
     "exaone_moe": ("exaone_moe", "ExaoneMoeForCausalLM", {}, ("f32", "q8_0"), (), None, "glm4_moe-stacked"),
     "hy_v3": ("hy_v3", "HYV3ForCausalLM", {}, ("f32", "q8_0"), (), None, "glm4_moe-stacked"),
-    # no family of its model type (nor for its safetensors files): the family its shapes suggest
     # Laguna: shared experts, a dense first layer, a per-head output gate
-    "laguna": ("laguna", "LagunaForCausalLM", {}, ("f32",), (), None, "glm4_moe-stacked?"),
+    "laguna": ("laguna", "LagunaForCausalLM", {}, ("f32",), (), None, "laguna-stacked"),
     # Granite SWA, dense and MoE (one architecture, granite_swa): a learned sink per head; the MoE's experts and
     # shared MLP kept fused
     "granite_swa": ("granite_swa", "GraniteSWAForCausalLM", {}, ("f32", "q8_0"), (), None, "granite_swa"),
@@ -372,9 +371,7 @@ def test_cases_cover_the_tables() -> None:
     }
     assert archs <= set(HF_NAMES_BY_ARCH)
     typed = {model_type for family in FAMILIES for model_type in family.model_types}
-    no_family = {"laguna"}  # (nor for its safetensors files)
-    assert {MODEL_TYPES.get(arch, arch) for arch in archs - no_family | {"qwen3moe", "cohere2moe"}} <= typed
-    assert not {MODEL_TYPES.get(arch, arch) for arch in no_family} & typed
+    assert {MODEL_TYPES.get(arch, arch) for arch in archs | {"qwen3moe", "cohere2moe"}} <= typed
 
 
 @pytest.mark.parametrize(("case", "arch"), [("nemotron_h", "nemotron_h"), ("nemotron_h_moe", "nemotron_h_moe")])
