@@ -279,14 +279,7 @@ def test_deflated_data_pkl_is_walked_in_bounded_memory(tmp_path: Path, capsys: p
     inflated whole, twice over: 3.2 GB at its peak for 1 GiB)."""
     path = tmp_path / "bomb.pt"
     size = 1 << 29
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
-        with zf.open("archive/data.pkl", "w", force_zip64=True) as member:
-            member.write(P4 + b"\x8e" + struct.pack("<Q", size))
-            zeros = bytes(1 << 24)
-            for _ in range(size // len(zeros)):
-                member.write(zeros)
-            member.write(b"0" + glob("os", "system") + text("true") + b"\x85R.")
-        zf.writestr("archive/version", "3\n")
+    _value_then_payload(path, size, compression=zipfile.ZIP_DEFLATED, compresslevel=1)
     assert path.stat().st_size < size // 100
     with _memory_cap(256 << 20):
         verdict(path, capsys, "os.system")
@@ -297,8 +290,14 @@ def test_stored_data_pkl_is_walked_in_bounded_memory(tmp_path: Path, capsys: pyt
     under an address-space limit of 256 MiB more than the process holds, the payload behind the value is found (it
     was read whole: a stored member of 1,008 MiB took 1,046 MB at its peak and 3.6 s, now 21 MB and 1.2 s)."""
     path = tmp_path / "large.pt"
-    size = 3 << 27
-    with zipfile.ZipFile(path, "w") as zf:
+    _value_then_payload(path, 3 << 27)
+    with _memory_cap(256 << 20):
+        verdict(path, capsys, "os.system")
+
+
+def _value_then_payload(path: Path, size: int, **zip_args: Any) -> None:
+    """A torch zip whose data.pkl is a bytes value of `size` zeros, then an os.system call (`zip_args`: compression)."""
+    with zipfile.ZipFile(path, "w", **zip_args) as zf:
         with zf.open("archive/data.pkl", "w", force_zip64=True) as member:
             member.write(P4 + b"\x8e" + struct.pack("<Q", size))
             zeros = bytes(1 << 24)
@@ -306,8 +305,6 @@ def test_stored_data_pkl_is_walked_in_bounded_memory(tmp_path: Path, capsys: pyt
                 member.write(zeros)
             member.write(b"0" + glob("os", "system") + text("true") + b"\x85R.")
         zf.writestr("archive/version", "3\n")
-    with _memory_cap(256 << 20):
-        verdict(path, capsys, "os.system")
 
 
 @pytest.mark.reference
