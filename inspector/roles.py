@@ -491,6 +491,8 @@ KERAS_PARAM_ROLES = {
     "interpolated_position_embeddings": Role.POSITION_EMBEDDING,  # (DINOv2's trained copy, resized to its images)
     "lambda1": Role.LEARNED_TENSOR,
     "alpha": Role.LEARNED_TENSOR,  # PReLU's slopes
+    # a layer's LoRA (`enable_lora`): Dense's and EinsumDense's kernel factors, Embedding's table factors
+    **dict.fromkeys(("lora_kernel_a", "lora_kernel_b", "lora_embeddings_a", "lora_embeddings_b"), Role.LORA),
     "moving_mean": Role.NORM_STAT,
     "moving_variance": Role.NORM_STAT,
     # a Normalization layer's adapted statistics (and its sample count, as torch's num_batches_tracked)

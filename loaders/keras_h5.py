@@ -36,6 +36,9 @@ KERAS2 = "keras-h5"
 KERAS3 = "keras3-weights-h5"
 GENERIC = "hdf5"
 NON_TRAINABLE = frozenset(NORM_STATISTICS["keras"])  # BatchNormalization statistics: parameters, not trained
+# What `enable_lora` freezes in a layer whose config has `lora_rank` (Dense's and EinsumDense's kernel, Embedding's
+# table): its LoRA is what trains
+LORA_FROZEN = frozenset({"kernel", "embeddings"})
 # Variables a layer class (snake_case) creates with trainable=False, besides the statistics above: parameters Keras
 # counts in count_params() and never trains (the adapted statistics of a Normalization layer)
 FROZEN_VARS: dict[str, frozenset[str]] = {
@@ -264,6 +267,8 @@ def _keras2(walked: _hdf5.H5Walk, attrs: dict[str, Any]) -> tuple[list[TensorInf
     layers = config_layers(config) if config else []
     frozen = {layer["name"] for layer in layers if not layer["trainable"]}
     classes = {layer["name"]: snake(str(layer["class_name"])) for layer in layers}
+    # the layers whose LoRA Keras trains instead of their kernel (`enable_lora`: the config's `lora_rank`)
+    lora = {layer["name"] for layer in layers if isinstance(layer["config"], dict) and layer["config"].get("lora_rank")}
     weight_layer: dict[str, str] = {}  # the config's layer of each weight
     held_layer: dict[str, str] = {}  # ... the layer it holds the weight's (`HELD_LAYERS`), where it is another
     group_attrs = _group_attrs(walked)
@@ -289,6 +294,8 @@ def _keras2(walked: _hdf5.H5Walk, attrs: dict[str, Any]) -> tuple[list[TensorInf
         param = d.path.rsplit("/", 1)[-1].removesuffix(":0")
         kind = TensorKind.PARAMETER if d.path in weight_layer or d.path.startswith(prefix) else TensorKind.OTHER
         trainable = layer not in frozen and trained(classes.get(layer, ""), param)
+        if layer in lora and param in LORA_FROZEN:
+            trainable = False
         tensors.append(_tensor(d, kind, "model", held_layer.get(d.path, layer), param, trainable))
     cfg = {"source": "model_config", "layers": layers, "raw": config} if config else None
     return tensors, cfg

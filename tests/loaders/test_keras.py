@@ -317,6 +317,39 @@ def test_keras3_attention_wrappers_and_conv_lstm_against_count_params(tmp_path: 
                          "attention_output": "attention_output"}  # fmt: skip
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore:__array__ implementation:DeprecationWarning")
+@pytest.mark.parametrize("suffix", [".keras", ".weights.h5", ".h5"])
+def test_keras3_dense_with_lora(tmp_path: Path, suffix: str) -> None:
+    """A Keras 3 Dense with `enable_lora(2)`: a legacy .h5 holds its frozen kernel and the LoRA's two factors, checked
+    as one layer of the config's `lora_rank` (the formula had no LoRA: a false COUNT_MISMATCH) with Keras's count and
+    trainable split (the kernel frozen); `.keras` and `.weights.h5` hold the kernel with the LoRA merged into it, the
+    LoRA's parameters fewer than `count_params()` (a model loaded from them makes new ones)."""
+    keras = pytest.importorskip("keras")
+    inputs = keras.Input((6,))
+    dense = keras.layers.Dense(4, name="dense")
+    model = keras.Model(inputs, keras.layers.Dense(3, name="out")(dense(inputs)))
+    dense.enable_lora(2)
+    path = tmp_path / f"lora{suffix}"
+    model.save_weights(path) if suffix == ".weights.h5" else model.save(path)
+
+    report = inspect(path)
+    ckpt = report.checkpoint
+    check_invariants(ckpt)
+    lora = 6 * 2 + 2 * 4
+    assert not [f for f in report.findings if f.severity.value != "info"], report.findings
+    assert report.expectation is not None and report.expectation.matches
+    if suffix != ".h5":
+        assert ckpt.n_parameters == model.count_params() - lora == 24 + 4 + 15
+        return
+    assert ckpt.n_parameters == model.count_params() == 24 + 4 + lora + 15
+    trainable = sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+    assert sum(t.n_elements for t in ckpt.unique(TensorKind.PARAMETER) if t.trainable) == trainable == 4 + lora + 15
+    assert {c.layer: (c.kind, c.found) for c in report.expectation.layers} == {
+        "dense": ("Dense+LoRA r=2", 24 + 4 + lora), "out": ("Dense", 15)}  # fmt: skip
+    assert {r.name.rpartition("/")[2]: r.role for r in report.roles if "lora" in r.name} == {
+        "lora_kernel_a": "lora_factor", "lora_kernel_b": "lora_factor"}  # fmt: skip
+
+
 @pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
 @pytest.mark.parametrize("suffix", [".h5", ".weights.h5"])
 def test_tf_keras_attention_and_wrappers(tmp_path: Path, suffix: str) -> None:
