@@ -98,6 +98,7 @@ NAMING_RULES: tuple[NamingRule, ...] = (
         r".\1",
         "torchao's flattened parameters (`<module>._weight_qdata`: transformers' TorchAoConfig) as the float weight",
     ),
+    NamingRule("gptq_awq.values", r"\.qweight$", ".weight", "GPTQ's and AWQ's packed weights as the float weight"),
     NamingRule("keras.param", r"(^|\.)kernel$", r"\1weight", "Keras Dense/Conv kernel vs PyTorch weight"),
     NamingRule("keras.embeddings", r"(^|\.)embeddings$", r"\1weight", "Keras Embedding vs PyTorch weight"),
     NamingRule("norm.gamma", r"(^|\.)gamma$", r"\1weight", "Keras / MXNet Gluon norm scale vs PyTorch weight"),

@@ -1500,6 +1500,8 @@ def test_diff_data_dequantizes_gptq_and_awq_as_their_libraries_do(tmp_path: Path
     import numpy as np
     from safetensors.torch import load_file
 
+    from inspector.diff import match
+
     package = {"gptq": "auto_gptq", "awq": "awq"}[method]
     if importlib.util.find_spec(package) is None:
         pytest.skip(f"{package} is not installed (pip install --no-deps {package.replace('_', '-')})")
@@ -1512,6 +1514,9 @@ def test_diff_data_dequantizes_gptq_and_awq_as_their_libraries_do(tmp_path: Path
     values = _quantization_errors(tmp_path / "float.safetensors", tmp_path / "model.safetensors")
     b = load(tmp_path / "model.safetensors")
     assert len(reference) == LINEARS
+    # each `qweight` pairs with its float weight by name (`gptq_awq.values`), no longer by shape and order
+    pairs = match(load(tmp_path / "float.safetensors"), b)
+    assert [p.how for p in pairs if p.b.name.endswith(".qweight")] == ["normalised"] * LINEARS
     for name, expected in reference.items():
         ours = _dequantized(b, name.replace(".weight", ".qweight"))  # (its (in, out) order: the transpose)
         expected = expected.T.float().numpy()
