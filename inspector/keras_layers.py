@@ -445,22 +445,18 @@ def config_specs(entry: Mapping[str, Any], variables: Mapping[str, Mapping[str, 
     inputs = file[param][axis]
     if cls.startswith("Conv") and not cls.endswith("Transpose"):
         inputs *= int(cfg.get("groups", 1))
-    if cls == "Dense" and cfg.get("lora_rank") and LORA_KERNELS <= file.keys():
-        dense = Dense(inputs, int(cfg["units"]), _flag(cfg, "use_bias"), name="dense")
-        return [_with_lora(dense, int(cfg["lora_rank"]), name)]
-    return list(layer.specs(cfg, (inputs,), name))
+    specs = list(layer.specs(cfg, (inputs,), name))
+    if cls == "Dense" and cfg.get("lora_rank") and LORA_KERNELS <= file.keys():  # (one layer holds both)
+        rank = int(cfg["lora_rank"])
+        lora = LoRA(rank, inputs, int(cfg["units"]))
+        return [Block((("dense", specs[0]), ("lora", lora)), f"Dense+LoRA r={rank}", name=name)]
+    return specs
 
 
 # A Keras 3 Dense's LoRA (`enable_lora(rank)`, the config's `lora_rank`): kernel_a (inputs, rank) and kernel_b (rank,
 # units) beside its frozen kernel. Only a legacy .h5 holds them: `.keras` and `.weights.h5` store the kernel with the
 # LoRA merged into it (and a model loaded from them makes new ones)
 LORA_KERNELS = frozenset({"lora_kernel_a", "lora_kernel_b"})
-
-
-def _with_lora(dense: Dense, rank: int, name: str) -> LayerSpec:
-    """A Dense and its LoRA as the one layer that holds both."""
-    lora = LoRA(rank, dense.inputs, dense.units)
-    return Block((("dense", dense), ("lora", lora)), f"Dense+LoRA r={rank}", name=name)
 
 
 def as_stored(cls: str, name: str, file: Mapping[str, tuple[int, ...]]) -> list[LayerSpec]:
