@@ -36,6 +36,7 @@ remote read cost against the bytes the loaders read locally (the structures), an
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import platform
@@ -495,8 +496,9 @@ def _evict(path: Path) -> None:
                 os.close(fd)
 
 
+@functools.cache  # (a reference's count is the same for every row: counted once)
 def instructions(code: str, path: Path | None) -> int:
-    """Instructions one fresh `python -c` run (P = path) executes, counted by cachegrind."""
+    """Instructions one fresh `python -c` run (P = path) executes, counted by cachegrind (the hash seed fixed)."""
     script = PRELUDE_IO + (f"P = {str(path)!r}\n" if path else "") + code + "\n"
     valgrind = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
     proc = subprocess.run([*valgrind, PYTHON, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -222,19 +222,24 @@ def _patterns(index_bits: int, short: int, counted: bool) -> tuple[re.Pattern[by
     LONG1 integers: their 17 alternatives were 0.2 ms of the pattern's compile, and torch writes few)."""
     from inspector import regexes
 
-    token = _token(index_bits, short)
-    # (DOTALL: '.' matches any byte, as [\s\S] would, and the scan is about a fifth faster with it)
-    exact = regexes.compile(token + rb"{%d}+" % RUN, DOTALL) if counted else None
-    return exact, regexes.compile(token + rb"*+", DOTALL)
+    exact, run = _sources(index_bits, short, counted)
+    return (regexes.compile(exact, DOTALL) if exact is not None else None), regexes.compile(run, DOTALL)
 
 
+# (DOTALL: '.' matches any byte, as [\s\S] would, and the scan is about a fifth faster with it)
 DOTALL = int(re.DOTALL)
+
+
+def _sources(index_bits: int, short: int, counted: bool) -> tuple[bytes | None, bytes]:
+    """The texts of `_patterns`' two patterns."""
+    token = _token(index_bits, short)
+    return (token + rb"{%d}+" % RUN if counted else None), token + rb"*+"
 
 
 def small_scan_pattern() -> tuple[bytes, int]:
     """The pattern (and flags) a pickle under SMALL bytes is scanned with: the one whose program is written with the
     package (`inspector.regexes`)."""
-    return _token(_index_bits(SMALL - 1), SMALL_SHORT) + rb"*+", DOTALL
+    return _sources(_index_bits(SMALL - 1), SMALL_SHORT, False)[1], DOTALL
 
 
 def _index_bits(size: int) -> int:

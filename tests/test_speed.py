@@ -282,6 +282,10 @@ def test_the_written_regex_programs_are_the_patterns_programs(monkeypatch: pytes
     written = regexes.patterns()
     assert {p: regexes.program(p, f) for p, f in written} == PROGRAMS
     assert len(written) > 150 and any(isinstance(p, bytes) for p, _ in written)  # the rules and the pickle scan
+    from loaders._pickle_fast import SMALL, SMALL_SHORT, _index_bits, _patterns
+
+    scan = _patterns(_index_bits(SMALL - 1), SMALL_SHORT, False)[1]  # (what `_scan` compiles for a small pickle)
+    assert PROGRAMS[scan.pattern][1] == scan.flags  # (written: a run compiles none)
     for pattern, flags in written:
         made, expected = regexes.compile(pattern, flags), re.compile(pattern, flags)
         assert made is not expected  # (not `re`'s cached pattern)
