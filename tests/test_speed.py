@@ -434,6 +434,36 @@ def test_json_run_imports_nothing_it_does_not_use(sample: str, allowed: tuple[st
     assert not {m for m in NEVER_FOR_A_HEADER if m in loaded and m not in allowed}
 
 
+def test_the_console_script_imports_argparse_without_gettext() -> None:
+    """The console script (`cli.run`, also `python -m inspector`) imports argparse with gettext's functions as the
+    identity: a run imports neither gettext nor locale, the help and a usage error are word for word those of `main`
+    (which imports argparse as usual), and a later `import gettext` gets the real module."""
+    sample = str(ROOT / "sample_models" / "basic" / "mlp_fp16.safetensors")
+    listing = (
+        "import atexit, sys\nfrom inspector import cli\n"
+        "atexit.register(lambda: print(' '.join(sorted(sys.modules)), file=sys.stderr))\ncli.run()"
+    )
+    run = subprocess.run([sys.executable, "-c", listing, sample, "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0 and json.loads(run.stdout)["path"] == sample
+    loaded = set(run.stderr.split())
+    assert "argparse" in loaded and not loaded & {"gettext", "locale"}
+
+    def words(entry: str, *argv: str) -> tuple[int, str, str]:
+        code = f"import sys\nfrom inspector.cli import {entry}\nsys.exit({entry}())"
+        done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT)
+        return done.returncode, done.stdout, done.stderr
+
+    for argv in (["--help"], ["--bogus", sample], ["diff", "--help"], ["formula", "--help"]):
+        assert words("run", *argv) == words("main", *argv), argv
+    assert words("run", "--help")[1].startswith("usage: inspector")
+    later = (
+        "import sys\nfrom inspector import cli\ncli._import_argparse_untranslated()\nimport argparse, gettext\n"
+        "print(argparse._ is str, gettext.__file__ is not None, gettext.gettext is not str)"
+    )
+    out = subprocess.run([sys.executable, "-c", later], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.split() == ["True", "True", "True"]
+
+
 @pytest.mark.reference
 def test_a_pickle_the_c_path_reads_imports_no_interpreter(tmp_path: Path) -> None:
     """A torch.save state dict of a few hundred tensors (a pickle over `FAST_MIN_BYTES`) is read by the C path: the
