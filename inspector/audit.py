@@ -10,7 +10,6 @@ A folder may be a URL prefix (``s3://bucket/models/``, or an HTTP folder ending 
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -18,6 +17,7 @@ from contextlib import contextmanager
 from enum import StrEnum
 
 from inspector.errors import InputError, InspectorError, MissingDependencyError, UnknownFormatError
+from inspector.jsontext import loads
 from inspector.probe import Probe, is_url
 from inspector.records import SEVERITY_ORDER, TensorKind
 from inspector.recordtype import StrEnumBody, fast_enum, record
@@ -139,7 +139,7 @@ def _sniff_item(item: tuple[str, bool]) -> Sniffed:
 
 def _shards_of(index: Probe) -> frozenset[str]:
     try:
-        weight_map = json.loads(index.read_at(0, min(index.size, MAX_INDEX_BYTES))).get("weight_map", {})
+        weight_map = loads(index.read_at(0, min(index.size, MAX_INDEX_BYTES))).get("weight_map", {})
         names = {str(shard) for shard in weight_map.values()}
     except (InspectorError, ValueError, AttributeError):
         return frozenset()

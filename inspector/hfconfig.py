@@ -7,6 +7,7 @@ import os
 from types import MappingProxyType
 
 from inspector.errors import InspectorError
+from inspector.jsontext import loads
 from inspector.probe import Probe
 from inspector.records import Checkpoint, TensorInfo
 from inspector.recordtype import replace
@@ -47,9 +48,7 @@ def json_beside(probe: Probe, name: str) -> dict[str, Any] | None:
         with probe.sibling(name) as config:
             if config.size > MAX_CONFIG_BYTES:
                 return None
-            import json  # (a file with a config beside it only)
-
-            doc = json.loads(config.read_at(0, config.size))
+            doc = loads(config.read_at(0, config.size))
     except (InspectorError, OSError, ValueError, RecursionError):
         return None
     return doc if isinstance(doc, dict) else None

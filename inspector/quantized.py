@@ -224,11 +224,11 @@ def _torchao_state(attributes: Mapping[str, str], names: set[str]) -> tuple[set[
     ]
     if not flattened:  # (every other file: one pass over its few metadata keys)
         return state, values
-    import json
+    from inspector.jsontext import loads
 
     for key, text in flattened:
         try:
-            words = json.loads(text)
+            words = loads(text)
         except (ValueError, RecursionError):  # (not JSON, or nested deeper than the decoder goes: not torchao's)
             continue
         inner = words.get("_tensor_data_names") if isinstance(words, dict) else None

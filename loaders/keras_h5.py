@@ -17,11 +17,11 @@ parameters that are not trainable; optimizer variables are optimizer state.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Sequence
 
+from inspector.jsontext import loads
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, Severity, TensorInfo, TensorKind
 from inspector.roles import NORM_STATISTICS
@@ -322,7 +322,7 @@ def _parse_json(value: Any) -> Any:
     if not isinstance(value, str):
         return None
     try:
-        return json.loads(value)
+        return loads(value)
     except ValueError:
         return None
 

@@ -7,9 +7,8 @@ and trainable flags that map Keras 3's numbered variables (``vars/0``, ``vars/1`
 
 from __future__ import annotations
 
-import json
-
 from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
+from inspector.jsontext import loads
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Region, RegionKind
 from loaders import _keras_hub, _zip, keras_h5
@@ -29,7 +28,7 @@ def _json(probe: Probe, member: _zip.ZipMember) -> object:
         raise LimitExceededError(probe.path, FORMAT, f"{member.name!r} of {member.file_size:,} bytes")
     raw = _zip.inflate_head(probe, member, member.file_size, FORMAT)
     try:
-        return json.loads(raw.decode("utf-8"))
+        return loads(raw.decode("utf-8"))
     except ValueError as exc:
         raise FormatError(probe.path, FORMAT, f"{member.name!r} is not JSON: {exc}") from exc
 

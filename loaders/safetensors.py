@@ -20,7 +20,6 @@ and what the whole model holds (attributes ``shard``, ``model.parameters``; find
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import struct
@@ -29,6 +28,7 @@ from math import prod
 
 from inspector import dtypes
 from inspector.errors import FormatError, InspectorError, LimitExceededError, TruncatedFileError
+from inspector.jsontext import loads
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo
 from inspector.recordtype import replace
@@ -68,7 +68,7 @@ def _parse_file(probe: Probe, file: int) -> tuple[list[TensorInfo], list[Region]
             probe.path, FORMAT, f"header of {n:,} bytes ends at byte {8 + n:,} but the file has {probe.size:,} bytes", 0
         )
     raw = probe.read_at(8, n, fmt=FORMAT, what="JSON header")
-    header = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+    header = loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
     if not isinstance(header, dict):
         raise FormatError(probe.path, FORMAT, "the JSON header is not an object", 8)
     if len(header) > MAX_TENSORS:
@@ -281,7 +281,7 @@ def _sibling_index(path: str) -> str | None:
             candidate = os.path.join(folder, entry)
             try:
                 with open(candidate, "rb") as fh:
-                    data = json.loads(fh.read(MAX_INDEX_BYTES))
+                    data = loads(fh.read(MAX_INDEX_BYTES))
                 if os.path.basename(path) in set(data.get("weight_map", {}).values()):
                     return candidate
             except (OSError, ValueError, AttributeError):
@@ -292,7 +292,7 @@ def _sibling_index(path: str) -> str | None:
 def _load_index(probe: Probe) -> Checkpoint:
     if probe.size > MAX_INDEX_BYTES:
         raise LimitExceededError(probe.path, SHARDED_FORMAT, f"index of {probe.size:,} bytes")
-    index = json.loads(probe.read_at(0, probe.size, fmt=SHARDED_FORMAT).decode("utf-8"))
+    index = loads(probe.read_at(0, probe.size, fmt=SHARDED_FORMAT).decode("utf-8"))
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict):
         raise FormatError(probe.path, SHARDED_FORMAT, "index has no weight_map object")

@@ -9,6 +9,7 @@ import math
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector import jsontext
-from inspector.jsontext import dumps, write
+from inspector.jsontext import dumps, loads, write
 from inspector.needles import needle, needles
 from inspector.records import TensorKind
 from inspector.roles import FAMILY_MATCHERS, ROLE_RULES, Matcher, compile_rules, match_roles
@@ -96,6 +97,45 @@ def test_json_text_of_other_objects_cycles_and_bad_keys() -> None:
         dumps(loop)
     with pytest.raises(TypeError):
         dumps({(1, 2): 3})
+
+
+def _read_as(read: Callable[..., object], text: str | bytes, **hook: object) -> tuple[str, str]:
+    """What a JSON reader makes of `text`: its value as json writes it, or its error's type and words."""
+    try:
+        return "value", json.dumps(read(text, **hook))
+    except Exception as exc:  # noqa: BLE001 - the error is the outcome compared
+        return type(exc).__name__, str(exc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents, st.sampled_from([None, 0, 2]), st.sampled_from(["", " \n", "\t\r "]))
+def test_json_read_is_json_loads(doc: object, indent: int | None, space: str) -> None:
+    """`jsontext.loads` makes json.loads's value of any document, as str and as bytes of every encoding json reads,
+    whitespace around it; a hook gets the same pairs."""
+    text = space + json.dumps(doc, indent=indent, default=str) + space
+    for given_text in (text, text.encode(), text.encode("utf-8-sig"), text.encode("utf-16"), text.encode("utf-32-le")):
+        assert _read_as(loads, given_text) == _read_as(json.loads, given_text)
+        assert _read_as(loads, given_text, object_pairs_hook=list) == _read_as(
+            json.loads, given_text, object_pairs_hook=list
+        )
+
+
+def test_json_read_refuses_as_json_loads() -> None:
+    """A document json refuses gets json's own error from `jsontext.loads`: the same type and words."""
+
+    def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        if len({k for k, _ in pairs}) != len(pairs):
+            raise ValueError(f"duplicate key among {[k for k, _ in pairs]}")
+        return dict(pairs)
+
+    bad: list[str | bytes] = ["", "   ", "{", "[1,]", '{"a" 1}', "{} x", "{}\n\n[]", "\ufeff{}", "[1] ]", "nul"]
+    bad += ['"\\x"', '"a\x01b"', "[" * 100_000, b"", b"\xef\xbb\xbf", b"\xff\xfe", b'{"a": "\xe9"}', b"\x00{}"]
+    bad += [b'"\xed\xa0\x80"', b"[1, 2", bytearray(b"[1]"), "[NaN, -Infinity, 1e999]", " \t1 \r"]
+    for text in bad:
+        assert _read_as(loads, text) == _read_as(json.loads, text), text[:20]
+    for text in ('{"a": 1, "a": 2}', '[{"b": {"c": 1, "c": 1}}]', '{"a": 1, "b": 2}'):
+        assert _read_as(loads, text, object_pairs_hook=unique) == _read_as(json.loads, text, object_pairs_hook=unique)
+    assert _read_as(loads, "{} x")[0] == "JSONDecodeError" and _read_as(loads, "{}")[0] == "value"
 
 
 def test_report_json_is_the_standard_encoders(samples: Path) -> None:
@@ -406,7 +446,7 @@ NEVER_FOR_A_HEADER = (
     "pickletools",  # a pickle the interpreter cannot finish only
     "traceback",  # --debug only
     "zlib",  # deflated zip members only
-    "json",  # JSON headers (safetensors) and configs beside a file only: jsontext escapes with `_json` itself
+    "json",  # jsontext writes and reads JSON (headers, configs) with `_json`'s escaper and scanner
     "_compat_pickle",  # a pickle naming a Python 2 module only (`_pickle_policy.python3_name`)
 )
 TORCH_HELPERS = ("loaders._pickle",)
@@ -415,7 +455,8 @@ TORCH_HELPERS = ("loaders._pickle",)
 @pytest.mark.parametrize(
     ("sample", "allowed"),
     [
-        ("basic/mlp_fp16.safetensors", ("json",)),
+        ("basic/mlp_fp16.safetensors", ()),
+        ("hf_rau/bert-tiny/model.safetensors", ()),  # (its config.json beside it)
         ("torch/lstm_tied.pt", TORCH_HELPERS),
         ("basic/cnn_stored.npz", ()),
     ],
