@@ -131,6 +131,7 @@ def test_json_read_refuses_as_json_loads() -> None:
     bad: list[str | bytes] = ["", "   ", "{", "[1,]", '{"a" 1}', "{} x", "{}\n\n[]", "\ufeff{}", "[1] ]", "nul"]
     bad += ['"\\x"', '"a\x01b"', "[" * 100_000, b"", b"\xef\xbb\xbf", b"\xff\xfe", b'{"a": "\xe9"}', b"\x00{}"]
     bad += [b'"\xed\xa0\x80"', b"[1, 2", bytearray(b"[1]"), "[NaN, -Infinity, 1e999]", " \t1 \r"]
+    bad += ["[" + "7" * 5000 + "]", '{"a": 1}\x00', '"\ud800"', '{"\\ud800": [1.5e-400, -0.0]}']
     for text in bad:
         assert _read_as(loads, text) == _read_as(json.loads, text), text[:20]
     for text in ('{"a": 1, "a": 2}', '[{"b": {"c": 1, "c": 1}}]', '{"a": 1, "b": 2}'):
