@@ -81,9 +81,13 @@ def _dtype_of(descr: Any) -> tuple[str, int | None, tuple[str, ...]]:
             return *known, notes
         if code == "O":
             return OBJECT, None, ("holds pickled Python objects",)
+    import warnings
+
     import numpy as np  # only for structured and string dtypes
 
-    dt = np.lib.format.descr_to_dtype(descr)
+    with warnings.catch_warnings():  # (numpy 2 reads a deprecated code such as 'a4', as `np.load` does, and warns)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        dt = np.lib.format.descr_to_dtype(descr)
     if dt.hasobject:
         return OBJECT, None, ("holds pickled Python objects",)
     if dt.fields:

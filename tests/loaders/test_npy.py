@@ -96,6 +96,18 @@ def test_npy_bad_literal(tmp_path: Path) -> None:
         load(path)
 
 
+def test_npy_deprecated_code_read_as_numpy_reads_it(tmp_path: Path) -> None:
+    """A descr numpy 2 has deprecated ('a4', an alias of 'S4') is read as `np.load` reads it, without its warning (a
+    byte flip of the hostile tests made one)."""
+    path = tmp_path / "alias.npy"
+    header = b"{'descr': '|a4', 'fortran_order': False, 'shape': (3,), }".ljust(117) + b"\n"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + b"abcdefghijkl")
+    with pytest.warns(DeprecationWarning):
+        assert np.load(path).dtype == np.dtype("S4")
+    t = load(path).tensors[0]
+    assert (t.dtype, t.shape, t.nbytes) == ("BYTES[4]", (3,), 12)
+
+
 @pytest.mark.parametrize("order", [False, True])
 @pytest.mark.parametrize("shape", [(), (5,), (0,), (2, 3), (1, 2, 3, 4), (10**12,)])
 @pytest.mark.parametrize(
