@@ -21,13 +21,16 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
 
-try:  # the C escaper json.encoder uses, ensure_ascii=True (the json package's decoder compiles patterns at import)
+try:  # the C escaper json.encoder uses, ensure_ascii=True (the json package's decoder compiles patterns at import),
+    # and the C scanner json.decoder reads with
     from _json import encode_basestring_ascii as _string
-    from _json import make_scanner as _make_scanner
+    from _json import make_scanner
+
+    _MAKE_SCANNER: Any = make_scanner
 except ImportError:  # an interpreter without CPython's accelerator
     from json.encoder import encode_basestring_ascii as _string
 
-    _make_scanner = None
+    _MAKE_SCANNER = None
 from operator import mod
 
 TYPE_CHECKING = False
@@ -188,18 +191,18 @@ def loads(text: str | bytes, object_pairs_hook: Callable[[list[tuple[str, Any]]]
     `JSONDecoder.decode` reads it (whitespace around it, nothing after it). Bytes are UTF-8 unless they start as
     json's `detect_encoding` reads as a byte order mark or UTF-16/32; those, a document with a byte order mark, and
     every document the scanner or the hook refuses, are given to `json.loads` itself, for its value or its error."""
-    plain = text
-    if text.__class__ is bytes:
-        plain = None
-        if text and text[0] not in UNUSUAL_FIRST and text[1:2] != b"\x00":  # (json: UTF-8, no BOM)
-            try:
-                plain = text.decode("utf-8", "surrogatepass")  # type: ignore[union-attr]
-            except UnicodeDecodeError:
-                plain = None
-    if plain.__class__ is str and _make_scanner is not None and not plain.startswith("\ufeff"):  # type: ignore[union-attr]
-        stripped = plain.lstrip(WHITESPACE)  # type: ignore[union-attr]
+    plain: str | None = None
+    if type(text) is str:
+        plain = text
+    elif type(text) is bytes and text and text[0] not in UNUSUAL_FIRST and text[1:2] != b"\x00":  # (json: UTF-8)
         try:
-            value, end = _make_scanner(_Decoding(object_pairs_hook))(stripped, 0)
+            plain = text.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            pass
+    if plain is not None and _MAKE_SCANNER is not None and not plain.startswith("\ufeff"):
+        stripped = plain.lstrip(WHITESPACE)
+        try:
+            value, end = _MAKE_SCANNER(_Decoding(object_pairs_hook))(stripped, 0)
         except Exception:  # noqa: BLE001 - json itself raises its error (StopIteration: no value)
             pass
         else:
