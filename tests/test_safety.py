@@ -586,45 +586,92 @@ def test_training_objects_saved_by_torch_are_inert(tmp_path: Path) -> None:
     assert main([str(path)]) == 0
 
 
-@pytest.mark.reference
-def test_time_zones_saved_by_torch_are_inert(tmp_path: Path) -> None:
-    """Aware datetimes of zoneinfo and dateutil zones, as torch.save writes them: `getattr(ZoneInfo, '_unpickle')(key,
-    1)`, `tzfile(None, filename)` with its data as state, tzutc/tzlocal/tzoffset objects a datetime only stores."""
-    import datetime
+def time_zones() -> dict[str, Any]:
+    """A zone of each kind zoneinfo, dateutil and pytz make (those installed), by name."""
     import zoneinfo
 
-    torch = pytest.importorskip("torch")
     tz = pytest.importorskip("dateutil.tz")
-    stamp = datetime.datetime(2026, 1, 2, 3, 4, 5)
+    from dateutil.zoneinfo import get_zonefile_instance
+
     zones = {"berlin": zoneinfo.ZoneInfo("Europe/Berlin"), "file": tz.gettz("Europe/Berlin"), "utc": tz.tzutc()}
-    zones |= {"local": tz.tzlocal(), "offset": tz.tzoffset("X", 3600)}
-    saved = {name: stamp.replace(tzinfo=zone) for name, zone in zones.items()}
-    for protocol in (2, 4):
-        path = tmp_path / f"zones{protocol}.pt"
-        torch.save({"w": torch.ones(2), **saved}, path, pickle_protocol=protocol)
-        loaded = torch.load(path, weights_only=False)
-        assert {name: loaded[name] for name in saved} == saved
-        assert loaded["berlin"].utcoffset() == datetime.timedelta(hours=1)
-        ckpt = load(path)
-        assert "UNSAFE_CONTENT" not in {f.code for f in ckpt.findings}
-        listed = next(f for f in ckpt.findings if f.code == "PICKLE_GLOBALS").message
-        assert "zoneinfo.ZoneInfo" in listed and "dateutil.tz.tz.tzfile" in listed
-        assert main([str(path)]) == 0
+    zones |= {"local": tz.tzlocal(), "offset": tz.tzoffset("X", 3600), "tzstr": tz.tzstr("EST5EDT")}
+    zones |= {"tzrange": tz.tzrange("EST", -18000, "EDT"), "bundled": get_zonefile_instance().get("Europe/Berlin")}
+    with suppress(ImportError):
+        import pytz
+
+        zones |= {"pytz_utc": pytz.utc, "pytz_fixed": pytz.FixedOffset(90), "pytz_static": pytz.timezone("Etc/GMT+5")}
+        zones |= {"pytz_zone": pytz.timezone("Europe/Berlin")}  # (a DstTzInfo's first period: LMT)
+    return zones
+
+
+def _picklable(value: object, protocol: int) -> bool:
+    """Whether pickle can write `value` at `protocol` (dateutil's tzstr and tzrange hold a class with slots and no
+    `__getstate__`, which protocols 0-1 cannot write)."""
+    try:
+        pickle.dumps(value, protocol)
+    except TypeError:
+        return False
+    return True
+
+
+@pytest.mark.reference
+def test_time_zones_saved_by_torch_are_inert(tmp_path: Path) -> None:
+    """Aware datetimes of zoneinfo, dateutil and pytz zones, as torch.save and pickle write them: `getattr(ZoneInfo,
+    '_unpickle')(key, 1)`, `tzfile(None, filename)` with its data as state, dateutil's other zones as objects a datetime
+    only stores (`copyreg._reconstructor(cls, tzinfo, tzinfo())` at protocols 0-1), pytz's `_p(zone, utcoffset, dst,
+    tzname)`, `_p(zone)`, `_UTC()` and `FixedOffset(minutes)`. pytz's were exit 3, as were dateutil's at protocol 1."""
+    import datetime
+
+    torch = pytest.importorskip("torch")
+    pytz = pytest.importorskip("pytz")
+    stamp = datetime.datetime(2026, 1, 2, 3, 4, 5)
+    saved = {name: stamp.replace(tzinfo=zone) for name, zone in time_zones().items()}
+    saved["pytz_localized"] = pytz.timezone("Europe/Berlin").localize(stamp)  # (CET, one of the zone's periods)
+    for protocol in (0, 1, 2, 4, 5):
+        written = {name: value for name, value in saved.items() if _picklable(value, protocol)}
+        assert protocol < 2 or written == saved
+        bare = tmp_path / f"zones{protocol}.pkl"
+        bare.write_bytes(pickle.dumps(written, protocol))
+        paths = [bare]
+        if protocol > 0:  # (torch.save at protocol 0 writes a file torch.load refuses)
+            paths.append(tmp_path / f"zones{protocol}.pt")
+            torch.save({"w": torch.ones(2), **written}, paths[-1], pickle_protocol=protocol)
+        for path in paths:
+            loaded = torch.load(path, weights_only=False) if path.suffix == ".pt" else pickle.loads(path.read_bytes())
+            assert {name: loaded[name] for name in written} == written
+            assert loaded["berlin"].utcoffset() == loaded["pytz_localized"].utcoffset() == datetime.timedelta(hours=1)
+            ckpt = load(path)
+            assert "UNSAFE_CONTENT" not in {f.code for f in ckpt.findings}, path.name
+            listed = next(f for f in ckpt.findings if f.code == "PICKLE_GLOBALS").message
+            assert all(name in listed for name in ("zoneinfo.ZoneInfo", "dateutil.tz.tz.tzfile", "pytz._p")), listed
+            assert ("datetime.tzinfo" in listed) == (protocol < 2)
+            assert main([str(path)]) == 0
 
 
 def test_time_zone_calls_other_than_pickles_are_checked(tmp_path: Path) -> None:
     """What those tables let through is exactly what pickle writes: another getattr, a tzfile given a file to read, a
-    datetime made from numbers given an object the pickle made, still count."""
+    datetime made from numbers given an object the pickle made, pytz's factories given other values, still count."""
     zone = glob("zoneinfo", "ZoneInfo")
+    made = glob("argparse", "Namespace") + b")\x81"
     cases = {
         "other_attribute": P2 + glob("builtins", "getattr") + zone + text("__init_subclass__") + b"\x86R.",
         "tzfile_reads": P2 + glob("dateutil.tz.tz", "tzfile") + text("/etc/passwd") + text("x") + b"\x86R.",
         "numbers": P2 + glob("datetime", "datetime") + b"(M\xea\x07" + glob("dateutil.tz.tz", "tzutc") + b")\x81tR.",
+        "pytz_object": P2 + glob("pytz", "_p") + made + b"\x85R.",
+        "pytz_period": P2 + glob("pytz", "_p") + b"(" + text("Europe/Berlin") + b"K\x00" + made + b"NtR.",
+        "pytz_utc": P2 + glob("pytz", "_UTC") + text("x") + b"\x85R.",
+        "pytz_timezone": P2 + glob("pytz", "timezone") + text("UTC") + b"\x85R.",  # (pytz writes `_p`, never this)
+        "tzinfo_base": P2 + glob("copyreg", "_reconstructor") + b"(" + glob("datetime", "tzinfo") * 2 + made + b"tR.",
     }
     flagged = {
         "other_attribute": "builtins.getattr",
-        "tzfile_reads": "dateutil.tz.tz.tzfile given a file to read",
+        "tzfile_reads": "dateutil.tz.tz.tzfile with other arguments than its pickles hold: (NoneType, str)",
         "numbers": "datetime.datetime of an object of dateutil.tz.tz.tzutc (its methods run)",
+        "pytz_object": "pytz._p with other arguments than its pickles hold: (str) or (str, int, int, str)",
+        "pytz_period": "pytz._p with other arguments",
+        "pytz_utc": "pytz._UTC with other arguments than its pickles hold: ()",
+        "pytz_timezone": "pytz.timezone",
+        "tzinfo_base": "datetime.tzinfo.__init__ of an object of argparse.Namespace",
     }
     for case, data in cases.items():
         path = tmp_path / f"{case}.pkl"
@@ -632,6 +679,19 @@ def test_time_zone_calls_other_than_pickles_are_checked(tmp_path: Path) -> None:
         ckpt = load(path)
         unsafe = next(f for f in ckpt.findings if f.code == "UNSAFE_CONTENT")
         assert flagged[case] in unsafe.message, case
+
+
+def test_pytz_factory_given_an_object_runs_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`pytz.FixedOffset(offset, _tzinfos)` looks the offset up with `_tzinfos.get`: given an object whose `get` the
+    pickle set (BUILD), pickle.load calls it (here logging.FileHandler(canary)). Only `FixedOffset(minutes)` passes."""
+    pytest.importorskip("pytz")
+    canary = tmp_path / "canary"
+    getter = glob("argparse", "Namespace") + b")R}" + text("get") + glob("logging", "FileHandler") + b"sb"
+    path = tmp_path / "zone.pkl"
+    path.write_bytes(P2 + glob("pytz", "FixedOffset") + text(str(canary)) + getter + b"\x86R.")
+    assert runs(tmp_path, PICKLE_LOAD, path, canary), "the payload must really run under pickle.load"
+    verdict(path, capsys, "pytz.FixedOffset with other arguments than its pickles hold: (int)")
+    assert not canary.exists()
 
 
 @pytest.mark.reference
@@ -655,7 +715,7 @@ def test_training_arguments_saved_by_torch_are_inert(tmp_path: Path, capsys: pyt
     assert main([str(path)]) == 0
     strategy = glob("transformers.trainer_utils", "IntervalStrategy")
     (two := tmp_path / "two.pkl").write_bytes(P2 + strategy + text("X") + text("a b") + b"\x86R.")
-    verdict(two, capsys, "transformers.trainer_utils.IntervalStrategy with other than one str or int")
+    verdict(two, capsys, "transformers.trainer_utils.IntervalStrategy with other arguments than its pickles hold")
     (other := tmp_path / "other.pkl").write_bytes(
         P2 + glob("transformers.trainer_utils", "ExplicitEnum") + text("a") + b"\x85R."
     )
