@@ -1148,6 +1148,79 @@ def test_keras_hub_preset_config_lambda_is_unsafe(tmp_path: Path, capsys: pytest
     assert not canary.exists()
 
 
+# A SavedModel whose resource initializer writes the canary: tf.saved_model.load runs it (TFSMLayer's constructor
+# loads the model its filepath names), and a .keras model holding a TFSMLayer of it, written by Keras
+TFSM_MODEL = """
+import os, sys
+os.environ["KERAS_BACKEND"] = "tensorflow"
+import tensorflow as tf, keras
+canary = sys.argv[1]
+class Touch(tf.saved_model.experimental.TrackableResource):
+    def _create_resource(self):
+        return tf.raw_ops.VarHandleOp(dtype=tf.float32, shape=[], shared_name="")
+    def _initialize(self):
+        tf.io.write_file(canary, "ran")
+class Served(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.touch, self.scale = Touch(), tf.Variable(1.0)
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32)])
+    def serve(self, x):
+        return x * self.scale
+tf.saved_model.save(Served(), "saved_model")
+keras.Sequential([keras.Input((2,)), keras.layers.TFSMLayer("saved_model", call_endpoint="serve")]).save(sys.argv[2])
+os.remove(canary)  # (the layer's constructor loaded the SavedModel: its initializer ran)
+"""
+# A .keras model holding a TorchModuleWrapper, written by Keras, its module then replaced by a torch.save pickle that
+# calls logging.FileHandler(canary): Keras's from_config unpickles it with torch.load(weights_only=False)
+TORCH_WRAPPER_MODEL = """
+import base64, json, logging, os, sys, zipfile
+os.environ["KERAS_BACKEND"] = "torch"
+import io, torch, keras
+canary, path = sys.argv[1:]
+keras.Sequential([keras.Input((2,)), keras.layers.TorchModuleWrapper(torch.nn.Linear(2, 2))]).save(path)
+class Touch:
+    def __reduce__(self):
+        return logging.FileHandler, (canary,)
+buffer = io.BytesIO()
+torch.save(Touch(), buffer)
+with zipfile.ZipFile(path) as zf:
+    members = {name: zf.read(name) for name in zf.namelist()}
+config = json.loads(members["config.json"])
+layer = next(n for n in config["config"]["layers"] if n["class_name"] == "TorchModuleWrapper")
+layer["config"]["module"] = base64.b64encode(buffer.getvalue()).decode()
+members["config.json"] = json.dumps(config).encode()
+with zipfile.ZipFile(path, "w") as zf:
+    for name, data in members.items():
+        zf.writestr(name, data)
+"""
+KERAS_UNSAFE_LOAD = "import sys, keras; keras.models.load_model(sys.argv[1], safe_mode=False)"
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("layer", ["TFSMLayer", "TorchModuleWrapper"])
+def test_keras_layers_that_load_code_from_outside_the_config(
+    tmp_path: Path, layer: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A TFSMLayer loads the TensorFlow SavedModel its filepath names (its graph runs: here a resource initializer
+    writes the canary while loading), a TorchModuleWrapper unpickles its module with torch.load(weights_only=False):
+    `load_model(safe_mode=False)` runs both (Keras 3.15 refuses them in safe mode, as a Lambda; it loaded a TFSMLayer
+    in any mode before keras-team/keras#22035). Both were exit 0."""
+    pytest.importorskip("keras")
+    pytest.importorskip("tensorflow" if layer == "TFSMLayer" else "torch")
+    canary, path = tmp_path / "canary", tmp_path / "model.keras"
+    maker = TFSM_MODEL if layer == "TFSMLayer" else TORCH_WRAPPER_MODEL
+    made = subprocess.run(
+        [sys.executable, "-c", maker, str(canary), str(path)], cwd=tmp_path, capture_output=True, timeout=300
+    )
+    assert made.returncode == 0, made.stderr[-2000:]
+    assert not canary.exists()
+    backend = {"KERAS_BACKEND": "tensorflow" if layer == "TFSMLayer" else "torch"}
+    assert runs(tmp_path, KERAS_UNSAFE_LOAD, path, canary, backend), "the payload must really run under load_model"
+    verdict(path, capsys, f"keras.layers.{layer} '")
+    assert not canary.exists()
+
+
 def test_keras_function_type_other_than_a_name() -> None:
     from loaders.keras_h5 import code_findings
 
