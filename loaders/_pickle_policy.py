@@ -15,7 +15,8 @@ NEWOBJ, and runs ``__setstate__`` or ``setattr`` for BUILD. The reader models ea
   one named as its methods (`MAPPING_METHODS`).
 - a call of a data builder or inert class is unsafe when an argument is an object the pickle made of a class it
   chose, or whose attributes BUILD set (the callable uses its methods: ``dict(x)`` calls ``x.keys()``), and for
-  `PAIRS_BUILDERS` when an item of its iterable is; APPEND(S) / ADDITEMS when BUILD set one of `ITEM_METHODS`.
+  `PAIRS_BUILDERS` when an item of its iterable is; APPEND(S), ADDITEMS and SETITEM(S) on an object whose attributes
+  BUILD set already (pickle writes an object's items before its state).
 
 Classes the pickle only constructs (NEWOBJ) are kept as placeholders and listed as PICKLE_GLOBALS.
 """
@@ -64,6 +65,7 @@ UNSAFE_MODULES = (
     "types",
     "inspect",
     "pdb",
+    "unittest.mock",  # (a mock calls what its state names: `_mock_children`, `_mock_wraps`, `_mock_side_effect`)
     "timeit",
     "requests",
     "urllib",

@@ -776,6 +776,10 @@ def made_objects(canary: Path) -> dict[str, tuple[bytes, str, str]]:
     def namespace(attribute: str, value: bytes) -> bytes:  # argparse.Namespace() with one attribute set by BUILD
         return glob("argparse", "Namespace") + b")R}" + text(attribute) + value + b"sb"
 
+    def mock(methods: bytes, child: str) -> bytes:  # a unittest.mock.Mock whose child `child` is FileHandler
+        state = text("_mock_methods") + methods + text("_mock_unsafe") + b"\x89" + text("_mock_children")
+        return glob("unittest.mock", "Mock") + b")\x81}(" + state + b"}" + text(child) + handler + b"sub"
+
     return {
         "list": (P2 + glob("builtins", "list") + starmap + b"\x85R.", PICKLE_LOAD, "builtins.list of an object of"),
         "dict_pairs": (P2 + glob("builtins", "dict") + b"]" + starmap + b"a\x85R.", PICKLE_LOAD, "builtins.dict of"),
@@ -812,6 +816,33 @@ def made_objects(canary: Path) -> dict[str, tuple[bytes, str, str]]:
         # APPEND calls the object's append (extend first), ADDITEMS its add: attributes BUILD set
         "append": (P2 + namespace("append", handler) + text(c) + b"a.", PICKLE_LOAD, "the append, extend or add"),
         "additems": (P4 + namespace("add", handler) + b"(" + text(c) + b"\x90.", PICKLE_LOAD, "the append, extend"),
+        # pickle writes an object's items before its state: items after it reach methods that use its attributes. A
+        # mock's `append` is what its `_mock_children` names (`_mock_methods` hides `extend`, which APPEND tries first);
+        # a Message's `__setitem__` calls `self.policy.header_max_count(name)`. Both were exit 0
+        "mock_append": (
+            P2 + mock(b"]" + text("append") + b"a", "append") + text(c) + b"a.",
+            PICKLE_LOAD,
+            "the append, extend or add of the result of unittest.mock.Mock after its state set attributes",
+        ),
+        "mock_additems": (
+            P4 + mock(b"N", "add") + b"(" + text(c) + b"\x90.",
+            PICKLE_LOAD,
+            "the append, extend or add of the result of unittest.mock.Mock after its state set attributes",
+        ),
+        "setitem": (
+            P2
+            + glob("email.message", "Message")
+            + b")\x81}("
+            + text("policy")
+            + namespace("header_max_count", handler)
+            + text("_headers")
+            + b"]ub"
+            + text(c)
+            + text("v")
+            + b"s.",
+            PICKLE_LOAD,
+            "the __setitem__ of the result of email.message.Message after its state set attributes",
+        ),  # fmt: skip
         # an OrderedDict has a __dict__: an attribute named as one of its methods hides it (APPEND calls `append`),
         # set by BUILD or by _rebuild_from_type_v2's state (`_set_obj_state`), the name in an escaped STRING too
         "ordered_dict": (
@@ -860,7 +891,8 @@ def made_objects(canary: Path) -> dict[str, tuple[bytes, str, str]]:
 @pytest.mark.parametrize(
     "case",
     ["list", "dict_pairs", "newobj", "reconstructor", "defaultdict", "keys", "detach", "append", "additems",
-     "ordered_dict", "ordered_dict_escaped", "ordered_dict_from_type", "class"],
+     "mock_append", "mock_additems", "setitem", "ordered_dict", "ordered_dict_escaped", "ordered_dict_from_type",
+     "class"],
 )  # fmt: skip
 def test_objects_the_pickle_made_are_not_data(tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]) -> None:
     canary = tmp_path / "canary"
