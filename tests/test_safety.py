@@ -457,6 +457,31 @@ def test_bare_pickle_of_inert_data_reads(tmp_path: Path, protocol: int) -> None:
     assert main([str(path)]) == 0
 
 
+@pytest.mark.parametrize(
+    "opener",
+    [
+        b"C\x01a0",
+        b"\x8c\x01a0",
+        b"\x8a\x01\x050",
+        b"\x8f0",
+        b"\x96" + struct.pack("<Q", 1) + b"a0",
+        frame(0),
+        b"\x80\x01",
+    ],
+    ids=["short_binbytes", "short_binunicode", "long1", "empty_set", "bytearray8", "frame", "proto1"],
+)
+def test_bare_pickle_opening_with_any_opcode(tmp_path: Path, opener: bytes, capsys: pytest.CaptureFixture[str]) -> None:
+    """The unpickler enforces no protocol: a pickle may open with any opcode it can run on an empty stack (a protocol
+    3-5 one, a FRAME) or with PROTO 0 or 1, and `pickle.load`, `np.load(allow_pickle=True)` and `torch.load` run what
+    follows. Such files were "not a recognised checkpoint format" (exit 2)."""
+    canary = tmp_path / "canary"
+    path = tmp_path / "model.npy"
+    path.write_bytes(opener + file_handler(canary) + b".")
+    assert runs(tmp_path, PICKLE_LOAD, path, canary), "the payload must really run under pickle.load"
+    verdict(path, capsys, "logging.FileHandler")
+    assert not canary.exists()
+
+
 def test_bare_pickles_after_the_first_and_broken_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A payload in a second pickle (a second pickle.load runs it), after trailing junk, or before a break."""
     canary = tmp_path / "canary"
