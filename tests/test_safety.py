@@ -9,6 +9,7 @@ the callable, and the canary never appears.
 from __future__ import annotations
 
 import io
+import json
 import os
 import pickle
 import resource
@@ -1364,6 +1365,43 @@ def test_zip_member_that_is_an_array_whatever_its_name(tmp_path: Path, capsys: p
     check_invariants(ckpt)
     assert [(t.name, t.shape) for t in ckpt.tensors] == [("w", (6,)), ("x", (1,))]
     assert not canary.exists()
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA], ids=["bzip2", "lzma"])
+def test_npz_members_compressed_as_zipfile_compresses(
+    tmp_path: Path, method: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """np.load reads an npz through Python's zipfile, which inflates bzip2 and LZMA members too: an object array's
+    pickle so compressed runs under `np.load(allow_pickle=True)` (the file was "unsupported compression", exit 2), and
+    a numeric array so compressed is read as np.load reads it. Keras reads a .keras archive so: a Lambda in a
+    config.json compressed so is flagged (it was exit 2)."""
+    canary = tmp_path / "canary"
+    evil, weights = io.BytesIO(), io.BytesIO()
+    np.save(evil, np.array([None], dtype=object), allow_pickle=True)
+    header = evil.getvalue()[: 10 + struct.unpack_from("<H", evil.getvalue(), 8)[0]]
+    weights_array = np.arange(40_000, dtype=np.float32).reshape(200, 200)  # (more than one chunk of either stream)
+    np.save(weights, weights_array)
+    path = tmp_path / "model.npz"
+    with zipfile.ZipFile(path, "w", compression=method) as zf:
+        zf.writestr("w.npy", weights.getvalue())
+        zf.writestr("x.npy", header + P2 + file_handler(canary) + b".")
+    code = "import numpy, sys; f = numpy.load(sys.argv[1], allow_pickle=True); [f[k] for k in f.files]"
+    assert runs(tmp_path, code, path, canary)
+    verdict(path, capsys, "logging.FileHandler")
+    ckpt = load(path)
+    assert [(t.name, t.shape, t.dtype) for t in ckpt.tensors] == [("w", (200, 200), "F32"), ("x", (1,), "OBJECT")]
+    assert not canary.exists()
+    with zipfile.ZipFile(path, "w", compression=method) as zf:
+        zf.writestr("w.npy", weights.getvalue())
+    assert main([str(path)]) == 0 and np.load(path)["w"].shape == load(path).tensors[0].shape
+    keras = tmp_path / "model.keras"
+    lambda_layer = {"class_name": "Lambda", "config": {"name": "touch", "function": {"class_name": "__lambda__"}}}
+    config = {"class_name": "Sequential", "config": {"name": "s", "layers": [lambda_layer]}}
+    with zipfile.ZipFile(keras, "w") as zf:
+        zf.writestr("metadata.json", '{"keras_version": "3.15.1"}')
+        zf.writestr("config.json", json.dumps(config), compress_type=method)
+        zf.writestr("model.weights.h5", b"")
+    assert "keras.layers.Lambda 'touch'" in next(f.message for f in load(keras).findings if f.code == "UNSAFE_CONTENT")
 
 
 def test_npz_member_with_a_huge_npy_header_is_refused_cheaply(tmp_path: Path) -> None:
