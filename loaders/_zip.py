@@ -623,7 +623,7 @@ class Inflated:
                 if not data and self.pos < end and not inflater.eof:
                     data = self.probe.read_at(self.pos, min(max(1024, want), self.CHUNK, end - self.pos), fmt=self.fmt)
                     self.pos += len(data)
-                out = inflater.decompress(data, want)  # (given nothing, it gives what zlib held back at the limit)
+                out: bytes = inflater.decompress(data, want)  # (given nothing: what zlib held back at the limit)
                 if out:
                     self.out += len(out)
                     return out

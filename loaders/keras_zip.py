@@ -66,7 +66,8 @@ class KerasZipLoader:
         except InspectorError as exc:
             if not code:
                 raise
-            unread = Finding("UNREADABLE", Severity.ERROR, f"the weights were not read: {exc.reason}")
+            reason = getattr(exc, "reason", None) or str(exc)
+            unread = Finding("UNREADABLE", Severity.ERROR, f"the weights were not read: {reason}")
             return single_file(probe, FORMAT, "keras", (), (), {}, [*code, unread])
         tensors = _keras_hub.frozen(tensors, _keras_hub.backbone_class(config))  # (a keras-hub backbone's config)
         regions = list(zip_regions) + h5_regions
