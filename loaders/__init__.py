@@ -146,6 +146,9 @@ def _named(pattern: str, path: str) -> bool:
 PICKLE = b"\x80"  # PROTO: the first opcode of every pickle of protocol 2 and later
 PICKLE_2_5 = tuple(PICKLE + bytes([v]) for v in range(2, 6))  # PROTO and the versions pickle writes
 PICKLE_0 = tuple(bytes([b]) for b in b"(}])cNIJKLMFGSVXUT\x88\x89")  # what protocol 0/1 pickles open with
+# The other opcodes the unpickler runs first, on an empty stack (it enforces no protocol: one of protocols 3-5, a
+# FRAME), and PROTO 0 or 1: no writer opens a pickle so, and pickle.load runs what follows (asked when no loader claims)
+PICKLE_OTHER = (*(bytes([b]) for b in b"BC\x8a\x8b\x8c\x8d\x8e\x8f\x95\x96"), PICKLE + b"\0", PICKLE + b"\1")
 JOBLIB_CODECS = (b"\x78", b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"]\x00\x00", b"\x04\x22\x4d\x18")
 # the pickled magic number torch.save writes first, at each pickle_protocol it takes (2, 3; 4 and 5 open a frame)
 TORCH_LEGACY = tuple(
@@ -188,7 +191,7 @@ FORMATS: tuple[Format, ...] = (
         entries=True,
     ),  # fmt: skip
     Format("torch-dcp", "loaders.torch_dcp:TorchDcpLoader", starts=(PICKLE,), suffixes=(".distcp",), entries=True),
-    Format("pickle", "loaders.pickle_raw:PickleRawLoader", starts=(*PICKLE_2_5, *PICKLE_0)),
+    Format("pickle", "loaders.pickle_raw:PickleRawLoader", starts=(*PICKLE_2_5, *PICKLE_0), late=True),
     # joblib's compressors' headers (`loaders.joblib_compressed.CODECS`): zlib, gzip, bz2, xz, lzma
     Format("joblib-compressed", "loaders.joblib_compressed:JoblibCompressedLoader", starts=JOBLIB_CODECS),
 )

@@ -14,10 +14,9 @@ from functools import partial
 from loaders._pickle_policy import (
     CLASS_METHODS,
     CYTHON_UNPICKLERS,
-    DATEUTIL_TZFILE,
-    ENUM_LOOKUPS,
     NUMPY_BIT_GENERATORS,
     NUMPY_RANDOM,
+    PICKLED_ARGUMENTS,
     SAFE_ARRAY_TYPES,
     SAFE_BASES,
     SAFE_ENCODINGS,
@@ -390,19 +389,14 @@ def _getattr(m: Machine, args: tuple[Any, ...]) -> Any:
     return Call(Global("builtins", "getattr"), args)
 
 
-def _enum_lookup(m: Machine, args: tuple[Any, ...], name: str) -> Any:
-    """An Enum class of `ENUM_LOOKUPS` called with one value looks its member up; anything else is unsafe."""
-    if len(args) != 1 or not isinstance(args[0], (str, int)):
-        m.flag(f"{name[:MAX_NAME]} with other than one str or int (a lookup of a member)")
+def _pickled_arguments(m: Machine, args: tuple[Any, ...], name: str) -> Any:
+    """A callable of `PICKLED_ARGUMENTS` given the arguments of a form its library's pickles write; anything else is
+    unsafe (an object the pickle made among them would have its methods run)."""
+    forms = PICKLED_ARGUMENTS[name]
+    if not any(len(args) == len(form) and all(map(isinstance, args, form)) for form in forms):
+        written = " or ".join(f"({', '.join(t.__name__ for t in form)})" for form in forms)
+        m.flag(f"{name[:MAX_NAME]} with other arguments than its pickles hold: {written}")
     return Call(Global(*name.rsplit(".", 1)), args)
-
-
-def _tzfile(m: Machine, args: tuple[Any, ...]) -> Any:
-    """dateutil's tzfile(fileobj, filename) reads `fileobj` when given: pickle writes None (the data is its state)."""
-    if not args or args[0] is not None:
-        m.flag(f"{DATEUTIL_TZFILE} given a file to read")
-    check_arguments(m, DATEUTIL_TZFILE, args)
-    return Call(Global(*DATEUTIL_TZFILE.rsplit(".", 1)), args)
 
 
 # numpy's array builders, under numpy 1's and numpy 2's module names (the arrays they make: `loaders._numpy_pickle`)
@@ -429,6 +423,5 @@ TRAMPOLINES: dict[str, Callable[[Machine, tuple[Any, ...]], Any]] = {
     **{name: partial(_cython_unpickle, cls=cls) for name, cls in CYTHON_UNPICKLERS.items()},
     "_codecs.encode": _encode,
     "builtins.getattr": _getattr,
-    **{name: partial(_enum_lookup, name=name) for name in ENUM_LOOKUPS},
-    DATEUTIL_TZFILE: _tzfile,
+    **{name: partial(_pickled_arguments, name=name) for name in PICKLED_ARGUMENTS},
 }

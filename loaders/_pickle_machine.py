@@ -19,7 +19,6 @@ from loaders._pickle_builders import BUILDERS, INERT_DATA, TRAMPOLINES, check_ar
 from loaders._pickle_policy import (
     CHECKED_WHEN_CALLED,
     INERT_CALLABLES,
-    ITEM_METHODS,
     JOBLIB_WRAPPERS,
     PAIRS_BUILDERS,
     SAFE_BASES,
@@ -190,11 +189,14 @@ class PickleMachine:
             self.flag(f"<a class made by the pickle: {callable_name(cls)}>")
         return Call(cls, args, newobj=True)
 
-    def item_methods(self, target: Call) -> None:
-        """APPEND(S) and ADDITEMS call the object's `extend`, `append` or `add`: an attribute BUILD set is the
-        pickle's choice (a class's own method is the class's)."""
-        if sets_attributes(target.state, ITEM_METHODS):
-            self.flag(f"the append, extend or add attribute of {callable_name(target)} (set by its state)")
+    def item_methods(self, target: Call, methods: str) -> None:
+        """APPEND(S), ADDITEMS and SETITEM(S) call the object's `extend` or `append`, `add`, `__setitem__`. Pickle
+        writes an object's items before its state (BUILD): items after a state that set attributes were written so
+        that its methods use them (an `append` attribute is called itself; a `unittest.mock` object calls what its
+        `_mock_children` names: was exit 0)."""
+        if sets_attributes(target.state):
+            name = callable_name(target)
+            self.flag(f"the {methods} of {name} after its state set attributes (pickle writes items first)")
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -308,6 +310,7 @@ def _setitems(u: PickleMachine, items: list[Any]) -> None:
         for k, v in pairs:
             target[safe_key(k)] = v
     elif isinstance(target, Call):
+        u.item_methods(target, "__setitem__")
         target.items.extend(pairs)
     else:
         raise PickleError(f"SETITEMS on a {type(target).__name__}")
@@ -318,7 +321,7 @@ def _appends(u: PickleMachine, items: list[Any]) -> None:
     if isinstance(target, list):
         target.extend(items)
     elif isinstance(target, Call):
-        u.item_methods(target)
+        u.item_methods(target, "append, extend or add")
         target.items.extend(items)
     elif isinstance(target, set):
         target.update(safe_key(v) for v in items)
@@ -437,7 +440,7 @@ def _add_items(u: PickleMachine, r: Reader) -> None:
     items = u.pop_mark()
     target = u.top()
     if isinstance(target, Call):
-        u.item_methods(target)
+        u.item_methods(target, "append, extend or add")
         target.items.extend(items)
     elif isinstance(target, set):
         target.update(safe_key(v) for v in items)

@@ -15,7 +15,8 @@ NEWOBJ, and runs ``__setstate__`` or ``setattr`` for BUILD. The reader models ea
   one named as its methods (`MAPPING_METHODS`).
 - a call of a data builder or inert class is unsafe when an argument is an object the pickle made of a class it
   chose, or whose attributes BUILD set (the callable uses its methods: ``dict(x)`` calls ``x.keys()``), and for
-  `PAIRS_BUILDERS` when an item of its iterable is; APPEND(S) / ADDITEMS when BUILD set one of `ITEM_METHODS`.
+  `PAIRS_BUILDERS` when an item of its iterable is; APPEND(S), ADDITEMS and SETITEM(S) on an object whose attributes
+  BUILD set already (pickle writes an object's items before its state).
 
 Classes the pickle only constructs (NEWOBJ) are kept as placeholders and listed as PICKLE_GLOBALS.
 """
@@ -64,6 +65,7 @@ UNSAFE_MODULES = (
     "types",
     "inspect",
     "pdb",
+    "unittest.mock",  # (a mock calls what its state names: `_mock_children`, `_mock_wraps`, `_mock_side_effect`)
     "timeit",
     "requests",
     "urllib",
@@ -155,9 +157,22 @@ ENUM_LOOKUPS = frozenset({
     "transformers.trainer_utils.FSDPOption", "transformers.training_args.OptimizerNames",
     "transformers.debug_utils.DebugOption", "accelerate.utils.dataclasses.DistributedType",
 })  # fmt: skip
-# dateutil's zone from a file (`tz.gettz`): its `__reduce__` writes `tzfile(None, filename)` and the zone's data as its
-# BUILD state, so nothing is read; a first argument reads a file (a path) or calls its `read()` (an object)
-DATEUTIL_TZFILE = "dateutil.tz.tz.tzfile"
+NONE = type(None)
+# Callables a pickle may call with exactly the arguments their library's own pickles hold, by type, one tuple per form
+# it writes; other arguments count as any unknown call (an object the pickle made has its methods run; a second
+# argument to an Enum makes a class; a first one to dateutil's tzfile is a file it reads)
+PICKLED_ARGUMENTS: dict[str, tuple[tuple[type, ...], ...]] = {
+    **{name: ((str,), (int,)) for name in ENUM_LOOKUPS},
+    # dateutil's zone from a file (`tz.gettz`, and its bundled `zoneinfo.gettz`'s subclass): `tzfile.__reduce_ex__`
+    # writes `cls(None, filename)` and the zone's data as its BUILD state, so nothing is read
+    **{f"dateutil.{module}.tzfile": ((NONE, str),) for module in ("tz.tz", "zoneinfo")},
+    # pytz's zones (`BaseTzInfo.__reduce__`): `_p(zone)` for a fixed zone, `_p(zone, utcoffset, dst, tzname)` in
+    # seconds for one of a zone's periods; `pytz.timezone(zone)` opens only a name of its own zone list (others raise).
+    # `utc.__reduce__` gives `_UTC()`, `_FixedOffset.__reduce__` gives `FixedOffset(minutes)`
+    "pytz._p": ((str,), (str, int, int, str)),
+    "pytz._UTC": ((),),
+    "pytz.FixedOffset": ((int,),),
+}
 PATH_CLASSES = ("PurePath", "PurePosixPath", "PureWindowsPath", "Path", "PosixPath", "WindowsPath")
 # Classes and functions a call (REDUCE / OBJ / INST) may name without that being unsafe: they only build
 # data (numpy arrays and scalars, argparse namespaces, parameters, tensors moved to a device). An object the pickle
@@ -185,6 +200,8 @@ INERT_CALLABLES = frozenset(
         "datetime.time",
         "datetime.timedelta",
         "datetime.timezone",
+        # protocols 0-1 write a zone of a tzinfo subclass (dateutil's) as `_reconstructor(cls, tzinfo, tzinfo())`
+        "datetime.tzinfo",
         # a path from its parts (PurePath.__reduce__ writes the class and its parts): the parts are parsed as text,
         # nothing is opened (WindowsPath refuses to be made on POSIX and PosixPath on Windows); `pathlib._local` is
         # their module on Python 3.13. (pathlib is no unsafe module: a call of any other of its names is flagged as
@@ -211,6 +228,7 @@ SAFE_BASES = frozenset(
         "builtins.bytes",
         "builtins.bytearray",
         "builtins.bool",
+        "datetime.tzinfo",  # (its `__new__` only allocates, its `__init__` is object's: dateutil's zones, protocol 0-1)
     }
 )
 # Classes whose instances numpy's _reconstruct may create (ndarray.__new__ runs the subclass's hooks).

@@ -40,7 +40,10 @@ DESCRIPTOR_SIG = b"PK\x07\x08"
 MAX_COMMENT = 0xFFFF
 MAX_MEMBERS = 1_000_000
 MAX_CD_BYTES = 256 << 20
-STORED, DEFLATED = 0, 8
+STORED, DEFLATED, BZIP2, LZMA = 0, 8, 12, 14
+# What Python's zipfile inflates (np.load and Keras read their zips through it): deflate, bzip2, and LZMA after its
+# 4-byte header and properties. torch's miniz reads deflate only: its archives are inflated so (`Inflated`'s default)
+ZIPFILE_METHODS = frozenset({DEFLATED, BZIP2, LZMA})
 COMPRESSION_NAMES = {0: "stored", 8: "deflated", 12: "bzip2", 14: "lzma", 93: "zstd"}
 PADDING_TAG = 0x4246  # 'FB': the extra field torch pads local headers with for 64-byte alignment
 DESCRIPTOR_LENGTHS = frozenset({12, 16, 20, 24})  # a data descriptor: crc and sizes (zip64: 8-byte), signature or not
@@ -527,15 +530,18 @@ def in_file_order(
     return [*_structure_regions(ends, members), *chain.from_iterable(map(payloads.of, count(), members))]
 
 
-def inflate_head(probe: Probe, member: ZipMember, n: int, fmt: str) -> bytes:
-    """Up to `n` uncompressed bytes from the start of a member, inflating only what is needed.
+def inflate_head(
+    probe: Probe, member: ZipMember, n: int, fmt: str, methods: frozenset[int] = frozenset({DEFLATED})
+) -> bytes:
+    """Up to `n` uncompressed bytes from the start of a member, inflating only what is needed (`methods`: the
+    compressions the reader of the format inflates; `ZIPFILE_METHODS` for Python's zipfile).
 
     Raises:
         FormatError: an unsupported compression, or a deflate stream zlib refuses (`inflate_lenient` reads on).
     """
     if member.method == STORED:
         return probe.read_at(member.data_offset, min(n, member.compress_size), fmt=fmt)
-    return Inflated(probe, member, fmt)(0, n)
+    return Inflated(probe, member, fmt, methods)(0, n)
 
 
 class Inflated:
@@ -549,8 +555,10 @@ class Inflated:
 
     CHUNK = 16384  # compressed bytes read at a time (at least 1024), and uncompressed bytes discarded at a time
 
-    def __init__(self, probe: Probe, member: ZipMember, fmt: str) -> None:
-        if member.method != DEFLATED:
+    def __init__(
+        self, probe: Probe, member: ZipMember, fmt: str, methods: frozenset[int] = frozenset({DEFLATED})
+    ) -> None:
+        if member.method not in methods:
             method = COMPRESSION_NAMES.get(member.method, str(member.method))
             raise FormatError(probe.path, fmt, f"member {member.name!r} uses unsupported compression {method}")
         self.probe, self.member, self.fmt = probe, member, fmt
@@ -559,9 +567,29 @@ class Inflated:
     def _restart(self) -> None:
         import zlib  # (deflated members only: torch stores its records)
 
-        self.inflater = zlib.decompressobj(-15)
         self.pos = self.member.data_offset  # the next compressed byte
         self.out = 0  # uncompressed bytes given so far
+        if self.member.method == DEFLATED:
+            self.inflater: Any = zlib.decompressobj(-15)
+        else:
+            self.inflater = _Decompressor(self._decompressor())
+
+    def _decompressor(self) -> Any:
+        """bz2's or lzma's decompressor for the member, as Python's zipfile makes it (LZMA: past its header)."""
+        if self.member.method == BZIP2:
+            import bz2
+
+            return bz2.BZ2Decompressor()
+        import lzma
+
+        header = self.probe.read_at(self.pos, 9, fmt=self.fmt, what="LZMA header")  # version, 5, the properties
+        if header[2:4] != b"\x05\x00":
+            raise FormatError(self.probe.path, self.fmt, f"member {self.member.name!r}: LZMA properties not of 5 bytes")
+        self.pos += 9
+        lc_lp_pb, dict_size = header[4], int.from_bytes(header[5:9], "little")
+        lc, lp, pb = lc_lp_pb % 9, lc_lp_pb // 9 % 5, lc_lp_pb // 45
+        lzma1 = {"id": lzma.FILTER_LZMA1, "lc": lc, "lp": lp, "pb": pb, "dict_size": dict_size}
+        return lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[lzma1])
 
     def __call__(self, at: int, n: int) -> bytes:
         """Up to `n` bytes from uncompressed offset `at` (fewer where the stream ends)."""
@@ -595,7 +623,7 @@ class Inflated:
                 if not data and self.pos < end and not inflater.eof:
                     data = self.probe.read_at(self.pos, min(max(1024, want), self.CHUNK, end - self.pos), fmt=self.fmt)
                     self.pos += len(data)
-                out = inflater.decompress(data, want)  # (given nothing, it gives what zlib held back at the limit)
+                out: bytes = inflater.decompress(data, want)  # (given nothing: what zlib held back at the limit)
                 if out:
                     self.out += len(out)
                     return out
@@ -605,6 +633,30 @@ class Inflated:
             raise FormatError(
                 self.probe.path, self.fmt, f"member {self.member.name!r}: corrupt deflate stream: {exc}"
             ) from exc
+
+
+class _Decompressor:
+    """bz2's or lzma's decompressor read as `Inflated` reads zlib's: it keeps the input it has not used itself, and its
+    errors are zlib's."""
+
+    unconsumed_tail = b""
+
+    def __init__(self, decompressor: Any) -> None:
+        self.decompressor = decompressor
+
+    @property
+    def eof(self) -> bool:
+        return bool(self.decompressor.eof)
+
+    def decompress(self, data: bytes, max_length: int) -> bytes:
+        import zlib
+
+        if self.decompressor.eof:
+            return b""
+        try:
+            return bytes(self.decompressor.decompress(data, max_length))
+        except Exception as exc:  # (OSError from bz2, lzma.LZMAError: a damaged stream, as zlib.error is one)
+            raise zlib.error(str(exc)) from exc
 
 
 def inflate_lenient(probe: Probe, member: ZipMember, n: int, fmt: str) -> tuple[bytes, int]:

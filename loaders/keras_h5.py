@@ -136,8 +136,14 @@ HELD_LAYERS: dict[str, tuple[tuple[str, str], ...]] = {
     "bidirectional": (("forward_", "forward"), ("", "backward")),
 }
 # Keras configs that carry code: a Lambda layer (marshalled bytecode, or a function looked up by name),
-# a serialised lambda anywhere (Keras 3 '__lambda__'), a Keras 2 function_type other than a named function.
-CODE_LAYERS = {"Lambda"}
+# a serialised lambda anywhere (Keras 3 '__lambda__'), a Keras 2 function_type other than a named function, and the
+# layers whose `from_config` runs code from outside the config (Keras refuses the last two in safe mode, as a Lambda's
+# bytecode; Keras before 3.12 loaded a TFSMLayer whatever the mode), with what loading them runs
+CODE_LAYERS = {
+    "Lambda": "",
+    "TFSMLayer": "loads the TensorFlow SavedModel its filepath names, outside the file, and runs its graph",
+    "TorchModuleWrapper": "unpickles its torch module with torch.load(weights_only=False)",
+}
 CODE_CLASSES = {"__lambda__"}
 NAMED_FUNCTION_TYPE = "function"
 MAX_CONFIG_NODES = 1_000_000
@@ -247,8 +253,9 @@ def code_findings(config: Any) -> list[Finding]:
         stack.extend(node.values())
         cls, inner = node.get("class_name"), node.get("config")
         name = inner.get("name") if isinstance(inner, dict) else None
-        if cls in CODE_LAYERS:
-            hits.append(f"keras.layers.{cls} {str(name)[:80]!r}")
+        if isinstance(cls, str) and cls in CODE_LAYERS:
+            runs = CODE_LAYERS[cls]
+            hits.append(f"keras.layers.{cls} {str(name)[:80]!r}" + (f" ({runs})" if runs else ""))
         elif cls in CODE_CLASSES:
             hits.append("a serialised Python lambda (marshalled bytecode)")
         kind = node.get("function_type")

@@ -7,10 +7,10 @@ and trainable flags that map Keras 3's numbered variables (``vars/0``, ``vars/1`
 
 from __future__ import annotations
 
-from inspector.errors import FormatError, LimitExceededError, UnsupportedVariantError
+from inspector.errors import FormatError, InspectorError, LimitExceededError, UnsupportedVariantError
 from inspector.jsontext import loads
 from inspector.probe import Probe
-from inspector.records import Checkpoint, Region, RegionKind
+from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity
 from loaders import _keras_hub, _zip, keras_h5
 from loaders.base import Claim, single_file
 
@@ -26,7 +26,7 @@ MAX_JSON_BYTES = 64 << 20
 def _json(probe: Probe, member: _zip.ZipMember) -> object:
     if member.file_size > MAX_JSON_BYTES:
         raise LimitExceededError(probe.path, FORMAT, f"{member.name!r} of {member.file_size:,} bytes")
-    raw = _zip.inflate_head(probe, member, member.file_size, FORMAT)
+    raw = _zip.inflate_head(probe, member, member.file_size, FORMAT, _zip.ZIPFILE_METHODS)  # (Keras: zipfile)
     try:
         return loads(raw.decode("utf-8"))
     except ValueError as exc:
@@ -47,15 +47,27 @@ class KerasZipLoader:
         members, zip_regions = _zip.read_zip(probe, FORMAT)
         by_name = {m.name: m for m in members}
         weights = by_name.get(WEIGHTS)
-        if weights is None:
-            raise UnsupportedVariantError(probe.path, FORMAT, "weights stored as model.weights.npz are not read yet")
-        if weights.method != _zip.STORED:
-            raise UnsupportedVariantError(
-                probe.path, FORMAT, "model.weights.h5 is compressed: it cannot be read in place"
-            )
         config = _json(probe, by_name[CONFIG])
-        layers = keras_h5.config_layers(config)
-        _, tensors, h5_regions, _, _ = keras_h5.read(probe, FORMAT, weights.data_offset, weights.compress_size, layers)
+        code = keras_h5.code_findings(config)
+        try:  # (Keras deserialises the config, running its code, before it reads the weights: the evidence wins)
+            if weights is None:
+                raise UnsupportedVariantError(
+                    probe.path, FORMAT, "weights stored as model.weights.npz are not read yet"
+                )
+            if weights.method != _zip.STORED:
+                raise UnsupportedVariantError(
+                    probe.path, FORMAT, "model.weights.h5 is compressed: it cannot be read in place"
+                )
+            layers = keras_h5.config_layers(config)
+            _, tensors, h5_regions, _, _ = keras_h5.read(
+                probe, FORMAT, weights.data_offset, weights.compress_size, layers
+            )
+        except InspectorError as exc:
+            if not code:
+                raise
+            reason = getattr(exc, "reason", None) or str(exc)
+            unread = Finding("UNREADABLE", Severity.ERROR, f"the weights were not read: {reason}")
+            return single_file(probe, FORMAT, "keras", (), (), {}, [*code, unread])
         tensors = _keras_hub.frozen(tensors, _keras_hub.backbone_class(config))  # (a keras-hub backbone's config)
         regions = list(zip_regions) + h5_regions
         for m in members:
@@ -67,6 +79,6 @@ class KerasZipLoader:
             if isinstance(meta, dict):
                 attributes.update({f"keras.{k}": str(v) for k, v in meta.items()})
         cfg = {"source": "config.json", "layers": layers, "raw": config}
-        findings = keras_h5.code_findings(config) + _zip.directory_findings(probe)
+        findings = code + _zip.directory_findings(probe)
         findings += _keras_hub.config_findings(config, tensors) if isinstance(config, dict) else []
         return single_file(probe, FORMAT, "keras", tensors, regions, attributes, findings, config=cfg)

@@ -253,14 +253,15 @@ def _tensor(
 
 
 def _inflated(probe: Probe, member: _zip.ZipMember, header_len: int, payload: int) -> bytes:
-    """The payload of a deflated npz member (inflated up to its end: only for object arrays, whose size is capped)."""
-    return _zip.inflate_head(probe, member, header_len + payload, NPZ_FORMAT)[header_len:]
+    """The payload of a compressed npz member (inflated up to its end: only for object arrays, whose size is capped;
+    bzip2 and LZMA too, which np.load reads through Python's zipfile)."""
+    return _zip.inflate_head(probe, member, header_len + payload, NPZ_FORMAT, _zip.ZIPFILE_METHODS)[header_len:]
 
 
 def _is_array(probe: Probe, member: _zip.ZipMember) -> bool:
     """Whether a zip member opens with the npy magic (np.load's test; an unreadable member is not one)."""
     try:
-        return _zip.inflate_head(probe, member, len(MAGIC), NPZ_FORMAT) == MAGIC
+        return _zip.inflate_head(probe, member, len(MAGIC), NPZ_FORMAT, _zip.ZIPFILE_METHODS) == MAGIC
     except InspectorError:
         return False
 
@@ -326,7 +327,7 @@ class NpzLoader:
                 continue
             need = max(12, min(FIRST_READ, _zip.PAGE - m.data_offset % _zip.PAGE))  # (no page past the header's)
             while True:
-                buf = _zip.inflate_head(probe, m, need, NPZ_FORMAT)
+                buf = _zip.inflate_head(probe, m, need, NPZ_FORMAT, _zip.ZIPFILE_METHODS)
                 h = parse_npy_header(buf, probe, NPZ_FORMAT, f"member {m.name!r}")
                 if isinstance(h, NpyHeader):
                     break

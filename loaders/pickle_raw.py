@@ -54,6 +54,12 @@ def _opcodes(head: bytes) -> int:
     return n
 
 
+def _parses(probe: Probe) -> bool:
+    """Whether the head reads as a few pickle opcodes, or as one (GLOBAL 'builtins exec') and a final STOP."""
+    n = _opcodes(probe.head)
+    return n >= MIN_OPCODES or (n > 0 and probe.tail(1) == _pickle.STOP)
+
+
 def _no_persistent_ids(pid: Any) -> Any:
     raise _pickle.PickleError("a persistent id: pickle.load without a persistent_load refuses it")
 
@@ -70,11 +76,17 @@ class PickleRawLoader:
             return None
         if head[0] == PROTO and head[1] in PROTOCOLS:
             return Claim.CONTAINER
-        if head[0] in PROTOCOL_0_OPENERS:
-            n = _opcodes(head)  # a few opcodes, or one (GLOBAL 'builtins exec') and a final STOP
-            if n >= MIN_OPCODES or (n and probe.tail(1) == _pickle.STOP):
-                return Claim.CONTAINER
+        if head[0] in PROTOCOL_0_OPENERS and _parses(probe):
+            return Claim.CONTAINER
         return None
+
+    def late_claim(self, probe: Probe) -> Claim | None:
+        """A file no loader claims that opens with another opcode the unpickler runs first (`loaders.PICKLE_OTHER`:
+        `C\\x01a0`, a FRAME, PROTO 1...) and parses on as a pickle: `pickle.load`, `np.load(allow_pickle=True)` and
+        `torch.load` run it (such a file was "not a recognised checkpoint format", exit 2)."""
+        from loaders import PICKLE_OTHER
+
+        return Claim.CONTAINER if probe.head.startswith(PICKLE_OTHER) and _parses(probe) else None
 
     def load(self, probe: Probe) -> Checkpoint:
         try:

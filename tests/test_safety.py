@@ -9,6 +9,7 @@ the callable, and the canary never appears.
 from __future__ import annotations
 
 import io
+import json
 import os
 import pickle
 import resource
@@ -457,6 +458,31 @@ def test_bare_pickle_of_inert_data_reads(tmp_path: Path, protocol: int) -> None:
     assert main([str(path)]) == 0
 
 
+@pytest.mark.parametrize(
+    "opener",
+    [
+        b"C\x01a0",
+        b"\x8c\x01a0",
+        b"\x8a\x01\x050",
+        b"\x8f0",
+        b"\x96" + struct.pack("<Q", 1) + b"a0",
+        frame(0),
+        b"\x80\x01",
+    ],
+    ids=["short_binbytes", "short_binunicode", "long1", "empty_set", "bytearray8", "frame", "proto1"],
+)
+def test_bare_pickle_opening_with_any_opcode(tmp_path: Path, opener: bytes, capsys: pytest.CaptureFixture[str]) -> None:
+    """The unpickler enforces no protocol: a pickle may open with any opcode it can run on an empty stack (a protocol
+    3-5 one, a FRAME) or with PROTO 0 or 1, and `pickle.load`, `np.load(allow_pickle=True)` and `torch.load` run what
+    follows. Such files were "not a recognised checkpoint format" (exit 2)."""
+    canary = tmp_path / "canary"
+    path = tmp_path / "model.npy"
+    path.write_bytes(opener + file_handler(canary) + b".")
+    assert runs(tmp_path, PICKLE_LOAD, path, canary), "the payload must really run under pickle.load"
+    verdict(path, capsys, "logging.FileHandler")
+    assert not canary.exists()
+
+
 def test_bare_pickles_after_the_first_and_broken_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A payload in a second pickle (a second pickle.load runs it), after trailing junk, or before a break."""
     canary = tmp_path / "canary"
@@ -586,45 +612,92 @@ def test_training_objects_saved_by_torch_are_inert(tmp_path: Path) -> None:
     assert main([str(path)]) == 0
 
 
-@pytest.mark.reference
-def test_time_zones_saved_by_torch_are_inert(tmp_path: Path) -> None:
-    """Aware datetimes of zoneinfo and dateutil zones, as torch.save writes them: `getattr(ZoneInfo, '_unpickle')(key,
-    1)`, `tzfile(None, filename)` with its data as state, tzutc/tzlocal/tzoffset objects a datetime only stores."""
-    import datetime
+def time_zones() -> dict[str, Any]:
+    """A zone of each kind zoneinfo, dateutil and pytz make (those installed), by name."""
     import zoneinfo
 
-    torch = pytest.importorskip("torch")
     tz = pytest.importorskip("dateutil.tz")
-    stamp = datetime.datetime(2026, 1, 2, 3, 4, 5)
+    from dateutil.zoneinfo import get_zonefile_instance
+
     zones = {"berlin": zoneinfo.ZoneInfo("Europe/Berlin"), "file": tz.gettz("Europe/Berlin"), "utc": tz.tzutc()}
-    zones |= {"local": tz.tzlocal(), "offset": tz.tzoffset("X", 3600)}
-    saved = {name: stamp.replace(tzinfo=zone) for name, zone in zones.items()}
-    for protocol in (2, 4):
-        path = tmp_path / f"zones{protocol}.pt"
-        torch.save({"w": torch.ones(2), **saved}, path, pickle_protocol=protocol)
-        loaded = torch.load(path, weights_only=False)
-        assert {name: loaded[name] for name in saved} == saved
-        assert loaded["berlin"].utcoffset() == datetime.timedelta(hours=1)
-        ckpt = load(path)
-        assert "UNSAFE_CONTENT" not in {f.code for f in ckpt.findings}
-        listed = next(f for f in ckpt.findings if f.code == "PICKLE_GLOBALS").message
-        assert "zoneinfo.ZoneInfo" in listed and "dateutil.tz.tz.tzfile" in listed
-        assert main([str(path)]) == 0
+    zones |= {"local": tz.tzlocal(), "offset": tz.tzoffset("X", 3600), "tzstr": tz.tzstr("EST5EDT")}
+    zones |= {"tzrange": tz.tzrange("EST", -18000, "EDT"), "bundled": get_zonefile_instance().get("Europe/Berlin")}
+    with suppress(ImportError):
+        import pytz
+
+        zones |= {"pytz_utc": pytz.utc, "pytz_fixed": pytz.FixedOffset(90), "pytz_static": pytz.timezone("Etc/GMT+5")}
+        zones |= {"pytz_zone": pytz.timezone("Europe/Berlin")}  # (a DstTzInfo's first period: LMT)
+    return zones
+
+
+def _picklable(value: object, protocol: int) -> bool:
+    """Whether pickle can write `value` at `protocol` (dateutil's tzstr and tzrange hold a class with slots and no
+    `__getstate__`, which protocols 0-1 cannot write)."""
+    try:
+        pickle.dumps(value, protocol)
+    except TypeError:
+        return False
+    return True
+
+
+@pytest.mark.reference
+def test_time_zones_saved_by_torch_are_inert(tmp_path: Path) -> None:
+    """Aware datetimes of zoneinfo, dateutil and pytz zones, as torch.save and pickle write them: `getattr(ZoneInfo,
+    '_unpickle')(key, 1)`, `tzfile(None, filename)` with its data as state, dateutil's other zones as objects a datetime
+    only stores (`copyreg._reconstructor(cls, tzinfo, tzinfo())` at protocols 0-1), pytz's `_p(zone, utcoffset, dst,
+    tzname)`, `_p(zone)`, `_UTC()` and `FixedOffset(minutes)`. pytz's were exit 3, as were dateutil's at protocol 1."""
+    import datetime
+
+    torch = pytest.importorskip("torch")
+    pytz = pytest.importorskip("pytz")
+    stamp = datetime.datetime(2026, 1, 2, 3, 4, 5)
+    saved = {name: stamp.replace(tzinfo=zone) for name, zone in time_zones().items()}
+    saved["pytz_localized"] = pytz.timezone("Europe/Berlin").localize(stamp)  # (CET, one of the zone's periods)
+    for protocol in (0, 1, 2, 4, 5):
+        written = {name: value for name, value in saved.items() if _picklable(value, protocol)}
+        assert protocol < 2 or written == saved
+        bare = tmp_path / f"zones{protocol}.pkl"
+        bare.write_bytes(pickle.dumps(written, protocol))
+        paths = [bare]
+        if protocol > 0:  # (torch.save at protocol 0 writes a file torch.load refuses)
+            paths.append(tmp_path / f"zones{protocol}.pt")
+            torch.save({"w": torch.ones(2), **written}, paths[-1], pickle_protocol=protocol)
+        for path in paths:
+            loaded = torch.load(path, weights_only=False) if path.suffix == ".pt" else pickle.loads(path.read_bytes())
+            assert {name: loaded[name] for name in written} == written
+            assert loaded["berlin"].utcoffset() == loaded["pytz_localized"].utcoffset() == datetime.timedelta(hours=1)
+            ckpt = load(path)
+            assert "UNSAFE_CONTENT" not in {f.code for f in ckpt.findings}, path.name
+            listed = next(f for f in ckpt.findings if f.code == "PICKLE_GLOBALS").message
+            assert all(name in listed for name in ("zoneinfo.ZoneInfo", "dateutil.tz.tz.tzfile", "pytz._p")), listed
+            assert ("datetime.tzinfo" in listed) == (protocol < 2)
+            assert main([str(path)]) == 0
 
 
 def test_time_zone_calls_other_than_pickles_are_checked(tmp_path: Path) -> None:
     """What those tables let through is exactly what pickle writes: another getattr, a tzfile given a file to read, a
-    datetime made from numbers given an object the pickle made, still count."""
+    datetime made from numbers given an object the pickle made, pytz's factories given other values, still count."""
     zone = glob("zoneinfo", "ZoneInfo")
+    made = glob("argparse", "Namespace") + b")\x81"
     cases = {
         "other_attribute": P2 + glob("builtins", "getattr") + zone + text("__init_subclass__") + b"\x86R.",
         "tzfile_reads": P2 + glob("dateutil.tz.tz", "tzfile") + text("/etc/passwd") + text("x") + b"\x86R.",
         "numbers": P2 + glob("datetime", "datetime") + b"(M\xea\x07" + glob("dateutil.tz.tz", "tzutc") + b")\x81tR.",
+        "pytz_object": P2 + glob("pytz", "_p") + made + b"\x85R.",
+        "pytz_period": P2 + glob("pytz", "_p") + b"(" + text("Europe/Berlin") + b"K\x00" + made + b"NtR.",
+        "pytz_utc": P2 + glob("pytz", "_UTC") + text("x") + b"\x85R.",
+        "pytz_timezone": P2 + glob("pytz", "timezone") + text("UTC") + b"\x85R.",  # (pytz writes `_p`, never this)
+        "tzinfo_base": P2 + glob("copyreg", "_reconstructor") + b"(" + glob("datetime", "tzinfo") * 2 + made + b"tR.",
     }
     flagged = {
         "other_attribute": "builtins.getattr",
-        "tzfile_reads": "dateutil.tz.tz.tzfile given a file to read",
+        "tzfile_reads": "dateutil.tz.tz.tzfile with other arguments than its pickles hold: (NoneType, str)",
         "numbers": "datetime.datetime of an object of dateutil.tz.tz.tzutc (its methods run)",
+        "pytz_object": "pytz._p with other arguments than its pickles hold: (str) or (str, int, int, str)",
+        "pytz_period": "pytz._p with other arguments",
+        "pytz_utc": "pytz._UTC with other arguments than its pickles hold: ()",
+        "pytz_timezone": "pytz.timezone",
+        "tzinfo_base": "datetime.tzinfo.__init__ of an object of argparse.Namespace",
     }
     for case, data in cases.items():
         path = tmp_path / f"{case}.pkl"
@@ -632,6 +705,19 @@ def test_time_zone_calls_other_than_pickles_are_checked(tmp_path: Path) -> None:
         ckpt = load(path)
         unsafe = next(f for f in ckpt.findings if f.code == "UNSAFE_CONTENT")
         assert flagged[case] in unsafe.message, case
+
+
+def test_pytz_factory_given_an_object_runs_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`pytz.FixedOffset(offset, _tzinfos)` looks the offset up with `_tzinfos.get`: given an object whose `get` the
+    pickle set (BUILD), pickle.load calls it (here logging.FileHandler(canary)). Only `FixedOffset(minutes)` passes."""
+    pytest.importorskip("pytz")
+    canary = tmp_path / "canary"
+    getter = glob("argparse", "Namespace") + b")R}" + text("get") + glob("logging", "FileHandler") + b"sb"
+    path = tmp_path / "zone.pkl"
+    path.write_bytes(P2 + glob("pytz", "FixedOffset") + text(str(canary)) + getter + b"\x86R.")
+    assert runs(tmp_path, PICKLE_LOAD, path, canary), "the payload must really run under pickle.load"
+    verdict(path, capsys, "pytz.FixedOffset with other arguments than its pickles hold: (int)")
+    assert not canary.exists()
 
 
 @pytest.mark.reference
@@ -655,7 +741,7 @@ def test_training_arguments_saved_by_torch_are_inert(tmp_path: Path, capsys: pyt
     assert main([str(path)]) == 0
     strategy = glob("transformers.trainer_utils", "IntervalStrategy")
     (two := tmp_path / "two.pkl").write_bytes(P2 + strategy + text("X") + text("a b") + b"\x86R.")
-    verdict(two, capsys, "transformers.trainer_utils.IntervalStrategy with other than one str or int")
+    verdict(two, capsys, "transformers.trainer_utils.IntervalStrategy with other arguments than its pickles hold")
     (other := tmp_path / "other.pkl").write_bytes(
         P2 + glob("transformers.trainer_utils", "ExplicitEnum") + text("a") + b"\x85R."
     )
@@ -716,6 +802,10 @@ def made_objects(canary: Path) -> dict[str, tuple[bytes, str, str]]:
     def namespace(attribute: str, value: bytes) -> bytes:  # argparse.Namespace() with one attribute set by BUILD
         return glob("argparse", "Namespace") + b")R}" + text(attribute) + value + b"sb"
 
+    def mock(methods: bytes, child: str) -> bytes:  # a unittest.mock.Mock whose child `child` is FileHandler
+        state = text("_mock_methods") + methods + text("_mock_unsafe") + b"\x89" + text("_mock_children")
+        return glob("unittest.mock", "Mock") + b")\x81}(" + state + b"}" + text(child) + handler + b"sub"
+
     return {
         "list": (P2 + glob("builtins", "list") + starmap + b"\x85R.", PICKLE_LOAD, "builtins.list of an object of"),
         "dict_pairs": (P2 + glob("builtins", "dict") + b"]" + starmap + b"a\x85R.", PICKLE_LOAD, "builtins.dict of"),
@@ -752,6 +842,33 @@ def made_objects(canary: Path) -> dict[str, tuple[bytes, str, str]]:
         # APPEND calls the object's append (extend first), ADDITEMS its add: attributes BUILD set
         "append": (P2 + namespace("append", handler) + text(c) + b"a.", PICKLE_LOAD, "the append, extend or add"),
         "additems": (P4 + namespace("add", handler) + b"(" + text(c) + b"\x90.", PICKLE_LOAD, "the append, extend"),
+        # pickle writes an object's items before its state: items after it reach methods that use its attributes. A
+        # mock's `append` is what its `_mock_children` names (`_mock_methods` hides `extend`, which APPEND tries first);
+        # a Message's `__setitem__` calls `self.policy.header_max_count(name)`. Both were exit 0
+        "mock_append": (
+            P2 + mock(b"]" + text("append") + b"a", "append") + text(c) + b"a.",
+            PICKLE_LOAD,
+            "the append, extend or add of the result of unittest.mock.Mock after its state set attributes",
+        ),
+        "mock_additems": (
+            P4 + mock(b"N", "add") + b"(" + text(c) + b"\x90.",
+            PICKLE_LOAD,
+            "the append, extend or add of the result of unittest.mock.Mock after its state set attributes",
+        ),
+        "setitem": (
+            P2
+            + glob("email.message", "Message")
+            + b")\x81}("
+            + text("policy")
+            + namespace("header_max_count", handler)
+            + text("_headers")
+            + b"]ub"
+            + text(c)
+            + text("v")
+            + b"s.",
+            PICKLE_LOAD,
+            "the __setitem__ of the result of email.message.Message after its state set attributes",
+        ),  # fmt: skip
         # an OrderedDict has a __dict__: an attribute named as one of its methods hides it (APPEND calls `append`),
         # set by BUILD or by _rebuild_from_type_v2's state (`_set_obj_state`), the name in an escaped STRING too
         "ordered_dict": (
@@ -800,7 +917,8 @@ def made_objects(canary: Path) -> dict[str, tuple[bytes, str, str]]:
 @pytest.mark.parametrize(
     "case",
     ["list", "dict_pairs", "newobj", "reconstructor", "defaultdict", "keys", "detach", "append", "additems",
-     "ordered_dict", "ordered_dict_escaped", "ordered_dict_from_type", "class"],
+     "mock_append", "mock_additems", "setitem", "ordered_dict", "ordered_dict_escaped", "ordered_dict_from_type",
+     "class"],
 )  # fmt: skip
 def test_objects_the_pickle_made_are_not_data(tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]) -> None:
     canary = tmp_path / "canary"
@@ -1088,6 +1206,79 @@ def test_keras_hub_preset_config_lambda_is_unsafe(tmp_path: Path, capsys: pytest
     assert not canary.exists()
 
 
+# A SavedModel whose resource initializer writes the canary: tf.saved_model.load runs it (TFSMLayer's constructor
+# loads the model its filepath names), and a .keras model holding a TFSMLayer of it, written by Keras
+TFSM_MODEL = """
+import os, sys
+os.environ["KERAS_BACKEND"] = "tensorflow"
+import tensorflow as tf, keras
+canary = sys.argv[1]
+class Touch(tf.saved_model.experimental.TrackableResource):
+    def _create_resource(self):
+        return tf.raw_ops.VarHandleOp(dtype=tf.float32, shape=[], shared_name="")
+    def _initialize(self):
+        tf.io.write_file(canary, "ran")
+class Served(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.touch, self.scale = Touch(), tf.Variable(1.0)
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32)])
+    def serve(self, x):
+        return x * self.scale
+tf.saved_model.save(Served(), "saved_model")
+keras.Sequential([keras.Input((2,)), keras.layers.TFSMLayer("saved_model", call_endpoint="serve")]).save(sys.argv[2])
+os.remove(canary)  # (the layer's constructor loaded the SavedModel: its initializer ran)
+"""
+# A .keras model holding a TorchModuleWrapper, written by Keras, its module then replaced by a torch.save pickle that
+# calls logging.FileHandler(canary): Keras's from_config unpickles it with torch.load(weights_only=False)
+TORCH_WRAPPER_MODEL = """
+import base64, json, logging, os, sys, zipfile
+os.environ["KERAS_BACKEND"] = "torch"
+import io, torch, keras
+canary, path = sys.argv[1:]
+keras.Sequential([keras.Input((2,)), keras.layers.TorchModuleWrapper(torch.nn.Linear(2, 2))]).save(path)
+class Touch:
+    def __reduce__(self):
+        return logging.FileHandler, (canary,)
+buffer = io.BytesIO()
+torch.save(Touch(), buffer)
+with zipfile.ZipFile(path) as zf:
+    members = {name: zf.read(name) for name in zf.namelist()}
+config = json.loads(members["config.json"])
+layer = next(n for n in config["config"]["layers"] if n["class_name"] == "TorchModuleWrapper")
+layer["config"]["module"] = base64.b64encode(buffer.getvalue()).decode()
+members["config.json"] = json.dumps(config).encode()
+with zipfile.ZipFile(path, "w") as zf:
+    for name, data in members.items():
+        zf.writestr(name, data)
+"""
+KERAS_UNSAFE_LOAD = "import sys, keras; keras.models.load_model(sys.argv[1], safe_mode=False)"
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("layer", ["TFSMLayer", "TorchModuleWrapper"])
+def test_keras_layers_that_load_code_from_outside_the_config(
+    tmp_path: Path, layer: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A TFSMLayer loads the TensorFlow SavedModel its filepath names (its graph runs: here a resource initializer
+    writes the canary while loading), a TorchModuleWrapper unpickles its module with torch.load(weights_only=False):
+    `load_model(safe_mode=False)` runs both (Keras 3.15 refuses them in safe mode, as a Lambda; it loaded a TFSMLayer
+    in any mode before keras-team/keras#22035). Both were exit 0."""
+    pytest.importorskip("keras")
+    pytest.importorskip("tensorflow" if layer == "TFSMLayer" else "torch")
+    canary, path = tmp_path / "canary", tmp_path / "model.keras"
+    maker = TFSM_MODEL if layer == "TFSMLayer" else TORCH_WRAPPER_MODEL
+    made = subprocess.run(
+        [sys.executable, "-c", maker, str(canary), str(path)], cwd=tmp_path, capture_output=True, timeout=300
+    )
+    assert made.returncode == 0, made.stderr[-2000:]
+    assert not canary.exists()
+    backend = {"KERAS_BACKEND": "tensorflow" if layer == "TFSMLayer" else "torch"}
+    assert runs(tmp_path, KERAS_UNSAFE_LOAD, path, canary, backend), "the payload must really run under load_model"
+    verdict(path, capsys, f"keras.layers.{layer} '")
+    assert not canary.exists()
+
+
 def test_keras_function_type_other_than_a_name() -> None:
     from loaders.keras_h5 import code_findings
 
@@ -1174,6 +1365,43 @@ def test_zip_member_that_is_an_array_whatever_its_name(tmp_path: Path, capsys: p
     check_invariants(ckpt)
     assert [(t.name, t.shape) for t in ckpt.tensors] == [("w", (6,)), ("x", (1,))]
     assert not canary.exists()
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA], ids=["bzip2", "lzma"])
+def test_npz_members_compressed_as_zipfile_compresses(
+    tmp_path: Path, method: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """np.load reads an npz through Python's zipfile, which inflates bzip2 and LZMA members too: an object array's
+    pickle so compressed runs under `np.load(allow_pickle=True)` (the file was "unsupported compression", exit 2), and
+    a numeric array so compressed is read as np.load reads it. Keras reads a .keras archive so: a Lambda in a
+    config.json compressed so is flagged (it was exit 2)."""
+    canary = tmp_path / "canary"
+    evil, weights = io.BytesIO(), io.BytesIO()
+    np.save(evil, np.array([None], dtype=object), allow_pickle=True)
+    header = evil.getvalue()[: 10 + struct.unpack_from("<H", evil.getvalue(), 8)[0]]
+    weights_array = np.arange(40_000, dtype=np.float32).reshape(200, 200)  # (more than one chunk of either stream)
+    np.save(weights, weights_array)
+    path = tmp_path / "model.npz"
+    with zipfile.ZipFile(path, "w", compression=method) as zf:
+        zf.writestr("w.npy", weights.getvalue())
+        zf.writestr("x.npy", header + P2 + file_handler(canary) + b".")
+    code = "import numpy, sys; f = numpy.load(sys.argv[1], allow_pickle=True); [f[k] for k in f.files]"
+    assert runs(tmp_path, code, path, canary)
+    verdict(path, capsys, "logging.FileHandler")
+    ckpt = load(path)
+    assert [(t.name, t.shape, t.dtype) for t in ckpt.tensors] == [("w", (200, 200), "F32"), ("x", (1,), "OBJECT")]
+    assert not canary.exists()
+    with zipfile.ZipFile(path, "w", compression=method) as zf:
+        zf.writestr("w.npy", weights.getvalue())
+    assert main([str(path)]) == 0 and np.load(path)["w"].shape == load(path).tensors[0].shape
+    keras = tmp_path / "model.keras"
+    lambda_layer = {"class_name": "Lambda", "config": {"name": "touch", "function": {"class_name": "__lambda__"}}}
+    config = {"class_name": "Sequential", "config": {"name": "s", "layers": [lambda_layer]}}
+    with zipfile.ZipFile(keras, "w") as zf:
+        zf.writestr("metadata.json", '{"keras_version": "3.15.1"}')
+        zf.writestr("config.json", json.dumps(config), compress_type=method)
+        zf.writestr("model.weights.h5", b"")
+    assert "keras.layers.Lambda 'touch'" in next(f.message for f in load(keras).findings if f.code == "UNSAFE_CONTENT")
 
 
 def test_npz_member_with_a_huge_npy_header_is_refused_cheaply(tmp_path: Path) -> None:
