@@ -431,7 +431,7 @@ def config_specs(entry: Mapping[str, Any], variables: Mapping[str, Mapping[str, 
     if cls == "Normalization":  # its statistics' shape is the kept axes' (the file's own mean)
         return [_normalization(file["mean"], name)] if "mean" in file else []
     if cls == "Embedding":
-        return list(layer.specs(cfg, (), name))
+        return _with_lora(cfg, list(layer.specs(cfg, (), name)), file, name)
     where = INPUT_FROM.get(cls)
     if where is None:
         return []
@@ -445,18 +445,24 @@ def config_specs(entry: Mapping[str, Any], variables: Mapping[str, Mapping[str, 
     inputs = file[param][axis]
     if cls.startswith("Conv") and not cls.endswith("Transpose"):
         inputs *= int(cfg.get("groups", 1))
-    specs = list(layer.specs(cfg, (inputs,), name))
-    if cls == "Dense" and cfg.get("lora_rank") and LORA_KERNELS <= file.keys():  # (one layer holds both)
-        rank = int(cfg["lora_rank"])
-        lora = LoRA(rank, inputs, int(cfg["units"]))
-        return [Block((("dense", specs[0]), ("lora", lora)), f"Dense+LoRA r={rank}", name=name)]
-    return specs
+    return _with_lora(cfg, list(layer.specs(cfg, (inputs,), name)), file, name)
 
 
-# A Keras 3 Dense's LoRA (`enable_lora(rank)`, the config's `lora_rank`): kernel_a (inputs, rank) and kernel_b (rank,
-# units) beside its frozen kernel. Only a legacy .h5 holds them: `.keras` and `.weights.h5` store the kernel with the
-# LoRA merged into it (and a model loaded from them makes new ones)
-LORA_KERNELS = frozenset({"lora_kernel_a", "lora_kernel_b"})
+def _with_lora(
+    cfg: Mapping[str, Any], specs: list[LayerSpec], file: Mapping[str, tuple[int, ...]], name: str
+) -> list[LayerSpec]:
+    """A layer with a `lora_rank` whose file holds its LoRA's factors beside the variable they adapt (a legacy .h5:
+    `keras_h5.LORA_FACTORS`) as one layer, its formula's and the LoRA's; else its formula's (a `.keras` holds the
+    variable with the LoRA merged into it: `keras_h5.merged_lora_findings` says so)."""
+    from loaders.keras_h5 import LORA_FACTORS, lora_sides  # (the loader's table of Keras's variable names)
+
+    rank = cfg.get("lora_rank")
+    adapted = next((param for param in LORA_FACTORS if param in file), None)
+    if not rank or len(specs) != 1 or adapted is None or not set(LORA_FACTORS[adapted]) <= file.keys():
+        return specs
+    lora = LoRA(int(rank), *lora_sides(file[adapted]))
+    kind = specs[0].kind
+    return [Block(((kind.lower(), specs[0]), ("lora", lora)), f"{kind}+LoRA r={rank}", name=name)]
 
 
 def as_stored(cls: str, name: str, file: Mapping[str, tuple[int, ...]]) -> list[LayerSpec]:

@@ -499,6 +499,30 @@ KERAS_PARAM_ROLES = {
     "mean": Role.NORM_STAT,
     "variance": Role.NORM_STAT,
     "count": Role.NORM_STAT,
+    # keras-hub's layers' own variables (`loaders.keras_h5.KERAS3_VARS`): tokens, heads' logit scales, attention biases
+    # and sinks, position tables, stacked experts, a linear attention's convolution and decay
+    **dict.fromkeys(
+        (
+            *("distillation_token", "class_embedding", "variable", "mask_emb", "logit_scale", "logit_bias", "sinks"),
+            *("content_attention_bias", "positional_attention_bias", "segment_attention_bias", "segment_encoding"),
+            *("layer_scalar", "dt_bias", "A_log"),
+        ),
+        Role.LEARNED_TENSOR,
+    ),
+    **dict.fromkeys(
+        (*("position_embedding", "pos_embed", "rel_embedding"), "relative_position_bias_table", "rel_pos_h", "rel_pos_w"),
+        Role.POSITION_EMBEDDING,
+    ),
+    "conv1d_kernel": Role.CONV,
+    # (Mixtral's gate; Qwen MoE's holds the gate and up projections stacked)
+    "expert_feedforward_gate_dense": Role.FFN_GATE,
+    "expert_feedforward_intermediate_dense": Role.FFN_UP,
+    "expert_feedforward_output_dense": Role.FFN_DOWN,
+    **dict.fromkeys(("gate_up_proj", "gate_up_proj_bias"), Role.FFN_UP),
+    **dict.fromkeys(("down_proj", "down_proj_bias"), Role.FFN_DOWN),
+    # variables keras-hub layers keep as buffers (trainable=False, `keras_h5.FROZEN_VARS`): rotary frequencies,
+    # position ids, SAM's random Fourier features
+    **dict.fromkeys(("inv_freq", "position_ids", "positional_encoding_gaussian_matrix"), Role.BUFFER),
     # flax.linen's own names (`loaders.flax_msgpack` states layer and param as Keras's loaders do): Embed's table,
     # BatchNorm's variance in its batch_stats (its `mean` is above, its `scale` too)
     "embedding": Role.EMBEDDING,
@@ -517,6 +541,9 @@ KERAS_LAYER_ROLES = {
 # ... and by the end of it, after a word (keras-hub's `position_embedding`, `encoder_position_embedding`)
 # and `norm`: Flax's RMSNorms in transformers' Llama, Mistral, Gemma (`input_layernorm`, `norm`) hold a `weight`)
 KERAS_LAYER_END_ROLES = (("position_embedding", Role.POSITION_EMBEDDING), ("norm", Role.NORM))
+# ... and of every variable of a layer of that name no table above reads: RWKV's time and channel mixing vectors and
+# low-rank decay, gate and value factors (x_r, w0, a1, g2, k_k..., keras-hub's `RWKV_TIME_MIX`, `RWKV_CMIX`)
+KERAS_LAYER_VARIABLE_ROLES = {"RWKV_TIME_MIX": Role.LEARNED_TENSOR, "RWKV_CMIX": Role.LEARNED_TENSOR}
 KERAS_NAMED_PARAMS = frozenset({"kernel", "bias", "embeddings", "weight"})  # the variables whose layer's name says more
 
 
@@ -537,7 +564,7 @@ def _keras(t: TensorInfo, recurrent_layers: set[str], normed_layers: set[str]) -
         return None
     param = t.param.removesuffix(":0")
     role = _keras_layer_role(t.layer) if param in KERAS_NAMED_PARAMS else None
-    role = role or KERAS_PARAM_ROLES.get(param)
+    role = role or KERAS_PARAM_ROLES.get(param) or KERAS_LAYER_VARIABLE_ROLES.get(t.layer.rpartition("/")[2])
     if role is None and param in ("kernel", "bias"):
         if t.layer in recurrent_layers:
             role = Role.RNN_INPUT if param == "kernel" else Role.RNN_BIAS
