@@ -299,6 +299,19 @@ def _attention(base: str, positional: tuple[str, ...], words: frozenset[str]) ->
     return KerasLayer(positional, words | {"use_bias", "use_gate"}, specs, out, base)
 
 
+def _dot_attention_specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
+    """Keras's `Attention`: a learned scalar scale (`use_scale`) and, scoring by `score_mode="concat"`, a scalar
+    weight of the scores; nothing else (keras/src/layers/attention/attention.py, `build`)."""
+    parts = (("scale", _flag(cfg, "use_scale", False)), ("concat_score_weight", cfg.get("score_mode") == "concat"))
+    made = tuple((part, Tensor((), part)) for part, held in parts if held)
+    return (Block(made, "Attention", name=name),) if made else ()
+
+
+def _additive_attention_specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
+    """Keras's `AdditiveAttention`: a scale for each feature of the query (`use_scale`, true by default)."""
+    return (Tensor((_channels(shape),), "AdditiveAttention", name=name),) if _flag(cfg, "use_scale") else ()
+
+
 def _conv_lstm(dims: int) -> KerasLayer:
     def specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
         kernel, filters = _tuple(cfg["kernel_size"], dims), int(cfg["filters"])
@@ -349,6 +362,11 @@ KERAS_LAYERS: Mapping[str, KerasLayer] = {
             frozenset({"head_dim", "num_query_heads", "num_key_value_heads"}),
         ),
     ),
+    # (query and value the input in a layer list; in a file, the query's size is the scale's)
+    "Attention": KerasLayer((), frozenset({"use_scale", "score_mode"}), _dot_attention_specs, _same, "attention"),
+    "AdditiveAttention": KerasLayer(
+        (), frozenset({"use_scale"}), _additive_attention_specs, _same, "additive_attention"
+    ),
     **{f"ConvLSTM{d}D": _conv_lstm(d) for d in (1, 2, 3)},
     "SimpleRNN": _recurrent(SimpleRNN),
     "LSTM": _recurrent(LSTM),
@@ -393,7 +411,10 @@ INPUT_FROM: Mapping[str, tuple[str, int]] = {
     **{f"ConvLSTM{d}D": ("kernel", -2) for d in (1, 2, 3)},
     "BatchNormalization": ("moving_mean", 0),
     "LayerNormalization": ("gamma", 0),
+    "AdditiveAttention": ("scale", 0),
 }
+# the layers whose formula their config gives alone (no input size)
+SIZED_BY_CONFIG = frozenset({"Embedding", "Attention"})
 
 
 # the layers whose kernels give an attention layer's query, key and value sizes
@@ -430,7 +451,7 @@ def config_specs(entry: Mapping[str, Any], variables: Mapping[str, Mapping[str, 
         return [Tensor(file["alpha"], "PReLU", name=name)] if "alpha" in file else []
     if cls == "Normalization":  # its statistics' shape is the kept axes' (the file's own mean)
         return [_normalization(file["mean"], name)] if "mean" in file else []
-    if cls == "Embedding":
+    if cls in SIZED_BY_CONFIG:
         return _with_lora(cfg, list(layer.specs(cfg, (), name)), file, name)
     where = INPUT_FROM.get(cls)
     if where is None:

@@ -559,10 +559,40 @@ def _keras_layer_role(layer: str) -> Role | None:
     return role
 
 
-def _keras(t: TensorInfo, recurrent_layers: set[str], normed_layers: set[str]) -> RoleMatch | None:
+# Keras's attention layers that hold a learned `scale` (Attention's scalar, AdditiveAttention's per feature) and
+# Attention's `concat_score_weight`: learned tensors, where the `scale` of a norm is the norm's
+KERAS_ATTENTION_CLASSES = frozenset({"Attention", "AdditiveAttention"})
+KERAS_ATTENTION_AUTO = frozenset({"attention", "additive_attention"})  # (their Keras 3 auto names, `attention_1`)
+
+
+def keras_attention_layers(ckpt: Checkpoint) -> set[str]:
+    """The layers of a Keras file that are attention layers of `KERAS_ATTENTION_CLASSES`: by the model config's class,
+    else (a Keras 3 .weights.h5) by the path Keras 3 writes their variables under (`layers/attention_1/vars/0`)."""
+    if ckpt.framework != "keras":
+        return set()
+    layers = (ckpt.config or {}).get("layers") or ()
+    if layers:
+        return {str(layer.get("name")) for layer in layers if layer.get("class_name") in KERAS_ATTENTION_CLASSES}
+    return {t.layer or "" for t in ckpt.tensors if t.param == "scale" and _keras3_auto(t.name) in KERAS_ATTENTION_AUTO}
+
+
+def _keras3_auto(name: str) -> str:
+    """The class a Keras 3 .weights.h5 variable's path names (`layers/attention_1/vars/0`: `attention`), or ''."""
+    parts = name.split("/")
+    if len(parts) != 4 or parts[0] != "layers" or parts[2] != "vars":
+        return ""
+    base, _, number = parts[1].rpartition("_")
+    return base if number.isdigit() else parts[1]
+
+
+def _keras(
+    t: TensorInfo, recurrent_layers: set[str], normed_layers: set[str], attention_layers: set[str]
+) -> RoleMatch | None:
     if t.layer is None or t.param is None:
         return None
     param = t.param.removesuffix(":0")
+    if t.layer in attention_layers and param in ("scale", "concat_score_weight"):
+        return RoleMatch(t.name, t.layer, Role.LEARNED_TENSOR.value, param, f"keras.{param}")
     role = _keras_layer_role(t.layer) if param in KERAS_NAMED_PARAMS else None
     role = role or KERAS_PARAM_ROLES.get(param) or KERAS_LAYER_VARIABLE_ROLES.get(t.layer.rpartition("/")[2])
     if role is None and param in ("kernel", "bias"):
@@ -812,6 +842,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
     recurrent_layers = {t.layer for t in ckpt.tensors if t.layer and (t.param or "").startswith("recurrent_kernel")}
     # a Flax norm (LayerNorm, BatchNorm, GroupNorm, RMSNorm) holds `scale` and `bias`: its bias is the norm's shift
     normed_layers = {t.layer or "" for t in ckpt.tensors if t.param == "scale"} if ckpt.framework == "flax" else set()
+    attention_layers = keras_attention_layers(ckpt)
     results: dict[str, RoleMatch] = {}
     optimizer, buffer, generic = TensorKind.OPTIMIZER, TensorKind.BUFFER, GENERIC_RULES
     # the layers the passes after the rules look at, gathered as the rules answer: with a recurrent kernel, with
@@ -861,7 +892,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
             else:
                 found = None if shape == () else _by_rule(t, matcher)
         else:
-            found = (t.layer is not None and _keras(t, recurrent_layers, normed_layers)) or _by_rule(t, matcher)
+            found = (t.layer is not None and _keras(t, recurrent_layers, normed_layers, attention_layers)) or _by_rule(t, matcher)
         if t.use is not None and found is not None and found.rule_id in generic:
             found = _as_used(found, t.use)
         if found is None and t.kind is buffer and t.use is None:  # (in the source's module, where a loader names it)

@@ -65,7 +65,8 @@ FROZEN_VARS: dict[str, frozenset[str]] = {
 # Keras 3 variables per layer class, in build() order (snake_case class names, as Keras's own auto names):
 # each (variable name, the config flag without which the layer does not create it; '-flag': the layer creates it
 # only when the config's value of `flag` is null, as Normalization adapts its mean only when none is given; '!flag':
-# only when it is not true; '?flag': only when it is given and not 0 or false, as DINOv2's register tokens).
+# only when it is not true; '?flag': only when it is given and not 0 or false, as DINOv2's register tokens;
+# 'word=value': only when the config's `word` is `value`, '?word=value' off by default as '?flag').
 _BIASED = (("kernel", None), ("bias", "use_bias"))
 _RNN = (("kernel", None), ("recurrent_kernel", None), ("bias", "use_bias"))
 _NORM = (("gamma", "scale"), ("beta", "center"))
@@ -88,6 +89,9 @@ KERAS3_VARS: dict[str, tuple[tuple[str, str | None], ...]] = {
     "p_re_lu": (("alpha", None),),
     "normalization": (("mean", "-mean"), ("variance", "-mean"), ("count", "-mean")),
     "rms_normalization": (("scale", None),),
+    # (a dot-product Attention's scalars, with `use_scale` and `score_mode="concat"`; AdditiveAttention's scale)
+    "attention": (("scale", "use_scale"), ("concat_score_weight", "?score_mode=concat")),
+    "additive_attention": (("scale", "use_scale"),),
     # keras-hub (keras_hub/src/layers/modeling/*.py, keras_hub/src/models/*/*_layers.py; build() order): the token
     # embedding of its LLMs, with its own output head when untied
     "reversible_embedding": (("embeddings", None), ("reverse_embeddings", "!tie_weights")),
@@ -265,7 +269,12 @@ def _creates(flag: str | None, config: dict[str, Any]) -> bool:
     if flag.startswith("!"):
         return config.get(flag[1:]) is not True
     if flag.startswith("?"):
-        return bool(config.get(flag[1:]))
+        flag = flag[1:]
+        if "=" not in flag:
+            return bool(config.get(flag))
+    if "=" in flag:  # ('score_mode=concat': only where the config's word has that value)
+        word, _, value = flag.partition("=")
+        return config.get(word) == value
     return config.get(flag, True) is not False
 
 
