@@ -230,9 +230,10 @@ def snake(class_name: str) -> str:
 
 
 def keras3_vars(cls: str, config: dict[str, Any], stored: int | None = None, own: str = "") -> list[str]:
-    """The variable names a Keras 3 layer of class `cls` (snake_case) creates with this config (`cls` the attribute
-    that holds it where the file names no class; else its own name `own`, Keras's auto name of its class or the one
-    keras-hub gives it, says).
+    """The variable names a Keras 3 layer of class `cls` (snake_case) creates with this config. Where the file names
+    no class, `cls` is the attribute that holds the layer and `own` its own name (Keras's auto name of its class,
+    `dense_1`, or the name keras-hub gives it): `KERAS3_VARS` of either, the attribute's first, else
+    `KERAS3_ATTRIBUTE_VARS` of either.
 
     Without a config (a .weights.h5 file), `stored` is how many variables the file holds for the layer: when it is
     fewer than the class can create, the optional ones it lacks are dropped, those off by default ('?flag') first,
@@ -293,17 +294,17 @@ def merged_lora_findings(layers: Sequence[dict[str, Any]], tensors: Sequence[Ten
     """LORA_MERGED (info): the layers whose config gives a `lora_rank` and whose file holds the adapted variable
     without its LoRA's factors (a `.keras`: Keras merged them into it), and the count `load_model` then prints."""
     ranks = {layer["name"]: rank for layer in layers if (rank := _lora_rank(layer["config"]))}
-    held: dict[str, set[str]] = {}
+    held: dict[str, set[str]] = {}  # each such layer's variables
     for t in tensors:
         if t.kind is TensorKind.PARAMETER and t.layer in ranks and t.param:
-            held.setdefault(t.layer, set()).add(t.param)
+            held.setdefault(t.layer or "", set()).add(t.param)
     merged = [
         t
         for t in tensors
         if t.kind is TensorKind.PARAMETER
         and t.layer in ranks
         and t.param in LORA_FACTORS
-        and not held[t.layer] & set(LORA_FACTORS[t.param])
+        and not held[t.layer or ""] & set(LORA_FACTORS[t.param])
     ]
     if not merged:
         return []
