@@ -299,6 +299,19 @@ def _attention(base: str, positional: tuple[str, ...], words: frozenset[str]) ->
     return KerasLayer(positional, words | {"use_bias", "use_gate"}, specs, out, base)
 
 
+def _dot_attention_specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
+    """Keras's `Attention`: a learned scalar scale (`use_scale`) and, scoring by `score_mode="concat"`, a scalar
+    weight of the scores; nothing else (keras/src/layers/attention/attention.py, `build`)."""
+    parts = (("scale", _flag(cfg, "use_scale", False)), ("concat_score_weight", cfg.get("score_mode") == "concat"))
+    made = tuple((part, Tensor((), part)) for part, held in parts if held)
+    return (Block(made, "Attention", name=name),) if made else ()
+
+
+def _additive_attention_specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
+    """Keras's `AdditiveAttention`: a scale for each feature of the query (`use_scale`, true by default)."""
+    return (Tensor((_channels(shape),), "AdditiveAttention", name=name),) if _flag(cfg, "use_scale") else ()
+
+
 def _conv_lstm(dims: int) -> KerasLayer:
     def specs(cfg: Mapping[str, Any], shape: Shape, name: str) -> tuple[LayerSpec, ...]:
         kernel, filters = _tuple(cfg["kernel_size"], dims), int(cfg["filters"])
@@ -349,6 +362,11 @@ KERAS_LAYERS: Mapping[str, KerasLayer] = {
             frozenset({"head_dim", "num_query_heads", "num_key_value_heads"}),
         ),
     ),
+    # (query and value the input in a layer list; in a file, the query's size is the scale's)
+    "Attention": KerasLayer((), frozenset({"use_scale", "score_mode"}), _dot_attention_specs, _same, "attention"),
+    "AdditiveAttention": KerasLayer(
+        (), frozenset({"use_scale"}), _additive_attention_specs, _same, "additive_attention"
+    ),
     **{f"ConvLSTM{d}D": _conv_lstm(d) for d in (1, 2, 3)},
     "SimpleRNN": _recurrent(SimpleRNN),
     "LSTM": _recurrent(LSTM),
@@ -393,7 +411,10 @@ INPUT_FROM: Mapping[str, tuple[str, int]] = {
     **{f"ConvLSTM{d}D": ("kernel", -2) for d in (1, 2, 3)},
     "BatchNormalization": ("moving_mean", 0),
     "LayerNormalization": ("gamma", 0),
+    "AdditiveAttention": ("scale", 0),
 }
+# the layers whose formula their config gives alone (no input size)
+SIZED_BY_CONFIG = frozenset({"Embedding", "Attention"})
 
 
 # the layers whose kernels give an attention layer's query, key and value sizes
@@ -430,8 +451,8 @@ def config_specs(entry: Mapping[str, Any], variables: Mapping[str, Mapping[str, 
         return [Tensor(file["alpha"], "PReLU", name=name)] if "alpha" in file else []
     if cls == "Normalization":  # its statistics' shape is the kept axes' (the file's own mean)
         return [_normalization(file["mean"], name)] if "mean" in file else []
-    if cls == "Embedding":
-        return list(layer.specs(cfg, (), name))
+    if cls in SIZED_BY_CONFIG:
+        return _with_lora(cfg, list(layer.specs(cfg, (), name)), file, name)
     where = INPUT_FROM.get(cls)
     if where is None:
         return []
@@ -445,18 +466,24 @@ def config_specs(entry: Mapping[str, Any], variables: Mapping[str, Mapping[str, 
     inputs = file[param][axis]
     if cls.startswith("Conv") and not cls.endswith("Transpose"):
         inputs *= int(cfg.get("groups", 1))
-    specs = list(layer.specs(cfg, (inputs,), name))
-    if cls == "Dense" and cfg.get("lora_rank") and LORA_KERNELS <= file.keys():  # (one layer holds both)
-        rank = int(cfg["lora_rank"])
-        lora = LoRA(rank, inputs, int(cfg["units"]))
-        return [Block((("dense", specs[0]), ("lora", lora)), f"Dense+LoRA r={rank}", name=name)]
-    return specs
+    return _with_lora(cfg, list(layer.specs(cfg, (inputs,), name)), file, name)
 
 
-# A Keras 3 Dense's LoRA (`enable_lora(rank)`, the config's `lora_rank`): kernel_a (inputs, rank) and kernel_b (rank,
-# units) beside its frozen kernel. Only a legacy .h5 holds them: `.keras` and `.weights.h5` store the kernel with the
-# LoRA merged into it (and a model loaded from them makes new ones)
-LORA_KERNELS = frozenset({"lora_kernel_a", "lora_kernel_b"})
+def _with_lora(
+    cfg: Mapping[str, Any], specs: list[LayerSpec], file: Mapping[str, tuple[int, ...]], name: str
+) -> list[LayerSpec]:
+    """A layer with a `lora_rank` whose file holds its LoRA's factors beside the variable they adapt (a legacy .h5:
+    `keras_h5.LORA_FACTORS`) as one layer, its formula's and the LoRA's; else its formula's (a `.keras` holds the
+    variable with the LoRA merged into it: `keras_h5.merged_lora_findings` says so)."""
+    from loaders.keras_h5 import LORA_FACTORS, lora_sides  # (the loader's table of Keras's variable names)
+
+    rank = cfg.get("lora_rank")
+    adapted = next((param for param in LORA_FACTORS if param in file), None)
+    if not rank or len(specs) != 1 or adapted is None or not set(LORA_FACTORS[adapted]) <= file.keys():
+        return specs
+    lora = LoRA(int(rank), *lora_sides(file[adapted]))
+    kind = specs[0].kind
+    return [Block(((kind.lower(), specs[0]), ("lora", lora)), f"{kind}+LoRA r={rank}", name=name)]
 
 
 def as_stored(cls: str, name: str, file: Mapping[str, tuple[int, ...]]) -> list[LayerSpec]:

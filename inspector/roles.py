@@ -499,6 +499,30 @@ KERAS_PARAM_ROLES = {
     "mean": Role.NORM_STAT,
     "variance": Role.NORM_STAT,
     "count": Role.NORM_STAT,
+    # keras-hub's layers' own variables (`loaders.keras_h5.KERAS3_VARS`): tokens, heads' logit scales, attention biases
+    # and sinks, position tables, stacked experts, a linear attention's convolution and decay
+    **dict.fromkeys(
+        (
+            *("distillation_token", "class_embedding", "variable", "mask_emb", "logit_scale", "logit_bias", "sinks"),
+            *("content_attention_bias", "positional_attention_bias", "segment_attention_bias", "segment_encoding"),
+            *("layer_scalar", "dt_bias", "A_log"),
+        ),
+        Role.LEARNED_TENSOR,
+    ),
+    **dict.fromkeys(
+        (*("position_embedding", "pos_embed", "rel_embedding"), "relative_position_bias_table", "rel_pos_h", "rel_pos_w"),
+        Role.POSITION_EMBEDDING,
+    ),
+    "conv1d_kernel": Role.CONV,
+    # (Mixtral's gate; Qwen MoE's holds the gate and up projections stacked)
+    "expert_feedforward_gate_dense": Role.FFN_GATE,
+    "expert_feedforward_intermediate_dense": Role.FFN_UP,
+    "expert_feedforward_output_dense": Role.FFN_DOWN,
+    **dict.fromkeys(("gate_up_proj", "gate_up_proj_bias"), Role.FFN_UP),
+    **dict.fromkeys(("down_proj", "down_proj_bias"), Role.FFN_DOWN),
+    # variables keras-hub layers keep as buffers (trainable=False, `keras_h5.FROZEN_VARS`): rotary frequencies,
+    # position ids, SAM's random Fourier features
+    **dict.fromkeys(("inv_freq", "position_ids", "positional_encoding_gaussian_matrix"), Role.BUFFER),
     # flax.linen's own names (`loaders.flax_msgpack` states layer and param as Keras's loaders do): Embed's table,
     # BatchNorm's variance in its batch_stats (its `mean` is above, its `scale` too)
     "embedding": Role.EMBEDDING,
@@ -517,6 +541,9 @@ KERAS_LAYER_ROLES = {
 # ... and by the end of it, after a word (keras-hub's `position_embedding`, `encoder_position_embedding`)
 # and `norm`: Flax's RMSNorms in transformers' Llama, Mistral, Gemma (`input_layernorm`, `norm`) hold a `weight`)
 KERAS_LAYER_END_ROLES = (("position_embedding", Role.POSITION_EMBEDDING), ("norm", Role.NORM))
+# ... and of every variable of a layer of that name no table above reads: RWKV's time and channel mixing vectors and
+# low-rank decay, gate and value factors (x_r, w0, a1, g2, k_k..., keras-hub's `RWKV_TIME_MIX`, `RWKV_CMIX`)
+KERAS_LAYER_VARIABLE_ROLES = {"RWKV_TIME_MIX": Role.LEARNED_TENSOR, "RWKV_CMIX": Role.LEARNED_TENSOR}
 KERAS_NAMED_PARAMS = frozenset({"kernel", "bias", "embeddings", "weight"})  # the variables whose layer's name says more
 
 
@@ -532,12 +559,42 @@ def _keras_layer_role(layer: str) -> Role | None:
     return role
 
 
-def _keras(t: TensorInfo, recurrent_layers: set[str], normed_layers: set[str]) -> RoleMatch | None:
+# Keras's attention layers that hold a learned `scale` (Attention's scalar, AdditiveAttention's per feature) and
+# Attention's `concat_score_weight`: learned tensors, where the `scale` of a norm is the norm's
+KERAS_ATTENTION_CLASSES = frozenset({"Attention", "AdditiveAttention"})
+KERAS_ATTENTION_AUTO = frozenset({"attention", "additive_attention"})  # (their Keras 3 auto names, `attention_1`)
+
+
+def keras_attention_layers(ckpt: Checkpoint) -> set[str]:
+    """The layers of a Keras file that are attention layers of `KERAS_ATTENTION_CLASSES`: by the model config's class,
+    else (a Keras 3 .weights.h5) by the path Keras 3 writes their variables under (`layers/attention_1/vars/0`)."""
+    if ckpt.framework != "keras":
+        return set()
+    layers = (ckpt.config or {}).get("layers") or ()
+    if layers:
+        return {str(layer.get("name")) for layer in layers if layer.get("class_name") in KERAS_ATTENTION_CLASSES}
+    return {t.layer or "" for t in ckpt.tensors if t.param == "scale" and _keras3_auto(t.name) in KERAS_ATTENTION_AUTO}
+
+
+def _keras3_auto(name: str) -> str:
+    """The class a Keras 3 .weights.h5 variable's path names (`layers/attention_1/vars/0`: `attention`), or ''."""
+    parts = name.split("/")
+    if len(parts) != 4 or parts[0] != "layers" or parts[2] != "vars":
+        return ""
+    base, _, number = parts[1].rpartition("_")
+    return base if number.isdigit() else parts[1]
+
+
+def _keras(
+    t: TensorInfo, recurrent_layers: set[str], normed_layers: set[str], attention_layers: set[str]
+) -> RoleMatch | None:
     if t.layer is None or t.param is None:
         return None
     param = t.param.removesuffix(":0")
+    if t.layer in attention_layers and param in ("scale", "concat_score_weight"):
+        return RoleMatch(t.name, t.layer, Role.LEARNED_TENSOR.value, param, f"keras.{param}")
     role = _keras_layer_role(t.layer) if param in KERAS_NAMED_PARAMS else None
-    role = role or KERAS_PARAM_ROLES.get(param)
+    role = role or KERAS_PARAM_ROLES.get(param) or KERAS_LAYER_VARIABLE_ROLES.get(t.layer.rpartition("/")[2])
     if role is None and param in ("kernel", "bias"):
         if t.layer in recurrent_layers:
             role = Role.RNN_INPUT if param == "kernel" else Role.RNN_BIAS
@@ -785,6 +842,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
     recurrent_layers = {t.layer for t in ckpt.tensors if t.layer and (t.param or "").startswith("recurrent_kernel")}
     # a Flax norm (LayerNorm, BatchNorm, GroupNorm, RMSNorm) holds `scale` and `bias`: its bias is the norm's shift
     normed_layers = {t.layer or "" for t in ckpt.tensors if t.param == "scale"} if ckpt.framework == "flax" else set()
+    attention_layers = keras_attention_layers(ckpt)
     results: dict[str, RoleMatch] = {}
     optimizer, buffer, generic = TensorKind.OPTIMIZER, TensorKind.BUFFER, GENERIC_RULES
     # the layers the passes after the rules look at, gathered as the rules answer: with a recurrent kernel, with
@@ -834,7 +892,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
             else:
                 found = None if shape == () else _by_rule(t, matcher)
         else:
-            found = (t.layer is not None and _keras(t, recurrent_layers, normed_layers)) or _by_rule(t, matcher)
+            found = (t.layer is not None and _keras(t, recurrent_layers, normed_layers, attention_layers)) or _by_rule(t, matcher)
         if t.use is not None and found is not None and found.rule_id in generic:
             found = _as_used(found, t.use)
         if found is None and t.kind is buffer and t.use is None:  # (in the source's module, where a loader names it)

@@ -17,6 +17,7 @@ parameters that are not trainable; optimizer variables are optimizer state.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -36,9 +37,14 @@ KERAS2 = "keras-h5"
 KERAS3 = "keras3-weights-h5"
 GENERIC = "hdf5"
 NON_TRAINABLE = frozenset(NORM_STATISTICS["keras"])  # BatchNormalization statistics: parameters, not trained
-# What `enable_lora` freezes in a layer whose config has `lora_rank` (Dense's and EinsumDense's kernel, Embedding's
-# table): its LoRA is what trains
-LORA_FROZEN = frozenset({"kernel", "embeddings"})
+# A Keras 3 layer's LoRA (`enable_lora(rank)`, the config's `lora_rank`: Dense, EinsumDense, the convolutions,
+# Embedding): the variable it adapts -> its two factors, `a` the variable's shape less its last axis + (rank,), `b`
+# (rank, its last axis). Keras trains the factors and freezes the variable (`LORA_FROZEN`). A legacy .h5 holds them;
+# `.keras` and `.weights.h5` hold the variable with the LoRA merged into it and no factors, which
+# `keras.saving.load_model` makes anew (zeros): its `count_params()` counts them (`merged_lora_findings`)
+LORA_FACTORS = {"kernel": ("lora_kernel_a", "lora_kernel_b"), "embeddings": ("lora_embeddings_a", "lora_embeddings_b")}
+LORA_FROZEN = frozenset(LORA_FACTORS)
+LORA_MERGED = "LORA_MERGED"
 # Variables a layer class (snake_case) creates with trainable=False, besides the statistics above: parameters Keras
 # counts in count_params() and never trains (the adapted statistics of a Normalization layer)
 FROZEN_VARS: dict[str, frozenset[str]] = {
@@ -59,7 +65,8 @@ FROZEN_VARS: dict[str, frozenset[str]] = {
 # Keras 3 variables per layer class, in build() order (snake_case class names, as Keras's own auto names):
 # each (variable name, the config flag without which the layer does not create it; '-flag': the layer creates it
 # only when the config's value of `flag` is null, as Normalization adapts its mean only when none is given; '!flag':
-# only when it is not true; '?flag': only when it is given and not 0 or false, as DINOv2's register tokens).
+# only when it is not true; '?flag': only when it is given and not 0 or false, as DINOv2's register tokens;
+# 'word=value': only when the config's `word` is `value`, '?word=value' off by default as '?flag').
 _BIASED = (("kernel", None), ("bias", "use_bias"))
 _RNN = (("kernel", None), ("recurrent_kernel", None), ("bias", "use_bias"))
 _NORM = (("gamma", "scale"), ("beta", "center"))
@@ -75,11 +82,16 @@ KERAS3_VARS: dict[str, tuple[tuple[str, str | None], ...]] = {
     ),
     "embedding": (("embeddings", None),),
     "batch_normalization": (*_NORM, ("moving_mean", None), ("moving_variance", None)),
-    **dict.fromkeys(("layer_normalization", "group_normalization"), _NORM),
+    # (a LayerNormalization of one variable holds its gamma: `rms_scaling`, or `center=False`, Moonshine's)
+    "layer_normalization": (("gamma", "scale"), ("beta", "?center")),
+    "group_normalization": _NORM,
     **dict.fromkeys(("simple_rnn", "lstm", "gru", "conv_lstm1d", "conv_lstm2d", "conv_lstm3d"), _RNN),
     "p_re_lu": (("alpha", None),),
     "normalization": (("mean", "-mean"), ("variance", "-mean"), ("count", "-mean")),
     "rms_normalization": (("scale", None),),
+    # (a dot-product Attention's scalars, with `use_scale` and `score_mode="concat"`; AdditiveAttention's scale)
+    "attention": (("scale", "use_scale"), ("concat_score_weight", "?score_mode=concat")),
+    "additive_attention": (("scale", "use_scale"),),
     # keras-hub (keras_hub/src/layers/modeling/*.py, keras_hub/src/models/*/*_layers.py; build() order): the token
     # embedding of its LLMs, with its own output head when untied
     "reversible_embedding": (("embeddings", None), ("reverse_embeddings", "!tie_weights")),
@@ -95,27 +107,95 @@ KERAS3_VARS: dict[str, tuple[tuple[str, str | None], ...]] = {
     "vi_t_patching_and_embedding": (("class_token", "use_class_token"),),
     "positional_embedding_layer": (("positional_encoding_gaussian_matrix", None),),
     "clip_vision_embedding": (("class_embedding", None), ("position_ids", None)),
+    "meta_clip2_vision_embedding": (("class_embedding", None),),
     **dict.fromkeys(("sig_lip_vision_embedding", "sig_lip_text_embedding"), (("position_ids", None),)),
     **dict.fromkeys(("moonshine_rotary_embedding", "rotary_embedding"), (("inv_freq", None),)),
+    "dinov3_embedding": (
+        ("cls_token", None),
+        ("mask_token", "use_mask_token"),
+        ("register_tokens", "?num_register_tokens"),
+    ),
+    "dei_t_embeddings": (
+        ("mask_token", "?use_mask_token"),
+        ("class_token", None),
+        ("distillation_token", None),
+        ("position_embedding", None),
+    ),
+    "xl_net_encoder": (
+        *(("content_attention_bias", None), ("positional_attention_bias", None)),
+        *(("segment_attention_bias", None), ("segment_encoding", None)),
+    ),
+    "xl_net_attention_mask_layer": (("mask_emb", None),),
+    **dict.fromkeys(("clip_head", "meta_clip2_head"), (("logit_scale", None),)),
+    "sig_lip_head": (("logit_scale", None), ("logit_bias", None)),
+    "sig_lip_multi_head_attention_pooling": (("variable", None),),  # (its probe, created without a name)
+    "add_relative_positional_embedding": (("rel_pos_h", None), ("rel_pos_w", None)),  # (ViTDet's, SAM's)
+    "add_positional_embedding": (("pos_embed", None),),
+    "relative_embedding": (("rel_embedding", None),),  # (DeBERTa v3's)
+    # ... and those held as attributes of another keras-hub layer, by the attribute (GptOss's attention) or, where that
+    # says nothing (`_linear_attn`, RWKV's `att` and `ffn`), by the name keras-hub gives the layer (`linear_attn`,
+    # `RWKV_TIME_MIX`, `RWKV_CMIX`), read in snake_case
+    "self_attention_layer": (("sinks", None),),
+    "linear_attn": (("conv1d_kernel", None), ("dt_bias", None), ("A_log", None)),  # (Qwen3.5's gated delta net)
+    "rwkv_time_mix": (
+        *(("x_r", None), ("x_w", None), ("x_k", None), ("x_v", None), ("x_a", None), ("x_g", None)),
+        *(("w0", None), ("w1", None), ("w2", None), ("a0", None), ("a1", None), ("a2", None)),
+        # (the value residual's, in every block but the first)
+        *(("v0", "?add_v_first"), ("v1", "?add_v_first"), ("v2", "?add_v_first")),
+        *(("g1", None), ("g2", None), ("k_k", None), ("k_a", None), ("r_k", None)),
+    ),
+    "rwkv_cmix": (("time_mix_k", None),),
 }
 # Layers a layer holds as attributes (Keras's MultiHeadAttention's `query_dense`, keras-hub's blocks'
 # `_feedforward_intermediate_dense`, `pre_attention_norm`, `ffw_linear`, SmolLM's `down_proj`, T5's `input_projector`,
 # ViT's `layer_norm_1`, DINOv2's `fc1`, `norm1`, `layer_scale1`): the file names them by the attribute, the config lists
 # none of them (a backbone's config is its arguments), so the attribute's name (less its `_N`) and how many variables
 # it holds (None: any number) say what they are: their variables, as `KERAS3_VARS` (a norm of one variable is
-# keras-hub's RMS norm, of two a LayerNormalization)
-_NORM_ATTRIBUTE = re.compile(r"_?(?:\w+_)?(?:layer_?norm|norm\d*)")
+# keras-hub's RMS norm, of two a LayerNormalization; keras-hub's own norm classes, `MistralLayerNormalization`, alike).
+# Where the attribute says nothing (MiT's `q`, `sr`, `dwconv`; RWKV's `ln1`), the layer's own name does: Keras's auto
+# name of its class (`dense_1`, `conv2d_1`, `depthwise_conv2d`) or the name keras-hub gives it (`att_norm`)
+_NORM_ATTRIBUTE = re.compile(r"_?(?:\w+_)?(?:layer_?norm(?:alization|_ff)?|norm\d*)")
 KERAS3_ATTRIBUTE_VARS: tuple[tuple[re.Pattern[str], int | None, tuple[tuple[str, str | None], ...]], ...] = (
     (re.compile(r"_?(?:\w+_)?(?:dense|linear|ffw|fc\d*|proj(?:ection|ector)?|patch_embedding)"), None, _BIASED),
+    # keras-hub's Dense layers of other names: Falcon's MLP, Qwen3.5's linear attention's inputs and MoE gates, Swin's
+    # `qkv` and patch merging `reduction`, RWKV's `key`, `value`, `receptance`, `output_layer`
+    (
+        re.compile(
+            r"dense_h_to_4h|dense_4h_to_h|in_proj_(?:a|b|z|qkv)|_?(?:router|shared_expert)_gate|qkv|reduction|key"
+            r"|value|receptance|output_layer"
+        ),
+        None,
+        _BIASED,
+    ),
     (_NORM_ATTRIBUTE, 1, (("scale", None),)),
     (_NORM_ATTRIBUTE, 2, (("gamma", None), ("beta", None))),
     (re.compile(r"layer_scale\d*"), 1, (("lambda1", None),)),  # (keras-hub's DINOv2 LayerScale)
-    # (an Embedding, keras-hub's PositionEmbedding or its ReversibleEmbedding, untied or not; XLNet's `word_embed`)
+    # (an Embedding, keras-hub's PositionEmbedding or its ReversibleEmbedding, untied or not; XLNet's `word_embed`,
+    # SAM's prompt encoder's `no_mask_embed`, `foreground_point_embed`...)
     (
-        re.compile(r"(?:\w+_)?(?:token_|position_)?embedding|word_embed"),
+        re.compile(r"(?:\w+_)?(?:token_|position_)?embedding|(?:\w+_)?embed"),
         None,
         (("embeddings", None), ("reverse_embeddings", "!tie_weights")),
     ),
+    # keras-hub's stacked experts (Mixtral's expert bank: gate, up and down; Qwen MoE's: gate and up stacked, and
+    # down; GPT-OSS's), T5's relative attention bias (named `embeddings`), Swin's window attention's bias table
+    (
+        re.compile(r"expert_bank"),
+        3,
+        tuple((f"expert_feedforward_{part}_dense", None) for part in ("gate", "intermediate", "output")),
+    ),
+    (
+        re.compile(r"expert_bank"),
+        2,
+        (("expert_feedforward_gate_dense", None), ("expert_feedforward_output_dense", None)),
+    ),
+    (
+        re.compile(r"experts"),
+        4,
+        tuple((name, None) for name in ("gate_up_proj", "gate_up_proj_bias", "down_proj", "down_proj_bias")),
+    ),
+    (re.compile(r"self_attention"), 1, (("embeddings", None),)),
+    (re.compile(r"attn"), 1, (("relative_position_bias_table", None),)),
 )
 AUTO_SUFFIX = r"_\d+$"
 BIDIRECTIONAL_SIDES = {"forward_layer": "forward", "backward_layer": "backward"}
@@ -155,15 +235,20 @@ def snake(class_name: str) -> str:
     return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
 
 
-def keras3_vars(cls: str, config: dict[str, Any], stored: int | None = None) -> list[str]:
-    """The variable names a Keras 3 layer of class `cls` (snake_case) creates with this config.
+def keras3_vars(cls: str, config: dict[str, Any], stored: int | None = None, own: str = "") -> list[str]:
+    """The variable names a Keras 3 layer of class `cls` (snake_case) creates with this config. Where the file names
+    no class, `cls` is the attribute that holds the layer and `own` its own name (Keras's auto name of its class,
+    `dense_1`, or the name keras-hub gives it): `KERAS3_VARS` of either, the attribute's first, else
+    `KERAS3_ATTRIBUTE_VARS` of either.
 
     Without a config (a .weights.h5 file), `stored` is how many variables the file holds for the layer: when it is
     fewer than the class can create, the optional ones it lacks are dropped, those off by default ('?flag') first,
     then the first first (a BatchNormalization(scale=False) of InceptionV3 holds beta and its two statistics, not
     gamma, beta and a mean).
     """
-    declared = KERAS3_VARS.get(cls) or _attribute_vars(cls, stored)
+    own = re.sub(AUTO_SUFFIX, "", snake(own)) if own else ""
+    declared = KERAS3_VARS.get(cls) or KERAS3_VARS.get(own) or _attribute_vars(cls, stored)
+    declared = declared or (_attribute_vars(own, stored) if own else ())
     if config or stored is None:
         return [name for name, flag in declared if _creates(flag, config)]
     if stored >= len(declared):
@@ -191,8 +276,57 @@ def _creates(flag: str | None, config: dict[str, Any]) -> bool:
     if flag.startswith("!"):
         return config.get(flag[1:]) is not True
     if flag.startswith("?"):
-        return bool(config.get(flag[1:]))
+        flag = flag[1:]
+        if "=" not in flag:
+            return bool(config.get(flag))
+    if "=" in flag:  # ('score_mode=concat': only where the config's word has that value)
+        word, _, value = flag.partition("=")
+        return config.get(word) == value
     return config.get(flag, True) is not False
+
+
+def lora_sides(shape: Sequence[int]) -> tuple[int, int]:
+    """(inputs, outputs) of the LoRA of a variable of `shape` (`LORA_FACTORS`): its factors hold rank x their sum."""
+    return math.prod(shape[:-1]), shape[-1]
+
+
+def _lora_rank(config: Any) -> int:
+    """The `lora_rank` a layer's config gives (0: none)."""
+    rank = config.get("lora_rank") if isinstance(config, dict) else None
+    return rank if isinstance(rank, int) and not isinstance(rank, bool) and rank > 0 else 0
+
+
+def merged_lora_findings(layers: Sequence[dict[str, Any]], tensors: Sequence[TensorInfo]) -> list[Finding]:
+    """LORA_MERGED (info): the layers whose config gives a `lora_rank` and whose file holds the adapted variable
+    without its LoRA's factors (a `.keras`: Keras merged them into it), and the count `load_model` then prints."""
+    ranks = {layer["name"]: rank for layer in layers if (rank := _lora_rank(layer["config"]))}
+    held: dict[str, set[str]] = {}  # each such layer's variables
+    for t in tensors:
+        if t.kind is TensorKind.PARAMETER and t.layer in ranks and t.param:
+            held.setdefault(t.layer or "", set()).add(t.param)
+    merged = [
+        t
+        for t in tensors
+        if t.kind is TensorKind.PARAMETER
+        and t.layer in ranks
+        and t.param in LORA_FACTORS
+        and not held[t.layer or ""] & set(LORA_FACTORS[t.param])
+    ]
+    if not merged:
+        return []
+    made = sum(ranks[t.layer or ""] * sum(lora_sides(t.shape)) for t in merged)
+    params = [t for t in tensors if t.kind is TensorKind.PARAMETER]
+    count, trainable = sum(t.n_elements for t in params), sum(t.n_elements for t in params if t.trainable)
+    names = ", ".join(f"{t.layer!r} (rank {ranks[t.layer or '']})" for t in merged[:10])
+    names += ", ..." if len(merged) > 10 else ""
+    adapted = "/".join(sorted({str(t.param) for t in merged}))
+    message = (
+        f"{len(merged)} layer(s) with a lora_rank in the config hold their {adapted} with the LoRA merged into it and "
+        f"no LoRA factors ({names}): keras.saving.load_model makes them anew, {made:,} trainable parameters (zeros), "
+        f"and freezes the merged variables, so the loaded model's count_params() is {count + made:,} "
+        f"({trainable + made:,} trainable); counted here as stored"
+    )
+    return [Finding(LORA_MERGED, Severity.INFO, message, tuple(t.name for t in merged))]
 
 
 def trained(cls: str, param: str) -> bool:
@@ -275,7 +409,7 @@ def _keras2(walked: _hdf5.H5Walk, attrs: dict[str, Any]) -> tuple[list[TensorInf
     frozen = {layer["name"] for layer in layers if not layer["trainable"]}
     classes = {layer["name"]: snake(str(layer["class_name"])) for layer in layers}
     # the layers whose LoRA Keras trains instead of their kernel (`enable_lora`: the config's `lora_rank`)
-    lora = {layer["name"] for layer in layers if isinstance(layer["config"], dict) and layer["config"].get("lora_rank")}
+    lora = {layer["name"] for layer in layers if _lora_rank(layer["config"])}
     weight_layer: dict[str, str] = {}  # the config's layer of each weight
     held_layer: dict[str, str] = {}  # ... the layer it holds the weight's (`HELD_LAYERS`), where it is another
     group_attrs = _group_attrs(walked)
@@ -369,9 +503,12 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
             layer = by_name.get(real) or _wrapped(real, by_name)
             cls = snake(layer.get("class_name", "")) or re.sub(AUTO_SUFFIX, "", auto)
             inner = layer.get("config", {})
-        order = keras3_vars(cls, inner if isinstance(inner, dict) else {}, stored[d.path.rpartition("/")[0]])
+        own = real.rpartition("/")[2]
+        order = keras3_vars(cls, inner if isinstance(inner, dict) else {}, stored[d.path.rpartition("/")[0]], own)
         param = order[index] if index < len(order) else f"var{index}"
         trainable = bool(layer.get("trainable", True)) and trained(cls, param)
+        if param in LORA_FROZEN and _lora_rank(inner):  # (the merged variable a model loaded from the file freezes)
+            trainable = False
         tensors.append(_tensor(d, TensorKind.PARAMETER, "model", real, param, trainable))
     return tensors
 

@@ -81,4 +81,5 @@ class KerasZipLoader:
         cfg = {"source": "config.json", "layers": layers, "raw": config}
         findings = code + _zip.directory_findings(probe)
         findings += _keras_hub.config_findings(config, tensors) if isinstance(config, dict) else []
+        findings += keras_h5.merged_lora_findings(layers, tensors)
         return single_file(probe, FORMAT, "keras", tensors, regions, attributes, findings, config=cfg)
