@@ -1034,7 +1034,7 @@ def _renamed(
         name=name,
         description=description,
         model_types=model_types,
-        parts=(*(replace(p, path=rename(p.path)) for p in family.parts), *parts),
+        parts=(*(replace(p, path=rename(p.path), tied=p.tied and rename(p.tied)) for p in family.parts), *parts),
         reads={**{k: (rename(path), axis) for k, (path, axis) in family.reads.items()}, **(reads or {})},
         defaults={**family.defaults, **(defaults or {})},
     )
@@ -1260,11 +1260,21 @@ SINK_READS = {"heads": ("layers.0.self_attn.sinks", 0)}
 EXPERT_BIAS = Part("layers.{i}.mlp.expert_bias", "tensor", ("experts",), when="expert_bias", over="moe_layers")
 
 
+def _fused_qkv_derive(h: dict[str, Any]) -> None:
+    """GLM-4.5's relations (`_deepseek_derive`) where q, k and v are one projection (Sarvam-MoE's `query_key_value`):
+    the keys' and values' width what the fused rows leave beside the queries' (read off the output's input)."""
+    if h.get("qkv_dim") and h.get("q_dim") and not h.get("kv_dim"):
+        h["kv_dim"] = (h["qkv_dim"] - h["q_dim"]) // 2
+    if h.get("q_dim") and h.get("head_dim") and not h.get("heads"):
+        h["heads"] = h["q_dim"] // h["head_dim"]
+    _deepseek_derive(h)
+
+
 # GLM-4.5's layers in its three expert layouts; EXAONE-MoE's in each (Llama-style attention, per-head q/k norms,
-# DeepSeek's MoE layers: no other module), HunYuan v3's as transformers holds them (its checkpoints rename two modules:
-# `hy_v3`)
+# DeepSeek's MoE layers: no other module), HunYuan v3's and Sarvam-MoE's as transformers holds them (their checkpoints
+# rename modules: `hy_v3`, `sarvam_moe`)
 GLM4_MOE_FAMILIES = tuple(
-    replace(f, model_types=(*f.model_types, "hy_v3")) if f.name != "glm4_moe" else f
+    replace(f, model_types=(*f.model_types, "hy_v3", "sarvam_moe")) if f.name != "glm4_moe" else f
     for f in _expert_layouts(
         "glm4_moe",
         (
@@ -1286,7 +1296,8 @@ GLM4_MOE_FAMILIES = tuple(
         LLAMA_READS
         | {"shared_ff": ("layers.0.mlp.shared_experts.up_proj", 0), "feedforward": ("layers.0.mlp.up_proj", 0)},
         DECODER_DEFAULTS,
-        {**DEEPSEEK_MOE_CONFIG, "num_shared_experts": "n_shared"},  # (EXAONE-MoE's and HunYuan v3's word)
+        # (EXAONE-MoE's and HunYuan v3's word for the shared experts; `use_qk_norm` says whether there are q/k norms)
+        {**DEEPSEEK_MOE_CONFIG, "num_shared_experts": "n_shared", "use_qk_norm": "qk_norm"},
         GATED_MLP,
         _deepseek_derive,
     )
@@ -1744,6 +1755,7 @@ FAMILIES: tuple[Family, ...] = (
             "head_dim": ("layers.0.self_attn.q_layernorm", 0),
         },  # fmt: skip
         {"tied": False, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": True},
+        {"qk_layernorm": "qk_norm"},
     ),
     Family(
         "olmo",
@@ -1877,6 +1889,31 @@ FAMILIES: tuple[Family, ...] = (
         (EXPERT_BIAS,),
         defaults={"qk_norm": True},  # (per-head q/k norms in every HunYuan v3 model)
     ),
+    _renamed(
+        replace(  # (its q, k and v one projection: no q_proj to read the query's width off)
+            GLM4_MOE_FAMILIES[0],
+            parts=tuple(p for p in GLM4_MOE_FAMILIES[0].parts if not p.path.endswith(("q_proj", "k_proj", "v_proj"))),
+            reads={k: v for k, v in GLM4_MOE_FAMILIES[0].reads.items() if k not in ("q_dim", "kv_dim")},
+            derive=_fused_qkv_derive,
+        ),
+        "sarvam_moe",
+        ("sarvam_moe",),
+        "Sarvam-MoE: GLM-4.5's layers as its checkpoints name them (word_embeddings; attention's q, k and v fused into "
+        "query_key_value, its output `dense`, per-head q/k norms query_layernorm and key_layernorm where "
+        "`use_qk_norm`; MoE layers of a router beside its score correction `gate.expert_bias`, experts and shared "
+        "experts, after `first_dense` dense MLP layers)",
+        {
+            "embed_tokens": "word_embeddings",
+            "layers.{i}.self_attn.o_proj": "layers.{i}.attention.dense",
+            "layers.{i}.self_attn.q_norm": "layers.{i}.attention.query_layernorm",
+            "layers.{i}.self_attn.k_norm": "layers.{i}.attention.key_layernorm",
+        },
+        (
+            _linear("layers.{i}.attention.query_key_value", "d_model", "qkv_dim", "attention_bias"),
+            replace(EXPERT_BIAS, path="layers.{i}.mlp.gate.expert_bias"),
+        ),
+        {"qkv_dim": ("layers.0.attention.query_key_value", 0), "q_dim": ("layers.0.attention.dense", 1)},
+    ),
     QWEN3_5_FAMILY,
     *QWEN3_NEXT_FAMILIES,
     _vision_language(
@@ -1956,6 +1993,7 @@ FAMILIES: tuple[Family, ...] = (
             "head_dim": ("layers.0.self_attn.q_norm", 1),
         },  # fmt: skip
         {**DECODER_DEFAULTS, "tied": True},
+        {"use_qk_norm": "qk_norm"},
         stated_only=True,
     ),
     *(
