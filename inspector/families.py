@@ -1773,6 +1773,38 @@ FAMILIES: tuple[Family, ...] = (
         stated_only=True,
     ),
     Family(
+        "vaultgemma",
+        "VaultGemma: Gemma's layers with one norm before attention and one before the MLP (pre_feedforward_layernorm), "
+        "none after either; a tied LM head",
+        ("vaultgemma",),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+            _norm("layers.{i}.input_layernorm"),
+            _norm("layers.{i}.pre_feedforward_layernorm"),
+            *GATED_MLP,
+        ),
+        {**DECODER_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},
+        {**DECODER_DEFAULTS, "tied": True},
+    ),
+    Family(
+        "nanochat",
+        "nanochat: Llama-style attention and a two-layer MLP (fc1, fc2; squared ReLU), its norms and q/k norms without "
+        "weights (nothing stored for them); biases on q, k, v and o where `attention_bias`",
+        ("nanochat",),
+        ("model.", ""),
+        (
+            Part("embed_tokens", "embedding", ("vocab", "d_model")),
+            *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+            _linear("layers.{i}.mlp.fc1", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.fc2", "feedforward", "d_model", "mlp_bias"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+        ),
+        {**DECODER_READS, "feedforward": ("layers.0.mlp.fc1", 0)},
+        DECODER_DEFAULTS,
+    ),
+    Family(
         "arcee",
         "Arcee (AFM) and Jais 2: a Llama-style decoder with a two-layer MLP (up_proj, down_proj), biases and norm "
         "shifts where the file has them (Jais 2)",
