@@ -412,6 +412,15 @@ def _mamba_derive(h: dict[str, Any]) -> None:
         h["x_dim"] = h["dt_rank"] + 2 * h["state"]
 
 
+def _rwkv_derive(h: dict[str, Any]) -> None:
+    """RWKV's sizes as RwkvConfig relates them: the time-mixing width d_model where unset, the channel mixing's
+    4 x d_model (`derive_transformer`); the input LayerNorm in the first block only."""
+    h.setdefault("pre_ln_layers", [0])
+    if h.get("d_model") and not h.get("att_dim"):
+        h["att_dim"] = h["d_model"]
+    derive_transformer(h)
+
+
 def _mamba2_mixer(heads: str, inner: str, conv: str, in_dim: str, mixer: str = "mixer") -> tuple[Part, ...]:
     """A Mamba-2 mixer's parts (`layers.{i}.<mixer>`: the fused in_proj, the conv1d over x, B and C, per-head dt_bias,
     A_log and D, the gated norm, out_proj), sized by the words given (Nemotron-H's and Falcon-H1's stand beside their
@@ -3008,6 +3017,44 @@ FAMILIES: tuple[Family, ...] = (
         {"attention_bias": True, "mlp_bias": True, "norm_shift": True, "conv_bias": True, "channels": 3},
         derive=_vit_derive,
     ),
+    Family(
+        "rwkv",
+        "RWKV (4): blocks of time mixing (key, value, receptance and output projections, per-channel time_decay and "
+        "time_first, time_mix_* interpolations) and channel mixing (key, receptance, value; time_mix_*), each after a "
+        "LayerNorm; the first block's input LayerNorm (pre_ln), an output LayerNorm, an untied head",
+        ("rwkv",),
+        ("rwkv.", ""),
+        (
+            Part("embeddings", "embedding", ("vocab", "d_model")),
+            _norm("blocks.{i}.pre_ln", over="pre_ln_layers"),
+            _norm("blocks.{i}.ln1"),
+            _norm("blocks.{i}.ln2"),
+            Part("blocks.{i}.attention.time_decay", "tensor", ("att_dim",)),
+            Part("blocks.{i}.attention.time_first", "tensor", ("att_dim",)),
+            *(Part(f"blocks.{{i}}.attention.time_mix_{w}", "tensor", (1, 1, "d_model")) for w in ("key", "value",
+              "receptance")),
+            _linear("blocks.{i}.attention.key", "d_model", "att_dim", role="attention_key"),
+            _linear("blocks.{i}.attention.value", "d_model", "att_dim", role="attention_value"),
+            _linear("blocks.{i}.attention.receptance", "d_model", "att_dim", role="attention_query"),
+            _linear("blocks.{i}.attention.output", "att_dim", "d_model", role="attention_output"),
+            *(Part(f"blocks.{{i}}.feed_forward.time_mix_{w}", "tensor", (1, 1, "d_model")) for w in ("key",
+              "receptance")),
+            _linear("blocks.{i}.feed_forward.key", "d_model", "feedforward"),
+            _linear("blocks.{i}.feed_forward.receptance", "d_model", "d_model", role="dense"),
+            _linear("blocks.{i}.feed_forward.value", "feedforward", "d_model"),
+            _norm("ln_out"),
+            _linear("/head", "d_model", "vocab", "head_bias", tied="embeddings"),
+        ),
+        {
+            "vocab": ("embeddings", 0),
+            "d_model": ("embeddings", 1),
+            "att_dim": ("blocks.0.attention.key", 0),
+            "feedforward": ("blocks.0.feed_forward.key", 0),
+        },
+        {"tied": False, "norm_shift": True, "head_bias": False},
+        {"attention_hidden_size": "att_dim"},
+        derive=_rwkv_derive,
+    ),  # fmt: skip
     Family(
         "mamba",
         "Mamba / FalconMamba: selective state-space blocks (in, x, dt and out projections, a depthwise conv1d, A_log "
