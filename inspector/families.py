@@ -421,6 +421,24 @@ def _rwkv_derive(h: dict[str, Any]) -> None:
     derive_transformer(h)
 
 
+def _recurrent_gemma_derive(h: dict[str, Any]) -> None:
+    """RecurrentGemma's layers as its config's `block_types` cycle over them (recurrent, recurrent, attention: the
+    config's in place of the file's, as `mlp_layer_types` are; a formula without them puts recurrence in every layer),
+    its MLP half `intermediate_size` wide, the RG-LRU's gates block-diagonal per head (lru_width / heads)."""
+    types, layers = h.get("block_types"), int(h.get("layers") or 0)
+    if types:
+        kinds = [types[i % len(types)] for i in range(layers)]
+        h["attention_layers"] = [i for i, kind in enumerate(kinds) if kind == "attention"]
+        h["recurrent_layers"] = [i for i, kind in enumerate(kinds) if kind != "attention"]
+    h.setdefault("recurrent_layers", list(range(layers)))
+    _other_layers(h, "attention_layers", "recurrent_layers")
+    if h.get("intermediate"):
+        h["feedforward"] = h["intermediate"] // 2
+    if h.get("lru") and h.get("heads") and not h.get("lru_block"):
+        h["lru_block"] = h["lru"] // h["heads"]
+    derive_transformer(h)
+
+
 def _mamba2_mixer(heads: str, inner: str, conv: str, in_dim: str, mixer: str = "mixer") -> tuple[Part, ...]:
     """A Mamba-2 mixer's parts (`layers.{i}.<mixer>`: the fused in_proj, the conv1d over x, B and C, per-head dt_bias,
     A_log and D, the gated norm, out_proj), sized by the words given (Nemotron-H's and Falcon-H1's stand beside their
@@ -3017,6 +3035,59 @@ FAMILIES: tuple[Family, ...] = (
         {"attention_bias": True, "mlp_bias": True, "norm_shift": True, "conv_bias": True, "channels": 3},
         derive=_vit_derive,
     ),
+    Family(
+        "recurrent_gemma",
+        "RecurrentGemma (Griffin): in each layer a temporal block after an RMSNorm, recurrent (linear_x, linear_y, "
+        "a depthwise conv_1d, the RG-LRU's per-head gates and recurrent_param, linear_out; all with biases) or local "
+        "attention (q, k, v; o_proj with a bias) as `block_types` cycle, then a gated MLP with biases after another; "
+        "a tied LM head",
+        ("recurrent_gemma",),
+        ("model.", ""),
+        (
+            Part("embed_tokens", "embedding", ("vocab", "d_model")),
+            _norm("layers.{i}.temporal_pre_norm"),
+            *(
+                replace(p, over="recurrent_layers")
+                for p in (
+                    _linear("layers.{i}.temporal_block.linear_y", "d_model", "lru", "lru_bias", role="dense"),
+                    _linear("layers.{i}.temporal_block.linear_x", "d_model", "lru", "lru_bias", role="dense"),
+                    _linear("layers.{i}.temporal_block.linear_out", "lru", "d_model", "lru_bias", role="dense"),
+                    Part("layers.{i}.temporal_block.conv_1d", "conv", ("lru", 1, "conv_kernel"), "lru_bias"),
+                    Part("layers.{i}.temporal_block.rg_lru.recurrent_param", "tensor", ("lru",)),
+                    *(
+                        Part(f"layers.{{i}}.temporal_block.rg_lru.{gate}_gate_{what}", "tensor", dims)
+                        for gate in ("input", "recurrent")
+                        for what, dims in (("weight", ("heads", "lru_block", "lru_block")), ("bias", ("heads",
+                                                                                                     "lru_block")))
+                    ),
+                )
+            ),
+            *(
+                replace(p, over="attention_layers")
+                for p in _attention("layers.{i}.temporal_block", "q_proj", "k_proj", "v_proj", "o_proj")[:3]
+            ),
+            _linear("layers.{i}.temporal_block.o_proj", "q_dim", "d_model", "o_bias", role="attention_output",
+                    over="attention_layers"),
+            _norm("layers.{i}.channel_pre_norm"),
+            *(replace(p, path=p.path.replace(".mlp.", ".mlp_block.")) for p in GATED_MLP),
+            _norm("final_norm"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+        ),
+        {
+            "vocab": ("embed_tokens", 0),
+            "d_model": ("embed_tokens", 1),
+            "lru": ("layers.0.temporal_block.linear_x", 0),
+            "heads": ("layers.0.temporal_block.rg_lru.input_gate_weight", 0),
+            "conv_kernel": ("layers.0.temporal_block.conv_1d", 2),
+            "q_dim": ("layers.0.temporal_block.q_proj", 0),
+            "kv_dim": ("layers.0.temporal_block.k_proj", 0),
+            "feedforward": ("layers.0.mlp_block.up_proj", 0),
+        },
+        {**DECODER_DEFAULTS, "tied": True, "mlp_bias": True, "lru_bias": True, "o_bias": True},
+        {"lru_width": "lru", "conv1d_width": "conv_kernel", "intermediate_size": "intermediate",
+         "block_types": "block_types"},
+        derive=_recurrent_gemma_derive,
+    ),  # fmt: skip
     Family(
         "rwkv",
         "RWKV (4): blocks of time mixing (key, value, receptance and output projections, per-channel time_decay and "
