@@ -439,6 +439,31 @@ def _recurrent_gemma_derive(h: dict[str, Any]) -> None:
     derive_transformer(h)
 
 
+def _xlstm_derive(h: dict[str, Any]) -> None:
+    """xLSTM's widths as xLSTMConfig relates them, where it states its factors: q and k `qk_dim_factor` x d_model, v
+    `v_dim_factor` x d_model (each truncated), the feed-forward `ffn_proj_factor` x d_model rounded up to
+    `ffn_round_up_to_multiple_of`; else as the file's shapes give them (a fused layout's q and k from its qkv_opreact)."""
+    d = h.get("d_model")
+    if d and h.get("qk_factor"):
+        h["qk_dim"] = int(d * h["qk_factor"])
+    if d and h.get("v_factor"):
+        h["v_dim"] = int(d * h["v_factor"])
+    if d and h.get("ffn_factor"):
+        multiple = int(h.get("ffn_multiple") or 1)
+        h["feedforward"] = int((d * h["ffn_factor"] + multiple - 1) // multiple * multiple)
+    if h.get("qkvo_dim") and h.get("v_dim") and not h.get("qk_dim"):
+        h["qk_dim"] = (h["qkvo_dim"] - 2 * h["v_dim"]) // 2
+    if h.get("if_heads") and not h.get("heads"):
+        h["heads"] = h["if_heads"] // 2
+    for name, value in (("qk_dim", "d_model"), ("v_dim", "d_model")):  # (xLSTMConfig's factors 0.5 and 1)
+        if d and not h.get(name):
+            h[name] = d // 2 if name == "qk_dim" else d
+    h.setdefault("qkvo_dim", 2 * h.get("qk_dim", 0) + 2 * h.get("v_dim", 0))
+    if h.get("heads"):
+        h.setdefault("if_heads", 2 * h["heads"])
+    derive_transformer(h)
+
+
 def _mamba2_mixer(heads: str, inner: str, conv: str, in_dim: str, mixer: str = "mixer") -> tuple[Part, ...]:
     """A Mamba-2 mixer's parts (`layers.{i}.<mixer>`: the fused in_proj, the conv1d over x, B and C, per-head dt_bias,
     A_log and D, the gated norm, out_proj), sized by the words given (Nemotron-H's and Falcon-H1's stand beside their
@@ -3087,6 +3112,69 @@ FAMILIES: tuple[Family, ...] = (
         {"lru_width": "lru", "conv1d_width": "conv_kernel", "intermediate_size": "intermediate",
          "block_types": "block_types"},
         derive=_recurrent_gemma_derive,
+    ),  # fmt: skip
+    Family(
+        "xlstm",
+        "xLSTM (7B): blocks of an mLSTM layer (q, k, v, an output gate, per-head input and forget gates with biases, a "
+        "multi-head norm, out_proj; or q, k, v and the output gate fused into qkv_opreact and the two gates into "
+        "ifgate_preact) and a gated feed-forward (proj_up_gate, proj_up, proj_down), each after an RMSNorm; biases and "
+        "norm shifts where `use_bias`",
+        ("xlstm",),
+        ("backbone.", ""),
+        (
+            Part("embeddings", "embedding", ("vocab", "d_model")),
+            _norm("blocks.{i}.norm_mlstm", shift="attention_bias"),
+            *(
+                replace(p, when="single_weights")
+                for p in (
+                    _linear("blocks.{i}.mlstm_layer.q", "d_model", "qk_dim", "attention_bias", role="attention_query"),
+                    _linear("blocks.{i}.mlstm_layer.k", "d_model", "qk_dim", "attention_bias", role="attention_key"),
+                    _linear("blocks.{i}.mlstm_layer.v", "d_model", "v_dim", "attention_bias", role="attention_value"),
+                    _linear("blocks.{i}.mlstm_layer.ogate_preact", "d_model", "v_dim", "attention_bias", role="dense"),
+                    _linear("blocks.{i}.mlstm_layer.igate_preact", "d_model", "heads", "gate_bias", role="dense"),
+                    _linear("blocks.{i}.mlstm_layer.fgate_preact", "d_model", "heads", "gate_bias", role="dense"),
+                    _linear("blocks.{i}.ffn.proj_up_gate", "d_model", "feedforward", "attention_bias",
+                            role=FFN_GATE),
+                    _linear("blocks.{i}.ffn.proj_up", "d_model", "feedforward", "attention_bias", role=FFN_UP),
+                )
+            ),
+            *(
+                replace(p, when="fused_weights")
+                for p in (
+                    _linear("blocks.{i}.mlstm_layer.qkv_opreact", "d_model", "qkvo_dim", "attention_bias",
+                            role="attention_qkv"),
+                    _linear("blocks.{i}.mlstm_layer.ifgate_preact", "d_model", "if_heads", "gate_bias", role="dense"),
+                    _linear("blocks.{i}.ffn.proj_up_gate_z", "d_model", "feedforward*2", "attention_bias",
+                            role=FFN_GATE),
+                )
+            ),
+            _norm("blocks.{i}.mlstm_layer.multihead_norm", "v_dim", "attention_bias"),
+            _linear("blocks.{i}.mlstm_layer.out_proj", "v_dim", "d_model", "attention_bias",
+                    role="attention_output"),
+            _norm("blocks.{i}.norm_ffn", shift="attention_bias"),
+            _linear("blocks.{i}.ffn.proj_down", "feedforward", "d_model", "attention_bias"),
+            _norm("out_norm"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embeddings"),
+        ),
+        {
+            "vocab": ("embeddings", 0),
+            "d_model": ("embeddings", 1),
+            "qk_dim": ("blocks.0.mlstm_layer.q", 0),
+            "v_dim": ("blocks.0.mlstm_layer.multihead_norm", 0),
+            "qkvo_dim": ("blocks.0.mlstm_layer.qkv_opreact", 0),
+            "heads": ("blocks.0.mlstm_layer.igate_preact", 0),
+            "if_heads": ("blocks.0.mlstm_layer.ifgate_preact", 0),
+            "feedforward": ("blocks.0.ffn.proj_down", 1),
+        },
+        {**DECODER_DEFAULTS, "gate_bias": True, "single_weights": True},
+        {
+            "use_bias": "attention_bias",
+            "qk_dim_factor": "qk_factor",
+            "v_dim_factor": "v_factor",
+            "ffn_proj_factor": "ffn_factor",
+            "ffn_round_up_to_multiple_of": "ffn_multiple",
+        },
+        derive=_xlstm_derive,
     ),  # fmt: skip
     Family(
         "rwkv",

@@ -67,7 +67,7 @@ def _config_value(config: Mapping[str, Any], key: str) -> Any:
 FLAGS = frozenset(
     {"tied", "attention_bias", "o_bias", "mlp_bias", "conv_bias", "ssm_bias", "projectors_bias", "ff_auto", "qk_norm"}
 )
-FRACTIONS = frozenset({"ff_multiplier"})
+FRACTIONS = frozenset({"ff_multiplier", "qk_factor", "v_factor", "ffn_factor"})
 FIRST_LAYER = "layers.0."  # where a family reads a layer's sizes
 LAYER_LISTS = frozenset({"mlp_only", "layer_heads"})  # the config's lists of ints: layer indices, a size per layer
 LAYER_KINDS = frozenset({"mlp_types", "block_types"})  # the config's lists of words, one a layer (`mlp_layer_types`)
