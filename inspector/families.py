@@ -3177,6 +3177,39 @@ FAMILIES: tuple[Family, ...] = (
         derive=_xlstm_derive,
     ),  # fmt: skip
     Family(
+        "jetmoe",
+        "JetMoE: a mixture of attention heads (a shared kv_proj to keys and values; per-expert query and output "
+        "projections, `experts.input_linear` and `experts.output_linear`, a router and an output bias) and a mixture "
+        "of gated MLP experts (input_linear, output_linear, a router, an output bias), RMSNorms, a tied LM head",
+        ("jetmoe",),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            _norm("layers.{i}.input_layernorm"),
+            _linear("layers.{i}.self_attention.kv_proj", "d_model", "kv_dim*2", "attention_bias"),
+            Part("layers.{i}.self_attention.experts.input_linear", "tensor", ("experts", "kv_dim", "d_model"),
+                 role="attention_query"),
+            Part("layers.{i}.self_attention.experts.output_linear", "tensor", ("experts", "d_model", "kv_dim"),
+                 role="attention_output"),
+            _linear("layers.{i}.self_attention.experts.router.layer", "d_model", "experts"),
+            Part("layers.{i}.self_attention.experts.bias", "tensor", ("d_model",), role="bias"),
+            _norm("layers.{i}.post_attention_layernorm"),
+            Part("layers.{i}.mlp.input_linear", "tensor", ("experts", "feedforward*2", "d_model"), role=FFN_UP),
+            Part("layers.{i}.mlp.output_linear", "tensor", ("experts", "d_model", "feedforward"), role=FFN_DOWN),
+            _linear("layers.{i}.mlp.router.layer", "d_model", "experts"),
+            Part("layers.{i}.mlp.bias", "tensor", ("d_model",), role="bias"),
+        ),
+        {
+            "vocab": ("embed_tokens", 0),
+            "d_model": ("embed_tokens", 1),
+            "kv_dim": ("layers.0.self_attention.experts.input_linear", 1),
+            "experts": ("layers.0.mlp.router.layer", 0),
+            "feedforward": ("layers.0.mlp.output_linear", 2),
+        },
+        {**DECODER_DEFAULTS, "tied": True},
+        {"kv_channels": "head_dim"},
+    ),  # fmt: skip
+    Family(
         "rwkv",
         "RWKV (4): blocks of time mixing (key, value, receptance and output projections, per-channel time_decay and "
         "time_first, time_mix_* interpolations) and channel mixing (key, receptance, value; time_mix_*), each after a "
