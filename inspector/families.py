@@ -421,17 +421,20 @@ def _rwkv_derive(h: dict[str, Any]) -> None:
     derive_transformer(h)
 
 
+GRIFFIN_BLOCKS = ("recurrent", "recurrent", "attention")  # (RecurrentGemmaConfig's default `block_types`)
+
+
 def _recurrent_gemma_derive(h: dict[str, Any]) -> None:
     """RecurrentGemma's layers as its config's `block_types` cycle over them (recurrent, recurrent, attention: the
-    config's in place of the file's, as `mlp_layer_types` are; a formula without them puts recurrence in every layer),
+    config's in place of the file's, as `mlp_layer_types` are; a formula without them RecurrentGemmaConfig's default),
     its MLP half `intermediate_size` wide, the RG-LRU's gates block-diagonal per head (lru_width / heads)."""
     types, layers = h.get("block_types"), int(h.get("layers") or 0)
-    if types:
+    if types or "recurrent_layers" not in h:  # (a file's own layers where no config states them)
+        types = types or GRIFFIN_BLOCKS
         kinds = [types[i % len(types)] for i in range(layers)]
         h["attention_layers"] = [i for i, kind in enumerate(kinds) if kind == "attention"]
         h["recurrent_layers"] = [i for i, kind in enumerate(kinds) if kind != "attention"]
-    h.setdefault("recurrent_layers", list(range(layers)))
-    _other_layers(h, "attention_layers", "recurrent_layers")
+    h.setdefault("conv_kernel", 4)  # (RecurrentGemmaConfig's `conv1d_width`: a formula's words may not say)
     if h.get("intermediate"):
         h["feedforward"] = h["intermediate"] // 2
     if h.get("lru") and h.get("heads") and not h.get("lru_block"):
