@@ -50,7 +50,7 @@ FAMILY = {
 
 # the router's score correction of these model types' checkpoints, a buffer by the kind rule its config's model type
 # selects (`hf.router_bias_saved`): without the config, a parameter of the file
-CONFIG_BUFFERS = {"hy_v3": ".expert_bias"}
+CONFIG_BUFFERS = {"hy_v3": ".expert_bias", "sarvam_moe": ".expert_bias"}
 # the router's score correction of these model types, a parameter by the kind rule its config's model type selects: a
 # buffer of the file without it
 CONFIG_PARAMETERS = {"laguna": ".e_score_correction_bias"}
@@ -449,6 +449,30 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
             "gpt_bigcode vocab=49152 positions=8192 d_model=6144 layers=40 heads=48 kv_heads=1 feedforward=24576",
             15_517_456_384,
         ),
+        # each ForCausalLM of its model type's default config (VaultGemma-1B, nanochat d12, JetMoE-8B, Sarvam-MoE,
+        # RecurrentGemma-2B in Griffin's block cycle, RWKV-4 7B, xLSTM-7B)
+        ("vaultgemma vocab=256000 d_model=2304 layers=26 heads=8 kv_heads=4 head_dim=256 feedforward=9216", 2_614_222_080),
+        ("nanochat vocab=50304 d_model=768 layers=12 heads=6 feedforward=8192", 256_573_440),
+        (
+            "jetmoe vocab=32000 d_model=2048 layers=12 heads=32 kv_heads=16 head_dim=128 feedforward=5632 experts=8",
+            4_293_888_000,
+        ),
+        (
+            "sarvam_moe vocab=262144 d_model=4096 layers=19 heads=64 kv_heads=4 head_dim=64 feedforward=8192 "
+            "experts=128 expert_ff=1024 n_shared=1 first_dense=1 qk_norm=true",
+            32_152_648_064,
+        ),
+        (
+            "recurrent_gemma vocab=256000 d_model=2560 layers=26 heads=10 head_dim=256 lru=2560 intermediate=7680 "
+            "tied=true",
+            2_010_263_040,
+        ),
+        ("rwkv vocab=50277 d_model=4096 layers=32", 7_392_649_216),
+        (
+            "xlstm vocab=50304 d_model=4096 layers=32 heads=8 qk_factor=0.5 v_factor=1 ffn_factor=2.667 "
+            "ffn_multiple=64",
+            6_865_424_896,
+        ),
     ],
 )
 def test_family_formulas_give_the_published_counts(spec: str, count: int) -> None:
@@ -805,6 +829,7 @@ def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
         ("granitemoe_swa", "granitemoe_swa"),
         ("exaone_moe", "glm4_moe-fused"),
         ("hy_v3", "glm4_moe-fused"),  # (its checkpoints' router and shared experts renamed as GLM-4.5 names them)
+        ("sarvam_moe", "glm4_moe-fused"),  # (its checkpoints' fused q/k/v split, its modules renamed as GLM-4.5's)
     ],
 )
 def test_the_new_families_state_dicts_in_transformers_names(zoo, case: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -1136,3 +1161,47 @@ def test_a_vision_tower_the_config_states_deeper_than_the_files_is_reported(zoo,
     assert exp is not None and exp.architecture == "qwen3_5-vl" and exp.source == "config"
     assert [c.layer for c in exp.layers if c.status == "missing"] == ["model.visual.blocks.2"]
     assert "COUNT_MISMATCH" in {f.code for f in report.findings}
+
+
+@pytest.mark.parametrize(
+    ("case", "flag", "rows"),
+    [
+        ("glm4_moe", "use_qk_norm", ["model.layers.0", "model.layers.1", "model.layers.2"]),
+        ("sarvam_moe", "use_qk_norm", ["model.layers.0", "model.layers.1"]),
+        ("cohere+qk_norm", "use_qk_norm", ["model.layers.0", "model.layers.1"]),
+        ("phi+qk_norm", "qk_layernorm", ["model.layers.0", "model.layers.1"]),
+    ],
+)
+def test_q_k_norms_a_config_states_are_expected_so_a_file_without_them_is_reported(  # type: ignore[no-untyped-def]
+    zoo, case: str, flag: str, rows: list[str], tmp_path: Path
+) -> None:
+    # Whether a layer norms its queries and keys is the config's flag (GLM-4.5's and Sarvam-MoE's and Cohere's
+    # `use_qk_norm`, Phi's `qk_layernorm`; transformers builds the norms where it is true): it was not read, so the
+    # q/k norms were expected only where the file held them, and a file without them under a config stating them went
+    # unreported. The file as written matches; without its q/k norms, it is a COUNT_MISMATCH naming them, the formula
+    # the count of the model the config describes; and a config stating none with a file holding them is one too
+    from safetensors.torch import load_file, save_file
+
+    folder, n = zoo(case)
+    config = json.loads((folder / "config.json").read_text())
+    assert config[flag] is True
+    report = inspect(folder / "model.safetensors")
+    assert report.expectation is not None and report.expectation.matches and report.expectation.total == n
+    tensors = load_file(folder / "model.safetensors")
+    norms = [k for k in tensors if any(w in k for w in ("q_norm", "k_norm", "query_layernorm", "key_layernorm",
+                                                         "q_layernorm", "k_layernorm"))]  # fmt: skip
+    assert norms
+    save_file({k: v for k, v in tensors.items() if k not in norms}, tmp_path / "model.safetensors", {"format": "pt"})
+    shutil.copy(folder / "config.json", tmp_path / "config.json")
+    report = inspect(tmp_path / "model.safetensors")
+    exp = report.expectation
+    held = sum(tensors[k].numel() for k in norms)
+    assert exp is not None and exp.source == "config" and not exp.matches and exp.total == n
+    assert report.checkpoint.n_parameters == n - held
+    assert [c.layer for c in exp.layers if c.status == "mismatch"] == rows
+    assert all("is not in the file" in c.explanation for c in exp.layers if c.status == "mismatch")
+    assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}
+    report = inspect(_with_config(zoo, case, tmp_path, **{flag: False}))  # (the file as written: its norms held)
+    exp = report.expectation
+    assert exp is not None and not exp.matches and exp.total == n - held
+    assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}
