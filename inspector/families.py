@@ -771,6 +771,191 @@ def _deepseek_derive(h: dict[str, Any]) -> None:
     _moe_derive(h)
 
 
+# DeepSeek-V4's attention kinds (`layer_types`): sliding-window attention alone, or beside a compressor of the keys and
+# values (`compress_rates`: every 4th token, CSA, whose two overlapping series are twice a head wide and which a lightning
+# indexer with its own compressor scores; every 128th, HCA, one series a head wide); the hub's configs state them as
+# `compress_ratios`, a rate a layer (0: sliding; DeepseekV4Config's `_COMPRESS_RATIO_TO_LAYER_TYPE`)
+V4_SLIDING, V4_CSA, V4_HCA = "sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"
+V4_RATIO_KINDS = {0: V4_SLIDING, 4: V4_CSA, 128: V4_HCA}
+
+
+def _deepseek_v4_derive(h: dict[str, Any]) -> None:
+    """DeepSeek-V4's sizes as DeepseekV4Config relates them: the layers' attention kinds and each compressor's rate and
+    width from the config's `layer_types` (or `compress_ratios`) and `compress_rates` in place of the file's (a formula
+    without them: DeepseekV4Config's default, two HCA layers then CSA and HCA in turn), the grouped output projection's
+    widths, the hyper-connections' (`hc_mult` streams: (2 + hc) x hc mixing weights over hc x d_model); its shared
+    expert is as wide as a routed one (`moe_intermediate_size`, whatever `n_shared_experts` says)."""
+    layers, hd = int(h.get("layers") or 0), h.get("head_dim")
+    kinds = h.get("attn_types")
+    if not kinds and h.get("compress_ratios"):
+        kinds = [V4_RATIO_KINDS.get(r, V4_HCA if r else V4_SLIDING) for r in h["compress_ratios"]]
+        h.setdefault("rate_csa", next((r for r in h["compress_ratios"] if V4_RATIO_KINDS.get(r) == V4_CSA), None))
+    if not kinds and "compressed_layers" not in h:  # (a formula's words)
+        kinds = [V4_HCA] * min(layers, 2) + [V4_CSA if i % 2 else V4_HCA for i in range(max(layers - 2, 0))]
+    h.setdefault("rate_csa", 4)
+    h.setdefault("rate_hca", 128)
+    if kinds:
+        kinds = list(kinds)[:layers]
+        h["compressed_layers"] = [i for i, kind in enumerate(kinds) if kind != V4_SLIDING]
+        h["csa_layers"] = [i for i, kind in enumerate(kinds) if kind == V4_CSA]
+        rates = h.get("compress_ratios") or [{V4_CSA: h["rate_csa"], V4_HCA: h["rate_hca"]}.get(k) for k in kinds]
+        widths = [None if k == V4_SLIDING else 2 * hd if k == V4_CSA and hd else hd for k in kinds]
+        h["per_layer"] = {"rate": [r or None for r in rates], "c_width": widths}
+    if h.get("heads") and hd:
+        h.setdefault("q_dim", h["heads"] * hd)
+    if h.get("o_groups") and h.get("o_lora"):
+        h.setdefault("o_lora_all", h["o_groups"] * h["o_lora"])
+    if h.get("o_groups") and h.get("q_dim"):
+        h.setdefault("o_group_in", h["q_dim"] // h["o_groups"])
+    if h.get("hc") and h.get("d_model"):
+        h.setdefault("hc_d", h["hc"] * h["d_model"])
+        h.setdefault("hc_n", (2 + h["hc"]) * h["hc"])
+    if h.get("index_heads") and h.get("index_dim"):
+        h.setdefault("index_q", h["index_heads"] * h["index_dim"])
+    if h.get("index_dim"):
+        h.setdefault("i_width", 2 * h["index_dim"])
+    h.setdefault("feedforward", h.get("expert_ff"))  # (its one dense MLP: the shared expert, as wide as a routed one)
+    if hd:  # (one key/value head whatever `num_key_value_heads` says)
+        h["kv_heads"], h["kv_dim"] = 1, hd
+    for name in ("rate", "c_width"):  # (a formula's, or a file's without a compressor: the first compressed layer's)
+        h.setdefault(name, next((v for v in h.get("per_layer", {}).get(name, ()) if v), None))
+    derive_transformer(h)
+
+
+def _hyper_connection(prefix: str, fn: str, base: str, scale: str, n: str = "hc_n", scales: int = 3) -> tuple[Part, ...]:
+    """A manifold-constrained hyper-connection's learned mixing (DeepSeek-V4's): its projection over the streams, its
+    base and its scales (bare tensors)."""
+    return (
+        Part(f"{prefix}{fn}", "tensor", (n, "hc_d")),
+        Part(f"{prefix}{base}", "tensor", (n,)),
+        Part(f"{prefix}{scale}", "tensor", (scales,)),
+    )
+
+
+def _v4_compressor(prefix: str, width: str, norm: str, rate: str, **kw: Any) -> tuple[Part, ...]:
+    """A DeepSeek-V4 compressor as the hub names it: its keys' and values' projection, its gate, a learned bias per
+    position in its window (`ape`), a norm over a head."""
+    return (
+        Part(f"{prefix}.ape", "tensor", (rate, width), **kw),
+        _norm(f"{prefix}.norm", norm, **kw),
+        _linear(f"{prefix}.wgate", "d_model", width, role="dense", **kw),
+        _linear(f"{prefix}.wkv", "d_model", width, role="dense", **kw),
+    )
+
+
+DEEPSEEK_V4_PARTS = (
+    Part("embed_tokens", "embedding", ("vocab", "d_model")),
+    _norm("norm"),
+    *_hyper_connection("hc_head.", "hc_fn", "hc_base", "hc_scale", "hc", 1),
+    _linear("/head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+    _norm("layers.{i}.attn_norm"),
+    _norm("layers.{i}.ffn_norm"),
+    *_hyper_connection("layers.{i}.", "hc_attn_fn", "hc_attn_base", "hc_attn_scale"),
+    *_hyper_connection("layers.{i}.", "hc_ffn_fn", "hc_ffn_base", "hc_ffn_scale"),
+    _linear("layers.{i}.attn.wq_a", "d_model", "q_lora", role="attention_query"),
+    _norm("layers.{i}.attn.q_norm", "q_lora"),
+    _linear("layers.{i}.attn.wq_b", "q_lora", "q_dim", role="attention_query"),
+    _linear("layers.{i}.attn.wkv", "d_model", "head_dim", role="attention_value"),
+    _norm("layers.{i}.attn.norm", "head_dim"),
+    _linear("layers.{i}.attn.wo_a", "o_group_in", "o_lora_all", role="attention_output"),
+    _linear("layers.{i}.attn.wo_b", "o_lora_all", "d_model", role="attention_output"),
+    Part("layers.{i}.attn.attn_sink", "tensor", ("heads",)),
+    *_v4_compressor("layers.{i}.attn.compressor", "c_width", "head_dim", "rate", over="compressed_layers"),
+    *_v4_compressor("layers.{i}.attn.indexer.compressor", "i_width", "index_dim", "rate_csa", over="csa_layers"),
+    _linear("layers.{i}.attn.indexer.wq_b", "q_lora", "index_q", over="csa_layers"),
+    _linear("layers.{i}.attn.indexer.weights_proj", "d_model", "index_heads", over="csa_layers"),
+    _linear("layers.{i}.ffn.gate", "d_model", "experts"),
+    _linear("layers.{i}.ffn.experts.{e}.w1", "d_model", "expert_ff", role=FFN_GATE),
+    _linear("layers.{i}.ffn.experts.{e}.w3", "d_model", "expert_ff", role=FFN_UP),
+    _linear("layers.{i}.ffn.experts.{e}.w2", "expert_ff", "d_model", role=FFN_DOWN),
+    _linear("layers.{i}.ffn.shared_experts.w1", "d_model", "expert_ff", "mlp_bias", role=FFN_GATE),
+    _linear("layers.{i}.ffn.shared_experts.w3", "d_model", "expert_ff", "mlp_bias", role=FFN_UP),
+    _linear("layers.{i}.ffn.shared_experts.w2", "expert_ff", "d_model", "mlp_bias", role=FFN_DOWN),
+)
+DEEPSEEK_V4_READS = {
+    "vocab": ("embed_tokens", 0),
+    "d_model": ("embed_tokens", 1),
+    "hc": ("hc_head.hc_base", 0),
+    "hc_n": ("layers.0.hc_attn_fn", 0),
+    "hc_d": ("layers.0.hc_attn_fn", 1),
+    "q_lora": ("layers.0.attn.wq_a", 0),
+    "q_dim": ("layers.0.attn.wq_b", 0),
+    "head_dim": ("layers.0.attn.wkv", 0),
+    "heads": ("layers.0.attn.attn_sink", 0),
+    "o_group_in": ("layers.0.attn.wo_a", 1),
+    "o_lora_all": ("layers.0.attn.wo_a", 0),
+    "rate": ("layers.0.attn.compressor.ape", 0),
+    "c_width": ("layers.0.attn.compressor.wkv", 0),
+    "rate_csa": ("layers.0.attn.indexer.compressor.ape", 0),
+    "i_width": ("layers.0.attn.indexer.compressor.wkv", 0),
+    "index_dim": ("layers.0.attn.indexer.compressor.norm", 0),
+    "index_q": ("layers.0.attn.indexer.wq_b", 0),
+    "index_heads": ("layers.0.attn.indexer.weights_proj", 0),
+    "experts": ("layers.0.ffn.gate", 0),
+    "expert_ff": ("layers.0.ffn.experts.0.w1", 0),
+}
+DEEPSEEK_V4_CONFIG = {
+    "q_lora_rank": "q_lora",
+    "o_lora_rank": "o_lora",
+    "o_groups": "o_groups",
+    "hc_mult": "hc",
+    "index_n_heads": "index_heads",
+    "index_head_dim": "index_dim",
+    "n_routed_experts": "experts",
+    "layer_types": "attn_types",
+    "compress_ratios": "compress_ratios",
+    "compress_rates.compressed_sparse_attention": "rate_csa",
+    "compress_rates.heavily_compressed_attention": "rate_hca",
+}
+
+
+DEEPSEEK_V4_FAMILY = Family(
+    "deepseek_v4",
+    "DeepSeek-V4 as save_pretrained writes it (its checkpoints' names under `model.`): hyper-connections "
+    "(`hc_mult` residual streams mixed by learned projections around attention, around the MoE and before the "
+    "head), attention of low-rank queries (wq_a, q_norm, wq_b), one shared key/value head (wkv, norm), a grouped "
+    "low-rank output (wo_a, wo_b) and a sink per head, in the compressed layers a compressor of the keys and "
+    "values (CSA's twice a head wide, beside a lightning indexer with its own compressor; HCA's a head wide) as "
+    "`layer_types` and `compress_rates` place and size them; MoE layers of a router (hash-routed or scored), "
+    "`experts` gated experts (w1, w3, w2) and a shared expert",
+    ("deepseek_v4",),
+    ("model.", ""),
+    DEEPSEEK_V4_PARTS,
+    DEEPSEEK_V4_READS,
+    DECODER_DEFAULTS,
+    DEEPSEEK_V4_CONFIG,
+    derive=_deepseek_v4_derive,
+    per_layer=("rate", "c_width"),
+)
+# DeepSeek-V4's modules as transformers names them in memory (`conversion_mapping`'s "deepseek_v4", reversed)
+DEEPSEEK_V4_RENAMES = {
+    **{
+        f"layers.{{i}}.attn.{old}": f"layers.{{i}}.self_attn.{new}"
+        for old, new in (
+            ("wq_a", "q_a_proj"), ("q_norm", "q_a_norm"), ("wq_b", "q_b_proj"), ("wkv", "kv_proj"), ("norm", "kv_norm"),
+            ("wo_a", "o_a_proj"), ("wo_b", "o_b_proj"), ("attn_sink", "sinks"),
+            ("indexer.wq_b", "compressor.indexer.q_b_proj"),
+            ("indexer.weights_proj", "compressor.indexer.scorer.weights_proj"),
+            *((f"{hub}.{leaf}", f"{mem}.{new}") for hub, mem in (("indexer.compressor", "compressor.indexer"),
+              ("compressor", "compressor")) for leaf, new in (("ape", "position_bias"), ("norm", "kv_norm"),
+              ("wgate", "gate_proj"), ("wkv", "kv_proj"))),
+        )
+    },
+    **{
+        f"layers.{{i}}.{old}": f"layers.{{i}}.{new}"
+        for old, new in (
+            ("attn_norm", "input_layernorm"), ("ffn_norm", "post_attention_layernorm"), ("hc_attn_fn", "attn_hc.fn"),
+            ("hc_attn_base", "attn_hc.base"), ("hc_attn_scale", "attn_hc.scale"), ("hc_ffn_fn", "ffn_hc.fn"),
+            ("hc_ffn_base", "ffn_hc.base"), ("hc_ffn_scale", "ffn_hc.scale"), ("ffn.gate", "mlp.gate"),
+            ("ffn.shared_experts.w1", "mlp.shared_experts.gate_proj"),
+            ("ffn.shared_experts.w3", "mlp.shared_experts.up_proj"),
+            ("ffn.shared_experts.w2", "mlp.shared_experts.down_proj"),
+        )
+    },
+    "/head": "/lm_head",
+}  # fmt: skip
+
+
 # Qwen3-Next's and Qwen3.5's layers: Gated DeltaNet (`linear_attn`) in most, gated full attention (a query twice as
 # wide: the output gate's half) every `full_every`-th; the DeltaNet's input projections as each writes them (Qwen3-Next
 # fused `in_proj_qkvz` and `in_proj_ba`, Qwen3.5 four of them; llama.cpp's converter splits Qwen3-Next's qkvz as Qwen3.5
@@ -1959,6 +2144,25 @@ FAMILIES: tuple[Family, ...] = (
         {**MLA_CONFIG, **DEEPSEEK_MOE_CONFIG, "index_n_heads": "index_heads", "index_head_dim": "index_dim"},
         GATED_MLP,
         _deepseek_derive,
+    ),
+    DEEPSEEK_V4_FAMILY,
+    _renamed(
+        replace(  # (its experts fused: no module per expert)
+            DEEPSEEK_V4_FAMILY,
+            parts=tuple(p for p in DEEPSEEK_V4_FAMILY.parts if ".experts.{e}." not in p.path),
+            reads={k: v for k, v in DEEPSEEK_V4_FAMILY.reads.items() if k != "expert_ff"},
+        ),
+        "deepseek_v4-fused",
+        ("deepseek_v4",),
+        "DeepSeek-V4 as transformers 5 holds it (torch.save of its state dict): its modules under transformers' names "
+        "(self_attn.q_a_proj..., attn_hc, mlp), the experts fused into gate_up_proj (experts, 2 expert_ff, d) and "
+        "down_proj (experts, d, expert_ff)",
+        DEEPSEEK_V4_RENAMES,
+        (
+            Part("layers.{i}.mlp.experts.gate_up_proj", "tensor", ("experts", "expert_ff*2", "d_model")),
+            Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
+        ),
+        {"expert_ff": ("layers.0.mlp.experts.down_proj", 2)},
     ),
     *GLM4_MOE_FAMILIES,
     _renamed(

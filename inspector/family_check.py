@@ -69,8 +69,8 @@ FLAGS = frozenset(
 )
 FRACTIONS = frozenset({"ff_multiplier", "qk_factor", "v_factor", "ffn_factor"})
 FIRST_LAYER = "layers.0."  # where a family reads a layer's sizes
-LAYER_LISTS = frozenset({"mlp_only", "layer_heads"})  # the config's lists of ints: layer indices, a size per layer
-LAYER_KINDS = frozenset({"mlp_types", "block_types"})  # the config's lists of words, one a layer (`mlp_layer_types`)
+LAYER_LISTS = frozenset({"mlp_only", "layer_heads", "compress_ratios"})  # the config's lists of ints: layer indices, a size per layer
+LAYER_KINDS = frozenset({"mlp_types", "block_types", "attn_types"})  # the config's lists of words, one a layer (`mlp_layer_types`)
 # the sizes of which 0 is a value, not "unset" (only null or absent is): a layer offset (Jamba's attention and experts
 # from layer 0), the dense layers before the MoE ones (none: DeepSeek's, GLM-4.5's, LFM2-MoE's `num_dense_layers`)
 # and the experts (none: every Qwen-MoE layer dense, as `num_experts > 0` decides)
