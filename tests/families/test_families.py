@@ -50,7 +50,7 @@ FAMILY = {
 
 # the router's score correction of these model types' checkpoints, a buffer by the kind rule its config's model type
 # selects (`hf.router_bias_saved`): without the config, a parameter of the file
-CONFIG_BUFFERS = {"hy_v3": ".expert_bias", "sarvam_moe": ".expert_bias"}
+CONFIG_BUFFERS = {"hy_v3": ".expert_bias", "sarvam_moe": ".expert_bias", "deepseek_v4": ".gate.bias"}
 # the router's score correction of these model types, a parameter by the kind rule its config's model type selects: a
 # buffer of the file without it
 CONFIG_PARAMETERS = {"laguna": ".e_score_correction_bias"}
@@ -468,6 +468,12 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
             2_010_263_040,
         ),
         ("rwkv vocab=50277 d_model=4096 layers=32", 7_392_649_216),
+        # DeepseekV4ForCausalLM(DeepseekV4Config()) (V4-Flash's sizes; its default layer kinds: 2 HCA, then CSA and HCA)
+        (
+            "deepseek_v4 vocab=129280 d_model=4096 layers=43 heads=64 head_dim=512 q_lora=1024 o_lora=1024 o_groups=8 "
+            "hc=4 index_heads=64 index_dim=128 experts=256 expert_ff=2048",
+            284_325_869_015,
+        ),
         (
             "xlstm vocab=50304 d_model=4096 layers=32 heads=8 qk_factor=0.5 v_factor=1 ffn_factor=2.667 "
             "ffn_multiple=64",
@@ -830,6 +836,7 @@ def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
         ("exaone_moe", "glm4_moe-fused"),
         ("hy_v3", "glm4_moe-fused"),  # (its checkpoints' router and shared experts renamed as GLM-4.5 names them)
         ("sarvam_moe", "glm4_moe-fused"),  # (its checkpoints' fused q/k/v split, its modules renamed as GLM-4.5's)
+        ("deepseek_v4", "deepseek_v4-fused"),
     ],
 )
 def test_the_new_families_state_dicts_in_transformers_names(zoo, case: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -1205,3 +1212,32 @@ def test_q_k_norms_a_config_states_are_expected_so_a_file_without_them_is_report
     exp = report.expectation
     assert exp is not None and not exp.matches and exp.total == n - held
     assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}
+
+
+def test_deepseek_v4_layer_kinds_a_config_states_are_its_so_a_file_of_others_is_reported(  # type: ignore[no-untyped-def]
+    zoo, tmp_path: Path
+) -> None:
+    # Which layers compress their keys and values, and how (CSA: two series twice a head wide and an indexer; HCA: one
+    # a head wide, a window of 128), is the config's `layer_types` where it states them; its hub configs' word is
+    # `compress_ratios` (0, 4, 128 a layer). Layer 1 written as CSA, the config saying HCA: its compressor's rows differ
+    # and its indexer is in the file but not in the formula
+    import transformers
+
+    folder, n = zoo("deepseek_v4")
+    kinds = ["sliding_attention", "heavily_compressed_attention", "heavily_compressed_attention",
+             "compressed_sparse_attention"]  # fmt: skip
+    report = inspect(_with_config(zoo, "deepseek_v4", tmp_path, layer_types=kinds))
+    exp = report.expectation
+    words = {**ZOO["deepseek_v4"][1], "vocab_size": 128, "layer_types": kinds}
+    config = transformers.AutoConfig.for_model("deepseek_v4", **words)
+    described = transformers.AutoModelForCausalLM.from_config(config).num_parameters()
+    assert report.checkpoint.n_parameters == n != described
+    assert exp is not None and exp.total == described and not exp.matches
+    assert [c.layer for c in exp.layers if c.status != "ok" and c.status != "tied"] == ["model.layers.1"]
+    assert "model.layers.1.attn.indexer" in next(c.explanation for c in exp.layers if c.layer == "model.layers.1")
+    assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}
+    config = json.loads((folder / "config.json").read_text())
+    del config["layer_types"]  # (the hub's word for the same kinds: a rate a layer)
+    (tmp_path / "config.json").write_text(json.dumps(config | {"compress_ratios": [0, 4, 128, 4]}))
+    report = inspect(tmp_path / "model.safetensors")
+    assert report.expectation is not None and report.expectation.matches and report.expectation.total == n
