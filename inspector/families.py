@@ -445,7 +445,8 @@ def _recurrent_gemma_derive(h: dict[str, Any]) -> None:
 def _xlstm_derive(h: dict[str, Any]) -> None:
     """xLSTM's widths as xLSTMConfig relates them, where it states its factors: q and k `qk_dim_factor` x d_model, v
     `v_dim_factor` x d_model (each truncated), the feed-forward `ffn_proj_factor` x d_model rounded up to
-    `ffn_round_up_to_multiple_of`; else as the file's shapes give them (a fused layout's q and k from its qkv_opreact)."""
+    `ffn_round_up_to_multiple_of`; else as the file's shapes give them (a fused layout's q and k from its
+    qkv_opreact), or xLSTMConfig's default factors (0.5 and 1)."""
     d = h.get("d_model")
     if d and h.get("qk_factor"):
         h["qk_dim"] = int(d * h["qk_factor"])
@@ -458,9 +459,10 @@ def _xlstm_derive(h: dict[str, Any]) -> None:
         h["qk_dim"] = (h["qkvo_dim"] - 2 * h["v_dim"]) // 2
     if h.get("if_heads") and not h.get("heads"):
         h["heads"] = h["if_heads"] // 2
-    for name, value in (("qk_dim", "d_model"), ("v_dim", "d_model")):  # (xLSTMConfig's factors 0.5 and 1)
-        if d and not h.get(name):
-            h[name] = d // 2 if name == "qk_dim" else d
+    if d and not h.get("qk_dim"):
+        h["qk_dim"] = d // 2
+    if d and not h.get("v_dim"):
+        h["v_dim"] = d
     h.setdefault("qkvo_dim", 2 * h.get("qk_dim", 0) + 2 * h.get("v_dim", 0))
     if h.get("heads"):
         h.setdefault("if_heads", 2 * h["heads"])
@@ -772,9 +774,9 @@ def _deepseek_derive(h: dict[str, Any]) -> None:
 
 
 # DeepSeek-V4's attention kinds (`layer_types`): sliding-window attention alone, or beside a compressor of the keys and
-# values (`compress_rates`: every 4th token, CSA, whose two overlapping series are twice a head wide and which a lightning
-# indexer with its own compressor scores; every 128th, HCA, one series a head wide); the hub's configs state them as
-# `compress_ratios`, a rate a layer (0: sliding; DeepseekV4Config's `_COMPRESS_RATIO_TO_LAYER_TYPE`)
+# values (`compress_rates`: every 4th token, CSA, whose two overlapping series are twice a head wide and which a
+# lightning indexer with its own compressor scores; every 128th, HCA, one series a head wide); the hub's configs state
+# them as `compress_ratios`, a rate a layer (0: sliding; DeepseekV4Config's `_COMPRESS_RATIO_TO_LAYER_TYPE`)
 V4_SLIDING, V4_CSA, V4_HCA = "sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"
 V4_RATIO_KINDS = {0: V4_SLIDING, 4: V4_CSA, 128: V4_HCA}
 
@@ -822,7 +824,9 @@ def _deepseek_v4_derive(h: dict[str, Any]) -> None:
     derive_transformer(h)
 
 
-def _hyper_connection(prefix: str, fn: str, base: str, scale: str, n: str = "hc_n", scales: int = 3) -> tuple[Part, ...]:
+def _hyper_connection(
+    prefix: str, fn: str, base: str, scale: str, n: str = "hc_n", scales: int = 3
+) -> tuple[Part, ...]:
     """A manifold-constrained hyper-connection's learned mixing (DeepSeek-V4's): its projection over the streams, its
     base and its scales (bare tensors)."""
     return (
@@ -3289,8 +3293,10 @@ FAMILIES: tuple[Family, ...] = (
                     *(
                         Part(f"layers.{{i}}.temporal_block.rg_lru.{gate}_gate_{what}", "tensor", dims)
                         for gate in ("input", "recurrent")
-                        for what, dims in (("weight", ("heads", "lru_block", "lru_block")), ("bias", ("heads",
-                                                                                                     "lru_block")))
+                        for what, dims in (
+                            ("weight", ("heads", "lru_block", "lru_block")),
+                            ("bias", ("heads", "lru_block")),
+                        )
                     ),
                 )
             ),
@@ -3298,8 +3304,14 @@ FAMILIES: tuple[Family, ...] = (
                 replace(p, over="attention_layers")
                 for p in _attention("layers.{i}.temporal_block", "q_proj", "k_proj", "v_proj", "o_proj")[:3]
             ),
-            _linear("layers.{i}.temporal_block.o_proj", "q_dim", "d_model", "o_bias", role="attention_output",
-                    over="attention_layers"),
+            _linear(
+                "layers.{i}.temporal_block.o_proj",
+                "q_dim",
+                "d_model",
+                "o_bias",
+                role="attention_output",
+                over="attention_layers",
+            ),
             _norm("layers.{i}.channel_pre_norm"),
             *(replace(p, path=p.path.replace(".mlp.", ".mlp_block.")) for p in GATED_MLP),
             _norm("final_norm"),
@@ -3316,10 +3328,14 @@ FAMILIES: tuple[Family, ...] = (
             "feedforward": ("layers.0.mlp_block.up_proj", 0),
         },
         {**DECODER_DEFAULTS, "tied": True, "mlp_bias": True, "lru_bias": True, "o_bias": True},
-        {"lru_width": "lru", "conv1d_width": "conv_kernel", "intermediate_size": "intermediate",
-         "block_types": "block_types"},
+        {
+            "lru_width": "lru",
+            "conv1d_width": "conv_kernel",
+            "intermediate_size": "intermediate",
+            "block_types": "block_types",
+        },
         derive=_recurrent_gemma_derive,
-    ),  # fmt: skip
+    ),
     Family(
         "xlstm",
         "xLSTM (7B): blocks of an mLSTM layer (q, k, v, an output gate, per-head input and forget gates with biases, a "
@@ -3340,24 +3356,28 @@ FAMILIES: tuple[Family, ...] = (
                     _linear("blocks.{i}.mlstm_layer.ogate_preact", "d_model", "v_dim", "attention_bias", role="dense"),
                     _linear("blocks.{i}.mlstm_layer.igate_preact", "d_model", "heads", "gate_bias", role="dense"),
                     _linear("blocks.{i}.mlstm_layer.fgate_preact", "d_model", "heads", "gate_bias", role="dense"),
-                    _linear("blocks.{i}.ffn.proj_up_gate", "d_model", "feedforward", "attention_bias",
-                            role=FFN_GATE),
+                    _linear("blocks.{i}.ffn.proj_up_gate", "d_model", "feedforward", "attention_bias", role=FFN_GATE),
                     _linear("blocks.{i}.ffn.proj_up", "d_model", "feedforward", "attention_bias", role=FFN_UP),
                 )
             ),
             *(
                 replace(p, when="fused_weights")
                 for p in (
-                    _linear("blocks.{i}.mlstm_layer.qkv_opreact", "d_model", "qkvo_dim", "attention_bias",
-                            role="attention_qkv"),
+                    _linear(
+                        "blocks.{i}.mlstm_layer.qkv_opreact",
+                        "d_model",
+                        "qkvo_dim",
+                        "attention_bias",
+                        role="attention_qkv",
+                    ),
                     _linear("blocks.{i}.mlstm_layer.ifgate_preact", "d_model", "if_heads", "gate_bias", role="dense"),
-                    _linear("blocks.{i}.ffn.proj_up_gate_z", "d_model", "feedforward*2", "attention_bias",
-                            role=FFN_GATE),
+                    _linear(
+                        "blocks.{i}.ffn.proj_up_gate_z", "d_model", "feedforward*2", "attention_bias", role=FFN_GATE
+                    ),
                 )
             ),
             _norm("blocks.{i}.mlstm_layer.multihead_norm", "v_dim", "attention_bias"),
-            _linear("blocks.{i}.mlstm_layer.out_proj", "v_dim", "d_model", "attention_bias",
-                    role="attention_output"),
+            _linear("blocks.{i}.mlstm_layer.out_proj", "v_dim", "d_model", "attention_bias", role="attention_output"),
             _norm("blocks.{i}.norm_ffn", shift="attention_bias"),
             _linear("blocks.{i}.ffn.proj_down", "feedforward", "d_model", "attention_bias"),
             _norm("out_norm"),
@@ -3382,7 +3402,7 @@ FAMILIES: tuple[Family, ...] = (
             "ffn_round_up_to_multiple_of": "ffn_multiple",
         },
         derive=_xlstm_derive,
-    ),  # fmt: skip
+    ),
     Family(
         "jetmoe",
         "JetMoE: a mixture of attention heads (a shared kv_proj to keys and values; per-expert query and output "
@@ -3394,10 +3414,18 @@ FAMILIES: tuple[Family, ...] = (
             *DECODER_ENDS,
             _norm("layers.{i}.input_layernorm"),
             _linear("layers.{i}.self_attention.kv_proj", "d_model", "kv_dim*2", "attention_bias"),
-            Part("layers.{i}.self_attention.experts.input_linear", "tensor", ("experts", "kv_dim", "d_model"),
-                 role="attention_query"),
-            Part("layers.{i}.self_attention.experts.output_linear", "tensor", ("experts", "d_model", "kv_dim"),
-                 role="attention_output"),
+            Part(
+                "layers.{i}.self_attention.experts.input_linear",
+                "tensor",
+                ("experts", "kv_dim", "d_model"),
+                role="attention_query",
+            ),
+            Part(
+                "layers.{i}.self_attention.experts.output_linear",
+                "tensor",
+                ("experts", "d_model", "kv_dim"),
+                role="attention_output",
+            ),
             _linear("layers.{i}.self_attention.experts.router.layer", "d_model", "experts"),
             Part("layers.{i}.self_attention.experts.bias", "tensor", ("d_model",)),
             _norm("layers.{i}.post_attention_layernorm"),
@@ -3415,7 +3443,7 @@ FAMILIES: tuple[Family, ...] = (
         },
         {**DECODER_DEFAULTS, "tied": True},
         {"kv_channels": "head_dim"},
-    ),  # fmt: skip
+    ),
     Family(
         "rwkv",
         "RWKV (4): blocks of time mixing (key, value, receptance and output projections, per-channel time_decay and "
@@ -3430,14 +3458,18 @@ FAMILIES: tuple[Family, ...] = (
             _norm("blocks.{i}.ln2"),
             Part("blocks.{i}.attention.time_decay", "tensor", ("att_dim",)),
             Part("blocks.{i}.attention.time_first", "tensor", ("att_dim",)),
-            *(Part(f"blocks.{{i}}.attention.time_mix_{w}", "tensor", (1, 1, "d_model")) for w in ("key", "value",
-              "receptance")),
+            *(
+                Part(f"blocks.{{i}}.attention.time_mix_{w}", "tensor", (1, 1, "d_model"))
+                for w in ("key", "value", "receptance")
+            ),
             _linear("blocks.{i}.attention.key", "d_model", "att_dim", role="attention_key"),
             _linear("blocks.{i}.attention.value", "d_model", "att_dim", role="attention_value"),
             _linear("blocks.{i}.attention.receptance", "d_model", "att_dim", role="attention_query"),
             _linear("blocks.{i}.attention.output", "att_dim", "d_model", role="attention_output"),
-            *(Part(f"blocks.{{i}}.feed_forward.time_mix_{w}", "tensor", (1, 1, "d_model")) for w in ("key",
-              "receptance")),
+            *(
+                Part(f"blocks.{{i}}.feed_forward.time_mix_{w}", "tensor", (1, 1, "d_model"))
+                for w in ("key", "receptance")
+            ),
             _linear("blocks.{i}.feed_forward.key", "d_model", "feedforward"),
             _linear("blocks.{i}.feed_forward.receptance", "d_model", "d_model", role="dense"),
             _linear("blocks.{i}.feed_forward.value", "feedforward", "d_model"),
@@ -3453,7 +3485,7 @@ FAMILIES: tuple[Family, ...] = (
         {"tied": False, "norm_shift": True, "head_bias": False},
         {"attention_hidden_size": "att_dim"},
         derive=_rwkv_derive,
-    ),  # fmt: skip
+    ),
     Family(
         "mamba",
         "Mamba / FalconMamba: selective state-space blocks (in, x, dt and out projections, a depthwise conv1d, A_log "

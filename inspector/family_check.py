@@ -69,8 +69,9 @@ FLAGS = frozenset(
 )
 FRACTIONS = frozenset({"ff_multiplier", "qk_factor", "v_factor", "ffn_factor"})
 FIRST_LAYER = "layers.0."  # where a family reads a layer's sizes
-LAYER_LISTS = frozenset({"mlp_only", "layer_heads", "compress_ratios"})  # the config's lists of ints: layer indices, a size per layer
-LAYER_KINDS = frozenset({"mlp_types", "block_types", "attn_types"})  # the config's lists of words, one a layer (`mlp_layer_types`)
+# the config's lists of ints (layer indices, a size per layer) and of words, one a layer (`mlp_layer_types`)
+LAYER_LISTS = frozenset({"mlp_only", "layer_heads", "compress_ratios"})
+LAYER_KINDS = frozenset({"mlp_types", "block_types", "attn_types"})
 # the sizes of which 0 is a value, not "unset" (only null or absent is): a layer offset (Jamba's attention and experts
 # from layer 0), the dense layers before the MoE ones (none: DeepSeek's, GLM-4.5's, LFM2-MoE's `num_dense_layers`)
 # and the experts (none: every Qwen-MoE layer dense, as `num_experts > 0` decides)
@@ -514,8 +515,9 @@ class ExpectedModule:
 def _present(part: Part, h: Mapping[str, Any], view: FileView | None) -> bool:
     """Whether an optional part is expected: as the config states it (`h["stated_parts"]`), else where the file has
     it, or in a formula where its hyperparameter is true."""
-    if part.when in h.get("stated_parts", ()) or view is None:
-        return bool(h.get(part.when))
+    when = part.when or ""
+    if when in h.get("stated_parts", ()) or view is None:
+        return bool(h.get(when))
     return view.has_any(part.path)
 
 

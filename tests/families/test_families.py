@@ -451,7 +451,10 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
         ),
         # each ForCausalLM of its model type's default config (VaultGemma-1B, nanochat d12, JetMoE-8B, Sarvam-MoE,
         # RecurrentGemma-2B in Griffin's block cycle, RWKV-4 7B, xLSTM-7B)
-        ("vaultgemma vocab=256000 d_model=2304 layers=26 heads=8 kv_heads=4 head_dim=256 feedforward=9216", 2_614_222_080),
+        (
+            "vaultgemma vocab=256000 d_model=2304 layers=26 heads=8 kv_heads=4 head_dim=256 feedforward=9216",
+            2_614_222_080,
+        ),
         ("nanochat vocab=50304 d_model=768 layers=12 heads=6 feedforward=8192", 256_573_440),
         (
             "jetmoe vocab=32000 d_model=2048 layers=12 heads=32 kv_heads=16 head_dim=128 feedforward=5632 experts=8",

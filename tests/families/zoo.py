@@ -662,13 +662,26 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
     "deepseek_v4": (
         "AutoModelForCausalLM",
         {
-            **SMALL_DECODER, "num_hidden_layers": 4, "head_dim": 8, "q_lora_rank": 16, "o_lora_rank": 8, "o_groups": 2,
-            "moe_intermediate_size": 16, "n_routed_experts": 4, "num_experts_per_tok": 2, "index_n_heads": 2,
-            "index_head_dim": 8, "mlp_layer_types": ["hash_moe", "moe", "moe", "moe"],
-            "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention",
-                            "compressed_sparse_attention"],
+            **SMALL_DECODER,
+            "num_hidden_layers": 4,
+            "head_dim": 8,
+            "q_lora_rank": 16,
+            "o_lora_rank": 8,
+            "o_groups": 2,
+            "moe_intermediate_size": 16,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "index_n_heads": 2,
+            "index_head_dim": 8,
+            "mlp_layer_types": ["hash_moe", "moe", "moe", "moe"],
+            "layer_types": [
+                "sliding_attention",
+                "compressed_sparse_attention",
+                "heavily_compressed_attention",
+                "compressed_sparse_attention",
+            ],
         },
-    ),  # fmt: skip
+    ),
     "resnet": ("AutoModel", dict(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic")),
     "convnext": ("AutoModel", dict(hidden_sizes=[16, 32], depths=[1, 1], num_stages=2)),
 }
