@@ -3464,7 +3464,7 @@ FAMILIES: tuple[Family, ...] = (
             ),
             _linear("blocks.{i}.attention.key", "d_model", "att_dim", role="attention_key"),
             _linear("blocks.{i}.attention.value", "d_model", "att_dim", role="attention_value"),
-            _linear("blocks.{i}.attention.receptance", "d_model", "att_dim", role="attention_query"),
+            _linear("blocks.{i}.attention.receptance", "d_model", "att_dim", role="dense"),  # (a gate on the output)
             _linear("blocks.{i}.attention.output", "att_dim", "d_model", role="attention_output"),
             *(
                 Part(f"blocks.{{i}}.feed_forward.time_mix_{w}", "tensor", (1, 1, "d_model"))
