@@ -424,6 +424,16 @@ def _rwkv_derive(h: dict[str, Any]) -> None:
 GRIFFIN_BLOCKS = ("recurrent", "recurrent", "attention")  # (RecurrentGemmaConfig's default `block_types`)
 
 
+def _stated_kinds(h: dict[str, Any], **layers: list[int]) -> None:
+    """Layer kinds a config places (a hybrid's `block_types`, `layer_types`): each kind's parts (`when=` the kind's
+    name) are expected as the config states them, in the layers it lists (`h["stated_parts"]`), so a file holding none
+    of a kind its config places is reported, and one holding a kind its config places nowhere; without a config the
+    kinds are those the file holds, a model may have none of one."""
+    for name, listed in layers.items():
+        h[name] = bool(listed)
+    h["stated_parts"] = frozenset(h.get("stated_parts", ())) | set(layers)
+
+
 def _recurrent_gemma_derive(h: dict[str, Any]) -> None:
     """RecurrentGemma's layers as its config's `block_types` cycle over them (recurrent, recurrent, attention: the
     config's in place of the file's, as `mlp_layer_types` are; a formula without them RecurrentGemmaConfig's default),
@@ -434,6 +444,7 @@ def _recurrent_gemma_derive(h: dict[str, Any]) -> None:
         kinds = [types[i % len(types)] for i in range(layers)]
         h["attention_layers"] = [i for i, kind in enumerate(kinds) if kind == "attention"]
         h["recurrent_layers"] = [i for i, kind in enumerate(kinds) if kind != "attention"]
+        _stated_kinds(h, attention_blocks=h["attention_layers"], recurrent_blocks=h["recurrent_layers"])
     h.setdefault("conv_kernel", 4)  # (RecurrentGemmaConfig's `conv1d_width`: a formula's words may not say)
     if h.get("intermediate"):
         h["feedforward"] = h["intermediate"] // 2
@@ -803,6 +814,7 @@ def _deepseek_v4_derive(h: dict[str, Any]) -> None:
         rates = h.get("compress_ratios") or [{V4_CSA: h["rate_csa"], V4_HCA: h["rate_hca"]}.get(k) for k in kinds]
         widths = [None if k == V4_SLIDING else 2 * hd if k == V4_CSA and hd else hd for k in kinds]
         h["per_layer"] = {"rate": [r or None for r in rates], "c_width": widths}
+        _stated_kinds(h, compressor=h["compressed_layers"], indexer=h["csa_layers"])
     if h.get("heads") and hd:
         h.setdefault("q_dim", h["heads"] * hd)
     if h.get("o_groups") and h.get("o_lora"):
@@ -864,10 +876,15 @@ DEEPSEEK_V4_PARTS = (
     _linear("layers.{i}.attn.wo_a", "o_group_in", "o_lora_all", role="attention_output"),
     _linear("layers.{i}.attn.wo_b", "o_lora_all", "d_model", role="attention_output"),
     Part("layers.{i}.attn.attn_sink", "tensor", ("heads",)),
-    *_v4_compressor("layers.{i}.attn.compressor", "c_width", "head_dim", "rate", over="compressed_layers"),
-    *_v4_compressor("layers.{i}.attn.indexer.compressor", "i_width", "index_dim", "rate_csa", over="csa_layers"),
-    _linear("layers.{i}.attn.indexer.wq_b", "q_lora", "index_q", over="csa_layers"),
-    _linear("layers.{i}.attn.indexer.weights_proj", "d_model", "index_heads", over="csa_layers"),
+    # (a model may have no layer of a kind: V4's default config of 2 layers no CSA one)
+    *_v4_compressor(
+        "layers.{i}.attn.compressor", "c_width", "head_dim", "rate", when="compressor", over="compressed_layers"
+    ),
+    *_v4_compressor(
+        "layers.{i}.attn.indexer.compressor", "i_width", "index_dim", "rate_csa", when="indexer", over="csa_layers"
+    ),
+    _linear("layers.{i}.attn.indexer.wq_b", "q_lora", "index_q", when="indexer", over="csa_layers"),
+    _linear("layers.{i}.attn.indexer.weights_proj", "d_model", "index_heads", when="indexer", over="csa_layers"),
     _linear("layers.{i}.ffn.gate", "d_model", "experts"),
     _linear("layers.{i}.ffn.experts.{e}.w1", "d_model", "expert_ff", role=FFN_GATE),
     _linear("layers.{i}.ffn.experts.{e}.w3", "d_model", "expert_ff", role=FFN_UP),
@@ -3283,7 +3300,7 @@ FAMILIES: tuple[Family, ...] = (
             Part("embed_tokens", "embedding", ("vocab", "d_model")),
             _norm("layers.{i}.temporal_pre_norm"),
             *(
-                replace(p, over="recurrent_layers")
+                replace(p, when="recurrent_blocks", over="recurrent_layers")
                 for p in (
                     _linear("layers.{i}.temporal_block.linear_y", "d_model", "lru", "lru_bias", role="dense"),
                     _linear("layers.{i}.temporal_block.linear_x", "d_model", "lru", "lru_bias", role="dense"),
@@ -3301,7 +3318,7 @@ FAMILIES: tuple[Family, ...] = (
                 )
             ),
             *(
-                replace(p, over="attention_layers")
+                replace(p, when="attention_blocks", over="attention_layers")
                 for p in _attention("layers.{i}.temporal_block", "q_proj", "k_proj", "v_proj", "o_proj")[:3]
             ),
             _linear(
@@ -3310,6 +3327,7 @@ FAMILIES: tuple[Family, ...] = (
                 "d_model",
                 "o_bias",
                 role="attention_output",
+                when="attention_blocks",
                 over="attention_layers",
             ),
             _norm("layers.{i}.channel_pre_norm"),

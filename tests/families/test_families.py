@@ -45,6 +45,8 @@ FAMILY = {
     "qwen3_5": "qwen3_5-vl",
     "qwen3_5_moe": "qwen3_next-vl",
     "jais2": "arcee",
+    "recurrent_gemma+recurrent": "recurrent_gemma",
+    "deepseek_v4+hca": "deepseek_v4",
     **dict.fromkeys(("resnet", "convnext"), "sequential"),  # no family table: one layer per module
 }
 
@@ -1244,3 +1246,38 @@ def test_deepseek_v4_layer_kinds_a_config_states_are_its_so_a_file_of_others_is_
     (tmp_path / "config.json").write_text(json.dumps(config | {"compress_ratios": [0, 4, 128, 4]}))
     report = inspect(tmp_path / "model.safetensors")
     assert report.expectation is not None and report.expectation.matches and report.expectation.total == n
+
+
+@pytest.mark.parametrize(
+    ("case", "changes", "row"),
+    [
+        # (its 2 layers recurrent as written; the config's cycle makes the second attention)
+        ("recurrent_gemma+recurrent", {"block_types": ["recurrent", "attention"]}, "model.layers.1"),
+        # (its layer 2 HCA as written, the config's layer_types sliding: a compressor no layer of the config has)
+        (
+            "deepseek_v4",
+            {"layer_types": ["sliding_attention", "compressed_sparse_attention", "sliding_attention",
+                             "compressed_sparse_attention"]},
+            "model.layers.2",
+        ),
+    ],
+)  # fmt: skip
+def test_a_layer_kind_the_config_places_otherwise_than_the_file_is_reported(  # type: ignore[no-untyped-def]
+    zoo, case: str, changes: dict[str, object], row: str, tmp_path: Path
+) -> None:
+    # A hybrid's layer kinds are its config's where it states them, a kind's modules expected in the layers it lists
+    # and nowhere else; a model may have no layer of a kind (without a config it is found from the kinds it holds)
+    import transformers
+
+    from tests.families.zoo import model_type
+
+    folder, n = zoo(case)
+    report = inspect(_with_config(zoo, case, tmp_path, **changes))
+    exp = report.expectation
+    words = {**ZOO[case][1], "vocab_size": 128, **changes}
+    config = transformers.AutoConfig.for_model(model_type(case), **words)
+    described = transformers.AutoModelForCausalLM.from_config(config).num_parameters()
+    assert report.checkpoint.n_parameters == n != described
+    assert exp is not None and exp.source == "config" and exp.total == described and not exp.matches
+    assert [c.layer for c in exp.layers if c.status not in ("ok", "tied")] == [row]
+    assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}

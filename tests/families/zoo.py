@@ -656,6 +656,8 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "AutoModelForCausalLM",
         {**SMALL_DECODER, "num_hidden_layers": 4, "lru_width": 48, "attention_window_size": 16},
     ),
+    # (a model of one kind of layer: 2 layers of RecurrentGemma's default cycle are recurrent, of DeepSeek-V4's HCA)
+    "recurrent_gemma+recurrent": ("AutoModelForCausalLM", SMALL_DECODER),
     "rwkv": ("AutoModelForCausalLM", {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2}),
     "xlstm": ("AutoModelForCausalLM", {"hidden_size": 32, "num_hidden_layers": 2, "num_heads": 4, "use_bias": True}),
     # DeepSeek-V4: a layer of each attention kind (sliding, CSA with its indexer, HCA), a hash-routed first layer
@@ -681,6 +683,10 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
                 "compressed_sparse_attention",
             ],
         },
+    ),
+    "deepseek_v4+hca": (
+        "AutoModelForCausalLM",
+        {**SMALL_DECODER, "head_dim": 8, "q_lora_rank": 16, "o_lora_rank": 8, "o_groups": 2, "n_routed_experts": 4},
     ),
     "resnet": ("AutoModel", dict(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic")),
     "convnext": ("AutoModel", dict(hidden_sizes=[16, 32], depths=[1, 1], num_stages=2)),
