@@ -1284,11 +1284,17 @@ def _renamed(
 ) -> Family:
     """`family` as another model's checkpoints hold it: each module of `paths` (and those under it) under the name they
     give it, with its own `parts`, `reads` and formula `defaults` besides; the family's reads renamed alike."""
-    renames = [(old, new) for pair in paths.items() for old, new in (pair, tuple(p.replace("{i}", "0") for p in pair))]
+    renames: dict[str, tuple[int, str]] = {}  # old path -> (its place in `paths`: the first that matches wins, new)
+    for old, new in (pair for item in paths.items() for pair in (item, tuple(p.replace("{i}", "0") for p in item))):
+        renames.setdefault(old, (len(renames), new))
 
     def rename(path: str) -> str:
-        old, new = next(((o, n) for o, n in renames if path == o or path.startswith(o + ".")), ("", ""))
-        return new + path[len(old) :] if old else path
+        """The path under its new name: the first of `paths` that is the path or a module it is in, by dotted parts (a
+        lookup of each of its prefixes, not a scan of every rename: DeepSeek-V4's are many)."""
+        segments = path.split(".")
+        prefixes = (".".join(segments[:n]) for n in range(1, len(segments) + 1))
+        found = min(((renames[p], p) for p in prefixes if p in renames), default=None)
+        return found[0][1] + path[len(found[1]) :] if found else path
 
     return replace(
         family,
