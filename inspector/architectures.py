@@ -600,7 +600,7 @@ def _seed_definitions() -> dict[str, ArchitectureDef]:
 def _family_definitions() -> dict[str, ArchitectureDef]:
     """Every transformers family of `inspector.families` as a named architecture (its words from its table)."""
     from inspector.families import FAMILIES
-    from inspector.family_check import ZERO_VALUED, family_words, rows, stated_hyperparameters
+    from inspector.family_check import FRACTIONS, ZERO_VALUED, family_words, rows, stated_hyperparameters
 
     out = {}
     for family in FAMILIES:
@@ -619,8 +619,10 @@ def _family_definitions() -> dict[str, ArchitectureDef]:
                 if isinstance(v, bool)
                 else "count or layer index (0 is one; unset: derived)"
                 if k in ZERO_VALUED
+                else "fraction (0: derived)"
+                if k in FRACTIONS
                 else "size (0: derived)",
-                _bool if isinstance(v, bool) else int,
+                _bool if isinstance(v, bool) else float if k in FRACTIONS else int,
             )
             for k, v in family_words(family).items()
         )

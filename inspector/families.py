@@ -412,6 +412,74 @@ def _mamba_derive(h: dict[str, Any]) -> None:
         h["x_dim"] = h["dt_rank"] + 2 * h["state"]
 
 
+def _rwkv_derive(h: dict[str, Any]) -> None:
+    """RWKV's sizes as RwkvConfig relates them: the time-mixing width d_model where unset, the channel mixing's
+    4 x d_model (`derive_transformer`); the input LayerNorm in the first block only."""
+    h.setdefault("pre_ln_layers", [0])
+    if h.get("d_model") and not h.get("att_dim"):
+        h["att_dim"] = h["d_model"]
+    derive_transformer(h)
+
+
+GRIFFIN_BLOCKS = ("recurrent", "recurrent", "attention")  # (RecurrentGemmaConfig's default `block_types`)
+
+
+def _stated_kinds(h: dict[str, Any], **layers: list[int]) -> None:
+    """Layer kinds a config places (a hybrid's `block_types`, `layer_types`): each kind's parts (`when=` the kind's
+    name) are expected as the config states them, in the layers it lists (`h["stated_parts"]`), so a file holding none
+    of a kind its config places is reported, and one holding a kind its config places nowhere; without a config the
+    kinds are those the file holds, a model may have none of one."""
+    for name, listed in layers.items():
+        h[name] = bool(listed)
+    h["stated_parts"] = frozenset(h.get("stated_parts", ())) | set(layers)
+
+
+def _recurrent_gemma_derive(h: dict[str, Any]) -> None:
+    """RecurrentGemma's layers as its config's `block_types` cycle over them (recurrent, recurrent, attention: the
+    config's in place of the file's, as `mlp_layer_types` are; a formula without them RecurrentGemmaConfig's default),
+    its MLP half `intermediate_size` wide, the RG-LRU's gates block-diagonal per head (lru_width / heads)."""
+    types, layers = h.get("block_types"), int(h.get("layers") or 0)
+    if types or "recurrent_layers" not in h:  # (a file's own layers where no config states them)
+        types = types or GRIFFIN_BLOCKS
+        kinds = [types[i % len(types)] for i in range(layers)]
+        h["attention_layers"] = [i for i, kind in enumerate(kinds) if kind == "attention"]
+        h["recurrent_layers"] = [i for i, kind in enumerate(kinds) if kind != "attention"]
+        _stated_kinds(h, attention_blocks=h["attention_layers"], recurrent_blocks=h["recurrent_layers"])
+    h.setdefault("conv_kernel", 4)  # (RecurrentGemmaConfig's `conv1d_width`: a formula's words may not say)
+    if h.get("intermediate"):
+        h["feedforward"] = h["intermediate"] // 2
+    if h.get("lru") and h.get("heads") and not h.get("lru_block"):
+        h["lru_block"] = h["lru"] // h["heads"]
+    derive_transformer(h)
+
+
+def _xlstm_derive(h: dict[str, Any]) -> None:
+    """xLSTM's widths as xLSTMConfig relates them, where it states its factors: q and k `qk_dim_factor` x d_model, v
+    `v_dim_factor` x d_model (each truncated), the feed-forward `ffn_proj_factor` x d_model rounded up to
+    `ffn_round_up_to_multiple_of`; else as the file's shapes give them (a fused layout's q and k from its
+    qkv_opreact), or xLSTMConfig's default factors (0.5 and 1)."""
+    d = h.get("d_model")
+    if d and h.get("qk_factor"):
+        h["qk_dim"] = int(d * h["qk_factor"])
+    if d and h.get("v_factor"):
+        h["v_dim"] = int(d * h["v_factor"])
+    if d and h.get("ffn_factor"):
+        multiple = int(h.get("ffn_multiple") or 1)
+        h["feedforward"] = int((d * h["ffn_factor"] + multiple - 1) // multiple * multiple)
+    if h.get("qkvo_dim") and h.get("v_dim") and not h.get("qk_dim"):
+        h["qk_dim"] = (h["qkvo_dim"] - 2 * h["v_dim"]) // 2
+    if h.get("if_heads") and not h.get("heads"):
+        h["heads"] = h["if_heads"] // 2
+    if d and not h.get("qk_dim"):
+        h["qk_dim"] = d // 2
+    if d and not h.get("v_dim"):
+        h["v_dim"] = d
+    h.setdefault("qkvo_dim", 2 * h.get("qk_dim", 0) + 2 * h.get("v_dim", 0))
+    if h.get("heads"):
+        h.setdefault("if_heads", 2 * h["heads"])
+    derive_transformer(h)
+
+
 def _mamba2_mixer(heads: str, inner: str, conv: str, in_dim: str, mixer: str = "mixer") -> tuple[Part, ...]:
     """A Mamba-2 mixer's parts (`layers.{i}.<mixer>`: the fused in_proj, the conv1d over x, B and C, per-head dt_bias,
     A_log and D, the gated norm, out_proj), sized by the words given (Nemotron-H's and Falcon-H1's stand beside their
@@ -714,6 +782,199 @@ def _deepseek_derive(h: dict[str, Any]) -> None:
     h["kv_b_whole"] = not h["kv_b_split"]
     _mla_derive(h)
     _moe_derive(h)
+
+
+# DeepSeek-V4's attention kinds (`layer_types`): sliding-window attention alone, or beside a compressor of the keys and
+# values (`compress_rates`: every 4th token, CSA, whose two overlapping series are twice a head wide and which a
+# lightning indexer with its own compressor scores; every 128th, HCA, one series a head wide); the hub's configs state
+# them as `compress_ratios`, a rate a layer (0: sliding; DeepseekV4Config's `_COMPRESS_RATIO_TO_LAYER_TYPE`)
+V4_SLIDING, V4_CSA, V4_HCA = "sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"
+V4_RATIO_KINDS = {0: V4_SLIDING, 4: V4_CSA, 128: V4_HCA}
+
+
+def _deepseek_v4_derive(h: dict[str, Any]) -> None:
+    """DeepSeek-V4's sizes as DeepseekV4Config relates them: the layers' attention kinds and each compressor's rate and
+    width from the config's `layer_types` (or `compress_ratios`) and `compress_rates` in place of the file's (a formula
+    without them: DeepseekV4Config's default, two HCA layers then CSA and HCA in turn), the grouped output projection's
+    widths, the hyper-connections' (`hc_mult` streams: (2 + hc) x hc mixing weights over hc x d_model); its shared
+    expert is as wide as a routed one (`moe_intermediate_size`, whatever `n_shared_experts` says)."""
+    layers, hd = int(h.get("layers") or 0), h.get("head_dim")
+    kinds = h.get("attn_types")
+    if not kinds and h.get("compress_ratios"):
+        kinds = [V4_RATIO_KINDS.get(r, V4_HCA if r else V4_SLIDING) for r in h["compress_ratios"]]
+        h.setdefault("rate_csa", next((r for r in h["compress_ratios"] if V4_RATIO_KINDS.get(r) == V4_CSA), None))
+    if not kinds and "compressed_layers" not in h:  # (a formula's words)
+        kinds = [V4_HCA] * min(layers, 2) + [V4_CSA if i % 2 else V4_HCA for i in range(max(layers - 2, 0))]
+    h.setdefault("rate_csa", 4)
+    h.setdefault("rate_hca", 128)
+    if kinds:
+        kinds = list(kinds)[:layers]
+        h["compressed_layers"] = [i for i, kind in enumerate(kinds) if kind != V4_SLIDING]
+        h["csa_layers"] = [i for i, kind in enumerate(kinds) if kind == V4_CSA]
+        rates = h.get("compress_ratios") or [{V4_CSA: h["rate_csa"], V4_HCA: h["rate_hca"]}.get(k) for k in kinds]
+        widths = [None if k == V4_SLIDING else 2 * hd if k == V4_CSA and hd else hd for k in kinds]
+        h["per_layer"] = {"rate": [r or None for r in rates], "c_width": widths}
+        _stated_kinds(h, compressor=h["compressed_layers"], indexer=h["csa_layers"])
+    if h.get("heads") and hd:
+        h.setdefault("q_dim", h["heads"] * hd)
+    if h.get("o_groups") and h.get("o_lora"):
+        h.setdefault("o_lora_all", h["o_groups"] * h["o_lora"])
+    if h.get("o_groups") and h.get("q_dim"):
+        h.setdefault("o_group_in", h["q_dim"] // h["o_groups"])
+    if h.get("hc") and h.get("d_model"):
+        h.setdefault("hc_d", h["hc"] * h["d_model"])
+        h.setdefault("hc_n", (2 + h["hc"]) * h["hc"])
+    if h.get("index_heads") and h.get("index_dim"):
+        h.setdefault("index_q", h["index_heads"] * h["index_dim"])
+    if h.get("index_dim"):
+        h.setdefault("i_width", 2 * h["index_dim"])
+    h.setdefault("feedforward", h.get("expert_ff"))  # (its one dense MLP: the shared expert, as wide as a routed one)
+    if hd:  # (one key/value head whatever `num_key_value_heads` says)
+        h["kv_heads"], h["kv_dim"] = 1, hd
+    for name in ("rate", "c_width"):  # (a formula's, or a file's without a compressor: the first compressed layer's)
+        h.setdefault(name, next((v for v in h.get("per_layer", {}).get(name, ()) if v), None))
+    derive_transformer(h)
+
+
+def _hyper_connection(
+    prefix: str, fn: str, base: str, scale: str, n: str = "hc_n", scales: int = 3
+) -> tuple[Part, ...]:
+    """A manifold-constrained hyper-connection's learned mixing (DeepSeek-V4's): its projection over the streams, its
+    base and its scales (bare tensors)."""
+    return (
+        Part(f"{prefix}{fn}", "tensor", (n, "hc_d")),
+        Part(f"{prefix}{base}", "tensor", (n,)),
+        Part(f"{prefix}{scale}", "tensor", (scales,)),
+    )
+
+
+def _v4_compressor(prefix: str, width: str, norm: str, rate: str, **kw: Any) -> tuple[Part, ...]:
+    """A DeepSeek-V4 compressor as the hub names it: its keys' and values' projection, its gate, a learned bias per
+    position in its window (`ape`), a norm over a head."""
+    return (
+        Part(f"{prefix}.ape", "tensor", (rate, width), **kw),
+        _norm(f"{prefix}.norm", norm, **kw),
+        _linear(f"{prefix}.wgate", "d_model", width, role="dense", **kw),
+        _linear(f"{prefix}.wkv", "d_model", width, role="dense", **kw),
+    )
+
+
+DEEPSEEK_V4_PARTS = (
+    Part("embed_tokens", "embedding", ("vocab", "d_model")),
+    _norm("norm"),
+    *_hyper_connection("hc_head.", "hc_fn", "hc_base", "hc_scale", "hc", 1),
+    _linear("/head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+    _norm("layers.{i}.attn_norm"),
+    _norm("layers.{i}.ffn_norm"),
+    *_hyper_connection("layers.{i}.", "hc_attn_fn", "hc_attn_base", "hc_attn_scale"),
+    *_hyper_connection("layers.{i}.", "hc_ffn_fn", "hc_ffn_base", "hc_ffn_scale"),
+    _linear("layers.{i}.attn.wq_a", "d_model", "q_lora", role="attention_query"),
+    _norm("layers.{i}.attn.q_norm", "q_lora"),
+    _linear("layers.{i}.attn.wq_b", "q_lora", "q_dim", role="attention_query"),
+    _linear("layers.{i}.attn.wkv", "d_model", "head_dim", role="attention_value"),
+    _norm("layers.{i}.attn.norm", "head_dim"),
+    _linear("layers.{i}.attn.wo_a", "o_group_in", "o_lora_all", role="attention_output"),
+    _linear("layers.{i}.attn.wo_b", "o_lora_all", "d_model", role="attention_output"),
+    Part("layers.{i}.attn.attn_sink", "tensor", ("heads",)),
+    # (a model may have no layer of a kind: V4's default config of 2 layers no CSA one)
+    *_v4_compressor(
+        "layers.{i}.attn.compressor", "c_width", "head_dim", "rate", when="compressor", over="compressed_layers"
+    ),
+    *_v4_compressor(
+        "layers.{i}.attn.indexer.compressor", "i_width", "index_dim", "rate_csa", when="indexer", over="csa_layers"
+    ),
+    _linear("layers.{i}.attn.indexer.wq_b", "q_lora", "index_q", when="indexer", over="csa_layers"),
+    _linear("layers.{i}.attn.indexer.weights_proj", "d_model", "index_heads", when="indexer", over="csa_layers"),
+    _linear("layers.{i}.ffn.gate", "d_model", "experts"),
+    _linear("layers.{i}.ffn.experts.{e}.w1", "d_model", "expert_ff", role=FFN_GATE),
+    _linear("layers.{i}.ffn.experts.{e}.w3", "d_model", "expert_ff", role=FFN_UP),
+    _linear("layers.{i}.ffn.experts.{e}.w2", "expert_ff", "d_model", role=FFN_DOWN),
+    _linear("layers.{i}.ffn.shared_experts.w1", "d_model", "expert_ff", "mlp_bias", role=FFN_GATE),
+    _linear("layers.{i}.ffn.shared_experts.w3", "d_model", "expert_ff", "mlp_bias", role=FFN_UP),
+    _linear("layers.{i}.ffn.shared_experts.w2", "expert_ff", "d_model", "mlp_bias", role=FFN_DOWN),
+)
+DEEPSEEK_V4_READS = {
+    "vocab": ("embed_tokens", 0),
+    "d_model": ("embed_tokens", 1),
+    "hc": ("hc_head.hc_base", 0),
+    "hc_n": ("layers.0.hc_attn_fn", 0),
+    "hc_d": ("layers.0.hc_attn_fn", 1),
+    "q_lora": ("layers.0.attn.wq_a", 0),
+    "q_dim": ("layers.0.attn.wq_b", 0),
+    "head_dim": ("layers.0.attn.wkv", 0),
+    "heads": ("layers.0.attn.attn_sink", 0),
+    "o_group_in": ("layers.0.attn.wo_a", 1),
+    "o_lora_all": ("layers.0.attn.wo_a", 0),
+    "rate": ("layers.0.attn.compressor.ape", 0),
+    "c_width": ("layers.0.attn.compressor.wkv", 0),
+    "rate_csa": ("layers.0.attn.indexer.compressor.ape", 0),
+    "i_width": ("layers.0.attn.indexer.compressor.wkv", 0),
+    "index_dim": ("layers.0.attn.indexer.compressor.norm", 0),
+    "index_q": ("layers.0.attn.indexer.wq_b", 0),
+    "index_heads": ("layers.0.attn.indexer.weights_proj", 0),
+    "experts": ("layers.0.ffn.gate", 0),
+    "expert_ff": ("layers.0.ffn.experts.0.w1", 0),
+}
+DEEPSEEK_V4_CONFIG = {
+    "q_lora_rank": "q_lora",
+    "o_lora_rank": "o_lora",
+    "o_groups": "o_groups",
+    "hc_mult": "hc",
+    "index_n_heads": "index_heads",
+    "index_head_dim": "index_dim",
+    "n_routed_experts": "experts",
+    "layer_types": "attn_types",
+    "compress_ratios": "compress_ratios",
+    "compress_rates.compressed_sparse_attention": "rate_csa",
+    "compress_rates.heavily_compressed_attention": "rate_hca",
+}
+
+
+DEEPSEEK_V4_FAMILY = Family(
+    "deepseek_v4",
+    "DeepSeek-V4 as save_pretrained writes it (its checkpoints' names under `model.`): hyper-connections "
+    "(`hc_mult` residual streams mixed by learned projections around attention, around the MoE and before the "
+    "head), attention of low-rank queries (wq_a, q_norm, wq_b), one shared key/value head (wkv, norm), a grouped "
+    "low-rank output (wo_a, wo_b) and a sink per head, in the compressed layers a compressor of the keys and "
+    "values (CSA's twice a head wide, beside a lightning indexer with its own compressor; HCA's a head wide) as "
+    "`layer_types` and `compress_rates` place and size them; MoE layers of a router (hash-routed or scored), "
+    "`experts` gated experts (w1, w3, w2) and a shared expert",
+    ("deepseek_v4",),
+    ("model.", ""),
+    DEEPSEEK_V4_PARTS,
+    DEEPSEEK_V4_READS,
+    DECODER_DEFAULTS,
+    DEEPSEEK_V4_CONFIG,
+    derive=_deepseek_v4_derive,
+    per_layer=("rate", "c_width"),
+)
+# DeepSeek-V4's modules as transformers names them in memory (`conversion_mapping`'s "deepseek_v4", reversed)
+DEEPSEEK_V4_RENAMES = {
+    **{
+        f"layers.{{i}}.attn.{old}": f"layers.{{i}}.self_attn.{new}"
+        for old, new in (
+            ("wq_a", "q_a_proj"), ("q_norm", "q_a_norm"), ("wq_b", "q_b_proj"), ("wkv", "kv_proj"), ("norm", "kv_norm"),
+            ("wo_a", "o_a_proj"), ("wo_b", "o_b_proj"), ("attn_sink", "sinks"),
+            ("indexer.wq_b", "compressor.indexer.q_b_proj"),
+            ("indexer.weights_proj", "compressor.indexer.scorer.weights_proj"),
+            *((f"{hub}.{leaf}", f"{mem}.{new}") for hub, mem in (("indexer.compressor", "compressor.indexer"),
+              ("compressor", "compressor")) for leaf, new in (("ape", "position_bias"), ("norm", "kv_norm"),
+              ("wgate", "gate_proj"), ("wkv", "kv_proj"))),
+        )
+    },
+    **{
+        f"layers.{{i}}.{old}": f"layers.{{i}}.{new}"
+        for old, new in (
+            ("attn_norm", "input_layernorm"), ("ffn_norm", "post_attention_layernorm"), ("hc_attn_fn", "attn_hc.fn"),
+            ("hc_attn_base", "attn_hc.base"), ("hc_attn_scale", "attn_hc.scale"), ("hc_ffn_fn", "ffn_hc.fn"),
+            ("hc_ffn_base", "ffn_hc.base"), ("hc_ffn_scale", "ffn_hc.scale"), ("ffn.gate", "mlp.gate"),
+            ("ffn.shared_experts.w1", "mlp.shared_experts.gate_proj"),
+            ("ffn.shared_experts.w3", "mlp.shared_experts.up_proj"),
+            ("ffn.shared_experts.w2", "mlp.shared_experts.down_proj"),
+        )
+    },
+    "/head": "/lm_head",
+}  # fmt: skip
 
 
 # Qwen3-Next's and Qwen3.5's layers: Gated DeltaNet (`linear_attn`) in most, gated full attention (a query twice as
@@ -1023,18 +1284,24 @@ def _renamed(
 ) -> Family:
     """`family` as another model's checkpoints hold it: each module of `paths` (and those under it) under the name they
     give it, with its own `parts`, `reads` and formula `defaults` besides; the family's reads renamed alike."""
-    renames = [(old, new) for pair in paths.items() for old, new in (pair, tuple(p.replace("{i}", "0") for p in pair))]
+    renames: dict[str, tuple[int, str]] = {}  # old path -> (its place in `paths`: the first that matches wins, new)
+    for old, new in (pair for item in paths.items() for pair in (item, tuple(p.replace("{i}", "0") for p in item))):
+        renames.setdefault(old, (len(renames), new))
 
     def rename(path: str) -> str:
-        old, new = next(((o, n) for o, n in renames if path == o or path.startswith(o + ".")), ("", ""))
-        return new + path[len(old) :] if old else path
+        """The path under its new name: the first of `paths` that is the path or a module it is in, by dotted parts (a
+        lookup of each of its prefixes, not a scan of every rename: DeepSeek-V4's are many)."""
+        segments = path.split(".")
+        prefixes = (".".join(segments[:n]) for n in range(1, len(segments) + 1))
+        found = min(((renames[p], p) for p in prefixes if p in renames), default=None)
+        return found[0][1] + path[len(found[1]) :] if found else path
 
     return replace(
         family,
         name=name,
         description=description,
         model_types=model_types,
-        parts=(*(replace(p, path=rename(p.path)) for p in family.parts), *parts),
+        parts=(*(replace(p, path=rename(p.path), tied=p.tied and rename(p.tied)) for p in family.parts), *parts),
         reads={**{k: (rename(path), axis) for k, (path, axis) in family.reads.items()}, **(reads or {})},
         defaults={**family.defaults, **(defaults or {})},
     )
@@ -1260,11 +1527,21 @@ SINK_READS = {"heads": ("layers.0.self_attn.sinks", 0)}
 EXPERT_BIAS = Part("layers.{i}.mlp.expert_bias", "tensor", ("experts",), when="expert_bias", over="moe_layers")
 
 
+def _fused_qkv_derive(h: dict[str, Any]) -> None:
+    """GLM-4.5's relations (`_deepseek_derive`) where q, k and v are one projection (Sarvam-MoE's `query_key_value`):
+    the keys' and values' width what the fused rows leave beside the queries' (read off the output's input)."""
+    if h.get("qkv_dim") and h.get("q_dim") and not h.get("kv_dim"):
+        h["kv_dim"] = (h["qkv_dim"] - h["q_dim"]) // 2
+    if h.get("q_dim") and h.get("head_dim") and not h.get("heads"):
+        h["heads"] = h["q_dim"] // h["head_dim"]
+    _deepseek_derive(h)
+
+
 # GLM-4.5's layers in its three expert layouts; EXAONE-MoE's in each (Llama-style attention, per-head q/k norms,
-# DeepSeek's MoE layers: no other module), HunYuan v3's as transformers holds them (its checkpoints rename two modules:
-# `hy_v3`)
+# DeepSeek's MoE layers: no other module), HunYuan v3's and Sarvam-MoE's as transformers holds them (their checkpoints
+# rename modules: `hy_v3`, `sarvam_moe`)
 GLM4_MOE_FAMILIES = tuple(
-    replace(f, model_types=(*f.model_types, "hy_v3")) if f.name != "glm4_moe" else f
+    replace(f, model_types=(*f.model_types, "hy_v3", "sarvam_moe")) if f.name != "glm4_moe" else f
     for f in _expert_layouts(
         "glm4_moe",
         (
@@ -1286,7 +1563,8 @@ GLM4_MOE_FAMILIES = tuple(
         LLAMA_READS
         | {"shared_ff": ("layers.0.mlp.shared_experts.up_proj", 0), "feedforward": ("layers.0.mlp.up_proj", 0)},
         DECODER_DEFAULTS,
-        {**DEEPSEEK_MOE_CONFIG, "num_shared_experts": "n_shared"},  # (EXAONE-MoE's and HunYuan v3's word)
+        # (EXAONE-MoE's and HunYuan v3's word for the shared experts; `use_qk_norm` says whether there are q/k norms)
+        {**DEEPSEEK_MOE_CONFIG, "num_shared_experts": "n_shared", "use_qk_norm": "qk_norm"},
         GATED_MLP,
         _deepseek_derive,
     )
@@ -1744,6 +2022,7 @@ FAMILIES: tuple[Family, ...] = (
             "head_dim": ("layers.0.self_attn.q_layernorm", 0),
         },  # fmt: skip
         {"tied": False, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": True},
+        {"qk_layernorm": "qk_norm"},
     ),
     Family(
         "olmo",
@@ -1759,6 +2038,38 @@ FAMILIES: tuple[Family, ...] = (
         {**DECODER_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},
         DECODER_DEFAULTS,
         stated_only=True,
+    ),
+    Family(
+        "vaultgemma",
+        "VaultGemma: Gemma's layers with one norm before attention and one before the MLP (pre_feedforward_layernorm), "
+        "none after either; a tied LM head",
+        ("vaultgemma",),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+            _norm("layers.{i}.input_layernorm"),
+            _norm("layers.{i}.pre_feedforward_layernorm"),
+            *GATED_MLP,
+        ),
+        {**DECODER_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},
+        {**DECODER_DEFAULTS, "tied": True},
+    ),
+    Family(
+        "nanochat",
+        "nanochat: Llama-style attention and a two-layer MLP (fc1, fc2; squared ReLU), its norms and q/k norms without "
+        "weights (nothing stored for them); biases on q, k, v and o where `attention_bias`",
+        ("nanochat",),
+        ("model.", ""),
+        (
+            Part("embed_tokens", "embedding", ("vocab", "d_model")),
+            *_attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj"),
+            _linear("layers.{i}.mlp.fc1", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.fc2", "feedforward", "d_model", "mlp_bias"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+        ),
+        {**DECODER_READS, "feedforward": ("layers.0.mlp.fc1", 0)},
+        DECODER_DEFAULTS,
     ),
     Family(
         "arcee",
@@ -1861,6 +2172,25 @@ FAMILIES: tuple[Family, ...] = (
         GATED_MLP,
         _deepseek_derive,
     ),
+    DEEPSEEK_V4_FAMILY,
+    _renamed(
+        replace(  # (its experts fused: no module per expert)
+            DEEPSEEK_V4_FAMILY,
+            parts=tuple(p for p in DEEPSEEK_V4_FAMILY.parts if ".experts.{e}." not in p.path),
+            reads={k: v for k, v in DEEPSEEK_V4_FAMILY.reads.items() if k != "expert_ff"},
+        ),
+        "deepseek_v4-fused",
+        ("deepseek_v4",),
+        "DeepSeek-V4 as transformers 5 holds it (torch.save of its state dict): its modules under transformers' names "
+        "(self_attn.q_a_proj..., attn_hc, mlp), the experts fused into gate_up_proj (experts, 2 expert_ff, d) and "
+        "down_proj (experts, d, expert_ff)",
+        DEEPSEEK_V4_RENAMES,
+        (
+            Part("layers.{i}.mlp.experts.gate_up_proj", "tensor", ("experts", "expert_ff*2", "d_model")),
+            Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
+        ),
+        {"expert_ff": ("layers.0.mlp.experts.down_proj", 2)},
+    ),
     *GLM4_MOE_FAMILIES,
     _renamed(
         GLM4_MOE_FAMILIES[0],
@@ -1876,6 +2206,31 @@ FAMILIES: tuple[Family, ...] = (
         },
         (EXPERT_BIAS,),
         defaults={"qk_norm": True},  # (per-head q/k norms in every HunYuan v3 model)
+    ),
+    _renamed(
+        replace(  # (its q, k and v one projection: no q_proj to read the query's width off)
+            GLM4_MOE_FAMILIES[0],
+            parts=tuple(p for p in GLM4_MOE_FAMILIES[0].parts if not p.path.endswith(("q_proj", "k_proj", "v_proj"))),
+            reads={k: v for k, v in GLM4_MOE_FAMILIES[0].reads.items() if k not in ("q_dim", "kv_dim")},
+            derive=_fused_qkv_derive,
+        ),
+        "sarvam_moe",
+        ("sarvam_moe",),
+        "Sarvam-MoE: GLM-4.5's layers as its checkpoints name them (word_embeddings; attention's q, k and v fused into "
+        "query_key_value, its output `dense`, per-head q/k norms query_layernorm and key_layernorm where "
+        "`use_qk_norm`; MoE layers of a router beside its score correction `gate.expert_bias`, experts and shared "
+        "experts, after `first_dense` dense MLP layers)",
+        {
+            "embed_tokens": "word_embeddings",
+            "layers.{i}.self_attn.o_proj": "layers.{i}.attention.dense",
+            "layers.{i}.self_attn.q_norm": "layers.{i}.attention.query_layernorm",
+            "layers.{i}.self_attn.k_norm": "layers.{i}.attention.key_layernorm",
+        },
+        (
+            _linear("layers.{i}.attention.query_key_value", "d_model", "qkv_dim", "attention_bias"),
+            replace(EXPERT_BIAS, path="layers.{i}.mlp.gate.expert_bias"),
+        ),
+        {"qkv_dim": ("layers.0.attention.query_key_value", 0), "q_dim": ("layers.0.attention.dense", 1)},
     ),
     QWEN3_5_FAMILY,
     *QWEN3_NEXT_FAMILIES,
@@ -1956,6 +2311,7 @@ FAMILIES: tuple[Family, ...] = (
             "head_dim": ("layers.0.self_attn.q_norm", 1),
         },  # fmt: skip
         {**DECODER_DEFAULTS, "tied": True},
+        {"use_qk_norm": "qk_norm"},
         stated_only=True,
     ),
     *(
@@ -2937,6 +3293,222 @@ FAMILIES: tuple[Family, ...] = (
         },  # fmt: skip
         {"attention_bias": True, "mlp_bias": True, "norm_shift": True, "conv_bias": True, "channels": 3},
         derive=_vit_derive,
+    ),
+    Family(
+        "recurrent_gemma",
+        "RecurrentGemma (Griffin): in each layer a temporal block after an RMSNorm, recurrent (linear_x, linear_y, "
+        "a depthwise conv_1d, the RG-LRU's per-head gates and recurrent_param, linear_out; all with biases) or local "
+        "attention (q, k, v; o_proj with a bias) as `block_types` cycle, then a gated MLP with biases after another; "
+        "a tied LM head",
+        ("recurrent_gemma",),
+        ("model.", ""),
+        (
+            Part("embed_tokens", "embedding", ("vocab", "d_model")),
+            _norm("layers.{i}.temporal_pre_norm"),
+            *(
+                replace(p, when="recurrent_blocks", over="recurrent_layers")
+                for p in (
+                    _linear("layers.{i}.temporal_block.linear_y", "d_model", "lru", "lru_bias", role="dense"),
+                    _linear("layers.{i}.temporal_block.linear_x", "d_model", "lru", "lru_bias", role="dense"),
+                    _linear("layers.{i}.temporal_block.linear_out", "lru", "d_model", "lru_bias", role="dense"),
+                    Part("layers.{i}.temporal_block.conv_1d", "conv", ("lru", 1, "conv_kernel"), "lru_bias"),
+                    Part("layers.{i}.temporal_block.rg_lru.recurrent_param", "tensor", ("lru",)),
+                    *(
+                        Part(f"layers.{{i}}.temporal_block.rg_lru.{gate}_gate_{what}", "tensor", dims)
+                        for gate in ("input", "recurrent")
+                        for what, dims in (
+                            ("weight", ("heads", "lru_block", "lru_block")),
+                            ("bias", ("heads", "lru_block")),
+                        )
+                    ),
+                )
+            ),
+            *(
+                replace(p, when="attention_blocks", over="attention_layers")
+                for p in _attention("layers.{i}.temporal_block", "q_proj", "k_proj", "v_proj", "o_proj")[:3]
+            ),
+            _linear(
+                "layers.{i}.temporal_block.o_proj",
+                "q_dim",
+                "d_model",
+                "o_bias",
+                role="attention_output",
+                when="attention_blocks",
+                over="attention_layers",
+            ),
+            _norm("layers.{i}.channel_pre_norm"),
+            *(replace(p, path=p.path.replace(".mlp.", ".mlp_block.")) for p in GATED_MLP),
+            _norm("final_norm"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+        ),
+        {
+            "vocab": ("embed_tokens", 0),
+            "d_model": ("embed_tokens", 1),
+            "lru": ("layers.0.temporal_block.linear_x", 0),
+            "heads": ("layers.0.temporal_block.rg_lru.input_gate_weight", 0),
+            "conv_kernel": ("layers.0.temporal_block.conv_1d", 2),
+            "q_dim": ("layers.0.temporal_block.q_proj", 0),
+            "kv_dim": ("layers.0.temporal_block.k_proj", 0),
+            "feedforward": ("layers.0.mlp_block.up_proj", 0),
+        },
+        {**DECODER_DEFAULTS, "tied": True, "mlp_bias": True, "lru_bias": True, "o_bias": True},
+        {
+            "lru_width": "lru",
+            "conv1d_width": "conv_kernel",
+            "intermediate_size": "intermediate",
+            "block_types": "block_types",
+        },
+        derive=_recurrent_gemma_derive,
+    ),
+    Family(
+        "xlstm",
+        "xLSTM (7B): blocks of an mLSTM layer (q, k, v, an output gate, per-head input and forget gates with biases, a "
+        "multi-head norm, out_proj; or q, k, v and the output gate fused into qkv_opreact and the two gates into "
+        "ifgate_preact) and a gated feed-forward (proj_up_gate, proj_up, proj_down), each after an RMSNorm; biases and "
+        "norm shifts where `use_bias`",
+        ("xlstm",),
+        ("backbone.", ""),
+        (
+            Part("embeddings", "embedding", ("vocab", "d_model")),
+            _norm("blocks.{i}.norm_mlstm", shift="attention_bias"),
+            *(
+                replace(p, when="single_weights")
+                for p in (
+                    _linear("blocks.{i}.mlstm_layer.q", "d_model", "qk_dim", "attention_bias", role="attention_query"),
+                    _linear("blocks.{i}.mlstm_layer.k", "d_model", "qk_dim", "attention_bias", role="attention_key"),
+                    _linear("blocks.{i}.mlstm_layer.v", "d_model", "v_dim", "attention_bias", role="attention_value"),
+                    _linear("blocks.{i}.mlstm_layer.ogate_preact", "d_model", "v_dim", "attention_bias", role="dense"),
+                    _linear("blocks.{i}.mlstm_layer.igate_preact", "d_model", "heads", "gate_bias", role="dense"),
+                    _linear("blocks.{i}.mlstm_layer.fgate_preact", "d_model", "heads", "gate_bias", role="dense"),
+                    _linear("blocks.{i}.ffn.proj_up_gate", "d_model", "feedforward", "attention_bias", role=FFN_GATE),
+                    _linear("blocks.{i}.ffn.proj_up", "d_model", "feedforward", "attention_bias", role=FFN_UP),
+                )
+            ),
+            *(
+                replace(p, when="fused_weights")
+                for p in (
+                    _linear(
+                        "blocks.{i}.mlstm_layer.qkv_opreact",
+                        "d_model",
+                        "qkvo_dim",
+                        "attention_bias",
+                        role="attention_qkv",
+                    ),
+                    _linear("blocks.{i}.mlstm_layer.ifgate_preact", "d_model", "if_heads", "gate_bias", role="dense"),
+                    _linear(
+                        "blocks.{i}.ffn.proj_up_gate_z", "d_model", "feedforward*2", "attention_bias", role=FFN_GATE
+                    ),
+                )
+            ),
+            _norm("blocks.{i}.mlstm_layer.multihead_norm", "v_dim", "attention_bias"),
+            _linear("blocks.{i}.mlstm_layer.out_proj", "v_dim", "d_model", "attention_bias", role="attention_output"),
+            _norm("blocks.{i}.norm_ffn", shift="attention_bias"),
+            _linear("blocks.{i}.ffn.proj_down", "feedforward", "d_model", "attention_bias"),
+            _norm("out_norm"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embeddings"),
+        ),
+        {
+            "vocab": ("embeddings", 0),
+            "d_model": ("embeddings", 1),
+            "qk_dim": ("blocks.0.mlstm_layer.q", 0),
+            "v_dim": ("blocks.0.mlstm_layer.multihead_norm", 0),
+            "qkvo_dim": ("blocks.0.mlstm_layer.qkv_opreact", 0),
+            "heads": ("blocks.0.mlstm_layer.igate_preact", 0),
+            "if_heads": ("blocks.0.mlstm_layer.ifgate_preact", 0),
+            "feedforward": ("blocks.0.ffn.proj_down", 1),
+        },
+        {**DECODER_DEFAULTS, "gate_bias": True, "single_weights": True},
+        {
+            "use_bias": "attention_bias",
+            "qk_dim_factor": "qk_factor",
+            "v_dim_factor": "v_factor",
+            "ffn_proj_factor": "ffn_factor",
+            "ffn_round_up_to_multiple_of": "ffn_multiple",
+        },
+        derive=_xlstm_derive,
+    ),
+    Family(
+        "jetmoe",
+        "JetMoE: a mixture of attention heads (a shared kv_proj to keys and values; per-expert query and output "
+        "projections, `experts.input_linear` and `experts.output_linear`, a router and an output bias) and a mixture "
+        "of gated MLP experts (input_linear, output_linear, a router, an output bias), RMSNorms, a tied LM head",
+        ("jetmoe",),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            _norm("layers.{i}.input_layernorm"),
+            _linear("layers.{i}.self_attention.kv_proj", "d_model", "kv_dim*2", "attention_bias"),
+            Part(
+                "layers.{i}.self_attention.experts.input_linear",
+                "tensor",
+                ("experts", "kv_dim", "d_model"),
+                role="attention_query",
+            ),
+            Part(
+                "layers.{i}.self_attention.experts.output_linear",
+                "tensor",
+                ("experts", "d_model", "kv_dim"),
+                role="attention_output",
+            ),
+            _linear("layers.{i}.self_attention.experts.router.layer", "d_model", "experts"),
+            Part("layers.{i}.self_attention.experts.bias", "tensor", ("d_model",)),
+            _norm("layers.{i}.post_attention_layernorm"),
+            Part("layers.{i}.mlp.input_linear", "tensor", ("experts", "feedforward*2", "d_model"), role=FFN_UP),
+            Part("layers.{i}.mlp.output_linear", "tensor", ("experts", "d_model", "feedforward"), role=FFN_DOWN),
+            _linear("layers.{i}.mlp.router.layer", "d_model", "experts"),
+            Part("layers.{i}.mlp.bias", "tensor", ("d_model",)),
+        ),
+        {
+            "vocab": ("embed_tokens", 0),
+            "d_model": ("embed_tokens", 1),
+            "kv_dim": ("layers.0.self_attention.experts.input_linear", 1),
+            "experts": ("layers.0.mlp.router.layer", 0),
+            "feedforward": ("layers.0.mlp.output_linear", 2),
+        },
+        {**DECODER_DEFAULTS, "tied": True},
+        {"kv_channels": "head_dim"},
+    ),
+    Family(
+        "rwkv",
+        "RWKV (4): blocks of time mixing (key, value, receptance and output projections, per-channel time_decay and "
+        "time_first, time_mix_* interpolations) and channel mixing (key, receptance, value; time_mix_*), each after a "
+        "LayerNorm; the first block's input LayerNorm (pre_ln), an output LayerNorm, an untied head",
+        ("rwkv",),
+        ("rwkv.", ""),
+        (
+            Part("embeddings", "embedding", ("vocab", "d_model")),
+            _norm("blocks.{i}.pre_ln", over="pre_ln_layers"),
+            _norm("blocks.{i}.ln1"),
+            _norm("blocks.{i}.ln2"),
+            Part("blocks.{i}.attention.time_decay", "tensor", ("att_dim",)),
+            Part("blocks.{i}.attention.time_first", "tensor", ("att_dim",)),
+            *(
+                Part(f"blocks.{{i}}.attention.time_mix_{w}", "tensor", (1, 1, "d_model"))
+                for w in ("key", "value", "receptance")
+            ),
+            _linear("blocks.{i}.attention.key", "d_model", "att_dim", role="attention_key"),
+            _linear("blocks.{i}.attention.value", "d_model", "att_dim", role="attention_value"),
+            _linear("blocks.{i}.attention.receptance", "d_model", "att_dim", role="dense"),  # (a gate on the output)
+            _linear("blocks.{i}.attention.output", "att_dim", "d_model", role="attention_output"),
+            *(
+                Part(f"blocks.{{i}}.feed_forward.time_mix_{w}", "tensor", (1, 1, "d_model"))
+                for w in ("key", "receptance")
+            ),
+            _linear("blocks.{i}.feed_forward.key", "d_model", "feedforward"),
+            _linear("blocks.{i}.feed_forward.receptance", "d_model", "d_model", role="dense"),
+            _linear("blocks.{i}.feed_forward.value", "feedforward", "d_model"),
+            _norm("ln_out"),
+            _linear("/head", "d_model", "vocab", "head_bias", tied="embeddings"),
+        ),
+        {
+            "vocab": ("embeddings", 0),
+            "d_model": ("embeddings", 1),
+            "att_dim": ("blocks.0.attention.key", 0),
+            "feedforward": ("blocks.0.feed_forward.key", 0),
+        },
+        {"tied": False, "norm_shift": True, "head_bias": False},
+        {"attention_hidden_size": "att_dim"},
+        derive=_rwkv_derive,
     ),
     Family(
         "mamba",

@@ -65,12 +65,13 @@ def _config_value(config: Mapping[str, Any], key: str) -> Any:
 
 # the config's true/false facts and its fractions (LFM2's feed-forward rule); the rest are sizes
 FLAGS = frozenset(
-    {"tied", "attention_bias", "o_bias", "mlp_bias", "conv_bias", "ssm_bias", "projectors_bias", "ff_auto"}
+    {"tied", "attention_bias", "o_bias", "mlp_bias", "conv_bias", "ssm_bias", "projectors_bias", "ff_auto", "qk_norm"}
 )
-FRACTIONS = frozenset({"ff_multiplier"})
+FRACTIONS = frozenset({"ff_multiplier", "qk_factor", "v_factor", "ffn_factor"})
 FIRST_LAYER = "layers.0."  # where a family reads a layer's sizes
-LAYER_LISTS = frozenset({"mlp_only", "layer_heads"})  # the config's lists of ints: layer indices, a size per layer
-LAYER_KINDS = frozenset({"mlp_types"})  # the config's lists of words, one a layer (`mlp_layer_types`)
+# the config's lists of ints (layer indices, a size per layer) and of words, one a layer (`mlp_layer_types`)
+LAYER_LISTS = frozenset({"mlp_only", "layer_heads", "compress_ratios"})
+LAYER_KINDS = frozenset({"mlp_types", "block_types", "attn_types"})
 # the sizes of which 0 is a value, not "unset" (only null or absent is): a layer offset (Jamba's attention and experts
 # from layer 0), the dense layers before the MoE ones (none: DeepSeek's, GLM-4.5's, LFM2-MoE's `num_dense_layers`)
 # and the experts (none: every Qwen-MoE layer dense, as `num_experts > 0` decides)
@@ -415,7 +416,10 @@ def hyperparameters(family: Family, view: FileView | None, config: Mapping[str, 
             }
     h["from_shapes"] = not config
     if config:
-        h.update(from_config(family, config))
+        stated = from_config(family, config)
+        h.update(stated)
+        # the optional parts whose presence the config states (`use_qk_norm`): a file without them lacks them
+        h["stated_parts"] = frozenset(stated) & {p.when for p in family.parts if p.when}
         if view is not None:
             for placeholder, hyper in COUNTS.items():
                 stack = [p.path for p in family.parts if "{" + placeholder + "}" in p.path]
@@ -508,6 +512,15 @@ class ExpectedModule:
     template: str = ""  # the family part's path (one template for every repetition of a layer)
 
 
+def _present(part: Part, h: Mapping[str, Any], view: FileView | None) -> bool:
+    """Whether an optional part is expected: as the config states it (`h["stated_parts"]`), else where the file has
+    it, or in a formula where its hyperparameter is true."""
+    when = part.when or ""
+    if when in h.get("stated_parts", ()) or view is None:
+        return bool(h.get(when))
+    return view.has_any(part.path)
+
+
 def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None) -> list[ExpectedModule]:
     """Every module the family has at `h`; with a file, its optional parts and facts come from the file."""
     out = []
@@ -516,7 +529,7 @@ def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None
         stack = _in_stack(part, family)
         if view is not None and stack is not None and not view.has_prefix(stack):
             continue  # a decoder (second tower) the file does not have at all
-        if part.when is not None and (not view.has_any(part.path) if view is not None else not h.get(part.when)):
+        if part.when is not None and not _present(part, h, view):
             continue
         template = part.path.removeprefix("/")
         prefix = (view.outer if view is not None else "") if part.path.startswith("/") else base

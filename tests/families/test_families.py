@@ -45,12 +45,14 @@ FAMILY = {
     "qwen3_5": "qwen3_5-vl",
     "qwen3_5_moe": "qwen3_next-vl",
     "jais2": "arcee",
+    "recurrent_gemma+recurrent": "recurrent_gemma",
+    "deepseek_v4+hca": "deepseek_v4",
     **dict.fromkeys(("resnet", "convnext"), "sequential"),  # no family table: one layer per module
 }
 
 # the router's score correction of these model types' checkpoints, a buffer by the kind rule its config's model type
 # selects (`hf.router_bias_saved`): without the config, a parameter of the file
-CONFIG_BUFFERS = {"hy_v3": ".expert_bias"}
+CONFIG_BUFFERS = {"hy_v3": ".expert_bias", "sarvam_moe": ".expert_bias", "deepseek_v4": ".gate.bias"}
 # the router's score correction of these model types, a parameter by the kind rule its config's model type selects: a
 # buffer of the file without it
 CONFIG_PARAMETERS = {"laguna": ".e_score_correction_bias"}
@@ -449,6 +451,39 @@ def test_untied_head_the_config_says_is_tied_is_not_silently_dropped(zoo, tmp_pa
             "gpt_bigcode vocab=49152 positions=8192 d_model=6144 layers=40 heads=48 kv_heads=1 feedforward=24576",
             15_517_456_384,
         ),
+        # each ForCausalLM of its model type's default config (VaultGemma-1B, nanochat d12, JetMoE-8B, Sarvam-MoE,
+        # RecurrentGemma-2B in Griffin's block cycle, RWKV-4 7B, xLSTM-7B)
+        (
+            "vaultgemma vocab=256000 d_model=2304 layers=26 heads=8 kv_heads=4 head_dim=256 feedforward=9216",
+            2_614_222_080,
+        ),
+        ("nanochat vocab=50304 d_model=768 layers=12 heads=6 feedforward=8192", 256_573_440),
+        (
+            "jetmoe vocab=32000 d_model=2048 layers=12 heads=32 kv_heads=16 head_dim=128 feedforward=5632 experts=8",
+            4_293_888_000,
+        ),
+        (
+            "sarvam_moe vocab=262144 d_model=4096 layers=19 heads=64 kv_heads=4 head_dim=64 feedforward=8192 "
+            "experts=128 expert_ff=1024 n_shared=1 first_dense=1 qk_norm=true",
+            32_152_648_064,
+        ),
+        (
+            "recurrent_gemma vocab=256000 d_model=2560 layers=26 heads=10 head_dim=256 lru=2560 intermediate=7680 "
+            "tied=true",
+            2_010_263_040,
+        ),
+        ("rwkv vocab=50277 d_model=4096 layers=32", 7_392_649_216),
+        # DeepseekV4ForCausalLM(DeepseekV4Config()) (V4-Flash's sizes; its default layer kinds: 2 HCA, then CSA and HCA)
+        (
+            "deepseek_v4 vocab=129280 d_model=4096 layers=43 heads=64 head_dim=512 q_lora=1024 o_lora=1024 o_groups=8 "
+            "hc=4 index_heads=64 index_dim=128 experts=256 expert_ff=2048",
+            284_325_869_015,
+        ),
+        (
+            "xlstm vocab=50304 d_model=4096 layers=32 heads=8 qk_factor=0.5 v_factor=1 ffn_factor=2.667 "
+            "ffn_multiple=64",
+            6_865_424_896,
+        ),
     ],
 )
 def test_family_formulas_give_the_published_counts(spec: str, count: int) -> None:
@@ -805,6 +840,8 @@ def test_a_state_dict_torch_saved_from_a_transformers_model_matches_its_config(
         ("granitemoe_swa", "granitemoe_swa"),
         ("exaone_moe", "glm4_moe-fused"),
         ("hy_v3", "glm4_moe-fused"),  # (its checkpoints' router and shared experts renamed as GLM-4.5 names them)
+        ("sarvam_moe", "glm4_moe-fused"),  # (its checkpoints' fused q/k/v split, its modules renamed as GLM-4.5's)
+        ("deepseek_v4", "deepseek_v4-fused"),
     ],
 )
 def test_the_new_families_state_dicts_in_transformers_names(zoo, case: str, layout: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -1136,3 +1173,111 @@ def test_a_vision_tower_the_config_states_deeper_than_the_files_is_reported(zoo,
     assert exp is not None and exp.architecture == "qwen3_5-vl" and exp.source == "config"
     assert [c.layer for c in exp.layers if c.status == "missing"] == ["model.visual.blocks.2"]
     assert "COUNT_MISMATCH" in {f.code for f in report.findings}
+
+
+@pytest.mark.parametrize(
+    ("case", "flag", "rows"),
+    [
+        ("glm4_moe", "use_qk_norm", ["model.layers.0", "model.layers.1", "model.layers.2"]),
+        ("sarvam_moe", "use_qk_norm", ["model.layers.0", "model.layers.1"]),
+        ("cohere+qk_norm", "use_qk_norm", ["model.layers.0", "model.layers.1"]),
+        ("phi+qk_norm", "qk_layernorm", ["model.layers.0", "model.layers.1"]),
+    ],
+)
+def test_q_k_norms_a_config_states_are_expected_so_a_file_without_them_is_reported(  # type: ignore[no-untyped-def]
+    zoo, case: str, flag: str, rows: list[str], tmp_path: Path
+) -> None:
+    # Whether a layer norms its queries and keys is the config's flag (GLM-4.5's and Sarvam-MoE's and Cohere's
+    # `use_qk_norm`, Phi's `qk_layernorm`; transformers builds the norms where it is true): it was not read, so the
+    # q/k norms were expected only where the file held them, and a file without them under a config stating them went
+    # unreported. The file as written matches; without its q/k norms, it is a COUNT_MISMATCH naming them, the formula
+    # the count of the model the config describes; and a config stating none with a file holding them is one too
+    from safetensors.torch import load_file, save_file
+
+    folder, n = zoo(case)
+    config = json.loads((folder / "config.json").read_text())
+    assert config[flag] is True
+    report = inspect(folder / "model.safetensors")
+    assert report.expectation is not None and report.expectation.matches and report.expectation.total == n
+    tensors = load_file(folder / "model.safetensors")
+    norms = [k for k in tensors if any(w in k for w in ("q_norm", "k_norm", "query_layernorm", "key_layernorm",
+                                                         "q_layernorm", "k_layernorm"))]  # fmt: skip
+    assert norms
+    save_file({k: v for k, v in tensors.items() if k not in norms}, tmp_path / "model.safetensors", {"format": "pt"})
+    shutil.copy(folder / "config.json", tmp_path / "config.json")
+    report = inspect(tmp_path / "model.safetensors")
+    exp = report.expectation
+    held = sum(tensors[k].numel() for k in norms)
+    assert exp is not None and exp.source == "config" and not exp.matches and exp.total == n
+    assert report.checkpoint.n_parameters == n - held
+    assert [c.layer for c in exp.layers if c.status == "mismatch"] == rows
+    assert all("is not in the file" in c.explanation for c in exp.layers if c.status == "mismatch")
+    assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}
+    report = inspect(_with_config(zoo, case, tmp_path, **{flag: False}))  # (the file as written: its norms held)
+    exp = report.expectation
+    assert exp is not None and not exp.matches and exp.total == n - held
+    assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}
+
+
+def test_deepseek_v4_layer_kinds_a_config_states_are_its_so_a_file_of_others_is_reported(  # type: ignore[no-untyped-def]
+    zoo, tmp_path: Path
+) -> None:
+    # Which layers compress their keys and values, and how (CSA: two series twice a head wide and an indexer; HCA: one
+    # a head wide, a window of 128), is the config's `layer_types` where it states them; its hub configs' word is
+    # `compress_ratios` (0, 4, 128 a layer). Layer 1 written as CSA, the config saying HCA: its compressor's rows differ
+    # and its indexer is in the file but not in the formula
+    import transformers
+
+    folder, n = zoo("deepseek_v4")
+    kinds = ["sliding_attention", "heavily_compressed_attention", "heavily_compressed_attention",
+             "compressed_sparse_attention"]  # fmt: skip
+    report = inspect(_with_config(zoo, "deepseek_v4", tmp_path, layer_types=kinds))
+    exp = report.expectation
+    words = {**ZOO["deepseek_v4"][1], "vocab_size": 128, "layer_types": kinds}
+    config = transformers.AutoConfig.for_model("deepseek_v4", **words)
+    described = transformers.AutoModelForCausalLM.from_config(config).num_parameters()
+    assert report.checkpoint.n_parameters == n != described
+    assert exp is not None and exp.total == described and not exp.matches
+    assert [c.layer for c in exp.layers if c.status != "ok" and c.status != "tied"] == ["model.layers.1"]
+    assert "model.layers.1.attn.indexer" in next(c.explanation for c in exp.layers if c.layer == "model.layers.1")
+    assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}
+    config = json.loads((folder / "config.json").read_text())
+    del config["layer_types"]  # (the hub's word for the same kinds: a rate a layer)
+    (tmp_path / "config.json").write_text(json.dumps(config | {"compress_ratios": [0, 4, 128, 4]}))
+    report = inspect(tmp_path / "model.safetensors")
+    assert report.expectation is not None and report.expectation.matches and report.expectation.total == n
+
+
+@pytest.mark.parametrize(
+    ("case", "changes", "row"),
+    [
+        # (its 2 layers recurrent as written; the config's cycle makes the second attention)
+        ("recurrent_gemma+recurrent", {"block_types": ["recurrent", "attention"]}, "model.layers.1"),
+        # (its layer 2 HCA as written, the config's layer_types sliding: a compressor no layer of the config has)
+        (
+            "deepseek_v4",
+            {"layer_types": ["sliding_attention", "compressed_sparse_attention", "sliding_attention",
+                             "compressed_sparse_attention"]},
+            "model.layers.2",
+        ),
+    ],
+)  # fmt: skip
+def test_a_layer_kind_the_config_places_otherwise_than_the_file_is_reported(  # type: ignore[no-untyped-def]
+    zoo, case: str, changes: dict[str, object], row: str, tmp_path: Path
+) -> None:
+    # A hybrid's layer kinds are its config's where it states them, a kind's modules expected in the layers it lists
+    # and nowhere else; a model may have no layer of a kind (without a config it is found from the kinds it holds)
+    import transformers
+
+    from tests.families.zoo import model_type
+
+    folder, n = zoo(case)
+    report = inspect(_with_config(zoo, case, tmp_path, **changes))
+    exp = report.expectation
+    words = {**ZOO[case][1], "vocab_size": 128, **changes}
+    config = transformers.AutoConfig.for_model(model_type(case), **words)
+    described = transformers.AutoModelForCausalLM.from_config(config).num_parameters()
+    assert report.checkpoint.n_parameters == n != described
+    assert exp is not None and exp.source == "config" and exp.total == described and not exp.matches
+    assert [c.layer for c in exp.layers if c.status not in ("ok", "tied")] == [row]
+    assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}

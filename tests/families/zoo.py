@@ -641,6 +641,53 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
             "vision_config": {"depth": 2, "embed_dim": 32, "hidden_size": 32, "mlp_ratio": 2, "num_heads": 4},
         },
     ),
+    # model types of no family before: VaultGemma (a norm before attention and before the MLP only), nanochat (no norm
+    # weights, fc1/fc2), JetMoE (a mixture of attention heads and of MLP experts), Sarvam-MoE (GLM-4.5's layers under
+    # its checkpoints' names, its q/k/v fused), RecurrentGemma (recurrent and attention layers, 4 for both kinds), RWKV
+    # and xLSTM
+    "vaultgemma": ("AutoModelForCausalLM", {**SMALL_DECODER, "head_dim": 8}),
+    "nanochat": ("AutoModelForCausalLM", SMALL_DECODER),
+    "jetmoe": ("AutoModelForCausalLM", {**SMALL_DECODER, "kv_channels": 8, "num_local_experts": 4}),
+    "sarvam_moe": (
+        "AutoModelForCausalLM",
+        {**SMALL_DECODER, "head_dim": 8, "moe_intermediate_size": 16, "n_routed_experts": 4, "num_experts_per_tok": 2},
+    ),
+    "recurrent_gemma": (
+        "AutoModelForCausalLM",
+        {**SMALL_DECODER, "num_hidden_layers": 4, "lru_width": 48, "attention_window_size": 16},
+    ),
+    # (a model of one kind of layer: 2 layers of RecurrentGemma's default cycle are recurrent, of DeepSeek-V4's HCA)
+    "recurrent_gemma+recurrent": ("AutoModelForCausalLM", SMALL_DECODER),
+    "rwkv": ("AutoModelForCausalLM", {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2}),
+    "xlstm": ("AutoModelForCausalLM", {"hidden_size": 32, "num_hidden_layers": 2, "num_heads": 4, "use_bias": True}),
+    # DeepSeek-V4: a layer of each attention kind (sliding, CSA with its indexer, HCA), a hash-routed first layer
+    "deepseek_v4": (
+        "AutoModelForCausalLM",
+        {
+            **SMALL_DECODER,
+            "num_hidden_layers": 4,
+            "head_dim": 8,
+            "q_lora_rank": 16,
+            "o_lora_rank": 8,
+            "o_groups": 2,
+            "moe_intermediate_size": 16,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "index_n_heads": 2,
+            "index_head_dim": 8,
+            "mlp_layer_types": ["hash_moe", "moe", "moe", "moe"],
+            "layer_types": [
+                "sliding_attention",
+                "compressed_sparse_attention",
+                "heavily_compressed_attention",
+                "compressed_sparse_attention",
+            ],
+        },
+    ),
+    "deepseek_v4+hca": (
+        "AutoModelForCausalLM",
+        {**SMALL_DECODER, "head_dim": 8, "q_lora_rank": 16, "o_lora_rank": 8, "o_groups": 2, "n_routed_experts": 4},
+    ),
     "resnet": ("AutoModel", dict(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic")),
     "convnext": ("AutoModel", dict(hidden_sizes=[16, 32], depths=[1, 1], num_stages=2)),
 }
