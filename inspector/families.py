@@ -3634,6 +3634,9 @@ FAMILIES: tuple[Family, ...] = (
 FAMILY_BY_NAME: Mapping[str, Family] = {f.name: f for f in FAMILIES}
 # a model type's families: the layout its hub checkpoints use first, then the one transformers holds in memory
 # (what torch.save of a state dict writes) where they differ; the file's tensors pick between them
-FAMILIES_BY_MODEL_TYPE: Mapping[str, tuple[Family, ...]] = {
-    t: tuple(f for f in FAMILIES if t in f.model_types) for f in FAMILIES for t in f.model_types
-}
+_BY_MODEL_TYPE: dict[str, dict[int, Family]] = {}  # (one pass over the families, in their order, each once a type)
+for _family in FAMILIES:
+    for _type in _family.model_types:
+        _BY_MODEL_TYPE.setdefault(_type, {})[id(_family)] = _family
+FAMILIES_BY_MODEL_TYPE: Mapping[str, tuple[Family, ...]] = {t: tuple(fs.values()) for t, fs in _BY_MODEL_TYPE.items()}
+del _BY_MODEL_TYPE, _family, _type
