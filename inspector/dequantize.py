@@ -31,6 +31,7 @@ from collections.abc import Iterator, Mapping
 from math import prod
 
 from inspector.quantized import (
+    BLOCK_PACKINGS,
     PACKED_BY,
     PACKINGS,
     QUANTO_PACKED_DTYPES,
@@ -363,6 +364,22 @@ def _modelopt_nvfp4(
     return _plan("ModelOpt NVFP4", t, table, config, packed=Packed(4, "rows"), codebook="E2M1")
 
 
+def _gpt_oss_mxfp4(
+    t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]
+) -> Plan | None:
+    """gpt-oss's MXFP4 experts (`<projection>_blocks` (experts, out, in / 32, 16), two E2M1 values a byte, the low
+    half first, and `<projection>_scales` (experts, out, in / 32), an E8M0 exponent a block of 32): `e2m1 * 2^(scale
+    - 127)`, each expert's matrix the transpose of transformers' parameter (experts, in, out), as its
+    `convert_moe_packed_tensors` dequantizes them."""
+    packing = BLOCK_PACKINGS["mxfp4"]
+    scales = by_name.get(t.name.removesuffix(packing.blocks) + packing.scales)
+    if scales is None or scales.dtype != "U8" or not t.name.endswith(packing.blocks):
+        return None
+    table = Dequantization("E8M0 scales", scales, None, (1, 1), codebook="E8M0")
+    return _plan("gpt-oss MXFP4", t, table, config, packed=Packed(4, "rows"), codebook="E2M1",
+                 transposed=packing.transposed)  # fmt: skip
+
+
 def _mlx(t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]) -> Plan | None:
     """MLX's quantized weights (`mlx.core.quantize`): uint32 words, each row a bit stream of its values; its affine
     mode `q * scales + biases`, its float modes `code[q] * code[scales]` (`MLX_MODES`), a scale a group of a row."""
@@ -393,6 +410,7 @@ UNPACKED: Mapping[str, Callable[[TensorInfo, str, Mapping[str, TensorInfo], Mapp
     PACKINGS["nvfp4-pack-quantized"].name: _fp4,
     PACKINGS["mxfp4-pack-quantized"].name: _fp4,
     PACKINGS["modelopt-nvfp4"].name: _modelopt_nvfp4,
+    BLOCK_PACKINGS["mxfp4"].name: _gpt_oss_mxfp4,
     **{f"MLX {mode}": _mlx for mode in ("affine", "mxfp4", "nvfp4", "mxfp8")},
 }
 

@@ -665,6 +665,14 @@ def test_a_declared_quantization_explains_only_fewer_elements(tmp_path: Path, ro
     assert bool(exp.anomalies) is warned and any(n.startswith("quantized by exl2") for n in exp.notes) is not warned
 
 
+GPT_OSS = {
+    "model_type": "gpt_oss", "vocab_size": 128, "hidden_size": 64, "intermediate_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "num_local_experts": 4,
+    "num_experts_per_tok": 2, "layer_types": ["sliding_attention", "full_attention"],
+}  # fmt: skip
+GPT_OSS_KEPT = ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]
+
+
 def _gpt_oss_mxfp4(folder: Path) -> tuple[int, dict[str, Any]]:
     """A test-sized gpt-oss in OpenAI's release layout: `save_pretrained` writes its experts as values, then each
     fused projection is rewritten as MXFP4 blocks (U8 (experts, out, in / 32, 16)) and scales (U8 (experts, out,
@@ -673,13 +681,8 @@ def _gpt_oss_mxfp4(folder: Path) -> tuple[int, dict[str, Any]]:
     and `num_parameters()`."""
     from safetensors.torch import load_file, save_file
 
-    config = transformers.AutoConfig.for_model(
-        "gpt_oss", vocab_size=128, hidden_size=64, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
-        layer_types=["sliding_attention", "full_attention"],
-    )  # fmt: skip
     torch.manual_seed(0)
-    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(folder)
+    transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**GPT_OSS)).save_pretrained(folder)
     tensors = load_file(folder / "model.safetensors")
     g = torch.Generator().manual_seed(1)
     for name in [n for n in tensors if n.endswith(("experts.gate_up_proj", "experts.down_proj"))]:
@@ -692,8 +695,7 @@ def _gpt_oss_mxfp4(folder: Path) -> tuple[int, dict[str, Any]]:
         )
     save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
     words = json.loads((folder / "config.json").read_text())
-    kept = ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]
-    words["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": kept}
+    words["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": GPT_OSS_KEPT}
     (folder / "config.json").write_text(json.dumps(words))
     n = int(transformers.AutoModelForCausalLM.from_pretrained(folder).num_parameters())
     return n, tensors
@@ -1751,6 +1753,57 @@ def test_diff_data_dequantizes_modelopt_nvfp4_as_it_does(tmp_path: Path, config:
         error = (floats[name].double() - expected.double()).abs().max().item()
         _assert_dequantized_as(_dequantized(b, name), expected.numpy(), error, values[name])
         assert values[name].dequantized == "ModelOpt NVFP4"
+
+
+def test_diff_data_dequantizes_gpt_oss_mxfp4_experts_as_transformers_does(tmp_path: Path) -> None:
+    """gpt-oss's MXFP4 experts in OpenAI's release layout (`<projection>_blocks` (experts, out, in / 32, 16): E2M1
+    values two a byte, the low half first; `<projection>_scales`: an E8M0 exponent a block of 32), the float model's
+    experts quantized by torchao's OCP MX quantizer (`to_mx`; transformers writes the layout only with its GPU
+    kernels): each projection dequantizes as transformers' `convert_moe_packed_tensors` does it (what `from_pretrained`
+    loads on a CPU), and `inspector diff --data` against the float model pairs each `<projection>_blocks` with its
+    projection by name, each expert's matrix transposed ((experts, in, out) in transformers), and gives its error
+    (they were `not_compared`, or `missing` and `extra`)."""
+    pytest.importorskip("torchao")
+    from safetensors.torch import load_file, save_file
+    from torchao.prototype.mx_formats.mx_tensor import to_mx
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+
+    from inspector.diff import DiffKind, match
+    from inspector.diff import diff as diff_records
+    from inspector.values import compare_pairs
+
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**GPT_OSS))
+    model.save_pretrained(tmp_path / "float")
+    floats = load_file(tmp_path / "float" / "model.safetensors")
+    tensors = dict(floats)
+    experts = [n for n in tensors if n.endswith(("experts.gate_up_proj", "experts.down_proj"))]
+    for name in experts:
+        w = tensors.pop(name).transpose(1, 2).contiguous()  # (each expert as a Linear holds it: (out, in))
+        e, rows, inputs = w.shape
+        scale, packed = to_mx(w, torch.float4_e2m1fn_x2, 32)
+        tensors[name + "_blocks"] = packed.view(torch.uint8).reshape(e, rows, inputs // 32, 16)
+        tensors[name + "_scales"] = scale.view(torch.uint8).reshape(e, rows, inputs // 32)
+    (tmp_path / "q").mkdir()
+    save_file(tensors, str(tmp_path / "q" / "model.safetensors"), metadata={"format": "pt"})
+    float_file, quantized_file = tmp_path / "float" / "model.safetensors", tmp_path / "q" / "model.safetensors"
+    values = _quantization_errors(float_file, quantized_file, len(experts))
+    a, b = load(float_file), load(quantized_file)
+    for name in experts:
+        expected = convert_moe_packed_tensors(tensors[name + "_blocks"], tensors[name + "_scales"], dtype=torch.float32)
+        assert expected.shape == floats[name].shape  # (transformers' (experts, in, out))
+        error = (floats[name].double() - expected.double()).abs().max().item()
+        ours = _dequantized(b, name + "_blocks")  # (the blocks' order: each expert's transpose)
+        _assert_dequantized_as(ours, expected.transpose(1, 2).numpy(), error, values[name])
+        assert values[name].dequantized == "gpt-oss MXFP4"
+    pairs = match(a, b)
+    assert {(p.a.name, p.b.name, p.how, p.perm) for p in pairs if p.b.name.endswith("_blocks")} == {
+        (name, name + "_blocks", "normalised", (0, 2, 1)) for name in experts
+    }
+    result = diff_records(a, b, pairs, compare_pairs(a, b, [(p.a, p.b, p.perm) for p in pairs]))
+    turned = [d for d in result.differences if d.kind is DiffKind.TRANSPOSED]
+    assert len(turned) == len(experts) and all(d.expected for d in turned)
+    assert not [d for d in result.differences if d.kind in (DiffKind.MISSING, DiffKind.SHAPE_CHANGED)]
 
 
 WIDE_LLAMA = {**LLAMA, "hidden_size": 256, "intermediate_size": 512}  # (every projection of more than 128 inputs)
