@@ -188,15 +188,15 @@ class BlockPacking:
 # Each expert's blocks are its projection as a Linear holds it (out, in); transformers' parameter is its transpose
 # (experts, in, out), as its `convert_moe_packed_tensors` makes it
 BLOCK_PACKINGS = {"mxfp4": BlockPacking("MXFP4", "_blocks", "_scales", 2, 32, "F4", True)}
-BLOCK_PACKED = " weight stored packed as "  # a block-packed weight's note: its packing's name, these words (`_unblocked`)
+BLOCK_PACKED = " weight stored packed as "  # a block-packed weight's note: its packing's name, these words
 
 
 def block_packing(t: TensorInfo) -> BlockPacking | None:
     """The block packing whose values a tensor holds (one `unpacked` made values of its blocks), or None."""
-    return next(
-        (p for p in BLOCK_PACKINGS.values() if t.dtype == p.dtype and any(n.startswith(p.name + BLOCK_PACKED) for n in t.notes)),
-        None,
-    )
+    for packing in BLOCK_PACKINGS.values():
+        if t.dtype == packing.dtype and any(n.startswith(packing.name + BLOCK_PACKED) for n in t.notes):
+            return packing
+    return None
 
 
 _last: list[tuple[Sequence[TensorInfo], list[TensorInfo]]] = []  # (a file's tensors, its quantization's): asked by

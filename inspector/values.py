@@ -325,9 +325,7 @@ def _against_quantized(
     # values' shape is the float weight's, GPTQ's and AWQ's (in, out) unpacked as torch's (out, in))
     swapped = (*range(len(f.shape) - 2), len(f.shape) - 1, len(f.shape) - 2)
     turned = not isinstance(plan, str) and plan.transposed and tuple(perm or swapped) == swapped
-    if reason is None and (
-        (perm is not None and not turned) or layout(f)[1] != tuple(range(len(f.shape)))
-    ):
+    if reason is None and ((perm is not None and not turned) or layout(f)[1] != tuple(range(len(f.shape)))):
         reason = "the float weight is laid out otherwise (transposed): not dequantized in its order"
     if reason is None and f.n_elements != q.n_elements:
         reason = f"{f.n_elements:,} against {q.n_elements:,} values"
