@@ -8,14 +8,15 @@ the scales of its rows), and the pair's difference is the quantization's error. 
     value = (q - zero) * scale                (torchao, compressed-tensors, transformers' FP8, GPTQ, AWQ: zero 0 or
                                                the zero points; compressed-tensors' NVFP4: scale / global scale)
     value = q * scale + sign * zero           (optimum-quanto's 4 and 2 bits: a float shift subtracted; MLX's
-                                               affine mode: its biases added)
+                                               affine mode: its biases added; AWQ GEMVFast: its qzeros added)
     value = q * SCB / 127                     (bitsandbytes' 8-bit rows)
     value = code[q] * absmax                  (bitsandbytes' 4 bits: NF4 and FP4 codes, its quant_map; with double
                                                quantization the absmax themselves code[a] * nested_absmax + offset)
 
 q the stored value: an element, or a code unpacked from its bits (`Packed`: a bit stream along the stored rows or down
-the stored columns, optimum-quanto's bytes) and decoded by a code book (`dequantize_stream.CODEBOOKS`: FP4 E2M1, E8M0
-exponents; or the file's own, bitsandbytes' quant_map); each scale (and zero point) shared by a block of rows x columns
+the stored columns, optimum-quanto's bytes) and decoded by a code book (`dequantize_stream.CODEBOOKS`: FP4 E2M1, FP6
+E2M3, signed INT4, E8M0 exponents; or the file's own, bitsandbytes' quant_map), times a factor a column where the file
+has one (ModelOpt's AWQ `pre_quant_scale`); each scale (and zero point) shared by a block of rows x columns
 of the values (the scale's shape tiles the values': one a row, one a group of a row, one a 128 x 128 block, one a
 tensor), or picked by the row's group (GPTQ's `g_idx`). A scale or zero point table may be quantized itself
 (bitsandbytes' double quantization, packed zero points, NVFP4's FP8 scales over a global scale): it is a
@@ -108,7 +109,8 @@ class Dequantization:
     `transposed`: the matrix is the float weight's transpose (GPTQ's and AWQ's (in, out)); `offset_from`: bitsandbytes'
     quant_state record, whose nested_offset is added. A scale or zero point table may itself be a `Dequantization`
     (bitsandbytes' double quantization, packed zero points); `turned_tables`: the scale and zero point tables are
-    stored transposed, a column a row of the values (AWQ GEMVFast's (groups, out))."""
+    stored transposed, a column a row of the values (AWQ GEMVFast's (groups, out)); `column_factor`: a factor each
+    column of the values multiplies them by (ModelOpt's AWQ `pre_quant_scale`)."""
 
     how: str  # in words, for the report
     values: TensorInfo
@@ -125,6 +127,7 @@ class Dequantization:
     transposed: bool = False
     offset_from: TensorInfo | None = None
     turned_tables: bool = False
+    column_factor: TensorInfo | None = None
 
 
 if TYPE_CHECKING:
@@ -426,6 +429,23 @@ def _gpt_oss_mxfp4(
                  transposed=packing.transposed)  # fmt: skip
 
 
+def _modelopt_int4_awq(
+    t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]
+) -> Plan | None:
+    """NVIDIA ModelOpt's INT4 AWQ export (`weight` (out / 2, in), two signed 4-bit values a byte down each column, the
+    low half first, as its `pack_int4_in_uint8` packs them): `q * weight_scale`, a scale each block of a row, times
+    the `pre_quant_scale` beside it where the exporter kept it (AWQ divides each input's weights by it and multiplies
+    the input by it: the float weight is the product); where it folded it into the norm before, the values are the
+    weight it left."""
+    scale, factor = by_name.get(module + ".weight_scale"), by_name.get(module + ".pre_quant_scale")
+    how = PACKINGS["modelopt-int4-awq"].name
+    if scale is None:
+        return None
+    if factor is not None and (factor.shape != (t.shape[-1],) or factor.dtype not in FLOATS):
+        return f"{how}: its pre_quant_scale {tuple(factor.shape)} {factor.dtype} is not a float a column of its values"
+    return _plan(how, t, scale, config, packed=Packed(4, "columns"), codebook="I4", column_factor=factor)
+
+
 def _mlx(t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]) -> Plan | None:
     """MLX's quantized weights (`mlx.core.quantize`): uint32 words, each row a bit stream of its values; its affine
     mode `q * scales + biases`, its float modes `code[q] * code[scales]` (`MLX_MODES`), a scale a group of a row."""
@@ -460,6 +480,7 @@ UNPACKED: Mapping[str, Callable[[TensorInfo, str, Mapping[str, TensorInfo], Mapp
     PACKINGS["mxfp6-pack-quantized"].name: _fp_packed,
     PACKINGS["modelopt-nvfp4"].name: _modelopt_nvfp4,
     PACKINGS["modelopt-mxfp4"].name: _fp_packed,
+    PACKINGS["modelopt-int4-awq"].name: _modelopt_int4_awq,
     BLOCK_PACKINGS["mxfp4"].name: _gpt_oss_mxfp4,
     **{f"MLX {mode}": _mlx for mode in ("affine", "mxfp4", "nvfp4", "mxfp8")},
 }
@@ -488,7 +509,7 @@ def _scales_matrix(t: TensorInfo) -> tuple[int, int]:
 def _tensors(dq: Dequantization) -> Iterator[TensorInfo]:
     """Every tensor a dequantization reads."""
     yield dq.values
-    for t in (dq.scale, dq.zero, dq.groups, dq.codebook, dq.offset_from):
+    for t in (dq.scale, dq.zero, dq.groups, dq.codebook, dq.offset_from, dq.column_factor):
         if isinstance(t, Dequantization):
             yield from _tensors(t)
         elif t is not None and not isinstance(t, str):

@@ -22,14 +22,16 @@ if TYPE_CHECKING:
     from inspector.dequantize import Table
     from inspector.records import TensorInfo
 
-# Code books of packed values, by name: the value each code stands for. E2M1: the 4-bit floats of NVFP4 and MXFP4
-# (sign, two exponent bits, one mantissa bit; compressed-tensors' `kE2M1ToFloat` and its sign); E2M3: MXFP6's 6-bit
-# floats (sign in bit 5, two exponent bits, three mantissa bits; compressed-tensors' `kE2M3ToFloat` and its sign);
-# E8M0: the block exponents of the MX formats, 2^(code - 127), 255 NaN (the OCP MX specification)
+# Code books of packed values, by name: the value each code stands for. I4: signed 4-bit integers, two's complement
+# (ModelOpt's INT4 AWQ); E2M1: the 4-bit floats of NVFP4 and MXFP4 (sign, two exponent bits, one mantissa bit;
+# compressed-tensors' `kE2M1ToFloat` and its sign); E2M3: MXFP6's 6-bit floats (sign in bit 5, two exponent bits, three
+# mantissa bits; compressed-tensors' `kE2M3ToFloat` and its sign); E8M0: the block exponents of the MX formats,
+# 2^(code - 127), 255 NaN (the OCP MX specification)
 _E2M3 = np.append(np.arange(8) / 8, (1 + np.arange(8) / 8) * 2.0 ** np.arange(3)[:, None])
 CODEBOOKS: Mapping[str, np.ndarray] = {
     "E2M1": np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]),
     "E2M3": np.append(_E2M3, -_E2M3),
+    "I4": np.append(np.arange(8.0), np.arange(-8.0, 0)),
     "E8M0": np.append(np.ldexp(1.0, np.arange(255) - 127), np.nan),
     "E4M3": decode(np.arange(256, dtype=np.uint8), "F8_E4M3"),  # (FP8 E4M3 in bytes: MLX's nvfp4 scales)
 }
@@ -156,6 +158,9 @@ def _dequantized_rows(source: TensorSource, dq: Dequantization, start: int, stop
         out = (q - zero) / scale if dq.divided else (q - zero) * scale
     if dq.divisor != 1.0:
         out = out / dq.divisor
+    if dq.column_factor is not None:  # (one a column, every row)
+        factor = dq.column_factor
+        out = out * decode(_rows(source, factor, factor.n_elements, 0, 1), factor.dtype)
     if dq.offset_from is not None:
         out = out + _nested_offset(source, dq.offset_from)
     return np.asarray(out)

@@ -890,7 +890,21 @@ for extra in sys.argv[4:]:  # a KV cache configuration added to the weights', or
         {"quantizer_name": f"*self_attn*{q}_quantizer", "cfg": {"num_bits": (4, 3), "axis": None}}
         for q in ("weight", "input")])
 model = mtq.quantize(model, config, lambda m: m(torch.randint(0, 256, (2, 16))))
+# INT4 AWQ: what its packer `pack_int4_in_uint8` rounds, by the bytes it returns (ModelOpt has no CPU dequantization
+# of its export): its formula's values times their scales, saved beside the export (int4_reference.safetensors)
+import modelopt.torch.export.quant_utils as quant_utils
+from safetensors.torch import load_file, save_file
+pack, rounded = quant_utils.pack_int4_in_uint8, []
+def recording(weight, scale, block):
+    spread = scale[..., torch.arange(weight.shape[-1]) // block]
+    rounded.append((pack(weight, scale, block), (weight / spread).round().clamp(-8, 7) * spread))
+    return rounded[-1][0]
+quant_utils.pack_int4_in_uint8 = recording
 export_hf_checkpoint(model, export_dir=sys.argv[2])
+if rounded:
+    stored = load_file(sys.argv[2] + "/model.safetensors")
+    save_file({name: next(values.float().contiguous() for packed, values in rounded if torch.equal(packed, t))
+               for name, t in stored.items() if t.dtype == torch.uint8}, sys.argv[2] + "/int4_reference.safetensors")
 print(count)
 """
 MODELOPT_LLAMA = {**LLAMA, "hidden_size": 128, "intermediate_size": 384}  # (INT4 AWQ packs blocks of 128 inputs)
@@ -1564,15 +1578,50 @@ def test_diff_data_dequantizes_gptq_and_awq_as_their_libraries_do(
             _quantization_errors(tmp_path / "float.safetensors", tmp_path / "model.safetensors")
 
 
-def test_diff_data_of_a_packing_not_dequantized_says_so_per_layer(tmp_path: Path) -> None:
-    """ModelOpt's INT4 AWQ export (`weight` signed 4-bit values two a byte down its columns, `weight_scale`, and
-    `pre_quant_scale` where the exporter did not fold it into the layer before) is not dequantized here: each
-    layer's pair says so (`not_compared`, in the loader's words), none is a number comparing codes with floats."""
+def test_diff_data_of_a_packing_whose_groups_the_file_does_not_tell_says_so_per_layer(tmp_path: Path) -> None:
+    """AWQ's GEMV layout (written by AutoAWQ's `WQLinear_GEMV.from_linear`) pads its scale tables with unused groups:
+    without the config's group size its weights are not dequantized, each layer's pair says so (`not_compared`), none
+    is a number comparing codes with floats."""
     import importlib.util
     import subprocess
     import sys
 
-    from safetensors.torch import save_file
+    from inspector.diff import DiffKind, match
+    from inspector.diff import diff as diff_records
+    from inspector.values import compare_pairs
+
+    if importlib.util.find_spec("awq") is None:
+        pytest.skip("awq is not installed (pip install --no-deps autoawq)")
+    written = subprocess.run(
+        [sys.executable, "-c", PACKED_WRITER, "awq", str(tmp_path), json.dumps(LLAMA), "in_config", "4", "gemv"],
+        capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent,
+    )  # fmt: skip
+    assert written.returncode == 0, written.stderr[-3000:]
+    words = json.loads((tmp_path / "config.json").read_text())
+    del words["quantization_config"]["group_size"]
+    (tmp_path / "config.json").write_text(json.dumps(words))
+    a, b = load(tmp_path / "float.safetensors"), load(tmp_path / "model.safetensors")
+    pairs = match(a, b)
+    result = diff_records(a, b, pairs, compare_pairs(a, b, [(p.a, p.b, p.perm) for p in pairs]))
+    skipped = [d for d in result.differences if d.kind is DiffKind.NOT_COMPARED]
+    assert len(skipped) == LINEARS and len({d.layer for d in skipped}) == LINEARS
+    assert all("AWQ GEMV: no group_size in the config says its groups" in d.message for d in skipped)
+    assert not [d for d in result.differences if d.kind in (DiffKind.VALUES_CHANGED, DiffKind.QUANTIZATION_ERROR)]
+
+
+def test_diff_data_dequantizes_modelopt_int4_awq_with_its_pre_quant_scale(tmp_path: Path) -> None:
+    """ModelOpt's INT4 AWQ export (`weight` (out / 2, in), signed 4-bit values two a byte down each column, the low
+    half first; `weight_scale` a block of 128 inputs; `pre_quant_scale` beside o_proj and down_proj, folded into the
+    norms before the others), quantized and exported by ModelOpt on the CPU: each weight dequantizes as the values its
+    packer `pack_int4_in_uint8` rounds times their scales (ModelOpt has no CPU dequantization of its export), times
+    the `pre_quant_scale` where it is kept (AWQ divided each input's weights by it); `inspector diff --data` against
+    the float model gives each weight's error (they were `not_compared`). Where the scale was folded into the norm,
+    the norm's weights differ (`values_changed`) and the weight is the one ModelOpt left."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    from safetensors.torch import load_file, save_file
 
     from inspector.diff import DiffKind, match
     from inspector.diff import diff as diff_records
@@ -1587,15 +1636,28 @@ def test_diff_data_of_a_packing_not_dequantized_says_so_per_layer(tmp_path: Path
     assert written.returncode == 0, written.stderr[-3000:]
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model("llama", **MODELOPT_LLAMA))
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp_path / "float.safetensors"))
+    floats = {k: v.contiguous() for k, v in model.state_dict().items()}
+    save_file(floats, str(tmp_path / "float.safetensors"))
+    reference, stored = load_file(tmp_path / "int4_reference.safetensors"), load_file(tmp_path / "model.safetensors")
+    assert len(reference) == LINEARS
     a, b = load(tmp_path / "float.safetensors"), load(tmp_path / "model.safetensors")
     pairs = match(a, b)
-    result = diff_records(a, b, pairs, compare_pairs(a, b, [(p.a, p.b, p.perm) for p in pairs]))
-    skipped = [d for d in result.differences if d.kind is DiffKind.NOT_COMPARED]
-    assert len(skipped) == LINEARS and len({d.layer for d in skipped}) == LINEARS
-    assert all("ModelOpt INT4 AWQ weight stored packed as U8" in d.message for d in skipped)
-    assert all("dequantizing this packing is not done here" in d.message for d in skipped)
-    assert not [d for d in result.differences if d.kind is DiffKind.QUANTIZATION_ERROR]
+    values = compare_pairs(a, b, [(p.a, p.b, p.perm) for p in pairs])
+    result = diff_records(a, b, pairs, values)
+    by_name = {v.a: v for v in values}
+    kept = 0
+    for name, expected in reference.items():
+        factor = stored.get(name.removesuffix("weight") + "pre_quant_scale")
+        if factor is not None:
+            expected, kept = expected * factor, kept + 1
+        error = (floats[name].double() - expected.double()).abs().max().item()
+        _assert_dequantized_as(_dequantized(b, name), expected.numpy(), error, by_name[name])
+        assert by_name[name].dequantized == "ModelOpt INT4 AWQ"
+    assert kept == 2 * 2  # (o_proj and down_proj: the others' scale folded into the norm before them)
+    kinds = [d.kind for d in result.differences]
+    assert kinds.count(DiffKind.QUANTIZATION_ERROR) == LINEARS and DiffKind.NOT_COMPARED not in kinds
+    changed = {d.a for d in result.differences if d.kind is DiffKind.VALUES_CHANGED}
+    assert changed and all(name.endswith("layernorm.weight") for name in changed)
 
 
 # compressed-tensors' packed schemes -> (its format, the scheme: a preset's name or pack-quantized's weights)
