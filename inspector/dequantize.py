@@ -348,11 +348,12 @@ def _awq_gemv(t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], con
         quantization, dict) else None  # fmt: skip
     if scales is None or qzeros is None or len(scales.shape) != 2:
         return None
-    how = "AWQ GEMV" if t.dtype == "U4" and qzeros.dtype == "I32" else "AWQ GEMVFast"
-    if not isinstance(group, int) or group <= 0 or isinstance(group, bool):
+    gemv = qzeros.dtype == "I32"  # (GEMVFast's: float16)
+    how = "AWQ GEMV" if gemv else "AWQ GEMVFast"
+    if not isinstance(group, int) or isinstance(group, bool) or group <= 0:
         return f"{how}: no group_size in the config says its groups"
     block = (1, group)
-    if qzeros.dtype == "I32":  # (GEMV)
+    if gemv:
         packed = Packed(_bits(t), "rows")
         zero = Dequantization("AWQ zero points", qzeros, None, (1, 1), scales.shape, packed=packed)
         return _plan(how, t, scales, config, zero=zero, packed=packed, block=block, padded=True)
