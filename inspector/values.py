@@ -340,8 +340,11 @@ def _against_quantized(
     acc = _Accumulator(tolerance)
     peak = 0.0
     hf = hashlib.sha256()
-    # (GPTQ's and AWQ's values are (in, out): the float weight's columns against them, its hash of its stored bytes)
-    floats = reblock(_transposed(sf, f, COMPARE_BLOCK) if plan.transposed else _hashed(sf, f, hf), COMPARE_BLOCK)
+    # (GPTQ's and AWQ's values are (in, out), gpt-oss's experts each one's transpose: the float weight's columns
+    # against them, read as many at a time as fill MAX_PERMUTED_ELEMENTS of its stored dtype (each row one read: wider
+    # slices, fewer reads), its hash of its stored bytes)
+    by_columns = _transposed(sf, f, MAX_PERMUTED_ELEMENTS) if plan.transposed else None
+    floats = reblock(by_columns if by_columns is not None else _hashed(sf, f, hf), COMPARE_BLOCK)
     for x, y in zip(floats, reblock(dequantized(sq, plan, COMPARE_BLOCK), COMPARE_BLOCK), strict=True):
         x = decode(x, f.dtype)
         acc.add(x, y)
