@@ -8,14 +8,15 @@ the scales of its rows), and the pair's difference is the quantization's error. 
     value = (q - zero) * scale                (torchao, compressed-tensors, transformers' FP8, GPTQ, AWQ: zero 0 or
                                                the zero points; compressed-tensors' NVFP4: scale / global scale)
     value = q * scale + sign * zero           (optimum-quanto's 4 and 2 bits: a float shift subtracted; MLX's
-                                               affine mode: its biases added)
+                                               affine mode: its biases added; AWQ GEMVFast: its qzeros added)
     value = q * SCB / 127                     (bitsandbytes' 8-bit rows)
     value = code[q] * absmax                  (bitsandbytes' 4 bits: NF4 and FP4 codes, its quant_map; with double
                                                quantization the absmax themselves code[a] * nested_absmax + offset)
 
 q the stored value: an element, or a code unpacked from its bits (`Packed`: a bit stream along the stored rows or down
-the stored columns, optimum-quanto's bytes) and decoded by a code book (`dequantize_stream.CODEBOOKS`: FP4 E2M1, E8M0
-exponents; or the file's own, bitsandbytes' quant_map); each scale (and zero point) shared by a block of rows x columns
+the stored columns, optimum-quanto's bytes) and decoded by a code book (`dequantize_stream.CODEBOOKS`: FP4 E2M1, FP6
+E2M3, signed INT4, E8M0 exponents; or the file's own, bitsandbytes' quant_map), times a factor a column where the file
+has one (ModelOpt's AWQ `pre_quant_scale`); each scale (and zero point) shared by a block of rows x columns
 of the values (the scale's shape tiles the values': one a row, one a group of a row, one a 128 x 128 block, one a
 tensor), or picked by the row's group (GPTQ's `g_idx`). A scale or zero point table may be quantized itself
 (bitsandbytes' double quantization, packed zero points, NVFP4's FP8 scales over a global scale): it is a
@@ -31,6 +32,7 @@ from collections.abc import Iterator, Mapping
 from math import prod
 
 from inspector.quantized import (
+    BLOCK_PACKINGS,
     PACKED_BY,
     PACKINGS,
     QUANTO_PACKED_DTYPES,
@@ -67,6 +69,12 @@ MLX_MODES: Mapping[str, tuple[str | None, str | None]] = {
     "mxfp8": ("E4M3", "E8M0"),
 }
 AWQ_ORDER = (0, 4, 1, 5, 2, 6, 3, 7)  # AutoAWQ's packing: value j of each 8 at position AWQ_ORDER[j] of its int32 word
+# AutoAWQ's GEMVFast (`gemv_fast.pack_intweight`): each run of 32 values of a row reordered for its kernel (value j at
+# position 4 x (j mod 8) + j // 8), then 4 rows interleaved in tiles of 64 values, 4 values an int16 (one of each row)
+AWQ_FAST_ORDER = tuple(4 * (j % 8) + j // 8 for j in range(32))
+AWQ_FAST_ROWS, AWQ_FAST_TILE = 4, 64
+AWQ_GROUP_SIZES = ("group_size", "q_group_size")  # its group size: in config.json, in its own quant_config.json
+FLOAT_CODES = {4: "E2M1", 6: "E2M3"}  # the code book of packed floats of these bits (`dequantize_stream.CODEBOOKS`)
 BNB_BLOCKSIZES = tuple(1 << k for k in range(5, 13))  # its 4-bit block sizes (32 ... 4096), powers of two
 
 
@@ -78,7 +86,8 @@ class Packed:
     `msb_first`: each byte's high bits first (bitsandbytes); `order`: where in each run of len(order) values each one
     is stored (AWQ); `offset`: subtracted from each code (compressed-tensors stores q + 2^(bits - 1)), modulo
     2^bits where `modular` (AutoGPTQ's zero points, stored less one: its zero of 0 is stored as 2^bits - 1 and read
-    back so, `(z + 1) & (2^bits - 1)`)."""
+    back so, `(z + 1) & (2^bits - 1)`); `interleave` rows along a stored row, in tiles of `tile` values a row (AWQ
+    GEMVFast's 4 rows, 64 values each, one after the other)."""
 
     bits: int
     along: str
@@ -87,6 +96,8 @@ class Packed:
     order: tuple[int, ...] = ()
     offset: int = 0
     modular: bool = False
+    interleave: int = 1
+    tile: int = 0
 
 
 @record(frozen=True, slots=True)
@@ -97,7 +108,9 @@ class Dequantization:
     (or one an element) and looked up in a `codebook` (a `dequantize_stream.CODEBOOKS` name, or the file's table);
     `transposed`: the matrix is the float weight's transpose (GPTQ's and AWQ's (in, out)); `offset_from`: bitsandbytes'
     quant_state record, whose nested_offset is added. A scale or zero point table may itself be a `Dequantization`
-    (bitsandbytes' double quantization, packed zero points)."""
+    (bitsandbytes' double quantization, packed zero points); `turned_tables`: the scale and zero point tables are
+    stored transposed, a column a row of the values (AWQ GEMVFast's (groups, out)); `column_factor`: a factor each
+    column of the values multiplies them by (ModelOpt's AWQ `pre_quant_scale`)."""
 
     how: str  # in words, for the report
     values: TensorInfo
@@ -113,6 +126,8 @@ class Dequantization:
     groups: TensorInfo | None = None
     transposed: bool = False
     offset_from: TensorInfo | None = None
+    turned_tables: bool = False
+    column_factor: TensorInfo | None = None
 
 
 if TYPE_CHECKING:
@@ -175,8 +190,11 @@ def _plan(how: str, values: TensorInfo, scale: Table | None, config: Mapping[str
     block = words.pop("block", None) or _block(values, matrix, scale, stated)
     if isinstance(block, str):
         return f"{how}: {block}"
-    (rows, cols), (srows, scols) = matrix, table_matrix(scale)
-    if -(-cols // block[1]) != scols or (words.get("groups") is None and -(-rows // block[0]) != srows):
+    padded = words.pop("padded", False)  # (a table of more columns than the values' groups: AWQ GEMV's, unused)
+    srows, scols = table_matrix(scale)[:: -1 if words.get("turned_tables") else 1]
+    rows, needed = matrix[0], -(-matrix[1] // block[1])
+    short = scols < needed if padded else scols != needed
+    if short or (words.get("groups") is None and -(-rows // block[0]) != srows):
         return f"{how}: its scales {_shape(scale)} do not cover its values {matrix} in blocks of {block}"
     zero = words.get("zero")
     if zero is not None and (table_matrix(zero) != table_matrix(scale) or _dtype(zero) not in STORAGE):
@@ -318,6 +336,35 @@ def _awq(t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: 
     return _plan("AWQ", t, scales, config, zero=zero, matrix=(inputs, out), packed=packed, transposed=True)
 
 
+def _awq_gemv(t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]) -> Plan | None:
+    """AWQ's GEMV layouts, a scale and zero point each group_size values of a row (the config's), their tables padded
+    with unused groups: WQLinear_GEMV's `qweight` (out, in / 8), 8 values an int32 word in their order, `qzeros`
+    (out, groups / 8) packed alike, `scales` (out, groups): `(q - z) * scales`; WQLinear_GEMVFast's `qweight` int16
+    (out / 4, in) (`AWQ_FAST_ORDER`, 4 rows interleaved), `scales` and `qzeros` float16 (groups, out), its zero
+    points stored as -scale x zero: `q * scales + qzeros`; as their kernels dequantize them."""
+    scales, qzeros = by_name.get(module + ".scales"), by_name.get(module + ".qzeros")
+    quantization = config.get("quantization_config")
+    group = next((quantization.get(k) for k in AWQ_GROUP_SIZES if k in quantization), None) if isinstance(
+        quantization, dict) else None  # fmt: skip
+    if scales is None or qzeros is None or len(scales.shape) != 2:
+        return None
+    gemv = qzeros.dtype == "I32"  # (GEMVFast's: float16)
+    how = "AWQ GEMV" if gemv else "AWQ GEMVFast"
+    if not isinstance(group, int) or isinstance(group, bool) or group <= 0:
+        return f"{how}: no group_size in the config says its groups"
+    block = (1, group)
+    if gemv:
+        packed = Packed(_bits(t), "rows")
+        zero = Dequantization("AWQ zero points", qzeros, None, (1, 1), scales.shape, packed=packed)
+        return _plan(how, t, scales, config, zero=zero, packed=packed, block=block, padded=True)
+    rows, cols = t.shape
+    if rows % AWQ_FAST_ROWS or cols % AWQ_FAST_TILE:
+        return f"{how}: its values {tuple(t.shape)} are not whole tiles of {AWQ_FAST_ROWS} x {AWQ_FAST_TILE}"
+    packed = Packed(_bits(t), "rows", order=AWQ_FAST_ORDER, interleave=AWQ_FAST_ROWS, tile=AWQ_FAST_TILE)
+    return _plan(how, t, scales, config, zero=qzeros, sign=1, packed=packed, block=block, padded=True,
+                 turned_tables=True)  # fmt: skip
+
+
 def _pack_quantized(
     t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]
 ) -> Plan | None:
@@ -335,10 +382,12 @@ def _pack_quantized(
     return _plan("compressed-tensors pack-quantized", t, scale, config, zero=zero, packed=packed)
 
 
-def _fp4(t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]) -> Plan | None:
-    """NVFP4 and MXFP4 as compressed-tensors packs them (`weight_packed`, two E2M1 values a byte, the low half first):
-    `e2m1 * weight_scale / weight_global_scale` (NVFP4: FP8 scales, one each 16 values) or `e2m1 * 2^(scale - 127)`
-    (MXFP4: E8M0 exponents, one each 32), as its `dequantize` does them."""
+def _fp_packed(t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]) -> Plan | None:
+    """NVFP4, MXFP4 and MXFP6 as compressed-tensors packs them (`weight_packed`, two E2M1 values a byte, the low half
+    first; four E2M3 values in three bytes, a little-endian bit stream): `e2m1 * weight_scale / weight_global_scale`
+    (NVFP4: FP8 scales, one each 16 values) or `code * 2^(scale - 127)` (MXFP4, MXFP6: E8M0 exponents, one each 32),
+    as its `dequantize` does them; ModelOpt's MXFP4 export (`weight`) alike, as its `MXFP4QTensor.dequantize` does
+    it."""
     scale = by_name.get(module + ".weight_scale")
     if scale is None:
         return None
@@ -347,8 +396,10 @@ def _fp4(t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: 
         table = Dequantization("E8M0 scales", scale, None, (1, 1), codebook="E8M0")
     elif (overall := by_name.get(module + ".weight_global_scale")) is not None:
         table = Dequantization("NVFP4 scales", scale, overall, _matrix(scale), divided=True)
-    how = "compressed-tensors " + ("MXFP4" if scale.dtype == "U8" else "NVFP4")
-    return _plan(how, t, table, config, packed=Packed(4, "rows"), codebook="E2M1")
+    note = next(n for n in t.notes if PACKED_NOTE in n)
+    bits = _bits(t)
+    return _plan(note.partition(" weight" + PACKED_NOTE)[0], t, table, config, packed=Packed(bits, "rows"),
+                 codebook=FLOAT_CODES[bits])  # fmt: skip
 
 
 def _modelopt_nvfp4(
@@ -361,6 +412,39 @@ def _modelopt_nvfp4(
         return None
     table = Dequantization("ModelOpt NVFP4 scales", scale, overall, _matrix(scale))
     return _plan("ModelOpt NVFP4", t, table, config, packed=Packed(4, "rows"), codebook="E2M1")
+
+
+def _gpt_oss_mxfp4(
+    t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]
+) -> Plan | None:
+    """gpt-oss's MXFP4 experts (`<projection>_blocks` (experts, out, in / 32, 16), two E2M1 values a byte, the low
+    half first, and `<projection>_scales` (experts, out, in / 32), an E8M0 exponent a block of 32): `e2m1 * 2^(scale
+    - 127)`, each expert's matrix the transpose of transformers' parameter (experts, in, out), as its
+    `convert_moe_packed_tensors` dequantizes them."""
+    packing = BLOCK_PACKINGS["mxfp4"]
+    scales = by_name.get(t.name.removesuffix(packing.blocks) + packing.scales)
+    if scales is None or scales.dtype != "U8" or not t.name.endswith(packing.blocks):
+        return None
+    table = Dequantization("E8M0 scales", scales, None, (1, 1), codebook="E8M0")
+    return _plan("gpt-oss MXFP4", t, table, config, packed=Packed(4, "rows"), codebook="E2M1",
+                 transposed=packing.transposed)  # fmt: skip
+
+
+def _modelopt_int4_awq(
+    t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]
+) -> Plan | None:
+    """NVIDIA ModelOpt's INT4 AWQ export (`weight` (out / 2, in), two signed 4-bit values a byte down each column, the
+    low half first, as its `pack_int4_in_uint8` packs them): `q * weight_scale`, a scale each block of a row, times
+    the `pre_quant_scale` beside it where the exporter kept it (AWQ divides each input's weights by it and multiplies
+    the input by it: the float weight is the product); where it folded it into the norm before, the values are the
+    weight it left."""
+    scale, factor = by_name.get(module + ".weight_scale"), by_name.get(module + ".pre_quant_scale")
+    how = PACKINGS["modelopt-int4-awq"].name
+    if scale is None:
+        return None
+    if factor is not None and (factor.shape != (t.shape[-1],) or factor.dtype not in FLOATS):
+        return f"{how}: its pre_quant_scale {tuple(factor.shape)} {factor.dtype} is not a float a column of its values"
+    return _plan(how, t, scale, config, packed=Packed(4, "columns"), codebook="I4", column_factor=factor)
 
 
 def _mlx(t: TensorInfo, module: str, by_name: Mapping[str, TensorInfo], config: Mapping[str, Any]) -> Plan | None:
@@ -389,10 +473,16 @@ DEQUANTIZERS: tuple[Finder, ...] = (_quanto, _torchao, _scaled, _bnb_4bit, _pack
 UNPACKED: Mapping[str, Callable[[TensorInfo, str, Mapping[str, TensorInfo], Mapping[str, Any]], Plan | None]] = {
     PACKINGS["gptq"].name: _gptq,
     PACKINGS["awq"].name: _awq,
+    PACKINGS["awq-gemv"].name: _awq_gemv,
+    PACKINGS["awq-gemv-fast"].name: _awq_gemv,
     PACKINGS["pack-quantized"].name: _pack_quantized,
-    PACKINGS["nvfp4-pack-quantized"].name: _fp4,
-    PACKINGS["mxfp4-pack-quantized"].name: _fp4,
+    PACKINGS["nvfp4-pack-quantized"].name: _fp_packed,
+    PACKINGS["mxfp4-pack-quantized"].name: _fp_packed,
+    PACKINGS["mxfp6-pack-quantized"].name: _fp_packed,
     PACKINGS["modelopt-nvfp4"].name: _modelopt_nvfp4,
+    PACKINGS["modelopt-mxfp4"].name: _fp_packed,
+    PACKINGS["modelopt-int4-awq"].name: _modelopt_int4_awq,
+    BLOCK_PACKINGS["mxfp4"].name: _gpt_oss_mxfp4,
     **{f"MLX {mode}": _mlx for mode in ("affine", "mxfp4", "nvfp4", "mxfp8")},
 }
 
@@ -420,7 +510,7 @@ def _scales_matrix(t: TensorInfo) -> tuple[int, int]:
 def _tensors(dq: Dequantization) -> Iterator[TensorInfo]:
     """Every tensor a dequantization reads."""
     yield dq.values
-    for t in (dq.scale, dq.zero, dq.groups, dq.codebook, dq.offset_from):
+    for t in (dq.scale, dq.zero, dq.groups, dq.codebook, dq.offset_from, dq.column_factor):
         if isinstance(t, Dequantization):
             yield from _tensors(t)
         elif t is not None and not isinstance(t, str):

@@ -22,11 +22,16 @@ if TYPE_CHECKING:
     from inspector.dequantize import Table
     from inspector.records import TensorInfo
 
-# Code books of packed values, by name: the value each code stands for. E2M1: the 4-bit floats of NVFP4 and MXFP4
-# (sign, two exponent bits, one mantissa bit; compressed-tensors' `kE2M1ToFloat` and its sign); E8M0: the block
-# exponents of the MX formats, 2^(code - 127), 255 NaN (the OCP MX specification)
+# Code books of packed values, by name: the value each code stands for. I4: signed 4-bit integers, two's complement
+# (ModelOpt's INT4 AWQ); E2M1: the 4-bit floats of NVFP4 and MXFP4 (sign, two exponent bits, one mantissa bit;
+# compressed-tensors' `kE2M1ToFloat` and its sign); E2M3: MXFP6's 6-bit floats (sign in bit 5, two exponent bits, three
+# mantissa bits; compressed-tensors' `kE2M3ToFloat` and its sign); E8M0: the block exponents of the MX formats,
+# 2^(code - 127), 255 NaN (the OCP MX specification)
+_E2M3 = np.append(np.arange(8) / 8, (1 + np.arange(8) / 8) * 2.0 ** np.arange(3)[:, None])
 CODEBOOKS: Mapping[str, np.ndarray] = {
     "E2M1": np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]),
+    "E2M3": np.append(_E2M3, -_E2M3),
+    "I4": np.append(np.arange(8.0), np.arange(-8.0, 0)),
     "E8M0": np.append(np.ldexp(1.0, np.arange(255) - 127), np.nan),
     "E4M3": decode(np.arange(256, dtype=np.uint8), "F8_E4M3"),  # (FP8 E4M3 in bytes: MLX's nvfp4 scales)
 }
@@ -75,9 +80,13 @@ def _unpacked(source: TensorSource, dq: Dequantization, p: Packed, start: int, s
             row = last
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
     if p.along == "rows":
-        width = t.nbytes // rows
-        raw = np.frombuffer(_read(source, t, start * width, stop * width), np.uint8).reshape(stop - start, width)
-        codes = _bitstream(raw, p.bits, cols, p.msb_first)
+        width, il = t.nbytes // rows, p.interleave
+        first, last = start - start % il, min(rows, -(-stop // il) * il)  # (whole stored rows of `il` rows each)
+        raw = np.frombuffer(_read(source, t, first * width, last * width), np.uint8).reshape(-1, width * il)
+        codes = _bitstream(raw, p.bits, cols * il, p.msb_first)
+        if il > 1:  # (each stored row: tiles of `tile` values of each of its rows in turn)
+            codes = codes.reshape(len(raw), cols // p.tile, il, p.tile).transpose(0, 2, 1, 3).reshape(-1, cols)
+        codes = codes[start - first : stop - first]
         if p.order:  # (value j of each run stored at position order[j])
             run = len(p.order)
             codes = codes[:, (np.arange(cols) // run) * run + np.array(p.order)[np.arange(cols) % run]]
@@ -129,6 +138,10 @@ def _spread(source: TensorSource, dq: Dequantization, table: Table, start: int, 
     first, last = int(index.min()), int(index.max()) + 1
     if isinstance(table, Dequantization):
         entries = _dequantized_rows(source, table, first, last)
+    elif dq.turned_tables:  # (its columns [first, last), a bounded read a row)
+        count = table_matrix(table)[1]
+        entries = decode(np.stack([_rows(source, table, 1, row * count + first, row * count + last).reshape(-1)
+                                   for row in range(table_matrix(table)[0])], axis=1), table.dtype)  # fmt: skip
     else:
         entries = decode(_rows(source, table, table_matrix(table)[1], first, last), table.dtype)
     return entries[(index - first)[:, None], np.arange(cols) // dq.block[1]]
@@ -145,6 +158,9 @@ def _dequantized_rows(source: TensorSource, dq: Dequantization, start: int, stop
         out = (q - zero) / scale if dq.divided else (q - zero) * scale
     if dq.divisor != 1.0:
         out = out / dq.divisor
+    if dq.column_factor is not None:  # (one a column, every row)
+        factor = dq.column_factor
+        out = out * decode(_rows(source, factor, factor.n_elements, 0, 1), factor.dtype)
     if dq.offset_from is not None:
         out = out + _nested_offset(source, dq.offset_from)
     return np.asarray(out)

@@ -28,10 +28,12 @@ from types import MappingProxyType
 
 from inspector.errors import SpecError
 from inspector.quantized import (
+    BLOCK_PACKINGS,
     BNB_STATE_NAMES,
     QUANTO_STATE_NAMES,
     QUANTO_VALUES,
     TORCHAO_VALUES,
+    block_packing,
     quantization_tensors,
     regrouped,
 )
@@ -99,6 +101,12 @@ NAMING_RULES: tuple[NamingRule, ...] = (
         "torchao's flattened parameters (`<module>._weight_qdata`: transformers' TorchAoConfig) as the float weight",
     ),
     NamingRule("gptq_awq.values", r"\.qweight$", ".weight", "GPTQ's and AWQ's packed weights as the float weight"),
+    NamingRule(
+        "mxfp4.blocks",
+        re.escape(BLOCK_PACKINGS["mxfp4"].blocks) + "$",
+        "",
+        "gpt-oss's MXFP4 experts (`<projection>_blocks`) as the float projection",
+    ),
     NamingRule("keras.param", r"(^|\.)kernel$", r"\1weight", "Keras Dense/Conv kernel vs PyTorch weight"),
     NamingRule("keras.embeddings", r"(^|\.)embeddings$", r"\1weight", "Keras Embedding vs PyTorch weight"),
     NamingRule("norm.gamma", r"(^|\.)gamma$", r"\1weight", "Keras / MXNet Gluon norm scale vs PyTorch weight"),
@@ -274,8 +282,16 @@ def _by_key(
 
 
 def _pair(a: TensorInfo, b: TensorInfo, how: str) -> Pair:
-    # (values laid out by their quantization, in rows of a group, are not transposed where the shapes happen to be)
-    return Pair(a, b, how, None if regrouped(a) or regrouped(b) else permutation(a.shape, b.shape))
+    # (values laid out by their quantization, in rows of a group, are not transposed where the shapes happen to be;
+    # block-packed values that are each matrix's transpose of the float parameter are, whatever the shapes)
+    if regrouped(a) or regrouped(b):
+        return Pair(a, b, how, None)
+    packing = block_packing(a) or block_packing(b)
+    if packing is not None and packing.transposed and len(a.shape) == len(b.shape) >= 2:
+        n = len(a.shape)
+        swapped = (*range(n - 2), n - 1, n - 2)
+        return Pair(a, b, how, swapped if tuple(a.shape[i] for i in swapped) == tuple(b.shape) else None)
+    return Pair(a, b, how, permutation(a.shape, b.shape))
 
 
 def _layer_map(pairs: Sequence[Pair]) -> dict[str, str]:

@@ -164,23 +164,39 @@ QUANTIZATION_KIND = "Scales"
 class BlockPacking:
     """How a quantization method packs a weight's values into bytes, in blocks that share a scale (`BLOCK_PACKINGS`)."""
 
-    __slots__ = ("name", "blocks", "scales", "per_byte", "block", "dtype")
+    __slots__ = ("name", "blocks", "scales", "per_byte", "block", "dtype", "transposed")
 
-    def __init__(self, name: str, blocks: str, scales: str, per_byte: int, block: int, dtype: str) -> None:
+    def __init__(
+        self, name: str, blocks: str, scales: str, per_byte: int, block: int, dtype: str, transposed: bool
+    ) -> None:
         self.name = name  # as the notes say it
         self.blocks = blocks  # the suffix of a packed weight's name ('gate_up_proj' + '_blocks')
         self.scales = scales  # the suffix of its scales' name, beside it
         self.per_byte = per_byte  # values a stored byte holds
         self.block = block  # values a block (one scale) holds
         self.dtype = dtype  # the dtype of the values
+        # the values each matrix's transpose of the float parameter's (gpt-oss: blocks (experts, out, in / 32, 16) of
+        # transformers' (experts, in, out))
+        self.transposed = transposed
 
 
 # Quantization methods (a config's `quant_method`) whose weights are stored as blocks of bytes with a scale a block:
 # gpt-oss's MXFP4 (OpenAI's releases: each expert projection `<name>_blocks`, U8 (..., rows, blocks, 16), two 4-bit
 # E2M1 values a byte, 32 a block, and `<name>_scales`, U8 (..., rows, blocks), one E8M0 exponent a block). transformers
 # loads them as the values (dequantized where its kernels are not there, as on a CPU) and keeps no scale among the
-# parameters: `num_parameters()` counts the values, so the count does too, and the scales are the quantization's state
-BLOCK_PACKINGS = {"mxfp4": BlockPacking("MXFP4", "_blocks", "_scales", 2, 32, "F4")}
+# parameters: `num_parameters()` counts the values, so the count does too, and the scales are the quantization's state.
+# Each expert's blocks are its projection as a Linear holds it (out, in); transformers' parameter is its transpose
+# (experts, in, out), as its `convert_moe_packed_tensors` makes it
+BLOCK_PACKINGS = {"mxfp4": BlockPacking("MXFP4", "_blocks", "_scales", 2, 32, "F4", True)}
+BLOCK_PACKED = " weight stored packed as "  # a block-packed weight's note: its packing's name, these words
+
+
+def block_packing(t: TensorInfo) -> BlockPacking | None:
+    """The block packing whose values a tensor holds (one `unpacked` made values of its blocks), or None."""
+    for packing in BLOCK_PACKINGS.values():
+        if t.dtype == packing.dtype and any(n.startswith(packing.name + BLOCK_PACKED) for n in t.notes):
+            return packing
+    return None
 
 
 _last: list[tuple[Sequence[TensorInfo], list[TensorInfo]]] = []  # (a file's tensors, its quantization's): asked by
@@ -747,7 +763,7 @@ def _unblocked(tensors: list[TensorInfo], blocks: BlockPacking) -> None:
         per_block = width * blocks.per_byte
         scales = stem.rpartition(".")[2] + blocks.scales
         note = (
-            f"{blocks.name} weight stored packed as {t.dtype} {tuple(t.shape)}: {blocks.per_byte} values a byte, "
+            f"{blocks.name}{BLOCK_PACKED}{t.dtype} {tuple(t.shape)}: {blocks.per_byte} values a byte, "
             f"{per_block} a block sharing one scale ({scales})"
         )
         tensors[i] = replace(t, shape=(*lead, count * per_block), dtype=blocks.dtype, notes=(*t.notes, note))

@@ -157,13 +157,16 @@ class TensorSource:
         return np.dtype(STORAGE[t.dtype])
 
     def can_read_columns(self, t: TensorInfo) -> bool:
-        """Whether `columns` works for `t`: a readable 2-D tensor stored in C order at an offset, or in HDF5."""
-        if len(t.shape) != 2 or unreadable(self.ckpt, t) or layout(t)[1] != (0, 1):
+        """Whether `columns` works for `t`: a readable 2-D tensor (or a stack of matrices, at an offset) stored in C
+        order at an offset, or in HDF5."""
+        n = len(t.shape)
+        if n < 2 or unreadable(self.ckpt, t) or layout(t)[1] != tuple(range(n)):
             return False
-        return READERS[self.ckpt.format].by_name or t.offset is not None
+        return (READERS[self.ckpt.format].by_name and n == 2) or t.offset is not None
 
-    def columns(self, t: TensorInfo, start: int, stop: int) -> np.ndarray:
-        """Columns `[start, stop)` of a 2-D tensor as a (rows, stop - start) storage array (see `can_read_columns`).
+    def columns(self, t: TensorInfo, start: int, stop: int, matrix: int = 0) -> np.ndarray:
+        """Columns `[start, stop)` of a 2-D tensor (or of the `matrix`-th matrix of a stack of them, (..., rows,
+        cols)) as a (rows, stop - start) storage array (see `can_read_columns`).
 
         One bounded read per row, so a transposed tensor is compared without holding it whole.
         """
@@ -174,13 +177,14 @@ class TensorSource:
             self.bytes_read += values.nbytes
             return values.astype(dt, copy=False)
         assert t.offset is not None
-        rows, cols = t.shape
+        rows, cols = t.shape[-2:]
+        first = matrix * rows
         file_dt = _file_dtype(self, t)
         probe = self.probe(t.file)
         out = np.empty((rows, stop - start), dtype=dt)
         width = (stop - start) * dt.itemsize
         for row in range(rows):
-            data = probe.read_at(t.offset + (row * cols + start) * dt.itemsize, width, fmt=self.ckpt.format)
+            data = probe.read_at(t.offset + ((first + row) * cols + start) * dt.itemsize, width, fmt=self.ckpt.format)
             out[row] = np.frombuffer(data, dtype=file_dt)
         self.bytes_read += rows * width
         return out

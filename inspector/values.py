@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Sequence
+from math import prod
 
 import numpy as np
 
@@ -313,17 +314,25 @@ def _against_quantized(
 ) -> ValueComparison:  # fmt: skip
     """A float weight `f` against the values `q` of its quantization, dequantized by `plan`: the quantization's error
     (or why it is not dequantized)."""
-    from inspector.dequantize import FLOATS, unaddressed
+    from inspector.dequantize import FLOATS, logical_matrix, unaddressed
     from inspector.dequantize_stream import dequantized
 
     a, b = (f.name, q.name) if float_first else (q.name, f.name)
     reason = plan if isinstance(plan, str) else unaddressed(plan) or unreadable(sf.ckpt, f)
     if reason is None and f.dtype not in FLOATS:
         reason = f"{f.dtype} is not a float model's dtype"
-    if reason is None and (perm is not None or layout(f)[1] != tuple(range(len(f.shape)))):
+    # (values each matrix's transpose of the float weight's: the pair's permutation swaps its last two axes, or the
+    # values' shape is the float weight's, GPTQ's and AWQ's (in, out) unpacked as torch's (out, in))
+    swapped = (*range(len(f.shape) - 2), len(f.shape) - 1, len(f.shape) - 2)
+    turned = not isinstance(plan, str) and plan.transposed and tuple(perm or swapped) == swapped
+    if reason is None and ((perm is not None and not turned) or layout(f)[1] != tuple(range(len(f.shape)))):
         reason = "the float weight is laid out otherwise (transposed): not dequantized in its order"
     if reason is None and f.n_elements != q.n_elements:
         reason = f"{f.n_elements:,} against {q.n_elements:,} values"
+    if reason is None and not isinstance(plan, str) and plan.transposed:
+        turned_matrix = (prod(f.shape[:-2]) * f.shape[-1], f.shape[-2]) if len(f.shape) >= 2 else (0, 0)
+        if turned_matrix != logical_matrix(plan):
+            reason = f"{plan.how}: its values {logical_matrix(plan)} are not the float weight's {tuple(f.shape)} turned"
     if reason is None and not isinstance(plan, str) and plan.transposed and not sf.can_read_columns(f):
         reason = f"{plan.how}: its values are the float weight's transpose, whose columns are not read from this file"
     if reason is not None or isinstance(plan, str):
@@ -331,8 +340,11 @@ def _against_quantized(
     acc = _Accumulator(tolerance)
     peak = 0.0
     hf = hashlib.sha256()
-    # (GPTQ's and AWQ's values are (in, out): the float weight's columns against them, its hash of its stored bytes)
-    floats = reblock(_transposed(sf, f, COMPARE_BLOCK) if plan.transposed else _hashed(sf, f, hf), COMPARE_BLOCK)
+    # (GPTQ's and AWQ's values are (in, out), gpt-oss's experts each one's transpose: the float weight's columns
+    # against them, read as many at a time as fill MAX_PERMUTED_ELEMENTS of its stored dtype (each row one read: wider
+    # slices, fewer reads), its hash of its stored bytes)
+    by_columns = _transposed(sf, f, MAX_PERMUTED_ELEMENTS) if plan.transposed else None
+    floats = reblock(by_columns if by_columns is not None else _hashed(sf, f, hf), COMPARE_BLOCK)
     for x, y in zip(floats, reblock(dequantized(sq, plan, COMPARE_BLOCK), COMPARE_BLOCK), strict=True):
         x = decode(x, f.dtype)
         acc.add(x, y)
@@ -345,12 +357,13 @@ def _against_quantized(
 
 
 def _transposed(source: TensorSource, t: TensorInfo, block_elements: int) -> Iterator[np.ndarray]:
-    """A 2-D tensor's transpose, flat, in storage-dtype blocks of about `block_elements`: its columns, read a bounded
-    slice a row."""
-    rows, cols = t.shape
+    """A 2-D tensor's transpose (a stack of matrices: each one's), flat, in storage-dtype blocks of about
+    `block_elements`: its columns, read a bounded slice a row."""
+    *stack, rows, cols = t.shape
     step = max(1, block_elements // max(rows, 1))
-    for start in range(0, cols, step):
-        yield np.ascontiguousarray(source.columns(t, start, min(cols, start + step)).T).reshape(-1)
+    for matrix in range(prod(stack)):
+        for start in range(0, cols, step):
+            yield np.ascontiguousarray(source.columns(t, start, min(cols, start + step), matrix).T).reshape(-1)
 
 
 def _stored_hash(source: TensorSource, t: TensorInfo) -> str:

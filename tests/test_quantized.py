@@ -472,9 +472,24 @@ for module in list(model.modules()):
                 packed.pack(linear, scales, zeros, g_idx)
                 # its own dequantization: the forward of its layer without the CUDA kernels, of the identity
                 reference[name_of[linear] + ".weight"] = packed(torch.eye(linear.in_features)).T.contiguous()
-            elif version in ("gemv", "gemv_fast"):  # (their scales and zeros are (out, groups))
-                cls = gemv.WQLinear_GEMV if version == "gemv" else gemv_fast.WQLinear_GEMVFast
-                packed = cls.from_linear(linear, 4, group, scales=scales, zeros=zeros)
+            elif version == "gemv":  # (its scales and zeros are (out, groups), padded with unused groups)
+                packed = gemv.WQLinear_GEMV.from_linear(linear, 4, group, scales=scales, zeros=zeros)
+                # its values and zero points unpacked by AutoAWQ's own `unpack_awq` (GEMV keeps their order), as its
+                # kernel dequantizes them: (q - z) * scales, a group of a row each
+                values, zero = packing.unpack_awq(packed.qweight, packed.qzeros, 4)
+                zero = (zero & 15).repeat_interleave(group, 1)[:, : linear.in_features]
+                reference[name_of[linear] + ".weight"] = ((values & 15) - zero).float() * packed.scales.float(
+                    ).repeat_interleave(group, 1)[:, : linear.in_features]  # fmt: skip
+            elif version == "gemv_fast":  # (its scales and zeros are (groups, out))
+                packed = gemv_fast.WQLinear_GEMVFast.from_linear(linear, 4, group, scales=scales, zeros=zeros)
+                # the values its `from_linear` computes (checked: its own `pack_intweight` of them is the qweight
+                # stored), as its kernel dequantizes them: q * scales + qzeros (qzeros = -scale x zero)
+                tables = packed.scales.T[:, :groups].float().repeat_interleave(group, 1)
+                shift = (zeros * scales).repeat_interleave(group, 1)
+                values = torch.round((linear.weight.detach() + shift) / tables).to(torch.int32)
+                assert torch.equal(gemv_fast.pack_intweight(values, interleave=4, kstride=64), packed.qweight)
+                reference[name_of[linear] + ".weight"] = values.float() * tables + packed.qzeros.T[:, :groups].float(
+                    ).repeat_interleave(group, 1)  # fmt: skip
             else:
                 packed = layer.WQLinear_GEMM.from_linear(linear, 4, group, scales=scales.T.contiguous(),
                                                          zeros=zeros.T.contiguous())
@@ -665,6 +680,14 @@ def test_a_declared_quantization_explains_only_fewer_elements(tmp_path: Path, ro
     assert bool(exp.anomalies) is warned and any(n.startswith("quantized by exl2") for n in exp.notes) is not warned
 
 
+GPT_OSS = {
+    "model_type": "gpt_oss", "vocab_size": 128, "hidden_size": 64, "intermediate_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "num_local_experts": 4,
+    "num_experts_per_tok": 2, "layer_types": ["sliding_attention", "full_attention"],
+}  # fmt: skip
+GPT_OSS_KEPT = ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]
+
+
 def _gpt_oss_mxfp4(folder: Path) -> tuple[int, dict[str, Any]]:
     """A test-sized gpt-oss in OpenAI's release layout: `save_pretrained` writes its experts as values, then each
     fused projection is rewritten as MXFP4 blocks (U8 (experts, out, in / 32, 16)) and scales (U8 (experts, out,
@@ -673,13 +696,8 @@ def _gpt_oss_mxfp4(folder: Path) -> tuple[int, dict[str, Any]]:
     and `num_parameters()`."""
     from safetensors.torch import load_file, save_file
 
-    config = transformers.AutoConfig.for_model(
-        "gpt_oss", vocab_size=128, hidden_size=64, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
-        layer_types=["sliding_attention", "full_attention"],
-    )  # fmt: skip
     torch.manual_seed(0)
-    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(folder)
+    transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**GPT_OSS)).save_pretrained(folder)
     tensors = load_file(folder / "model.safetensors")
     g = torch.Generator().manual_seed(1)
     for name in [n for n in tensors if n.endswith(("experts.gate_up_proj", "experts.down_proj"))]:
@@ -692,8 +710,7 @@ def _gpt_oss_mxfp4(folder: Path) -> tuple[int, dict[str, Any]]:
         )
     save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
     words = json.loads((folder / "config.json").read_text())
-    kept = ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]
-    words["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": kept}
+    words["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": GPT_OSS_KEPT}
     (folder / "config.json").write_text(json.dumps(words))
     n = int(transformers.AutoModelForCausalLM.from_pretrained(folder).num_parameters())
     return n, tensors
@@ -873,7 +890,21 @@ for extra in sys.argv[4:]:  # a KV cache configuration added to the weights', or
         {"quantizer_name": f"*self_attn*{q}_quantizer", "cfg": {"num_bits": (4, 3), "axis": None}}
         for q in ("weight", "input")])
 model = mtq.quantize(model, config, lambda m: m(torch.randint(0, 256, (2, 16))))
+# INT4 AWQ: what its packer `pack_int4_in_uint8` rounds, by the bytes it returns (ModelOpt has no CPU dequantization
+# of its export): its formula's values times their scales, saved beside the export (int4_reference.safetensors)
+import modelopt.torch.export.quant_utils as quant_utils
+from safetensors.torch import load_file, save_file
+pack, rounded = quant_utils.pack_int4_in_uint8, []
+def recording(weight, scale, block):
+    spread = scale[..., torch.arange(weight.shape[-1]) // block]
+    rounded.append((pack(weight, scale, block), (weight / spread).round().clamp(-8, 7) * spread))
+    return rounded[-1][0]
+quant_utils.pack_int4_in_uint8 = recording
 export_hf_checkpoint(model, export_dir=sys.argv[2])
+if rounded:
+    stored = load_file(sys.argv[2] + "/model.safetensors")
+    save_file({name: next(values.float().contiguous() for packed, values in rounded if torch.equal(packed, t))
+               for name, t in stored.items() if t.dtype == torch.uint8}, sys.argv[2] + "/int4_reference.safetensors")
 print(count)
 """
 MODELOPT_LLAMA = {**LLAMA, "hidden_size": 128, "intermediate_size": 384}  # (INT4 AWQ packs blocks of 128 inputs)
@@ -1485,14 +1516,22 @@ def test_diff_data_dequantizes_bitsandbytes_4bit_as_its_library_does(tmp_path: P
         assert values[name].dequantized == f"bitsandbytes {quant_type}"
 
 
-@pytest.mark.parametrize(("method", "bits"), [("gptq", 4), ("gptq", 3), ("awq", 4)])
-def test_diff_data_dequantizes_gptq_and_awq_as_their_libraries_do(tmp_path: Path, method: str, bits: int) -> None:
+@pytest.mark.parametrize(
+    ("method", "bits", "version"),
+    [("gptq", 4, "gemm"), ("gptq", 3, "gemm"), ("awq", 4, "gemm"), ("awq", 4, "gemv"), ("awq", 4, "gemv_fast")],
+)
+def test_diff_data_dequantizes_gptq_and_awq_as_their_libraries_do(
+    tmp_path: Path, method: str, bits: int, version: str
+) -> None:
     """GPTQ's `qweight` (each column a bit stream down its int32 words, 4 and 3 bits), its `qzeros` (stored less one),
     `scales` and `g_idx`, and AWQ's GEMM layout (8 values a word in its order) dequantize as their libraries do them
     (AutoGPTQ's QuantLinear forward without the CUDA kernels, of the identity; AutoAWQ's `dequantize_gemm`, in
     float16: ours rounded to it is equal), written by their own packers in the writer's process; `inspector diff
     --data` against the float model gives each weight's quantization error, its values the float weight's transpose
-    (they were `not_compared`)."""
+    (they were `not_compared`). AWQ's GEMV layouts, whose dequantization is only in its CUDA kernels: GEMV's values
+    and zero points as AutoAWQ's `unpack_awq` unpacks them, `(q - z) * scales`; GEMVFast's (4 rows interleaved, each
+    run of 32 reordered) as the values its `from_linear` computes, which its `pack_intweight` packs into the stored
+    qweight, `q * scales + qzeros`; their scale tables padded with unused groups (GEMVFast's (groups, out))."""
     import importlib.util
     import subprocess
     import sys
@@ -1507,7 +1546,7 @@ def test_diff_data_dequantizes_gptq_and_awq_as_their_libraries_do(tmp_path: Path
         pytest.skip(f"{package} is not installed (pip install --no-deps {package.replace('_', '-')})")
     written = subprocess.run(
         [sys.executable, "-c", PACKED_WRITER, method, str(tmp_path), json.dumps(LLAMA), "in_config", str(bits),
-         "gemm"], capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent,
+         version], capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent,
     )  # fmt: skip
     assert written.returncode == 0, written.stderr[-3000:]
     reference, floats = load_file(tmp_path / "reference.safetensors"), load_file(tmp_path / "float.safetensors")
@@ -1517,14 +1556,16 @@ def test_diff_data_dequantizes_gptq_and_awq_as_their_libraries_do(tmp_path: Path
     # each `qweight` pairs with its float weight by name (`gptq_awq.values`), no longer by shape and order
     pairs = match(load(tmp_path / "float.safetensors"), b)
     assert [p.how for p in pairs if p.b.name.endswith(".qweight")] == ["normalised"] * LINEARS
+    gemm = version == "gemm"
     for name, expected in reference.items():
-        ours = _dequantized(b, name.replace(".weight", ".qweight"))  # (its (in, out) order: the transpose)
-        expected = expected.T.float().numpy()
-        if method == "awq":  # (AutoAWQ multiplies in float16: one rounding of the exact product)
+        ours = _dequantized(b, name.replace(".weight", ".qweight"))  # (GEMM's (in, out) order: the transpose)
+        expected = (expected.T if gemm else expected).float().numpy()
+        if method == "awq" and gemm:  # (AutoAWQ multiplies in float16: one rounding of the exact product)
             ours = ours.astype(np.float16).astype(np.float32)
         error = float(np.abs(floats[name].double().numpy() - reference[name].double().numpy()).max())
-        _assert_dequantized_as(ours, expected, error, values[name], 2**-11 if method == "awq" else 0.0)
-        assert values[name].dequantized == method.upper()
+        _assert_dequantized_as(ours, expected, error, values[name], 2**-11 if method == "awq" and gemm else 0.0)
+        how = {"gemm": method.upper(), "gemv": "AWQ GEMV", "gemv_fast": "AWQ GEMVFast"}[version]
+        assert values[name].dequantized == how
     if method == "gptq" and bits == 4:  # a g_idx naming a group past its scales: the file cannot be read, no guess
         from safetensors.torch import save_file
 
@@ -1537,10 +1578,10 @@ def test_diff_data_dequantizes_gptq_and_awq_as_their_libraries_do(tmp_path: Path
             _quantization_errors(tmp_path / "float.safetensors", tmp_path / "model.safetensors")
 
 
-def test_diff_data_of_a_packing_not_dequantized_says_so_per_layer(tmp_path: Path) -> None:
-    """AWQ's GEMV layout (`qweight` (out, in / 8), written by AutoAWQ's `WQLinear_GEMV.from_linear`) is not dequantized
-    here: each layer's pair says so (`not_compared`, in the loader's words), none is a number comparing codes with
-    floats."""
+def test_diff_data_of_a_packing_whose_groups_the_file_does_not_tell_says_so_per_layer(tmp_path: Path) -> None:
+    """AWQ's GEMV layout (written by AutoAWQ's `WQLinear_GEMV.from_linear`) pads its scale tables with unused groups:
+    without the config's group size its weights are not dequantized, each layer's pair says so (`not_compared`), none
+    is a number comparing codes with floats."""
     import importlib.util
     import subprocess
     import sys
@@ -1556,17 +1597,67 @@ def test_diff_data_of_a_packing_not_dequantized_says_so_per_layer(tmp_path: Path
         capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent,
     )  # fmt: skip
     assert written.returncode == 0, written.stderr[-3000:]
-    from safetensors.torch import save_file
-
-    save_file({k: v.contiguous() for k, v in _llama().state_dict().items()}, str(tmp_path / "float.safetensors"))
+    words = json.loads((tmp_path / "config.json").read_text())
+    del words["quantization_config"]["group_size"]
+    (tmp_path / "config.json").write_text(json.dumps(words))
     a, b = load(tmp_path / "float.safetensors"), load(tmp_path / "model.safetensors")
     pairs = match(a, b)
     result = diff_records(a, b, pairs, compare_pairs(a, b, [(p.a, p.b, p.perm) for p in pairs]))
     skipped = [d for d in result.differences if d.kind is DiffKind.NOT_COMPARED]
     assert len(skipped) == LINEARS and len({d.layer for d in skipped}) == LINEARS
-    assert all("AWQ GEMV weight stored packed as I32" in d.message for d in skipped)
-    assert all("dequantizing this packing is not done here" in d.message for d in skipped)
+    assert all("AWQ GEMV: no group_size in the config says its groups" in d.message for d in skipped)
     assert not [d for d in result.differences if d.kind in (DiffKind.VALUES_CHANGED, DiffKind.QUANTIZATION_ERROR)]
+
+
+def test_diff_data_dequantizes_modelopt_int4_awq_with_its_pre_quant_scale(tmp_path: Path) -> None:
+    """ModelOpt's INT4 AWQ export (`weight` (out / 2, in), signed 4-bit values two a byte down each column, the low
+    half first; `weight_scale` a block of 128 inputs; `pre_quant_scale` beside o_proj and down_proj, folded into the
+    norms before the others), quantized and exported by ModelOpt on the CPU: each weight dequantizes as the values its
+    packer `pack_int4_in_uint8` rounds times their scales (ModelOpt has no CPU dequantization of its export), times
+    the `pre_quant_scale` where it is kept (AWQ divided each input's weights by it); `inspector diff --data` against
+    the float model gives each weight's error (they were `not_compared`). Where the scale was folded into the norm,
+    the norm's weights differ (`values_changed`) and the weight is the one ModelOpt left."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    from safetensors.torch import load_file, save_file
+
+    from inspector.diff import DiffKind, match
+    from inspector.diff import diff as diff_records
+    from inspector.values import compare_pairs
+
+    if importlib.util.find_spec("modelopt") is None:
+        pytest.skip("nvidia-modelopt is not installed")
+    written = subprocess.run(
+        [sys.executable, "-c", MODELOPT_WRITER, "INT4_AWQ_CFG", str(tmp_path), json.dumps(MODELOPT_LLAMA)],
+        capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent,
+    )  # fmt: skip
+    assert written.returncode == 0, written.stderr[-3000:]
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model("llama", **MODELOPT_LLAMA))
+    floats = {k: v.contiguous() for k, v in model.state_dict().items()}
+    save_file(floats, str(tmp_path / "float.safetensors"))
+    reference, stored = load_file(tmp_path / "int4_reference.safetensors"), load_file(tmp_path / "model.safetensors")
+    assert len(reference) == LINEARS
+    a, b = load(tmp_path / "float.safetensors"), load(tmp_path / "model.safetensors")
+    pairs = match(a, b)
+    values = compare_pairs(a, b, [(p.a, p.b, p.perm) for p in pairs])
+    result = diff_records(a, b, pairs, values)
+    by_name = {v.a: v for v in values}
+    kept = 0
+    for name, expected in reference.items():
+        factor = stored.get(name.removesuffix("weight") + "pre_quant_scale")
+        if factor is not None:
+            expected, kept = expected * factor, kept + 1
+        error = (floats[name].double() - expected.double()).abs().max().item()
+        _assert_dequantized_as(_dequantized(b, name), expected.numpy(), error, by_name[name])
+        assert by_name[name].dequantized == "ModelOpt INT4 AWQ"
+    assert kept == 2 * 2  # (o_proj and down_proj: the others' scale folded into the norm before them)
+    kinds = [d.kind for d in result.differences]
+    assert kinds.count(DiffKind.QUANTIZATION_ERROR) == LINEARS and DiffKind.NOT_COMPARED not in kinds
+    changed = {d.a for d in result.differences if d.kind is DiffKind.VALUES_CHANGED}
+    assert changed and all(name.endswith("layernorm.weight") for name in changed)
 
 
 # compressed-tensors' packed schemes -> (its format, the scheme: a preset's name or pack-quantized's weights)
@@ -1576,13 +1667,15 @@ COMPRESSED_PACKED = {
     "W8 asymmetric": ("pack-quantized", {"num_bits": 8, "symmetric": False}),
     "NVFP4A16": ("nvfp4-pack-quantized", "NVFP4A16"),
     "MXFP4A16": ("mxfp4-pack-quantized", "MXFP4A16"),
+    "MXFP6A16": ("mxfp6-pack-quantized", "MXFP6A16"),
 }
 
 
 @pytest.mark.parametrize("scheme", list(COMPRESSED_PACKED))
 def test_diff_data_dequantizes_compressed_tensors_packed_weights_as_it_does(tmp_path: Path, scheme: str) -> None:
     """compressed-tensors' pack-quantized weights (int32 words, values plus 2^(bits - 1); asymmetric zero points packed
-    down their columns) and its NVFP4 and MXFP4 bytes (E2M1 codes; FP8 scales over a global scale, E8M0 exponents),
+    down their columns), its NVFP4 and MXFP4 bytes (E2M1 codes; FP8 scales over a global scale, E8M0 exponents) and
+    its MXFP6 bytes (four E2M3 codes in three bytes, E8M0 exponents),
     calibrated by its own `compute_dynamic_scales_and_zp` and `generate_gparam`, compressed and saved: each weight
     dequantizes as its own compressor's `decompress` does it (NVFP4's and MXFP4's at float32: its
     `unpack_fp4_from_uint8` and `dequantize`, which otherwise round to bf16), and `inspector diff --data` gives each
@@ -1636,7 +1729,7 @@ def test_diff_data_dequantizes_compressed_tensors_packed_weights_as_it_does(tmp_
         if module + ".weight_packed" not in stored:
             continue
         state = {k.removeprefix(module + "."): v for k, v in stored.items() if k.startswith(module + ".")}
-        if fmt == "pack-quantized":
+        if fmt in ("pack-quantized", "mxfp6-pack-quantized"):  # (MXFP6's in bf16: E2M3 x 2^k, exact)
             expected = BaseCompressor.get_value_from_registry(fmt).decompress(state, group)["weight"]
         else:
             rows, width = state["weight_packed"].shape
@@ -1701,31 +1794,38 @@ def test_diff_data_dequantizes_mlx_weights_as_mlx_does(tmp_path: Path, quantizat
         _assert_dequantized_as(_dequantized(b, name), expected, error, values[name])
 
 
-# ModelOpt's own dequantization (`NVFP4QTensor.dequantize`, float32) of each NVFP4 weight of its export, in a process
-# of its own (as its writer: ModelOpt registers its modules with transformers), saved beside it (reference.safetensors)
+# ModelOpt's own dequantization (`NVFP4QTensor.dequantize`, `MXFP4QTensor.dequantize`, float32) of each NVFP4 and
+# MXFP4 weight of its export, in a process of its own (as its writer: ModelOpt registers its modules with
+# transformers), saved beside it (reference.safetensors)
 MODELOPT_DEQUANTIZER = """
 import sys, torch
 from safetensors.torch import load_file, save_file
-from modelopt.torch.quantization.qtensor import NVFP4QTensor
+from modelopt.torch.quantization.qtensor import MXFP4QTensor, NVFP4QTensor
 stored = load_file(sys.argv[1] + "/model.safetensors")
 reference = {}
 for name, packed in stored.items():
     module = name.removesuffix(".weight")
-    if packed.dtype == torch.uint8 and module + ".weight_scale_2" in stored:
-        shape = torch.Size((*packed.shape[:-1], packed.shape[-1] * 2))
+    if packed.dtype != torch.uint8 or module + ".weight_scale" not in stored:
+        continue
+    shape = torch.Size((*packed.shape[:-1], packed.shape[-1] * 2))
+    if module + ".weight_scale_2" in stored:
         scales = {"scale": stored[module + ".weight_scale"], "double_scale": stored[module + ".weight_scale_2"]}
         reference[name] = NVFP4QTensor(shape, torch.float32, packed).dequantize(
             dtype=torch.float32, block_sizes={-1: 16}, **scales)
+    elif stored[module + ".weight_scale"].dtype == torch.uint8:
+        reference[name] = MXFP4QTensor(shape, torch.float32, packed).dequantize(
+            dtype=torch.float32, block_sizes={-1: 32}, scale=stored[module + ".weight_scale"])
 save_file(reference, sys.argv[1] + "/reference.safetensors")
 """
 
 
-@pytest.mark.parametrize("config", ["NVFP4_DEFAULT_CFG", "W4A16_NVFP4_CFG"])
-def test_diff_data_dequantizes_modelopt_nvfp4_as_it_does(tmp_path: Path, config: str) -> None:
+@pytest.mark.parametrize("config", ["NVFP4_DEFAULT_CFG", "W4A16_NVFP4_CFG", "MXFP4_DEFAULT_CFG"])
+def test_diff_data_dequantizes_modelopt_nvfp4_and_mxfp4_as_it_does(tmp_path: Path, config: str) -> None:
     """NVIDIA ModelOpt's NVFP4 exports (`weight` two E2M1 values a byte, `weight_scale` FP8 each 16 values,
-    `weight_scale_2` a tensor), quantized and exported by ModelOpt on the CPU: each weight dequantizes as its own
-    `NVFP4QTensor.dequantize` does it, and `inspector diff --data` against the float model (the same seed's) gives
-    each weight's error."""
+    `weight_scale_2` a tensor) and its MXFP4 export (`weight_scale` an E8M0 exponent each 32 values), quantized and
+    exported by ModelOpt on the CPU: each weight dequantizes as its own `NVFP4QTensor.dequantize` or
+    `MXFP4QTensor.dequantize` does it, and `inspector diff --data` against the float model (the same seed's) gives
+    each weight's error (MXFP4's were `not_compared`)."""
     import importlib.util
     import subprocess
     import sys
@@ -1750,7 +1850,58 @@ def test_diff_data_dequantizes_modelopt_nvfp4_as_it_does(tmp_path: Path, config:
     for name, expected in reference.items():
         error = (floats[name].double() - expected.double()).abs().max().item()
         _assert_dequantized_as(_dequantized(b, name), expected.numpy(), error, values[name])
-        assert values[name].dequantized == "ModelOpt NVFP4"
+        assert values[name].dequantized == "ModelOpt " + ("MXFP4" if "MXFP4" in config else "NVFP4")
+
+
+def test_diff_data_dequantizes_gpt_oss_mxfp4_experts_as_transformers_does(tmp_path: Path) -> None:
+    """gpt-oss's MXFP4 experts in OpenAI's release layout (`<projection>_blocks` (experts, out, in / 32, 16): E2M1
+    values two a byte, the low half first; `<projection>_scales`: an E8M0 exponent a block of 32), the float model's
+    experts quantized by torchao's OCP MX quantizer (`to_mx`; transformers writes the layout only with its GPU
+    kernels): each projection dequantizes as transformers' `convert_moe_packed_tensors` does it (what `from_pretrained`
+    loads on a CPU), and `inspector diff --data` against the float model pairs each `<projection>_blocks` with its
+    projection by name, each expert's matrix transposed ((experts, in, out) in transformers), and gives its error
+    (they were `not_compared`, or `missing` and `extra`)."""
+    pytest.importorskip("torchao")
+    from safetensors.torch import load_file, save_file
+    from torchao.prototype.mx_formats.mx_tensor import to_mx
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+
+    from inspector.diff import DiffKind, match
+    from inspector.diff import diff as diff_records
+    from inspector.values import compare_pairs
+
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**GPT_OSS))
+    model.save_pretrained(tmp_path / "float")
+    floats = load_file(tmp_path / "float" / "model.safetensors")
+    tensors = dict(floats)
+    experts = [n for n in tensors if n.endswith(("experts.gate_up_proj", "experts.down_proj"))]
+    for name in experts:
+        w = tensors.pop(name).transpose(1, 2).contiguous()  # (each expert as a Linear holds it: (out, in))
+        e, rows, inputs = w.shape
+        scale, packed = to_mx(w, torch.float4_e2m1fn_x2, 32)
+        tensors[name + "_blocks"] = packed.view(torch.uint8).reshape(e, rows, inputs // 32, 16)
+        tensors[name + "_scales"] = scale.view(torch.uint8).reshape(e, rows, inputs // 32)
+    (tmp_path / "q").mkdir()
+    save_file(tensors, str(tmp_path / "q" / "model.safetensors"), metadata={"format": "pt"})
+    float_file, quantized_file = tmp_path / "float" / "model.safetensors", tmp_path / "q" / "model.safetensors"
+    values = _quantization_errors(float_file, quantized_file, len(experts))
+    a, b = load(float_file), load(quantized_file)
+    for name in experts:
+        expected = convert_moe_packed_tensors(tensors[name + "_blocks"], tensors[name + "_scales"], dtype=torch.float32)
+        assert expected.shape == floats[name].shape  # (transformers' (experts, in, out))
+        error = (floats[name].double() - expected.double()).abs().max().item()
+        ours = _dequantized(b, name + "_blocks")  # (the blocks' order: each expert's transpose)
+        _assert_dequantized_as(ours, expected.transpose(1, 2).numpy(), error, values[name])
+        assert values[name].dequantized == "gpt-oss MXFP4"
+    pairs = match(a, b)
+    assert {(p.a.name, p.b.name, p.how, p.perm) for p in pairs if p.b.name.endswith("_blocks")} == {
+        (name, name + "_blocks", "normalised", (0, 2, 1)) for name in experts
+    }
+    result = diff_records(a, b, pairs, compare_pairs(a, b, [(p.a, p.b, p.perm) for p in pairs]))
+    turned = [d for d in result.differences if d.kind is DiffKind.TRANSPOSED]
+    assert len(turned) == len(experts) and all(d.expected for d in turned)
+    assert not [d for d in result.differences if d.kind in (DiffKind.MISSING, DiffKind.SHAPE_CHANGED)]
 
 
 WIDE_LLAMA = {**LLAMA, "hidden_size": 256, "intermediate_size": 512}  # (every projection of more than 128 inputs)
