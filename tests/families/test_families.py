@@ -6,10 +6,12 @@ import json
 import math
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from inspector import load
+from inspector.records import Expectation
 from inspector.render import report_dict
 from inspector.report import inspect
 from tests.families.zoo import SMALL_DEEPSEEK, ZOO, build
@@ -148,6 +150,27 @@ def test_a_feed_forward_of_another_size_is_explained(zoo, tmp_path: Path) -> Non
     )
 
 
+def _reported_against_edited_config(  # type: ignore[no-untyped-def]
+    zoo, case: str, changes: dict[str, Any], tmp_path: Path
+) -> Expectation:
+    """The expectation of a zoo model's file beside its config edited by `changes`: the config's, the count of the model
+    transformers builds from the edited config, not the file's; reported with a COUNT_MISMATCH warning."""
+    import transformers
+
+    from tests.families.zoo import model_type
+
+    _, n = zoo(case)
+    report = inspect(_with_config(zoo, case, tmp_path, **changes))
+    exp = report.expectation
+    words = {**ZOO[case][1], "vocab_size": 128, **changes}
+    config = transformers.AutoConfig.for_model(model_type(case), **words)
+    described = transformers.AutoModelForCausalLM.from_config(config).num_parameters()
+    assert report.checkpoint.n_parameters == n != described
+    assert exp is not None and exp.source == "config" and exp.total == described and not exp.matches
+    assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}
+    return exp
+
+
 @pytest.mark.parametrize(
     ("case", "changes", "mismatch"),
     [
@@ -173,23 +196,12 @@ def test_mamba2_widths_a_config_states_are_its_so_a_file_of_others_is_reported( 
     # Nemotron-H's inner width is its heads x a head's): where a config states them those widths are its, as
     # transformers builds them, not read off the file. A file whose widths are not its config's (written with one
     # config, the config then edited) is reported; the formula is the count of the model the edited config describes
-    import transformers
-
-    from tests.families.zoo import model_type
-
-    folder, n = zoo(case)
+    folder, _ = zoo(case)
     report = inspect(folder / "model.safetensors")  # (as written: its config's widths are the file's)
     assert report.expectation is not None and report.expectation.matches
     assert "COUNT_MISMATCH" not in {f.code for f in report.findings}
-    report = inspect(_with_config(zoo, case, tmp_path, **changes))
-    exp = report.expectation
-    words = {**ZOO[case][1], "vocab_size": 128, **changes}
-    config = transformers.AutoConfig.for_model(model_type(case), **words)
-    described = transformers.AutoModelForCausalLM.from_config(config).num_parameters()
-    assert report.checkpoint.n_parameters == n != described
-    assert exp is not None and exp.source == "config" and exp.total == described and not exp.matches
+    exp = _reported_against_edited_config(zoo, case, changes, tmp_path)
     assert any(mismatch in c.explanation for c in exp.layers if c.status == "mismatch"), exp.layers
-    assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}
 
 
 @pytest.mark.parametrize(
@@ -1267,17 +1279,5 @@ def test_a_layer_kind_the_config_places_otherwise_than_the_file_is_reported(  # 
 ) -> None:
     # A hybrid's layer kinds are its config's where it states them, a kind's modules expected in the layers it lists
     # and nowhere else; a model may have no layer of a kind (without a config it is found from the kinds it holds)
-    import transformers
-
-    from tests.families.zoo import model_type
-
-    folder, n = zoo(case)
-    report = inspect(_with_config(zoo, case, tmp_path, **changes))
-    exp = report.expectation
-    words = {**ZOO[case][1], "vocab_size": 128, **changes}
-    config = transformers.AutoConfig.for_model(model_type(case), **words)
-    described = transformers.AutoModelForCausalLM.from_config(config).num_parameters()
-    assert report.checkpoint.n_parameters == n != described
-    assert exp is not None and exp.source == "config" and exp.total == described and not exp.matches
+    exp = _reported_against_edited_config(zoo, case, changes, tmp_path)
     assert [c.layer for c in exp.layers if c.status not in ("ok", "tied")] == [row]
-    assert "COUNT_MISMATCH" in {f.code for f in report.findings if f.severity.value == "warning"}
