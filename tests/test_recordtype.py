@@ -121,3 +121,37 @@ def test_records_of_one_or_no_compared_field_are_equal_and_hashed_by_it():
 
     assert One(1, 2) == One(1, 3) != One(2, 2) and hash(One(1, 2)) == hash(One(1, 3))
     assert Nothing(1) == Nothing(2) and hash(Nothing(1)) == hash(Nothing(2))
+
+
+def test_replace_copies_as_dataclasses_replace():
+    """`replace` reads the fields in one call and passes them in order: the same copies as `dataclasses.replace` for
+    records of no, one and several fields, inherited ones, factories; an unknown name is refused as it refuses it."""
+    made = {}
+    for make, make_field in ((dataclasses.dataclass, dataclasses.field), (record, field)):
+
+        @make(frozen=True)
+        class Empty:
+            pass
+
+        @make(frozen=True)
+        class One:
+            x: int
+
+        @make(frozen=True)
+        class Two(One):
+            y: list = make_field(default_factory=list)
+            z: str = "z"
+
+        made[make] = (Empty, One, Two)
+    (dc_empty, dc_one, dc_two), (rc_empty, rc_one, rc_two) = made[dataclasses.dataclass], made[record]
+    assert repr(replace(rc_empty())) == repr(dataclasses.replace(dc_empty()))
+    assert replace(rc_one(1), x=2).x == dataclasses.replace(dc_one(1), x=2).x == 2
+    shared: list[int] = [1]
+    copy, reference = replace(rc_two(1, shared), z="w"), dataclasses.replace(dc_two(1, shared), z="w")
+    assert (copy.x, copy.y, copy.z) == (reference.x, reference.y, reference.z) and copy.y is shared
+    assert replace(replace(rc_two(1), y=[2]), x=5) == rc_two(5, [2])
+    for target in (rc_one(1), rc_two(1)):
+        with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+            replace(target, nope=1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+        dataclasses.replace(dc_two(1), nope=1)
