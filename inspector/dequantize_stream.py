@@ -13,6 +13,7 @@ import numpy as np
 
 from inspector.dequantize import Dequantization, Packed, logical_matrix, table_matrix
 from inspector.errors import FormatError
+from inspector.jsontext import loads
 from inspector.tensor_data import STORAGE, TensorSource, decode
 
 TYPE_CHECKING = False
@@ -168,12 +169,10 @@ def _dequantized_rows(source: TensorSource, dq: Dequantization, start: int, stop
 
 def _nested_offset(source: TensorSource, record: TensorInfo) -> float:
     """The `nested_offset` of bitsandbytes' quant_state record (JSON in bytes), added to its dequantized absmax."""
-    import json
-
     words: Any = None
     if record.nbytes <= MAX_RECORD_BYTES:
         try:
-            words = json.loads(_read(source, record, 0, record.nbytes))
+            words = loads(_read(source, record, 0, record.nbytes))
         except (ValueError, RecursionError):
             words = None
     offset = words.get("nested_offset") if isinstance(words, dict) else None
