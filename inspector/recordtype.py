@@ -233,7 +233,7 @@ def _make(cls: type[T], frozen: bool, slots: bool, eq: bool) -> type[T]:
 
 
 def _key(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
-    """The compared fields of a record as one tuple, read at C speed."""
+    """The named fields of a record as one tuple, read at C speed (the compared ones: `KEY`; all: `replace`)."""
     if len(names) > 1:
         return attrgetter(*names)  # type: ignore[return-value]
     # (a function kept in the class would be bound to the instance it is read from: a static one is not)
