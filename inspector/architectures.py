@@ -8,9 +8,9 @@ layers can be compared with an architecture's layer by layer.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Mapping
 
+from inspector import regexes
 from inspector.errors import SpecError
 from inspector.formulas import (
     GATES,
@@ -220,7 +220,7 @@ RAU_STACK_RE = (
 
 def parse_rau_stack(spec: str) -> tuple[str, tuple[int, ...]]:
     """('superposition', (m,)) ... exactly as rau's parse_stack_rnn_stack reads a stack string."""
-    m = re.match(RAU_STACK_RE, spec)
+    m = regexes.match(RAU_STACK_RE, spec)
     if m is None:
         raise SpecError(f"invalid rau stack RNN stack string {spec!r}")
     strat, sup, nd_q, nd_s, vnd_q, vnd_s, vnd_m = m.groups()
@@ -317,7 +317,7 @@ def parse_rau_stack_layers(spec: str) -> list[tuple[str, tuple[int, ...]]]:
     string (rau/models/stack_nn/transformer/parse.py)."""
     out: list[tuple[str, tuple[int, ...]]] = []
     for part in spec.split("."):
-        m = re.match(RAU_LAYER_RE, part)
+        m = regexes.match(RAU_LAYER_RE, part)
         if m is None:
             raise SpecError(f"invalid rau stack transformer layer string part {part!r}")
         layers, sup, nd_q, nd_s, nd_m = m.groups()

@@ -14,13 +14,13 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from enum import StrEnum
 
+from inspector.enumtype import StrEnum
 from inspector.errors import InputError, InspectorError, MissingDependencyError, UnknownFormatError
 from inspector.jsontext import loads
 from inspector.probe import Probe, is_url
 from inspector.records import SEVERITY_ORDER, TensorKind
-from inspector.recordtype import StrEnumBody, fast_enum, record
+from inspector.recordtype import record
 from inspector.registry import detect_probe
 
 TYPE_CHECKING = False
@@ -38,8 +38,7 @@ UNREADABLE_PREFIX = "error: "
 NOT_RECOGNISED = "not recognised"
 
 
-@fast_enum(StrEnum)
-class Status(StrEnumBody):
+class Status(StrEnum):
     """What became of one file of an audit."""
 
     OK = "ok"  # read; its findings are in the row

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence, Set
 from math import prod
 from operator import attrgetter
 
+from inspector import regexes
 from inspector.architectures import Architecture
 from inspector.formulas import FORMULAS, GRU, LSTM, LayerSpec, LoHa, LoKr, LoRA, SimpleRNN, breakdown
 from inspector.modules import module_name
@@ -118,13 +118,13 @@ def _explain(spec: LayerSpec, expected: dict[str, int], layer: Layer) -> str:
     return f"{sum(expected.values()):,} expected by the formula, {found:,} in the file ({-diff:+,})"
 
 
-AUTO_SUFFIX = r"_(\d+)$"  # (compiled by `re`'s cache when a Keras name is first paired)
+AUTO_SUFFIX = r"_(\d+)$"  # (compiled when a Keras name is first paired)
 
 
 def _auto_base(name: str) -> tuple[str, str, int]:
     """'conv2d_3/forward' -> ('conv2d', '/forward', 3): Keras's auto name, its counter, and what follows it."""
     head, slash, tail = name.partition("/")
-    m = re.search(AUTO_SUFFIX, head)
+    m = regexes.search(AUTO_SUFFIX, head)
     return (head[: m.start()], slash + tail, int(m.group(1))) if m else (head, slash + tail, 0)
 
 

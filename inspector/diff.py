@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from enum import StrEnum
 from types import MappingProxyType
 
+from inspector.enumtype import StrEnum
 from inspector.errors import SpecError
 from inspector.quantized import (
     BLOCK_PACKINGS,
@@ -38,7 +38,7 @@ from inspector.quantized import (
     regrouped,
 )
 from inspector.records import TensorKind
-from inspector.recordtype import StrEnumBody, fast_enum, field, record
+from inspector.recordtype import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,8 +48,7 @@ if TYPE_CHECKING:
     from inspector.values import ValueComparison
 
 
-@fast_enum(StrEnum)
-class DiffKind(StrEnumBody):
+class DiffKind(StrEnum):
     RENAMED = "renamed"  # matched by shape and order, names differ
     MISSING = "missing"  # in A, not in B
     EXTRA = "extra"  # in B, not in A

@@ -7,13 +7,11 @@ meaning (numpy strings, structured records, pickled objects) get a generated nam
 
 from __future__ import annotations
 
-from enum import StrEnum
+from inspector.enumtype import StrEnum
+from inspector.recordtype import record
 
-from inspector.recordtype import StrEnumBody, fast_enum, record
 
-
-@fast_enum(StrEnum)
-class DKind(StrEnumBody):
+class DKind(StrEnum):
     FLOAT = "float"
     INT = "int"
     UINT = "uint"

@@ -8,11 +8,11 @@ shapes the family `reads`; facts (biases, norm shifts, optional parts, a tied he
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import compress, repeat
 from operator import itemgetter
 
+from inspector import regexes
 from inspector.errors import SpecError
 from inspector.families import (
     CONFIG_KEYS,
@@ -47,8 +47,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-PLACEHOLDER = re.compile(r"\{([" + "".join(COUNTS) + r"])\}")  # ({i}, {j}, {k}, {e}, {d})
-DIM = re.compile(r"(\w+)(?:([+*])(\d+))?")
+PLACEHOLDER = regexes.compile(r"\{([" + "".join(COUNTS) + r"])\}")  # ({i}, {j}, {k}, {e}, {d})
+DIM = regexes.compile(r"(\w+)(?:([+*])(\d+))?")
 
 
 # -- hyperparameters ---------------------------------------------------------------------------------------------
@@ -129,7 +129,7 @@ def _dim(h: Mapping[str, Any], dim: str | int) -> int:
 
 # -- the file side -----------------------------------------------------------------------------------------------
 
-SEGMENT_INDEX = re.compile(r"(?<![^.])\d+(?=\.|$)")
+SEGMENT_INDEX = regexes.compile(r"(?<![^.])\d+(?=\.|$)")
 
 
 def _shape_key(path: str) -> str:

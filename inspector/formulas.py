@@ -8,15 +8,14 @@ hidden-to-hidden). Formulas know nothing about files or names; architectures com
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from enum import StrEnum
 from math import prod
 
+from inspector.enumtype import StrEnum
 from inspector.errors import SpecError
-from inspector.recordtype import StrEnumBody, fast_enum, fields, record
+from inspector.recordtype import fields, record
 
 
-@fast_enum(StrEnum)
-class Convention(StrEnumBody):
+class Convention(StrEnum):
     KERAS = "keras"
     TORCH = "torch"
     MXNET = "mxnet"

@@ -13,11 +13,11 @@ column CNN, with the input size its first dense layer implies.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from itertools import chain
 from operator import attrgetter
 
+from inspector import regexes
 from inspector.architectures import Architecture, build
 from inspector.checks import Layer, compare, file_layers
 from inspector.errors import SpecError
@@ -128,7 +128,7 @@ def _rau_stack_rnn(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[R
     return build("rau-stack-rnn", vocab=vocab, hidden=hidden, layers=n, controller=controller or "lstm", stack=stack)
 
 
-# rau stack transformer files: each unit's name pattern (compiled by `re`'s cache when a file has such names); its
+# rau stack transformer files: each unit's name pattern (compiled when a file has such names); its
 # prefix names the unit
 RAU_STACK_UNITS = (
     ("stack", r"(?P<p>.+)\.wrapped_module\.first\.second\.action_layer\.linear\.weight"),
@@ -157,7 +157,7 @@ def _rau_stack_transformer(
         if not name.endswith(RAU_STACK_ENDINGS):
             continue
         for kind, pattern in RAU_STACK_UNITS:
-            m = re.fullmatch(pattern, name)
+            m = regexes.fullmatch(pattern, name)
             if m is None:
                 continue
             p = m["p"]

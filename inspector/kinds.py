@@ -14,8 +14,7 @@ the roles and the expectation all read one decision.
 
 from __future__ import annotations
 
-import re
-
+from inspector import regexes
 from inspector.hfconfig import model_type as config_model_type
 from inspector.quantized import (
     BNB_4BIT_NAMES,
@@ -388,7 +387,7 @@ FROZEN_BATCHNORM = frozenset(
 # IntermediateLayerGetter, built with FrozenBatchNorm2d whenever the backbone was pretrained: every detection
 # checkpoint torchvision ships and most fine-tuned from one) and DETR's original repository (`backbone.0.body.*`).
 # A detection model trained from scratch keeps nn.BatchNorm2d there, and its counters say so.
-FROZEN_BATCHNORM_MODULES = r"(?:.*\.)?backbone\.(?:\d+\.)?body\..+"  # compiled by `re`'s cache on first use
+FROZEN_BATCHNORM_MODULES = r"(?:.*\.)?backbone\.(?:\d+\.)?body\..+"  # (compiled on first use)
 
 
 def kind_rule(name: str) -> KindRule | None:
@@ -463,7 +462,7 @@ def _by_layout(ckpt: Checkpoint, everywhere: bool) -> tuple[set[str], set[str]]:
         name = t.name
         if name.endswith(".running_mean"):
             module = name[: -len(".running_mean")]
-            if everywhere or re.fullmatch(FROZEN_BATCHNORM_MODULES, module):
+            if everywhere or regexes.fullmatch(FROZEN_BATCHNORM_MODULES, module):
                 stats.add(module)
         elif name.endswith(".num_batches_tracked"):
             counted.add(name[: -len(".num_batches_tracked")])

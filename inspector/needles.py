@@ -14,8 +14,9 @@ match. No needle means "no cheap test": the rule is always tried.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
+
+from inspector import regexes
 
 try:  # the tables written for the rule tables (by `python -m inspector.needles`, which runs without them)
     from inspector.rule_needles import NEEDLES, SPELLED
@@ -47,7 +48,7 @@ def needles(pattern: str) -> tuple[str | tuple[str, ...], ...]:
     needs 'lora_' as much as '.weight') and one literal of each clause is."""
     if _global_flags(pattern):  # (?i) and the like change what every character means
         return ()
-    runs, _, alternatives = _sequence(iter(re.findall(TOKENS, pattern, re.DOTALL)))
+    runs, _, alternatives = _sequence(iter(regexes.findall(TOKENS, pattern, regexes.DOTALL)))
     if alternatives or not runs:
         return ()
     literals = sorted(dict.fromkeys(r for r in runs if r.__class__ is str), key=len, reverse=True)  # (stable)
@@ -85,8 +86,8 @@ def spelled(patterns: Iterable[str]) -> list[str | None]:
 def _spelled(pattern: str) -> str | None:
     if any(map(pattern.__contains__, BACKREFERENCES)):
         return None
-    text = re.sub(r"\\.", "", pattern)  # (every escape and the character it escapes taken out)
-    if re.search(r"\[[^\]]*\d", text):
+    text = regexes.sub(r"\\.", "", pattern)  # (every escape and the character it escapes taken out)
+    if regexes.search(r"\[[^\]]*\d", text):
         return None
     return "".join(d for d in DIGITS if d in text)
 

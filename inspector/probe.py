@@ -12,11 +12,11 @@ imported only then: the local path never loads it.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Mapping
 from functools import cached_property
 
+from inspector import regexes
 from inspector.errors import InputError, TruncatedFileError
 
 TYPE_CHECKING = False
@@ -29,13 +29,13 @@ if TYPE_CHECKING:
 HEAD_BYTES = 4096
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 MAX_HDF5_USERBLOCK = 1 << 30  # the signature may sit at 0, 512, 1024, 2048, ... up to here
-URL = r"[A-Za-z][A-Za-z0-9+.-]*://"  # compiled by `re`'s cache on first use: a local path never needs it
+URL = r"[A-Za-z][A-Za-z0-9+.-]*://"  # (compiled on first use: a local path never needs it)
 
 
 def is_url(path: str | os.PathLike[str]) -> bool:
     """Whether `path` is a URL (``scheme://...``) rather than a local path."""
     text = os.fspath(path)
-    return "://" in text and re.match(URL, text) is not None
+    return "://" in text and regexes.match(URL, text) is not None
 
 
 class Probe:

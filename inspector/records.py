@@ -8,13 +8,13 @@ tested with hand-built records.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from enum import StrEnum
 from itertools import compress, islice, repeat
 from math import prod
 from operator import add, and_, attrgetter, eq, is_, mod
 from types import MappingProxyType
 
-from inspector.recordtype import StrEnumBody, fast_enum, field, record
+from inspector.enumtype import StrEnum
+from inspector.recordtype import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,8 +24,7 @@ SCHEMA_VERSION = 1
 PICKLED_DTYPE = "OBJECT"  # the dtype of an array of pickled Python objects
 
 
-@fast_enum(StrEnum)
-class TensorKind(StrEnumBody):
+class TensorKind(StrEnum):
     """Which part of a checkpoint a tensor belongs to."""
 
     PARAMETER = "parameter"  # counted by the framework's own parameter count
@@ -35,8 +34,7 @@ class TensorKind(StrEnumBody):
     METADATA = "metadata"  # not numbers: pickled Python objects (npy object arrays), counted as nothing
 
 
-@fast_enum(StrEnum)
-class RegionKind(StrEnumBody):
+class RegionKind(StrEnum):
     """Where a byte of the file goes. Tensor bytes are split further by `TensorKind` when reported."""
 
     TENSOR_DATA = "tensor_data"  # bytes inside some tensor's span
@@ -272,8 +270,7 @@ def region_column(regions: Sequence[Region], name: str) -> list[Any]:
     return list(map(attrgetter(name), regions))
 
 
-@fast_enum(StrEnum)
-class Severity(StrEnumBody):
+class Severity(StrEnum):
     INFO = "info"
     WARNING = "warning"
     ERROR = "error"

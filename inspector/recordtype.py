@@ -17,26 +17,21 @@ holds that (`record` is a PEP 681 `dataclass_transform`: mypy reports an assignm
 class, because intercepting it makes every record's `__init__` set its fields through `object.__setattr__`: a
 report of 100,000 tensors makes half a million records, and that was 0.23 s of its 1.6 s.
 
-`fast_enum` is the same for the project's enums: the standard library's own quick way of making one.
+The project's enums are `inspector.enumtype`'s, for the same reason.
 """
 
 from __future__ import annotations
 
-from functools import partial
 from itertools import repeat
 from operator import attrgetter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from enum import Enum
-    from enum import IntEnum as IntEnumBody
-    from enum import StrEnum as StrEnumBody
     from typing import Any, TypeVar, dataclass_transform
 
     T = TypeVar("T")
 else:
-    IntEnumBody = StrEnumBody = object
 
     def dataclass_transform(**_: object) -> Callable[[T], T]:
         return lambda f: f
@@ -139,42 +134,6 @@ def record(cls: type[T] | None = None, /, *, frozen: bool = False, slots: bool =
         return _make(cls, frozen, slots, eq)
 
     return wrap if cls is None else wrap(cls)
-
-
-def fast_enum(etype: type[Enum]) -> Callable[[type[T]], type[T]]:
-    """Make a plain class body an enum of `etype` (`StrEnum`, `IntEnum`) the way the standard library makes its own
-    (`enum._simple_enum`: `re.RegexFlag`, `http.HTTPStatus`), without `EnumType`'s checks and hooks: 40-170 us less an
-    enum, about 2 million instructions (0.3 ms) of every run's start-up (issue 16). The same members, values, lookups,
-    `str` and pickling. The body subclasses `StrEnumBody` or `IntEnumBody`: `object` at run time, the enum type for the
-    type checker::
-
-        @fast_enum(StrEnum)
-        class Severity(StrEnumBody):
-            INFO = "info"
-    """
-    try:
-        from enum import _simple_enum  # type: ignore[attr-defined]  # (CPython 3.11+, not in typeshed)
-    except ImportError:  # an `enum` without it: the enum made the usual way, of the same members
-        return partial(_enum_by_call, etype)
-    return partial(_members_held, _simple_enum(etype))
-
-
-def _members_held(simple: Callable[[type[T]], type[T]], cls: type[T]) -> type[T]:
-    """The enum `simple` makes of `cls`, its members held in its class dict, as a class statement's enum holds them:
-    `_simple_enum` puts a descriptor there instead, a Python call on every `Role.DENSE` read (470 a run)."""
-    made = simple(cls)
-    for name, member in made._member_map_.items():  # type: ignore[attr-defined]
-        type.__setattr__(made, name, member)  # (EnumType.__setattr__ refuses to rebind a member)
-    return made
-
-
-def _enum_by_call(etype: type[Enum], cls: type[T]) -> type[T]:
-    """The enum `class X(etype)` with the body of `cls` makes, made by calling `etype` (its functional API)."""
-    members = {name: value for name, value in cls.__dict__.items() if not name.startswith("_")}
-    functional: Any = etype  # (the type checker knows a call of an enum type as a lookup of one member)
-    made = functional(cls.__name__, members, module=cls.__module__, qualname=cls.__qualname__)
-    made.__doc__ = cls.__doc__
-    return made  # type: ignore[no-any-return]
 
 
 def _make(cls: type[T], frozen: bool, slots: bool, eq: bool) -> type[T]:

@@ -9,20 +9,20 @@ specific rules come before the generic ones. Tensors no rule explains get the ro
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
-from enum import StrEnum
 from operator import attrgetter
 from sys import intern
 
 from inspector import regexes
+from inspector.enumtype import StrEnum
 from inspector.needles import DIGITS, Split, spelled, split
 from inspector.quantized import BNB_STATE_NAMES, MLX_STATE, PACKINGS, SIDE_TENSOR_NAMES
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
-from inspector.recordtype import StrEnumBody, fast_enum, field, record
+from inspector.recordtype import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
     from typing import Any, Protocol
 
     class Patterned(Protocol):
@@ -43,8 +43,7 @@ NORM_STATISTICS = {
 TORCH_STATS, KERAS_STATS, MXNET_STATS = ("|".join(NORM_STATISTICS[f]) for f in ("torch", "keras", "mxnet"))
 
 
-@fast_enum(StrEnum)
-class Role(StrEnumBody):
+class Role(StrEnum):
     EMBEDDING = "embedding"
     POSITION_EMBEDDING = "position_embedding"
     DENSE = "dense"

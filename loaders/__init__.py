@@ -9,10 +9,10 @@ them binds a module whose code runs on first attribute use, set up when a format
 
 from __future__ import annotations
 
-import re
 import sys
 from itertools import product
 
+from inspector import regexes
 from inspector.needles import needle
 from inspector.recordtype import record
 
@@ -140,7 +140,7 @@ def _has_member(probe: Probe, ending: str) -> bool:
 def _named(pattern: str, path: str) -> bool:
     """Whether `pattern` matches `path`; compiled only for a path holding the pattern's needle (a literal every match
     holds, `inspector.needles`): most files are not named so, and a compile costs about 0.05 ms."""
-    return needle(pattern) in path and re.match(pattern, path) is not None
+    return needle(pattern) in path and regexes.match(pattern, path) is not None
 
 
 PICKLE = b"\x80"  # PROTO: the first opcode of every pickle of protocol 2 and later

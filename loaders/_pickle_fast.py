@@ -53,12 +53,12 @@ from __future__ import annotations
 
 import gc
 import os
-import re
 import sys
 from _pickle import Unpickler as _CUnpickler
 from collections.abc import Callable
 from functools import lru_cache
 
+from inspector import regexes
 from loaders._pickle_builders import BUILDERS, TRAMPOLINES, resolve
 from loaders._pickle_policy import dunder_keys, hidden_methods, is_dotted, is_unsafe_global, python3_name
 from loaders._pickle_reader import Reader
@@ -66,6 +66,7 @@ from loaders._pickle_values import MAX_NAME, DTypeRef, Global, PickleError, Stor
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
     from typing import Any
 
 CHUNK = 1 << 16  # bytes handed to the C unpickler per refill: its stack grows by at most this between samples
@@ -211,8 +212,8 @@ _BUILDERS = {
 def _counted(ops: bytes, width: int, short: int) -> bytes:
     """Length-prefixed string or bytes opcodes (`ops`, of one length `width`) with a length up to `short`, as one
     regex alternative: the opcodes share the alternatives of their lengths (fewer to compile: about 8 ms a process)."""
-    lengths = (re.escape(n.to_bytes(width, "little")) + (rb".{%d}" % n if n else b"") for n in range(short + 1))
-    return rb"[" + b"".join(re.escape(bytes([op])) for op in ops) + rb"](?:" + b"|".join(lengths) + rb")"
+    lengths = (regexes.escape(n.to_bytes(width, "little")) + (rb".{%d}" % n if n else b"") for n in range(short + 1))
+    return rb"[" + b"".join(regexes.escape(bytes([op])) for op in ops) + rb"](?:" + b"|".join(lengths) + rb")"
 
 
 @lru_cache(maxsize=4)
@@ -220,14 +221,12 @@ def _patterns(index_bits: int, short: int, counted: bool) -> tuple[re.Pattern[by
     """(exactly RUN tokens, or None for a scan not `counted`; any run of tokens): the opcodes admitted, LONG_BINPUT
     below 2**index_bits, strings and bytes of up to `short` bytes (the scan loop steps over longer ones, and over
     LONG1 integers: their 17 alternatives were 0.2 ms of the pattern's compile, and torch writes few)."""
-    from inspector import regexes
-
     exact, run = _sources(index_bits, short, counted)
     return (regexes.compile(exact, DOTALL) if exact is not None else None), regexes.compile(run, DOTALL)
 
 
 # (DOTALL: '.' matches any byte, as [\s\S] would, and the scan is about a fifth faster with it)
-DOTALL = int(re.DOTALL)
+DOTALL = regexes.DOTALL
 
 
 def _sources(index_bits: int, short: int, counted: bool) -> tuple[bytes | None, bytes]:
@@ -251,7 +250,7 @@ def _token(index_bits: int, short: int) -> bytes:
     """One admitted opcode with its arguments, as a pattern (see `_patterns`)."""
     top = (1 << (index_bits - 24)) - 1 if index_bits > 24 else 0
     third = 0xFF if index_bits > 24 else (1 << (index_bits - 16)) - 1
-    index = rb".{2}[\x00-" + re.escape(bytes([third])) + rb"][\x00-" + re.escape(bytes([top])) + rb"]"
+    index = rb".{2}[\x00-" + regexes.escape(bytes([third])) + rb"][\x00-" + regexes.escape(bytes([top])) + rb"]"
     tokens = [  # the most frequent first (the regex tries them in order)
         rb"[()NRQtusabe\x85\x86\x87\x88\x89\x93\x94]",  # no-argument opcodes (MARK ... STACK_GLOBAL, MEMOIZE)
         rb"[qhK\x80].",  # BINPUT, BINGET, BININT1, PROTO

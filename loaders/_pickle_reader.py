@@ -9,16 +9,16 @@ CPython's C unpickler reads. `scan` finds unsafe globals in a stream without int
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
+from inspector import regexes
 from loaders._pickle_policy import INERT_CALLABLES, is_unsafe_global
 from loaders._pickle_values import MAX_NAME, EndOfData
 
 MAX_LINE = 1 << 20  # text opcodes (GLOBAL, INT, STRING...) end within this many bytes
 READ_CHUNK = 1 << 16
 MAX_SCAN_OPS = 2_000_000  # opcodes walked by the scan after a failure (about 0.3 s)
-# GLOBAL / INST lines (`scan` only: compiled by `re`'s cache on first use, not in every PyTorch run's start-up)
+# GLOBAL / INST lines (`scan` only: compiled on first use, not in every PyTorch run's start-up)
 TEXT_GLOBAL = rb"[ci]([A-Za-z_][\w.]{0,200})\n([A-Za-z_][\w.]{0,200})\n"
 
 
@@ -132,7 +132,8 @@ def scan(data: bytes) -> set[str]:
     """
     import pickletools  # (a pickle the interpreter could not finish only: not in every PyTorch run's start-up)
 
-    found = {f"{m.decode('latin1')}.{n.decode('latin1')}"[:MAX_NAME] for m, n in re.findall(TEXT_GLOBAL, data)
+    lines = regexes.findall(TEXT_GLOBAL, data)
+    found = {f"{m.decode('latin1')}.{n.decode('latin1')}"[:MAX_NAME] for m, n in lines
              if is_unsafe_global(m.decode("latin1"), n.decode("latin1"))}  # fmt: skip
     strings: list[str] = []
     memo: dict[int, str] = {}

@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from enum import IntEnum
 from itertools import islice, repeat
 from operator import add, attrgetter, eq, lt
 
+from inspector.enumtype import IntEnum
 from inspector.errors import FormatError, InspectorError, TruncatedFileError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionColumns, RegionKind, TensorInfo
-from inspector.recordtype import IntEnumBody, fast_enum
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,8 +33,7 @@ MAX_TENSORS = 1_000_000
 MAX_DIMS = 64
 
 
-@fast_enum(IntEnum)
-class Claim(IntEnumBody):
+class Claim(IntEnum):
     """How sure a loader is that a file is its format. `detect()` keeps the strongest."""
 
     CONTAINER = 1  # the container matches (a zip, an HDF5 file) but not the inner layout

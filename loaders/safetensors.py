@@ -21,12 +21,11 @@ and what the whole model holds (attributes ``shard``, ``model.parameters``; find
 from __future__ import annotations
 
 import os
-import re
 import struct
 from collections.abc import Sequence
 from math import prod
 
-from inspector import dtypes
+from inspector import dtypes, regexes
 from inspector.errors import FormatError, InspectorError, LimitExceededError, TruncatedFileError
 from inspector.jsontext import loads
 from inspector.probe import Probe
@@ -269,7 +268,7 @@ def _as_shard(ckpt: Checkpoint, index: str) -> Checkpoint:
 def _sibling_index(path: str) -> str | None:
     """The index of the sharded checkpoint a shard belongs to, if one lies beside it and names it."""
     name = os.path.basename(path)
-    if "-of-" not in name or not re.match(SHARD_NAME, name):  # (most files: no pattern compiled)
+    if "-of-" not in name or not regexes.match(SHARD_NAME, name):  # (most files: no pattern compiled)
         return None
     folder = os.path.dirname(path) or "."
     try:

@@ -22,10 +22,9 @@ Read: the index and the object graph (metadata); the data shards are otherwise o
 from __future__ import annotations
 
 import os
-import re
 from math import prod
 
-from inspector import dtypes
+from inspector import dtypes, regexes
 from inspector.errors import FormatError, LimitExceededError
 from inspector.probe import Probe
 from inspector.records import Checkpoint, Finding, Region, RegionKind, Severity, TensorInfo, TensorKind
@@ -57,7 +56,7 @@ def _shard_path(prefix: str, shard: int, n_shards: int) -> str:
 
 def _sibling_index(path: str) -> str | None:
     """The `.index` beside a data shard (its prefix's); None for any other file."""
-    m = re.match(DATA_SHARD, path)
+    m = regexes.match(DATA_SHARD, path)
     return _sstable_index(m.group("prefix") + INDEX_SUFFIX) if m is not None else None
 
 
@@ -65,7 +64,7 @@ def _member_entry(path: str) -> str | None:
     """The `.index` whose report holds this other file of its checkpoint (a folder audit lists it there once): a
     data shard's, a SavedModel's graph and metadata files' (`variables/variables.index`), the state file's latest
     prefix's; None for any other file."""
-    if re.match(DATA_SHARD, path):
+    if regexes.match(DATA_SHARD, path):
         return _sibling_index(path)
     folder, name = os.path.split(path)
     if name in SAVED_MODEL_METADATA and _is_saved_model(folder):
@@ -123,7 +122,8 @@ def _state_paths(state: str) -> list[str]:
             text = fh.read(MAX_STATE_BYTES).decode("utf-8", "replace")
     except OSError:
         return []
-    found = re.findall(r'^(model_checkpoint_path|all_model_checkpoint_paths):\s*"([^"\n]*)"', text, re.MULTILINE)
+    line = r'^(model_checkpoint_path|all_model_checkpoint_paths):\s*"([^"\n]*)"'
+    found = regexes.findall(line, text, regexes.MULTILINE)
     names = [os.path.basename(path) for key, path in found if key == "model_checkpoint_path"]
     names += [os.path.basename(path) for key, path in found if key != "model_checkpoint_path"]
     return [name for name in names if name]

@@ -323,7 +323,7 @@ def test_the_written_regex_programs_are_the_patterns_programs(monkeypatch: pytes
     written = regexes.patterns()
     assert {p: regexes.program(p, f) for p, f in written} == PROGRAMS
     assert len(written) > 150 and any(isinstance(p, bytes) for p, _ in written)  # the rules and the pickle scan
-    from loaders._pickle_fast import SMALL, SMALL_SHORT, _index_bits, _patterns
+    from loaders._pickle_fast import SMALL, SMALL_SHORT, _index_bits, _patterns, small_scan_pattern
 
     scan = _patterns(_index_bits(SMALL - 1), SMALL_SHORT, False)[1]  # (what `_scan` compiles for a small pickle)
     assert PROGRAMS[scan.pattern][1] == scan.flags  # (written: a run compiles none)
@@ -331,9 +331,11 @@ def test_the_written_regex_programs_are_the_patterns_programs(monkeypatch: pytes
         made, expected = regexes.compile(pattern, flags), re.compile(pattern, flags)
         assert made is not expected  # (not `re`'s cached pattern)
         assert (made, made.groupindex, made.groups) == (expected, expected.groupindex, expected.groups), pattern
-    pattern, flags = written[-1]
+    pattern, flags = small_scan_pattern()  # (written with DOTALL)
     assert regexes.compile(pattern, 0) is re.compile(pattern, 0)  # other flags: `re`'s own
+    assert regexes.compile(pattern, 0) is regexes.compile(pattern, 0)  # (made once a run, as by `re`'s cache)
     monkeypatch.setattr(regexes, "_programs", None)
+    monkeypatch.setattr(regexes, "_compiled", {})
     monkeypatch.setattr(regexes, "runtime", lambda: (2, 7))
     assert regexes.compile(pattern, flags) is re.compile(pattern, flags)  # another Python: `re`'s own
     assert regexes._programs == {}
@@ -476,19 +478,40 @@ def test_json_run_imports_nothing_it_does_not_use(sample: str, allowed: tuple[st
     assert not {m for m in NEVER_FOR_A_HEADER if m in loaded and m not in allowed}
 
 
-def test_the_console_script_imports_argparse_without_gettext() -> None:
-    """The console script (`cli.run`, also `python -m inspector`) imports argparse with gettext's functions as the
-    identity: a run imports neither gettext nor locale, the help and a usage error are word for word those of `main`
-    (which imports argparse as usual), and a later `import gettext` gets the real module."""
-    sample = str(ROOT / "sample_models" / "basic" / "mlp_fp16.safetensors")
+@pytest.mark.parametrize(
+    "sample",
+    [
+        "basic/mlp_fp16.safetensors",
+        "basic/cnn_stored.npz",  # (its architecture inferred: the family tables imported)
+        "torch/lstm_tied.pt",
+        "mxnet/gluon_sequential.params",
+        "hf_rau/bert-tiny/model.safetensors",  # (its config.json beside it)
+    ],
+)
+def test_the_console_script_imports_neither_gettext_nor_re_nor_enum(sample: str) -> None:
+    """The console script (`cli.run`, also `python -m inspector`) imports argparse with stand-ins for gettext (its
+    functions as the identity) and re (`inspector.regexes`, from written programs), and the project's enums are its
+    own: a run of a file of each format the benchmark times imports none of gettext, locale, re and enum (in an
+    interpreter started without `site`, whose `.pth` files may import `re` themselves)."""
+    path = ROOT / "sample_models" / sample
+    if not path.exists():
+        pytest.skip(f"{sample} not in sample_models")
     listing = (
         "import atexit, sys\nfrom inspector import cli\n"
         "atexit.register(lambda: print(' '.join(sorted(sys.modules)), file=sys.stderr))\ncli.run()"
     )
-    run = subprocess.run([sys.executable, "-c", listing, sample, "--json"], capture_output=True, text=True, cwd=ROOT)
-    assert run.returncode == 0 and json.loads(run.stdout)["path"] == sample
+    argv = [sys.executable, "-S", "-c", listing, str(path), "--json"]
+    run = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
+    assert json.loads(run.stdout)["path"] == str(path), run.stderr
     loaded = set(run.stderr.split())
-    assert "argparse" in loaded and not loaded & {"gettext", "locale"}
+    assert "argparse" in loaded and "inspector.regexes" in loaded
+    assert not loaded & {"gettext", "locale", "re", "enum"}
+
+
+def test_the_console_script_words_are_those_of_main() -> None:
+    """With the stand-ins, the help and a usage error are word for word those of `main` (which imports argparse as
+    usual), and a later `import gettext` or `import re` gets the real module."""
+    sample = str(ROOT / "sample_models" / "basic" / "mlp_fp16.safetensors")
 
     def words(entry: str, *argv: str) -> tuple[int, str, str]:
         code = f"import sys\nfrom inspector.cli import {entry}\nsys.exit({entry}())"
@@ -499,11 +522,13 @@ def test_the_console_script_imports_argparse_without_gettext() -> None:
         assert words("run", *argv) == words("main", *argv), argv
     assert words("run", "--help")[1].startswith("usage: inspector")
     later = (
-        "import sys\nfrom inspector import cli\ncli._import_argparse_untranslated()\nimport argparse, gettext\n"
-        "print(argparse._ is str, gettext.__file__ is not None, gettext.gettext is not str)"
+        "import sys\nfrom inspector import cli, regexes\ncli._import_argparse_for_the_console()\n"
+        "import argparse, gettext, re\nprint(argparse._ is str, gettext.__file__ is not None, gettext.gettext is not str,"
+        " argparse._re is regexes, re.__file__ is not None, re.compile is not regexes.compile)"
     )
-    out = subprocess.run([sys.executable, "-c", later], capture_output=True, text=True, cwd=ROOT, check=True).stdout
-    assert out.split() == ["True", "True", "True"]
+    argv = [sys.executable, "-S", "-c", later]
+    out = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.split() == ["True"] * 6
 
 
 @pytest.mark.reference

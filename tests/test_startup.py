@@ -198,9 +198,11 @@ def test_npy_headers_numpy_writes_read_as_the_pattern_read_them(
     assert _numpy_spelled(changed) == _read_by_pattern(changed)
 
 
-def test_enums_made_the_quick_way_behave_as_class_statement_enums() -> None:
-    """`recordtype.fast_enum` (the standard library's `enum._simple_enum`) gives the enum `class X(StrEnum)` would:
-    the same members in order, values, lookups, str, format, repr, JSON text and pickling."""
+def test_the_projects_enums_behave_as_the_standard_librarys() -> None:
+    """`inspector.enumtype`'s `StrEnum` and `IntEnum` give what `enum`'s would of the same body: the same members in
+    order, values, names, lookups by value and by name, iteration, `len`, `in`, str, format, repr, JSON text, equality
+    and hash with the value, pickling and copying (the member itself); and a value no member has is refused alike."""
+    import copy
     import json
     import pickle
     from enum import Enum, IntEnum, StrEnum
@@ -210,30 +212,31 @@ def test_enums_made_the_quick_way_behave_as_class_statement_enums() -> None:
     from inspector.dtypes import DKind
     from inspector.formulas import Convention
     from inspector.records import RegionKind, Severity, TensorKind
-    from inspector.recordtype import _enum_by_call
     from inspector.roles import Role
     from loaders.base import Claim
 
     for made in (TensorKind, RegionKind, Severity, Role, DKind, Convention, Claim, DiffKind, Status):
         base: type[Enum] = IntEnum if issubclass(made, int) else StrEnum
         plain = base(made.__name__, [(m.name, m.value) for m in made])  # (EnumType, as a class statement makes it)
-        # and the way an `enum` without `_simple_enum` would have it made: the same members, values and lookups
-        body = type(made.__name__, (), {m.name: m.value for m in made} | {"__module__": made.__module__})
-        by_call = _enum_by_call(base, body)
-        assert [(m.name, m.value) for m in by_call] == [(m.name, m.value) for m in made]
-        assert all(by_call(m.value).name == m.name for m in made) and issubclass(by_call, base)
-        assert [(m.name, m.value) for m in made] == [(m.name, m.value) for m in plain]
-        assert issubclass(made, base) and made.__mro__[1:] == plain.__mro__[1:]
+        assert [(m.name, m.value) for m in made] == [(m.name, m.value) for m in plain] and len(made) == len(plain)
+        assert [m.name for m in reversed(made)] == [m.name for m in reversed(plain)]
+        assert list(made.__members__) == list(plain.__members__) and repr(made) == repr(plain)
         for m, p in zip(made, plain, strict=True):
-            assert made(m.value) is m and made[m.name] is m and pickle.loads(pickle.dumps(m)) is m
-            # held in the class dict as a class statement holds them (a read is no descriptor call)
-            assert made.__dict__[m.name] is m and type(plain.__dict__[p.name]) is plain
-            assert (str(m), format(m), f"{m}", m == m.value, hash(m) == hash(m.value)) == (
+            assert made(m.value) is m and made[m.name] is m and made(m) is m and m in made and m.value in made
+            assert pickle.loads(pickle.dumps(m)) is m and copy.copy(m) is m and copy.deepcopy(m) is m
+            assert made.__dict__[m.name] is m and isinstance(m, made) and type(m.value) is type(p.value)  # noqa: E721
+            assert (str(m), format(m), f"{m}", f"{m:>12}", m == m.value, hash(m) == hash(m.value)) == (
                 str(p),
                 format(p),
                 f"{p}",
+                f"{p:>12}",
                 p == p.value,
                 hash(p) == hash(p.value),
             )
-            assert repr(m).replace(made.__name__, "") == repr(p).replace(made.__name__, "")
-            assert json.dumps(m) == json.dumps(p)
+            assert repr(m) == repr(p) and json.dumps(m) == json.dumps(p) and json.dumps({m: 1}) == json.dumps({p: 1})
+        wrong = -1 if base is IntEnum else "no such value"
+        with pytest.raises(ValueError) as ours:
+            made(wrong)
+        with pytest.raises(ValueError) as theirs:
+            plain(wrong)
+        assert str(ours.value) == str(theirs.value)
