@@ -1990,3 +1990,25 @@ def test_diff_data_dequantizes_8_bit_weights_beside_their_scales(tmp_path: Path,
         assert math.isclose(values[name].max_abs, error, rel_tol=1e-5, abs_tol=1e-7) and values[name].dequantized
         checked += 1
     assert checked == LINEARS
+
+
+@pytest.mark.parametrize("msb_first", [False, True])
+@pytest.mark.parametrize("bits", [1, 2, 3, 4, 5, 8])
+def test_a_bit_stream_reads_as_its_bits_say(bits: int, msb_first: bool) -> None:
+    """`_bitstream` (values of 1, 2, 4 or 8 bits shifted out of their bytes, others read bit by bit) gives each value
+    of each row as the row's bits spell it: the least significant bit first (a little-endian stream), or each byte's
+    most significant first, whole values only, for rows of random bytes."""
+    np = pytest.importorskip("numpy")
+    from inspector.dequantize_stream import _bitstream
+
+    raw = np.random.default_rng(bits).integers(0, 256, size=(5, 12), dtype=np.uint8)
+    count = 12 * 8 // bits - 1
+    got = _bitstream(raw, bits, count, msb_first)
+    for r, row in enumerate(raw.tolist()):
+        stream = [(byte >> (7 - i if msb_first else i)) & 1 for byte in row for i in range(8)]
+        expected = [
+            sum(bit << (bits - 1 - j if msb_first else j) for j, bit in enumerate(stream[k * bits : (k + 1) * bits]))
+            for k in range(count)
+        ]
+        assert got[r].tolist() == expected
+    assert got.dtype == np.int64
