@@ -362,7 +362,7 @@ class _Unpickler(_CUnpickler):  # type: ignore[misc]
         if named is not None:  # (the C unpickler calls it itself: one call a storage, not two)
             named.update(CONTAINER_IDS)
             # (its bound `__call__`: a call of the object itself looks the method up every storage)
-            self.persistent_load = persistent_load.__call__  # type: ignore[method-assign]
+            self.persistent_load = persistent_load.__call__  # type: ignore[method-assign,operator]
         else:
             self.persistent_load = self._containers  # type: ignore[method-assign]
 
