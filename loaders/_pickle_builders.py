@@ -79,7 +79,12 @@ def _tensor_v2(storage: Any, offset: Any, size: Any, stride: Any, requires_grad:
         )
     ):
         size, stride = _ints(size), _ints(stride)
-    return TensorRef(storage, offset, size, stride, storage.dtype, False, requires_grad is True)
+    # TensorRef(storage, offset, size, stride, storage.dtype, False, requires_grad is True), made without calling the
+    # class (a call of a record class costs about 500 instructions more than its fields' stores: a tensor a call)
+    t = _new(TensorRef)
+    t.storage, t.offset, t.shape, t.stride, t.dtype = storage, offset, size, stride, storage.dtype
+    t.is_parameter, t.requires_grad, t.attributes = False, requires_grad is True, False
+    return t
 
 
 def _tensor_v3(
@@ -111,6 +116,7 @@ def _qtensor(storage: Any, offset: Any, size: Any, stride: Any, *rest: Any) -> T
     return _tensor_v2(storage, offset, size, stride)
 
 
+_new = object.__new__  # (a record made without its `__init__`: `_tensor_v2`)
 _ONLY_INTS = frozenset({int}).issuperset  # of the types of a tuple's items: plain ints only (the common case, fast)
 
 

@@ -21,10 +21,11 @@ from typing import Any
 import pytest
 
 from inspector import load as inspect
+from inspector.recordtype import fields
 from loaders import _pickle, _pickle_fast, _torch
 from loaders._pickle_builders import _tensor_v2
 from loaders._pickle_machine import PickleMachine
-from loaders._pickle_values import Call, Global, OpaqueKey, PickleError, StorageRef, TensorRef
+from loaders._pickle_values import Call, Global, OpaqueKey, PickleError, StorageRef, StorageType, TensorRef
 from loaders.torch_legacy import MAGICS
 from tests.conftest import FIXTURES, SAMPLES
 from tests.test_safety import P2, P4, file_handler, frame, glob, mutated, payloads, short, text
@@ -524,3 +525,14 @@ def test_tensor_rebuild_tells_sizes_and_strides_of_plain_ints() -> None:
     true = (b"\x88\x85", b"K\x01\x85")
     for size, stride in vector, matrix, true:  # (a size of True: refused by both)
         assert both(P2 + rebuild + b"(" + storage + b"K\x00" + size + stride + b"\x89)tR.") == (size != b"\x88\x85")
+
+
+def test_storages_and_tensors_made_without_their_class_call_have_every_field() -> None:
+    """`PersistentLoader` and `_tensor_v2` make their records without calling the class: every field is set, to what
+    the class would set (a field added to the record and not set there fails here)."""
+    storage = _torch.persistent_loader({})(("storage", StorageType("F16", "torch.HalfStorage"), "7", "cpu", 6))
+    made = StorageRef("7", "F16", 2, "cpu", 6)
+    assert [getattr(storage, f.name) for f in fields(StorageRef)] == [getattr(made, f.name) for f in fields(StorageRef)]
+    tensor = _tensor_v2(storage, 1, (2,), (1,), True)
+    ref = TensorRef(made, 1, (2,), (1,), "F16", False, True)
+    assert [getattr(tensor, f.name) for f in fields(TensorRef)] == [getattr(ref, f.name) for f in fields(TensorRef)]
