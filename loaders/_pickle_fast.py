@@ -360,7 +360,8 @@ class _Unpickler(_CUnpickler):  # type: ignore[misc]
         named = getattr(persistent_load, "named", None)  # torch's loader (`_torch.PersistentLoader`): string ids too
         if named is not None:  # (the C unpickler calls it itself: one call a storage, not two)
             named.update(CONTAINER_IDS)
-            self.persistent_load = persistent_load  # type: ignore[method-assign]
+            # (its bound `__call__`: a call of the object itself looks the method up every storage)
+            self.persistent_load = persistent_load.__call__  # type: ignore[method-assign,operator]
         else:
             self.persistent_load = self._containers  # type: ignore[method-assign]
 

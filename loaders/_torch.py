@@ -96,6 +96,7 @@ MODULE_DICTS = {"_parameters": TensorKind.PARAMETER, "_buffers": TensorKind.BUFF
 # A pickled nn.Module's other attributes (`self.stride = torch.zeros(3)`: ultralytics' Detect head) are neither its
 # parameters nor its buffers: torch's parameters() and state_dict() leave them out
 MODULE_ATTRIBUTE = TensorKind.OTHER
+_new = object.__new__  # (a record made without its `__init__`: `PersistentLoader`)
 
 
 class PersistentLoader:
@@ -132,8 +133,11 @@ class PersistentLoader:
                 and numel >= 0
                 and key not in self.storages
             ):
-                dtype = stype.dtype
-                ref = self.storages[key] = StorageRef(key, dtype, ITEMSIZES.get(dtype, 1), location, numel)
+                # StorageRef(key, dtype, ITEMSIZES.get(dtype, 1), location, numel), made without calling the class (a
+                # call of a record class costs about 500 instructions more than its fields' stores: a storage a call)
+                ref = self.storages[key] = _new(StorageRef)
+                ref.key, ref.dtype, ref.location, ref.numel, ref.view = key, stype.dtype, location, numel, None  # type: ignore[misc]
+                ref.itemsize = ITEMSIZES.get(ref.dtype, 1)  # type: ignore[misc]
                 return ref
         return self._load(pid)
 

@@ -21,9 +21,11 @@ from typing import Any
 import pytest
 
 from inspector import load as inspect
+from inspector.recordtype import fields
 from loaders import _pickle, _pickle_fast, _torch
+from loaders._pickle_builders import _tensor_v2
 from loaders._pickle_machine import PickleMachine
-from loaders._pickle_values import Call, Global, OpaqueKey, PickleError, StorageRef, TensorRef
+from loaders._pickle_values import Call, Global, OpaqueKey, PickleError, StorageRef, StorageType, TensorRef
 from loaders.torch_legacy import MAGICS
 from tests.conftest import FIXTURES, SAMPLES
 from tests.test_safety import P2, P4, file_handler, frame, glob, mutated, payloads, short, text
@@ -221,6 +223,17 @@ def _objects(torch: Any) -> dict[str, tuple[Any, bool]]:
         ),  # fmt: skip
         "module": (lin, False),
         "tensor": (torch.ones(2, 3), True),
+        "shapes": (  # (a vector's and a matrix's size and stride are told item by item, the rest by their types)
+            {
+                "scalar": torch.tensor(1.5),
+                "cube": torch.ones(2, 3, 4),
+                "empty": torch.ones(0, 3),
+                "row": torch.ones(3, 5)[1],
+                "column": torch.ones(3, 5)[:, 2],
+                "long": torch.arange(5),
+            },
+            True,
+        ),  # fmt: skip
     }
 
 
@@ -489,3 +502,37 @@ def test_the_loader_answers_the_rewritten_ids_only_while_the_fast_path_reads() -
     assert loader.named == {}
     with pytest.raises(PickleError, match="unexpected persistent id"):
         loader(_pickle_fast._DICT_ID)
+
+
+def test_tensor_rebuild_tells_sizes_and_strides_of_plain_ints() -> None:
+    """A tensor's size and stride: tuples of plain ints as they are (a vector's and a matrix's told item by item, any
+    other by its items' types), lists of ints as tuples, anything else refused, by both readers alike."""
+    s = StorageRef("0", "F32", 4, "cpu", 24)
+    kept = [((2,), (1,)), ((2, 3), (3, 1)), ((), ()), ((2, 3, 4), (12, 4, 1)), ((2,), (1, 1)), ((4, 2), (2,))]
+    for size, stride in kept:
+        t = _tensor_v2(s, 0, size, stride)
+        assert (t.shape, t.stride) == (size, stride) and t.shape is size and t.stride is stride
+    for size, stride in [([2], [1]), ([2, 3], (3, 1)), ((2, 3), [3, 1])]:
+        t = _tensor_v2(s, 0, size, stride)
+        assert (t.shape, t.stride) == (tuple(size), tuple(stride)) and type(t.shape) is tuple is type(t.stride)
+    refused = [((True,), (1,)), ((2,), (1.0,)), ((2, 3), (3, False)), ((2, "3"), (3, 1)), ((2, 3, 4), (12, 4, 1.0))]
+    for size, stride in refused:
+        with pytest.raises(PickleError, match="expected a tuple of ints"):
+            _tensor_v2(s, 0, size, stride)
+    rebuild = glob("torch._utils", "_rebuild_tensor_v2")
+    storage = b"(" + short("storage") + glob("torch", "FloatStorage") + short("0") + short("cpu") + b"K\x18tQ"
+    vector, matrix = (b"K\x02\x85", b"K\x01\x85"), (b"K\x02K\x03\x86", b"K\x03K\x01\x86")
+    true = (b"\x88\x85", b"K\x01\x85")
+    for size, stride in vector, matrix, true:  # (a size of True: refused by both)
+        assert both(P2 + rebuild + b"(" + storage + b"K\x00" + size + stride + b"\x89)tR.") == (size != b"\x88\x85")
+
+
+def test_storages_and_tensors_made_without_their_class_call_have_every_field() -> None:
+    """`PersistentLoader` and `_tensor_v2` make their records without calling the class: every field is set, to what
+    the class would set (a field added to the record and not set there fails here)."""
+    storage = _torch.persistent_loader({})(("storage", StorageType("F16", "torch.HalfStorage"), "7", "cpu", 6))
+    made = StorageRef("7", "F16", 2, "cpu", 6)
+    assert [getattr(storage, f.name) for f in fields(StorageRef)] == [getattr(made, f.name) for f in fields(StorageRef)]
+    tensor = _tensor_v2(storage, 1, (2,), (1,), True)
+    ref = TensorRef(made, 1, (2,), (1,), "F16", False, True)
+    assert [getattr(tensor, f.name) for f in fields(TensorRef)] == [getattr(ref, f.name) for f in fields(TensorRef)]
