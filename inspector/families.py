@@ -15,7 +15,10 @@ missing one or one no part names inside the model is a real difference and is re
 Modules outside the model prefix are task heads (`classifier`, `cls.predictions`...), counted from
 their own shapes.
 
-Adding a family is one `Family(...)` entry in `FAMILIES`; `inspector.family_check` checks a file against one.
+Adding a family is one `Family(...)` entry in `ENTRIES` (`lambda: Family(...)`), then `python -m inspector.families`
+to write the index (`inspector/family_index.py`: each family's entry, each model type's families by name). Each entry
+is made on first use: a config's model type makes only its families (`FAMILIES_BY_MODEL_TYPE`), a name only its own
+(`FAMILY_BY_NAME`), and `FAMILIES` every one, in the table's order. `inspector.family_check` checks a file against one.
 """
 
 from __future__ import annotations
