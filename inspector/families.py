@@ -2990,6 +2990,31 @@ ENTRIES: tuple[Callable[[], Family | tuple[Family, ...]], ...] = (
         {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
     ),
     lambda: Family(
+        "openai-gpt",
+        "GPT (OpenAI GPT-1): GPT-2's modules (a fused qkv and a two-layer MLP as Conv1D, (in, out) weights) normed "
+        "after attention and after the MLP, no final norm; token and position embeddings, a tied LM head",
+        ("openai-gpt",),
+        ("transformer.", ""),
+        (
+            Part("tokens_embed", "embedding", ("vocab", "d_model")),
+            Part("positions_embed", "embedding", ("positions", "d_model")),
+            _linear("h.{i}.attn.c_attn", "d_model", "qkv_dim", "attention_bias"),
+            _linear("h.{i}.attn.c_proj", "d_model", "d_model", "attention_bias", role="attention_output"),
+            _norm("h.{i}.ln_1"),
+            _linear("h.{i}.mlp.c_fc", "d_model", "feedforward", "mlp_bias"),
+            _linear("h.{i}.mlp.c_proj", "feedforward", "d_model", "mlp_bias"),
+            _norm("h.{i}.ln_2"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="tokens_embed"),
+        ),
+        {
+            "vocab": ("tokens_embed", 0),
+            "d_model": ("tokens_embed", 1),
+            "positions": ("positions_embed", 0),
+            "feedforward": ("h.0.mlp.c_fc", 1),
+        },
+        {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+    ),
+    lambda: Family(
         "gpt_neox",
         "GPT-NeoX / Pythia: fused query_key_value, parallel attention and MLP, untied embed_out",
         ("gpt_neox",),
@@ -3004,6 +3029,35 @@ ENTRIES: tuple[Callable[[], Family | tuple[Family, ...]], ...] = (
         ("gpt_neox.", ""),
         (*GPT_NEOX_BODY, _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_in")),
         *GPT_NEOX_SIZES,
+    ),
+    lambda: Family(
+        "persimmon",
+        "Persimmon: GPT-NeoX's fused query_key_value and dense output under self_attn, with biases, per-head q/k "
+        "LayerNorms where `qk_layernorm`, a two-layer MLP (dense_h_to_4h, dense_4h_to_h), LayerNorms before attention "
+        "and before the MLP, an untied LM head",
+        ("persimmon",),
+        ("model.", ""),
+        (
+            Part("embed_tokens", "embedding", ("vocab", "d_model")),
+            _linear("layers.{i}.self_attn.query_key_value", "d_model", "qkv_dim", "attention_bias"),
+            _linear("layers.{i}.self_attn.dense", "q_dim", "d_model", "attention_bias", role="attention_output"),
+            _norm("layers.{i}.self_attn.q_layernorm", "head_dim", when="qk_norm"),
+            _norm("layers.{i}.self_attn.k_layernorm", "head_dim", when="qk_norm"),
+            _norm("layers.{i}.input_layernorm"),
+            _norm("layers.{i}.post_attention_layernorm"),
+            _linear("layers.{i}.mlp.dense_h_to_4h", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.dense_4h_to_h", "feedforward", "d_model", "mlp_bias"),
+            _norm("final_layernorm"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+        ),
+        {
+            "vocab": ("embed_tokens", 0),
+            "d_model": ("embed_tokens", 1),
+            "feedforward": ("layers.0.mlp.dense_h_to_4h", 0),
+            "head_dim": ("layers.0.self_attn.q_layernorm", 0),
+        },
+        {"tied": False, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+        {"qk_layernorm": "qk_norm"},
     ),
     lambda: Family(
         "gptj",
@@ -3045,6 +3099,27 @@ ENTRIES: tuple[Callable[[], Family | tuple[Family, ...]], ...] = (
             "feedforward": ("h.0.mlp.fc_in", 0),
         },  # fmt: skip
         {"tied": False, "attention_bias": False, "mlp_bias": True, "norm_shift": True, "head_bias": True},
+    ),
+    lambda: Family(
+        "ctrl",
+        "CTRL: sinusoidal positions (a buffer, nothing stored), pre-norm blocks of q/k/v projections (Wq, Wk, Wv) and "
+        "a dense output and a two-layer MLP (ffn.0, ffn.2), all with biases; a final LayerNorm, an LM head tied to "
+        "the embedding, with a bias of its own",
+        ("ctrl",),
+        ("transformer.", ""),
+        (
+            Part("w", "embedding", ("vocab", "d_model")),
+            *_attention("h.{i}.multi_head_attention", "Wq", "Wk", "Wv", "dense"),
+            _norm("h.{i}.layernorm1"),
+            _linear("h.{i}.ffn.0", "d_model", "feedforward", "mlp_bias"),
+            _linear("h.{i}.ffn.2", "feedforward", "d_model", "mlp_bias"),
+            _norm("h.{i}.layernorm2"),
+            _norm("layernorm"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="w"),
+        ),
+        {"vocab": ("w", 0), "d_model": ("w", 1), "feedforward": ("h.0.ffn.0", 0)},
+        {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": True},
+        {"dff": "feedforward"},
     ),
     lambda: Family(
         "falcon",
@@ -3121,6 +3196,43 @@ ENTRIES: tuple[Callable[[], Family | tuple[Family, ...]], ...] = (
         },  # fmt: skip
         {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
         {"word_embed_proj_dim": "word_embed"},
+    ),
+    lambda: Family(
+        "biogpt",
+        "BioGPT: learned positions (offset 2), pre-norm decoder layers (q/k/v/out projections, fc1/fc2, all with "
+        "biases; LayerNorms), a final layer_norm, an LM head (output_projection) tied to the embedding",
+        ("biogpt",),
+        ("biogpt.", ""),
+        (
+            Part("embed_tokens", "embedding", ("vocab", "d_model")),
+            Part("embed_positions", "embedding", ("positions+2", "d_model")),
+            *_seq2seq_layer("", "i", cross=False),
+            _norm("layer_norm"),
+            _linear("/output_projection", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+        ),
+        {
+            "vocab": ("embed_tokens", 0),
+            "d_model": ("embed_tokens", 1),
+            "positions+2": ("embed_positions", 0),
+            "feedforward": ("layers.0.fc1", 0),
+        },
+        {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+    ),
+    lambda: Family(
+        "xglm",
+        "XGLM: sinusoidal positions (a buffer, nothing stored), pre-norm decoder layers (q/k/v/out projections, "
+        "fc1/fc2, all with biases; LayerNorms), a final layer_norm, a tied LM head",
+        ("xglm",),
+        ("model.", ""),
+        (
+            Part("embed_tokens", "embedding", ("vocab", "d_model")),
+            *_seq2seq_layer("", "i", cross=False),
+            _norm("layer_norm"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+        ),
+        {"vocab": ("embed_tokens", 0), "d_model": ("embed_tokens", 1), "feedforward": ("layers.0.fc1", 0)},
+        {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+        {"attention_heads": "heads"},  # (XGLMConfig's word for num_attention_heads)
     ),
     lambda: Family(
         "bloom",
