@@ -15,12 +15,16 @@ missing one or one no part names inside the model is a real difference and is re
 Modules outside the model prefix are task heads (`classifier`, `cls.predictions`...), counted from
 their own shapes.
 
-Adding a family is one `Family(...)` entry in `FAMILIES`; `inspector.family_check` checks a file against one.
+Adding a family is one `Family(...)` entry in `ENTRIES` (`lambda: Family(...)`), then `python -m inspector.families`
+to write the index (`inspector/family_index.py`: each family's entry, each model type's families by name). Each entry
+is made on first use: a config's model type makes only its families (`FAMILIES_BY_MODEL_TYPE`), a name only its own
+(`FAMILY_BY_NAME`), and `FAMILIES` every one, in the table's order. `inspector.family_check` checks a file against one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
+from collections.abc import Callable, Iterator, Mapping
 
 from inspector.errors import SpecError
 from inspector.recordtype import field, record, replace
@@ -930,24 +934,28 @@ DEEPSEEK_V4_CONFIG = {
 }
 
 
-DEEPSEEK_V4_FAMILY = Family(
-    "deepseek_v4",
-    "DeepSeek-V4 as save_pretrained writes it (its checkpoints' names under `model.`): hyper-connections "
-    "(`hc_mult` residual streams mixed by learned projections around attention, around the MoE and before the "
-    "head), attention of low-rank queries (wq_a, q_norm, wq_b), one shared key/value head (wkv, norm), a grouped "
-    "low-rank output (wo_a, wo_b) and a sink per head, in the compressed layers a compressor of the keys and "
-    "values (CSA's twice a head wide, beside a lightning indexer with its own compressor; HCA's a head wide) as "
-    "`layer_types` and `compress_rates` place and size them; MoE layers of a router (hash-routed or scored), "
-    "`experts` gated experts (w1, w3, w2) and a shared expert",
-    ("deepseek_v4",),
-    ("model.", ""),
-    DEEPSEEK_V4_PARTS,
-    DEEPSEEK_V4_READS,
-    DECODER_DEFAULTS,
-    DEEPSEEK_V4_CONFIG,
-    derive=_deepseek_v4_derive,
-    per_layer=("rate", "c_width"),
-)
+@functools.cache
+def _deepseek_v4_family() -> Family:
+    return Family(
+        "deepseek_v4",
+        "DeepSeek-V4 as save_pretrained writes it (its checkpoints' names under `model.`): hyper-connections "
+        "(`hc_mult` residual streams mixed by learned projections around attention, around the MoE and before the "
+        "head), attention of low-rank queries (wq_a, q_norm, wq_b), one shared key/value head (wkv, norm), a grouped "
+        "low-rank output (wo_a, wo_b) and a sink per head, in the compressed layers a compressor of the keys and "
+        "values (CSA's twice a head wide, beside a lightning indexer with its own compressor; HCA's a head wide) as "
+        "`layer_types` and `compress_rates` place and size them; MoE layers of a router (hash-routed or scored), "
+        "`experts` gated experts (w1, w3, w2) and a shared expert",
+        ("deepseek_v4",),
+        ("model.", ""),
+        DEEPSEEK_V4_PARTS,
+        DEEPSEEK_V4_READS,
+        DECODER_DEFAULTS,
+        DEEPSEEK_V4_CONFIG,
+        derive=_deepseek_v4_derive,
+        per_layer=("rate", "c_width"),
+    )
+
+
 # DeepSeek-V4's modules as transformers names them in memory (`conversion_mapping`'s "deepseek_v4", reversed)
 DEEPSEEK_V4_RENAMES = {
     **{
@@ -1201,61 +1209,63 @@ def _cohere2_moe_derive(h: dict[str, Any]) -> None:
 
 # Mixtral in its three layouts (the hub's per-expert modules, transformers 5's fused experts, llama.cpp's stacked
 # ones); MiniMax-M2 is each with q/k norms over the whole projections (`_whole_qk_norms`)
-MIXTRAL_FAMILIES = (
-    Family(
-        "mixtral",
-        "Mixtral: Llama-style attention, a router and `experts` gated experts (w1, w3: d->ff; w2: ff->d) per layer",
-        ("mixtral", "phimoe"),
-        ("model.", ""),
-        (
-            *DECODER_ENDS,
-            *LLAMA_LAYER,
-            _linear("layers.{i}.block_sparse_moe.gate", "d_model", "experts"),
-            _linear("layers.{i}.block_sparse_moe.experts.{e}.w1", "d_model", "feedforward"),
-            _linear("layers.{i}.block_sparse_moe.experts.{e}.w2", "feedforward", "d_model"),
-            _linear("layers.{i}.block_sparse_moe.experts.{e}.w3", "d_model", "feedforward"),
+@functools.cache
+def _mixtral_families() -> tuple[Family, ...]:
+    return (
+        Family(
+            "mixtral",
+            "Mixtral: Llama-style attention, a router and `experts` gated experts (w1, w3: d->ff; w2: ff->d) per layer",
+            ("mixtral", "phimoe"),
+            ("model.", ""),
+            (
+                *DECODER_ENDS,
+                *LLAMA_LAYER,
+                _linear("layers.{i}.block_sparse_moe.gate", "d_model", "experts"),
+                _linear("layers.{i}.block_sparse_moe.experts.{e}.w1", "d_model", "feedforward"),
+                _linear("layers.{i}.block_sparse_moe.experts.{e}.w2", "feedforward", "d_model"),
+                _linear("layers.{i}.block_sparse_moe.experts.{e}.w3", "d_model", "feedforward"),
+            ),
+            LLAMA_READS
+            | {
+                "feedforward": ("layers.0.block_sparse_moe.experts.0.w1", 0),
+                "experts": ("layers.0.block_sparse_moe.gate", 0),
+            },  # fmt: skip
+            {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
         ),
-        LLAMA_READS
-        | {
-            "feedforward": ("layers.0.block_sparse_moe.experts.0.w1", 0),
-            "experts": ("layers.0.block_sparse_moe.gate", 0),
-        },  # fmt: skip
-        {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
-    ),
-    Family(
-        "mixtral-fused",
-        "Mixtral as transformers 5 holds it (torch.save of its state dict): a router and the experts fused into "
-        "gate_up_proj (experts, 2 ff, d) and down_proj (experts, d, ff) per layer",
-        ("mixtral",),
-        ("model.", ""),
-        (
-            *DECODER_ENDS,
-            *LLAMA_LAYER,
-            _linear("layers.{i}.mlp.gate", "d_model", "experts"),
-            Part("layers.{i}.mlp.experts.gate_up_proj", "tensor", ("experts", "feedforward*2", "d_model")),
-            Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "feedforward")),
+        Family(
+            "mixtral-fused",
+            "Mixtral as transformers 5 holds it (torch.save of its state dict): a router and the experts fused into "
+            "gate_up_proj (experts, 2 ff, d) and down_proj (experts, d, ff) per layer",
+            ("mixtral",),
+            ("model.", ""),
+            (
+                *DECODER_ENDS,
+                *LLAMA_LAYER,
+                _linear("layers.{i}.mlp.gate", "d_model", "experts"),
+                Part("layers.{i}.mlp.experts.gate_up_proj", "tensor", ("experts", "feedforward*2", "d_model")),
+                Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "feedforward")),
+            ),
+            LLAMA_READS | {"feedforward": ("layers.0.mlp.experts.down_proj", 2), "experts": ("layers.0.mlp.gate", 0)},
+            {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
         ),
-        LLAMA_READS | {"feedforward": ("layers.0.mlp.experts.down_proj", 2), "experts": ("layers.0.mlp.gate", 0)},
-        {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
-    ),
-    Family(
-        "mixtral-stacked",
-        "Mixtral as llama.cpp's converter writes it (GGUF): a router and the experts stacked into gate_proj and "
-        "up_proj (experts, ff, d) and down_proj (experts, d, ff) per layer",
-        ("mixtral", "phimoe"),
-        ("model.", ""),
-        (
-            *DECODER_ENDS,
-            *LLAMA_LAYER,
-            _linear("layers.{i}.mlp.gate", "d_model", "experts"),
-            Part("layers.{i}.mlp.experts.gate_proj", "tensor", ("experts", "feedforward", "d_model")),
-            Part("layers.{i}.mlp.experts.up_proj", "tensor", ("experts", "feedforward", "d_model")),
-            Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "feedforward")),
+        Family(
+            "mixtral-stacked",
+            "Mixtral as llama.cpp's converter writes it (GGUF): a router and the experts stacked into gate_proj and "
+            "up_proj (experts, ff, d) and down_proj (experts, d, ff) per layer",
+            ("mixtral", "phimoe"),
+            ("model.", ""),
+            (
+                *DECODER_ENDS,
+                *LLAMA_LAYER,
+                _linear("layers.{i}.mlp.gate", "d_model", "experts"),
+                Part("layers.{i}.mlp.experts.gate_proj", "tensor", ("experts", "feedforward", "d_model")),
+                Part("layers.{i}.mlp.experts.up_proj", "tensor", ("experts", "feedforward", "d_model")),
+                Part("layers.{i}.mlp.experts.down_proj", "tensor", ("experts", "d_model", "feedforward")),
+            ),
+            LLAMA_READS | {"feedforward": ("layers.0.mlp.experts.down_proj", 2), "experts": ("layers.0.mlp.gate", 0)},
+            {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
         ),
-        LLAMA_READS | {"feedforward": ("layers.0.mlp.experts.down_proj", 2), "experts": ("layers.0.mlp.gate", 0)},
-        {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
-    ),
-)
+    )
 
 
 def _whole_qk_norms(family: Family, name: str, model_types: tuple[str, ...], what: str) -> Family:
@@ -1296,12 +1306,16 @@ def _renamed(
         found = min(((renames[p], p) for p in prefixes if p in renames), default=None)
         return found[0][1] + path[len(found[1]) :] if found else path
 
+    def renamed(part: Part) -> Part:  # (a part no rename touches: itself, not a copy)
+        path, tied = rename(part.path), part.tied and rename(part.tied)
+        return part if path == part.path and tied == part.tied else replace(part, path=path, tied=tied)
+
     return replace(
         family,
         name=name,
         description=description,
         model_types=model_types,
-        parts=(*(replace(p, path=rename(p.path), tied=p.tied and rename(p.tied)) for p in family.parts), *parts),
+        parts=(*map(renamed, family.parts), *parts),
         reads={**{k: (rename(path), axis) for k, (path, axis) in family.reads.items()}, **(reads or {})},
         defaults={**family.defaults, **(defaults or {})},
     )
@@ -1354,99 +1368,105 @@ def _minimax_derive(h: dict[str, Any]) -> None:
     derive_transformer(h)
 
 
-LLAMA_FAMILY = Family(
-    "llama",
-    "Llama-style decoders: Llama, Mistral, Qwen2/3, Gemma 1-3, Granite (RMSNorm, gated MLP, GQA from k/v shapes)",
-    # the config types whose files this formula gives exactly (OLMo, OLMo 2, Cohere, Arcee: families of their own)
-    # (and EXAONE's as transformers holds it: a torch.save of its state dict)
-    (
-        *("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "granite", "exaone"),
-        *("cwm", "ernie4_5", "helium", "internlm3", "iquestcoder", "ministral3", "seed_oss"),
-    ),
-    ("model.", ""),
-    (
-        *DECODER_ENDS,
-        *LLAMA_LAYER,
-        *GATED_MLP,
-    ),
-    LLAMA_READS | {"feedforward": ("layers.0.mlp.up_proj", 0)},
-    DECODER_DEFAULTS,
-)
+@functools.cache
+def _llama_family() -> Family:
+    return Family(
+        "llama",
+        "Llama-style decoders: Llama, Mistral, Qwen2/3, Gemma 1-3, Granite (RMSNorm, gated MLP, GQA from k/v shapes)",
+        # the config types whose files this formula gives exactly (OLMo, OLMo 2, Cohere, Arcee: families of their own)
+        # (and EXAONE's as transformers holds it: a torch.save of its state dict)
+        (
+            *("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "granite", "exaone"),
+            *("cwm", "ernie4_5", "helium", "internlm3", "iquestcoder", "ministral3", "seed_oss"),
+        ),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *LLAMA_LAYER,
+            *GATED_MLP,
+        ),
+        LLAMA_READS | {"feedforward": ("layers.0.mlp.up_proj", 0)},
+        DECODER_DEFAULTS,
+    )
 
 
 # Granite MoE in its three layouts
-GRANITE_MOE_FAMILIES = (
-    Family(
-        "granitemoe",
-        "Granite MoE: Llama-style attention, a router (router.layer) and the experts fused into input_linear "
-        "(experts, 2 expert_ff, d) and output_linear (experts, d, expert_ff); GraniteMoeShared adds a shared MLP",
-        ("granitemoe", "granitemoeshared"),
-        ("model.", ""),
-        (
-            *DECODER_ENDS,
-            *LLAMA_LAYER,
-            _linear("layers.{i}.block_sparse_moe.router.layer", "d_model", "experts"),
-            Part("layers.{i}.block_sparse_moe.input_linear", "tensor", ("experts", "expert_ff*2", "d_model")),
-            Part("layers.{i}.block_sparse_moe.output_linear", "tensor", ("experts", "d_model", "expert_ff")),
-            _linear("layers.{i}.shared_mlp.input_linear", "d_model", "shared_ff*2", when="shared_mlp"),
-            _linear("layers.{i}.shared_mlp.output_linear", "shared_ff", "d_model", when="shared_mlp"),
+@functools.cache
+def _granite_moe_families() -> tuple[Family, ...]:
+    return (
+        Family(
+            "granitemoe",
+            "Granite MoE: Llama-style attention, a router (router.layer) and the experts fused into input_linear "
+            "(experts, 2 expert_ff, d) and output_linear (experts, d, expert_ff); GraniteMoeShared adds a shared MLP",
+            ("granitemoe", "granitemoeshared"),
+            ("model.", ""),
+            (
+                *DECODER_ENDS,
+                *LLAMA_LAYER,
+                _linear("layers.{i}.block_sparse_moe.router.layer", "d_model", "experts"),
+                Part("layers.{i}.block_sparse_moe.input_linear", "tensor", ("experts", "expert_ff*2", "d_model")),
+                Part("layers.{i}.block_sparse_moe.output_linear", "tensor", ("experts", "d_model", "expert_ff")),
+                _linear("layers.{i}.shared_mlp.input_linear", "d_model", "shared_ff*2", when="shared_mlp"),
+                _linear("layers.{i}.shared_mlp.output_linear", "shared_ff", "d_model", when="shared_mlp"),
+            ),
+            LLAMA_READS
+            | {
+                "expert_ff": ("layers.0.block_sparse_moe.output_linear", 2),
+                "experts": ("layers.0.block_sparse_moe.router.layer", 0),
+                "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
+            },  # fmt: skip
+            *GRANITE_MOE_FACTS,
         ),
-        LLAMA_READS
-        | {
-            "expert_ff": ("layers.0.block_sparse_moe.output_linear", 2),
-            "experts": ("layers.0.block_sparse_moe.router.layer", 0),
-            "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
-        },  # fmt: skip
-        *GRANITE_MOE_FACTS,
-    ),
-    Family(
-        "granitemoe-fused",
-        "Granite MoE as transformers 5 holds it (torch.save of its state dict): the router as router, the experts as "
-        "experts.gate_up_proj (experts, 2 expert_ff, d) and experts.down_proj (experts, d, expert_ff)",
-        ("granitemoe", "granitemoeshared"),
-        ("model.", ""),
-        (
-            *DECODER_ENDS,
-            *LLAMA_LAYER,
-            _linear("layers.{i}.block_sparse_moe.router", "d_model", "experts"),
-            Part("layers.{i}.block_sparse_moe.experts.gate_up_proj", "tensor", ("experts", "expert_ff*2", "d_model")),
-            Part("layers.{i}.block_sparse_moe.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
-            _linear("layers.{i}.shared_mlp.input_linear", "d_model", "shared_ff*2", when="shared_mlp"),
-            _linear("layers.{i}.shared_mlp.output_linear", "shared_ff", "d_model", when="shared_mlp"),
+        Family(
+            "granitemoe-fused",
+            "Granite MoE as transformers 5 holds it (torch.save of its state dict): the router as router, the experts "
+            "as experts.gate_up_proj (experts, 2 expert_ff, d) and experts.down_proj (experts, d, expert_ff)",
+            ("granitemoe", "granitemoeshared"),
+            ("model.", ""),
+            (
+                *DECODER_ENDS,
+                *LLAMA_LAYER,
+                _linear("layers.{i}.block_sparse_moe.router", "d_model", "experts"),
+                Part(
+                    "layers.{i}.block_sparse_moe.experts.gate_up_proj", "tensor", ("experts", "expert_ff*2", "d_model")
+                ),
+                Part("layers.{i}.block_sparse_moe.experts.down_proj", "tensor", ("experts", "d_model", "expert_ff")),
+                _linear("layers.{i}.shared_mlp.input_linear", "d_model", "shared_ff*2", when="shared_mlp"),
+                _linear("layers.{i}.shared_mlp.output_linear", "shared_ff", "d_model", when="shared_mlp"),
+            ),
+            LLAMA_READS
+            | {
+                "expert_ff": ("layers.0.block_sparse_moe.experts.down_proj", 2),
+                "experts": ("layers.0.block_sparse_moe.router", 0),
+                "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
+            },  # fmt: skip
+            *GRANITE_MOE_FACTS,
         ),
-        LLAMA_READS
-        | {
-            "expert_ff": ("layers.0.block_sparse_moe.experts.down_proj", 2),
-            "experts": ("layers.0.block_sparse_moe.router", 0),
-            "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
-        },  # fmt: skip
-        *GRANITE_MOE_FACTS,
-    ),
-    Family(
-        "granitemoe-stacked",
-        "Granite MoE as llama.cpp's converter writes it (GGUF): each input_linear split into two halves, the experts' "
-        "named as stacked gate_proj and up_proj (experts, expert_ff, d) and down_proj, the shared MLP's gate_proj and "
-        "up_proj",
-        ("granitemoe", "granitemoeshared"),
-        ("model.", ""),
-        (
-            *DECODER_ENDS,
-            *LLAMA_LAYER,
-            _linear("layers.{i}.block_sparse_moe.router.layer", "d_model", "experts"),
-            *STACKED_EXPERTS,
-            _linear("layers.{i}.shared_mlp.gate_proj", "d_model", "shared_ff", when="shared_mlp"),
-            _linear("layers.{i}.shared_mlp.up_proj", "d_model", "shared_ff", when="shared_mlp"),
-            _linear("layers.{i}.shared_mlp.output_linear", "shared_ff", "d_model", when="shared_mlp"),
+        Family(
+            "granitemoe-stacked",
+            "Granite MoE as llama.cpp's converter writes it (GGUF): each input_linear split into two halves, the "
+            "experts' named as stacked gate_proj and up_proj (experts, expert_ff, d) and down_proj, the shared MLP's "
+            "gate_proj and up_proj",
+            ("granitemoe", "granitemoeshared"),
+            ("model.", ""),
+            (
+                *DECODER_ENDS,
+                *LLAMA_LAYER,
+                _linear("layers.{i}.block_sparse_moe.router.layer", "d_model", "experts"),
+                *STACKED_EXPERTS,
+                _linear("layers.{i}.shared_mlp.gate_proj", "d_model", "shared_ff", when="shared_mlp"),
+                _linear("layers.{i}.shared_mlp.up_proj", "d_model", "shared_ff", when="shared_mlp"),
+                _linear("layers.{i}.shared_mlp.output_linear", "shared_ff", "d_model", when="shared_mlp"),
+            ),
+            LLAMA_READS
+            | {
+                "expert_ff": ("layers.0.mlp.experts.down_proj", 2),
+                "experts": ("layers.0.block_sparse_moe.router.layer", 0),
+                "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
+            },  # fmt: skip
+            *GRANITE_MOE_FACTS,
         ),
-        LLAMA_READS
-        | {
-            "expert_ff": ("layers.0.mlp.experts.down_proj", 2),
-            "experts": ("layers.0.block_sparse_moe.router.layer", 0),
-            "shared_ff": ("layers.0.shared_mlp.output_linear", 1),
-        },  # fmt: skip
-        *GRANITE_MOE_FACTS,
-    ),
-)
+    )
 
 
 def _granitemoehybrid_derive(h: dict[str, Any]) -> None:
@@ -1540,69 +1560,77 @@ def _fused_qkv_derive(h: dict[str, Any]) -> None:
 # GLM-4.5's layers in its three expert layouts; EXAONE-MoE's in each (Llama-style attention, per-head q/k norms,
 # DeepSeek's MoE layers: no other module), HunYuan v3's and Sarvam-MoE's as transformers holds them (their checkpoints
 # rename modules: `hy_v3`, `sarvam_moe`)
-GLM4_MOE_FAMILIES = tuple(
-    replace(f, model_types=(*f.model_types, "hy_v3", "sarvam_moe")) if f.name != "glm4_moe" else f
-    for f in _expert_layouts(
-        "glm4_moe",
-        (
-            "GLM-4.5 / 4.6 (GLM-4-MoE), EXAONE-MoE: Llama-style attention (q/k/v biases, per-head q/k norms where "
-            "`use_qk_norm`), DeepSeek-style MoE layers (a router, `experts` gated experts of expert_ff, shared "
-            "experts) after `first_dense` dense MLP layers; the hub's MTP module where the file holds it",
-            "GLM-4-MoE, EXAONE-MoE, HunYuan v3 as transformers 5 holds them (torch.save of its state dict): the "
-            "experts fused into gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
-            "GLM-4-MoE, EXAONE-MoE, HunYuan v3 as llama.cpp's converter writes them (GGUF): the experts stacked "
-            "into gate_proj and up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
-        ),
-        ("glm4_moe", "exaone_moe"),
-        (  # (attention_bias is q/k/v's: its o_proj has none)
-            *DECODER_ENDS,
-            *(replace(p, bias=None) if p.path.endswith(".o_proj") else p for p in LLAMA_LAYER),
-            *MTP_PARTS,
-        ),
-        DEEPSEEK_SHARED_EXPERTS,
-        LLAMA_READS
-        | {"shared_ff": ("layers.0.mlp.shared_experts.up_proj", 0), "feedforward": ("layers.0.mlp.up_proj", 0)},
-        DECODER_DEFAULTS,
-        # (EXAONE-MoE's and HunYuan v3's word for the shared experts; `use_qk_norm` says whether there are q/k norms)
-        {**DEEPSEEK_MOE_CONFIG, "num_shared_experts": "n_shared", "use_qk_norm": "qk_norm"},
-        GATED_MLP,
-        _deepseek_derive,
+@functools.cache
+def _glm4_moe_families() -> tuple[Family, ...]:
+    return tuple(
+        replace(f, model_types=(*f.model_types, "hy_v3", "sarvam_moe")) if f.name != "glm4_moe" else f
+        for f in _expert_layouts(
+            "glm4_moe",
+            (
+                "GLM-4.5 / 4.6 (GLM-4-MoE), EXAONE-MoE: Llama-style attention (q/k/v biases, per-head q/k norms where "
+                "`use_qk_norm`), DeepSeek-style MoE layers (a router, `experts` gated experts of expert_ff, shared "
+                "experts) after `first_dense` dense MLP layers; the hub's MTP module where the file holds it",
+                "GLM-4-MoE, EXAONE-MoE, HunYuan v3 as transformers 5 holds them (torch.save of its state dict): the "
+                "experts fused into gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
+                "GLM-4-MoE, EXAONE-MoE, HunYuan v3 as llama.cpp's converter writes them (GGUF): the experts stacked "
+                "into gate_proj and up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+            ),
+            ("glm4_moe", "exaone_moe"),
+            (  # (attention_bias is q/k/v's: its o_proj has none)
+                *DECODER_ENDS,
+                *(replace(p, bias=None) if p.path.endswith(".o_proj") else p for p in LLAMA_LAYER),
+                *MTP_PARTS,
+            ),
+            DEEPSEEK_SHARED_EXPERTS,
+            LLAMA_READS
+            | {"shared_ff": ("layers.0.mlp.shared_experts.up_proj", 0), "feedforward": ("layers.0.mlp.up_proj", 0)},
+            DECODER_DEFAULTS,
+            # (EXAONE-MoE's and HunYuan v3's word for the shared experts; `use_qk_norm`: whether there are q/k norms)
+            {**DEEPSEEK_MOE_CONFIG, "num_shared_experts": "n_shared", "use_qk_norm": "qk_norm"},
+            GATED_MLP,
+            _deepseek_derive,
+        )
     )
-)
 
 
 # HunYuan v1 MoE: Llama's layers (their q/k norms under HunYuan's names) and in every layer a router (`mlp.gate.wg`),
 # `experts` gated experts of intermediate_size and a shared MLP of it (`mlp.shared_mlp`); its experts as its checkpoints
 # hold them and as transformers 5 does (llama.cpp's converter: no layout here)
-HUNYUAN_MOE_FAMILIES = tuple(
-    _renamed(
-        f, f.name, f.model_types, f.description, {**HUNYUAN_QK_NORMS, "layers.{i}.mlp.gate": "layers.{i}.mlp.gate.wg"}
+@functools.cache
+def _hunyuan_moe_families() -> tuple[Family, ...]:
+    return tuple(
+        _renamed(
+            f,
+            f.name,
+            f.model_types,
+            f.description,
+            {**HUNYUAN_QK_NORMS, "layers.{i}.mlp.gate": "layers.{i}.mlp.gate.wg"},
+        )
+        for f in _expert_layouts(
+            "hunyuan_v1_moe",
+            (
+                "HunYuan v1 MoE: Llama-style attention with per-head q/k norms (query_layernorm, key_layernorm), in "
+                "every layer a router (gate.wg), `experts` gated experts of expert_ff (intermediate_size) and a gated "
+                "shared MLP (shared_mlp) of feedforward",
+                "HunYuan v1 MoE as transformers 5 holds it (torch.save of its state dict): the experts fused into "
+                "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
+                "",
+            ),
+            ("hunyuan_v1_moe",),
+            (*DECODER_ENDS, *LLAMA_LAYER),
+            tuple(
+                _linear(f"layers.{{i}}.mlp.shared_mlp.{name}", *dims)
+                for name, dims in (
+                    ("gate_proj", ("d_model", "feedforward")),
+                    ("up_proj", ("d_model", "feedforward")),
+                    ("down_proj", ("feedforward", "d_model")),
+                )
+            ),
+            LLAMA_READS | {"feedforward": ("layers.0.mlp.shared_mlp.up_proj", 0)},
+            DECODER_DEFAULTS,
+            {"intermediate_size": "expert_ff"},  # (its experts' width, and its shared MLP's: `feedforward`)
+        )[:2]
     )
-    for f in _expert_layouts(
-        "hunyuan_v1_moe",
-        (
-            "HunYuan v1 MoE: Llama-style attention with per-head q/k norms (query_layernorm, key_layernorm), in every "
-            "layer a router (gate.wg), `experts` gated experts of expert_ff (intermediate_size) and a gated shared MLP "
-            "(shared_mlp) of feedforward",
-            "HunYuan v1 MoE as transformers 5 holds it (torch.save of its state dict): the experts fused into "
-            "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
-            "",
-        ),
-        ("hunyuan_v1_moe",),
-        (*DECODER_ENDS, *LLAMA_LAYER),
-        tuple(
-            _linear(f"layers.{{i}}.mlp.shared_mlp.{name}", *dims)
-            for name, dims in (
-                ("gate_proj", ("d_model", "feedforward")),
-                ("up_proj", ("d_model", "feedforward")),
-                ("down_proj", ("feedforward", "d_model")),
-            )
-        ),
-        LLAMA_READS | {"feedforward": ("layers.0.mlp.shared_mlp.up_proj", 0)},
-        DECODER_DEFAULTS,
-        {"intermediate_size": "expert_ff"},  # (its experts' width, and its shared MLP's: `feedforward`)
-    )[:2]
-)
 
 
 def _laguna_derive(h: dict[str, Any]) -> None:
@@ -1627,118 +1655,129 @@ def _laguna_derive(h: dict[str, Any]) -> None:
 # Laguna: Llama's attention with per-head q/k norms and an output gate (g_proj: a scalar per head, or per channel),
 # its query heads per layer; DeepSeek-style MoE layers after a dense one (a router beside its score correction, a
 # parameter here, routed experts, a shared expert of shared_ff), in its checkpoints' layout and in transformers'
-LAGUNA_FAMILIES = tuple(
-    replace(
-        family,
-        parts=(*family.parts, replace(EXPERT_BIAS, path=correction, dims=("experts",))),
-        per_layer=("q_dim", "gate_dim"),
-    )
-    for family, correction in zip(
-        _expert_layouts(
-            "laguna",
-            (
-                "Laguna: Llama-style attention with per-head q/k norms, an output gate g_proj and its query heads per "
-                "layer (`num_attention_heads_per_layer`); a dense first layer, then MoE layers of a router (its score "
-                "correction where the file reads it as a parameter), `experts` gated experts of expert_ff and a gated "
-                "shared expert of shared_ff",
-                "Laguna as transformers 5 holds it (torch.save of its state dict): the experts fused into gate_up_proj "
-                "(experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff), the shared expert as shared_experts",
-                "Laguna as llama.cpp's converter writes it (GGUF): the experts stacked into gate_proj and up_proj "
-                "(experts, expert_ff, d) and down_proj (experts, d, expert_ff), the shared expert as shared_experts",
+@functools.cache
+def _laguna_families() -> tuple[Family, ...]:
+    return tuple(
+        replace(
+            family,
+            parts=(*family.parts, replace(EXPERT_BIAS, path=correction, dims=("experts",))),
+            per_layer=("q_dim", "gate_dim"),
+        )
+        for family, correction in zip(
+            _expert_layouts(
+                "laguna",
+                (
+                    "Laguna: Llama-style attention with per-head q/k norms, an output gate g_proj and its query heads "
+                    "per layer (`num_attention_heads_per_layer`); a dense first layer, then MoE layers of a router "
+                    "(its score correction where the file reads it as a parameter), `experts` gated experts of "
+                    "expert_ff and a gated shared expert of shared_ff",
+                    "Laguna as transformers 5 holds it (torch.save of its state dict): the experts fused into "
+                    "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff), the shared expert "
+                    "as shared_experts",
+                    "Laguna as llama.cpp's converter writes it (GGUF): the experts stacked into gate_proj and up_proj "
+                    "(experts, expert_ff, d) and down_proj (experts, d, expert_ff), the shared expert as "
+                    "shared_experts",
+                ),
+                ("laguna",),
+                (*DECODER_ENDS, *LLAMA_LAYER, _linear("layers.{i}.self_attn.g_proj", "d_model", "gate_dim")),
+                tuple(replace(p, when=None) for p in QWEN_SHARED_EXPERT[:3]),
+                LLAMA_READS
+                | {
+                    "shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0),
+                    "feedforward": ("layers.0.mlp.up_proj", 0),
+                    "gate_dim": ("layers.0.self_attn.g_proj", 0),
+                },
+                {**DECODER_DEFAULTS, "qk_norm": True, "expert_bias": True},  # (in every Laguna model, its correction a
+                {"num_attention_heads_per_layer": "layer_heads", "mlp_layer_types": "mlp_types"},  # parameter)
+                GATED_MLP,
+                _laguna_derive,
             ),
-            ("laguna",),
-            (*DECODER_ENDS, *LLAMA_LAYER, _linear("layers.{i}.self_attn.g_proj", "d_model", "gate_dim")),
-            tuple(replace(p, when=None) for p in QWEN_SHARED_EXPERT[:3]),
-            LLAMA_READS
-            | {
-                "shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0),
-                "feedforward": ("layers.0.mlp.up_proj", 0),
-                "gate_dim": ("layers.0.self_attn.g_proj", 0),
-            },
-            {**DECODER_DEFAULTS, "qk_norm": True, "expert_bias": True},  # (in every Laguna model, its correction a
-            {"num_attention_heads_per_layer": "layer_heads", "mlp_layer_types": "mlp_types"},  # parameter)
-            GATED_MLP,
-            _laguna_derive,
-        ),
-        (
-            "layers.{i}.mlp.experts.e_score_correction_bias",
-            "layers.{i}.mlp.gate.e_score_correction_bias",
-            "layers.{i}.mlp.experts.e_score_correction_bias",
-        ),
-        strict=True,
+            (
+                "layers.{i}.mlp.experts.e_score_correction_bias",
+                "layers.{i}.mlp.gate.e_score_correction_bias",
+                "layers.{i}.mlp.experts.e_score_correction_bias",
+            ),
+            strict=True,
+        )
     )
-)
 
 
 # Qwen2-MoE's and Qwen3-MoE's layers in their three expert layouts
-QWEN2_MOE_FAMILIES = _expert_layouts(
-    "qwen2_moe",
-    (
-        "Qwen2-MoE / Qwen3-MoE: a router, `experts` gated experts of expert_ff and an optional gated shared expert "
-        "(dense MLP layers of feedforward where the config says); q/k/v biases where attention_bias (Qwen2-MoE's "
-        "`qkv_bias`), an o_proj bias where o_bias (Qwen3-MoE's `attention_bias` is both)",
-        "Qwen2/3-MoE as transformers 5 holds it (torch.save of its state dict): a router, the experts fused into "
-        "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
-        "Qwen2/3-MoE as llama.cpp's converter writes it (GGUF): a router, the experts stacked into gate_proj and "
-        "up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
-    ),
-    ("qwen2_moe", "qwen3_moe", "mellum"),
-    # (q/k/v's bias is Qwen2-MoE's `qkv_bias`, its o_proj has none; Qwen3-MoE's `attention_bias` is all four's)
-    (*DECODER_ENDS, *(replace(p, bias="o_bias") if p.path.endswith(".o_proj") else p for p in LLAMA_LAYER)),
-    QWEN_SHARED_EXPERT,
-    LLAMA_READS | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0), "feedforward": ("layers.0.mlp.up_proj", 0)},
-    {"tied": False, "attention_bias": True, "o_bias": False, "norm_shift": False, "head_bias": False},
-    {  # its dense layers (`mlp_only_layers`, and those `decoder_sparse_step` skips) hold a dense MLP of feedforward
-        "decoder_sparse_step": "moe_step",
-        "mlp_only_layers": "mlp_only",
-        "qkv_bias": "attention_bias",
-        "attention_bias": "o_bias",
-    },
-    GATED_MLP,
-)
-
-
-QWEN3_5_FAMILY = _hub_mtp(
-    Family(
-        "qwen3_5",
-        "Qwen3.5 (dense): Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated full attention "
-        "(q_proj twice q_dim: the output gate) with per-head q/k norms; a gated MLP; the hub's MTP module (`mtp.`) "
-        "where the file holds it",
-        ("qwen3_5_text",),
-        ("model.", ""),
-        (*HYBRID_QWEN_LAYER, *GATED_MLP),
-        HYBRID_QWEN_READS | {"feedforward": ("layers.0.mlp.up_proj", 0)},
-        DECODER_DEFAULTS,
-        HYBRID_QWEN_CONFIG,
-        derive=_gated_delta_derive,
-    ),
-    QWEN_HUB_MTP,
-)
-
-
-QWEN3_NEXT_FAMILIES = tuple(
-    _hub_mtp(f, QWEN_HUB_MTP)  # (in each layout: the file says which it holds)
-    for f in _expert_layouts(
-        "qwen3_next",
+@functools.cache
+def _qwen2_moe_families() -> tuple[Family, ...]:
+    return _expert_layouts(
+        "qwen2_moe",
         (
-            "Qwen3-Next / Qwen3.5-MoE: Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated "
-            "full attention with per-head q/k norms; in every layer a router, `experts` gated experts of expert_ff "
-            "and a gated shared expert; the hub's MTP module (`mtp.`) where the file holds it",
-            "Qwen3-Next / Qwen3.5-MoE as transformers 5 holds it (torch.save of its state dict): the experts "
-            "fused into gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
-            "Qwen3-Next / Qwen3.5-MoE as llama.cpp's converter writes it (GGUF): the experts stacked into "
-            "gate_proj and up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+            "Qwen2-MoE / Qwen3-MoE: a router, `experts` gated experts of expert_ff and an optional gated shared expert "
+            "(dense MLP layers of feedforward where the config says); q/k/v biases where attention_bias (Qwen2-MoE's "
+            "`qkv_bias`), an o_proj bias where o_bias (Qwen3-MoE's `attention_bias` is both)",
+            "Qwen2/3-MoE as transformers 5 holds it (torch.save of its state dict): a router, the experts fused into "
+            "gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
+            "Qwen2/3-MoE as llama.cpp's converter writes it (GGUF): a router, the experts stacked into gate_proj and "
+            "up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff), an optional shared expert",
         ),
-        ("qwen3_next", "qwen3_5_moe_text"),
-        HYBRID_QWEN_LAYER,
+        ("qwen2_moe", "qwen3_moe", "mellum"),
+        # (q/k/v's bias is Qwen2-MoE's `qkv_bias`, its o_proj has none; Qwen3-MoE's `attention_bias` is all four's)
+        (*DECODER_ENDS, *(replace(p, bias="o_bias") if p.path.endswith(".o_proj") else p for p in LLAMA_LAYER)),
         QWEN_SHARED_EXPERT,
-        HYBRID_QWEN_READS | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0)},
-        DECODER_DEFAULTS,
-        {**HYBRID_QWEN_CONFIG, "decoder_sparse_step": "moe_step", "mlp_only_layers": "mlp_only"},
+        LLAMA_READS
+        | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0), "feedforward": ("layers.0.mlp.up_proj", 0)},
+        {"tied": False, "attention_bias": True, "o_bias": False, "norm_shift": False, "head_bias": False},
+        {  # its dense layers (`mlp_only_layers`, and those `decoder_sparse_step` skips) hold a dense MLP of feedforward
+            "decoder_sparse_step": "moe_step",
+            "mlp_only_layers": "mlp_only",
+            "qkv_bias": "attention_bias",
+            "attention_bias": "o_bias",
+        },
         GATED_MLP,
-        _gated_delta_moe_derive,
     )
-)
+
+
+@functools.cache
+def _qwen3_5_family() -> Family:
+    return _hub_mtp(
+        Family(
+            "qwen3_5",
+            "Qwen3.5 (dense): Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated full attention "
+            "(q_proj twice q_dim: the output gate) with per-head q/k norms; a gated MLP; the hub's MTP module (`mtp.`) "
+            "where the file holds it",
+            ("qwen3_5_text",),
+            ("model.", ""),
+            (*HYBRID_QWEN_LAYER, *GATED_MLP),
+            HYBRID_QWEN_READS | {"feedforward": ("layers.0.mlp.up_proj", 0)},
+            DECODER_DEFAULTS,
+            HYBRID_QWEN_CONFIG,
+            derive=_gated_delta_derive,
+        ),
+        QWEN_HUB_MTP,
+    )
+
+
+@functools.cache
+def _qwen3_next_families() -> tuple[Family, ...]:
+    return tuple(
+        _hub_mtp(f, QWEN_HUB_MTP)  # (in each layout: the file says which it holds)
+        for f in _expert_layouts(
+            "qwen3_next",
+            (
+                "Qwen3-Next / Qwen3.5-MoE: Gated DeltaNet layers (linear_attn) and, every `full_every`-th, gated "
+                "full attention with per-head q/k norms; in every layer a router, `experts` gated experts of expert_ff "
+                "and a gated shared expert; the hub's MTP module (`mtp.`) where the file holds it",
+                "Qwen3-Next / Qwen3.5-MoE as transformers 5 holds it (torch.save of its state dict): the experts "
+                "fused into gate_up_proj (experts, 2 expert_ff, d) and down_proj (experts, d, expert_ff)",
+                "Qwen3-Next / Qwen3.5-MoE as llama.cpp's converter writes it (GGUF): the experts stacked into "
+                "gate_proj and up_proj (experts, expert_ff, d) and down_proj (experts, d, expert_ff)",
+            ),
+            ("qwen3_next", "qwen3_5_moe_text"),
+            HYBRID_QWEN_LAYER,
+            QWEN_SHARED_EXPERT,
+            HYBRID_QWEN_READS | {"shared_ff": ("layers.0.mlp.shared_expert.up_proj", 0)},
+            DECODER_DEFAULTS,
+            {**HYBRID_QWEN_CONFIG, "decoder_sparse_step": "moe_step", "mlp_only_layers": "mlp_only"},
+            GATED_MLP,
+            _gated_delta_moe_derive,
+        )
+    )
 
 
 # the vision tower of Qwen3-VL's and Qwen3.5's vision-language checkpoints (`model.visual.`, beside the language model's
@@ -1875,6 +1914,30 @@ def _vision_language(
     )
 
 
+def _glm_family(name: str, description: str, post_norms: tuple[Part, ...] = ()) -> Family:
+    """GLM's (`name` its model type): Llama-style attention with q/k/v biases (o_proj none), Phi-3's fused MLP, and
+    `post_norms` (GLM-4's norms of the attention's and the MLP's outputs)."""
+    return Family(
+        name,
+        description,
+        (name,),
+        ("model.", ""),
+        (
+            *DECODER_ENDS,
+            *(  # (attention_bias is q/k/v's: its o_proj has none)
+                replace(p, bias=None) if p.path.endswith(".o_proj") else p
+                for p in _attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj")
+            ),
+            _norm("layers.{i}.input_layernorm"),
+            _norm("layers.{i}.post_attention_layernorm"),
+            *FUSED_GATED_MLP,
+            *post_norms,
+        ),
+        {**DECODER_READS, "feedforward": ("layers.0.mlp.down_proj", 1)},
+        {**DECODER_DEFAULTS, "attention_bias": True},
+    )
+
+
 # a gated MLP under `feed_forward` in the layers that hold no experts (Llama 4's and Jamba's dense layers)
 DENSE_FEED_FORWARD = tuple(
     replace(p, when="dense_mlp", over="dense_layers")
@@ -1886,18 +1949,18 @@ DENSE_FEED_FORWARD = tuple(
 )
 
 
-FAMILIES: tuple[Family, ...] = (
-    LLAMA_FAMILY,
-    _renamed(
-        LLAMA_FAMILY,
+ENTRIES: tuple[Callable[[], Family | tuple[Family, ...]], ...] = (
+    _llama_family,
+    lambda: _renamed(
+        _llama_family(),
         "hunyuan_v1_dense",
         ("hunyuan_v1_dense",),
         "HunYuan v1 (dense): Llama's layers, their per-head q/k norms named query_layernorm and key_layernorm",
         HUNYUAN_QK_NORMS,
     ),
-    *HUNYUAN_MOE_FAMILIES,
-    _renamed(
-        LLAMA_FAMILY,
+    _hunyuan_moe_families,
+    lambda: _renamed(
+        _llama_family(),
         "granite_swa",
         ("granite_swa",),
         "Granite SWA (dense): Llama's layers with a learned sink per attention head (self_attn.sinks)",
@@ -1905,7 +1968,7 @@ FAMILIES: tuple[Family, ...] = (
         (ATTENTION_SINKS,),
         SINK_READS,
     ),
-    Family(
+    lambda: Family(
         "phi3",
         "Phi-3: a Llama-style decoder with fused qkv_proj and gate_up_proj",
         ("phi3",),
@@ -1927,42 +1990,18 @@ FAMILIES: tuple[Family, ...] = (
         },  # fmt: skip
         DECODER_DEFAULTS,
     ),
-    *(
-        Family(
-            name,
-            description,
-            (name,),
-            ("model.", ""),
-            (
-                *DECODER_ENDS,
-                *(  # (attention_bias is q/k/v's: its o_proj has none)
-                    replace(p, bias=None) if p.path.endswith(".o_proj") else p
-                    for p in _attention("layers.{i}.self_attn", "q_proj", "k_proj", "v_proj", "o_proj")
-                ),
-                _norm("layers.{i}.input_layernorm"),
-                _norm("layers.{i}.post_attention_layernorm"),
-                *FUSED_GATED_MLP,
-                *post_norms,
-            ),
-            {**DECODER_READS, "feedforward": ("layers.0.mlp.down_proj", 1)},
-            {**DECODER_DEFAULTS, "attention_bias": True},
-        )
-        for name, description, post_norms in (
-            (
-                "glm",
-                "GLM (glm-4-9b-chat-hf): Llama-style attention with q/k/v biases where attention_bias (o_proj none), "
-                "Phi-3's fused gate_up_proj",
-                (),
-            ),
-            (
-                "glm4",
-                "GLM-4 (GLM-4-0414): GLM's layers (q/k/v biases, a fused gate_up_proj) with the attention's and the "
-                "MLP's outputs normed too (post_self_attn_layernorm, post_mlp_layernorm)",
-                (_norm("layers.{i}.post_self_attn_layernorm"), _norm("layers.{i}.post_mlp_layernorm")),
-            ),
-        )
+    lambda: _glm_family(
+        "glm",
+        "GLM (glm-4-9b-chat-hf): Llama-style attention with q/k/v biases where attention_bias (o_proj none), Phi-3's "
+        "fused gate_up_proj",
     ),
-    Family(
+    lambda: _glm_family(
+        "glm4",
+        "GLM-4 (GLM-4-0414): GLM's layers (q/k/v biases, a fused gate_up_proj) with the attention's and the MLP's "
+        "outputs normed too (post_self_attn_layernorm, post_mlp_layernorm)",
+        (_norm("layers.{i}.post_self_attn_layernorm"), _norm("layers.{i}.post_mlp_layernorm")),
+    ),
+    lambda: Family(
         "olmo2",
         "OLMo 2 and 3: a Llama-style decoder normed after attention and after the MLP (no input norm), its q/k norms "
         "over the whole projections",
@@ -1972,7 +2011,7 @@ FAMILIES: tuple[Family, ...] = (
         {**DECODER_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},  # (q_norm over q_dim: no head_dim read)
         DECODER_DEFAULTS,
     ),
-    Family(
+    lambda: Family(
         "exaone4",
         "EXAONE 4: OLMo 2's layers (normed after attention and after the MLP) with q/k norms per head",
         ("exaone4",),
@@ -1981,7 +2020,7 @@ FAMILIES: tuple[Family, ...] = (
         {**LLAMA_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},
         DECODER_DEFAULTS,
     ),
-    Family(
+    lambda: Family(
         "starcoder2",
         "StarCoder2: Llama-style attention and LayerNorms, all with biases (`use_bias`), a two-layer MLP (c_fc, "
         "c_proj), a tied LM head",
@@ -1999,7 +2038,7 @@ FAMILIES: tuple[Family, ...] = (
         {"tied": True, "attention_bias": True, "norm_shift": True, "head_bias": False},
         config={"use_bias": "attention_bias"},  # (one flag for every projection's bias)
     ),
-    Family(
+    lambda: Family(
         "phi",
         "Phi-1, 1.5 and 2: attention and MLP in parallel after one LayerNorm, q/k/v and a dense output with biases, "
         "fc1/fc2, an untied LM head with a bias; q/k LayerNorms per head where `qk_layernorm`",
@@ -2024,7 +2063,7 @@ FAMILIES: tuple[Family, ...] = (
         {"tied": False, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": True},
         {"qk_layernorm": "qk_norm"},
     ),
-    Family(
+    lambda: Family(
         "olmo",
         "OLMo (1): a Llama-style decoder whose LayerNorms have no weights (nothing stored for them)",
         ("olmo",),
@@ -2039,7 +2078,7 @@ FAMILIES: tuple[Family, ...] = (
         DECODER_DEFAULTS,
         stated_only=True,
     ),
-    Family(
+    lambda: Family(
         "vaultgemma",
         "VaultGemma: Gemma's layers with one norm before attention and one before the MLP (pre_feedforward_layernorm), "
         "none after either; a tied LM head",
@@ -2055,7 +2094,7 @@ FAMILIES: tuple[Family, ...] = (
         {**DECODER_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},
         {**DECODER_DEFAULTS, "tied": True},
     ),
-    Family(
+    lambda: Family(
         "nanochat",
         "nanochat: Llama-style attention and a two-layer MLP (fc1, fc2; squared ReLU), its norms and q/k norms without "
         "weights (nothing stored for them); biases on q, k, v and o where `attention_bias`",
@@ -2071,7 +2110,7 @@ FAMILIES: tuple[Family, ...] = (
         {**DECODER_READS, "feedforward": ("layers.0.mlp.fc1", 0)},
         DECODER_DEFAULTS,
     ),
-    Family(
+    lambda: Family(
         "arcee",
         "Arcee (AFM) and Jais 2: a Llama-style decoder with a two-layer MLP (up_proj, down_proj), biases and norm "
         "shifts where the file has them (Jais 2)",
@@ -2087,7 +2126,7 @@ FAMILIES: tuple[Family, ...] = (
         {**DECODER_READS, "feedforward": ("layers.0.mlp.up_proj", 0)},
         DECODER_DEFAULTS,
     ),
-    Family(
+    lambda: Family(
         "apertus",
         "Apertus: Llama-style attention with per-head q/k norms, a two-layer MLP (up_proj, down_proj) whose xIELU "
         "activation learns two scalars (its beta and eps are buffers), norms before attention and before the MLP",
@@ -2114,7 +2153,7 @@ FAMILIES: tuple[Family, ...] = (
             "xielu": True,
         },
     ),
-    Family(
+    lambda: Family(
         "minicpm3",
         "MiniCPM3: a Llama-style decoder whose attention is multi-head latent attention (low-rank q, one k/v latent)",
         ("minicpm3", "youtu"),  # (Youtu-LLM: the same modules)
@@ -2132,7 +2171,7 @@ FAMILIES: tuple[Family, ...] = (
         derive=_mla_derive,
         stated_only=True,
     ),
-    *_expert_layouts(
+    lambda: _expert_layouts(
         "deepseek",
         (
             "DeepSeek-V2/V3/V3.2 (Kimi K2, GLM-4.7-Flash, GLM-5): multi-head latent attention (V3.2: beside its "
@@ -2172,12 +2211,12 @@ FAMILIES: tuple[Family, ...] = (
         GATED_MLP,
         _deepseek_derive,
     ),
-    DEEPSEEK_V4_FAMILY,
-    _renamed(
+    _deepseek_v4_family,
+    lambda: _renamed(
         replace(  # (its experts fused: no module per expert)
-            DEEPSEEK_V4_FAMILY,
-            parts=tuple(p for p in DEEPSEEK_V4_FAMILY.parts if ".experts.{e}." not in p.path),
-            reads={k: v for k, v in DEEPSEEK_V4_FAMILY.reads.items() if k != "expert_ff"},
+            _deepseek_v4_family(),
+            parts=tuple(p for p in _deepseek_v4_family().parts if ".experts.{e}." not in p.path),
+            reads={k: v for k, v in _deepseek_v4_family().reads.items() if k != "expert_ff"},
         ),
         "deepseek_v4-fused",
         ("deepseek_v4",),
@@ -2191,9 +2230,9 @@ FAMILIES: tuple[Family, ...] = (
         ),
         {"expert_ff": ("layers.0.mlp.experts.down_proj", 2)},
     ),
-    *GLM4_MOE_FAMILIES,
-    _renamed(
-        GLM4_MOE_FAMILIES[0],
+    _glm4_moe_families,
+    lambda: _renamed(
+        _glm4_moe_families()[0],
         "hy_v3",
         ("hy_v3",),
         "HunYuan v3: GLM-4.5's layers as its checkpoints name them (Llama-style attention, per-head q/k norms; MoE "
@@ -2207,11 +2246,13 @@ FAMILIES: tuple[Family, ...] = (
         (EXPERT_BIAS,),
         defaults={"qk_norm": True},  # (per-head q/k norms in every HunYuan v3 model)
     ),
-    _renamed(
+    lambda: _renamed(
         replace(  # (its q, k and v one projection: no q_proj to read the query's width off)
-            GLM4_MOE_FAMILIES[0],
-            parts=tuple(p for p in GLM4_MOE_FAMILIES[0].parts if not p.path.endswith(("q_proj", "k_proj", "v_proj"))),
-            reads={k: v for k, v in GLM4_MOE_FAMILIES[0].reads.items() if k not in ("q_dim", "kv_dim")},
+            _glm4_moe_families()[0],
+            parts=tuple(
+                p for p in _glm4_moe_families()[0].parts if not p.path.endswith(("q_proj", "k_proj", "v_proj"))
+            ),
+            reads={k: v for k, v in _glm4_moe_families()[0].reads.items() if k not in ("q_dim", "kv_dim")},
             derive=_fused_qkv_derive,
         ),
         "sarvam_moe",
@@ -2232,35 +2273,35 @@ FAMILIES: tuple[Family, ...] = (
         ),
         {"qkv_dim": ("layers.0.attention.query_key_value", 0), "q_dim": ("layers.0.attention.dense", 1)},
     ),
-    QWEN3_5_FAMILY,
-    *QWEN3_NEXT_FAMILIES,
-    _vision_language(
-        QWEN3_5_FAMILY, "qwen3_5-vl", ("qwen3_5",), "Qwen3.5 vision-language (Qwen3_5ForConditionalGeneration)"
+    _qwen3_5_family,
+    _qwen3_next_families,
+    lambda: _vision_language(
+        _qwen3_5_family(), "qwen3_5-vl", ("qwen3_5",), "Qwen3.5 vision-language (Qwen3_5ForConditionalGeneration)"
     ),
-    *(  # (in the layouts save_pretrained and torch.save write)
+    lambda: tuple(  # (in the layouts save_pretrained and torch.save write)
         _vision_language(
             f, f.name + "-vl", ("qwen3_5_moe",), "Qwen3.5-MoE vision-language (Qwen3_5MoeForConditionalGeneration)"
         )
-        for f in QWEN3_NEXT_FAMILIES[:2]
+        for f in _qwen3_next_families()[:2]
     ),
-    _vision_language(
-        LLAMA_FAMILY,
+    lambda: _vision_language(
+        _llama_family(),
         "qwen3_vl",
         ("qwen3_vl",),
         "Qwen3-VL (Qwen3VLForConditionalGeneration): a Qwen3 language model, deepstack mergers in its vision tower",
         ((*QWEN_VISION_TOWER, *QWEN3_VL_DEEPSTACK), QWEN_VISION_READS),
     ),
-    _vision_language(
-        QWEN2_MOE_FAMILIES[1],
+    lambda: _vision_language(
+        _qwen2_moe_families()[1],
         "qwen3_vl_moe",
         ("qwen3_vl_moe",),
         "Qwen3-VL-MoE (Qwen3VLMoeForConditionalGeneration): a Qwen3-MoE language model, its experts fused (as its "
         "checkpoints and transformers hold them), deepstack mergers in its vision tower",
         ((*QWEN_VISION_TOWER, *QWEN3_VL_DEEPSTACK), QWEN_VISION_READS),
     ),
-    *(
+    lambda: tuple(
         _vision_language(
-            LLAMA_FAMILY,
+            _llama_family(),
             name,
             ("qwen2_5_vl",),
             f"Qwen2.5-VL (Qwen2_5_VLForConditionalGeneration){how}: a Qwen2 language model and its vision tower "
@@ -2273,9 +2314,9 @@ FAMILIES: tuple[Family, ...] = (
             ("qwen2_5_vl-nested", " as transformers 5 holds it", "/model.visual.", ("model.language_model.",)),
         )
     ),
-    *(
+    lambda: tuple(
         _vision_language(
-            LLAMA_FAMILY,
+            _llama_family(),
             name,
             ("qwen2_vl",),
             f"Qwen2-VL (Qwen2VLForConditionalGeneration){how}: a Qwen2 language model and its vision tower "
@@ -2289,7 +2330,7 @@ FAMILIES: tuple[Family, ...] = (
             ("qwen2_vl-nested", " as transformers 5 holds it", "/model.visual.", ("model.language_model.",)),
         )
     ),
-    Family(
+    lambda: Family(
         "cohere",
         "Cohere (Command R, R7B): attention and a gated MLP in parallel after one LayerNorm without a shift, a tied "
         "LM head; per-head q/k norms where `use_qk_norm`",
@@ -2314,7 +2355,7 @@ FAMILIES: tuple[Family, ...] = (
         {"use_qk_norm": "qk_norm"},
         stated_only=True,
     ),
-    *(
+    lambda: tuple(
         replace(f, stated_only=True)  # (its modules are a Llama's attention and a Qwen-MoE's: found from its config)
         for f in _expert_layouts(
             "cohere2_moe",
@@ -2351,33 +2392,35 @@ FAMILIES: tuple[Family, ...] = (
             _cohere2_moe_derive,
         )
     ),
-    *MIXTRAL_FAMILIES,
-    _renamed(  # (PhiMoE's checkpoints and GGUF files are Mixtral's names; in memory its router is `mlp.router`)
-        MIXTRAL_FAMILIES[1],
+    _mixtral_families,
+    lambda: _renamed(  # (PhiMoE's checkpoints and GGUF files are Mixtral's names; in memory its router is `mlp.router`)
+        _mixtral_families()[1],
         "phimoe-fused",
         ("phimoe",),
         "PhiMoE as transformers 5 holds it (torch.save of its state dict): Mixtral's fused layout, its router `router`",
         {"layers.{i}.mlp.gate": "layers.{i}.mlp.router"},
     ),
-    *(
+    lambda: tuple(
         _whole_qk_norms(
             f,
             f.name.replace("mixtral", "minimax_m2"),
             ("minimax_m2",),
             "MiniMax-M2 (q/k norms over the whole projections)",
         )
-        for f in MIXTRAL_FAMILIES
+        for f in _mixtral_families()
     ),
-    *(_lightning_layers(f) for f in MIXTRAL_FAMILIES[:2]),  # (llama.cpp has no lightning attention: no GGUF layout)
-    *QWEN2_MOE_FAMILIES,
-    LAGUNA_FAMILIES[0],
-    *(  # (transformers and llama.cpp's converter name the shared expert as DeepSeek does)
+    lambda: tuple(
+        _lightning_layers(f) for f in _mixtral_families()[:2]
+    ),  # (llama.cpp has no lightning attention: no GGUF layout)
+    _qwen2_moe_families,
+    lambda: _laguna_families()[0],
+    lambda: tuple(  # (transformers and llama.cpp's converter name the shared expert as DeepSeek does)
         _renamed(
             f, f.name, f.model_types, f.description, {"layers.{i}.mlp.shared_expert": "layers.{i}.mlp.shared_experts"}
         )
-        for f in LAGUNA_FAMILIES[1:]
+        for f in _laguna_families()[1:]
     ),
-    *_expert_layouts(
+    lambda: _expert_layouts(
         "olmoe",
         (
             "OLMoE: Llama-style attention with q/k norms over the whole projection, a router and `experts` gated "
@@ -2401,9 +2444,9 @@ FAMILIES: tuple[Family, ...] = (
         {"tied": False, "attention_bias": False, "norm_shift": False, "head_bias": False},
         {"intermediate_size": "expert_ff"},  # (OLMoE's experts are its intermediate_size)
     ),
-    *GRANITE_MOE_FAMILIES,
-    _renamed(  # (llama.cpp's converter writes both Granite SWA models as the architecture granite_swa)
-        GRANITE_MOE_FAMILIES[1],
+    _granite_moe_families,
+    lambda: _renamed(  # (llama.cpp's converter writes both Granite SWA models as the architecture granite_swa)
+        _granite_moe_families()[1],
         "granitemoe_swa",
         ("granitemoe_swa", "granite_swa"),
         "Granite MoE SWA: Granite MoE's layers as transformers holds them (the router as router, the experts fused "
@@ -2413,8 +2456,10 @@ FAMILIES: tuple[Family, ...] = (
         (ATTENTION_SINKS,),
         SINK_READS,
     ),
-    *(_granite_hybrid(f) for f in GRANITE_MOE_FAMILIES[:2]),  # (as its checkpoints and as transformers hold it)
-    *(
+    lambda: tuple(
+        _granite_hybrid(f) for f in _granite_moe_families()[:2]
+    ),  # (as its checkpoints and as transformers hold it)
+    lambda: tuple(
         Family(
             name,
             f"Llama 4 (text){how}: Llama-style attention; MoE layers (a router, {experts} and a shared expert of "
@@ -2476,7 +2521,7 @@ FAMILIES: tuple[Family, ...] = (
             ),
         )
     ),
-    Family(
+    lambda: Family(
         "exaone",
         "EXAONE 3 / 3.5: a Llama-style decoder under GPT-2-like names (wte, h.N.attn.attention.*, a gated MLP "
         "c_fc_0/c_fc_1/c_proj, ln_1/ln_2/ln_f), as its hub checkpoints hold it (in memory: Llama's names)",
@@ -2502,7 +2547,7 @@ FAMILIES: tuple[Family, ...] = (
         },
         DECODER_DEFAULTS,
     ),
-    Family(
+    lambda: Family(
         "lfm2",
         "LFM2 (Liquid): gated short convolutions (conv.in_proj to 3 d_model, a depthwise conv over conv_cache steps, "
         "out_proj) in some layers, grouped-query attention with per-head q/k norms in the others; a SwiGLU "
@@ -2521,7 +2566,7 @@ FAMILIES: tuple[Family, ...] = (
         },
         derive=_lfm2_derive,
     ),
-    *(
+    lambda: tuple(
         Family(
             name,
             f"LFM2-MoE (Liquid){how}: LFM2's layers (gated short convolutions or attention with per-head q/k norms); a "
@@ -2586,7 +2631,7 @@ FAMILIES: tuple[Family, ...] = (
             ),
         )
     ),
-    *(
+    lambda: tuple(
         Family(
             name,
             f"gpt-oss{how}: attention with biases and a learned sink per head (sliding and full layers alike), a "
@@ -2656,7 +2701,7 @@ FAMILIES: tuple[Family, ...] = (
             ),
         )
     ),
-    *(
+    lambda: tuple(
         _hub_mtp(
             Family(
                 name,
@@ -2762,7 +2807,7 @@ FAMILIES: tuple[Family, ...] = (
             ),
         )
     ),
-    *(
+    lambda: tuple(
         Family(
             name,
             f"Jamba{how}: Mamba layers (Mamba's mixer, RMSNorms over its time step, B and C) and, every "
@@ -2868,7 +2913,7 @@ FAMILIES: tuple[Family, ...] = (
             ),
         )
     ),
-    Family(
+    lambda: Family(
         "falcon_h1",
         "Falcon-H1: in every layer a Mamba-2 mixer (fused in_proj, conv1d, per-head A_log, D and dt_bias, the gated "
         "norm where `mamba_rms_norm`, out_proj) beside grouped-query attention, after one norm, then a gated MLP",
@@ -2919,7 +2964,7 @@ FAMILIES: tuple[Family, ...] = (
         derive=_falcon_h1_derive,
         uniform=True,
     ),
-    Family(
+    lambda: Family(
         "gpt2",
         "GPT-2: token and position embeddings, fused qkv (Conv1D, (in, out) weights), pre-norm blocks, tied LM head",
         ("gpt2",),
@@ -2928,7 +2973,7 @@ FAMILIES: tuple[Family, ...] = (
         {"vocab": ("wte", 0), "d_model": ("wte", 1), "positions": ("wpe", 0), "feedforward": ("h.0.mlp.c_fc", 1)},
         {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
     ),
-    Family(
+    lambda: Family(
         "gpt_bigcode",
         "GPTBigCode (StarCoder, SantaCoder): GPT-2's modules as (out, in) Linear weights, the fused qkv multi-query "
         "(one key/value head) where the config says",
@@ -2944,7 +2989,32 @@ FAMILIES: tuple[Family, ...] = (
         },  # fmt: skip
         {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
     ),
-    Family(
+    lambda: Family(
+        "openai-gpt",
+        "GPT (OpenAI GPT-1): GPT-2's modules (a fused qkv and a two-layer MLP as Conv1D, (in, out) weights) normed "
+        "after attention and after the MLP, no final norm; token and position embeddings, a tied LM head",
+        ("openai-gpt",),
+        ("transformer.", ""),
+        (
+            Part("tokens_embed", "embedding", ("vocab", "d_model")),
+            Part("positions_embed", "embedding", ("positions", "d_model")),
+            _linear("h.{i}.attn.c_attn", "d_model", "qkv_dim", "attention_bias"),
+            _linear("h.{i}.attn.c_proj", "d_model", "d_model", "attention_bias", role="attention_output"),
+            _norm("h.{i}.ln_1"),
+            _linear("h.{i}.mlp.c_fc", "d_model", "feedforward", "mlp_bias"),
+            _linear("h.{i}.mlp.c_proj", "feedforward", "d_model", "mlp_bias"),
+            _norm("h.{i}.ln_2"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="tokens_embed"),
+        ),
+        {
+            "vocab": ("tokens_embed", 0),
+            "d_model": ("tokens_embed", 1),
+            "positions": ("positions_embed", 0),
+            "feedforward": ("h.0.mlp.c_fc", 1),
+        },
+        {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+    ),
+    lambda: Family(
         "gpt_neox",
         "GPT-NeoX / Pythia: fused query_key_value, parallel attention and MLP, untied embed_out",
         ("gpt_neox",),
@@ -2952,7 +3022,7 @@ FAMILIES: tuple[Family, ...] = (
         (*GPT_NEOX_BODY, _linear("/embed_out", "d_model", "vocab", "head_bias", tied="embed_in")),
         *GPT_NEOX_SIZES,
     ),
-    Family(
+    lambda: Family(
         "gpt_neox-lm_head",
         "GPT-NeoX as transformers 5 holds it (torch.save of its state dict): the head named lm_head, not embed_out",
         ("gpt_neox",),
@@ -2960,7 +3030,36 @@ FAMILIES: tuple[Family, ...] = (
         (*GPT_NEOX_BODY, _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_in")),
         *GPT_NEOX_SIZES,
     ),
-    Family(
+    lambda: Family(
+        "persimmon",
+        "Persimmon: GPT-NeoX's fused query_key_value and dense output under self_attn, with biases, per-head q/k "
+        "LayerNorms where `qk_layernorm`, a two-layer MLP (dense_h_to_4h, dense_4h_to_h), LayerNorms before attention "
+        "and before the MLP, an untied LM head",
+        ("persimmon",),
+        ("model.", ""),
+        (
+            Part("embed_tokens", "embedding", ("vocab", "d_model")),
+            _linear("layers.{i}.self_attn.query_key_value", "d_model", "qkv_dim", "attention_bias"),
+            _linear("layers.{i}.self_attn.dense", "q_dim", "d_model", "attention_bias", role="attention_output"),
+            _norm("layers.{i}.self_attn.q_layernorm", "head_dim", when="qk_norm"),
+            _norm("layers.{i}.self_attn.k_layernorm", "head_dim", when="qk_norm"),
+            _norm("layers.{i}.input_layernorm"),
+            _norm("layers.{i}.post_attention_layernorm"),
+            _linear("layers.{i}.mlp.dense_h_to_4h", "d_model", "feedforward", "mlp_bias"),
+            _linear("layers.{i}.mlp.dense_4h_to_h", "feedforward", "d_model", "mlp_bias"),
+            _norm("final_layernorm"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+        ),
+        {
+            "vocab": ("embed_tokens", 0),
+            "d_model": ("embed_tokens", 1),
+            "feedforward": ("layers.0.mlp.dense_h_to_4h", 0),
+            "head_dim": ("layers.0.self_attn.q_layernorm", 0),
+        },
+        {"tied": False, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+        {"qk_layernorm": "qk_norm"},
+    ),
+    lambda: Family(
         "gptj",
         "GPT-J: separate bias-free q/k/v/out projections, one LayerNorm per block (parallel), LM head with bias",
         ("gptj",),
@@ -2977,7 +3076,7 @@ FAMILIES: tuple[Family, ...] = (
         {"vocab": ("wte", 0), "d_model": ("wte", 1), "feedforward": ("h.0.mlp.fc_in", 0)},
         {"tied": False, "attention_bias": False, "mlp_bias": True, "norm_shift": True, "head_bias": True},
     ),
-    Family(
+    lambda: Family(
         "codegen",
         "CodeGen: GPT-J's blocks (one LayerNorm, attention and MLP in parallel, an untied LM head with a bias) with "
         "q, k and v fused into one bias-free qkv_proj",
@@ -3001,7 +3100,28 @@ FAMILIES: tuple[Family, ...] = (
         },  # fmt: skip
         {"tied": False, "attention_bias": False, "mlp_bias": True, "norm_shift": True, "head_bias": True},
     ),
-    Family(
+    lambda: Family(
+        "ctrl",
+        "CTRL: sinusoidal positions (a buffer, nothing stored), pre-norm blocks of q/k/v projections (Wq, Wk, Wv) and "
+        "a dense output and a two-layer MLP (ffn.0, ffn.2), all with biases; a final LayerNorm, an LM head tied to "
+        "the embedding, with a bias of its own",
+        ("ctrl",),
+        ("transformer.", ""),
+        (
+            Part("w", "embedding", ("vocab", "d_model")),
+            *_attention("h.{i}.multi_head_attention", "Wq", "Wk", "Wv", "dense"),
+            _norm("h.{i}.layernorm1"),
+            _linear("h.{i}.ffn.0", "d_model", "feedforward", "mlp_bias"),
+            _linear("h.{i}.ffn.2", "feedforward", "d_model", "mlp_bias"),
+            _norm("h.{i}.layernorm2"),
+            _norm("layernorm"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="w"),
+        ),
+        {"vocab": ("w", 0), "d_model": ("w", 1), "feedforward": ("h.0.ffn.0", 0)},
+        {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": True},
+        {"dff": "feedforward"},
+    ),
+    lambda: Family(
         "falcon",
         "Falcon: fused query_key_value (multi-query: one k/v head), parallel attention and MLP, tied LM head",
         ("falcon",),
@@ -3028,7 +3148,7 @@ FAMILIES: tuple[Family, ...] = (
         {"tied": True, "attention_bias": False, "norm_shift": True, "head_bias": False},
         {"bias": "attention_bias"},  # (one flag for every projection's bias)
     ),
-    Family(
+    lambda: Family(
         "mpt",
         "MPT: ALiBi (no position table), pre-norm blocks (norm_1, a fused Wqkv and out_proj, norm_2, a two-layer MLP "
         "up_proj/down_proj), LayerNorms and projections without biases (`no_bias`: the file says), a tied LM head",
@@ -3053,7 +3173,7 @@ FAMILIES: tuple[Family, ...] = (
         },  # fmt: skip
         {"tied": True, "attention_bias": False, "mlp_bias": False, "norm_shift": False, "head_bias": False},
     ),
-    Family(
+    lambda: Family(
         "opt",
         "OPT: learned positions (offset 2), pre-norm decoder layers with biases, tied LM head",
         ("opt",),
@@ -3077,7 +3197,44 @@ FAMILIES: tuple[Family, ...] = (
         {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
         {"word_embed_proj_dim": "word_embed"},
     ),
-    Family(
+    lambda: Family(
+        "biogpt",
+        "BioGPT: learned positions (offset 2), pre-norm decoder layers (q/k/v/out projections, fc1/fc2, all with "
+        "biases; LayerNorms), a final layer_norm, an LM head (output_projection) tied to the embedding",
+        ("biogpt",),
+        ("biogpt.", ""),
+        (
+            Part("embed_tokens", "embedding", ("vocab", "d_model")),
+            Part("embed_positions", "embedding", ("positions+2", "d_model")),
+            *_seq2seq_layer("", "i", cross=False),
+            _norm("layer_norm"),
+            _linear("/output_projection", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+        ),
+        {
+            "vocab": ("embed_tokens", 0),
+            "d_model": ("embed_tokens", 1),
+            "positions+2": ("embed_positions", 0),
+            "feedforward": ("layers.0.fc1", 0),
+        },
+        {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+    ),
+    lambda: Family(
+        "xglm",
+        "XGLM: sinusoidal positions (a buffer, nothing stored), pre-norm decoder layers (q/k/v/out projections, "
+        "fc1/fc2, all with biases; LayerNorms), a final layer_norm, a tied LM head",
+        ("xglm",),
+        ("model.", ""),
+        (
+            Part("embed_tokens", "embedding", ("vocab", "d_model")),
+            *_seq2seq_layer("", "i", cross=False),
+            _norm("layer_norm"),
+            _linear("/lm_head", "d_model", "vocab", "head_bias", tied="embed_tokens"),
+        ),
+        {"vocab": ("embed_tokens", 0), "d_model": ("embed_tokens", 1), "feedforward": ("layers.0.fc1", 0)},
+        {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
+        {"attention_heads": "heads"},  # (XGLMConfig's word for num_attention_heads)
+    ),
+    lambda: Family(
         "bloom",
         "BLOOM: ALiBi (no position table), an embedding LayerNorm, fused query_key_value, tied LM head",
         ("bloom",),
@@ -3101,7 +3258,7 @@ FAMILIES: tuple[Family, ...] = (
         },
         {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
     ),
-    Family(
+    lambda: Family(
         "bert",
         "BERT / RoBERTa / XLM-R / ELECTRA encoders (any *For* head: heads are counted from their shapes)",
         # ELECTRA's embeddings have their own size and a projection to d_model: its configs are read as inferred
@@ -3124,7 +3281,7 @@ FAMILIES: tuple[Family, ...] = (
         },  # fmt: skip
         {"attention_bias": True, "mlp_bias": True, "norm_shift": True, "token_type": True},
     ),
-    Family(
+    lambda: Family(
         "deberta-v2",
         "DeBERTa v2/v3: BERT-style layers with query_proj/key_proj/value_proj and optional relative embeddings",
         ("deberta-v2",),  # DeBERTa v1 has one fused in_proj: inferred
@@ -3147,7 +3304,7 @@ FAMILIES: tuple[Family, ...] = (
         },  # fmt: skip
         {"attention_bias": True, "mlp_bias": True, "norm_shift": True},
     ),
-    Family(
+    lambda: Family(
         "distilbert",
         "DistilBERT: word and position embeddings, q_lin/k_lin/v_lin/out_lin, sa/output LayerNorms",
         ("distilbert",),
@@ -3170,7 +3327,7 @@ FAMILIES: tuple[Family, ...] = (
         },  # fmt: skip
         {"attention_bias": True, "mlp_bias": True, "norm_shift": True},
     ),
-    Family(
+    lambda: Family(
         "t5",
         "T5 / mT5 / Flan-T5: shared embedding, bias-free attention with a relative position bias in block 0, "
         "plain or gated feed-forward, RMS LayerNorms",
@@ -3195,7 +3352,7 @@ FAMILIES: tuple[Family, ...] = (
         ("decoder.",),
         _t5_derive,
     ),
-    Family(
+    lambda: Family(
         "bart",
         "BART / mBART: shared embedding, learned positions (offset 2), post-norm encoder and decoder layers",
         ("bart", "mbart"),
@@ -3222,7 +3379,7 @@ FAMILIES: tuple[Family, ...] = (
         {"tied": True, "attention_bias": True, "mlp_bias": True, "norm_shift": True, "head_bias": False},
         stacks=("decoder.",),
     ),
-    Family(
+    lambda: Family(
         "whisper",
         "Whisper: two conv layers over the mel bins, learned positions, pre-norm encoder and decoder, tied proj_out",
         ("whisper",),
@@ -3262,7 +3419,7 @@ FAMILIES: tuple[Family, ...] = (
         },  # fmt: skip
         ("decoder.",),
     ),
-    Family(
+    lambda: Family(
         "vit",
         "ViT: a patch-embedding conv, class token and learned positions, pre-norm encoder layers, optional pooler",
         ("vit",),
@@ -3294,7 +3451,7 @@ FAMILIES: tuple[Family, ...] = (
         {"attention_bias": True, "mlp_bias": True, "norm_shift": True, "conv_bias": True, "channels": 3},
         derive=_vit_derive,
     ),
-    Family(
+    lambda: Family(
         "recurrent_gemma",
         "RecurrentGemma (Griffin): in each layer a temporal block after an RMSNorm, recurrent (linear_x, linear_y, "
         "a depthwise conv_1d, the RG-LRU's per-head gates and recurrent_param, linear_out; all with biases) or local "
@@ -3360,7 +3517,7 @@ FAMILIES: tuple[Family, ...] = (
         },
         derive=_recurrent_gemma_derive,
     ),
-    Family(
+    lambda: Family(
         "xlstm",
         "xLSTM (7B): blocks of an mLSTM layer (q, k, v, an output gate, per-head input and forget gates with biases, a "
         "multi-head norm, out_proj; or q, k, v and the output gate fused into qkv_opreact and the two gates into "
@@ -3427,7 +3584,7 @@ FAMILIES: tuple[Family, ...] = (
         },
         derive=_xlstm_derive,
     ),
-    Family(
+    lambda: Family(
         "jetmoe",
         "JetMoE: a mixture of attention heads (a shared kv_proj to keys and values; per-expert query and output "
         "projections, `experts.input_linear` and `experts.output_linear`, a router and an output bias) and a mixture "
@@ -3468,7 +3625,7 @@ FAMILIES: tuple[Family, ...] = (
         {**DECODER_DEFAULTS, "tied": True},
         {"kv_channels": "head_dim"},
     ),
-    Family(
+    lambda: Family(
         "rwkv",
         "RWKV (4): blocks of time mixing (key, value, receptance and output projections, per-channel time_decay and "
         "time_first, time_mix_* interpolations) and channel mixing (key, receptance, value; time_mix_*), each after a "
@@ -3510,7 +3667,7 @@ FAMILIES: tuple[Family, ...] = (
         {"attention_hidden_size": "att_dim"},
         derive=_rwkv_derive,
     ),
-    Family(
+    lambda: Family(
         "mamba",
         "Mamba / FalconMamba: selective state-space blocks (in, x, dt and out projections, a depthwise conv1d, A_log "
         "and D), RMSNorm, tied LM head",
@@ -3545,7 +3702,7 @@ FAMILIES: tuple[Family, ...] = (
         derive=_mamba_derive,
         uniform=True,
     ),
-    Family(
+    lambda: Family(
         "mamba2",
         "Mamba-2: state-space blocks with one fused in_proj (z, x, B, C, dt), a conv1d over x, B and C, per-head "
         "A_log, D and dt_bias, a gated RMSNorm before out_proj; RMSNorm, LM head",
@@ -3579,7 +3736,7 @@ FAMILIES: tuple[Family, ...] = (
         derive=_mamba2_derive,
         uniform=True,
     ),
-    Family(
+    lambda: Family(
         "clip",
         "CLIP: a text tower and a vision tower (patch conv, class embedding), each projected without bias",
         ("clip",),
@@ -3631,12 +3788,141 @@ FAMILIES: tuple[Family, ...] = (
     ),
 )
 
-FAMILY_BY_NAME: Mapping[str, Family] = {f.name: f for f in FAMILIES}
-# a model type's families: the layout its hub checkpoints use first, then the one transformers holds in memory
-# (what torch.save of a state dict writes) where they differ; the file's tensors pick between them
-_BY_MODEL_TYPE: dict[str, dict[int, Family]] = {}  # (one pass over the families, in their order, each once a type)
-for _family in FAMILIES:
-    for _type in _family.model_types:
-        _BY_MODEL_TYPE.setdefault(_type, {})[id(_family)] = _family
-FAMILIES_BY_MODEL_TYPE: Mapping[str, tuple[Family, ...]] = {t: tuple(fs.values()) for t, fs in _BY_MODEL_TYPE.items()}
-del _BY_MODEL_TYPE, _family, _type
+# -- the table's families, each entry made on its first use ------------------------------------------------------------
+
+_MADE: dict[int, tuple[Family, ...]] = {}  # entry -> its families, once made
+
+
+def entry_families(entry: int) -> tuple[Family, ...]:
+    """The families `ENTRIES[entry]` makes, made on first use."""
+    families = _MADE.get(entry)
+    if families is None:
+        made = ENTRIES[entry]()
+        families = _MADE[entry] = made if isinstance(made, tuple) else (made,)
+    return families
+
+
+def made_families() -> list[str]:
+    """The names of the families made so far, in the table's order (what a run has built)."""
+    return [family.name for entry in sorted(_MADE) for family in _MADE[entry]]
+
+
+def index() -> tuple[dict[str, int], dict[str, tuple[str, ...]]]:
+    """The table's index, read off every family made: each family's entry (by name), and each model type's families
+    (their names, in the table's order, each once: the layout its hub checkpoints use first, then the one transformers
+    holds in memory, what torch.save of a state dict writes, where they differ; the file's tensors pick between them).
+    `inspector/family_index.py` holds it as written by `python -m inspector.families`."""
+    entries: dict[str, int] = {}
+    types: dict[str, dict[str, None]] = {}
+    for entry in range(len(ENTRIES)):
+        for family in entry_families(entry):
+            entries[family.name] = entry
+            for model_type in family.model_types:
+                types.setdefault(model_type, {})[family.name] = None
+    return entries, {model_type: tuple(names) for model_type, names in types.items()}
+
+
+def write_index(path: str) -> None:
+    """Write `index()` as the module `inspector.family_index`."""
+    entries, types = index()
+    lines = [
+        '"""The index of the family table (`inspector.families.index()`): each family\'s entry in `ENTRIES`,',
+        "and each config model type's families, by their names: a run whose config names a model type makes",
+        "only its families' entries (a `FAMILY_BY_NAME` lookup only that family's). Written by",
+        '`python -m inspector.families`; tests/families/test_family_table.py checks it is current."""',
+        "",
+        "# fmt: off",
+        "ENTRY = {",
+        *(f"    {name!r}: {entry}," for name, entry in entries.items()),
+        "}",
+        "MODEL_TYPES = {",
+        *(f"    {model_type!r}: {names!r}," for model_type, names in types.items()),
+        "}",
+        "# fmt: on",
+        "",
+    ]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
+
+
+@functools.cache
+def _index() -> tuple[Mapping[str, int], Mapping[str, tuple[str, ...]]]:
+    """The index as `python -m inspector.families` wrote it (read on first use: a run without a config needs none)."""
+    try:
+        from inspector.family_index import ENTRY, MODEL_TYPES
+    except ImportError:  # pragma: no cover - a checkout whose index is being written: read off the families, all made
+        return index()
+    return ENTRY, MODEL_TYPES
+
+
+def __getattr__(name: str) -> Any:
+    """`FAMILIES`: every family, in the table's order, all the entries made on first use (PEP 562)."""
+    if name != "FAMILIES":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    made = globals()["FAMILIES"] = tuple(family for entry in range(len(ENTRIES)) for family in entry_families(entry))
+    return made
+
+
+if TYPE_CHECKING:
+    FAMILIES: tuple[Family, ...]
+
+
+class _FamilyByName:
+    """`FAMILY_BY_NAME`: a family by its name, only its entry made (on first use: the index says which)."""
+
+    __slots__ = ()
+
+    def __getitem__(self, name: str) -> Family:
+        made = globals().get("FAMILIES")  # (every family made already, as a run without a config makes them)
+        for family in made if made is not None else entry_families(_index()[0][name]):
+            if family.name == name:
+                return family
+        raise KeyError(name)  # (an index not written since the table changed: tests/families says so)
+
+    def get(self, name: str, default: Family | None = None) -> Family | None:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def __contains__(self, name: object) -> bool:
+        return name in _index()[0]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_index()[0])
+
+    def __len__(self) -> int:
+        return len(_index()[0])
+
+
+class _FamiliesByModelType:
+    """`FAMILIES_BY_MODEL_TYPE`: a config model type's families, in the table's order, only their entries made."""
+
+    __slots__ = ()
+
+    def __getitem__(self, model_type: str) -> tuple[Family, ...]:
+        return tuple(map(FAMILY_BY_NAME.__getitem__, _index()[1][model_type]))
+
+    def get(self, model_type: str, default: tuple[Family, ...] = ()) -> tuple[Family, ...]:
+        return self[model_type] if model_type in _index()[1] else default
+
+    def __contains__(self, model_type: object) -> bool:
+        return model_type in _index()[1]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_index()[1])
+
+    def __len__(self) -> int:
+        return len(_index()[1])
+
+
+FAMILY_BY_NAME = _FamilyByName()
+FAMILIES_BY_MODEL_TYPE = _FamiliesByModelType()
+
+
+if __name__ == "__main__":  # the index of the table as it is now
+    import os
+
+    from inspector import families
+
+    families.write_index(os.path.join(os.path.dirname(os.path.abspath(families.__file__)), "family_index.py"))

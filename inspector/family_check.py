@@ -17,7 +17,6 @@ from inspector.errors import SpecError
 from inspector.families import (
     CONFIG_KEYS,
     COUNTS,
-    FAMILIES,
     FAMILIES_BY_MODEL_TYPE,
     FAMILY_BY_NAME,
     MTP_MODULE,
@@ -271,15 +270,23 @@ def _in_stack(part: Part, family: Family) -> str | None:
     return next((s for s in family.stacks if part.path.startswith(s)), None)
 
 
-def detect(ckpt: Checkpoint, families: Sequence[Family] = FAMILIES) -> list[tuple[Family, FileView, str]]:
-    """The families a file may be, best first: its config's model_type, else every family whose layer
-    parts are all there, ranked by how many of its parts the file has; each with the prefix it uses."""
+def detect(ckpt: Checkpoint, families: Sequence[Family] | None = None) -> list[tuple[Family, FileView, str]]:
+    """The families a file may be, best first: its config's model_type, else every family (or those given) whose
+    layer parts are all there, ranked by how many of its parts the file has; each with the prefix it uses."""
     config = ckpt.config or {}
-    stated = FAMILIES_BY_MODEL_TYPE.get(config.get("model_type"), ())  # type: ignore[arg-type]
+    model_type = config.get("model_type")
+    stated = FAMILIES_BY_MODEL_TYPE.get(model_type, ()) if model_type is not None else ()
     if config.get("is_encoder_decoder") is False:  # a decoder-only class of an encoder-decoder family
         stated = tuple(f for f in stated if not _encoder_decoder(f))  # (BartForCausalLM): not what it describes
     source = "config" if stated else "inferred"
-    candidates = list(stated) if stated else list(families)
+    if stated:
+        candidates = list(stated)
+    elif families is not None:
+        candidates = list(families)
+    else:
+        from inspector.families import FAMILIES  # (every family: all made, on first use)
+
+        candidates = list(FAMILIES)
     file = FileModules.of(ckpt)
     ranked: list[tuple[tuple[int, int], Family, FileView]] = []
     layers: list[tuple[Family, list[Part]]] = []  # each candidate and its mandatory layer parts

@@ -107,6 +107,21 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
     "mpt": ("AutoModelForCausalLM", dict(d_model=32, n_layers=2, n_heads=4, max_seq_len=64)),  # (its MLP 4 x d_model)
     "bloom": ("AutoModelForCausalLM", dict(hidden_size=32, n_layer=2, n_head=4)),
     "gpt2": ("AutoModelForCausalLM", dict(n_embd=32, n_layer=2, n_head=4, n_positions=64)),
+    "openai-gpt": ("AutoModelForCausalLM", dict(n_embd=32, n_layer=2, n_head=4, n_positions=64)),
+    "ctrl": ("AutoModelForCausalLM", dict(n_embd=32, dff=64, n_layer=2, n_head=4, n_positions=64)),
+    "persimmon": (
+        "AutoModelForCausalLM",
+        dict(
+            hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=64
+        ),
+    ),
+    "biogpt": (
+        "AutoModelForCausalLM",
+        dict(
+            hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=64
+        ),
+    ),
+    "xglm": ("AutoModelForCausalLM", dict(d_model=32, ffn_dim=64, num_layers=2, attention_heads=4)),
     "bert": (
         "AutoModelForMaskedLM",
         dict(
