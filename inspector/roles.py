@@ -881,7 +881,7 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
                     layer = name.rpartition(".")[0] or name
                 else:  # (a rule's layer template, filled with its groups at their spans)
                     fill, groups, spans = end
-                    layer = fill(dict(zip(groups, map(name.__getitem__, spans))))
+                    layer = fill(dict(zip(groups, map(name.__getitem__, spans), strict=True)))
                 found = RoleMatch(name, layer, role, param, rule_id)
             elif shape is None and key in memo:  # (a shape the matcher remembers: its rule and its groups' spans)
                 found = _by_rule(t, matcher)
