@@ -48,7 +48,9 @@ class LayerSpec:
         if sizes is None:  # the fields annotated as sizes, listed once per class
             names = tuple(f.name for f in fields(cls) if f.type in ("int", "int | None"))
             # (`attrgetter` of one name gives the value itself: of that name twice, a pair)
-            read = (attrgetter(*names) if len(names) > 1 else attrgetter(*names, *names)) if names else None
+            read: Callable[[Any], tuple[Any, ...]] | None = None
+            if names:
+                read = attrgetter(*names) if len(names) > 1 else attrgetter(*names, *names)
             sizes = SIZE_FIELDS[cls] = names, read
         names, read = sizes
         if read is None:

@@ -122,10 +122,10 @@ def _region_kinds(ckpt: Checkpoint, data: dict[int, list[int]] | None = None) ->
         # by column, without a span made per tensor. (Any other layout: below.)
         # (each field read by a list comprehension: about half the instructions of `map(attrgetter(...))`)
         offsets = [t.offset for t in tensors]
-        spans = [t.span for t in tensors]
+        stated = [t.span for t in tensors]
         sizes = (
             [t.nbytes for t in tensors]
-            if spans.count(None) == len(spans)
+            if stated.count(None) == len(stated)
             else [t.nbytes if t.span is None else t.span for t in tensors]
         )
         if 0 in sizes:
@@ -134,7 +134,7 @@ def _region_kinds(ckpt: Checkpoint, data: dict[int, list[int]] | None = None) ->
         if (
             None not in offsets
             and not any([t.file for t in tensors])
-            and all(map(lt, offsets, islice(offsets, 1, None)))
+            and all(map(lt, offsets, islice(offsets, 1, None)))  # type: ignore[arg-type]  # (None: not in offsets)
             and list(map(region_column(regions, "start").__getitem__, indices)) == offsets
             and list(map(region_column(regions, "length").__getitem__, indices)) == sizes
         ):

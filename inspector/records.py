@@ -345,8 +345,8 @@ class Checkpoint:
         # (100,000 tensors, four callers a report; most files: no alias, one kind, told by counts. A field read by a
         # list comprehension, specialised to the record's slot, costs about half of `map(attrgetter(...))`)
         aliases = [t.alias_of for t in tensors]
-        kinds = [t.kind for t in tensors] if kind is not None else []
-        if aliases.count(None) == len(aliases) and kinds.count(kind) == len(kinds):
+        one_kind = kind is None or [t.kind for t in tensors].count(kind) == len(tensors)
+        if aliases.count(None) == len(aliases) and one_kind:
             return tensors
         return tuple([t for t in tensors if t.alias_of is None and (kind is None or t.kind == kind)])
 

@@ -141,6 +141,7 @@ def _tensor_columns(roles: dict[int, RoleMatch]) -> Callable[[Sequence[TensorInf
         matches = list(map(roles.get, map(id, batch)))
         if not all(matches):  # (a tensor without a role: no `None in`, which would call a record's __eq__ a tensor)
             return None
+        known: list[RoleMatch] = matches  # type: ignore[assignment]  # (every tensor's role, told just above)
         # every field read in one pass (a list comprehension reads a record's slots in about half the instructions of
         # an `attrgetter`), the rows then turned into columns; the optional fields in `TENSOR_OPTIONAL`'s order
         name, shape, dtype, nbytes, offset, kind, trainable, *optional = zip(
@@ -158,8 +159,8 @@ def _tensor_columns(roles: dict[int, RoleMatch]) -> Callable[[Sequence[TensorInf
                 nbytes,
                 offset,
                 list(map(KIND_TEXT.__getitem__, kind)),
-                [r.layer for r in matches],
-                [r.role for r in matches],
+                [r.layer for r in known],
+                [r.role for r in known],
                 trainable,
             ],
         )
