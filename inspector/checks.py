@@ -158,8 +158,8 @@ def compare(
     `layers`: `file_layers(ckpt, roles)` where the caller has it, used as it is when every tensor's role names a
     layer and each is one of the architecture's (then grouping by `arch`'s names gives the same layers).
     """
-    names = set(map(attrgetter("name"), arch.layers))
-    if layers is None or not (all(map(attrgetter("layer"), roles)) and names.issuperset(layers)):
+    names = {spec.name for spec in arch.layers}  # type: ignore[attr-defined]
+    if layers is None or not (all([r.layer for r in roles]) and names.issuperset(layers)):
         layers = file_layers(ckpt, roles, names)
     renamed = (  # (every layer the architecture names is in the file, the usual case: none to pair, no sets made)
         {} if names <= layers.keys() else auto_name_pairs([spec.name for spec in arch.layers], list(layers))  # type: ignore[attr-defined]
@@ -270,7 +270,7 @@ def compare(
         checks.append(LayerCheck(QUANTIZATION_ROW, QUANTIZATION_KIND, found, found, "ok", described(side)))
     anomalies = (
         ()
-        if CHECKED.issuperset(map(attrgetter("status"), checks))  # (every layer agrees: one C pass)
+        if CHECKED.issuperset([c.status for c in checks])  # (every layer agrees: one pass)
         else tuple(c.layer for c in checks if c.status not in ("ok", "tied"))
     )
     return Expectation(

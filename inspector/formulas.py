@@ -9,10 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from math import prod
+from operator import attrgetter
 
 from inspector.enumtype import StrEnum
 from inspector.errors import SpecError
 from inspector.recordtype import fields, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Convention(StrEnum):
@@ -23,11 +28,13 @@ class Convention(StrEnum):
 
 # Recurrent cells: gates per unit.
 GATES = {"SimpleRNN": 1, "LSTM": 4, "GRU": 3}
+INT = {int}  # (the type of every size, once checked: `LayerSpec.__post_init__`)
 # Bias vectors of g x units per recurrent layer, by convention (GRU reset_after handled by its own field).
 RNN_BIASES = {Convention.KERAS: 1, Convention.TORCH: 2, Convention.MXNET: 2}
 
 
-SIZE_FIELDS: dict[type, tuple[str, ...]] = {}  # per LayerSpec class: its fields that hold a size (checked positive)
+# per LayerSpec class: its fields that hold a size (checked positive), and a getter of their values as a tuple
+SIZE_FIELDS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]] | None]] = {}
 
 
 @record(frozen=True, slots=True)
@@ -38,8 +45,19 @@ class LayerSpec:
         cls = type(self)
         sizes = SIZE_FIELDS.get(cls)
         if sizes is None:  # the fields annotated as sizes, listed once per class
-            sizes = SIZE_FIELDS[cls] = tuple(f.name for f in fields(cls) if f.type in ("int", "int | None"))
-        for name in sizes:
+            names = tuple(f.name for f in fields(cls) if f.type in ("int", "int | None"))
+            # (`attrgetter` of one name gives the value itself: of that name twice, a pair)
+            read: Callable[[Any], tuple[Any, ...]] | None = None
+            if names:
+                read = attrgetter(*names) if len(names) > 1 else attrgetter(*names, *names)
+            sizes = SIZE_FIELDS[cls] = names, read
+        names, read = sizes
+        if read is None:
+            return
+        values = read(self)
+        if set(map(type, values)) == INT and min(values) > 0:  # (every size a positive int: told in C calls)
+            return
+        for name in names:
             value = getattr(self, name)
             if value is not None:
                 if not isinstance(value, int) or isinstance(value, bool) or value <= 0:

@@ -276,7 +276,7 @@ def _generic(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMat
     if column is not None:
         renamed = tuple(_renamed(s, f) for s, f in zip(column.layers, specs, strict=True))
         return Architecture(column.name, column.hyperparameters, renamed, column.notes)
-    summary = {"layers": len(specs), "kinds": " ".join(map(attrgetter("kind"), specs))}
+    summary = {"layers": len(specs), "kinds": " ".join([spec.kind for spec in specs])}
     model_type = config_model_type(ckpt.config)
     if model_type is not None:  # a transformers model without a family table (ResNet, ConvNeXt...), a diffusers one
         note = f"config.json names {model_type!r}: no family table for it yet, each module counted as its shapes imply"
@@ -316,7 +316,7 @@ def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architec
 
 def _inferred(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> tuple[Architecture | None, dict[str, Layer]]:
     """The architecture the shapes imply, and the file's layers it was read from (for `compare`)."""
-    named, roled = set(map(attrgetter("layer"), roles)), set(map(attrgetter("role"), roles))
+    named, roled = {r.layer for r in roles}, {r.role for r in roles}
     tried = dict.fromkeys(
         d for d, layer, role in DETECTORS if not ((layer and layer not in named) or (role and role not in roled))
     )

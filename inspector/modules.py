@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from itertools import repeat
 from math import prod
-from operator import attrgetter
 
 from inspector.formulas import (
     GRU,
@@ -131,16 +130,16 @@ def module_groups(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> dict[str, Seq
     if side:
         beside = set(map(id, side))
         pairs = [(t, r) for t, r in pairs if id(t) not in beside]
-    names = []
-    positional: dict[str, bool] = {}  # rule id -> whether it is a positional array's (a few rules: asked once each)
-    for t, r in pairs:
-        by_shape = positional.get(r.rule_id)
-        if by_shape is None:
-            by_shape = positional[r.rule_id] = r.rule_id.startswith(LAYER_RULES)
-        if stated or t.layer or r.role in from_role or by_shape:
-            names.append(t.layer or r.layer)
-        else:
-            names.append(t.name.rpartition(".")[0] if "." in t.name else r.layer)
+    # the rules of a positional array's (their layer is the module: a few rules, each asked once)
+    by_shape = {rule_id for rule_id in {r.rule_id for _, r in pairs} if rule_id.startswith(LAYER_RULES)}
+    names = [
+        t.layer or r.layer
+        if stated or t.layer or r.role in from_role or r.rule_id in by_shape
+        else t.name.rpartition(".")[0]
+        if "." in t.name
+        else r.layer
+        for t, r in pairs
+    ]
     if len(set(names)) == len(names):  # a module a tensor (a large file's usual case): each its one pair, in C calls
         return dict(zip(names, zip(pairs), strict=True))
     groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
@@ -414,13 +413,13 @@ def _plain(module: Module) -> Recipe:
 
 def statistic_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch], framework: str) -> set[str]:
     """Modules with running statistics beside them (as buffers or as non-trainable parameters)."""
-    names = list(map(attrgetter("name"), ckpt.tensors))
+    names = [t.name for t in ckpt.tensors]
     if not (
-        "norm_statistic" in set(map(attrgetter("role"), roles))
+        "norm_statistic" in {r.role for r in roles}
         or any(map(str.endswith, names, repeat(DOTTED_STATISTICS)))
         or not STATISTICS.isdisjoint(names)
     ):
-        return set()  # (most files of 100,000 tensors: three passes in C, none tensor by tensor)
+        return set()  # (most files of 100,000 tensors: three passes, two of them in C, no tensor by tensor test)
     return {
         module_name(t, r, framework)
         for t, r in zip(ckpt.tensors, roles, strict=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from itertools import compress, count, islice, repeat
-from operator import attrgetter, eq, is_, itemgetter, lt, sub
+from operator import eq, is_, itemgetter, lt, sub
 from types import MappingProxyType
 
 from inspector import dtypes
@@ -120,11 +120,12 @@ def _region_kinds(ckpt: Checkpoint, data: dict[int, list[int]] | None = None) ->
     if data is not None and len(data) == 1 and 0 in data and len(data[0]) == len(tensors):
         # One file whose tensors, in order, are its data regions one for one (a torch zip, safetensors): told column
         # by column, without a span made per tensor. (Any other layout: below.)
-        offsets = list(map(attrgetter("offset"), tensors))
-        spans = list(map(attrgetter("span"), tensors))
+        # (each field read by a list comprehension: about half the instructions of `map(attrgetter(...))`)
+        offsets = [t.offset for t in tensors]
+        stated = [t.span for t in tensors]
         sizes = (
-            list(map(attrgetter("nbytes"), tensors))
-            if spans.count(None) == len(spans)
+            [t.nbytes for t in tensors]
+            if stated.count(None) == len(stated)
             else [t.nbytes if t.span is None else t.span for t in tensors]
         )
         if 0 in sizes:
@@ -132,12 +133,12 @@ def _region_kinds(ckpt: Checkpoint, data: dict[int, list[int]] | None = None) ->
         indices = data[0]
         if (
             None not in offsets
-            and not any(map(attrgetter("file"), tensors))
-            and all(map(lt, offsets, islice(offsets, 1, None)))
+            and not any([t.file for t in tensors])
+            and all(map(lt, offsets, islice(offsets, 1, None)))  # type: ignore[arg-type]  # (None: not in offsets)
             and list(map(region_column(regions, "start").__getitem__, indices)) == offsets
             and list(map(region_column(regions, "length").__getitem__, indices)) == sizes
         ):
-            return {0: dict(zip(indices, map(attrgetter("kind"), tensors), strict=True))}
+            return {0: dict(zip(indices, [t.kind for t in tensors], strict=True))}
     by_file: dict[int, list[tuple[int, int, TensorKind]]] = {}
     for t in tensors:
         if t.offset is not None:
@@ -245,7 +246,7 @@ def _of_kind(ckpt: Checkpoint, kind: RegionKind, by_kind: dict[str, int]) -> lis
 
 def _dominant_dtype(tensors: Iterable[TensorInfo]) -> str | None:
     tensors = tensors if isinstance(tensors, (list, tuple)) else list(tensors)
-    names = list(map(attrgetter("dtype"), tensors))
+    names = [t.dtype for t in tensors]
     if names and names.count(names[0]) == len(names):  # one dtype (most files: no weight per tensor added up)
         return names[0]
     weights: Counter[str] = Counter()
@@ -258,7 +259,7 @@ def account(ckpt: Checkpoint) -> Accounting:
     """Attribute every byte and walk from the file size to the parameter count."""
     by_kind = bucket_bytes(ckpt)
     params = ckpt.unique(TensorKind.PARAMETER)
-    parameter_bytes = sum(map(attrgetter("nbytes"), params))
+    parameter_bytes = sum([t.nbytes for t in params])
     dtype = _dominant_dtype(params)
     dt = dtypes.lookup(dtype) if dtype else None
     size = ckpt.file_size
@@ -328,7 +329,7 @@ def _walk(ckpt: Checkpoint, by_kind: dict[str, int], saved: int, parameter_bytes
 
 def _notes(ckpt: Checkpoint, by_kind: dict[str, int], params: tuple[TensorInfo, ...], dtype: str | None) -> list[str]:
     notes = []
-    kinds = Counter(map(attrgetter("dtype"), params))
+    kinds = Counter([t.dtype for t in params])
     if len(kinds) > 1:
         notes.append("parameters use several dtypes: " + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()))
     dt = dtypes.lookup(dtype) if dtype else None

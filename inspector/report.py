@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from math import prod
-from operator import attrgetter
 
 from inspector.hfconfig import padded_heads
 from inspector.reconcile import Accounting, account
@@ -75,10 +74,8 @@ def analyse(ckpt: Checkpoint, expect: str | None = None) -> Report:
         roles = refine_roles(ckpt, roles, expectation)
     acc = account(ckpt)
     found = list(ckpt.findings) + accounting_findings(ckpt, acc)
-    # (most files: every tensor matched, told in one C pass)
-    unmatched = (
-        [r.name for r in roles if r.role == "unmatched"] if "unmatched" in map(attrgetter("role"), roles) else []
-    )
+    # (most files: every tensor matched, told by one set of the roles)
+    unmatched = [r.name for r in roles if r.role == "unmatched"] if "unmatched" in {r.role for r in roles} else []
     if unmatched:
         shown = ", ".join(repr(n) for n in unmatched[:5]) + (", ..." if len(unmatched) > 5 else "")
         found.append(

@@ -851,8 +851,9 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
     conv: set[str] = set()
     watched = {Role.RNN_RECURRENT.value: recurrent, Role.NORM_STAT.value: normed}
     # What `_by_rule` answers for a name shape (the matcher's memo key): the rule's role and id, the parameter name
-    # and where the layer lies in the name, so a name of a known shape makes its RoleMatch without a call (False: a
-    # shape whose answer depends on more than these, asked of `_by_rule` each time)
+    # and where the layer lies in the name (or the rule's layer template and where its groups lie: a transformers
+    # family's `{stack}layers.{i}`), so a name of a known shape makes its RoleMatch without a call (False: a shape
+    # whose answer depends on more than these, asked of `_by_rule` each time)
     digits, memo = matcher.digits, matcher.memo
     shapes: dict[bytes, Any] = {}
     ordered: list[RoleMatch | None] = []  # each tensor's answer, in file order
@@ -873,19 +874,33 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
             shape = shapes.get(key)
             if shape:
                 start, end, role, param, rule_id = shape
-                found = RoleMatch(name, name[start:end] if start >= 0 else name.rpartition(".")[0] or name, role,
-                                  param, rule_id)  # fmt: skip
+                if start >= 0:
+                    layer = name[start:end]
+                elif start == -1:
+                    layer = name.rpartition(".")[0] or name
+                else:  # (a rule's layer template, filled with its groups at their spans)
+                    fill, groups, spans = end
+                    layer = fill(dict(zip(groups, map(name.__getitem__, spans), strict=True)))
+                found = RoleMatch(name, layer, role, param, rule_id)
             elif shape is None and key in memo:  # (a shape the matcher remembers: its rule and its groups' spans)
                 found = _by_rule(t, matcher)
                 rule, spans = memo[key]
                 shape = False
                 if found is None:
                     shape = ()
-                elif not rule.layer and (rule.param is not None or not any(map(str.isdigit, found.param or ""))):
-                    where = {group: (start, end) for group, start, end in spans}
-                    start, end = where.get("layer", (-1, -1))
-                    if end <= start:  # (no `layer` group, or an empty one: the name less its last part)
-                        start = -1
+                elif rule.param is not None or not any(map(str.isdigit, found.param or "")):
+                    # (a parameter name of no digit is the rule's for every name of the shape)
+                    if rule.layer:  # its template's `format(**groups)`, as `_by_rule` makes it
+                        start, end = -2, (
+                            rule.layer.format_map,
+                            tuple(group for group, _, _ in spans),
+                            tuple(slice(start, end) for _, start, end in spans),
+                        )
+                    else:
+                        where = {group: (start, end) for group, start, end in spans}
+                        start, end = where.get("layer", (-1, -1))
+                        if end <= start:  # (no `layer` group, or an empty one: the name less its last part)
+                            start = -1
                     shape = (start, end, found.role, found.param, found.rule_id)
                 shapes[key] = shape
             else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,6 +19,7 @@ from inspector.formulas import (
     Dense,
     Embedding,
     LayerNorm,
+    Norm,
     SimpleRNN,
     TransformerBlock,
     breakdown,
@@ -56,6 +59,23 @@ def test_attention_and_norm() -> None:
 def test_sizes_must_be_positive_ints(bad: object) -> None:
     with pytest.raises(SpecError):
         Dense(bad, 3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [0, -3, True, False, 2.5, "4"])
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda v: Dense(2, v), "units"),  # (several sizes: the second)
+        (lambda v: Conv(5, 10, (3, 3), True, "c", v), "groups"),  # (a size after `name`)
+        (lambda v: Norm(v), "features"),  # (one size)
+    ],
+)
+def test_each_size_is_checked(make: Any, field: str, bad: object) -> None:
+    """Every size field, of a class of one size or several, refuses what is not a positive int (a bool too), with
+    its name; a spec of good sizes is made (the check is one C pass over them, `LayerSpec.__post_init__`)."""
+    with pytest.raises(SpecError, match=f"\\.{field} must be a positive integer"):
+        make(bad)
+    assert make(5) == make(5)
 
 
 @given(st.integers(1, 512), st.integers(1, 512))

@@ -11,7 +11,7 @@ import pytest
 
 from inspector import load
 from inspector.records import Checkpoint, TensorInfo, TensorKind
-from inspector.roles import FAMILY, FAMILY_MATCHERS, ROLE_RULES, Role, _by_rule, match_roles
+from inspector.roles import FAMILY, FAMILY_MATCHERS, ROLE_RULES, Role, _by_rule, compile_rules, match_roles
 
 CASES = list(csv.DictReader((Path(__file__).parent / "data" / "role_cases.csv").read_text().splitlines()))
 
@@ -22,6 +22,34 @@ def test_role_cases(row: dict[str, str]) -> None:
     m = _by_rule(t, FAMILY_MATCHERS[FAMILY[row["framework"]]])
     assert m is not None
     assert (m.role, m.layer, m.param) == (row["role"], row["layer"], row["param"])
+
+
+@pytest.mark.parametrize("framework", sorted(FAMILY))
+def test_a_remembered_name_shape_gives_what_the_rules_give(framework: str) -> None:
+    """`match_roles` answers a name of a shape it has met from what it kept of the first (where the layer lies, or
+    the rule's layer template and where its groups lie): each role case, and the case with all its digits made one
+    of the digits no rule spells (so of a shape met from the second on), gets the layer and parameter name the rules
+    give it read afresh (a matcher without a memo)."""
+    matcher = FAMILY_MATCHERS[FAMILY[framework]]
+    free = [d for d in "0123456789" if matcher.shape_key(d) == matcher.shape_key("9")]  # (the digits one in a shape)
+    assert len(free) >= 4
+    cases = [row["name"] for row in CASES if row["framework"] == framework]
+    every = [str.maketrans("0123456789", d * 10) for d in free[:4]]
+    names = list(dict.fromkeys(m for n in cases for m in [n, *(n.translate(table) for table in every)]))
+    ckpt = Checkpoint(
+        "x", "safetensors", framework, (("x", 0),), tuple(TensorInfo(n, (4, 4), "F32", 64, 0) for n in names), ()
+    )
+    fresh = compile_rules(matcher.rules)
+    object.__setattr__(fresh, "digits", b"")  # (no shape key: every name scanned)
+    compared, templated = 0, 0
+    for t, found in zip(ckpt.tensors, match_roles(ckpt), strict=True):
+        direct = _by_rule(t, fresh)
+        if direct is not None:
+            assert (found.layer, found.param) == (direct.layer, direct.param), t.name
+            compared += 1
+            templated += "{" in (fresh.match(t.name)[0].layer or "")  # type: ignore[index]
+    assert compared >= len(cases)  # (a renumbered Keras name may meet no rule: `:1`)
+    assert templated >= 50 if framework == "pytorch" else True  # (the transformers families' `{stack}layers.{i}`)
 
 
 def test_rule_ids_are_unique_and_roles_valid() -> None:

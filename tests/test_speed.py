@@ -177,6 +177,30 @@ def test_rows_written_column_by_column_are_the_dicts(tmp_path: Path) -> None:
     assert True in laid and False in laid  # both ways were taken
 
 
+def test_tensor_columns_read_every_optional_field_as_the_dicts() -> None:
+    """`render._tensor_columns` reads each tensor's fields in one list comprehension, the optional ones in
+    `TENSOR_OPTIONAL`'s order: with every optional field set (each to a value of its own), the columns are the dicts
+    `_tensor_json` makes, key for key and value for value."""
+    from inspector.records import RoleMatch, TensorInfo, TensorKind
+    from inspector.render import TENSOR_OPTIONAL, _tensor_columns, _tensor_json
+
+    tensors = [
+        TensorInfo(f"m.{i}.weight", (2, i + 1), "F32", 8 * (i + 1), 64 * i, storage=f"s{i}", alias_of=f"a{i}",
+                   kind=TensorKind.BUFFER, trainable=False, section=f"sec{i}", param=f"p{i}", file=i + 1,
+                   notes=(f"n{i}",), span=100 + i)
+        for i in range(5)
+    ]  # fmt: skip
+    roles = {id(t): RoleMatch(t.name, f"m.{i}", "dense", "weight", "torch.dense") for i, t in enumerate(tensors)}
+    laid = _tensor_columns(roles)(tensors)
+    assert laid is not None
+    keys, values = laid
+    assert set(keys) >= {key for key, _ in TENSOR_OPTIONAL}
+    rows = [dict(zip(keys, row, strict=True)) for row in zip(*values, strict=True)]
+    rows = [{**row, "shape": list(row["shape"])} for row in rows]  # (a tuple, written as the dict's list)
+    dicts = [_tensor_json(t, roles[id(t)]) for t in tensors]
+    assert rows == dicts and [list(row) for row in rows] == [list(d) for d in dicts]
+
+
 def test_region_rows_with_files_and_logical_sizes_are_the_dicts(tmp_path: Path) -> None:
     """A checkpoint whose regions have a file index (a sharded safetensors model: its second shard's) or a logical size
     (a compressed npz's members) writes its region rows with those keys, as the dicts `report_dict` makes; one whose
@@ -523,8 +547,8 @@ def test_the_console_script_words_are_those_of_main() -> None:
     assert words("run", "--help")[1].startswith("usage: inspector")
     later = (
         "import sys\nfrom inspector import cli, regexes\ncli._import_argparse_for_the_console()\n"
-        "import argparse, gettext, re\nprint(argparse._ is str, gettext.__file__ is not None, gettext.gettext is not str,"
-        " argparse._re is regexes, re.__file__ is not None, re.compile is not regexes.compile)"
+        "import argparse, gettext, re\nprint(argparse._ is str, gettext.__file__ is not None,"
+        " gettext.gettext is not str, argparse._re is regexes, re.__file__ is not None, re.compile is not regexes.compile)"
     )
     argv = [sys.executable, "-S", "-c", later]
     out = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=True).stdout
