@@ -548,7 +548,8 @@ def test_the_console_script_words_are_those_of_main() -> None:
     later = (
         "import sys\nfrom inspector import cli, regexes\ncli._import_argparse_for_the_console()\n"
         "import argparse, gettext, re\nprint(argparse._ is str, gettext.__file__ is not None,"
-        " gettext.gettext is not str, argparse._re is regexes, re.__file__ is not None, re.compile is not regexes.compile)"
+        " gettext.gettext is not str, argparse._re is regexes, re.__file__ is not None,"
+        " re.compile is not regexes.compile)"
     )
     argv = [sys.executable, "-S", "-c", later]
     out = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=True).stdout
