@@ -393,10 +393,24 @@ def _pickled_arguments(m: Machine, args: tuple[Any, ...], name: str) -> Any:
     """A callable of `PICKLED_ARGUMENTS` given the arguments of a form its library's pickles write; anything else is
     unsafe (an object the pickle made among them would have its methods run)."""
     forms = PICKLED_ARGUMENTS[name]
-    if not any(len(args) == len(form) and all(map(isinstance, args, form)) for form in forms):
-        written = " or ".join(f"({', '.join(t.__name__ for t in form)})" for form in forms)
+    if not any(len(args) == len(form) and all(map(_fits, args, form)) for form in forms):
+        written = " or ".join(f"({', '.join(map(_kind_name, form))})" for form in forms[:4])
         m.flag(f"{name[:MAX_NAME]} with other arguments than its pickles hold: {written}")
     return Call(Global(*name.rsplit(".", 1)), args)
+
+
+def _fits(value: Any, kind: type | frozenset[str] | tuple[type, ...]) -> bool:
+    """Whether an argument is of a `PICKLED_ARGUMENTS` form's kind: of a type (or one of a tuple's), or made by a call
+    of one of a set's callables and not given attributes since (`foreign`)."""
+    if isinstance(kind, frozenset):
+        return isinstance(value, Call) and _names(value.func, kind) and foreign(value) is None
+    return isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+
+
+def _kind_name(kind: type | frozenset[str] | tuple[type, ...]) -> str:
+    if isinstance(kind, frozenset):
+        return f"a {' or '.join(sorted(name.rpartition('.')[2] for name in kind)[:3])}"
+    return " or ".join(t.__name__ for t in kind) if isinstance(kind, tuple) else kind.__name__
 
 
 # numpy's array builders, under numpy 1's and numpy 2's module names (the arrays they make: `loaders._numpy_pickle`)

@@ -158,10 +158,27 @@ ENUM_LOOKUPS = frozenset({
     "transformers.debug_utils.DebugOption", "accelerate.utils.dataclasses.DistributedType",
 })  # fmt: skip
 NONE = type(None)
-# Callables a pickle may call with exactly the arguments their library's own pickles hold, by type, one tuple per form
-# it writes; other arguments count as any unknown call (an object the pickle made has its methods run; a second
-# argument to an Enum makes a class; a first one to dateutil's tzfile is a file it reads)
-PICKLED_ARGUMENTS: dict[str, tuple[tuple[type, ...], ...]] = {
+# The values a call of one of these callables made (an argument of a `PICKLED_ARGUMENTS` form written as such a set):
+# a time zone whose own call was judged and whose state set nothing (pandas reads a Timestamp's zone, datetime only
+# stores it), a timedelta, a pandas offset of `PANDAS_OFFSETS`
+MadeBy = frozenset[str]
+ZONES: MadeBy = frozenset({
+    "datetime.timezone", "zoneinfo.ZoneInfo._unpickle", "pytz._p", "pytz._UTC", "pytz.FixedOffset",
+})  # fmt: skip
+TIMEDELTA: MadeBy = frozenset({"datetime.timedelta"})
+OFFSETS = "pandas._libs.tslibs.offsets"
+# pandas' offsets a Period's frequency is (`BaseOffset.__reduce__` writes `cls(n, normalize, *params)`: their C
+# constructors store the numbers), with the types of their parameters after n and normalize
+PANDAS_OFFSETS: dict[str, tuple[type | MadeBy | tuple[type, ...], ...]] = {
+    **dict.fromkeys(("Day", "Hour", "Minute", "Second", "Milli", "Micro", "Nano", "MonthEnd"), ()),
+    "QuarterEnd": (int,), "YearEnd": (int,), "Week": ((int, NONE),), "BusinessDay": (TIMEDELTA,),
+}  # fmt: skip
+PERIOD_FREQUENCIES: MadeBy = frozenset(f"{OFFSETS}.{name}" for name in PANDAS_OFFSETS)
+# Callables a pickle may call with exactly the arguments their library's own pickles hold, one tuple per form it writes;
+# an argument given as a type (or a tuple of types: one of them), or as a `MadeBy` set (the result of a call of one of
+# those callables, not given attributes since). Other arguments count as any unknown call (an object the pickle made
+# has its methods run; a second argument to an Enum makes a class; a first one to dateutil's tzfile is a file it reads)
+PICKLED_ARGUMENTS: dict[str, tuple[tuple[type | MadeBy | tuple[type, ...], ...], ...]] = {
     **{name: ((str,), (int,)) for name in ENUM_LOOKUPS},
     # dateutil's zone from a file (`tz.gettz`, and its bundled `zoneinfo.gettz`'s subclass): `tzfile.__reduce_ex__`
     # writes `cls(None, filename)` and the zone's data as its BUILD state, so nothing is read
@@ -172,6 +189,19 @@ PICKLED_ARGUMENTS: dict[str, tuple[tuple[type, ...], ...]] = {
     "pytz._p": ((str,), (str, int, int, str)),
     "pytz._UTC": ((),),
     "pytz.FixedOffset": ((int,),),
+    # pandas' scalars (their `__reduce__`): a Timestamp is `_unpickle_timestamp(value, None, tz, reso)` of its integer
+    # value and unit (pandas 1 wrote `(value, freq, tz)`), made from those numbers and localized to the zone (its
+    # methods run: only a zone of `ZONES` passes, a dateutil zone carries the state its pickle set); a Timedelta
+    # `_timedelta_unpickle(value, reso)`, NaT `_nat_unpickle(None)` (the module's constant), a Period `Period(None,
+    # freq, ordinal)` of an offset of `PANDAS_OFFSETS`. A DataFrame or Series is not among them: its pickle calls
+    # `_new_Index(cls, d)` (`cls.__new__(cls, **d)` for a class it names), block and array builders, flagged
+    "pandas._libs.tslibs.timestamps._unpickle_timestamp": tuple(
+        (int, freq, tz, *reso) for freq in (NONE, PERIOD_FREQUENCIES) for tz in (NONE, ZONES) for reso in ((int,), ())
+    ),
+    "pandas._libs.tslibs.timedeltas._timedelta_unpickle": ((int, int),),
+    "pandas._libs.tslibs.nattype._nat_unpickle": ((NONE,),),
+    **{f"pandas{module}.Period": ((NONE, PERIOD_FREQUENCIES, int),) for module in ("", "._libs.tslibs.period")},
+    **{f"{OFFSETS}.{name}": ((int, bool, *params),) for name, params in PANDAS_OFFSETS.items()},
 }
 PATH_CLASSES = ("PurePath", "PurePosixPath", "PureWindowsPath", "Path", "PosixPath", "WindowsPath")
 # Classes and functions a call (REDUCE / OBJ / INST) may name without that being unsafe: they only build

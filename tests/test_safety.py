@@ -748,6 +748,88 @@ def test_training_arguments_saved_by_torch_are_inert(tmp_path: Path, capsys: pyt
     verdict(other, capsys, "transformers.trainer_utils.ExplicitEnum")
 
 
+def pandas_scalars() -> dict[str, Any]:
+    """pandas' scalars a training loop's record may hold, with each kind of zone a Timestamp's pickle gives."""
+    import datetime
+
+    pd = pytest.importorskip("pandas")
+    pytz = pytest.importorskip("pytz")
+    at = "2024-01-02 03:04:05"
+    periods = {f"period_{freq}": pd.Period("2024-01-05", freq=freq) for freq in ("D", "h", "M", "Q-JAN", "Y", "W", "B")}
+    return {
+        "naive": pd.Timestamp(at), "seconds": pd.Timestamp(at).as_unit("s"), "utc": pd.Timestamp(at, tz="UTC"),
+        "zoneinfo": pd.Timestamp(at, tz="Europe/Berlin"), "fixed": pd.Timestamp("2024-01-02T00:00+05:00"),
+        "pytz": pd.Timestamp(at, tz=pytz.timezone("Europe/Berlin")), "pytz_utc": pd.Timestamp(at, tz=pytz.utc),
+        "python_utc": pd.Timestamp(at, tz=datetime.UTC), "elapsed": pd.Timedelta("1 day 2 ms"),
+        "nat": pd.NaT, **periods,
+    }  # fmt: skip
+
+
+@pytest.mark.reference
+def test_pandas_scalars_saved_by_torch_are_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """pandas' Timestamp, Timedelta, NaT and Period as torch.save and pickle write them (their `__reduce__`: pandas'
+    own functions of numbers, `_unpickle_timestamp(value, None, tz, reso)` with a zone of its own call, `Period(None,
+    MonthEnd(1, False), ordinal)`): read, exit 0 (all were exit 3). A Timestamp whose zone is dateutil's (an object its
+    state set, whose methods pandas calls while localizing), a DataFrame and a Series (`_new_Index(cls, d)` calls
+    `cls.__new__(cls, **d)` for a class the pickle names) are still flagged, as are those callables given other
+    arguments than pandas writes."""
+    torch = pytest.importorskip("torch")
+    dateutil_tz = pytest.importorskip("dateutil.tz")
+    pd = pytest.importorskip("pandas")
+    scalars = pandas_scalars()
+    for protocol in (2, 4):
+        bare = tmp_path / f"scalars{protocol}.pkl"
+        bare.write_bytes(pickle.dumps(scalars, protocol))
+        saved = tmp_path / f"scalars{protocol}.pt"
+        torch.save({"w": torch.ones(2), **scalars}, saved, pickle_protocol=protocol)
+        for path in (bare, saved):
+            loaded = torch.load(path, weights_only=False) if path.suffix == ".pt" else pickle.loads(path.read_bytes())
+            assert all(loaded[name] == value or loaded[name] is value is pd.NaT for name, value in scalars.items())
+            ckpt = load(path)
+            assert "UNSAFE_CONTENT" not in {f.code for f in ckpt.findings}, path.name
+            listed = next(f for f in ckpt.findings if f.code == "PICKLE_GLOBALS").message
+            for name in ("_unpickle_timestamp", "_timedelta_unpickle", "_nat_unpickle", "pandas.Period", "QuarterEnd"):
+                assert name in listed
+            assert main([str(path)]) == 0
+    flagged = {
+        "dateutil": pd.Timestamp("2024-01-02", tz=dateutil_tz.gettz("Europe/Berlin")),
+        "frame": pd.DataFrame({"loss": [1.0, 0.5]}),
+        "series": pd.Series([1.0, 0.5]),
+    }
+    for name, value in flagged.items():
+        path = tmp_path / f"{name}.pt"
+        torch.save({"w": torch.ones(2), "v": value}, path)
+        torch.load(path, weights_only=False)
+        unsafe = next(f for f in load(path).findings if f.code == "UNSAFE_CONTENT").message
+        assert ("_unpickle_timestamp with other arguments" if name == "dateutil" else "_new_Index") in unsafe, name
+    made = glob("argparse", "Namespace") + b")R}" + text("utcoffset") + glob("logging", "FileHandler") + b"sb"
+    stamp = glob("pandas._libs.tslibs.timestamps", "_unpickle_timestamp") + b"(K\x00N"
+    offsets = "pandas._libs.tslibs.offsets"
+    cases = {
+        "zone_with_state": (P2 + stamp + made + b"K\ttR.", "_unpickle_timestamp with other arguments"),
+        "zone_other_call": (
+            P2 + stamp + glob("argparse", "Namespace") + b")RK\ttR.",
+            "_unpickle_timestamp with other arguments",
+        ),
+        "timedelta_text": (
+            P2 + glob("pandas._libs.tslibs.timedeltas", "_timedelta_unpickle") + text("1") + b"K\t\x86R.",
+            "_timedelta_unpickle with other arguments than its pickles hold: (int, int)",
+        ),
+        "period_freq": (
+            P2 + glob("pandas", "Period") + b"N" + glob(offsets, "DateOffset") + b")RK\x01\x87R.",
+            "pandas.Period with other arguments",
+        ),
+        "offset_object": (
+            P2 + glob(offsets, "Week") + b"K\x01\x89" + made + b"\x87R.",
+            f"{offsets}.Week with other arguments",
+        ),
+    }
+    for case, (data, name) in cases.items():
+        path = tmp_path / f"{case}.pkl"
+        path.write_bytes(data)
+        verdict(path, capsys, name)
+
+
 def test_numpy_random_constructors_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """numpy's generator pickles call what they are given: __generator_ctor(name, ctor) calls ctor(name) and
     __bit_generator_ctor(cls) calls cls(); given anything but numpy's own, they run the file's choice."""
