@@ -1312,18 +1312,19 @@ keras.Sequential([keras.Input((2,)), keras.layers.TFSMLayer("saved_model", call_
 os.remove(canary)  # (the layer's constructor loaded the SavedModel: its initializer ran)
 """
 # A .keras model holding a TorchModuleWrapper, written by Keras, its module then replaced by a torch.save pickle that
-# calls logging.FileHandler(canary): Keras's from_config unpickles it with torch.load(weights_only=False)
+# calls logging.FileHandler(canary) (torch's zip, or its legacy format as a third argument says): Keras's from_config
+# unpickles it with torch.load(weights_only=False)
 TORCH_WRAPPER_MODEL = """
 import base64, json, logging, os, sys, zipfile
 os.environ["KERAS_BACKEND"] = "torch"
 import io, torch, keras
-canary, path = sys.argv[1:]
+canary, path, how = sys.argv[1:]
 keras.Sequential([keras.Input((2,)), keras.layers.TorchModuleWrapper(torch.nn.Linear(2, 2))]).save(path)
 class Touch:
     def __reduce__(self):
         return logging.FileHandler, (canary,)
 buffer = io.BytesIO()
-torch.save(Touch(), buffer)
+torch.save([torch.nn.Linear(2, 2), Touch()], buffer, _use_new_zipfile_serialization=how == "zip")
 with zipfile.ZipFile(path) as zf:
     members = {name: zf.read(name) for name in zf.namelist()}
 config = json.loads(members["config.json"])
@@ -1338,27 +1339,68 @@ KERAS_UNSAFE_LOAD = "import sys, keras; keras.models.load_model(sys.argv[1], saf
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("layer", ["TFSMLayer", "TorchModuleWrapper"])
+@pytest.mark.parametrize("layer", ["TFSMLayer", "TorchModuleWrapper-zip", "TorchModuleWrapper-legacy"])
 def test_keras_layers_that_load_code_from_outside_the_config(
     tmp_path: Path, layer: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A TFSMLayer loads the TensorFlow SavedModel its filepath names (its graph runs: here a resource initializer
     writes the canary while loading), a TorchModuleWrapper unpickles its module with torch.load(weights_only=False):
     `load_model(safe_mode=False)` runs both (Keras 3.15 refuses them in safe mode, as a Lambda; it loaded a TFSMLayer
-    in any mode before keras-team/keras#22035). Both were exit 0."""
+    in any mode before keras-team/keras#22035). Both were exit 0; the wrapper's pickle is judged, in torch's zip and
+    legacy formats, and the verdict names what it would call."""
     pytest.importorskip("keras")
     pytest.importorskip("tensorflow" if layer == "TFSMLayer" else "torch")
     canary, path = tmp_path / "canary", tmp_path / "model.keras"
     maker = TFSM_MODEL if layer == "TFSMLayer" else TORCH_WRAPPER_MODEL
+    arguments = [] if layer == "TFSMLayer" else [layer.rpartition("-")[2]]
     made = subprocess.run(
-        [sys.executable, "-c", maker, str(canary), str(path)], cwd=tmp_path, capture_output=True, timeout=300
+        [sys.executable, "-c", maker, str(canary), str(path), *arguments],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=300,
     )
     assert made.returncode == 0, made.stderr[-2000:]
     assert not canary.exists()
     backend = {"KERAS_BACKEND": "tensorflow" if layer == "TFSMLayer" else "torch"}
     assert runs(tmp_path, KERAS_UNSAFE_LOAD, path, canary, backend), "the payload must really run under load_model"
-    verdict(path, capsys, f"keras.layers.{layer} '")
+    if layer == "TFSMLayer":
+        verdict(path, capsys, "keras.layers.TFSMLayer '")
+    else:
+        verdict(path, capsys, "keras.layers.TorchModuleWrapper 'torch_module_wrapper' (its pickled torch module would "
+                "call logging.FileHandler)")  # fmt: skip
     assert not canary.exists()
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+def test_keras_torch_module_wrapper_of_a_torch_module_is_read(
+    tmp_path: Path, suffix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A TorchModuleWrapper of an nn.Linear, as Keras writes it: its pickle (torch.save of the module, base64 in the
+    config) names only torch's classes, which `load_model(safe_mode=False)` imports and builds: read, exit 0, the
+    classes listed (it was exit 3 for any wrapper). A module text Keras cannot decode is never unpickled; one that
+    decodes to bytes no reader can read is judged unsafe."""
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    keras = pytest.importorskip("keras")
+    torch = pytest.importorskip("torch")
+    from loaders import _keras_torch
+
+    path = tmp_path / f"model{suffix}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numpy and keras deprecations while building and saving
+        inner = keras.layers.TorchModuleWrapper(torch.nn.Linear(2, 3), name="wrapped")
+        keras.Sequential([keras.Input((2,)), inner]).save(path)
+        wrapper = {"TorchModuleWrapper": keras.layers.TorchModuleWrapper}  # (a legacy .h5 needs it named)
+        loaded = keras.models.load_model(path, safe_mode=False, custom_objects=wrapper)
+    assert isinstance(loaded.layers[0].module, torch.nn.Linear)
+    ckpt = load(path)
+    assert "UNSAFE_CONTENT" not in {f.code for f in ckpt.findings}
+    listed = [f.message for f in ckpt.findings if f.code == "PICKLE_GLOBALS"]
+    assert listed and "layer 'wrapped''s torch module" in listed[0] and "torch.nn.modules.linear.Linear" in listed[0]
+    assert main([str(path)]) == 0
+    assert _keras_torch.judged("é", "x") == _keras_torch.judged(None, "x") == ("", [])  # (Keras raises first)
+    runs_, _ = _keras_torch.judged("UEsDBA==", "x")  # (a zip's local signature, then nothing)
+    assert runs_.startswith("its pickled torch module, which could not be read")
 
 
 def test_keras_function_type_other_than_a_name() -> None:
