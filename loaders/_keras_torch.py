@@ -1,10 +1,11 @@
 """The torch module a Keras 3 `TorchModuleWrapper` layer carries in its config, judged as `torch.load` would read it.
 
-Keras writes it as ``config["module"]``: `torch.save(module)` into a buffer, base64 text (keras/src/utils/torch_utils.py,
-`get_config`). `from_config` decodes it with `base64.b64decode` and unpickles it with `torch.load(buffer,
-weights_only=False)` (with `safe_mode=False`; Keras 3.15 refuses it in safe mode). The bytes are judged by the loader
-torch.load would read them as (a zip archive, a legacy or tar file, else a bare pickle it unpickles before anything
-else), from a temporary file, as joblib's compressed streams are. Imported only for a config that holds such a layer.
+Keras writes it as ``config["module"]``: `torch.save(module)` into a buffer, base64 text
+(keras/src/utils/torch_utils.py, `get_config`). `from_config` decodes it with `base64.b64decode` and unpickles it with
+`torch.load(buffer, weights_only=False)` (with `safe_mode=False`; Keras 3.15 refuses it in safe mode). The bytes are
+judged by the loader torch.load would read them as (a zip archive, a legacy or tar file, else a bare pickle it
+unpickles before anything else), from a temporary file, as joblib's compressed streams are. Imported only for a
+config that holds such a layer.
 """
 
 from __future__ import annotations
