@@ -24,6 +24,7 @@ from loaders._pickle_policy import (
     STORED_TZINFO,
     dunder_keys,
     hidden_methods,
+    hook_keys,
     sets_attributes,
 )
 from loaders._pickle_values import (
@@ -246,10 +247,10 @@ def check_arguments(m: Machine, name: str, args: tuple[Any, ...], pairs: Any = (
             return
 
 
-def check_state(m: Machine, state: Any, target: str, mapping: bool = False) -> None:
-    """Flag the attributes a state sets that choose what runs: dunders, and on a `mapping` (an OrderedDict, held as a
-    dict) the names of its methods (`MAPPING_METHODS`)."""
-    for key in dunder_keys(state) + (hidden_methods(state) if mapping else []):
+def check_state(m: Machine, state: Any, target: str, mapping: bool = False, tensor: bool = False) -> None:
+    """Flag the attributes a state sets that choose what runs: dunders, on a `mapping` (an OrderedDict, held as a
+    dict) the names of its methods (`MAPPING_METHODS`), on a `tensor` its hooks (`TENSOR_HOOKS`)."""
+    for key in dunder_keys(state) + (hidden_methods(state) if mapping else []) + (hook_keys(state) if tensor else []):
         m.flag(f"setattr({target}, {key[:MAX_NAME]!r}) by its state")
 
 
@@ -257,7 +258,7 @@ def _from_type(m: Machine, args: tuple[Any, ...]) -> Any:
     """torch._tensor._rebuild_from_type_v2(func, new_type, args, state) calls func(*args), then sets state."""
     func, new_type, inner, state = _pad(args, 4)
     value = m.call(func, tuple(inner) if isinstance(inner, (tuple, list)) else (inner,))
-    check_state(m, state, callable_name(new_type), mapping=isinstance(value, dict))
+    check_state(m, state, callable_name(new_type), isinstance(value, dict), isinstance(value, TensorRef))
     return _given_attributes(value, state)
 
 
@@ -275,7 +276,7 @@ def _given_attributes(value: Any, state: Any) -> Any:
 def _parameter_with_state(m: Machine, args: tuple[Any, ...]) -> Any:
     """torch._utils._rebuild_parameter_with_state(data, requires_grad, hooks, state): setattr for each key."""
     data, requires_grad, _hooks, state = _pad(args, 4)
-    check_state(m, state, "a Parameter")
+    check_state(m, state, "a Parameter", tensor=True)
     check_arguments(m, "torch._utils._rebuild_parameter_with_state", (data,))  # (Parameter(data) calls data.detach())
     return _given_attributes(_parameter(data, requires_grad), state)
 

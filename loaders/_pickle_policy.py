@@ -294,6 +294,18 @@ CYTHON_UNPICKLERS = {
     "numpy.random.bit_generator.__pyx_unpickle_SeedSequence": "numpy.random.bit_generator.SeedSequence",
     "numpy.random.bit_generator.__pyx_unpickle_SeedlessSeedSequence": "numpy.random.bit_generator.SeedlessSeedSequence",
 }
+# torch's rebuilds that set a tensor's backward hooks from an argument (its place): `tensor._backward_hooks = hooks`
+# registers each with autograd, which calls it with the gradient on the first backward pass. torch.save always writes
+# an empty `OrderedDict()` there (torch/_utils.py, Note [Don't serialize hooks]): any other value is a function the
+# file chose, run later, as a defaultdict's factory (proved: a class given there ran on `.backward()`)
+BACKWARD_HOOKS = {
+    "torch._utils._rebuild_tensor_v2": 5, "torch._utils._rebuild_tensor_v3": 5, "torch._utils._rebuild_qtensor": 6,
+    "torch._utils._rebuild_parameter": 2, "torch._utils._rebuild_parameter_with_state": 2,
+}  # fmt: skip
+# A tensor's attributes that register hooks with autograd when set (`_set_obj_state`'s setattr from a state, as
+# `_rebuild_from_type_v2` and `_rebuild_parameter_with_state` run it): never in the `__dict__` torch pickles (proved: a
+# class set there ran on `.backward()`)
+TENSOR_HOOKS = frozenset({"_backward_hooks", "_post_accumulate_grad_hooks"})
 # Builders that read each item of their iterable argument as a (key, value) pair: dict(pairs) iterates every item
 PAIRS_BUILDERS = frozenset({"builtins.dict", "collections.OrderedDict"})
 # The methods the unpickler looks up on an object it appends or adds to (APPEND(S): extend, else append; ADDITEMS:
@@ -410,6 +422,11 @@ def dunder_keys(state: object) -> list[str]:
     """Dunder attribute names a BUILD / _set_obj_state state would set (a dict, or a (dict, slots) pair)."""
     keys = (k for part in state_dicts(state) for k in part)
     return [k for k in keys if isinstance(k, str) and k.startswith("__") and k.endswith("__")][:5]
+
+
+def hook_keys(state: object) -> list[str]:
+    """The hooks of a tensor a `_set_obj_state` state would set (`TENSOR_HOOKS`), other than none."""
+    return [k for part in state_dicts(state) for k, v in part.items() if k in TENSOR_HOOKS and v not in ({}, None)]
 
 
 def hidden_methods(state: object) -> list[str]:

@@ -27,6 +27,10 @@ MAX_PICKLE_BYTES = 1 << 30
 READ_WHOLE = 1 << 24
 PICKLE_NAME = "data.pkl"
 PICKLE_SUFFIX = ".pkl"  # data.pkl, constants.pkl (TorchScript); *.debug_pkl are source maps
+# torch's miniz finds a record by a name compared without case (`mz_zip_reader_locate_file` without
+# MZ_ZIP_FLAG_CASE_SENSITIVE): `archive/DATA.PKL` beside `archive/data.pkl` is the one torch.load read (proved). Every
+# member named so is judged: the suffix in each case
+PICKLE_SUFFIXES = tuple(sorted({f".{p}{k}{l}" for p in "pP" for k in "kK" for l in "lL"}))  # noqa: E741
 
 
 def has_pickle(members: tuple[_zip.ZipMember, ...]) -> bool:
@@ -130,7 +134,7 @@ def other_pickles(
     and must not stop the reading of the copy torch does read.
     """
     for m in members:
-        if m is read or not m.name.endswith(PICKLE_SUFFIX):
+        if m is read or not m.name.endswith(PICKLE_SUFFIXES):
             continue
         try:
             reader, unknown = pickle_reader(probe, fmt, m, partial=True)

@@ -1416,6 +1416,175 @@ def test_keras_function_type_other_than_a_name() -> None:
     assert "function_type 'lambda'" in finding.message
 
 
+# -- tricks of the pickle and the container, against what torch.load does with each ------------------------------------
+
+
+TORCH_BACKWARD = (
+    "import sys, torch; t = torch.load(sys.argv[1], weights_only=False)['w']\n"
+    "try:\n    (t * 2).sum().backward()\nexcept Exception:\n    pass"
+)
+
+
+def _touch_module(tmp_path: Path, canary: Path) -> None:
+    """A module the loading subprocess imports from its working folder: `Touch(*args)` creates the canary, as does
+    comparing an `Eq` object (installed code the file only names)."""
+    (tmp_path / "touch.py").write_text(
+        f"class Touch:\n    def __init__(self, *args):\n        open({str(canary)!r}, 'w')\n"
+        f"class Eq:\n    __hash__ = object.__hash__\n    def __eq__(self, other):\n        open({str(canary)!r}, 'w')\n"
+        "        return False\n"
+    )
+
+
+def _with_data_pkl(base: Path, path: Path, pickled: bytes) -> None:
+    with zipfile.ZipFile(base) as zin, zipfile.ZipFile(path, "w") as zout:
+        for name in zin.namelist():
+            zout.writestr(name, pickled if name.endswith("/data.pkl") else zin.read(name))
+
+
+@pytest.mark.reference
+def test_backward_hooks_a_tensor_is_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torch.save writes every tensor's backward hooks as an empty OrderedDict; hooks the file gives (the rebuild's
+    argument, a BUILD on the tensor, which runs `Tensor.__setstate__`, or `_rebuild_from_type_v2`'s state, set with
+    setattr) are registered with autograd and called on the first backward pass: each was exit 0."""
+    torch = pytest.importorskip("torch")
+    canary = tmp_path / "canary"
+    _touch_module(tmp_path, canary)
+    base, names = _torch_zip(tmp_path)
+    pickled = zipfile.ZipFile(base).read(names[0].split("/")[0] + "/data.pkl")
+    rebuild, hooks = glob("torch._utils", "_rebuild_tensor_v2"), glob("collections", "OrderedDict") + b"q\n)R"
+    touch = glob("touch", "Touch")
+    assert pickled.count(hooks) == pickled.count(b"\x89" + hooks) == 1 and pickled.endswith(b"q\rs.")
+    start = pickled.index(rebuild)
+    arguments = pickled[start + len(rebuild) : -len(b"Rq\rs.")]  # (the rebuild's arguments, after its memo put)
+
+    def state(attribute: str) -> bytes:  # (requires_grad, then the hooks)
+        return b"}(" + text("requires_grad") + b"\x88" + text(attribute) + b"}K\x00" + touch + b"sut"
+
+    cases = {
+        "argument": (pickled.replace(b"\x89" + hooks, b"\x88}K\x00" + touch + b"s"), "backward hooks given to"),
+        "build": (pickled[:-2] + b"(\x88N}K\x00" + touch + b"stbs.", "backward hooks set by a tensor's state"),
+        **{
+            attribute: (
+                pickled[:start] + glob("torch._tensor", "_rebuild_from_type_v2") + b"(" + rebuild
+                + glob("torch.nn.parameter", "Parameter") + arguments + state(attribute) + b"Rs.",
+                f"setattr(torch.nn.parameter.Parameter, '{attribute}') by its state",
+            )
+            for attribute in ("_backward_hooks", "_post_accumulate_grad_hooks")
+        },
+    }  # fmt: skip
+    for case, (data, name) in cases.items():
+        path = tmp_path / f"{case}.pt"
+        _with_data_pkl(base, path, data)
+        assert not runs(tmp_path, TORCH_LOAD, path, canary), case  # (torch.load alone runs nothing)
+        assert runs(tmp_path, TORCH_BACKWARD, path, canary), case  # (its first backward pass does)
+        verdict(path, capsys, name)
+    saved = tmp_path / "saved.pt"
+    torch.save({"w": torch.nn.Parameter(torch.ones(2))}, saved)  # (torch's own: hooks empty, read)
+    assert main([str(saved)]) == 0
+
+
+@pytest.mark.reference
+def test_objects_in_a_storage_persistent_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torch's persistent_load compares a storage's location (`location == 'cpu'`), hashes and formats its key: an
+    object of a class the pickle chose there runs that class's methods (here `__eq__`), and one whose state BUILD set
+    has them chosen too. Both were exit 0 (the location) or 2 (the key: 'no data/<Call> record')."""
+    pytest.importorskip("torch")
+    canary = tmp_path / "canary"
+    _touch_module(tmp_path, canary)
+    base, names = _torch_zip(tmp_path)
+    pickled = zipfile.ZipFile(base).read(names[0].split("/")[0] + "/data.pkl")
+    cpu, key = text("cpu") + b"q\x06", text("0") + b"q\x05"
+    assert pickled.count(cpu) == pickled.count(key) == 1
+    made = glob("touch", "Eq") + b")\x81"
+    cases = {
+        "location": (pickled.replace(cpu, made), "persistent_load of an object of touch.Eq"),
+        "key": (pickled.replace(key, made), "persistent_load of an object of touch.Eq"),
+        "attributes": (
+            pickled.replace(cpu, glob("argparse", "Namespace") + b")R}" + text("startswith") + made + b"sb"),
+            "persistent_load of the result of argparse.Namespace given attributes by its state",
+        ),
+    }
+    for case, (data, name) in cases.items():
+        path = tmp_path / f"{case}.pt"
+        _with_data_pkl(base, path, data)
+        if case == "location":
+            assert runs(tmp_path, TORCH_LOAD, path, canary)
+        verdict(path, capsys, name)
+    assert not canary.exists()
+
+
+@pytest.mark.reference
+def test_data_pkl_named_in_another_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torch's miniz finds a record by its name compared without case: beside `archive/data.pkl`, a later
+    `archive/DATA.PKL` is the one torch.load reads and runs (it was never judged: exit 0). Every member whose name ends
+    in .pkl in any case is judged now, before or after the other."""
+    pytest.importorskip("torch")
+    canary = tmp_path / "canary"
+    base, names = _torch_zip(tmp_path)
+    folder = names[0].split("/")[0]
+    evil = P2 + b"}(" + text("w") + file_handler(canary) + b"u."
+    for name, first in ((f"{folder}/DATA.PKL", False), (f"{folder}/Data.pkl", True), (f"{folder}/data.PKL", False)):
+        path = tmp_path / "case.pt"
+        _rewrite(base, path, [(name, evil)], first=first)
+        if not first:
+            assert runs(tmp_path, TORCH_LOAD, path, canary), name
+        verdict(path, capsys, "logging.FileHandler")
+    assert not canary.exists()
+
+
+def test_obj_and_inst_of_python2_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """OBJ and INST name their class inline, and at protocols 0-2 the unpickler maps Python 2 names (`anydbm` is
+    `dbm`): `dbm.open(canary, 'c')` creates the database's files under pickle.load, and is flagged as `dbm.open`."""
+    canary = tmp_path / "canary"
+    cases = {
+        "obj": P2 + b"(" + glob("anydbm", "open") + text(str(canary)) + text("c") + b"o.",
+        "inst": b"(" + text(str(canary)) + text("c") + b"ianydbm\nopen\n.",
+    }
+    for case, data in cases.items():
+        path = tmp_path / f"{case}.pkl"
+        path.write_bytes(data)
+        subprocess.run([sys.executable, "-c", PICKLE_LOAD, str(path)], cwd=tmp_path, capture_output=True, timeout=60)
+        made = sorted(p.name for p in tmp_path.glob("canary*"))
+        assert made, case  # (dbm.dumb's canary.dat and canary.dir)
+        for name in made:
+            (tmp_path / name).unlink()
+        verdict(path, capsys, "dbm.open")
+
+
+@pytest.mark.reference
+def test_payload_after_a_stop_inside_its_frame(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A protocol-4 frame holding a pickle's STOP and then a payload: the next `pickle.load` of the file starts right
+    after the STOP (the C unpickler gives back what it read beyond it), so a second load of a bare pickle runs it, and
+    torch.load of a legacy file runs it as its second pickle (then refuses the 'protocol version'). Both exit 3. A
+    pickle after a legacy file's storages is never read by torch.load (nothing runs): its bytes are unexplained."""
+    torch = pytest.importorskip("torch")
+    canary = tmp_path / "canary"
+    inner = b"}." + file_handler(canary) + b"."
+    bare = tmp_path / "frame.pkl"
+    bare.write_bytes(P4 + frame(len(inner)) + inner)
+    twice = "import pickle, sys; f = open(sys.argv[1], 'rb'); pickle.load(f); pickle.load(f)"
+    assert not runs(tmp_path, PICKLE_LOAD, bare, canary) and runs(tmp_path, twice, bare, canary)
+    verdict(bare, capsys, "logging.FileHandler")
+    legacy = tmp_path / "legacy.pt"
+    torch.save({"w": torch.ones(2)}, legacy, _use_new_zipfile_serialization=False)
+    magic = bytes.fromhex("80028a0a6cfc9c46f9206aa850192e")
+    saved = legacy.read_bytes()
+    assert saved.startswith(magic)
+    body = magic[2:-1] + b"." + file_handler(canary) + b"."  # (the magic number's LONG1, its STOP, the payload)
+    framed = tmp_path / "framed.pt"
+    framed.write_bytes(P4 + frame(len(body)) + body + saved[len(magic) :])
+    assert runs(tmp_path, TORCH_LOAD, framed, canary)
+    verdict(framed, capsys, "logging.FileHandler")
+    tail = tmp_path / "tail.pt"
+    trailer = P2 + file_handler(canary) + b"."
+    tail.write_bytes(saved + trailer)
+    assert not runs(tmp_path, TORCH_LOAD, tail, canary)
+    capsys.readouterr()
+    assert main([str(tail)]) == 0
+    assert f"UNEXPLAINED_BYTES: {len(trailer)} bytes" in capsys.readouterr().out
+    assert not canary.exists()
+
+
 # -- bounded resources --------------------------------------------------------------------------------------------
 
 
