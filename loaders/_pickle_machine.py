@@ -139,8 +139,8 @@ class PickleMachine:
         if isinstance(func, Global):
             name = func.qualname
             hooks = BACKWARD_HOOKS.get(name)
-            if hooks is not None and len(args) > hooks and args[hooks] not in ({}, None):
-                self.flag(f"backward hooks given to {name[:MAX_NAME]} (torch writes none: autograd calls them)")
+            if hooks is not None and len(args) > hooks:
+                self.hooks(args[hooks], f"given to {name[:MAX_NAME]}")
             trampoline = TRAMPOLINES.get(name)
             if trampoline is not None:
                 return trampoline(self, args)
@@ -161,6 +161,16 @@ class PickleMachine:
             # a lenient reading goes on through bytes it cannot decode: only names count there as evidence
             self.flag(f"<call of {callable_name(func)}>")
         return Call(func, args)
+
+    def hooks(self, hooks: Any, how: str) -> None:
+        """Flag the backward hooks a tensor is given that would run the file's choice: autograd calls each with the
+        gradient on the first backward pass (torch writes none). A data builder or inert class there builds data."""
+        values = hooks.values() if isinstance(hooks, dict) else hooks if isinstance(hooks, (list, tuple)) else (hooks,)
+        for value in values:
+            if isinstance(value, Global) and (value.qualname in BUILDERS or value.qualname in INERT_CALLABLES):
+                continue
+            if isinstance(value, (Global, Call)):
+                self.flag(f"{callable_name(value)[:MAX_NAME]} as a backward hook {how} (autograd calls it)")
 
     def joblib_array(self, wrapper: Call) -> Any:
         """joblib's array in place of its wrapper (`loaders._numpy_pickle.joblib_array`): its bytes, which follow
@@ -359,8 +369,8 @@ def _tensor_state(u: PickleMachine, state: Any) -> None:
     of 3 or 5 items sets `_backward_hooks` from its third (autograd calls them on backward: proved), one of 4 calls
     `set_(*state)`. Hooks other than none, or an object the pickle made among the items, run the file's choice."""
     items = tuple(state) if isinstance(state, (tuple, list, dict)) else ()
-    if len(items) in (3, 5) and items[2] not in ({}, None):
-        u.flag("backward hooks set by a tensor's state (BUILD runs Tensor.__setstate__: autograd calls them)")
+    if len(items) in (3, 5):
+        u.hooks(items[2], "set by a tensor's state (BUILD runs Tensor.__setstate__)")
     check_arguments(u, "torch.Tensor.__setstate__", items)
 
 

@@ -1461,8 +1461,13 @@ def test_backward_hooks_a_tensor_is_given(tmp_path: Path, capsys: pytest.Capture
         return b"}(" + text("requires_grad") + b"\x88" + text(attribute) + b"}K\x00" + touch + b"sut"
 
     cases = {
-        "argument": (pickled.replace(b"\x89" + hooks, b"\x88}K\x00" + touch + b"s"), "backward hooks given to"),
-        "build": (pickled[:-2] + b"(\x88N}K\x00" + touch + b"stbs.", "backward hooks set by a tensor's state"),
+        "argument": (
+            pickled.replace(b"\x89" + hooks, b"\x88}K\x00" + touch + b"s"),
+            "touch.Touch as a backward hook given to torch._utils._rebuild_tensor_v2",
+        ),
+        "build": (
+            pickled[:-2] + b"(\x88N}K\x00" + touch + b"stbs.", "touch.Touch as a backward hook set by a tensor's"
+        ),
         **{
             attribute: (
                 pickled[:start] + glob("torch._tensor", "_rebuild_from_type_v2") + b"(" + rebuild
