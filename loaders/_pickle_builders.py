@@ -24,6 +24,7 @@ from loaders._pickle_policy import (
     STORED_TZINFO,
     dunder_keys,
     hidden_methods,
+    hook_keys,
     sets_attributes,
 )
 from loaders._pickle_values import (
@@ -264,10 +265,10 @@ def check_arguments(m: Machine, name: str, args: tuple[Any, ...], pairs: Any = (
             return
 
 
-def check_state(m: Machine, state: Any, target: str, mapping: bool = False) -> None:
-    """Flag the attributes a state sets that choose what runs: dunders, and on a `mapping` (an OrderedDict, held as a
-    dict) the names of its methods (`MAPPING_METHODS`)."""
-    for key in dunder_keys(state) + (hidden_methods(state) if mapping else []):
+def check_state(m: Machine, state: Any, target: str, mapping: bool = False, tensor: bool = False) -> None:
+    """Flag the attributes a state sets that choose what runs: dunders, on a `mapping` (an OrderedDict, held as a
+    dict) the names of its methods (`MAPPING_METHODS`), on a `tensor` its hooks (`TENSOR_HOOKS`)."""
+    for key in dunder_keys(state) + (hidden_methods(state) if mapping else []) + (hook_keys(state) if tensor else []):
         m.flag(f"setattr({target}, {key[:MAX_NAME]!r}) by its state")
 
 
@@ -275,7 +276,7 @@ def _from_type(m: Machine, args: tuple[Any, ...]) -> Any:
     """torch._tensor._rebuild_from_type_v2(func, new_type, args, state) calls func(*args), then sets state."""
     func, new_type, inner, state = _pad(args, 4)
     value = m.call(func, tuple(inner) if isinstance(inner, (tuple, list)) else (inner,))
-    check_state(m, state, callable_name(new_type), mapping=isinstance(value, dict))
+    check_state(m, state, callable_name(new_type), isinstance(value, dict), isinstance(value, TensorRef))
     return _given_attributes(value, state)
 
 
@@ -293,7 +294,7 @@ def _given_attributes(value: Any, state: Any) -> Any:
 def _parameter_with_state(m: Machine, args: tuple[Any, ...]) -> Any:
     """torch._utils._rebuild_parameter_with_state(data, requires_grad, hooks, state): setattr for each key."""
     data, requires_grad, _hooks, state = _pad(args, 4)
-    check_state(m, state, "a Parameter")
+    check_state(m, state, "a Parameter", tensor=True)
     check_arguments(m, "torch._utils._rebuild_parameter_with_state", (data,))  # (Parameter(data) calls data.detach())
     return _given_attributes(_parameter(data, requires_grad), state)
 
@@ -411,10 +412,24 @@ def _pickled_arguments(m: Machine, args: tuple[Any, ...], name: str) -> Any:
     """A callable of `PICKLED_ARGUMENTS` given the arguments of a form its library's pickles write; anything else is
     unsafe (an object the pickle made among them would have its methods run)."""
     forms = PICKLED_ARGUMENTS[name]
-    if not any(len(args) == len(form) and all(map(isinstance, args, form)) for form in forms):
-        written = " or ".join(f"({', '.join(t.__name__ for t in form)})" for form in forms)
+    if not any(len(args) == len(form) and all(map(_fits, args, form)) for form in forms):
+        written = " or ".join(f"({', '.join(map(_kind_name, form))})" for form in forms[:4])
         m.flag(f"{name[:MAX_NAME]} with other arguments than its pickles hold: {written}")
     return Call(Global(*name.rsplit(".", 1)), args)
+
+
+def _fits(value: Any, kind: type | frozenset[str] | tuple[type, ...]) -> bool:
+    """Whether an argument is of a `PICKLED_ARGUMENTS` form's kind: of a type (or one of a tuple's), or made by a call
+    of one of a set's callables and not given attributes since (`foreign`)."""
+    if isinstance(kind, frozenset):
+        return isinstance(value, Call) and _names(value.func, kind) and foreign(value) is None
+    return isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+
+
+def _kind_name(kind: type | frozenset[str] | tuple[type, ...]) -> str:
+    if isinstance(kind, frozenset):
+        return f"a {' or '.join(sorted(name.rpartition('.')[2] for name in kind)[:3])}"
+    return " or ".join(t.__name__ for t in kind) if isinstance(kind, tuple) else kind.__name__
 
 
 # numpy's array builders, under numpy 1's and numpy 2's module names (the arrays they make: `loaders._numpy_pickle`)

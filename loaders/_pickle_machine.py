@@ -17,6 +17,7 @@ from loaders import _pickle as limits  # (its caps, read at each use: tests and 
 from loaders._pickle import STOP, Result
 from loaders._pickle_builders import BUILDERS, INERT_DATA, TRAMPOLINES, check_arguments, check_state, resolve
 from loaders._pickle_policy import (
+    BACKWARD_HOOKS,
     CHECKED_WHEN_CALLED,
     INERT_CALLABLES,
     JOBLIB_WRAPPERS,
@@ -38,6 +39,7 @@ from loaders._pickle_values import (
     Global,
     PickleError,
     StorageType,
+    TensorRef,
     callable_name,
     safe_key,
     short_error,
@@ -136,6 +138,9 @@ class PickleMachine:
         self.charge(args)
         if isinstance(func, Global):
             name = func.qualname
+            hooks = BACKWARD_HOOKS.get(name)
+            if hooks is not None and len(args) > hooks:
+                self.hooks(args[hooks], f"given to {name[:MAX_NAME]}")
             trampoline = TRAMPOLINES.get(name)
             if trampoline is not None:
                 return trampoline(self, args)
@@ -156,6 +161,16 @@ class PickleMachine:
             # a lenient reading goes on through bytes it cannot decode: only names count there as evidence
             self.flag(f"<call of {callable_name(func)}>")
         return Call(func, args)
+
+    def hooks(self, hooks: Any, how: str) -> None:
+        """Flag the backward hooks a tensor is given that would run the file's choice: autograd calls each with the
+        gradient on the first backward pass (torch writes none). A data builder or inert class there builds data."""
+        values = hooks.values() if isinstance(hooks, dict) else hooks if isinstance(hooks, (list, tuple)) else (hooks,)
+        for value in values:
+            if isinstance(value, Global) and (value.qualname in BUILDERS or value.qualname in INERT_CALLABLES):
+                continue
+            if isinstance(value, (Global, Call)):
+                self.flag(f"{callable_name(value)[:MAX_NAME]} as a backward hook {how} (autograd calls it)")
 
     def joblib_array(self, wrapper: Call) -> Any:
         """joblib's array in place of its wrapper (`loaders._numpy_pickle.joblib_array`): its bytes, which follow
@@ -344,7 +359,19 @@ def _build(u: PickleMachine, r: Reader) -> None:
             u.stack[-1] = u.joblib_array(target)  # (the array's bytes follow, outside the opcodes)
     elif isinstance(target, dict) and isinstance(state, dict):
         target.update(state)
-    # BUILD on tensors (their Python attributes) and other values: state kept nowhere, nothing runs
+    elif isinstance(target, TensorRef):
+        _tensor_state(u, state)
+    # BUILD on other values: state kept nowhere, nothing runs
+
+
+def _tensor_state(u: PickleMachine, state: Any) -> None:
+    """BUILD on a tensor runs `torch.Tensor.__setstate__`, which torch never writes (its tensors are REDUCEs): a state
+    of 3 or 5 items sets `_backward_hooks` from its third (autograd calls them on backward: proved), one of 4 calls
+    `set_(*state)`. Hooks other than none, or an object the pickle made among the items, run the file's choice."""
+    items = tuple(state) if isinstance(state, (tuple, list, dict)) else ()
+    if len(items) in (3, 5):
+        u.hooks(items[2], "set by a tensor's state (BUILD runs Tensor.__setstate__)")
+    check_arguments(u, "torch.Tensor.__setstate__", items)
 
 
 def _args(value: Any) -> tuple[Any, ...]:
@@ -452,6 +479,15 @@ def _persid(u: PickleMachine, r: Reader) -> None:
     u.push(u.persistent_load(r.readline().decode("ascii", "replace").strip()))
 
 
+def _binpersid(u: PickleMachine, r: Reader) -> None:
+    """BINPERSID: torch's persistent_load compares, hashes and formats the id's items (`location == 'cpu'`, `key in
+    loaded_storages`, f"data/{key}"): an object the pickle made there has its methods run (`check_arguments`)."""
+    pid = u.pop()
+    if isinstance(pid, tuple):
+        check_arguments(u, "torch.load's persistent_load", pid)
+    u.push(u.persistent_load(pid))
+
+
 def _ext(u: PickleMachine, r: Reader) -> None:
     raise PickleError("pickle extension registry codes (EXT1/2/4) are not supported")
 
@@ -528,7 +564,7 @@ OPS: dict[bytes, Callable[[PickleMachine, Reader], Any]] = {
     b"i": _inst,
     b"b": _build,
     b"P": _persid,
-    b"Q": lambda u, r: u.push(u.persistent_load(u.pop())),
+    b"Q": _binpersid,
     b"\x82": _ext,
     b"\x83": _ext,
     b"\x84": _ext,

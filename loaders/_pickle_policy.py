@@ -158,10 +158,27 @@ ENUM_LOOKUPS = frozenset({
     "transformers.debug_utils.DebugOption", "accelerate.utils.dataclasses.DistributedType",
 })  # fmt: skip
 NONE = type(None)
-# Callables a pickle may call with exactly the arguments their library's own pickles hold, by type, one tuple per form
-# it writes; other arguments count as any unknown call (an object the pickle made has its methods run; a second
-# argument to an Enum makes a class; a first one to dateutil's tzfile is a file it reads)
-PICKLED_ARGUMENTS: dict[str, tuple[tuple[type, ...], ...]] = {
+# The values a call of one of these callables made (an argument of a `PICKLED_ARGUMENTS` form written as such a set):
+# a time zone whose own call was judged and whose state set nothing (pandas reads a Timestamp's zone, datetime only
+# stores it), a timedelta, a pandas offset of `PANDAS_OFFSETS`
+MadeBy = frozenset[str]
+ZONES: MadeBy = frozenset({
+    "datetime.timezone", "zoneinfo.ZoneInfo._unpickle", "pytz._p", "pytz._UTC", "pytz.FixedOffset",
+})  # fmt: skip
+TIMEDELTA: MadeBy = frozenset({"datetime.timedelta"})
+OFFSETS = "pandas._libs.tslibs.offsets"
+# pandas' offsets a Period's frequency is (`BaseOffset.__reduce__` writes `cls(n, normalize, *params)`: their C
+# constructors store the numbers), with the types of their parameters after n and normalize
+PANDAS_OFFSETS: dict[str, tuple[type | MadeBy | tuple[type, ...], ...]] = {
+    **dict.fromkeys(("Day", "Hour", "Minute", "Second", "Milli", "Micro", "Nano", "MonthEnd"), ()),
+    "QuarterEnd": (int,), "YearEnd": (int,), "Week": ((int, NONE),), "BusinessDay": (TIMEDELTA,),
+}  # fmt: skip
+PERIOD_FREQUENCIES: MadeBy = frozenset(f"{OFFSETS}.{name}" for name in PANDAS_OFFSETS)
+# Callables a pickle may call with exactly the arguments their library's own pickles hold, one tuple per form it writes;
+# an argument given as a type (or a tuple of types: one of them), or as a `MadeBy` set (the result of a call of one of
+# those callables, not given attributes since). Other arguments count as any unknown call (an object the pickle made
+# has its methods run; a second argument to an Enum makes a class; a first one to dateutil's tzfile is a file it reads)
+PICKLED_ARGUMENTS: dict[str, tuple[tuple[type | MadeBy | tuple[type, ...], ...], ...]] = {
     **{name: ((str,), (int,)) for name in ENUM_LOOKUPS},
     # dateutil's zone from a file (`tz.gettz`, and its bundled `zoneinfo.gettz`'s subclass): `tzfile.__reduce_ex__`
     # writes `cls(None, filename)` and the zone's data as its BUILD state, so nothing is read
@@ -172,6 +189,19 @@ PICKLED_ARGUMENTS: dict[str, tuple[tuple[type, ...], ...]] = {
     "pytz._p": ((str,), (str, int, int, str)),
     "pytz._UTC": ((),),
     "pytz.FixedOffset": ((int,),),
+    # pandas' scalars (their `__reduce__`): a Timestamp is `_unpickle_timestamp(value, None, tz, reso)` of its integer
+    # value and unit (pandas 1 wrote `(value, freq, tz)`), made from those numbers and localized to the zone (its
+    # methods run: only a zone of `ZONES` passes, a dateutil zone carries the state its pickle set); a Timedelta
+    # `_timedelta_unpickle(value, reso)`, NaT `_nat_unpickle(None)` (the module's constant), a Period `Period(None,
+    # freq, ordinal)` of an offset of `PANDAS_OFFSETS`. A DataFrame or Series is not among them: its pickle calls
+    # `_new_Index(cls, d)` (`cls.__new__(cls, **d)` for a class it names), block and array builders, flagged
+    "pandas._libs.tslibs.timestamps._unpickle_timestamp": tuple(
+        (int, freq, tz, *reso) for freq in (NONE, PERIOD_FREQUENCIES) for tz in (NONE, ZONES) for reso in ((int,), ())
+    ),
+    "pandas._libs.tslibs.timedeltas._timedelta_unpickle": ((int, int),),
+    "pandas._libs.tslibs.nattype._nat_unpickle": ((NONE,),),
+    **{f"pandas{module}.Period": ((NONE, PERIOD_FREQUENCIES, int),) for module in ("", "._libs.tslibs.period")},
+    **{f"{OFFSETS}.{name}": ((int, bool, *params),) for name, params in PANDAS_OFFSETS.items()},
 }
 PATH_CLASSES = ("PurePath", "PurePosixPath", "PureWindowsPath", "Path", "PosixPath", "WindowsPath")
 # Classes and functions a call (REDUCE / OBJ / INST) may name without that being unsafe: they only build
@@ -264,6 +294,18 @@ CYTHON_UNPICKLERS = {
     "numpy.random.bit_generator.__pyx_unpickle_SeedSequence": "numpy.random.bit_generator.SeedSequence",
     "numpy.random.bit_generator.__pyx_unpickle_SeedlessSeedSequence": "numpy.random.bit_generator.SeedlessSeedSequence",
 }
+# torch's rebuilds that set a tensor's backward hooks from an argument (its place): `tensor._backward_hooks = hooks`
+# registers each with autograd, which calls it with the gradient on the first backward pass. torch.save always writes
+# an empty `OrderedDict()` there (torch/_utils.py, Note [Don't serialize hooks]): any other value is a function the
+# file chose, run later, as a defaultdict's factory (proved: a class given there ran on `.backward()`)
+BACKWARD_HOOKS = {
+    "torch._utils._rebuild_tensor_v2": 5, "torch._utils._rebuild_tensor_v3": 5, "torch._utils._rebuild_qtensor": 6,
+    "torch._utils._rebuild_parameter": 2, "torch._utils._rebuild_parameter_with_state": 2,
+}  # fmt: skip
+# A tensor's attributes that register hooks with autograd when set (`_set_obj_state`'s setattr from a state, as
+# `_rebuild_from_type_v2` and `_rebuild_parameter_with_state` run it): never in the `__dict__` torch pickles (proved: a
+# class set there ran on `.backward()`)
+TENSOR_HOOKS = frozenset({"_backward_hooks", "_post_accumulate_grad_hooks"})
 # Builders that read each item of their iterable argument as a (key, value) pair: dict(pairs) iterates every item
 PAIRS_BUILDERS = frozenset({"builtins.dict", "collections.OrderedDict"})
 # The methods the unpickler looks up on an object it appends or adds to (APPEND(S): extend, else append; ADDITEMS:
@@ -380,6 +422,11 @@ def dunder_keys(state: object) -> list[str]:
     """Dunder attribute names a BUILD / _set_obj_state state would set (a dict, or a (dict, slots) pair)."""
     keys = (k for part in state_dicts(state) for k in part)
     return [k for k in keys if isinstance(k, str) and k.startswith("__") and k.endswith("__")][:5]
+
+
+def hook_keys(state: object) -> list[str]:
+    """The hooks of a tensor a `_set_obj_state` state would set (`TENSOR_HOOKS`), other than none."""
+    return [k for part in state_dicts(state) for k, v in part.items() if k in TENSOR_HOOKS and v not in ({}, None)]
 
 
 def hidden_methods(state: object) -> list[str]:

@@ -27,6 +27,10 @@ MAX_PICKLE_BYTES = 1 << 30
 READ_WHOLE = 1 << 24
 PICKLE_NAME = "data.pkl"
 PICKLE_SUFFIX = ".pkl"  # data.pkl, constants.pkl (TorchScript); *.debug_pkl are source maps
+# torch's miniz finds a record by a name compared without case (`mz_zip_reader_locate_file` without
+# MZ_ZIP_FLAG_CASE_SENSITIVE): `archive/DATA.PKL` beside `archive/data.pkl` is the one torch.load read (proved). Every
+# member named so is judged: the suffix in each case
+PICKLE_SUFFIXES = tuple(sorted({f".{p}{k}{l}" for p in "pP" for k in "kK" for l in "lL"}))  # noqa: E741
 
 
 def has_pickle(members: tuple[_zip.ZipMember, ...]) -> bool:
@@ -129,8 +133,8 @@ def other_pickles(
     itself (`from_memory`: torch runs what its memory holds there); one that cannot be read at all is passed over,
     and must not stop the reading of the copy torch does read.
     """
-    # (the *.pkl members, picked in C calls: an archive of 100,000 tensors has two)
-    for m in compress(members, map(str.endswith, map(attrgetter("name"), members), repeat(PICKLE_SUFFIX))):
+    # (the *.pkl members in any case, picked in C calls: an archive of 100,000 tensors has two)
+    for m in compress(members, map(str.endswith, map(attrgetter("name"), members), repeat(PICKLE_SUFFIXES))):
         if m is read:
             continue
         try:

@@ -222,8 +222,10 @@ HELD_LAYERS: dict[str, tuple[tuple[str, str], ...]] = {
 CODE_LAYERS = {
     "Lambda": "",
     "TFSMLayer": "loads the TensorFlow SavedModel its filepath names, outside the file, and runs its graph",
-    "TorchModuleWrapper": "unpickles its torch module with torch.load(weights_only=False)",
 }
+# the layer whose config holds a pickled torch module, which `from_config` unpickles with torch.load(weights_only=False)
+# (with safe_mode=False): judged by the restricted pickle reader (`loaders._keras_torch`)
+TORCH_WRAPPER = "TorchModuleWrapper"
 CODE_CLASSES = {"__lambda__"}
 NAMED_FUNCTION_TYPE = "function"
 MAX_CONFIG_NODES = 1_000_000
@@ -375,6 +377,7 @@ def config_layers(config: Any) -> list[dict[str, Any]]:
 def code_findings(config: Any) -> list[Finding]:
     """UNSAFE_CONTENT for what in a model config would run Python code when Keras loads it (as modelscan flags)."""
     hits: list[str] = []
+    notes: list[Finding] = []  # (the globals a TorchModuleWrapper's module names)
     stack, budget = [config], MAX_CONFIG_NODES
     while stack and budget > 0:
         node = stack.pop()
@@ -387,7 +390,14 @@ def code_findings(config: Any) -> list[Finding]:
         stack.extend(node.values())
         cls, inner = node.get("class_name"), node.get("config")
         name = inner.get("name") if isinstance(inner, dict) else None
-        if isinstance(cls, str) and cls in CODE_LAYERS:
+        if cls == TORCH_WRAPPER and isinstance(inner, dict):  # (its pickled module is judged: `_keras_torch`)
+            from loaders import _keras_torch
+
+            runs, named = _keras_torch.judged(inner.get("module"), str(name))
+            notes += named
+            if runs:
+                hits.append(f"keras.layers.{cls} {str(name)[:80]!r} ({runs})")
+        elif isinstance(cls, str) and cls in CODE_LAYERS:
             runs = CODE_LAYERS[cls]
             hits.append(f"keras.layers.{cls} {str(name)[:80]!r}" + (f" ({runs})" if runs else ""))
         elif cls in CODE_CLASSES:
@@ -396,10 +406,10 @@ def code_findings(config: Any) -> list[Finding]:
         if kind is not None and kind != NAMED_FUNCTION_TYPE:
             hits.append(f"function_type {str(kind)[:40]!r} (marshalled bytecode)")
     if not hits:
-        return []
+        return notes
     unique = sorted(set(hits))
     message = f"the model config holds code Keras would run on load: {', '.join(unique[:10])}: not run"
-    return [Finding("UNSAFE_CONTENT", Severity.ERROR, message, tuple(unique[:20]))]
+    return [Finding("UNSAFE_CONTENT", Severity.ERROR, message, tuple(unique[:20])), *notes]
 
 
 def _keras2(walked: _hdf5.H5Walk, attrs: dict[str, Any]) -> tuple[list[TensorInfo], dict[str, Any] | None]:

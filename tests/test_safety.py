@@ -748,6 +748,88 @@ def test_training_arguments_saved_by_torch_are_inert(tmp_path: Path, capsys: pyt
     verdict(other, capsys, "transformers.trainer_utils.ExplicitEnum")
 
 
+def pandas_scalars() -> dict[str, Any]:
+    """pandas' scalars a training loop's record may hold, with each kind of zone a Timestamp's pickle gives."""
+    import datetime
+
+    pd = pytest.importorskip("pandas")
+    pytz = pytest.importorskip("pytz")
+    at = "2024-01-02 03:04:05"
+    periods = {f"period_{freq}": pd.Period("2024-01-05", freq=freq) for freq in ("D", "h", "M", "Q-JAN", "Y", "W", "B")}
+    return {
+        "naive": pd.Timestamp(at), "seconds": pd.Timestamp(at).as_unit("s"), "utc": pd.Timestamp(at, tz="UTC"),
+        "zoneinfo": pd.Timestamp(at, tz="Europe/Berlin"), "fixed": pd.Timestamp("2024-01-02T00:00+05:00"),
+        "pytz": pd.Timestamp(at, tz=pytz.timezone("Europe/Berlin")), "pytz_utc": pd.Timestamp(at, tz=pytz.utc),
+        "python_utc": pd.Timestamp(at, tz=datetime.UTC), "elapsed": pd.Timedelta("1 day 2 ms"),
+        "nat": pd.NaT, **periods,
+    }  # fmt: skip
+
+
+@pytest.mark.reference
+def test_pandas_scalars_saved_by_torch_are_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """pandas' Timestamp, Timedelta, NaT and Period as torch.save and pickle write them (their `__reduce__`: pandas'
+    own functions of numbers, `_unpickle_timestamp(value, None, tz, reso)` with a zone of its own call, `Period(None,
+    MonthEnd(1, False), ordinal)`): read, exit 0 (all were exit 3). A Timestamp whose zone is dateutil's (an object its
+    state set, whose methods pandas calls while localizing), a DataFrame and a Series (`_new_Index(cls, d)` calls
+    `cls.__new__(cls, **d)` for a class the pickle names) are still flagged, as are those callables given other
+    arguments than pandas writes."""
+    torch = pytest.importorskip("torch")
+    dateutil_tz = pytest.importorskip("dateutil.tz")
+    pd = pytest.importorskip("pandas")
+    scalars = pandas_scalars()
+    for protocol in (2, 4):
+        bare = tmp_path / f"scalars{protocol}.pkl"
+        bare.write_bytes(pickle.dumps(scalars, protocol))
+        saved = tmp_path / f"scalars{protocol}.pt"
+        torch.save({"w": torch.ones(2), **scalars}, saved, pickle_protocol=protocol)
+        for path in (bare, saved):
+            loaded = torch.load(path, weights_only=False) if path.suffix == ".pt" else pickle.loads(path.read_bytes())
+            assert all(loaded[name] == value or loaded[name] is value is pd.NaT for name, value in scalars.items())
+            ckpt = load(path)
+            assert "UNSAFE_CONTENT" not in {f.code for f in ckpt.findings}, path.name
+            listed = next(f for f in ckpt.findings if f.code == "PICKLE_GLOBALS").message
+            for name in ("_unpickle_timestamp", "_timedelta_unpickle", "_nat_unpickle", "pandas.Period", "QuarterEnd"):
+                assert name in listed
+            assert main([str(path)]) == 0
+    flagged = {
+        "dateutil": pd.Timestamp("2024-01-02", tz=dateutil_tz.gettz("Europe/Berlin")),
+        "frame": pd.DataFrame({"loss": [1.0, 0.5]}),
+        "series": pd.Series([1.0, 0.5]),
+    }
+    for name, value in flagged.items():
+        path = tmp_path / f"{name}.pt"
+        torch.save({"w": torch.ones(2), "v": value}, path)
+        torch.load(path, weights_only=False)
+        unsafe = next(f for f in load(path).findings if f.code == "UNSAFE_CONTENT").message
+        assert ("_unpickle_timestamp with other arguments" if name == "dateutil" else "_new_Index") in unsafe, name
+    made = glob("argparse", "Namespace") + b")R}" + text("utcoffset") + glob("logging", "FileHandler") + b"sb"
+    stamp = glob("pandas._libs.tslibs.timestamps", "_unpickle_timestamp") + b"(K\x00N"
+    offsets = "pandas._libs.tslibs.offsets"
+    cases = {
+        "zone_with_state": (P2 + stamp + made + b"K\ttR.", "_unpickle_timestamp with other arguments"),
+        "zone_other_call": (
+            P2 + stamp + glob("argparse", "Namespace") + b")RK\ttR.",
+            "_unpickle_timestamp with other arguments",
+        ),
+        "timedelta_text": (
+            P2 + glob("pandas._libs.tslibs.timedeltas", "_timedelta_unpickle") + text("1") + b"K\t\x86R.",
+            "_timedelta_unpickle with other arguments than its pickles hold: (int, int)",
+        ),
+        "period_freq": (
+            P2 + glob("pandas", "Period") + b"N" + glob(offsets, "DateOffset") + b")RK\x01\x87R.",
+            "pandas.Period with other arguments",
+        ),
+        "offset_object": (
+            P2 + glob(offsets, "Week") + b"K\x01\x89" + made + b"\x87R.",
+            f"{offsets}.Week with other arguments",
+        ),
+    }
+    for case, (data, name) in cases.items():
+        path = tmp_path / f"{case}.pkl"
+        path.write_bytes(data)
+        verdict(path, capsys, name)
+
+
 def test_numpy_random_constructors_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """numpy's generator pickles call what they are given: __generator_ctor(name, ctor) calls ctor(name) and
     __bit_generator_ctor(cls) calls cls(); given anything but numpy's own, they run the file's choice."""
@@ -1230,18 +1312,19 @@ keras.Sequential([keras.Input((2,)), keras.layers.TFSMLayer("saved_model", call_
 os.remove(canary)  # (the layer's constructor loaded the SavedModel: its initializer ran)
 """
 # A .keras model holding a TorchModuleWrapper, written by Keras, its module then replaced by a torch.save pickle that
-# calls logging.FileHandler(canary): Keras's from_config unpickles it with torch.load(weights_only=False)
+# calls logging.FileHandler(canary) (torch's zip, or its legacy format as a third argument says): Keras's from_config
+# unpickles it with torch.load(weights_only=False)
 TORCH_WRAPPER_MODEL = """
 import base64, json, logging, os, sys, zipfile
 os.environ["KERAS_BACKEND"] = "torch"
 import io, torch, keras
-canary, path = sys.argv[1:]
+canary, path, how = sys.argv[1:]
 keras.Sequential([keras.Input((2,)), keras.layers.TorchModuleWrapper(torch.nn.Linear(2, 2))]).save(path)
 class Touch:
     def __reduce__(self):
         return logging.FileHandler, (canary,)
 buffer = io.BytesIO()
-torch.save(Touch(), buffer)
+torch.save([torch.nn.Linear(2, 2), Touch()], buffer, _use_new_zipfile_serialization=how == "zip")
 with zipfile.ZipFile(path) as zf:
     members = {name: zf.read(name) for name in zf.namelist()}
 config = json.loads(members["config.json"])
@@ -1256,27 +1339,68 @@ KERAS_UNSAFE_LOAD = "import sys, keras; keras.models.load_model(sys.argv[1], saf
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("layer", ["TFSMLayer", "TorchModuleWrapper"])
+@pytest.mark.parametrize("layer", ["TFSMLayer", "TorchModuleWrapper-zip", "TorchModuleWrapper-legacy"])
 def test_keras_layers_that_load_code_from_outside_the_config(
     tmp_path: Path, layer: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A TFSMLayer loads the TensorFlow SavedModel its filepath names (its graph runs: here a resource initializer
     writes the canary while loading), a TorchModuleWrapper unpickles its module with torch.load(weights_only=False):
     `load_model(safe_mode=False)` runs both (Keras 3.15 refuses them in safe mode, as a Lambda; it loaded a TFSMLayer
-    in any mode before keras-team/keras#22035). Both were exit 0."""
+    in any mode before keras-team/keras#22035). Both were exit 0; the wrapper's pickle is judged, in torch's zip and
+    legacy formats, and the verdict names what it would call."""
     pytest.importorskip("keras")
     pytest.importorskip("tensorflow" if layer == "TFSMLayer" else "torch")
     canary, path = tmp_path / "canary", tmp_path / "model.keras"
     maker = TFSM_MODEL if layer == "TFSMLayer" else TORCH_WRAPPER_MODEL
+    arguments = [] if layer == "TFSMLayer" else [layer.rpartition("-")[2]]
     made = subprocess.run(
-        [sys.executable, "-c", maker, str(canary), str(path)], cwd=tmp_path, capture_output=True, timeout=300
+        [sys.executable, "-c", maker, str(canary), str(path), *arguments],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=300,
     )
     assert made.returncode == 0, made.stderr[-2000:]
     assert not canary.exists()
     backend = {"KERAS_BACKEND": "tensorflow" if layer == "TFSMLayer" else "torch"}
     assert runs(tmp_path, KERAS_UNSAFE_LOAD, path, canary, backend), "the payload must really run under load_model"
-    verdict(path, capsys, f"keras.layers.{layer} '")
+    if layer == "TFSMLayer":
+        verdict(path, capsys, "keras.layers.TFSMLayer '")
+    else:
+        verdict(path, capsys, "keras.layers.TorchModuleWrapper 'torch_module_wrapper' (its pickled torch module would "
+                "call logging.FileHandler)")  # fmt: skip
     assert not canary.exists()
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+def test_keras_torch_module_wrapper_of_a_torch_module_is_read(
+    tmp_path: Path, suffix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A TorchModuleWrapper of an nn.Linear, as Keras writes it: its pickle (torch.save of the module, base64 in the
+    config) names only torch's classes, which `load_model(safe_mode=False)` imports and builds: read, exit 0, the
+    classes listed (it was exit 3 for any wrapper). A module text Keras cannot decode is never unpickled; one that
+    decodes to bytes no reader can read is judged unsafe."""
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    keras = pytest.importorskip("keras")
+    torch = pytest.importorskip("torch")
+    from loaders import _keras_torch
+
+    path = tmp_path / f"model{suffix}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numpy and keras deprecations while building and saving
+        inner = keras.layers.TorchModuleWrapper(torch.nn.Linear(2, 3), name="wrapped")
+        keras.Sequential([keras.Input((2,)), inner]).save(path)
+        wrapper = {"TorchModuleWrapper": keras.layers.TorchModuleWrapper}  # (a legacy .h5 needs it named)
+        loaded = keras.models.load_model(path, safe_mode=False, custom_objects=wrapper)
+    assert isinstance(loaded.layers[0].module, torch.nn.Linear)
+    ckpt = load(path)
+    assert "UNSAFE_CONTENT" not in {f.code for f in ckpt.findings}
+    listed = [f.message for f in ckpt.findings if f.code == "PICKLE_GLOBALS"]
+    assert listed and "layer 'wrapped''s torch module" in listed[0] and "torch.nn.modules.linear.Linear" in listed[0]
+    assert main([str(path)]) == 0
+    assert _keras_torch.judged("é", "x") == _keras_torch.judged(None, "x") == ("", [])  # (Keras raises first)
+    runs_, _ = _keras_torch.judged("UEsDBA==", "x")  # (a zip's local signature, then nothing)
+    assert runs_.startswith("its pickled torch module, which could not be read")
 
 
 def test_keras_function_type_other_than_a_name() -> None:
@@ -1290,6 +1414,180 @@ def test_keras_function_type_other_than_a_name() -> None:
     }
     (finding,) = code_findings({"config": {"layers": [k2]}})
     assert "function_type 'lambda'" in finding.message
+
+
+# -- tricks of the pickle and the container, against what torch.load does with each ------------------------------------
+
+
+TORCH_BACKWARD = (
+    "import sys, torch; t = torch.load(sys.argv[1], weights_only=False)['w']\n"
+    "try:\n    (t * 2).sum().backward()\nexcept Exception:\n    pass"
+)
+
+
+def _touch_module(tmp_path: Path, canary: Path) -> None:
+    """A module the loading subprocess imports from its working folder: `Touch(*args)` creates the canary, as does
+    comparing an `Eq` object (installed code the file only names)."""
+    (tmp_path / "touch.py").write_text(
+        f"class Touch:\n    def __init__(self, *args):\n        open({str(canary)!r}, 'w')\n"
+        f"class Eq:\n    __hash__ = object.__hash__\n    def __eq__(self, other):\n        open({str(canary)!r}, 'w')\n"
+        "        return False\n"
+    )
+
+
+def _with_data_pkl(base: Path, path: Path, pickled: bytes) -> None:
+    with zipfile.ZipFile(base) as zin, zipfile.ZipFile(path, "w") as zout:
+        for name in zin.namelist():
+            zout.writestr(name, pickled if name.endswith("/data.pkl") else zin.read(name))
+
+
+@pytest.mark.reference
+def test_backward_hooks_a_tensor_is_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torch.save writes every tensor's backward hooks as an empty OrderedDict; hooks the file gives (the rebuild's
+    argument, a BUILD on the tensor, which runs `Tensor.__setstate__`, or `_rebuild_from_type_v2`'s state, set with
+    setattr) are registered with autograd and called on the first backward pass: each was exit 0."""
+    torch = pytest.importorskip("torch")
+    canary = tmp_path / "canary"
+    _touch_module(tmp_path, canary)
+    base, names = _torch_zip(tmp_path)
+    pickled = zipfile.ZipFile(base).read(names[0].split("/")[0] + "/data.pkl")
+    rebuild, hooks = glob("torch._utils", "_rebuild_tensor_v2"), glob("collections", "OrderedDict") + b"q\n)R"
+    touch = glob("touch", "Touch")
+    assert pickled.count(hooks) == pickled.count(b"\x89" + hooks) == 1 and pickled.endswith(b"q\rs.")
+    start = pickled.index(rebuild)
+    arguments = pickled[start + len(rebuild) : -len(b"Rq\rs.")]  # (the rebuild's arguments, after its memo put)
+
+    def state(attribute: str) -> bytes:  # (requires_grad, then the hooks)
+        return b"}(" + text("requires_grad") + b"\x88" + text(attribute) + b"}K\x00" + touch + b"sut"
+
+    cases = {
+        "argument": (
+            pickled.replace(b"\x89" + hooks, b"\x88}K\x00" + touch + b"s"),
+            "touch.Touch as a backward hook given to torch._utils._rebuild_tensor_v2",
+        ),
+        "build": (
+            pickled[:-2] + b"(\x88N}K\x00" + touch + b"stbs.", "touch.Touch as a backward hook set by a tensor's"
+        ),
+        **{
+            attribute: (
+                pickled[:start] + glob("torch._tensor", "_rebuild_from_type_v2") + b"(" + rebuild
+                + glob("torch.nn.parameter", "Parameter") + arguments + state(attribute) + b"Rs.",
+                f"setattr(torch.nn.parameter.Parameter, '{attribute}') by its state",
+            )
+            for attribute in ("_backward_hooks", "_post_accumulate_grad_hooks")
+        },
+    }  # fmt: skip
+    for case, (data, name) in cases.items():
+        path = tmp_path / f"{case}.pt"
+        _with_data_pkl(base, path, data)
+        assert not runs(tmp_path, TORCH_LOAD, path, canary), case  # (torch.load alone runs nothing)
+        assert runs(tmp_path, TORCH_BACKWARD, path, canary), case  # (its first backward pass does)
+        verdict(path, capsys, name)
+    saved = tmp_path / "saved.pt"
+    torch.save({"w": torch.nn.Parameter(torch.ones(2))}, saved)  # (torch's own: hooks empty, read)
+    assert main([str(saved)]) == 0
+
+
+@pytest.mark.reference
+def test_objects_in_a_storage_persistent_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torch's persistent_load compares a storage's location (`location == 'cpu'`), hashes and formats its key: an
+    object of a class the pickle chose there runs that class's methods (here `__eq__`), and one whose state BUILD set
+    has them chosen too. Both were exit 0 (the location) or 2 (the key: 'no data/<Call> record')."""
+    pytest.importorskip("torch")
+    canary = tmp_path / "canary"
+    _touch_module(tmp_path, canary)
+    base, names = _torch_zip(tmp_path)
+    pickled = zipfile.ZipFile(base).read(names[0].split("/")[0] + "/data.pkl")
+    cpu, key = text("cpu") + b"q\x06", text("0") + b"q\x05"
+    assert pickled.count(cpu) == pickled.count(key) == 1
+    made = glob("touch", "Eq") + b")\x81"
+    cases = {
+        "location": (pickled.replace(cpu, made), "persistent_load of an object of touch.Eq"),
+        "key": (pickled.replace(key, made), "persistent_load of an object of touch.Eq"),
+        "attributes": (
+            pickled.replace(cpu, glob("argparse", "Namespace") + b")R}" + text("startswith") + made + b"sb"),
+            "persistent_load of the result of argparse.Namespace given attributes by its state",
+        ),
+    }
+    for case, (data, name) in cases.items():
+        path = tmp_path / f"{case}.pt"
+        _with_data_pkl(base, path, data)
+        if case == "location":
+            assert runs(tmp_path, TORCH_LOAD, path, canary)
+        verdict(path, capsys, name)
+    assert not canary.exists()
+
+
+@pytest.mark.reference
+def test_data_pkl_named_in_another_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """torch's miniz finds a record by its name compared without case: beside `archive/data.pkl`, a later
+    `archive/DATA.PKL` is the one torch.load reads and runs (it was never judged: exit 0). Every member whose name ends
+    in .pkl in any case is judged now, before or after the other."""
+    pytest.importorskip("torch")
+    canary = tmp_path / "canary"
+    base, names = _torch_zip(tmp_path)
+    folder = names[0].split("/")[0]
+    evil = P2 + b"}(" + text("w") + file_handler(canary) + b"u."
+    for name, first in ((f"{folder}/DATA.PKL", False), (f"{folder}/Data.pkl", True), (f"{folder}/data.PKL", False)):
+        path = tmp_path / "case.pt"
+        _rewrite(base, path, [(name, evil)], first=first)
+        if not first:
+            assert runs(tmp_path, TORCH_LOAD, path, canary), name
+        verdict(path, capsys, "logging.FileHandler")
+    assert not canary.exists()
+
+
+def test_obj_and_inst_of_python2_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """OBJ and INST name their class inline, and at protocols 0-2 the unpickler maps Python 2 names (`anydbm` is
+    `dbm`): `dbm.open(canary, 'c')` creates the database's files under pickle.load, and is flagged as `dbm.open`."""
+    canary = tmp_path / "canary"
+    cases = {
+        "obj": P2 + b"(" + glob("anydbm", "open") + text(str(canary)) + text("c") + b"o.",
+        "inst": b"(" + text(str(canary)) + text("c") + b"ianydbm\nopen\n.",
+    }
+    for case, data in cases.items():
+        path = tmp_path / f"{case}.pkl"
+        path.write_bytes(data)
+        subprocess.run([sys.executable, "-c", PICKLE_LOAD, str(path)], cwd=tmp_path, capture_output=True, timeout=60)
+        made = sorted(p.name for p in tmp_path.glob("canary*"))
+        assert made, case  # (dbm.dumb's canary.dat and canary.dir)
+        for name in made:
+            (tmp_path / name).unlink()
+        verdict(path, capsys, "dbm.open")
+
+
+@pytest.mark.reference
+def test_payload_after_a_stop_inside_its_frame(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A protocol-4 frame holding a pickle's STOP and then a payload: the next `pickle.load` of the file starts right
+    after the STOP (the C unpickler gives back what it read beyond it), so a second load of a bare pickle runs it, and
+    torch.load of a legacy file runs it as its second pickle (then refuses the 'protocol version'). Both exit 3. A
+    pickle after a legacy file's storages is never read by torch.load (nothing runs): its bytes are unexplained."""
+    torch = pytest.importorskip("torch")
+    canary = tmp_path / "canary"
+    inner = b"}." + file_handler(canary) + b"."
+    bare = tmp_path / "frame.pkl"
+    bare.write_bytes(P4 + frame(len(inner)) + inner)
+    twice = "import pickle, sys; f = open(sys.argv[1], 'rb'); pickle.load(f); pickle.load(f)"
+    assert not runs(tmp_path, PICKLE_LOAD, bare, canary) and runs(tmp_path, twice, bare, canary)
+    verdict(bare, capsys, "logging.FileHandler")
+    legacy = tmp_path / "legacy.pt"
+    torch.save({"w": torch.ones(2)}, legacy, _use_new_zipfile_serialization=False)
+    magic = bytes.fromhex("80028a0a6cfc9c46f9206aa850192e")
+    saved = legacy.read_bytes()
+    assert saved.startswith(magic)
+    body = magic[2:-1] + b"." + file_handler(canary) + b"."  # (the magic number's LONG1, its STOP, the payload)
+    framed = tmp_path / "framed.pt"
+    framed.write_bytes(P4 + frame(len(body)) + body + saved[len(magic) :])
+    assert runs(tmp_path, TORCH_LOAD, framed, canary)
+    verdict(framed, capsys, "logging.FileHandler")
+    tail = tmp_path / "tail.pt"
+    trailer = P2 + file_handler(canary) + b"."
+    tail.write_bytes(saved + trailer)
+    assert not runs(tmp_path, TORCH_LOAD, tail, canary)
+    capsys.readouterr()
+    assert main([str(tail)]) == 0
+    assert f"UNEXPLAINED_BYTES: {len(trailer)} bytes" in capsys.readouterr().out
+    assert not canary.exists()
 
 
 # -- bounded resources --------------------------------------------------------------------------------------------
