@@ -18,7 +18,7 @@ from loaders import _zip
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from inspector.records import Finding
+    from inspector.records import Checkpoint, Finding, TensorKind
     from loaders.base import Loader
 
 
@@ -26,28 +26,13 @@ def judged(text: object, layer: str) -> tuple[str, list[Finding]]:
     """What `torch.load` of a wrapper's module would run ('' when nothing of the file's choosing), and the findings
     of its pickle that are not the verdict (the globals it names). A text Keras cannot decode is never unpickled (''):
     a module that cannot be read is judged unsafe, as bytes not read are never called safe."""
-    import base64
-    import binascii
-    import tempfile
-
     if not isinstance(text, str):  # (Keras: `config["module"].encode` fails before torch.load)
         return "", []
-    try:
-        data = base64.b64decode(text.encode("ascii"))  # (as Keras decodes it: not validated, odd characters dropped)
-    except (UnicodeEncodeError, binascii.Error, ValueError):
+    ckpt = _module(text)
+    if ckpt is None:
         return "", []
-    handle, temporary = tempfile.mkstemp(prefix="inspector-", suffix=".pt")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        with Probe(temporary) as probe:
-            try:
-                ckpt = _loader(probe).load(probe)
-            except InspectorError as exc:
-                reason = getattr(exc, "reason", None) or str(exc)
-                return f"its pickled torch module, which could not be read ({reason[:120]})", []
-    finally:
-        os.unlink(temporary)
+    if isinstance(ckpt, str):
+        return f"its pickled torch module, which could not be read ({ckpt[:120]})", []
     unsafe = [f for f in ckpt.findings if f.code == "UNSAFE_CONTENT"]
     if unsafe:
         return f"its pickled torch module would call {', '.join(unsafe[0].subjects[:10])}", []
@@ -57,6 +42,49 @@ def judged(text: object, layer: str) -> tuple[str, list[Finding]]:
         if f.code == "PICKLE_GLOBALS"
     ]
     return "", named
+
+
+def module_kinds(text: object) -> dict[str, TensorKind]:
+    """Each tensor of a wrapper's torch module by its state-dict name (what `TorchModuleWrapper.save_own_variables`
+    stores under the layer's `vars`): a parameter or a buffer, as the module's pickle holds it in `_parameters` or
+    `_buffers`. Empty for a module that cannot be read."""
+    ckpt = _module(text) if isinstance(text, str) else None
+    if ckpt is None or isinstance(ckpt, str):
+        return {}
+    return {t.name: t.kind for t in ckpt.tensors}
+
+
+_read: dict[str, Checkpoint | str | None] = {}  # (a module's text -> what `_module` made of it: read once a run)
+
+
+def _module(text: str) -> Checkpoint | str | None:
+    """A wrapper's module read as `torch.load` would read its bytes: its checkpoint, the reason it cannot be read, or
+    None for a text Keras cannot decode (never unpickled)."""
+    if text in _read:
+        return _read[text]
+    import base64
+    import binascii
+    import tempfile
+
+    try:
+        data = base64.b64decode(text.encode("ascii"))  # (as Keras decodes it: not validated, odd characters dropped)
+    except (UnicodeEncodeError, binascii.Error, ValueError):
+        _read[text] = None
+        return None
+    handle, temporary = tempfile.mkstemp(prefix="inspector-", suffix=".pt")
+    made: Checkpoint | str
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        with Probe(temporary) as probe:
+            try:
+                made = _loader(probe).load(probe)
+            except InspectorError as exc:
+                made = getattr(exc, "reason", None) or str(exc)
+    finally:
+        os.unlink(temporary)
+    _read[text] = made
+    return made
 
 
 def _loader(probe: Probe) -> Loader:

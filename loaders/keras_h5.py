@@ -491,6 +491,20 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
         if parts[0] == "optimizer":
             tensors.append(_tensor(d, TensorKind.OPTIMIZER, "optimizer", None, None, False))
             continue
+        if len(parts) >= 2 and parts[-2] == "vars" and not parts[-1].isdigit():
+            real = names.get(tuple(_owner(parts[:-1])), "")
+            layer = by_name.get(real, {})
+            if layer.get("class_name") == TORCH_WRAPPER:  # its torch module's state dict, by its names
+                from loaders import _keras_torch  # (`TorchModuleWrapper.save_own_variables`)
+
+                # the module's parameters are the layer's weights (Keras counts them), its buffers not: as its pickle
+                # in the config holds them (a module it cannot read: each a parameter)
+                inner = layer.get("config")
+                kinds = _keras_torch.module_kinds(inner.get("module") if isinstance(inner, dict) else None)
+                kind = kinds.get(parts[-1], TensorKind.PARAMETER)
+                trainable = kind is TensorKind.PARAMETER and bool(layer.get("trainable", True))
+                tensors.append(_tensor(d, kind, "model", real, parts[-1], trainable))
+                continue
         if len(parts) < 2 or parts[-2] != "vars" or not parts[-1].isdigit():
             tensors.append(_tensor(d, TensorKind.OTHER, "", None, None, False))
             continue

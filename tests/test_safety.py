@@ -1403,6 +1403,32 @@ def test_keras_torch_module_wrapper_of_a_torch_module_is_read(
     assert runs_.startswith("its pickled torch module, which could not be read")
 
 
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+def test_keras_torch_module_wrapper_counts_as_keras_does(tmp_path: Path, suffix: str) -> None:
+    """A TorchModuleWrapper's variables are its torch module's state dict (`vars/0.weight`...: names, not numbers):
+    its parameters are counted as Keras's `count_params` counts them and its buffers (a BatchNorm's running statistics
+    and counter, which a .keras file stores and a legacy .h5 does not) are buffers, as the module's pickle in the
+    config holds them in `_parameters` and `_buffers`."""
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    keras = pytest.importorskip("keras")
+    torch = pytest.importorskip("torch")
+    if keras.backend.backend() != "torch":
+        pytest.skip("TorchModuleWrapper needs Keras's torch backend")
+    path = tmp_path / f"model{suffix}"
+    module = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.BatchNorm1d(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = keras.Sequential([keras.Input((2,)), keras.layers.TorchModuleWrapper(module, name="wrapped")])
+        model.save(path)
+    from inspector.records import TensorKind
+
+    ckpt = load(path)
+    counted = sum(t.n_elements for t in ckpt.tensors if t.kind is TensorKind.PARAMETER)
+    buffers = {t.name.rsplit("/", 1)[-1] for t in ckpt.tensors if t.kind is TensorKind.BUFFER}
+    assert counted == model.count_params() == 15
+    assert buffers == ({"1.running_mean", "1.running_var", "1.num_batches_tracked"} if suffix == ".keras" else set())
+
+
 def test_keras_function_type_other_than_a_name() -> None:
     from loaders.keras_h5 import code_findings
 
