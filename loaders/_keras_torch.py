@@ -54,7 +54,9 @@ def module_kinds(text: object) -> dict[str, TensorKind]:
     return {t.name: t.kind for t in ckpt.tensors}
 
 
-_read: dict[str, Checkpoint | str | None] = {}  # (a module's text -> what `_module` made of it: read once a run)
+# the last module read, by its text: a file's config is judged, then its weights' kinds asked, of the same module
+# (one kept: an audit of many files holds no module of a file read before)
+_read: dict[str, Checkpoint | str | None] = {}
 
 
 def _module(text: str) -> Checkpoint | str | None:
@@ -69,7 +71,6 @@ def _module(text: str) -> Checkpoint | str | None:
     try:
         data = base64.b64decode(text.encode("ascii"))  # (as Keras decodes it: not validated, odd characters dropped)
     except (UnicodeEncodeError, binascii.Error, ValueError):
-        _read[text] = None
         return None
     handle, temporary = tempfile.mkstemp(prefix="inspector-", suffix=".pt")
     made: Checkpoint | str
@@ -83,6 +84,7 @@ def _module(text: str) -> Checkpoint | str | None:
                 made = getattr(exc, "reason", None) or str(exc)
     finally:
         os.unlink(temporary)
+    _read.clear()
     _read[text] = made
     return made
 
