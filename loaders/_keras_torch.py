@@ -54,9 +54,10 @@ def module_kinds(text: object) -> dict[str, TensorKind]:
     return {t.name: t.kind for t in ckpt.tensors}
 
 
-# the last module read, by its text: a file's config is judged, then its weights' kinds asked, of the same module
-# (one kept: an audit of many files holds no module of a file read before)
+# the modules read, by their text: a file's config is judged, then its weights' kinds asked, of the same modules
+# (at most MAX_KEPT, the table emptied when full: an audit of many files keeps no more)
 _read: dict[str, Checkpoint | str | None] = {}
+MAX_KEPT = 16
 
 
 def _module(text: str) -> Checkpoint | str | None:
@@ -84,7 +85,8 @@ def _module(text: str) -> Checkpoint | str | None:
                 made = getattr(exc, "reason", None) or str(exc)
     finally:
         os.unlink(temporary)
-    _read.clear()
+    if len(_read) >= MAX_KEPT:
+        _read.clear()
     _read[text] = made
     return made
 

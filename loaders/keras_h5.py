@@ -486,6 +486,7 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
     listed = _listed(owners, group_attrs, by_name)
     names = _layer_names(owners, group_attrs, listed if listed is not None else _model_paths(group_attrs))
     tensors = []
+    torch_kinds: dict[str, dict[str, TensorKind]] = {}  # a TorchModuleWrapper's module's tensors' kinds, by layer
     for d in walked.datasets:
         parts = d.path.split("/")
         if parts[0] == "optimizer":
@@ -495,12 +496,16 @@ def _keras3(walked: _hdf5.H5Walk, layers: Sequence[dict[str, Any]]) -> list[Tens
             real = names.get(tuple(_owner(parts[:-1])), "")
             layer = by_name.get(real, {})
             if layer.get("class_name") == TORCH_WRAPPER:  # its torch module's state dict, by its names
-                from loaders import _keras_torch  # (`TorchModuleWrapper.save_own_variables`)
+                # (`TorchModuleWrapper.save_own_variables`): the module's parameters are the layer's weights (Keras
+                # counts them), its buffers not, as its pickle in the config holds them (a module it cannot read:
+                # each a parameter)
+                kinds = torch_kinds.get(real)
+                if kinds is None:
+                    from loaders import _keras_torch
 
-                # the module's parameters are the layer's weights (Keras counts them), its buffers not: as its pickle
-                # in the config holds them (a module it cannot read: each a parameter)
-                inner = layer.get("config")
-                kinds = _keras_torch.module_kinds(inner.get("module") if isinstance(inner, dict) else None)
+                    inner = layer.get("config")
+                    module = inner.get("module") if isinstance(inner, dict) else None
+                    kinds = torch_kinds[real] = _keras_torch.module_kinds(module)
                 kind = kinds.get(parts[-1], TensorKind.PARAMETER)
                 trainable = kind is TensorKind.PARAMETER and bool(layer.get("trainable", True))
                 tensors.append(_tensor(d, kind, "model", real, parts[-1], trainable))
