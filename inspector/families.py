@@ -3873,8 +3873,7 @@ class _FamilyByName:
     __slots__ = ()
 
     def __getitem__(self, name: str) -> Family:
-        made = globals().get("FAMILIES")  # (every family made already, as a run without a config makes them)
-        for family in made if made is not None else entry_families(_index()[0][name]):
+        for family in entry_families(_index()[0][name]):  # (its entry's families: made once, `FAMILIES` holds them too)
             if family.name == name:
                 return family
         raise KeyError(name)  # (an index not written since the table changed: tests/families says so)
