@@ -322,6 +322,7 @@ def write_json(reports: list[dict[str, Any]], many: bool, out: Callable[[str], o
 
 
 def _layer_rows(report: Report) -> list[list[Any]]:
+    """A row per layer: its name, kinds, roles, tensors, elements, bytes (the last three numbers) and dtypes."""
     groups: dict[str, list[tuple[TensorInfo, str]]] = {}
     for t, r in zip(report.checkpoint.tensors, report.roles, strict=False):
         groups.setdefault(r.layer or t.layer or t.name, []).append((t, r.role))
@@ -333,16 +334,39 @@ def _layer_rows(report: Report) -> list[list[Any]]:
         dts = Counter(t.dtype for t, _ in items)
         rows.append(
             [
-                safe(layer),
+                layer,
                 "/".join(kinds),
                 ", ".join(roles),
                 len(items),
-                _n(sum(t.n_elements for t in unique)),
-                _n(sum(t.nbytes for t in unique)),
+                sum(t.n_elements for t in unique),
+                sum(t.nbytes for t in unique),
                 "/".join(d for d, _ in dts.most_common()),
             ]
         )
     return rows
+
+
+def _folded_table(
+    rows: list[list[Any]], headers: list[str], align: tuple[str, ...], sums: tuple[int, ...], what: str
+) -> list[str]:
+    """The lines of a table of a row per layer (the name first, numbers in the `sums` columns): folded when it has
+    more rows than `text_fold.TEXT_ROWS` (a count of layers after the name), the numbers written with separators."""
+    from inspector.text_fold import TEXT_ROWS, capped, fold, folded_note  # (text reports only)
+
+    lines: list[str] = []
+    more = None
+    if len(rows) > TEXT_ROWS:  # (more rows than a reader takes in)
+        folded = fold(rows, sums)
+        lines.append(folded_note(len(rows), len(folded), what))
+        rows, more = capped(folded)
+        headers = [headers[0], what, *headers[1:]]
+        align = (align[0], "right", *align[1:])
+        sums = (1, *(index + 1 for index in sums))
+    text = [[safe(row[0]), *(_n(v) if i in sums else v for i, v in enumerate(row) if i)] for row in rows]
+    lines.append(_table(text, headers, align))
+    if more is not None:
+        lines.append(more)
+    return lines
 
 
 def _tensor_rows(report: Report) -> list[list[Any]]:
@@ -400,10 +424,12 @@ def render_text(report: Report, *, tensors: bool = False, regions: bool = False)
         lines.append(f"  metadata: {sum(described.values()):,} tensors' types as torchao writes them ({kinds})")
     lines += [
         "",
-        _table(
+        *_folded_table(
             _layer_rows(report),
             ["layer", "kind", "roles", "tensors", "elements", "bytes", "dtype"],
             ("left", "left", "left", "right", "right", "right", "left"),
+            (3, 4, 5),
+            "layers",
         ),
     ]
     if tensors:
@@ -422,8 +448,9 @@ def render_text(report: Report, *, tensors: bool = False, regions: bool = False)
             f"Architecture ({exp.source}): {exp.architecture}({hyper})",
             f"  formula {_n(exp.total)}, file {_n(exp.found)}: {verdict}",
         ]
-        rows = [[safe(c.layer), c.kind, _n(c.expected), _n(c.found), c.status, c.explanation] for c in exp.layers]
-        lines.append(_table(rows, ["layer", "kind", "expected", "found", "status", "explanation"]))
+        rows = [[c.layer, c.kind, c.expected, c.found, c.status, c.explanation] for c in exp.layers]
+        headers = ["layer", "kind", "expected", "found", "status", "explanation"]
+        lines += _folded_table(rows, headers, ("left",) * 6, (2, 3), "layers")
         lines += [f"  note: {n}" for n in exp.notes]
     lines += ["", "Where the bytes go"]
     total = ckpt.file_size or 1
