@@ -326,8 +326,13 @@ def _layer_rows(report: Report) -> list[list[Any]]:
     groups: dict[str, list[tuple[TensorInfo, str]]] = {}
     for t, r in zip(report.checkpoint.tensors, report.roles, strict=False):
         groups.setdefault(r.layer or t.layer or t.name, []).append((t, r.role))
-    rows = []
+    rows: list[list[Any]] = []
     for layer, items in groups.items():
+        if len(items) == 1:  # (most layers of a file of 100,000: the row of its one tensor)
+            t, role = items[0]
+            alone = t.alias_of is None
+            rows.append([layer, t.kind.value, role, 1, t.n_elements if alone else 0, t.nbytes if alone else 0, t.dtype])
+            continue
         unique = [t for t, _ in items if t.alias_of is None]
         kinds = sorted({t.kind.value for t, _ in items})
         roles = sorted({role for _, role in items})

@@ -10,24 +10,36 @@ line. The JSON report lists every layer; `--tensors` and `--regions` list every 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from inspector import regexes
 
 TEXT_ROWS = 1000  # rows of a text table listed one by one; a larger table is folded
 
 
-def numbered(layer: str) -> str:
-    """The layer with each part of digits only ('.' or '/' apart) written '#'."""
-    return "/".join(
-        ".".join("#" if part.isdecimal() else part for part in piece.split(".")) for piece in layer.split("/")
-    )
+# a part of digits only: between '.', '/' or the ends of a name (names are matched joined by newlines)
+NUMBERED = r"(?<![^./\n])\d+(?![^./\n])"
+
+
+def numbered(layers: Sequence[str]) -> list[str]:
+    """Each layer with each part of digits only ('.' or '/' apart) written '#', the names substituted at once."""
+    text = "\n".join(layers)
+    if text.count("\n") != len(layers) - 1:  # (a name with a newline: each on its own, part by part)
+        return [
+            "/".join(".".join("#" if p.isdecimal() else p for p in s.split(".")) for s in n.split("/")) for n in layers
+        ]
+    return regexes.sub(NUMBERED, "#", text).split("\n") if layers else []
 
 
 def fold(rows: list[list[Any]], sums: tuple[int, ...]) -> list[list[Any]]:
     """`rows` (the layer's name first) folded as the module says: each row of the result has the count of layers it
     holds inserted after the name, in the order of each group's first row."""
+    columns = list(zip(*rows, strict=True))
+    names = numbered(columns[0]) if columns else []
+    keys = zip(names, *(column for index, column in enumerate(columns) if index and index not in sums), strict=True)
     groups: dict[tuple[Any, ...], list[Any]] = {}
-    for row in rows:
-        key = (numbered(row[0]), *(value for index, value in enumerate(row) if index and index not in sums))
+    for key, row in zip(keys, rows, strict=True):
         group = groups.get(key)
         if group is None:
             groups[key] = [row[0], 1, *row[1:]]

@@ -12,8 +12,13 @@ from inspector.text_fold import TEXT_ROWS, fold, numbered
 
 
 def test_numbered_parts_fold_and_single_layers_keep_their_names() -> None:
-    assert numbered("model.layers.17.mlp.3") == "model.layers.#.mlp.#"
-    assert numbered("encoder/layer_3/dense/0") == "encoder/layer_3/dense/#"  # (a part that only holds digits)
+    assert numbered(["model.layers.17.mlp.3", "encoder/layer_3/dense/0", "10.fc1", "a\n1.b"]) == [
+        "model.layers.#.mlp.#",
+        "encoder/layer_3/dense/#",  # (a part that only holds digits)
+        "#.fc1",
+        "a\n1.b",  # (a newline is no part's end)
+    ]
+    assert numbered(["7"]) == ["#"]
     rows = [
         ["h.0.attn", "parameter", 2, 10],
         ["h.1.attn", "parameter", 2, 10],
