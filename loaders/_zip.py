@@ -17,8 +17,9 @@ read, except the first bytes of a deflated member when a loader asks `inflate_he
 from __future__ import annotations
 
 import struct
-from itertools import chain, compress, count, islice
-from operator import add, attrgetter, lt, sub
+from bisect import bisect_right
+from itertools import chain, compress, count, islice, repeat
+from operator import add, and_, attrgetter, eq, ge, getitem, le, lt, mul, not_, or_, sub, truth
 
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
@@ -342,18 +343,39 @@ def _members(
     The directory's entries are read first (an error in one is raised after the members before it, as a reader
     going member by member meets it), then the local headers, through `_Windows`: a read of one member's
     structure bytes takes in those of the members after it while the bytes between them are fewer than a page.
+
+    Where the members lie in the directory's order (any archive a writer made), the members whose structures the
+    window read last holds, each plain (`_plain_members`), are read together in C calls: an archive of 100,000
+    small members is read in a few dozen such runs. The member a run stops at (its structures not all in the
+    window, or not plain) is read alone, as every member of any other archive is: the windows read are the same,
+    and so are the members and the errors.
     """
-    entries, error, pos = _entries(probe, fmt, cd, cd_offset, n_total)
+    columns = _plain_entries(cd, n_total)
+    if columns is not None:
+        error, pos = None, len(cd)
+    else:
+        entries, error, pos = _entries(probe, fmt, cd, cd_offset, n_total)
+        columns = tuple(map(list, zip(*entries, strict=True))) if entries else ([], [], [], [], [], [])  # type: ignore[assignment]
+    all_flags, methods, csizes, usizes, names, offsets = columns
     size = probe.size
-    windows = _Windows(probe, fmt, [e[5] for e in entries], entries)
+    windows = _Windows(probe, fmt, offsets, names)
     fetch = windows.fetch
     local_fixed, field_head = _LOCAL_FIXED.unpack_from, _FIELD_HEAD.unpack_from
     members: list[ZipMember] = []
     win_at, win_end, window = 0, len(probe.head), probe.head
-    for index, (flags, method, csize, usize, name, at) in enumerate(entries):
+    in_order = all(map(lt, offsets, islice(offsets, 1, None)))  # (a run is the members from one on, in the window)
+    index, n = 0, len(offsets)
+    while index < n:
+        if in_order:
+            index += _run(members, windows, window, win_at, columns, index)
+            if index == n:
+                break
+        flags, method, csize, usize, name, at = (all_flags[index], methods[index], csizes[index], usizes[index],
+                                                 names[index], offsets[index])  # fmt: skip
+        index += 1
         try:
             if not win_at <= at <= win_end - 30:
-                win_at, window = fetch(index, at, 30, "local header of %r", name)
+                win_at, window = fetch(index - 1, at, 30, "local header of %r", name)
                 win_end = win_at + len(window)
             sig, local_name_len, local_extra_len = local_fixed(window, at - win_at)
             if sig != LOCAL_SIG:
@@ -361,7 +383,7 @@ def _members(
             header_len = 30 + local_name_len + local_extra_len
             extra_at = at + 30 + local_name_len
             if not win_at <= extra_at <= win_end - local_extra_len:
-                win_at, window = fetch(index, extra_at, local_extra_len, "local header of %r", name)
+                win_at, window = fetch(index - 1, extra_at, local_extra_len, "local header of %r", name)
                 win_end = win_at + len(window)
             data_offset = at + header_len
             data_end = data_offset + csize
@@ -379,10 +401,11 @@ def _members(
                 fields = _extra_fields(window[extra_at - win_at : extra_at - win_at + local_extra_len])
                 padding, zip64 = fields.get(PADDING_TAG, 0), 0x0001 in fields
                 windows.extra = local_extra_len
+                in_order = in_order and not local_extra_len  # (other extra fields: no runs, `_run` reads none)
             descriptor = 0
             if flags & 0x8:
                 if not win_at <= data_end <= win_end - 4:
-                    win_at, window = fetch(index, data_end, 4, "data descriptor of %r", name, True)
+                    win_at, window = fetch(index - 1, data_end, 4, "data descriptor of %r", name, True)
                     win_end = win_at + len(window)
                 signed = window.startswith(DESCRIPTOR_SIG, data_end - win_at)
                 descriptor = (4 if signed else 0) + (20 if zip64 or csize >= 0xFFFFFFFF else 12)
@@ -394,6 +417,116 @@ def _members(
     if error is not None:
         raise error
     return members, pos
+
+
+# A directory's entries, as columns: flags, method, compressed and uncompressed size, name, local header offset
+_Columns = tuple["Sequence[int]", "Sequence[int]", "Sequence[int]", "Sequence[int]", "Sequence[str]", "Sequence[int]"]
+_CD_PIECE = struct.Struct("<4xHH8xIIHHH8xI")  # `_CD_ENTRY`'s fields, read from past the entry's signature
+RUN_START = 8  # members a run first reads together (`_run`): twice as many each time all of them are plain
+
+
+def _plain_entries(cd: bytes, n_total: int) -> _Columns | None:
+    """The directory's entries as columns read in C calls, where it is plain: `n_total` entries that fill it exactly,
+    ASCII names, no zip64 value (torch.save's, a member below 4 GiB; Python's zipfile's); else None (`_entries` reads
+    them one by one, and finds what is wrong).
+
+    The directory is split at the entry signature: when each piece is as long as the lengths in it say, the pieces
+    are the entries a reading from its start meets, one after the other (a signature inside a name, an extra field
+    or a comment leaves its piece shorter than its lengths say)."""
+    if n_total < RUN_START or not cd.startswith(CD_SIG):  # (a few entries: read one by one as soon)
+        return None
+    pieces = cd.split(CD_SIG)
+    if len(pieces) != n_total + 1:
+        return None
+    del pieces[0]  # (the empty piece before the first signature)
+    try:
+        rows = list(map(_CD_PIECE.unpack_from, pieces))
+    except struct.error:  # (a piece shorter than an entry's fixed fields)
+        return None
+    flags, methods, csizes, usizes, name_lens, extra_lens, comment_lens, offsets = zip(*rows, strict=True)
+    del rows
+    if any(extra_lens) or any(comment_lens):
+        lengths = map(add, map(add, name_lens, extra_lens), comment_lens)
+        raw = list(map(getitem, pieces, map(slice, repeat(42), map(add, name_lens, repeat(42)))))
+    else:  # (torch's and zipfile's: a name alone after each entry's fixed fields)
+        lengths, raw = iter(name_lens), list(map(getitem, pieces, repeat(slice(42, None))))
+    if list(map(len, pieces)) != list(map(add, lengths, repeat(42))) or not b"".join(raw).isascii():
+        return None  # (an ASCII name reads the same whatever its entry's flags say: `_entries`)
+    if 0xFFFFFFFF in csizes or 0xFFFFFFFF in usizes or 0xFFFFFFFF in offsets:  # (values in a zip64 extra field)
+        return None
+    return flags, methods, csizes, usizes, list(map(bytes.decode, raw)), offsets
+
+
+def _run(members: list[ZipMember], windows: _Windows, window: bytes, win_at: int, columns: _Columns, index: int) -> int:
+    """How many members from `index` on `_plain_members` reads from the window (`window`, at `win_at`), added to
+    `members`: `RUN_START` members are looked at first, then twice as many each time all were plain (a run that stops
+    early costs about what it reads, so a member read alone costs a run of at most `RUN_START`)."""
+    offsets = columns[5]
+    if offsets[index] < win_at:
+        return 0
+    end = bisect_right(offsets, win_at + len(window) - 30, index)  # (the members whose fixed part it holds)
+    start, chunk = index, RUN_START
+    while index < end:
+        stop = min(end, index + chunk)
+        index += _plain_members(members, windows, window, win_at, columns, index, stop)
+        if index < stop:
+            break
+        chunk *= 2
+    return index - start
+
+
+def _plain_members(
+    members: list[ZipMember], windows: _Windows, window: bytes, win_at: int, columns: _Columns, start: int, stop: int
+) -> int:
+    """How many of the members `start` to `stop` (each one's fixed part in `window`, in file order) are plain, from
+    `start` on, read in C calls and added to `members`, as `_members` reads each: its local header signature, its
+    extra field (none, or torch's padding field alone) and data descriptor's signature (flag bit 3) in the window,
+    its data within the file. Each is told for all the members in one C call, and only where one is not so, for
+    each member (`_leading`)."""
+    all_flags, methods, csizes, usizes, names, offsets = columns
+    win_end, n = win_at + len(window), stop - start
+    ats = offsets[start:stop]
+    fixed = map(_LOCAL_FIXED.unpack_from, repeat(window), map(sub, ats, repeat(win_at)))
+    sigs, name_lens, extra_lens = zip(*fixed, strict=True)
+    data = list(map(add, map(add, map(add, ats, name_lens), extra_lens), repeat(30)))  # (the extra field ends there)
+    sizes = csizes[start:stop]
+    ends = list(map(add, data, sizes))
+    if sigs.count(LOCAL_SIG) != n:
+        n = _leading(map(eq, sigs, repeat(LOCAL_SIG)))
+    if n and max(data[:n]) > win_end:  # (the extra field in the window)
+        n = _leading(map(le, data[:n], repeat(win_end)))
+    if n and max(ends[:n]) > windows.probe.size:
+        n = _leading(map(le, ends[:n], repeat(windows.probe.size)))
+    # the extra field's head (one in the window: a field of fewer than 4 bytes is not a padding field anyway)
+    at_extra = map(min, map(sub, map(sub, data[:n], extra_lens), repeat(win_at)), repeat(len(window) - 4))
+    heads = list(map(_FIELD_HEAD.unpack_from, repeat(window), at_extra))
+    padded = list(zip(repeat(PADDING_TAG), map(sub, extra_lens[:n], repeat(4)), strict=False))
+    if heads != padded:
+        n = _leading(map(or_, map(eq, heads, padded), map(not_, extra_lens[:n])))
+    described = list(map(and_, all_flags[start : start + n], repeat(0x8)))
+    descriptors: Iterable[int] = repeat(0)
+    # a descriptor's signature in the window (4 bytes; 12 more without it, 8 more past 4 GiB)
+    if described.count(0) != n:
+        if max(ends[:n]) > win_end - 4:
+            n = _leading(map(or_, map(not_, described), map(le, ends[:n], repeat(win_end - 4))))
+        signed = list(map(window.startswith, repeat(DESCRIPTOR_SIG), map(sub, ends[:n], repeat(win_at))))
+        if described[:n].count(0x8) == n and signed.count(True) == n and (not n or max(sizes[:n]) < 0xFFFFFFFF):
+            descriptors = repeat(16)  # (torch's: each signed)
+        else:
+            lengths = map(add, map(mul, signed, repeat(4)), map(mul, map(ge, sizes, repeat(0xFFFFFFFF)), repeat(8)))
+            descriptors = list(map(mul, map(truth, described), map(add, lengths, repeat(12))))
+    if n:
+        last = n - 1
+        windows.extra = -1 if extra_lens[last] and data[last] % ALIGNMENT == 0 else extra_lens[last]
+        members += map(ZipMember, names[start : start + n], ats, data, sizes, usizes[start:stop], methods[start:stop],
+                       map(sub, data, ats), extra_lens, descriptors)  # fmt: skip
+    return n
+
+
+def _leading(flags: Iterable[bool]) -> int:
+    """How many of `flags` are true before the first false one."""
+    told = list(flags)
+    return told.index(False) if False in told else len(told)
 
 
 _Entry = tuple[int, int, int, int, str, int]  # flags, method, compressed and uncompressed size, name, header offset
@@ -453,11 +586,11 @@ class _Windows:
     member's fixed part, nothing else.
     """
 
-    __slots__ = ("probe", "fmt", "offsets", "entries", "read", "direct", "planned", "extra")
+    __slots__ = ("probe", "fmt", "offsets", "names", "read", "direct", "planned", "extra")
 
-    def __init__(self, probe: Probe, fmt: str, offsets: list[int], entries: list[_Entry]) -> None:
+    def __init__(self, probe: Probe, fmt: str, offsets: Sequence[int], names: Sequence[str]) -> None:
         self.probe, self.fmt, self.offsets = probe, fmt, offsets  # each member's local header offset
-        self.entries = entries  # the directory's (each member's name, as its entry gives it)
+        self.names = names  # the directory's (each member's name, as its entry gives it)
         self.extra = 0  # the last member's local extra field's length; -1: torch's padding alone
         self.direct = type(probe).read_at is Probe.read_at
         self.planned = 0  # the last member whose fixed part a window took in: those before it are not looked at again
@@ -492,7 +625,7 @@ class _Windows:
                     last = following + 30
                     fixed = index + 1
             if fixed >= 0 and self.direct:  # its name and extra field, where they are as the last member's were
-                tail = last + len(self.entries[fixed][4])
+                tail = last + len(self.names[fixed])
                 tail = -(-(tail + 4) // ALIGNMENT) * ALIGNMENT if self.extra < 0 else tail + self.extra
                 last = max(last, min(tail, (last - 1) // PAGE * PAGE + PAGE, stop))
             data = self.read(at, last - at, self.fmt)
