@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from itertools import compress, repeat
-from operator import attrgetter
+from itertools import compress, count, repeat
 
 from inspector.errors import FormatError, InspectorError, LimitExceededError
 from inspector.probe import Probe
@@ -33,21 +32,22 @@ PICKLE_SUFFIX = ".pkl"  # data.pkl, constants.pkl (TorchScript); *.debug_pkl are
 PICKLE_SUFFIXES = tuple(sorted({f".{p}{k}{l}" for p in "pP" for k in "kK" for l in "lL"}))  # noqa: E741
 
 
-def has_pickle(members: tuple[_zip.ZipMember, ...]) -> bool:
-    return any(m.name.endswith("/" + PICKLE_NAME) and m.name.count("/") == 1 for m in members)
+def has_pickle(members: _zip.Members) -> bool:
+    return any(name.endswith("/" + PICKLE_NAME) and name.count("/") == 1 for name in members.names)
 
 
-def archive_folder(members: tuple[_zip.ZipMember, ...]) -> str | None:
+def archive_folder(members: _zip.Members) -> str | None:
     """The archive folder as torch decides it: the first member's, when it holds a data.pkl."""
-    if not members or "/" not in members[0].name:
+    names = members.names
+    if not names or "/" not in names[0]:
         return None
-    prefix = members[0].name.split("/", 1)[0] + "/"
-    return prefix if prefix + PICKLE_NAME in map(attrgetter("name"), members) else None  # (a C search)
+    prefix = names[0].split("/", 1)[0] + "/"
+    return prefix if prefix + PICKLE_NAME in names else None  # (a C search)
 
 
-def layout_findings(members: tuple[_zip.ZipMember, ...], prefix: str) -> list[Finding]:
+def layout_findings(members: _zip.Members, prefix: str) -> list[Finding]:
     """Members torch would refuse or never read: outside the folder, a second data.pkl, duplicate names."""
-    names = list(map(attrgetter("name"), members))
+    names = members.names
     suffix, read = "/" + PICKLE_NAME, prefix + PICKLE_NAME  # (`read` ends with `suffix`: prefix ends with "/")
     # (most archives, told in C passes over the names: all in the folder, no data.pkl but the one read)
     inside = all(map(str.startswith, names, repeat(prefix)))
@@ -120,7 +120,7 @@ def from_memory(name: str, n: int) -> str:
 def other_pickles(
     probe: Probe,
     fmt: str,
-    members: tuple[_zip.ZipMember, ...],
+    members: _zip.Members,
     read: _zip.ZipMember | None,
     evidence: set[str],
     names: set[str] | None = None,
@@ -134,7 +134,8 @@ def other_pickles(
     and must not stop the reading of the copy torch does read.
     """
     # (the *.pkl members in any case, picked in C calls: an archive of 100,000 tensors has two)
-    for m in compress(members, map(str.endswith, map(attrgetter("name"), members), repeat(PICKLE_SUFFIXES))):
+    for index in compress(count(), map(str.endswith, members.names, repeat(PICKLE_SUFFIXES))):
+        m = members[index]
         if m is read:
             continue
         try:

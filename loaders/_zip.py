@@ -28,7 +28,7 @@ from inspector.recordtype import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any
 
 EOCD_SIG = b"PK\x05\x06"
@@ -72,6 +72,76 @@ class ZipMember:
     @property
     def data_end(self) -> int:
         return self.data_offset + self.compress_size
+
+
+class Members:
+    """An archive's members, in directory order: a column (a list) of each field of `ZipMember`, read so (`_members`),
+    and read so by the loaders of archives of many members (a zip of 100,000 tensors: no record a member, issue 16).
+    To everything else a sequence of `ZipMember`s, each made when it is first asked for (and the same record after)."""
+
+    __slots__ = ("names", "header_offsets", "data_offsets", "compress_sizes", "file_sizes", "methods",
+                 "local_header_lens", "padding_lens", "descriptor_lens", "_made", "_all")  # fmt: skip
+
+    def __init__(self, *columns: list[Any]) -> None:
+        (self.names, self.header_offsets, self.data_offsets, self.compress_sizes, self.file_sizes, self.methods,
+         self.local_header_lens, self.padding_lens, self.descriptor_lens) = columns  # fmt: skip
+        self._made: dict[int, ZipMember] = {}  # the records asked for one by one, by index
+        self._all: list[ZipMember] | None = None  # every record, once all were asked for
+
+    def columns(self) -> tuple[list[Any], ...]:
+        """The columns, in `ZipMember`'s order of fields."""
+        return (self.names, self.header_offsets, self.data_offsets, self.compress_sizes, self.file_sizes, self.methods,
+                self.local_header_lens, self.padding_lens, self.descriptor_lens)  # fmt: skip
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, index: Any) -> Any:  # (an int: a ZipMember; a slice: a tuple of them)
+        if self._all is not None or isinstance(index, slice):
+            return self.records()[index] if isinstance(index, int) else tuple(self.records()[index])
+        n = len(self.names)
+        if not -n <= index < n:
+            raise IndexError("member index out of range")
+        index %= n
+        record = self._made.get(index)
+        if record is None:
+            record = self._made[index] = ZipMember(*[column[index] for column in self.columns()])
+        return record
+
+    def records(self) -> list[ZipMember]:
+        """Every member's record (made once, in C calls)."""
+        made = self._all
+        if made is None:
+            made = list(map(ZipMember, *self.columns()))
+            for index, record in self._made.items():  # (those asked for before: the same records)
+                made[index] = record
+            self._all = made
+        return made
+
+    def __iter__(self) -> Iterator[ZipMember]:
+        return iter(self.records())
+
+    def __reversed__(self) -> Iterator[ZipMember]:
+        return reversed(self.records())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Members):
+            return self.columns() == other.columns()
+        if isinstance(other, (tuple, list)):
+            return len(other) == len(self) and all(map(eq, self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Members({self.records()!r})"
+
+    def index_of(self, name: str) -> int | None:
+        """The index of the last member of that name (the one torch reads), or None."""
+        names = self.names
+        if name not in names:
+            return None
+        return len(names) - 1 - names[::-1].index(name)
 
 
 def _zip64_extra(extra: bytes, need: list[str], values: dict[str, int]) -> None:
@@ -123,7 +193,7 @@ def _find_eocd(probe: Probe, fmt: str) -> tuple[int, bytes]:
     raise _fail(probe, fmt, "no zip end-of-central-directory record (truncated or not a zip)")
 
 
-def read_central_directory(probe: Probe, fmt: str) -> tuple[ZipMember, ...]:
+def read_central_directory(probe: Probe, fmt: str) -> Members:
     """Every member with its local data offset; checked against the file size.
 
     Raises:
@@ -132,7 +202,7 @@ def read_central_directory(probe: Probe, fmt: str) -> tuple[ZipMember, ...]:
     return read_members(probe, fmt)[0]
 
 
-def read_zip(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Region, ...]]:
+def read_zip(probe: Probe, fmt: str) -> tuple[Members, tuple[Region, ...]]:
     """Members plus the regions of the zip structure (directory and end records, then each member's local header,
     padding and data descriptor).
 
@@ -146,12 +216,12 @@ def read_zip(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Regio
     return members, regions  # type: ignore[return-value]
 
 
-def _structure_regions(ends: tuple[Region, ...], members: tuple[ZipMember, ...]) -> tuple[Region, ...]:
+def _structure_regions(ends: tuple[Region, ...], members: Sequence[ZipMember]) -> tuple[Region, ...]:
     """The regions of `read_zip`: the directory and end records, then each member's."""
     return (*ends, *_member_regions(members, None))
 
 
-def read_members(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Region, ...]]:
+def read_members(probe: Probe, fmt: str) -> tuple[Members, tuple[Region, ...]]:
     """Members, and the regions of the directory and end records (`read_zip` adds the members' own).
 
     Cached on the probe, so sniffing and loading read the directory once.
@@ -192,7 +262,7 @@ class Payloads:
         ]
 
 
-def _member_regions(members: tuple[ZipMember, ...], payloads: Payloads | None) -> list[Region]:
+def _member_regions(members: Sequence[ZipMember], payloads: Payloads | None) -> list[Region]:
     """Each member's regions in file order: its local header, the alignment padding in it, its payload's regions
     (which the loader knows: `payloads`; none without it), its data descriptor."""
     out: list[Region] = []
@@ -212,25 +282,22 @@ def _member_regions(members: tuple[ZipMember, ...], payloads: Payloads | None) -
     return out
 
 
-def _member_columns(members: tuple[ZipMember, ...], payloads: Payloads, after: list[Region]) -> RegionColumns:
+def _member_columns(members: Members, payloads: Payloads, after: list[Region]) -> RegionColumns:
     """`_member_regions` of members whose payloads are one region each (no `split`), then the regions `after`, as
-    columns: each field of each of a member's four regions a column read from the members' in C calls, and the four
-    woven together (a zip of 100,000 tensors: 400,000 regions, no `Region` made). Empty regions (no padding, no
+    columns: each field of each of a member's four regions a column made from the members' columns in C calls, and
+    the four woven together (a zip of 100,000 tensors: 400,000 regions, no `Region` made). Empty regions (no padding, no
     descriptor, an empty payload) are left out, as `base.tile` would leave them."""
     n = len(members)
-    subjects = list(map(repr, map(attrgetter("name"), members)))
-    data = list(map(attrgetter("data_offset"), members))
-    sizes = list(map(attrgetter("compress_size"), members))
-    padding = list(map(attrgetter("padding_len"), members))
-    heads = list(map(attrgetter("header_offset"), members))
-    descriptors = list(map(attrgetter("descriptor_len"), members))
+    subjects = list(map(repr, members.names))
+    data, sizes, padding = members.data_offsets, members.compress_sizes, members.padding_lens
+    heads, descriptors = members.header_offsets, members.descriptor_lens
     ends = list(map(add, map(add, data, sizes), descriptors))
     header, alignment = RegionKind.HEADER, RegionKind.PADDING
     # a member's regions: its local header, its padding, its payload and its data descriptor, one after the other
     kinds = _woven([header, alignment, None, header], n, payloads.kinds)
     texts = _woven(["zip local header %s", "alignment padding %s", None, "zip data descriptor %s"], n, payloads.texts)
     starts = _woven([None] * 4, n, heads, map(sub, data, padding), data, map(add, data, sizes))
-    lengths = _woven([None] * 4, n, map(sub, map(attrgetter("local_header_len"), members), padding), padding, sizes,
+    lengths = _woven([None] * 4, n, map(sub, members.local_header_lens, padding), padding, sizes,
                      descriptors)  # fmt: skip
     names = _woven([None] * 4, n, subjects, subjects, payloads.subjects, subjects)
     if 0 in lengths:  # (a member without padding or a descriptor, or an empty payload: those regions left out)
@@ -263,7 +330,7 @@ def _woven(pattern: list[Any], n: int, *columns: Iterable[Any]) -> list[Any]:
     return woven
 
 
-def readable_members(probe: Probe, fmt: str) -> tuple[ZipMember, ...]:
+def readable_members(probe: Probe, fmt: str) -> Members:
     """The members whose local headers are sound, passing over broken ones (for the safety verdict only).
 
     A reader such as torch's miniz reads the member it wants and never looks at a damaged neighbour, so a
@@ -275,7 +342,7 @@ def readable_members(probe: Probe, fmt: str) -> tuple[ZipMember, ...]:
     return _read_zip(probe, fmt, skip_broken=True)[0]
 
 
-def _read_zip(probe: Probe, fmt: str, skip_broken: bool = False) -> tuple[tuple[ZipMember, ...], tuple[Region, ...]]:
+def _read_zip(probe: Probe, fmt: str, skip_broken: bool = False) -> tuple[Members, tuple[Region, ...]]:
     eocd_at, eocd = _find_eocd(probe, fmt)
     _, disk, _, _, n_total, cd_size, cd_offset, comment_len = struct.unpack("<4sHHHHIIH", eocd)
     regions = [
@@ -326,7 +393,7 @@ def _read_zip(probe: Probe, fmt: str, skip_broken: bool = False) -> tuple[tuple[
         notes.append(f"the end record's comment length ({comment_len:,}) does not end where the file ends")
     if notes:
         probe.cache["zip notes"] = notes
-    return tuple(members), tuple(regions)
+    return members, tuple(regions)
 
 
 def directory_findings(probe: Probe) -> list[Finding]:
@@ -335,9 +402,7 @@ def directory_findings(probe: Probe) -> list[Finding]:
     return [Finding("ZIP_LAYOUT", Severity.WARNING, f"zip structure: {note}") for note in notes]
 
 
-def _members(
-    probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, skip_broken: bool
-) -> tuple[list[ZipMember], int]:
+def _members(probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, skip_broken: bool) -> tuple[Members, int]:
     """The members of a central directory, each completed from its local header, and the bytes their entries take.
 
     The directory's entries are read first (an error in one is raised after the members before it, as a reader
@@ -361,13 +426,17 @@ def _members(
     windows = _Windows(probe, fmt, offsets, names)
     fetch = windows.fetch
     local_fixed, field_head = _LOCAL_FIXED.unpack_from, _FIELD_HEAD.unpack_from
-    members: list[ZipMember] = []
+    members = Members([], [], [], [], [], [], [], [], [])
+    made = members.columns()  # (each member's fields added to them)
+    add_name, add_at, add_data, add_size, add_usize, add_method, add_header, add_padding, add_descriptor = (
+        column.append for column in made
+    )
     win_at, win_end, window = 0, len(probe.head), probe.head
     in_order = all(map(lt, offsets, islice(offsets, 1, None)))  # (a run is the members from one on, in the window)
     index, n = 0, len(offsets)
     while index < n:
         if in_order:
-            index += _run(members, windows, window, win_at, columns, index)
+            index += _run(made, windows, window, win_at, columns, index)
             if index == n:
                 break
         flags, method, csize, usize, name, at = (all_flags[index], methods[index], csizes[index], usizes[index],
@@ -413,7 +482,15 @@ def _members(
             if not skip_broken:
                 raise
             continue
-        members.append(ZipMember(name, at, data_offset, csize, usize, method, header_len, padding, descriptor))
+        add_name(name)
+        add_at(at)
+        add_data(data_offset)
+        add_size(csize)
+        add_usize(usize)
+        add_method(method)
+        add_header(header_len)
+        add_padding(padding)
+        add_descriptor(descriptor)
     if error is not None:
         raise error
     return members, pos
@@ -457,7 +534,9 @@ def _plain_entries(cd: bytes, n_total: int) -> _Columns | None:
     return flags, methods, csizes, usizes, list(map(bytes.decode, raw)), offsets
 
 
-def _run(members: list[ZipMember], windows: _Windows, window: bytes, win_at: int, columns: _Columns, index: int) -> int:
+def _run(
+    made: tuple[list[Any], ...], windows: _Windows, window: bytes, win_at: int, columns: _Columns, index: int
+) -> int:
     """How many members from `index` on `_plain_members` reads from the window (`window`, at `win_at`), added to
     `members`: `RUN_START` members are looked at first, then twice as many each time all were plain (a run that stops
     early costs about what it reads, so a member read alone costs a run of at most `RUN_START`)."""
@@ -468,7 +547,7 @@ def _run(members: list[ZipMember], windows: _Windows, window: bytes, win_at: int
     start, chunk = index, RUN_START
     while index < end:
         stop = min(end, index + chunk)
-        index += _plain_members(members, windows, window, win_at, columns, index, stop)
+        index += _plain_members(made, windows, window, win_at, columns, index, stop)
         if index < stop:
             break
         chunk *= 2
@@ -476,12 +555,12 @@ def _run(members: list[ZipMember], windows: _Windows, window: bytes, win_at: int
 
 
 def _plain_members(
-    members: list[ZipMember], windows: _Windows, window: bytes, win_at: int, columns: _Columns, start: int, stop: int
+    made: tuple[list[Any], ...], windows: _Windows, window: bytes, win_at: int, columns: _Columns, start: int, stop: int
 ) -> int:
     """How many of the members `start` to `stop` (each one's fixed part in `window`, in file order) are plain, from
-    `start` on, read in C calls and added to `members`, as `_members` reads each: its local header signature, its
-    extra field (none, or torch's padding field alone) and data descriptor's signature (flag bit 3) in the window,
-    its data within the file. Each is told for all the members in one C call, and only where one is not so, for
+    `start` on, read in C calls and added to the columns `made`, as `_members` reads each: its local header signature,
+    its extra field (none, or torch's padding field alone) and data descriptor's signature (flag bit 3) in the
+    window, its data within the file. Each is told for all the members in one C call, and only where one is not so, for
     each member (`_leading`)."""
     all_flags, methods, csizes, usizes, names, offsets = columns
     win_end, n = win_at + len(window), stop - start
@@ -518,8 +597,10 @@ def _plain_members(
     if n:
         last = n - 1
         windows.extra = -1 if extra_lens[last] and data[last] % ALIGNMENT == 0 else extra_lens[last]
-        members += map(ZipMember, names[start : start + n], ats, data, sizes, usizes[start:stop], methods[start:stop],
-                       map(sub, data, ats), extra_lens, descriptors)  # fmt: skip
+        got = (names[start : start + n], ats, data, sizes, usizes[start:stop], methods[start:stop], map(sub, data, ats),
+               extra_lens, descriptors)  # fmt: skip
+        for column, values in zip(made, got, strict=True):
+            column += islice(values, n)
     return n
 
 
@@ -635,7 +716,7 @@ class _Windows:
 
 
 def in_file_order(
-    ends: tuple[Region, ...], members: tuple[ZipMember, ...], payload: Callable[[tuple[ZipMember, ...]], Payloads]
+    ends: tuple[Region, ...], members: Members, payload: Callable[[Members], Payloads]
 ) -> Sequence[Region]:
     """The regions of the archive: those of `read_members` (`ends`), each member's local header, padding and data
     descriptor, and its payload's (`payload(members)`: the loader knows what they hold).
