@@ -17,9 +17,10 @@ read, except the first bytes of a deflated member when a loader asks `inflate_he
 from __future__ import annotations
 
 import struct
+import sys
 from bisect import bisect_right
 from itertools import chain, compress, count, islice, repeat
-from operator import add, and_, attrgetter, eq, ge, getitem, le, lt, mul, not_, or_, sub, truth
+from operator import add, and_, attrgetter, eq, ge, le, lt, mul, not_, or_, sub, truth
 
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
@@ -498,40 +499,89 @@ def _members(probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, sk
 
 # A directory's entries, as columns: flags, method, compressed and uncompressed size, name, local header offset
 _Columns = tuple["Sequence[int]", "Sequence[int]", "Sequence[int]", "Sequence[int]", "Sequence[str]", "Sequence[int]"]
-_CD_PIECE = struct.Struct("<4xHH8xIIHHH8xI")  # `_CD_ENTRY`'s fields, read from past the entry's signature
 RUN_START = 8  # members a run first reads together (`_run`): twice as many each time all of them are plain
 
 
 def _plain_entries(cd: bytes, n_total: int) -> _Columns | None:
-    """The directory's entries as columns read in C calls, where it is plain: `n_total` entries that fill it exactly,
-    ASCII names, no zip64 value (torch.save's, a member below 4 GiB; Python's zipfile's); else None (`_entries` reads
-    them one by one, and finds what is wrong).
+    """The directory's entries as columns, read a block of entries of one shape at a time, where it is plain:
+    `n_total` entries that fill it exactly, ASCII names, no zip64 value (torch.save's, a member below 4 GiB;
+    Python's zipfile's); else None (`_entries` reads them one by one, and finds what is wrong).
 
-    The directory is split at the entry signature: when each piece is as long as the lengths in it say, the pieces
-    are the entries a reading from its start meets, one after the other (a signature inside a name, an extra field
-    or a comment leaves its piece shorter than its lengths say)."""
-    if n_total < RUN_START or not cd.startswith(CD_SIG):  # (a few entries: read one by one as soon)
+    Entries of one shape (their name, extra field and comment lengths) lie at one stride: a block of them is checked
+    (each one's signature and lengths) and read by stepped slices of its bytes, one a byte of a field (`_field`), the
+    names a character at a time, so the work an entry is a few bytes copied a field, not a call (torch's 100,000
+    storages' records are five blocks: data/0-9, 10-99...). More blocks than `MAX_BLOCKS` plus one a `RUN_START`
+    squared entries (names of many lengths) are read one by one."""
+    if n_total < RUN_START or sys.byteorder != "little":
         return None
-    pieces = cd.split(CD_SIG)
-    if len(pieces) != n_total + 1:
-        return None
-    del pieces[0]  # (the empty piece before the first signature)
-    try:
-        rows = list(map(_CD_PIECE.unpack_from, pieces))
-    except struct.error:  # (a piece shorter than an entry's fixed fields)
-        return None
-    flags, methods, csizes, usizes, name_lens, extra_lens, comment_lens, offsets = zip(*rows, strict=True)
-    del rows
-    if any(extra_lens) or any(comment_lens):
-        lengths = map(add, map(add, name_lens, extra_lens), comment_lens)
-        raw = list(map(getitem, pieces, map(slice, repeat(42), map(add, name_lens, repeat(42)))))
-    else:  # (torch's and zipfile's: a name alone after each entry's fixed fields)
-        lengths, raw = iter(name_lens), list(map(getitem, pieces, repeat(slice(42, None))))
-    if list(map(len, pieces)) != list(map(add, lengths, repeat(42))) or not b"".join(raw).isascii():
-        return None  # (an ASCII name reads the same whatever its entry's flags say: `_entries`)
-    if 0xFFFFFFFF in csizes or 0xFFFFFFFF in usizes or 0xFFFFFFFF in offsets:  # (values in a zip64 extra field)
-        return None
-    return flags, methods, csizes, usizes, list(map(bytes.decode, raw)), offsets
+    flags: list[int] = []
+    methods: list[int] = []
+    csizes: list[int] = []
+    usizes: list[int] = []
+    names: list[str] = []
+    offsets: list[int] = []
+    pos, left, cd_len, blocks = 0, n_total, len(cd), 0
+    while left:
+        if pos + 46 > cd_len or not cd.startswith(CD_SIG, pos):
+            return None
+        name_len, extra_len, comment_len = _LENGTHS.unpack_from(cd, pos + 28)
+        stride = 46 + name_len + extra_len + comment_len
+        k = _same_shape(cd, pos, stride, min(left, (cd_len - pos) // stride))
+        blocks += 1
+        if not k or blocks > MAX_BLOCKS + (n_total - left) // RUN_START**2:
+            return None
+        block = cd[pos : pos + k * stride]
+        flags += _field(block, 8, 2, stride)
+        methods += _field(block, 10, 2, stride)
+        csizes += _field(block, 20, 4, stride)
+        usizes += _field(block, 24, 4, stride)
+        offsets += _field(block, 42, 4, stride)
+        text = bytearray(k * (name_len + 1))  # the names, each followed by a newline
+        for i in range(name_len):
+            text[i :: name_len + 1] = block[46 + i :: stride]
+        text[name_len :: name_len + 1] = b"\n" * k
+        if text.count(b"\n") != k or not text.isascii():  # (a name holding a newline; not ASCII: `_entries`)
+            return None
+        read = text.decode("ascii").split("\n")
+        del read[-1]
+        names += read
+        pos += k * stride
+        left -= k
+    if pos != cd_len or 0xFFFFFFFF in csizes or 0xFFFFFFFF in usizes or 0xFFFFFFFF in offsets:
+        return None  # (bytes after the entries; values in a zip64 extra field)
+    return flags, methods, csizes, usizes, names, offsets
+
+
+_LENGTHS = struct.Struct("<HHH")  # an entry's name, extra field and comment lengths (at +28)
+MAX_BLOCKS = 64  # blocks of entries of one shape `_plain_entries` reads, besides one a RUN_START**2 entries
+_SHAPE = (0, 1, 2, 3, 28, 29, 30, 31, 32, 33)  # the bytes of an entry that give its shape: signature, lengths
+
+
+def _same_shape(cd: bytes, pos: int, stride: int, most: int) -> int:
+    """How many entries from `pos` on (at most `most`) have the signature and lengths of the one at `pos`, one after
+    the other at `stride`: looked at in stepped slices, `RUN_START` entries first and twice as many each time all
+    were so (an entry the reading met one by one would be the same)."""
+    first = cd[pos : pos + 34]
+    same, chunk = 0, RUN_START
+    while same < most:
+        k = min(chunk, most - same)
+        at = pos + same * stride
+        lead = min(k - len(cd[at + o : at + k * stride : stride].lstrip(first[o : o + 1])) for o in _SHAPE)
+        same += lead
+        if lead < k:
+            break
+        chunk *= 2
+    return same
+
+
+def _field(block: bytes, offset: int, width: int, stride: int) -> list[int]:
+    """The little-endian field of `width` bytes (2 or 4) at `offset` in each entry of a block of entries `stride` bytes
+    apart: its bytes gathered by stepped slices, cast to integers in one C call."""
+    k = len(block) // stride
+    gathered = bytearray(k * width)
+    for i in range(width):
+        gathered[i::width] = block[offset + i :: stride]
+    return memoryview(gathered).cast("H" if width == 2 else "I").tolist()
 
 
 def _run(
