@@ -20,7 +20,7 @@ import struct
 import sys
 from bisect import bisect_right
 from itertools import chain, compress, count, islice, repeat
-from operator import add, and_, attrgetter, eq, ge, le, lt, mul, not_, or_, sub, truth
+from operator import add, and_, attrgetter, eq, ge, itemgetter, le, lt, mul, sub
 
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
@@ -471,7 +471,7 @@ def _members(probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, sk
                 fields = _extra_fields(window[extra_at - win_at : extra_at - win_at + local_extra_len])
                 padding, zip64 = fields.get(PADDING_TAG, 0), 0x0001 in fields
                 windows.extra = local_extra_len
-                in_order = in_order and not local_extra_len  # (other extra fields: no runs, `_run` reads none)
+                in_order = False  # (other extra fields: no runs, `_run` reads none)
             descriptor = 0
             if flags & 0x8:
                 if not win_at <= data_end <= win_end - 4:
@@ -609,49 +609,75 @@ def _plain_members(
 ) -> int:
     """How many of the members `start` to `stop` (each one's fixed part in `window`, in file order) are plain, from
     `start` on, read in C calls and added to the columns `made`, as `_members` reads each: its local header signature,
-    its extra field (none, or torch's padding field alone) and data descriptor's signature (flag bit 3) in the
-    window, its data within the file. Each is told for all the members in one C call, and only where one is not so, for
-    each member (`_leading`)."""
+    its extra field torch's padding field alone, its data descriptor's signature (flag bit 3, as the first member's)
+    in the window, its data within the file.
+
+    The bytes at one place of every member's structure are gathered in one C call (an `itemgetter` of their offsets
+    in the window, over a view of it from that place): a byte of each member costs an index, not a call a member.
+    Each condition is told for all the members at once, and only where one fails, member by member (`_leading`)."""
     all_flags, methods, csizes, usizes, names, offsets = columns
-    win_end, n = win_at + len(window), stop - start
-    ats = offsets[start:stop]
-    fixed = map(_LOCAL_FIXED.unpack_from, repeat(window), map(sub, ats, repeat(win_at)))
-    sigs, name_lens, extra_lens = zip(*fixed, strict=True)
-    data = list(map(add, map(add, map(add, ats, name_lens), extra_lens), repeat(30)))  # (the extra field ends there)
+    n = stop - start
+    if n < 2:  # (an itemgetter of one offset gives a byte, not a tuple of one)
+        return 0
+    ats, view, win_end = offsets[start:stop], memoryview(window), win_at + len(window)
+    rel = list(map(sub, ats, repeat(win_at)))
+    fixed = itemgetter(*rel)
+    for place, byte in enumerate(LOCAL_SIG):
+        got = fixed(view[place:])
+        if got.count(byte) != n:
+            n = _leading(map(eq, got[:n], repeat(byte)))
+    name_lens, extra_lens = _little(fixed(view[26:]), fixed(view[27:])), _little(fixed(view[28:]), fixed(view[29:]))
+    if min(extra_lens[:n], default=4) < 4:  # (no room for a padding field: read alone)
+        n = _leading(map(ge, extra_lens[:n], repeat(4)))
+    header_lens = list(map(add, map(add, name_lens, extra_lens), repeat(30)))
+    data = list(map(add, ats, header_lens))
     sizes = csizes[start:stop]
     ends = list(map(add, data, sizes))
-    if sigs.count(LOCAL_SIG) != n:
-        n = _leading(map(eq, sigs, repeat(LOCAL_SIG)))
     if n and max(data[:n]) > win_end:  # (the extra field in the window)
         n = _leading(map(le, data[:n], repeat(win_end)))
     if n and max(ends[:n]) > windows.probe.size:
         n = _leading(map(le, ends[:n], repeat(windows.probe.size)))
-    # the extra field's head (one in the window: a field of fewer than 4 bytes is not a padding field anyway)
-    at_extra = map(min, map(sub, map(sub, data[:n], extra_lens), repeat(win_at)), repeat(len(window) - 4))
-    heads = list(map(_FIELD_HEAD.unpack_from, repeat(window), at_extra))
-    padded = list(zip(repeat(PADDING_TAG), map(sub, extra_lens[:n], repeat(4)), strict=False))
-    if heads != padded:
-        n = _leading(map(or_, map(eq, heads, padded), map(not_, extra_lens[:n])))
-    described = list(map(and_, all_flags[start : start + n], repeat(0x8)))
+    if n < 2:  # (from here on the bytes gathered are those of `n` members, each in the window)
+        return 0
+    head = itemgetter(*map(add, map(add, rel[:n], name_lens), repeat(30)))  # the extra field's: torch's padding tag
+    tag = head(view).count(PADDING_TAG & 0xFF) == head(view[1:]).count(PADDING_TAG >> 8) == n
+    body = _little(head(view[2:]), head(view[3:]))  # (and the length of the bytes after it)
+    if not tag or body != list(map(sub, extra_lens[:n], repeat(4))):
+        tags = map(eq, zip(head(view), head(view[1:]), strict=True), repeat((PADDING_TAG & 0xFF, PADDING_TAG >> 8)))
+        n = _leading(map(and_, tags, map(eq, body, map(sub, extra_lens, repeat(4)))))
+    described = all_flags[start] & 0x8
+    flags = list(map(and_, all_flags[start : start + n], repeat(0x8)))
+    if flags.count(described) != n:
+        n = _leading(map(eq, flags, repeat(described)))
     descriptors: Iterable[int] = repeat(0)
-    # a descriptor's signature in the window (4 bytes; 12 more without it, 8 more past 4 GiB)
-    if described.count(0) != n:
-        if max(ends[:n]) > win_end - 4:
-            n = _leading(map(or_, map(not_, described), map(le, ends[:n], repeat(win_end - 4))))
-        signed = list(map(window.startswith, repeat(DESCRIPTOR_SIG), map(sub, ends[:n], repeat(win_at))))
-        if described[:n].count(0x8) == n and signed.count(True) == n and (not n or max(sizes[:n]) < 0xFFFFFFFF):
+    if described:  # (a descriptor's signature in the window: 4 bytes, 12 more without it, 8 more past 4 GiB)
+        if n and max(ends[:n]) > win_end - 4:
+            n = _leading(map(le, ends[:n], repeat(win_end - 4)))
+        if n < 2:
+            return 0
+        after = itemgetter(*map(sub, ends[:n], repeat(win_at)))
+        signed = all(after(view[place:]).count(byte) == n for place, byte in enumerate(DESCRIPTOR_SIG))
+        if signed and max(sizes[:n]) < 0xFFFFFFFF:
             descriptors = repeat(16)  # (torch's: each signed)
         else:
-            lengths = map(add, map(mul, signed, repeat(4)), map(mul, map(ge, sizes, repeat(0xFFFFFFFF)), repeat(8)))
-            descriptors = list(map(mul, map(truth, described), map(add, lengths, repeat(12))))
+            signs = map(window.startswith, repeat(DESCRIPTOR_SIG), map(sub, ends[:n], repeat(win_at)))
+            lengths = map(add, map(mul, signs, repeat(4)), map(mul, map(ge, sizes, repeat(0xFFFFFFFF)), repeat(8)))
+            descriptors = list(map(add, lengths, repeat(12)))
     if n:
         last = n - 1
-        windows.extra = -1 if extra_lens[last] and data[last] % ALIGNMENT == 0 else extra_lens[last]
-        got = (names[start : start + n], ats, data, sizes, usizes[start:stop], methods[start:stop], map(sub, data, ats),
+        windows.extra = -1 if data[last] % ALIGNMENT == 0 else extra_lens[last]
+        got = (names[start : start + n], ats, data, sizes, usizes[start:stop], methods[start:stop], header_lens,
                extra_lens, descriptors)  # fmt: skip
         for column, values in zip(made, got, strict=True):
             column += islice(values, n)
     return n
+
+
+def _little(low: tuple[int, ...], high: tuple[int, ...]) -> list[int]:
+    """Two-byte little-endian values from their bytes (most of them under 256: one pass)."""
+    if high.count(0) == len(high):
+        return list(low)
+    return list(map(add, low, map(mul, high, repeat(256))))
 
 
 def _leading(flags: Iterable[bool]) -> int:
