@@ -416,10 +416,12 @@ def _members(probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, sk
     window, or not plain) is read alone, as every member of any other archive is: the windows read are the same,
     and so are the members and the errors.
     """
-    columns = _plain_entries(cd, n_total)
+    bounds: list[int] = []  # where each block of entries of one shape ends (`_plain_entries`): runs end there too
+    columns = _plain_entries(cd, n_total, bounds)
     if columns is not None:
         error, pos = None, len(cd)
     else:
+        bounds.clear()  # (those of the blocks read before one that is not plain)
         entries, error, pos = _entries(probe, fmt, cd, cd_offset, n_total)
         columns = tuple(map(list, zip(*entries, strict=True))) if entries else ([], [], [], [], [], [])  # type: ignore[assignment]
     all_flags, methods, csizes, usizes, names, offsets = columns
@@ -434,10 +436,11 @@ def _members(probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, sk
     )
     win_at, win_end, window = 0, len(probe.head), probe.head
     in_order = all(map(lt, offsets, islice(offsets, 1, None)))  # (a run is the members from one on, in the window)
+    windows.in_order = in_order
     index, n = 0, len(offsets)
     while index < n:
         if in_order:
-            index += _run(made, windows, window, win_at, columns, index)
+            index += _run(made, windows, window, win_at, columns, index, bounds)
             if index == n:
                 break
         flags, method, csize, usize, name, at = (all_flags[index], methods[index], csizes[index], usizes[index],
@@ -502,7 +505,7 @@ _Columns = tuple["Sequence[int]", "Sequence[int]", "Sequence[int]", "Sequence[in
 RUN_START = 8  # members a run first reads together (`_run`): twice as many each time all of them are plain
 
 
-def _plain_entries(cd: bytes, n_total: int) -> _Columns | None:
+def _plain_entries(cd: bytes, n_total: int, bounds: list[int]) -> _Columns | None:
     """The directory's entries as columns, read a block of entries of one shape at a time, where it is plain:
     `n_total` entries that fill it exactly, ASCII names, no zip64 value (torch.save's, a member below 4 GiB;
     Python's zipfile's); else None (`_entries` reads them one by one, and finds what is wrong).
@@ -547,6 +550,7 @@ def _plain_entries(cd: bytes, n_total: int) -> _Columns | None:
         names += read
         pos += k * stride
         left -= k
+        bounds.append(n_total - left)
     if pos != cd_len or 0xFFFFFFFF in csizes or 0xFFFFFFFF in usizes or 0xFFFFFFFF in offsets:
         return None  # (bytes after the entries; values in a zip64 extra field)
     return flags, methods, csizes, usizes, names, offsets
@@ -585,11 +589,18 @@ def _field(block: bytes, offset: int, width: int, stride: int) -> list[int]:
 
 
 def _run(
-    made: tuple[list[Any], ...], windows: _Windows, window: bytes, win_at: int, columns: _Columns, index: int
+    made: tuple[list[Any], ...],
+    windows: _Windows,
+    window: bytes,
+    win_at: int,
+    columns: _Columns,
+    index: int,
+    bounds: list[int],
 ) -> int:
     """How many members from `index` on `_plain_members` reads from the window (`window`, at `win_at`), added to
-    `members`: `RUN_START` members are looked at first, then twice as many each time all were plain (a run that stops
-    early costs about what it reads, so a member read alone costs a run of at most `RUN_START`)."""
+    the columns `made`: `RUN_START` members are looked at first, then twice as many each time all were plain (a run
+    that stops early costs about what it reads, so a member read alone costs a run of at most `RUN_START`); a look
+    ends where a block of entries of one shape does (`bounds`: a block's members are often all of one shape)."""
     offsets = columns[5]
     if offsets[index] < win_at:
         return 0
@@ -597,6 +608,8 @@ def _run(
     start, chunk = index, RUN_START
     while index < end:
         stop = min(end, index + chunk)
+        if bounds:
+            stop = min(stop, bounds[bisect_right(bounds, index)])
         index += _plain_members(made, windows, window, win_at, columns, index, stop)
         if index < stop:
             break
@@ -615,6 +628,8 @@ def _plain_members(
     The bytes at one place of every member's structure are gathered in one C call (an `itemgetter` of their offsets
     in the window, over a view of it from that place): a byte of each member costs an index, not a call a member.
     Each condition is told for all the members at once, and only where one fails, member by member (`_leading`)."""
+    if _uniform_members(made, windows, window, win_at, columns, start, stop):
+        return stop - start
     all_flags, methods, csizes, usizes, names, offsets = columns
     n = stop - start
     if n < 2:  # (an itemgetter of one offset gives a byte, not a tuple of one)
@@ -671,6 +686,57 @@ def _plain_members(
         for column, values in zip(made, got, strict=True):
             column += islice(values, n)
     return n
+
+
+def _uniform_members(
+    made: tuple[list[Any], ...], windows: _Windows, window: bytes, win_at: int, columns: _Columns, start: int, stop: int
+) -> bool:
+    """Whether the members `start` to `stop` are all plain and of one shape, read so and added to the columns `made`:
+    their local headers one stride apart, each of the same name and extra field lengths, flags and size (torch.save's
+    storages of one size, named with keys of one length). Each byte `_plain_members` looks at then lies at one place
+    of every member, read by a stepped slice of the window; every member's fields are the first one's, or a step
+    from them. Anything else (or a member that is not plain): False, nothing added, for `_plain_members` to read."""
+    all_flags, methods, csizes, usizes, names, offsets = columns
+    n = stop - start
+    ats, sizes = offsets[start:stop], csizes[start:stop]
+    first, size = ats[0] - win_at, sizes[0]
+    stride = ats[1] - ats[0] if n > 1 else 0
+    if (
+        n < 2
+        or ats != list(range(ats[0], ats[0] + n * stride, stride))
+        or sizes.count(size) != n
+        or all_flags[start:stop].count(all_flags[start]) != n
+    ):
+        return False
+    last = first + (n - 1) * stride + 1  # (a stepped slice of a byte of each member ends there)
+
+    def same(place: int, value: int) -> bool:  # each member's byte at `place` from its local header is `value`
+        return window[first + place : last + place : stride].count(value) == n
+
+    name_len, extra_len = _LENGTHS.unpack_from(window, first + 26)[:2]
+    header_len = 30 + name_len + extra_len
+    data, end = ats[0] + header_len, ats[-1] + header_len + size  # the first member's data, the last one's end
+    if (
+        extra_len < 4
+        or ats[-1] + header_len > win_at + len(window)  # (each extra field in the window)
+        or end > windows.probe.size
+        or not all(same(place, byte) for place, byte in enumerate(LOCAL_SIG))
+        or not all(same(place, window[first + place]) for place in range(26, 30))
+        or not all(same(30 + name_len + p, b) for p, b in enumerate(_FIELD_HEAD.pack(PADDING_TAG, extra_len - 4)))
+    ):
+        return False
+    descriptor = 0
+    if all_flags[start] & 0x8:
+        after = header_len + size  # (its signature: 4 bytes, 12 more without it, 8 more past 4 GiB)
+        if end + 4 > win_at + len(window) or not all(same(after + p, b) for p, b in enumerate(DESCRIPTOR_SIG)):
+            return False  # (unsigned descriptors, some or all: read member by member)
+        descriptor = 16 + (8 if size >= 0xFFFFFFFF else 0)
+    windows.extra = -1 if (data + (n - 1) * stride) % ALIGNMENT == 0 else extra_len
+    got = (names[start:stop], ats, range(data, data + n * stride, stride), sizes, usizes[start:stop],
+           methods[start:stop], repeat(header_len, n), repeat(extra_len, n), repeat(descriptor, n))  # fmt: skip
+    for column, values in zip(made, got, strict=True):
+        column += values
+    return True
 
 
 def _little(low: tuple[int, ...], high: tuple[int, ...]) -> list[int]:
@@ -743,7 +809,7 @@ class _Windows:
     member's fixed part, nothing else.
     """
 
-    __slots__ = ("probe", "fmt", "offsets", "names", "read", "direct", "planned", "extra")
+    __slots__ = ("probe", "fmt", "offsets", "names", "read", "direct", "planned", "extra", "in_order")
 
     def __init__(self, probe: Probe, fmt: str, offsets: Sequence[int], names: Sequence[str]) -> None:
         self.probe, self.fmt, self.offsets = probe, fmt, offsets  # each member's local header offset
@@ -751,6 +817,7 @@ class _Windows:
         self.extra = 0  # the last member's local extra field's length; -1: torch's padding alone
         self.direct = type(probe).read_at is Probe.read_at
         self.planned = 0  # the last member whose fixed part a window took in: those before it are not looked at again
+        self.in_order = False  # the offsets increase (`_members`): a window's members are planned in C calls
         if self.direct:
             self.read: Callable[[int, int, str], bytes] = probe._pread
         else:
@@ -768,6 +835,9 @@ class _Windows:
             fixed = index if n == 30 and at == offsets[index] and not descriptor else -1
             if self.direct and index >= self.planned:  # (a miss before it: a hostile layout, read exactly)
                 i = index + 1
+                if self.in_order and i < len(offsets) and 0 <= offsets[i] - last < PAGE and offsets[i] + 30 <= stop:
+                    i = _near(offsets, i, stop)  # (the members after the first, told in C calls)
+                    last, fixed = offsets[i - 1] + 30, i - 1
                 while i < len(offsets):  # each next member's fixed part, while it is near
                     following = offsets[i]
                     if not 0 <= following - last < PAGE or following + 30 > stop:
@@ -789,6 +859,24 @@ class _Windows:
             if len(data) >= n:
                 return at, data
         return at, probe.read_at(at, n, fmt=self.fmt, what=what % (name,))
+
+
+def _near(offsets: Sequence[int], first: int, stop: int) -> int:
+    """Where the members from `first` on (`first` near its window, the offsets increasing) stop following one another
+    as `_Windows.fetch` takes them in: the first member whose fixed part does not start within a page of the one before
+    it (its 30 bytes on) or ends past `stop`. Told of them all at once: their offsets a step apart (a block of
+    torch.save's storages of one size), or the steps between them all in bounds; else member by member."""
+    end = bisect_right(offsets, stop - 30, first)
+    if end - first < 2:
+        return end
+    block = offsets[first:end]
+    step = block[1] - block[0]
+    if 30 <= step < PAGE + 30 and block == list(range(block[0], block[0] + len(block) * step, step)):
+        return end
+    steps = list(map(sub, block[1:], block))
+    if min(steps) >= 30 and max(steps) < PAGE + 30:
+        return end
+    return first + 1 + _leading(map(and_, map(ge, steps, repeat(30)), map(lt, steps, repeat(PAGE + 30))))
 
 
 def in_file_order(
