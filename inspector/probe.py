@@ -159,7 +159,7 @@ class Probe:
         members = self.zip_members
         if members is None:
             return None
-        return "\n".join(members.names) + "\n"
+        return members.listing()
 
     @property
     def hdf5_head_offset(self) -> int | None:

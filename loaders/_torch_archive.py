@@ -11,7 +11,7 @@ the verdict, not only the one torch reads: what would be called anywhere is evid
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import compress, count, repeat
 
 from inspector.errors import FormatError, InspectorError, LimitExceededError
@@ -49,10 +49,15 @@ def layout_findings(members: _zip.Members, prefix: str) -> list[Finding]:
     """Members torch would refuse or never read: outside the folder, a second data.pkl, duplicate names."""
     names = members.names
     suffix, read = "/" + PICKLE_NAME, prefix + PICKLE_NAME  # (`read` ends with `suffix`: prefix ends with "/")
-    # (most archives, told in C passes over the names: all in the folder, no data.pkl but the one read)
-    inside = all(map(str.startswith, names, repeat(prefix)))
+    # (most archives, told by searches of the names' listing: all in the folder, no data.pkl but the one read)
+    if members.lines():
+        listing = members.listing()
+        inside = listing.startswith(prefix) and listing.count("\n" + prefix) == len(names) - 1
+        alone = listing.count(suffix + "\n") == names.count(read)
+    else:
+        inside = all(map(str.startswith, names, repeat(prefix)))
+        alone = sum(map(str.endswith, names, repeat(suffix))) == names.count(read)
     outside = [] if inside else [name for name in names if not name.startswith(prefix)]
-    alone = sum(map(str.endswith, names, repeat(suffix))) == names.count(read)
     extra = [] if alone else [name for name in names if name.endswith(suffix) and name != read]
     unique = len(set(names)) == len(names)  # (the usual case: no names counted)
     dups = [] if unique else [name for name, n in Counter(names).items() if n > 1]
@@ -134,7 +139,7 @@ def other_pickles(
     and must not stop the reading of the copy torch does read.
     """
     # (the *.pkl members in any case, picked in C calls: an archive of 100,000 tensors has two)
-    for index in compress(count(), map(str.endswith, members.names, repeat(PICKLE_SUFFIXES))):
+    for index in _pickle_members(members):
         m = members[index]
         if m is read:
             continue
@@ -152,6 +157,21 @@ def other_pickles(
         evidence |= result.unsafe
         if names is not None:
             names |= result.globals
+
+
+def _pickle_members(members: _zip.Members) -> Iterable[int]:
+    """The indexes of the members named *.pkl in any case: found in the listing of ASCII names (a line each: its
+    line), else by each name."""
+    listing = members.listing()
+    if not (members.lines() and listing.isascii()):  # (an ASCII name lowered is as long)
+        return compress(count(), map(str.endswith, members.names, repeat(PICKLE_SUFFIXES)))
+    lowered, found, at, line, counted = listing.lower(), [], 0, 0, 0
+    while (at := lowered.find(PICKLE_SUFFIX + "\n", at)) >= 0:
+        line += lowered.count("\n", counted, at)  # (the lines before it: counted on from the last one found)
+        found.append(line)
+        counted = at
+        at += 1
+    return found
 
 
 def damaged_archive_evidence(probe: Probe, fmt: str) -> set[str]:

@@ -81,13 +81,14 @@ class Members:
     To everything else a sequence of `ZipMember`s, each made when it is first asked for (and the same record after)."""
 
     __slots__ = ("names", "header_offsets", "data_offsets", "compress_sizes", "file_sizes", "methods",
-                 "local_header_lens", "padding_lens", "descriptor_lens", "_made", "_all")  # fmt: skip
+                 "local_header_lens", "padding_lens", "descriptor_lens", "_made", "_all", "_listing")  # fmt: skip
 
     def __init__(self, *columns: list[Any]) -> None:
         (self.names, self.header_offsets, self.data_offsets, self.compress_sizes, self.file_sizes, self.methods,
          self.local_header_lens, self.padding_lens, self.descriptor_lens) = columns  # fmt: skip
         self._made: dict[int, ZipMember] = {}  # the records asked for one by one, by index
         self._all: list[ZipMember] | None = None  # every record, once all were asked for
+        self._listing: str | None = None
 
     def columns(self) -> tuple[list[Any], ...]:
         """The columns, in `ZipMember`'s order of fields."""
@@ -96,6 +97,17 @@ class Members:
 
     def __len__(self) -> int:
         return len(self.names)
+
+    def listing(self) -> str:
+        """The names, each followed by a newline (made once; `Probe.zip_names`)."""
+        if self._listing is None:
+            self._listing = "\n".join(self.names) + "\n"
+        return self._listing
+
+    def lines(self) -> bool:
+        """Whether `listing` is a line a name (none holds a newline): a search in it is then one over the names (an
+        occurrence of "\n" + a start, or an end + "\n", is a name that so starts or ends), in one C call."""
+        return self.listing().count("\n") == len(self.names) > 0
 
     def __getitem__(self, index: Any) -> Any:  # (an int: a ZipMember; a slice: a tuple of them)
         if self._all is not None or isinstance(index, slice):
@@ -292,12 +304,13 @@ def _member_columns(members: Members, payloads: Payloads, after: list[Region]) -
     subjects = list(map(repr, members.names))
     data, sizes, padding = members.data_offsets, members.compress_sizes, members.padding_lens
     heads, descriptors = members.header_offsets, members.descriptor_lens
-    ends = list(map(add, map(add, data, sizes), descriptors))
+    data_ends = list(map(add, data, sizes))
+    ends = list(map(add, data_ends, descriptors))
     header, alignment = RegionKind.HEADER, RegionKind.PADDING
     # a member's regions: its local header, its padding, its payload and its data descriptor, one after the other
     kinds = _woven([header, alignment, None, header], n, payloads.kinds)
     texts = _woven(["zip local header %s", "alignment padding %s", None, "zip data descriptor %s"], n, payloads.texts)
-    starts = _woven([None] * 4, n, heads, map(sub, data, padding), data, map(add, data, sizes))
+    starts = _woven([None] * 4, n, heads, map(sub, data, padding), data, data_ends)
     lengths = _woven([None] * 4, n, map(sub, members.local_header_lens, padding), padding, sizes,
                      descriptors)  # fmt: skip
     names = _woven([None] * 4, n, subjects, subjects, payloads.subjects, subjects)

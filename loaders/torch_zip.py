@@ -24,7 +24,7 @@ A deflated data.pkl is legal (torch reads it) and is inflated, bounded.
 from __future__ import annotations
 
 from itertools import chain, count, repeat
-from operator import add, attrgetter, ge, mul
+from operator import attrgetter, ge, mul
 
 from inspector.errors import FormatError
 from inspector.probe import Probe
@@ -113,9 +113,8 @@ class TorchZipLoader:
         if (
             len(by_name) == len(member_names)
             and len(block) == len(refs)
-            and all(map(str.startswith, block, repeat(data_dir)))
-            and all(map(str.endswith, block, storages))
-            and list(map(len, block)) == list(map(add, map(len, storages), repeat(len(data_dir))))
+            and members.lines()  # (no name holds a newline: the block's names are the lines of their listing)
+            and "\n".join(block) == data_dir + ("\n" + data_dir).join(storages)
         ):  # (each record's name is data_dir + its key: no name made a storage)
             rows = list(range(start, end))
             sizes, data = members.file_sizes[start:end], members.data_offsets[start:end]
