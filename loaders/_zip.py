@@ -19,17 +19,18 @@ from __future__ import annotations
 import struct
 import sys
 from bisect import bisect_right
+from collections.abc import Sequence  # (loaded by every run: `inspector.probe`)
 from itertools import chain, compress, count, islice, repeat
 from operator import add, and_, attrgetter, eq, ge, itemgetter, le, lt, mul, sub
 
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
 from inspector.records import Finding, Region, RegionColumns, RegionKind, Severity
-from inspector.recordtype import record
+from inspector.recordtype import fields, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator
     from typing import Any
 
 EOCD_SIG = b"PK\x05\x06"
@@ -75,7 +76,7 @@ class ZipMember:
         return self.data_offset + self.compress_size
 
 
-class Members:
+class Members(Sequence[ZipMember]):
     """An archive's members, in directory order: a column (a list) of each field of `ZipMember`, read so (`_members`),
     and read so by the loaders of archives of many members (a zip of 100,000 tensors: no record a member, issue 16).
     To everything else a sequence of `ZipMember`s, each made when it is first asked for (and the same record after)."""
@@ -89,6 +90,14 @@ class Members:
         self._made: dict[int, ZipMember] = {}  # the records asked for one by one, by index
         self._all: list[ZipMember] | None = None  # every record, once all were asked for
         self._listing: str | None = None
+
+    @classmethod
+    def of(cls, records: Iterable[ZipMember]) -> Members:
+        """The members of these records (the same records)."""
+        records = list(records)
+        made = cls(*(list(map(attrgetter(f.name), records)) for f in fields(ZipMember)))
+        made._all = records
+        return made
 
     def columns(self) -> tuple[list[Any], ...]:
         """The columns, in `ZipMember`'s order of fields."""
@@ -430,9 +439,10 @@ def _members(probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, sk
     and so are the members and the errors.
     """
     bounds: list[int] = []  # where each block of entries of one shape ends (`_plain_entries`): runs end there too
-    columns = _plain_entries(cd, n_total, bounds)
-    if columns is not None:
-        error, pos = None, len(cd)
+    plain = _plain_entries(cd, n_total, bounds)
+    columns: _Columns
+    if plain is not None:
+        columns, error, pos = plain, None, len(cd)
     else:
         bounds.clear()  # (those of the blocks read before one that is not plain)
         entries, error, pos = _entries(probe, fmt, cd, cd_offset, n_total)

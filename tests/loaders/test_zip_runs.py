@@ -206,6 +206,8 @@ def test_members_are_columns_giving_each_record_once() -> None:
     assert list(members) == [_zip.ZipMember(*row) for row in rows] and list(members)[1] is one
     assert members == tuple(_zip.ZipMember(*row) for row in rows) and members == _zip.Members(*columns)
     assert members.index_of("a/data.pkl") == 0 and members.index_of("b") is None
+    records = [_zip.ZipMember(*row) for row in rows]
+    assert _zip.Members.of(records) == members and _zip.Members.of(records)[1] is records[1]
     assert members.listing() == "a/data.pkl\na/x\ny\n" and not members.lines()  # (a name holding a newline)
     assert _zip.Members(["a", "b"], *[[0, 0]] * 8).lines()
     with pytest.raises(IndexError):
