@@ -14,15 +14,13 @@ from typing import Any
 import pytest
 
 from inspector.probe import Probe
-from loaders import _zip
+from loaders import _zip, _zip_runs
 from tests.conftest import record_reads
 
 
 def _one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
     """The reader without its runs: every entry, member and window planned one at a time."""
-    monkeypatch.setattr(_zip, "_plain_entries", lambda *args: None)
-    monkeypatch.setattr(_zip, "_run", lambda *args: 0)
-    monkeypatch.setattr(_zip, "_near", lambda offsets, first, stop: first + 1)  # (the loop goes on from there)
+    monkeypatch.setattr(_zip, "RUNS_FROM", _zip.MAX_MEMBERS + 1)
 
 
 def _reading(path: Path, monkeypatch: pytest.MonkeyPatch, skip_broken: bool = False) -> tuple[Any, ...]:
@@ -44,7 +42,7 @@ def _reading(path: Path, monkeypatch: pytest.MonkeyPatch, skip_broken: bool = Fa
 def _both(path: Path, monkeypatch: pytest.MonkeyPatch, skip_broken: bool = False) -> tuple[Any, Any, dict[str, int]]:
     """The reading with runs (and how many members each kind of run read) and the reading one by one."""
     counted = {"entries": 0, "uniform": 0, "gathered": 0}
-    plain_entries, uniform, plain = _zip._plain_entries, _zip._uniform_members, _zip._plain_members
+    plain_entries, uniform, plain = _zip_runs.plain_entries, _zip_runs._uniform_members, _zip_runs._plain_members
 
     def entries(cd: bytes, n_total: int, bounds: list[int]) -> Any:
         columns = plain_entries(cd, n_total, bounds)
@@ -62,9 +60,9 @@ def _both(path: Path, monkeypatch: pytest.MonkeyPatch, skip_broken: bool = False
         return n
 
     with monkeypatch.context() as patched:
-        patched.setattr(_zip, "_plain_entries", entries)
-        patched.setattr(_zip, "_uniform_members", one_shape)
-        patched.setattr(_zip, "_plain_members", gathered)
+        patched.setattr(_zip_runs, "plain_entries", entries)
+        patched.setattr(_zip_runs, "_uniform_members", one_shape)
+        patched.setattr(_zip_runs, "_plain_members", gathered)
         fast = _reading(path, monkeypatch, skip_broken)
     with monkeypatch.context() as patched:
         _one_by_one(patched)
@@ -75,7 +73,7 @@ def _both(path: Path, monkeypatch: pytest.MonkeyPatch, skip_broken: bool = False
 @pytest.fixture(scope="module")
 def archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """torch.save's archives of many small storages (of one size; of sizes that differ, some past a page), numpy's
-    npz and a deflated zipfile archive."""
+    npz and a deflated zipfile archive: each of `RUNS_FROM` members or more, read in runs."""
     torch = pytest.importorskip("torch")
     np = pytest.importorskip("numpy")
     folder = tmp_path_factory.mktemp("archives")
@@ -83,18 +81,18 @@ def archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "one_size.pt": {f"t{i}": torch.full((2,), float(i)) for i in range(1500)},
         "sizes.pt": {f"s{i}": torch.zeros(1 + i % 9) for i in range(600)}
         | {f"large{i}": torch.zeros(1100 + i) for i in range(3)},
-        "model.pt": torch.nn.Sequential(*(torch.nn.Linear(4, 4) for _ in range(40))).state_dict(),
+        "model.pt": torch.nn.Sequential(*(torch.nn.Linear(4, 4 + i % 2) for i in range(300))).state_dict(),
     }
     paths = {}
     for name, state in made.items():
         paths[name] = folder / name
         torch.save(state, paths[name])
     paths["arrays.npz"] = folder / "arrays.npz"
-    np.savez(paths["arrays.npz"], **{f"a{i}": np.zeros(3) for i in range(100)})
+    np.savez(paths["arrays.npz"], **{f"a{i}": np.zeros(3) for i in range(600)})
     paths["deflated.zip"] = folder / "deflated.zip"
     with zipfile.ZipFile(paths["deflated.zip"], "w", zipfile.ZIP_DEFLATED) as zf:
-        for i in range(100):
-            zf.writestr(f"m{i}", b"x" * i)
+        for i in range(600):
+            zf.writestr(f"m{i}", b"x" * (i % 100))
     return paths
 
 
