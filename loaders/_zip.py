@@ -29,6 +29,7 @@ from inspector.recordtype import fields, record
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
+    from types import ModuleType
     from typing import Any
 
 EOCD_SIG = b"PK\x05\x06"
@@ -437,9 +438,11 @@ def _members(probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, sk
     is read alone, as every member of any other archive is: the windows read are the same, and so are the members
     and the errors. Either way the members are columns (`Members`), no record made a member.
     """
-    runs = None
+    runs: ModuleType | None = None
     if n_total >= RUNS_FROM:
-        from loaders import _zip_runs as runs  # (archives of many members only)
+        from loaders import _zip_runs  # (archives of many members only)
+
+        runs = _zip_runs
     bounds: list[int] = []  # where each block of entries of one shape ends (`plain_entries`): runs end there too
     plain = None if runs is None else runs.plain_entries(cd, n_total, bounds)
     columns: Columns
