@@ -34,7 +34,7 @@ RUN_START = 8  # members a run first reads together (`run`): twice as many each 
 def plain_entries(cd: bytes, n_total: int, bounds: list[int]) -> Columns | None:
     """The directory's entries as columns, read a block of entries of one shape at a time, where it is plain:
     `n_total` entries that fill it exactly, ASCII names, no zip64 value (torch.save's, a member below 4 GiB;
-    Python's zipfile's); else None (`_entries` reads them one by one, and finds what is wrong).
+    Python's zipfile's); else None (`_zip._entries` reads them one by one, and finds what is wrong).
 
     Entries of one shape (their name, extra field and comment lengths) lie at one stride: a block of them is checked
     (each one's signature and lengths) and read by stepped slices of its bytes, one a byte of a field (`_field`), the
