@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from typing import ClassVar
 
     from inspector.records import Checkpoint
-    from loaders._zip import ZipMember
+    from loaders._zip import Members
 
 HEAD_BYTES = 4096
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -141,7 +141,7 @@ class Probe:
     # -- cached structure ----------------------------------------------------------------------
 
     @cached_property
-    def zip_members(self) -> tuple[ZipMember, ...] | None:
+    def zip_members(self) -> Members | None:
         """The zip central directory, or None when the file is not a readable zip."""
         if not self.head.startswith(b"PK\x03\x04"):
             return None
@@ -159,9 +159,7 @@ class Probe:
         members = self.zip_members
         if members is None:
             return None
-        from operator import attrgetter  # (loaded already: bound here, not in every run's start-up)
-
-        return "\n".join(map(attrgetter("name"), members)) + "\n"
+        return members.listing()
 
     @property
     def hdf5_head_offset(self) -> int | None:

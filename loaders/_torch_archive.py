@@ -11,9 +11,8 @@ the verdict, not only the one torch reads: what would be called anywhere is evid
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
-from itertools import compress, repeat
-from operator import attrgetter
+from collections.abc import Callable, Iterable
+from itertools import compress, count, repeat
 
 from inspector.errors import FormatError, InspectorError, LimitExceededError
 from inspector.probe import Probe
@@ -33,26 +32,32 @@ PICKLE_SUFFIX = ".pkl"  # data.pkl, constants.pkl (TorchScript); *.debug_pkl are
 PICKLE_SUFFIXES = tuple(sorted({f".{p}{k}{l}" for p in "pP" for k in "kK" for l in "lL"}))  # noqa: E741
 
 
-def has_pickle(members: tuple[_zip.ZipMember, ...]) -> bool:
-    return any(m.name.endswith("/" + PICKLE_NAME) and m.name.count("/") == 1 for m in members)
+def has_pickle(members: _zip.Members) -> bool:
+    return any(name.endswith("/" + PICKLE_NAME) and name.count("/") == 1 for name in members.names)
 
 
-def archive_folder(members: tuple[_zip.ZipMember, ...]) -> str | None:
+def archive_folder(members: _zip.Members) -> str | None:
     """The archive folder as torch decides it: the first member's, when it holds a data.pkl."""
-    if not members or "/" not in members[0].name:
+    names = members.names
+    if not names or "/" not in names[0]:
         return None
-    prefix = members[0].name.split("/", 1)[0] + "/"
-    return prefix if prefix + PICKLE_NAME in map(attrgetter("name"), members) else None  # (a C search)
+    prefix = names[0].split("/", 1)[0] + "/"
+    return prefix if prefix + PICKLE_NAME in names else None  # (a C search)
 
 
-def layout_findings(members: tuple[_zip.ZipMember, ...], prefix: str) -> list[Finding]:
+def layout_findings(members: _zip.Members, prefix: str) -> list[Finding]:
     """Members torch would refuse or never read: outside the folder, a second data.pkl, duplicate names."""
-    names = list(map(attrgetter("name"), members))
+    names = members.names
     suffix, read = "/" + PICKLE_NAME, prefix + PICKLE_NAME  # (`read` ends with `suffix`: prefix ends with "/")
-    # (most archives, told in C passes over the names: all in the folder, no data.pkl but the one read)
-    inside = all(map(str.startswith, names, repeat(prefix)))
+    # (most archives, told by searches of the names' listing: all in the folder, no data.pkl but the one read)
+    if members.lines():
+        listing = members.listing()
+        inside = listing.startswith(prefix) and listing.count("\n" + prefix) == len(names) - 1
+        alone = listing.count(suffix + "\n") == names.count(read)
+    else:
+        inside = all(map(str.startswith, names, repeat(prefix)))
+        alone = sum(map(str.endswith, names, repeat(suffix))) == names.count(read)
     outside = [] if inside else [name for name in names if not name.startswith(prefix)]
-    alone = sum(map(str.endswith, names, repeat(suffix))) == names.count(read)
     extra = [] if alone else [name for name in names if name.endswith(suffix) and name != read]
     unique = len(set(names)) == len(names)  # (the usual case: no names counted)
     dups = [] if unique else [name for name, n in Counter(names).items() if n > 1]
@@ -120,7 +125,7 @@ def from_memory(name: str, n: int) -> str:
 def other_pickles(
     probe: Probe,
     fmt: str,
-    members: tuple[_zip.ZipMember, ...],
+    members: _zip.Members,
     read: _zip.ZipMember | None,
     evidence: set[str],
     names: set[str] | None = None,
@@ -134,7 +139,8 @@ def other_pickles(
     and must not stop the reading of the copy torch does read.
     """
     # (the *.pkl members in any case, picked in C calls: an archive of 100,000 tensors has two)
-    for m in compress(members, map(str.endswith, map(attrgetter("name"), members), repeat(PICKLE_SUFFIXES))):
+    for index in _pickle_members(members):
+        m = members[index]
         if m is read:
             continue
         try:
@@ -151,6 +157,21 @@ def other_pickles(
         evidence |= result.unsafe
         if names is not None:
             names |= result.globals
+
+
+def _pickle_members(members: _zip.Members) -> Iterable[int]:
+    """The indexes of the members named *.pkl in any case: found in the listing of ASCII names (a line each: its
+    line), else by each name."""
+    listing = members.listing()
+    if not (members.lines() and listing.isascii()):  # (an ASCII name lowered is as long)
+        return compress(count(), map(str.endswith, members.names, repeat(PICKLE_SUFFIXES)))
+    lowered, found, at, line, counted = listing.lower(), [], 0, 0, 0
+    while (at := lowered.find(PICKLE_SUFFIX + "\n", at)) >= 0:
+        line += lowered.count("\n", counted, at)  # (the lines before it: counted on from the last one found)
+        found.append(line)
+        counted = at
+        at += 1
+    return found
 
 
 def damaged_archive_evidence(probe: Probe, fmt: str) -> set[str]:

@@ -17,17 +17,19 @@ read, except the first bytes of a deflated member when a loader asks `inflate_he
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence  # (loaded by every run: `inspector.probe`)
 from itertools import chain, compress, count, islice
-from operator import add, attrgetter, lt, sub
+from operator import add, attrgetter, eq, lt, sub
 
 from inspector.errors import FormatError, LimitExceededError, TruncatedFileError
 from inspector.probe import Probe
 from inspector.records import Finding, Region, RegionColumns, RegionKind, Severity
-from inspector.recordtype import record
+from inspector.recordtype import fields, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable, Iterable, Iterator
+    from types import ModuleType
     from typing import Any
 
 EOCD_SIG = b"PK\x05\x06"
@@ -71,6 +73,96 @@ class ZipMember:
     @property
     def data_end(self) -> int:
         return self.data_offset + self.compress_size
+
+
+class Members(Sequence[ZipMember]):
+    """An archive's members, in directory order: a column (a list) of each field of `ZipMember`, read so (`_members`),
+    and read so by the loaders of archives of many members (a zip of 100,000 tensors: no record a member, issue 16).
+    To everything else a sequence of `ZipMember`s, each made when it is first asked for (and the same record after)."""
+
+    __slots__ = ("names", "header_offsets", "data_offsets", "compress_sizes", "file_sizes", "methods",
+                 "local_header_lens", "padding_lens", "descriptor_lens", "_made", "_all", "_listing")  # fmt: skip
+
+    def __init__(self, *columns: list[Any]) -> None:
+        (self.names, self.header_offsets, self.data_offsets, self.compress_sizes, self.file_sizes, self.methods,
+         self.local_header_lens, self.padding_lens, self.descriptor_lens) = columns  # fmt: skip
+        self._made: dict[int, ZipMember] = {}  # the records asked for one by one, by index
+        self._all: list[ZipMember] | None = None  # every record, once all were asked for
+        self._listing: str | None = None
+
+    @classmethod
+    def of(cls, records: Iterable[ZipMember]) -> Members:
+        """The members of these records (the same records)."""
+        records = list(records)
+        made = cls(*(list(map(attrgetter(f.name), records)) for f in fields(ZipMember)))
+        made._all = records
+        return made
+
+    def columns(self) -> tuple[list[Any], ...]:
+        """The columns, in `ZipMember`'s order of fields."""
+        return (self.names, self.header_offsets, self.data_offsets, self.compress_sizes, self.file_sizes, self.methods,
+                self.local_header_lens, self.padding_lens, self.descriptor_lens)  # fmt: skip
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def listing(self) -> str:
+        """The names, each followed by a newline (made once; `Probe.zip_names`)."""
+        if self._listing is None:
+            self._listing = "\n".join(self.names) + "\n"
+        return self._listing
+
+    def lines(self) -> bool:
+        """Whether `listing` is a line a name (none holds a newline): a search in it is then one over the names (an
+        occurrence of "\n" + a start, or an end + "\n", is a name that so starts or ends), in one C call."""
+        return self.listing().count("\n") == len(self.names) > 0
+
+    def __getitem__(self, index: Any) -> Any:  # (an int: a ZipMember; a slice: a tuple of them)
+        if self._all is not None or isinstance(index, slice):
+            return self.records()[index] if isinstance(index, int) else tuple(self.records()[index])
+        n = len(self.names)
+        if not -n <= index < n:
+            raise IndexError("member index out of range")
+        index %= n
+        record = self._made.get(index)
+        if record is None:
+            record = self._made[index] = ZipMember(*[column[index] for column in self.columns()])
+        return record
+
+    def records(self) -> list[ZipMember]:
+        """Every member's record (made once, in C calls)."""
+        made = self._all
+        if made is None:
+            made = list(map(ZipMember, *self.columns()))
+            for index, record in self._made.items():  # (those asked for before: the same records)
+                made[index] = record
+            self._all = made
+        return made
+
+    def __iter__(self) -> Iterator[ZipMember]:
+        return iter(self.records())
+
+    def __reversed__(self) -> Iterator[ZipMember]:
+        return reversed(self.records())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Members):
+            return self.columns() == other.columns()
+        if isinstance(other, (tuple, list)):
+            return len(other) == len(self) and all(map(eq, self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Members({self.records()!r})"
+
+    def index_of(self, name: str) -> int | None:
+        """The index of the last member of that name (the one torch reads), or None."""
+        names = self.names
+        if name not in names:
+            return None
+        return len(names) - 1 - names[::-1].index(name)
 
 
 def _zip64_extra(extra: bytes, need: list[str], values: dict[str, int]) -> None:
@@ -122,7 +214,7 @@ def _find_eocd(probe: Probe, fmt: str) -> tuple[int, bytes]:
     raise _fail(probe, fmt, "no zip end-of-central-directory record (truncated or not a zip)")
 
 
-def read_central_directory(probe: Probe, fmt: str) -> tuple[ZipMember, ...]:
+def read_central_directory(probe: Probe, fmt: str) -> Members:
     """Every member with its local data offset; checked against the file size.
 
     Raises:
@@ -131,7 +223,7 @@ def read_central_directory(probe: Probe, fmt: str) -> tuple[ZipMember, ...]:
     return read_members(probe, fmt)[0]
 
 
-def read_zip(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Region, ...]]:
+def read_zip(probe: Probe, fmt: str) -> tuple[Members, tuple[Region, ...]]:
     """Members plus the regions of the zip structure (directory and end records, then each member's local header,
     padding and data descriptor).
 
@@ -145,12 +237,12 @@ def read_zip(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Regio
     return members, regions  # type: ignore[return-value]
 
 
-def _structure_regions(ends: tuple[Region, ...], members: tuple[ZipMember, ...]) -> tuple[Region, ...]:
+def _structure_regions(ends: tuple[Region, ...], members: Sequence[ZipMember]) -> tuple[Region, ...]:
     """The regions of `read_zip`: the directory and end records, then each member's."""
     return (*ends, *_member_regions(members, None))
 
 
-def read_members(probe: Probe, fmt: str) -> tuple[tuple[ZipMember, ...], tuple[Region, ...]]:
+def read_members(probe: Probe, fmt: str) -> tuple[Members, tuple[Region, ...]]:
     """Members, and the regions of the directory and end records (`read_zip` adds the members' own).
 
     Cached on the probe, so sniffing and loading read the directory once.
@@ -191,7 +283,7 @@ class Payloads:
         ]
 
 
-def _member_regions(members: tuple[ZipMember, ...], payloads: Payloads | None) -> list[Region]:
+def _member_regions(members: Sequence[ZipMember], payloads: Payloads | None) -> list[Region]:
     """Each member's regions in file order: its local header, the alignment padding in it, its payload's regions
     (which the loader knows: `payloads`; none without it), its data descriptor."""
     out: list[Region] = []
@@ -211,25 +303,23 @@ def _member_regions(members: tuple[ZipMember, ...], payloads: Payloads | None) -
     return out
 
 
-def _member_columns(members: tuple[ZipMember, ...], payloads: Payloads, after: list[Region]) -> RegionColumns:
+def _member_columns(members: Members, payloads: Payloads, after: list[Region]) -> RegionColumns:
     """`_member_regions` of members whose payloads are one region each (no `split`), then the regions `after`, as
-    columns: each field of each of a member's four regions a column read from the members' in C calls, and the four
-    woven together (a zip of 100,000 tensors: 400,000 regions, no `Region` made). Empty regions (no padding, no
+    columns: each field of each of a member's four regions a column made from the members' columns in C calls, and
+    the four woven together (a zip of 100,000 tensors: 400,000 regions, no `Region` made). Empty regions (no padding, no
     descriptor, an empty payload) are left out, as `base.tile` would leave them."""
     n = len(members)
-    subjects = list(map(repr, map(attrgetter("name"), members)))
-    data = list(map(attrgetter("data_offset"), members))
-    sizes = list(map(attrgetter("compress_size"), members))
-    padding = list(map(attrgetter("padding_len"), members))
-    heads = list(map(attrgetter("header_offset"), members))
-    descriptors = list(map(attrgetter("descriptor_len"), members))
-    ends = list(map(add, map(add, data, sizes), descriptors))
+    subjects = list(map(repr, members.names))
+    data, sizes, padding = members.data_offsets, members.compress_sizes, members.padding_lens
+    heads, descriptors = members.header_offsets, members.descriptor_lens
+    data_ends = list(map(add, data, sizes))
+    ends = list(map(add, data_ends, descriptors))
     header, alignment = RegionKind.HEADER, RegionKind.PADDING
     # a member's regions: its local header, its padding, its payload and its data descriptor, one after the other
     kinds = _woven([header, alignment, None, header], n, payloads.kinds)
     texts = _woven(["zip local header %s", "alignment padding %s", None, "zip data descriptor %s"], n, payloads.texts)
-    starts = _woven([None] * 4, n, heads, map(sub, data, padding), data, map(add, data, sizes))
-    lengths = _woven([None] * 4, n, map(sub, map(attrgetter("local_header_len"), members), padding), padding, sizes,
+    starts = _woven([None] * 4, n, heads, map(sub, data, padding), data, data_ends)
+    lengths = _woven([None] * 4, n, map(sub, members.local_header_lens, padding), padding, sizes,
                      descriptors)  # fmt: skip
     names = _woven([None] * 4, n, subjects, subjects, payloads.subjects, subjects)
     if 0 in lengths:  # (a member without padding or a descriptor, or an empty payload: those regions left out)
@@ -262,7 +352,7 @@ def _woven(pattern: list[Any], n: int, *columns: Iterable[Any]) -> list[Any]:
     return woven
 
 
-def readable_members(probe: Probe, fmt: str) -> tuple[ZipMember, ...]:
+def readable_members(probe: Probe, fmt: str) -> Members:
     """The members whose local headers are sound, passing over broken ones (for the safety verdict only).
 
     A reader such as torch's miniz reads the member it wants and never looks at a damaged neighbour, so a
@@ -274,7 +364,7 @@ def readable_members(probe: Probe, fmt: str) -> tuple[ZipMember, ...]:
     return _read_zip(probe, fmt, skip_broken=True)[0]
 
 
-def _read_zip(probe: Probe, fmt: str, skip_broken: bool = False) -> tuple[tuple[ZipMember, ...], tuple[Region, ...]]:
+def _read_zip(probe: Probe, fmt: str, skip_broken: bool = False) -> tuple[Members, tuple[Region, ...]]:
     eocd_at, eocd = _find_eocd(probe, fmt)
     _, disk, _, _, n_total, cd_size, cd_offset, comment_len = struct.unpack("<4sHHHHIIH", eocd)
     regions = [
@@ -325,7 +415,7 @@ def _read_zip(probe: Probe, fmt: str, skip_broken: bool = False) -> tuple[tuple[
         notes.append(f"the end record's comment length ({comment_len:,}) does not end where the file ends")
     if notes:
         probe.cache["zip notes"] = notes
-    return tuple(members), tuple(regions)
+    return members, tuple(regions)
 
 
 def directory_findings(probe: Probe) -> list[Finding]:
@@ -334,26 +424,60 @@ def directory_findings(probe: Probe) -> list[Finding]:
     return [Finding("ZIP_LAYOUT", Severity.WARNING, f"zip structure: {note}") for note in notes]
 
 
-def _members(
-    probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, skip_broken: bool
-) -> tuple[list[ZipMember], int]:
+def _members(probe: Probe, fmt: str, cd: bytes, cd_offset: int, n_total: int, skip_broken: bool) -> tuple[Members, int]:
     """The members of a central directory, each completed from its local header, and the bytes their entries take.
 
     The directory's entries are read first (an error in one is raised after the members before it, as a reader
     going member by member meets it), then the local headers, through `_Windows`: a read of one member's
     structure bytes takes in those of the members after it while the bytes between them are fewer than a page.
+
+    An archive of `RUNS_FROM` members or more is read in runs (`loaders._zip_runs`): a plain directory a block of
+    entries of one shape at a time, and, where the members lie in the directory's order (any archive a writer made),
+    the members whose structures the window read last holds, each plain, together in C calls (an archive of 100,000
+    small members: a few dozen runs). The member a run stops at (its structures not all in the window, or not plain)
+    is read alone, as every member of any other archive is: the windows read are the same, and so are the members
+    and the errors. Either way the members are columns (`Members`), no record made a member.
     """
-    entries, error, pos = _entries(probe, fmt, cd, cd_offset, n_total)
+    runs: ModuleType | None = None
+    if n_total >= RUNS_FROM:
+        from loaders import _zip_runs  # (archives of many members only)
+
+        runs = _zip_runs
+    bounds: list[int] = []  # where each block of entries of one shape ends (`plain_entries`): runs end there too
+    plain = None if runs is None else runs.plain_entries(cd, n_total, bounds)
+    columns: Columns
+    if plain is not None:
+        columns, error, pos = plain, None, len(cd)
+    else:
+        bounds.clear()  # (those of the blocks read before one that is not plain)
+        entries, error, pos = _entries(probe, fmt, cd, cd_offset, n_total)
+        columns = tuple(map(list, zip(*entries, strict=True))) if entries else ([], [], [], [], [], [])  # type: ignore[assignment]
+    all_flags, methods, csizes, usizes, names, offsets = columns
     size = probe.size
-    windows = _Windows(probe, fmt, [e[5] for e in entries], entries)
+    windows = _Windows(probe, fmt, offsets, names)
     fetch = windows.fetch
     local_fixed, field_head = _LOCAL_FIXED.unpack_from, _FIELD_HEAD.unpack_from
-    members: list[ZipMember] = []
+    members = Members([], [], [], [], [], [], [], [], [])
+    made = members.columns()  # (each member's fields added to them)
+    add_name, add_at, add_data, add_size, add_usize, add_method, add_header, add_padding, add_descriptor = (
+        column.append for column in made
+    )
     win_at, win_end, window = 0, len(probe.head), probe.head
-    for index, (flags, method, csize, usize, name, at) in enumerate(entries):
+    # (a run is the members from one on, in the window)
+    in_order = runs is not None and all(map(lt, offsets, islice(offsets, 1, None)))
+    windows.near = runs.near if in_order and runs is not None else None
+    index, n = 0, len(offsets)
+    while index < n:
+        if in_order and runs is not None:
+            index += runs.run(made, windows, window, win_at, columns, index, bounds)
+            if index == n:
+                break
+        flags, method, csize, usize, name, at = (all_flags[index], methods[index], csizes[index], usizes[index],
+                                                 names[index], offsets[index])  # fmt: skip
+        index += 1
         try:
             if not win_at <= at <= win_end - 30:
-                win_at, window = fetch(index, at, 30, "local header of %r", name)
+                win_at, window = fetch(index - 1, at, 30, "local header of %r", name)
                 win_end = win_at + len(window)
             sig, local_name_len, local_extra_len = local_fixed(window, at - win_at)
             if sig != LOCAL_SIG:
@@ -361,7 +485,7 @@ def _members(
             header_len = 30 + local_name_len + local_extra_len
             extra_at = at + 30 + local_name_len
             if not win_at <= extra_at <= win_end - local_extra_len:
-                win_at, window = fetch(index, extra_at, local_extra_len, "local header of %r", name)
+                win_at, window = fetch(index - 1, extra_at, local_extra_len, "local header of %r", name)
                 win_end = win_at + len(window)
             data_offset = at + header_len
             data_end = data_offset + csize
@@ -379,10 +503,11 @@ def _members(
                 fields = _extra_fields(window[extra_at - win_at : extra_at - win_at + local_extra_len])
                 padding, zip64 = fields.get(PADDING_TAG, 0), 0x0001 in fields
                 windows.extra = local_extra_len
+                in_order = False  # (other extra fields: no runs, `_run` reads none)
             descriptor = 0
             if flags & 0x8:
                 if not win_at <= data_end <= win_end - 4:
-                    win_at, window = fetch(index, data_end, 4, "data descriptor of %r", name, True)
+                    win_at, window = fetch(index - 1, data_end, 4, "data descriptor of %r", name, True)
                     win_end = win_at + len(window)
                 signed = window.startswith(DESCRIPTOR_SIG, data_end - win_at)
                 descriptor = (4 if signed else 0) + (20 if zip64 or csize >= 0xFFFFFFFF else 12)
@@ -390,13 +515,25 @@ def _members(
             if not skip_broken:
                 raise
             continue
-        members.append(ZipMember(name, at, data_offset, csize, usize, method, header_len, padding, descriptor))
+        add_name(name)
+        add_at(at)
+        add_data(data_offset)
+        add_size(csize)
+        add_usize(usize)
+        add_method(method)
+        add_header(header_len)
+        add_padding(padding)
+        add_descriptor(descriptor)
     if error is not None:
         raise error
     return members, pos
 
 
 _Entry = tuple[int, int, int, int, str, int]  # flags, method, compressed and uncompressed size, name, header offset
+# A directory's entries, as columns: flags, method, compressed and uncompressed size, name, local header offset
+Columns = tuple["Sequence[int]", "Sequence[int]", "Sequence[int]", "Sequence[int]", "Sequence[str]", "Sequence[int]"]
+RUNS_FROM = 512  # members from which an archive is read in runs (`loaders._zip_runs`; its import costs 1.5 million
+# instructions, about 150 members read one by one)
 
 
 def _entries(
@@ -453,14 +590,16 @@ class _Windows:
     member's fixed part, nothing else.
     """
 
-    __slots__ = ("probe", "fmt", "offsets", "entries", "read", "direct", "planned", "extra")
+    __slots__ = ("probe", "fmt", "offsets", "names", "read", "direct", "planned", "extra", "near")
 
-    def __init__(self, probe: Probe, fmt: str, offsets: list[int], entries: list[_Entry]) -> None:
+    def __init__(self, probe: Probe, fmt: str, offsets: Sequence[int], names: Sequence[str]) -> None:
         self.probe, self.fmt, self.offsets = probe, fmt, offsets  # each member's local header offset
-        self.entries = entries  # the directory's (each member's name, as its entry gives it)
+        self.names = names  # the directory's (each member's name, as its entry gives it)
         self.extra = 0  # the last member's local extra field's length; -1: torch's padding alone
         self.direct = type(probe).read_at is Probe.read_at
         self.planned = 0  # the last member whose fixed part a window took in: those before it are not looked at again
+        # where the offsets increase (`_members`), what plans a window's members in C calls (`_zip_runs.near`)
+        self.near: Callable[[Sequence[int], int, int], int] | None = None
         if self.direct:
             self.read: Callable[[int, int, str], bytes] = probe._pread
         else:
@@ -478,6 +617,10 @@ class _Windows:
             fixed = index if n == 30 and at == offsets[index] and not descriptor else -1
             if self.direct and index >= self.planned:  # (a miss before it: a hostile layout, read exactly)
                 i = index + 1
+                near = self.near
+                if near is not None and i < len(offsets) and 0 <= offsets[i] - last < PAGE and offsets[i] + 30 <= stop:
+                    i = near(offsets, i, stop)  # (the members after the first, told in C calls)
+                    last, fixed = offsets[i - 1] + 30, i - 1
                 while i < len(offsets):  # each next member's fixed part, while it is near
                     following = offsets[i]
                     if not 0 <= following - last < PAGE or following + 30 > stop:
@@ -492,7 +635,7 @@ class _Windows:
                     last = following + 30
                     fixed = index + 1
             if fixed >= 0 and self.direct:  # its name and extra field, where they are as the last member's were
-                tail = last + len(self.entries[fixed][4])
+                tail = last + len(self.names[fixed])
                 tail = -(-(tail + 4) // ALIGNMENT) * ALIGNMENT if self.extra < 0 else tail + self.extra
                 last = max(last, min(tail, (last - 1) // PAGE * PAGE + PAGE, stop))
             data = self.read(at, last - at, self.fmt)
@@ -502,7 +645,7 @@ class _Windows:
 
 
 def in_file_order(
-    ends: tuple[Region, ...], members: tuple[ZipMember, ...], payload: Callable[[tuple[ZipMember, ...]], Payloads]
+    ends: tuple[Region, ...], members: Members, payload: Callable[[Members], Payloads]
 ) -> Sequence[Region]:
     """The regions of the archive: those of `read_members` (`ends`), each member's local header, padding and data
     descriptor, and its payload's (`payload(members)`: the loader knows what they hold).

@@ -79,7 +79,7 @@ if TYPE_CHECKING:
 
     from inspector.records import Region
 
-    Archive = tuple[tuple[_zip.ZipMember, ...], tuple[Region, ...]]  # an appended zip's members and structure
+    Archive = tuple[_zip.Members, tuple[Region, ...]]  # an appended zip's members and structure
 
 FORMAT = "tflite"
 ALIGNMENT = 16  # Buffer.data's force_align: the widest padding the exporter writes between objects

@@ -23,8 +23,8 @@ A deflated data.pkl is legal (torch reads it) and is inflated, bounded.
 
 from __future__ import annotations
 
-from itertools import chain, repeat
-from operator import add, attrgetter, ge, mul
+from itertools import chain, count, repeat
+from operator import attrgetter, ge, mul
 
 from inspector.errors import FormatError
 from inspector.probe import Probe
@@ -87,9 +87,9 @@ class TorchZipLoader:
             other_pickles(probe, FORMAT, members, None, evidence)
             raise FormatError(probe.path, FORMAT, f"the first member {members[0].name!r} is not in a folder with a "
                               "data.pkl: torch.load refuses this archive")  # fmt: skip
-        member_names = list(map(attrgetter("name"), members))
-        by_name = dict(zip(member_names, members, strict=True))  # of duplicate names the last wins, as in torch
-        pkl = by_name[prefix + PICKLE_NAME]
+        member_names = members.names
+        by_name = dict(zip(member_names, count()))  # each name's member's index: of duplicates the last, as in torch
+        pkl = members[by_name[prefix + PICKLE_NAME]]
         other_names: set[str] = set()  # (the globals of the archive's other pickles)
         other_pickles(probe, FORMAT, members, pkl, evidence, other_names)
         storages: dict[str, _pickle.StorageRef] = {}
@@ -109,27 +109,30 @@ class TorchZipLoader:
         start = member_names.index(first) if first in by_name else 0
         end = start + len(refs)
         block = member_names[start:end]  # (in torch's order: the storages' records, named data_dir + key, no copy)
-        records: list[_zip.ZipMember | None]
+        rows: list[int | None]  # each storage's record's index
         if (
             len(by_name) == len(member_names)
             and len(block) == len(refs)
-            and all(map(str.startswith, block, repeat(data_dir)))
-            and all(map(str.endswith, block, storages))
-            and list(map(len, block)) == list(map(add, map(len, storages), repeat(len(data_dir))))
+            and members.lines()  # (no name holds a newline: the block's names are the lines of their listing)
+            and "\n".join(block) == data_dir + ("\n" + data_dir).join(storages)
         ):  # (each record's name is data_dir + its key: no name made a storage)
-            records = list(members[start:end])
+            rows = list(range(start, end))
+            sizes, data = members.file_sizes[start:end], members.data_offsets[start:end]
         else:
-            records = list(map(by_name.get, map(data_dir.__add__, storages)))
-        if all(records) and all(
-            map(ge, map(attrgetter("file_size"), records), map(mul, map(attrgetter("numel"), refs),
-                                                              map(attrgetter("itemsize"), refs)))
-        ):  # fmt: skip
-            offsets = dict(zip(storages, map(attrgetter("data_offset"), records), strict=True))
-        del refs, records, block, member_names
+            rows = list(map(by_name.get, map(data_dir.__add__, storages)))
+            if None not in rows:
+                sizes = list(map(members.file_sizes.__getitem__, rows))  # type: ignore[arg-type]
+                data = list(map(members.data_offsets.__getitem__, rows))  # type: ignore[arg-type]
+        if None not in rows and all(
+            map(ge, sizes, map(mul, map(attrgetter("numel"), refs), map(attrgetter("itemsize"), refs)))
+        ):
+            offsets = dict(zip(storages, data, strict=True))
+        del refs, rows, block
         for key, ref in storages.items() if not offsets else ():
-            record = by_name.get(data_dir + key)
-            if record is None:
+            index = by_name.get(data_dir + key)
+            if index is None:
                 raise FormatError(probe.path, FORMAT, f"storage {key!r} named in data.pkl has no data/{key} record")
+            record = members[index]
             if record.file_size < ref.numel * ref.itemsize:  # (ref.nbytes, without the property)
                 raise FormatError(
                     probe.path,
@@ -144,7 +147,7 @@ class TorchZipLoader:
         except _pickle.PickleError as exc:
             raise FormatError(probe.path, FORMAT, str(exc)) from exc
         marker = prefix + TORCHSCRIPT_MARKER
-        torchscript = marker in map(attrgetter("name"), members)
+        torchscript = marker in member_names
         if torchscript:  # the archive declares its parameters and buffers in code/__torch__/**.py, and its enums
             from loaders import _torchscript  # (TorchScript archives only)
 
@@ -207,7 +210,7 @@ class TorchZipLoader:
             split[index] = regions
             return None, "", None
 
-        def storage_block(members: tuple[_zip.ZipMember, ...]) -> tuple[int, int]:
+        def storage_block(members: _zip.Members) -> tuple[int, int]:
             """Where the members are the tensors' storages one for one, in order, each all of its one tensor (torch.save
             writes them so): (start, end) of that block of members, or (0, 0). (A member's data offset is its own, so
             the tensor at a member's data offset is that record's storage's.)"""
@@ -215,19 +218,18 @@ class TorchZipLoader:
                 return 0, 0
             mine = list(alone.values())
             at = list(map(attrgetter("offset"), mine))
-            data = list(map(attrgetter("data_offset"), members))
+            data = members.data_offsets
             start = data.index(at[0]) if at[0] in data else 0
             end = start + len(mine)
-            block = members[start:end]
             if (
                 data[start:end] == at
                 and list(map(attrgetter("span"), mine)).count(None) == len(mine)
-                and list(map(attrgetter("nbytes"), mine)) == list(map(attrgetter("compress_size"), block))
+                and list(map(attrgetter("nbytes"), mine)) == members.compress_sizes[start:end]
             ):
                 return start, end
             return 0, 0
 
-        def payloads(members: tuple[_zip.ZipMember, ...]) -> _zip.Payloads:
+        def payloads(members: _zip.Members) -> _zip.Payloads:
             """The members' payloads; a block of the tensors' storages (most of an archive) told in C calls."""
             start, end = storage_block(members)
             rows = [payload(index, members[index]) for index in chain(range(start), range(end, len(members)))]
@@ -261,6 +263,7 @@ class TorchZipLoader:
         return single_file(probe, FORMAT, "pytorch", tensors, regions, attributes, findings)
 
 
-def _last(members: tuple[_zip.ZipMember, ...], name: str) -> _zip.ZipMember | None:
+def _last(members: _zip.Members, name: str) -> _zip.ZipMember | None:
     """The member of that name torch reads (the last of duplicates)."""
-    return next((m for m in reversed(members) if m.name == name), None)
+    index = members.index_of(name)
+    return None if index is None else members[index]

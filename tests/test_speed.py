@@ -1207,7 +1207,7 @@ def test_zip_member_columns_tell_laid_as_the_regions_are(
     regions follow one another): what `RegionColumns.laid` finds over the regions themselves, members with gaps,
     without padding, descriptors or payload bytes, and end records after a gap or none."""
     from inspector.records import Region, RegionColumns, RegionKind
-    from loaders._zip import Payloads, ZipMember, _member_columns
+    from loaders._zip import Members, Payloads, ZipMember, _member_columns
 
     made, at = [], 0
     for before, name, padding, size, descriptor in members:
@@ -1217,7 +1217,7 @@ def test_zip_member_columns_tell_laid_as_the_regions_are(
         at += header + size + descriptor
     payloads = Payloads([RegionKind.TENSOR_DATA] * len(made), ["p %s"] * len(made), ["'x'"] * len(made), {})
     ends = [Region(RegionKind.HEADER, at + gap, 22, "zip end of central directory")]
-    columns = _member_columns(tuple(made), payloads, ends)
+    columns = _member_columns(Members.of(made), payloads, ends)
     again = RegionColumns(columns.kinds, columns.starts, columns.lengths, columns.texts, columns.subjects)
     assert columns.laid() == again.laid()
 
