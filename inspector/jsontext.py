@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from itertools import chain
+from itertools import chain, cycle, repeat
 
 try:  # the C escaper json.encoder uses, ensure_ascii=True (the json package's decoder compiles patterns at import),
     # and the C scanner json.decoder reads with
@@ -31,7 +31,7 @@ except ImportError:  # an interpreter without CPython's accelerator
     from json.encoder import encode_basestring_ascii as _string
 
     _MAKE_SCANNER = None
-from operator import mod
+from operator import is_, mod
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,24 +84,22 @@ SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
 }
 
 
-def _literals(
-    keys: tuple[str, ...], nl: str, fixed: tuple[tuple[int, str], ...], quoted: tuple[int, ...] = ()
-) -> list[str]:
-    """The text of a dict of these keys cut at each value that is not in `fixed` (index, text: written in), as
-    `template` writes it: the literal pieces before, between and after those values (one more than they); the
-    values at `quoted` are strings written as they are, their quotes in the pieces either side."""
+def _literals(keys: tuple[str, ...], nl: str, layout: tuple[tuple[str | None, ...], ...]) -> list[str]:
+    """The text of a dict of these keys cut at each value written per dict, as `template` writes it: `layout` gives
+    each key's value as pieces, a str written in (a value all the batch's dicts share, a string's quotes, a part of a
+    `Joined` string they share) or None (a value written per dict). The literal pieces before, between and after the
+    values written per dict (one more than they)."""
     inner = nl + INDENT
-    written = dict(fixed)
     pieces: list[str] = []
     piece = "{" + inner
     for index, k in enumerate(keys):
         piece += ("," + inner if index else "") + _key(k) + ": "
-        if index in written:
-            piece += written[index]
-        else:
-            quote = '"' if index in quoted else ""
-            pieces.append(piece + quote)
-            piece = quote
+        for item in layout[index]:
+            if item is None:
+                pieces.append(piece)
+                piece = ""
+            else:
+                piece += item
     pieces.append(piece + nl + "}")
     return pieces
 
@@ -121,6 +119,15 @@ def _plain(strings: Sequence[Any]) -> bool:
 PLAIN_ASCII = bytes(range(0x20, 0x7F)).translate(None, b'"\\')  # what JSON writes as itself in a string
 
 
+def _ints_alike(column: Sequence[Any], first: Sequence[Any]) -> bool:
+    """Whether every shape of `column`, each equal to `first`, is written as `first` is: of ints, its items the same
+    objects as first's (small ints: one C pass), else all of type int."""
+    return set(map(type, first)) <= {int} and (
+        all(map(is_, chain.from_iterable(column), cycle(first)))
+        or set(map(type, chain.from_iterable(column))) <= {int}
+    )
+
+
 def _batch_literals(literals: list[str], n: int, separator: str) -> list[str]:
     """The literal pieces of n dicts of one layout (`_literals`) one after the other, `separator` between two: the
     last piece of a dict and the first of the next are one."""
@@ -135,6 +142,19 @@ class Written(list):  # type: ignore[type-arg]
     again and again, their text made once): put in as they are."""
 
     __slots__ = ()
+
+
+class Joined:
+    """A column of `Rows.columns` whose strings are given in parts: row i's string is the i-th item of each of `parts`
+    (sequences of str) joined; `whole()` gives the strings themselves. A region's label is its text's part before its
+    subject, the subject (a name) and the part after (`RegionColumns.label_parts`): where every part is a plain
+    string (`_plain`) they are written as they are between the quotes, a part all the rows share written into the
+    literal text, and no label is made (400,000 regions in a zip of 100,000 tensors); else `whole()` is written."""
+
+    __slots__ = ("parts", "whole")
+
+    def __init__(self, parts: Sequence[Sequence[str]], whole: Callable[[], Sequence[Any]]) -> None:
+        self.parts, self.whole = parts, whole
 
 
 json_string = _string  # a str as JSON writes it (ensure_ascii), quotes included
@@ -213,6 +233,19 @@ def loads(text: str | bytes, object_pairs_hook: Callable[[list[tuple[str, Any]]]
     return json.loads(text, object_pairs_hook=object_pairs_hook)
 
 
+class _Numbers(dict):  # type: ignore[type-arg]
+    """int -> its text (`repr`), made when first asked."""
+
+    __slots__ = ()
+
+    def __missing__(self, number: int) -> str:
+        text = self[number] = repr(number)
+        return text
+
+
+NUMBERS = 1 << 16  # numbers' texts remembered
+
+
 class _Large(Exception):
     """A container of STREAM_ITEMS or more items met while joining: its enclosing containers are streamed."""
 
@@ -231,8 +264,8 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
     active: set[int] = set()  # containers being written: a cycle is an error, as in json
     streaming: list[int] = []  # the markers of the containers being streamed (kept when a join is abandoned)
     templates: dict[tuple[tuple[Any, ...], str], str] = {}  # (keys, indent) -> "{...%s...}"
-    # (keys, indent, fixed values, quoted columns, n) -> `_batch_literals` of n such dicts
-    batches: dict[tuple[tuple[str, ...], str, tuple[tuple[int, str], ...], tuple[int, ...], int], list[str]] = {}
+    # (keys, indent, layout, n) -> `_batch_literals` of n such dicts (`_literals`)
+    batches: dict[tuple[tuple[str, ...], str, tuple[tuple[str | None, ...], ...], int], list[str]] = {}
     batched = [0]  # characters `batches` holds
     string, int_repr = _string, int.__repr__
     buffer: list[str] = []
@@ -240,6 +273,13 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
 
     def emit(text: str) -> None:
         nonlocal pending
+        if len(text) >= CHUNK:  # (a batch of rows: passed on as it is, after what was gathered, not copied again)
+            if buffer:
+                out("".join(buffer))
+                buffer.clear()
+                pending = 0
+            out(text)
+            return
         buffer.append(text)
         pending += len(text)
         if pending >= CHUNK:
@@ -271,6 +311,23 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         active.discard(marker)
         return text
 
+    memo = _Numbers()  # int -> its text, for the columns whose numbers come again (lengths, sizes)
+    unique: set[tuple[tuple[str, ...], int]] = set()  # (keys, column) of the columns whose numbers did not
+
+    def numbers(column: Sequence[int], slot: tuple[tuple[str, ...], int]) -> Iterator[str]:
+        """The texts of a column of ints (exactly): `repr` of each (`int.__repr__`, without the call of a slot
+        wrapper), or, for a column whose numbers came again in its last batch, looked up (most lengths and sizes of a
+        file: a dict lookup where `repr` makes a text)."""
+        if slot in unique:
+            return map(repr, column)
+        if len(memo) >= NUMBERS:
+            memo.clear()
+        known = len(memo)
+        texts = list(map(memo.__getitem__, column))
+        if (len(memo) - known) * 4 > len(column):  # (mostly new numbers: offsets, starts)
+            unique.add(slot)
+        return iter(texts)
+
     def template(keys: tuple[Any, ...], nl: str) -> str:
         """A dict's text with '%s' for each value."""
         inner = nl + INDENT
@@ -296,44 +353,67 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         column of one scalar type (names, offsets) or of lists of ints (shapes) is one `map` of a C function, and
         the batch is those texts and its layout's literal text between them, joined at once."""
         inner = nl + INDENT
-        texts: list[Any] = []
-        quoted: list[int] = []  # the columns of plain strings (`_plain`): their quotes are the literals'
-        fixed = []  # (index, text) of the columns of one value (a dtype, a kind, a status): written in the literals
+        texts: list[Any] = []  # the columns written per dict, in the layout's order
+        # each key's value as pieces: a str written into the literals (a column of one value: a dtype, a kind, a
+        # status; the quotes of a column of plain strings, `_plain`), None a value written per dict
+        layout: list[tuple[str | None, ...]] = []
         n = len(values[0])
-        for index, column in enumerate(values):
+        for column in values:
+            if column.__class__ is Joined:
+                if all(map(_plain, column.parts)):
+                    pieces: list[str | None] = ['"']
+                    for part in column.parts:
+                        if all(map(is_, part, repeat(part[0]))):  # (a part every row shares: written in)
+                            pieces.append(part[0])
+                        else:
+                            pieces.append(None)
+                            texts.append(part)
+                    layout.append((*pieces, '"'))
+                    continue
+                column = column.whole()  # type: ignore[attr-defined]  # (a part not plain: the strings, as any)
             first = column[0]
             if column.__class__ is Written:
-                if column.count(first) == n:  # (one text for the whole batch: written into the literals)
-                    fixed.append((index, first))
+                if (n == 1 or (column[1] == first and column[-1] == first)) and column.count(first) == n:
+                    # (one text for the whole batch: written into the literals)
+                    layout.append((first,))
                 else:
+                    layout.append((None,))
                     texts.append(column)
                 continue
+            cls = first.__class__
             if (
-                (first.__class__ in FIXED or (first.__class__ in SHAPES and len(first) <= FIXED_LENGTH))
+                (cls in FIXED or (cls in SHAPES and len(first) <= FIXED_LENGTH))
                 and (n == 1 or (column[1] == first and column[-1] == first))  # (most columns: told here)
-                and column.count(first) == n
-                and len(set(map(type, column))) == 1  # (1, 1.0 and True are equal, written differently)
-                and (first.__class__ is not str or len(first) <= FIXED_LENGTH)
-                and (first.__class__ not in SHAPES or set(map(type, chain.from_iterable(column))) <= {int})
+                and (cls is not str or len(first) <= FIXED_LENGTH)
+                # the one object in every row (most such columns: one C pass), else equal values of one type (1,
+                # 1.0 and True are equal, written differently)
+                and (
+                    all(map(is_, column, repeat(first)))
+                    or (column.count(first) == n and len(set(map(type, column))) == 1)
+                )
+                and (cls not in SHAPES or _ints_alike(column, first))
             ):
-                fixed.append((index, value(first, inner)))
+                layout.append((value(first, inner),))
                 continue
-            if first.__class__ is str:  # names: the C escaper takes any str and refuses anything else
+            if cls is str:  # names: the C escaper takes any str and refuses anything else
                 if _plain(column):  # (most names: between quotes in the literals, as they are, none escaped)
-                    quoted.append(index)
+                    layout.append(('"', None, '"'))
                     texts.append(column)
                     continue
                 try:
                     texts.append(list(map(string, column)))
+                    layout.append((None,))
                     continue
                 except TypeError:
                     pass
-            kinds = set(map(type, column))
+            layout.append((None,))
+            types = list(map(type, column))
+            if types.count(int) == n:  # (the type of most columns told without a set)
+                texts.append(numbers(column, (keys, len(layout))))
+                continue
+            kinds = set(types)
             if len(kinds) == 1:
                 kind = kinds.pop()
-                if kind is int:
-                    texts.append(map(int_repr, column))
-                    continue
                 scalar = SCALAR_TEXT.get(kind)
                 if scalar is not None:
                     texts.append(map(scalar, column))
@@ -352,10 +432,10 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                     )
                     continue
             texts.append([value(v, inner) for v in column])  # mixed or nested: value by value
-        key = (keys, nl, tuple(fixed), tuple(quoted), n)
+        key = (keys, nl, tuple(layout), n)
         literals = batches.get(key)
         if literals is None:
-            literals = _batch_literals(_literals(keys, nl, key[2], key[3]), n, "," + nl)
+            literals = _batch_literals(_literals(keys, nl, key[2]), n, "," + nl)
             # (str keys only, as `template`'s: 1, 1.0 and True are equal as keys but written differently)
             if len(batches) < TEMPLATES and batched[0] < BATCHED and all(k.__class__ is str for k in keys):
                 batches[key] = literals
@@ -495,7 +575,9 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                         stream(v, inner)
                         first = False
                     continue
-                emit(text if first else sep + text)
+                if not first:
+                    emit(sep)
+                emit(text)
                 first = False
             emit(nl + "]")
         streaming.pop()

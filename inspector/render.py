@@ -8,7 +8,7 @@ from itertools import compress, repeat
 from math import prod
 from operator import attrgetter, eq, is_
 
-from inspector.jsontext import Rows, Written, dumps, json_string, write
+from inspector.jsontext import Joined, Rows, Written, dumps, json_string, write
 from inspector.quantized import TORCHAO_TYPED
 from inspector.reconcile import bucket_texts, human, unit_trap
 from inspector.records import (
@@ -176,7 +176,7 @@ def _region_columns(regions: Sequence[Region]) -> Callable[[Sequence[Region]], C
     if isinstance(regions, RegionColumns):  # (a zip's: its columns, of file 0, none compressed)
         return lambda batch: (
             REGION_KEYS,
-            [Written(map(REGION_JSON.__getitem__, batch.kinds)), batch.starts, batch.lengths, batch.labels()],  # type: ignore[attr-defined]
+            [Written(map(REGION_JSON.__getitem__, batch.kinds)), batch.starts, batch.lengths, _labels(batch)],  # type: ignore[arg-type]
         )
     written = any(
         any(map(attrgetter(key), regions))
@@ -200,6 +200,16 @@ def _region_columns(regions: Sequence[Region]) -> Callable[[Sequence[Region]], C
         return (tuple(keys), values) if _optional(batch, REGION_OPTIONAL, keys, values) else None
 
     return columns
+
+
+def _labels(regions: RegionColumns) -> Joined | list[str]:
+    """The labels of regions held as columns, for `jsontext`: in their parts where they are so made (a zip's member
+    name between its text's parts: no label made), else the labels."""
+    parts = regions.label_parts()
+    if parts is None:
+        return regions.labels()
+    heads, subjects, tails = parts
+    return Joined((heads, subjects) if tails is None else (heads, subjects, tails), regions.labels)
 
 
 def _layer_json(c: LayerCheck) -> dict[str, Any]:
