@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from itertools import chain, cycle, repeat
+from itertools import chain, repeat
 
 try:  # the C escaper json.encoder uses, ensure_ascii=True (the json package's decoder compiles patterns at import),
     # and the C scanner json.decoder reads with
@@ -31,7 +31,7 @@ except ImportError:  # an interpreter without CPython's accelerator
     from json.encoder import encode_basestring_ascii as _string
 
     _MAKE_SCANNER = None
-from operator import is_, mod
+from operator import is_, itemgetter, mod
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -119,13 +119,36 @@ def _plain(strings: Sequence[Any]) -> bool:
 PLAIN_ASCII = bytes(range(0x20, 0x7F)).translate(None, b'"\\')  # what JSON writes as itself in a string
 
 
+LONG = 1024  # characters of a str written by `_long_string`
+
+
+def _long_string(text: str) -> str:
+    """A long str as JSON writes it: as it is between quotes where it is plain (`_plain`: C passes of a few
+    instructions a character, where the escaper takes about 60; an inferred architecture's 100,000 layer kinds)."""
+    return '"' + text + '"' if _plain((text,)) else _string(text)
+
+
+def _one_text(column: Sequence[Any], first: str) -> bool:
+    """Whether every item of `column` is a str (or a subclass) equal to `first`, so written as `first` is: counted
+    (identical items: no comparison) and joined (a join refuses any other item; no C call an item)."""
+    if column.count(first) != len(column):
+        return False
+    try:
+        return len("".join(column)) == len(first) * len(column)
+    except TypeError:  # (an item that is not a str)
+        return False
+
+
 def _ints_alike(column: Sequence[Any], first: Sequence[Any]) -> bool:
     """Whether every shape of `column`, each equal to `first`, is written as `first` is: of ints, its items the same
     objects as first's (small ints: one C pass), else all of type int."""
-    return set(map(type, first)) <= {int} and (
-        all(map(is_, chain.from_iterable(column), cycle(first)))
-        or set(map(type, chain.from_iterable(column))) <= {int}
-    )
+    if not set(map(type, first)) <= {int}:
+        return False
+    # (each place's items, one C pass a place: no iterator made for each shape)
+    for place, item in enumerate(first):
+        if not all(map(is_, map(itemgetter(place), column), repeat(item))):
+            return set(map(type, chain.from_iterable(column))) <= {int}
+    return True
 
 
 def _batch_literals(literals: list[str], n: int, separator: str) -> list[str]:
@@ -290,7 +313,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
     def value(o: Any, nl: str) -> str:
         """Any value; the common scalars are also handled inline in `container` (no call per item)."""
         if isinstance(o, str):
-            return string(o)
+            return string(o) if len(o) < LONG else _long_string(o)
         if o is None:
             return "null"
         if o is True:
@@ -385,10 +408,12 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                 (cls in FIXED or (cls in SHAPES and len(first) <= FIXED_LENGTH))
                 and (n == 1 or (column[1] == first and column[-1] == first))  # (most columns: told here)
                 and (cls is not str or len(first) <= FIXED_LENGTH)
-                # the one object in every row (most such columns: one C pass), else equal values of one type (1,
-                # 1.0 and True are equal, written differently)
+                # strings of one text; the one object in every row (most such columns: one C pass), else equal values
+                # of one type (1, 1.0 and True are equal, written differently)
                 and (
-                    all(map(is_, column, repeat(first)))
+                    _one_text(column, first)
+                    if cls is str
+                    else all(map(is_, column, repeat(first)))
                     or (column.count(first) == n and len(set(map(type, column))) == 1)
                 )
                 and (cls not in SHAPES or _ints_alike(column, first))
@@ -470,7 +495,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
             text = templates.get((keys, nl)) or template(keys, nl)
             text %= tuple(
                 [
-                    string(v)
+                    (string(v) if len(v) < LONG else _long_string(v))
                     if (cls := v.__class__) is str
                     else int_repr(v)
                     if cls is int
@@ -488,7 +513,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
             )
         else:
             parts = [
-                string(v)
+                (string(v) if len(v) < LONG else _long_string(v))
                 if (cls := v.__class__) is str
                 else int_repr(v)
                 if cls is int
@@ -556,7 +581,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                         if rows is not None
                         else sep.join(
                             [
-                                string(v)
+                                (string(v) if len(v) < LONG else _long_string(v))
                                 if (cls := v.__class__) is str
                                 else int_repr(v)
                                 if cls is int

@@ -119,12 +119,15 @@ def _optional(
     only (their dicts differ in layout: the batch is made dict by dict). `read`: the optional fields' columns, in
     order, where the caller has read them."""
     for index, (key, when) in enumerate(optional):
-        column = list(read[index]) if read is not None else list(map(attrgetter(key), batch))
+        column = read[index] if read is not None else list(map(attrgetter(key), batch))
         if when == "set":  # written when not None
-            absent = column.count(None)
-            if absent == len(column):
-                continue
-            if absent:
+            # (told by identity where the first is None, by truth where every value is true: `count(None)` compares
+            # each value that is not None with it, about 100 instructions each)
+            if column[0] is None:
+                if column.count(None) == len(column):
+                    continue
+                return False
+            if not all(column) and column.count(None):
                 return False
         elif not any(column):  # written when truthy
             continue
