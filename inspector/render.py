@@ -138,13 +138,20 @@ def _optional(
     return True
 
 
-def _tensor_columns(roles: dict[int, RoleMatch]) -> Callable[[Sequence[TensorInfo]], Columns | None]:
-    def columns(batch: Sequence[TensorInfo]) -> Columns | None:
+def _tensor_columns(
+    tensors: Sequence[TensorInfo], matched: Sequence[RoleMatch | None], elements: Sequence[int]
+) -> Callable[[range], Columns | None]:
+    """`_tensor_json` of a batch of the tensors (a range of their places), as columns; `matched` and `elements` are
+    each tensor's role (or None) and elements, by place."""
+
+    def columns(places: range) -> Columns | None:
         """`_tensor_json` of every tensor of the batch, as columns (None: the dicts differ in layout)."""
-        matches = list(map(roles.get, map(id, batch)))
+        start, stop = places.start, places.stop
+        matches = matched[start:stop]
         if not all(matches):  # (a tensor without a role: no `None in`, which would call a record's __eq__ a tensor)
             return None
-        known: list[RoleMatch] = matches  # type: ignore[assignment]  # (every tensor's role, told just above)
+        known: Sequence[RoleMatch] = matches  # type: ignore[assignment]  # (every tensor's role, told just above)
+        batch = tensors[start:stop]
         # every field read in one pass (a list comprehension reads a record's slots in about half the instructions of
         # an `attrgetter`), the rows then turned into columns; the optional fields in `TENSOR_OPTIONAL`'s order
         name, shape, dtype, nbytes, offset, kind, trainable, *optional = zip(
@@ -158,7 +165,7 @@ def _tensor_columns(roles: dict[int, RoleMatch]) -> Callable[[Sequence[TensorInf
                 name,
                 shape,  # (tuples: written as the lists of `_tensor_json`)
                 dtype,
-                list(map(prod, shape)),
+                elements[start:stop],
                 nbytes,
                 offset,
                 list(map(KIND_TEXT.__getitem__, kind)),
@@ -231,22 +238,25 @@ def _layer_columns(batch: Sequence[LayerCheck]) -> Columns:
     ]
 
 
-def _counts(ckpt: Checkpoint) -> dict[str, Any]:
+def _counts(ckpt: Checkpoint, elements: Sequence[int] | None = None) -> dict[str, Any]:
+    """The counts of a report; `elements`: each tensor's, where the caller has them."""
     # one pass over the tensors (unique ones, by kind): tensors, elements, bytes, trainable elements
     sums = {kind: [0, 0, 0, 0] for kind in TensorKind}
     unique = ckpt.unique()
     kinds = [t.kind for t in unique]
+    every = elements if elements is not None and unique is ckpt.tensors else list(map(prod, [t.shape for t in unique]))
     for kind in dict.fromkeys(kinds):  # (a few kinds: each summed in C calls)
         row = sums.get(kind)
         if row is not None:
-            of_kind = (
-                unique if kinds.count(kind) == len(kinds) else tuple(compress(unique, map(eq, kinds, repeat(kind))))
-            )
-            elements = list(map(prod, [t.shape for t in of_kind]))
+            if kinds.count(kind) == len(kinds):
+                of_kind, of_kind_elements = unique, every
+            else:
+                chosen = list(map(eq, kinds, repeat(kind)))
+                of_kind, of_kind_elements = tuple(compress(unique, chosen)), list(compress(every, chosen))
             row[0] = len(of_kind)
-            row[1] = sum(elements)
+            row[1] = sum(of_kind_elements)
             row[2] = sum([t.nbytes for t in of_kind])
-            row[3] = sum(compress(elements, [t.trainable for t in of_kind]))
+            row[3] = sum(compress(of_kind_elements, [t.trainable for t in of_kind]))
     params, buffers, opt, other = (sums[k] for k in (TensorKind.PARAMETER, TensorKind.BUFFER, TensorKind.OPTIMIZER,
                                                         TensorKind.OTHER))  # fmt: skip
     known = ckpt.count_known  # pickled objects: null in JSON, "unknown" in text
@@ -269,10 +279,18 @@ def report_dict(report: Report, lazy: bool = False) -> dict[str, Any]:
     100,000 tensors' dicts are never all held), instead of lists.
     """
     ckpt, acc, exp = report.checkpoint, report.accounting, report.expectation
-    roles = dict(zip(map(id, ckpt.tensors), report.roles, strict=False))  # (made in C calls: 100,000 tensors)
+    tensors = ckpt.tensors
+    # each tensor's role by place, as the text's rows pair them (None past the roles), and its elements (made once:
+    # the counts and the rows)
+    matched: Sequence[RoleMatch | None] = (
+        report.roles
+        if len(report.roles) == len(tensors)
+        else (*report.roles[: len(tensors)], *[None] * (len(tensors) - len(report.roles)))
+    )
+    elements = list(map(prod, [t.shape for t in tensors]))
 
-    def tensor(t: TensorInfo) -> dict[str, Any]:
-        return _tensor_json(t, roles.get(id(t)))
+    def tensor(place: int) -> dict[str, Any]:
+        return _tensor_json(tensors[place], matched[place])
 
     out: dict[str, Any] = {
         "schema_version": report.schema_version,
@@ -281,8 +299,12 @@ def report_dict(report: Report, lazy: bool = False) -> dict[str, Any]:
         "framework": ckpt.framework,
         "file_bytes": ckpt.file_size,
         "files": [{"path": p, "bytes": s} for p, s in ckpt.files],
-        **_counts(ckpt),
-        "tensors": Rows(ckpt.tensors, tensor, _tensor_columns(roles)) if lazy else list(map(tensor, ckpt.tensors)),
+        **_counts(ckpt, elements),
+        "tensors": (
+            Rows(range(len(tensors)), tensor, _tensor_columns(tensors, matched, elements))
+            if lazy
+            else list(map(tensor, range(len(tensors))))
+        ),
         "bytes": {
             "regions": (
                 Rows(ckpt.regions, _region_json, _region_columns(ckpt.regions))
