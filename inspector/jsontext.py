@@ -386,8 +386,10 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                 if all(map(_plain, column.parts)):
                     pieces: list[str | None] = ['"']
                     for part in column.parts:
-                        if all(map(is_, part, repeat(part[0]))):  # (a part every row shares: written in)
-                            pieces.append(part[0])
+                        shared = part[0]
+                        if (n == 1 or (part[1] == shared and part[-1] == shared)) and part.count(shared) == n:
+                            # (a part every row shares, plain: written in)
+                            pieces.append(shared)
                         else:
                             pieces.append(None)
                             texts.append(part)

@@ -236,8 +236,7 @@ class RegionColumns(_Regions):
         around = _around_subject(texts)
         if around is None:
             return None
-        heads, tails = around
-        return list(heads), subjects, None if tails is None else list(tails)
+        return around[0], subjects, around[1]
 
     def _with_subjects(self) -> tuple[list[str], list[Any]]:
         """The texts and subjects, a region without a subject given its text as the subject of "%s"."""
@@ -266,17 +265,25 @@ class RegionColumns(_Regions):
         return RegionColumns(kinds, starts, lengths, texts, subjects)
 
 
-def _around_subject(texts: list[str]) -> tuple[Iterator[str], Iterator[str] | None] | None:
-    """Each text's part before and after its one '%s' (the parts after: None where every text ends with it), so a
-    label is its text's parts with its subject between, as '%' writes a str subject; None where a text has no '%s'
-    or another '%' (formatted)."""
+def _around_subject(texts: list[str]) -> tuple[list[str], list[str] | None] | None:
+    """Each text's part before and after its one '%s' (the parts after: None where every text ends with it; one list
+    made by repetition where every text has the same), so a label is its text's parts with its subject between, as
+    '%' writes a str subject; None where a text has no '%s' or another '%' (formatted)."""
     heads, tails = {}, {}
     for text in set(texts):  # (a handful: a zip's)
         head, found, tail = text.partition("%s")
         if not found or "%" in head or "%" in tail:
             return None
         heads[text], tails[text] = head, tail
-    return map(heads.__getitem__, texts), map(tails.__getitem__, texts) if any(tails.values()) else None
+    after = set(tails.values())
+    return (
+        list(map(heads.__getitem__, texts)),
+        None
+        if after == {""}
+        else [after.pop()] * len(texts)
+        if len(after) == 1
+        else list(map(tails.__getitem__, texts)),
+    )
 
 
 Sequence.register(RegionColumns)
