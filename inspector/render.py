@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import compress, repeat
 from math import prod
-from operator import attrgetter, eq, is_
+from operator import attrgetter, eq
 
 from inspector.jsontext import Joined, Rows, Written, dumps, json_string, write
 from inspector.quantized import TORCHAO_TYPED
@@ -20,6 +20,7 @@ from inspector.records import (
     RoleMatch,
     TensorInfo,
     TensorKind,
+    region_column,
 )
 from inspector.report import Report
 
@@ -188,10 +189,9 @@ def _region_columns(regions: Sequence[Region]) -> Callable[[Sequence[Region]], C
             REGION_KEYS,
             [Written(map(REGION_JSON.__getitem__, batch.kinds)), batch.starts, batch.lengths, _labels(batch)],  # type: ignore[arg-type]
         )
+    # (each fact read by a list comprehension, `region_column`; None told by identity, `count`)
     written = any(
-        any(map(attrgetter(key), regions))
-        if when == ""
-        else not all(map(is_, map(attrgetter(key), regions), repeat(None)))
+        any(region_column(regions, key)) if when == "" else region_column(regions, key).count(None) != len(regions)
         for key, when in REGION_OPTIONAL
     )
 
@@ -202,7 +202,7 @@ def _region_columns(regions: Sequence[Region]) -> Callable[[Sequence[Region]], C
                 Written(map(REGION_JSON.__getitem__, [r.kind for r in batch])),
                 [r.start for r in batch],
                 [r.length for r in batch],
-                [r.label for r in batch],
+                _plain_labels(batch),
             ],
         )
         if not written:
@@ -210,6 +210,15 @@ def _region_columns(regions: Sequence[Region]) -> Callable[[Sequence[Region]], C
         return (tuple(keys), values) if _optional(batch, REGION_OPTIONAL, keys, values) else None
 
     return columns
+
+
+def _plain_labels(regions: Sequence[Region]) -> list[str]:
+    """The regions' labels: their texts where no region has a subject (a safetensors file's: its tensors' names; the
+    `label` property, a Python call, for each region only where one has)."""
+    subjects = [r.subject for r in regions]
+    if subjects.count(None) == len(subjects):
+        return [r.text for r in regions]
+    return [r.label for r in regions]
 
 
 def _labels(regions: RegionColumns) -> Joined | list[str]:
