@@ -160,13 +160,6 @@ def _batch_literals(literals: list[str], n: int, separator: str) -> list[str]:
     return [first, *(middle + [last + separator + first]) * (n - 1), *middle, last]
 
 
-class Written(list):  # type: ignore[type-arg]
-    """A column of `Rows.columns` whose values are already JSON text, each as `dumps` writes it (a few values met
-    again and again, their text made once): put in as they are."""
-
-    __slots__ = ()
-
-
 class Joined:
     """A column of `Rows.columns` whose strings are given in parts: row i's string is the i-th item of each of `parts`
     (sequences of str) joined; `whole()` gives the strings themselves. A region's label is its text's part before its
@@ -397,24 +390,18 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                     continue
                 column = column.whole()  # type: ignore[attr-defined]  # (a part not plain: the strings, as any)
             first = column[0]
-            if column.__class__ is Written:
-                if (n == 1 or (column[1] == first and column[-1] == first)) and column.count(first) == n:
-                    # (one text for the whole batch: written into the literals)
-                    layout.append((first,))
-                else:
-                    layout.append((None,))
-                    texts.append(column)
-                continue
             cls = first.__class__
+            # a str, or a str's subclass (an enum's member: written as its characters, as json writes it)
+            text = cls is str or isinstance(first, str)
             if (
-                (cls in FIXED or (cls in SHAPES and len(first) <= FIXED_LENGTH))
+                (text or cls in FIXED or (cls in SHAPES and len(first) <= FIXED_LENGTH))
                 and (n == 1 or (column[1] == first and column[-1] == first))  # (most columns: told here)
-                and (cls is not str or len(first) <= FIXED_LENGTH)
+                and (not text or len(first) <= FIXED_LENGTH)
                 # strings of one text; the one object in every row (most such columns: one C pass), else equal values
                 # of one type (1, 1.0 and True are equal, written differently)
                 and (
                     _one_text(column, first)
-                    if cls is str
+                    if text
                     else all(map(is_, column, repeat(first)))
                     or (column.count(first) == n and len(set(map(type, column))) == 1)
                 )
@@ -422,7 +409,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
             ):
                 layout.append((value(first, inner),))
                 continue
-            if cls is str:  # names: the C escaper takes any str and refuses anything else
+            if text:  # names, kinds: the C escaper takes any str and refuses anything else
                 if _plain(column):  # (most names: between quotes in the literals, as they are, none escaped)
                     layout.append(('"', None, '"'))
                     texts.append(column)

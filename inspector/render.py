@@ -8,7 +8,7 @@ from itertools import compress, repeat
 from math import prod
 from operator import attrgetter, eq
 
-from inspector.jsontext import Joined, Rows, Written, dumps, json_string, write
+from inspector.jsontext import Joined, Rows, dumps, write
 from inspector.quantized import TORCHAO_TYPED
 from inspector.reconcile import bucket_texts, human, unit_trap
 from inspector.records import (
@@ -62,7 +62,6 @@ def _n(value: int) -> str:
 
 KIND_TEXT = {kind: kind.value for kind in TensorKind}  # (a dict lookup: no enum descriptor per tensor)
 REGION_TEXT = {kind: kind.value for kind in RegionKind}
-REGION_JSON = {kind: json_string(text) for kind, text in REGION_TEXT.items()}  # (each kind's JSON text, made once)
 
 
 # The optional facts of a tensor's and a region's dict, in the order written, each with when it is written ("set":
@@ -169,7 +168,7 @@ def _tensor_columns(
                 elements[start:stop],
                 nbytes,
                 offset,
-                list(map(KIND_TEXT.__getitem__, kind)),
+                kind,  # (members of a str enum: written as their values)
                 [r.layer for r in known],
                 [r.role for r in known],
                 trainable,
@@ -187,7 +186,7 @@ def _region_columns(regions: Sequence[Region]) -> Callable[[Sequence[Region]], C
     if isinstance(regions, RegionColumns):  # (a zip's: its columns, of file 0, none compressed)
         return lambda batch: (
             REGION_KEYS,
-            [Written(map(REGION_JSON.__getitem__, batch.kinds)), batch.starts, batch.lengths, _labels(batch)],  # type: ignore[arg-type]
+            [batch.kinds, batch.starts, batch.lengths, _labels(batch)],  # type: ignore[arg-type]
         )
     # (each fact read by a list comprehension, `region_column`; None told by identity, `count`)
     written = any(
@@ -199,7 +198,7 @@ def _region_columns(regions: Sequence[Region]) -> Callable[[Sequence[Region]], C
         keys, values = (
             list(REGION_KEYS),
             [
-                Written(map(REGION_JSON.__getitem__, [r.kind for r in batch])),
+                [r.kind for r in batch],  # (members of a str enum: written as their values)
                 [r.start for r in batch],
                 [r.length for r in batch],
                 _plain_labels(batch),
