@@ -139,6 +139,13 @@ def _one_text(column: Sequence[Any], first: str) -> bool:
         return False
 
 
+def _one_number(column: Sequence[Any], first: int) -> bool:
+    """Whether every item of `column` is an int (or a subclass: written by int's repr, as json writes it) equal to
+    `first`, an int above 1 (no bool is equal to it): counted (identical items: no comparison), and summed, which
+    gives an int only for ints (a float, a numpy number, a Fraction equal to it makes a sum of its type)."""
+    return column.count(first) == len(column) and type(sum(column)) is int
+
+
 def _ints_alike(column: Sequence[Any], first: Sequence[Any]) -> bool:
     """Whether every shape of `column`, each equal to `first`, is written as `first` is: of ints, its items the same
     objects as first's (small ints: one C pass), else all of type int."""
@@ -402,6 +409,8 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                 and (
                     _one_text(column, first)
                     if text
+                    else _one_number(column, first)
+                    if cls is int and first > 1
                     else all(map(is_, column, repeat(first)))
                     or (column.count(first) == n and len(set(map(type, column))) == 1)
                 )
