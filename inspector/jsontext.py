@@ -31,7 +31,7 @@ except ImportError:  # an interpreter without CPython's accelerator
     from json.encoder import encode_basestring_ascii as _string
 
     _MAKE_SCANNER = None
-from operator import is_, itemgetter, mod
+from operator import countOf, is_, itemgetter, mod
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -128,6 +128,16 @@ def _long_string(text: str) -> str:
     return '"' + text + '"' if _plain((text,)) else _string(text)
 
 
+def _plain_part(part: Sequence[Any]) -> bool:
+    """`_plain` of a `Joined` part: of its few different strings where its first ones are few (the parts of a label's
+    text: a zip's four, each checked once, not once a region)."""
+    try:
+        few = set(part[:32])
+        return _plain(set(part) if len(few) <= 8 else part)
+    except TypeError:  # (an item that is not hashable: not a str)
+        return False
+
+
 def _one_text(column: Sequence[Any], first: str) -> bool:
     """Whether every item of `column` is a str (or a subclass) equal to `first`, so written as `first` is: counted
     (identical items: no comparison) and joined (a join refuses any other item; no C call an item)."""
@@ -152,8 +162,12 @@ def _ints_alike(column: Sequence[Any], first: Sequence[Any]) -> bool:
     if not set(map(type, first)) <= {int}:
         return False
     # (each place's items, one C pass a place: no iterator made for each shape)
-    for place, item in enumerate(first):
-        if not all(map(is_, map(itemgetter(place), column), repeat(item))):
+    for place, item in enumerate(first):  # (an int above 1: summed, as `_one_number`; else the same object)
+        if not (
+            type(sum(map(itemgetter(place), column))) is int
+            if item > 1
+            else all(map(is_, map(itemgetter(place), column), repeat(item)))
+        ):
             return set(map(type, chain.from_iterable(column))) <= {int}
     return True
 
@@ -383,7 +397,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         n = len(values[0])
         for column in values:
             if column.__class__ is Joined:
-                if all(map(_plain, column.parts)):
+                if all(map(_plain_part, column.parts)):
                     pieces: list[str | None] = ['"']
                     for part in column.parts:
                         shared = part[0]
@@ -412,7 +426,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                     else _one_number(column, first)
                     if cls is int and first > 1
                     else all(map(is_, column, repeat(first)))
-                    or (column.count(first) == n and len(set(map(type, column))) == 1)
+                    or (column.count(first) == n and countOf(map(type, column), cls) == n)
                 )
                 and (cls not in SHAPES or _ints_alike(column, first))
             ):
@@ -430,11 +444,10 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                 except TypeError:
                     pass
             layout.append((None,))
-            types = list(map(type, column))
-            if types.count(int) == n:  # (the type of most columns told without a set)
+            if countOf(map(type, column), int) == n:  # (the type of most columns told without a set)
                 texts.append(numbers(column, (keys, len(layout))))
                 continue
-            kinds = set(types)
+            kinds = set(map(type, column))
             if len(kinds) == 1:
                 kind = kinds.pop()
                 scalar = SCALAR_TEXT.get(kind)
