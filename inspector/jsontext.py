@@ -153,7 +153,10 @@ def _one_number(column: Sequence[Any], first: int) -> bool:
     """Whether every item of `column` is an int (or a subclass: written by int's repr, as json writes it) equal to
     `first`, an int above 1 (no bool is equal to it): counted (identical items: no comparison), and summed, which
     gives an int only for ints (a float, a numpy number, a Fraction equal to it makes a sum of its type)."""
-    return column.count(first) == len(column) and type(sum(column)) is int
+    try:
+        return column.count(first) == len(column) and type(sum(column)) is int
+    except TypeError:  # (an item that adds to no int: an object equal to every value)
+        return False
 
 
 def _ints_alike(column: Sequence[Any], first: Sequence[Any]) -> bool:
@@ -163,11 +166,8 @@ def _ints_alike(column: Sequence[Any], first: Sequence[Any]) -> bool:
         return False
     # (each place's items, one C pass a place: no iterator made for each shape)
     for place, item in enumerate(first):  # (an int above 1: summed, as `_one_number`; else the same object)
-        if not (
-            type(sum(map(itemgetter(place), column))) is int
-            if item > 1
-            else all(map(is_, map(itemgetter(place), column), repeat(item)))
-        ):
+        items = map(itemgetter(place), column)
+        if not (_one_number(list(items), item) if item > 1 else all(map(is_, items, repeat(item)))):
             return set(map(type, chain.from_iterable(column))) <= {int}
     return True
 
