@@ -18,7 +18,7 @@ a safetensors run, issue 16).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, repeat
 
 try:  # the C escaper json.encoder uses, ensure_ascii=True (the json package's decoder compiles patterns at import),
@@ -104,7 +104,7 @@ def _literals(keys: tuple[str, ...], nl: str, layout: tuple[tuple[str | None, ..
     return pieces
 
 
-def _plain(strings: Sequence[Any]) -> bool:
+def _plain(strings: Iterable[Any]) -> bool:
     """Whether JSON writes each of `strings` as itself between quotes: all str, of printable ASCII (no control
     character, no DEL), without a quote or a backslash; told by one join and C passes over it: nothing is left of
     its ASCII bytes once those characters are deleted (`str.isprintable` looks each character up in the Unicode
@@ -212,7 +212,7 @@ class Rows:
         self,
         items: Sequence[Any],
         make: Callable[[Any], Any],
-        columns: Callable[[Sequence[Any]], tuple[tuple[str, ...], list[Sequence[Any]]] | None] | None = None,
+        columns: Callable[[Any], tuple[tuple[str, ...], list[Any]] | None] | None = None,
     ) -> None:
         self.items, self.make, self.columns = items, make, columns
 
@@ -385,7 +385,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
             return None  # (keys that are not strings: 1, 1.0 and True are equal keys written differently)
         return columns(keys, list(zip(*map(dict.values, batch), strict=True)), nl)
 
-    def columns(keys: tuple[str, ...], values: Sequence[Sequence[Any]], nl: str) -> str:
+    def columns(keys: tuple[str, ...], values: Sequence[Any], nl: str) -> str:
         """The text of the dicts whose values under `keys` are `values` (a sequence per key), one after the other: a
         column of one scalar type (names, offsets) or of lists of ints (shapes) is one `map` of a C function, and
         the batch is those texts and its layout's literal text between them, joined at once."""
@@ -409,7 +409,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                             texts.append(part)
                     layout.append((*pieces, '"'))
                     continue
-                column = column.whole()  # type: ignore[attr-defined]  # (a part not plain: the strings, as any)
+                column = column.whole()  # (a part not plain: the strings, as any)
             first = column[0]
             cls = first.__class__
             # a str, or a str's subclass (an enum's member: written as its characters, as json writes it)

@@ -186,7 +186,7 @@ def _region_columns(regions: Sequence[Region]) -> Callable[[Sequence[Region]], C
     if isinstance(regions, RegionColumns):  # (a zip's: its columns, of file 0, none compressed)
         return lambda batch: (
             REGION_KEYS,
-            [batch.kinds, batch.starts, batch.lengths, _labels(batch)],  # type: ignore[arg-type]
+            [batch.kinds, batch.starts, batch.lengths, _labels(batch)],  # type: ignore[attr-defined, arg-type]
         )
     # (each fact read by a list comprehension, `region_column`; None told by identity, `count`)
     written = any(

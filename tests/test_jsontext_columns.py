@@ -123,7 +123,9 @@ def test_region_label_parts_join_to_the_labels() -> None:
         parts = regions.label_parts()
         if parts is not None:
             heads, middle, tails = parts
-            joined = [h + s + (t if tails is not None else "") for h, s, t in zip(heads, middle, tails or heads)]
+            joined = [
+                h + s + (t if tails is not None else "") for h, s, t in zip(heads, middle, tails or heads, strict=True)
+            ]
             assert joined == labels
 
 
