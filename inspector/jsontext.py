@@ -18,8 +18,8 @@ a safetensors run, issue 16).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
-from itertools import chain
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain, repeat
 
 try:  # the C escaper json.encoder uses, ensure_ascii=True (the json package's decoder compiles patterns at import),
     # and the C scanner json.decoder reads with
@@ -31,7 +31,7 @@ except ImportError:  # an interpreter without CPython's accelerator
     from json.encoder import encode_basestring_ascii as _string
 
     _MAKE_SCANNER = None
-from operator import mod
+from operator import countOf, is_, itemgetter, mod
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,29 +84,27 @@ SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
 }
 
 
-def _literals(
-    keys: tuple[str, ...], nl: str, fixed: tuple[tuple[int, str], ...], quoted: tuple[int, ...] = ()
-) -> list[str]:
-    """The text of a dict of these keys cut at each value that is not in `fixed` (index, text: written in), as
-    `template` writes it: the literal pieces before, between and after those values (one more than they); the
-    values at `quoted` are strings written as they are, their quotes in the pieces either side."""
+def _literals(keys: tuple[str, ...], nl: str, layout: tuple[tuple[str | None, ...], ...]) -> list[str]:
+    """The text of a dict of these keys cut at each value written per dict, as `template` writes it: `layout` gives
+    each key's value as pieces, a str written in (a value all the batch's dicts share, a string's quotes, a part of a
+    `Joined` string they share) or None (a value written per dict). The literal pieces before, between and after the
+    values written per dict (one more than they)."""
     inner = nl + INDENT
-    written = dict(fixed)
     pieces: list[str] = []
     piece = "{" + inner
     for index, k in enumerate(keys):
         piece += ("," + inner if index else "") + _key(k) + ": "
-        if index in written:
-            piece += written[index]
-        else:
-            quote = '"' if index in quoted else ""
-            pieces.append(piece + quote)
-            piece = quote
+        for item in layout[index]:
+            if item is None:
+                pieces.append(piece)
+                piece = ""
+            else:
+                piece += item
     pieces.append(piece + nl + "}")
     return pieces
 
 
-def _plain(strings: Sequence[Any]) -> bool:
+def _plain(strings: Iterable[Any]) -> bool:
     """Whether JSON writes each of `strings` as itself between quotes: all str, of printable ASCII (no control
     character, no DEL), without a quote or a backslash; told by one join and C passes over it: nothing is left of
     its ASCII bytes once those characters are deleted (`str.isprintable` looks each character up in the Unicode
@@ -121,6 +119,59 @@ def _plain(strings: Sequence[Any]) -> bool:
 PLAIN_ASCII = bytes(range(0x20, 0x7F)).translate(None, b'"\\')  # what JSON writes as itself in a string
 
 
+LONG = 1024  # characters of a str written by `_long_string`
+
+
+def _long_string(text: str) -> str:
+    """A long str as JSON writes it: as it is between quotes where it is plain (`_plain`: C passes of a few
+    instructions a character, where the escaper takes about 60; an inferred architecture's 100,000 layer kinds)."""
+    return '"' + text + '"' if _plain((text,)) else _string(text)
+
+
+def _plain_part(part: Sequence[Any]) -> bool:
+    """`_plain` of a `Joined` part: of its few different strings where its first ones are few (the parts of a label's
+    text: a zip's four, each checked once, not once a region)."""
+    try:
+        few = set(part[:32])
+        return _plain(set(part) if len(few) <= 8 else part)
+    except TypeError:  # (an item that is not hashable: not a str)
+        return False
+
+
+def _one_text(column: Sequence[Any], first: str) -> bool:
+    """Whether every item of `column` is a str (or a subclass) equal to `first`, so written as `first` is: counted
+    (identical items: no comparison) and joined (a join refuses any other item; no C call an item)."""
+    if column.count(first) != len(column):
+        return False
+    try:
+        return len("".join(column)) == len(first) * len(column)
+    except TypeError:  # (an item that is not a str)
+        return False
+
+
+def _one_number(column: Sequence[Any], first: int) -> bool:
+    """Whether every item of `column` is an int (or a subclass: written by int's repr, as json writes it) equal to
+    `first`, an int above 1 (no bool is equal to it): counted (identical items: no comparison), and summed, which
+    gives an int only for ints (a float, a numpy number, a Fraction equal to it makes a sum of its type)."""
+    try:
+        return column.count(first) == len(column) and type(sum(column)) is int
+    except TypeError:  # (an item that adds to no int: an object equal to every value)
+        return False
+
+
+def _ints_alike(column: Sequence[Any], first: Sequence[Any]) -> bool:
+    """Whether every shape of `column`, each equal to `first`, is written as `first` is: of ints, its items the same
+    objects as first's (small ints: one C pass), else all of type int."""
+    if not set(map(type, first)) <= {int}:
+        return False
+    # (each place's items, one C pass a place: no iterator made for each shape)
+    for place, item in enumerate(first):  # (an int above 1: summed, as `_one_number`; else the same object)
+        items = map(itemgetter(place), column)
+        if not (_one_number(list(items), item) if item > 1 else all(map(is_, items, repeat(item)))):
+            return set(map(type, chain.from_iterable(column))) <= {int}
+    return True
+
+
 def _batch_literals(literals: list[str], n: int, separator: str) -> list[str]:
     """The literal pieces of n dicts of one layout (`_literals`) one after the other, `separator` between two: the
     last piece of a dict and the first of the next are one."""
@@ -130,11 +181,17 @@ def _batch_literals(literals: list[str], n: int, separator: str) -> list[str]:
     return [first, *(middle + [last + separator + first]) * (n - 1), *middle, last]
 
 
-class Written(list):  # type: ignore[type-arg]
-    """A column of `Rows.columns` whose values are already JSON text, each as `dumps` writes it (a few values met
-    again and again, their text made once): put in as they are."""
+class Joined:
+    """A column of `Rows.columns` whose strings are given in parts: row i's string is the i-th item of each of `parts`
+    (sequences of str) joined; `whole()` gives the strings themselves. A region's label is its text's part before its
+    subject, the subject (a name) and the part after (`RegionColumns.label_parts`): where every part is a plain
+    string (`_plain`) they are written as they are between the quotes, a part all the rows share written into the
+    literal text, and no label is made (400,000 regions in a zip of 100,000 tensors); else `whole()` is written."""
 
-    __slots__ = ()
+    __slots__ = ("parts", "whole")
+
+    def __init__(self, parts: Sequence[Sequence[str]], whole: Callable[[], Sequence[Any]]) -> None:
+        self.parts, self.whole = parts, whole
 
 
 json_string = _string  # a str as JSON writes it (ensure_ascii), quotes included
@@ -155,7 +212,7 @@ class Rows:
         self,
         items: Sequence[Any],
         make: Callable[[Any], Any],
-        columns: Callable[[Sequence[Any]], tuple[tuple[str, ...], list[Sequence[Any]]] | None] | None = None,
+        columns: Callable[[Any], tuple[tuple[str, ...], list[Any]] | None] | None = None,
     ) -> None:
         self.items, self.make, self.columns = items, make, columns
 
@@ -213,6 +270,19 @@ def loads(text: str | bytes, object_pairs_hook: Callable[[list[tuple[str, Any]]]
     return json.loads(text, object_pairs_hook=object_pairs_hook)
 
 
+class _Numbers(dict):  # type: ignore[type-arg]
+    """int -> its text (`repr`), made when first asked."""
+
+    __slots__ = ()
+
+    def __missing__(self, number: int) -> str:
+        text = self[number] = repr(number)
+        return text
+
+
+NUMBERS = 1 << 16  # numbers' texts remembered
+
+
 class _Large(Exception):
     """A container of STREAM_ITEMS or more items met while joining: its enclosing containers are streamed."""
 
@@ -231,8 +301,8 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
     active: set[int] = set()  # containers being written: a cycle is an error, as in json
     streaming: list[int] = []  # the markers of the containers being streamed (kept when a join is abandoned)
     templates: dict[tuple[tuple[Any, ...], str], str] = {}  # (keys, indent) -> "{...%s...}"
-    # (keys, indent, fixed values, quoted columns, n) -> `_batch_literals` of n such dicts
-    batches: dict[tuple[tuple[str, ...], str, tuple[tuple[int, str], ...], tuple[int, ...], int], list[str]] = {}
+    # (keys, indent, layout, n) -> `_batch_literals` of n such dicts (`_literals`)
+    batches: dict[tuple[tuple[str, ...], str, tuple[tuple[str | None, ...], ...], int], list[str]] = {}
     batched = [0]  # characters `batches` holds
     string, int_repr = _string, int.__repr__
     buffer: list[str] = []
@@ -240,6 +310,13 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
 
     def emit(text: str) -> None:
         nonlocal pending
+        if len(text) >= CHUNK:  # (a batch of rows: passed on as it is, after what was gathered, not copied again)
+            if buffer:
+                out("".join(buffer))
+                buffer.clear()
+                pending = 0
+            out(text)
+            return
         buffer.append(text)
         pending += len(text)
         if pending >= CHUNK:
@@ -250,7 +327,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
     def value(o: Any, nl: str) -> str:
         """Any value; the common scalars are also handled inline in `container` (no call per item)."""
         if isinstance(o, str):
-            return string(o)
+            return string(o) if len(o) < LONG else _long_string(o)
         if o is None:
             return "null"
         if o is True:
@@ -270,6 +347,23 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         text = value(default(o), nl)
         active.discard(marker)
         return text
+
+    memo = _Numbers()  # int -> its text, for the columns whose numbers come again (lengths, sizes)
+    unique: set[tuple[tuple[str, ...], int]] = set()  # (keys, column) of the columns whose numbers did not
+
+    def numbers(column: Sequence[int], slot: tuple[tuple[str, ...], int]) -> Iterator[str]:
+        """The texts of a column of ints (exactly): `repr` of each (`int.__repr__`, without the call of a slot
+        wrapper), or, for a column whose numbers came again in its last batch, looked up (most lengths and sizes of a
+        file: a dict lookup where `repr` makes a text)."""
+        if slot in unique:
+            return map(repr, column)
+        if len(memo) >= NUMBERS:
+            memo.clear()
+        known = len(memo)
+        texts = list(map(memo.__getitem__, column))
+        if (len(memo) - known) * 4 > len(column):  # (mostly new numbers: offsets, starts)
+            unique.add(slot)
+        return iter(texts)
 
     def template(keys: tuple[Any, ...], nl: str) -> str:
         """A dict's text with '%s' for each value."""
@@ -291,49 +385,71 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
             return None  # (keys that are not strings: 1, 1.0 and True are equal keys written differently)
         return columns(keys, list(zip(*map(dict.values, batch), strict=True)), nl)
 
-    def columns(keys: tuple[str, ...], values: Sequence[Sequence[Any]], nl: str) -> str:
+    def columns(keys: tuple[str, ...], values: Sequence[Any], nl: str) -> str:
         """The text of the dicts whose values under `keys` are `values` (a sequence per key), one after the other: a
         column of one scalar type (names, offsets) or of lists of ints (shapes) is one `map` of a C function, and
         the batch is those texts and its layout's literal text between them, joined at once."""
         inner = nl + INDENT
-        texts: list[Any] = []
-        quoted: list[int] = []  # the columns of plain strings (`_plain`): their quotes are the literals'
-        fixed = []  # (index, text) of the columns of one value (a dtype, a kind, a status): written in the literals
+        texts: list[Any] = []  # the columns written per dict, in the layout's order
+        # each key's value as pieces: a str written into the literals (a column of one value: a dtype, a kind, a
+        # status; the quotes of a column of plain strings, `_plain`), None a value written per dict
+        layout: list[tuple[str | None, ...]] = []
         n = len(values[0])
-        for index, column in enumerate(values):
+        for column in values:
+            if column.__class__ is Joined:
+                if all(map(_plain_part, column.parts)):
+                    pieces: list[str | None] = ['"']
+                    for part in column.parts:
+                        shared = part[0]
+                        if (n == 1 or (part[1] == shared and part[-1] == shared)) and part.count(shared) == n:
+                            # (a part every row shares, plain: written in)
+                            pieces.append(shared)
+                        else:
+                            pieces.append(None)
+                            texts.append(part)
+                    layout.append((*pieces, '"'))
+                    continue
+                column = column.whole()  # (a part not plain: the strings, as any)
             first = column[0]
-            if column.__class__ is Written:
-                if column.count(first) == n:  # (one text for the whole batch: written into the literals)
-                    fixed.append((index, first))
-                else:
-                    texts.append(column)
-                continue
+            cls = first.__class__
+            # a str, or a str's subclass (an enum's member: written as its characters, as json writes it)
+            text = cls is str or isinstance(first, str)
             if (
-                (first.__class__ in FIXED or (first.__class__ in SHAPES and len(first) <= FIXED_LENGTH))
+                (text or cls in FIXED or (cls in SHAPES and len(first) <= FIXED_LENGTH))
                 and (n == 1 or (column[1] == first and column[-1] == first))  # (most columns: told here)
-                and column.count(first) == n
-                and len(set(map(type, column))) == 1  # (1, 1.0 and True are equal, written differently)
-                and (first.__class__ is not str or len(first) <= FIXED_LENGTH)
-                and (first.__class__ not in SHAPES or set(map(type, chain.from_iterable(column))) <= {int})
+                and (not text or len(first) <= FIXED_LENGTH)
+                # strings of one text; the one object in every row (most such columns: one C pass), else equal values
+                # of one type (1, 1.0 and True are equal, written differently)
+                and (
+                    _one_text(column, first)
+                    if text
+                    else _one_number(column, first)
+                    if cls is int and first > 1
+                    else all(map(is_, column, repeat(first)))
+                    or (column.count(first) == n and countOf(map(type, column), cls) == n)
+                )
+                and (cls not in SHAPES or _ints_alike(column, first))
             ):
-                fixed.append((index, value(first, inner)))
+                layout.append((value(first, inner),))
                 continue
-            if first.__class__ is str:  # names: the C escaper takes any str and refuses anything else
+            if text:  # names, kinds: the C escaper takes any str and refuses anything else
                 if _plain(column):  # (most names: between quotes in the literals, as they are, none escaped)
-                    quoted.append(index)
+                    layout.append(('"', None, '"'))
                     texts.append(column)
                     continue
                 try:
                     texts.append(list(map(string, column)))
+                    layout.append((None,))
                     continue
                 except TypeError:
                     pass
+            layout.append((None,))
+            if countOf(map(type, column), int) == n:  # (the type of most columns told without a set)
+                texts.append(numbers(column, (keys, len(layout))))
+                continue
             kinds = set(map(type, column))
             if len(kinds) == 1:
                 kind = kinds.pop()
-                if kind is int:
-                    texts.append(map(int_repr, column))
-                    continue
                 scalar = SCALAR_TEXT.get(kind)
                 if scalar is not None:
                     texts.append(map(scalar, column))
@@ -352,10 +468,10 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                     )
                     continue
             texts.append([value(v, inner) for v in column])  # mixed or nested: value by value
-        key = (keys, nl, tuple(fixed), tuple(quoted), n)
+        key = (keys, nl, tuple(layout), n)
         literals = batches.get(key)
         if literals is None:
-            literals = _batch_literals(_literals(keys, nl, key[2], key[3]), n, "," + nl)
+            literals = _batch_literals(_literals(keys, nl, key[2]), n, "," + nl)
             # (str keys only, as `template`'s: 1, 1.0 and True are equal as keys but written differently)
             if len(batches) < TEMPLATES and batched[0] < BATCHED and all(k.__class__ is str for k in keys):
                 batches[key] = literals
@@ -390,7 +506,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
             text = templates.get((keys, nl)) or template(keys, nl)
             text %= tuple(
                 [
-                    string(v)
+                    (string(v) if len(v) < LONG else _long_string(v))
                     if (cls := v.__class__) is str
                     else int_repr(v)
                     if cls is int
@@ -408,7 +524,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
             )
         else:
             parts = [
-                string(v)
+                (string(v) if len(v) < LONG else _long_string(v))
                 if (cls := v.__class__) is str
                 else int_repr(v)
                 if cls is int
@@ -476,7 +592,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                         if rows is not None
                         else sep.join(
                             [
-                                string(v)
+                                (string(v) if len(v) < LONG else _long_string(v))
                                 if (cls := v.__class__) is str
                                 else int_repr(v)
                                 if cls is int
@@ -495,7 +611,9 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                         stream(v, inner)
                         first = False
                     continue
-                emit(text if first else sep + text)
+                if not first:
+                    emit(sep)
+                emit(text)
                 first = False
             emit(nl + "]")
         streaming.pop()

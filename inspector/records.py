@@ -214,23 +214,42 @@ class RegionColumns(_Regions):
         """Each region's `label`, its text with its subject written in: one C call a column where every region has a
         subject, the few that have none (a zip's end records) found by `list.index`."""
         texts, subjects = self.texts, self.subjects
-        plain = subjects.count(None)
-        if plain == len(subjects):
+        if not all(subjects) and subjects.count(None) == len(subjects):
             return list(texts)
-        if plain:
+        parts = self.label_parts()
+        if parts is None:
+            return list(map(mod, *self._with_subjects()))
+        heads, subjects, tails = parts  # (a zip's 400,000 labels: concatenated, about half the instructions of '%')
+        try:
+            labels = list(map(add, heads, subjects))
+        except TypeError:  # a subject that is not a str: formatted
+            return list(map(mod, *self._with_subjects()))
+        return labels if tails is None else list(map(add, labels, tails))
+
+    def label_parts(self) -> tuple[list[str], list[Any], list[str] | None] | None:
+        """Each region's label in three parts, its text's part before its '%s', its subject and the part after (None
+        where every text ends with it), as `labels` joins them; None where a text is not so made (no '%s', another
+        '%': formatted) or no region has a subject."""
+        if not all(self.subjects) and self.subjects.count(None) == len(self.subjects):
+            return None
+        texts, subjects = self._with_subjects()
+        around = _around_subject(texts)
+        if around is None:
+            return None
+        return around[0], subjects, around[1]
+
+    def _with_subjects(self) -> tuple[list[str], list[Any]]:
+        """The texts and subjects, a region without a subject given its text as the subject of "%s"."""
+        texts, subjects = self.texts, self.subjects
+        if all(subjects):  # (most: every region has a subject, told by truth in one C pass; `count(None)` compares)
+            return texts, subjects
+        plain = subjects.count(None)
+        if plain and plain != len(subjects):
             texts, subjects, at = texts.copy(), subjects.copy(), -1
             for _ in range(plain):  # a region without a subject: its text, as the subject of "%s"
                 at = subjects.index(None, at + 1)
                 subjects[at], texts[at] = texts[at], "%s"
-        around = _around_subject(texts)
-        if around is None:
-            return list(map(mod, texts, subjects))
-        heads, tails = around  # (a zip's 400,000 labels: concatenated, about half the instructions of '%')
-        try:
-            labels = list(map(add, heads, subjects))
-        except TypeError:  # a subject that is not a str: formatted
-            return list(map(mod, texts, subjects))
-        return labels if tails is None else list(map(add, labels, tails))
+        return texts, subjects
 
     def followed_by(self, regions: Iterable[Region]) -> RegionColumns:
         """These regions and then `regions` (of file 0, none compressed), as new columns."""
@@ -246,17 +265,25 @@ class RegionColumns(_Regions):
         return RegionColumns(kinds, starts, lengths, texts, subjects)
 
 
-def _around_subject(texts: list[str]) -> tuple[Iterator[str], Iterator[str] | None] | None:
-    """Each text's part before and after its one '%s' (the parts after: None where every text ends with it), so a
-    label is its text's parts with its subject between, as '%' writes a str subject; None where a text has no '%s'
-    or another '%' (formatted)."""
+def _around_subject(texts: list[str]) -> tuple[list[str], list[str] | None] | None:
+    """Each text's part before and after its one '%s' (the parts after: None where every text ends with it; one list
+    made by repetition where every text has the same), so a label is its text's parts with its subject between, as
+    '%' writes a str subject; None where a text has no '%s' or another '%' (formatted)."""
     heads, tails = {}, {}
     for text in set(texts):  # (a handful: a zip's)
         head, found, tail = text.partition("%s")
         if not found or "%" in head or "%" in tail:
             return None
         heads[text], tails[text] = head, tail
-    return map(heads.__getitem__, texts), map(tails.__getitem__, texts) if any(tails.values()) else None
+    after = set(tails.values())
+    return (
+        list(map(heads.__getitem__, texts)),
+        None
+        if after == {""}
+        else [after.pop()] * len(texts)
+        if len(after) == 1
+        else list(map(tails.__getitem__, texts)),
+    )
 
 
 Sequence.register(RegionColumns)

@@ -6,9 +6,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import compress, repeat
 from math import prod
-from operator import attrgetter, eq, is_
+from operator import attrgetter, eq
 
-from inspector.jsontext import Rows, Written, dumps, json_string, write
+from inspector.jsontext import Joined, Rows, dumps, write
 from inspector.quantized import TORCHAO_TYPED
 from inspector.reconcile import bucket_texts, human, unit_trap
 from inspector.records import (
@@ -20,6 +20,7 @@ from inspector.records import (
     RoleMatch,
     TensorInfo,
     TensorKind,
+    region_column,
 )
 from inspector.report import Report
 
@@ -61,7 +62,6 @@ def _n(value: int) -> str:
 
 KIND_TEXT = {kind: kind.value for kind in TensorKind}  # (a dict lookup: no enum descriptor per tensor)
 REGION_TEXT = {kind: kind.value for kind in RegionKind}
-REGION_JSON = {kind: json_string(text) for kind, text in REGION_TEXT.items()}  # (each kind's JSON text, made once)
 
 
 # The optional facts of a tensor's and a region's dict, in the order written, each with when it is written ("set":
@@ -119,12 +119,15 @@ def _optional(
     only (their dicts differ in layout: the batch is made dict by dict). `read`: the optional fields' columns, in
     order, where the caller has read them."""
     for index, (key, when) in enumerate(optional):
-        column = list(read[index]) if read is not None else list(map(attrgetter(key), batch))
+        column = read[index] if read is not None else list(map(attrgetter(key), batch))
         if when == "set":  # written when not None
-            absent = column.count(None)
-            if absent == len(column):
-                continue
-            if absent:
+            # (told by identity where the first is None, by truth where every value is true: `count(None)` compares
+            # each value that is not None with it, about 100 instructions each)
+            if column[0] is None:
+                if column.count(None) == len(column):
+                    continue
+                return False
+            if not all(column) and column.count(None):
                 return False
         elif not any(column):  # written when truthy
             continue
@@ -135,13 +138,20 @@ def _optional(
     return True
 
 
-def _tensor_columns(roles: dict[int, RoleMatch]) -> Callable[[Sequence[TensorInfo]], Columns | None]:
-    def columns(batch: Sequence[TensorInfo]) -> Columns | None:
+def _tensor_columns(
+    tensors: Sequence[TensorInfo], matched: Sequence[RoleMatch | None], elements: Sequence[int]
+) -> Callable[[range], Columns | None]:
+    """`_tensor_json` of a batch of the tensors (a range of their places), as columns; `matched` and `elements` are
+    each tensor's role (or None) and elements, by place."""
+
+    def columns(places: range) -> Columns | None:
         """`_tensor_json` of every tensor of the batch, as columns (None: the dicts differ in layout)."""
-        matches = list(map(roles.get, map(id, batch)))
+        start, stop = places.start, places.stop
+        matches = matched[start:stop]
         if not all(matches):  # (a tensor without a role: no `None in`, which would call a record's __eq__ a tensor)
             return None
-        known: list[RoleMatch] = matches  # type: ignore[assignment]  # (every tensor's role, told just above)
+        known: Sequence[RoleMatch] = matches  # type: ignore[assignment]  # (every tensor's role, told just above)
+        batch = tensors[start:stop]
         # every field read in one pass (a list comprehension reads a record's slots in about half the instructions of
         # an `attrgetter`), the rows then turned into columns; the optional fields in `TENSOR_OPTIONAL`'s order
         name, shape, dtype, nbytes, offset, kind, trainable, *optional = zip(
@@ -155,10 +165,10 @@ def _tensor_columns(roles: dict[int, RoleMatch]) -> Callable[[Sequence[TensorInf
                 name,
                 shape,  # (tuples: written as the lists of `_tensor_json`)
                 dtype,
-                list(map(prod, shape)),
+                elements[start:stop],
                 nbytes,
                 offset,
-                list(map(KIND_TEXT.__getitem__, kind)),
+                kind,  # (members of a str enum: written as their values)
                 [r.layer for r in known],
                 [r.role for r in known],
                 trainable,
@@ -176,12 +186,11 @@ def _region_columns(regions: Sequence[Region]) -> Callable[[Sequence[Region]], C
     if isinstance(regions, RegionColumns):  # (a zip's: its columns, of file 0, none compressed)
         return lambda batch: (
             REGION_KEYS,
-            [Written(map(REGION_JSON.__getitem__, batch.kinds)), batch.starts, batch.lengths, batch.labels()],  # type: ignore[attr-defined]
+            [batch.kinds, batch.starts, batch.lengths, _labels(batch)],  # type: ignore[attr-defined, arg-type]
         )
+    # (each fact read by a list comprehension, `region_column`; None told by identity, `count`)
     written = any(
-        any(map(attrgetter(key), regions))
-        if when == ""
-        else not all(map(is_, map(attrgetter(key), regions), repeat(None)))
+        any(region_column(regions, key)) if when == "" else region_column(regions, key).count(None) != len(regions)
         for key, when in REGION_OPTIONAL
     )
 
@@ -189,10 +198,10 @@ def _region_columns(regions: Sequence[Region]) -> Callable[[Sequence[Region]], C
         keys, values = (
             list(REGION_KEYS),
             [
-                Written(map(REGION_JSON.__getitem__, [r.kind for r in batch])),
+                [r.kind for r in batch],  # (members of a str enum: written as their values)
                 [r.start for r in batch],
                 [r.length for r in batch],
-                [r.label for r in batch],
+                _plain_labels(batch),
             ],
         )
         if not written:
@@ -200,6 +209,25 @@ def _region_columns(regions: Sequence[Region]) -> Callable[[Sequence[Region]], C
         return (tuple(keys), values) if _optional(batch, REGION_OPTIONAL, keys, values) else None
 
     return columns
+
+
+def _plain_labels(regions: Sequence[Region]) -> list[str]:
+    """The regions' labels: their texts where no region has a subject (a safetensors file's: its tensors' names; the
+    `label` property, a Python call, for each region only where one has)."""
+    subjects = [r.subject for r in regions]
+    if subjects.count(None) == len(subjects):
+        return [r.text for r in regions]
+    return [r.label for r in regions]
+
+
+def _labels(regions: RegionColumns) -> Joined | list[str]:
+    """The labels of regions held as columns, for `jsontext`: in their parts where they are so made (a zip's member
+    name between its text's parts: no label made), else the labels."""
+    parts = regions.label_parts()
+    if parts is None:
+        return regions.labels()
+    heads, subjects, tails = parts
+    return Joined((heads, subjects) if tails is None else (heads, subjects, tails), regions.labels)
 
 
 def _layer_json(c: LayerCheck) -> dict[str, Any]:
@@ -218,22 +246,25 @@ def _layer_columns(batch: Sequence[LayerCheck]) -> Columns:
     ]
 
 
-def _counts(ckpt: Checkpoint) -> dict[str, Any]:
+def _counts(ckpt: Checkpoint, elements: Sequence[int] | None = None) -> dict[str, Any]:
+    """The counts of a report; `elements`: each tensor's, where the caller has them."""
     # one pass over the tensors (unique ones, by kind): tensors, elements, bytes, trainable elements
     sums = {kind: [0, 0, 0, 0] for kind in TensorKind}
     unique = ckpt.unique()
     kinds = [t.kind for t in unique]
+    every = elements if elements is not None and unique is ckpt.tensors else list(map(prod, [t.shape for t in unique]))
     for kind in dict.fromkeys(kinds):  # (a few kinds: each summed in C calls)
         row = sums.get(kind)
         if row is not None:
-            of_kind = (
-                unique if kinds.count(kind) == len(kinds) else tuple(compress(unique, map(eq, kinds, repeat(kind))))
-            )
-            elements = list(map(prod, [t.shape for t in of_kind]))
+            if kinds.count(kind) == len(kinds):
+                of_kind, of_kind_elements = unique, every
+            else:
+                chosen = list(map(eq, kinds, repeat(kind)))
+                of_kind, of_kind_elements = tuple(compress(unique, chosen)), list(compress(every, chosen))
             row[0] = len(of_kind)
-            row[1] = sum(elements)
+            row[1] = sum(of_kind_elements)
             row[2] = sum([t.nbytes for t in of_kind])
-            row[3] = sum(compress(elements, [t.trainable for t in of_kind]))
+            row[3] = sum(compress(of_kind_elements, [t.trainable for t in of_kind]))
     params, buffers, opt, other = (sums[k] for k in (TensorKind.PARAMETER, TensorKind.BUFFER, TensorKind.OPTIMIZER,
                                                         TensorKind.OTHER))  # fmt: skip
     known = ckpt.count_known  # pickled objects: null in JSON, "unknown" in text
@@ -256,10 +287,18 @@ def report_dict(report: Report, lazy: bool = False) -> dict[str, Any]:
     100,000 tensors' dicts are never all held), instead of lists.
     """
     ckpt, acc, exp = report.checkpoint, report.accounting, report.expectation
-    roles = dict(zip(map(id, ckpt.tensors), report.roles, strict=False))  # (made in C calls: 100,000 tensors)
+    tensors = ckpt.tensors
+    # each tensor's role by place, as the text's rows pair them (None past the roles), and its elements (made once:
+    # the counts and the rows)
+    matched: Sequence[RoleMatch | None] = (
+        report.roles
+        if len(report.roles) == len(tensors)
+        else (*report.roles[: len(tensors)], *[None] * (len(tensors) - len(report.roles)))
+    )
+    elements = list(map(prod, [t.shape for t in tensors]))
 
-    def tensor(t: TensorInfo) -> dict[str, Any]:
-        return _tensor_json(t, roles.get(id(t)))
+    def tensor(place: int) -> dict[str, Any]:
+        return _tensor_json(tensors[place], matched[place])
 
     out: dict[str, Any] = {
         "schema_version": report.schema_version,
@@ -268,8 +307,12 @@ def report_dict(report: Report, lazy: bool = False) -> dict[str, Any]:
         "framework": ckpt.framework,
         "file_bytes": ckpt.file_size,
         "files": [{"path": p, "bytes": s} for p, s in ckpt.files],
-        **_counts(ckpt),
-        "tensors": Rows(ckpt.tensors, tensor, _tensor_columns(roles)) if lazy else list(map(tensor, ckpt.tensors)),
+        **_counts(ckpt, elements),
+        "tensors": (
+            Rows(range(len(tensors)), tensor, _tensor_columns(tensors, matched, elements))
+            if lazy
+            else list(map(tensor, range(len(tensors))))
+        ),
         "bytes": {
             "regions": (
                 Rows(ckpt.regions, _region_json, _region_columns(ckpt.regions))

@@ -190,14 +190,14 @@ def test_tensor_columns_read_every_optional_field_as_the_dicts() -> None:
                    notes=(f"n{i}",), span=100 + i)
         for i in range(5)
     ]  # fmt: skip
-    roles = {id(t): RoleMatch(t.name, f"m.{i}", "dense", "weight", "torch.dense") for i, t in enumerate(tensors)}
-    laid = _tensor_columns(roles)(tensors)
+    roles = [RoleMatch(t.name, f"m.{i}", "dense", "weight", "torch.dense") for i, t in enumerate(tensors)]
+    laid = _tensor_columns(tensors, roles, [t.n_elements for t in tensors])(range(len(tensors)))
     assert laid is not None
     keys, values = laid
     assert set(keys) >= {key for key, _ in TENSOR_OPTIONAL}
     rows = [dict(zip(keys, row, strict=True)) for row in zip(*values, strict=True)]
     rows = [{**row, "shape": list(row["shape"])} for row in rows]  # (a tuple, written as the dict's list)
-    dicts = [_tensor_json(t, roles[id(t)]) for t in tensors]
+    dicts = [_tensor_json(t, r) for t, r in zip(tensors, roles, strict=True)]
     assert rows == dicts and [list(row) for row in rows] == [list(d) for d in dicts]
 
 
