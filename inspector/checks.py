@@ -4,20 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence, Set
 from math import prod
-from operator import attrgetter
 
 from inspector import regexes
 from inspector.architectures import Architecture
-from inspector.formulas import FORMULAS, GRU, LSTM, LayerSpec, LoHa, LoKr, LoRA, SimpleRNN, breakdown
+from inspector.formulas import GRU, LSTM, LayerSpec, LoHa, LoKr, LoRA, SimpleRNN, breakdown, counted
 from inspector.modules import module_name
 from inspector.quantized import QUANTIZATION_KIND, QUANTIZATION_ROW, described, side_tensors
 from inspector.records import CHECKED, Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
-from inspector.recordtype import fields, record
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
+from inspector.recordtype import record
 
 
 @record(frozen=True, slots=True)
@@ -168,38 +162,13 @@ def compare(
     seen: set[str] = set() if renamed else names  # (no layer renamed: the names the specs give are those seen)
     total = 0
     offsets: dict[str, int | None] | None = None  # tensor offsets by name, made for the first tie
-    formulas, ok = FORMULAS.get, "ok"
-    # A spec's count and kind by its class and fields but its name (no formula reads a name): a model's repeated
-    # layers (100,000 modules of a few shapes) are counted once a shape
-    sizes: dict[type, Callable[[Any], Any]] = {}
-    counted: dict[tuple[type, Any], tuple[int, str]] = {}
-    last: tuple[Any, ...] = (None, None, 0, "")  # the previous spec's class, fields, count and kind (repeated layers)
+    ok = "ok"
     layer_of, append = layers.get, checks.append
-    for spec in arch.layers:
+    for spec, (want, kind) in zip(arch.layers, counted(arch.layers), strict=True):
         name: str = spec.name  # type: ignore[attr-defined]
         if renamed:
             name = renamed.get(name, name)
             seen.add(name)
-        cls = spec.__class__
-        size = sizes.get(cls)
-        if size is None:
-            size = sizes[cls] = attrgetter(*[f.name for f in fields(cls) if f.name != "name"] or ["__class__"])
-        values = size(spec)
-        if cls is last[0] and values == last[1]:
-            want, kind = last[2], last[3]
-        else:
-            try:
-                want, kind = counted[cls, values]
-            except KeyError:
-                formula = formulas(cls)  # breakdown(spec) but for its zero entries (raises for no formula)
-                want = sum((formula(spec) if formula is not None else breakdown(spec)).values())
-                kind = spec.kind
-                counted[cls, values] = want, kind
-            except TypeError:  # (a field that is not hashable: counted on its own)
-                formula = formulas(cls)
-                want = sum((formula(spec) if formula is not None else breakdown(spec)).values())
-                kind = spec.kind
-            last = (cls, values, want, kind)
         total += want
         layer = layer_of(name)
         if layer is None:

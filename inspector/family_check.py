@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import compress, repeat
+from math import prod
 from operator import itemgetter
 
 from inspector import regexes
@@ -25,7 +26,7 @@ from inspector.families import (
     derive_transformer,
     part_role,
 )
-from inspector.formulas import Block, Conv, Dense, Embedding, LayerSpec, Norm, Tensor, breakdown, total
+from inspector.formulas import Block, Conv, Dense, Embedding, LayerSpec, Norm, Tensor, breakdown, counted, recipe, total
 from inspector.modules import file_modules, module_spec, statistic_modules
 from inspector.quantized import (
     COLUMN_DTYPES,
@@ -156,6 +157,16 @@ class FileModules:
 
     @classmethod
     def of(cls, ckpt: Checkpoint) -> FileModules:
+        """The file's modules (the last checkpoint's kept: an analysis looks at its file more than once, `detect` for
+        its expectation and again for its roles)."""
+        if LAST_FILE and LAST_FILE[0][0] is ckpt:
+            return LAST_FILE[0][1]
+        made = cls._of(ckpt)
+        LAST_FILE[:] = [(ckpt, made)]
+        return made
+
+    @classmethod
+    def _of(cls, ckpt: Checkpoint) -> FileModules:
         parameter = TensorKind.PARAMETER  # (read once: an enum member read is a descriptor call)
         params = [t for t in ckpt.tensors if t.kind is parameter]
         names = [t.name if t.layer is None or t.param is None else canonical_name(t) for t in params]
@@ -196,6 +207,9 @@ class FileModules:
         """Whether a module path or tensor name has this shape key. A path's key ends with its last part's key, so
         a key whose last part ends no path is answered without keying every path (a file of no known family)."""
         return key.rpartition(".")[2] in self.lasts and key in self.keys
+
+
+LAST_FILE: list[tuple[Checkpoint, FileModules]] = []  # (`FileModules.of`: the last checkpoint and its modules)
 
 
 def _keys(modules: Iterable[str], tensors: Iterable[str]) -> frozenset[str]:
@@ -479,25 +493,21 @@ def _expand(path: str, h: Mapping[str, Any], over: str | None = None) -> list[st
     return paths
 
 
-def block_of(full: str, template: str) -> str:
-    """The row a module is reported in: its path up to the first layer index ('model.layers.3'), or itself."""
-    m = PLACEHOLDER.search(template)
-    if m is None:
-        return full
-    depth = template[: m.start()].count(".") + 1
-    return ".".join(full.split(".")[:depth])
+def _facts(part: Part, h: Mapping[str, Any], tensors: Sequence[TensorInfo] | None) -> tuple[bool, bool]:
+    """Whether the part has a bias (a norm: a shift) and a scale: as the file's module holds them, else as `h` says."""
+    if tensors:
+        if len(tensors) == 1:  # (a module of one tensor: its leaf, no set made)
+            leaf = tensors[0].name.rpartition(".")[2]
+            return leaf in ("bias", "beta"), leaf in ("weight", "gamma", "scale")
+        leaves = {t.name.rpartition(".")[2] for t in tensors}
+        return bool(leaves & {"bias", "beta"}), bool(leaves & {"weight", "gamma", "scale"})
+    return (bool(h.get(part.bias)) if part.bias else part.kind == "norm"), True
 
 
 def _spec(part: Part, h: Mapping[str, Any], tensors: Sequence[TensorInfo] | None, name: str) -> LayerSpec:
     """The part's spec at the hyperparameters, with the file's facts (bias, scale, shift) where it has the module."""
     dims = [_dim(h, d) for d in part.dims]
-    if tensors:
-        leaves = {t.name.rpartition(".")[2] for t in tensors}
-        bias = bool(leaves & {"bias", "beta"})
-        scale = bool(leaves & {"weight", "gamma", "scale"})
-    else:
-        bias = bool(h.get(part.bias)) if part.bias else part.kind == "norm"
-        scale = True
+    bias, scale = _facts(part, h, tensors)
     if part.kind == "linear":
         return Dense(dims[0], dims[1], bias, name=name)
     if part.kind == "embedding":
@@ -529,9 +539,17 @@ def _present(part: Part, h: Mapping[str, Any], view: FileView | None) -> bool:
 
 
 def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None) -> list[ExpectedModule]:
-    """Every module the family has at `h`; with a file, its optional parts and facts come from the file."""
+    """Every module the family has at `h`; with a file, its optional parts and facts come from the file.
+
+    A part's repetitions (`{i}` over 100,000 layers) share what does not depend on the index: its sizes (but where
+    `h` has sizes per layer), its row's depth, and its spec for each set of file facts (bias, scale), made again
+    under each module's name from the first one's values (`formulas.recipe`)."""
     out = []
+    append = out.append
     base = view.base if view is not None else family.bases[0]
+    if view is not None:
+        bare_get, modules_get = view.file.tensors.get, view.file.modules.get
+    per_layer = h.get("per_layer")
     for part in family.parts:
         stack = _in_stack(part, family)
         if view is not None and stack is not None and not view.has_prefix(stack):
@@ -541,9 +559,18 @@ def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None
         template = part.path.removeprefix("/")
         prefix = (view.outer if view is not None else "") if part.path.startswith("/") else base
         role = part_role(part)
+        # the row a module is reported in: its path up to the first layer index ('model.layers.3'), or itself
+        m = PLACEHOLDER.search(prefix + template)
+        depth = (prefix + template)[: m.start()].count(".") + 1 if m else 0
+        layered = bool(per_layer) and "{i}" in template  # (sizes that differ layer by layer: `_at_layer` each)
+        made: dict[tuple[bool, bool], tuple[type[LayerSpec], tuple[Any, ...], tuple[Any, ...]]] = {}
         for path in _expand(template, h, part.over):
             full = prefix + path
-            tensors = view.module(full) if view is not None else None
+            if view is None:
+                tensors = None
+            else:  # (view.module(full))
+                found = bare_get(full)
+                tensors = (found,) if found is not None else modules_get(full, ())
             if part.tied is not None:
                 if view is None:
                     tied = bool(h.get("tied"))
@@ -553,14 +580,25 @@ def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None
                 bias = [t for t in tensors or () if t.alias_of is None and len(t.shape) == 1]
                 if tied and bias:  # a tied head's own bias (GPT-J's lm_head): the weight counted once, the bias here
                     spec = Tensor(bias[0].shape, "Bias", name=full)
-                    out.append(ExpectedModule(full, full, spec, role, base + part.tied, part.path))
+                    append(ExpectedModule(full, full, spec, role, base + part.tied, part.path))
                     continue
                 if tied:
-                    out.append(ExpectedModule(full, full, None, role, base + part.tied))
+                    append(ExpectedModule(full, full, None, role, base + part.tied))
                     continue
-            row = block_of(full, prefix + template)  # (outside the prefix: a row of its own, but an MTP layer's)
-            sized = _spec(part, _at_layer(h, template, path), tensors, full)
-            out.append(ExpectedModule(full, row, sized, role, template=part.path))
+            # (outside the prefix: a row of its own, but an MTP layer's)
+            row = ".".join(full.split(".")[:depth]) if depth else full
+            if layered:
+                sized = _spec(part, _at_layer(h, template, path), tensors, full)
+            else:
+                facts = _facts(part, h, tensors)
+                known = made.get(facts)
+                if known is None:
+                    sized = _spec(part, h, tensors, full)
+                    made[facts] = recipe(sized)
+                else:
+                    cls, before, after = known
+                    sized = cls(*before, full, *after)  # type: ignore[call-arg]  # (every kind of spec has a name)
+            append(ExpectedModule(full, row, sized, role, template=part.path))
     return out
 
 
@@ -641,11 +679,19 @@ def check(
     # a bare tensor a part names is its own, not also its parent module's (Laguna's router in memory holds its score
     # correction beside its weight: `mlp.gate.e_score_correction_bias`)
     bare = {e.path for e in wanted if e.path in view.file.tensors}
-    expected = [
-        (e, tuple(t for t in view.module(e.path) if e.path in bare or canonical_name(t) not in bare)) for e in wanted
-    ]
-    assigned = {canonical_name(t) for _, tensors in expected for t in tensors}
+    if bare:
+        expected = [
+            (e, tuple(t for t in view.module(e.path) if e.path in bare or canonical_name(t) not in bare))
+            for e in wanted
+        ]
+    else:  # (no part names a bare tensor: each module's tensors as `view.module` gives them, looked up inline)
+        bare_get, modules_get = view.file.tensors.get, view.file.modules.get
+        expected = [(e, (t,) if (t := bare_get(e.path)) is not None else modules_get(e.path, ())) for e in wanted]
+    # (`canonical_name` of each, inline: no call per tensor)
+    assigned = {f"{t.layer}.{t.param}" if t.layer and t.param else t.name for _, tensors in expected for t in tensors}
     stored = _stored_once(view, expected, assigned)
+    plain = stored is _unaliased  # (no tie turned round: a module of one tensor is counted without a call)
+    answers = iter(counted([e.spec for e in wanted if e.spec is not None]))  # (each spec's count and kind)
     outcomes: dict[str, list[tuple[str, str]]] = {}  # part template -> (row, "ok" / "absent" / "size") per repetition
     side = side_tensors(ckpt.tensors)  # a quantization's tensors beside its weights: a row of their own (below)
     beside = set(map(id, side))
@@ -653,8 +699,14 @@ def check(
     for e, tensors in expected:
         if beside and tensors:
             tensors = tuple(t for t in tensors if id(t) not in beside)
-        row = rows.setdefault(e.row, _Row())
-        found = sum(t.n_elements for t in tensors if stored(t))
+        row = rows.get(e.row)
+        if row is None:
+            row = rows[e.row] = _Row()
+        if plain and len(tensors) == 1:
+            t = tensors[0]
+            found = prod(t.shape) if t.alias_of is None else 0
+        else:
+            found = sum(t.n_elements for t in tensors if stored(t))
         row.found += found
         if e.spec is None:
             row.ties.append(f"{e.path!r} tied to {e.tied_to!r}: stored once, counted once")
@@ -664,9 +716,9 @@ def check(
             row.ties.append(
                 f"{e.path!r} weight tied to {e.tied_to!r}: stored once, counted once; its bias counted here"
             )
-        want = total(e.spec)
+        want, kind = next(answers)
         row.expected += want
-        row.kinds.add(e.spec.kind if e.row == e.path else "Block")
+        row.kinds.add(kind if e.row == e.path else "Block")
         outcome = "absent" if not tensors else "size" if found != want else "ok"
         outcomes.setdefault(e.template, []).append((e.row, outcome))
         if not tensors:
@@ -683,7 +735,8 @@ def check(
                 f"{e.path}: the formula gives {_describe(e.spec)}, the file holds {found:,} ({shapes}){how}"
             )
     leftovers: dict[str, list[TensorInfo]] = {}
-    for name, t in view.file.tensors.items():
+    # (every tensor assigned, most files: told by one set difference, no pass)
+    for name, t in view.file.tensors.items() if view.file.tensors.keys() - assigned else ():
         if name not in assigned and id(t) not in beside:
             leftovers.setdefault(name.rpartition(".")[0], []).append(t)
     if leftovers:  # what kind of layer each one is, for the sentence (heads, modules no part names)
@@ -737,9 +790,16 @@ def check(
         if any(row.packed for row in rows.values()):
             notes += (f"quantized by {method}: its packed weights are not read as values here, so their modules' "
                       "sizes are not checked",)  # fmt: skip
-    return Expectation(
+    exp = Expectation(
         source, family.name, _shown(h), sum(c.expected for c in checks), ckpt.n_parameters, checks, notes, anomalies
     )
+    LAST_CHECK[:] = [(exp, view, wanted)]
+    return exp
+
+
+# The last check's expectation, file view and modules: `refine_roles` after `expect` looks at the same family in the
+# same view at the same sizes, so at the same modules (100,000 of them, not made again)
+LAST_CHECK: list[tuple[Expectation, FileView, list[ExpectedModule]]] = []
 
 
 def _stored_once(
@@ -753,15 +813,20 @@ def _stored_once(
     model's module holds the stored copy and the head the tied name, as the family's formula counts them.
     """
     promoted, demoted = set(), set()
-    for _, tensors in expected:
-        for t in tensors:
-            target = view.file.tensors.get(t.alias_of) if t.alias_of is not None else None
-            if target is not None and canonical_name(target) not in assigned:
-                promoted.add(t.name)
-                demoted.add(target.name)
+    aliases = [t for _, tensors in expected for t in tensors if t.alias_of is not None]
+    for t in aliases:
+        target = view.file.tensors.get(t.alias_of)  # type: ignore[arg-type]
+        if target is not None and canonical_name(target) not in assigned:
+            promoted.add(t.name)
+            demoted.add(target.name)
     if not promoted:
-        return lambda t: t.alias_of is None
+        return _unaliased
     return lambda t: t.name in promoted or (t.alias_of is None and t.name not in demoted)
+
+
+def _unaliased(t: TensorInfo) -> bool:
+    """A tensor stored as itself (not an alias of another): the one stored copy, where no tie is turned round."""
+    return t.alias_of is None
 
 
 def _anomalies(outcomes: Mapping[str, list[tuple[str, str]]], rows: Mapping[str, _Row]) -> tuple[str, ...]:
@@ -894,28 +959,40 @@ def refine_roles(ckpt: Checkpoint, roles: Sequence[RoleMatch], exp: Expectation 
     family = FAMILY_BY_NAME.get(exp.architecture) if exp is not None else None
     if family is None:
         return tuple(roles)
+    last = LAST_CHECK.pop() if LAST_CHECK else None
     for fam, view, source in detect(ckpt, (family,)):
         if fam is not family:
             continue
-        try:
-            h = hyperparameters(family, view, ckpt.config if source == "config" else None)
-            expected = expected_modules(family, h, view)
-        except (SpecError, ValueError, ZeroDivisionError):
-            return tuple(roles)
+        if (
+            last is not None
+            and last[0] is exp
+            and exp.source == source  # (a stated family's sizes are the words', not the file's: made again)
+            and last[1].file is view.file
+            and (last[1].base, last[1].outer) == (view.base, view.outer)
+        ):
+            expected = last[2]  # (the check's own: the same family, view and sizes)
+        else:
+            try:
+                h = hyperparameters(family, view, ckpt.config if source == "config" else None)
+                expected = expected_modules(family, h, view)
+            except (SpecError, ValueError, ZeroDivisionError):
+                return tuple(roles)
         beside = set(map(id, side_tensors(ckpt.tensors)))  # (a quantization's tensors keep their own role)
-        by_tensor = {t.name: e for e in expected for t in view.module(e.path) if id(t) not in beside}
-        return tuple(
-            RoleMatch(
-                r.name,
-                by_tensor[r.name].row,
-                _part_or_rule_role(by_tensor[r.name].role, r),
-                r.name.rpartition(".")[2],
-                f"family.{family.name}",
-            )  # fmt: skip
-            if r.name in by_tensor
-            else r
-            for r in roles
-        )
+        bare_get, modules_get = view.file.tensors.get, view.file.modules.get  # (`view.module`, inline)
+        held = [(t,) if (t := bare_get(e.path)) is not None else modules_get(e.path, ()) for e in expected]
+        by_tensor = {
+            t.name: e for e, tensors in zip(expected, held, strict=True) for t in tensors if id(t) not in beside
+        }
+        rule_id, learned, out = f"family.{family.name}", Role.LEARNED_TENSOR.value, []
+        append, part_of = out.append, by_tensor.get
+        for r in roles:
+            e = part_of(r.name)
+            if e is None:
+                append(r)
+                continue
+            role = _part_or_rule_role(e.role, r) if e.role == learned else e.role  # (a learned tensor's may change)
+            append(RoleMatch(r.name, e.row, role, r.name.rpartition(".")[2], rule_id))
+        return tuple(out)
     return tuple(roles)
 
 

@@ -29,10 +29,11 @@ from inspector.formulas import (
     Recurrent,
     SimpleRNN,
     Tensor,
+    recipe,
 )
 from inspector.quantized import side_tensors
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
-from inspector.recordtype import fields, record
+from inspector.recordtype import record
 from inspector.roles import NORM_STATISTICS
 
 TYPE_CHECKING = False
@@ -467,9 +468,7 @@ def file_specs(
         if made is None:
             cls, args, kwargs = _recipe(Module(name, tuple(items)), framework, stats)
             spec = cls(*args, name=name, **kwargs)  # type: ignore[call-arg]
-            values = [getattr(spec, f.name) for f in fields(spec)]
-            at = [f.name for f in fields(spec)].index("name")
-            recipes[key] = (cls, tuple(values[:at]), tuple(values[at + 1 :]))
+            recipes[key] = recipe(spec)
             append(spec)
             continue
         cls, before, after = made
