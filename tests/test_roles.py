@@ -152,3 +152,58 @@ def test_hrm_stacks_and_fused_projections(tmp_path: Path) -> None:
         for i in range(config.num_layers_per_stack)
         for part, role in parts.items()
     }
+
+
+def _roles_both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, bool]:
+    """`match_roles` of a file by its loop and by its columns (`_by_columns`, tried from `COLUMNS_FROM` tensors),
+    each with fresh matchers; and whether the columns answered."""
+    import inspector.roles as roles
+
+    ckpt = load(path)
+    answers = []
+    for start in (1 << 60, 0):
+        monkeypatch.setattr(roles, "COLUMNS_FROM", start)
+        monkeypatch.setattr(FAMILY_MATCHERS, "made", {})
+        answers.append(match_roles(ckpt))
+    matcher = FAMILY_MATCHERS[FAMILY.get(ckpt.framework, "")]
+    return answers[0], answers[1], roles._by_columns(ckpt.tensors, matcher) is not None
+
+
+@pytest.mark.parametrize("writer", ["torch.save", "safetensors"])
+def test_roles_by_columns_are_the_loops(writer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of many tensors named alone gets its roles column by column (`roles._by_columns`): the very answer of
+    `match_roles`' loop, on files torch.save and safetensors write of a transformers Llama (its rules' layer template
+    `{stack}layers.{i}`), a GPT-2 (Conv1D weights, a tied head) and a plain stack of Linear layers (generic rules); a
+    file with running statistics (a later pass revises their layers) goes by the loop, with the same answer."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    llama = transformers.LlamaForCausalLM(
+        transformers.LlamaConfig(
+            vocab_size=32, hidden_size=8, intermediate_size=16, num_hidden_layers=12, num_attention_heads=2,
+            num_key_value_heads=1, max_position_embeddings=16,
+        )
+    )  # fmt: skip
+    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=8, n_embd=8, n_head=2, vocab_size=32))
+    linears = torch.nn.Sequential(*[torch.nn.Linear(2, 2) for _ in range(70)])
+    with_stats = torch.nn.Sequential(*[torch.nn.BatchNorm1d(2) for _ in range(20)])
+    columns = {}
+    for label, model in (("llama", llama), ("gpt2", gpt2), ("linears", linears), ("stats", with_stats)):
+        state = {k: v.contiguous() for k, v in model.state_dict().items()}
+        if writer == "torch.save":
+            path = tmp_path / f"{label}.pt"
+            torch.save(state, path)
+        else:
+            path = tmp_path / f"{label}.safetensors"
+            state = {k: v.clone() for k, v in state.items()}  # (safetensors refuses shared storages)
+            pytest.importorskip("safetensors.torch").save_file(state, str(path))
+        loop, by_columns, columns[label] = _roles_both_ways(path, monkeypatch)
+        assert by_columns == loop, label
+        assert len(loop) == len(state)
+        if label == "llama":
+            q = next(r for r in loop if r.name == "model.layers.11.self_attn.q_proj.weight")
+            assert (q.layer, q.role, q.param) == ("layers.11", "attention_query", "weight")
+        if label == "linears":
+            last = next(r for r in loop if r.name == "69.bias")
+            assert (last.layer, last.role, last.param) == ("69", "dense", "bias")
+    assert columns == {"llama": True, "gpt2": True, "linears": True, "stats": False}
