@@ -11,7 +11,6 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import compress, repeat
 from math import prod
-from operator import itemgetter
 
 from inspector import regexes
 from inspector.errors import SpecError
@@ -149,11 +148,11 @@ def canonical_name(t: TensorInfo) -> str:
 class FileModules:
     """A file's parameter tensors, indexed once: by name, and (`modules`) by module path (name less its last part)."""
 
-    tensors: Mapping[str, TensorInfo]  # by the name a family table knows each by (`canonical_name`)
     lasts: frozenset[str]  # _shape_key of the last part of every module path and tensor name
-    # every parameter tensor's name and the tensor, in file order
-    named: tuple[list[str], list[TensorInfo]] = field(compare=False)
-    made: dict[str, Any] = field(default_factory=dict, compare=False)  # `keys` and `modules`, made when first asked
+    # every parameter tensor's name (the name a family table knows it by, `canonical_name`) and the tensor, in order
+    named: tuple[list[str], list[TensorInfo]]
+    # `tensors`, `keys` and `modules`, made when first asked (a file no family's parts end in asks none)
+    made: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, ckpt: Checkpoint) -> FileModules:
@@ -170,19 +169,15 @@ class FileModules:
         parameter = TensorKind.PARAMETER  # (read once: an enum member read is a descriptor call)
         params = [t for t in ckpt.tensors if t.kind is parameter]
         names = [t.name if t.layer is None or t.param is None else canonical_name(t) for t in params]
-        # the last part of every name and of every module path (the name less its last part; '' for a name without
-        # a dot): a name's last two parts, split once (100,000 names: no module path made and split again)
-        parts = list(map(str.rsplit, names, repeat("."), repeat(2)))
-        lasts = set(map(itemgetter(-1), parts))
-        depths = list(map(len, parts))
-        if 1 in depths:  # a name without a dot: its module path is ''
-            lasts.add("")
-            parts = list(compress(parts, map(int.__gt__, depths, repeat(1))))
-        lasts |= set(map(itemgetter(-2), parts))
-        # a last part is keyed only if it starts with a digit (`_shape_key` changes no other one: it keys whole
-        # segments of digits, and a last part is one segment)
-        lasts = {_shape_key(x) if x[:1].isdecimal() else x for x in lasts}
-        return cls(dict(zip(names, params, strict=True)), frozenset(lasts), (names, params))
+        return cls(frozenset(_lasts(names)), (names, params))
+
+    @property
+    def tensors(self) -> Mapping[str, TensorInfo]:
+        """The parameter tensors by the name a family table knows each by (`canonical_name`)."""
+        tensors = self.made.get("tensors")
+        if tensors is None:
+            tensors = self.made["tensors"] = dict(zip(*self.named, strict=True))
+        return tensors
 
     @property
     def modules(self) -> Mapping[str, tuple[TensorInfo, ...]]:
@@ -207,6 +202,34 @@ class FileModules:
         """Whether a module path or tensor name has this shape key. A path's key ends with its last part's key, so
         a key whose last part ends no path is answered without keying every path (a file of no known family)."""
         return key.rpartition(".")[2] in self.lasts and key in self.keys
+
+
+ALL_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _lasts(names: Sequence[str]) -> set[str]:
+    """The last part of every name and of every module path (the name less its last part; '' for a name without a
+    dot), keyed as `_shape_key` keys them (a last part is one segment: keyed only where it is digits, to '#').
+
+    Names of one shape (their ASCII digits all one) have their dots, so their parts, at the same places, and a part
+    without digits alike in each; one name of a shape gives its last two parts but where a part holds digits and is
+    not all digits (`fc1`, `fc2`: not keyed, each its own), which every name of the shape gives (100,000 names: a few
+    shapes, a name split a shape, not a name split each)."""
+    encoded = map(str.encode, names, repeat("utf-8"), repeat("surrogatepass"))
+    keys = list(map(bytes.translate, encoded, repeat(ALL_DIGITS)))
+    lasts: set[str] = set()
+    mixed: set[bytes] = set()  # shapes whose last two parts hold a part of digits and more
+    for key, name in dict(zip(keys, names, strict=True)).items():
+        parts = name.rsplit(".", 2)
+        tail = parts[-2:] if len(parts) > 1 else ["", name]
+        if any(not part.isdecimal() and any(map(part.__contains__, "0123456789")) for part in tail):
+            mixed.add(key)
+        lasts.update(tail)
+    for name in compress(names, map(mixed.__contains__, keys)) if mixed else ():
+        parts = name.rsplit(".", 2)
+        lasts.update(parts[-2:] if len(parts) > 1 else ["", name])
+    # (a last part is keyed only if it starts with a digit: `_shape_key` keys whole segments of digits)
+    return {_shape_key(x) if x[:1].isdecimal() else x for x in lasts}
 
 
 LAST_FILE: list[tuple[Checkpoint, FileModules]] = []  # (`FileModules.of`: the last checkpoint and its modules)
@@ -540,7 +563,7 @@ def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None
     A part's repetitions (`{i}` over 100,000 layers) share what does not depend on the index: its sizes (but where
     `h` has sizes per layer), its row's depth, and its spec for each set of file facts (bias, scale), made again
     under each module's name from the first one's values (`formulas.recipe`)."""
-    out = []
+    out: list[ExpectedModule] = []
     append = out.append
     base = view.base if view is not None else family.bases[0]
     if view is not None:
@@ -979,7 +1002,8 @@ def refine_roles(ckpt: Checkpoint, roles: Sequence[RoleMatch], exp: Expectation 
         by_tensor = {
             t.name: e for e, tensors in zip(expected, held, strict=True) for t in tensors if id(t) not in beside
         }
-        rule_id, learned, out = f"family.{family.name}", Role.LEARNED_TENSOR.value, []
+        rule_id, learned = f"family.{family.name}", Role.LEARNED_TENSOR.value
+        out: list[RoleMatch] = []
         append, part_of = out.append, by_tensor.get
         for r in roles:
             e = part_of(r.name)

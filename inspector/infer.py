@@ -270,7 +270,7 @@ def _generic(modules: Mapping[str, Items], ckpt: Checkpoint, roles: Sequence[Rol
     """Every module as the layer its own tensors imply (nothing assumed), recognised as a column CNN if it is one.
     Given the file's modules (`modules.module_groups`), not `Layer`s: `_inferred` calls it so (one `Layer` a module
     would be 100,000 records of a large file made for nothing)."""
-    specs = file_specs(ckpt, roles, modules.items())
+    specs = file_specs(ckpt, roles, modules)
     if not specs:
         return None
     column = _column_cnn(specs)

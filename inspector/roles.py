@@ -10,8 +10,7 @@ specific rules come before the generic ones. Tensors no rule explains get the ro
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from itertools import repeat
-from operator import attrgetter, getitem, itemgetter
+from operator import attrgetter
 from sys import intern
 
 from inspector import regexes
@@ -830,87 +829,6 @@ KIND_ROLES = {TensorKind.OPTIMIZER: Role.OPTIMIZER_SLOT, TensorKind.BUFFER: Role
 QUANT_STATE_BUFFERS = frozenset({*(name for how in PACKINGS.values() for name in how.state), *MLX_STATE})
 
 
-def _answer_shape(found: RoleMatch | None, rule: Any, spans: tuple[tuple[str, int, int], ...]) -> Any:
-    """What `_by_rule` answers (`found`) for every name of one shape, whose rule and groups' spans the matcher
-    remembers: (start, end, role, param, rule id), the layer `name[start:end]` (start -1: the name less its last part;
-    -2: the rule's layer template, `end` its `format_map`, groups and their slices); () for no rule; False for a shape
-    whose answer depends on more (a parameter name holding digits the shape does not keep)."""
-    if found is None:
-        return ()
-    if rule.param is None and any(map(str.isdigit, found.param or "")):
-        return False  # (a parameter name of no digit is the rule's for every name of the shape)
-    if rule.layer:  # its template's `format(**groups)`, as `_by_rule` makes it
-        start, end = -2, (
-            rule.layer.format_map,
-            tuple(group for group, _, _ in spans),
-            tuple(slice(start, end) for _, start, end in spans),
-        )
-    else:
-        where = {group: (start, end) for group, start, end in spans}
-        start, end = where.get("layer", (-1, -1))
-        if end <= start:  # (no `layer` group, or an empty one: the name less its last part)
-            start = -1
-    return (start, end, found.role, found.param, found.rule_id)
-
-
-COLUMNS_FROM = 64  # tensors from which `match_roles` first tries `_by_columns` (fewer: its loop is as quick)
-WATCHED_ROLES = frozenset({Role.RNN_RECURRENT.value, Role.NORM_STAT.value})  # (roles a later pass of match_roles reads)
-
-
-def _by_columns(tensors: Sequence[TensorInfo], matcher: Matcher) -> tuple[RoleMatch, ...] | None:
-    """`match_roles`' answer for a file whose tensors are named alone (no layer a loader states, no graph's use, no
-    optimizer slot; names unique) and whose every name shape has a plain answer (`_answer_shape`: a rule, its layer a
-    slice of the name or its template filled, nothing a later pass revises), made column by column: a tensor's answer
-    is its shape's, its layer the shape's slice of its name (or the template filled), and the only call per tensor is
-    its `RoleMatch`. None where the file is not such: `match_roles`' loop answers it (the same answer: `tests/test_roles.py` checks both on real files)."""
-    optimizer = TensorKind.OPTIMIZER
-    if [t for t in tensors if t.layer is not None or t.use is not None or t.kind is optimizer]:
-        return None
-    names = [t.name for t in tensors]
-    if len(set(names)) != len(names):
-        return None
-    encoded = map(str.encode, names, repeat("utf-8"), repeat("surrogatepass"))
-    keys = list(map(bytes.translate, encoded, repeat(matcher.digits)))  # (`Matcher.shape_key`)
-    first = dict(zip(reversed(keys), reversed(tensors), strict=True))  # each shape's first tensor
-    memo, answers, cuts = matcher.memo, {}, {}
-    templates: dict[bytes, Any] = {}  # shape -> its rule's layer template, its groups and their slices
-    weights = False  # a generic rule's weight among the shapes (a 3+-d one: a conv, which a later pass revises)
-    for key in dict.fromkeys(keys):
-        t = first[key]
-        found = _by_rule(t, matcher)
-        if key not in memo:  # (a memo full: every name asks the matcher, in the loop)
-            return None
-        answer = _answer_shape(found, *memo[key])
-        if not answer or answer[2] in WATCHED_ROLES:
-            return None
-        start, end, _, param, rule_id = answer
-        weights = weights or (rule_id in GENERIC_RULES and _is_weight(param))
-        if start == -2:  # a rule's layer template: filled name by name, below
-            templates[key] = end
-            start = end = None
-        elif start == -1:  # the name less its last part (`rpartition`: its last dot is where every such name has it)
-            dot = t.name.rfind(".")
-            start, end = (0, dot) if dot > 0 else (None, None)
-        answers[key], cuts[key] = answer, slice(start, end)
-    if weights and max([len(t.shape) for t in tensors]) >= 3:
-        return None
-    found_answers = list(map(answers.__getitem__, keys))
-    layers = list(map(getitem, names, map(cuts.__getitem__, keys)))
-    for i in [i for i, key in enumerate(keys) if key in templates] if templates else ():
-        fill, groups, spans = templates[keys[i]]
-        layers[i] = fill(dict(zip(groups, map(names[i].__getitem__, spans), strict=True)))
-    return tuple(
-        map(
-            RoleMatch,
-            names,
-            layers,
-            map(itemgetter(2), found_answers),
-            map(itemgetter(3), found_answers),
-            map(itemgetter(4), found_answers),
-        )
-    )
-
-
 def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch, ...]:
     """One `RoleMatch` per tensor, in the checkpoint's order."""
     graph = GRAPH_ROLES.get(ckpt.framework)
@@ -918,10 +836,6 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
         return tuple(_by_graph(t, *graph) for t in ckpt.tensors)
     if matcher is MATCHER:
         matcher = FAMILY_MATCHERS[FAMILY.get(ckpt.framework, "")]
-    if len(ckpt.tensors) >= COLUMNS_FROM and matcher.digits:
-        columns = _by_columns(ckpt.tensors, matcher)
-        if columns is not None:
-            return columns
     source = SOURCE_NAMED.get(ckpt.framework)
     by_source = FAMILY_MATCHERS[source] if source is not None else None
     recurrent_layers = {t.layer for t in ckpt.tensors if t.layer and (t.param or "").startswith("recurrent_kernel")}
@@ -970,7 +884,25 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
                 found = RoleMatch(name, layer, role, param, rule_id)
             elif shape is None and key in memo:  # (a shape the matcher remembers: its rule and its groups' spans)
                 found = _by_rule(t, matcher)
-                shape = shapes[key] = _answer_shape(found, *memo[key])
+                rule, spans = memo[key]
+                shape = False
+                if found is None:
+                    shape = ()
+                elif rule.param is not None or not any(map(str.isdigit, found.param or "")):
+                    # (a parameter name of no digit is the rule's for every name of the shape)
+                    if rule.layer:  # its template's `format(**groups)`, as `_by_rule` makes it
+                        start, end = -2, (
+                            rule.layer.format_map,
+                            tuple(group for group, _, _ in spans),
+                            tuple(slice(start, end) for _, start, end in spans),
+                        )
+                    else:
+                        where = {group: (start, end) for group, start, end in spans}
+                        start, end = where.get("layer", (-1, -1))
+                        if end <= start:  # (no `layer` group, or an empty one: the name less its last part)
+                            start = -1
+                    shape = (start, end, found.role, found.param, found.rule_id)
+                shapes[key] = shape
             else:
                 found = None if shape == () else _by_rule(t, matcher)
         else:

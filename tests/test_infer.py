@@ -316,3 +316,25 @@ def test_a_repeated_module_recipe_makes_the_spec_module_spec_makes() -> None:
     expected = [module_spec(Module(n, tuple(items)), ckpt.framework, n in stats) for n, items in
                 module_groups(ckpt, roles).items()]  # fmt: skip
     assert file_specs(ckpt, roles) == expected and len({type(s) for s in expected}) >= 4
+
+
+def test_file_last_parts_by_shape_are_every_names() -> None:
+    """`family_check._lasts` splits one name of each digit shape (but where a last part mixes digits and more): the
+    set it gives is the set of every name's last part and module path's last part, keyed, for a transformers model's
+    names and names that mix digits into their last parts (`fc1`, `w2`), have none, or hold other decimals."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from inspector.family_check import _lasts, _shape_key
+
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=12, n_embd=8, n_head=2, vocab_size=32)
+    names = [*transformers.GPT2LMHeadModel(config).state_dict()]
+    names += ["fc1.weight", "fc2.weight", "layers.3.fc12.w7", "layers.10.fc1.w8", "12", "x", "a.b٣c.1", "١٢.a", "q.1\n"]
+
+    def last_parts(name: str) -> list[str]:
+        module, dot, leaf = name.rpartition(".")
+        return [module.rpartition(".")[2] if dot else "", leaf]
+
+    expected = {_shape_key(x) if x[:1].isdecimal() else x for name in names for x in last_parts(name)}
+    assert _lasts(names) == expected
+    assert {"#", "fc1", "fc2", "fc12", "w7", "w8", "c_attn", "weight"} <= expected
