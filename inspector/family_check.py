@@ -974,7 +974,16 @@ def check_stated(ckpt: Checkpoint, roles: Sequence[RoleMatch], family: Family, h
 
 def refine_roles(ckpt: Checkpoint, roles: Sequence[RoleMatch], exp: Expectation | None) -> tuple[RoleMatch, ...]:
     """Roles as the family table states them (layer = the report row, role = the part's) for the tensors its
-    parts cover; other tensors keep the role table's answer."""
+    parts cover; other tensors keep the role table's answer. The analysis's last look at its file: the modules kept
+    for it (`LAST_FILE`, `LAST_CHECK`) are let go (not held while the report is written)."""
+    try:
+        return _refined(ckpt, roles, exp)
+    finally:
+        LAST_FILE.clear()
+        LAST_CHECK.clear()
+
+
+def _refined(ckpt: Checkpoint, roles: Sequence[RoleMatch], exp: Expectation | None) -> tuple[RoleMatch, ...]:
     family = FAMILY_BY_NAME.get(exp.architecture) if exp is not None else None
     if family is None:
         return tuple(roles)
