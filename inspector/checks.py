@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from math import prod
-from operator import attrgetter
 
 from inspector import regexes
 from inspector.architectures import Architecture
-from inspector.formulas import FORMULAS, GRU, LSTM, LayerSpec, LoHa, LoKr, LoRA, SimpleRNN, breakdown
+from inspector.formulas import GRU, LSTM, LayerSpec, LoHa, LoKr, LoRA, SimpleRNN, breakdown, counted
 from inspector.modules import module_name
 from inspector.quantized import QUANTIZATION_KIND, QUANTIZATION_ROW, described, side_tensors
 from inspector.records import CHECKED, Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
-from inspector.recordtype import fields, record
+from inspector.recordtype import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
+    Items = Sequence[tuple[TensorInfo, RoleMatch]]  # a layer's parameter tensors with their roles
 
 
 @record(frozen=True, slots=True)
@@ -49,22 +47,27 @@ def _prefix_in(name: str, names: Set[str]) -> str | None:
 
 
 def file_layers(ckpt: Checkpoint, roles: Sequence[RoleMatch], names: Set[str] | None = None) -> dict[str, Layer]:
-    """Parameter tensors by the layer their role names; with `names` (an architecture's layers), a tensor whose
-    role layer is not one of them goes to the longest of `names` that is a dotted prefix of its name, else to its
-    module (`inspector.modules.module_name`)."""
+    """Parameter tensors by the layer their role names, as `Layer`s (`file_groups`)."""
+    return {name: Layer(name, tuple(items)) for name, items in file_groups(ckpt, roles, names).items()}
+
+
+def file_groups(
+    ckpt: Checkpoint, roles: Sequence[RoleMatch], names: Set[str] | None = None
+) -> dict[str, list[tuple[TensorInfo, RoleMatch]]]:
+    """Parameter tensors (with their roles) by the layer their role names; with `names` (an architecture's layers), a
+    tensor whose role layer is not one of them goes to the longest of `names` that is a dotted prefix of its name, else
+    to its module (`inspector.modules.module_name`)."""
     groups: dict[str, list[tuple[TensorInfo, RoleMatch]]] = {}
     beside = set(map(id, side_tensors(ckpt.tensors)))  # (a quantization's tensors: counted apart, `compare`)
     for t, r in zip(ckpt.tensors, roles, strict=True):
         if t.kind is TensorKind.PARAMETER and id(t) not in beside:
             key = r.layer if names is None or r.layer in names else _prefix_in(t.name, names)
             groups.setdefault(key or module_name(t, r, ckpt.framework), []).append((t, r))
-    return {name: Layer(name, tuple(items)) for name, items in groups.items()}
+    return groups
 
 
-def _found(layer: Layer | None) -> int:
-    if layer is None:
-        return 0
-    return sum(t.n_elements for t, _ in layer.items if t.alias_of is None)
+def _found(items: Items) -> int:
+    return sum(t.n_elements for t, _ in items if t.alias_of is None)
 
 
 # an adapter module's factors whose first dimension is its rank (LoRA's, LoHa's, a LoKr module's split factors)
@@ -73,10 +76,10 @@ RANK_ROWS = ("lora_A", "lora_embedding_A", "hada_w1_b", "lokr_w1_b", "lokr_w2_b"
 LORA_EXTRAS = (("magnitude", "lora_magnitude_vector", "use_dora"), ("bias", "lora_bias", "lora_bias"))
 
 
-def _explain_rank(spec: LoRA | LoHa | LoKr, layer: Layer) -> str | None:
+def _explain_rank(spec: LoRA | LoHa | LoKr, items: Items) -> str | None:
     """An adapter module whose factors hold another rank than the adapter config states for it, in words: the rank
     in the file, the config's, and where the config states it (its `r`, a rank_pattern key)."""
-    rank = next((t.shape[0] for t, r in layer.items if r.param in RANK_ROWS and t.shape), None)
+    rank = next((t.shape[0] for t, r in items if r.param in RANK_ROWS and t.shape), None)
     if rank is None or rank == spec.rank or not spec.rank_from:
         return None
     kind = spec.kind.partition(" ")[0]
@@ -86,9 +89,9 @@ def _explain_rank(spec: LoRA | LoHa | LoKr, layer: Layer) -> str | None:
     )
 
 
-def _explain_lora(spec: LoRA, layer: Layer) -> str | None:
+def _explain_lora(spec: LoRA, items: Items) -> str | None:
     """A LoRA module against the adapter config: DoRA's magnitude and lora_B's bias, in words."""
-    params = {r.param for _, r in layer.items}
+    params = {r.param for _, r in items}
     for part, param, key in LORA_EXTRAS:
         stated = getattr(spec, part)
         if stated != (param in params):
@@ -97,14 +100,14 @@ def _explain_lora(spec: LoRA, layer: Layer) -> str | None:
     return None
 
 
-def _explain(spec: LayerSpec, expected: dict[str, int], layer: Layer) -> str:
+def _explain(spec: LayerSpec, expected: dict[str, int], items: Items) -> str:
     if isinstance(spec, LoRA | LoHa | LoKr):
-        said = _explain_rank(spec, layer) or (_explain_lora(spec, layer) if isinstance(spec, LoRA) else None)
+        said = _explain_rank(spec, items) or (_explain_lora(spec, items) if isinstance(spec, LoRA) else None)
         if said is not None:
             return said
-    found = _found(layer)
+    found = _found(items)
     diff = sum(expected.values()) - found
-    has_bias = any(r.param == "bias" or "bias" in t.name.rsplit(".", 1)[-1] for t, r in layer.items)
+    has_bias = any(r.param == "bias" or "bias" in t.name.rsplit(".", 1)[-1] for t, r in items)
     if "bias" in expected and not has_bias and diff == expected["bias"]:
         return f"{spec.kind} layer has no bias: {expected['bias']:,} expected by the formula, none in the file"
     if isinstance(spec, (SimpleRNN, LSTM, GRU)) and "bias" in expected and has_bias:
@@ -151,16 +154,17 @@ def compare(
     roles: Sequence[RoleMatch],
     arch: Architecture,
     source: str,
-    layers: dict[str, Layer] | None = None,
+    layers: Mapping[str, Items] | None = None,
 ) -> Expectation:
     """Layer by layer: the architecture's formula against the file's parameter tensors.
 
-    `layers`: `file_layers(ckpt, roles)` where the caller has it, used as it is when every tensor's role names a
-    layer and each is one of the architecture's (then grouping by `arch`'s names gives the same layers).
+    `layers`: each file layer's (tensor, role) pairs (`file_groups(ckpt, roles)`, or the modules) where the caller has
+    them, used as they are when every tensor's role names a layer and each is one of the architecture's (then grouping
+    by `arch`'s names gives the same layers).
     """
     names = {spec.name for spec in arch.layers}  # type: ignore[attr-defined]
     if layers is None or not (all([r.layer for r in roles]) and names.issuperset(layers)):
-        layers = file_layers(ckpt, roles, names)
+        layers = file_groups(ckpt, roles, names)
     renamed = (  # (every layer the architecture names is in the file, the usual case: none to pair, no sets made)
         {} if names <= layers.keys() else auto_name_pairs([spec.name for spec in arch.layers], list(layers))  # type: ignore[attr-defined]
     )
@@ -168,44 +172,18 @@ def compare(
     seen: set[str] = set() if renamed else names  # (no layer renamed: the names the specs give are those seen)
     total = 0
     offsets: dict[str, int | None] | None = None  # tensor offsets by name, made for the first tie
-    formulas, ok = FORMULAS.get, "ok"
-    # A spec's count and kind by its class and fields but its name (no formula reads a name): a model's repeated
-    # layers (100,000 modules of a few shapes) are counted once a shape
-    sizes: dict[type, Callable[[Any], Any]] = {}
-    counted: dict[tuple[type, Any], tuple[int, str]] = {}
-    last: tuple[Any, ...] = (None, None, 0, "")  # the previous spec's class, fields, count and kind (repeated layers)
+    ok = "ok"
     layer_of, append = layers.get, checks.append
-    for spec in arch.layers:
+    for spec, (want, kind) in zip(arch.layers, counted(arch.layers), strict=True):
         name: str = spec.name  # type: ignore[attr-defined]
         if renamed:
             name = renamed.get(name, name)
             seen.add(name)
-        cls = spec.__class__
-        size = sizes.get(cls)
-        if size is None:
-            size = sizes[cls] = attrgetter(*[f.name for f in fields(cls) if f.name != "name"] or ["__class__"])
-        values = size(spec)
-        if cls is last[0] and values == last[1]:
-            want, kind = last[2], last[3]
-        else:
-            try:
-                want, kind = counted[cls, values]
-            except KeyError:
-                formula = formulas(cls)  # breakdown(spec) but for its zero entries (raises for no formula)
-                want = sum((formula(spec) if formula is not None else breakdown(spec)).values())
-                kind = spec.kind
-                counted[cls, values] = want, kind
-            except TypeError:  # (a field that is not hashable: counted on its own)
-                formula = formulas(cls)
-                want = sum((formula(spec) if formula is not None else breakdown(spec)).values())
-                kind = spec.kind
-            last = (cls, values, want, kind)
         total += want
-        layer = layer_of(name)
-        if layer is None:
+        items = layer_of(name)
+        if items is None:
             append(LayerCheck(name, kind, want, 0, "missing", f"{kind} expected by the formula is not in the file"))
             continue
-        items = layer.items
         if len(items) == 1:  # a module of one tensor (most, in large files)
             t = items[0][0]
             if t.alias_of is None:
@@ -243,16 +221,16 @@ def compare(
                 )
             )
         else:
-            checks.append(LayerCheck(name, kind, want, found, "mismatch", _explain(spec, breakdown(spec), layer)))
-    for name, layer in layers.items() if not layers.keys() <= seen else ():  # (every layer seen: no pass)
+            checks.append(LayerCheck(name, kind, want, found, "mismatch", _explain(spec, breakdown(spec), items)))
+    for name, items in layers.items() if not layers.keys() <= seen else ():  # (every layer seen: no pass)
         if name in seen:
             continue
-        aliases = [t for t, _ in layer.items if t.alias_of is not None]
-        if aliases and len(aliases) == len(layer.items):
+        aliases = [t for t, _ in items if t.alias_of is not None]
+        if aliases and len(aliases) == len(items):
             targets = ", ".join(sorted({repr(t.alias_of) for t in aliases}))
             checks.append(LayerCheck(name, "tied", 0, 0, "tied", f"tied to {targets}: stored once, counted once"))
         else:
-            found = _found(layer)
+            found = _found(items)
             checks.append(
                 LayerCheck(
                     name,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import compress, repeat
-from operator import itemgetter
+from math import prod
 
 from inspector import regexes
 from inspector.errors import SpecError
@@ -25,7 +25,7 @@ from inspector.families import (
     derive_transformer,
     part_role,
 )
-from inspector.formulas import Block, Conv, Dense, Embedding, LayerSpec, Norm, Tensor, breakdown, total
+from inspector.formulas import Block, Conv, Dense, Embedding, LayerSpec, Norm, Tensor, breakdown, counted, recipe, total
 from inspector.modules import file_modules, module_spec, statistic_modules
 from inspector.quantized import (
     COLUMN_DTYPES,
@@ -148,30 +148,36 @@ def canonical_name(t: TensorInfo) -> str:
 class FileModules:
     """A file's parameter tensors, indexed once: by name, and (`modules`) by module path (name less its last part)."""
 
-    tensors: Mapping[str, TensorInfo]  # by the name a family table knows each by (`canonical_name`)
     lasts: frozenset[str]  # _shape_key of the last part of every module path and tensor name
-    # every parameter tensor's name and the tensor, in file order
-    named: tuple[list[str], list[TensorInfo]] = field(compare=False)
-    made: dict[str, Any] = field(default_factory=dict, compare=False)  # `keys` and `modules`, made when first asked
+    # every parameter tensor's name (the name a family table knows it by, `canonical_name`) and the tensor, in order
+    named: tuple[list[str], list[TensorInfo]]
+    # `tensors`, `keys` and `modules`, made when first asked (a file no family's parts end in asks none)
+    made: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, ckpt: Checkpoint) -> FileModules:
+        """The file's modules (the last checkpoint's kept: an analysis looks at its file more than once, `detect` for
+        its expectation and again for its roles)."""
+        if LAST_FILE and LAST_FILE[0][0] is ckpt:
+            return LAST_FILE[0][1]
+        made = cls._of(ckpt)
+        LAST_FILE[:] = [(ckpt, made)]
+        return made
+
+    @classmethod
+    def _of(cls, ckpt: Checkpoint) -> FileModules:
         parameter = TensorKind.PARAMETER  # (read once: an enum member read is a descriptor call)
         params = [t for t in ckpt.tensors if t.kind is parameter]
         names = [t.name if t.layer is None or t.param is None else canonical_name(t) for t in params]
-        # the last part of every name and of every module path (the name less its last part; '' for a name without
-        # a dot): a name's last two parts, split once (100,000 names: no module path made and split again)
-        parts = list(map(str.rsplit, names, repeat("."), repeat(2)))
-        lasts = set(map(itemgetter(-1), parts))
-        depths = list(map(len, parts))
-        if 1 in depths:  # a name without a dot: its module path is ''
-            lasts.add("")
-            parts = list(compress(parts, map(int.__gt__, depths, repeat(1))))
-        lasts |= set(map(itemgetter(-2), parts))
-        # a last part is keyed only if it starts with a digit (`_shape_key` changes no other one: it keys whole
-        # segments of digits, and a last part is one segment)
-        lasts = {_shape_key(x) if x[:1].isdecimal() else x for x in lasts}
-        return cls(dict(zip(names, params, strict=True)), frozenset(lasts), (names, params))
+        return cls(frozenset(_lasts(names)), (names, params))
+
+    @property
+    def tensors(self) -> Mapping[str, TensorInfo]:
+        """The parameter tensors by the name a family table knows each by (`canonical_name`)."""
+        tensors = self.made.get("tensors")
+        if tensors is None:
+            tensors = self.made["tensors"] = dict(zip(*self.named, strict=True))
+        return tensors
 
     @property
     def modules(self) -> Mapping[str, tuple[TensorInfo, ...]]:
@@ -196,6 +202,37 @@ class FileModules:
         """Whether a module path or tensor name has this shape key. A path's key ends with its last part's key, so
         a key whose last part ends no path is answered without keying every path (a file of no known family)."""
         return key.rpartition(".")[2] in self.lasts and key in self.keys
+
+
+ALL_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _lasts(names: Sequence[str]) -> set[str]:
+    """The last part of every name and of every module path (the name less its last part; '' for a name without a
+    dot), keyed as `_shape_key` keys them (a last part is one segment: keyed only where it is digits, to '#').
+
+    Names of one shape (their ASCII digits all one) have their dots, so their parts, at the same places, and a part
+    without digits alike in each; one name of a shape gives its last two parts but where a part holds digits and is
+    not all digits (`fc1`, `fc2`: not keyed, each its own), which every name of the shape gives (100,000 names: a few
+    shapes, a name split a shape, not a name split each)."""
+    encoded = map(str.encode, names, repeat("utf-8"), repeat("surrogatepass"))
+    keys = list(map(bytes.translate, encoded, repeat(ALL_DIGITS)))
+    lasts: set[str] = set()
+    mixed: set[bytes] = set()  # shapes whose last two parts hold a part of digits and more
+    for key, name in dict(zip(keys, names, strict=True)).items():
+        parts = name.rsplit(".", 2)
+        tail = parts[-2:] if len(parts) > 1 else ["", name]
+        if any(not part.isdecimal() and any(map(part.__contains__, "0123456789")) for part in tail):
+            mixed.add(key)
+        lasts.update(tail)
+    for name in compress(names, map(mixed.__contains__, keys)) if mixed else ():
+        parts = name.rsplit(".", 2)
+        lasts.update(parts[-2:] if len(parts) > 1 else ["", name])
+    # (a last part is keyed only if it starts with a digit: `_shape_key` keys whole segments of digits)
+    return {_shape_key(x) if x[:1].isdecimal() else x for x in lasts}
+
+
+LAST_FILE: list[tuple[Checkpoint, FileModules]] = []  # (`FileModules.of`: the last checkpoint and its modules)
 
 
 def _keys(modules: Iterable[str], tensors: Iterable[str]) -> frozenset[str]:
@@ -248,13 +285,9 @@ class FileView:
         """1 + the largest index the file has for `placeholder` in the template's prefix (0: none)."""
         head = PLACEHOLDER.sub("0", self.full(path_template).partition("{" + placeholder + "}")[0])
         if head not in self.counts:
-            found = -1
-            for m in self.file.modules:
-                if m.startswith(head):
-                    index = m[len(head) :].split(".", 1)[0]
-                    if index.isdigit():
-                        found = max(found, int(index))
-            self.counts[head] = found + 1
+            n = len(head)  # (each module's index after the head, its distinct ones compared: few of 100,000 modules)
+            indices = {m[n:].partition(".")[0] for m in self.file.modules if m.startswith(head)}
+            self.counts[head] = max([int(index) for index in indices if index.isdigit()], default=-1) + 1
         return self.counts[head]
 
 
@@ -473,31 +506,27 @@ def _expand(path: str, h: Mapping[str, Any], over: str | None = None) -> list[st
     paths = [path]
     for placeholder, hyper in COUNTS.items():
         token = "{" + placeholder + "}"
-        if any(token in p for p in paths):
+        if token in path:  # (in every path made of it: a placeholder is replaced by digits)
             indices = h.get(over) or () if over and placeholder == "i" else range(int(h.get(hyper) or 0))
             paths = [p.replace(token, str(i)) for p in paths for i in indices]
     return paths
 
 
-def block_of(full: str, template: str) -> str:
-    """The row a module is reported in: its path up to the first layer index ('model.layers.3'), or itself."""
-    m = PLACEHOLDER.search(template)
-    if m is None:
-        return full
-    depth = template[: m.start()].count(".") + 1
-    return ".".join(full.split(".")[:depth])
+def _facts(part: Part, h: Mapping[str, Any], tensors: Sequence[TensorInfo] | None) -> tuple[bool, bool]:
+    """Whether the part has a bias (a norm: a shift) and a scale: as the file's module holds them, else as `h` says."""
+    if tensors:
+        if len(tensors) == 1:  # (a module of one tensor: its leaf, no set made)
+            leaf = tensors[0].name.rpartition(".")[2]
+            return leaf in ("bias", "beta"), leaf in ("weight", "gamma", "scale")
+        leaves = {t.name.rpartition(".")[2] for t in tensors}
+        return bool(leaves & {"bias", "beta"}), bool(leaves & {"weight", "gamma", "scale"})
+    return (bool(h.get(part.bias)) if part.bias else part.kind == "norm"), True
 
 
 def _spec(part: Part, h: Mapping[str, Any], tensors: Sequence[TensorInfo] | None, name: str) -> LayerSpec:
     """The part's spec at the hyperparameters, with the file's facts (bias, scale, shift) where it has the module."""
     dims = [_dim(h, d) for d in part.dims]
-    if tensors:
-        leaves = {t.name.rpartition(".")[2] for t in tensors}
-        bias = bool(leaves & {"bias", "beta"})
-        scale = bool(leaves & {"weight", "gamma", "scale"})
-    else:
-        bias = bool(h.get(part.bias)) if part.bias else part.kind == "norm"
-        scale = True
+    bias, scale = _facts(part, h, tensors)
     if part.kind == "linear":
         return Dense(dims[0], dims[1], bias, name=name)
     if part.kind == "embedding":
@@ -529,9 +558,17 @@ def _present(part: Part, h: Mapping[str, Any], view: FileView | None) -> bool:
 
 
 def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None) -> list[ExpectedModule]:
-    """Every module the family has at `h`; with a file, its optional parts and facts come from the file."""
-    out = []
+    """Every module the family has at `h`; with a file, its optional parts and facts come from the file.
+
+    A part's repetitions (`{i}` over 100,000 layers) share what does not depend on the index: its sizes (but where
+    `h` has sizes per layer), its row's depth, and its spec for each set of file facts (bias, scale), made again
+    under each module's name from the first one's values (`formulas.recipe`)."""
+    out: list[ExpectedModule] = []
+    append = out.append
     base = view.base if view is not None else family.bases[0]
+    if view is not None:
+        bare_get, modules_get = view.file.tensors.get, view.file.modules.get
+    per_layer = h.get("per_layer")
     for part in family.parts:
         stack = _in_stack(part, family)
         if view is not None and stack is not None and not view.has_prefix(stack):
@@ -541,9 +578,18 @@ def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None
         template = part.path.removeprefix("/")
         prefix = (view.outer if view is not None else "") if part.path.startswith("/") else base
         role = part_role(part)
+        # the row a module is reported in: its path up to the first layer index ('model.layers.3'), or itself
+        m = PLACEHOLDER.search(prefix + template)
+        depth = (prefix + template)[: m.start()].count(".") + 1 if m else 0
+        layered = bool(per_layer) and "{i}" in template  # (sizes that differ layer by layer: `_at_layer` each)
+        made: dict[tuple[bool, bool], tuple[type[LayerSpec], tuple[Any, ...], tuple[Any, ...]]] = {}
         for path in _expand(template, h, part.over):
             full = prefix + path
-            tensors = view.module(full) if view is not None else None
+            if view is None:
+                tensors = None
+            else:  # (view.module(full))
+                found = bare_get(full)
+                tensors = (found,) if found is not None else modules_get(full, ())
             if part.tied is not None:
                 if view is None:
                     tied = bool(h.get("tied"))
@@ -553,14 +599,25 @@ def expected_modules(family: Family, h: Mapping[str, Any], view: FileView | None
                 bias = [t for t in tensors or () if t.alias_of is None and len(t.shape) == 1]
                 if tied and bias:  # a tied head's own bias (GPT-J's lm_head): the weight counted once, the bias here
                     spec = Tensor(bias[0].shape, "Bias", name=full)
-                    out.append(ExpectedModule(full, full, spec, role, base + part.tied, part.path))
+                    append(ExpectedModule(full, full, spec, role, base + part.tied, part.path))
                     continue
                 if tied:
-                    out.append(ExpectedModule(full, full, None, role, base + part.tied))
+                    append(ExpectedModule(full, full, None, role, base + part.tied))
                     continue
-            row = block_of(full, prefix + template)  # (outside the prefix: a row of its own, but an MTP layer's)
-            sized = _spec(part, _at_layer(h, template, path), tensors, full)
-            out.append(ExpectedModule(full, row, sized, role, template=part.path))
+            # (outside the prefix: a row of its own, but an MTP layer's)
+            row = ".".join(full.split(".")[:depth]) if depth else full
+            if layered:
+                sized = _spec(part, _at_layer(h, template, path), tensors, full)
+            else:
+                facts = _facts(part, h, tensors)
+                known = made.get(facts)
+                if known is None:
+                    sized = _spec(part, h, tensors, full)
+                    made[facts] = recipe(sized)
+                else:
+                    cls, before, after = known
+                    sized = cls(*before, full, *after)  # type: ignore[call-arg]  # (every kind of spec has a name)
+            append(ExpectedModule(full, row, sized, role, template=part.path))
     return out
 
 
@@ -641,11 +698,19 @@ def check(
     # a bare tensor a part names is its own, not also its parent module's (Laguna's router in memory holds its score
     # correction beside its weight: `mlp.gate.e_score_correction_bias`)
     bare = {e.path for e in wanted if e.path in view.file.tensors}
-    expected = [
-        (e, tuple(t for t in view.module(e.path) if e.path in bare or canonical_name(t) not in bare)) for e in wanted
-    ]
-    assigned = {canonical_name(t) for _, tensors in expected for t in tensors}
+    if bare:
+        expected = [
+            (e, tuple(t for t in view.module(e.path) if e.path in bare or canonical_name(t) not in bare))
+            for e in wanted
+        ]
+    else:  # (no part names a bare tensor: each module's tensors as `view.module` gives them, looked up inline)
+        bare_get, modules_get = view.file.tensors.get, view.file.modules.get
+        expected = [(e, (t,) if (t := bare_get(e.path)) is not None else modules_get(e.path, ())) for e in wanted]
+    # (`canonical_name` of each, inline: no call per tensor)
+    assigned = {f"{t.layer}.{t.param}" if t.layer and t.param else t.name for _, tensors in expected for t in tensors}
     stored = _stored_once(view, expected, assigned)
+    plain = stored is _unaliased  # (no tie turned round: a module of one tensor is counted without a call)
+    answers = iter(counted([e.spec for e in wanted if e.spec is not None]))  # (each spec's count and kind)
     outcomes: dict[str, list[tuple[str, str]]] = {}  # part template -> (row, "ok" / "absent" / "size") per repetition
     side = side_tensors(ckpt.tensors)  # a quantization's tensors beside its weights: a row of their own (below)
     beside = set(map(id, side))
@@ -653,8 +718,14 @@ def check(
     for e, tensors in expected:
         if beside and tensors:
             tensors = tuple(t for t in tensors if id(t) not in beside)
-        row = rows.setdefault(e.row, _Row())
-        found = sum(t.n_elements for t in tensors if stored(t))
+        row = rows.get(e.row)
+        if row is None:
+            row = rows[e.row] = _Row()
+        if plain and len(tensors) == 1:
+            t = tensors[0]
+            found = prod(t.shape) if t.alias_of is None else 0
+        else:
+            found = sum(t.n_elements for t in tensors if stored(t))
         row.found += found
         if e.spec is None:
             row.ties.append(f"{e.path!r} tied to {e.tied_to!r}: stored once, counted once")
@@ -664,9 +735,9 @@ def check(
             row.ties.append(
                 f"{e.path!r} weight tied to {e.tied_to!r}: stored once, counted once; its bias counted here"
             )
-        want = total(e.spec)
+        want, kind = next(answers)
         row.expected += want
-        row.kinds.add(e.spec.kind if e.row == e.path else "Block")
+        row.kinds.add(kind if e.row == e.path else "Block")
         outcome = "absent" if not tensors else "size" if found != want else "ok"
         outcomes.setdefault(e.template, []).append((e.row, outcome))
         if not tensors:
@@ -683,7 +754,8 @@ def check(
                 f"{e.path}: the formula gives {_describe(e.spec)}, the file holds {found:,} ({shapes}){how}"
             )
     leftovers: dict[str, list[TensorInfo]] = {}
-    for name, t in view.file.tensors.items():
+    # (every tensor assigned, most files: told by one set difference, no pass)
+    for name, t in view.file.tensors.items() if view.file.tensors.keys() - assigned else ():
         if name not in assigned and id(t) not in beside:
             leftovers.setdefault(name.rpartition(".")[0], []).append(t)
     if leftovers:  # what kind of layer each one is, for the sentence (heads, modules no part names)
@@ -737,9 +809,16 @@ def check(
         if any(row.packed for row in rows.values()):
             notes += (f"quantized by {method}: its packed weights are not read as values here, so their modules' "
                       "sizes are not checked",)  # fmt: skip
-    return Expectation(
+    exp = Expectation(
         source, family.name, _shown(h), sum(c.expected for c in checks), ckpt.n_parameters, checks, notes, anomalies
     )
+    LAST_CHECK[:] = [(exp, view, wanted)]
+    return exp
+
+
+# The last check's expectation, file view and modules: `refine_roles` after `expect` looks at the same family in the
+# same view at the same sizes, so at the same modules (100,000 of them, not made again)
+LAST_CHECK: list[tuple[Expectation, FileView, list[ExpectedModule]]] = []
 
 
 def _stored_once(
@@ -753,15 +832,20 @@ def _stored_once(
     model's module holds the stored copy and the head the tied name, as the family's formula counts them.
     """
     promoted, demoted = set(), set()
-    for _, tensors in expected:
-        for t in tensors:
-            target = view.file.tensors.get(t.alias_of) if t.alias_of is not None else None
-            if target is not None and canonical_name(target) not in assigned:
-                promoted.add(t.name)
-                demoted.add(target.name)
+    aliases = [t for _, tensors in expected for t in tensors if t.alias_of is not None]
+    for t in aliases:
+        target = view.file.tensors.get(t.alias_of)  # type: ignore[arg-type]
+        if target is not None and canonical_name(target) not in assigned:
+            promoted.add(t.name)
+            demoted.add(target.name)
     if not promoted:
-        return lambda t: t.alias_of is None
+        return _unaliased
     return lambda t: t.name in promoted or (t.alias_of is None and t.name not in demoted)
+
+
+def _unaliased(t: TensorInfo) -> bool:
+    """A tensor stored as itself (not an alias of another): the one stored copy, where no tie is turned round."""
+    return t.alias_of is None
 
 
 def _anomalies(outcomes: Mapping[str, list[tuple[str, str]]], rows: Mapping[str, _Row]) -> tuple[str, ...]:
@@ -890,32 +974,54 @@ def check_stated(ckpt: Checkpoint, roles: Sequence[RoleMatch], family: Family, h
 
 def refine_roles(ckpt: Checkpoint, roles: Sequence[RoleMatch], exp: Expectation | None) -> tuple[RoleMatch, ...]:
     """Roles as the family table states them (layer = the report row, role = the part's) for the tensors its
-    parts cover; other tensors keep the role table's answer."""
+    parts cover; other tensors keep the role table's answer. The analysis's last look at its file: the modules kept
+    for it (`LAST_FILE`, `LAST_CHECK`) are let go (not held while the report is written)."""
+    try:
+        return _refined(ckpt, roles, exp)
+    finally:
+        LAST_FILE.clear()
+        LAST_CHECK.clear()
+
+
+def _refined(ckpt: Checkpoint, roles: Sequence[RoleMatch], exp: Expectation | None) -> tuple[RoleMatch, ...]:
     family = FAMILY_BY_NAME.get(exp.architecture) if exp is not None else None
     if family is None:
         return tuple(roles)
+    last = LAST_CHECK.pop() if LAST_CHECK else None
     for fam, view, source in detect(ckpt, (family,)):
         if fam is not family:
             continue
-        try:
-            h = hyperparameters(family, view, ckpt.config if source == "config" else None)
-            expected = expected_modules(family, h, view)
-        except (SpecError, ValueError, ZeroDivisionError):
-            return tuple(roles)
+        if (
+            last is not None
+            and last[0] is exp
+            and exp.source == source  # (a stated family's sizes are the words', not the file's: made again)
+            and last[1].file is view.file
+            and (last[1].base, last[1].outer) == (view.base, view.outer)
+        ):
+            expected = last[2]  # (the check's own: the same family, view and sizes)
+        else:
+            try:
+                h = hyperparameters(family, view, ckpt.config if source == "config" else None)
+                expected = expected_modules(family, h, view)
+            except (SpecError, ValueError, ZeroDivisionError):
+                return tuple(roles)
         beside = set(map(id, side_tensors(ckpt.tensors)))  # (a quantization's tensors keep their own role)
-        by_tensor = {t.name: e for e in expected for t in view.module(e.path) if id(t) not in beside}
-        return tuple(
-            RoleMatch(
-                r.name,
-                by_tensor[r.name].row,
-                _part_or_rule_role(by_tensor[r.name].role, r),
-                r.name.rpartition(".")[2],
-                f"family.{family.name}",
-            )  # fmt: skip
-            if r.name in by_tensor
-            else r
-            for r in roles
-        )
+        bare_get, modules_get = view.file.tensors.get, view.file.modules.get  # (`view.module`, inline)
+        held = [(t,) if (t := bare_get(e.path)) is not None else modules_get(e.path, ()) for e in expected]
+        by_tensor = {
+            t.name: e for e, tensors in zip(expected, held, strict=True) for t in tensors if id(t) not in beside
+        }
+        rule_id, learned = f"family.{family.name}", Role.LEARNED_TENSOR.value
+        out: list[RoleMatch] = []
+        append, part_of = out.append, by_tensor.get
+        for r in roles:
+            e = part_of(r.name)
+            if e is None:
+                append(r)
+                continue
+            role = _part_or_rule_role(e.role, r) if e.role == learned else e.role  # (a learned tensor's may change)
+            append(RoleMatch(r.name, e.row, role, r.name.rpartition(".")[2], rule_id))
+        return tuple(out)
     return tuple(roles)
 
 

@@ -7,7 +7,7 @@ hidden-to-hidden). Formulas know nothing about files or names; architectures com
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from math import prod
 from operator import attrgetter
 
@@ -470,3 +470,52 @@ def breakdown(spec: LayerSpec) -> Breakdown:
 
 def total(spec: LayerSpec) -> int:
     return sum(breakdown(spec).values())
+
+
+# per LayerSpec class: a getter of its fields but `name` as one tuple (no formula reads a name)
+UNNAMED: dict[type, Callable[[Any], Any]] = {}
+
+
+def counted(specs: Iterable[LayerSpec]) -> list[tuple[int, str]]:
+    """`(total(spec), spec.kind)` of each spec, worked out once per class and fields but the name: a model's repeated
+    layers (100,000 modules of a few shapes) are counted once a shape, not once a module.
+
+    Raises:
+        SpecError: no formula for a kind of layer.
+    """
+    out: list[tuple[int, str]] = []
+    append = out.append
+    memo: dict[tuple[type, Any], tuple[int, str]] = {}
+    unnamed = UNNAMED.get
+    last: tuple[Any, ...] = (None, None, (0, ""))  # the previous spec's class, fields and answer (repeated layers)
+    for spec in specs:
+        cls = spec.__class__
+        size = unnamed(cls)
+        if size is None:
+            size = UNNAMED[cls] = attrgetter(*[f.name for f in fields(cls) if f.name != "name"] or ["__class__"])
+        values = size(spec)
+        if cls is last[0] and values == last[1]:
+            append(last[2])
+            continue
+        try:
+            answer = memo.get((cls, values))
+        except TypeError:  # (a field that is not hashable: counted on its own)
+            answer = None
+            values = None
+        if answer is None:
+            answer = total(spec), spec.kind
+            if values is not None:
+                memo[cls, values] = answer
+        last = (cls, values, answer)
+        append(answer)
+    return out
+
+
+def recipe(spec: LayerSpec) -> tuple[type[LayerSpec], tuple[Any, ...], tuple[Any, ...]]:
+    """A spec as its class and its fields before and after `name`, positional: the same layer under another name is
+    `cls(*before, name, *after)` (a model's repeated layers: one spec worked out and checked, the others made of its
+    values, without keywords)."""
+    names = [f.name for f in fields(spec)]
+    values = [getattr(spec, name) for name in names]
+    at = names.index("name")
+    return spec.__class__, tuple(values[:at]), tuple(values[at + 1 :])

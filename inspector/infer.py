@@ -13,7 +13,7 @@ column CNN, with the input size its first dense layer implies.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 from operator import attrgetter
 
@@ -266,10 +266,11 @@ def _renamed(spec: LayerSpec, like: LayerSpec) -> LayerSpec:
     return replace(spec, name=getattr(like, "name", ""))  # type: ignore[call-arg]
 
 
-def _generic(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
+def _generic(modules: Mapping[str, Items], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
     """Every module as the layer its own tensors imply (nothing assumed), recognised as a column CNN if it is one.
-    `layers` are the file's modules here."""
-    specs = file_specs(ckpt, roles, zip(layers, map(attrgetter("items"), layers.values()), strict=True))
+    Given the file's modules (`modules.module_groups`), not `Layer`s: `_inferred` calls it so (one `Layer` a module
+    would be 100,000 records of a large file made for nothing)."""
+    specs = file_specs(ckpt, roles, modules)
     if not specs:
         return None
     column = _column_cnn(specs)
@@ -294,7 +295,12 @@ def _lora_adapter(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[Ro
 
 
 if TYPE_CHECKING:  # (an alias for the annotations only: subscripting `Callable` at run time costs about 0.05 ms)
-    Detector = Callable[[dict[str, Layer], Checkpoint, Sequence[RoleMatch]], Architecture | None]
+    from typing import Any
+
+    from inspector.checks import Items
+
+    # (`_generic` is given the file's modules, not `Layer`s: `_inferred`)
+    Detector = Callable[[Any, Checkpoint, Sequence[RoleMatch]], Architecture | None]
 # Each detector with what it cannot work without: a layer of that name among the roles' layers, a tensor of that
 # role (""; nothing). A detector whose need is absent is not tried, so a file of 100,000 modules and no seed family
 # is not grouped by role layers for nothing.
@@ -314,8 +320,9 @@ def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architec
     return _inferred(ckpt, roles)[0]
 
 
-def _inferred(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> tuple[Architecture | None, dict[str, Layer]]:
-    """The architecture the shapes imply, and the file's layers it was read from (for `compare`)."""
+def _inferred(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> tuple[Architecture | None, Mapping[str, Items]]:
+    """The architecture the shapes imply, and the file's layers it was read from as their (tensor, role) pairs (for
+    `compare`)."""
     named, roled = {r.layer for r in roles}, {r.role for r in roles}
     tried = dict.fromkeys(
         d for d, layer, role in DETECTORS if not ((layer and layer not in named) or (role and role not in roled))
@@ -325,17 +332,20 @@ def _inferred(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> tuple[Architectur
     for detector in tried:
         if detector is _generic:  # one layer per module: the file's modules are the layers, checked as they were read
             groups = module_groups(ckpt, roles)
-            layers = dict(zip(groups, map(Layer, groups, map(tuple, groups.values())), strict=True))
-            del groups
-        elif layers is None:
+            try:
+                arch = _generic(groups, ckpt, roles)
+            except (SpecError, ValueError, ZeroDivisionError, IndexError, StopIteration):
+                arch = None
+            return arch, groups
+        if layers is None:
             layers = file_layers(ckpt, roles)
         try:
             arch = detector(layers, ckpt, roles)
         except (SpecError, ValueError, ZeroDivisionError, IndexError, StopIteration):
             arch = None  # shapes that do not fit this family: try the next
         if arch is not None:
-            return arch, layers
-    return None, layers or {}  # (the last detector, `_generic`, always runs)
+            return arch, {name: layer.items for name, layer in layers.items()}
+    return None, {}  # (the last detector, `_generic`, always runs)
 
 
 def from_config(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:

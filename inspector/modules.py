@@ -9,7 +9,7 @@ module *should* hold.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import repeat
 from math import prod
 
@@ -29,10 +29,11 @@ from inspector.formulas import (
     Recurrent,
     SimpleRNN,
     Tensor,
+    recipe,
 )
 from inspector.quantized import side_tensors
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
-from inspector.recordtype import fields, record
+from inspector.recordtype import record
 from inspector.roles import NORM_STATISTICS
 
 TYPE_CHECKING = False
@@ -430,10 +431,10 @@ def statistic_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch], framework: s
 def file_specs(
     ckpt: Checkpoint,
     roles: Sequence[RoleMatch],
-    groups: Iterable[tuple[str, Sequence[tuple[TensorInfo, RoleMatch]]]] | None = None,
+    groups: Mapping[str, Sequence[tuple[TensorInfo, RoleMatch]]] | None = None,
 ) -> list[LayerSpec]:
-    """One spec per file module, in file order: what the shapes say, nothing assumed (`groups`: the modules as
-    (name, tensors) pairs, where the caller has them)."""
+    """One spec per file module, in file order: what the shapes say, nothing assumed (`groups`: the modules, their
+    tensors by name, as `module_groups` gives them, where the caller has them)."""
     framework = ckpt.framework
     statistics = statistic_modules(ckpt, roles, framework)
     # A module of one tensor is told by its parameter name, shape, role, rule, whether it is an alias and whether its
@@ -444,8 +445,11 @@ def file_specs(
     specs: list[LayerSpec] = []
     append = specs.append
     stated: dict[str, bool] = {}  # rule id -> whether it states the parameter name (a few rules: asked once each)
-    for name, items in module_groups(ckpt, roles).items() if groups is None else groups:
-        stats = name in statistics
+    modules = module_groups(ckpt, roles) if groups is None else groups
+    # whether any module's name says PReLU, told of all names at once (most files: none, no test a module)
+    prelus = "prelu" in "\n".join(modules).lower()
+    for name, items in modules.items():
+        stats = name in statistics if statistics else False
         if len(items) != 1:
             append(module_spec(Module(name, tuple(items)), framework, stats))
             continue
@@ -462,14 +466,12 @@ def file_specs(
             param = tensor.removeprefix(name + ".")  # (one C call, where startswith parses its arguments)
             if len(param) == len(tensor):  # (no prefix removed)
                 param = r.param or tensor
-        key = (param, t.shape, r.role, r.rule_id, t.alias_of is None, stats, "prelu" in name.lower())
+        key = (param, t.shape, r.role, r.rule_id, t.alias_of is None, stats, prelus and "prelu" in name.lower())
         made = recipes.get(key)
         if made is None:
             cls, args, kwargs = _recipe(Module(name, tuple(items)), framework, stats)
             spec = cls(*args, name=name, **kwargs)  # type: ignore[call-arg]
-            values = [getattr(spec, f.name) for f in fields(spec)]
-            at = [f.name for f in fields(spec)].index("name")
-            recipes[key] = (cls, tuple(values[:at]), tuple(values[at + 1 :]))
+            recipes[key] = recipe(spec)
             append(spec)
             continue
         cls, before, after = made

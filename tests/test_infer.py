@@ -316,3 +316,52 @@ def test_a_repeated_module_recipe_makes_the_spec_module_spec_makes() -> None:
     expected = [module_spec(Module(n, tuple(items)), ckpt.framework, n in stats) for n, items in
                 module_groups(ckpt, roles).items()]  # fmt: skip
     assert file_specs(ckpt, roles) == expected and len({type(s) for s in expected}) >= 4
+
+
+def test_file_last_parts_by_shape_are_every_names() -> None:
+    """`family_check._lasts` splits one name of each digit shape (but where a last part mixes digits and more): the
+    set it gives is the set of every name's last part and module path's last part, keyed, for a transformers model's
+    names and names that mix digits into their last parts (`fc1`, `w2`), have none, or hold other decimals."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from inspector.family_check import _lasts, _shape_key
+
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=12, n_embd=8, n_head=2, vocab_size=32)
+    names = [*transformers.GPT2LMHeadModel(config).state_dict()]
+    names += ["fc1.weight", "fc2.weight", "layers.3.fc12.w7", "layers.10.fc1.w8", "12", "x", "a.b٣c.1", "١٢.a", "q.1\n"]
+
+    def last_parts(name: str) -> list[str]:
+        module, dot, leaf = name.rpartition(".")
+        return [module.rpartition(".")[2] if dot else "", leaf]
+
+    expected = {_shape_key(x) if x[:1].isdecimal() else x for name in names for x in last_parts(name)}
+    assert _lasts(names) == expected
+    assert {"#", "fc1", "fc2", "fc12", "w7", "w8", "c_attn", "weight"} <= expected
+
+
+def test_refined_roles_from_the_checks_modules_are_those_made_again(tmp_path: Path) -> None:
+    """`refine_roles` after the family check takes the modules the check made (`family_check.LAST_CHECK`), and lets
+    them go: on a transformers Llama written by save_pretrained (config.json beside it) the roles so refined are those
+    refined from modules made again, each tensor its family row and part's role."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from inspector import family_check
+
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=32, hidden_size=8, intermediate_size=16, num_hidden_layers=3, num_attention_heads=2,
+        num_key_value_heads=1, max_position_embeddings=16,
+    )  # fmt: skip
+    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path)
+    ckpt = load(tmp_path / "model.safetensors")
+    roles = match_roles(ckpt)
+    exp = expect(ckpt, roles)
+    assert exp is not None and exp.architecture == "llama" and exp.source == "config" and exp.matches
+    assert family_check.LAST_CHECK and family_check.LAST_CHECK[0][0] is exp
+    reused = family_check.refine_roles(ckpt, roles, exp)
+    assert not family_check.LAST_CHECK and not family_check.LAST_FILE
+    made_again = family_check.refine_roles(ckpt, roles, exp)
+    assert reused == made_again
+    q = next(r for r in reused if r.name == "model.layers.2.self_attn.q_proj.weight")
+    assert (q.layer, q.role, q.rule_id) == ("model.layers.2", "attention_query", "family.llama")
