@@ -277,12 +277,27 @@ def _generic(modules: Mapping[str, Items], ckpt: Checkpoint, roles: Sequence[Rol
     if column is not None:
         renamed = tuple(_renamed(s, f) for s, f in zip(column.layers, specs, strict=True))
         return Architecture(column.name, column.hyperparameters, renamed, column.notes)
-    summary = {"layers": len(specs), "kinds": " ".join([spec.kind for spec in specs])}
+    summary = {"layers": len(specs), "kinds": _kinds(specs)}
     model_type = config_model_type(ckpt.config)
     if model_type is not None:  # a transformers model without a family table (ResNet, ConvNeXt...), a diffusers one
         note = f"config.json names {model_type!r}: no family table for it yet, each module counted as its shapes imply"
         return Architecture("sequential", {"model_type": model_type} | summary, tuple(specs), (note,))
     return Architecture("sequential", summary, tuple(specs))
+
+
+KINDS_LISTED = 64  # layers whose kinds the generic architecture's summary lists one by one; more are counted
+
+
+def _kinds(specs: Sequence[LayerSpec]) -> str:
+    """The layers' kinds in order ("Embedding LSTM LSTM Dense"); past `KINDS_LISTED` layers, each kind with how many
+    layers are of it, in order of first appearance ("Dense x96, LayerNorm x32": a list of 100,000 was 600 KB)."""
+    kinds = [spec.kind for spec in specs]
+    if len(kinds) <= KINDS_LISTED:
+        return " ".join(kinds)
+    counts = dict.fromkeys(kinds, 0)
+    for kind in kinds:
+        counts[kind] += 1
+    return ", ".join(f"{kind} x{n:,}" for kind, n in counts.items())
 
 
 def _lora_adapter(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:

@@ -56,6 +56,10 @@ def test_a_torch_file_of_many_layers_is_folded_in_text_and_whole_in_json(
     assert rows[2][:5] == ["blocks.#", f"{n:,}", "Dense", f"{8 * n:,}", f"{8 * n:,}"]
     assert rows[3][:5] == ["head", "1", "Dense", "15", "15"]
     assert f"parameters {params:,}" in text
+    # the inferred architecture's summary counts the kinds of more than 64 layers (a list of 100,000 was 600 KB)
+    assert f"Architecture (inferred): sequential(layers={n + 1}, kinds=Dense x{n + 1:,})" in text
     assert main([str(path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert len({t["layer"] for t in report["tensors"]}) == n + 1  # the JSON keeps every layer
+    assert report["expected"]["architecture"] == {"name": "sequential", "layers": n + 1, "kinds": f"Dense x{n + 1:,}"}
+    assert len(report["expected"]["layers"]) == n + 1
