@@ -345,8 +345,64 @@ def _span(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
 def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[TensorInfo], list[Finding]]:
     """TensorInfos with kinds, sections, aliases and absolute offsets (`data_offsets`: storage key -> offset)."""
     sections = section_kinds(value)
+    whole = None if sections else state_dict_tensors(value, data_offsets)
+    if whole is not None:
+        return whole, []
+    return walked_tensors(value, data_offsets, sections), []
+
+
+def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The stride of a contiguous tensor of `shape` (row-major: each dimension's step the product of those after)."""
+    stride = []
+    step = 1
+    for d in reversed(shape):
+        stride.append(step)
+        step *= d
+    return tuple(reversed(stride))
+
+
+def state_dict_tensors(value: Any, data_offsets: Mapping[str, int]) -> list[TensorInfo] | None:
+    """The tensors of a state dict (names -> tensors: most large files) when each is the whole of a storage of its
+    own, contiguous from its start: one short step a tensor, no walk; None for any other value, which
+    `walked_tensors` reads. What it gives is what `walked_tensors` gives for the same value
+    (tests/test_torch_state_dict.py): the walk's order and names (the keys, none of them a module's internal dict
+    nor empty), parameters outside any section, no alias, no note, no span."""
+    if not isinstance(value, dict) or not 0 < len(value) < MAX_WALK or set(map(type, value)) != {str}:
+        return None
+    if set(map(type, value.values())) != {TensorRef} or "" in value or not value.keys().isdisjoint(MODULE_DICTS):
+        return None
     tensors: list[TensorInfo] = []
-    findings: list[Finding] = []
+    append, info, at, itemsizes, parameter = tensors.append, TensorInfo, data_offsets.get, ITEMSIZES.get, PARAMETER
+    keys: set[str] = set()
+    add = keys.add
+    strides: dict[tuple[int, ...], tuple[int, ...]] = {}  # shape -> its contiguous stride
+    for name, t in value.items():
+        storage, shape, dtype = t.storage, t.shape, t.dtype
+        if storage.__class__ is not StorageRef or storage.view is not None or t.offset != 0:
+            return None
+        stride = strides.get(shape)
+        if stride is None:
+            stride = strides[shape] = _contiguous(shape)
+        key = storage.key
+        offset = at(key)
+        nbytes = prod(shape) * itemsizes(dtype, 1)
+        if offset is None or t.stride != stride or storage.numel * storage.itemsize != nbytes:
+            return None  # (not in the file, strided, or a part of its storage: the loop tells which)
+        add(key)
+        # TensorInfo(name, shape, dtype, nbytes, offset, storage, alias_of, kind, trainable, section, layer, param,
+        # file, notes, span), positionally, as the loop makes it
+        append(info(name, shape, dtype, nbytes, offset, key, None, parameter, True, "", None, None, 0, (), None))
+    return tensors if len(keys) == len(tensors) else None  # (a storage two tensors': aliases, the loop's)
+
+
+PARAMETER = TensorKind.PARAMETER
+
+
+def walked_tensors(
+    value: Any, data_offsets: Mapping[str, int], sections: dict[str, tuple[str, TensorKind]]
+) -> list[TensorInfo]:
+    """`build_tensors` of any value: its tensors as `walk` meets them, each in its section."""
+    tensors: list[TensorInfo] = []
     # The first tensor of each (root, offset, shape, stride, dtype): a later one is its alias. A root's first tensor is
     # remembered by its index (no key made and hashed a tensor); a root met again keys its tensors (`first`)
     first: dict[tuple[Any, ...], str] = {}
@@ -414,7 +470,7 @@ def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[Ten
         append(
             info(path, shape, dtype, n * size, offset, key, alias_of, kind, True, section, None, None, 0, notes, span)
         )
-    return tensors, findings
+    return tensors
 
 
 def by_storage(tensors: list[TensorInfo]) -> dict[str, list[TensorInfo]]:
