@@ -135,9 +135,14 @@ class PersistentLoader:
             ):
                 # StorageRef(key, dtype, ITEMSIZES.get(dtype, 1), location, numel), made without calling the class (a
                 # call of a record class costs about 500 instructions more than its fields' stores: a storage a call)
+                # (one store a statement: a tuple of them packed and unpacked was about 300 instructions more)
                 ref = self.storages[key] = _new(StorageRef)
-                ref.key, ref.dtype, ref.location, ref.numel, ref.view = key, stype.dtype, location, numel, None  # type: ignore[misc]
-                ref.itemsize = ITEMSIZES.get(ref.dtype, 1)  # type: ignore[misc]
+                ref.key = key  # type: ignore[misc]
+                ref.dtype = dtype = stype.dtype  # type: ignore[misc]
+                ref.itemsize = ITEMSIZES.get(dtype, 1)  # type: ignore[misc]
+                ref.location = location  # type: ignore[misc]
+                ref.numel = numel  # type: ignore[misc]
+                ref.view = None  # type: ignore[misc]
                 return ref
         return self._load(pid)
 
