@@ -107,8 +107,8 @@ class _FastDict(dict):  # type: ignore[type-arg]
 
     __slots__ = ()
 
-    def __setitem__(self, key: Any, value: Any) -> None:
-        dict.__setitem__(self, key if key.__class__ is str else safe_key(key), value)  # (a name: as it is)
+    def __setitem__(self, key: Any, value: Any, _set: Callable[..., None] = dict.__setitem__) -> None:
+        _set(self, key if key.__class__ is str else safe_key(key), value)  # (a name: as it is)
 
     def __setstate__(self, state: Any) -> None:
         """BUILD on a dict: the interpreter merges a dict state and flags dunder keys and method names (we abort)."""
@@ -282,7 +282,7 @@ _LANE_MARK = b")R"
 def _lane(index: bytes, short: int) -> bytes:
     """A tensor's record after its name, as a pattern of tokens (`index`: LONG_BINPUT's admitted index)."""
     put = rb"(?:r" + index + rb"|q.)"  # BINPUT, LONG_BINPUT
-    get = rb"(?:h.|j.{4})"  # BINGET, LONG_BINGET
+    get = rb"h."  # BINGET (torch memoizes its globals and constant strings first: LONG_BINGET, a step of its own)
     integer = rb"(?:K.|M.{2}|J.{4})"  # BININT1, BININT2, BININT
     key = _counted(b"X", 4, min(short, 8))  # the storage's key (BINUNICODE): digits
     shape = rb"(?:" + integer + rb"\x85|" + integer + integer + rb"\x86)"  # TUPLE1, TUPLE2

@@ -377,7 +377,7 @@ def state_dict_tensors(value: Any, data_offsets: Mapping[str, int]) -> list[Tens
     if set(map(type, value.values())) != {TensorRef} or "" in value or not value.keys().isdisjoint(MODULE_DICTS):
         return None
     tensors: list[TensorInfo] = []
-    append, info, at, itemsizes, parameter = tensors.append, TensorInfo, data_offsets.get, ITEMSIZES.get, PARAMETER
+    append, at, itemsizes, parameter = tensors.append, data_offsets.get, ITEMSIZES.get, PARAMETER
     keys: set[str] = set()
     add = keys.add
     strides: dict[tuple[int, ...], tuple[int, ...]] = {}  # shape -> its contiguous stride
@@ -394,9 +394,26 @@ def state_dict_tensors(value: Any, data_offsets: Mapping[str, int]) -> list[Tens
         if offset is None or t.stride != stride or storage.numel * storage.itemsize != nbytes:
             return None  # (not in the file, strided, or a part of its storage: the loop tells which)
         add(key)
-        # TensorInfo(name, shape, dtype, nbytes, offset, storage, alias_of, kind, trainable, section, layer, param,
-        # file, notes, span), positionally, as the loop makes it
-        append(info(name, shape, dtype, nbytes, offset, key, None, parameter, True, "", None, None, 0, (), None))
+        # TensorInfo(name, shape, dtype, nbytes, offset, key, None, PARAMETER, True, "", None, None, 0, (), None, None),
+        # as the loop makes it, its fields stored without the call of its class (about 1,300 instructions less a tensor)
+        info: Any = _new(TensorInfo)
+        info.name = name
+        info.shape = shape
+        info.dtype = dtype
+        info.nbytes = nbytes
+        info.offset = offset
+        info.storage = key
+        info.alias_of = None
+        info.kind = parameter
+        info.trainable = True
+        info.section = ""
+        info.layer = None
+        info.param = None
+        info.file = 0
+        info.notes = ()
+        info.span = None
+        info.use = None
+        append(info)
     return tensors if len(keys) == len(tensors) else None  # (a storage two tensors': aliases, the loop's)
 
 
