@@ -10,7 +10,7 @@ copies, schedulers, scalers and RNG state are other training state.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from itertools import repeat
+from itertools import islice, repeat
 from math import prod
 from operator import mul, sub
 
@@ -374,14 +374,18 @@ def state_dict_tensors(value: Any, data_offsets: Mapping[str, int]) -> list[Tens
     nor empty), parameters outside any section, no alias, no note, no span."""
     if not isinstance(value, dict) or not 0 < len(value) < MAX_WALK or set(map(type, value)) != {str}:
         return None
-    if set(map(type, value.values())) != {TensorRef} or "" in value or not value.keys().isdisjoint(MODULE_DICTS):
+    if "" in value or not value.keys().isdisjoint(MODULE_DICTS):
+        return None
+    kinds = list(map(type, value.values()))
+    count = kinds.count(TensorRef)  # its tensors first, then what holds none (nn.Module.state_dict()'s `_metadata`)
+    if not count or kinds[:count].count(TensorRef) != count or count < len(kinds) and _holds_tensors(value, count):
         return None
     tensors: list[TensorInfo] = []
     append, at, itemsizes, parameter = tensors.append, data_offsets.get, ITEMSIZES.get, PARAMETER
     keys: set[str] = set()
     add = keys.add
     strides: dict[tuple[int, ...], tuple[int, ...]] = {}  # shape -> its contiguous stride
-    for name, t in value.items():
+    for name, t in islice(value.items(), count):
         storage, shape, dtype = t.storage, t.shape, t.dtype
         if storage.__class__ is not StorageRef or storage.view is not None or t.offset != 0:
             return None
@@ -418,6 +422,14 @@ def state_dict_tensors(value: Any, data_offsets: Mapping[str, int]) -> list[Tens
 
 
 PARAMETER = TensorKind.PARAMETER
+
+
+def _holds_tensors(value: dict[str, Any], start: int) -> bool:
+    """Whether the walk meets a tensor (or fails) in the values of `value` from its `start`th on."""
+    try:
+        return next(walk(dict(islice(value.items(), start, None))), None) is not None
+    except PickleError:
+        return True  # (the walk's own error, from `walked_tensors`)
 
 
 def walked_tensors(
