@@ -384,17 +384,18 @@ def state_dict_tensors(value: Any, data_offsets: Mapping[str, int]) -> list[Tens
     append, at, itemsizes, parameter = tensors.append, data_offsets.get, ITEMSIZES.get, PARAMETER
     keys: set[str] = set()
     add = keys.add
-    strides: dict[tuple[int, ...], tuple[int, ...]] = {}  # shape -> its contiguous stride
+    shapes: dict[tuple[int, ...], tuple[tuple[int, ...], int]] = {}  # shape -> its contiguous stride, its elements
     for name, t in islice(value.items(), count):
         storage, shape, dtype = t.storage, t.shape, t.dtype
-        if storage.__class__ is not StorageRef or storage.view is not None or t.offset != 0:
+        if storage.__class__ is not StorageRef or storage.view is not None or t.offset:
             return None
-        stride = strides.get(shape)
-        if stride is None:
-            stride = strides[shape] = _contiguous(shape)
+        known = shapes.get(shape)
+        if known is None:
+            known = shapes[shape] = _contiguous(shape), prod(shape)
+        stride, elements = known
         key = storage.key
         offset = at(key)
-        nbytes = prod(shape) * itemsizes(dtype, 1)
+        nbytes = elements * itemsizes(dtype, 1)
         if offset is None or t.stride != stride or storage.numel * storage.itemsize != nbytes:
             return None  # (not in the file, strided, or a part of its storage: the loop tells which)
         add(key)
