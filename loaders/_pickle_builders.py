@@ -58,12 +58,12 @@ if TYPE_CHECKING:
 
 
 def _tensor_v2(storage: Any, offset: Any, size: Any, stride: Any, requires_grad: Any = False, *rest: Any) -> TensorRef:
-    if not isinstance(storage, StorageRef):
+    if storage.__class__ is not StorageRef and not isinstance(storage, StorageRef):  # (the class first: no call)
         raise PickleError("tensor rebuild without a storage")
     ndim = len(size)
     if ndim > MAX_DIMS or len(stride) > MAX_DIMS:  # (before reading them: a pickle may pass one long size often)
         raise PickleError(f"tensor of more than {MAX_DIMS} dimensions")
-    if not isinstance(offset, int):
+    if offset.__class__ is not int and not isinstance(offset, int):
         raise PickleError(f"tensor storage offset is a {type(offset).__name__}")
     # the common case of `_ints`, in line: tuples of plain ints, a vector's and a matrix's told item by item (most
     # tensors: no set made of their types, about 2,000 instructions a tensor less)
@@ -82,9 +82,16 @@ def _tensor_v2(storage: Any, offset: Any, size: Any, stride: Any, requires_grad:
         size, stride = _ints(size), _ints(stride)
     # TensorRef(storage, offset, size, stride, storage.dtype, False, requires_grad is True), made without calling the
     # class (a call of a record class costs about 500 instructions more than its fields' stores: a tensor a call)
+    # (one store a statement: a tuple of them packed and unpacked was about 400 instructions more)
     t = _new(TensorRef)
-    t.storage, t.offset, t.shape, t.stride, t.dtype = storage, offset, size, stride, storage.dtype
-    t.is_parameter, t.requires_grad, t.attributes = False, requires_grad is True, False
+    t.storage = storage
+    t.offset = offset
+    t.shape = size
+    t.stride = stride
+    t.dtype = storage.dtype
+    t.is_parameter = False
+    t.requires_grad = requires_grad is True
+    t.attributes = False
     return t
 
 

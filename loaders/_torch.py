@@ -10,7 +10,7 @@ copies, schedulers, scalers and RNG state are other training state.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from itertools import repeat
+from itertools import islice, repeat
 from math import prod
 from operator import mul, sub
 
@@ -135,9 +135,14 @@ class PersistentLoader:
             ):
                 # StorageRef(key, dtype, ITEMSIZES.get(dtype, 1), location, numel), made without calling the class (a
                 # call of a record class costs about 500 instructions more than its fields' stores: a storage a call)
+                # (one store a statement: a tuple of them packed and unpacked was about 300 instructions more)
                 ref = self.storages[key] = _new(StorageRef)
-                ref.key, ref.dtype, ref.location, ref.numel, ref.view = key, stype.dtype, location, numel, None  # type: ignore[misc]
-                ref.itemsize = ITEMSIZES.get(ref.dtype, 1)  # type: ignore[misc]
+                ref.key = key  # type: ignore[misc]
+                ref.dtype = dtype = stype.dtype  # type: ignore[misc]
+                ref.itemsize = ITEMSIZES.get(dtype, 1)  # type: ignore[misc]
+                ref.location = location  # type: ignore[misc]
+                ref.numel = numel  # type: ignore[misc]
+                ref.view = None  # type: ignore[misc]
                 return ref
         return self._load(pid)
 
@@ -345,8 +350,94 @@ def _span(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
 def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[TensorInfo], list[Finding]]:
     """TensorInfos with kinds, sections, aliases and absolute offsets (`data_offsets`: storage key -> offset)."""
     sections = section_kinds(value)
+    whole = None if sections else state_dict_tensors(value, data_offsets)
+    if whole is not None:
+        return whole, []
+    return walked_tensors(value, data_offsets, sections), []
+
+
+def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The stride of a contiguous tensor of `shape` (row-major: each dimension's step the product of those after)."""
+    stride = []
+    step = 1
+    for d in reversed(shape):
+        stride.append(step)
+        step *= d
+    return tuple(reversed(stride))
+
+
+def state_dict_tensors(value: Any, data_offsets: Mapping[str, int]) -> list[TensorInfo] | None:
+    """The tensors of a state dict (names -> tensors: most large files) when each is the whole of a storage of its
+    own, contiguous from its start: one short step a tensor, no walk; None for any other value, which
+    `walked_tensors` reads. What it gives is what `walked_tensors` gives for the same value
+    (tests/test_torch_state_dict.py): the walk's order and names (the keys, none of them a module's internal dict
+    nor empty), parameters outside any section, no alias, no note, no span."""
+    if not isinstance(value, dict) or not 0 < len(value) < MAX_WALK or set(map(type, value)) != {str}:
+        return None
+    if "" in value or not value.keys().isdisjoint(MODULE_DICTS):
+        return None
+    kinds = list(map(type, value.values()))
+    count = kinds.count(TensorRef)  # its tensors first, then what holds none (nn.Module.state_dict()'s `_metadata`)
+    if not count or kinds[:count].count(TensorRef) != count or count < len(kinds) and _holds_tensors(value, count):
+        return None
     tensors: list[TensorInfo] = []
-    findings: list[Finding] = []
+    append, at, itemsizes, parameter = tensors.append, data_offsets.get, ITEMSIZES.get, PARAMETER
+    keys: set[str] = set()
+    add = keys.add
+    shapes: dict[tuple[int, ...], tuple[tuple[int, ...], int]] = {}  # shape -> its contiguous stride, its elements
+    for name, t in islice(value.items(), count):
+        storage, shape, dtype = t.storage, t.shape, t.dtype
+        if storage.__class__ is not StorageRef or storage.view is not None or t.offset:
+            return None
+        known = shapes.get(shape)
+        if known is None:
+            known = shapes[shape] = _contiguous(shape), prod(shape)
+        stride, elements = known
+        key = storage.key
+        offset = at(key)
+        nbytes = elements * itemsizes(dtype, 1)
+        if offset is None or t.stride != stride or storage.numel * storage.itemsize != nbytes:
+            return None  # (not in the file, strided, or a part of its storage: the loop tells which)
+        add(key)
+        # TensorInfo(name, shape, dtype, nbytes, offset, key, None, PARAMETER, True, "", None, None, 0, (), None, None),
+        # as the loop makes it, its fields stored without the call of its class (about 1,300 instructions less a tensor)
+        info: Any = _new(TensorInfo)
+        info.name = name
+        info.shape = shape
+        info.dtype = dtype
+        info.nbytes = nbytes
+        info.offset = offset
+        info.storage = key
+        info.alias_of = None
+        info.kind = parameter
+        info.trainable = True
+        info.section = ""
+        info.layer = None
+        info.param = None
+        info.file = 0
+        info.notes = ()
+        info.span = None
+        info.use = None
+        append(info)
+    return tensors if len(keys) == len(tensors) else None  # (a storage two tensors': aliases, the loop's)
+
+
+PARAMETER = TensorKind.PARAMETER
+
+
+def _holds_tensors(value: dict[str, Any], start: int) -> bool:
+    """Whether the walk meets a tensor (or fails) in the values of `value` from its `start`th on."""
+    try:
+        return next(walk(dict(islice(value.items(), start, None))), None) is not None
+    except PickleError:
+        return True  # (the walk's own error, from `walked_tensors`)
+
+
+def walked_tensors(
+    value: Any, data_offsets: Mapping[str, int], sections: dict[str, tuple[str, TensorKind]]
+) -> list[TensorInfo]:
+    """`build_tensors` of any value: its tensors as `walk` meets them, each in its section."""
+    tensors: list[TensorInfo] = []
     # The first tensor of each (root, offset, shape, stride, dtype): a later one is its alias. A root's first tensor is
     # remembered by its index (no key made and hashed a tensor); a root met again keys its tensors (`first`)
     first: dict[tuple[Any, ...], str] = {}
@@ -414,7 +505,7 @@ def build_tensors(value: Any, data_offsets: Mapping[str, int]) -> tuple[list[Ten
         append(
             info(path, shape, dtype, n * size, offset, key, alias_of, kind, True, section, None, None, 0, notes, span)
         )
-    return tensors, findings
+    return tensors
 
 
 def by_storage(tensors: list[TensorInfo]) -> dict[str, list[TensorInfo]]:

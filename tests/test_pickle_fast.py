@@ -536,3 +536,27 @@ def test_storages_and_tensors_made_without_their_class_call_have_every_field() -
     tensor = _tensor_v2(storage, 1, (2,), (1,), True)
     ref = TensorRef(made, 1, (2,), (1,), "F16", False, True)
     assert [getattr(tensor, f.name) for f in fields(TensorRef)] == [getattr(ref, f.name) for f in fields(TensorRef)]
+
+
+def test_tensor_records_are_lanes_counted_at_or_above_their_opcodes(tmp_path: Path) -> None:
+    """A torch state dict's records are each one step of the scan (a lane), counted as LANE_OPS opcodes: the count
+    stays at or above the pickle's own (a cap is never passed) and near it (2 more for a vector's record)."""
+    import pickletools
+    from types import SimpleNamespace
+
+    torch = pytest.importorskip("torch")
+    state = {f"l.{i}.{k}": torch.ones(*s) for i in range(1500) for k, s in (("w", (3, 2)), ("b", (3,)))}
+    state["conv"] = torch.ones(2, 2, 1, 1)  # (4 dimensions: its record is read token by token)
+    torch.save(state, tmp_path / "s.pt")
+    with zipfile.ZipFile(tmp_path / "s.pt") as z:
+        data = z.read("s/data.pkl")
+    real = sum(1 for _ in pickletools.genops(data))
+    assert len(data) >= _pickle_fast.SMALL  # (its names are tokens of the pattern: runs of RUN steps, counted)
+
+    def scanned(cap: int) -> bool:
+        return _pickle_fast._scan(data, SimpleNamespace(MAX_OPS=cap, MAX_INLINE=_pickle.MAX_INLINE), True) is not None
+
+    assert not scanned(real - 1)
+    assert not scanned(real + 1000)  # (1,500 vectors' lanes: 3,000 more than their opcodes)
+    assert scanned(real + 2 * 1500 + 2 * _pickle_fast.RUN)
+    assert both(data)
