@@ -207,9 +207,9 @@ def _plain_members(
     if n:
         last = n - 1
         windows.extra = -1 if data[last] % ALIGNMENT == 0 else extra_lens[last]
-        got = (names[start : start + n], ats, data, sizes, usizes[start:stop], methods[start:stop], header_lens,
-               extra_lens, descriptors)  # fmt: skip
-        for column, values in zip(made, got, strict=True):
+        read: tuple[Iterable[Any], ...] = (names[start : start + n], ats, data, sizes, usizes[start:stop],
+                                           methods[start:stop], header_lens, extra_lens, descriptors)  # fmt: skip
+        for column, values in zip(made, read, strict=True):
             column += islice(values, n)
     return n
 
