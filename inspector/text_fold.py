@@ -18,17 +18,17 @@ from inspector import regexes
 TEXT_ROWS = 1000  # rows of a text table listed one by one; a larger table is folded
 
 
-# a part of digits only: between '.', '/' or the ends of a name (names are matched joined by newlines)
+# a part of digits only: between '.', '/' or the ends of a name, in names joined by newlines and in one name (as
+# `family_check._shape_key`'s, which reads dotted module paths only)
 NUMBERED = r"(?<![^./\n])\d+(?![^./\n])"
+NUMBERED_PART = r"(?<![^./])\d+(?![^./])"
 
 
 def numbered(layers: Sequence[str]) -> list[str]:
     """Each layer with each part of digits only ('.' or '/' apart) written '#', the names substituted at once."""
     text = "\n".join(layers)
-    if text.count("\n") != len(layers) - 1:  # (a name with a newline: each on its own, part by part)
-        return [
-            "/".join(".".join("#" if p.isdecimal() else p for p in s.split(".")) for s in n.split("/")) for n in layers
-        ]
+    if text.count("\n") != len(layers) - 1:  # (a name with a newline: each on its own)
+        return [regexes.sub(NUMBERED_PART, "#", layer) for layer in layers]
     return regexes.sub(NUMBERED, "#", text).split("\n") if layers else []
 
 
