@@ -194,9 +194,6 @@ class Joined:
         self.parts, self.whole = parts, whole
 
 
-json_string = _string  # a str as JSON writes it (ensure_ascii), quotes included
-
-
 class Rows:
     """A long list written on demand: the dicts `make` gives for `items`, made a batch at a time as they are written
     (a report's 100,000 tensors and 400,000 regions are never all held as dicts). Written as the list would be.
