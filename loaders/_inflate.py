@@ -1,29 +1,34 @@
 """A raw deflate stream (RFC 1951) inflated past the damage zlib stops at, for the safety verdict only.
 
-zlib refuses a back-reference that reaches before the start of the output ("invalid distance too far back") and
-stops there. torch's miniz does not: it copies what its reused dictionary buffer holds (often the bytes of a record
-it inflated before) and reads on, so `torch.load` may run a payload behind such damage, by what lay in its memory
-(the zip mutation property test saw both). `inflate` copies zeros there, reads on, and counts those bytes: the rest
-of the stream decodes and a payload before or behind the damage is judged, and the caller knows that bytes miniz
-takes from memory (which a file can arrange to be a payload: an earlier record's) were not seen. Any other damage
-(a bad block type or code, a stream that ends early) ends the output there, as in miniz.
+zlib refuses what RFC 1951 forbids and stops there. torch's miniz (its zip reader inflates a record through a 32 KiB
+ring buffer it does not clear) reads on through more, and `torch.load` may run a payload behind such damage (the zip
+mutation property test saw it). `inflate` reads as miniz reads:
+- a back-reference before the output's start, and one of distance code 30 or 31 (distance 0: miniz copies the ring
+  at the position itself), copy what the ring held before: an earlier record's bytes, which a file can arrange to be a
+  payload. Zeros are copied here and counted, so the caller knows those bytes were not seen;
+- length codes 286 and 287 copy nothing (miniz's length 0);
+- a Huffman code of at most one symbol reads the codes no symbol has as symbol 0 (two or more symbols that do not
+  make a complete code end the stream, as in miniz).
+Any other damage (a bad block type, a stream that ends early) ends the output there, as in miniz. Where miniz stops
+and this reads on, a payload is reported that torch would not reach: the safe side.
 
 Pure Python: used only on a member zlib refused, bounded by `limit` output bytes.
 """
 
 from __future__ import annotations
 
-# (base, extra bits) of the length codes 257..285 and of the distance codes 0..29
+# (base, extra bits) of the length codes 257..287 and of the distance codes 0..31 (the last two of each: miniz's 0)
 LENGTHS = [(3, 0), (4, 0), (5, 0), (6, 0), (7, 0), (8, 0), (9, 0), (10, 0), (11, 1), (13, 1), (15, 1), (17, 1),
            (19, 2), (23, 2), (27, 2), (31, 2), (35, 3), (43, 3), (51, 3), (59, 3), (67, 4), (83, 4), (99, 4),
-           (115, 4), (131, 5), (163, 5), (195, 5), (227, 5), (258, 0)]  # fmt: skip
+           (115, 4), (131, 5), (163, 5), (195, 5), (227, 5), (258, 0), (0, 0), (0, 0)]  # fmt: skip
 DISTANCES = [(1, 0), (2, 0), (3, 0), (4, 0), (5, 1), (7, 1), (9, 2), (13, 2), (17, 3), (25, 3), (33, 4), (49, 4),
              (65, 5), (97, 5), (129, 6), (193, 6), (257, 7), (385, 7), (513, 8), (769, 8), (1025, 9), (1537, 9),
              (2049, 10), (3073, 10), (4097, 11), (6145, 11), (8193, 12), (12289, 12), (16385, 13),
-             (24577, 13)]  # fmt: skip
+             (24577, 13), (0, 0), (0, 0)]  # fmt: skip
+RING = 1 << 15  # miniz's dictionary: distance 0 reads the ring where distance RING would
 CODE_LENGTH_ORDER = (16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15)
 FIXED_LITERALS = [8] * 144 + [9] * 112 + [7] * 24 + [8] * 8
-FIXED_DISTANCES = [5] * 30
+FIXED_DISTANCES = [5] * 32
 
 
 class _End(Exception):
@@ -50,18 +55,39 @@ class _Bits:
         self.count -= n
         return value
 
+    def peek(self, n: int) -> int:
+        """The next `n` bits, not consumed (past the stream's end: zeros)."""
+        while self.count < n and self.pos < len(self.data):
+            self.buf |= self.data[self.pos] << self.count
+            self.pos += 1
+            self.count += 8
+        return self.buf & ((1 << n) - 1)
+
     def align(self) -> None:
         """To the next byte: the bits left in the buffer are dropped, whole bytes given back."""
         self.pos -= self.count // 8
         self.buf, self.count = 0, 0
 
 
-def _table(lengths: list[int]) -> dict[tuple[int, int], int]:
-    """Canonical Huffman codes: (code length, code) -> symbol."""
+Code = tuple[dict[tuple[int, int], int], tuple[int, int] | None]  # (code length, code) -> symbol; see `_table`
+
+
+def _table(lengths: list[int]) -> Code:
+    """Canonical Huffman codes: (code length, code) -> symbol, and for a code of at most one symbol that symbol and
+    its length ((0, 0) when it has none; `_sole` reads it).
+
+    Raises:
+        _End: two or more symbols whose lengths do not make a complete code (miniz stops there).
+    """
     counts = [0] * 16
     for n in lengths:
         counts[n] += 1
     counts[0] = 0
+    used = sum(counts)
+    if used > 1 and sum(counts[n] << (15 - n) for n in range(1, 16)) != 1 << 15:
+        raise _End
+    if used <= 1:
+        return {}, next(((symbol, n) for symbol, n in enumerate(lengths) if n), (0, 0))
     code, first = 0, [0] * 16
     for bits in range(1, 16):
         code = (code + counts[bits - 1]) << 1
@@ -71,20 +97,37 @@ def _table(lengths: list[int]) -> dict[tuple[int, int], int]:
         if n:
             table[n, first[n]] = symbol
             first[n] += 1
-    return table
+    return table, None
 
 
-def _symbol(bits: _Bits, table: dict[tuple[int, int], int]) -> int:
+def _symbol(bits: _Bits, huffman: Code) -> int:
+    table, sole = huffman
+    if sole is not None:
+        return _sole(bits, *sole)
     code = 0
     for n in range(1, 16):
         code = (code << 1) | bits.read(1)
         symbol = table.get((n, code))
         if symbol is not None:
             return symbol
-    raise _End  # a code no symbol has
+    raise _End  # a code no symbol has (not in a complete code: kept for safety)
 
 
-def _dynamic(bits: _Bits) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], int]]:
+def _sole(bits: _Bits, symbol: int, length: int) -> int:
+    """A symbol of a code of at most one symbol (its code: `length` zero bits), read as miniz reads it. miniz looks
+    the next 10 bits up in a table and walks a tree for longer codes; the codes no symbol has read as symbol 0, of
+    no bits when the table gives them, of the bits walked when the tree does."""
+    ahead = bits.peek(max(length, 10))
+    if length and not ahead & ((1 << length) - 1):
+        bits.read(length)
+        return symbol
+    first_one = (ahead & -ahead).bit_length()  # (the position of the first 1 bit; 0: none)
+    if first_one > 10:
+        bits.read(first_one)
+    return 0
+
+
+def _dynamic(bits: _Bits) -> tuple[Code, Code]:
     literals, distances, codes = bits.read(5) + 257, bits.read(5) + 1, bits.read(4) + 4
     order = [0] * 19
     for i in range(codes):
@@ -106,7 +149,7 @@ def _dynamic(bits: _Bits) -> tuple[dict[tuple[int, int], int], dict[tuple[int, i
 
 def inflate(data: bytes, limit: int) -> tuple[bytes, int]:
     """Up to `limit` bytes of the raw deflate stream `data`, read as miniz reads it (module docstring), and how many
-    of them miniz would take from its memory (back-references before the output's start: zeros here)."""
+    of them miniz would take from its memory (back-references to ring bytes not yet written: zeros here)."""
     out = bytearray()
     unknown = 0
     bits = _Bits(data)
@@ -134,15 +177,10 @@ def inflate(data: bytes, limit: int) -> tuple[bytes, int]:
                     continue
                 if symbol == 256:
                     break
-                if symbol > 285:
-                    raise _End
                 base, extra = LENGTHS[symbol - 257]
                 length = base + bits.read(extra)
-                code = _symbol(bits, distance_table)
-                if code >= 30:
-                    raise _End
-                base, extra = DISTANCES[code]
-                distance = base + bits.read(extra)
+                base, extra = DISTANCES[_symbol(bits, distance_table)]
+                distance = (base + bits.read(extra)) or RING
                 for _ in range(length):  # a distance before the output's start copies zeros (miniz: its memory)
                     if distance <= len(out):
                         out.append(out[-distance])

@@ -117,8 +117,9 @@ def _stored(probe: Probe, fmt: str, member: _zip.ZipMember) -> Callable[[int, in
 def from_memory(name: str, n: int) -> str:
     """The evidence of a pickle member part of which torch takes from its memory: what runs there is unknown."""
     return (
-        f"an unknown callable ({name!r} is a damaged deflate stream whose back-references reach {n:,} bytes before "
-        "its start: torch.load fills them from its memory, which an earlier record can fill with a payload)"
+        f"an unknown callable ({name!r} is a damaged deflate stream whose back-references reach {n:,} bytes it never "
+        "wrote, before its start or at distance 0: torch.load fills them from its memory, which an earlier record can "
+        "fill with a payload)"
     )
 
 
@@ -134,7 +135,7 @@ def other_pickles(
     the globals each names (a TorchScript archive's constants.pkl may hold objects of its scripted classes too).
 
     A deflate stream zlib refuses is judged as far as it can be inflated (`_zip.inflate_lenient`: torch's reader may
-    run the opcodes before and behind the damage); one whose back-references reach before its start is evidence
+    run the opcodes before and behind the damage); one whose back-references reach bytes it never wrote is evidence
     itself (`from_memory`: torch runs what its memory holds there); one that cannot be read at all is passed over,
     and must not stop the reading of the copy torch does read.
     """

@@ -804,9 +804,9 @@ class _Decompressor:
 
 def inflate_lenient(probe: Probe, member: ZipMember, n: int, fmt: str) -> tuple[bytes, int]:
     """Up to `n` bytes of a deflate stream zlib refuses, for the safety verdict, and how many of them torch's reader
-    would take from its memory: the stream is inflated past the damage (`loaders._inflate`: a back-reference before
-    the output's start copies zeros, counted, and the reading goes on; torch's reader may run the opcodes there), up
-    to `LENIENT_LIMIT` bytes.
+    would take from its memory: the stream is inflated past the damage as miniz reads it (`loaders._inflate`: a
+    back-reference to bytes it never wrote copies zeros, counted, and the reading goes on; torch's reader may run the
+    opcodes there), up to `LENIENT_LIMIT` bytes.
     """
     from loaders._inflate import inflate  # (pure Python, for damaged streams only)
 
