@@ -1,16 +1,15 @@
-"""A raw deflate stream (RFC 1951) inflated past the damage zlib stops at, for the safety verdict only.
+"""A raw deflate stream (RFC 1951) zlib refuses, inflated as torch's zip reader inflates it, for the safety verdict.
 
-zlib refuses what RFC 1951 forbids and stops there. torch's miniz (its zip reader inflates a record through a 32 KiB
-ring buffer it does not clear) reads on through more, and `torch.load` may run a payload behind such damage (the zip
-mutation property test saw it). `inflate` reads as miniz reads:
-- a back-reference before the output's start, and one of distance code 30 or 31 (distance 0: miniz copies the ring
-  at the position itself), copy what the ring held before: an earlier record's bytes, which a file can arrange to be a
-  payload. Zeros are copied here and counted, so the caller knows those bytes were not seen;
+torch's zip reader (miniz's `tinfl_decompress`, inflating a record into a buffer of its declared size) reads on
+through some of what zlib refuses, and where it does fail it reports no error: `torch.load` gets the record with the
+bytes it did not write left as the buffer's memory held them, which an earlier record of the archive can fill with a
+payload (the zip mutation property test saw torch run one so). `inflate` reads as miniz reads:
 - length codes 286 and 287 copy nothing (miniz's length 0);
-- a Huffman code of at most one symbol reads the codes no symbol has as symbol 0 (two or more symbols that do not
-  make a complete code end the stream, as in miniz).
-Any other damage (a bad block type, a stream that ends early) ends the output there, as in miniz. Where miniz stops
-and this reads on, a payload is reported that torch would not reach: the safe side.
+- a Huffman code of at most one symbol reads the codes no symbol has as symbol 0 (but for the stream's last bits);
+- it fails (the output ends there, and the caller knows) at a back-reference before the output's start or of distance
+  code 30 or 31 (miniz's distance 0), at two or more symbols whose lengths do not make a complete code, at a stored
+  block whose length's complement is wrong, at block type 3, and where the stream ends early.
+`tests/test_safety.py` checks these against torch's own reader.
 
 Pure Python: used only on a member zlib refused, bounded by `limit` output bytes.
 """
@@ -25,7 +24,6 @@ DISTANCES = [(1, 0), (2, 0), (3, 0), (4, 0), (5, 1), (7, 1), (9, 2), (13, 2), (1
              (65, 5), (97, 5), (129, 6), (193, 6), (257, 7), (385, 7), (513, 8), (769, 8), (1025, 9), (1537, 9),
              (2049, 10), (3073, 10), (4097, 11), (6145, 11), (8193, 12), (12289, 12), (16385, 13),
              (24577, 13), (0, 0), (0, 0)]  # fmt: skip
-RING = 1 << 15  # miniz's dictionary: distance 0 reads the ring where distance RING would
 CODE_LENGTH_ORDER = (16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15)
 FIXED_LITERALS = [8] * 144 + [9] * 112 + [7] * 24 + [8] * 8
 FIXED_DISTANCES = [5] * 32
@@ -116,7 +114,8 @@ def _symbol(bits: _Bits, huffman: Code) -> int:
 def _sole(bits: _Bits, symbol: int, length: int) -> int:
     """A symbol of a code of at most one symbol (its code: `length` zero bits), read as miniz reads it. miniz looks
     the next 10 bits up in a table and walks a tree for longer codes; the codes no symbol has read as symbol 0, of
-    no bits when the table gives them, of the bits walked when the tree does."""
+    no bits when the table gives them (unless fewer than 15 bits are left: miniz then fails), of the bits walked
+    when the tree does."""
     ahead = bits.peek(max(length, 10))
     if length and not ahead & ((1 << length) - 1):
         bits.read(length)
@@ -124,6 +123,8 @@ def _sole(bits: _Bits, symbol: int, length: int) -> int:
     first_one = (ahead & -ahead).bit_length()  # (the position of the first 1 bit; 0: none)
     if first_one > 10:
         bits.read(first_one)
+    elif bits.count + 8 * (len(bits.data) - bits.pos) < 15:  # (at the end miniz wants 15 bits to find a code in)
+        raise _End
     return 0
 
 
@@ -144,14 +145,16 @@ def _dynamic(bits: _Bits) -> tuple[Code, Code]:
             lengths += [lengths[-1]] * (3 + bits.read(2))
         else:
             lengths += [0] * ((3 + bits.read(3)) if symbol == 17 else (11 + bits.read(7)))
-    return _table(lengths[:literals]), _table(lengths[literals : literals + distances])
+    if len(lengths) != literals + distances:  # (a repeat past the last length)
+        raise _End
+    distance_code = _table(lengths[literals:])  # (miniz builds, and checks, the distance code first)
+    return _table(lengths[:literals]), distance_code
 
 
-def inflate(data: bytes, limit: int) -> tuple[bytes, int]:
-    """Up to `limit` bytes of the raw deflate stream `data`, read as miniz reads it (module docstring), and how many
-    of them miniz would take from its memory (back-references to ring bytes not yet written: zeros here)."""
+def inflate(data: bytes, limit: int) -> tuple[bytes, bool]:
+    """Up to `limit` bytes of the raw deflate stream `data`, read as miniz reads it (module docstring), and whether
+    miniz fails before `limit` bytes (torch.load then reads the rest of the record from memory)."""
     out = bytearray()
-    unknown = 0
     bits = _Bits(data)
     fixed = (_table(FIXED_LITERALS), _table(FIXED_DISTANCES))
     try:
@@ -160,15 +163,18 @@ def inflate(data: bytes, limit: int) -> tuple[bytes, int]:
             final, kind = bits.read(1), bits.read(2)
             if kind == 0:  # stored
                 bits.align()
-                if bits.pos + 4 > len(data):
-                    break
-                n = int.from_bytes(data[bits.pos : bits.pos + 2], "little")
+                header = data[bits.pos : bits.pos + 4]
+                n = int.from_bytes(header[:2], "little")
+                if len(header) < 4 or n ^ 0xFFFF != int.from_bytes(header[2:], "little"):
+                    raise _End
                 bits.pos += 4
                 out += data[bits.pos : bits.pos + n]
                 bits.pos += n
+                if bits.pos > len(data):
+                    raise _End
                 continue
             if kind == 3:
-                break
+                raise _End
             literal_table, distance_table = fixed if kind == 1 else _dynamic(bits)
             while len(out) < limit:
                 symbol = _symbol(bits, literal_table)
@@ -180,13 +186,11 @@ def inflate(data: bytes, limit: int) -> tuple[bytes, int]:
                 base, extra = LENGTHS[symbol - 257]
                 length = base + bits.read(extra)
                 base, extra = DISTANCES[_symbol(bits, distance_table)]
-                distance = (base + bits.read(extra)) or RING
-                for _ in range(length):  # a distance before the output's start copies zeros (miniz: its memory)
-                    if distance <= len(out):
-                        out.append(out[-distance])
-                    else:
-                        out.append(0)
-                        unknown += 1
+                distance = base + bits.read(extra)
+                if not 0 < distance <= len(out):  # (even of length 0)
+                    raise _End
+                for _ in range(length):
+                    out.append(out[-distance])
     except _End:
-        pass
-    return bytes(out[:limit]), unknown
+        return bytes(out[:limit]), len(out) < limit
+    return bytes(out[:limit]), False

@@ -81,8 +81,9 @@ def layout_findings(members: _zip.Members, prefix: str) -> list[Finding]:
 def pickle_reader(probe: Probe, fmt: str, member: _zip.ZipMember, partial: bool = False) -> tuple[_pickle.Reader, int]:
     """A reader of a pickle member, read from the file as the walk reads it: stored, or deflated (legal: torch reads
     it) and inflated up to its declared size (`_zip.Inflated`: the stream is first inflated through once, keeping
-    nothing, for its length and any damage); and how many of its bytes torch's reader would take from its memory
-    (`partial`: a corrupt deflate stream inflated past the damage, see `_zip.inflate_lenient`; else always 0).
+    nothing, for its length and any damage); and how many of its bytes torch.load would read from memory
+    (`partial`: a corrupt deflate stream inflated as torch's reader inflates it, see `_zip.inflate_lenient`; else
+    always 0).
     Positions are the member's own (0 at its first byte) either way.
 
     Raises:
@@ -117,9 +118,9 @@ def _stored(probe: Probe, fmt: str, member: _zip.ZipMember) -> Callable[[int, in
 def from_memory(name: str, n: int) -> str:
     """The evidence of a pickle member part of which torch takes from its memory: what runs there is unknown."""
     return (
-        f"an unknown callable ({name!r} is a damaged deflate stream whose back-references reach {n:,} bytes it never "
-        "wrote, before its start or at distance 0: torch.load fills them from its memory, which an earlier record can "
-        "fill with a payload)"
+        f"an unknown callable ({name!r} is a damaged deflate stream whose last {n:,} bytes torch's reader never "
+        "writes, reporting no error: torch.load reads them from memory, which an earlier record can fill with a "
+        "payload)"
     )
 
 
@@ -134,10 +135,10 @@ def other_pickles(
     """Check every other *.pkl member (second data.pkl, duplicates, constants.pkl) for unsafe content; `names` gets
     the globals each names (a TorchScript archive's constants.pkl may hold objects of its scripted classes too).
 
-    A deflate stream zlib refuses is judged as far as it can be inflated (`_zip.inflate_lenient`: torch's reader may
-    run the opcodes before and behind the damage); one whose back-references reach bytes it never wrote is evidence
-    itself (`from_memory`: torch runs what its memory holds there); one that cannot be read at all is passed over,
-    and must not stop the reading of the copy torch does read.
+    A deflate stream zlib refuses is judged as torch's reader inflates it (`_zip.inflate_lenient`); where that fails
+    before the record's end, torch.load reads on into memory, so a pickle that does not end before is evidence itself
+    (`from_memory`). One that cannot be read at all is passed over, and must not stop the reading of the copy torch
+    does read.
     """
     # (the *.pkl members in any case, picked in C calls: an archive of 100,000 tensors has two)
     for index in _pickle_members(members):
@@ -148,12 +149,12 @@ def other_pickles(
             reader, unknown = pickle_reader(probe, fmt, m, partial=True)
         except InspectorError:
             continue
-        if unknown:
-            evidence.add(from_memory(m.name, unknown))
         try:
             result = _pickle.load(reader, _torch.persistent_loader({}))  # storages named, not checked
         except _pickle.PickleError as exc:
             evidence |= exc.unsafe
+            if unknown:  # (it did not end before the damage: torch reads on)
+                evidence.add(from_memory(m.name, unknown))
             continue
         evidence |= result.unsafe
         if names is not None:

@@ -803,12 +803,12 @@ class _Decompressor:
 
 
 def inflate_lenient(probe: Probe, member: ZipMember, n: int, fmt: str) -> tuple[bytes, int]:
-    """Up to `n` bytes of a deflate stream zlib refuses, for the safety verdict, and how many of them torch's reader
-    would take from its memory: the stream is inflated past the damage as miniz reads it (`loaders._inflate`: a
-    back-reference to bytes it never wrote copies zeros, counted, and the reading goes on; torch's reader may run the
-    opcodes there), up to `LENIENT_LIMIT` bytes.
+    """Up to `n` bytes of a deflate stream zlib refuses, as torch's reader inflates it (`loaders._inflate`), for the
+    safety verdict, and how many of those `n` bytes it leaves to memory: where its inflating fails it reports no
+    error, and torch.load reads on into what the record's buffer held. At most `LENIENT_LIMIT` bytes are inflated.
     """
     from loaders._inflate import inflate  # (pure Python, for damaged streams only)
 
     stream = probe.read_at(member.data_offset, min(member.compress_size, LENIENT_LIMIT), fmt=fmt)
-    return inflate(stream, min(n, LENIENT_LIMIT))
+    data, failed = inflate(stream, min(n, LENIENT_LIMIT))
+    return data, n - len(data) if failed else 0
