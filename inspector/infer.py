@@ -13,6 +13,7 @@ column CNN, with the input size its first dense layer implies.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 from operator import attrgetter
@@ -31,6 +32,7 @@ from inspector.hfconfig import model_type as config_model_type
 from inspector.modules import file_specs, module_groups
 from inspector.records import Checkpoint, Expectation, RoleMatch, TensorKind
 from inspector.recordtype import replace
+from inspector.roles import role_names
 
 TYPE_CHECKING = False
 
@@ -294,10 +296,7 @@ def _kinds(specs: Sequence[LayerSpec]) -> str:
     kinds = [spec.kind for spec in specs]
     if len(kinds) <= KINDS_LISTED:
         return " ".join(kinds)
-    counts = dict.fromkeys(kinds, 0)
-    for kind in kinds:
-        counts[kind] += 1
-    return ", ".join(f"{kind} x{n:,}" for kind, n in counts.items())
+    return ", ".join(f"{kind} x{n:,}" for kind, n in Counter(kinds).items())  # (counted in C, first seen first)
 
 
 def _lora_adapter(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
@@ -331,6 +330,9 @@ DETECTORS: tuple[tuple[Detector, str, str], ...] = (
 )
 
 
+NEEDED_LAYERS = frozenset(layer for _, layer, _ in DETECTORS if layer)
+
+
 def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
     return _inferred(ckpt, roles)[0]
 
@@ -338,11 +340,13 @@ def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architec
 def _inferred(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> tuple[Architecture | None, Mapping[str, Items]]:
     """The architecture the shapes imply, and the file's layers it was read from as their (tensor, role) pairs (for
     `compare`)."""
-    named, roled = {r.layer for r in roles}, {r.role for r in roles}
+    # the layers the detectors need that the roles name (two, each looked for in a list: no set of every layer)
+    layers_named = [r.layer for r in roles]
+    named, roled = {layer for layer in NEEDED_LAYERS if layer in layers_named}, role_names(roles)
+    del layers_named  # (a name per module: not held while the detectors make theirs)
     tried = dict.fromkeys(
         d for d, layer, role in DETECTORS if not ((layer and layer not in named) or (role and role not in roled))
     )
-    del named  # (a name per module: not held while the detectors make theirs)
     layers: dict[str, Layer] | None = None
     for detector in tried:
         if detector is _generic:  # one layer per module: the file's modules are the layers, checked as they were read

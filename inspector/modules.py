@@ -10,7 +10,6 @@ module *should* hold.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import repeat
 from math import prod
 
 from inspector.formulas import (
@@ -34,7 +33,7 @@ from inspector.formulas import (
 from inspector.quantized import side_tensors
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import record
-from inspector.roles import NORM_STATISTICS
+from inspector.roles import NORM_STATISTICS, role_names
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -414,13 +413,12 @@ def _plain(module: Module) -> Recipe:
 
 def statistic_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch], framework: str) -> set[str]:
     """Modules with running statistics beside them (as buffers or as non-trainable parameters)."""
-    names = [t.name for t in ckpt.tensors]
-    if not (
-        "norm_statistic" in {r.role for r in roles}
-        or any(map(str.endswith, names, repeat(DOTTED_STATISTICS)))
-        or not STATISTICS.isdisjoint(names)
-    ):
-        return set()  # (most files of 100,000 tensors: three passes, two of them in C, no tensor by tensor test)
+    if "norm_statistic" not in role_names(roles):
+        # every name as '.name\n' in one text: a name that is a statistic or ends in '.' and one holds '.statistic\n'
+        # (a name holding a newline may show one that is not: then the tensors are tested one by one)
+        text = "." + "\n.".join([t.name for t in ckpt.tensors]) + "\n"
+        if not any(f".{statistic}\n" in text for statistic in STATISTICS):
+            return set()  # (most files of 100,000 tensors: one text and a C search a statistic, no tensor's test)
     return {
         module_name(t, r, framework)
         for t, r in zip(ckpt.tensors, roles, strict=True)
