@@ -32,7 +32,7 @@ from inspector.formulas import (
 )
 from inspector.quantized import side_tensors
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
-from inspector.recordtype import record
+from inspector.recordtype import COPIED_FROM, copies, record
 from inspector.roles import NORM_STATISTICS, role_names
 
 TYPE_CHECKING = False
@@ -438,14 +438,16 @@ def file_specs(
     # A module of one tensor is told by its parameter name, shape, role, rule, whether it is an alias and whether its
     # name says PReLU: its recipe is worked out once for each such combination (a model's repeated layers)
     # (each as its class, and its fields before and after `name`, positional: the first spec of a recipe was made
-    # from the recipe and checked, the others are made of the same values)
-    recipes: dict[tuple[Any, ...], tuple[type[LayerSpec], tuple[Any, ...], tuple[Any, ...]]] = {}
+    # from the recipe and checked, the others are made of the same values; in a file of `COPIED_FROM` modules or
+    # more, as the first spec's copies under another name, `recordtype.copies`, at a third of a class's call)
+    recipes: dict[tuple[Any, ...], Any] = {}
     specs: list[LayerSpec] = []
     append = specs.append
     stated: dict[str, bool] = {}  # rule id -> whether it states the parameter name (a few rules: asked once each)
     modules = module_groups(ckpt, roles) if groups is None else groups
     # whether any module's name says PReLU, told of all names at once (most files: none, no test a module)
     prelus = "prelu" in "\n".join(modules).lower()
+    copied = len(modules) >= COPIED_FROM
     for name, items in modules.items():
         stats = name in statistics if statistics else False
         if len(items) != 1:
@@ -469,8 +471,11 @@ def file_specs(
         if made is None:
             cls, args, kwargs = _recipe(Module(name, tuple(items)), framework, stats)
             spec = cls(*args, name=name, **kwargs)  # type: ignore[call-arg]
-            recipes[key] = recipe(spec)
+            recipes[key] = copies(spec, "name") if copied else recipe(spec)
             append(spec)
+            continue
+        if copied:
+            append(made(name))
             continue
         cls, before, after = made
         append(cls(*before, name, *after))  # type: ignore[call-arg]  # (every kind of spec has a name)
