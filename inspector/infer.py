@@ -16,7 +16,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 from inspector import regexes
 from inspector.architectures import Architecture, build
@@ -26,6 +26,7 @@ from inspector.formulas import (
     Conv,
     Dense,
     LayerSpec,
+    counted,
 )
 from inspector.hfconfig import adapter_config
 from inspector.hfconfig import model_type as config_model_type
@@ -279,12 +280,13 @@ def _generic(modules: Mapping[str, Items], ckpt: Checkpoint, roles: Sequence[Rol
     if column is not None:
         renamed = tuple(_renamed(s, f) for s, f in zip(column.layers, specs, strict=True))
         return Architecture(column.name, column.hyperparameters, renamed, column.notes)
-    summary = {"layers": len(specs), "kinds": _kinds(specs)}
+    layers = tuple(specs)  # (the tuple `compare` checks: its counts, `_kinds`', kept by `counted`)
+    summary = {"layers": len(layers), "kinds": _kinds(layers)}
     model_type = config_model_type(ckpt.config)
     if model_type is not None:  # a transformers model without a family table (ResNet, ConvNeXt...), a diffusers one
         note = f"config.json names {model_type!r}: no family table for it yet, each module counted as its shapes imply"
-        return Architecture("sequential", {"model_type": model_type} | summary, tuple(specs), (note,))
-    return Architecture("sequential", summary, tuple(specs))
+        return Architecture("sequential", {"model_type": model_type} | summary, layers, (note,))
+    return Architecture("sequential", summary, layers)
 
 
 KINDS_LISTED = 64  # layers whose kinds the generic architecture's summary lists one by one; more are counted
@@ -292,10 +294,14 @@ KINDS_LISTED = 64  # layers whose kinds the generic architecture's summary lists
 
 def _kinds(specs: Sequence[LayerSpec]) -> str:
     """The layers' kinds in order ("Embedding LSTM LSTM Dense"); past `KINDS_LISTED` layers, each kind with how many
-    layers are of it, in order of first appearance ("Dense x96, LayerNorm x32": a list of 100,000 was 600 KB)."""
-    kinds = [spec.kind for spec in specs]
-    if len(kinds) <= KINDS_LISTED:
-        return " ".join(kinds)
+    layers are of it, in order of first appearance ("Dense x96, LayerNorm x32": a list of 100,000 was 600 KB): each
+    kind as `counted` gives it, once a kind of layer (the answer `compare` reads again)."""
+    if len(specs) <= KINDS_LISTED:
+        return " ".join([spec.kind for spec in specs])
+    try:
+        kinds = map(itemgetter(1), counted(specs))
+    except SpecError:  # (a layer without a formula: `compare` tells it)
+        kinds = map(attrgetter("kind"), specs)
     return ", ".join(f"{kind} x{n:,}" for kind, n in Counter(kinds).items())  # (counted in C, first seen first)
 
 
