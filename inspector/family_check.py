@@ -334,7 +334,9 @@ def detect(ckpt: Checkpoint, families: Sequence[Family] | None = None) -> list[t
         if source == "inferred" and not _ends_there(file, layer_parts, family.bases):
             continue  # (the test below fails from every base: no view of the file is made)
         layers.append((family, layer_parts))
-    for outer in ("", *_outer_prefixes(file)):  # (from the file's root; else under what nests the model, if anything)
+    # (from the file's root; else under what nests the model, if anything: the names' common prefix, not read where no
+    # family is left to view)
+    for outer in ("", *_outer_prefixes(file)) if layers else ():
         for family, layer_parts in layers:
             for base in family.bases:
                 view = FileView(file, outer + base, outer)
