@@ -478,5 +478,5 @@ def file_specs(
             append(made(name))
             continue
         cls, before, after = made
-        append(cls(*before, name, *after))  # type: ignore[call-arg]  # (every kind of spec has a name)
+        append(cls(*before, name, *after))  # (every kind of spec has a name)
     return specs
