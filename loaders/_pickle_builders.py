@@ -57,7 +57,9 @@ if TYPE_CHECKING:
         def call(self, func: Any, args: tuple[Any, ...]) -> Any: ...
 
 
-def _tensor_v2(storage: Any, offset: Any, size: Any, stride: Any, requires_grad: Any = False, *rest: Any) -> TensorRef:
+def _tensor_v2(
+    storage: Any, offset: Any, size: Any, stride: Any, requires_grad: Any = False, hooks: Any = None, *rest: Any
+) -> TensorRef:  # (`hooks` named: torch's six arguments make no tuple of the rest)
     if storage.__class__ is not StorageRef and not isinstance(storage, StorageRef):  # (the class first: no call)
         raise PickleError("tensor rebuild without a storage")
     ndim = len(size)
