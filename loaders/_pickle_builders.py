@@ -28,6 +28,7 @@ from loaders._pickle_policy import (
     sets_attributes,
 )
 from loaders._pickle_values import (
+    ITEMSIZES,
     MAX_NAME,
     STORAGE_DTYPES,
     TORCH_DTYPES,
@@ -229,9 +230,11 @@ INERT_DATA = frozenset({"torch.jit._pickle.build_tensor_from_id"})
 def resolve(g: Global) -> Any:
     """What a GLOBAL stands for: a storage type, a dtype, or the inert `Global` itself."""
     if g.module in ("torch", "torch.storage") and g.name in STORAGE_DTYPES:
-        return StorageType(STORAGE_DTYPES[g.name], g.qualname)
+        dtype = STORAGE_DTYPES[g.name]
+        return StorageType(dtype, g.qualname, ITEMSIZES.get(dtype, 1))
     if g.module == "torch" and g.name.endswith("Tensor") and g.name[:-6] + "Storage" in STORAGE_DTYPES:
-        return StorageType(STORAGE_DTYPES[g.name[:-6] + "Storage"], g.qualname)  # tar format tensor types
+        dtype = STORAGE_DTYPES[g.name[:-6] + "Storage"]
+        return StorageType(dtype, g.qualname, ITEMSIZES.get(dtype, 1))  # tar format tensor types
     if g.module == "torch" and g.name in TORCH_DTYPES:
         return DTypeRef(TORCH_DTYPES[g.name], g.qualname)
     return g

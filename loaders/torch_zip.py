@@ -88,8 +88,7 @@ class TorchZipLoader:
             raise FormatError(probe.path, FORMAT, f"the first member {members[0].name!r} is not in a folder with a "
                               "data.pkl: torch.load refuses this archive")  # fmt: skip
         member_names = members.names
-        by_name = dict(zip(member_names, count()))  # each name's member's index: of duplicates the last, as in torch
-        pkl = members[by_name[prefix + PICKLE_NAME]]
+        pkl = members[members.index_of(prefix + PICKLE_NAME)]  # (of duplicates the last, as in torch)
         other_names: set[str] = set()  # (the globals of the archive's other pickles)
         other_pickles(probe, FORMAT, members, pkl, evidence, other_names)
         storages: dict[str, _pickle.StorageRef] = {}
@@ -106,18 +105,21 @@ class TorchZipLoader:
         # every storage's record, and its size, in C calls (100,000 storages); any that is missing or short: below
         refs = list(storages.values())
         first = data_dir + next(iter(storages), "")
-        start = member_names.index(first) if first in by_name else 0
+        start = member_names.index(first) if first in member_names else 0
         end = start + len(refs)
         block = member_names[start:end]  # (in torch's order: the storages' records, named data_dir + key, no copy)
+        by_name: dict[str, int] = {}  # each name's member's index: of duplicates the last, as in torch (made if asked)
         found = (  # (each record's name is data_dir + its key: no name made a storage)
-            len(by_name) == len(member_names)
-            and len(block) == len(refs)
+            len(block) == len(refs)
             and members.lines()  # (no name holds a newline: the block's names are the lines of their listing)
             and "\n".join(block) == data_dir + ("\n" + data_dir).join(storages)
+            # (and no other name begins so: no record of the block has a namesake that torch would read instead)
+            and members.listing().count("\n" + data_dir) + members.listing().startswith(data_dir) == len(refs)
         )
         if found:
             sizes, data = members.file_sizes[start:end], members.data_offsets[start:end]
         else:
+            by_name.update(zip(member_names, count()))
             rows = list(map(by_name.get, map(data_dir.__add__, storages)))  # each storage's record's index
             found = None not in rows
             if found:
@@ -127,6 +129,8 @@ class TorchZipLoader:
         if found and all(map(ge, sizes, map(mul, map(attrgetter("numel"), refs), map(attrgetter("itemsize"), refs)))):
             offsets = dict(zip(storages, data, strict=True))
         del refs, block
+        if not offsets and not by_name:
+            by_name.update(zip(member_names, count()))
         for key, ref in storages.items() if not offsets else ():
             index = by_name.get(data_dir + key)
             if index is None:
