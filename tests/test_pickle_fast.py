@@ -489,9 +489,9 @@ def test_tensor_rebuild_uncalled_or_built_reads_as_the_interpreter_reads_it() ->
 
 
 def test_containers_built_without_arguments_in_c_and_with_arguments_by_the_interpreter() -> None:
-    """``OrderedDict()``, ``dict()`` and ``list()`` (a state dict's, every tensor's hooks) are made by the fast path in C
-    calls, empty fast containers; called with arguments (Python 2's ``OrderedDict(pairs)``) the fast path gives up and
-    the interpreter reads the pickle: the same values either way, and BUILD on an uncalled builder is still refused."""
+    """``OrderedDict()``, ``dict()`` and ``list()`` (a state dict's, every tensor's hooks) are made by the fast path in
+    C calls, empty fast containers; called with arguments (Python 2's ``OrderedDict(pairs)``) the fast path gives up
+    and the interpreter reads the pickle: the same values either way, and BUILD on an uncalled builder still refused."""
     ordered, dict_, list_ = glob("collections", "OrderedDict"), glob("builtins", "dict"), glob("builtins", "list")
     empty = P2 + b"(" + ordered + b")R" + dict_ + b")R" + list_ + b")Rt."
     before = _pickle_fast.Counters.fast
