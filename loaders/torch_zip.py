@@ -245,7 +245,7 @@ class TorchZipLoader:
                 n = end - start
                 kinds[start:start] = repeat(tensor_data, n)
                 texts[start:start] = repeat(_torch.STORAGE, n)
-                subjects[start:start] = _zip.quoted(keys)  # type: ignore[arg-type]  # (keys, no None: `alone`)
+                subjects[start:start] = _zip.quoted(keys)  # (keys, no None: `alone`)
             return _zip.Payloads(kinds, texts, subjects, split)
 
         regions = _zip.in_file_order(zip_ends, members, payloads)
