@@ -25,7 +25,8 @@ Why this is as safe as the interpreter, and gives the same values when it succee
   created: every EMPTY_DICT / EMPTY_LIST opcode is rewritten into a persistent id that gives a
   `_FastDict` / `_FastList`, whose ``__setitem__`` keys through `safe_key` (as the interpreter does) or
   refuses (SETITEMS on a list, which the interpreter refuses); DICT, LIST and the set opcodes are refused,
-  and the builders' dicts and lists are wrapped the same way. Nothing else of the pickle's is hashed.
+  and the container builders (``OrderedDict()``, ``dict()``, ``list()``) make an empty `_FastDict` / `_FastList`
+  (called with an argument they raise: the interpreter reads the pickle). Nothing else of the pickle's is hashed.
 - Which opcodes. `_scan` tokenises the whole pickle first, at regex speed, with a token pattern that
   admits only the binary opcodes whose C behaviour matches the interpreter's on these objects (no FRAME:
   the C unpickler does not enforce frames as the interpreter does; no text numbers or strings, which C
