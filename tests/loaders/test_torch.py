@@ -638,7 +638,6 @@ def test_zip_structure_labels_name_their_members_and_are_made_when_read(tmp_path
         assert r.text.count("%s") == 1 and r.text % (r.subject,) == r.label
 
 
-
 @pytest.mark.parametrize("namesake", [False, True])
 def test_the_storages_block_reads_as_the_record_by_record_lookup(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, namesake: bool
