@@ -28,6 +28,7 @@ from loaders._pickle_policy import (
     sets_attributes,
 )
 from loaders._pickle_values import (
+    ITEMSIZES,
     MAX_NAME,
     STORAGE_DTYPES,
     TORCH_DTYPES,
@@ -57,7 +58,9 @@ if TYPE_CHECKING:
         def call(self, func: Any, args: tuple[Any, ...]) -> Any: ...
 
 
-def _tensor_v2(storage: Any, offset: Any, size: Any, stride: Any, requires_grad: Any = False, *rest: Any) -> TensorRef:
+def _tensor_v2(
+    storage: Any, offset: Any, size: Any, stride: Any, requires_grad: Any = False, hooks: Any = None, *rest: Any
+) -> TensorRef:  # (`hooks` named: torch's six arguments make no tuple of the rest)
     if storage.__class__ is not StorageRef and not isinstance(storage, StorageRef):  # (the class first: no call)
         raise PickleError("tensor rebuild without a storage")
     ndim = len(size)
@@ -227,9 +230,11 @@ INERT_DATA = frozenset({"torch.jit._pickle.build_tensor_from_id"})
 def resolve(g: Global) -> Any:
     """What a GLOBAL stands for: a storage type, a dtype, or the inert `Global` itself."""
     if g.module in ("torch", "torch.storage") and g.name in STORAGE_DTYPES:
-        return StorageType(STORAGE_DTYPES[g.name], g.qualname)
+        dtype = STORAGE_DTYPES[g.name]
+        return StorageType(dtype, g.qualname, ITEMSIZES.get(dtype, 1))
     if g.module == "torch" and g.name.endswith("Tensor") and g.name[:-6] + "Storage" in STORAGE_DTYPES:
-        return StorageType(STORAGE_DTYPES[g.name[:-6] + "Storage"], g.qualname)  # tar format tensor types
+        dtype = STORAGE_DTYPES[g.name[:-6] + "Storage"]
+        return StorageType(dtype, g.qualname, ITEMSIZES.get(dtype, 1))  # tar format tensor types
     if g.module == "torch" and g.name in TORCH_DTYPES:
         return DTypeRef(TORCH_DTYPES[g.name], g.qualname)
     return g

@@ -25,7 +25,8 @@ Why this is as safe as the interpreter, and gives the same values when it succee
   created: every EMPTY_DICT / EMPTY_LIST opcode is rewritten into a persistent id that gives a
   `_FastDict` / `_FastList`, whose ``__setitem__`` keys through `safe_key` (as the interpreter does) or
   refuses (SETITEMS on a list, which the interpreter refuses); DICT, LIST and the set opcodes are refused,
-  and the builders' dicts and lists are wrapped the same way. Nothing else of the pickle's is hashed.
+  and the container builders (``OrderedDict()``, ``dict()``, ``list()``) make an empty `_FastDict` / `_FastList`
+  (called with an argument they raise: the interpreter reads the pickle). Nothing else of the pickle's is hashed.
 - Which opcodes. `_scan` tokenises the whole pickle first, at regex speed, with a token pattern that
   admits only the binary opcodes whose C behaviour matches the interpreter's on these objects (no FRAME:
   the C unpickler does not enforce frames as the interpreter does; no text numbers or strings, which C
@@ -57,7 +58,7 @@ import os
 import sys
 from _pickle import Unpickler as _CUnpickler
 from collections.abc import Callable
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from inspector import regexes
 from loaders._pickle_builders import BUILDERS, TRAMPOLINES, resolve
@@ -166,24 +167,21 @@ class _Builder(Global):
         raise _Abort("BUILD on a callable")
 
 
-class _ContainerBuilder(_Builder):
-    """A builder that makes a dict or a list: it becomes a fast one (called without arguments, as every tensor's
-    empty ``OrderedDict()`` of backward hooks is: the empty one its builder makes, without calling it)."""
+class _DictBuilder(_Builder):
+    """The builder of a dict (``OrderedDict``, ``dict``) called without arguments, as torch writes a state dict's and
+    every tensor's empty ``OrderedDict()`` of backward hooks: an empty fast one, made in C calls (``partial(_FastDict,
+    ())``: no frame of ours a tensor). Called with arguments it raises TypeError (a dict takes one argument at most):
+    the fast path gives up and the interpreter reads the pickle."""
 
-    __slots__ = ("empty",)
-    empty: type
+    __slots__ = ()
+    __call__ = staticmethod(partial(_FastDict, ()))  # (a static `__call__`: called with REDUCE's arguments, no self)
 
-    def __init__(self, qualname: str, build: Callable[..., Any]) -> None:
-        _Builder.__init__(self, qualname, build)
-        object.__setattr__(self, "empty", _FastDict if build().__class__ is dict else _FastList)
 
-    def __call__(self, *args: Any) -> Any:
-        if not args:
-            return self.empty()
-        _check_sizes(args)
-        value = self.build(*args)
-        kind = value.__class__
-        return _FastDict(value) if kind is dict else _FastList(value) if kind is list else value
+class _ListBuilder(_Builder):
+    """`_DictBuilder` of a list (``list()``)."""
+
+    __slots__ = ()
+    __call__ = staticmethod(partial(_FastList, ()))
 
 
 _TENSOR = "torch._utils._rebuild_tensor_v2"
@@ -197,11 +195,11 @@ class _TensorBuilder(_Builder):
 
 
 # as messages name the interpreter's uncalled globals
-_Builder.__name__ = _ContainerBuilder.__name__ = _TensorBuilder.__name__ = "Global"
-_CONTAINERS = frozenset({"collections.OrderedDict", "builtins.dict", "builtins.list"})
+_Builder.__name__ = _DictBuilder.__name__ = _ListBuilder.__name__ = _TensorBuilder.__name__ = "Global"
+_CONTAINERS = {"collections.OrderedDict": _DictBuilder, "builtins.dict": _DictBuilder, "builtins.list": _ListBuilder}
 CONTAINER_IDS = {_DICT_ID: _FastDict, _LIST_ID: _FastList}  # the rewritten ids -> what each makes
 _BUILDERS = {
-    name: (_ContainerBuilder if name in _CONTAINERS else _TensorBuilder if name == _TENSOR else _Builder)(name, build)
+    name: _CONTAINERS.get(name, _TensorBuilder if name == _TENSOR else _Builder)(name, build)
     for name, build in BUILDERS.items()
     if name not in TRAMPOLINES
 }

@@ -177,6 +177,7 @@ class DTypeRef:
 class StorageType:
     dtype: str
     qualname: str = field(default="", compare=False)
+    itemsize: int = field(default=0, compare=False)  # ITEMSIZES' of `dtype` (`resolve`: once a type), 0: not told
     __setstate__ = refuse_state
 
 

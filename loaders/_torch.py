@@ -133,13 +133,13 @@ class PersistentLoader:
                 and numel >= 0
                 and key not in self.storages
             ):
-                # StorageRef(key, dtype, ITEMSIZES.get(dtype, 1), location, numel), made without calling the class (a
+                # StorageRef(key, stype.dtype, stype.itemsize, location, numel), made without calling the class (a
                 # call of a record class costs about 500 instructions more than its fields' stores: a storage a call)
                 # (one store a statement: a tuple of them packed and unpacked was about 300 instructions more)
                 ref = self.storages[key] = _new(StorageRef)
                 ref.key = key  # type: ignore[misc]
-                ref.dtype = dtype = stype.dtype  # type: ignore[misc]
-                ref.itemsize = ITEMSIZES.get(dtype, 1)  # type: ignore[misc]
+                ref.dtype = stype.dtype  # type: ignore[misc]
+                ref.itemsize = stype.itemsize or ITEMSIZES.get(stype.dtype, 1)  # type: ignore[misc]
                 ref.location = location  # type: ignore[misc]
                 ref.numel = numel  # type: ignore[misc]
                 ref.view = None  # type: ignore[misc]

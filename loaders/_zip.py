@@ -309,7 +309,7 @@ def _member_columns(members: Members, payloads: Payloads, after: list[Region]) -
     the four woven together (a zip of 100,000 tensors: 400,000 regions, no `Region` made). Empty regions (no padding, no
     descriptor, an empty payload) are left out, as `base.tile` would leave them."""
     n = len(members)
-    subjects = list(map(repr, members.names))
+    subjects = quoted(members.names)
     data, sizes, padding = members.data_offsets, members.compress_sizes, members.padding_lens
     heads, descriptors = members.header_offsets, members.descriptor_lens
     data_ends = list(map(add, data, sizes))
@@ -322,7 +322,7 @@ def _member_columns(members: Members, payloads: Payloads, after: list[Region]) -
     lengths = _woven([None] * 4, n, map(sub, members.local_header_lens, padding), padding, sizes,
                      descriptors)  # fmt: skip
     names = _woven([None] * 4, n, subjects, subjects, payloads.subjects, subjects)
-    if 0 in lengths:  # (a member without padding or a descriptor, or an empty payload: those regions left out)
+    if not all(lengths):  # (a member without padding or a descriptor, or an empty payload: those regions left out)
         kinds, starts, lengths, texts, names = (
             list(compress(column, lengths)) for column in (kinds, starts, lengths, texts, names)
         )
@@ -340,6 +340,20 @@ def _member_columns(members: Members, payloads: Payloads, after: list[Region]) -
         texts.append(r.text)
         names.append(r.subject)
     return RegionColumns(kinds, starts, lengths, texts, names, laid if n else None)
+
+
+_ESCAPED = bytes(range(32)) + b"\x7f'\\"  # the ASCII characters ``repr`` escapes, and the quote (`quoted`)
+
+
+def quoted(texts: list[str]) -> list[str]:
+    """``repr`` of each text (a region's subject), in C calls where all are printable ASCII without a quote or a
+    backslash (then ``repr`` is the text in single quotes): a zip's 100,000 names, a state dict's storage keys."""
+    joined = "".join(texts)
+    if texts and joined.isascii():
+        data = joined.encode("ascii")
+        if len(data.translate(None, _ESCAPED)) == len(data):
+            return ("'" + "'\n'".join(texts) + "'").split("\n")
+    return list(map(repr, texts))
 
 
 def _woven(pattern: list[Any], n: int, *columns: Iterable[Any]) -> list[Any]:

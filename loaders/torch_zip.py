@@ -88,8 +88,7 @@ class TorchZipLoader:
             raise FormatError(probe.path, FORMAT, f"the first member {members[0].name!r} is not in a folder with a "
                               "data.pkl: torch.load refuses this archive")  # fmt: skip
         member_names = members.names
-        by_name = dict(zip(member_names, count()))  # each name's member's index: of duplicates the last, as in torch
-        pkl = members[by_name[prefix + PICKLE_NAME]]
+        pkl = members[members.index_of(prefix + PICKLE_NAME)]  # (of duplicates the last, as in torch)
         other_names: set[str] = set()  # (the globals of the archive's other pickles)
         other_pickles(probe, FORMAT, members, pkl, evidence, other_names)
         storages: dict[str, _pickle.StorageRef] = {}
@@ -106,28 +105,32 @@ class TorchZipLoader:
         # every storage's record, and its size, in C calls (100,000 storages); any that is missing or short: below
         refs = list(storages.values())
         first = data_dir + next(iter(storages), "")
-        start = member_names.index(first) if first in by_name else 0
+        start = member_names.index(first) if first in member_names else 0
         end = start + len(refs)
         block = member_names[start:end]  # (in torch's order: the storages' records, named data_dir + key, no copy)
-        rows: list[int | None]  # each storage's record's index
-        if (
-            len(by_name) == len(member_names)
-            and len(block) == len(refs)
+        by_name: dict[str, int] = {}  # each name's member's index: of duplicates the last, as in torch (made if asked)
+        found = (  # (each record's name is data_dir + its key: no name made a storage)
+            len(block) == len(refs)
             and members.lines()  # (no name holds a newline: the block's names are the lines of their listing)
             and "\n".join(block) == data_dir + ("\n" + data_dir).join(storages)
-        ):  # (each record's name is data_dir + its key: no name made a storage)
-            rows = list(range(start, end))
+            # (and no other name begins so: no record of the block has a namesake that torch would read instead)
+            and members.listing().count("\n" + data_dir) + members.listing().startswith(data_dir) == len(refs)
+        )
+        if found:
             sizes, data = members.file_sizes[start:end], members.data_offsets[start:end]
         else:
-            rows = list(map(by_name.get, map(data_dir.__add__, storages)))
-            if None not in rows:
+            by_name.update(zip(member_names, count()))
+            rows = list(map(by_name.get, map(data_dir.__add__, storages)))  # each storage's record's index
+            found = None not in rows
+            if found:
                 sizes = list(map(members.file_sizes.__getitem__, rows))  # type: ignore[arg-type]
                 data = list(map(members.data_offsets.__getitem__, rows))  # type: ignore[arg-type]
-        if None not in rows and all(
-            map(ge, sizes, map(mul, map(attrgetter("numel"), refs), map(attrgetter("itemsize"), refs)))
-        ):
+            del rows
+        if found and all(map(ge, sizes, map(mul, map(attrgetter("numel"), refs), map(attrgetter("itemsize"), refs)))):
             offsets = dict(zip(storages, data, strict=True))
-        del refs, rows, block
+        del refs, block
+        if not offsets and not by_name:
+            by_name.update(zip(member_names, count()))
         for key, ref in storages.items() if not offsets else ():
             index = by_name.get(data_dir + key)
             if index is None:
@@ -178,8 +181,10 @@ class TorchZipLoader:
         del result  # the pickle's object graph: the tensors hold what they need of it
         keys = list(map(attrgetter("storage"), tensors))
         # each storage one tensor's, every tensor in one (most files): the tensor of each, without a list a storage
-        alone = dict(zip(keys, tensors, strict=True)) if None not in keys and len(set(keys)) == len(keys) else None
-        grouped = _torch.by_storage(tensors) if alone is None else {}
+        # (`keys` and `tensors` in order; a dict of them made only for a record outside the block of storages, if any)
+        alone = None not in keys and len(set(keys)) == len(keys)
+        by_key: dict[str, TensorInfo] = {}
+        grouped = _torch.by_storage(tensors) if not alone else {}
         skip = len(data_dir)
 
         tensor_data = RegionKind.TENSOR_DATA
@@ -199,8 +204,10 @@ class TorchZipLoader:
             if key not in offsets:
                 return RegionKind.UNREFERENCED, "record %s: no tensor uses it", repr(name)
             start, length = m.data_offset, m.compress_size
-            if alone is not None:
-                t = alone.get(key)
+            if alone:
+                if not by_key:
+                    by_key.update(zip(keys, tensors, strict=True))
+                t = by_key.get(key)
                 mine = [] if t is None else [t]
             else:
                 mine = grouped.get(key, [])
@@ -214,9 +221,9 @@ class TorchZipLoader:
             """Where the members are the tensors' storages one for one, in order, each all of its one tensor (torch.save
             writes them so): (start, end) of that block of members, or (0, 0). (A member's data offset is its own, so
             the tensor at a member's data offset is that record's storage's.)"""
-            if alone is None or not alone:
+            if not alone or not tensors:
                 return 0, 0
-            mine = list(alone.values())
+            mine = tensors
             at = list(map(attrgetter("offset"), mine))
             data = members.data_offsets
             start = data.index(at[0]) if at[0] in data else 0
@@ -238,14 +245,13 @@ class TorchZipLoader:
                 n = end - start
                 kinds[start:start] = repeat(tensor_data, n)
                 texts[start:start] = repeat(_torch.STORAGE, n)
-                subjects[start:start] = map(repr, map(attrgetter("storage"), alone.values()))  # type: ignore[union-attr]
+                subjects[start:start] = _zip.quoted(keys)  # (keys, no None: `alone`)
             return _zip.Payloads(kinds, texts, subjects, split)
 
         regions = _zip.in_file_order(zip_ends, members, payloads)
         grouped.clear()  # (its lists: not held through the tiling)
-        del keys
-        if alone is not None:
-            alone.clear()
+        by_key.clear()
+        keys.clear()
         attributes = {
             "torch.archive": prefix.rstrip("/"),
             "torch.kind": "torchscript" if torchscript else "torch.save",

@@ -488,6 +488,28 @@ def test_tensor_rebuild_uncalled_or_built_reads_as_the_interpreter_reads_it() ->
         assert _pickle_fast.load(_pickle.Reader(data), _torch.persistent_loader({}), _pickle) is None
 
 
+def test_containers_built_without_arguments_in_c_and_with_arguments_by_the_interpreter() -> None:
+    """``OrderedDict()``, ``dict()`` and ``list()`` (a state dict's, every tensor's hooks) are made by the fast path in
+    C calls, empty fast containers; called with arguments (Python 2's ``OrderedDict(pairs)``) the fast path gives up
+    and the interpreter reads the pickle: the same values either way, and BUILD on an uncalled builder still refused."""
+    ordered, dict_, list_ = glob("collections", "OrderedDict"), glob("builtins", "dict"), glob("builtins", "list")
+    empty = P2 + b"(" + ordered + b")R" + dict_ + b")R" + list_ + b")Rt."
+    before = _pickle_fast.Counters.fast
+    assert both(empty)
+    assert _pickle_fast.Counters.fast == before + 1
+    value = _pickle_fast.load(_pickle.Reader(empty), _torch.persistent_loader({}), _pickle)
+    assert value is not None
+    assert [type(v) for v in value[0]] == [_pickle_fast._FastDict, _pickle_fast._FastDict, _pickle_fast._FastList]
+    pairs = P2 + ordered + b"(]" + short("a") + b"K\x01\x86atR."  # OrderedDict([("a", 1)])
+    listed = P2 + list_ + b"(" + short("x") + short("y") + b"\x86\x85R."  # list(("x", "y"))
+    for data in (pairs, listed):
+        assert _pickle_fast.load(_pickle.Reader(data), _torch.persistent_loader({}), _pickle) is None
+        assert not both(data)  # (the interpreter reads it: its value is checked by the tests of the interpreter)
+    assert PickleMachine(_pickle.Reader(pairs), _torch.persistent_loader({})).load().value == {"a": 1}
+    assert PickleMachine(_pickle.Reader(listed), _torch.persistent_loader({})).load().value == ["x", "y"]
+    assert _pickle_fast.load(_pickle.Reader(P2 + ordered + b"}b."), _torch.persistent_loader({}), _pickle) is None
+
+
 def test_the_loader_answers_the_rewritten_ids_only_while_the_fast_path_reads() -> None:
     """The C unpickler calls torch's PersistentLoader itself; the ids of the rewritten empty dicts and lists it answers
     during that reading only (an interpreter reading after knows no such id)."""

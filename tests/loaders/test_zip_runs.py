@@ -6,6 +6,7 @@ regions, reads and errors."""
 
 from __future__ import annotations
 
+import random
 import struct
 import zipfile
 from pathlib import Path
@@ -211,3 +212,29 @@ def test_members_are_columns_giving_each_record_once() -> None:
     assert _zip.Members(["a", "b"], *[[0, 0]] * 8).lines()
     with pytest.raises(IndexError):
         members[2]
+
+
+def test_quoted_names_are_their_repr() -> None:
+    """`_zip.quoted` (the subjects of an archive's regions, made in C calls when every name is printable ASCII with no
+    quote or backslash) gives ``repr`` of each name, whatever the names hold."""
+    cases = [
+        ["archive/data.pkl", "archive/data/0", 'a "b" c', "~ !#"],
+        [],
+        [""],
+        ["a", ""],
+        ["it's"],
+        ["back\\slash"],
+        ["tab\there"],
+        ["new\nline", "x"],
+        ["del\x7f"],
+        ["é"],
+        ["\x00", "y"],
+        [f"model.layers.{i}.weight" for i in range(1000)],
+    ]
+    for names in cases:
+        assert _zip.quoted(names) == list(map(repr, names)), names
+    characters = [chr(c) for c in range(160)] + ["é", "\u2028", "😀"]
+    rng = random.Random(7)
+    for _ in range(3000):
+        names = ["".join(rng.choices(characters, k=rng.randint(0, 4))) for _ in range(rng.randint(0, 4))]
+        assert _zip.quoted(names) == list(map(repr, names)), names
