@@ -7,8 +7,8 @@ names, so of two members named `archive/data.pkl` (or `archive/data.pkl` and `ar
 depends on every name of the archive: the first copy in some archives, the last in others
 (`tests/test_miniz_locate.py` checks this reading against torch's own reader on random archives).
 
-Only archives where such names exist need it: `locate` sorts the whole directory in Python (about a second for
-100,000 names), and for those only.
+Only archives where such names exist need it (`loaders._zip.Members.index_of` tells them by the names' listing in a
+few C calls): `Lookup` sorts the whole directory in Python (about a second for 100,000 names), for those only.
 """
 
 from __future__ import annotations
@@ -51,20 +51,27 @@ def sorted_order(keys: Sequence[bytes]) -> list[int]:
     return order
 
 
-def locate(names: Sequence[str], name: str) -> int | None:
-    """The index of the member torch's reader finds for `name` (miniz's binary search over its sorted directory), or
-    None when none is so named."""
-    keys = [key(n) for n in names]
-    order = sorted_order(keys)
-    wanted = key(name)
-    low, high = 0, len(order) - 1
-    while low <= high:
-        middle = low + ((high - low) >> 1)
-        found = keys[order[middle]]
-        if found == wanted:
-            return order[middle]
-        if found < wanted:
-            low = middle + 1
-        else:
-            high = middle - 1
-    return None
+class Lookup:
+    """torch's lookup of a record by name in an archive of these names: the directory sorted once (miniz's heap
+    sort), then a binary search a name."""
+
+    __slots__ = ("keys", "order")
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.keys = [key(n) for n in names]
+        self.order = sorted_order(self.keys)
+
+    def __call__(self, name: str) -> int | None:
+        """The index of the member torch's reader finds for `name`, or None when none is so named."""
+        keys, order, wanted = self.keys, self.order, key(name)
+        low, high = 0, len(order) - 1
+        while low <= high:
+            middle = low + ((high - low) >> 1)
+            found = keys[order[middle]]
+            if found == wanted:
+                return order[middle]
+            if found < wanted:
+                low = middle + 1
+            else:
+                high = middle - 1
+        return None

@@ -1,7 +1,8 @@
 """A torch zip archive as torch itself reads it, for the safety verdict.
 
 caffe2's `PyTorchStreamReader` takes the archive folder from the FIRST member's name and refuses an
-archive with a member outside it; of two members with one name, it reads the last. A scanner that
+archive with a member outside it; of two members with one name (or names equal but for case), it reads
+the one miniz's lookup finds (`loaders._miniz`). A scanner that
 picks "the first */data.pkl" instead can be shown a harmless pickle while torch runs another. So the
 folder is decided as torch decides it, and layouts torch refuses or half-reads (members outside the
 folder, a second data.pkl, duplicate names) are reported. Every ``*.pkl`` member is interpreted for
@@ -59,12 +60,11 @@ def layout_findings(members: _zip.Members, prefix: str) -> list[Finding]:
         alone = sum(map(str.endswith, names, repeat(suffix))) == names.count(read)
     outside = [] if inside else [name for name in names if not name.startswith(prefix)]
     extra = [] if alone else [name for name in names if name.endswith(suffix) and name != read]
-    unique = len(set(names)) == len(names)  # (the usual case: no names counted)
-    dups = [] if unique else [name for name, n in Counter(names).items() if n > 1]
+    dups = [] if members.unique() else [name for name, n in Counter(names).items() if n > 1]
     cases = (
         (outside, f"members outside the archive folder {prefix!r} (torch.load refuses such an archive)"),
         (extra, "a second data.pkl, which torch does not read"),
-        (dups, "duplicate member names (torch reads the last copy)"),
+        (dups, "duplicate member names (torch reads the copy its zip reader's lookup finds)"),
     )
     return [
         Finding(

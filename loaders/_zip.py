@@ -81,7 +81,8 @@ class Members(Sequence[ZipMember]):
     To everything else a sequence of `ZipMember`s, each made when it is first asked for (and the same record after)."""
 
     __slots__ = ("names", "header_offsets", "data_offsets", "compress_sizes", "file_sizes", "methods",
-                 "local_header_lens", "padding_lens", "descriptor_lens", "_made", "_all", "_listing")  # fmt: skip
+                 "local_header_lens", "padding_lens", "descriptor_lens", "_made", "_all", "_listing", "_unique",
+                 "_lookup")  # fmt: skip
 
     def __init__(self, *columns: list[Any]) -> None:
         (self.names, self.header_offsets, self.data_offsets, self.compress_sizes, self.file_sizes, self.methods,
@@ -89,6 +90,8 @@ class Members(Sequence[ZipMember]):
         self._made: dict[int, ZipMember] = {}  # the records asked for one by one, by index
         self._all: list[ZipMember] | None = None  # every record, once all were asked for
         self._listing: str | None = None
+        self._unique: bool | None = None
+        self._lookup: Any = None  # (`index_of`'s: False, by the exact name; or torch's lookup)
 
     @classmethod
     def of(cls, records: Iterable[ZipMember]) -> Members:
@@ -157,12 +160,44 @@ class Members(Sequence[ZipMember]):
     def __repr__(self) -> str:
         return f"Members({self.records()!r})"
 
+    def unique(self) -> bool:
+        """Whether no two members have one name (made once)."""
+        if self._unique is None:
+            self._unique = len(set(self.names)) == len(self.names)
+        return self._unique
+
+    def named_exactly(self) -> bool:
+        """Whether torch's zip reader finds every member by its exact name: no two names equal but for ASCII case."""
+        if self._lookup is None:
+            self._lookup = self._case_lookup()
+        return self._lookup is False
+
     def index_of(self, name: str) -> int | None:
-        """The index of the last member of that name (the one torch reads), or None."""
+        """The index of the member torch's zip reader finds for that name, or None: the member so named, where no
+        two names are equal but for ASCII case (nearly every archive, told by the names' listing in a few C calls);
+        else the one miniz's lookup finds (`loaders._miniz`: of two copies of a name, the first in some archives,
+        the last in others)."""
+        if self.named_exactly():
+            try:
+                return self.names.index(name)
+            except ValueError:
+                return None
+        return self._lookup(name)  # type: ignore[no-any-return]
+
+    def _case_lookup(self) -> Any:
+        """False when no two names are equal but for ASCII case; else torch's lookup of a name."""
+        from loaders import _miniz  # (archives of such names only)
+
         names = self.names
-        if name not in names:
-            return None
-        return len(names) - 1 - names[::-1].index(name)
+        if self.lines() and (listing := self.listing()).isascii():
+            lowered = listing.lower()
+            if lowered == listing:  # (no capital letter: equal but for case is equal)
+                distinct = self.unique()
+            else:  # (each name lowered, and the empty one after the last newline)
+                distinct = len(set(lowered.split("\n"))) == len(names) + 1
+        else:
+            distinct = len(set(map(_miniz.key, names))) == len(names)
+        return False if distinct else _miniz.Lookup(names)
 
 
 def _zip64_extra(extra: bytes, need: list[str], values: dict[str, int]) -> None:

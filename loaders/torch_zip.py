@@ -88,7 +88,7 @@ class TorchZipLoader:
             raise FormatError(probe.path, FORMAT, f"the first member {members[0].name!r} is not in a folder with a "
                               "data.pkl: torch.load refuses this archive")  # fmt: skip
         member_names = members.names
-        pkl = members[members.index_of(prefix + PICKLE_NAME)]  # (of duplicates the last, as in torch)
+        pkl = members[members.index_of(prefix + PICKLE_NAME)]  # (the one torch's zip reader finds)
         other_names: set[str] = set()  # (the globals of the archive's other pickles)
         other_pickles(probe, FORMAT, members, pkl, evidence, other_names)
         storages: dict[str, _pickle.StorageRef] = {}
@@ -108,9 +108,12 @@ class TorchZipLoader:
         start = member_names.index(first) if first in member_names else 0
         end = start + len(refs)
         block = member_names[start:end]  # (in torch's order: the storages' records, named data_dir + key, no copy)
-        by_name: dict[str, int] = {}  # each name's member's index: of duplicates the last, as in torch (made if asked)
+        by_name: dict[str, int] = {}  # each name's member's index, where torch finds each by its name (made if asked)
+        exact = members.named_exactly()  # (else of names equal but for case torch reads the one its lookup finds)
+        find = by_name.get if exact else members.index_of
         found = (  # (each record's name is data_dir + its key: no name made a storage)
-            len(block) == len(refs)
+            exact
+            and len(block) == len(refs)
             and members.lines()  # (no name holds a newline: the block's names are the lines of their listing)
             and "\n".join(block) == data_dir + ("\n" + data_dir).join(storages)
             # (and no other name begins so: no record of the block has a namesake that torch would read instead)
@@ -119,8 +122,8 @@ class TorchZipLoader:
         if found:
             sizes, data = members.file_sizes[start:end], members.data_offsets[start:end]
         else:
-            by_name.update(zip(member_names, count()))
-            rows = list(map(by_name.get, map(data_dir.__add__, storages)))  # each storage's record's index
+            by_name.update(zip(member_names, count()) if exact else ())
+            rows = list(map(find, map(data_dir.__add__, storages)))  # each storage's record's index
             found = None not in rows
             if found:
                 sizes = list(map(members.file_sizes.__getitem__, rows))  # type: ignore[arg-type]
@@ -129,10 +132,10 @@ class TorchZipLoader:
         if found and all(map(ge, sizes, map(mul, map(attrgetter("numel"), refs), map(attrgetter("itemsize"), refs)))):
             offsets = dict(zip(storages, data, strict=True))
         del refs, block
-        if not offsets and not by_name:
+        if not offsets and not by_name and exact:
             by_name.update(zip(member_names, count()))
         for key, ref in storages.items() if not offsets else ():
-            index = by_name.get(data_dir + key)
+            index = find(data_dir + key)
             if index is None:
                 raise FormatError(probe.path, FORMAT, f"storage {key!r} named in data.pkl has no data/{key} record")
             record = members[index]

@@ -1,4 +1,4 @@
-"""`loaders._miniz.locate` against torch's own zip reader: which member it finds for a name, among names equal but for
+"""`loaders._miniz.Lookup` against torch's own zip reader: which member it finds for a name, among names equal but for
 case and exact duplicates."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from loaders._miniz import locate
+from loaders._miniz import Lookup
 
 POOL = ["a/data.pkl", "a/DATA.PKL", "a/Data.pkl", "a/data/0", "a/data/1", "a/DATA/0", "a/byteorder", "a/x",
         "a/data.pk", "a/data.pkl2", "a/ZZZ", "a/.data/serialization_id", "a/constants.pkl"]  # fmt: skip
@@ -37,14 +37,14 @@ def _torch_finds(path: Path, names: list[str]) -> dict[str, int | None]:
 @pytest.mark.reference
 def test_a_duplicate_is_found_as_torch_finds_it(tmp_path: Path) -> None:
     """Two copies of data.pkl: torch reads the first of these eight members (a CI run of the zip mutation test
-    found it), and of these three the first or the last by where the other name stands; so does `locate`."""
+    found it), and of these three the first or the last by where the other name stands; so does `Lookup`."""
     first = ["a/data.pkl", "a/byteorder", "a/data.pkl", "a/.format_version", "a/data/0", "a/version",
              "a/.data/serialization_id", "a/.storage_alignment"]  # fmt: skip
     before, after = ["a/data.pkl", "a/data.pkl", "a/version"], ["a/data.pkl", "a/version", "a/data.pkl"]
-    assert _torch_finds(tmp_path / "first.pt", first)["data.pkl"] == locate(first, "a/data.pkl") == 0
-    assert _torch_finds(tmp_path / "before.pt", before)["data.pkl"] == locate(before, "a/data.pkl") == 0
-    assert _torch_finds(tmp_path / "after.pt", after)["data.pkl"] == locate(after, "a/data.pkl") == 2
-    assert locate(after, "a/DATA.pkl") == 2 and locate(after, "a/missing") is None
+    assert _torch_finds(tmp_path / "first.pt", first)["data.pkl"] == Lookup(first)("a/data.pkl") == 0
+    assert _torch_finds(tmp_path / "before.pt", before)["data.pkl"] == Lookup(before)("a/data.pkl") == 0
+    assert _torch_finds(tmp_path / "after.pt", after)["data.pkl"] == Lookup(after)("a/data.pkl") == 2
+    assert Lookup(after)("a/DATA.pkl") == 2 and Lookup(after)("a/missing") is None
 
 
 @pytest.mark.reference
@@ -60,7 +60,42 @@ def test_property_locate_is_torchs_reader(tmp_path: Path) -> None:
     def check(names: list[str], at: int) -> None:
         names.insert(at % (len(names) + 1), "a/version")  # (torch reads it first: one copy, a number)
         found = _torch_finds(tmp_path / "m.pt", names)
+        lookup = Lookup(names)
         for asked, index in found.items():
-            assert locate(names, "a/" + asked) == index, (names, asked)
+            assert lookup("a/" + asked) == index, (names, asked)
 
     check()
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("first", [True, False])
+def test_the_report_reads_the_data_pkl_torch_reads(tmp_path: Path, first: bool) -> None:
+    """Two data.pkl, each a state dict of one tensor on the same storage: in the member order a CI run of the zip
+    mutation test made, torch.load reads the first copy; with the second copy moved to the end, the last. The report
+    lists the tensor of the copy torch reads (it listed the last copy's always), and says which copy that is."""
+    torch = pytest.importorskip("torch")
+    from inspector import load
+
+    torch.save({"w": torch.ones(2)}, tmp_path / "w.pt")
+    torch.save({"v": torch.ones(2)}, tmp_path / "v.pt")
+    with zipfile.ZipFile(tmp_path / "w.pt") as zf:
+        members = {name.split("/", 1)[1]: zf.read(name) for name in zf.namelist()}
+    with zipfile.ZipFile(tmp_path / "v.pt") as zf:
+        other = next(zf.read(name) for name in zf.namelist() if name.endswith("/data.pkl"))
+    order = ["byteorder", "data.pkl", ".format_version", "data/0", "version", ".data/serialization_id",
+             ".storage_alignment"]  # fmt: skip
+    if not first:
+        order = [*order[:1], *order[2:], "data.pkl"]
+    path = tmp_path / "two.pt"
+    with warnings.catch_warnings(), zipfile.ZipFile(path, "w") as zf:
+        warnings.simplefilter("ignore")  # (the duplicate name)
+        zf.writestr("a/data.pkl", other)
+        for name in order:
+            if name in members:
+                zf.writestr("a/" + name, members[name])
+    loaded = torch.load(path, weights_only=True)
+    assert list(loaded) == (["v"] if first else ["w"])
+    ckpt = load(path)
+    assert [t.name for t in ckpt.tensors] == list(loaded)
+    layout = [f for f in ckpt.findings if f.code == "ZIP_LAYOUT"]
+    assert layout and "torch reads the copy its zip reader's lookup finds" in layout[0].message
