@@ -63,6 +63,7 @@ def test_json_text_streamed_in_tiny_batches_is_json_dumps(doc: object) -> None:
     """Every container of 2 or more items streamed, batches of 2 written column by column, 8-character chunks."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(jsontext, "STREAM_ITEMS", 2)
+        mp.setattr(jsontext, "ROWS", 2)
         mp.setattr(jsontext, "CHUNK", 8)
         assert dumps(doc) == json.dumps(doc, indent=2, default=str)
 
@@ -161,7 +162,7 @@ def test_rows_written_column_by_column_are_the_dicts(tmp_path: Path) -> None:
     from inspector.render import render_json, report_dict
     from inspector.report import inspect
 
-    n = 3 * jsontext.STREAM_ITEMS
+    n = 3 * jsontext.ROWS
     state = {f"blocks.{i}.linear.weight": torch.full((2, i % 5 + 1), float(i)) for i in range(n)}
     state["blocks.300.linear.weight"] = state["blocks.299.linear.weight"]  # tied: an alias_of in one batch
     torch.save(state, tmp_path / "tied.pt")
@@ -1155,7 +1156,7 @@ def test_roles_made_from_a_remembered_shape_are_the_rules_answers(
 def test_json_columns_of_one_value_are_written_into_the_template() -> None:
     """A batch column of one value (a dtype, a kind, a status) is written once into the batch's template: values
     equal but written differently (1, 1.0, True), strings with '%', long ones, None, shapes as tuples or lists."""
-    n = 3 * jsontext.STREAM_ITEMS + 7
+    n = 3 * jsontext.ROWS + 7
     rows: list[dict[str, object]] = [
         {"k": "parameter", "p": "100%s%d%%", "i": 7, "b": True, "z": None, "l": "x" * 100, "s": (2, 3), "m": [i, 1],
          "e": 1 if i % 2 else True, "f": 1.0 if i % 3 else 1, "t": (i,) if i % 5 else [i], "u": "\u2603\n\""}
@@ -1172,6 +1173,7 @@ def test_json_columns_of_one_value_are_written_into_the_template() -> None:
     assert dumps(laid) == json.dumps(doc, indent=2, default=str)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(jsontext, "STREAM_ITEMS", 2)
+        mp.setattr(jsontext, "ROWS", 2)
         assert dumps(laid) == json.dumps(doc, indent=2, default=str)
 
 
