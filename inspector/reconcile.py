@@ -85,7 +85,7 @@ KIND_BUCKET = {
     TensorKind.METADATA: "metadata",
 }
 REGION_BUCKET: dict[RegionKind, str] = {kind: kind.value for kind in RegionKind if kind is not RegionKind.TENSOR_DATA}
-KIND_CODE: dict[RegionKind, int] = {kind: code for code, kind in enumerate(RegionKind)}  # (a byte a region: `bucket_bytes`)
+KIND_CODE: dict[RegionKind, int] = {kind: code for code, kind in enumerate(RegionKind)}  # (`bucket_bytes`)
 KIND_PRIORITY = (TensorKind.PARAMETER, TensorKind.BUFFER, TensorKind.OPTIMIZER, TensorKind.OTHER, TensorKind.METADATA)
 
 
