@@ -114,32 +114,45 @@ class Accounting:
     notes: tuple[str, ...]
 
 
+def _laid_kinds(tensors: tuple[TensorInfo, ...], starts: list[int], lengths: list[int]) -> list[TensorKind] | None:
+    """The tensors' kinds where, in order, they are one file's data regions one for one (a torch zip, safetensors),
+    those regions' starts and lengths given; else None. Told column by column, without a span made per tensor.
+    (each field read by a list comprehension: about half the instructions of `map(attrgetter(...))`)"""
+    if len(starts) != len(tensors):
+        return None
+    offsets = [t.offset for t in tensors]
+    stated = [t.span for t in tensors]
+    sizes = (
+        [t.nbytes for t in tensors]
+        if stated.count(None) == len(stated)
+        else [t.nbytes if t.span is None else t.span for t in tensors]
+    )
+    if 0 in sizes:
+        sizes = [max(size, 1) for size in sizes]
+    if (
+        None not in offsets
+        and not any([t.file for t in tensors])
+        and all(map(lt, offsets, islice(offsets, 1, None)))  # type: ignore[arg-type]  # (None: not in offsets)
+        and starts == offsets
+        and lengths == sizes
+    ):
+        return [t.kind for t in tensors]
+    return None
+
+
 def _region_kinds(ckpt: Checkpoint, data: dict[int, list[int]] | None = None) -> dict[int, dict[int, TensorKind]]:
     """For each TENSOR_DATA region (by index), the kind of the tensors lying in it (`data`: those regions' indices by
     file, where the caller has them)."""
     regions, tensors = ckpt.regions, ckpt.tensors
     if data is not None and len(data) == 1 and 0 in data and len(data[0]) == len(tensors):
-        # One file whose tensors, in order, are its data regions one for one (a torch zip, safetensors): told column
-        # by column, without a span made per tensor. (Any other layout: below.)
-        # (each field read by a list comprehension: about half the instructions of `map(attrgetter(...))`)
-        offsets = [t.offset for t in tensors]
-        stated = [t.span for t in tensors]
-        sizes = (
-            [t.nbytes for t in tensors]
-            if stated.count(None) == len(stated)
-            else [t.nbytes if t.span is None else t.span for t in tensors]
+        indices = data[0]  # (the tensors the data regions one for one: `_laid_kinds`; any other layout: below)
+        laid = _laid_kinds(
+            tensors,
+            list(map(region_column(regions, "start").__getitem__, indices)),
+            list(map(region_column(regions, "length").__getitem__, indices)),
         )
-        if 0 in sizes:
-            sizes = [max(size, 1) for size in sizes]
-        indices = data[0]
-        if (
-            None not in offsets
-            and not any([t.file for t in tensors])
-            and all(map(lt, offsets, islice(offsets, 1, None)))  # type: ignore[arg-type]  # (None: not in offsets)
-            and list(map(region_column(regions, "start").__getitem__, indices)) == offsets
-            and list(map(region_column(regions, "length").__getitem__, indices)) == sizes
-        ):
-            return {0: dict(zip(indices, [t.kind for t in tensors], strict=True))}
+        if laid is not None:
+            return {0: dict(zip(indices, laid, strict=True))}
     by_file: dict[int, list[tuple[int, int, TensorKind]]] = {}
     for t in tensors:
         if t.offset is not None:
@@ -200,7 +213,6 @@ def bucket_bytes(ckpt: Checkpoint) -> dict[str, int]:
     """Bytes per bucket over all files; the values sum to the file size(s)."""
     totals = dict.fromkeys(BUCKETS, 0)
     data: dict[int, list[int]] = {}  # TENSOR_DATA regions (indices by file): their bucket is their tensors' kind
-    data_lengths: dict[int, list[int]] = {}  # (their lengths, where told with them)
     regions = ckpt.regions  # (read column by column: a zip's `RegionColumns` makes no `Region`)
     region_kinds, region_lengths = region_column(regions, "kind"), region_column(regions, "length")
     files = region_column(regions, "file")
@@ -213,16 +225,17 @@ def bucket_bytes(ckpt: Checkpoint) -> dict[str, int]:
         for kind, code in KIND_CODE.items():
             if code not in codes:
                 continue
-            if codes.count(code) == n:
-                chosen: Iterable[int] = region_lengths
-                places: Iterable[int] = range(n)
-            else:
-                selector = codes.translate(bytes(256)[:code] + b"\x01" + bytes(255 - code))
-                chosen, places = compress(region_lengths, selector), compress(range(n), selector)
-            if kind is RegionKind.TENSOR_DATA:
-                data[0], data_lengths[0] = list(places), list(chosen)
-            else:
+            selector = None if codes.count(code) == n else codes.translate(bytes(code) + b"\x01" + bytes(255 - code))
+            chosen = region_lengths if selector is None else list(compress(region_lengths, selector))
+            if kind is not RegionKind.TENSOR_DATA:
                 totals[REGION_BUCKET[kind]] += sum(chosen)
+                continue
+            starts = region_column(regions, "start")
+            laid = _laid_kinds(ckpt.tensors, starts if selector is None else list(compress(starts, selector)), chosen)
+            if laid is not None:  # (the tensors are the data regions one for one: their kinds, in order)
+                _add_by_kind(totals, laid, chosen)
+            else:
+                data[0] = list(range(n) if selector is None else compress(range(n), selector))
     else:
         tensor_data, region_bucket = RegionKind.TENSOR_DATA, REGION_BUCKET
         for i, region_kind, length, file in zip(count(), region_kinds, region_lengths, files):
@@ -230,14 +243,20 @@ def bucket_bytes(ckpt: Checkpoint) -> dict[str, int]:
                 data.setdefault(file, []).append(i)
             else:
                 totals[region_bucket[region_kind]] += length
-    kinds = _region_kinds(ckpt, data)
-    for file, indices in data.items():  # (each kind's lengths summed in C calls)
-        found = list(map(kinds.get(file, {}).get, indices))
-        lengths = data_lengths.get(file) or list(map(region_lengths.__getitem__, indices))
-        for kind in dict.fromkeys(found):
-            of_kind = lengths if found.count(kind) == len(found) else compress(lengths, map(is_, found, repeat(kind)))
-            totals[KIND_BUCKET[kind] if kind is not None else "tensor_data"] += sum(of_kind)
+    if data:
+        kinds = _region_kinds(ckpt, data)
+        for file, indices in data.items():
+            found = list(map(kinds.get(file, {}).get, indices))
+            _add_by_kind(totals, found, list(map(region_lengths.__getitem__, indices)))
     return {name: n for name, n in totals.items() if n}
+
+
+def _add_by_kind(totals: dict[str, int], found: list[TensorKind | None], lengths: list[int]) -> None:
+    """Add data regions' `lengths` to the buckets of the tensor kinds `found` in them (None: no tensor's), each kind's
+    summed in C calls."""
+    for kind in dict.fromkeys(found):
+        of_kind = lengths if found.count(kind) == len(found) else compress(lengths, map(is_, found, repeat(kind)))
+        totals[KIND_BUCKET[kind] if kind is not None else "tensor_data"] += sum(of_kind)
 
 
 def unreferenced_words(framework: str) -> Unreferenced:
