@@ -10,7 +10,7 @@ Three comparisons:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress, count, islice, repeat
 from operator import eq, is_, itemgetter, lt, sub
 from types import MappingProxyType
@@ -251,7 +251,7 @@ def bucket_bytes(ckpt: Checkpoint) -> dict[str, int]:
     return {name: n for name, n in totals.items() if n}
 
 
-def _add_by_kind(totals: dict[str, int], found: list[TensorKind | None], lengths: list[int]) -> None:
+def _add_by_kind(totals: dict[str, int], found: Sequence[TensorKind | None], lengths: list[int]) -> None:
     """Add data regions' `lengths` to the buckets of the tensor kinds `found` in them (None: no tensor's), each kind's
     summed in C calls."""
     for kind in dict.fromkeys(found):

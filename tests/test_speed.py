@@ -179,11 +179,13 @@ def test_rows_written_column_by_column_are_the_dicts(tmp_path: Path) -> None:
 
 
 def test_tensor_columns_read_every_optional_field_as_the_dicts() -> None:
-    """`render._tensor_columns` reads each tensor's fields in one list comprehension, the optional ones in
-    `TENSOR_OPTIONAL`'s order: with every optional field set (each to a value of its own), the columns are the dicts
-    `_tensor_json` makes, key for key and value for value."""
+    """`render._tensor_columns` reads each tensor's fields, the optional ones in `TENSOR_OPTIONAL`'s order, those
+    other than an alias or a storage only where a tensor of the batch has one: with every optional field set (each to
+    a value of its own), and with each set on one tensor alone (its dicts then differ in layout: no columns) or on
+    none, the columns are the dicts `_tensor_json` makes, key for key and value for value."""
     from inspector.records import RoleMatch, TensorInfo, TensorKind
-    from inspector.render import TENSOR_OPTIONAL, _tensor_columns, _tensor_json
+    from inspector.recordtype import replace
+    from inspector.render import TENSOR_OPTIONAL, _fields, _tensor_columns, _tensor_json
 
     tensors = [
         TensorInfo(f"m.{i}.weight", (2, i + 1), "F32", 8 * (i + 1), 64 * i, storage=f"s{i}", alias_of=f"a{i}",
@@ -192,14 +194,30 @@ def test_tensor_columns_read_every_optional_field_as_the_dicts() -> None:
         for i in range(5)
     ]  # fmt: skip
     roles = [RoleMatch(t.name, f"m.{i}", "dense", "weight", "torch.dense") for i, t in enumerate(tensors)]
-    laid = _tensor_columns(tensors, roles, [t.n_elements for t in tensors])(range(len(tensors)))
-    assert laid is not None
-    keys, values = laid
-    assert set(keys) >= {key for key, _ in TENSOR_OPTIONAL}
-    rows = [dict(zip(keys, row, strict=True)) for row in zip(*values, strict=True)]
-    rows = [{**row, "shape": list(row["shape"])} for row in rows]  # (a tuple, written as the dict's list)
-    dicts = [_tensor_json(t, r) for t, r in zip(tensors, roles, strict=True)]
-    assert rows == dicts and [list(row) for row in rows] == [list(d) for d in dicts]
+
+    def columns_are_the_dicts(tensors: list[TensorInfo]) -> tuple[str, ...] | None:
+        laid = _tensor_columns(tensors, roles, _fields(tensors))(range(len(tensors)))
+        dicts = [_tensor_json(t, r) for t, r in zip(tensors, roles, strict=True)]
+        if laid is None:  # (only where the dicts differ in layout)
+            assert len({tuple(d) for d in dicts}) > 1
+            return None
+        keys, values = laid
+        rows = [dict(zip(keys, row, strict=True)) for row in zip(*values, strict=True)]
+        rows = [{**row, "shape": list(row["shape"])} for row in rows]  # (a tuple, written as the dict's list)
+        assert rows == dicts and [list(row) for row in rows] == [list(d) for d in dicts]
+        return keys
+
+    keys = columns_are_the_dicts(tensors)
+    assert keys is not None and set(keys) >= {key for key, _ in TENSOR_OPTIONAL}
+    plain = [TensorInfo(t.name, t.shape, t.dtype, t.nbytes, t.offset) for t in tensors]
+    assert columns_are_the_dicts(plain) == tuple(TENSOR_KEYS_OF_PLAIN)
+    for key, _ in TENSOR_OPTIONAL:  # each optional field set on one tensor alone: dict by dict
+        one = [replace(t, **{key: getattr(tensors[2], key)}) if i == 2 else t for i, t in enumerate(plain)]
+        assert columns_are_the_dicts(one) is None, key
+        assert columns_are_the_dicts([replace(t, **{key: getattr(tensors[i], key)}) for i, t in enumerate(plain)])
+
+
+TENSOR_KEYS_OF_PLAIN = ("name", "shape", "dtype", "elements", "nbytes", "offset", "kind", "layer", "role", "trainable")
 
 
 def test_region_rows_with_files_and_logical_sizes_are_the_dicts(tmp_path: Path) -> None:
