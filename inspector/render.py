@@ -12,7 +12,6 @@ from inspector.jsontext import Joined, Rows, dumps, write
 from inspector.quantized import TORCHAO_TYPED
 from inspector.reconcile import bucket_texts, human, unit_trap
 from inspector.records import (
-    PICKLED_DTYPE,
     Checkpoint,
     LayerCheck,
     Region,
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     Columns = tuple[tuple[str, ...], list[Any]]  # a batch of dicts column by column (`jsontext.Rows`)
-    Fields = dict[str, list[Any]]  # the tensors' fields, a list each (`_fields`)
+    Fields = dict[str, tuple[Any, ...]]  # the tensors' fields, a tuple each (`_fields`)
 
 _CONTROL = {c: f"\\x{c:02x}" for c in list(range(0x20)) + [0x7F]} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
 _C1 = {c: f"\\u{c:04x}" for c in range(0x80, 0xA0)}
@@ -256,22 +255,13 @@ def _layer_columns(batch: Sequence[LayerCheck]) -> Columns:
     ]
 
 
-FIELDS = ("shape", "dtype", "nbytes", "kind", "trainable", "alias_of")  # the fields `_fields` reads
+FIELDS = ("shape", "dtype", "nbytes", "kind", "trainable", "alias_of", "elements")  # those `_fields` gives
 
 
-def _fields(tensors: Sequence[TensorInfo]) -> Fields:
-    """The tensors' fields the counts and the --json rows both read (`FIELDS`), each read once by a list comprehension
-    (100,000 tensors: no field read twice), and their elements."""
-    shapes = [t.shape for t in tensors]
-    return {
-        "shape": shapes,
-        "dtype": [t.dtype for t in tensors],
-        "nbytes": [t.nbytes for t in tensors],
-        "kind": [t.kind for t in tensors],
-        "trainable": [t.trainable for t in tensors],
-        "alias_of": [t.alias_of for t in tensors],
-        "elements": list(map(prod, shapes)),
-    }
+def _fields(ckpt: Checkpoint) -> Fields:
+    """The tensors' fields the counts and the --json rows both read (`FIELDS`), each read once for the report
+    (`Checkpoint.column`: 100,000 tensors, no field read twice)."""
+    return {name: ckpt.column(name) for name in FIELDS}
 
 
 def _counts(ckpt: Checkpoint, fields: Fields | None = None) -> dict[str, Any]:
@@ -279,11 +269,15 @@ def _counts(ckpt: Checkpoint, fields: Fields | None = None) -> dict[str, Any]:
     # one pass over the tensors (unique ones, by kind): tensors, elements, bytes, trainable elements
     sums = {kind: [0, 0, 0, 0] for kind in TensorKind}
     tensors = ckpt.tensors
-    if fields is not None and fields["alias_of"].count(None) == len(tensors):  # (no alias: every tensor is unique)
-        unique = tensors
+    unique = ckpt.unique()
+    kinds: Sequence[TensorKind]
+    every: Sequence[int]
+    nbytes: Sequence[int]
+    trainable: Sequence[bool]
+    if unique is tensors:  # (no alias: the tensors' columns, `Checkpoint.column`)
+        fields = fields or _fields(ckpt)
         kinds, every, nbytes, trainable = fields["kind"], fields["elements"], fields["nbytes"], fields["trainable"]
     else:
-        unique = ckpt.unique()
         kinds, nbytes, trainable = [t.kind for t in unique], [t.nbytes for t in unique], [t.trainable for t in unique]
         every = list(map(prod, [t.shape for t in unique]))
     for kind in dict.fromkeys(kinds):  # (a few kinds: each summed in C calls)
@@ -299,8 +293,7 @@ def _counts(ckpt: Checkpoint, fields: Fields | None = None) -> dict[str, Any]:
                 row[3] = sum(compress(of_kind_elements, compress(trainable, chosen)))
     params, buffers, opt, other = (sums[k] for k in (TensorKind.PARAMETER, TensorKind.BUFFER, TensorKind.OPTIMIZER,
                                                         TensorKind.OTHER))  # fmt: skip
-    # pickled objects: null in JSON, "unknown" in text (`count_known`; its first test on the dtypes read here)
-    known = (fields is not None and PICKLED_DTYPE not in fields["dtype"]) or ckpt.count_known
+    known = ckpt.count_known  # pickled objects: null in JSON, "unknown" in text
     return {
         "parameters": {
             "total": params[1] if known else None,
@@ -328,7 +321,7 @@ def report_dict(report: Report, lazy: bool = False) -> dict[str, Any]:
         if len(report.roles) == len(tensors)
         else (*report.roles[: len(tensors)], *[None] * (len(tensors) - len(report.roles)))
     )
-    fields = _fields(tensors) if lazy else None
+    fields = _fields(ckpt) if lazy else None
 
     def tensor(place: int) -> dict[str, Any]:
         return _tensor_json(tensors[place], matched[place])

@@ -183,7 +183,7 @@ def test_tensor_columns_read_every_optional_field_as_the_dicts() -> None:
     other than an alias or a storage only where a tensor of the batch has one: with every optional field set (each to
     a value of its own), and with each set on one tensor alone (its dicts then differ in layout: no columns) or on
     none, the columns are the dicts `_tensor_json` makes, key for key and value for value."""
-    from inspector.records import RoleMatch, TensorInfo, TensorKind
+    from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
     from inspector.recordtype import replace
     from inspector.render import TENSOR_OPTIONAL, _fields, _tensor_columns, _tensor_json
 
@@ -196,7 +196,8 @@ def test_tensor_columns_read_every_optional_field_as_the_dicts() -> None:
     roles = [RoleMatch(t.name, f"m.{i}", "dense", "weight", "torch.dense") for i, t in enumerate(tensors)]
 
     def columns_are_the_dicts(tensors: list[TensorInfo]) -> tuple[str, ...] | None:
-        laid = _tensor_columns(tensors, roles, _fields(tensors))(range(len(tensors)))
+        ckpt = Checkpoint("x", "x", "x", (("x", 0),), tuple(tensors), ())
+        laid = _tensor_columns(ckpt.tensors, roles, _fields(ckpt))(range(len(tensors)))
         dicts = [_tensor_json(t, r) for t, r in zip(tensors, roles, strict=True)]
         if laid is None:  # (only where the dicts differ in layout)
             assert len({tuple(d) for d in dicts}) > 1
@@ -1255,3 +1256,36 @@ def test_an_npz_parses_each_distinct_npy_header_once(tmp_path: Path) -> None:
     ckpt = load(path)
     assert len(npy._PARSED) == 2 and [t.shape for t in ckpt.tensors] == [(3, 4), (3, 4), (5,)]
     assert [t.dtype for t in ckpt.tensors] == ["F32", "F32", "F16"]
+
+
+def test_checkpoint_columns_are_the_fields_read_once(tmp_path: Path) -> None:
+    """`Checkpoint.column` gives each tensor's field (or elements) in order, read once while the checkpoint's tensors
+    are the last asked about, and read again for another checkpoint's, whichever is asked in turn; `unique`,
+    `count_known` and `n_parameters` read from it are what the tensors themselves say."""
+    from math import prod
+
+    from inspector.records import PICKLED_DTYPE, READ_TENSORS, Checkpoint, TensorInfo, TensorKind
+
+    torch = pytest.importorskip("torch")
+    lin = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    state = dict(lin.state_dict())
+    state["tied"] = state["0.weight"]
+    torch.save(state, tmp_path / "tied.pt")
+    from inspector import load
+
+    real = load(tmp_path / "tied.pt")
+    made = Checkpoint("x", "x", "x", (("x", 0),), (
+        TensorInfo("a", (2, 3), "F16", 12, 0, kind=TensorKind.BUFFER, trainable=False, file=1, span=40),
+        TensorInfo("b", (), PICKLED_DTYPE, 0, None, kind=TensorKind.METADATA),
+    ), ())  # fmt: skip
+    for _ in range(2):
+        for ckpt in (real, made, real):
+            for name in (*READ_TENSORS, "name", "elements"):
+                want = tuple(prod(t.shape) if name == "elements" else getattr(t, name) for t in ckpt.tensors)
+                assert ckpt.column(name) == want, name
+                assert ckpt.column(name) is ckpt.column(name)  # (read once)
+            unique = tuple(t for t in ckpt.tensors if t.alias_of is None)
+            assert ckpt.unique() == unique
+            assert ckpt.n_parameters == sum(prod(t.shape) for t in unique if t.kind is TensorKind.PARAMETER)
+    assert real.unique() != real.tensors and made.unique() is made.tensors
+    assert real.count_known and not made.count_known
