@@ -365,13 +365,14 @@ class Checkpoint:
 
     def column(self, name: str) -> tuple[Any, ...]:
         """The field `name` of every tensor, in order (or "elements": each one's), read once: kept while these are the
-        tensors last asked about (a report reads the kinds, dtypes, sizes and shapes of its 100,000 tensors in
+        tensors (a tuple) last asked about (a report reads the kinds, dtypes, sizes and shapes of its 100,000 tensors in
         several places: the parameter count, the counts, the byte accounting, the --json rows)."""
         tensors = self.tensors
         entry = _COLUMNS_KEPT[0]
         if entry[0] is not tensors:  # (one entry replaced at once: a consistent pair whoever reads it)
             entry = (tensors, {})
-            _COLUMNS_KEPT[0] = entry
+            if tensors.__class__ is tuple:  # (kept only where they cannot change)
+                _COLUMNS_KEPT[0] = entry
         column = entry[1].get(name)
         if column is None:
             read = READ_TENSORS.get(name)
