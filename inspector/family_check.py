@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from itertools import compress, repeat
+from itertools import compress
 from math import prod
 
 from inspector import regexes
@@ -40,7 +40,7 @@ from inspector.quantized import (
 )
 from inspector.records import Checkpoint, Expectation, LayerCheck, RoleMatch, TensorInfo, TensorKind
 from inspector.recordtype import field, record
-from inspector.roles import GENERIC_RULES, Role
+from inspector.roles import GENERIC_RULES, Role, shape_keys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -215,8 +215,7 @@ def _lasts(names: Sequence[str]) -> set[str]:
     without digits alike in each; one name of a shape gives its last two parts but where a part holds digits and is
     not all digits (`fc1`, `fc2`: not keyed, each its own), which every name of the shape gives (100,000 names: a few
     shapes, a name split a shape, not a name split each)."""
-    encoded = map(str.encode, names, repeat("utf-8"), repeat("surrogatepass"))
-    keys = list(map(bytes.translate, encoded, repeat(ALL_DIGITS)))
+    keys = shape_keys(names, ALL_DIGITS)
     lasts: set[str] = set()
     mixed: set[bytes] = set()  # shapes whose last two parts hold a part of digits and more
     for key, name in dict(zip(keys, names, strict=True)).items():
@@ -335,7 +334,9 @@ def detect(ckpt: Checkpoint, families: Sequence[Family] | None = None) -> list[t
         if source == "inferred" and not _ends_there(file, layer_parts, family.bases):
             continue  # (the test below fails from every base: no view of the file is made)
         layers.append((family, layer_parts))
-    for outer in ("", *_outer_prefixes(file)):  # (from the file's root; else under what nests the model, if anything)
+    # (from the file's root; else under what nests the model, if anything: the names' common prefix, not read where no
+    # family is left to view)
+    for outer in ("", *_outer_prefixes(file)) if layers else ():
         for family, layer_parts in layers:
             for base in family.bases:
                 view = FileView(file, outer + base, outer)

@@ -478,11 +478,17 @@ UNNAMED: dict[type, Callable[[Any], Any]] = {}
 
 def counted(specs: Iterable[LayerSpec]) -> list[tuple[int, str]]:
     """`(total(spec), spec.kind)` of each spec, worked out once per class and fields but the name: a model's repeated
-    layers (100,000 modules of a few shapes) are counted once a shape, not once a module.
+    layers (100,000 modules of a few shapes) are counted once a shape, not once a module. A tuple of specs' answer is
+    kept for the next call (an inferred architecture's layers are counted for its summary's kinds, then checked), and
+    let go by the call that reads it (100,000 specs are not held while the report is written); not to be changed.
 
     Raises:
         SpecError: no formula for a kind of layer.
     """
+    kept = _last_counted[0] if _last_counted else None  # (read once: another thread may replace it)
+    if kept is not None and kept[0] is specs:
+        _last_counted.clear()
+        return kept[1]
     out: list[tuple[int, str]] = []
     append = out.append
     memo: dict[tuple[type, Any], tuple[int, str]] = {}
@@ -508,7 +514,12 @@ def counted(specs: Iterable[LayerSpec]) -> list[tuple[int, str]]:
                 memo[cls, values] = answer
         last = (cls, values, answer)
         append(answer)
+    if type(specs) is tuple:  # (a list may change)
+        _last_counted[:] = [(specs, out)]
     return out
+
+
+_last_counted: list[tuple[tuple[LayerSpec, ...], list[tuple[int, str]]]] = []  # (`counted`: the last specs' answer)
 
 
 def recipe(spec: LayerSpec) -> tuple[type[LayerSpec], tuple[Any, ...], tuple[Any, ...]]:

@@ -13,9 +13,10 @@ column CNN, with the input size its first dense layer implies.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 from inspector import regexes
 from inspector.architectures import Architecture, build
@@ -25,12 +26,14 @@ from inspector.formulas import (
     Conv,
     Dense,
     LayerSpec,
+    counted,
 )
 from inspector.hfconfig import adapter_config
 from inspector.hfconfig import model_type as config_model_type
 from inspector.modules import file_specs, module_groups
 from inspector.records import Checkpoint, Expectation, RoleMatch, TensorKind
 from inspector.recordtype import replace
+from inspector.roles import role_names
 
 TYPE_CHECKING = False
 
@@ -277,12 +280,13 @@ def _generic(modules: Mapping[str, Items], ckpt: Checkpoint, roles: Sequence[Rol
     if column is not None:
         renamed = tuple(_renamed(s, f) for s, f in zip(column.layers, specs, strict=True))
         return Architecture(column.name, column.hyperparameters, renamed, column.notes)
-    summary = {"layers": len(specs), "kinds": _kinds(specs)}
+    layers = tuple(specs)  # (the tuple `compare` checks: its counts, `_kinds`', kept by `counted`)
+    summary = {"layers": len(layers), "kinds": _kinds(layers)}
     model_type = config_model_type(ckpt.config)
     if model_type is not None:  # a transformers model without a family table (ResNet, ConvNeXt...), a diffusers one
         note = f"config.json names {model_type!r}: no family table for it yet, each module counted as its shapes imply"
-        return Architecture("sequential", {"model_type": model_type} | summary, tuple(specs), (note,))
-    return Architecture("sequential", summary, tuple(specs))
+        return Architecture("sequential", {"model_type": model_type} | summary, layers, (note,))
+    return Architecture("sequential", summary, layers)
 
 
 KINDS_LISTED = 64  # layers whose kinds the generic architecture's summary lists one by one; more are counted
@@ -290,14 +294,15 @@ KINDS_LISTED = 64  # layers whose kinds the generic architecture's summary lists
 
 def _kinds(specs: Sequence[LayerSpec]) -> str:
     """The layers' kinds in order ("Embedding LSTM LSTM Dense"); past `KINDS_LISTED` layers, each kind with how many
-    layers are of it, in order of first appearance ("Dense x96, LayerNorm x32": a list of 100,000 was 600 KB)."""
-    kinds = [spec.kind for spec in specs]
-    if len(kinds) <= KINDS_LISTED:
-        return " ".join(kinds)
-    counts = dict.fromkeys(kinds, 0)
-    for kind in kinds:
-        counts[kind] += 1
-    return ", ".join(f"{kind} x{n:,}" for kind, n in counts.items())
+    layers are of it, in order of first appearance ("Dense x96, LayerNorm x32": a list of 100,000 was 600 KB): each
+    kind as `counted` gives it, once a kind of layer (the answer `compare` reads again)."""
+    if len(specs) <= KINDS_LISTED:
+        return " ".join([spec.kind for spec in specs])
+    try:
+        kinds = map(itemgetter(1), counted(specs))
+    except SpecError:  # (a layer without a formula: `compare` tells it)
+        kinds = map(attrgetter("kind"), specs)
+    return ", ".join(f"{kind} x{n:,}" for kind, n in Counter(kinds).items())  # (counted in C, first seen first)
 
 
 def _lora_adapter(layers: dict[str, Layer], ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
@@ -331,6 +336,9 @@ DETECTORS: tuple[tuple[Detector, str, str], ...] = (
 )
 
 
+NEEDED_LAYERS = frozenset(layer for _, layer, _ in DETECTORS if layer)
+
+
 def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architecture | None:
     return _inferred(ckpt, roles)[0]
 
@@ -338,11 +346,13 @@ def infer_architecture(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> Architec
 def _inferred(ckpt: Checkpoint, roles: Sequence[RoleMatch]) -> tuple[Architecture | None, Mapping[str, Items]]:
     """The architecture the shapes imply, and the file's layers it was read from as their (tensor, role) pairs (for
     `compare`)."""
-    named, roled = {r.layer for r in roles}, {r.role for r in roles}
+    # the layers the detectors need that the roles name (two, each looked for in a list: no set of every layer)
+    layers_named = [r.layer for r in roles]
+    named, roled = {layer for layer in NEEDED_LAYERS if layer in layers_named}, role_names(roles)
+    del layers_named  # (a name per module: not held while the detectors make theirs)
     tried = dict.fromkeys(
         d for d, layer, role in DETECTORS if not ((layer and layer not in named) or (role and role not in roled))
     )
-    del named  # (a name per module: not held while the detectors make theirs)
     layers: dict[str, Layer] | None = None
     for detector in tried:
         if detector is _generic:  # one layer per module: the file's modules are the layers, checked as they were read

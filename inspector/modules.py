@@ -10,7 +10,6 @@ module *should* hold.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import repeat
 from math import prod
 
 from inspector.formulas import (
@@ -33,8 +32,8 @@ from inspector.formulas import (
 )
 from inspector.quantized import side_tensors
 from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
-from inspector.recordtype import record
-from inspector.roles import NORM_STATISTICS
+from inspector.recordtype import COPIED_FROM, copies, record
+from inspector.roles import NORM_STATISTICS, role_names
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -414,13 +413,12 @@ def _plain(module: Module) -> Recipe:
 
 def statistic_modules(ckpt: Checkpoint, roles: Sequence[RoleMatch], framework: str) -> set[str]:
     """Modules with running statistics beside them (as buffers or as non-trainable parameters)."""
-    names = [t.name for t in ckpt.tensors]
-    if not (
-        "norm_statistic" in {r.role for r in roles}
-        or any(map(str.endswith, names, repeat(DOTTED_STATISTICS)))
-        or not STATISTICS.isdisjoint(names)
-    ):
-        return set()  # (most files of 100,000 tensors: three passes, two of them in C, no tensor by tensor test)
+    if "norm_statistic" not in role_names(roles):
+        # every name as '.name\n' in one text: a name that is a statistic or ends in '.' and one holds '.statistic\n'
+        # (a name holding a newline may show one that is not: then the tensors are tested one by one)
+        text = "." + "\n.".join([t.name for t in ckpt.tensors]) + "\n"
+        if not any(f".{statistic}\n" in text for statistic in STATISTICS):
+            return set()  # (most files of 100,000 tensors: one text and a C search a statistic, no tensor's test)
     return {
         module_name(t, r, framework)
         for t, r in zip(ckpt.tensors, roles, strict=True)
@@ -440,14 +438,16 @@ def file_specs(
     # A module of one tensor is told by its parameter name, shape, role, rule, whether it is an alias and whether its
     # name says PReLU: its recipe is worked out once for each such combination (a model's repeated layers)
     # (each as its class, and its fields before and after `name`, positional: the first spec of a recipe was made
-    # from the recipe and checked, the others are made of the same values)
-    recipes: dict[tuple[Any, ...], tuple[type[LayerSpec], tuple[Any, ...], tuple[Any, ...]]] = {}
+    # from the recipe and checked, the others are made of the same values; in a file of `COPIED_FROM` modules or
+    # more, as the first spec's copies under another name, `recordtype.copies`, at a third of a class's call)
+    recipes: dict[tuple[Any, ...], Any] = {}
     specs: list[LayerSpec] = []
     append = specs.append
     stated: dict[str, bool] = {}  # rule id -> whether it states the parameter name (a few rules: asked once each)
     modules = module_groups(ckpt, roles) if groups is None else groups
     # whether any module's name says PReLU, told of all names at once (most files: none, no test a module)
     prelus = "prelu" in "\n".join(modules).lower()
+    copied = len(modules) >= COPIED_FROM
     for name, items in modules.items():
         stats = name in statistics if statistics else False
         if len(items) != 1:
@@ -471,9 +471,12 @@ def file_specs(
         if made is None:
             cls, args, kwargs = _recipe(Module(name, tuple(items)), framework, stats)
             spec = cls(*args, name=name, **kwargs)  # type: ignore[call-arg]
-            recipes[key] = recipe(spec)
+            recipes[key] = copies(spec, "name") if copied else recipe(spec)
             append(spec)
             continue
+        if copied:
+            append(made(name))
+            continue
         cls, before, after = made
-        append(cls(*before, name, *after))  # type: ignore[call-arg]  # (every kind of spec has a name)
+        append(cls(*before, name, *after))  # (every kind of spec has a name)
     return specs

@@ -61,7 +61,7 @@ def analyse(ckpt: Checkpoint, expect: str | None = None) -> Report:
     from inspector.architectures import parse_spec
     from inspector.infer import expect as expectation_of
     from inspector.infer import may_be_family
-    from inspector.roles import match_roles
+    from inspector.roles import match_roles, role_names
 
     roles = match_roles(ckpt)
     stated = parse_spec(expect) if expect else None
@@ -75,7 +75,7 @@ def analyse(ckpt: Checkpoint, expect: str | None = None) -> Report:
     acc = account(ckpt)
     found = list(ckpt.findings) + accounting_findings(ckpt, acc)
     # (most files: every tensor matched, told by one set of the roles)
-    unmatched = [r.name for r in roles if r.role == "unmatched"] if "unmatched" in {r.role for r in roles} else []
+    unmatched = [r.name for r in roles if r.role == "unmatched"] if "unmatched" in role_names(roles) else []
     if unmatched:
         shown = ", ".join(repr(n) for n in unmatched[:5]) + (", ..." if len(unmatched) > 5 else "")
         found.append(

@@ -10,6 +10,7 @@ specific rules come before the generic ones. Tensors no rule explains get the ro
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import repeat
 from operator import attrgetter
 from sys import intern
 
@@ -859,7 +860,9 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
     ordered: list[RoleMatch | None] = []  # each tensor's answer, in file order
     unmatched = False
     found: RoleMatch | None
-    for t in ckpt.tensors:
+    # each name's shape key (`matcher.shape_key`), made for all names at once
+    keys = shape_keys([t.name for t in ckpt.tensors], digits) if digits else repeat(b"")
+    for t, key in zip(ckpt.tensors, keys, strict=False):  # (`repeat` without a table)
         if t.kind is optimizer:  # (a buffer's role comes from its name first)
             found = RoleMatch(t.name, t.section or t.kind.value, KIND_ROLES[t.kind].value, t.param, "kind")
             results[t.name] = found
@@ -870,7 +873,6 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
             found = _by_rule(t, by_source, f"{t.layer}.{t.param}") or (None if t.kind is buffer else _by_rule(t, matcher))
         elif t.layer is None and digits:
             name = t.name
-            key = name.encode("utf-8", "surrogatepass").translate(digits)  # (matcher.shape_key)
             shape = shapes.get(key)
             if shape:
                 start, end, role, param, rule_id = shape
@@ -946,6 +948,33 @@ def match_roles(ckpt: Checkpoint, matcher: Matcher = MATCHER) -> tuple[RoleMatch
         results.get(t.name) or RoleMatch(t.name, t.name.rpartition(".")[0] or t.name, Role.UNMATCHED.value, None, "")
         for t in ckpt.tensors
     )
+
+
+def shape_keys(names: Sequence[str], table: bytes) -> list[bytes]:
+    """Each name's UTF-8 bytes (a lone surrogate passed) translated by `table` (`Matcher.shape_key` of many names):
+    joined by newlines, encoded, translated and split in four C calls, not two a name, where that splits them back
+    (no name holds a newline, the table keeps it one); else name by name."""
+    if table[10] == 10:
+        keys = "\n".join(names).encode("utf-8", "surrogatepass").translate(table).split(b"\n")
+        if len(keys) == len(names):
+            return keys
+    return [name.encode("utf-8", "surrogatepass").translate(table) for name in names]
+
+
+def role_names(roles: Sequence[RoleMatch]) -> frozenset[str]:
+    """The roles that `roles` hold, as a set. An analysis asks it of one file's roles three times (its detectors,
+    its running statistics, its unmatched names): made once, the last roles' kept (100,000 roles, a pass each; a
+    tuple's, as `match_roles` gives them: a list may change)."""
+    last = _last_roles[0] if _last_roles else None  # (read once: another thread may replace it)
+    if last is not None and last[0] is roles:
+        return last[1]
+    names = frozenset([r.role for r in roles])
+    if type(roles) is tuple:
+        _last_roles[:] = [(roles, names)]
+    return names
+
+
+_last_roles: list[tuple[Sequence[RoleMatch], frozenset[str]]] = []  # (`role_names`: the last roles and their set)
 
 
 def _ordered(families: Sequence[str]) -> Matcher:

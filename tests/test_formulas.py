@@ -107,3 +107,37 @@ def test_keras_agrees_with_the_golden_values(monkeypatch: pytest.MonkeyPatch) ->
     for layer, shape, spec in cases:
         layer.build((None, *shape))
         assert layer.count_params() == total(spec)
+
+
+def test_counted_keeps_a_tuples_answer_for_the_next_call_only() -> None:
+    """`counted` gives each spec's total and kind; a tuple's answer is kept for the next call of that tuple (the
+    inference's summary, then `compare`), which lets it go; a list's is not kept (a list may change)."""
+    from inspector.formulas import Dense, Tensor, counted, total
+
+    specs = (*(Dense(4, 3, name=f"l{i}") for i in range(3)), Tensor((2,), "Scale", "s"), Dense(4, 3, False, "b"))
+    first = counted(specs)
+    assert first == [(total(s), s.kind) for s in specs] == [(15, "Dense")] * 3 + [(2, "Scale"), (12, "Dense")]
+    assert counted(specs) is first
+    again = counted(specs)
+    assert again == first and again is not first
+    listed = list(specs)
+    assert counted(listed) == first and counted(listed) is not counted(listed)
+
+
+def test_kinds_of_many_layers_are_each_layers_kind_counted() -> None:
+    """Past `KINDS_LISTED` layers the summary counts each kind (its `counted` kind, a Norm's and a Tensor's label), in
+    order of first appearance, as the kinds read one by one give them."""
+    from collections import Counter
+
+    from inspector.formulas import Dense, Norm, Tensor
+    from inspector.infer import KINDS_LISTED, _kinds
+
+    specs = tuple(
+        [Tensor((2,), "Scale", f"s{i}") for i in range(40)]
+        + [Dense(4, 3, name=f"d{i}") for i in range(30)]
+        + [Norm(4, True, False, "RMSNorm", f"n{i}") for i in range(5)]
+        + [Tensor((3,), "PReLU", "p")]
+    )
+    assert len(specs) > KINDS_LISTED
+    want = ", ".join(f"{k} x{n:,}" for k, n in Counter(s.kind for s in specs).items())
+    assert _kinds(specs) == want == "Scale x40, Dense x30, RMSNorm x5, PReLU x1"

@@ -297,9 +297,14 @@ def test_rau_stack_transformer_from_its_nesting(spec: str, units: list, count: i
     assert not [c for c in exp.layers if c.status != "ok"]
 
 
-def test_a_repeated_module_recipe_makes_the_spec_module_spec_makes() -> None:
-    """`file_specs` makes a module of one tensor from the first spec of its recipe, positionally: the specs equal
-    `module_spec`'s for each module (dense, conv with a bias on the other axis, norms, embeddings, PReLU, aliases)."""
+@pytest.mark.parametrize("copied_from", [0, 10**9])
+def test_a_repeated_module_recipe_makes_the_spec_module_spec_makes(
+    copied_from: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`file_specs` makes a module of one tensor from the first spec of its recipe, positionally (or as its copies,
+    `recordtype.copies`, in a large file): the specs equal `module_spec`'s for each module (dense, conv with a bias on
+    the other axis, norms, embeddings, PReLU, aliases)."""
+    monkeypatch.setattr("inspector.modules.COPIED_FROM", copied_from)
     from inspector.modules import Module, file_specs, module_groups, module_spec, statistic_modules
     from inspector.roles import match_roles
 
@@ -365,3 +370,66 @@ def test_refined_roles_from_the_checks_modules_are_those_made_again(tmp_path: Pa
     assert reused == made_again
     q = next(r for r in reused if r.name == "model.layers.2.self_attn.q_proj.weight")
     assert (q.layer, q.role, q.rule_id) == ("model.layers.2", "attention_query", "family.llama")
+
+
+def test_copied_specs_and_statistics_of_a_torch_save_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state dict torch.save wrote (linear, conv, BatchNorm with its running statistics, LayerNorm, embedding, each
+    repeated): `file_specs` makes the same specs as copies (a large file's way) as made one by one, each
+    `module_spec`'s, and `statistic_modules` names the BatchNorms, as torch's buffers say."""
+    torch = pytest.importorskip("torch")
+    from inspector.formulas import total
+    from inspector.modules import Module, file_specs, module_groups, module_spec, statistic_modules
+    from inspector.registry import load
+
+    nn = torch.nn
+    blocks = nn.ModuleList(
+        nn.ModuleDict(
+            {"fc": nn.Linear(4, 3), "conv": nn.Conv2d(2, 5, 3), "bn": nn.BatchNorm2d(5), "ln": nn.LayerNorm(3)}
+        )
+        for _ in range(6)
+    )
+    model = nn.ModuleDict({"embed": nn.Embedding(10, 4), "blocks": blocks})
+    path = tmp_path / "model.pt"
+    torch.save(model.state_dict(), path)
+    ckpt = load(path)
+    roles = match_roles(ckpt)
+    stats = statistic_modules(ckpt, roles, ckpt.framework)
+    assert stats == {n.rpartition(".")[0] for n, _ in model.named_buffers() if n.endswith("running_mean")}
+    expected = [
+        module_spec(Module(n, tuple(items)), ckpt.framework, n in stats)
+        for n, items in module_groups(ckpt, roles).items()
+    ]
+    made = {}
+    for copied_from in (0, 10**9):
+        monkeypatch.setattr("inspector.modules.COPIED_FROM", copied_from)
+        made[copied_from] = file_specs(ckpt, roles)
+    assert made[0] == made[10**9] == expected and len({type(s) for s in expected}) >= 4
+    assert sum(map(total, expected)) == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["fc.weight", "fc.bias"],
+        ["bn.weight", "bn.running_mean", "bn.running_var"],
+        ["moving_mean", "dense.kernel"],
+        ["x.running_meanx", "running_mean_y", "a.moving_variance.b"],
+        ["a.running_mean\nb", "c.weight"],  # (a newline: its joined text shows '.running_mean\n', no name ends so)
+        ["a.b\n.moving_var", "c.weight"],
+    ],
+)
+def test_statistic_modules_are_the_modules_of_statistic_names(names: list[str]) -> None:
+    """`statistic_modules` tells a file without statistics by one search of its joined names: the modules it gives are
+    those of the names that end in '.' and a statistic or are one, as testing each name gives them."""
+    from inspector.modules import DOTTED_STATISTICS, STATISTICS, module_name, statistic_modules
+
+    tensors = tuple(TensorInfo(n, (2,), "F32", 8, None) for n in names)
+    ckpt = Checkpoint("x", "safetensors", "safetensors", (("x", 0),), tensors, ())
+    roles = match_roles(ckpt)
+    want = {
+        module_name(t, r, ckpt.framework)
+        for t, r in zip(tensors, roles, strict=True)
+        if r.role == "norm_statistic" or t.name.endswith(DOTTED_STATISTICS) or t.name in STATISTICS
+    }
+    assert statistic_modules(ckpt, roles, ckpt.framework) == want
+    assert bool(want) == any(n.endswith(DOTTED_STATISTICS) or n in STATISTICS for n in names)

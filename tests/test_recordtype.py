@@ -155,3 +155,43 @@ def test_replace_copies_as_dataclasses_replace():
             replace(target, nope=1)
     with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
         dataclasses.replace(dc_two(1), nope=1)
+
+
+def test_copies_are_replace_without_init():
+    """`copies(obj, name)(value)` equals `replace(obj, name=value)` for slotted and plain records of one and several
+    fields, the varied field first, last or between; `__post_init__` is not run again (the values were checked)."""
+    from inspector.recordtype import copies
+
+    checked: list[int] = []
+
+    @record(frozen=True, slots=True)
+    class Spec:
+        inputs: int
+        name: str = ""
+        tail: tuple[int, ...] = (1,)
+
+        def __post_init__(self) -> None:
+            checked.append(self.inputs)
+
+    @record(frozen=True)
+    class Plain:
+        name: str
+
+    @record(frozen=True, slots=True)
+    class Last:
+        a: int
+        b: list
+        name: str
+
+    spec, shared = Spec(3, "a", (2, 2)), [1]
+    for obj in (spec, Plain("a"), Last(1, shared, "a")):
+        copy = copies(obj, "name")
+        made = [copy("other"), copy("more")]
+        assert made == [replace(obj, name="other"), replace(obj, name="more")] and type(made[0]) is type(obj)
+        assert repr(made[1]) == repr(replace(obj, name="more")) and made[1].name == "more"
+    assert copies(Last(1, shared, "a"), "name")("b").b is shared
+    checked.clear()
+    assert copies(spec, "inputs")(7) == Spec(7, "a", (2, 2))
+    assert checked == [7]  # (the `Spec` compared with: no copy ran `__post_init__`)
+    with pytest.raises(TypeError, match="no field 'nope'"):
+        copies(spec, "nope")

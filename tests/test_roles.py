@@ -152,3 +152,17 @@ def test_hrm_stacks_and_fused_projections(tmp_path: Path) -> None:
         for i in range(config.num_layers_per_stack)
         for part, role in parts.items()
     }
+
+
+@pytest.mark.parametrize(
+    "names",
+    [[], [""], ["a.0.b", "x.12.weight"], ["é.3", "\udc80.4", "k"], ["a\nb.1", "c.2"], ["\n"], ["x", "", ""]],
+)
+def test_shape_keys_are_each_names_key(names: list[str]) -> None:
+    """`shape_keys` keys names in bulk as `Matcher.shape_key` keys each (non-ASCII, a lone surrogate, empty names, a
+    newline in a name: then name by name), with the family check's table and the role matcher's own."""
+    from inspector.family_check import ALL_DIGITS
+    from inspector.roles import MATCHER, shape_keys
+
+    for table in (ALL_DIGITS, MATCHER.digits or ALL_DIGITS):
+        assert shape_keys(names, table) == [n.encode("utf-8", "surrogatepass").translate(table) for n in names]

@@ -696,12 +696,14 @@ modules_strategy = st.lists(
 
 
 @settings(max_examples=300, deadline=None)
-@given(modules_strategy, st.sampled_from(["safetensors", "pytorch", "keras", "mxnet"]))
+@given(modules_strategy, st.sampled_from(["safetensors", "pytorch", "keras", "mxnet"]), st.booleans())
 def test_remembered_module_specs_are_the_specs(
-    modules: list[tuple[str, int, list[tuple[str, tuple[int, ...], bool]]]], framework: str
+    modules: list[tuple[str, int, list[tuple[str, tuple[int, ...], bool]]]], framework: str, copied: bool
 ) -> None:
     """file_specs works a one-tensor module's spec out once per parameter name, shape, role and rule: every spec is
-    the one module_spec gives the module itself."""
+    the one module_spec gives the module itself (made one by one, or as copies of the first, a large file's way)."""
+    from unittest import mock
+
     from inspector.errors import SpecError
     from inspector.modules import Module, file_modules, file_specs, module_spec, statistic_modules
     from inspector.records import Checkpoint, TensorInfo
@@ -724,12 +726,13 @@ def test_remembered_module_specs_are_the_specs(
 
     want = [spec_or_error(m) for m in file_modules(ckpt, roles).values()]
     errors = [s for s in want if isinstance(s, str)]
-    if errors:  # sizes no spec takes (a 0-d weight): the first module's error, as module by module
-        with pytest.raises(SpecError) as raised:
-            file_specs(ckpt, roles)
-        assert str(raised.value) == errors[0]
-    else:
-        assert file_specs(ckpt, roles) == want
+    with mock.patch("inspector.modules.COPIED_FROM", 0 if copied else 10**9):
+        if errors:  # sizes no spec takes (a 0-d weight): the first module's error, as module by module
+            with pytest.raises(SpecError) as raised:
+                file_specs(ckpt, roles)
+            assert str(raised.value) == errors[0]
+        else:
+            assert file_specs(ckpt, roles) == want
 
 
 @settings(max_examples=300, deadline=None)
