@@ -72,6 +72,7 @@ FIXED_LENGTH = 64
 SHAPES = frozenset({list, tuple})  # of ints: a shape all the batch's rows have, written into the literal text too
 BATCHED = 1 << 24  # characters of batch literals remembered
 STREAM_ITEMS = 256  # a container of this many items is written item by item instead of joined in memory
+ROWS = 1024  # rows of a long `Rows` with columns written as one batch (each column told once for them: ~300 KiB)
 CHUNK = 1 << 16  # characters gathered before a write
 TEMPLATES = 4096  # dict layouts remembered (a bound for documents of many different key sets)
 
@@ -573,9 +574,11 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
         else:
             emit("[" + inner)
             sep = "," + inner
-            for start in range(0, len(o), STREAM_ITEMS):  # a batch of small items: one join
-                laid = o.columns(o.items[start : start + STREAM_ITEMS]) if o.__class__ is Rows and o.columns else None
-                batch = o[start : start + STREAM_ITEMS] if laid is None else ()
+            laid_rows = o.__class__ is Rows and o.columns is not None
+            size = ROWS if laid_rows and len(o) > ROWS else STREAM_ITEMS  # (a long list: fewer, larger batches)
+            for start in range(0, len(o), size):  # a batch of small items: one join
+                laid = o.columns(o.items[start : start + size]) if laid_rows else None  # type: ignore[union-attr, misc]
+                batch = o[start : start + size] if laid is None else ()
                 try:
                     rows = (
                         columns(laid[0], laid[1], inner)
@@ -603,7 +606,7 @@ def write(obj: Any, out: Callable[[str], object], default: Callable[[Any], Any] 
                 except _Large:  # an item holds something large: the batch item by item
                     active.clear()
                     active.update(streaming)
-                    for v in batch or o[start : start + STREAM_ITEMS]:
+                    for v in batch or o[start : start + size]:
                         emit("" if first else sep)
                         stream(v, inner)
                         first = False

@@ -10,7 +10,7 @@ Three comparisons:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress, count, islice, repeat
 from operator import eq, is_, itemgetter, lt, sub
 from types import MappingProxyType
@@ -24,7 +24,6 @@ from inspector.records import (
     Severity,
     TensorInfo,
     TensorKind,
-    elements,
     region_column,
 )
 from inspector.recordtype import record
@@ -85,6 +84,7 @@ KIND_BUCKET = {
     TensorKind.METADATA: "metadata",
 }
 REGION_BUCKET: dict[RegionKind, str] = {kind: kind.value for kind in RegionKind if kind is not RegionKind.TENSOR_DATA}
+KIND_CODE: dict[RegionKind, int] = {kind: code for code, kind in enumerate(RegionKind)}  # (`bucket_bytes`)
 KIND_PRIORITY = (TensorKind.PARAMETER, TensorKind.BUFFER, TensorKind.OPTIMIZER, TensorKind.OTHER, TensorKind.METADATA)
 
 
@@ -113,32 +113,46 @@ class Accounting:
     notes: tuple[str, ...]
 
 
+def _laid_kinds(ckpt: Checkpoint, starts: Sequence[int], lengths: Sequence[int]) -> tuple[TensorKind, ...] | None:
+    """The tensors' kinds where, in order, they are one file's data regions one for one (a torch zip, safetensors),
+    those regions' starts and lengths given; else None. Told column by column (`Checkpoint.column`), without a span
+    made per tensor."""
+    tensors = ckpt.tensors
+    if len(starts) != len(tensors):
+        return None
+    offsets = ckpt.column("offset")
+    stated = ckpt.column("span")
+    sizes = (
+        ckpt.column("nbytes")
+        if stated.count(None) == len(stated)
+        else tuple([t.nbytes if t.span is None else t.span for t in tensors])
+    )
+    if 0 in sizes:
+        sizes = tuple([max(size, 1) for size in sizes])
+    if (
+        None not in offsets
+        and not any(ckpt.column("file"))
+        and all(map(lt, offsets, islice(offsets, 1, None)))
+        and tuple(starts) == offsets
+        and tuple(lengths) == sizes
+    ):
+        return ckpt.column("kind")
+    return None
+
+
 def _region_kinds(ckpt: Checkpoint, data: dict[int, list[int]] | None = None) -> dict[int, dict[int, TensorKind]]:
     """For each TENSOR_DATA region (by index), the kind of the tensors lying in it (`data`: those regions' indices by
     file, where the caller has them)."""
     regions, tensors = ckpt.regions, ckpt.tensors
     if data is not None and len(data) == 1 and 0 in data and len(data[0]) == len(tensors):
-        # One file whose tensors, in order, are its data regions one for one (a torch zip, safetensors): told column
-        # by column, without a span made per tensor. (Any other layout: below.)
-        # (each field read by a list comprehension: about half the instructions of `map(attrgetter(...))`)
-        offsets = [t.offset for t in tensors]
-        stated = [t.span for t in tensors]
-        sizes = (
-            [t.nbytes for t in tensors]
-            if stated.count(None) == len(stated)
-            else [t.nbytes if t.span is None else t.span for t in tensors]
+        indices = data[0]  # (the tensors the data regions one for one: `_laid_kinds`; any other layout: below)
+        laid = _laid_kinds(
+            ckpt,
+            list(map(region_column(regions, "start").__getitem__, indices)),
+            list(map(region_column(regions, "length").__getitem__, indices)),
         )
-        if 0 in sizes:
-            sizes = [max(size, 1) for size in sizes]
-        indices = data[0]
-        if (
-            None not in offsets
-            and not any([t.file for t in tensors])
-            and all(map(lt, offsets, islice(offsets, 1, None)))  # type: ignore[arg-type]  # (None: not in offsets)
-            and list(map(region_column(regions, "start").__getitem__, indices)) == offsets
-            and list(map(region_column(regions, "length").__getitem__, indices)) == sizes
-        ):
-            return {0: dict(zip(indices, [t.kind for t in tensors], strict=True))}
+        if laid is not None:
+            return {0: dict(zip(indices, laid, strict=True))}
     by_file: dict[int, list[tuple[int, int, TensorKind]]] = {}
     for t in tensors:
         if t.offset is not None:
@@ -198,32 +212,61 @@ def _region_kinds(ckpt: Checkpoint, data: dict[int, list[int]] | None = None) ->
 def bucket_bytes(ckpt: Checkpoint) -> dict[str, int]:
     """Bytes per bucket over all files; the values sum to the file size(s)."""
     totals = dict.fromkeys(BUCKETS, 0)
-    tensor_data, region_bucket = RegionKind.TENSOR_DATA, REGION_BUCKET
     data: dict[int, list[int]] = {}  # TENSOR_DATA regions (indices by file): their bucket is their tensors' kind
-    first: list[int] = []  # (those of file 0, most checkpoints' only one: no list made for each region)
-    add = first.append
     regions = ckpt.regions  # (read column by column: a zip's `RegionColumns` makes no `Region`)
-    region_lengths = region_column(regions, "length")
-    for i, region_kind, length, file in zip(
-        count(), region_column(regions, "kind"), region_lengths, region_column(regions, "file")
-    ):
-        if region_kind is tensor_data:
-            if file:
+    region_kinds, region_lengths = region_column(regions, "kind"), region_column(regions, "length")
+    files = region_column(regions, "file")
+    if not any(files):
+        # One file (most checkpoints): a byte a region, its kind's code, made in one C pass; each kind's regions
+        # then chosen from it by C passes (`bytes.translate` to a selector, `compress`), no Python step a region
+        # (a zip of 100,000 tensors: 400,000 regions)
+        codes = bytes(map(KIND_CODE.__getitem__, region_kinds))
+        n, rest = len(codes), sum(region_lengths)
+        counted = {kind: codes.count(code) for kind, code in KIND_CODE.items() if code in codes}
+        # the kind of most regions other than tensor data (a zip's headers): its bytes are those the others leave
+        last = max([kind for kind in counted if kind is not RegionKind.TENSOR_DATA], key=counted.__getitem__,
+                   default=None)  # fmt: skip
+        for kind, many in counted.items():
+            if kind is last:
+                continue
+            code = KIND_CODE[kind]
+            selector = None if many == n else codes.translate(bytes(code) + b"\x01" + bytes(255 - code))
+            if kind is not RegionKind.TENSOR_DATA:
+                told = sum(region_lengths if selector is None else compress(region_lengths, selector))
+                totals[REGION_BUCKET[kind]] += told
+                rest -= told
+                continue
+            chosen = region_lengths if selector is None else list(compress(region_lengths, selector))
+            rest -= sum(chosen)
+            starts = region_column(regions, "start")
+            laid = _laid_kinds(ckpt, starts if selector is None else list(compress(starts, selector)), chosen)
+            if laid is not None:  # (the tensors are the data regions one for one: their kinds, in order)
+                _add_by_kind(totals, laid, chosen)
+            else:
+                data[0] = list(range(n) if selector is None else compress(range(n), selector))
+        if last is not None:
+            totals[REGION_BUCKET[last]] += rest
+    else:
+        tensor_data, region_bucket = RegionKind.TENSOR_DATA, REGION_BUCKET
+        for i, region_kind, length, file in zip(count(), region_kinds, region_lengths, files):
+            if region_kind is tensor_data:
                 data.setdefault(file, []).append(i)
             else:
-                add(i)
-        else:
-            totals[region_bucket[region_kind]] += length
-    if first:
-        data[0] = first
-    kinds = _region_kinds(ckpt, data)
-    for file, indices in data.items():  # (each kind's lengths summed in C calls)
-        found = list(map(kinds.get(file, {}).get, indices))
-        lengths = list(map(region_lengths.__getitem__, indices))
-        for kind in dict.fromkeys(found):
-            of_kind = lengths if found.count(kind) == len(found) else compress(lengths, map(is_, found, repeat(kind)))
-            totals[KIND_BUCKET[kind] if kind is not None else "tensor_data"] += sum(of_kind)
+                totals[region_bucket[region_kind]] += length
+    if data:
+        kinds = _region_kinds(ckpt, data)
+        for file, indices in data.items():
+            found = list(map(kinds.get(file, {}).get, indices))
+            _add_by_kind(totals, found, list(map(region_lengths.__getitem__, indices)))
     return {name: n for name, n in totals.items() if n}
+
+
+def _add_by_kind(totals: dict[str, int], found: Sequence[TensorKind | None], lengths: list[int]) -> None:
+    """Add data regions' `lengths` to the buckets of the tensor kinds `found` in them (None: no tensor's), each kind's
+    summed in C calls."""
+    for kind in dict.fromkeys(found):
+        of_kind = lengths if found.count(kind) == len(found) else compress(lengths, map(is_, found, repeat(kind)))
+        totals[KIND_BUCKET[kind] if kind is not None else "tensor_data"] += sum(of_kind)
 
 
 def unreferenced_words(framework: str) -> Unreferenced:
@@ -244,9 +287,10 @@ def _of_kind(ckpt: Checkpoint, kind: RegionKind, by_kind: dict[str, int]) -> lis
     return [r for r in ckpt.regions if r.kind is kind]
 
 
-def _dominant_dtype(tensors: Iterable[TensorInfo]) -> str | None:
+def _dominant_dtype(tensors: Iterable[TensorInfo], names: Sequence[str] | None = None) -> str | None:
+    """The dtype of most of the tensors' bytes (`names`: their dtypes, where the caller has them)."""
     tensors = tensors if isinstance(tensors, (list, tuple)) else list(tensors)
-    names = [t.dtype for t in tensors]
+    names = [t.dtype for t in tensors] if names is None else names
     if names and names.count(names[0]) == len(names):  # one dtype (most files: no weight per tensor added up)
         return names[0]
     weights: Counter[str] = Counter()
@@ -259,8 +303,9 @@ def account(ckpt: Checkpoint) -> Accounting:
     """Attribute every byte and walk from the file size to the parameter count."""
     by_kind = bucket_bytes(ckpt)
     params = ckpt.unique(TensorKind.PARAMETER)
-    parameter_bytes = sum([t.nbytes for t in params])
-    dtype = _dominant_dtype(params)
+    every = params is ckpt.tensors  # (most files: every tensor a parameter, their fields read once, `column`)
+    parameter_bytes = sum(ckpt.column("nbytes") if every else [t.nbytes for t in params])
+    dtype = _dominant_dtype(params, ckpt.column("dtype") if every else None)
     dt = dtypes.lookup(dtype) if dtype else None
     size = ckpt.file_size
     implied_dtype = size * 8 * dt.block // dt.bits if dt else None
@@ -274,7 +319,7 @@ def account(ckpt: Checkpoint) -> Accounting:
         by_kind,
         unexplained,
         parameter_bytes,
-        elements(params) if ckpt.count_known else None,  # (ckpt.n_parameters: the unique parameters' elements)
+        ckpt.n_parameters if ckpt.count_known else None,
         dtype,
         implied_dtype,
         size // 4,
@@ -329,9 +374,11 @@ def _walk(ckpt: Checkpoint, by_kind: dict[str, int], saved: int, parameter_bytes
 
 def _notes(ckpt: Checkpoint, by_kind: dict[str, int], params: tuple[TensorInfo, ...], dtype: str | None) -> list[str]:
     notes = []
-    kinds = Counter([t.dtype for t in params])
-    if len(kinds) > 1:
-        notes.append("parameters use several dtypes: " + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()))
+    names: Sequence[str | None] = ckpt.column("dtype") if params is ckpt.tensors else [t.dtype for t in params]
+    if names.count(dtype) != len(names):  # (most files: one dtype, no Counter)
+        kinds = Counter(names)
+        if len(kinds) > 1:
+            notes.append("parameters use several dtypes: " + ", ".join(f"{k} x{n}" for k, n in kinds.most_common()))
     dt = dtypes.lookup(dtype) if dtype else None
     bits = dt.bits / dt.block if dt else 32  # per element: block-quantized types carry their scales
     if dt and bits != 32:
@@ -349,7 +396,11 @@ def _notes(ckpt: Checkpoint, by_kind: dict[str, int], params: tuple[TensorInfo, 
     if duplicate:
         notes.append(f"{duplicate:,} bytes store a tensor a second time (tied weights saved twice)")
     stored_twice = {r.label for r in _of_kind(ckpt, RegionKind.DUPLICATE, by_kind)}
-    aliases = [t for t in ckpt.tensors if t.alias_of is not None and t.name not in stored_twice]
+    aliases = (
+        [t for t in ckpt.tensors if t.alias_of is not None and t.name not in stored_twice]
+        if ckpt.column("alias_of").count(None) != len(ckpt.tensors)  # (most files: no alias, told by a count)
+        else []
+    )
     if aliases:
         notes.append(f"{len(aliases)} tied names share storage with another tensor and are counted once")
     return notes
@@ -377,7 +428,8 @@ def findings(ckpt: Checkpoint, acc: Accounting) -> list[Finding]:
             )
         )
     duplicates = {r.label for r in _of_kind(ckpt, RegionKind.DUPLICATE, acc.by_kind)}
-    for t in ckpt.tensors:
+    aliased = ckpt.column("alias_of").count(None) != len(ckpt.tensors)  # (most files: no alias, told by a count)
+    for t in ckpt.tensors if aliased else ():
         if t.alias_of is not None and t.name not in duplicates:  # stored twice: the loader reports the duplicate
             out.append(
                 Finding(

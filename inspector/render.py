@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     Columns = tuple[tuple[str, ...], list[Any]]  # a batch of dicts column by column (`jsontext.Rows`)
+    Fields = dict[str, tuple[Any, ...]]  # the tensors' fields, a tuple each (`_fields`)
 
 _CONTROL = {c: f"\\x{c:02x}" for c in list(range(0x20)) + [0x7F]} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
 _C1 = {c: f"\\u{c:04x}" for c in range(0x80, 0xA0)}
@@ -66,7 +67,7 @@ REGION_TEXT = {kind: kind.value for kind in RegionKind}
 
 # The optional facts of a tensor's and a region's dict, in the order written, each with when it is written ("set":
 # when not None, "": when truthy); for the dicts and for their columns alike
-# (`_tensor_columns` reads these fields in this order, in its list comprehension: a test sets each and compares)
+# (`_tensor_columns` reads them in this order, the rarely set ones only where set: a test sets each and compares)
 TENSOR_OPTIONAL = (("alias_of", "set"), ("storage", "set"), ("section", ""), ("param", "set"), ("file", ""),
                    ("span", "set"), ("notes", ""))  # fmt: skip
 REGION_OPTIONAL = (("file", ""), ("logical", "set"))
@@ -139,10 +140,14 @@ def _optional(
 
 
 def _tensor_columns(
-    tensors: Sequence[TensorInfo], matched: Sequence[RoleMatch | None], elements: Sequence[int]
+    tensors: Sequence[TensorInfo], matched: Sequence[RoleMatch | None], fields: Fields
 ) -> Callable[[range], Columns | None]:
-    """`_tensor_json` of a batch of the tensors (a range of their places), as columns; `matched` and `elements` are
-    each tensor's role (or None) and elements, by place."""
+    """`_tensor_json` of a batch of the tensors (a range of their places), as columns; `matched` is each tensor's role
+    (or None) by place, `fields` the tensors' fields read once (`_fields`)."""
+    shapes, dtypes, elements, nbytes, kinds, trainable, aliases = (
+        fields["shape"], fields["dtype"], fields["elements"], fields["nbytes"], fields["kind"], fields["trainable"],
+        fields["alias_of"],
+    )  # fmt: skip
 
     def columns(places: range) -> Columns | None:
         """`_tensor_json` of every tensor of the batch, as columns (None: the dicts differ in layout)."""
@@ -152,28 +157,32 @@ def _tensor_columns(
             return None
         known: Sequence[RoleMatch] = matches  # type: ignore[assignment]  # (every tensor's role, told just above)
         batch = tensors[start:stop]
-        # every field read in one pass (a list comprehension reads a record's slots in about half the instructions of
-        # an `attrgetter`), the rows then turned into columns; the optional fields in `TENSOR_OPTIONAL`'s order
-        name, shape, dtype, nbytes, offset, kind, trainable, *optional = zip(
-            *[(t.name, t.shape, t.dtype, t.nbytes, t.offset, t.kind, t.trainable,
-               t.alias_of, t.storage, t.section, t.param, t.file, t.span, t.notes) for t in batch],
-            strict=True,
-        )  # fmt: skip
+        # the fields `_fields` read, sliced; the others each read by a list comprehension (a record's slot in about
+        # half the instructions of an `attrgetter`, and no row tuple made and taken apart); the optional fields in
+        # `TENSOR_OPTIONAL`'s order, those other than an alias or a storage read only where one tensor of the batch
+        # has one (most files: none)
         keys, values = (
             list(TENSOR_KEYS),
             [
-                name,
-                shape,  # (tuples: written as the lists of `_tensor_json`)
-                dtype,
+                [t.name for t in batch],
+                shapes[start:stop],  # (tuples: written as the lists of `_tensor_json`)
+                dtypes[start:stop],
                 elements[start:stop],
-                nbytes,
-                offset,
-                kind,  # (members of a str enum: written as their values)
+                nbytes[start:stop],
+                [t.offset for t in batch],
+                kinds[start:stop],  # (members of a str enum: written as their values)
                 [r.layer for r in known],
                 [r.role for r in known],
-                trainable,
+                trainable[start:stop],
             ],
         )
+        alias_of, storage = aliases[start:stop], [t.storage for t in batch]
+        if [t for t in batch if t.section or t.param is not None or t.file or t.span is not None or t.notes]:
+            optional = [alias_of, storage, [t.section for t in batch], [t.param for t in batch],
+                        [t.file for t in batch], [t.span for t in batch], [t.notes for t in batch]]  # fmt: skip
+        else:  # (none of those written: columns of None, each written for no tensor)
+            unset = [None] * len(batch)
+            optional = [alias_of, storage, unset, unset, unset, unset, unset]
         return (tuple(keys), values) if _optional(batch, TENSOR_OPTIONAL, keys, values, optional) else None
 
     return columns
@@ -246,25 +255,42 @@ def _layer_columns(batch: Sequence[LayerCheck]) -> Columns:
     ]
 
 
-def _counts(ckpt: Checkpoint, elements: Sequence[int] | None = None) -> dict[str, Any]:
-    """The counts of a report; `elements`: each tensor's, where the caller has them."""
+FIELDS = ("shape", "dtype", "nbytes", "kind", "trainable", "alias_of", "elements")  # those `_fields` gives
+
+
+def _fields(ckpt: Checkpoint) -> Fields:
+    """The tensors' fields the counts and the --json rows both read (`FIELDS`), each read once for the report
+    (`Checkpoint.column`: 100,000 tensors, no field read twice)."""
+    return {name: ckpt.column(name) for name in FIELDS}
+
+
+def _counts(ckpt: Checkpoint, fields: Fields | None = None) -> dict[str, Any]:
+    """The counts of a report; `fields`: the tensors' (`_fields`), where the caller has them."""
     # one pass over the tensors (unique ones, by kind): tensors, elements, bytes, trainable elements
     sums = {kind: [0, 0, 0, 0] for kind in TensorKind}
+    tensors = ckpt.tensors
     unique = ckpt.unique()
-    kinds = [t.kind for t in unique]
-    every = elements if elements is not None and unique is ckpt.tensors else list(map(prod, [t.shape for t in unique]))
+    kinds: Sequence[TensorKind]
+    every: Sequence[int]
+    nbytes: Sequence[int]
+    trainable: Sequence[bool]
+    if unique is tensors:  # (no alias: the tensors' columns, `Checkpoint.column`)
+        fields = fields or _fields(ckpt)
+        kinds, every, nbytes, trainable = fields["kind"], fields["elements"], fields["nbytes"], fields["trainable"]
+    else:
+        kinds, nbytes, trainable = [t.kind for t in unique], [t.nbytes for t in unique], [t.trainable for t in unique]
+        every = list(map(prod, [t.shape for t in unique]))
     for kind in dict.fromkeys(kinds):  # (a few kinds: each summed in C calls)
         row = sums.get(kind)
         if row is not None:
             if kinds.count(kind) == len(kinds):
-                of_kind, of_kind_elements = unique, every
+                row[0], row[1], row[2] = len(kinds), sum(every), sum(nbytes)
+                row[3] = sum(compress(every, trainable))
             else:
                 chosen = list(map(eq, kinds, repeat(kind)))
-                of_kind, of_kind_elements = tuple(compress(unique, chosen)), list(compress(every, chosen))
-            row[0] = len(of_kind)
-            row[1] = sum(of_kind_elements)
-            row[2] = sum([t.nbytes for t in of_kind])
-            row[3] = sum(compress(of_kind_elements, [t.trainable for t in of_kind]))
+                of_kind_elements = list(compress(every, chosen))
+                row[0], row[1], row[2] = len(of_kind_elements), sum(of_kind_elements), sum(compress(nbytes, chosen))
+                row[3] = sum(compress(of_kind_elements, compress(trainable, chosen)))
     params, buffers, opt, other = (sums[k] for k in (TensorKind.PARAMETER, TensorKind.BUFFER, TensorKind.OPTIMIZER,
                                                         TensorKind.OTHER))  # fmt: skip
     known = ckpt.count_known  # pickled objects: null in JSON, "unknown" in text
@@ -288,14 +314,14 @@ def report_dict(report: Report, lazy: bool = False) -> dict[str, Any]:
     """
     ckpt, acc, exp = report.checkpoint, report.accounting, report.expectation
     tensors = ckpt.tensors
-    # each tensor's role by place, as the text's rows pair them (None past the roles), and its elements (made once:
-    # the counts and the rows)
+    # each tensor's role by place, as the text's rows pair them (None past the roles), and the fields the counts and
+    # the rows both read (read once)
     matched: Sequence[RoleMatch | None] = (
         report.roles
         if len(report.roles) == len(tensors)
         else (*report.roles[: len(tensors)], *[None] * (len(tensors) - len(report.roles)))
     )
-    elements = list(map(prod, [t.shape for t in tensors]))
+    fields = _fields(ckpt) if lazy else None
 
     def tensor(place: int) -> dict[str, Any]:
         return _tensor_json(tensors[place], matched[place])
@@ -307,10 +333,10 @@ def report_dict(report: Report, lazy: bool = False) -> dict[str, Any]:
         "framework": ckpt.framework,
         "file_bytes": ckpt.file_size,
         "files": [{"path": p, "bytes": s} for p, s in ckpt.files],
-        **_counts(ckpt, elements),
+        **_counts(ckpt, fields),
         "tensors": (
-            Rows(range(len(tensors)), tensor, _tensor_columns(tensors, matched, elements))
-            if lazy
+            Rows(range(len(tensors)), tensor, _tensor_columns(tensors, matched, fields))
+            if fields is not None
             else list(map(tensor, range(len(tensors))))
         ),
         "bytes": {

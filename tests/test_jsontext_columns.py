@@ -30,16 +30,18 @@ def _columns(keys: tuple[str, ...]) -> Any:
 
 
 def _written(rows: list[dict[str, Any]]) -> str:
-    """The rows written column by column, in batches of the usual size and of 2."""
+    """The rows written column by column, in batches of the usual size, of `STREAM_ITEMS` and of 2."""
     doc = {"rows": Rows(rows, dict, _columns(tuple(rows[0])))}
     text = dumps(doc)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(jsontext, "STREAM_ITEMS", 2)
-        assert dumps(doc) == text
+    for size in (jsontext.STREAM_ITEMS, 2):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(jsontext, "ROWS", size)
+            mp.setattr(jsontext, "STREAM_ITEMS", min(size, jsontext.STREAM_ITEMS))
+            assert dumps(doc) == text
     return text
 
 
-N = 3 * jsontext.STREAM_ITEMS + 7
+N = 3 * jsontext.ROWS + 7
 
 
 @pytest.mark.parametrize(
@@ -53,7 +55,7 @@ def test_one_value_columns_with_an_odd_row_are_json_dumps(odd: Any) -> None:
     rows: list[dict[str, Any]] = [
         {"two": 2, "one": 1, "zero": 0, "yes": True, "dtype": "F32", "shape": (2, 1, 0), "n": i} for i in range(N)
     ]
-    at = jsontext.STREAM_ITEMS + 3
+    at = jsontext.ROWS + 3
     for key in ("two", "one", "zero", "yes", "dtype"):
         rows[at] = {**rows[at], key: odd}
     rows[at + 1] = {**rows[at + 1], "shape": (odd, 1, 0)}

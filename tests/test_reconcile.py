@@ -128,3 +128,64 @@ def test_tensors_that_are_the_data_regions_are_told_as_any_layout(tmp_path: Path
                 data.setdefault(r.file, []).append(i)
         assert _region_kinds(ckpt, data) == _region_kinds(ckpt), path
         assert sum(bucket_bytes(ckpt).values()) == ckpt.file_size
+
+
+def _buckets_region_by_region(ckpt: Checkpoint) -> dict[str, int]:
+    """`bucket_bytes` as it reads region by region: each region's length to its kind's bucket, a data region's to the
+    bucket of its tensors' kind (`_region_kinds`)."""
+    from inspector.reconcile import BUCKETS, KIND_BUCKET, REGION_BUCKET, _region_kinds
+
+    kinds = _region_kinds(ckpt)
+    totals = dict.fromkeys(BUCKETS, 0)
+    for i, r in enumerate(ckpt.regions):
+        if r.kind is RegionKind.TENSOR_DATA:
+            kind = kinds.get(r.file, {}).get(i)
+            totals[KIND_BUCKET[kind] if kind is not None else "tensor_data"] += r.length
+        else:
+            totals[REGION_BUCKET[r.kind]] += r.length
+    return {name: n for name, n in totals.items() if n}
+
+
+def test_buckets_told_by_c_passes_are_those_region_by_region(tmp_path: Path) -> None:
+    """The byte buckets of a one-file checkpoint (each kind's regions chosen by a byte a region) and of a sharded one
+    (region by region) are what reading each region gives: torch.save zips (buffers, views, ties, an optimizer's
+    state), safetensors, a compressed npz, a sharded safetensors model, and the samples of every format."""
+    torch = __import__("pytest").importorskip("torch")
+    from safetensors.numpy import save_file
+
+    lin = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    state = dict(lin.state_dict())
+    state["view"] = state["0.weight"][1:]
+    state["tied"] = state["0.weight"]
+    torch.save(state, tmp_path / "views.pt")
+    opt = torch.optim.Adam(lin.parameters())
+    lin(torch.ones(2, 3)).sum().backward()
+    opt.step()
+    torch.save({"model": lin.state_dict(), "optimizer": opt.state_dict()}, tmp_path / "train.pt")
+    arrays = {k: v.numpy() for k, v in lin.state_dict().items()}
+    save_file(arrays, tmp_path / "m.safetensors")
+    np.savez_compressed(tmp_path / "packed.npz", **arrays)
+    names = list(arrays)
+    for shard, part in (("model-00001-of-00002.safetensors", names[:2]), ("model-00002-of-00002.safetensors",
+                                                                             names[2:])):  # fmt: skip
+        save_file({k: arrays[k] for k in part}, tmp_path / shard)
+    index = {"metadata": {}, "weight_map": {k: s for s, part in ((1, names[:2]), (2, names[2:])) for k in part}}
+    index["weight_map"] = {k: f"model-0000{s}-of-00002.safetensors" for k, s in index["weight_map"].items()}
+    (tmp_path / "model.safetensors.index.json").write_text(__import__("json").dumps(index))
+    made = ["views.pt", "train.pt", "m.safetensors", "packed.npz", "model.safetensors.index.json"]
+    samples = sorted(p for p in SAMPLES.rglob("*") if p.is_file() and p.suffix not in {".md", ".py", ".json", ".txt"})
+    told = 0
+    for path in [*(tmp_path / name for name in made), *samples]:
+        try:
+            ckpt = load(path)
+        except Exception:  # noqa: BLE001 - a sample no loader takes alone (a shard's companion, a script's output)
+            continue
+        by_kind = bucket_bytes(ckpt)
+        assert by_kind == _buckets_region_by_region(ckpt), path
+        assert sum(by_kind.values()) == ckpt.file_size, path
+        told += 1
+    assert told > 20
+    sharded = load(tmp_path / "model.safetensors.index.json")
+    assert any(r.file for r in sharded.regions)  # (the region-by-region path of `bucket_bytes`)
+    assert "compressed" in bucket_bytes(load(tmp_path / "packed.npz"))
+    assert "optimizer" in bucket_bytes(load(tmp_path / "train.pt"))

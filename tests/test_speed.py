@@ -63,6 +63,7 @@ def test_json_text_streamed_in_tiny_batches_is_json_dumps(doc: object) -> None:
     """Every container of 2 or more items streamed, batches of 2 written column by column, 8-character chunks."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(jsontext, "STREAM_ITEMS", 2)
+        mp.setattr(jsontext, "ROWS", 2)
         mp.setattr(jsontext, "CHUNK", 8)
         assert dumps(doc) == json.dumps(doc, indent=2, default=str)
 
@@ -161,7 +162,7 @@ def test_rows_written_column_by_column_are_the_dicts(tmp_path: Path) -> None:
     from inspector.render import render_json, report_dict
     from inspector.report import inspect
 
-    n = 3 * jsontext.STREAM_ITEMS
+    n = 3 * jsontext.ROWS
     state = {f"blocks.{i}.linear.weight": torch.full((2, i % 5 + 1), float(i)) for i in range(n)}
     state["blocks.300.linear.weight"] = state["blocks.299.linear.weight"]  # tied: an alias_of in one batch
     torch.save(state, tmp_path / "tied.pt")
@@ -178,11 +179,13 @@ def test_rows_written_column_by_column_are_the_dicts(tmp_path: Path) -> None:
 
 
 def test_tensor_columns_read_every_optional_field_as_the_dicts() -> None:
-    """`render._tensor_columns` reads each tensor's fields in one list comprehension, the optional ones in
-    `TENSOR_OPTIONAL`'s order: with every optional field set (each to a value of its own), the columns are the dicts
-    `_tensor_json` makes, key for key and value for value."""
-    from inspector.records import RoleMatch, TensorInfo, TensorKind
-    from inspector.render import TENSOR_OPTIONAL, _tensor_columns, _tensor_json
+    """`render._tensor_columns` reads each tensor's fields, the optional ones in `TENSOR_OPTIONAL`'s order, those
+    other than an alias or a storage only where a tensor of the batch has one: with every optional field set (each to
+    a value of its own), and with each set on one tensor alone (its dicts then differ in layout: no columns) or on
+    none, the columns are the dicts `_tensor_json` makes, key for key and value for value."""
+    from inspector.records import Checkpoint, RoleMatch, TensorInfo, TensorKind
+    from inspector.recordtype import replace
+    from inspector.render import TENSOR_OPTIONAL, _fields, _tensor_columns, _tensor_json
 
     tensors = [
         TensorInfo(f"m.{i}.weight", (2, i + 1), "F32", 8 * (i + 1), 64 * i, storage=f"s{i}", alias_of=f"a{i}",
@@ -191,14 +194,31 @@ def test_tensor_columns_read_every_optional_field_as_the_dicts() -> None:
         for i in range(5)
     ]  # fmt: skip
     roles = [RoleMatch(t.name, f"m.{i}", "dense", "weight", "torch.dense") for i, t in enumerate(tensors)]
-    laid = _tensor_columns(tensors, roles, [t.n_elements for t in tensors])(range(len(tensors)))
-    assert laid is not None
-    keys, values = laid
-    assert set(keys) >= {key for key, _ in TENSOR_OPTIONAL}
-    rows = [dict(zip(keys, row, strict=True)) for row in zip(*values, strict=True)]
-    rows = [{**row, "shape": list(row["shape"])} for row in rows]  # (a tuple, written as the dict's list)
-    dicts = [_tensor_json(t, r) for t, r in zip(tensors, roles, strict=True)]
-    assert rows == dicts and [list(row) for row in rows] == [list(d) for d in dicts]
+
+    def columns_are_the_dicts(tensors: list[TensorInfo]) -> tuple[str, ...] | None:
+        ckpt = Checkpoint("x", "x", "x", (("x", 0),), tuple(tensors), ())
+        laid = _tensor_columns(ckpt.tensors, roles, _fields(ckpt))(range(len(tensors)))
+        dicts = [_tensor_json(t, r) for t, r in zip(tensors, roles, strict=True)]
+        if laid is None:  # (only where the dicts differ in layout)
+            assert len({tuple(d) for d in dicts}) > 1
+            return None
+        keys, values = laid
+        rows = [dict(zip(keys, row, strict=True)) for row in zip(*values, strict=True)]
+        rows = [{**row, "shape": list(row["shape"])} for row in rows]  # (a tuple, written as the dict's list)
+        assert rows == dicts and [list(row) for row in rows] == [list(d) for d in dicts]
+        return keys
+
+    keys = columns_are_the_dicts(tensors)
+    assert keys is not None and set(keys) >= {key for key, _ in TENSOR_OPTIONAL}
+    plain = [TensorInfo(t.name, t.shape, t.dtype, t.nbytes, t.offset) for t in tensors]
+    assert columns_are_the_dicts(plain) == tuple(TENSOR_KEYS_OF_PLAIN)
+    for key, _ in TENSOR_OPTIONAL:  # each optional field set on one tensor alone: dict by dict
+        one = [replace(t, **{key: getattr(tensors[2], key)}) if i == 2 else t for i, t in enumerate(plain)]
+        assert columns_are_the_dicts(one) is None, key
+        assert columns_are_the_dicts([replace(t, **{key: getattr(tensors[i], key)}) for i, t in enumerate(plain)])
+
+
+TENSOR_KEYS_OF_PLAIN = ("name", "shape", "dtype", "elements", "nbytes", "offset", "kind", "layer", "role", "trainable")
 
 
 def test_region_rows_with_files_and_logical_sizes_are_the_dicts(tmp_path: Path) -> None:
@@ -1158,7 +1178,7 @@ def test_roles_made_from_a_remembered_shape_are_the_rules_answers(
 def test_json_columns_of_one_value_are_written_into_the_template() -> None:
     """A batch column of one value (a dtype, a kind, a status) is written once into the batch's template: values
     equal but written differently (1, 1.0, True), strings with '%', long ones, None, shapes as tuples or lists."""
-    n = 3 * jsontext.STREAM_ITEMS + 7
+    n = 3 * jsontext.ROWS + 7
     rows: list[dict[str, object]] = [
         {"k": "parameter", "p": "100%s%d%%", "i": 7, "b": True, "z": None, "l": "x" * 100, "s": (2, 3), "m": [i, 1],
          "e": 1 if i % 2 else True, "f": 1.0 if i % 3 else 1, "t": (i,) if i % 5 else [i], "u": "\u2603\n\""}
@@ -1175,6 +1195,7 @@ def test_json_columns_of_one_value_are_written_into_the_template() -> None:
     assert dumps(laid) == json.dumps(doc, indent=2, default=str)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(jsontext, "STREAM_ITEMS", 2)
+        mp.setattr(jsontext, "ROWS", 2)
         assert dumps(laid) == json.dumps(doc, indent=2, default=str)
 
 
@@ -1238,3 +1259,36 @@ def test_an_npz_parses_each_distinct_npy_header_once(tmp_path: Path) -> None:
     ckpt = load(path)
     assert len(npy._PARSED) == 2 and [t.shape for t in ckpt.tensors] == [(3, 4), (3, 4), (5,)]
     assert [t.dtype for t in ckpt.tensors] == ["F32", "F32", "F16"]
+
+
+def test_checkpoint_columns_are_the_fields_read_once(tmp_path: Path) -> None:
+    """`Checkpoint.column` gives each tensor's field (or elements) in order, read once while the checkpoint's tensors
+    are the last asked about, and read again for another checkpoint's, whichever is asked in turn; `unique`,
+    `count_known` and `n_parameters` read from it are what the tensors themselves say."""
+    from math import prod
+
+    from inspector.records import PICKLED_DTYPE, READ_TENSORS, Checkpoint, TensorInfo, TensorKind
+
+    torch = pytest.importorskip("torch")
+    lin = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    state = dict(lin.state_dict())
+    state["tied"] = state["0.weight"]
+    torch.save(state, tmp_path / "tied.pt")
+    from inspector import load
+
+    real = load(tmp_path / "tied.pt")
+    made = Checkpoint("x", "x", "x", (("x", 0),), (
+        TensorInfo("a", (2, 3), "F16", 12, 0, kind=TensorKind.BUFFER, trainable=False, file=1, span=40),
+        TensorInfo("b", (), PICKLED_DTYPE, 0, None, kind=TensorKind.METADATA),
+    ), ())  # fmt: skip
+    for _ in range(2):
+        for ckpt in (real, made, real):
+            for name in (*READ_TENSORS, "name", "elements"):
+                want = tuple(prod(t.shape) if name == "elements" else getattr(t, name) for t in ckpt.tensors)
+                assert ckpt.column(name) == want, name
+                assert ckpt.column(name) is ckpt.column(name)  # (read once)
+            unique = tuple(t for t in ckpt.tensors if t.alias_of is None)
+            assert ckpt.unique() == unique
+            assert ckpt.n_parameters == sum(prod(t.shape) for t in unique if t.kind is TensorKind.PARAMETER)
+    assert real.unique() != real.tensors and made.unique() is made.tensors
+    assert real.count_known and not made.count_known
