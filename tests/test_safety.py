@@ -242,7 +242,8 @@ def _rewrite(src: Path, dst: Path, extra: list[tuple[str, bytes]], deflate: str 
 
 @pytest.mark.reference
 def test_zip_duplicate_and_deflated_data_pkl(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """torch reads the last of two same-named data.pkl, and reads a deflated data.pkl: both payloads run."""
+    """torch reads the second of these two same-named data.pkl (its zip reader's lookup: `loaders._miniz`), and
+    reads a deflated data.pkl: both payloads run."""
     base, names = _torch_zip(tmp_path)
     folder = names[0].split("/")[0]
     canary = tmp_path / "canary"
@@ -385,7 +386,8 @@ def test_what_the_c_unpickler_accepts_keeps_its_evidence(tmp_path: Path, capsys:
 
 @pytest.mark.reference
 def test_damaged_neighbour_of_the_read_data_pkl(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Found by the property tests: torch reads the last data.pkl and never looks at a broken first copy."""
+    """Found by the property tests: torch reads the second data.pkl here (its zip reader's lookup) and never looks at a
+    broken first copy."""
     base, names = _torch_zip(tmp_path)
     folder = names[0].split("/")[0]
     canary = tmp_path / "canary"
