@@ -91,7 +91,8 @@ class Format:
     white space), `suffixes` and `names` (a name it is found by, as a suffix or a regular expression over the path: a
     shard whose index lies beside it), `small` (a file that fits in the head: a claim that reads its end),
     `container` (the probe found a zip or an HDF5 signature in the head), `member` (a zip: some member's name ends
-    so, or the directory could not be read; the probe reads it once for every zip row and claim), `late` (the class
+    so, or the directory could not be read; the probe reads it once for every zip row and claim; `any_case`: in any
+    case of its ASCII letters, as torch's zip reader finds a record), `late` (the class
     has a `late_claim`, asked when no loader claims), and `entries` (the class has `folder_entry` and `member_entry`:
     its checkpoints are folders or several files, `inspector.registry.folder_entry`).
     """
@@ -106,6 +107,7 @@ class Format:
     small: bool = False
     container: str = ""  # "zip" or "hdf5"
     member: str = ""  # container "zip": a name some member ends with
+    any_case: bool = False
     late: bool = False
     entries: bool = False
 
@@ -118,7 +120,7 @@ class Format:
         if (self.names and _named(self.names, probe.path)) or (self.small and probe.size <= len(probe.head)):
             return True
         if self.container == "zip":
-            return probe.head.startswith(b"PK") and (not self.member or _has_member(probe, self.member))
+            return probe.head.startswith(b"PK") and (not self.member or _has_member(probe, self.member, self.any_case))
         return self.container == "hdf5" and probe.hdf5_head_offset is not None
 
     def load(self) -> type[Loader]:
@@ -128,13 +130,13 @@ class Format:
         return getattr(sys.modules[module], name)  # type: ignore[no-any-return]
 
 
-def _has_member(probe: Probe, ending: str) -> bool:
-    """Whether some member of the zip's directory ends with `ending` (True when the directory cannot be read: a
-    damaged archive, an empty one, is the claims' to judge; maybe true for a name holding a newline: the claim
-    judges it)."""
+def _has_member(probe: Probe, ending: str, any_case: bool = False) -> bool:
+    """Whether some member of the zip's directory ends with `ending` (`any_case`: lowered, `ending` being lower case;
+    True when the directory cannot be read: a damaged archive, an empty one, is the claims' to judge; maybe true for a
+    name holding a newline, or lowered from other letters: the claim judges it)."""
     names = probe.zip_names
     # (one C search of the names: 100,000 members, a row asking costs no Python step per member)
-    return names is None or ending + "\n" in names
+    return names is None or ending + "\n" in names or (any_case and ending + "\n" in names.lower())
 
 
 def _named(pattern: str, path: str) -> bool:
@@ -172,7 +174,7 @@ FORMATS: tuple[Format, ...] = (
     Format("npy", "loaders.npy:NpyLoader", starts=(b"\x93NUMPY",)),
     # (all members, or an empty zip; late: any zip holding an npy array, whatever its members' names)
     Format("npz", "loaders.npy:NpzLoader", container="zip", member=".npy", late=True),
-    Format("pytorch-zip", "loaders.torch_zip:TorchZipLoader", container="zip", member=".pkl"),  # data.pkl...
+    Format("pytorch-zip", "loaders.torch_zip:TorchZipLoader", container="zip", member=".pkl", any_case=True),
     Format("pytorch-legacy", "loaders.torch_legacy:TorchLegacyLoader", starts=(*TORCH_LEGACY, b"sys_info")),
     Format("keras-h5", "loaders.keras_h5:KerasH5Loader", container="hdf5", late=True),
     Format("keras3-zip", "loaders.keras_zip:KerasZipLoader", container="zip", member="config.json"),

@@ -34,16 +34,20 @@ PICKLE_SUFFIXES = tuple(sorted({f".{p}{k}{l}" for p in "pP" for k in "kK" for l 
 
 
 def has_pickle(members: _zip.Members) -> bool:
-    return any(name.endswith("/" + PICKLE_NAME) and name.count("/") == 1 for name in members.names)
+    """Whether a folder's data.pkl is a member, named so in any case (torch finds `archive/DATA.PKL`)."""
+    names = members.names
+    return any(
+        names[i].count("/") == 1 and names[i].lower().endswith("/" + PICKLE_NAME) for i in _pickle_members(members)
+    )
 
 
 def archive_folder(members: _zip.Members) -> str | None:
-    """The archive folder as torch decides it: the first member's, when it holds a data.pkl."""
+    """The archive folder as torch decides it: the first member's, when torch finds a data.pkl in it."""
     names = members.names
     if not names or "/" not in names[0]:
         return None
     prefix = names[0].split("/", 1)[0] + "/"
-    return prefix if prefix + PICKLE_NAME in names else None  # (a C search)
+    return prefix if members.index_of(prefix + PICKLE_NAME) is not None else None
 
 
 def layout_findings(members: _zip.Members, prefix: str) -> list[Finding]:

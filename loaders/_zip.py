@@ -82,7 +82,7 @@ class Members(Sequence[ZipMember]):
 
     __slots__ = ("names", "header_offsets", "data_offsets", "compress_sizes", "file_sizes", "methods",
                  "local_header_lens", "padding_lens", "descriptor_lens", "_made", "_all", "_listing", "_unique",
-                 "_lookup")  # fmt: skip
+                 "_lookup", "_lowered")  # fmt: skip
 
     def __init__(self, *columns: list[Any]) -> None:
         (self.names, self.header_offsets, self.data_offsets, self.compress_sizes, self.file_sizes, self.methods,
@@ -92,6 +92,7 @@ class Members(Sequence[ZipMember]):
         self._listing: str | None = None
         self._unique: bool | None = None
         self._lookup: Any = None  # (`index_of`'s: False, by the exact name; or torch's lookup)
+        self._lowered: str | None = None
 
     @classmethod
     def of(cls, records: Iterable[ZipMember]) -> Members:
@@ -177,23 +178,36 @@ class Members(Sequence[ZipMember]):
         two names are equal but for ASCII case (nearly every archive, told by the names' listing in a few C calls);
         else the one miniz's lookup finds (`loaders._miniz`: of two copies of a name, the first in some archives,
         the last in others)."""
-        if self.named_exactly():
-            try:
-                return self.names.index(name)
-            except ValueError:
-                return None
-        return self._lookup(name)  # type: ignore[no-any-return]
+        if not self.named_exactly():
+            return self._lookup(name)  # type: ignore[no-any-return]
+        try:
+            return self.names.index(name)
+        except ValueError:  # (a name in another case is the one found: at most one, the names being distinct so)
+            pass
+        from loaders import _miniz
+
+        wanted = _miniz.key(name)
+        lowered = self._lowered
+        if lowered is None:  # (names not all ASCII, or one holding a newline)
+            return next((i for i, n in enumerate(self.names) if _miniz.key(n) == wanted), None)
+        if lowered is self._listing and name.islower() or not wanted.isascii():
+            return None  # (no name has a capital letter, nor the one asked for; an ASCII name is not another)
+        at = ("\n" + lowered).find("\n" + wanted.decode("ascii") + "\n")  # (the name's first letter in `lowered`)
+        return None if at < 0 else lowered.count("\n", 0, at)
 
     def _case_lookup(self) -> Any:
-        """False when no two names are equal but for ASCII case; else torch's lookup of a name."""
+        """False when no two names are equal but for ASCII case; else torch's lookup of a name. (`_lowered`: the
+        listing lowered, the listing itself when no name has a capital letter; None unless it is ASCII.)"""
         from loaders import _miniz  # (archives of such names only)
 
         names = self.names
         if self.lines() and (listing := self.listing()).isascii():
             lowered = listing.lower()
             if lowered == listing:  # (no capital letter: equal but for case is equal)
+                self._lowered = listing
                 distinct = self.unique()
             else:  # (each name lowered, and the empty one after the last newline)
+                self._lowered = lowered
                 distinct = len(set(lowered.split("\n"))) == len(names) + 1
         else:
             distinct = len(set(map(_miniz.key, names))) == len(names)

@@ -31,7 +31,7 @@ from inspector.probe import Probe
 from inspector.records import Checkpoint, Region, RegionKind, TensorInfo
 from loaders import _pickle, _torch, _zip
 from loaders._torch_archive import (
-    PICKLE_SUFFIX,
+    PICKLE_SUFFIXES,
     archive_folder,
     damaged_archive_evidence,
     has_pickle,
@@ -68,7 +68,7 @@ class TorchZipLoader:
         if has_pickle(members):
             return Claim.STRUCTURE
         # any other zip of pickles: torch refuses it, but its pickles are judged all the same (picklescan's zips)
-        return Claim.CONTAINER if any(m.name.endswith(PICKLE_SUFFIX) for m in members) else None
+        return Claim.CONTAINER if any(map(str.endswith, members.names, repeat(PICKLE_SUFFIXES))) else None
 
     def load(self, probe: Probe) -> Checkpoint:
         evidence: set[str] = set()  # what any pickle would call: kept even when the rest cannot be read

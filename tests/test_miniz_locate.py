@@ -99,3 +99,35 @@ def test_the_report_reads_the_data_pkl_torch_reads(tmp_path: Path, first: bool) 
     assert [t.name for t in ckpt.tensors] == list(loaded)
     layout = [f for f in ckpt.findings if f.code == "ZIP_LAYOUT"]
     assert layout and "torch reads the copy its zip reader's lookup finds" in layout[0].message
+
+
+@pytest.mark.reference
+def test_a_data_pkl_named_in_another_case_is_read(tmp_path: Path) -> None:
+    """torch finds `archive/DATA.PKL` for data.pkl: such an archive was "not a recognised checkpoint format" (exit 2,
+    its pickle unjudged); now it is read as torch reads it, and a payload in it is exit 3."""
+    torch = pytest.importorskip("torch")
+    from inspector import load
+    from inspector.cli import main
+    from tests.test_safety import P2, file_handler, text
+
+    torch.save({"w": torch.ones(2)}, tmp_path / "c.pt")
+    with zipfile.ZipFile(tmp_path / "c.pt") as zf:
+        members = {name: zf.read(name) for name in zf.namelist()}
+    for evil in (False, True):
+        path = tmp_path / ("evil.pt" if evil else "upper.pt")
+        with zipfile.ZipFile(path, "w") as zf:
+            for name, data in members.items():
+                if name.endswith("/data.pkl"):
+                    name = name.replace("data.pkl", "DATA.PKL")
+                    data = P2 + b"}(" + text("w") + file_handler(tmp_path / "canary") + b"u." if evil else data
+                zf.writestr(name, data)
+        if evil:
+            assert main([str(path)]) == 3
+            assert not (tmp_path / "canary").exists()
+        else:
+            ckpt = load(path)
+            assert (
+                [(t.name, t.shape) for t in ckpt.tensors]
+                == [("w", (2,))]
+                == [(k, tuple(v.shape)) for k, v in torch.load(path, weights_only=True).items()]
+            )
