@@ -168,10 +168,10 @@ def other_pickles(
 def _pickle_members(members: _zip.Members) -> Iterable[int]:
     """The indexes of the members named *.pkl in any case: found in the listing of ASCII names (a line each: its
     line), else by each name."""
-    listing = members.listing()
-    if not (members.lines() and listing.isascii()):  # (an ASCII name lowered is as long)
+    lowered = members.lowered()
+    if lowered is None:  # (an ASCII name lowered is as long)
         return compress(count(), map(str.endswith, members.names, repeat(PICKLE_SUFFIXES)))
-    lowered, found, at, line, counted = listing.lower(), [], 0, 0, 0
+    found, at, line, counted = [], 0, 0, 0
     while (at := lowered.find(PICKLE_SUFFIX + "\n", at)) >= 0:
         line += lowered.count("\n", counted, at)  # (the lines before it: counted on from the last one found)
         found.append(line)

@@ -161,6 +161,15 @@ class Members(Sequence[ZipMember]):
     def __repr__(self) -> str:
         return f"Members({self.records()!r})"
 
+    def lowered(self) -> str | None:
+        """`listing` with its letters lowered, where every name is ASCII and none holds a newline (a search in it is
+        then one over the names in any case; the listing itself when no name has a capital letter); else None.
+        Made once."""
+        if self._lowered is None and self.lines() and (listing := self.listing()).isascii():
+            lowered = listing.lower()
+            self._lowered = listing if lowered == listing else lowered
+        return self._lowered
+
     def unique(self) -> bool:
         """Whether no two members have one name (made once)."""
         if self._unique is None:
@@ -187,7 +196,7 @@ class Members(Sequence[ZipMember]):
         from loaders import _miniz
 
         wanted = _miniz.key(name)
-        lowered = self._lowered
+        lowered = self.lowered()
         if lowered is None:  # (names not all ASCII, or one holding a newline)
             return next((i for i, n in enumerate(self.names) if _miniz.key(n) == wanted), None)
         if lowered is self._listing and name.islower() or not wanted.isascii():
@@ -196,18 +205,15 @@ class Members(Sequence[ZipMember]):
         return None if at < 0 else lowered.count("\n", 0, at)
 
     def _case_lookup(self) -> Any:
-        """False when no two names are equal but for ASCII case; else torch's lookup of a name. (`_lowered`: the
-        listing lowered, the listing itself when no name has a capital letter; None unless it is ASCII.)"""
+        """False when no two names are equal but for ASCII case; else torch's lookup of a name."""
         from loaders import _miniz  # (archives of such names only)
 
         names = self.names
-        if self.lines() and (listing := self.listing()).isascii():
-            lowered = listing.lower()
-            if lowered == listing:  # (no capital letter: equal but for case is equal)
-                self._lowered = listing
+        lowered = self.lowered()
+        if lowered is not None:
+            if lowered is self._listing:  # (no capital letter: equal but for case is equal)
                 distinct = self.unique()
             else:  # (each name lowered, and the empty one after the last newline)
-                self._lowered = lowered
                 distinct = len(set(lowered.split("\n"))) == len(names) + 1
         else:
             distinct = len(set(map(_miniz.key, names))) == len(names)
